@@ -1,0 +1,836 @@
+//! The sans-IO lock engine.
+
+pub mod io;
+mod state;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{self, whole_millis, LockOptions};
+use crate::random::RandomSource;
+use crate::redis::keys::{client_channel, MutexKeys};
+use crate::redis::reply::{self, AcquireReply, Reply};
+use crate::redis::scripts::{self, Script};
+use crate::time::{Duration, Instant};
+
+pub use io::{Command, Event, LeaseId, OpId, Outcome, Request, RequestId, RequestKind, Wait};
+use state::{
+    AcquireOp, AcquireState, Cleanup, InFlight, LeaseState, Purpose, ScriptCall, Subscription,
+};
+
+/// Settings shared by every lock of one engine (one client).
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Prepended to every key and channel (default `lockgate:`).
+    pub key_prefix: String,
+    /// How long the fence counter outlives a lease; see PROTOCOL.md "Fencing tokens".
+    pub fence_retention: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            key_prefix: "lockgate:".into(),
+            fence_retention: Duration::from_secs(3600),
+        }
+    }
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The lock protocol engine for Redis-backed primitives. It performs no I/O: it never opens a
+/// socket, sleeps, reads a clock or spawns a task.
+///
+/// # Driving contract
+/// The driver owns the connections and the clock, and loops:
+/// 1. Feed inputs, each with the current monotonic `now`:
+///    caller operations ([`acquire`](Self::acquire), [`release`](Self::release),
+///    [`extend`](Self::extend), [`cancel`](Self::cancel)), server replies
+///    ([`handle_reply`](Self::handle_reply), keyed by the [`RequestId`] of the request),
+///    pushed messages ([`handle_notification`](Self::handle_notification)), a lost connection
+///    ([`handle_disconnect`](Self::handle_disconnect)), and expired timers
+///    ([`handle_timeout`](Self::handle_timeout); calling it early is harmless).
+/// 2. Drain outputs after every input: [`poll_request`](Self::poll_request) until `None`
+///    (perform each, in order, and later hand its reply back), [`poll_event`](Self::poll_event)
+///    until `None` (deliver to callers), then [`poll_timeout`](Self::poll_timeout) (the next
+///    instant at which to call `handle_timeout`).
+///
+/// Requests of one engine must be performed in emission order on one connection, as a
+/// multiplexed Redis connection does. Every reply must eventually be handed back, as a
+/// transport error if the connection failed.
+pub struct Engine {
+    prefix: String,
+    channel: String,
+    retention_ms: String,
+    rng: Box<dyn RandomSource>,
+    next_id: u64,
+    acquires: BTreeMap<OpId, AcquireOp>,
+    waiting_tokens: HashMap<String, OpId>,
+    leases: BTreeMap<LeaseId, LeaseState>,
+    held_tokens: HashMap<String, LeaseId>,
+    cleanups: BTreeMap<u64, Cleanup>,
+    in_flight: HashMap<RequestId, InFlight>,
+    subscribe_request: Option<RequestId>,
+    subscription: Subscription,
+    batch: Vec<(Purpose, ScriptCall)>,
+    outgoing: VecDeque<Request>,
+    events: VecDeque<Event>,
+}
+
+impl Engine {
+    /// A new engine. `rng` mints owner tokens (use [`OsRandom`](crate::random::OsRandom) outside tests).
+    pub fn new(config: EngineConfig, mut rng: Box<dyn RandomSource>) -> Result<Self> {
+        options::validate_prefix(&config.key_prefix)?;
+        if config.fence_retention < Duration::from_secs(1)
+            || config.fence_retention > options::MAX_DURATION
+        {
+            return Err(Error::invalid(
+                "fence_retention must be between 1 s and 30 days",
+            ));
+        }
+        let client_id = hex(&random_bytes::<8>(rng.as_mut()));
+        Ok(Engine {
+            channel: client_channel(&config.key_prefix, &client_id),
+            prefix: config.key_prefix,
+            retention_ms: whole_millis(config.fence_retention).to_string(),
+            rng,
+            next_id: 1,
+            acquires: BTreeMap::new(),
+            waiting_tokens: HashMap::new(),
+            leases: BTreeMap::new(),
+            held_tokens: HashMap::new(),
+            cleanups: BTreeMap::new(),
+            in_flight: HashMap::new(),
+            subscribe_request: None,
+            subscription: Subscription::None,
+            batch: Vec::new(),
+            outgoing: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The pub/sub channel this engine's grants arrive on.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// Starts acquiring lock `name`. Completes with [`Outcome::Acquired`], [`Outcome::NotAcquired`]
+    /// (only for [`Wait::Try`]) or [`Outcome::Failed`] (a `TIMEOUT` error when the wait runs out).
+    /// Invalid arguments are rejected here, before anything is sent.
+    pub fn acquire(
+        &mut self,
+        now: Instant,
+        name: &str,
+        options: &LockOptions,
+        wait: Wait,
+    ) -> Result<OpId> {
+        options::validate_name(name)?;
+        options.validate()?;
+        let wait = match wait {
+            Wait::For(d) => {
+                options::validate_wait(d)?;
+                if d.is_zero() {
+                    Wait::Try
+                } else {
+                    Wait::For(d)
+                }
+            }
+            w => w,
+        };
+        let op = OpId(self.fresh_id());
+        let token = hex(&random_bytes::<16>(self.rng.as_mut()));
+        let mut acquire = AcquireOp {
+            keys: MutexKeys::new(&self.prefix, name),
+            token: token.clone(),
+            lease: options.lease,
+            auto_renew: options.auto_renew,
+            entry_ttl: options.entry_ttl,
+            wait,
+            deadline: match wait {
+                Wait::For(d) => Some(now + d),
+                _ => None,
+            },
+            state: AcquireState::AwaitSubscribe,
+            grant_lower_bound: None,
+            backoff: FIRST_BACKOFF,
+        };
+        if wait == Wait::Try || self.subscription == Subscription::Active {
+            self.send_acquire(op, &mut acquire, now);
+        } else if self.subscription == Subscription::None {
+            self.subscribe(now);
+        }
+        self.waiting_tokens.insert(token, op);
+        self.acquires.insert(op, acquire);
+        self.flush(now);
+        Ok(op)
+    }
+
+    /// Releases a lease (owner-only). Completes with [`Outcome::Released`]; `was_held` is false
+    /// if it had already expired or been taken over. Releasing twice is harmless.
+    pub fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
+        let op = OpId(self.fresh_id());
+        match self.leases.get_mut(&lease) {
+            Some(l) => {
+                l.releasing = true;
+                let call = release_call(&l.keys, &l.token, &self.retention_ms);
+                self.batch.push((Purpose::Release(op, lease), call));
+            }
+            None => self.complete(op, Outcome::Released { was_held: false }),
+        }
+        self.flush(now);
+        op
+    }
+
+    /// Sets the lease's remaining time to `duration`, only if still held; never re-acquires.
+    /// Completes with [`Outcome::Extended`] or a `NOT_HELD` failure (which also marks it lost).
+    pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
+        options::validate_lease(duration)?;
+        let op = OpId(self.fresh_id());
+        match self.leases.get(&lease) {
+            Some(l) if !l.releasing => {
+                let call = extend_call(&l.keys, &l.token, duration);
+                self.batch
+                    .push((Purpose::Extend(op, lease, duration), call));
+            }
+            _ => self.complete(op, Outcome::Failed(not_held("the lease is no longer held"))),
+        }
+        self.flush(now);
+        Ok(op)
+    }
+
+    /// Abandons a pending acquire: it completes with a `CANCELLED` failure, and its queue entry
+    /// (or a grant that raced the cancel) is removed from the server. Unknown ids are ignored.
+    pub fn cancel(&mut self, now: Instant, op: OpId) {
+        if let Some(acquire) = self.take_acquire(op) {
+            self.abandon(now, acquire);
+            self.complete(
+                op,
+                Outcome::Failed(Error::new(
+                    ErrorKind::Cancelled,
+                    "the acquire was cancelled",
+                )),
+            );
+        }
+        self.flush(now);
+    }
+
+    /// Cancels every pending acquire and releases every lease (client shutdown).
+    pub fn shutdown(&mut self, now: Instant) {
+        let ops: Vec<OpId> = self.acquires.keys().copied().collect();
+        for op in ops {
+            self.cancel(now, op);
+        }
+        let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
+        for lease in leases {
+            let _ = self.release(now, lease);
+        }
+        self.flush(now);
+    }
+
+    /// The local instant until which `lease` is certainly valid, or `None` if it is not held.
+    pub fn lease_valid_until(&self, lease: LeaseId) -> Option<Instant> {
+        self.leases.get(&lease).map(|l| l.valid_until)
+    }
+
+    /// Whether `lease` is held at `now` by this engine's knowledge.
+    pub fn is_held(&self, now: Instant, lease: LeaseId) -> bool {
+        self.leases.get(&lease).is_some_and(|l| now < l.valid_until)
+    }
+
+    /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
+    pub fn is_idle(&self) -> bool {
+        self.acquires.is_empty()
+            && self.leases.is_empty()
+            && self.cleanups.is_empty()
+            && self.in_flight.is_empty()
+    }
+
+    /// Hands back the reply to request `id`: one [`Reply`] per command for a pipeline (empty for
+    /// a subscribe), or the transport error that prevented an answer.
+    pub fn handle_reply(&mut self, now: Instant, id: RequestId, result: Result<Vec<Reply>>) {
+        if self.subscribe_request == Some(id) {
+            self.subscribe_request = None;
+            self.on_subscribed(now, result.map(|_| ()));
+            self.flush(now);
+            return;
+        }
+        let Some(flight) = self.in_flight.remove(&id) else {
+            return;
+        };
+        let replies: Vec<Result<Reply>> = match result {
+            Ok(r) if r.len() == flight.calls.len() => r.into_iter().map(Ok).collect(),
+            Ok(r) => {
+                let e = Error::protocol(format!(
+                    "expected {} replies, got {}",
+                    flight.calls.len(),
+                    r.len()
+                ));
+                flight.calls.iter().map(|_| Err(e.clone())).collect()
+            }
+            Err(e) => flight.calls.iter().map(|_| Err(e.clone())).collect(),
+        };
+        for ((purpose, call), reply) in flight.calls.into_iter().zip(replies) {
+            if matches!(&reply, Ok(r) if r.is_noscript()) && !call.full {
+                // The server lost its script cache (restart, SCRIPT FLUSH): send the body once.
+                self.batch
+                    .push((purpose, ScriptCall { full: true, ..call }));
+                continue;
+            }
+            self.dispatch(now, flight.sent, purpose, call, reply);
+        }
+        self.flush(now);
+    }
+
+    /// Hands over a message that arrived on a subscribed channel.
+    pub fn handle_notification(&mut self, now: Instant, channel: &[u8], payload: &[u8]) {
+        if channel != self.channel.as_bytes() {
+            return;
+        }
+        if let Some((token, fence)) = reply::parse_grant(payload) {
+            if let Some(&op) = self.waiting_tokens.get(token) {
+                let lower_bound = self.acquires.get(&op).and_then(|a| a.grant_lower_bound);
+                if let Some(lower_bound) = lower_bound {
+                    let acquire = self.take_acquire(op).expect("token index matches acquires");
+                    let valid_until = lower_bound + acquire.lease;
+                    self.grant(op, acquire, fence, valid_until, lower_bound);
+                }
+            }
+        }
+        self.flush(now);
+    }
+
+    /// The notification connection dropped: grants may have been missed. The engine
+    /// re-subscribes and re-checks every queued wait at once.
+    pub fn handle_disconnect(&mut self, now: Instant) {
+        self.subscription = Subscription::None;
+        self.subscribe_request = None;
+        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try);
+        for a in self.acquires.values_mut() {
+            if let AcquireState::Queued { .. } = a.state {
+                a.state = AcquireState::Queued { recheck_at: now };
+            }
+        }
+        if any_waiting {
+            self.subscribe(now);
+        }
+        self.handle_timeout(now);
+    }
+
+    /// Runs every timer due at `now`: wait deadlines, queue heartbeats, watchdog renewals
+    /// (batched into one pipeline), local lease expiry, cleanup retries.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Subscription::RetryAt(t) = self.subscription {
+            if t <= now {
+                self.subscribe(now);
+            }
+        }
+        let ops: Vec<OpId> = self.acquires.keys().copied().collect();
+        for op in ops {
+            let a = self.acquires.get_mut(&op).expect("listed above");
+            if a.deadline.is_some_and(|d| d <= now) {
+                let a = self.take_acquire(op).expect("listed above");
+                self.abandon(now, a);
+                self.complete(
+                    op,
+                    Outcome::Failed(Error::new(
+                        ErrorKind::Timeout,
+                        "timed out waiting for the lock",
+                    )),
+                );
+                continue;
+            }
+            let due = match a.state {
+                AcquireState::Queued { recheck_at } => recheck_at <= now,
+                AcquireState::RetryAt(t) => t <= now,
+                _ => false,
+            };
+            if due {
+                let mut a = self.acquires.remove(&op).expect("listed above");
+                self.send_acquire(op, &mut a, now);
+                self.acquires.insert(op, a);
+            }
+        }
+        let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
+        for id in leases {
+            let l = self.leases.get_mut(&id).expect("listed above");
+            if l.valid_until <= now {
+                self.lose(now, id, "the lease expired before it could be renewed");
+                continue;
+            }
+            let window = l.lease / 12;
+            if let Some(at) = l.next_renew {
+                if !l.renewing && !l.releasing && at <= now + window {
+                    l.renewing = true;
+                    let call = extend_call(&l.keys, &l.token, l.lease);
+                    self.batch.push((Purpose::Renew(id), call));
+                }
+            }
+        }
+        let retention = self.retention_ms.clone();
+        for (&id, c) in self.cleanups.iter_mut() {
+            if !c.in_flight && c.due <= now {
+                c.in_flight = true;
+                self.batch.push((
+                    Purpose::Cleanup(id),
+                    release_call(&c.keys, &c.token, &retention),
+                ));
+            }
+        }
+        self.flush(now);
+    }
+
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        if let Subscription::RetryAt(t) = self.subscription {
+            consider(t);
+        }
+        for a in self.acquires.values() {
+            if let Some(d) = a.deadline {
+                consider(d);
+            }
+            match a.state {
+                AcquireState::Queued { recheck_at } => consider(recheck_at),
+                AcquireState::RetryAt(t) => consider(t),
+                _ => {}
+            }
+        }
+        for l in self.leases.values() {
+            consider(l.valid_until);
+            if let (Some(at), false, false) = (l.next_renew, l.renewing, l.releasing) {
+                consider(at);
+            }
+        }
+        for c in self.cleanups.values() {
+            if !c.in_flight {
+                consider(c.due);
+            }
+        }
+        next
+    }
+
+    /// The next request for the driver to perform.
+    pub fn poll_request(&mut self) -> Option<Request> {
+        self.outgoing.pop_front()
+    }
+
+    /// The next event for callers.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- internals ----
+
+    fn fresh_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn complete(&mut self, op: OpId, outcome: Outcome) {
+        self.events.push_back(Event::Completed { op, outcome });
+    }
+
+    fn take_acquire(&mut self, op: OpId) -> Option<AcquireOp> {
+        let a = self.acquires.remove(&op)?;
+        self.waiting_tokens.remove(&a.token);
+        Some(a)
+    }
+
+    fn subscribe(&mut self, now: Instant) {
+        let _ = now;
+        let id = RequestId(self.fresh_id());
+        self.subscribe_request = Some(id);
+        self.subscription = Subscription::Pending;
+        self.outgoing.push_back(Request {
+            id,
+            kind: RequestKind::Subscribe(self.channel.clone()),
+        });
+    }
+
+    fn on_subscribed(&mut self, now: Instant, result: Result<()>) {
+        match result {
+            Ok(()) => {
+                self.subscription = Subscription::Active;
+                let ops: Vec<OpId> = self.acquires.keys().copied().collect();
+                for op in ops {
+                    let mut a = self.acquires.remove(&op).expect("listed above");
+                    match a.state {
+                        AcquireState::AwaitSubscribe => self.send_acquire(op, &mut a, now),
+                        // A reconnect may have dropped grants: re-check at once.
+                        AcquireState::Queued { .. } => {
+                            a.state = AcquireState::Queued { recheck_at: now }
+                        }
+                        _ => {}
+                    }
+                    self.acquires.insert(op, a);
+                }
+                self.handle_timeout(now);
+            }
+            Err(_) => {
+                let jitter = Duration::from_millis(self.rng.next_u64() % 50);
+                self.subscription =
+                    Subscription::RetryAt(now + Duration::from_millis(100) + jitter);
+            }
+        }
+    }
+
+    fn send_acquire(&mut self, op: OpId, a: &mut AcquireOp, now: Instant) {
+        if a.grant_lower_bound.is_none() {
+            a.grant_lower_bound = Some(now);
+        }
+        a.state = AcquireState::InFlight;
+        let mode = if a.wait == Wait::Try { "try" } else { "wait" };
+        let call = ScriptCall {
+            script: &scripts::ACQUIRE,
+            keys: key_vec(&a.keys),
+            args: vec![
+                a.token.clone(),
+                whole_millis(a.lease).to_string(),
+                mode.into(),
+                whole_millis(a.entry_ttl).to_string(),
+                self.channel.clone(),
+                self.retention_ms.clone(),
+            ],
+            full: false,
+        };
+        self.batch.push((Purpose::Acquire(op), call));
+    }
+
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        purpose: Purpose,
+        call: ScriptCall,
+        reply: Result<Reply>,
+    ) {
+        match purpose {
+            Purpose::Acquire(op) => self.on_acquire_reply(now, sent, op, call, reply),
+            Purpose::Renew(id) => self.on_renew_reply(now, sent, id, reply),
+            Purpose::Extend(op, id, d) => self.on_extend_reply(now, sent, op, id, d, reply),
+            Purpose::Release(op, id) => self.on_release_reply(op, id, reply),
+            Purpose::Cleanup(id) => self.on_cleanup_reply(now, id, reply),
+        }
+    }
+
+    fn on_acquire_reply(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        op: OpId,
+        call: ScriptCall,
+        reply: Result<Reply>,
+    ) {
+        let Some(mut a) = self.take_acquire(op) else {
+            // Cancelled (or timed out) while this was on the wire: undo whatever it did,
+            // unless the same token was granted to us by a notification in the meantime.
+            let token = &call.args[0];
+            if !self.held_tokens.contains_key(token) {
+                let keys = keys_from_vec(&call.keys);
+                let lease = Duration::from_millis(call.args[1].parse().unwrap_or(0));
+                let ttl = Duration::from_millis(call.args[3].parse().unwrap_or(0));
+                self.add_cleanup(now, keys, token.clone(), lease.max(ttl));
+            }
+            return;
+        };
+        let parsed = reply.and_then(|r| reply::parse_acquire(&r));
+        match parsed {
+            Ok(AcquireReply::Held { fence, pttl_ms }) => {
+                let valid_until = sent + Duration::from_millis(pttl_ms).min(a.lease);
+                self.grant(op, a, fence, valid_until, sent);
+            }
+            Ok(AcquireReply::Busy { holder_pttl_ms }) => {
+                if a.wait == Wait::Try {
+                    self.complete(op, Outcome::NotAcquired);
+                    return;
+                }
+                a.grant_lower_bound = Some(sent);
+                a.backoff = FIRST_BACKOFF;
+                let mut wait = a.recheck_interval();
+                if let Some(p) = holder_pttl_ms {
+                    // Re-check right after the holder's lease ends, so a holder that crashed
+                    // (and never released) cannot stall us past its lease.
+                    wait = wait.min(Duration::from_millis(p + 1));
+                }
+                a.state = AcquireState::Queued {
+                    recheck_at: now + wait,
+                };
+                self.waiting_tokens.insert(a.token.clone(), op);
+                self.acquires.insert(op, a);
+            }
+            Err(e) if e.kind() == ErrorKind::Connection && a.wait != Wait::Try => {
+                let jitter = Duration::from_millis(self.rng.next_u64() % 20);
+                a.state = AcquireState::RetryAt(now + a.backoff + jitter);
+                a.backoff = (a.backoff * 2).min(MAX_BACKOFF);
+                self.waiting_tokens.insert(a.token.clone(), op);
+                self.acquires.insert(op, a);
+            }
+            Err(e) => {
+                self.abandon(now, a);
+                self.complete(op, Outcome::Failed(e));
+            }
+        }
+    }
+
+    fn grant(
+        &mut self,
+        op: OpId,
+        a: AcquireOp,
+        fence: u64,
+        valid_until: Instant,
+        renew_base: Instant,
+    ) {
+        let lease = LeaseId(op.0);
+        self.held_tokens.insert(a.token.clone(), lease);
+        self.leases.insert(
+            lease,
+            LeaseState {
+                keys: a.keys,
+                token: a.token,
+                lease: a.lease,
+                auto_renew: a.auto_renew,
+                valid_until,
+                next_renew: a.auto_renew.then(|| renew_base + a.lease / 3),
+                renewing: false,
+                releasing: false,
+            },
+        );
+        self.complete(
+            op,
+            Outcome::Acquired {
+                lease,
+                fencing_token: fence,
+                valid_until,
+            },
+        );
+    }
+
+    fn on_renew_reply(&mut self, now: Instant, sent: Instant, id: LeaseId, reply: Result<Reply>) {
+        let Some(l) = self.leases.get_mut(&id) else {
+            return;
+        };
+        l.renewing = false;
+        match reply.and_then(|r| reply::parse_flag("extend", &r)) {
+            Ok(true) => {
+                l.valid_until = l.valid_until.max(sent + l.lease);
+                l.next_renew = Some(sent + l.lease / 3);
+                let valid_until = l.valid_until;
+                self.events.push_back(Event::Renewed {
+                    lease: id,
+                    valid_until,
+                });
+            }
+            Ok(false) => self.lose(
+                now,
+                id,
+                "the lock was deleted or taken over (renewal refused)",
+            ),
+            Err(e) if e.kind() == ErrorKind::Connection => {
+                l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
+            }
+            Err(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
+        }
+    }
+
+    fn on_extend_reply(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        op: OpId,
+        id: LeaseId,
+        d: Duration,
+        reply: Result<Reply>,
+    ) {
+        let outcome = match reply.and_then(|r| reply::parse_flag("extend", &r)) {
+            Ok(true) => match self.leases.get_mut(&id) {
+                Some(l) => {
+                    l.valid_until = sent + d;
+                    l.lease = d;
+                    if l.auto_renew {
+                        l.next_renew = Some(sent + d / 3);
+                    }
+                    Outcome::Extended {
+                        valid_until: l.valid_until,
+                    }
+                }
+                None => Outcome::Failed(not_held("the lease is no longer held")),
+            },
+            Ok(false) => {
+                self.lose(
+                    now,
+                    id,
+                    "the lock was deleted or taken over (extend refused)",
+                );
+                Outcome::Failed(not_held(
+                    "the lock was deleted or taken over; extend never re-acquires",
+                ))
+            }
+            Err(e) => Outcome::Failed(e),
+        };
+        self.complete(op, outcome);
+    }
+
+    fn on_release_reply(&mut self, op: OpId, id: LeaseId, reply: Result<Reply>) {
+        match reply.and_then(|r| reply::parse_flag("release", &r)) {
+            Ok(was_held) => {
+                self.remove_lease(id);
+                self.complete(op, Outcome::Released { was_held });
+            }
+            Err(e) if e.kind() == ErrorKind::Connection => {
+                if let Some(l) = self.leases.get_mut(&id) {
+                    l.releasing = false;
+                }
+                self.complete(op, Outcome::Failed(e));
+            }
+            Err(e) => {
+                self.remove_lease(id);
+                self.complete(op, Outcome::Failed(e));
+            }
+        }
+    }
+
+    fn on_cleanup_reply(&mut self, now: Instant, id: u64, reply: Result<Reply>) {
+        let Some(c) = self.cleanups.get_mut(&id) else {
+            return;
+        };
+        c.in_flight = false;
+        match reply {
+            Err(e) if e.kind() == ErrorKind::Connection && now < c.give_up_at => {
+                c.due = now + c.backoff;
+                c.backoff = (c.backoff * 2).min(MAX_BACKOFF);
+            }
+            _ => {
+                self.cleanups.remove(&id);
+            }
+        }
+    }
+
+    fn remove_lease(&mut self, id: LeaseId) -> Option<LeaseState> {
+        let l = self.leases.remove(&id)?;
+        self.held_tokens.remove(&l.token);
+        Some(l)
+    }
+
+    fn lose(&mut self, now: Instant, id: LeaseId, why: &str) {
+        if let Some(l) = self.remove_lease(id) {
+            // If the server still has our token (we merely failed to renew in time), free it so
+            // nobody waits on a lease its owner has given up.
+            let lease = l.lease;
+            self.add_cleanup(now, l.keys, l.token, lease);
+            self.events.push_back(Event::Lost {
+                lease: id,
+                error: not_held(why),
+            });
+        }
+    }
+
+    /// Removes from the server whatever an abandoned acquire may have left: its queue entry,
+    /// or the lock itself if a grant raced the abandonment.
+    fn abandon(&mut self, now: Instant, a: AcquireOp) {
+        match a.state {
+            AcquireState::AwaitSubscribe if a.grant_lower_bound.is_none() => {}
+            // The reply of the in-flight ACQUIRE triggers the cleanup (see on_acquire_reply).
+            AcquireState::InFlight => {}
+            _ => {
+                let span = a.lease.max(a.entry_ttl);
+                self.add_cleanup(now, a.keys, a.token, span);
+            }
+        }
+    }
+
+    fn add_cleanup(&mut self, now: Instant, keys: MutexKeys, token: String, span: Duration) {
+        let id = self.fresh_id();
+        let call = release_call(&keys, &token, &self.retention_ms);
+        self.cleanups.insert(
+            id,
+            Cleanup {
+                keys,
+                token,
+                due: now,
+                give_up_at: now + span,
+                in_flight: true,
+                backoff: FIRST_BACKOFF,
+            },
+        );
+        self.batch.push((Purpose::Cleanup(id), call));
+    }
+
+    /// Turns everything batched during one input into one pipelined request.
+    fn flush(&mut self, now: Instant) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let calls = std::mem::take(&mut self.batch);
+        let commands = calls.iter().map(|(_, c)| eval_command(c)).collect();
+        let id = RequestId(self.fresh_id());
+        self.in_flight.insert(id, InFlight { sent: now, calls });
+        self.outgoing.push_back(Request {
+            id,
+            kind: RequestKind::Pipeline(commands),
+        });
+    }
+}
+
+fn not_held(why: &str) -> Error {
+    Error::new(ErrorKind::NotHeld, why)
+}
+
+fn key_vec(keys: &MutexKeys) -> Vec<String> {
+    keys.all().iter().map(|k| k.to_string()).collect()
+}
+
+fn keys_from_vec(v: &[String]) -> MutexKeys {
+    MutexKeys {
+        lock: v[0].clone(),
+        fence: v[1].clone(),
+        queue: v[2].clone(),
+        waiters: v[3].clone(),
+    }
+}
+
+fn release_call(keys: &MutexKeys, token: &str, retention_ms: &str) -> ScriptCall {
+    ScriptCall {
+        script: &scripts::RELEASE,
+        keys: key_vec(keys),
+        args: vec![token.to_string(), retention_ms.to_string()],
+        full: false,
+    }
+}
+
+fn extend_call(keys: &MutexKeys, token: &str, d: Duration) -> ScriptCall {
+    ScriptCall {
+        script: &scripts::EXTEND,
+        keys: vec![keys.lock.clone()],
+        args: vec![token.to_string(), whole_millis(d).to_string()],
+        full: false,
+    }
+}
+
+fn eval_command(call: &ScriptCall) -> Command {
+    let script: &Script = call.script;
+    let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + call.keys.len() + call.args.len());
+    if call.full {
+        args.push(b"EVAL".to_vec());
+        args.push(script.source.as_bytes().to_vec());
+    } else {
+        args.push(b"EVALSHA".to_vec());
+        args.push(script.sha1().as_bytes().to_vec());
+    }
+    args.push(call.keys.len().to_string().into_bytes());
+    args.extend(call.keys.iter().map(|k| k.as_bytes().to_vec()));
+    args.extend(call.args.iter().map(|a| a.as_bytes().to_vec()));
+    Command(args)
+}
+
+fn random_bytes<const N: usize>(rng: &mut dyn RandomSource) -> [u8; N] {
+    let mut b = [0u8; N];
+    rng.fill(&mut b);
+    b
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

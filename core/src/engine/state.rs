@@ -1,0 +1,96 @@
+//! The engine's bookkeeping: one record per pending acquire, held lease, and cleanup.
+
+use crate::engine::io::{OpId, Wait};
+use crate::redis::keys::MutexKeys;
+use crate::redis::scripts::Script;
+use crate::time::{Duration, Instant};
+
+/// A script invocation, kept so a NOSCRIPT reply can be answered with a full EVAL.
+#[derive(Clone, Debug)]
+pub(crate) struct ScriptCall {
+    pub script: &'static Script,
+    pub keys: Vec<String>,
+    pub args: Vec<String>,
+    /// Send the body with EVAL (after NOSCRIPT) instead of EVALSHA.
+    pub full: bool,
+}
+
+/// Why a command in a pipeline was sent; decides what its reply does.
+#[derive(Clone, Debug)]
+pub(crate) enum Purpose {
+    Acquire(OpId),
+    Renew(crate::engine::io::LeaseId),
+    Extend(OpId, crate::engine::io::LeaseId, Duration),
+    Release(OpId, crate::engine::io::LeaseId),
+    Cleanup(u64),
+}
+
+/// A request on the wire and what each of its commands was for.
+pub(crate) struct InFlight {
+    pub sent: Instant,
+    pub calls: Vec<(Purpose, ScriptCall)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AcquireState {
+    /// Waiting for the client channel subscription before queueing.
+    AwaitSubscribe,
+    /// An ACQUIRE is on the wire.
+    InFlight,
+    /// In the server's queue; re-check (heartbeat) at `recheck_at`.
+    Queued { recheck_at: Instant },
+    /// The last attempt failed in transport; try again at the instant.
+    RetryAt(Instant),
+}
+
+pub(crate) struct AcquireOp {
+    pub keys: MutexKeys,
+    pub token: String,
+    pub lease: Duration,
+    pub auto_renew: bool,
+    pub entry_ttl: Duration,
+    pub wait: Wait,
+    pub deadline: Option<Instant>,
+    pub state: AcquireState,
+    /// Earliest instant at which a grant to us can have started: the send time of the last
+    /// ACQUIRE the server answered "queued" (or the first one sent). `None` until sent.
+    pub grant_lower_bound: Option<Instant>,
+    pub backoff: Duration,
+}
+
+impl AcquireOp {
+    /// Heartbeat period of the queue entry; also bounds how stale a grant's lower bound can be.
+    pub fn recheck_interval(&self) -> Duration {
+        (self.entry_ttl / 3)
+            .min(self.lease / 3)
+            .max(Duration::from_millis(1))
+    }
+}
+
+pub(crate) struct LeaseState {
+    pub keys: MutexKeys,
+    pub token: String,
+    pub lease: Duration,
+    pub auto_renew: bool,
+    pub valid_until: Instant,
+    pub next_renew: Option<Instant>,
+    pub renewing: bool,
+    pub releasing: bool,
+}
+
+pub(crate) struct Cleanup {
+    pub keys: MutexKeys,
+    pub token: String,
+    pub due: Instant,
+    pub give_up_at: Instant,
+    pub in_flight: bool,
+    pub backoff: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Subscription {
+    None,
+    Pending,
+    RetryAt(Instant),
+    Active,
+}

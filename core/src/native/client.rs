@@ -1,0 +1,395 @@
+//! The public Rust API: `Client` → `Lock` → `Lease`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::convert;
+use super::driver::{Acquired, Driver, LeaseState, Msg};
+use super::url::RedisUrl;
+use crate::engine::{Engine, EngineConfig, LeaseId, Wait};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{self, LockOptions};
+use crate::random::OsRandom;
+use crate::time::Duration;
+
+/// How to connect. `ClientOptions::new(url).connect().await` is the long form of [`Client::connect`].
+#[derive(Clone)]
+pub struct ClientOptions {
+    url: String,
+    /// Prepended to every key and channel; clients that share locks must use the same prefix.
+    pub key_prefix: String,
+    /// PEM root certificate(s) to trust for `rediss://` instead of the system store.
+    pub tls_ca_pem: Option<Vec<u8>>,
+    /// Limit on establishing a connection.
+    pub connect_timeout: Duration,
+    /// Limit on one server round trip before it counts as a connection failure.
+    pub response_timeout: Duration,
+}
+
+impl ClientOptions {
+    /// Options for `url` with the defaults (prefix `lockgate:`, 5 s timeouts, system roots).
+    pub fn new(url: impl Into<String>) -> Self {
+        ClientOptions {
+            url: url.into(),
+            key_prefix: EngineConfig::default().key_prefix,
+            tls_ca_pem: None,
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Connects and authenticates; a failed AUTH is an `AUTHENTICATION` error, never a fallback.
+    pub async fn connect(self) -> Result<Client> {
+        let url = RedisUrl::parse(&self.url)?;
+        options::validate_prefix(&self.key_prefix)?;
+        for (what, d) in [
+            ("connect_timeout", self.connect_timeout),
+            ("response_timeout", self.response_timeout),
+        ] {
+            if d.is_zero() || d > options::MAX_DURATION {
+                return Err(Error::invalid(format!(
+                    "{what} must be positive and at most 30 days"
+                )));
+            }
+        }
+        if self.tls_ca_pem.is_some() && !url.is_tls() {
+            return Err(Error::invalid(
+                "a TLS CA certificate was given for a plaintext redis:// URL; use rediss://",
+            ));
+        }
+        let scrub = |m: &str| url.scrub(m);
+        let redis_client = match &self.tls_ca_pem {
+            Some(ca) => redis::Client::build_with_tls(
+                url.for_connection(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca.clone()),
+                },
+            ),
+            None => redis::Client::open(url.for_connection()),
+        }
+        .map_err(|e| convert::error(&e, scrub))?;
+        let (push_tx, push_rx) = mpsc::unbounded_channel();
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_push_sender(push_tx)
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout))
+            .set_number_of_retries(2);
+        let conn = redis::aio::ConnectionManager::new_with_config(redis_client, config)
+            .await
+            .map_err(|e| convert::error(&e, scrub))?;
+        let config = EngineConfig {
+            key_prefix: self.key_prefix.clone(),
+            ..EngineConfig::default()
+        };
+        let engine = Engine::new(config, Box::new(OsRandom))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(Driver::new(engine, conn, url.clone()).run(rx, push_rx));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                tx,
+                url,
+                tickets: AtomicU64::new(1),
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = RedisUrl::parse(&self.url)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|_| "<invalid URL>".into());
+        f.debug_struct("ClientOptions")
+            .field("url", &url)
+            .field("key_prefix", &self.key_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    tx: mpsc::UnboundedSender<Msg>,
+    url: RedisUrl,
+    tickets: AtomicU64,
+}
+
+/// A connection to one Redis server, shared by every lock made from it. Cheap to clone.
+///
+/// Must be created and used inside a tokio runtime. Dropping the last handle (client, locks and
+/// leases) releases every lease it still holds.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    /// Connects to `redis://[user:password@]host[:port][/db]` or `rediss://...` (TLS, verified
+    /// against the system roots; see [`ClientOptions::tls_ca_pem`]).
+    pub async fn connect(url: &str) -> Result<Client> {
+        ClientOptions::new(url).connect().await
+    }
+
+    /// A mutex named `name` with `options`; both are validated here.
+    pub fn lock(&self, name: &str, options: LockOptions) -> Result<Lock> {
+        options::validate_name(name)?;
+        options.validate()?;
+        Ok(Lock {
+            client: self.clone(),
+            name: name.into(),
+            options,
+        })
+    }
+
+    /// Releases every lease and cancels every wait of this client, then stops its driver.
+    /// Further calls on any handle fail with `CLOSED`.
+    pub async fn close(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.inner.tx.send(Msg::Shutdown { reply }).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// The server URL with the password redacted.
+    pub fn url(&self) -> String {
+        self.inner.url.to_string()
+    }
+
+    fn send(&self, msg: Msg) -> Result<()> {
+        self.inner.tx.send(msg).map_err(|_| closed())
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.inner.url.to_string())
+            .finish()
+    }
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the client is closed")
+}
+
+/// A named distributed mutex. Holding it is represented by a [`Lease`], never by a thread.
+#[derive(Clone, Debug)]
+pub struct Lock {
+    client: Client,
+    name: Arc<str>,
+    options: LockOptions,
+}
+
+impl Lock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lock's options.
+    pub fn options(&self) -> &LockOptions {
+        &self.options
+    }
+
+    /// Waits up to `timeout` for the lock; a `TIMEOUT` error if it stays held. Waiters are served
+    /// in arrival order and woken by the release itself (no polling). Dropping the future
+    /// cancels the wait and removes it from the server.
+    pub async fn acquire(&self, timeout: Duration) -> Result<Lease> {
+        options::validate_wait(timeout)?;
+        match self.run(Wait::For(timeout)).await? {
+            Some(lease) => Ok(lease),
+            None => Err(Error::new(
+                ErrorKind::Timeout,
+                "the lock is held (timeout was zero)",
+            )),
+        }
+    }
+
+    /// Waits with the lock's default timeout (`LockOptions::wait_timeout`; `None` waits forever).
+    pub async fn acquire_default(&self) -> Result<Lease> {
+        match self.options.wait_timeout {
+            Some(t) => self.acquire(t).await,
+            None => self
+                .run(Wait::Forever)
+                .await?
+                .ok_or_else(|| Error::protocol("wait ended without a lease")),
+        }
+    }
+
+    /// One attempt: `Some(lease)` if acquired, `None` if someone holds it or waiters are queued.
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        self.run(Wait::Try).await
+    }
+
+    async fn run(&self, wait: Wait) -> Result<Option<Lease>> {
+        let ticket = self.client.inner.tickets.fetch_add(1, Ordering::Relaxed);
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Acquire {
+            ticket,
+            name: self.name.to_string(),
+            options: self.options.clone(),
+            wait,
+            reply,
+        })?;
+        let mut guard = CancelOnDrop {
+            client: &self.client,
+            ticket,
+            armed: true,
+        };
+        let outcome = result.await.map_err(|_| closed())?;
+        guard.armed = false;
+        Ok(outcome?.map(|a| Lease::new(self.client.clone(), self.name.clone(), a)))
+    }
+}
+
+/// Cancels a wait whose future was dropped before it finished.
+struct CancelOnDrop<'a> {
+    client: &'a Client,
+    ticket: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.client.send(Msg::Cancel {
+                ticket: self.ticket,
+            });
+        }
+    }
+}
+
+/// Proof of holding a lock: carries the fencing token, extends, releases and reports loss.
+/// Dropping it releases the lock (in the background).
+pub struct Lease {
+    client: Client,
+    name: Arc<str>,
+    id: LeaseId,
+    fencing_token: u64,
+    state: watch::Receiver<LeaseState>,
+    released: AtomicBool,
+}
+
+impl Lease {
+    fn new(client: Client, name: Arc<str>, a: Acquired) -> Self {
+        Lease {
+            client,
+            name,
+            id: a.lease,
+            fencing_token: a.fencing_token,
+            state: a.state,
+            released: AtomicBool::new(false),
+        }
+    }
+
+    /// The name of the lock this lease holds.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Strictly greater than every fencing token issued before for this lock name. Pass it to the
+    /// resource you protect and have it reject writes with a smaller token.
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
+    }
+
+    /// Whether the lease is certainly still held now (local view: renewed, not expired, not lost).
+    pub fn is_held(&self) -> bool {
+        match &*self.state.borrow() {
+            LeaseState::Held(until) => tokio::time::Instant::now() < *until,
+            _ => false,
+        }
+    }
+
+    /// How long the lease is certainly still valid, if held.
+    pub fn remaining(&self) -> Option<Duration> {
+        match &*self.state.borrow() {
+            LeaseState::Held(until) => until
+                .checked_duration_since(tokio::time::Instant::now())
+                .filter(|d| !d.is_zero()),
+            _ => None,
+        }
+    }
+
+    /// The reason the lease was lost, if it was.
+    pub fn lost_reason(&self) -> Option<Error> {
+        match &*self.state.borrow() {
+            LeaseState::Lost(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    /// Sets the remaining lease to `duration` if still held; `NOT_HELD` (and the lease is marked
+    /// lost) if it expired or was taken over. Never re-acquires.
+    pub async fn extend(&self, duration: Duration) -> Result<()> {
+        options::validate_lease(duration)?;
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::NotHeld, "the lease was released"));
+        }
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Extend {
+            lease: self.id,
+            duration,
+            reply,
+        })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// Releases the lock (owner-only). `Ok(true)` if it was still held, `Ok(false)` if it had
+    /// already expired or been taken over. A second call returns `Ok(false)`.
+    pub async fn release(&self) -> Result<bool> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Release {
+            lease: self.id,
+            reply: Some(reply),
+        })?;
+        let r = result.await.map_err(|_| closed())?;
+        if r.is_err() {
+            self.released.store(false, Ordering::Release);
+        }
+        r
+    }
+
+    /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our
+    /// back, expired). Stays pending forever if the lease is released normally.
+    pub async fn lost(&self) -> Error {
+        let mut rx = self.state.clone();
+        let r = rx
+            .wait_for(|s| matches!(s, LeaseState::Lost(_)))
+            .await
+            .map(|s| match &*s {
+                LeaseState::Lost(e) => e.clone(),
+                _ => Error::new(ErrorKind::NotHeld, "lost"),
+            });
+        match r {
+            Ok(e) => e,
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.released.load(Ordering::Acquire) {
+            let _ = self.client.send(Msg::Release {
+                lease: self.id,
+                reply: None,
+            });
+        }
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("name", &self.name)
+            .field("fencing_token", &self.fencing_token)
+            .field("held", &self.is_held())
+            .finish()
+    }
+}

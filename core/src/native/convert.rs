@@ -1,0 +1,59 @@
+//! Conversions between the `redis` crate's types and the engine's plain data.
+
+use crate::error::{Error, ErrorKind};
+use crate::redis::reply::Reply;
+
+/// A `redis::Value` as an engine [`Reply`].
+pub(crate) fn reply(v: redis::Value) -> Reply {
+    use redis::Value as V;
+    match v {
+        V::Nil => Reply::Nil,
+        V::Int(i) => Reply::Int(i),
+        V::BulkString(b) => Reply::Data(b),
+        V::Array(a) | V::Set(a) => Reply::Array(a.into_iter().map(reply).collect()),
+        V::SimpleString(s) => Reply::Status(s),
+        V::Okay => Reply::Status("OK".into()),
+        V::VerbatimString { text, .. } => Reply::Data(text.into_bytes()),
+        V::ServerError(e) => Reply::Error(match e.details() {
+            Some(d) => format!("{} {d}", e.code()),
+            None => e.code().to_string(),
+        }),
+        V::Map(_) => Reply::Other("map".into()),
+        V::Double(_) => Reply::Other("double".into()),
+        V::Boolean(_) => Reply::Other("boolean".into()),
+        V::Attribute { .. } => Reply::Other("attribute".into()),
+        V::Push { .. } => Reply::Other("push".into()),
+        _ => Reply::Other("unknown".into()),
+    }
+}
+
+/// A `redis` crate error as a lockgate [`Error`], with the password scrubbed out.
+pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Error {
+    use redis::ErrorKind as K;
+    let code = e.code().unwrap_or("");
+    let text = e.to_string();
+    let auth_refused = matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM")
+        || ["WRONGPASS", "NOAUTH", "NOPERM"]
+            .iter()
+            .any(|c| text.contains(c));
+    let kind = if auth_refused {
+        ErrorKind::Authentication
+    } else {
+        match e.kind() {
+            K::AuthenticationFailed => ErrorKind::Authentication,
+            K::InvalidClientConfig => ErrorKind::InvalidArgument,
+            K::Parse | K::UnexpectedReturnType => ErrorKind::Protocol,
+            K::Server(_) => {
+                if e.is_connection_dropped()
+                    || matches!(code, "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN")
+                {
+                    ErrorKind::Connection
+                } else {
+                    ErrorKind::Protocol
+                }
+            }
+            _ => ErrorKind::Connection,
+        }
+    };
+    Error::new(kind, scrub(&text))
+}

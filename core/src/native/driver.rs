@@ -1,0 +1,369 @@
+//! The task that owns one engine and one connection, and performs the engine's requests.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use redis::aio::ConnectionManager;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::convert;
+use super::url::RedisUrl;
+use crate::engine::{Engine, Event, LeaseId, OpId, Outcome, Request, RequestId, RequestKind, Wait};
+use crate::error::{Error, Result};
+use crate::options::LockOptions;
+use crate::redis::reply::Reply;
+use crate::time::{Duration, Instant};
+
+/// What a lease handle can observe about its lease.
+#[derive(Clone, Debug)]
+pub(crate) enum LeaseState {
+    /// Held until at least this local instant.
+    Held(tokio::time::Instant),
+    /// Lost, with the reason.
+    Lost(Error),
+    /// Released by its owner.
+    Released,
+}
+
+/// A successful acquisition, handed to the `Lock` that asked.
+pub(crate) struct Acquired {
+    pub lease: LeaseId,
+    pub fencing_token: u64,
+    pub state: watch::Receiver<LeaseState>,
+}
+
+/// Requests from handles to the driver task.
+pub(crate) enum Msg {
+    Acquire {
+        ticket: u64,
+        name: String,
+        options: LockOptions,
+        wait: Wait,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    Cancel {
+        ticket: u64,
+    },
+    Release {
+        lease: LeaseId,
+        reply: Option<oneshot::Sender<Result<bool>>>,
+    },
+    Extend {
+        lease: LeaseId,
+        duration: Duration,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+enum Pending {
+    Acquire {
+        ticket: u64,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    Release {
+        lease: LeaseId,
+        reply: Option<oneshot::Sender<Result<bool>>>,
+    },
+    Extend {
+        lease: LeaseId,
+        reply: oneshot::Sender<Result<()>>,
+    },
+}
+
+type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Vec<Reply>>)> + Send>>;
+
+/// Longest time a shutdown waits for releases to reach the server.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+pub(crate) struct Driver {
+    engine: Engine,
+    conn: ConnectionManager,
+    url: RedisUrl,
+    origin: tokio::time::Instant,
+    pending: HashMap<OpId, Pending>,
+    tickets: HashMap<u64, OpId>,
+    leases: HashMap<LeaseId, watch::Sender<LeaseState>>,
+    in_flight: FuturesUnordered<ReplyFuture>,
+}
+
+impl Driver {
+    pub(crate) fn new(engine: Engine, conn: ConnectionManager, url: RedisUrl) -> Self {
+        Driver {
+            engine,
+            conn,
+            url,
+            origin: tokio::time::Instant::now(),
+            pending: HashMap::new(),
+            tickets: HashMap::new(),
+            leases: HashMap::new(),
+            in_flight: FuturesUnordered::new(),
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_origin(self.origin.elapsed())
+    }
+
+    fn to_tokio(&self, i: Instant) -> tokio::time::Instant {
+        self.origin + i.since_origin()
+    }
+
+    /// Runs until every handle is gone (or shutdown was asked) and the engine is idle.
+    pub(crate) async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Msg>,
+        mut pushes: mpsc::UnboundedReceiver<redis::PushInfo>,
+    ) {
+        let mut closing: Option<(tokio::time::Instant, Option<oneshot::Sender<()>>)> = None;
+        loop {
+            self.drain();
+            if let Some((deadline, _)) = &closing {
+                if self.engine.is_idle() || tokio::time::Instant::now() >= *deadline {
+                    break;
+                }
+            }
+            let timer = self.engine.poll_timeout().map(|t| self.to_tokio(t));
+            let close_at = closing.as_ref().map(|(d, _)| *d);
+            tokio::select! {
+                biased;
+                Some((id, result)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    let now = self.now();
+                    self.engine.handle_reply(now, id, result);
+                }
+                Some(push) = pushes.recv() => self.on_push(push),
+                msg = rx.recv(), if closing.is_none() => match msg {
+                    Some(Msg::Shutdown { reply }) => {
+                        let now = self.now();
+                        self.engine.shutdown(now);
+                        closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, Some(reply)));
+                    }
+                    Some(msg) => self.on_msg(msg),
+                    None => {
+                        let now = self.now();
+                        self.engine.shutdown(now);
+                        closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, None));
+                    }
+                },
+                _ = sleep_until(timer) => {
+                    let now = self.now();
+                    self.engine.handle_timeout(now);
+                }
+                _ = sleep_until(close_at) => {}
+            }
+        }
+        if let Some((_, Some(reply))) = closing {
+            let _ = reply.send(());
+        }
+    }
+
+    fn on_msg(&mut self, msg: Msg) {
+        let now = self.now();
+        match msg {
+            Msg::Acquire {
+                ticket,
+                name,
+                options,
+                wait,
+                reply,
+            } => match self.engine.acquire(now, &name, &options, wait) {
+                Ok(op) => {
+                    self.tickets.insert(ticket, op);
+                    self.pending.insert(op, Pending::Acquire { ticket, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Cancel { ticket } => {
+                if let Some(op) = self.tickets.remove(&ticket) {
+                    self.pending.remove(&op);
+                    self.engine.cancel(now, op);
+                }
+            }
+            Msg::Release { lease, reply } => {
+                let op = self.engine.release(now, lease);
+                self.pending.insert(op, Pending::Release { lease, reply });
+            }
+            Msg::Extend {
+                lease,
+                duration,
+                reply,
+            } => match self.engine.extend(now, lease, duration) {
+                Ok(op) => {
+                    self.pending.insert(op, Pending::Extend { lease, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Shutdown { .. } => unreachable!("handled by run"),
+        }
+    }
+
+    fn on_push(&mut self, push: redis::PushInfo) {
+        let now = self.now();
+        match push.kind {
+            redis::PushKind::Message => {
+                if let [redis::Value::BulkString(ch), redis::Value::BulkString(payload)] =
+                    push.data.as_slice()
+                {
+                    self.engine.handle_notification(now, ch, payload);
+                }
+            }
+            redis::PushKind::Disconnection => self.engine.handle_disconnect(now),
+            _ => {}
+        }
+    }
+
+    /// Performs every queued request and delivers every queued event.
+    fn drain(&mut self) {
+        while let Some(req) = self.engine.poll_request() {
+            self.perform(req);
+        }
+        while let Some(ev) = self.engine.poll_event() {
+            self.deliver(ev);
+        }
+        // Delivering can emit new requests (a release for an acquisition nobody awaits).
+        while let Some(req) = self.engine.poll_request() {
+            self.perform(req);
+        }
+    }
+
+    fn perform(&mut self, req: Request) {
+        let mut conn = self.conn.clone();
+        let url = self.url.clone();
+        let Request { id, kind } = req;
+        let fut: ReplyFuture = match kind {
+            RequestKind::Pipeline(commands) => {
+                let mut pipe = redis::pipe();
+                for c in &commands {
+                    let mut cmd = redis::Cmd::new();
+                    for a in &c.0 {
+                        cmd.arg(a.as_slice());
+                    }
+                    pipe.add_command(cmd);
+                }
+                let n = commands.len();
+                Box::pin(async move {
+                    let r = conn.send_packed_commands(&pipe, 0, n).await;
+                    let r = r
+                        .map(|vals| vals.into_iter().map(convert::reply).collect())
+                        .map_err(|e| convert::error(&e, |m| url.scrub(m)));
+                    (id, r)
+                })
+            }
+            RequestKind::Subscribe(channel) => Box::pin(async move {
+                let r = conn
+                    .subscribe(&channel)
+                    .await
+                    .map(|_| Vec::new())
+                    .map_err(|e| convert::error(&e, |m| url.scrub(m)));
+                (id, r)
+            }),
+        };
+        self.in_flight.push(fut);
+    }
+
+    fn deliver(&mut self, ev: Event) {
+        match ev {
+            Event::Completed { op, outcome } => self.complete(op, outcome),
+            Event::Renewed { lease, valid_until } => {
+                let at = self.to_tokio(valid_until);
+                if let Some(tx) = self.leases.get(&lease) {
+                    tx.send_replace(LeaseState::Held(at));
+                }
+            }
+            Event::Lost { lease, error } => {
+                if let Some(tx) = self.leases.remove(&lease) {
+                    tx.send_replace(LeaseState::Lost(error));
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, op: OpId, outcome: Outcome) {
+        let now = self.now();
+        let Some(pending) = self.pending.remove(&op) else {
+            // Nobody waits for this op (a cancelled acquire that was granted anyway): undo it.
+            if let Outcome::Acquired { lease, .. } = outcome {
+                let _ = self.engine.release(now, lease);
+            }
+            return;
+        };
+        match pending {
+            Pending::Acquire { ticket, reply } => {
+                self.tickets.remove(&ticket);
+                let result = match outcome {
+                    Outcome::Acquired {
+                        lease,
+                        fencing_token,
+                        valid_until,
+                    } => {
+                        let (tx, rx) = watch::channel(LeaseState::Held(self.to_tokio(valid_until)));
+                        self.leases.insert(lease, tx);
+                        Ok(Some(Acquired {
+                            lease,
+                            fencing_token,
+                            state: rx,
+                        }))
+                    }
+                    Outcome::NotAcquired => Ok(None),
+                    Outcome::Failed(e) => Err(e),
+                    other => Err(Error::protocol(format!(
+                        "unexpected outcome for acquire: {other:?}"
+                    ))),
+                };
+                if let Err(Ok(Some(acquired))) = reply.send(result) {
+                    self.leases.remove(&acquired.lease);
+                    let _ = self.engine.release(now, acquired.lease);
+                }
+            }
+            Pending::Release { lease, reply } => {
+                let result = match outcome {
+                    Outcome::Released { was_held } => Ok(was_held),
+                    Outcome::Failed(e) => Err(e),
+                    other => Err(Error::protocol(format!(
+                        "unexpected outcome for release: {other:?}"
+                    ))),
+                };
+                if self.engine.lease_valid_until(lease).is_none() {
+                    if let Some(tx) = self.leases.remove(&lease) {
+                        tx.send_replace(LeaseState::Released);
+                    }
+                }
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
+                }
+            }
+            Pending::Extend { lease, reply } => {
+                let result = match outcome {
+                    Outcome::Extended { valid_until } => {
+                        if let Some(tx) = self.leases.get(&lease) {
+                            tx.send_replace(LeaseState::Held(
+                                self.origin + valid_until.since_origin(),
+                            ));
+                        }
+                        Ok(())
+                    }
+                    Outcome::Failed(e) => Err(e),
+                    other => Err(Error::protocol(format!(
+                        "unexpected outcome for extend: {other:?}"
+                    ))),
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,12 @@
+//! The native driver: performs the engine's requests over the `redis` crate under tokio.
+//!
+//! One client owns one RESP3 multiplexed connection (with automatic reconnection) that carries
+//! both commands and the grant notifications, however many locks and waiters the process has.
+
+mod client;
+mod convert;
+mod driver;
+mod url;
+
+pub use client::{Client, ClientOptions, Lease, Lock};
+pub use url::RedisUrl;

@@ -1,0 +1,5 @@
+//! The Redis wire contract (PROTOCOL.md): key layout, Lua scripts and reply shapes.
+
+pub mod keys;
+pub mod reply;
+pub mod scripts;

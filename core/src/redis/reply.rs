@@ -1,0 +1,192 @@
+//! Server replies as plain data, and the parsing of each script's reply shape.
+//! Anything unexpected becomes a [`ErrorKind::Protocol`](crate::ErrorKind) error, never a panic.
+
+use crate::error::{Error, Result};
+
+/// One RESP reply, independent of any client library.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// Null bulk / null array / RESP3 null.
+    Nil,
+    /// An integer.
+    Int(i64),
+    /// A bulk or verbatim string.
+    Data(Vec<u8>),
+    /// A simple status string such as `OK`.
+    Status(String),
+    /// An array (or RESP3 set).
+    Array(Vec<Reply>),
+    /// An error reply (`-ERR ...`, `-NOSCRIPT ...`, `-WRONGTYPE ...`).
+    Error(String),
+    /// A reply type the protocol never produces (map, double, ...), named for the error message.
+    Other(String),
+}
+
+impl Reply {
+    /// Whether this is the `NOSCRIPT` error that asks for a full EVAL.
+    pub fn is_noscript(&self) -> bool {
+        matches!(self, Reply::Error(e) if e.starts_with("NOSCRIPT"))
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Reply::Nil => "nil".into(),
+            Reply::Int(i) => format!("integer {i}"),
+            Reply::Data(d) => format!("a {}-byte string", d.len()),
+            Reply::Status(s) => format!("status {:?}", truncate(s)),
+            Reply::Array(a) => format!("an array of {}", a.len()),
+            Reply::Error(e) => format!("error {:?}", truncate(e)),
+            Reply::Other(o) => format!("unsupported reply type {o}"),
+        }
+    }
+}
+
+fn truncate(s: &str) -> &str {
+    let mut end = s.len().min(120);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn unexpected(script: &str, r: &Reply) -> Error {
+    match r {
+        Reply::Error(e) => Error::protocol(format!(
+            "{script} script failed on the server: {}",
+            truncate(e)
+        )),
+        _ => Error::protocol(format!("{script} script returned {}", r.describe())),
+    }
+}
+
+/// The reply of the ACQUIRE script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AcquireReply {
+    /// The caller's token holds the lock.
+    Held {
+        /// Fencing token of this grant.
+        fence: u64,
+        /// Remaining lease on the server, in ms, when the script ran.
+        pttl_ms: u64,
+    },
+    /// Someone else holds it; their remaining lease (None if the key has no expiry).
+    Busy {
+        /// Holder's remaining lease in ms, if any.
+        holder_pttl_ms: Option<u64>,
+    },
+}
+
+/// Parses `{1, fence, pttl}` / `{0, "", pttl}`.
+pub fn parse_acquire(r: &Reply) -> Result<AcquireReply> {
+    let items = match r {
+        Reply::Array(items) if items.len() == 3 => items,
+        _ => return Err(unexpected("acquire", r)),
+    };
+    match (&items[0], &items[2]) {
+        (Reply::Int(1), Reply::Int(pttl)) => {
+            let fence = parse_u64(&items[1]).ok_or_else(|| unexpected("acquire", r))?;
+            if fence == 0 || *pttl <= 0 {
+                return Err(unexpected("acquire", r));
+            }
+            Ok(AcquireReply::Held {
+                fence,
+                pttl_ms: *pttl as u64,
+            })
+        }
+        (Reply::Int(0), Reply::Int(pttl)) => Ok(AcquireReply::Busy {
+            holder_pttl_ms: if *pttl > 0 { Some(*pttl as u64) } else { None },
+        }),
+        _ => Err(unexpected("acquire", r)),
+    }
+}
+
+/// Parses the 0/1 integer of RELEASE and EXTEND.
+pub fn parse_flag(script: &str, r: &Reply) -> Result<bool> {
+    match r {
+        Reply::Int(1) => Ok(true),
+        Reply::Int(0) => Ok(false),
+        _ => Err(unexpected(script, r)),
+    }
+}
+
+fn parse_u64(r: &Reply) -> Option<u64> {
+    match r {
+        Reply::Data(d) => std::str::from_utf8(d).ok()?.parse().ok(),
+        Reply::Status(s) => s.parse().ok(),
+        Reply::Int(i) if *i > 0 => Some(*i as u64),
+        _ => None,
+    }
+}
+
+/// A grant pushed on a client channel: `granted <token> <fence>`.
+pub fn parse_grant(payload: &[u8]) -> Option<(&str, u64)> {
+    let s = std::str::from_utf8(payload).ok()?;
+    let mut parts = s.split(' ');
+    if parts.next()? != "granted" {
+        return None;
+    }
+    let token = parts.next()?;
+    let fence = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || fence == 0 {
+        return None;
+    }
+    Some((token, fence))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acquire_replies() {
+        let ok = Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Data(b"17".to_vec()),
+            Reply::Int(500),
+        ]);
+        assert_eq!(
+            parse_acquire(&ok).unwrap(),
+            AcquireReply::Held {
+                fence: 17,
+                pttl_ms: 500
+            }
+        );
+        let busy = Reply::Array(vec![Reply::Int(0), Reply::Data(vec![]), Reply::Int(-1)]);
+        assert_eq!(
+            parse_acquire(&busy).unwrap(),
+            AcquireReply::Busy {
+                holder_pttl_ms: None
+            }
+        );
+        for bad in [
+            Reply::Nil,
+            Reply::Int(1),
+            Reply::Error("WRONGTYPE Operation against a key".into()),
+            Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Data(b"x".to_vec()),
+                Reply::Int(5),
+            ]),
+            Reply::Array(vec![
+                Reply::Int(1),
+                Reply::Data(b"99999999999999999999999".to_vec()),
+                Reply::Int(5),
+            ]),
+            Reply::Array(vec![Reply::Int(7), Reply::Nil, Reply::Int(5)]),
+        ] {
+            assert_eq!(
+                parse_acquire(&bad).unwrap_err().code(),
+                "PROTOCOL",
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn grants() {
+        assert_eq!(parse_grant(b"granted abc 12"), Some(("abc", 12)));
+        assert_eq!(parse_grant(b"granted abc"), None);
+        assert_eq!(parse_grant(b"granted abc 0"), None);
+        assert_eq!(parse_grant(&[0xff, 0xfe]), None);
+    }
+}

@@ -1,0 +1,177 @@
+//! The Lua scripts of the Redis mutex. Their text is part of PROTOCOL.md: every binding runs
+//! these exact bytes, so their SHA-1 digests match across languages.
+//!
+//! All expiry decisions use the server clock (`TIME`), never a client's.
+
+use std::sync::OnceLock;
+
+/// A script with its SHA-1, sent with EVALSHA and re-sent with EVAL on NOSCRIPT.
+#[derive(Debug)]
+pub struct Script {
+    /// Human name used in errors and PROTOCOL.md.
+    pub name: &'static str,
+    /// The Lua source.
+    pub source: &'static str,
+    digest: OnceLock<String>,
+}
+
+impl Script {
+    const fn new(name: &'static str, source: &'static str) -> Self {
+        Script {
+            name,
+            source,
+            digest: OnceLock::new(),
+        }
+    }
+
+    /// Lowercase hex SHA-1 of the source, as EVALSHA expects (computed once).
+    pub fn sha1(&self) -> &str {
+        self.digest
+            .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
+    }
+}
+
+/// Helpers shared by ACQUIRE and RELEASE (prepended to both, so each script is self-contained).
+macro_rules! prelude {
+    () => {
+        r#"
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function fmt(n) return string.format('%.0f', n) end
+-- Grant KEYS[1] to token; the fencing token is max(last + 1, server time in us), so it keeps
+-- increasing even after the fence key expired or the server restarted empty.
+local function grant(token, lease_ms, t_us, retention_ms)
+  redis.call('SET', KEYS[1], token, 'PX', lease_ms)
+  local last = tonumber(redis.call('GET', KEYS[2])) or 0
+  local fence = last + 1
+  if t_us > fence then fence = t_us end
+  local f = fmt(fence)
+  redis.call('SET', KEYS[2], f, 'PX', tonumber(lease_ms) + tonumber(retention_ms))
+  return f
+end
+-- Hand a free lock to the oldest live waiter and wake only that waiter.
+local function promote(t_us, retention_ms)
+  local now_ms = math.floor(t_us / 1000)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not head then
+      redis.call('DEL', KEYS[4])
+      return false
+    end
+    local entry = redis.call('HGET', KEYS[4], head)
+    redis.call('ZREM', KEYS[3], head)
+    redis.call('HDEL', KEYS[4], head)
+    if entry then
+      local deadline, lease, channel = string.match(entry, '^(%d+)|(%d+)|(.+)$')
+      if deadline and tonumber(deadline) >= now_ms then
+        local f = grant(head, lease, t_us, retention_ms)
+        redis.call('PUBLISH', channel, 'granted ' .. head .. ' ' .. f)
+        return head
+      end
+    end
+  end
+end
+"#
+    };
+}
+
+/// ACQUIRE — try to take the lock, or join/refresh the wait queue.
+///
+/// KEYS: lock, fence, queue, waiters. ARGV: token, lease_ms, mode (`try`|`wait`),
+/// entry_ttl_ms, channel, retention_ms.
+/// Returns `{1, fence, pttl_ms}` when `token` holds the lock, `{0, "", holder_pttl_ms}` otherwise.
+pub static ACQUIRE: Script = Script::new(
+    "acquire",
+    concat!(
+        prelude!(),
+        r#"
+local token = ARGV[1]
+local t_us = now_us()
+local holder = redis.call('GET', KEYS[1])
+if not holder then
+  promote(t_us, ARGV[6])
+  holder = redis.call('GET', KEYS[1])
+  if not holder then
+    local f = grant(token, ARGV[2], t_us, ARGV[6])
+    return {1, f, tonumber(ARGV[2])}
+  end
+end
+if holder == token then
+  redis.call('ZREM', KEYS[3], token)
+  redis.call('HDEL', KEYS[4], token)
+  return {1, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
+end
+if ARGV[3] == 'wait' then
+  local ttl = tonumber(ARGV[4])
+  if not redis.call('ZSCORE', KEYS[3], token) then
+    local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+    local seq = t_us
+    if tail[2] and tonumber(tail[2]) >= seq then seq = tonumber(tail[2]) + 1 end
+    redis.call('ZADD', KEYS[3], fmt(seq), token)
+  end
+  redis.call('HSET', KEYS[4], token, fmt(math.floor(t_us / 1000) + ttl) .. '|' .. ARGV[2] .. '|' .. ARGV[5])
+  for i = 3, 4 do
+    if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
+end
+return {0, '', redis.call('PTTL', KEYS[1])}
+"#
+    ),
+);
+
+/// RELEASE — owner-only delete, also used to cancel a wait; passes the lock to the next waiter.
+///
+/// KEYS: lock, fence, queue, waiters. ARGV: token, retention_ms.
+/// Returns 1 if `token` held the lock, 0 otherwise.
+pub static RELEASE: Script = Script::new(
+    "release",
+    concat!(
+        prelude!(),
+        r#"
+local token = ARGV[1]
+redis.call('ZREM', KEYS[3], token)
+redis.call('HDEL', KEYS[4], token)
+local holder = redis.call('GET', KEYS[1])
+if holder == token then
+  redis.call('DEL', KEYS[1])
+  promote(now_us(), ARGV[2])
+  return 1
+end
+if not holder then promote(now_us(), ARGV[2]) end
+return 0
+"#
+    ),
+);
+
+/// EXTEND — owner-only PEXPIRE; never re-creates a vanished key.
+///
+/// KEYS: lock. ARGV: token, lease_ms. Returns 1 if extended, 0 if `token` no longer holds it.
+pub static EXTEND: Script = Script::new(
+    "extend",
+    r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"#,
+);
+
+/// Every script, for documentation and preloading.
+pub fn all() -> [&'static Script; 3] {
+    [&ACQUIRE, &RELEASE, &EXTEND]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_hex_sha1() {
+        for s in super::all() {
+            let d = s.sha1();
+            assert_eq!(d.len(), 40);
+            assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Real `redis-server` processes for integration tests: free loopback port, data in a temp
+//! dir, stopped by pid on drop. No mocks.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running redis-server owned by the test.
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+    dir: PathBuf,
+    extra: Vec<String>,
+    tls: bool,
+    acl_dir: Option<PathBuf>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let base = std::env::var_os("LOCKGATE_TMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!(
+        "lockgate-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl RedisServer {
+    /// A plain server with `--save "" --appendonly no`.
+    pub fn start() -> Self {
+        Self::start_with(Vec::new(), false)
+    }
+
+    /// A server with extra arguments; `tls` makes its port a TLS port (certs from `tls_files`).
+    pub fn start_with(extra: Vec<String>, tls: bool) -> Self {
+        let mut s = RedisServer {
+            port: free_port(),
+            child: None,
+            dir: temp_dir("redis"),
+            extra,
+            tls,
+            acl_dir: None,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new(redis_server_bin());
+        cmd.arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--save")
+            .arg("")
+            .arg("--appendonly")
+            .arg("no");
+        cmd.arg("--dir").arg(&self.dir).arg("--daemonize").arg("no");
+        if self.tls {
+            cmd.arg("--port")
+                .arg("0")
+                .arg("--tls-port")
+                .arg(self.port.to_string());
+        } else {
+            cmd.arg("--port").arg(self.port.to_string());
+        }
+        cmd.args(&self.extra);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        self.child = Some(
+            cmd.spawn()
+                .expect("redis-server must be installed (./run test installs it)"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start on port {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A server whose users come from an ACL file with `lines` (e.g. `user app on >pw ~* &* +@all`).
+    pub fn start_with_acl(lines: &[&str]) -> Self {
+        let dir = temp_dir("acl");
+        let file = dir.join("users.acl");
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let mut s = Self::start_with(
+            vec!["--aclfile".into(), file.to_string_lossy().into_owned()],
+            false,
+        );
+        s.acl_dir = Some(dir);
+        s
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the process (SIGKILL by pid) and starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// A synchronous connection for test assertions (raw commands).
+    pub fn raw(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(d) = &self.acl_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+fn redis_server_bin() -> String {
+    std::env::var("LOCKGATE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// A throwaway CA plus a server certificate for 127.0.0.1, made with the openssl CLI.
+pub struct TlsFiles {
+    pub dir: PathBuf,
+    pub ca_pem: Vec<u8>,
+}
+
+impl TlsFiles {
+    pub fn create() -> Self {
+        let dir = temp_dir("tls");
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("openssl must be installed");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=lockgate test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+        ]);
+        std::fs::write(
+            dir.join("ext.cnf"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        )
+        .unwrap();
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server.crt",
+        ]);
+        let ca_pem = std::fs::read(dir.join("ca.crt")).unwrap();
+        TlsFiles { dir, ca_pem }
+    }
+
+    pub fn server_args(&self) -> Vec<String> {
+        let p = |f: &str| self.dir.join(f).to_string_lossy().into_owned();
+        vec![
+            "--tls-cert-file".into(),
+            p("server.crt"),
+            "--tls-key-file".into(),
+            p("server.key"),
+            "--tls-ca-cert-file".into(),
+            p("ca.crt"),
+            "--tls-auth-clients".into(),
+            "no".into(),
+        ]
+    }
+}
+
+impl Drop for TlsFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
