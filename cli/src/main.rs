@@ -1,1 +1,67 @@
-fn main() {}
+//! `lockgate-cli`: the demo (`demo`) and the benchmarks (`bench`) of lockgate, plus the worker
+//! processes they spawn. `./run demo` and `./run bench` start a Redis and call these.
+
+mod bench;
+mod demo;
+mod stats;
+mod worker;
+
+use std::collections::HashMap;
+
+fn usage() -> ! {
+    eprintln!(
+        "usage:\n  lockgate-cli demo --url URL [--workers N] [--rounds N]\n  lockgate-cli bench --url URL [--out FILE] [--seconds S]\n  (internal) lockgate-cli worker --url URL --name NAME --mode demo|bench ..."
+    );
+    std::process::exit(2)
+}
+
+/// `--key value` pairs after the subcommand.
+pub(crate) struct Args(HashMap<String, String>);
+
+impl Args {
+    fn parse(rest: &[String]) -> Args {
+        let mut map = HashMap::new();
+        let mut it = rest.iter();
+        while let Some(k) = it.next() {
+            let Some(k) = k.strip_prefix("--") else { usage() };
+            let Some(v) = it.next() else { usage() };
+            map.insert(k.to_string(), v.clone());
+        }
+        Args(map)
+    }
+
+    pub(crate) fn str(&self, k: &str) -> String {
+        self.0.get(k).cloned().unwrap_or_else(|| {
+            eprintln!("missing --{k}");
+            usage()
+        })
+    }
+
+    pub(crate) fn num(&self, k: &str, default: u64) -> u64 {
+        match self.0.get(k) {
+            Some(v) => v.parse().unwrap_or_else(|_| {
+                eprintln!("--{k} must be a whole number");
+                usage()
+            }),
+            None => default,
+        }
+    }
+
+    pub(crate) fn opt(&self, k: &str) -> Option<String> {
+        self.0.get(k).cloned()
+    }
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let Some(cmd) = argv.get(1) else { usage() };
+    let args = Args::parse(&argv[2..]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let code = match cmd.as_str() {
+        "demo" => rt.block_on(demo::run(&args)),
+        "bench" => rt.block_on(bench::run(&args)),
+        "worker" => rt.block_on(worker::run(&args)),
+        _ => usage(),
+    };
+    std::process::exit(code)
+}
