@@ -51,21 +51,19 @@ local function grant(token, lease_ms, t_us, retention_ms)
   redis.call('SET', KEYS[2], f, 'PX', tonumber(lease_ms) + tonumber(retention_ms))
   return f
 end
--- Hand a free lock to the oldest live waiter and wake only that waiter.
+-- Hand a free lock to the oldest live waiter and wake only that waiter. Returns the waiter's
+-- token, or false if nobody live was waiting. Reads the clock only when someone is queued.
 local function promote(t_us, retention_ms)
-  local now_ms = math.floor(t_us / 1000)
   while true do
     local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not head then
-      redis.call('DEL', KEYS[4])
-      return false
-    end
+    if not head then return false end
+    t_us = t_us or now_us()
     local entry = redis.call('HGET', KEYS[4], head)
     redis.call('ZREM', KEYS[3], head)
     redis.call('HDEL', KEYS[4], head)
     if entry then
       local deadline, lease, channel = string.match(entry, '^(%d+)|(%d+)|(.+)$')
-      if deadline and tonumber(deadline) >= now_ms then
+      if deadline and tonumber(deadline) >= math.floor(t_us / 1000) then
         local f = grant(head, lease, t_us, retention_ms)
         redis.call('PUBLISH', channel, 'granted ' .. head .. ' ' .. f)
         return head
@@ -88,22 +86,22 @@ pub static ACQUIRE: Script = Script::new(
         prelude!(),
         r#"
 local token = ARGV[1]
-local t_us = now_us()
 local holder = redis.call('GET', KEYS[1])
+local t_us
 if not holder then
-  promote(t_us, ARGV[6])
-  holder = redis.call('GET', KEYS[1])
+  t_us = now_us()
+  holder = promote(t_us, ARGV[6])
   if not holder then
     local f = grant(token, ARGV[2], t_us, ARGV[6])
     return {1, f, tonumber(ARGV[2])}
   end
 end
 if holder == token then
-  redis.call('ZREM', KEYS[3], token)
-  redis.call('HDEL', KEYS[4], token)
+  -- Granted to us earlier (or just now, as the head of the queue).
   return {1, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 end
 if ARGV[3] == 'wait' then
+  t_us = t_us or now_us()
   local ttl = tonumber(ARGV[4])
   if not redis.call('ZSCORE', KEYS[3], token) then
     local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
@@ -131,15 +129,15 @@ pub static RELEASE: Script = Script::new(
         prelude!(),
         r#"
 local token = ARGV[1]
-redis.call('ZREM', KEYS[3], token)
-redis.call('HDEL', KEYS[4], token)
 local holder = redis.call('GET', KEYS[1])
 if holder == token then
-  redis.call('DEL', KEYS[1])
-  promote(now_us(), ARGV[2])
+  -- Handing over overwrites the key, so it is deleted only when nobody is waiting.
+  if not promote(nil, ARGV[2]) then redis.call('DEL', KEYS[1]) end
   return 1
 end
-if not holder then promote(now_us(), ARGV[2]) end
+redis.call('ZREM', KEYS[3], token)
+redis.call('HDEL', KEYS[4], token)
+if not holder then promote(nil, ARGV[2]) end
 return 0
 "#
     ),
@@ -172,6 +170,19 @@ mod tests {
             let d = s.sha1();
             assert_eq!(d.len(), 40);
             assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod protocol_doc {
+    // PROTOCOL.md lists each script's digest: a script change without a protocol version bump
+    // (and a doc update) fails here.
+    #[test]
+    fn protocol_md_lists_every_digest() {
+        let doc = include_str!("../../../PROTOCOL.md");
+        for s in super::all() {
+            assert!(doc.contains(s.sha1()), "PROTOCOL.md lacks the digest of {} ({})", s.name, s.sha1());
         }
     }
 }
