@@ -402,3 +402,51 @@ async fn tls_connection_is_verified() {
         "{e}"
     );
 }
+
+// A waiter that crashes while queued holds a handed-over lock for at most its entry lease,
+// not a full lease: the next waiter (heartbeat every entry_ttl / 3) gets it within
+// entry_ttl + entry_ttl / 3.
+#[test]
+fn crashed_waiter_is_skipped_within_its_entry_lease() {
+    let server = RedisServer::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = server.url();
+    let holder = rt.block_on(async {
+        let c = Client::connect(&url).await.unwrap();
+        c.lock("crash", LockOptions::default()).unwrap().acquire(Duration::from_secs(1)).await.unwrap()
+    });
+    // The doomed waiter lives in its own runtime; dropping that runtime is a crash: no release,
+    // no cancel, its heartbeats stop.
+    let doomed_rt = tokio::runtime::Runtime::new().unwrap();
+    let opts = LockOptions::default().with_entry_ttl(Duration::from_millis(400));
+    let doomed_url = url.clone();
+    doomed_rt.spawn(async move {
+        let c = Client::connect(&doomed_url).await.unwrap();
+        let _lease = c.lock("crash", opts).unwrap().acquire(Duration::from_secs(60)).await;
+        std::future::pending::<()>().await;
+    });
+    let mut raw = server.raw();
+    while raw.zcard::<_, usize>("lockgate:{crash}:queue").unwrap() < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let survivor = rt.spawn({
+        let url = url.clone();
+        async move {
+            let c = Client::connect(&url).await.unwrap();
+            let opts = LockOptions::default().with_entry_ttl(Duration::from_millis(400));
+            let lock = c.lock("crash", opts).unwrap();
+            let lease = lock.acquire(Duration::from_secs(20)).await.unwrap();
+            (std::time::Instant::now(), lease.fencing_token())
+        }
+    });
+    while raw.zcard::<_, usize>("lockgate:{crash}:queue").unwrap() < 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    doomed_rt.shutdown_background();
+    let released_at = std::time::Instant::now();
+    rt.block_on(async { assert!(holder.release().await.unwrap()) });
+    let (acquired_at, _) = rt.block_on(survivor).unwrap();
+    let waited = acquired_at.duration_since(released_at);
+    assert!(waited < Duration::from_millis(1000), "survivor waited {waited:?} (a full lease is 30 s)");
+    assert!(waited >= Duration::from_millis(300), "the dead waiter's handoff lease was not honoured: {waited:?}");
+}

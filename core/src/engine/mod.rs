@@ -292,8 +292,9 @@ impl Engine {
                 let lower_bound = self.acquires.get(&op).and_then(|a| a.grant_lower_bound);
                 if let Some(lower_bound) = lower_bound {
                     let acquire = self.take_acquire(op).expect("token index matches acquires");
-                    let valid_until = lower_bound + acquire.lease;
-                    self.grant(op, acquire, fence, valid_until, lower_bound);
+                    // Mirrors ACQUIRE: a handoff grants min(lease, entry_ttl) in whole ms.
+                    let handoff = whole_millis(acquire.lease).min(whole_millis(acquire.entry_ttl));
+                    self.grant(op, acquire, fence, lower_bound, Duration::from_millis(handoff));
                 }
             }
         }
@@ -539,8 +540,7 @@ impl Engine {
         let parsed = reply.and_then(|r| reply::parse_acquire(&r));
         match parsed {
             Ok(AcquireReply::Held { fence, pttl_ms }) => {
-                let valid_until = sent + Duration::from_millis(pttl_ms).min(a.lease);
-                self.grant(op, a, fence, valid_until, sent);
+                self.grant(op, a, fence, sent, Duration::from_millis(pttl_ms));
             }
             Ok(AcquireReply::Busy { holder_pttl_ms }) => {
                 if a.wait == Wait::Try {
@@ -575,15 +575,17 @@ impl Engine {
         }
     }
 
-    fn grant(
-        &mut self,
-        op: OpId,
-        a: AcquireOp,
-        fence: u64,
-        valid_until: Instant,
-        renew_base: Instant,
-    ) {
+    /// Records a grant. `since` is the earliest instant the server lease can have started and
+    /// `server_lease` its length; a handoff grant shorter than the requested lease is extended
+    /// to the full lease at once (see PROTOCOL.md, promote).
+    fn grant(&mut self, op: OpId, a: AcquireOp, fence: u64, since: Instant, server_lease: Duration) {
         let lease = LeaseId(op.0);
+        let valid_until = since + server_lease.min(a.lease);
+        let next_renew = if whole_millis(server_lease) < whole_millis(a.lease) {
+            Some(since)
+        } else {
+            a.auto_renew.then(|| since + a.lease / 3)
+        };
         self.held_tokens.insert(a.token.clone(), lease);
         self.leases.insert(
             lease,
@@ -593,19 +595,12 @@ impl Engine {
                 lease: a.lease,
                 auto_renew: a.auto_renew,
                 valid_until,
-                next_renew: a.auto_renew.then(|| renew_base + a.lease / 3),
+                next_renew,
                 renewing: false,
                 releasing: false,
             },
         );
-        self.complete(
-            op,
-            Outcome::Acquired {
-                lease,
-                fencing_token: fence,
-                valid_until,
-            },
-        );
+        self.complete(op, Outcome::Acquired { lease, fencing_token: fence, valid_until });
     }
 
     fn on_renew_reply(&mut self, now: Instant, sent: Instant, id: LeaseId, reply: Result<Reply>) {
@@ -616,7 +611,7 @@ impl Engine {
         match reply.and_then(|r| reply::parse_flag("extend", &r)) {
             Ok(true) => {
                 l.valid_until = l.valid_until.max(sent + l.lease);
-                l.next_renew = Some(sent + l.lease / 3);
+                l.next_renew = l.auto_renew.then(|| sent + l.lease / 3);
                 let valid_until = l.valid_until;
                 self.events.push_back(Event::Renewed {
                     lease: id,

@@ -109,7 +109,10 @@ if ARGV[3] == 'wait' then
     if tail[2] and tonumber(tail[2]) >= seq then seq = tonumber(tail[2]) + 1 end
     redis.call('ZADD', KEYS[3], fmt(seq), token)
   end
-  redis.call('HSET', KEYS[4], token, fmt(math.floor(t_us / 1000) + ttl) .. '|' .. ARGV[2] .. '|' .. ARGV[5])
+  -- A handoff grants at most one entry lease: a waiter that died while queued frees the lock
+  -- that soon; a live one extends to its full lease as soon as it learns of the grant.
+  local handoff = math.min(tonumber(ARGV[2]), ttl)
+  redis.call('HSET', KEYS[4], token, fmt(math.floor(t_us / 1000) + ttl) .. '|' .. fmt(handoff) .. '|' .. ARGV[5])
   for i = 3, 4 do
     if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
   end
