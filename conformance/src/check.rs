@@ -1,0 +1,143 @@
+//! Per-run state: lock-name mapping, saved fencing tokens, and the checks of expectations.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::actor::Timed;
+
+pub struct Context {
+    prefix: String,
+    run: String,
+    tokens: HashMap<String, u128>,
+    hammers: HashMap<String, Vec<(u128, u128, u128)>>,
+}
+
+impl Context {
+    pub fn new(prefix: &str, run: &str) -> Self {
+        Context { prefix: prefix.into(), run: run.into(), tokens: HashMap::new(), hammers: HashMap::new() }
+    }
+
+    /// Scenario lock names are local; each run gets its own real names so runs never interfere.
+    fn lock_name(&self, local: &str) -> String {
+        if local.is_empty() || local.starts_with('!') {
+            // `""` and `!…` are literal (bad-input scenarios pass them through untouched).
+            return local.trim_start_matches('!').to_string();
+        }
+        format!("{}.{local}", self.run)
+    }
+
+    /// The operation to send: the step minus orchestration fields, with the lock name mapped.
+    pub fn operation(&self, step: &Value) -> Value {
+        let mut op = step.clone();
+        if let Some(map) = op.as_object_mut() {
+            for k in ["actor", "expect", "async", "save"] {
+                map.remove(k);
+            }
+            if let Some(l) = map.get("lock").and_then(Value::as_str).map(str::to_string) {
+                let name = if let Some(n) = map.get("repeat_name").and_then(Value::as_u64) {
+                    "n".repeat(n as usize)
+                } else {
+                    self.lock_name(&l)
+                };
+                map.insert("lock".into(), Value::from(name));
+            }
+            map.remove("repeat_name");
+        }
+        op
+    }
+
+    fn key(&self, template: &str) -> String {
+        for (tag, suffix) in [("key:", ""), ("queue:", ":queue"), ("waiters:", ":waiters"), ("fence:", ":fence")] {
+            if let Some(local) = template.strip_prefix('{').and_then(|t| t.strip_suffix('}')).and_then(|t| t.strip_prefix(tag)) {
+                return format!("{}{{{}}}{suffix}", self.prefix, self.lock_name(local));
+            }
+        }
+        template.to_string()
+    }
+
+    /// Runs a raw command (keys as `{key:L}`, `{queue:L}`...) and checks `expect` if given.
+    pub fn redis(&self, conn: &mut redis::Connection, cmd: &[Value], expect: Option<&Value>) -> Result<(), String> {
+        let mut c = redis::Cmd::new();
+        for a in cmd {
+            c.arg(self.key(a.as_str().unwrap_or_default()));
+        }
+        let got: redis::Value = c.query(conn).map_err(|e| format!("redis {cmd:?}: {e}"))?;
+        if let Some(want) = expect.and_then(Value::as_i64) {
+            if got != redis::Value::Int(want) {
+                return Err(format!("redis {cmd:?} returned {got:?}, expected {want}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lock, queue and waiters keys of `lock` are gone (nothing left behind).
+    pub fn keys_absent(&self, conn: &mut redis::Connection, lock: &str) -> Result<(), String> {
+        for t in ["key", "queue", "waiters"] {
+            let key = self.key(&format!("{{{t}:{lock}}}"));
+            let n: i64 = redis::cmd("EXISTS").arg(&key).query(conn).map_err(|e| e.to_string())?;
+            if n != 0 {
+                return Err(format!("{key} was left behind"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a reply against the step's `expect` and records tokens / hammer records.
+    pub fn expect(&mut self, step: &Value, reply: &Timed, label: &str) -> Result<(), String> {
+        let r = &reply.value;
+        if let Some(records) = r.get("records").and_then(Value::as_array) {
+            let parsed = records
+                .iter()
+                .map(|rec| {
+                    let f = |i: usize| rec.get(i).and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string())));
+                    Some((f(0)?.parse().ok()?, f(1)?.parse().ok()?, f(2)?.parse().ok()?))
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("malformed hammer records: {r}"))?;
+            self.hammers.insert(label.to_string(), parsed);
+        }
+        if let Some(t) = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok()) {
+            self.tokens.insert(label.to_string(), t);
+        }
+        let Some(want) = step.get("expect").and_then(Value::as_object) else {
+            return if r["ok"] == true { Ok(()) } else { Err(format!("unexpected failure: {r}")) };
+        };
+        for (k, v) in want {
+            let ok = match k.as_str() {
+                "within_ms" => reply.elapsed.as_millis() <= v.as_u64().unwrap_or(0) as u128,
+                "at_least_ms" => reply.elapsed.as_millis() >= v.as_u64().unwrap_or(0) as u128,
+                "token_gt" => {
+                    let other = v.as_str().and_then(|n| self.tokens.get(n)).ok_or(format!("no token saved as {v}"))?;
+                    let mine = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok());
+                    mine.is_some_and(|m| m > *other)
+                }
+                key => r.get(key) == Some(v),
+            };
+            if !ok {
+                return Err(format!("expected {k} = {v}, got {r} after {} ms", reply.elapsed.as_millis()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges the records of several `hammer` replies: no two holdings overlap in time and
+    /// fencing tokens increase in the order the holdings began.
+    pub fn check_hammer(&self, labels: &[Value]) -> Result<(), String> {
+        let mut all: Vec<(u128, u128, u128)> = Vec::new();
+        for l in labels {
+            let l = l.as_str().unwrap_or_default();
+            all.extend(self.hammers.get(l).ok_or(format!("no hammer records saved as {l}"))?);
+        }
+        all.sort_by_key(|r| r.1);
+        for w in all.windows(2) {
+            if w[1].1 < w[0].2 {
+                return Err(format!("holdings overlap: token {} entered before token {} left", w[1].0, w[0].0));
+            }
+            if w[1].0 <= w[0].0 {
+                return Err(format!("fencing tokens not increasing: {} then {}", w[0].0, w[1].0));
+            }
+        }
+        Ok(())
+    }
+}
