@@ -1,8 +1,7 @@
-//! `lockgate-cli`: the demo (`demo`) and the benchmarks (`bench`) of lockgate, plus the worker
-//! processes they spawn. `./run demo` and `./run bench` start a Redis and call these.
+//! `lockgate-cli`: the core benchmarks (`bench`) of lockgate and the worker processes they
+//! spawn. `./run bench` starts a Redis and calls it.
 
 mod bench;
-mod demo;
 mod stats;
 mod worker;
 
@@ -10,7 +9,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli demo --url URL [--workers N] [--rounds N]\n  lockgate-cli bench --url URL [--out FILE] [--seconds S]\n  (internal) lockgate-cli worker --url URL --name NAME --mode demo|bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S]\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
@@ -58,7 +57,6 @@ fn main() {
     let args = Args::parse(&argv[2..]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = match cmd.as_str() {
-        "demo" => rt.block_on(demo::run(&args)),
         "bench" => rt.block_on(bench::run(&args)),
         "worker" => rt.block_on(worker::run(&args)),
         _ => usage(),

@@ -1,4 +1,4 @@
-//! Small statistics helpers for the demo and benchmarks.
+//! Small statistics helpers for the benchmarks.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,7 +1,5 @@
 //! A worker process: contends for one lock and reports each holding on stdout.
 //!
-//! `--mode demo`: a few rounds, each holding ~50 ms and bumping a shared counter with a
-//! non-atomic GET/SET, printing one JSON line per holding as it happens.
 //! `--mode bench`: from `--start-ns` for `--duration-ms`, acquire / hold `--hold-us` (spinning,
 //! for precision) / release at once; prints `token wait_start acquired release_start` lines at the end.
 
@@ -25,7 +23,6 @@ pub async fn run(args: &Args) -> i32 {
     };
     let lock = client.lock(&name, LockOptions::default()).expect("valid lock options");
     let result = match args.str("mode").as_str() {
-        "demo" => demo(args, &url, &lock).await,
         "bench" => bench(args, &lock).await,
         _ => Err("unknown --mode".to_string()),
     };
@@ -37,29 +34,6 @@ pub async fn run(args: &Args) -> i32 {
             1
         }
     }
-}
-
-async fn demo(args: &Args, url: &str, lock: &lockgate_core::native::Lock) -> Result<(), String> {
-    let id = args.str("id");
-    let rounds = args.num("rounds", 3);
-    let counter_key = format!("{}:counter", lock.name());
-    let raw = redis::Client::open(url).map_err(|e| e.to_string())?;
-    let mut conn = raw.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
-    for _ in 0..rounds {
-        let lease = lock.acquire(Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
-        let start = wall_ns();
-        let v: Option<i64> = redis::cmd("GET").arg(&counter_key).query_async(&mut conn).await.map_err(|e| e.to_string())?;
-        tokio::time::sleep(Duration::from_millis(40 + (lease.fencing_token() % 30))).await;
-        let _: () = redis::cmd("SET").arg(&counter_key).arg(v.unwrap_or(0) + 1).query_async(&mut conn).await.map_err(|e| e.to_string())?;
-        let end = wall_ns();
-        println!(
-            "{{\"worker\":\"{id}\",\"lang\":\"rust\",\"token\":{},\"start_ns\":{start},\"end_ns\":{end},\"held\":{}}}",
-            lease.fencing_token(),
-            lease.is_held()
-        );
-        lease.release().await.map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 async fn bench(args: &Args, lock: &lockgate_core::native::Lock) -> Result<(), String> {

@@ -1,11 +1,13 @@
 //! The conformance orchestrator: runs every scenario in `conformance/scenarios/` against every
 //! binding alone, then with actors spread across bindings, against a real redis-server it starts.
 //!
-//! Usage: `conformance [--bindings rust,python,...] [--table FILE] [--readme README.md]`
-//! (run from the repository root; `./run test` does).
+//! Usage: `conformance [--bindings rust,python,...] [--table FILE] [--readme README.md]`, or
+//! `conformance --demo [--bindings ...] [--per-binding N] [--rounds N]` for `./run demo`
+//! (run from the repository root; `./run` does).
 
 mod actor;
 mod check;
+mod demo;
 mod server;
 
 use std::collections::{BTreeMap, HashMap};
@@ -92,6 +94,11 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
         .iter()
         .map(|b| specs.iter().find(|s| &s.binding == b).cloned().ok_or(format!("no actor registered for binding {b:?}")))
         .collect::<Result<_, _>>()?;
+    if args.iter().any(|a| a == "--demo") {
+        let per = arg(args, "--per-binding").and_then(|v| v.parse().ok()).unwrap_or(2);
+        let rounds = arg(args, "--rounds").and_then(|v| v.parse().ok()).unwrap_or(3);
+        return demo::run(root, &specs, per, rounds).await;
+    }
     let failures = load_failure_lists(&dir, &specs)?;
     let scenarios = load_scenarios(&dir.join("scenarios"))?;
     let server = RedisServer::start()?;
