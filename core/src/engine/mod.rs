@@ -187,11 +187,12 @@ impl Engine {
     pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
         options::validate_lease(duration)?;
         let op = OpId(self.fresh_id());
-        match self.leases.get(&lease) {
+        match self.leases.get_mut(&lease) {
             Some(l) if !l.releasing => {
                 let call = extend_call(&l.keys, &l.token, duration);
+                let tag = l.send_pexpire(now, duration);
                 self.batch
-                    .push((Purpose::Extend(op, lease, duration), call));
+                    .push((Purpose::Extend(op, lease, duration, tag), call));
             }
             _ => self.complete(op, Outcome::Failed(not_held("the lease is no longer held"))),
         }
@@ -364,7 +365,8 @@ impl Engine {
                 if !l.renewing && !l.releasing && at <= now + window {
                     l.renewing = true;
                     let call = extend_call(&l.keys, &l.token, l.lease);
-                    self.batch.push((Purpose::Renew(id), call));
+                    let tag = l.send_pexpire(now, l.lease);
+                    self.batch.push((Purpose::Renew(id, tag), call));
                 }
             }
         }
@@ -510,8 +512,10 @@ impl Engine {
     ) {
         match purpose {
             Purpose::Acquire(op) => self.on_acquire_reply(now, sent, op, call, reply),
-            Purpose::Renew(id) => self.on_renew_reply(now, sent, id, reply),
-            Purpose::Extend(op, id, d) => self.on_extend_reply(now, sent, op, id, d, reply),
+            Purpose::Renew(id, tag) => self.on_renew_reply(now, sent, id, tag, reply),
+            Purpose::Extend(op, id, d, tag) => {
+                self.on_extend_reply(now, sent, op, id, d, tag, reply)
+            }
             Purpose::Release(op, id) => self.on_release_reply(op, id, reply),
             Purpose::Cleanup(id) => self.on_cleanup_reply(now, id, reply),
         }
@@ -569,7 +573,10 @@ impl Engine {
                 self.acquires.insert(op, a);
             }
             Err(e) => {
-                self.abandon(now, a);
+                // The script may have run before its reply was lost or garbled (queued us, or
+                // even granted us the lock): clean up as for an acquire abandoned in flight.
+                let span = a.lease.max(a.entry_ttl);
+                self.add_cleanup(now, a.keys, a.token, span);
                 self.complete(op, Outcome::Failed(e));
             }
         }
@@ -598,20 +605,31 @@ impl Engine {
                 next_renew,
                 renewing: false,
                 releasing: false,
+                pexpires: Vec::new(),
+                next_tag: 0,
             },
         );
         self.complete(op, Outcome::Acquired { lease, fencing_token: fence, valid_until });
     }
 
-    fn on_renew_reply(&mut self, now: Instant, sent: Instant, id: LeaseId, reply: Result<Reply>) {
+    fn on_renew_reply(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        id: LeaseId,
+        tag: u64,
+        reply: Result<Reply>,
+    ) {
         let Some(l) = self.leases.get_mut(&id) else {
             return;
         };
         l.renewing = false;
         match reply.and_then(|r| reply::parse_flag("extend", &r)) {
             Ok(true) => {
-                l.valid_until = l.valid_until.max(sent + l.lease);
-                l.next_renew = l.auto_renew.then(|| sent + l.lease / 3);
+                // Not `max` with the old validity: an extend sent before this renewal ran
+                // before it, and this renewal's (possibly shorter) lease is what counts now.
+                let d = l.settle_pexpire(tag, Some(sent)).unwrap_or(l.lease);
+                l.next_renew = l.auto_renew.then(|| sent + d / 3);
                 let valid_until = l.valid_until;
                 self.events.push_back(Event::Renewed {
                     lease: id,
@@ -624,12 +642,14 @@ impl Engine {
                 "the lock was deleted or taken over (renewal refused)",
             ),
             Err(e) if e.kind() == ErrorKind::Connection => {
+                l.settle_pexpire(tag, None);
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
             }
             Err(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_extend_reply(
         &mut self,
         now: Instant,
@@ -637,12 +657,13 @@ impl Engine {
         op: OpId,
         id: LeaseId,
         d: Duration,
+        tag: u64,
         reply: Result<Reply>,
     ) {
         let outcome = match reply.and_then(|r| reply::parse_flag("extend", &r)) {
             Ok(true) => match self.leases.get_mut(&id) {
                 Some(l) => {
-                    l.valid_until = sent + d;
+                    l.settle_pexpire(tag, Some(sent));
                     l.lease = d;
                     if l.auto_renew {
                         l.next_renew = Some(sent + d / 3);
@@ -663,7 +684,12 @@ impl Engine {
                     "the lock was deleted or taken over; extend never re-acquires",
                 ))
             }
-            Err(e) => Outcome::Failed(e),
+            Err(e) => {
+                if let Some(l) = self.leases.get_mut(&id) {
+                    l.settle_pexpire(tag, None);
+                }
+                Outcome::Failed(e)
+            }
         };
         self.complete(op, outcome);
     }

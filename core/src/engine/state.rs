@@ -19,8 +19,9 @@ pub(crate) struct ScriptCall {
 #[derive(Clone, Debug)]
 pub(crate) enum Purpose {
     Acquire(OpId),
-    Renew(crate::engine::io::LeaseId),
-    Extend(OpId, crate::engine::io::LeaseId, Duration),
+    /// The last field tags the PEXPIRE (see [`LeaseState::send_pexpire`]).
+    Renew(crate::engine::io::LeaseId, u64),
+    Extend(OpId, crate::engine::io::LeaseId, Duration, u64),
     Release(OpId, crate::engine::io::LeaseId),
     Cleanup(u64),
 }
@@ -76,6 +77,36 @@ pub(crate) struct LeaseState {
     pub next_renew: Option<Instant>,
     pub renewing: bool,
     pub releasing: bool,
+    /// Renewals and extends sent but not answered: (tag, duration, send time + duration).
+    pub pexpires: Vec<(u64, Duration, Instant)>,
+    pub next_tag: u64,
+}
+
+impl LeaseState {
+    /// Notes a PEXPIRE of `d` sent at `now` and returns its tag. Until it is answered the lease
+    /// is certain only until `now + d`, since it may shorten the lease when it runs.
+    pub fn send_pexpire(&mut self, now: Instant, d: Duration) -> u64 {
+        self.next_tag += 1;
+        self.valid_until = self.valid_until.min(now + d);
+        self.pexpires.push((self.next_tag, d, now + d));
+        self.next_tag
+    }
+
+    /// Settles PEXPIRE `tag` and returns its duration. If it succeeded in a request sent at
+    /// `sent`, the server expiry is now at least `sent + d`; a PEXPIRE still unanswered may run
+    /// after it and set its own, so the lease is certain until the smaller of those.
+    pub fn settle_pexpire(&mut self, tag: u64, succeeded: Option<Instant>) -> Option<Duration> {
+        let i = self.pexpires.iter().position(|p| p.0 == tag)?;
+        let (_, d, _) = self.pexpires.remove(i);
+        if let Some(sent) = succeeded {
+            self.valid_until = self
+                .pexpires
+                .iter()
+                .map(|p| p.2)
+                .fold(sent + d, Instant::min);
+        }
+        Some(d)
+    }
 }
 
 pub(crate) struct Cleanup {

@@ -85,7 +85,8 @@ pub fn parse_acquire(r: &Reply) -> Result<AcquireReply> {
     match (&items[0], &items[2]) {
         (Reply::Int(1), Reply::Int(pttl)) => {
             let fence = parse_u64(&items[1]).ok_or_else(|| unexpected("acquire", r))?;
-            if fence == 0 || *pttl <= 0 {
+            // PTTL is 0 while the key lives through its last millisecond.
+            if fence == 0 || *pttl < 0 {
                 return Err(unexpected("acquire", r));
             }
             Ok(AcquireReply::Held {
@@ -94,7 +95,7 @@ pub fn parse_acquire(r: &Reply) -> Result<AcquireReply> {
             })
         }
         (Reply::Int(0), Reply::Int(pttl)) => Ok(AcquireReply::Busy {
-            holder_pttl_ms: if *pttl > 0 { Some(*pttl as u64) } else { None },
+            holder_pttl_ms: if *pttl >= 0 { Some(*pttl as u64) } else { None },
         }),
         _ => Err(unexpected("acquire", r)),
     }
