@@ -153,6 +153,7 @@ impl Engine {
             },
             state: AcquireState::AwaitSubscribe,
             grant_lower_bound: None,
+            seen_fence: 0,
             backoff: FIRST_BACKOFF,
         };
         if wait == Wait::Try || self.subscription == Subscription::Active {
@@ -290,8 +291,17 @@ impl Engine {
         }
         if let Some((token, fence)) = reply::parse_grant(payload) {
             if let Some(&op) = self.waiting_tokens.get(token) {
-                let lower_bound = self.acquires.get(&op).and_then(|a| a.grant_lower_bound);
-                if let Some(lower_bound) = lower_bound {
+                let a = self.acquires.get_mut(&op).expect("token index matches acquires");
+                if fence <= a.seen_fence {
+                    // A grant older than a "busy" answer we already had: stale. Ask the server.
+                    if let AcquireState::Queued { .. } = a.state {
+                        a.state = AcquireState::Queued { recheck_at: now };
+                    }
+                    self.handle_timeout(now);
+                    return;
+                }
+                // The grant came after the last "busy" answer, hence after its request was sent.
+                if let Some(lower_bound) = a.grant_lower_bound {
                     let acquire = self.take_acquire(op).expect("token index matches acquires");
                     // Mirrors ACQUIRE: a handoff grants min(lease, entry_ttl) in whole ms.
                     let handoff = whole_millis(acquire.lease).min(whole_millis(acquire.entry_ttl));
@@ -546,12 +556,13 @@ impl Engine {
             Ok(AcquireReply::Held { fence, pttl_ms }) => {
                 self.grant(op, a, fence, sent, Duration::from_millis(pttl_ms));
             }
-            Ok(AcquireReply::Busy { holder_pttl_ms }) => {
+            Ok(AcquireReply::Busy { holder_pttl_ms, fence }) => {
                 if a.wait == Wait::Try {
                     self.complete(op, Outcome::NotAcquired);
                     return;
                 }
                 a.grant_lower_bound = Some(sent);
+                a.seen_fence = a.seen_fence.max(fence);
                 a.backoff = FIRST_BACKOFF;
                 let mut wait = a.recheck_interval();
                 if let Some(p) = holder_pttl_ms {
@@ -738,9 +749,10 @@ impl Engine {
     fn lose(&mut self, now: Instant, id: LeaseId, why: &str) {
         if let Some(l) = self.remove_lease(id) {
             // If the server still has our token (we merely failed to renew in time), free it so
-            // nobody waits on a lease its owner has given up.
-            let lease = l.lease;
-            self.add_cleanup(now, l.keys, l.token, lease);
+            // nobody waits on a lease its owner has given up. An unanswered extend may have
+            // set a longer expiry than the lease, so keep trying for the longest of them.
+            let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
+            self.add_cleanup(now, l.keys, l.token, span);
             self.events.push_back(Event::Lost {
                 lease: id,
                 error: not_held(why),

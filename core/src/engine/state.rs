@@ -56,6 +56,9 @@ pub(crate) struct AcquireOp {
     /// Earliest instant at which a grant to us can have started: the send time of the last
     /// ACQUIRE the server answered "queued" (or the first one sent). `None` until sent.
     pub grant_lower_bound: Option<Instant>,
+    /// The largest fence a "busy" reply reported: a grant notification carrying a fence no
+    /// larger refers to an older grant (delayed message) and proves nothing about now.
+    pub seen_fence: u64,
     pub backoff: Duration,
 }
 

@@ -73,6 +73,9 @@ pub enum AcquireReply {
     Busy {
         /// Holder's remaining lease in ms, if any.
         holder_pttl_ms: Option<u64>,
+        /// The fence of the latest grant when the script ran (0 if none is recorded): any grant
+        /// made later carries a larger one.
+        fence: u64,
     },
 }
 
@@ -96,6 +99,7 @@ pub fn parse_acquire(r: &Reply) -> Result<AcquireReply> {
         }
         (Reply::Int(0), Reply::Int(pttl)) => Ok(AcquireReply::Busy {
             holder_pttl_ms: if *pttl >= 0 { Some(*pttl as u64) } else { None },
+            fence: parse_fence_or_zero(&items[1]).ok_or_else(|| unexpected("acquire", r))?,
         }),
         _ => Err(unexpected("acquire", r)),
     }
@@ -107,6 +111,13 @@ pub fn parse_flag(script: &str, r: &Reply) -> Result<bool> {
         Reply::Int(1) => Ok(true),
         Reply::Int(0) => Ok(false),
         _ => Err(unexpected(script, r)),
+    }
+}
+
+fn parse_fence_or_zero(r: &Reply) -> Option<u64> {
+    match r {
+        Reply::Data(d) if d == b"0" => Some(0),
+        other => parse_u64(other),
     }
 }
 
@@ -152,12 +163,15 @@ mod tests {
                 pttl_ms: 500
             }
         );
-        let busy = Reply::Array(vec![Reply::Int(0), Reply::Data(vec![]), Reply::Int(-1)]);
+        let busy = Reply::Array(vec![Reply::Int(0), Reply::Data(b"0".to_vec()), Reply::Int(-1)]);
         assert_eq!(
             parse_acquire(&busy).unwrap(),
-            AcquireReply::Busy {
-                holder_pttl_ms: None
-            }
+            AcquireReply::Busy { holder_pttl_ms: None, fence: 0 }
+        );
+        let busy = Reply::Array(vec![Reply::Int(0), Reply::Data(b"42".to_vec()), Reply::Int(7)]);
+        assert_eq!(
+            parse_acquire(&busy).unwrap(),
+            AcquireReply::Busy { holder_pttl_ms: Some(7), fence: 42 }
         );
         for bad in [
             Reply::Nil,
@@ -174,6 +188,7 @@ mod tests {
                 Reply::Int(5),
             ]),
             Reply::Array(vec![Reply::Int(7), Reply::Nil, Reply::Int(5)]),
+            Reply::Array(vec![Reply::Int(0), Reply::Data(b"x".to_vec()), Reply::Int(5)]),
         ] {
             assert_eq!(
                 parse_acquire(&bad).unwrap_err().code(),

@@ -79,7 +79,8 @@ end
 ///
 /// KEYS: lock, fence, queue, waiters. ARGV: token, lease_ms, mode (`try`|`wait`),
 /// entry_ttl_ms, channel, retention_ms.
-/// Returns `{1, fence, pttl_ms}` when `token` holds the lock, `{0, "", holder_pttl_ms}` otherwise.
+/// Returns `{1, fence, pttl_ms}` when `token` holds the lock, `{0, current_fence, holder_pttl_ms}`
+/// otherwise (`current_fence` is `0` when no fence key exists).
 pub static ACQUIRE: Script = Script::new(
     "acquire",
     concat!(
@@ -117,7 +118,7 @@ if ARGV[3] == 'wait' then
     if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
   end
 end
-return {0, '', redis.call('PTTL', KEYS[1])}
+return {0, redis.call('GET', KEYS[2]) or '0', redis.call('PTTL', KEYS[1])}
 "#
     ),
 );

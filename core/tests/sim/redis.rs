@@ -16,7 +16,7 @@ use super::store::{Res, Store};
 
 /// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 1).
 pub const MODELLED: [(&str, &str); 3] = [
-    ("acquire", "960a9636f33516601eebd295649c1ecb18d9f4d4"),
+    ("acquire", "6da3ae0e0d5c3cdc47f3b1326f788ed583e0ea90"),
     ("release", "d0ddea7b0dbf5f4d66c748a5e3f08f20b013cc25"),
     ("extend", "d4db83fc1c544f47130a76558a5f3fb4fb10c97f"),
 ];
@@ -342,8 +342,9 @@ impl Ctx<'_> {
                 }
             }
         }
+        let f = self.st().get(&k2)?.unwrap_or_else(|| "0".into());
         let pttl = self.st().pttl(&k1);
-        Ok(array(vec![Reply::Int(0), data(""), Reply::Int(pttl)]))
+        Ok(array(vec![Reply::Int(0), data(&f), Reply::Int(pttl)]))
     }
 
     /// RELEASE. KEYS: lock, fence, queue, waiters. ARGV: token, retention_ms.
