@@ -41,8 +41,9 @@ impl ClientOptions {
         }
     }
 
-    /// Connects and authenticates; a failed AUTH is an `AUTHENTICATION` error, never a fallback.
-    pub async fn connect(self) -> Result<Client> {
+    /// Checks the URL, prefix, timeouts and TLS settings without connecting (for bindings whose
+    /// constructors cannot await); [`connect`](Self::connect) applies the same checks.
+    pub fn validate(&self) -> Result<()> {
         let url = RedisUrl::parse(&self.url)?;
         options::validate_prefix(&self.key_prefix)?;
         for (what, d) in [
@@ -60,6 +61,13 @@ impl ClientOptions {
                 "a TLS CA certificate was given for a plaintext redis:// URL; use rediss://",
             ));
         }
+        Ok(())
+    }
+
+    /// Connects and authenticates; a failed AUTH is an `AUTHENTICATION` error, never a fallback.
+    pub async fn connect(self) -> Result<Client> {
+        self.validate()?;
+        let url = RedisUrl::parse(&self.url)?;
         let scrub = |m: &str| url.scrub(m);
         let redis_client = match &self.tls_ca_pem {
             Some(ca) => redis::Client::build_with_tls(
@@ -236,27 +244,37 @@ impl Lock {
         let mut guard = CancelOnDrop {
             client: &self.client,
             ticket,
-            armed: true,
+            result: Some(result),
         };
-        let outcome = result.await.map_err(|_| closed())?;
-        guard.armed = false;
-        Ok(outcome?.map(|a| Lease::new(self.client.clone(), self.name.clone(), a)))
+        let rx = guard.result.as_mut().expect("set until the wait ends");
+        let outcome = rx.await.map_err(|_| closed());
+        guard.result = None;
+        Ok(outcome??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a)))
     }
 }
 
-/// Cancels a wait whose future was dropped before it finished.
+/// Cancels a wait whose future was dropped before it finished, and releases a grant that was
+/// already delivered but never picked up (the future was dropped between reply and poll).
 struct CancelOnDrop<'a> {
     client: &'a Client,
     ticket: u64,
-    armed: bool,
+    result: Option<oneshot::Receiver<Result<Option<Acquired>>>>,
 }
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
-        if self.armed {
+        if let Some(mut result) = self.result.take() {
             let _ = self.client.send(Msg::Cancel {
                 ticket: self.ticket,
             });
+            // After `close`, a later reply fails to send and the driver releases it itself.
+            result.close();
+            if let Ok(Ok(Some(a))) = result.try_recv() {
+                let _ = self.client.send(Msg::Release {
+                    lease: a.lease,
+                    reply: None,
+                });
+            }
         }
     }
 }
@@ -369,6 +387,25 @@ impl Lease {
         match r {
             Ok(e) => e,
             Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+impl Lease {
+    /// The loss signal as a `'static` future that does not keep the lease alive (for bindings
+    /// that hand it to a callback or another task): `Some(reason)` when the lease is lost,
+    /// `None` once it is released normally or its client is gone.
+    pub fn lost_signal(&self) -> impl std::future::Future<Output = Option<Error>> + Send + 'static {
+        let mut rx = self.state.clone();
+        async move {
+            let state = rx
+                .wait_for(|s| !matches!(s, LeaseState::Held(_)))
+                .await
+                .ok()?;
+            match &*state {
+                LeaseState::Lost(e) => Some(e.clone()),
+                _ => None,
+            }
         }
     }
 }

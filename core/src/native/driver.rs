@@ -156,6 +156,11 @@ impl Driver {
                 _ = sleep_until(close_at) => {}
             }
         }
+        // The driver stops: no lease of this client is held any more (shutdown released them,
+        // or they expire on the server). Say so, rather than leave handles showing `Held`.
+        for (_, tx) in self.leases.drain() {
+            tx.send_replace(LeaseState::Released);
+        }
         if let Some((_, Some(reply))) = closing {
             let _ = reply.send(());
         }
