@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The Python binding's entry point for ./run and for people:
+#   bindings-python/ci.sh install   install what the build, tests and benchmark need (idempotent)
+#   bindings-python/ci.sh build     build the abi3 wheel and install it (pip install ./bindings-python)
+#   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers
+#   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock;
+#                                   writes $LOCKGATE_BENCH_OUT/python.md (default target/bench/)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+PY=${PYTHON:-python3}
+# Python packages and the versions they must satisfy (checked before installing, to stay fast).
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4" "redis>=5" "python-redis-lock>=4")
+
+log() { printf '==> [python] %s\n' "$*" >&2; }
+
+# Prints the requirements of PIP_PACKAGES that the interpreter does not satisfy yet.
+missing_pip() {
+  "$PY" - "${PIP_PACKAGES[@]}" <<'EOF'
+import sys
+from importlib import metadata
+def parse(v):
+    return tuple(int(p) for p in v.split("+")[0].split(".")[:3] if p.isdigit())
+for req in sys.argv[1:]:
+    name, _, spec = req.partition(">=")
+    upper = None
+    if "," in spec:
+        spec, _, upper = spec.partition(",<")
+    try:
+        have = parse(metadata.version(name))
+    except metadata.PackageNotFoundError:
+        print(req); continue
+    if have < parse(spec) or (upper and have >= parse(upper)):
+        print(req)
+EOF
+}
+
+cmd_install() {
+  if ! command -v redis-server >/dev/null 2>&1; then
+    log "installing redis-server"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+  fi
+  command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] ||
+    { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
+  local missing
+  missing=$(missing_pip)
+  if [ -n "$missing" ]; then
+    log "pip install $(echo $missing)"
+    # shellcheck disable=SC2086
+    "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore $missing
+  fi
+}
+
+# Builds and installs the package the way a user does (`pip install ./bindings-python`: maturin
+# as the PEP 517 backend), reusing the installed maturin and the workspace's target dir.
+cmd_build() {
+  command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+  log "pip install ./bindings-python"
+  (cd "$ROOT" && "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-build-isolation \
+    --no-deps --force-reinstall ./bindings-python)
+}
+
+cmd_test() {
+  cmd_build
+  export MYPY_CACHE_DIR="$ROOT/target/mypy-cache"  # keep the source tree clean
+  cd "$HERE/tests"  # not from the source tree: test the installed package
+  log "stubtest: the .pyi stubs against the compiled module"
+  "$PY" -m mypy.stubtest lockgate --concise
+  "$PY" -m mypy --strict "$HERE/tests/typing_check.py"
+  log "pytest (real redis-server processes)"
+  "$PY" -m pytest -p no:cacheprovider -q "$HERE/tests"
+}
+
+cmd_bench() {
+  cmd_build
+  local out=${LOCKGATE_BENCH_OUT:-$ROOT/target/bench}
+  mkdir -p "$out"
+  cd "$HERE/tests"
+  "$PY" "$HERE/bench/bench.py" --out "$out/python.md" "$@"
+  log "wrote $out/python.md"
+}
+
+case "${1:-}" in
+  install) cmd_install ;;
+  build) cmd_build ;;
+  test) cmd_test ;;
+  bench) shift; cmd_bench "$@" ;;
+  *) echo "usage: bindings-python/ci.sh install | build | test | bench" >&2; exit 2 ;;
+esac

@@ -1,0 +1,54 @@
+"""lockgate: distributed locks with fencing tokens, watchdog leases and honest loss signals.
+
+Blocking API::
+
+    import lockgate
+
+    client = lockgate.Client("redis://127.0.0.1:6379")
+    with client.lock("invoice:42").acquire(timeout=5) as lease:
+        charge(invoice, fencing_token=lease.fencing_token)
+
+asyncio API: :mod:`lockgate.aio` (``lockgate.aio.Client``). Durations are seconds (floats).
+Errors derive from :class:`LockError` and carry ``.code`` and ``.retryable``.
+"""
+
+import atexit
+
+from ._lockgate import (
+    AuthenticationError,
+    Client,
+    ClientClosedError,
+    InvalidArgumentError,
+    Lease,
+    Lock,
+    LockCancelledError,
+    LockConnectionError,
+    LockError,
+    LockTimeoutError,
+    NotHeldError,
+    ProtocolError,
+    __version__,
+    _close_all,
+)
+from . import aio
+
+# Release what is still held, and withdraw abandoned waits, before the process is gone:
+# otherwise others wait for the lease to run out.
+atexit.register(_close_all)
+
+__all__ = [
+    "AuthenticationError",
+    "Client",
+    "ClientClosedError",
+    "InvalidArgumentError",
+    "Lease",
+    "Lock",
+    "LockCancelledError",
+    "LockConnectionError",
+    "LockError",
+    "LockTimeoutError",
+    "NotHeldError",
+    "ProtocolError",
+    "__version__",
+    "aio",
+]

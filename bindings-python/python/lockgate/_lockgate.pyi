@@ -1,0 +1,299 @@
+"""Type stubs of the compiled module (checked by ``python -m mypy.stubtest lockgate``)."""
+
+import os
+from collections.abc import Awaitable, Callable, Generator
+from types import TracebackType
+from typing import Any, Optional, Union
+
+from typing_extensions import Self, final
+
+__all__ = [
+    "__version__",
+    "LockError",
+    "InvalidArgumentError",
+    "LockTimeoutError",
+    "NotHeldError",
+    "LockConnectionError",
+    "AuthenticationError",
+    "ProtocolError",
+    "LockCancelledError",
+    "ClientClosedError",
+    "Client",
+    "Lock",
+    "Lease",
+    "AsyncClient",
+    "AsyncLock",
+    "AsyncLease",
+    "AcquireContext",
+    "_close_all",
+]
+
+__version__: str
+
+def _close_all() -> None:
+    """Closes every live client of this process (registered with ``atexit``)."""
+
+_Path = Union[str, "os.PathLike[str]"]
+
+class LockError(Exception):
+    """Base class of every lockgate error."""
+
+    code: str
+    """The stable, language-neutral error code ("TIMEOUT", "NOT_HELD", ...)."""
+    retryable: bool
+    """Whether the same call may succeed if tried again later."""
+
+class InvalidArgumentError(LockError, ValueError):
+    """An argument was rejected before any network call. Also a ValueError."""
+
+class LockTimeoutError(LockError, TimeoutError):
+    """The wait for the lock ran out. Also a TimeoutError; retryable."""
+
+class NotHeldError(LockError):
+    """The lease is not (or no longer) held: expired, taken over, deleted or released."""
+
+class LockConnectionError(LockError):
+    """The server could not be reached or the connection broke; retryable."""
+
+class AuthenticationError(LockError):
+    """The server refused the credentials."""
+
+class ProtocolError(LockError):
+    """The server replied with something the lock protocol does not allow."""
+
+class LockCancelledError(LockError):
+    """The operation was cancelled."""
+
+class ClientClosedError(LockError):
+    """The client was closed (or belongs to another process)."""
+
+# ---------------------------------------------------------------------------------------------
+# Blocking API
+# ---------------------------------------------------------------------------------------------
+
+@final
+class Client:
+    """A connection to one Redis server, shared by every lock made from it."""
+
+    def __new__(
+        cls,
+        url: str,
+        *,
+        key_prefix: Optional[str] = None,
+        tls_ca_file: Optional[_Path] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+    ) -> Self: ...
+    def lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> Lock:
+        """A distributed mutex named ``name``."""
+    def close(self) -> None:
+        """Releases every lease and cancels every wait of this client."""
+    @property
+    def url(self) -> str:
+        """The server URL with the password replaced by ``***``."""
+    @property
+    def key_prefix(self) -> str:
+        """The prefix of every key and channel this client uses."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+@final
+class Lock:
+    """A named distributed mutex, made by :meth:`Client.lock`."""
+
+    def acquire(self, timeout: Optional[float] = None) -> Lease:
+        """Waits up to ``timeout`` seconds and returns the lease."""
+    def try_acquire(self) -> Optional[Lease]:
+        """One attempt without waiting: a lease, or ``None``."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def lease(self) -> float:
+        """The lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the lease until it is released."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """The default wait in seconds (``None``: forever)."""
+    @property
+    def entry_ttl(self) -> float:
+        """How long a waiter's queue entry survives without a heartbeat, in seconds."""
+    def __enter__(self) -> Lease: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+@final
+class Lease:
+    """Proof of holding a lock."""
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def fencing_token(self) -> int:
+        """Strictly greater than every fencing token issued before for this lock name."""
+    @property
+    def is_held(self) -> bool:
+        """Whether the lease is certainly still held now."""
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds the lease is certainly still valid, or ``None``."""
+    @property
+    def lost_reason(self) -> Optional[LockError]:
+        """Why the lease was lost, or ``None``."""
+    def extend(self, seconds: float) -> None:
+        """Sets the remaining lease to ``seconds`` if still held."""
+    def release(self) -> bool:
+        """Releases the lock; ``True`` if it was still held."""
+    def on_lost(self, callback: Callable[[LockError], object]) -> None:
+        """Calls ``callback(reason)`` on a background thread if the lease is lost."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+# ---------------------------------------------------------------------------------------------
+# asyncio API (re-exported by lockgate.aio as Client, Lock, Lease)
+# ---------------------------------------------------------------------------------------------
+
+@final
+class AsyncClient:
+    """The asyncio client (``lockgate.aio.Client``)."""
+
+    def __new__(
+        cls,
+        url: str,
+        *,
+        key_prefix: Optional[str] = None,
+        tls_ca_file: Optional[_Path] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+    ) -> Self: ...
+    def lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> AsyncLock:
+        """A distributed mutex named ``name``."""
+    def connect(self) -> Awaitable[None]:
+        """Connects now (otherwise the first operation does)."""
+    def close(self) -> Awaitable[None]:
+        """Releases every lease and cancels every wait of this client."""
+    @property
+    def url(self) -> str:
+        """The server URL with the password replaced by ``***``."""
+    @property
+    def key_prefix(self) -> str:
+        """The prefix of every key and channel this client uses."""
+    def __aenter__(self) -> Awaitable[Self]: ...
+    def __aexit__(
+        self,
+        _exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class AsyncLock:
+    """A named distributed mutex for asyncio (``lockgate.aio.Lock``)."""
+
+    def acquire(self, timeout: Optional[float] = None) -> AcquireContext:
+        """Await for a lease, or use with ``async with``."""
+    def try_acquire(self) -> Awaitable[Optional[AsyncLease]]:
+        """One attempt without waiting: a lease, or ``None``."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def lease(self) -> float:
+        """The lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the lease until it is released."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """The default wait in seconds (``None``: forever)."""
+    @property
+    def entry_ttl(self) -> float:
+        """How long a waiter's queue entry survives without a heartbeat, in seconds."""
+    def __aenter__(self) -> Awaitable[AsyncLease]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class AcquireContext:
+    """What ``lockgate.aio.Lock.acquire`` returns: awaitable, and an async context manager."""
+
+    def __await__(self) -> Generator[Any, None, AsyncLease]: ...
+    def __aenter__(self) -> Awaitable[AsyncLease]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class AsyncLease:
+    """Proof of holding a lock (``lockgate.aio.Lease``)."""
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def fencing_token(self) -> int:
+        """Strictly greater than every fencing token issued before for this lock name."""
+    @property
+    def is_held(self) -> bool:
+        """Whether the lease is certainly still held now."""
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds the lease is certainly still valid, or ``None``."""
+    @property
+    def lost_reason(self) -> Optional[LockError]:
+        """Why the lease was lost, or ``None``."""
+    def extend(self, seconds: float) -> Awaitable[None]:
+        """Sets the remaining lease to ``seconds`` if still held."""
+    def release(self) -> Awaitable[bool]:
+        """Releases the lock; ``True`` if it was still held."""
+    def lost(self) -> Awaitable[Optional[LockError]]:
+        """Resolves with the reason when the lease is lost, ``None`` once released."""
+    def on_lost(self, callback: Callable[[LockError], object]) -> None:
+        """Schedules ``callback(reason)`` on the running loop if the lease is lost."""
+    def __aenter__(self) -> Awaitable[Self]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...

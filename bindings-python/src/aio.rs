@@ -1,0 +1,483 @@
+//! The asyncio API: `lockgate.aio.Client`, `.Lock`, `.Lease`, `.AcquireContext`.
+//!
+//! Every method converts its arguments and returns an asyncio future over the core's future
+//! ([`into_asyncio`]); cancelling the asyncio task drops the core future, which cancels the wait
+//! on the server. Errors go through `errors::to_py` when the future resolves.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use lockgate_core::native::RedisUrl;
+use lockgate_core::options::{validate_lease, validate_name, LockOptions};
+use lockgate_core::time::Duration;
+use lockgate_core::Error;
+use pyo3::prelude::*;
+
+use crate::errors::{self, ErrorValue, IntoPyResult, PyNone};
+use crate::handle::ClientHandle;
+use crate::loop_bridge::{into_asyncio, ready, running_loop};
+use crate::runtime::spawn;
+use crate::shared::{self, LeaseCell};
+
+/// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
+/// connect_timeout=None, response_timeout=None)``, with the arguments of
+/// :class:`lockgate.Client`. The constructor only validates; the connection is made by
+/// ``async with`` / :meth:`connect`, or on first use. ``async with`` (or :meth:`close`)
+/// releases every lease it still holds on exit.
+#[pyclass(frozen, module = "lockgate.aio", name = "Client")]
+pub struct AsyncClient {
+    state: Arc<ClientHandle>,
+}
+
+#[pymethods]
+impl AsyncClient {
+    #[new]
+    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None))]
+    fn new(
+        py: Python<'_>,
+        url: &str,
+        key_prefix: Option<String>,
+        tls_ca_file: Option<PathBuf>,
+        connect_timeout: Option<f64>,
+        response_timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let options = shared::client_options(
+            py,
+            url,
+            key_prefix,
+            tls_ca_file,
+            connect_timeout,
+            response_timeout,
+        )?;
+        let url = RedisUrl::parse(url).py(py)?.to_string();
+        Ok(AsyncClient {
+            state: ClientHandle::lazy(options, url),
+        })
+    }
+
+    /// A distributed mutex named ``name``; the arguments are those of
+    /// :meth:`lockgate.Client.lock`. Validated here, before any network call.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<AsyncLock> {
+        validate_name(name).py(py)?;
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        Ok(AsyncLock {
+            spec: Arc::new(LockSpec {
+                state: self.state.clone(),
+                name: name.to_owned(),
+                options,
+            }),
+            entered: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
+
+    /// Connects now (otherwise the first operation does); raises the connection's error.
+    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state.clone();
+        into_asyncio(py, async move { state.client().await.map(|_| PyNone) })
+    }
+
+    /// Releases every lease and cancels every wait of this client; further calls on it raise
+    /// :class:`lockgate.ClientClosedError`.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state.clone();
+        into_asyncio(py, async move {
+            state.close().await;
+            Ok(PyNone)
+        })
+    }
+
+    /// The server URL with the password replaced by ``***``.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.state.url
+    }
+
+    /// The prefix of every key and channel this client uses.
+    #[getter]
+    fn key_prefix(&self) -> &str {
+        self.state.key_prefix()
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let state = slf.get().state.clone();
+        let me = slf.clone().unbind();
+        into_asyncio(slf.py(), async move { state.client().await.map(|_| me) })
+    }
+
+    #[pyo3(signature = (_exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state.clone();
+        into_asyncio(py, async move {
+            state.close().await;
+            Ok(PyNone)
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.aio.Client url={} key_prefix={}>",
+            shared::py_repr(py, &self.state.url)?,
+            shared::py_repr(py, self.state.key_prefix())?
+        ))
+    }
+}
+
+/// What an acquisition needs: the client, the lock's name and options.
+struct LockSpec {
+    state: Arc<ClientHandle>,
+    name: String,
+    options: LockOptions,
+}
+
+impl LockSpec {
+    /// `Some(t)`: wait up to `t`; `None`: the lock's default wait.
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
+        let lock = self
+            .state
+            .client()
+            .await?
+            .lock(&self.name, self.options.clone())?;
+        let lease = match timeout {
+            Some(t) => lock.acquire(t).await?,
+            None => lock.acquire_default().await?,
+        };
+        Ok(LeaseCell::new(lease, self.state.clone()))
+    }
+
+    async fn try_acquire(&self) -> Result<Option<Arc<LeaseCell>>, Error> {
+        let lock = self
+            .state
+            .client()
+            .await?
+            .lock(&self.name, self.options.clone())?;
+        let lease = lock.try_acquire().await?;
+        Ok(lease.map(|l| LeaseCell::new(l, self.state.clone())))
+    }
+}
+
+type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<LeaseCell>>>>>;
+
+/// A named distributed mutex for asyncio, made by :meth:`Client.lock`. Holding it is a
+/// :class:`Lease`, never a task: a lease may be released from any task.
+///
+/// ``async with lock as lease:`` acquires with the lock's default timeout and releases on exit.
+#[pyclass(frozen, module = "lockgate.aio", name = "Lock")]
+pub struct AsyncLock {
+    spec: Arc<LockSpec>,
+    /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
+    entered: Entered,
+}
+
+/// Identifies the running asyncio task (0 outside one), for `async with lock:`.
+fn current_task_key(py: Python<'_>) -> PyResult<usize> {
+    let task = py.import("asyncio")?.call_method0("current_task")?;
+    Ok(if task.is_none() {
+        0
+    } else {
+        task.as_ptr() as usize
+    })
+}
+
+fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    timeout
+        .map(|t| shared::secs("timeout", t))
+        .transpose()
+        .py(py)
+}
+
+#[pymethods]
+impl AsyncLock {
+    /// ``await lock.acquire(timeout=None)`` waits up to ``timeout`` seconds (default: the lock's
+    /// ``timeout``; ``None`` waits until acquired) and returns the :class:`Lease`; raises
+    /// :class:`lockgate.LockTimeoutError` if the lock stays held. Cancelling the task abandons
+    /// the wait and removes it from the server. ``async with lock.acquire(timeout=5) as
+    /// lease:`` releases on exit.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<AcquireContext> {
+        Ok(AcquireContext {
+            spec: self.spec.clone(),
+            timeout: parse_timeout(py, timeout)?,
+            held: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// ``await lock.try_acquire()``: one attempt without waiting; a :class:`Lease`, or ``None``
+    /// if the lock is held or others are queued for it.
+    fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let spec = self.spec.clone();
+        into_asyncio(py, async move {
+            Ok(spec.try_acquire().await?.map(|cell| AsyncLease { cell }))
+        })
+    }
+
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The lease length in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        shared::to_secs(self.spec.options.lease)
+    }
+
+    /// Whether a watchdog renews the lease until it is released.
+    #[getter]
+    fn renew(&self) -> bool {
+        self.spec.options.auto_renew
+    }
+
+    /// The default wait of :meth:`acquire` and ``async with lock:``, in seconds (``None``:
+    /// forever).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.spec.options.wait_timeout.map(shared::to_secs)
+    }
+
+    /// How long a waiter's queue entry survives without a heartbeat, in seconds.
+    #[getter]
+    fn entry_ttl(&self) -> f64 {
+        shared::to_secs(self.spec.options.entry_ttl)
+    }
+
+    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let key = current_task_key(py)?;
+        let spec = self.spec.clone();
+        let entered = self.entered.clone();
+        into_asyncio(py, async move {
+            let cell = spec.acquire(None).await?;
+            lock_mutex(&entered)
+                .entry(key)
+                .or_default()
+                .push(cell.clone());
+            Ok(AsyncLease { cell })
+        })
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = current_task_key(py)?;
+        let cell = {
+            let mut entered = lock_mutex(&self.entered);
+            let cell = entered.get_mut(&key).and_then(Vec::pop);
+            if entered.get(&key).is_some_and(Vec::is_empty) {
+                entered.remove(&key);
+            }
+            cell
+        };
+        exit(py, cell, exc_type)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        shared::lock_repr(py, "lockgate.aio.Lock", &self.spec.name, &self.spec.options)
+    }
+}
+
+fn lock_mutex<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Leaves a `with` block that held `cell`: releases it, and reports a loss (see
+/// `LeaseCell::exit`). Resolves to `None`: the block's own exception always propagates.
+fn exit<'py>(
+    py: Python<'py>,
+    cell: Option<Arc<LeaseCell>>,
+    exc_type: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let in_flight = exc_type.is_some_and(|t| !t.is_none());
+    match cell {
+        Some(cell) => into_asyncio(
+            py,
+            async move { cell.exit(in_flight).await.map(|()| PyNone) },
+        ),
+        None => ready(py, py.None()),
+    }
+}
+
+/// What :meth:`Lock.acquire` returns: await it for a :class:`Lease`, or use it with
+/// ``async with`` to release the lease on exit.
+#[pyclass(frozen, module = "lockgate.aio", name = "AcquireContext")]
+pub struct AcquireContext {
+    spec: Arc<LockSpec>,
+    timeout: Option<Duration>,
+    /// The lease taken by `__aenter__`, for `__aexit__`.
+    held: Arc<Mutex<Option<Arc<LeaseCell>>>>,
+}
+
+impl AcquireContext {
+    fn start<'py>(&self, py: Python<'py>, keep: bool) -> PyResult<Bound<'py, PyAny>> {
+        let spec = self.spec.clone();
+        let timeout = self.timeout;
+        let held = self.held.clone();
+        into_asyncio(py, async move {
+            let cell = spec.acquire(timeout).await?;
+            if keep {
+                *lock_mutex(&held) = Some(cell.clone());
+            }
+            Ok(AsyncLease { cell })
+        })
+    }
+}
+
+#[pymethods]
+impl AcquireContext {
+    fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.start(py, false)?.call_method0("__await__")
+    }
+
+    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.start(py, true)
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let cell = lock_mutex(&self.held).take();
+        exit(py, cell, exc_type)
+    }
+}
+
+/// Proof of holding a lock (asyncio). Pass :attr:`fencing_token` to the resource you protect;
+/// ``await lease.lost()`` or :meth:`on_lost` tell you if the lease is lost. Leaving
+/// ``async with`` releases it and raises :class:`lockgate.NotHeldError` if it had been lost
+/// meanwhile. Garbage-collecting an unreleased lease releases it in the background.
+#[pyclass(frozen, module = "lockgate.aio", name = "Lease")]
+pub struct AsyncLease {
+    cell: Arc<LeaseCell>,
+}
+
+#[pymethods]
+impl AsyncLease {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.cell.lease.name()
+    }
+
+    /// Strictly greater than every fencing token issued before for this lock name.
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.cell.lease.fencing_token()
+    }
+
+    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.cell.lease.is_held()
+    }
+
+    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.cell.lease.remaining().map(shared::to_secs)
+    }
+
+    /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None`` if it was not.
+    #[getter]
+    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.cell
+            .lease
+            .lost_reason()
+            .map(|e| errors::to_exception(py, &e))
+            .transpose()
+    }
+
+    /// ``await lease.extend(seconds)`` sets the remaining lease to ``seconds`` if still held.
+    /// Raises :class:`lockgate.NotHeldError` if it expired or was taken over; never
+    /// re-acquires a lost lock.
+    fn extend<'py>(&self, py: Python<'py>, seconds: f64) -> PyResult<Bound<'py, PyAny>> {
+        // Validated now, so a bad value raises at the call rather than at the await.
+        let d = shared::secs("seconds", seconds)
+            .and_then(|d| validate_lease(d).map(|()| d))
+            .py(py)?;
+        let cell = self.cell.clone();
+        into_asyncio(py, async move { cell.extend(d).await.map(|()| PyNone) })
+    }
+
+    /// ``await lease.release()`` releases the lock (only this lease's own hold): ``True`` if it
+    /// was still held, ``False`` if it had already expired, been taken over or released.
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cell = self.cell.clone();
+        into_asyncio(py, async move { cell.release().await })
+    }
+
+    /// ``await lease.lost()`` resolves with the reason (a :class:`lockgate.LockError`, returned,
+    /// not raised) when the lease is lost (renewal refused, key deleted, expired), or with
+    /// ``None`` once it is released normally. Awaiting it does not keep the lease alive.
+    fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let signal = self.cell.lease.lost_signal();
+        into_asyncio(py, async move { Ok(signal.await.map(ErrorValue)) })
+    }
+
+    /// Schedules ``callback(reason)`` on the running event loop, once, if the lease is lost.
+    /// Never called after a normal release. Must be called with a running loop.
+    fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        let event_loop = running_loop(py)?.unbind();
+        let signal = self.cell.lease.lost_signal();
+        spawn(async move {
+            let Some(reason) = signal.await else {
+                return;
+            };
+            // Detached: nobody awaits the callback.
+            drop(tokio::task::spawn_blocking(move || {
+                Python::try_attach(|py| {
+                    let r = errors::to_exception(py, &reason).and_then(|arg| {
+                        event_loop
+                            .bind(py)
+                            .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
+                    });
+                    // Fails only if the loop was closed meanwhile: nobody is left to tell.
+                    drop(r);
+                });
+            }));
+        });
+        Ok(())
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        ready(slf.py(), slf.clone())
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        exit(py, Some(self.cell.clone()), exc_type)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.cell.repr(py, "lockgate.aio.Lease")
+    }
+}

@@ -1,0 +1,33 @@
+//! `lockgate._lockgate`: the Python binding of lockgate-core.
+//!
+//! A thin layer: each method converts its arguments, calls the core and maps errors through
+//! [`errors::to_py`]. The blocking API lives in [`sync_api`], the asyncio API in [`aio`]; both
+//! run on the process's one tokio runtime ([`runtime`], which also holds the blocking bridge;
+//! [`loop_bridge`] is the asyncio one). [`handle`] closes live clients at exit. No lock protocol
+//! logic lives here.
+
+mod aio;
+mod errors;
+mod handle;
+mod loop_bridge;
+mod runtime;
+mod shared;
+mod sync_api;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    m.add_class::<sync_api::Client>()?;
+    m.add_class::<sync_api::Lock>()?;
+    m.add_class::<sync_api::Lease>()?;
+    let py = m.py();
+    m.add("AsyncClient", py.get_type::<aio::AsyncClient>())?;
+    m.add("AsyncLock", py.get_type::<aio::AsyncLock>())?;
+    m.add("AsyncLease", py.get_type::<aio::AsyncLease>())?;
+    m.add("AcquireContext", py.get_type::<aio::AcquireContext>())?;
+    m.add_function(wrap_pyfunction!(handle::_close_all, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! Argument conversion and lease bookkeeping shared by the sync and asyncio classes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use lockgate_core::native::{ClientOptions, Lease as CoreLease};
+use lockgate_core::options::{duration_from_secs_f64, LockOptions};
+use lockgate_core::time::Duration;
+use lockgate_core::{Error, ErrorKind};
+use pyo3::prelude::*;
+
+use std::sync::Arc;
+
+use crate::handle::ClientHandle;
+
+/// Seconds (Python float) → core duration; the core validates (NaN, negative, too large).
+pub(crate) fn secs(what: &str, value: f64) -> Result<Duration, Error> {
+    duration_from_secs_f64(what, value)
+}
+
+/// Core duration → seconds.
+pub(crate) fn to_secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// `Client(url, *, key_prefix, tls_ca_file, connect_timeout, response_timeout)` → core options.
+/// Reading the CA file is the only I/O here; a missing file raises the usual `OSError`.
+pub(crate) fn client_options(
+    py: Python<'_>,
+    url: &str,
+    key_prefix: Option<String>,
+    tls_ca_file: Option<PathBuf>,
+    connect_timeout: Option<f64>,
+    response_timeout: Option<f64>,
+) -> PyResult<ClientOptions> {
+    use crate::errors::IntoPyResult;
+    let mut opts = ClientOptions::new(url);
+    if let Some(p) = key_prefix {
+        opts.key_prefix = p;
+    }
+    if let Some(t) = connect_timeout {
+        opts.connect_timeout = secs("connect_timeout", t).py(py)?;
+    }
+    if let Some(t) = response_timeout {
+        opts.response_timeout = secs("response_timeout", t).py(py)?;
+    }
+    if let Some(path) = tls_ca_file {
+        opts.tls_ca_pem = Some(std::fs::read(path)?);
+    }
+    opts.validate().py(py)?;
+    Ok(opts)
+}
+
+/// `lock(name, lease=None, *, renew=None, timeout=None, entry_ttl=None)` → core options.
+///
+/// `lease=None` is the core default (30 s, renewed by a watchdog: Redisson's behaviour);
+/// a number is a fixed lease, not renewed unless `renew=True`.
+pub(crate) fn lock_options(
+    lease: Option<f64>,
+    renew: Option<bool>,
+    timeout: Option<f64>,
+    entry_ttl: Option<f64>,
+) -> Result<LockOptions, Error> {
+    let mut options = match lease {
+        None => LockOptions::default(),
+        Some(s) => LockOptions::fixed_lease(secs("lease", s)?),
+    };
+    if let Some(r) = renew {
+        options.auto_renew = r;
+    }
+    options.wait_timeout = timeout.map(|t| secs("timeout", t)).transpose()?;
+    if let Some(t) = entry_ttl {
+        options.entry_ttl = secs("entry_ttl", t)?;
+    }
+    options.validate()?;
+    Ok(options)
+}
+
+/// A held lease as both APIs keep it: the core lease plus whether the user released it
+/// explicitly (so leaving a `with` block after `release()` does not report a loss).
+pub(crate) struct LeaseCell {
+    pub lease: CoreLease,
+    /// Keeps the client registered for the exit hook while the lease lives.
+    client: Arc<ClientHandle>,
+    released_by_user: AtomicBool,
+}
+
+impl LeaseCell {
+    pub(crate) fn new(lease: CoreLease, client: Arc<ClientHandle>) -> Arc<Self> {
+        Arc::new(LeaseCell {
+            lease,
+            client,
+            released_by_user: AtomicBool::new(false),
+        })
+    }
+
+    /// `lease.release()`: `True` if it was still held.
+    pub(crate) async fn release(&self) -> Result<bool, Error> {
+        self.client.owner.check()?;
+        self.released_by_user.store(true, Ordering::Release);
+        self.lease.release().await
+    }
+
+    pub(crate) async fn extend(&self, duration: Duration) -> Result<(), Error> {
+        self.client.owner.check()?;
+        self.lease.extend(duration).await
+    }
+
+    /// Leaving a `with` block. With no exception in flight, a lease that was no longer held
+    /// (lost, expired, taken over) raises `NotHeldError`: the protected work may have overlapped
+    /// another holder, and the caller must hear it. With an exception in flight nothing is
+    /// raised on top of it (the lock is still released, or freed by its lease).
+    pub(crate) async fn exit(&self, exception_in_flight: bool) -> Result<(), Error> {
+        if self.released_by_user.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let released = self.release().await;
+        if exception_in_flight {
+            return Ok(());
+        }
+        if released? {
+            return Ok(());
+        }
+        Err(self.lease.lost_reason().unwrap_or_else(|| {
+            Error::new(
+                ErrorKind::NotHeld,
+                "the lease had expired or been taken over before the block ended",
+            )
+        }))
+    }
+
+    pub(crate) fn repr(&self, py: Python<'_>, class: &str) -> PyResult<String> {
+        Ok(format!(
+            "<{class} name={} fencing_token={} held={}>",
+            py_repr(py, self.lease.name())?,
+            self.lease.fencing_token(),
+            if self.lease.is_held() {
+                "True"
+            } else {
+                "False"
+            }
+        ))
+    }
+}
+
+/// `repr(lock)`.
+pub(crate) fn lock_repr(
+    py: Python<'_>,
+    class: &str,
+    name: &str,
+    options: &LockOptions,
+) -> PyResult<String> {
+    let float = |d: Duration| -> PyResult<String> {
+        Ok(pyo3::types::PyFloat::new(py, to_secs(d))
+            .repr()?
+            .to_string())
+    };
+    let timeout = match options.wait_timeout {
+        Some(t) => float(t)?,
+        None => "None".into(),
+    };
+    Ok(format!(
+        "<{class} name={} lease={} renew={} timeout={timeout}>",
+        py_repr(py, name)?,
+        float(options.lease)?,
+        if options.auto_renew { "True" } else { "False" },
+    ))
+}
+
+/// Python's `repr()` of a string.
+pub(crate) fn py_repr(py: Python<'_>, s: &str) -> PyResult<String> {
+    Ok(pyo3::types::PyString::new(py, s).repr()?.to_string())
+}

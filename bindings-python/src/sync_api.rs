@@ -1,0 +1,359 @@
+//! The blocking API: `lockgate.Client`, `lockgate.Lock`, `lockgate.Lease`.
+//!
+//! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
+//! Ctrl-C honoured) and maps errors through `errors::to_py`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use lockgate_core::native::{Client as CoreClient, Lock as CoreLock};
+use pyo3::prelude::*;
+
+use crate::errors::{self, IntoPyResult};
+use crate::handle::ClientHandle;
+use crate::runtime::{block_on, spawn};
+use crate::shared::{self, LeaseCell};
+
+/// A connection to one Redis server, shared by every lock made from it.
+///
+/// ``Client(url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None)``
+/// connects to ``redis://[user:password@]host[:port][/db]`` or ``rediss://...`` (TLS). Keys and
+/// channels start with ``key_prefix`` (default ``"lockgate:"``); clients that share locks must
+/// use the same prefix. ``tls_ca_file`` is a PEM file of CA certificates to trust instead of the
+/// system roots. Timeouts are seconds (default 5). Use it as a context manager, or call
+/// :meth:`close`, to release every lease it still holds. Create one client per process.
+#[pyclass(frozen, module = "lockgate")]
+pub struct Client {
+    inner: CoreClient,
+    handle: Arc<ClientHandle>,
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None))]
+    fn new(
+        py: Python<'_>,
+        url: &str,
+        key_prefix: Option<String>,
+        tls_ca_file: Option<PathBuf>,
+        connect_timeout: Option<f64>,
+        response_timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let opts = shared::client_options(
+            py,
+            url,
+            key_prefix,
+            tls_ca_file,
+            connect_timeout,
+            response_timeout,
+        )?;
+        let inner = block_on(py, opts.clone().connect())?;
+        Ok(Client {
+            handle: ClientHandle::connected(opts, inner.clone()),
+            inner,
+        })
+    }
+
+    /// A distributed mutex named ``name``.
+    ///
+    /// ``lease=None`` gives a 30 s lease renewed by a watchdog until released (Redisson's
+    /// default); a number of seconds gives a fixed lease that frees the lock by itself, renewed
+    /// only with ``renew=True``. ``timeout`` is the default wait of :meth:`Lock.acquire` and
+    /// ``with lock:`` (``None``: until acquired). ``entry_ttl`` bounds how long a crashed
+    /// waiter's queue entry can delay others (default 10 s).
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<Lock> {
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        let inner = self.inner.lock(name, options).py(py)?;
+        Ok(Lock {
+            inner,
+            client: self.handle.clone(),
+            entered: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Releases every lease and cancels every wait of this client; further calls on it (and on
+    /// its locks and leases) raise :class:`ClientClosedError`.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        block_on(py, async {
+            self.handle.close().await;
+            Ok(())
+        })
+    }
+
+    /// The server URL with the password replaced by ``***``.
+    #[getter]
+    fn url(&self) -> String {
+        self.inner.url()
+    }
+
+    /// The prefix of every key and channel this client uses.
+    #[getter]
+    fn key_prefix(&self) -> &str {
+        self.handle.key_prefix()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.Client url={} key_prefix={}>",
+            shared::py_repr(py, &self.inner.url())?,
+            shared::py_repr(py, self.handle.key_prefix())?
+        ))
+    }
+}
+
+/// A named distributed mutex, made by :meth:`Client.lock`. Holding it is a :class:`Lease`,
+/// never a thread: a lease may be released from any thread.
+///
+/// ``with lock as lease:`` acquires with the lock's default timeout and releases on exit.
+#[pyclass(frozen, module = "lockgate")]
+pub struct Lock {
+    inner: CoreLock,
+    client: Arc<ClientHandle>,
+    /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
+    entered: Mutex<HashMap<ThreadId, Vec<Arc<LeaseCell>>>>,
+}
+
+impl Lock {
+    fn acquire_cell(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Arc<LeaseCell>> {
+        let timeout = timeout
+            .map(|t| shared::secs("timeout", t))
+            .transpose()
+            .py(py)?;
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            match timeout {
+                Some(t) => self.inner.acquire(t).await,
+                None => self.inner.acquire_default().await,
+            }
+        })?;
+        Ok(LeaseCell::new(lease, self.client.clone()))
+    }
+}
+
+#[pymethods]
+impl Lock {
+    /// Waits up to ``timeout`` seconds (default: the lock's ``timeout``; ``None`` waits until
+    /// acquired) and returns the :class:`Lease`. Raises :class:`LockTimeoutError` if the lock
+    /// stays held. Waiters are served in arrival order and woken by the release itself.
+    /// Ctrl-C abandons the wait and removes it from the server. Use the lease as a context
+    /// manager: ``with lock.acquire(timeout=5) as lease:``.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Lease> {
+        Ok(Lease {
+            cell: self.acquire_cell(py, timeout)?,
+        })
+    }
+
+    /// One attempt without waiting: a :class:`Lease`, or ``None`` if the lock is held or
+    /// others are queued for it.
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<Lease>> {
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            self.inner.try_acquire().await
+        })?;
+        Ok(lease.map(|l| Lease {
+            cell: LeaseCell::new(l, self.client.clone()),
+        }))
+    }
+
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The lease length in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        shared::to_secs(self.inner.options().lease)
+    }
+
+    /// Whether a watchdog renews the lease until it is released.
+    #[getter]
+    fn renew(&self) -> bool {
+        self.inner.options().auto_renew
+    }
+
+    /// The default wait of :meth:`acquire` and ``with lock:``, in seconds (``None``: forever).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.inner.options().wait_timeout.map(shared::to_secs)
+    }
+
+    /// How long a waiter's queue entry survives without a heartbeat, in seconds.
+    #[getter]
+    fn entry_ttl(&self) -> f64 {
+        shared::to_secs(self.inner.options().entry_ttl)
+    }
+
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Lease> {
+        let cell = self.acquire_cell(py, None)?;
+        let me = std::thread::current().id();
+        lock_entered(&self.entered)
+            .entry(me)
+            .or_default()
+            .push(cell.clone());
+        Ok(Lease { cell })
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let me = std::thread::current().id();
+        let cell = {
+            let mut entered = lock_entered(&self.entered);
+            let cell = entered.get_mut(&me).and_then(Vec::pop);
+            if entered.get(&me).is_some_and(Vec::is_empty) {
+                entered.remove(&me);
+            }
+            cell
+        };
+        if let Some(cell) = cell {
+            let in_flight = exc_type.is_some_and(|t| !t.is_none());
+            block_on(py, cell.exit(in_flight))?;
+        }
+        Ok(())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        shared::lock_repr(py, "lockgate.Lock", self.inner.name(), self.inner.options())
+    }
+}
+
+fn lock_entered<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Proof of holding a lock. Pass :attr:`fencing_token` to the resource you protect. Use it as a
+/// context manager (``with lock.acquire() as lease:``) to release on exit; leaving the block
+/// raises :class:`NotHeldError` if the lease had been lost meanwhile. Garbage-collecting an
+/// unreleased lease releases it in the background.
+#[pyclass(frozen, module = "lockgate")]
+pub struct Lease {
+    cell: Arc<LeaseCell>,
+}
+
+#[pymethods]
+impl Lease {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.cell.lease.name()
+    }
+
+    /// Strictly greater than every fencing token issued before for this lock name.
+    #[getter]
+    fn fencing_token(&self) -> u64 {
+        self.cell.lease.fencing_token()
+    }
+
+    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.cell.lease.is_held()
+    }
+
+    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.cell.lease.remaining().map(shared::to_secs)
+    }
+
+    /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
+    #[getter]
+    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.cell
+            .lease
+            .lost_reason()
+            .map(|e| errors::to_exception(py, &e))
+            .transpose()
+    }
+
+    /// Sets the remaining lease to ``seconds`` if still held. Raises :class:`NotHeldError` if
+    /// it expired or was taken over; never re-acquires a lost lock.
+    fn extend(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let d = shared::secs("seconds", seconds).py(py)?;
+        block_on(py, self.cell.extend(d))
+    }
+
+    /// Releases the lock (only this lease's own hold). ``True`` if it was still held, ``False``
+    /// if it had already expired, been taken over or released.
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        block_on(py, self.cell.release())
+    }
+
+    /// Calls ``callback(reason)`` once, with a :class:`LockError`, if the lease is lost
+    /// (renewal refused, key deleted, expired). It runs on a lockgate background thread: keep it
+    /// short and thread-safe. Never called after a normal release.
+    fn on_lost(&self, callback: Py<PyAny>) {
+        let signal = self.cell.lease.lost_signal();
+        spawn(async move {
+            let Some(reason) = signal.await else {
+                return;
+            };
+            // Python code must not run on (or block) a runtime worker.
+            // Detached: nobody awaits the callback.
+            drop(tokio::task::spawn_blocking(move || {
+                Python::try_attach(|py| {
+                    let arg = errors::to_exception(py, &reason);
+                    let r = arg.and_then(|a| callback.call1(py, (a,)));
+                    if let Err(e) = r {
+                        e.write_unraisable(py, Some(callback.bind(py)));
+                    }
+                });
+            }));
+        });
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let in_flight = exc_type.is_some_and(|t| !t.is_none());
+        block_on(py, self.cell.exit(in_flight))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.cell.repr(py, "lockgate.Lease")
+    }
+}

@@ -1,0 +1,313 @@
+"""The blocking API against a real redis-server."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import pytest
+
+import lockgate
+from conftest import RedisServer, lock_key, queue_len, wait_until
+
+
+def lost_event(lease: lockgate.Lease) -> tuple[threading.Event, list[lockgate.LockError]]:
+    """An event set (with the reason recorded) when `lease` is lost."""
+    ev = threading.Event()
+    reasons: list[lockgate.LockError] = []
+
+    def cb(reason: lockgate.LockError) -> None:
+        reasons.append(reason)
+        ev.set()
+
+    lease.on_lost(cb)
+    return ev, reasons
+
+
+def test_acquire_release_and_context_managers(server: RedisServer) -> None:
+    raw = server.raw()
+    with lockgate.Client(server.url) as client:
+        lock = client.lock("cm")
+        assert lock.name == "cm" and lock.lease == 30.0 and lock.renew and lock.timeout is None
+        with lock.acquire(timeout=5) as lease:
+            assert lease.is_held and lease.name == "cm"
+            assert raw.exists(lock_key("cm"))
+            assert lock.try_acquire() is None
+        assert not raw.exists(lock_key("cm")), "leaving the block released the lock"
+        assert not lease.is_held
+        with lock as lease2:
+            assert raw.exists(lock_key("cm"))
+            assert lease2.fencing_token > lease.fencing_token
+        assert not raw.exists(lock_key("cm"))
+        # An exception in the block propagates, and the lock is still released.
+        with pytest.raises(KeyError):
+            with lock.acquire(timeout=5):
+                raise KeyError("boom")
+        assert not raw.exists(lock_key("cm"))
+        # release() inside the block: leaving it is quiet.
+        with lock.acquire(timeout=5) as lease3:
+            assert lease3.release() is True
+            assert lease3.release() is False, "a second release reports not held"
+
+
+def test_try_acquire_and_timeout_leave_nothing_behind(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    other = lockgate.Client(server.url)
+    held = client.lock("t").acquire(timeout=1)
+    lock = other.lock("t")
+    assert lock.try_acquire() is None
+    started = time.monotonic()
+    with pytest.raises(lockgate.LockTimeoutError) as ei:
+        lock.acquire(timeout=0.2)
+    took = time.monotonic() - started
+    assert 0.2 <= took < 1.0, took
+    assert isinstance(ei.value, TimeoutError)
+    assert ei.value.code == "TIMEOUT" and ei.value.retryable is True
+    wait_until(lambda: queue_len(raw, "t") == 0, what="the timed-out waiter's entry to go")
+    assert held.release() is True
+    assert not raw.exists(lock_key("t")), "no grant was left for the waiter that gave up"
+
+
+def test_release_is_owner_only(server: RedisServer) -> None:
+    raw = server.raw()
+    a = lockgate.Client(server.url)
+    b = lockgate.Client(server.url)
+    first = a.lock("owner", 0.2).acquire(timeout=1)
+    # b waits for the fixed lease to run out, then holds the lock.
+    second = b.lock("owner", 5.0).acquire(timeout=5)
+    holder = raw.get(lock_key("owner"))
+    assert holder is not None
+    assert first.release() is False, "the expired holder's release reports not held"
+    assert raw.get(lock_key("owner")) == holder, "the new holder's key survived"
+    assert second.is_held
+    assert second.release() is True
+    assert not raw.exists(lock_key("owner"))
+
+
+def test_fixed_lease_expires_and_extend_never_resurrects(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("exp", 0.15)
+    assert lock.lease == 0.15 and lock.renew is False
+    lease = lock.acquire(timeout=1)
+    lost, reasons = lost_event(lease)
+    assert lost.wait(2), "expiry of a fixed lease is signalled"
+    assert isinstance(reasons[0], lockgate.NotHeldError)
+    assert not lease.is_held and lease.remaining is None
+    wait_until(lambda: not raw.exists(lock_key("exp")), what="the server to expire the key")
+    with pytest.raises(lockgate.NotHeldError):
+        lease.extend(5)
+    assert not raw.exists(lock_key("exp")), "extend must not re-create the key"
+    again = lock.try_acquire()
+    assert again is not None, "free after expiry"
+    assert again.fencing_token > lease.fencing_token
+    # A lost lease cannot be extended over its successor either.
+    ttl_before = raw.pttl(lock_key("exp"))
+    with pytest.raises(lockgate.NotHeldError):
+        lease.extend(60)
+    assert raw.pttl(lock_key("exp")) <= ttl_before
+    assert again.release() is True
+
+
+def test_extend_moves_the_expiry(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lease = client.lock("ext", 0.5).acquire(timeout=1)
+    lease.extend(10)
+    assert raw.pttl(lock_key("ext")) > 5000
+    assert lease.remaining is not None and lease.remaining > 5
+    assert lease.release() is True
+
+
+def test_watchdog_keeps_lock_past_its_lease(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("dog", 0.3, renew=True)
+    lease = lock.acquire(timeout=1)
+    lost, _ = lost_event(lease)
+    # Watch the key for four lease lengths: it must never expire.
+    end = time.monotonic() + 1.2
+    while time.monotonic() < end:
+        assert raw.pttl(lock_key("dog")) > 0, "the key expired despite the watchdog"
+        time.sleep(0.02)
+    assert lease.is_held and not lost.is_set()
+    assert lock.try_acquire() is None
+    assert lease.release() is True
+
+
+def test_loss_is_signalled_when_key_is_deleted(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("gone", 0.6, renew=True)
+    lease = lock.acquire(timeout=1)
+    lost, reasons = lost_event(lease)
+    raw.delete(lock_key("gone"))
+    assert lost.wait(2), "loss signalled within a lease"
+    assert isinstance(reasons[0], lockgate.NotHeldError)
+    assert reasons[0].code == "NOT_HELD" and reasons[0].retryable is False
+    assert not lease.is_held
+    assert isinstance(lease.lost_reason, lockgate.NotHeldError)
+    # A callback registered after the loss still hears about it.
+    late, _ = lost_event(lease)
+    assert late.wait(2)
+
+
+def test_leaving_a_block_after_a_loss_raises(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("honest", 0.6, renew=True)
+    with pytest.raises(lockgate.NotHeldError):
+        with lock.acquire(timeout=1) as lease:
+            lost, _ = lost_event(lease)
+            raw.delete(lock_key("honest"))
+            assert lost.wait(2)
+    # ... but never on top of the block's own exception.
+    with pytest.raises(ZeroDivisionError):
+        with lock.acquire(timeout=1) as lease:
+            lost, _ = lost_event(lease)
+            raw.delete(lock_key("honest"))
+            assert lost.wait(2)
+            _ = 1 / 0
+
+
+def test_no_loss_callback_after_release(server: RedisServer) -> None:
+    client = lockgate.Client(server.url)
+    lock = client.lock("quiet", 0.2)
+    lease = lock.acquire(timeout=1)
+    lost, _ = lost_event(lease)
+    assert lease.release() is True
+    # Past the lease's end: a released lease never reports a loss.
+    nxt = lock.acquire(timeout=1)
+    nlost, _ = lost_event(nxt)
+    assert nlost.wait(2), "the next (unreleased) fixed lease does expire"
+    assert not lost.is_set()
+
+
+def test_waiter_is_woken_by_release_and_lease_crosses_threads(server: RedisServer) -> None:
+    a = lockgate.Client(server.url)
+    b = lockgate.Client(server.url)
+    holder = a.lock("wake").acquire(timeout=1)
+    got: list[tuple[float, lockgate.Lease]] = []
+
+    def wait() -> None:
+        lease = b.lock("wake").acquire(timeout=20)
+        got.append((time.monotonic(), lease))
+
+    t = threading.Thread(target=wait)
+    t.start()
+    raw = server.raw()
+    wait_until(lambda: queue_len(raw, "wake") == 1, what="the waiter to queue")
+    released_at = time.monotonic()
+    # Released from another thread than the one that acquired: ownership is the lease's.
+    r = threading.Thread(target=holder.release)
+    r.start()
+    r.join()
+    t.join(10)
+    assert got, "the waiter acquired"
+    gap = got[0][0] - released_at
+    assert gap < 0.5, f"handoff took {gap:.3f} s"
+    assert got[0][1].fencing_token > holder.fencing_token
+    assert got[0][1].release() is True
+
+
+def test_blocking_acquire_releases_the_gil(server: RedisServer) -> None:
+    client = lockgate.Client(server.url)
+    held = client.lock("gil").acquire(timeout=1)
+    other = lockgate.Client(server.url).lock("gil")
+    ticks = 0
+    stop = threading.Event()
+
+    def spin() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        with pytest.raises(lockgate.LockTimeoutError):
+            other.acquire(timeout=0.3)
+    finally:
+        stop.set()
+        t.join()
+    # A GIL-holding wait would have starved the spinner for the whole 0.3 s.
+    assert ticks > 10_000, ticks
+    held.release()
+
+
+def test_ctrl_c_interrupts_a_wait_and_leaves_no_queue_entry(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    held = client.lock("intr").acquire(timeout=1)
+    waiter = lockgate.Client(server.url).lock("intr")
+    interrupted_at: list[float] = []
+
+    def interrupt_when_queued() -> None:
+        wait_until(lambda: queue_len(raw, "intr") == 1, what="the waiter to queue")
+        interrupted_at.append(time.monotonic())
+        _thread.interrupt_main()  # what Ctrl-C does
+
+    t = threading.Thread(target=interrupt_when_queued)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        waiter.acquire(timeout=30)
+    reacted = time.monotonic() - interrupted_at[0]
+    t.join()
+    assert reacted < 0.5, f"Ctrl-C took {reacted:.3f} s to take effect"
+    wait_until(lambda: queue_len(raw, "intr") == 0, what="the abandoned queue entry to go")
+    assert held.release() is True
+    assert not raw.exists(lock_key("intr")), "the abandoned waiter was not granted the lock"
+
+
+def test_close_releases_and_refuses_further_use(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("closing")
+    lease = lock.acquire(timeout=1)
+    client.close()
+    assert not raw.exists(lock_key("closing")), "close released the lease"
+    with pytest.raises(lockgate.ClientClosedError) as ei:
+        lock.acquire(timeout=1)
+    assert ei.value.code == "CLOSED"
+    assert not lease.is_held
+
+
+def test_garbage_collected_lease_is_released(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lock = client.lock("gc")
+    lease = lock.acquire(timeout=1)
+    del lease
+    # A waiter is served once the dropped lease's background release lands.
+    assert lock.acquire(timeout=5).release() is True
+    assert not raw.exists(lock_key("gc"))
+
+
+def test_key_prefix_is_used(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url, key_prefix="app1:")
+    assert client.key_prefix == "app1:"
+    with client.lock("p").acquire(timeout=1):
+        assert raw.exists(lock_key("p", prefix="app1:"))
+        assert not raw.exists(lock_key("p"))
+
+
+def test_loss_callback_may_use_the_blocking_api(server: RedisServer) -> None:
+    raw = server.raw()
+    client = lockgate.Client(server.url)
+    lease = client.lock("cb", 0.6, renew=True).acquire(timeout=1)
+    done = threading.Event()
+    seen: list[object] = []
+
+    def cb(reason: lockgate.LockError) -> None:
+        # Re-acquire from inside the callback: it runs off the runtime's workers.
+        again = client.lock("cb").acquire(timeout=5)
+        seen.append(again.release())
+        done.set()
+
+    lease.on_lost(cb)
+    raw.delete(lock_key("cb"))
+    assert done.wait(5)
+    assert seen == [True]
