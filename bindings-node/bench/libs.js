@@ -1,0 +1,78 @@
+'use strict';
+// The three contenders behind one interface: `open(url)` -> { lock(name) -> { acquire, release }, close }.
+// Each library is used with its defaults except where noted (redlock would otherwise give up
+// after 10 retries under contention).
+
+const Redis = require('ioredis');
+
+const LEASE_MS = 10_000;
+
+const libs = {
+  lockgate: {
+    label: 'lockgate (this package)',
+    settings: 'lease 10 s renewed; waiters queued and woken by the release',
+    async open(url) {
+      const lockgate = require('..');
+      const client = await lockgate.connect(url);
+      return {
+        lock(name) {
+          const lock = client.lock(name, { leaseMs: LEASE_MS });
+          let lease = null;
+          return {
+            async acquire() {
+              lease = await lock.acquire();
+            },
+            async release() {
+              await lease.release();
+            },
+          };
+        },
+        close: () => client.close(),
+      };
+    },
+  },
+  redlock: {
+    label: `redlock ${require('redlock/package.json').version}`,
+    settings: 'defaults (retryDelay 200 ms, retryJitter 100 ms) with retryCount -1 (never give up)',
+    async open(url) {
+      const Redlock = require('redlock');
+      const redis = new Redis(url);
+      const redlock = new Redlock([redis], { retryCount: -1 });
+      redlock.on('clientError', () => {});
+      return {
+        lock(name) {
+          let held = null;
+          return {
+            async acquire() {
+              held = await redlock.lock(name, LEASE_MS);
+            },
+            async release() {
+              await held.unlock();
+            },
+          };
+        },
+        close: async () => redis.quit(),
+      };
+    },
+  },
+  semaphore: {
+    label: `redis-semaphore ${require('redis-semaphore/package.json').version} Mutex`,
+    settings: 'defaults (retryInterval 10 ms, refresh every 0.8 x lockTimeout) with lockTimeout 10 s, acquireTimeout 60 s',
+    async open(url) {
+      const { Mutex } = require('redis-semaphore');
+      const redis = new Redis(url);
+      return {
+        lock(name) {
+          const mutex = new Mutex(redis, name, { lockTimeout: LEASE_MS, acquireTimeout: 60_000 });
+          return {
+            acquire: () => mutex.acquire(),
+            release: () => mutex.release(),
+          };
+        },
+        close: async () => redis.quit(),
+      };
+    },
+  },
+};
+
+module.exports = { libs };

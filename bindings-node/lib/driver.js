@@ -1,0 +1,400 @@
+'use strict';
+// The driver: performs the engine's requests with ioredis and keeps its one timer.
+//
+// It follows the engine's driving contract (core/src/engine/mod.rs): every input is fed with a
+// `performance.now()` timestamp, then `pump()` drains requests (performed in emission order on
+// the command connection, subscribes on the subscriber connection), drains events (settling the
+// caller's promise or aborting a lease's signal), and re-arms the timer at `pollTimeout()`.
+// It holds no lock logic: no quorum, token, retry, expiry or queue decisions are made here.
+
+const { performance } = require('node:perf_hooks');
+const { makeError } = require('./errors');
+
+const now = () => performance.now();
+
+/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+/** While work is pending but the engine has no timer, this keeps the event loop alive. */
+const KEEPALIVE_MS = 60_000;
+/** How long `close()` waits for releases to reach the server. */
+const CLOSE_GRACE_MS = 2_000;
+
+/** The object factories the engine builds its requests and events with (one call each). */
+const SHAPES = {
+  request: (id, commands, subscribe, unsupported) => ({ id, commands, subscribe, unsupported }),
+  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({
+    kind,
+    op,
+    lease,
+    fencingToken,
+    validUntil,
+    wasHeld,
+    error,
+  }),
+};
+
+function unrefSocket(redis) {
+  const s = redis && redis.stream;
+  if (s && typeof s.unref === 'function') s.unref();
+}
+
+function refSocket(redis) {
+  const s = redis && redis.stream;
+  if (s && typeof s.ref === 'function') s.ref();
+}
+
+/**
+ * A lease's loss signal. The AbortController is only made when someone asks for the signal
+ * (most leases are released without anyone looking at it); a loss before that is remembered.
+ */
+class LossSignal {
+  constructor() {
+    this.controller = null;
+    this.lostWith = undefined;
+  }
+
+  static lost(reason) {
+    const s = new LossSignal();
+    s.lostWith = reason;
+    return s;
+  }
+
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.lostWith !== undefined) this.controller.abort(this.lostWith);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason) {
+    if (this.lostWith !== undefined) return;
+    this.lostWith = reason;
+    if (this.controller !== null) this.controller.abort(reason);
+  }
+}
+
+class Driver {
+  /**
+   * @param {import('../pkg/lockgate_node').Engine} engine
+   * @param {import('ioredis').Redis} redis the command connection
+   * @param {boolean} ownsRedis whether close() quits it (and its socket may be unref'd)
+   */
+  constructor(engine, redis, ownsRedis) {
+    this.engine = engine;
+    this.redis = redis;
+    this.ownsRedis = ownsRedis;
+    /** @type {import('ioredis').Redis | null} created on the engine's first subscribe */
+    this.sub = null;
+    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
+    this.pending = new Map();
+    /** lease id -> LossSignal of a lease the engine holds */
+    this.leases = new Map();
+    this.timer = null;
+    this.timerAt = undefined;
+    this.timerRef = false;
+    this.pumping = false;
+    this.again = false;
+    this.closed = false;
+    this.closing = null;
+    this.idleWaiters = [];
+    if (ownsRedis) {
+      // An idle client must not keep the process alive: the socket is unref'd and a ref'd
+      // timer stands in for it while the engine has work (see arm()).
+      redis.on('ready', () => unrefSocket(redis));
+      if (redis.status === 'ready') unrefSocket(redis);
+    }
+  }
+
+  // ---- inputs ----
+
+  /** Starts an operation the engine already accepted; resolves with its completion event. */
+  track(op, extra) {
+    return new Promise((resolve, reject) => {
+      this.pending.set(op, { resolve, reject, ...extra });
+      this.pump();
+    });
+  }
+
+  ensureOpen() {
+    if (this.closed) throw makeError('CLOSED', 'the client is closed');
+  }
+
+  acquire(spec, options, tryOnce, signal) {
+    this.ensureOpen();
+    if (signal && signal.aborted) {
+      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    }
+    const op = this.engine.acquire(now(), spec, options, tryOnce);
+    let onSettle;
+    let entry;
+    if (signal) {
+      const onAbort = () => {
+        entry = this.pending.get(op);
+        if (entry) entry.abortReason = signal.reason;
+        this.engine.cancel(now(), op);
+        this.pump();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      onSettle = () => signal.removeEventListener('abort', onAbort);
+    }
+    return this.track(op, { onSettle });
+  }
+
+  release(lease) {
+    this.ensureOpen();
+    return this.track(this.engine.release(now(), lease), { lease });
+  }
+
+  extend(lease, ms) {
+    this.ensureOpen();
+    return this.track(this.engine.extend(now(), lease, ms), { lease });
+  }
+
+  isHeld(lease) {
+    return !this.closed && this.engine.isHeld(now(), lease);
+  }
+
+  remainingMs(lease) {
+    if (this.closed) return 0;
+    const until = this.engine.leaseValidUntil(lease);
+    return until === undefined ? 0 : Math.max(0, until - now());
+  }
+
+  /** The loss signal of `lease`, made when its acquisition was delivered. */
+  lossSignal(lease) {
+    const held = this.leases.get(lease);
+    return held || LossSignal.lost(makeError('NOT_HELD', 'the lease is no longer held'));
+  }
+
+  /** Feeds one input (a reply, a message, a timer) and drains the outputs. */
+  input(feed) {
+    if (this.closing && this.closing.done) return;
+    feed();
+    this.pump();
+  }
+
+  // ---- outputs ----
+
+  pump() {
+    if (this.pumping) {
+      this.again = true; // an abort listener fed an input while we were delivering
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        let req;
+        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
+        let ev;
+        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.arm();
+  }
+
+  perform(req) {
+    const id = req.id;
+    if (req.commands !== undefined) {
+      const cmds = req.commands;
+      if (cmds.length === 1) {
+        const [name, ...args] = cmds[0];
+        this.redis.call(name, ...args).then(
+          (value) => this.input(() => this.engine.handleReply(now(), id, [[null, value]])),
+          (err) => this.input(() => this.engine.handleReply(now(), id, [[err, null]])),
+        );
+      } else {
+        const p = this.redis.pipeline();
+        for (const [name, ...args] of cmds) p.call(name, ...args);
+        p.exec().then(
+          (results) => this.input(() => this.engine.handleReply(now(), id, results)),
+          (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
+        );
+      }
+    } else if (req.subscribe !== undefined) {
+      this.subscriber()
+        .subscribe(req.subscribe)
+        .then(
+          () => this.input(() => this.engine.handleReply(now(), id, [])),
+          (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
+        );
+    } else {
+      this.engine.rejectRequest(now(), id, String(req.unsupported));
+    }
+  }
+
+  /** The one subscriber connection of this client, opened on the engine's first subscribe. */
+  subscriber() {
+    if (this.sub) return this.sub;
+    const sub = this.redis.duplicate();
+    let ready = false;
+    sub.on('message', (channel, message) =>
+      this.input(() => this.engine.handleNotification(now(), channel, message)),
+    );
+    sub.on('ready', () => {
+      ready = true;
+      if (!this.closed) unrefSocket(sub);
+    });
+    sub.on('close', () => {
+      if (!ready) return;
+      ready = false;
+      this.input(() => this.engine.handleDisconnect(now()));
+    });
+    // Connection errors reach callers through the engine (failed subscribes, retries).
+    sub.on('error', () => {});
+    this.sub = sub;
+    return sub;
+  }
+
+  deliver(ev) {
+    switch (ev.kind) {
+      case 'lost': {
+        const loss = this.leases.get(ev.lease);
+        if (loss) {
+          this.leases.delete(ev.lease);
+          loss.abort(ev.error);
+        }
+        return;
+      }
+      case 'renewed':
+        return;
+      default:
+        break;
+    }
+    const p = this.pending.get(ev.op);
+    if (!p) {
+      // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
+      // gone): undo an acquisition, as the native driver does.
+      if (ev.kind === 'acquired') {
+        this.engine.release(now(), ev.lease);
+        this.again = true;
+      }
+      return;
+    }
+    this.pending.delete(ev.op);
+    if (p.onSettle) p.onSettle();
+    switch (ev.kind) {
+      case 'acquired':
+        this.leases.set(ev.lease, new LossSignal());
+        p.resolve(ev);
+        break;
+      case 'released':
+        if (this.engine.leaseValidUntil(p.lease) === undefined) this.leases.delete(p.lease);
+        p.resolve(ev);
+        break;
+      case 'failed':
+        // A failed release may still have ended the lease (the engine dropped it).
+        if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) {
+          this.leases.delete(p.lease);
+        }
+        if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
+          Object.defineProperty(ev.error, 'cause', {
+            value: p.abortReason,
+            writable: true,
+            configurable: true,
+          });
+        }
+        p.reject(ev.error);
+        break;
+      default:
+        p.resolve(ev);
+    }
+  }
+
+  /**
+   * One timer, at or before the engine's next deadline, ref'd only while the engine has work.
+   * A timer that is already due earlier is kept (firing early is harmless: the engine does
+   * nothing and the timer is re-armed), so an acquire/release cycle does not churn timers.
+   */
+  arm() {
+    if (this.closing && this.closing.done) return this.clearTimer();
+    const due = this.engine.pollTimeout();
+    const idle = this.engine.isIdle();
+    if (idle && this.idleWaiters.length) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+    const busy = !idle || this.closing !== null;
+    if (due === undefined && !busy) {
+      if (this.timer !== null && this.timerRef) this.setRef(false);
+      return;
+    }
+    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
+    if (this.timer !== null && this.timerAt <= at) {
+      if (busy !== this.timerRef) this.setRef(busy);
+      return;
+    }
+    this.clearTimer();
+    this.timerAt = at;
+    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = undefined;
+      this.input(() => this.engine.handleTimeout(now()));
+    }, delay);
+    this.timerRef = true;
+    if (!busy) this.setRef(false);
+  }
+
+  setRef(ref) {
+    this.timerRef = ref;
+    if (ref) this.timer.ref();
+    else this.timer.unref();
+  }
+
+  clearTimer() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = undefined;
+  }
+
+  // ---- shutdown ----
+
+  /** Releases every lease, cancels every wait, then closes the connections this client owns. */
+  close() {
+    if (this.closing) return this.closing.promise;
+    this.closed = true;
+    const closing = { done: false, promise: null };
+    this.closing = closing;
+    // Keep the process alive until the releases are answered and the connections closed.
+    if (this.ownsRedis) refSocket(this.redis);
+    if (this.sub) refSocket(this.sub);
+    closing.promise = (async () => {
+      this.engine.shutdown(now());
+      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
+      this.pump();
+      let grace;
+      await Promise.race([
+        idle,
+        new Promise((resolve) => {
+          grace = setTimeout(resolve, CLOSE_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(grace);
+      closing.done = true;
+      this.clearTimer();
+      for (const [op, p] of this.pending) {
+        this.pending.delete(op);
+        if (p.onSettle) p.onSettle();
+        p.reject(makeError('CLOSED', 'the client was closed before the operation completed'));
+      }
+      for (const [lease, loss] of this.leases) {
+        this.leases.delete(lease);
+        loss.abort(makeError('CLOSED', 'the client was closed, which released the lease'));
+      }
+      if (this.sub) this.sub.disconnect();
+      if (this.ownsRedis) {
+        try {
+          await this.redis.quit();
+        } catch {
+          this.redis.disconnect();
+        }
+      }
+    })();
+    return closing.promise;
+  }
+}
+
+module.exports = { Driver, LossSignal, SHAPES, now };

@@ -1,0 +1,506 @@
+//! Plain conversions between JavaScript values and the engine's data: options in, requests and
+//! events out, ioredis replies and errors in. No lock logic lives here.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use lockgate_core::engine::Command;
+use lockgate_core::options::duration_from_millis_f64;
+use lockgate_core::redis::reply::Reply;
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Request, RequestKind, Result};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::errors;
+
+/// A driver timestamp (`performance.now()`, ms) as an engine instant.
+pub fn instant(ms: f64) -> Instant {
+    Instant::from_millis_f64(ms)
+}
+
+/// An engine instant as `performance.now()` milliseconds.
+pub fn millis(i: Instant) -> f64 {
+    i.since_origin().as_secs_f64() * 1000.0
+}
+
+/// An id the engine minted, as a JS number (ids count up from 1 and stay far below 2^53).
+pub fn id_to_js(id: u64) -> f64 {
+    id as f64
+}
+
+/// A JS number back to an id; anything that is not a non-negative integer maps to an id the
+/// engine never issued (0), which every entry point ignores.
+pub fn id_from_js(id: f64) -> u64 {
+    if id.is_finite() && id >= 1.0 && id.fract() == 0.0 && id <= 9_007_199_254_740_991.0 {
+        id as u64
+    } else {
+        0
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::invalid(msg)
+}
+
+fn describe(v: &JsValue) -> String {
+    if v.is_null() {
+        "null".into()
+    } else if let Some(s) = v.as_string() {
+        let s: String = s.chars().take(40).collect();
+        format!("the string {s:?}")
+    } else {
+        v.js_typeof()
+            .as_string()
+            .unwrap_or_else(|| "a value".into())
+    }
+}
+
+/// A lock name: a well-formed string (lone surrogates would collide after UTF-8 conversion).
+pub fn name(v: &JsValue) -> Result<String> {
+    let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
+        return Err(invalid(format!(
+            "lock name must be a string, got {}",
+            describe(v)
+        )));
+    };
+    if !js.is_valid_utf16() {
+        return Err(invalid(
+            "lock name must be well-formed Unicode (it has a lone surrogate)",
+        ));
+    }
+    let s: String = js.into();
+    lockgate_core::options::validate_name(&s)?;
+    Ok(s)
+}
+
+/// A key prefix (`undefined` means the default).
+pub fn key_prefix(v: &JsValue) -> Result<Option<String>> {
+    if v.is_undefined() {
+        return Ok(None);
+    }
+    match v.as_string() {
+        Some(s) => Ok(Some(s)),
+        None => Err(invalid(format!(
+            "keyPrefix must be a string, got {}",
+            describe(v)
+        ))),
+    }
+}
+
+/// A duration in milliseconds given as a JS number.
+pub fn millis_arg(what: &str, v: &JsValue) -> Result<Duration> {
+    match v.as_f64() {
+        Some(ms) => duration_from_millis_f64(what, ms),
+        None => Err(invalid(format!(
+            "{what} must be a number of milliseconds, got {}",
+            describe(v)
+        ))),
+    }
+}
+
+/// Reads the own enumerable keys of an options object, rejecting unknown ones (a misspelt option
+/// silently falling back to a default would be worse than an error).
+fn option_entries(what: &str, v: &JsValue, known: &[&str]) -> Result<Vec<(String, JsValue)>> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(Vec::new());
+    }
+    if !v.is_object() || Array::is_array(v) || v.is_function() {
+        return Err(invalid(format!(
+            "{what} must be an object, got {}",
+            describe(v)
+        )));
+    }
+    let obj: &Object = v.unchecked_ref();
+    let mut out = Vec::new();
+    for key in Object::keys(obj).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !known.contains(&key.as_str()) {
+            return Err(invalid(format!(
+                "unknown {what} key {key:?}; expected one of {}",
+                known.join(", ")
+            )));
+        }
+        let value = Reflect::get(obj, &JsValue::from_str(&key)).unwrap_or(JsValue::UNDEFINED);
+        if !value.is_undefined() {
+            out.push((key, value));
+        }
+    }
+    Ok(out)
+}
+
+/// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` → [`LockOptions`], validated.
+pub fn lock_options(v: &JsValue) -> Result<LockOptions> {
+    let mut o = LockOptions::default();
+    let known = ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"];
+    for (key, value) in option_entries("lock option", v, &known)? {
+        match key.as_str() {
+            "leaseMs" => o.lease = millis_arg("leaseMs", &value)?,
+            "autoRenew" => {
+                o.auto_renew = value.as_bool().ok_or_else(|| {
+                    invalid(format!(
+                        "autoRenew must be a boolean, got {}",
+                        describe(&value)
+                    ))
+                })?
+            }
+            "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", &value)?,
+            "entryTtlMs" => o.entry_ttl = millis_arg("entryTtlMs", &value)?,
+            _ => unreachable!("filtered by option_entries"),
+        }
+    }
+    o.validate()?;
+    Ok(o)
+}
+
+/// A wait in ms: `Infinity` (or `null`) waits without limit.
+fn wait_millis(what: &str, v: &JsValue) -> Result<Option<Duration>> {
+    if v.is_null() || v.as_f64() == Some(f64::INFINITY) {
+        return Ok(None);
+    }
+    millis_arg(what, v).map(Some)
+}
+
+/// The `timeoutMs` of `acquire({ timeoutMs, signal })`: `Ok(None)` when absent (use the lock's
+/// default), `Ok(Some(None))` for no limit. `signal` is handled by the JavaScript layer.
+pub fn acquire_timeout(v: &JsValue) -> Result<Option<Option<Duration>>> {
+    let mut timeout = None;
+    for (key, value) in option_entries("acquire option", v, &["timeoutMs", "signal"])? {
+        if key == "timeoutMs" {
+            timeout = Some(wait_millis("timeoutMs", &value)?);
+        }
+    }
+    Ok(timeout)
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// Factories the JavaScript driver supplies for the objects it receives: one call builds
+    /// one object (cheaper than setting its properties one by one across the boundary).
+    pub type Shapes;
+
+    /// `{ id, commands, subscribe, unsupported }` (unused fields `undefined`).
+    #[wasm_bindgen(method)]
+    fn request(
+        this: &Shapes,
+        id: f64,
+        commands: &JsValue,
+        subscribe: &JsValue,
+        unsupported: &JsValue,
+    ) -> JsValue;
+
+    /// `{ kind, op, lease, fencingToken, validUntil, wasHeld, error }` (unused fields `undefined`).
+    #[wasm_bindgen(method)]
+    #[allow(clippy::too_many_arguments)]
+    fn event(
+        this: &Shapes,
+        kind: &JsValue,
+        op: &JsValue,
+        lease: &JsValue,
+        fencing_token: &JsValue,
+        valid_until: &JsValue,
+        was_held: &JsValue,
+        error: &JsValue,
+    ) -> JsValue;
+}
+
+/// JavaScript strings for byte strings the engine sends again and again (command names, script
+/// digests, keys, channels, tokens between acquire and release): each is decoded once.
+#[derive(Default)]
+pub struct StrCache {
+    map: HashMap<Box<[u8]>, JsValue, BuildHasherDefault<Fx>>,
+}
+
+/// An Fx-style word-at-a-time hash: the cache's keys are short and a collision only costs a
+/// comparison, so SipHash's cost buys nothing here.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut h = self.0;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("8-byte chunk"));
+            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+        self.0 = h;
+    }
+}
+
+impl StrCache {
+    const MAX_ENTRIES: usize = 1024;
+
+    /// The argument as a JS string when it is UTF-8 (all of lockgate's are), else a Uint8Array.
+    fn arg(&mut self, bytes: &[u8]) -> JsValue {
+        if let Some(v) = self.map.get(bytes) {
+            return v.clone();
+        }
+        let v = match std::str::from_utf8(bytes) {
+            Ok(s) => JsValue::from_str(s),
+            Err(_) => return Uint8Array::from(bytes).into(),
+        };
+        if self.map.len() >= Self::MAX_ENTRIES {
+            self.map.clear();
+        }
+        self.map.insert(bytes.into(), v.clone());
+        v
+    }
+
+    fn str(&mut self, s: &str) -> JsValue {
+        self.arg(s.as_bytes())
+    }
+}
+
+fn command_to_js(c: &Command, cache: &mut StrCache) -> JsValue {
+    let args = Array::new();
+    for a in &c.0 {
+        args.push(&cache.arg(a));
+    }
+    args.into()
+}
+
+/// The driver's view of a request: `commands` (`[[name, ...args], ...]`) for a pipeline,
+/// `subscribe` (a channel) for a subscription, `unsupported` (a description) for a kind this
+/// binding does not know (the driver fails it).
+pub fn request_to_js(r: &Request, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    let id = id_to_js(r.id.0);
+    let none = JsValue::UNDEFINED;
+    match &r.kind {
+        RequestKind::Pipeline(commands) => {
+            let list = Array::new();
+            for c in commands {
+                list.push(&command_to_js(c, cache));
+            }
+            shapes.request(id, &list, &none, &none)
+        }
+        RequestKind::Subscribe(channel) => shapes.request(id, &none, &cache.str(channel), &none),
+        other => shapes.request(id, &none, &none, &JsValue::from_str(&format!("{other:?}"))),
+    }
+}
+
+/// An engine event as one flat object with a `kind`: `acquired`, `notAcquired`, `released`,
+/// `extended`, `failed` (these carry `op`), `renewed` and `lost` (these carry `lease`).
+pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    let none = JsValue::UNDEFINED;
+    let num = |x: f64| JsValue::from_f64(x);
+    let id = |x: u64| JsValue::from_f64(id_to_js(x));
+    match ev {
+        Event::Completed { op, outcome } => {
+            let op = id(op.0);
+            match outcome {
+                Outcome::Acquired {
+                    lease,
+                    fencing_token,
+                    valid_until,
+                } => shapes.event(
+                    &cache.str("acquired"),
+                    &op,
+                    &id(lease.0),
+                    &JsValue::from(*fencing_token),
+                    &num(millis(*valid_until)),
+                    &none,
+                    &none,
+                ),
+                Outcome::NotAcquired => shapes.event(
+                    &cache.str("notAcquired"),
+                    &op,
+                    &none,
+                    &none,
+                    &none,
+                    &none,
+                    &none,
+                ),
+                Outcome::Released { was_held } => shapes.event(
+                    &cache.str("released"),
+                    &op,
+                    &none,
+                    &none,
+                    &none,
+                    &JsValue::from_bool(*was_held),
+                    &none,
+                ),
+                Outcome::Extended { valid_until } => shapes.event(
+                    &cache.str("extended"),
+                    &op,
+                    &none,
+                    &none,
+                    &num(millis(*valid_until)),
+                    &none,
+                    &none,
+                ),
+                Outcome::Failed(e) => shapes.event(
+                    &cache.str("failed"),
+                    &op,
+                    &none,
+                    &none,
+                    &none,
+                    &none,
+                    &errors::to_js(e),
+                ),
+            }
+        }
+        Event::Renewed { lease, valid_until } => shapes.event(
+            &cache.str("renewed"),
+            &none,
+            &id(lease.0),
+            &none,
+            &num(millis(*valid_until)),
+            &none,
+            &none,
+        ),
+        Event::Lost { lease, error } => shapes.event(
+            &cache.str("lost"),
+            &none,
+            &id(lease.0),
+            &none,
+            &none,
+            &none,
+            &errors::to_js(error),
+        ),
+    }
+}
+
+/// Bytes of a channel or payload given as a string or a Buffer.
+pub fn bytes(v: &JsValue) -> Option<Vec<u8>> {
+    if let Some(s) = v.as_string() {
+        return Some(s.into_bytes());
+    }
+    v.dyn_ref::<Uint8Array>().map(|b| b.to_vec())
+}
+
+const MAX_DEPTH: usize = 32;
+
+/// One ioredis reply value as an engine [`Reply`]. Bulk strings arrive as strings (or Buffers),
+/// integers as numbers; an integer beyond 2^53 has lost precision and is refused.
+fn reply_from_js(v: &JsValue, depth: usize) -> Reply {
+    // Most frequent first: integers (flags, TTLs), then bulk strings.
+    if let Some(n) = v.as_f64() {
+        return if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
+            Reply::Int(n as i64)
+        } else {
+            Reply::Other(format!("number {n} (not an integer below 2^53)"))
+        };
+    }
+    if let Some(s) = v.as_string() {
+        return Reply::Data(s.into_bytes());
+    }
+    if let Some(a) = v.dyn_ref::<Array>() {
+        if depth >= MAX_DEPTH {
+            return Reply::Other("array nested too deeply".into());
+        }
+        return Reply::Array(a.iter().map(|x| reply_from_js(&x, depth + 1)).collect());
+    }
+    if v.is_null() || v.is_undefined() {
+        return Reply::Nil;
+    }
+    if let Some(b) = v.dyn_ref::<Uint8Array>() {
+        return Reply::Data(b.to_vec());
+    }
+    if v.is_bigint() {
+        return match i64::try_from(v.clone()) {
+            Ok(i) => Reply::Int(i),
+            Err(_) => Reply::Other("integer outside 64 bits".into()),
+        };
+    }
+    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
+        return Reply::Error(e.message().into());
+    }
+    Reply::Other(
+        v.js_typeof()
+            .as_string()
+            .unwrap_or_else(|| "unknown".into()),
+    )
+}
+
+fn error_message(err: &JsValue) -> String {
+    if let Some(e) = err.dyn_ref::<js_sys::Error>() {
+        return e.message().into();
+    }
+    err.as_string()
+        .unwrap_or_else(|| format!("non-Error value thrown ({})", describe(err)))
+}
+
+fn is_reply_error(err: &JsValue) -> bool {
+    Reflect::get(err, &"name".into())
+        .ok()
+        .and_then(|n| n.as_string())
+        .is_some_and(|n| n == "ReplyError")
+}
+
+/// Server error codes that mean "the server cannot serve us right now", not "bad command".
+const UNAVAILABLE: [&str; 4] = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"];
+/// Server error codes that mean the credentials were refused (never retried).
+const AUTH_REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
+
+fn first_word(s: &str) -> &str {
+    s.split(' ').next().unwrap_or("")
+}
+
+/// A server error reply (ioredis `ReplyError`) that must fail the whole request rather than stay
+/// in place as [`Reply::Error`]: refused credentials and an unavailable server.
+fn request_level(message: &str) -> Option<ErrorKind> {
+    let code = first_word(message);
+    if AUTH_REFUSED.contains(&code) {
+        Some(ErrorKind::Authentication)
+    } else if UNAVAILABLE.contains(&code) {
+        Some(ErrorKind::Connection)
+    } else {
+        None
+    }
+}
+
+/// An error the Redis client threw (connect failure, closed connection, command timeout, or a
+/// server error outside a pipeline) as a lockgate error.
+pub fn client_error(err: &JsValue) -> Error {
+    let message = error_message(err);
+    let kind = if is_reply_error(err) {
+        request_level(&message).unwrap_or(ErrorKind::Protocol)
+    } else if AUTH_REFUSED.iter().any(|c| message.contains(c)) {
+        ErrorKind::Authentication
+    } else {
+        ErrorKind::Connection
+    };
+    Error::new(kind, message)
+}
+
+/// ioredis pipeline results `[[err, value], ...]` as one reply per command. A transport error on
+/// any command fails the whole request (the engine then treats every command as unanswered).
+pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
+    let Some(items) = results.dyn_ref::<Array>() else {
+        return Err(Error::protocol(format!(
+            "pipeline results must be an array, got {}",
+            describe(results)
+        )));
+    };
+    let mut out = Vec::with_capacity(items.length() as usize);
+    for item in items.iter() {
+        let Some(pair) = item.dyn_ref::<Array>() else {
+            return Err(Error::protocol(
+                "each pipeline result must be [error, value]",
+            ));
+        };
+        let err = pair.get(0);
+        if err.is_null() || err.is_undefined() {
+            out.push(reply_from_js(&pair.get(1), 0));
+        } else if is_reply_error(&err) {
+            let message = error_message(&err);
+            if let Some(kind) = request_level(&message) {
+                return Err(Error::new(kind, message));
+            }
+            out.push(Reply::Error(message));
+        } else {
+            return Err(client_error(&err));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,262 @@
+//! The Node binding's WebAssembly half: lockgate's sans-IO [`Engine`](lockgate_core::Engine)
+//! exported to JavaScript. The JavaScript driver (`lib/driver.js`) follows the engine's driving
+//! contract: it feeds inputs with `performance.now()` timestamps, performs every request with
+//! ioredis, hands replies back by request id, delivers events and keeps one timer at
+//! `pollTimeout()`. Every export here converts arguments, calls the engine and maps errors
+//! through [`errors::to_js`]; nothing here decides anything about locks.
+
+mod convert;
+mod errors;
+mod random;
+
+use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId, Wait};
+use lockgate_core::{Error, LockOptions};
+use wasm_bindgen::prelude::*;
+
+use convert::{id_from_js, id_to_js, instant, millis, Shapes, StrCache};
+use errors::{js, JsResult};
+
+pub use errors::{error_kinds, set_error_factory};
+
+/// A validated lock name and its options, made once per `client.lock(name, options)`.
+#[wasm_bindgen]
+pub struct LockSpec {
+    name: String,
+    options: LockOptions,
+}
+
+#[wasm_bindgen]
+impl LockSpec {
+    /// Validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        let name = js(convert::name(&name))?;
+        let options = js(convert::lock_options(&options))?;
+        Ok(LockSpec { name, options })
+    }
+
+    /// The lock's name.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The lease in ms.
+    #[wasm_bindgen(getter, js_name = leaseMs)]
+    pub fn lease_ms(&self) -> f64 {
+        self.options.lease.as_secs_f64() * 1000.0
+    }
+
+    /// Whether the watchdog renews the lease while held.
+    #[wasm_bindgen(getter, js_name = autoRenew)]
+    pub fn auto_renew(&self) -> bool {
+        self.options.auto_renew
+    }
+
+    /// The default wait of `acquire()` in ms; `Infinity` waits without limit.
+    #[wasm_bindgen(getter, js_name = waitTimeoutMs)]
+    pub fn wait_timeout_ms(&self) -> f64 {
+        self.options
+            .wait_timeout
+            .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1000.0)
+    }
+
+    /// The lease of a waiter's queue entry in ms.
+    #[wasm_bindgen(getter, js_name = entryTtlMs)]
+    pub fn entry_ttl_ms(&self) -> f64 {
+        self.options.entry_ttl.as_secs_f64() * 1000.0
+    }
+}
+
+/// The engine of one client. Ids (`op`, `lease`, request `id`) are JS numbers; times are
+/// `performance.now()` milliseconds.
+#[wasm_bindgen(js_name = Engine)]
+pub struct WasmEngine {
+    engine: lockgate_core::Engine,
+    shapes: Shapes,
+    strings: StrCache,
+}
+
+#[wasm_bindgen(js_class = Engine)]
+impl WasmEngine {
+    /// A new engine with its own client channel; `keyPrefix` defaults to `lockgate:`. `shapes`
+    /// holds the driver's `request(...)` and `event(...)` object factories.
+    #[wasm_bindgen(constructor)]
+    pub fn new(key_prefix: JsValue, shapes: Shapes) -> JsResult<WasmEngine> {
+        let mut config = EngineConfig::default();
+        if let Some(p) = js(convert::key_prefix(&key_prefix))? {
+            config.key_prefix = p;
+        }
+        let rng = Box::new(random::BufferedOsRandom::new());
+        let engine = js(lockgate_core::Engine::new(config, rng))?;
+        Ok(WasmEngine {
+            engine,
+            shapes,
+            strings: StrCache::default(),
+        })
+    }
+
+    /// The pub/sub channel this engine's grants arrive on.
+    #[wasm_bindgen(getter)]
+    pub fn channel(&self) -> String {
+        self.engine.channel().to_string()
+    }
+
+    /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
+    /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
+    pub fn acquire(
+        &mut self,
+        now: f64,
+        lock: &LockSpec,
+        options: JsValue,
+        try_once: bool,
+    ) -> JsResult<f64> {
+        let timeout = js(convert::acquire_timeout(&options))?;
+        let wait = if try_once {
+            Wait::Try
+        } else {
+            match timeout.unwrap_or(lock.options.wait_timeout) {
+                Some(d) => Wait::For(d),
+                None => Wait::Forever,
+            }
+        };
+        let op = js(self
+            .engine
+            .acquire(instant(now), &lock.name, &lock.options, wait))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Releases a lease (owner-only); returns the op id.
+    pub fn release(&mut self, now: f64, lease: f64) -> f64 {
+        let op = self
+            .engine
+            .release(instant(now), LeaseId(id_from_js(lease)));
+        id_to_js(op.0)
+    }
+
+    /// Sets the lease's remaining time to `ms` if still held; returns the op id.
+    pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
+        let d = js(convert::millis_arg("ms", &ms))?;
+        let op = js(self
+            .engine
+            .extend(instant(now), LeaseId(id_from_js(lease)), d))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
+    pub fn cancel(&mut self, now: f64, op: f64) {
+        self.engine.cancel(instant(now), OpId(id_from_js(op)));
+    }
+
+    /// Cancels every pending acquire and releases every lease.
+    pub fn shutdown(&mut self, now: f64) {
+        self.engine.shutdown(instant(now));
+    }
+
+    /// Whether `lease` is held at `now` by the engine's knowledge.
+    #[wasm_bindgen(js_name = isHeld)]
+    pub fn is_held(&self, now: f64, lease: f64) -> bool {
+        self.engine
+            .is_held(instant(now), LeaseId(id_from_js(lease)))
+    }
+
+    /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
+    #[wasm_bindgen(js_name = leaseValidUntil)]
+    pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
+        self.engine
+            .lease_valid_until(LeaseId(id_from_js(lease)))
+            .map(millis)
+    }
+
+    /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
+    #[wasm_bindgen(js_name = isIdle)]
+    pub fn is_idle(&self) -> bool {
+        self.engine.is_idle()
+    }
+
+    /// Hands back ioredis results for request `id`: `[[err, value], ...]` for a pipeline
+    /// (server errors stay in place), `[]` for a confirmed subscribe.
+    #[wasm_bindgen(js_name = handleReply)]
+    pub fn handle_reply(&mut self, now: f64, id: f64, results: JsValue) {
+        let replies = convert::pipeline_results(&results);
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), replies);
+    }
+
+    /// Hands back the error that prevented any answer to request `id`.
+    #[wasm_bindgen(js_name = handleReplyError)]
+    pub fn handle_reply_error(&mut self, now: f64, id: f64, error: JsValue) {
+        let e = convert::client_error(&error);
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), Err(e));
+    }
+
+    /// Fails request `id`, whose kind this binding cannot perform.
+    #[wasm_bindgen(js_name = rejectRequest)]
+    pub fn reject_request(&mut self, now: f64, id: f64, why: String) {
+        let e = Error::protocol(format!("the Node driver cannot perform {why}"));
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), Err(e));
+    }
+
+    /// A pub/sub message (`channel`, `payload` as strings or Buffers).
+    #[wasm_bindgen(js_name = handleNotification)]
+    pub fn handle_notification(&mut self, now: f64, channel: JsValue, payload: JsValue) {
+        if let (Some(c), Some(p)) = (convert::bytes(&channel), convert::bytes(&payload)) {
+            self.engine.handle_notification(instant(now), &c, &p);
+        }
+    }
+
+    /// The subscriber connection dropped (grants may have been missed).
+    #[wasm_bindgen(js_name = handleDisconnect)]
+    pub fn handle_disconnect(&mut self, now: f64) {
+        self.engine.handle_disconnect(instant(now));
+    }
+
+    /// Runs the timers due at `now` (early calls are harmless).
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now: f64) {
+        self.engine.handle_timeout(instant(now));
+    }
+
+    /// The next request (`{ id, commands }` / `{ id, subscribe }`), or `undefined`.
+    #[wasm_bindgen(js_name = pollRequest)]
+    pub fn poll_request(&mut self) -> JsValue {
+        match self.engine.poll_request() {
+            Some(r) => convert::request_to_js(&r, &self.shapes, &mut self.strings),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// The next event (`{ kind, ... }`), or `undefined`.
+    #[wasm_bindgen(js_name = pollEvent)]
+    pub fn poll_event(&mut self) -> JsValue {
+        match self.engine.poll_event() {
+            Some(e) => convert::event_to_js(&e, &self.shapes, &mut self.strings),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// When (ms) `handleTimeout` next has work, or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.engine.poll_timeout().map(millis)
+    }
+}
+
+/// Classifies an error the Redis client threw (e.g. while connecting) as a `LockError`.
+#[wasm_bindgen(js_name = clientError)]
+pub fn client_error(error: JsValue) -> JsValue {
+    errors::to_js(&convert::client_error(&error))
+}
+
+/// A `LockError` of `code` with `message`, for conditions the JavaScript layer detects itself
+/// (a closed client, a bad `signal` argument). Unknown codes become `PROTOCOL`.
+#[wasm_bindgen(js_name = makeError)]
+pub fn make_error(code: &str, message: &str) -> JsValue {
+    let kind = lockgate_core::ErrorKind::ALL
+        .into_iter()
+        .find(|k| k.code() == code)
+        .unwrap_or(lockgate_core::ErrorKind::Protocol);
+    errors::to_js(&Error::new(kind, message))
+}

@@ -1,0 +1,154 @@
+'use strict';
+// Bad inputs, the error taxonomy, connection and authentication failures.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const lockgate = require('..');
+const { CORE_CODES } = require('../lib/errors');
+const { startRedis, freePort } = require('./helpers/redis-server');
+
+let redis;
+let client;
+
+before(async () => {
+  redis = await startRedis();
+  client = await lockgate.connect(redis.url);
+});
+
+after(async () => {
+  await client.close();
+  await redis.stop();
+});
+
+function isInvalid(e) {
+  assert.ok(e instanceof lockgate.InvalidArgumentError, `${e && e.name}: ${e && e.message}`);
+  assert.ok(e instanceof lockgate.LockError);
+  assert.ok(e instanceof Error);
+  assert.equal(e.code, 'INVALID_ARGUMENT');
+  assert.equal(e.retryable, false);
+  assert.equal(e.name, 'InvalidArgumentError');
+  return true;
+}
+
+test('every core error code has its own LockError subclass', () => {
+  const classes = {
+    INVALID_ARGUMENT: [lockgate.InvalidArgumentError, false],
+    TIMEOUT: [lockgate.TimeoutError, true],
+    NOT_HELD: [lockgate.NotHeldError, false],
+    CONNECTION: [lockgate.ConnectionError, true],
+    AUTHENTICATION: [lockgate.AuthenticationError, false],
+    PROTOCOL: [lockgate.ProtocolError, false],
+    CANCELLED: [lockgate.CancelledError, false],
+    CLOSED: [lockgate.ClosedError, false],
+  };
+  assert.deepEqual([...CORE_CODES].sort(), Object.keys(classes).sort(), 'the core and the JS classes agree');
+  for (const [code, [cls, retryable]] of Object.entries(classes)) {
+    const e = new cls('x');
+    assert.ok(e instanceof lockgate.LockError);
+    assert.equal(e.code, code);
+    assert.equal(cls.code, code);
+    assert.equal(e.retryable, retryable, code);
+  }
+});
+
+test('bad lock names and options are rejected before any network call', async () => {
+  const bad = [
+    [''],
+    [42],
+    [undefined],
+    ['x'.repeat(513)],
+    ['\ud800'],
+    ['x', { leaseMs: 0 }],
+    ['x', { leaseMs: 5 }],
+    ['x', { leaseMs: -1 }],
+    ['x', { leaseMs: NaN }],
+    ['x', { leaseMs: Infinity }],
+    ['x', { leaseMs: '100' }],
+    ['x', { leaseMs: 100n }],
+    ['x', { leaseMs: 40 * 24 * 3600 * 1000 }],
+    ['x', { autoRenew: 'yes' }],
+    ['x', { entryTtlMs: 1 }],
+    ['x', { waitTimeoutMs: -5 }],
+    ['x', { lease: 1000 }],
+    ['x', 'options'],
+    ['x', [1]],
+  ];
+  for (const args of bad) {
+    assert.throws(() => client.lock(...args), isInvalid, JSON.stringify(args, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+  }
+  const lock = client.lock('inputs', { leaseMs: 1000 });
+  for (const opts of [{ timeoutMs: -1 }, { timeoutMs: NaN }, { timeoutMs: '5' }, { timeout: 5 }, 5000, { signal: 'x' }, { signal: {} }]) {
+    await assert.rejects(lock.acquire(opts), isInvalid, JSON.stringify(opts));
+  }
+  const lease = await lock.acquire();
+  for (const ms of [0, -1, NaN, undefined, '100', Infinity]) {
+    await assert.rejects(lease.extend(ms), isInvalid, String(ms));
+  }
+  assert.equal(lease.isHeld, true, 'a rejected extend changes nothing');
+  await lease.release();
+  await assert.rejects(lock.using('not a function'), isInvalid);
+  assert.deepEqual(await redis.admin.keys('lockgate:{x}*'), [], 'nothing reached the server');
+});
+
+test('bad connect arguments', async () => {
+  for (const target of ['http://127.0.0.1:6379', 'not a url', 42, null, {}, undefined]) {
+    await assert.rejects(lockgate.connect(target), isInvalid, String(target));
+  }
+  for (const options of [{ keyPrefix: 'a{b' }, { keyPrefix: 5 }, { prefix: 'x' }, { connectTimeoutMs: -1 }, 'x']) {
+    await assert.rejects(lockgate.connect(redis.url, options), isInvalid, JSON.stringify(options));
+  }
+});
+
+test('an unreachable server is a retryable ConnectionError', async () => {
+  const port = await freePort();
+  await assert.rejects(lockgate.connect(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 1000 }), (e) => {
+    assert.ok(e instanceof lockgate.ConnectionError, `${e.name}: ${e.message}`);
+    assert.equal(e.code, 'CONNECTION');
+    assert.equal(e.retryable, true);
+    return true;
+  });
+});
+
+test('a wrong password is an AuthenticationError that does not leak the password', async () => {
+  const secured = await startRedis(['--requirepass', 'right-secret']);
+  try {
+    await assert.rejects(lockgate.connect(`redis://:wrong-secret@127.0.0.1:${secured.port}`), (e) => {
+      assert.ok(e instanceof lockgate.AuthenticationError, `${e.name}: ${e.message}`);
+      assert.equal(e.code, 'AUTHENTICATION');
+      assert.equal(e.retryable, false);
+      assert.ok(!e.message.includes('wrong-secret'), e.message);
+      return true;
+    });
+    await assert.rejects(lockgate.connect(`redis://127.0.0.1:${secured.port}`), lockgate.AuthenticationError);
+    const ok = await lockgate.connect(`redis://:right-secret@127.0.0.1:${secured.port}`);
+    await (await ok.lock('auth').acquire()).release();
+    await ok.close();
+  } finally {
+    await secured.stop();
+  }
+});
+
+test('a key of the wrong type gives a ProtocolError, not a lease', async () => {
+  await redis.admin.hset('lockgate:{wrongtype}', 'a', 'b');
+  await assert.rejects(client.lock('wrongtype').tryAcquire(), (e) => {
+    assert.ok(e instanceof lockgate.ProtocolError, `${e.name}: ${e.message}`);
+    assert.equal(e.retryable, false);
+    return true;
+  });
+  await redis.admin.del('lockgate:{wrongtype}');
+});
+
+test('the WebAssembly module imports only its glue and crypto.getRandomValues (no clock, no I/O)', () => {
+  const file = path.join(__dirname, '..', 'pkg', 'lockgate_node_bg.wasm');
+  const mod = new WebAssembly.Module(fs.readFileSync(file));
+  const imports = WebAssembly.Module.imports(mod);
+  assert.ok(imports.length > 0);
+  for (const i of imports) {
+    assert.equal(i.module, './lockgate_node_bg.js', i.name);
+    assert.match(i.name, /^__wbg|^__wbindgen_/, i.name);
+    assert.doesNotMatch(i.name, /now|date|performance|timeout|fetch|require|process|socket/i, i.name);
+  }
+  assert.ok(imports.some((i) => /getRandomValues/.test(i.name)), 'tokens come from crypto.getRandomValues');
+});

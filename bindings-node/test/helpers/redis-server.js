@@ -1,0 +1,131 @@
+'use strict';
+// Starts a throwaway redis-server for a test file: loopback, a free port, no persistence, its
+// own temp dir, stopped by pid (never by name).
+
+const { spawn, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const Redis = require('ioredis');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function redisServerBinary() {
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
+    return 'redis-server';
+  } catch {
+    throw new Error(
+      'redis-server is not installed: the Node tests need a real Redis (apt-get install redis-server)',
+    );
+  }
+}
+
+async function waitReady(port, proc, logFile) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (proc.exitCode !== null) {
+      throw new Error(`redis-server exited early:\n${fs.readFileSync(logFile, 'utf8')}`);
+    }
+    const ok = await new Promise((resolve) => {
+      const sock = net.connect(port, '127.0.0.1');
+      sock.once('connect', () => {
+        sock.end();
+        resolve(true);
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Starts redis-server; returns `{ port, url, admin, stop() }` where `admin` is a plain ioredis
+ * client for inspecting keys. Extra args (e.g. `['--requirepass', 'x']`) are passed through.
+ */
+async function startRedis(extraArgs = []) {
+  const bin = redisServerBinary();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockgate-node-redis-'));
+  const logFile = path.join(dir, 'redis.log');
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const proc = spawn(
+      bin,
+      [
+        '--port', String(port),
+        '--bind', '127.0.0.1',
+        '--save', '',
+        '--appendonly', 'no',
+        '--dir', dir,
+        '--logfile', logFile,
+        ...extraArgs,
+      ],
+      { stdio: 'ignore' },
+    );
+    const kill = () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    };
+    process.once('exit', kill);
+    try {
+      await waitReady(port, proc, logFile);
+    } catch (err) {
+      kill();
+      if (attempt < 3) continue; // the port was taken between probe and bind
+      throw err;
+    }
+    const password = passwordOf(extraArgs);
+    const url = `redis://127.0.0.1:${port}`;
+    const admin = new Redis(port, '127.0.0.1', { password, lazyConnect: true });
+    await admin.connect();
+    return {
+      port,
+      url,
+      admin,
+      pid: proc.pid,
+      async stop() {
+        admin.disconnect();
+        process.removeListener('exit', kill);
+        if (proc.exitCode === null && proc.signalCode === null) {
+          const exited = new Promise((r) => proc.once('exit', r));
+          proc.kill('SIGTERM');
+          const t = setTimeout(() => proc.kill('SIGKILL'), 3000);
+          await exited;
+          clearTimeout(t);
+        }
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+}
+
+function passwordOf(args) {
+  const i = args.indexOf('--requirepass');
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** Polls `check()` until it returns true (or throws after `ms`). */
+async function eventually(check, ms = 3000, what = 'condition') {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+module.exports = { startRedis, eventually, sleep, freePort };
