@@ -526,7 +526,7 @@ impl Engine {
             Purpose::Extend(op, id, d, tag) => {
                 self.on_extend_reply(now, sent, op, id, d, tag, reply)
             }
-            Purpose::Release(op, id) => self.on_release_reply(op, id, reply),
+            Purpose::Release(op, id) => self.on_release_reply(now, op, id, reply),
             Purpose::Cleanup(id) => self.on_cleanup_reply(now, id, reply),
         }
     }
@@ -705,17 +705,22 @@ impl Engine {
         self.complete(op, outcome);
     }
 
-    fn on_release_reply(&mut self, op: OpId, id: LeaseId, reply: Result<Reply>) {
+    fn on_release_reply(&mut self, now: Instant, op: OpId, id: LeaseId, reply: Result<Reply>) {
         match reply.and_then(|r| reply::parse_flag("release", &r)) {
             Ok(was_held) => {
                 self.remove_lease(id);
                 self.complete(op, Outcome::Released { was_held });
             }
             Err(e) if e.kind() == ErrorKind::Connection => {
-                if let Some(l) = self.leases.get_mut(&id) {
-                    l.releasing = false;
+                // The owner gave the lock up: stop renewing it and keep retrying the release in
+                // the background until it lands or the lease runs out, so a release that failed
+                // in transport (or a dropped handle's release) cannot keep the lock forever.
+                if let Some(l) = self.remove_lease(id) {
+                    let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
+                    self.add_cleanup(now, l.keys, l.token, span);
                 }
-                self.complete(op, Outcome::Failed(e));
+                let message = format!("the release was not confirmed (retrying in the background): {}", e.message());
+                self.complete(op, Outcome::Failed(Error::new(ErrorKind::Connection, message)));
             }
             Err(e) => {
                 self.remove_lease(id);
@@ -865,5 +870,11 @@ fn random_bytes<const N: usize>(rng: &mut dyn RandomSource) -> [u8; N] {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
 }

@@ -356,7 +356,9 @@ impl Lease {
     }
 
     /// Releases the lock (owner-only). `Ok(true)` if it was still held, `Ok(false)` if it had
-    /// already expired or been taken over. A second call returns `Ok(false)`.
+    /// already expired or been taken over. A second call returns `Ok(false)`. A `CONNECTION`
+    /// error means the release was not confirmed: the lease is no longer renewed and the release
+    /// is retried in the background until it lands or the lease runs out.
     pub async fn release(&self) -> Result<bool> {
         if self.released.swap(true, Ordering::AcqRel) {
             return Ok(false);
@@ -366,11 +368,7 @@ impl Lease {
             lease: self.id,
             reply: Some(reply),
         })?;
-        let r = result.await.map_err(|_| closed())?;
-        if r.is_err() {
-            self.released.store(false, Ordering::Release);
-        }
-        r
+        result.await.map_err(|_| closed())?
     }
 
     /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our
