@@ -595,12 +595,14 @@ impl Engine {
 
     /// Records a grant. `since` is the earliest instant the server lease can have started and
     /// `server_lease` its length; a handoff grant shorter than the requested lease is extended
-    /// to the full lease at once (see PROTOCOL.md, promote).
+    /// to the full lease a third of the way into it (see PROTOCOL.md, promote).
     fn grant(&mut self, op: OpId, a: AcquireOp, fence: u64, since: Instant, server_lease: Duration) {
         let lease = LeaseId(op.0);
         let valid_until = since + server_lease.min(a.lease);
         let next_renew = if whole_millis(server_lease) < whole_millis(a.lease) {
-            Some(since)
+            // A handoff grant: extend to the full lease a third of the way into the short one,
+            // like a watchdog renewal (a short holding never needs the extra command).
+            Some(since + server_lease / 3)
         } else {
             a.auto_renew.then(|| since + a.lease / 3)
         };
