@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The JVM binding's entry point for ./run and CI.
+#   ci.sh install   prerequisites (idempotent): JDK 17+, Maven, redis-server, cargo
+#   ci.sh test      builds the native library + Kotlin + Java, runs the JUnit suite against
+#                   real redis-server processes, installs io.lockgate:lockgate into ~/.m2
+#   ci.sh build     the same build without tests (for the conformance actor / demo)
+#   ci.sh bench     issue 7's benchmark; writes $LOCKGATE_BENCH_OUT/jvm.md (default target/bench)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+mvn_flags=(-B -ntp)
+
+java_ok() {
+  command -v javac >/dev/null 2>&1 || return 1
+  local v
+  v=$(javac -version 2>&1 | sed -E 's/^javac ([0-9]+).*/\1/')
+  [[ $v =~ ^[0-9]+$ ]] && ((v >= 17))
+}
+
+install() {
+  local need=()
+  java_ok || need+=(openjdk-17-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || need+=(maven)
+  command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  if ((${#need[@]})); then
+    echo "ci.sh install: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    echo "ci.sh install: cargo is missing (the Rust toolchain is the repository's prerequisite)" >&2
+    exit 1
+  fi
+  echo "ci.sh install: $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'), $(redis-server --version | cut -d' ' -f1-3), $(cargo --version)"
+}
+
+run_test() {
+  cd "$here"
+  # install = build native + generate Kotlin + compile + test (Surefire summary) + jar + ~/.m2
+  mvn "${mvn_flags[@]}" install
+  write_classpath
+}
+
+# The test classpath, for the conformance actor (conformance-actor.sh) and the benchmark.
+write_classpath() {
+  mvn "${mvn_flags[@]}" -q dependency:build-classpath -Dmdep.includeScope=test \
+    -Dmdep.outputFile="$here/target/test-classpath.txt"
+}
+
+run_build() {
+  cd "$here"
+  # Compiles the test classes too (the conformance actor and the benchmark live there).
+  mvn "${mvn_flags[@]}" -q install -DskipTests
+  write_classpath
+}
+
+run_bench() {
+  cd "$here"
+  local out_dir=${LOCKGATE_BENCH_OUT:-$root/target/bench}
+  mkdir -p "$out_dir"
+  out_dir=$(cd "$out_dir" && pwd)
+  run_build
+  (cd "$root" && cargo build --release -p lockgate-jvm --example native_bench)
+  local cp="$here/target/classes:$here/target/test-classes:$(cat "$here/target/test-classpath.txt")"
+  java -cp "$cp" io.lockgate.JvmBench \
+    "${CARGO_TARGET_DIR:-$root/target}/release/examples/native_bench" \
+    "$out_dir/jvm.md" \
+    "bindings-jvm/ci.sh bench" \
+    "${LOCKGATE_BENCH_PAIRS:-3000}" 4 "${LOCKGATE_BENCH_SECONDS:-3}"
+  echo "ci.sh bench: wrote $out_dir/jvm.md"
+}
+
+case ${1:-} in
+  install) install ;;
+  test) run_test ;;
+  build) run_build ;;
+  bench) run_bench ;;
+  *)
+    echo "usage: $0 install|test|build|bench" >&2
+    exit 2
+    ;;
+esac

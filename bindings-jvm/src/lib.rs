@@ -1,0 +1,398 @@
+//! The JVM binding's native half: uniffi exports over [`lockgate_core::native`].
+//!
+//! Thin by rule: every export converts its arguments, calls the core, and maps errors through
+//! one function ([`failure`]). No lock logic lives here. uniffi generates Kotlin (JNA) from this
+//! crate; the Java-facing API (`io.lockgate.*`) sits on top of it in the Maven module.
+//!
+//! Three FFI details shape the exports:
+//! - The client's driver (and `connect`, which starts it) runs on this library's own tokio
+//!   runtime ([`on_runtime`]). Lock and lease operations only exchange messages with that driver
+//!   over channels, so their core futures are polled directly by the JVM side, without a thread
+//!   hop. Either way, dropping the future (a cancelled coroutine, an interrupted Java thread)
+//!   drops the core future, which cancels the wait on the server.
+//! - Async exports never return an object handle. A handle lowered by uniffi but never lifted
+//!   (the caller was cancelled in between) would leak, and a leaked lease is a lock nobody can
+//!   release. The caller therefore creates an empty [`NativeLease`] first and the acquisition
+//!   fills it; freeing it releases whatever landed there (likewise [`ClientSlot`]).
+//! - Every FFI call costs the JVM several microseconds (JNA structures, handle clones), so an
+//!   acquisition returns its fencing token directly and the JVM side keeps what it already knows
+//!   (the name) instead of asking.
+//!
+//! Panics are caught by uniffi (`InternalException` on the JVM); a panic inside a runtime task is
+//! re-raised at the await so it takes the same path. Nothing here may abort the process.
+
+uniffi::setup_scaffolding!();
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use lockgate_core::native::{Client, ClientOptions, Lease, Lock};
+use lockgate_core::options::duration_from_secs_f64;
+use lockgate_core::time::Duration;
+use lockgate_core::{Error, ErrorKind, LockOptions};
+
+// ---------------------------------------------------------------------------------------------
+// Errors: one mapping, carrying the core's stable code and retryable flag.
+
+/// A core error as plain data: the stable code (`"TIMEOUT"`, ...), the message (free of
+/// credentials) and whether retrying may help.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// Every error that crosses the boundary. One variant: the JVM side maps `code` to its
+/// exception class, so a kind added to the core needs no change here.
+#[derive(Debug, uniffi::Error)]
+pub enum NativeError {
+    Failed { failure: Failure },
+}
+
+impl std::fmt::Display for NativeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let NativeError::Failed { failure } = self;
+        write!(f, "{}: {}", failure.code, failure.message)
+    }
+}
+
+impl std::error::Error for NativeError {}
+
+/// The one error mapping of this binding.
+fn failure(e: &Error) -> Failure {
+    Failure {
+        code: e.code().to_string(),
+        message: e.message().to_string(),
+        retryable: e.retryable(),
+    }
+}
+
+impl From<Error> for NativeError {
+    fn from(e: Error) -> Self {
+        NativeError::Failed {
+            failure: failure(&e),
+        }
+    }
+}
+
+type NativeResult<T> = Result<T, NativeError>;
+
+/// Seconds as a float (what the JVM side passes) into a core duration, validated by the core.
+fn secs(what: &str, value: f64) -> NativeResult<Duration> {
+    Ok(duration_from_secs_f64(what, value)?)
+}
+
+fn opt_secs(what: &str, value: Option<f64>) -> NativeResult<Option<Duration>> {
+    value.map(|v| secs(what, v)).transpose()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime and the one async helper.
+
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("lockgate-io")
+        .enable_all()
+        .build()
+        .expect("lockgate: cannot start its tokio runtime")
+});
+
+/// Runs `fut` on the library's runtime; dropping the returned future aborts it.
+async fn on_runtime<T, F>(fut: F) -> NativeResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+{
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let task = RUNTIME.spawn(fut);
+    let _abort = AbortOnDrop(task.abort_handle());
+    match task.await {
+        Ok(r) => Ok(r?),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(Error::new(ErrorKind::Cancelled, "the operation was cancelled").into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options as records; a `None` field takes the core's default.
+
+/// Connection options; `None` fields take the core's defaults.
+#[derive(Clone, Debug, Default, uniffi::Record)]
+pub struct NativeClientOptions {
+    pub key_prefix: Option<String>,
+    pub tls_ca_pem: Option<Vec<u8>>,
+    pub connect_timeout_secs: Option<f64>,
+    pub response_timeout_secs: Option<f64>,
+}
+
+/// Lock options; `None` fields take the core's defaults (`wait_timeout_secs: None` = forever).
+#[derive(Clone, Debug, Default, uniffi::Record)]
+pub struct NativeLockOptions {
+    pub lease_secs: Option<f64>,
+    pub auto_renew: Option<bool>,
+    pub wait_timeout_secs: Option<f64>,
+    pub entry_ttl_secs: Option<f64>,
+}
+
+fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOptions> {
+    let mut opts = ClientOptions::new(url);
+    if let Some(p) = o.key_prefix {
+        opts.key_prefix = p;
+    }
+    opts.tls_ca_pem = o.tls_ca_pem;
+    if let Some(t) = opt_secs("connect_timeout", o.connect_timeout_secs)? {
+        opts.connect_timeout = t;
+    }
+    if let Some(t) = opt_secs("response_timeout", o.response_timeout_secs)? {
+        opts.response_timeout = t;
+    }
+    Ok(opts)
+}
+
+fn lock_options(o: NativeLockOptions) -> NativeResult<LockOptions> {
+    let mut opts = LockOptions::default();
+    if let Some(l) = opt_secs("lease", o.lease_secs)? {
+        opts.lease = l;
+    }
+    if let Some(r) = o.auto_renew {
+        opts.auto_renew = r;
+    }
+    opts.wait_timeout = opt_secs("wait_timeout", o.wait_timeout_secs)?;
+    if let Some(t) = opt_secs("entry_ttl", o.entry_ttl_secs)? {
+        opts.entry_ttl = t;
+    }
+    Ok(opts)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slots: where async results that own resources land (see the module docs).
+
+/// Receives the client of [`connect`]; the caller takes it out, and freeing the slot drops a
+/// client nobody took.
+#[derive(uniffi::Object, Default)]
+pub struct ClientSlot(Mutex<Option<Client>>);
+
+#[uniffi::export]
+impl ClientSlot {
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// The connected client, once (`None` afterwards or if nothing landed).
+    pub fn take(&self) -> Option<Arc<NativeClient>> {
+        take(&self.0).map(|inner| Arc::new(NativeClient { inner }))
+    }
+}
+
+fn take<T>(m: &Mutex<Option<T>>) -> Option<T> {
+    m.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+fn put<T>(m: &Mutex<Option<T>>, v: T) {
+    *m.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+/// Connects to `url` (`redis://` or `rediss://`) and puts the client into `slot`.
+#[uniffi::export]
+pub async fn connect(
+    url: String,
+    options: NativeClientOptions,
+    slot: Arc<ClientSlot>,
+) -> NativeResult<()> {
+    let opts = client_options(url, options)?;
+    on_runtime(async move {
+        let client = opts.connect().await?;
+        put(&slot.0, client);
+        Ok(())
+    })
+    .await
+}
+
+/// A connection to one Redis server (the core's `Client`).
+#[derive(uniffi::Object)]
+pub struct NativeClient {
+    inner: Client,
+}
+
+#[uniffi::export]
+impl NativeClient {
+    /// A mutex handle; name and options are validated by the core.
+    pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
+        let inner = self.inner.lock(&name, lock_options(options)?)?;
+        Ok(Arc::new(NativeLock { inner }))
+    }
+
+    /// Releases every lease and cancels every wait of this client, then stops it. (Not `close`:
+    /// uniffi's Kotlin objects already have a `close()` that frees the handle.)
+    pub async fn shutdown(&self) -> NativeResult<()> {
+        let client = self.inner.clone();
+        on_runtime(async move {
+            client.close().await;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The server URL with the password redacted.
+    pub fn url(&self) -> String {
+        self.inner.url()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lock
+
+/// A named distributed mutex (the core's `Lock`).
+#[derive(uniffi::Object)]
+pub struct NativeLock {
+    inner: Lock,
+}
+
+#[uniffi::export]
+impl NativeLock {
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// Waits up to `timeout_secs`; the lease fills `into` and its fencing token is returned.
+    /// A `TIMEOUT` error if the lock stays held.
+    pub async fn acquire(&self, timeout_secs: f64, into: Arc<NativeLease>) -> NativeResult<i64> {
+        let timeout = secs("timeout", timeout_secs)?;
+        Ok(into.fill(self.inner.acquire(timeout).await?))
+    }
+
+    /// Waits with the lock's default timeout (forever unless the options set one).
+    pub async fn acquire_default(&self, into: Arc<NativeLease>) -> NativeResult<i64> {
+        Ok(into.fill(self.inner.acquire_default().await?))
+    }
+
+    /// One attempt: the fencing token (lease in `into`) if acquired, `0` if the lock is held or
+    /// waiters are queued (fencing tokens are always at least 1).
+    pub async fn try_acquire(&self, into: Arc<NativeLease>) -> NativeResult<i64> {
+        Ok(match self.inner.try_acquire().await? {
+            Some(lease) => into.fill(lease),
+            None => 0,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lease
+
+/// Proof of holding a lock (the core's `Lease`), created empty and filled by an acquisition.
+/// Freeing it releases the lock if still held.
+#[derive(uniffi::Object, Default)]
+pub struct NativeLease {
+    inner: Mutex<Option<Arc<Lease>>>,
+}
+
+impl NativeLease {
+    fn fill(&self, lease: Lease) -> i64 {
+        let token = i64::try_from(lease.fencing_token()).unwrap_or(i64::MAX);
+        put(&self.inner, Arc::new(lease));
+        token
+    }
+
+    fn get(&self) -> Option<Arc<Lease>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+fn never_acquired() -> NativeError {
+    Error::new(ErrorKind::NotHeld, "this lease was never acquired").into()
+}
+
+#[uniffi::export]
+impl NativeLease {
+    /// An empty lease for an acquisition to fill.
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    pub fn is_held(&self) -> bool {
+        self.get().is_some_and(|l| l.is_held())
+    }
+
+    /// Nanoseconds the lease is certainly still valid, if held.
+    pub fn remaining_nanos(&self) -> Option<i64> {
+        self.get()?
+            .remaining()
+            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    }
+
+    pub fn lost_reason(&self) -> Option<Failure> {
+        self.get()?.lost_reason().as_ref().map(failure)
+    }
+
+    /// Sets the remaining lease to `duration_secs` if still held; `NOT_HELD` otherwise.
+    pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
+        let duration = secs("lease", duration_secs)?;
+        let lease = self.get().ok_or_else(never_acquired)?;
+        Ok(lease.extend(duration).await?)
+    }
+
+    /// Owner-only release: `true` if it was still held, `false` if it had expired or been lost.
+    pub async fn release(&self) -> NativeResult<bool> {
+        let lease = self.get().ok_or_else(never_acquired)?;
+        Ok(lease.release().await?)
+    }
+
+    /// A watch on this lease's loss that does not keep the lease alive.
+    pub fn loss_watch(&self) -> Arc<LossWatch> {
+        let signal: Option<LostSignal> =
+            self.get().map(|l| Box::pin(l.lost_signal()) as LostSignal);
+        Arc::new(LossWatch(Mutex::new(signal)))
+    }
+}
+
+type LostSignal = Pin<Box<dyn Future<Output = Option<Error>> + Send>>;
+
+/// Resolves once: the loss reason, or `None` when the lease ended normally (released, client
+/// closed). Separate from the lease so that awaiting it never keeps a forgotten lease alive.
+#[derive(uniffi::Object)]
+pub struct LossWatch(Mutex<Option<LostSignal>>);
+
+#[uniffi::export]
+impl LossWatch {
+    /// Waits for the outcome; a second call resolves `None` at once.
+    pub async fn outcome(&self) -> NativeResult<Option<Failure>> {
+        Ok(match take(&self.0) {
+            Some(signal) => signal.await.as_ref().map(failure),
+            None => None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics
+
+/// Panics inside the library (used by the JVM tests to prove a panic never crashes the JVM).
+#[uniffi::export]
+pub fn debug_panic(message: String) {
+    panic!("{message}");
+}
+
+/// Panics inside a runtime task (the async path of the same proof).
+#[uniffi::export]
+pub async fn debug_panic_async(message: String) -> NativeResult<()> {
+    on_runtime(async move {
+        if !message.is_empty() {
+            panic!("{message}");
+        }
+        Ok(())
+    })
+    .await
+}

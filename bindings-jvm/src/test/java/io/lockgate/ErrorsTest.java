@@ -1,0 +1,174 @@
+package io.lockgate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.lockgate.internal.Bridge;
+import io.lockgate.internal.ffi.InternalException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.function.Executable;
+
+/** Bad input, the exception hierarchy, credentials never shown, and panics that never crash. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ErrorsTest {
+    static RedisServer server;
+    static LockgateClient client;
+
+    @BeforeAll
+    static void start() {
+        server = RedisServer.start();
+        client = LockgateClient.connect(server.url());
+    }
+
+    @AfterAll
+    static void stop() {
+        client.close();
+        server.close();
+    }
+
+    private static void invalid(Executable call, String what) {
+        LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class, call, what);
+        assertEquals("INVALID_ARGUMENT", e.code(), what);
+        assertFalse(e.isRetryable(), what);
+    }
+
+    @Test
+    void badInputIsRejectedBeforeAnyNetworkCall() throws Exception {
+        invalid(() -> client.getLock(""), "empty name");
+        invalid(() -> client.getLock("n".repeat(513)), "name too long");
+        invalid(() -> client.getLock("x", LockOptions.fixedLease(Duration.ZERO)), "zero lease");
+        invalid(() -> client.getLock("x", LockOptions.fixedLease(Duration.ofMillis(5))), "lease below 10 ms");
+        invalid(() -> client.getLock("x", LockOptions.fixedLease(Duration.ofMillis(-1))), "negative lease");
+        invalid(() -> client.getLock("x", LockOptions.fixedLease(Duration.ofDays(365))), "lease over 30 days");
+        invalid(() -> client.getLock("x", LockOptions.fixedLease(Duration.ofSeconds(Long.MAX_VALUE))), "huge lease");
+        invalid(() -> client.getLock("x", LockOptions.builder().entryTtl(Duration.ofMillis(1)).build()), "entry ttl");
+        invalid(() -> client.getLock("x", LockOptions.builder().waitTimeout(Duration.ofSeconds(-1)).build()),
+            "negative wait");
+        DistributedLock lock = client.getLock("x");
+        invalid(() -> lock.acquire(Duration.ofDays(365)), "wait over 30 days");
+        invalid(() -> lock.acquire(Duration.ofSeconds(-1)), "negative wait");
+        invalid(() -> lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "tryLock beyond 30 days");
+        try (Lease lease = lock.acquire(Duration.ofSeconds(1))) {
+            invalid(() -> lease.extend(Duration.ZERO), "zero extend");
+            assertTrue(lease.isHeld(), "a rejected extend leaves the lease alone");
+        }
+        for (String url : List.of("", "http://127.0.0.1", "redis://", "redis://127.0.0.1:1/notadb", "not a url")) {
+            invalid(() -> LockgateClient.connect(url), "url " + url);
+        }
+        invalid(() -> LockgateClient.connect(server.url(), ClientOptions.builder().keyPrefix("a{b").build()), "prefix");
+        invalid(() -> LockgateClient.connect(server.url(),
+            ClientOptions.builder().connectTimeout(Duration.ZERO).build()), "zero connect timeout");
+        invalid(() -> LockgateClient.connect(server.url(), ClientOptions.builder().tlsCaPem("pem").build()),
+            "CA for plaintext URL");
+        assertThrows(NullPointerException.class, () -> client.getLock(null));
+        assertThrows(NullPointerException.class, () -> lock.acquire(null));
+        try (Resp raw = server.raw()) {
+            assertEquals(0L, raw.num("EXISTS", "lockgate:{}"));
+        }
+    }
+
+    @Test
+    void unreachableServerIsARetryableConnectionError() {
+        int port = RedisServer.freePort();
+        LockConnectionException e = assertThrows(LockConnectionException.class, () -> LockgateClient.connect(
+            "redis://127.0.0.1:" + port, ClientOptions.builder().connectTimeout(Duration.ofSeconds(1)).build()));
+        assertEquals("CONNECTION", e.code());
+        assertTrue(e.isRetryable());
+    }
+
+    @Test
+    void wrongKeyTypeIsAProtocolError() {
+        try (Resp raw = server.raw()) {
+            raw.call("HSET", "lockgate:{wt}", "f", "v");
+        }
+        LockProtocolException e = assertThrows(LockProtocolException.class, () -> client.getLock("wt").tryLock());
+        assertEquals("PROTOCOL", e.code());
+    }
+
+    @Test
+    void closedClientFailsWithClosed() throws Exception {
+        LockgateClient c = LockgateClient.connect(server.url());
+        DistributedLock lock = c.getLock("closing");
+        Lease lease = lock.acquire(Duration.ofSeconds(1));
+        c.close();
+        c.close(); // idempotent
+        assertTrue(c.toString().contains("closed"));
+        LockClosedException e = assertThrows(LockClosedException.class, () -> lock.acquire(Duration.ofSeconds(1)));
+        assertEquals("CLOSED", e.code());
+        assertFalse(lease.isHeld(), "close released the lease");
+        try (Resp raw = server.raw()) {
+            assertEquals(0L, raw.num("EXISTS", "lockgate:{closing}"));
+        }
+    }
+
+    // ACL users: the right password works; a wrong one is AUTHENTICATION; no password is ever shown.
+    @Test
+    void credentialsAreCheckedAndNeverShown() throws Exception {
+        try (RedisServer acl = RedisServer.startWithAcl("user app on >s3cret-pw ~* &* +@all", "user default off")) {
+            try (LockgateClient ok = LockgateClient.connect("redis://app:s3cret-pw@127.0.0.1:" + acl.port)) {
+                assertFalse(ok.toString().contains("s3cret-pw"), ok.toString());
+                assertFalse(ok.url().contains("s3cret-pw"));
+                DistributedLock lock = ok.getLock("acl");
+                assertFalse(lock.toString().contains("s3cret-pw"));
+                try (Lease lease = lock.acquire(Duration.ofSeconds(1))) {
+                    assertFalse(lease.toString().contains("s3cret-pw"));
+                }
+            }
+            LockAuthenticationException e = assertThrows(LockAuthenticationException.class,
+                () -> LockgateClient.connect("redis://app:wrong-pw@127.0.0.1:" + acl.port));
+            assertEquals("AUTHENTICATION", e.code());
+            assertFalse(e.isRetryable());
+            assertFalse(e.toString().contains("wrong-pw"), e.toString());
+            assertThrows(LockAuthenticationException.class, () -> LockgateClient.connect(acl.url()));
+        }
+    }
+
+    @Test
+    void hierarchyMirrorsTheCoreCodes() {
+        List<Class<? extends LockException>> kinds = List.of(LockInvalidArgumentException.class,
+            LockTimeoutException.class, LockNotHeldException.class, LockConnectionException.class,
+            LockAuthenticationException.class, LockProtocolException.class, LockCancelledException.class,
+            LockClosedException.class, LockInternalException.class);
+        for (Class<? extends LockException> k : kinds) {
+            assertTrue(RuntimeException.class.isAssignableFrom(k), k.getName());
+        }
+        String[] codes = {"INVALID_ARGUMENT", "TIMEOUT", "NOT_HELD", "CONNECTION", "AUTHENTICATION", "PROTOCOL",
+            "CANCELLED", "CLOSED"};
+        for (String code : codes) {
+            LockException e = Errors.fromFailure(new io.lockgate.internal.ffi.Failure(code, "m", false));
+            assertEquals(code, e.code());
+            assertTrue(e.getClass() != LockException.class, code + " has its own class");
+        }
+        LockException unknown = Errors.fromFailure(new io.lockgate.internal.ffi.Failure("NEW_KIND", "m", true));
+        assertEquals(LockException.class, unknown.getClass());
+        assertEquals("NEW_KIND", unknown.code());
+        assertTrue(unknown.isRetryable());
+    }
+
+    // A Rust panic, sync or inside the runtime, becomes an exception; the JVM and library go on.
+    @Test
+    void nativePanicsNeverCrashTheJvm() throws Exception {
+        InternalException sync = assertThrows(InternalException.class, () -> Bridge.debugPanic("boom (expected by the test)"));
+        assertTrue(Errors.map(sync) instanceof LockInternalException);
+        LockInternalException blocking = assertThrows(LockInternalException.class,
+            () -> Futures.uninterruptibly(() -> {
+                Bridge.debugPanicBlocking("blocking boom (expected by the test)");
+                return null;
+            }));
+        assertEquals("INTERNAL", blocking.code());
+        java.util.concurrent.ExecutionException async = assertThrows(java.util.concurrent.ExecutionException.class,
+            () -> Bridge.debugPanicAsync("async boom (expected by the test)").get());
+        assertTrue(Errors.map(async) instanceof LockInternalException);
+        try (Lease lease = client.getLock("after-panic").acquire(Duration.ofSeconds(1))) {
+            assertTrue(lease.isHeld(), "the library still works after panics");
+        }
+    }
+}

@@ -1,0 +1,205 @@
+package io.lockgate;
+
+import static io.lockgate.TestUtil.eventually;
+import static io.lockgate.TestUtil.key;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The lease API: owner-only release, expiry, extend, renewal, loss, async variants. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class LeaseTest {
+    static RedisServer server;
+    static LockgateClient client;
+    static Resp raw;
+
+    @BeforeAll
+    static void start() {
+        server = RedisServer.start();
+        client = LockgateClient.connect(server.url());
+        raw = server.raw();
+    }
+
+    @AfterAll
+    static void stop() {
+        raw.close();
+        client.close();
+        server.close();
+    }
+
+    // Only the owner's release deletes the key; an expired holder's release leaves the new one alone.
+    @Test
+    void releaseIsOwnerOnly() throws Exception {
+        DistributedLock lock = client.getLock("owner", LockOptions.fixedLease(Duration.ofMillis(200)));
+        Lease old = lock.acquire(Duration.ofSeconds(1));
+        Thread.sleep(300);
+        Lease other = lock.acquire(Duration.ofSeconds(1));
+        assertFalse(old.release(), "the expired holder's release reports not held");
+        assertTrue(other.isHeld());
+        assertNotNull(raw.call("GET", key("owner", "")), "the new holder's key survived");
+        assertTrue(other.fencingToken() > old.fencingToken());
+        assertTrue(other.release());
+        assertEquals(0L, raw.num("EXISTS", key("owner", "")));
+    }
+
+    // A fixed lease frees itself; extend afterwards never re-creates the key.
+    @Test
+    void expiryFreesAndExtendNeverResurrects() throws Exception {
+        DistributedLock lock = client.getLock("exp", LockOptions.fixedLease(Duration.ofMillis(150)));
+        Lease lease = lock.acquire(Duration.ofSeconds(1));
+        assertTrue(lock.tryAcquire().isEmpty(), "held while the lease runs");
+        Thread.sleep(300);
+        assertFalse(lease.isHeld());
+        assertTrue(lease.remaining().isEmpty());
+        LockNotHeldException e = assertThrows(LockNotHeldException.class, () -> lease.extend(Duration.ofSeconds(5)));
+        assertEquals("NOT_HELD", e.code());
+        assertFalse(e.isRetryable());
+        assertEquals(0L, raw.num("EXISTS", key("exp", "")), "extend must not re-create the key");
+        try (Lease again = lock.tryAcquire().orElseThrow()) {
+            assertTrue(again.fencingToken() > lease.fencingToken());
+        }
+        // Closing the expired lease says it was not held, loudly.
+        assertThrows(LockNotHeldException.class, lease::close);
+    }
+
+    @Test
+    void extendWhileHeldPushesTheExpiry() throws Exception {
+        DistributedLock lock = client.getLock("ext", LockOptions.fixedLease(Duration.ofMillis(500)));
+        try (Lease lease = lock.acquire(Duration.ofSeconds(1))) {
+            lease.extend(Duration.ofSeconds(10));
+            assertTrue(raw.num("PTTL", key("ext", "")) > 5000);
+            assertTrue(lease.remaining().orElseThrow().compareTo(Duration.ofSeconds(5)) > 0);
+            Thread.sleep(700);
+            assertTrue(lease.isHeld(), "still held past the original lease");
+            lease.extendAsync(Duration.ofSeconds(20)).get(5, TimeUnit.SECONDS);
+            assertTrue(raw.num("PTTL", key("ext", "")) > 15000);
+        }
+    }
+
+    // With renewal on, the watchdog keeps a short lease alive well past its length.
+    @Test
+    void renewalKeepsTheLockPastItsLease() throws Exception {
+        DistributedLock lock = client.getLock("dog", LockOptions.renewedLease(Duration.ofMillis(300)));
+        Lease lease = lock.acquire(Duration.ofSeconds(1));
+        Thread.sleep(1200);
+        assertTrue(lease.isHeld());
+        assertTrue(raw.num("PTTL", key("dog", "")) > 0, "key still has a lease");
+        assertTrue(lock.tryAcquire().isEmpty());
+        assertTrue(lease.release());
+        assertFalse(lease.isHeld());
+    }
+
+    // Deleting the key behind the holder's back: the loss future completes, listeners run.
+    @Test
+    void lossIsSignalledWhenTheKeyIsDeleted() throws Exception {
+        DistributedLock lock = client.getLock("gone", LockOptions.renewedLease(Duration.ofMillis(600)));
+        Lease lease = lock.acquire(Duration.ofSeconds(1));
+        CompletableFuture<Void> lost = lease.lost();
+        AtomicReference<LockException> seen = new AtomicReference<>();
+        lease.onLost(seen::set);
+        assertFalse(lost.isDone());
+        assertEquals(1L, raw.num("DEL", key("gone", "")));
+        lost.get(3, TimeUnit.SECONDS);
+        assertTrue(eventually(1000, () -> seen.get() != null), "listener ran");
+        assertTrue(seen.get() instanceof LockNotHeldException, String.valueOf(seen.get()));
+        assertFalse(lease.isHeld());
+        assertTrue(lease.lostReason().isPresent());
+        // A listener added after the loss runs at once.
+        AtomicReference<LockException> late = new AtomicReference<>();
+        lease.onLost(late::set);
+        assertNotNull(late.get());
+        assertThrows(LockNotHeldException.class, lease::close);
+        // Still answers after close: the reason is kept, listeners still learn of the loss.
+        assertTrue(lease.lostReason().isPresent());
+        AtomicReference<LockException> afterClose = new AtomicReference<>();
+        lease.onLost(afterClose::set);
+        assertNotNull(afterClose.get());
+        lease.close(); // idempotent, no second throw
+    }
+
+    @Test
+    void aClosedLeaseIsDefinitelyNotHeld() throws Exception {
+        Lease lease = client.getLock("closed-lease").acquire(Duration.ofSeconds(1));
+        lease.close();
+        assertFalse(lease.isHeld());
+        assertTrue(lease.remaining().isEmpty());
+        assertTrue(lease.lostReason().isEmpty(), "a normal release is not a loss");
+        assertFalse(lease.release());
+        assertThrows(LockNotHeldException.class, () -> lease.extend(Duration.ofSeconds(1)));
+        assertEquals(0L, raw.num("EXISTS", key("closed-lease", "")));
+    }
+
+    // A normal release never fires the loss signal.
+    @Test
+    void releaseDoesNotSignalLoss() throws Exception {
+        Lease lease = client.getLock("calm").acquire(Duration.ofSeconds(1));
+        CompletableFuture<Void> lost = lease.lost();
+        lease.close();
+        Thread.sleep(200);
+        assertFalse(lost.isDone());
+        assertTrue(lease.lostReason().isEmpty());
+        lease.close(); // idempotent
+    }
+
+    @Test
+    void asyncVariants() throws Exception {
+        DistributedLock lock = client.getLock("async");
+        Lease lease = lock.acquireAsync(Duration.ofSeconds(1)).get(5, TimeUnit.SECONDS);
+        assertTrue(lease.isHeld());
+        Optional<Lease> none = lock.tryAcquireAsync().get(5, TimeUnit.SECONDS);
+        assertTrue(none.isEmpty());
+        CompletableFuture<Lease> waiting = lock.acquireAsync(Duration.ofSeconds(10));
+        Thread.sleep(100);
+        assertFalse(waiting.isDone());
+        assertTrue(lease.releaseAsync().get(5, TimeUnit.SECONDS));
+        Lease next = waiting.get(5, TimeUnit.SECONDS);
+        assertTrue(next.fencingToken() > lease.fencingToken());
+        LockTimeoutException t = assertThrows(LockTimeoutException.class, () -> {
+            try {
+                lock.acquireAsync(Duration.ofMillis(100)).join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw e.getCause();
+            }
+        });
+        assertTrue(t.isRetryable());
+        next.close();
+        LockgateClient c2 = LockgateClient.connectAsync(server.url()).get(5, TimeUnit.SECONDS);
+        c2.closeAsync().get(5, TimeUnit.SECONDS);
+    }
+
+    // Cancelling a pending acquireAsync removes the waiter from the server and leaks no lease.
+    @Test
+    void cancellingAnAsyncAcquireLeavesNothingBehind() throws Exception {
+        DistributedLock lock = client.getLock("cancel-async");
+        Lease holder = lock.acquire(Duration.ofSeconds(1));
+        CompletableFuture<Lease> waiting = lock.acquireAsync(Duration.ofSeconds(30));
+        assertTrue(eventually(2000, () -> raw.num("ZCARD", key("cancel-async", ":queue")) == 1));
+        assertTrue(waiting.cancel(true));
+        assertTrue(eventually(2000, () -> raw.num("ZCARD", key("cancel-async", ":queue")) == 0),
+            "the cancelled waiter left the queue");
+        holder.close();
+        assertEquals(0L, raw.num("EXISTS", key("cancel-async", "")), "nobody was granted the lock");
+        lock.tryAcquire().orElseThrow().close();
+    }
+
+    @Test
+    void toStringShowsNoSecretsAndUsefulState() throws Exception {
+        Lease lease = client.getLock("show").acquire(Duration.ofSeconds(1));
+        assertTrue(lease.toString().contains("show"));
+        assertTrue(lease.toString().contains("held=true"));
+        lease.close();
+        assertTrue(lease.toString().contains("held=false"));
+    }
+}
