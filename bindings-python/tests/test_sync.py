@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
@@ -250,9 +251,15 @@ def test_ctrl_c_interrupts_a_wait_and_leaves_no_queue_entry(server: RedisServer)
         _thread.interrupt_main()  # what Ctrl-C does
 
     t = threading.Thread(target=interrupt_when_queued)
+    # Under a runner started in the background SIGINT is ignored and interrupt_main() does
+    # nothing; install Python's default handler, as an interactive session has it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     t.start()
-    with pytest.raises(KeyboardInterrupt):
-        waiter.acquire(timeout=30)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            waiter.acquire(timeout=30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     reacted = time.monotonic() - interrupted_at[0]
     t.join()
     assert reacted < 0.5, f"Ctrl-C took {reacted:.3f} s to take effect"
