@@ -13,6 +13,17 @@ use tokio::process::Command;
 use crate::stats::{jain, percentile, wall_ns};
 use crate::Args;
 
+/// The figures of one contended run that the issue's targets are checked against.
+struct Contended {
+    workers: u64,
+    acq_per_s: f64,
+    handoff_p50_us: f64,
+    handoff_p99_us: f64,
+    client_cmds: f64,
+    all_cmds: f64,
+    row: String,
+}
+
 const CAD: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 pub async fn run(args: &Args) -> i32 {
@@ -22,13 +33,16 @@ pub async fn run(args: &Args) -> i32 {
     let mut md = String::new();
     let _ = writeln!(md, "## Core (Rust, native driver)\n");
     let _ = writeln!(md, "Command: `{}`\n", args.opt("command").unwrap_or_else(|| "./run bench".into()));
-    match uncontended(&url, pairs).await {
-        Ok(s) => md.push_str(&s),
+    let ratio = match uncontended(&url, pairs).await {
+        Ok((s, ratio)) => {
+            md.push_str(&s);
+            ratio
+        }
         Err(e) => {
             eprintln!("bench: {e}");
             return 1;
         }
-    }
+    };
     let _ = writeln!(
         md,
         "\n### Contended: one lock, workers hold ~1 ms then re-acquire at once ({seconds} s per row)\n"
@@ -38,9 +52,13 @@ pub async fn run(args: &Args) -> i32 {
         "| workers | acq/s | handoff p50 | handoff p99 | wait p50 | wait p99 | wait max | Jain | re-taken by releaser | client cmds/acq | all cmds/acq (incl. inside scripts) |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
     for workers in [4u64, 16] {
         match contended(&url, workers, seconds).await {
-            Ok(row) => md.push_str(&row),
+            Ok(c) => {
+                md.push_str(&c.row);
+                rows.push(c);
+            }
             Err(e) => {
                 eprintln!("bench: {e}");
                 return 1;
@@ -49,6 +67,7 @@ pub async fn run(args: &Args) -> i32 {
     }
     md.push_str("\nHandoff = one holder starting its release → the next holder's acquire returning. ");
     md.push_str("Client commands are the EVALSHA/EVAL/SUBSCRIBE calls clients send; the last column also counts the commands the scripts run (INFO commandstats delta).\n");
+    md.push_str(&targets(ratio, &rows));
     match args.opt("out") {
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &md) {
@@ -62,8 +81,34 @@ pub async fn run(args: &Args) -> i32 {
     0
 }
 
+/// The issue's targets next to this run's figures, each marked met or not.
+fn targets(ratio: f64, rows: &[Contended]) -> String {
+    let each = |f: &dyn Fn(&Contended) -> String| rows.iter().map(f).collect::<Vec<_>>().join(" / ");
+    let all = |f: &dyn Fn(&Contended) -> bool| if rows.iter().all(f) { "yes" } else { "no" };
+    let flat = rows.windows(2).all(|w| (w[0].client_cmds - w[1].client_cmds).abs() < 0.5);
+    let mut t = String::from("\n### Targets (issue 2), this run\n\n| target | measured (4 / 16 workers) | met |\n|---|---|---|\n");
+    let _ = writeln!(t, "| uncontended pair ratio ≥ 0.90 of the floor | {ratio:.2} | {} |", if ratio >= 0.9 { "yes" } else { "no" });
+    let _ = writeln!(t, "| ≥ 900 acquisitions/s with 1 ms holds | {} | {} |", each(&|c| format!("{:.0}", c.acq_per_s)), all(&|c| c.acq_per_s >= 900.0));
+    let _ = writeln!(t, "| handoff p50 ≤ 100 µs | {} | {} |", each(&|c| format!("{:.0} µs", c.handoff_p50_us)), all(&|c| c.handoff_p50_us <= 100.0));
+    let _ = writeln!(t, "| handoff p99 ≤ 1 ms | {} | {} |", each(&|c| format!("{:.0} µs", c.handoff_p99_us)), all(&|c| c.handoff_p99_us <= 1000.0));
+    let _ = writeln!(
+        t,
+        "| ≤ 5 commands per acquisition, the same at 4 and 16 — client commands | {} | {} |",
+        each(&|c| format!("{:.2}", c.client_cmds)),
+        if flat && rows.iter().all(|c| c.client_cmds <= 5.0) { "yes" } else { "no" }
+    );
+    let _ = writeln!(
+        t,
+        "| the same, counting the commands scripts run inside Redis | {} | {} |",
+        each(&|c| format!("{:.1}", c.all_cmds)),
+        all(&|c| c.all_cmds <= 5.0)
+    );
+    let _ = writeln!(t, "\nWorkers: {}.", each(&|c| c.workers.to_string()));
+    t
+}
+
 /// Acquire+release pairs per second through lockgate vs SET NX PX + compare-and-delete by hand.
-async fn uncontended(url: &str, pairs: u64) -> Result<String, String> {
+async fn uncontended(url: &str, pairs: u64) -> Result<(String, f64), String> {
     let client = Client::connect(url).await.map_err(|e| e.to_string())?;
     let lock = client.lock("bench-uncontended", LockOptions::default()).map_err(|e| e.to_string())?;
     let raw = redis::Client::open(url).map_err(|e| e.to_string())?;
@@ -97,10 +142,10 @@ async fn uncontended(url: &str, pairs: u64) -> Result<String, String> {
         best_raw = best_raw.max(pairs as f64 / t.elapsed().as_secs_f64());
     }
     client.close().await;
-    Ok(format!(
+    Ok((format!(
         "### Uncontended acquire+release ({pairs} pairs, best of 3)\n\n| | pairs/s | ratio to floor |\n|---|---|---|\n| raw floor: SET NX PX + compare-and-delete EVALSHA (redis-rs, one connection) | {best_raw:.0} | 1.00 |\n| lockgate `try_acquire` + `release` | {best_lg:.0} | {:.2} |\n",
         best_lg / best_raw
-    ))
+    ), best_lg / best_raw))
 }
 
 async fn commandstats(url: &str) -> Result<HashMap<String, u64>, String> {
@@ -118,7 +163,7 @@ async fn commandstats(url: &str) -> Result<HashMap<String, u64>, String> {
     Ok(out)
 }
 
-async fn contended(url: &str, workers: u64, seconds: u64) -> Result<String, String> {
+async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
     let name = format!("bench-contended-{workers}-{}", std::process::id());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * 50_000_000;
@@ -175,17 +220,20 @@ async fn contended(url: &str, workers: u64, seconds: u64) -> Result<String, Stri
     }
     let retaken = recs.windows(2).filter(|w| w[0].0 == w[1].0).count() as f64 / (n - 1) as f64;
     let us = |v: f64| if v >= 1000.0 { format!("{:.2} ms", v / 1000.0) } else { format!("{v:.0} µs") };
-    Ok(format!(
+    let (acq_per_s, p50, p99) = (n as f64 / span, percentile(&gaps, 50.0), percentile(&gaps, 99.0));
+    let (client, all) = (client_cmds as f64 / n as f64, all_cmds as f64 / n as f64);
+    let row = format!(
         "| {workers} | {:.0} | {} | {} | {} | {} | {} | {:.3} | {:.1}% | {:.2} | {:.1} |\n",
-        n as f64 / span,
-        us(percentile(&gaps, 50.0)),
-        us(percentile(&gaps, 99.0)),
+        acq_per_s,
+        us(p50),
+        us(p99),
         us(percentile(&waits, 50.0)),
         us(percentile(&waits, 99.0)),
         us(*waits.last().expect("non-empty")),
         jain(&counts),
         retaken * 100.0,
-        client_cmds as f64 / n as f64,
-        all_cmds as f64 / n as f64,
-    ))
+        client,
+        all,
+    );
+    Ok(Contended { workers, acq_per_s, handoff_p50_us: p50, handoff_p99_us: p99, client_cmds: client, all_cmds: all, row })
 }
