@@ -9,32 +9,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Interrupting a thread blocked in an acquisition cancels the wait and leaves nothing behind. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class InterruptTest {
-    static RedisServer server;
-    static LockgateClient client;
-    static Resp raw;
-
-    @BeforeAll
-    static void start() {
-        server = RedisServer.start();
-        client = LockgateClient.connect(server.url());
-        raw = server.raw();
-    }
-
-    @AfterAll
-    static void stop() {
-        raw.close();
-        client.close();
-        server.close();
-    }
-
+class InterruptTest extends RedisTestBase {
     interface Blocking {
         void run() throws InterruptedException;
     }

@@ -13,32 +13,12 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** The lease API: owner-only release, expiry, extend, renewal, loss, async variants. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class LeaseTest {
-    static RedisServer server;
-    static LockgateClient client;
-    static Resp raw;
-
-    @BeforeAll
-    static void start() {
-        server = RedisServer.start();
-        client = LockgateClient.connect(server.url());
-        raw = server.raw();
-    }
-
-    @AfterAll
-    static void stop() {
-        raw.close();
-        client.close();
-        server.close();
-    }
-
+class LeaseTest extends RedisTestBase {
     // Only the owner's release deletes the key; an expired holder's release leaves the new one alone.
     @Test
     void releaseIsOwnerOnly() throws Exception {

@@ -10,32 +10,12 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** java.util.concurrent.locks.Lock behaviours, with the lock object (not the thread) as owner. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class LockContractTest {
-    static RedisServer server;
-    static LockgateClient client;
-    static Resp raw;
-
-    @BeforeAll
-    static void start() {
-        server = RedisServer.start();
-        client = LockgateClient.connect(server.url());
-        raw = server.raw();
-    }
-
-    @AfterAll
-    static void stop() {
-        raw.close();
-        client.close();
-        server.close();
-    }
-
+class LockContractTest extends RedisTestBase {
     @Test
     void unlockWhenNotHeldIsIllegalMonitorState() {
         Lock lock = client.getLock("imse");
