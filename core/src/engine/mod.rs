@@ -4,6 +4,7 @@ pub mod io;
 mod state;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
@@ -141,7 +142,7 @@ impl Engine {
         let op = OpId(self.fresh_id());
         let token = hex(&random_bytes::<16>(self.rng.as_mut()));
         let mut acquire = AcquireOp {
-            keys: MutexKeys::new(&self.prefix, name),
+            keys: Arc::new(MutexKeys::new(&self.prefix, name)),
             token: token.clone(),
             lease: options.lease,
             auto_renew: options.auto_renew,
@@ -498,7 +499,8 @@ impl Engine {
         let mode = if a.wait == Wait::Try { "try" } else { "wait" };
         let call = ScriptCall {
             script: &scripts::ACQUIRE,
-            keys: key_vec(&a.keys),
+            keys: Arc::clone(&a.keys),
+            key_count: 4,
             args: vec![
                 a.token.clone(),
                 whole_millis(a.lease).to_string(),
@@ -544,7 +546,7 @@ impl Engine {
             // unless the same token was granted to us by a notification in the meantime.
             let token = &call.args[0];
             if !self.held_tokens.contains_key(token) {
-                let keys = keys_from_vec(&call.keys);
+                let keys = Arc::clone(&call.keys);
                 let lease = Duration::from_millis(call.args[1].parse().unwrap_or(0));
                 let ttl = Duration::from_millis(call.args[3].parse().unwrap_or(0));
                 self.add_cleanup(now, keys, token.clone(), lease.max(ttl));
@@ -781,7 +783,7 @@ impl Engine {
         }
     }
 
-    fn add_cleanup(&mut self, now: Instant, keys: MutexKeys, token: String, span: Duration) {
+    fn add_cleanup(&mut self, now: Instant, keys: Arc<MutexKeys>, token: String, span: Duration) {
         let id = self.fresh_id();
         let call = release_call(&keys, &token, &self.retention_ms);
         self.cleanups.insert(
@@ -818,32 +820,21 @@ fn not_held(why: &str) -> Error {
     Error::new(ErrorKind::NotHeld, why)
 }
 
-fn key_vec(keys: &MutexKeys) -> Vec<String> {
-    keys.all().iter().map(|k| k.to_string()).collect()
-}
-
-fn keys_from_vec(v: &[String]) -> MutexKeys {
-    MutexKeys {
-        lock: v[0].clone(),
-        fence: v[1].clone(),
-        queue: v[2].clone(),
-        waiters: v[3].clone(),
-    }
-}
-
-fn release_call(keys: &MutexKeys, token: &str, retention_ms: &str) -> ScriptCall {
+fn release_call(keys: &Arc<MutexKeys>, token: &str, retention_ms: &str) -> ScriptCall {
     ScriptCall {
         script: &scripts::RELEASE,
-        keys: key_vec(keys),
+        keys: Arc::clone(keys),
+        key_count: 4,
         args: vec![token.to_string(), retention_ms.to_string()],
         full: false,
     }
 }
 
-fn extend_call(keys: &MutexKeys, token: &str, d: Duration) -> ScriptCall {
+fn extend_call(keys: &Arc<MutexKeys>, token: &str, d: Duration) -> ScriptCall {
     ScriptCall {
         script: &scripts::EXTEND,
-        keys: vec![keys.lock.clone()],
+        keys: Arc::clone(keys),
+        key_count: 1,
         args: vec![token.to_string(), whole_millis(d).to_string()],
         full: false,
     }
@@ -851,7 +842,8 @@ fn extend_call(keys: &MutexKeys, token: &str, d: Duration) -> ScriptCall {
 
 fn eval_command(call: &ScriptCall) -> Command {
     let script: &Script = call.script;
-    let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + call.keys.len() + call.args.len());
+    let keys = &call.keys.all()[..call.key_count];
+    let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + keys.len() + call.args.len());
     if call.full {
         args.push(b"EVAL".to_vec());
         args.push(script.source.as_bytes().to_vec());
@@ -859,8 +851,8 @@ fn eval_command(call: &ScriptCall) -> Command {
         args.push(b"EVALSHA".to_vec());
         args.push(script.sha1().as_bytes().to_vec());
     }
-    args.push(call.keys.len().to_string().into_bytes());
-    args.extend(call.keys.iter().map(|k| k.as_bytes().to_vec()));
+    args.push(keys.len().to_string().into_bytes());
+    args.extend(keys.iter().map(|k| k.as_bytes().to_vec()));
     args.extend(call.args.iter().map(|a| a.as_bytes().to_vec()));
     Command(args)
 }

@@ -1,5 +1,7 @@
 //! The engine's bookkeeping: one record per pending acquire, held lease, and cleanup.
 
+use std::sync::Arc;
+
 use crate::engine::io::{OpId, Wait};
 use crate::redis::keys::MutexKeys;
 use crate::redis::scripts::Script;
@@ -9,7 +11,10 @@ use crate::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub(crate) struct ScriptCall {
     pub script: &'static Script,
-    pub keys: Vec<String>,
+    /// The lock's keys (shared, not copied per call); the script takes the first `key_count`
+    /// of them in [`MutexKeys::all`] order.
+    pub keys: Arc<MutexKeys>,
+    pub key_count: usize,
     pub args: Vec<String>,
     /// Send the body with EVAL (after NOSCRIPT) instead of EVALSHA.
     pub full: bool,
@@ -45,7 +50,7 @@ pub(crate) enum AcquireState {
 }
 
 pub(crate) struct AcquireOp {
-    pub keys: MutexKeys,
+    pub keys: Arc<MutexKeys>,
     pub token: String,
     pub lease: Duration,
     pub auto_renew: bool,
@@ -72,7 +77,7 @@ impl AcquireOp {
 }
 
 pub(crate) struct LeaseState {
-    pub keys: MutexKeys,
+    pub keys: Arc<MutexKeys>,
     pub token: String,
     pub lease: Duration,
     pub auto_renew: bool,
@@ -113,7 +118,7 @@ impl LeaseState {
 }
 
 pub(crate) struct Cleanup {
-    pub keys: MutexKeys,
+    pub keys: Arc<MutexKeys>,
     pub token: String,
     pub due: Instant,
     pub give_up_at: Instant,
