@@ -19,9 +19,8 @@ const KEEPALIVE_MS = 60_000;
 /** How long `close()` waits for releases to reach the server. */
 const CLOSE_GRACE_MS = 2_000;
 
-/** The object factories the engine builds its requests and events with (one call each). */
+/** The object factory the engine builds its events with (one call each). */
 const SHAPES = {
-  request: (id, commands, subscribe, unsupported) => ({ id, commands, subscribe, unsupported }),
   event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({
     kind,
     op,
@@ -109,9 +108,9 @@ class Driver {
   // ---- inputs ----
 
   /** Starts an operation the engine already accepted; resolves with its completion event. */
-  track(op, extra) {
+  track(op, lease, onSettle) {
     return new Promise((resolve, reject) => {
-      this.pending.set(op, { resolve, reject, ...extra });
+      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
       this.pump();
     });
   }
@@ -138,17 +137,17 @@ class Driver {
       signal.addEventListener('abort', onAbort, { once: true });
       onSettle = () => signal.removeEventListener('abort', onAbort);
     }
-    return this.track(op, { onSettle });
+    return this.track(op, undefined, onSettle);
   }
 
   release(lease) {
     this.ensureOpen();
-    return this.track(this.engine.release(now(), lease), { lease });
+    return this.track(this.engine.release(now(), lease), lease, undefined);
   }
 
   extend(lease, ms) {
     this.ensureOpen();
-    return this.track(this.engine.extend(now(), lease, ms), { lease });
+    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
   }
 
   isHeld(lease) {
@@ -174,6 +173,25 @@ class Driver {
     this.pump();
   }
 
+  /** Whether inputs are still fed (not after close() finished). */
+  get accepting() {
+    return this.closing === null || !this.closing.done;
+  }
+
+  /** The one-command fast path of input(): a reply value (no closure, no wrapping). */
+  replied(id, value) {
+    if (!this.accepting) return;
+    this.engine.handleValue(now(), id, value);
+    this.pump();
+  }
+
+  /** The one-command fast path of input(): a command that failed (a server or transport error). */
+  failed(id, err) {
+    if (!this.accepting) return;
+    this.engine.handleReply(now(), id, [[err, null]]);
+    this.pump();
+  }
+
   // ---- outputs ----
 
   pump() {
@@ -196,33 +214,40 @@ class Driver {
     this.arm();
   }
 
+  /**
+   * Performs one request, given flat (see pollRequest in src/lib.rs): `[id, n, argc, name,
+   * ...args, ...]` for a pipeline of n commands, `[id, -1, channel]` for a subscribe,
+   * `[id, -2, description]` for a kind this driver cannot perform.
+   */
   perform(req) {
-    const id = req.id;
-    if (req.commands !== undefined) {
-      const cmds = req.commands;
-      if (cmds.length === 1) {
-        const [name, ...args] = cmds[0];
-        this.redis.call(name, ...args).then(
-          (value) => this.input(() => this.engine.handleReply(now(), id, [[null, value]])),
-          (err) => this.input(() => this.engine.handleReply(now(), id, [[err, null]])),
-        );
-      } else {
-        const p = this.redis.pipeline();
-        for (const [name, ...args] of cmds) p.call(name, ...args);
-        p.exec().then(
-          (results) => this.input(() => this.engine.handleReply(now(), id, results)),
-          (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
-        );
+    const id = req[0];
+    const n = req[1];
+    if (n === 1) {
+      // One command: no pipeline object, and its reply goes back without [[err, value]] wrapping.
+      this.redis.call(...req.slice(3, 3 + req[2])).then(
+        (value) => this.replied(id, value),
+        (err) => this.failed(id, err),
+      );
+    } else if (n >= 0) {
+      const p = this.redis.pipeline();
+      for (let i = 2, c = 0; c < n; c++) {
+        const argc = req[i];
+        p.call(...req.slice(i + 1, i + 1 + argc));
+        i += 1 + argc;
       }
-    } else if (req.subscribe !== undefined) {
+      p.exec().then(
+        (results) => this.input(() => this.engine.handleReply(now(), id, results)),
+        (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
+      );
+    } else if (n === -1) {
       this.subscriber()
-        .subscribe(req.subscribe)
+        .subscribe(req[2])
         .then(
           () => this.input(() => this.engine.handleReply(now(), id, [])),
           (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
         );
     } else {
-      this.engine.rejectRequest(now(), id, String(req.unsupported));
+      this.engine.rejectRequest(now(), id, String(req[2]));
     }
   }
 

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use lockgate_core::engine::Command;
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
@@ -180,16 +179,6 @@ extern "C" {
     /// one object (cheaper than setting its properties one by one across the boundary).
     pub type Shapes;
 
-    /// `{ id, commands, subscribe, unsupported }` (unused fields `undefined`).
-    #[wasm_bindgen(method)]
-    fn request(
-        this: &Shapes,
-        id: f64,
-        commands: &JsValue,
-        subscribe: &JsValue,
-        unsupported: &JsValue,
-    ) -> JsValue;
-
     /// `{ kind, op, lease, fencingToken, validUntil, wasHeld, error }` (unused fields `undefined`).
     #[wasm_bindgen(method)]
     #[allow(clippy::too_many_arguments)]
@@ -261,30 +250,30 @@ impl StrCache {
     }
 }
 
-fn command_to_js(c: &Command, cache: &mut StrCache) -> JsValue {
-    let args = Array::new();
-    for a in &c.0 {
-        args.push(&cache.arg(a));
-    }
-    args.into()
-}
-
-/// The driver's view of a request: `commands` (`[[name, ...args], ...]`) for a pipeline,
-/// `subscribe` (a channel) for a subscription, `unsupported` (a description) for a kind this
-/// binding does not know (the driver fails it).
-pub fn request_to_js(r: &Request, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    let id = id_to_js(r.id.0);
-    let none = JsValue::UNDEFINED;
+/// The driver's view of a request, as one flat array (handed over in a single boundary
+/// crossing, with no nested arrays to build): `[id, n, argc₁, name₁, args₁…, argc₂, …]` for a
+/// pipeline of `n` commands, `[id, -1, channel]` for a subscription, `[id, -2, description]`
+/// for a kind this binding does not know (the driver fails it).
+pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
+    let id = JsValue::from_f64(id_to_js(r.id.0));
     match &r.kind {
         RequestKind::Pipeline(commands) => {
-            let list = Array::new();
+            let len = 2 + commands.iter().map(|c| 1 + c.0.len()).sum::<usize>();
+            let mut out = Vec::with_capacity(len);
+            out.push(id);
+            out.push(JsValue::from_f64(commands.len() as f64));
             for c in commands {
-                list.push(&command_to_js(c, cache));
+                out.push(JsValue::from_f64(c.0.len() as f64));
+                out.extend(c.0.iter().map(|a| cache.arg(a)));
             }
-            shapes.request(id, &list, &none, &none)
+            out
         }
-        RequestKind::Subscribe(channel) => shapes.request(id, &none, &cache.str(channel), &none),
-        other => shapes.request(id, &none, &none, &JsValue::from_str(&format!("{other:?}"))),
+        RequestKind::Subscribe(channel) => vec![id, JsValue::from_f64(-1.0), cache.str(channel)],
+        other => vec![
+            id,
+            JsValue::from_f64(-2.0),
+            JsValue::from_str(&format!("{other:?}")),
+        ],
     }
 }
 
@@ -471,6 +460,12 @@ pub fn client_error(err: &JsValue) -> Error {
         ErrorKind::Connection
     };
     Error::new(kind, message)
+}
+
+/// The successful reply of a one-command request (the driver's fast path: no `[[null, value]]`
+/// wrapping to build and unpack).
+pub fn single_result(value: &JsValue) -> Result<Vec<Reply>> {
+    Ok(vec![reply_from_js(value, 0)])
 }
 
 /// ioredis pipeline results `[[err, value], ...]` as one reply per command. A transport error on

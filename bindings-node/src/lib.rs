@@ -80,7 +80,7 @@ pub struct WasmEngine {
 #[wasm_bindgen(js_class = Engine)]
 impl WasmEngine {
     /// A new engine with its own client channel; `keyPrefix` defaults to `lockgate:`. `shapes`
-    /// holds the driver's `request(...)` and `event(...)` object factories.
+    /// holds the driver's `event(...)` object factory.
     #[wasm_bindgen(constructor)]
     pub fn new(key_prefix: JsValue, shapes: Shapes) -> JsResult<WasmEngine> {
         let mut config = EngineConfig::default();
@@ -183,6 +183,15 @@ impl WasmEngine {
             .handle_reply(instant(now), RequestId(id_from_js(id)), replies);
     }
 
+    /// Hands back the successful ioredis result of a one-command request `id` (the same as
+    /// `handleReply(now, id, [[null, value]])`, without the wrapping).
+    #[wasm_bindgen(js_name = handleValue)]
+    pub fn handle_value(&mut self, now: f64, id: f64, value: JsValue) {
+        let replies = convert::single_result(&value);
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), replies);
+    }
+
     /// Hands back the error that prevented any answer to request `id`.
     #[wasm_bindgen(js_name = handleReplyError)]
     pub fn handle_reply_error(&mut self, now: f64, id: f64, error: JsValue) {
@@ -219,13 +228,14 @@ impl WasmEngine {
         self.engine.handle_timeout(instant(now));
     }
 
-    /// The next request (`{ id, commands }` / `{ id, subscribe }`), or `undefined`.
+    /// The next request as a flat array (see `convert::request_to_js`): `[id, n, argc, name,
+    /// ...args, ...]` for a pipeline of `n` commands, `[id, -1, channel]` for a subscribe,
+    /// `[id, -2, description]` for a kind the driver must reject; `undefined` when there is none.
     #[wasm_bindgen(js_name = pollRequest)]
-    pub fn poll_request(&mut self) -> JsValue {
-        match self.engine.poll_request() {
-            Some(r) => convert::request_to_js(&r, &self.shapes, &mut self.strings),
-            None => JsValue::UNDEFINED,
-        }
+    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
+        self.engine
+            .poll_request()
+            .map(|r| convert::request_to_js(&r, &mut self.strings))
     }
 
     /// The next event (`{ kind, ... }`), or `undefined`.
