@@ -345,7 +345,8 @@ impl AcquireContext {
 #[pymethods]
 impl AcquireContext {
     fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.start(py, false)?.call_method0("__await__")
+        self.start(py, false)?
+            .call_method0(pyo3::intern!(py, "__await__"))
     }
 
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

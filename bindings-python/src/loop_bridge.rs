@@ -10,17 +10,23 @@
 //! if the loop was not already poked, writes one byte; the loop thread then converts the
 //! results to Python objects and resolves the futures. Cancelling the asyncio future aborts the
 //! task, which drops the Rust future (and so cancels the operation in the core).
+//!
+//! For [`SPIN`] after a call, a [`Spin`] callback keeps the loop polling for the answer instead
+//! of letting it sleep, and resolves the futures itself when the answer is there.
 
 use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use lockgate_core::Error;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyWeakrefReference;
 use pyo3::IntoPyObjectExt;
 
 use crate::errors::Outcome;
@@ -30,6 +36,9 @@ type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny
 
 struct Finished {
     future: Py<PyAny>,
+    /// The future's done callback, removed before resolving: left in place, asyncio would
+    /// schedule it as one more event-loop callback on every call.
+    abort: Py<AbortOnCancel>,
     convert: Convert,
 }
 
@@ -38,6 +47,10 @@ struct Shared {
     poked: AtomicBool,
     tx: UnixStream,
     rx: UnixStream,
+    /// Whether a [`Spin`] callback is scheduled on the loop.
+    spinning: AtomicBool,
+    /// Until when it keeps the loop polling (loop thread only).
+    spin_until: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -51,6 +64,81 @@ impl Shared {
             let _ = (&self.tx).write(&[1]);
         }
     }
+
+    fn has_finished(&self) -> bool {
+        !self
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Resolves the futures of every finished task (on the loop thread).
+    fn drain(&self, py: Python<'_>) {
+        let mut buf = [0u8; 64];
+        // A short read emptied the socket (one byte per poke): no second read to see EAGAIN.
+        while matches!((&self.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
+        // Cleared before taking the queue: a push after this pokes again.
+        self.poked.store(false, Ordering::Release);
+        let finished = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|e| e.into_inner()));
+        for f in finished {
+            let fut = f.future.bind(py);
+            if let Err(e) = resolve(py, fut, &f.abort, f.convert) {
+                e.write_unraisable(py, Some(fut));
+            }
+        }
+    }
+}
+
+/// How long the loop keeps polling (rather than sleeping in its selector) after a call is
+/// bridged, waiting for the answer. A sleeping loop thread must be woken by the socket pair;
+/// on a busy machine that wake-up is slow, and the loop thread plus the runtime thread make one
+/// more cold wake-up per call than a client that talks to Redis from the loop thread itself.
+/// Each polling turn is one ordinary loop iteration (the loop's selector still runs, with a
+/// zero timeout, and every other callback still runs) plus a `sched_yield` without the GIL:
+/// the loop is never blocked. Measured (asyncio acquire+release pairs/s, 5 runs of 2000 pairs
+/// on the 2 shared cores, median): ~5.4k-7.8k without, ~10.3k-10.7k with (redis.asyncio's
+/// Lock: ~5.9k), the best runs within 5%; the cost is up to this much CPU per call.
+const SPIN: Duration = Duration::from_micros(100);
+
+/// A loop callback that keeps the event loop polling, instead of sleeping in its selector,
+/// for a short while after a call was bridged; see [`SPIN`].
+#[pyclass(frozen, module = "lockgate._lockgate")]
+pub(crate) struct Spin {
+    // No reference to the loop: a handle left in a discarded loop must not keep it alive.
+    shared: Arc<Shared>,
+}
+
+#[pymethods]
+impl Spin {
+    fn __call__(slf: Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        if me.shared.has_finished() {
+            me.shared.spinning.store(false, Ordering::Relaxed);
+            me.shared.drain(py);
+            return Ok(());
+        }
+        let until = *me
+            .shared
+            .spin_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if until.is_some_and(|t| Instant::now() < t) {
+            // Without the GIL: other Python threads, the runtime thread and redis-server may
+            // take this core meanwhile.
+            py.detach(std::thread::yield_now);
+            let again =
+                running_loop(py).and_then(|l| l.call_method1(intern!(py, "call_soon"), (&slf,)));
+            if again.is_err() {
+                me.shared.spinning.store(false, Ordering::Relaxed);
+            }
+            again?;
+        } else {
+            me.shared.spinning.store(false, Ordering::Relaxed);
+        }
+        Ok(())
+    }
 }
 
 /// The per-loop end of the bridge (its `_drain` is the loop's reader callback).
@@ -63,28 +151,23 @@ pub(crate) struct LoopWaker {
 impl LoopWaker {
     /// Resolves the futures of every finished task (called by the event loop).
     fn _drain(&self, py: Python<'_>) {
-        let mut buf = [0u8; 64];
-        while matches!((&self.shared.rx).read(&mut buf), Ok(n) if n > 0) {}
-        // Cleared before taking the queue: a push after this pokes again.
-        self.shared.poked.store(false, Ordering::Release);
-        let finished =
-            std::mem::take(&mut *self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()));
-        for f in finished {
-            let fut = f.future.bind(py);
-            if let Err(e) = resolve(py, fut, f.convert) {
-                e.write_unraisable(py, Some(fut));
-            }
-        }
+        self.shared.drain(py);
     }
 }
 
-fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, convert: Convert) -> PyResult<()> {
-    if fut.call_method0("done")?.is_truthy()? {
+fn resolve(
+    py: Python<'_>,
+    fut: &Bound<'_, PyAny>,
+    abort: &Py<AbortOnCancel>,
+    convert: Convert,
+) -> PyResult<()> {
+    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
         return Ok(()); // cancelled meanwhile
     }
+    fut.call_method1(intern!(py, "remove_done_callback"), (abort,))?;
     match convert(py) {
-        Ok(v) => fut.call_method1("set_result", (v,))?,
-        Err(e) => fut.call_method1("set_exception", (e.into_value(py),))?,
+        Ok(v) => fut.call_method1(intern!(py, "set_result"), (v,))?,
+        Err(e) => fut.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
     };
     Ok(())
 }
@@ -92,14 +175,20 @@ fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, convert: Convert) -> PyResult
 /// Aborts the task when its asyncio future is cancelled (a done callback).
 #[pyclass(frozen, module = "lockgate._lockgate")]
 pub(crate) struct AbortOnCancel {
-    task: tokio::task::AbortHandle,
+    /// Set right after the task is spawned, before the callback is registered.
+    task: OnceLock<tokio::task::AbortHandle>,
 }
 
 #[pymethods]
 impl AbortOnCancel {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut.call_method0("cancelled")?.is_truthy()? {
-            self.task.abort();
+        if fut
+            .call_method0(intern!(fut.py(), "cancelled"))?
+            .is_truthy()?
+        {
+            if let Some(task) = self.task.get() {
+                task.abort();
+            }
         }
         Ok(())
     }
@@ -130,12 +219,30 @@ pub(crate) fn ready<'py, T>(py: Python<'py>, value: T) -> PyResult<Bound<'py, Py
 where
     T: IntoPyObject<'py>,
 {
-    let fut = running_loop(py)?.call_method0("create_future")?;
-    fut.call_method1("set_result", (value,))?;
+    let fut = running_loop(py)?.call_method0(intern!(py, "create_future"))?;
+    fut.call_method1(intern!(py, "set_result"), (value,))?;
     Ok(fut)
 }
 
+/// The last loop [`waker_for`] served (weakly) and its waker: a program normally runs one loop,
+/// and this spares a `WeakKeyDictionary` lookup (Python code) per call.
+static LAST_WAKER: Mutex<Option<(Py<PyWeakrefReference>, Arc<Shared>)>> = Mutex::new(None);
+
 fn waker_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Shared>> {
+    if let Some((weak, shared)) = &*LAST_WAKER.lock().unwrap_or_else(|e| e.into_inner()) {
+        if weak.bind(py).upgrade().is_some_and(|l| l.is(event_loop)) {
+            return Ok(shared.clone());
+        }
+    }
+    let shared = waker_lookup(py, event_loop)?;
+    if let Ok(weak) = PyWeakrefReference::new(event_loop) {
+        *LAST_WAKER.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((weak.unbind(), shared.clone()));
+    }
+    Ok(shared)
+}
+
+fn waker_lookup(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Shared>> {
     let weak = WAKERS
         .get_or_try_init(py, || {
             py.import("weakref")?
@@ -164,6 +271,8 @@ fn waker_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Shar
         poked: AtomicBool::new(false),
         tx,
         rx,
+        spinning: AtomicBool::new(false),
+        spin_until: Mutex::new(None),
     });
     let waker = Bound::new(
         py,
@@ -186,20 +295,33 @@ where
 {
     let event_loop = running_loop(py)?;
     let shared = waker_for(py, &event_loop)?;
-    let py_fut = event_loop.call_method0("create_future")?;
+    let spin_state = shared.clone();
+    let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
     let future = py_fut.clone().unbind();
+    let abort = Bound::new(
+        py,
+        AbortOnCancel {
+            task: OnceLock::new(),
+        },
+    )?;
+    let abort_ref = abort.clone().unbind();
     let task = runtime().spawn(async move {
         let out = fut.await;
         shared.push(Finished {
             future,
+            abort: abort_ref,
             convert: Box::new(move |py| Outcome(out).into_bound_py_any(py)),
         });
     });
-    py_fut.call_method1(
-        "add_done_callback",
-        (AbortOnCancel {
-            task: task.abort_handle(),
-        },),
-    )?;
+    let _ = abort.get().task.set(task.abort_handle());
+    py_fut.call_method1(intern!(py, "add_done_callback"), (abort,))?;
+    *spin_state
+        .spin_until
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + SPIN);
+    if !spin_state.spinning.swap(true, Ordering::Relaxed) {
+        let cb = Spin { shared: spin_state };
+        event_loop.call_method1(intern!(py, "call_soon"), (cb,))?;
+    }
     Ok(py_fut)
 }
