@@ -16,7 +16,8 @@ pub mod time;
 pub mod native;
 
 pub use engine::{
-    Engine, EngineConfig, Event, LeaseId, OpId, Outcome, Request, RequestId, RequestKind, Wait,
+    Engine, EngineConfig, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request,
+    RequestId, RequestKind, Wait,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use options::LockOptions;

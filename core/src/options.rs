@@ -84,6 +84,26 @@ impl LockOptions {
     }
 }
 
+/// Most permits a semaphore may have.
+pub const MAX_PERMITS: u32 = 1_000_000;
+
+/// Longest value a leader may publish, in bytes.
+pub const MAX_VALUE_BYTES: usize = 4096;
+
+/// Checks the parameters of a primitive (permit count, published value).
+pub fn validate_primitive(p: &crate::engine::Primitive) -> Result<()> {
+    use crate::engine::Primitive;
+    match p {
+        Primitive::Semaphore { permits } if *permits == 0 || *permits > MAX_PERMITS => Err(
+            Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {permits}")),
+        ),
+        Primitive::Leader { value } if value.len() > MAX_VALUE_BYTES => Err(Error::invalid(
+            format!("leader value is {} bytes; the limit is {MAX_VALUE_BYTES}", value.len()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Rejects empty names and names longer than [`MAX_NAME_BYTES`].
 pub fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {

@@ -76,8 +76,49 @@ pub enum Outcome {
         /// Local instant before which the lease is certainly valid.
         valid_until: Instant,
     },
+    /// An election was observed: its current leader, if any.
+    Observed(Option<LeaderInfo>),
     /// The operation failed; nothing it started is left on the server.
     Failed(Error),
+}
+
+/// The current leader of an election, as observed on the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderInfo {
+    /// The value the leader published when it campaigned (e.g. its address).
+    pub value: String,
+    /// The leader's term: the fencing token of its grant, larger for every later leader.
+    pub term: u64,
+    /// The leader's remaining lease on the server when observed.
+    pub remaining: crate::time::Duration,
+}
+
+/// Which primitive an acquire takes. Each kind keeps its own keys, so a semaphore and a mutex
+/// of the same name are unrelated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Primitive {
+    /// The exclusive mutex (PROTOCOL.md §2).
+    Mutex,
+    /// One permit of a counting semaphore with `permits` permits (every client must use the
+    /// same count for one name).
+    Semaphore {
+        /// How many holders may hold a permit at once (1 to [`MAX_PERMITS`](crate::options::MAX_PERMITS)).
+        permits: u32,
+    },
+    /// The shared half of a read-write lock.
+    Read {
+        /// Whether a queued writer blocks readers that arrive after it (no writer starvation;
+        /// the default). `false` lets readers join current readers past queued writers.
+        writers_first: bool,
+    },
+    /// The exclusive half of a read-write lock; its grants carry fencing tokens.
+    Write,
+    /// Leadership of an election; `value` is published to observers while it is held.
+    Leader {
+        /// What observers see (e.g. the candidate's address), at most
+        /// [`MAX_VALUE_BYTES`](crate::options::MAX_VALUE_BYTES).
+        value: String,
+    },
 }
 
 /// Something the caller must learn about.

@@ -9,14 +9,19 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
-use crate::redis::keys::{client_channel, MutexKeys};
+use crate::redis::keys::client_channel;
 use crate::redis::reply::{self, AcquireReply, Reply};
-use crate::redis::scripts::{self, Script};
+use crate::redis::scripts::Script;
+use crate::redis::shared;
 use crate::time::{Duration, Instant};
 
-pub use io::{Command, Event, LeaseId, OpId, Outcome, Request, RequestId, RequestKind, Wait};
+pub use io::{
+    Command, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId,
+    RequestKind, Wait,
+};
 use state::{
     AcquireOp, AcquireState, Cleanup, InFlight, LeaseState, Purpose, ScriptCall, Subscription,
+    Target,
 };
 
 /// Settings shared by every lock of one engine (one client).
@@ -116,9 +121,8 @@ impl Engine {
         &self.channel
     }
 
-    /// Starts acquiring lock `name`. Completes with [`Outcome::Acquired`], [`Outcome::NotAcquired`]
-    /// (only for [`Wait::Try`]) or [`Outcome::Failed`] (a `TIMEOUT` error when the wait runs out).
-    /// Invalid arguments are rejected here, before anything is sent.
+    /// Starts acquiring mutex `name`; shorthand for [`acquire_primitive`](Self::acquire_primitive)
+    /// with [`Primitive::Mutex`].
     pub fn acquire(
         &mut self,
         now: Instant,
@@ -126,8 +130,25 @@ impl Engine {
         options: &LockOptions,
         wait: Wait,
     ) -> Result<OpId> {
+        self.acquire_primitive(now, name, &Primitive::Mutex, options, wait)
+    }
+
+    /// Starts acquiring `primitive` named `name` (a mutex, a semaphore permit, a read or write
+    /// hold, or leadership). Completes with [`Outcome::Acquired`], [`Outcome::NotAcquired`]
+    /// (only for [`Wait::Try`]) or [`Outcome::Failed`] (a `TIMEOUT` error when the wait runs out).
+    /// Waiters of every primitive are served in arrival order and woken only when granted.
+    /// Invalid arguments are rejected here, before anything is sent.
+    pub fn acquire_primitive(
+        &mut self,
+        now: Instant,
+        name: &str,
+        primitive: &Primitive,
+        options: &LockOptions,
+        wait: Wait,
+    ) -> Result<OpId> {
         options::validate_name(name)?;
         options.validate()?;
+        options::validate_primitive(primitive)?;
         let wait = match wait {
             Wait::For(d) => {
                 options::validate_wait(d)?;
@@ -142,7 +163,7 @@ impl Engine {
         let op = OpId(self.fresh_id());
         let token = hex(&random_bytes::<16>(self.rng.as_mut()));
         let mut acquire = AcquireOp {
-            keys: Arc::new(MutexKeys::new(&self.prefix, name)),
+            target: Arc::new(Target::new(&self.prefix, name, primitive)),
             token: token.clone(),
             lease: options.lease,
             auto_renew: options.auto_renew,
@@ -168,14 +189,59 @@ impl Engine {
         Ok(op)
     }
 
+    /// Re-enters a held lease (reentrant locking): completes at once, with no request, as
+    /// [`Outcome::Acquired`] for the same lease and fencing token, and adds one hold that a
+    /// [`release`](Self::release) must give back before the lease is really released. Fails with
+    /// `NOT_HELD` if the lease is no longer certainly held.
+    pub fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId {
+        let op = OpId(self.fresh_id());
+        let outcome = match self.leases.get_mut(&lease) {
+            Some(l) if !l.releasing && now < l.valid_until && l.holds < u32::MAX => {
+                l.holds += 1;
+                Outcome::Acquired { lease, fencing_token: l.fence, valid_until: l.valid_until }
+            }
+            _ => Outcome::Failed(not_held("the lease is no longer held")),
+        };
+        self.complete(op, outcome);
+        op
+    }
+
+    /// Reads who leads election `name` (the value it published, its term and remaining lease).
+    /// Completes with [`Outcome::Observed`].
+    pub fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
+        options::validate_name(name)?;
+        let op = OpId(self.fresh_id());
+        let target = Arc::new(Target::new(
+            &self.prefix,
+            name,
+            &Primitive::Leader { value: String::new() },
+        ));
+        let call = ScriptCall {
+            script: &shared::OBSERVE,
+            target,
+            key_count: 5,
+            args: Vec::new(),
+            full: false,
+        };
+        self.batch.push((Purpose::Observe(op), call));
+        self.flush(now);
+        Ok(op)
+    }
+
     /// Releases a lease (owner-only). Completes with [`Outcome::Released`]; `was_held` is false
-    /// if it had already expired or been taken over. Releasing twice is harmless.
+    /// if it had already expired or been taken over. Releasing twice is harmless. A reentered
+    /// lease only gives back one hold (`was_held: true`) until its last.
     pub fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         let op = OpId(self.fresh_id());
         match self.leases.get_mut(&lease) {
+            Some(l) if l.holds > 1 => {
+                l.holds -= 1;
+                let was_held = now < l.valid_until;
+                self.complete(op, Outcome::Released { was_held });
+            }
             Some(l) => {
                 l.releasing = true;
-                let call = release_call(&l.keys, &l.token, &self.retention_ms);
+                let call = release_call(&l.target, &l.token, &self.retention_ms);
                 self.batch.push((Purpose::Release(op, lease), call));
             }
             None => self.complete(op, Outcome::Released { was_held: false }),
@@ -191,7 +257,7 @@ impl Engine {
         let op = OpId(self.fresh_id());
         match self.leases.get_mut(&lease) {
             Some(l) if !l.releasing => {
-                let call = extend_call(&l.keys, &l.token, duration);
+                let call = extend_call(&l.target, &l.token, duration);
                 let tag = l.send_pexpire(now, duration);
                 self.batch
                     .push((Purpose::Extend(op, lease, duration, tag), call));
@@ -375,7 +441,7 @@ impl Engine {
             if let Some(at) = l.next_renew {
                 if !l.renewing && !l.releasing && at <= now + window {
                     l.renewing = true;
-                    let call = extend_call(&l.keys, &l.token, l.lease);
+                    let call = extend_call(&l.target, &l.token, l.lease);
                     let tag = l.send_pexpire(now, l.lease);
                     self.batch.push((Purpose::Renew(id, tag), call));
                 }
@@ -387,7 +453,7 @@ impl Engine {
                 c.in_flight = true;
                 self.batch.push((
                     Purpose::Cleanup(id),
-                    release_call(&c.keys, &c.token, &retention),
+                    release_call(&c.target, &c.token, &retention),
                 ));
             }
         }
@@ -497,18 +563,22 @@ impl Engine {
         }
         a.state = AcquireState::InFlight;
         let mode = if a.wait == Wait::Try { "try" } else { "wait" };
+        let mut args = vec![
+            a.token.clone(),
+            whole_millis(a.lease).to_string(),
+            mode.into(),
+            whole_millis(a.entry_ttl).to_string(),
+            self.channel.clone(),
+            self.retention_ms.clone(),
+        ];
+        if a.target.shared {
+            args.extend(a.target.acquire_extra.iter().cloned());
+        }
         let call = ScriptCall {
-            script: &scripts::ACQUIRE,
-            keys: Arc::clone(&a.keys),
-            key_count: 4,
-            args: vec![
-                a.token.clone(),
-                whole_millis(a.lease).to_string(),
-                mode.into(),
-                whole_millis(a.entry_ttl).to_string(),
-                self.channel.clone(),
-                self.retention_ms.clone(),
-            ],
+            script: a.target.acquire_script(),
+            target: Arc::clone(&a.target),
+            key_count: a.target.keys.len(),
+            args,
             full: false,
         };
         self.batch.push((Purpose::Acquire(op), call));
@@ -530,6 +600,15 @@ impl Engine {
             }
             Purpose::Release(op, id) => self.on_release_reply(now, op, id, reply),
             Purpose::Cleanup(id) => self.on_cleanup_reply(now, id, reply),
+            Purpose::Observe(op) => {
+                let outcome = match reply.and_then(|r| reply::parse_observe(&r)) {
+                    Ok(leader) => Outcome::Observed(leader.map(|(value, term, pttl_ms)| {
+                        LeaderInfo { value, term, remaining: Duration::from_millis(pttl_ms) }
+                    })),
+                    Err(e) => Outcome::Failed(e),
+                };
+                self.complete(op, outcome);
+            }
         }
     }
 
@@ -546,7 +625,7 @@ impl Engine {
             // unless the same token was granted to us by a notification in the meantime.
             let token = &call.args[0];
             if !self.held_tokens.contains_key(token) {
-                let keys = Arc::clone(&call.keys);
+                let keys = Arc::clone(&call.target);
                 let lease = Duration::from_millis(call.args[1].parse().unwrap_or(0));
                 let ttl = Duration::from_millis(call.args[3].parse().unwrap_or(0));
                 self.add_cleanup(now, keys, token.clone(), lease.max(ttl));
@@ -589,7 +668,7 @@ impl Engine {
                 // The script may have run before its reply was lost or garbled (queued us, or
                 // even granted us the lock): clean up as for an acquire abandoned in flight.
                 let span = a.lease.max(a.entry_ttl);
-                self.add_cleanup(now, a.keys, a.token, span);
+                self.add_cleanup(now, a.target, a.token, span);
                 self.complete(op, Outcome::Failed(e));
             }
         }
@@ -612,7 +691,7 @@ impl Engine {
         self.leases.insert(
             lease,
             LeaseState {
-                keys: a.keys,
+                target: a.target,
                 token: a.token,
                 lease: a.lease,
                 auto_renew: a.auto_renew,
@@ -622,6 +701,8 @@ impl Engine {
                 releasing: false,
                 pexpires: Vec::new(),
                 next_tag: 0,
+                fence,
+                holds: 1,
             },
         );
         self.complete(op, Outcome::Acquired { lease, fencing_token: fence, valid_until });
@@ -721,7 +802,7 @@ impl Engine {
                 // in transport (or a dropped handle's release) cannot keep the lock forever.
                 if let Some(l) = self.remove_lease(id) {
                     let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
-                    self.add_cleanup(now, l.keys, l.token, span);
+                    self.add_cleanup(now, l.target, l.token, span);
                 }
                 let message = format!("the release was not confirmed (retrying in the background): {}", e.message());
                 self.complete(op, Outcome::Failed(Error::new(ErrorKind::Connection, message)));
@@ -761,7 +842,7 @@ impl Engine {
             // nobody waits on a lease its owner has given up. An unanswered extend may have
             // set a longer expiry than the lease, so keep trying for the longest of them.
             let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
-            self.add_cleanup(now, l.keys, l.token, span);
+            self.add_cleanup(now, l.target, l.token, span);
             self.events.push_back(Event::Lost {
                 lease: id,
                 error: not_held(why),
@@ -778,18 +859,18 @@ impl Engine {
             AcquireState::InFlight => {}
             _ => {
                 let span = a.lease.max(a.entry_ttl);
-                self.add_cleanup(now, a.keys, a.token, span);
+                self.add_cleanup(now, a.target, a.token, span);
             }
         }
     }
 
-    fn add_cleanup(&mut self, now: Instant, keys: Arc<MutexKeys>, token: String, span: Duration) {
+    fn add_cleanup(&mut self, now: Instant, target: Arc<Target>, token: String, span: Duration) {
         let id = self.fresh_id();
-        let call = release_call(&keys, &token, &self.retention_ms);
+        let call = release_call(&target, &token, &self.retention_ms);
         self.cleanups.insert(
             id,
             Cleanup {
-                keys,
+                target,
                 token,
                 due: now,
                 give_up_at: now + span,
@@ -820,21 +901,22 @@ fn not_held(why: &str) -> Error {
     Error::new(ErrorKind::NotHeld, why)
 }
 
-fn release_call(keys: &Arc<MutexKeys>, token: &str, retention_ms: &str) -> ScriptCall {
+fn release_call(target: &Arc<Target>, token: &str, retention_ms: &str) -> ScriptCall {
     ScriptCall {
-        script: &scripts::RELEASE,
-        keys: Arc::clone(keys),
-        key_count: 4,
+        script: target.release_script(),
+        target: Arc::clone(target),
+        key_count: target.keys.len(),
         args: vec![token.to_string(), retention_ms.to_string()],
         full: false,
     }
 }
 
-fn extend_call(keys: &Arc<MutexKeys>, token: &str, d: Duration) -> ScriptCall {
+fn extend_call(target: &Arc<Target>, token: &str, d: Duration) -> ScriptCall {
+    let (script, key_count) = target.extend_script();
     ScriptCall {
-        script: &scripts::EXTEND,
-        keys: Arc::clone(keys),
-        key_count: 1,
+        script,
+        target: Arc::clone(target),
+        key_count,
         args: vec![token.to_string(), whole_millis(d).to_string()],
         full: false,
     }
@@ -842,7 +924,7 @@ fn extend_call(keys: &Arc<MutexKeys>, token: &str, d: Duration) -> ScriptCall {
 
 fn eval_command(call: &ScriptCall) -> Command {
     let script: &Script = call.script;
-    let keys = &call.keys.all()[..call.key_count];
+    let keys = &call.target.keys[..call.key_count];
     let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + keys.len() + call.args.len());
     if call.full {
         args.push(b"EVAL".to_vec());

@@ -3,17 +3,68 @@
 use std::sync::Arc;
 
 use crate::engine::io::{OpId, Wait};
-use crate::redis::keys::MutexKeys;
-use crate::redis::scripts::Script;
+use crate::engine::io::Primitive;
+use crate::redis::keys::{MutexKeys, SharedKeys};
+use crate::redis::{scripts, shared, scripts::Script};
 use crate::time::{Duration, Instant};
+
+/// What one acquire works on: the keys of its primitive and the scripts that drive them.
+#[derive(Debug)]
+pub(crate) struct Target {
+    /// The shared-holder family (semaphore, read-write, election) rather than the mutex.
+    pub shared: bool,
+    /// The keys, in the scripts' order.
+    pub keys: Vec<String>,
+    /// ARGV the shared ACQUIRE takes after the six it has in common with the mutex's.
+    pub acquire_extra: [String; 4],
+}
+
+impl Target {
+    /// The target of `primitive` named `name` (both validated).
+    pub fn new(prefix: &str, name: &str, primitive: &Primitive) -> Target {
+        let shared_target = |kind: &str, mode: &str, limit: u32, barge: bool, value: &str| Target {
+            shared: true,
+            keys: SharedKeys::new(prefix, kind, name).all().map(String::from).to_vec(),
+            acquire_extra: [
+                mode.into(),
+                limit.to_string(),
+                if barge { "1" } else { "0" }.into(),
+                value.into(),
+            ],
+        };
+        match primitive {
+            Primitive::Mutex => Target {
+                shared: false,
+                keys: MutexKeys::new(prefix, name).all().map(String::from).to_vec(),
+                acquire_extra: Default::default(),
+            },
+            Primitive::Semaphore { permits } => shared_target("sem", "r", *permits, false, ""),
+            Primitive::Read { writers_first } => shared_target("rw", "r", 0, !writers_first, ""),
+            Primitive::Write => shared_target("rw", "w", 0, false, ""),
+            Primitive::Leader { value } => shared_target("elect", "w", 0, false, value),
+        }
+    }
+
+    pub fn acquire_script(&self) -> &'static Script {
+        if self.shared { &shared::ACQUIRE } else { &scripts::ACQUIRE }
+    }
+
+    pub fn release_script(&self) -> &'static Script {
+        if self.shared { &shared::RELEASE } else { &scripts::RELEASE }
+    }
+
+    /// EXTEND and how many keys it takes (the mutex's needs only the lock key).
+    pub fn extend_script(&self) -> (&'static Script, usize) {
+        if self.shared { (&shared::EXTEND, 5) } else { (&scripts::EXTEND, 1) }
+    }
+}
 
 /// A script invocation, kept so a NOSCRIPT reply can be answered with a full EVAL.
 #[derive(Clone, Debug)]
 pub(crate) struct ScriptCall {
     pub script: &'static Script,
-    /// The lock's keys (shared, not copied per call); the script takes the first `key_count`
-    /// of them in [`MutexKeys::all`] order.
-    pub keys: Arc<MutexKeys>,
+    /// The lock's keys (shared, not copied per call); the script takes the first `key_count`.
+    pub target: Arc<Target>,
     pub key_count: usize,
     pub args: Vec<String>,
     /// Send the body with EVAL (after NOSCRIPT) instead of EVALSHA.
@@ -29,6 +80,7 @@ pub(crate) enum Purpose {
     Extend(OpId, crate::engine::io::LeaseId, Duration, u64),
     Release(OpId, crate::engine::io::LeaseId),
     Cleanup(u64),
+    Observe(OpId),
 }
 
 /// A request on the wire and what each of its commands was for.
@@ -50,7 +102,7 @@ pub(crate) enum AcquireState {
 }
 
 pub(crate) struct AcquireOp {
-    pub keys: Arc<MutexKeys>,
+    pub target: Arc<Target>,
     pub token: String,
     pub lease: Duration,
     pub auto_renew: bool,
@@ -77,7 +129,7 @@ impl AcquireOp {
 }
 
 pub(crate) struct LeaseState {
-    pub keys: Arc<MutexKeys>,
+    pub target: Arc<Target>,
     pub token: String,
     pub lease: Duration,
     pub auto_renew: bool,
@@ -88,6 +140,10 @@ pub(crate) struct LeaseState {
     /// Renewals and extends sent but not answered: (tag, duration, send time + duration).
     pub pexpires: Vec<(u64, Duration, Instant)>,
     pub next_tag: u64,
+    /// The fencing token of the grant (handed out again on reentry).
+    pub fence: u64,
+    /// Reentrant acquisitions not yet released; the lease is released when the last one is.
+    pub holds: u32,
 }
 
 impl LeaseState {
@@ -118,7 +174,7 @@ impl LeaseState {
 }
 
 pub(crate) struct Cleanup {
-    pub keys: Arc<MutexKeys>,
+    pub target: Arc<Target>,
     pub token: String,
     pub due: Instant,
     pub give_up_at: Instant,

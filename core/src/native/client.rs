@@ -2,14 +2,14 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
 use super::driver::{Acquired, Driver, LeaseState, Msg};
 use super::url::RedisUrl;
-use crate::engine::{Engine, EngineConfig, LeaseId, Wait};
+use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
 use crate::random::OsRandom;
@@ -142,12 +142,60 @@ impl Client {
 
     /// A mutex named `name` with `options`; both are validated here.
     pub fn lock(&self, name: &str, options: LockOptions) -> Result<Lock> {
+        self.primitive(name, Primitive::Mutex, options, false)
+    }
+
+    /// A reentrant mutex: acquiring it again through the same handle (or a clone of it) while it
+    /// holds the lock succeeds at once and adds a hold; only the last release frees it.
+    pub fn reentrant_lock(&self, name: &str, options: LockOptions) -> Result<Lock> {
+        self.primitive(name, Primitive::Mutex, options, true)
+    }
+
+    /// A counting semaphore named `name` with `permits` permits: each acquisition takes one
+    /// permit as a [`Lease`] that returns by itself if its holder dies. Waiters are served FIFO.
+    pub fn semaphore(&self, name: &str, permits: u32, options: LockOptions) -> Result<Lock> {
+        self.primitive(name, Primitive::Semaphore { permits }, options, false)
+    }
+
+    /// A read-write lock named `name`: many readers or one writer. A queued writer blocks
+    /// readers that arrive after it (see [`ReadWriteLock::with_writers_first`]).
+    pub fn read_write_lock(&self, name: &str, options: LockOptions) -> Result<ReadWriteLock> {
+        let write = self.primitive(name, Primitive::Write, options.clone(), false)?;
+        let read = self.primitive(name, Primitive::Read { writers_first: true }, options, false)?;
+        Ok(ReadWriteLock { read, write })
+    }
+
+    /// A leader election named `name`. `options.lease` bounds how long a crashed leader keeps
+    /// leadership; the watchdog renews it while the leader lives.
+    pub fn election(&self, name: &str, options: LockOptions) -> Result<Election> {
         options::validate_name(name)?;
         options.validate()?;
+        Ok(Election { client: self.clone(), name: name.into(), options })
+    }
+
+    /// A handle on `primitive` named `name` (the general form behind [`lock`](Self::lock),
+    /// [`semaphore`](Self::semaphore) and the others). `reentrant` is allowed for the mutex and
+    /// both halves of a read-write lock.
+    pub fn primitive(
+        &self,
+        name: &str,
+        primitive: Primitive,
+        options: LockOptions,
+        reentrant: bool,
+    ) -> Result<Lock> {
+        options::validate_name(name)?;
+        options.validate()?;
+        options::validate_primitive(&primitive)?;
+        if reentrant && matches!(primitive, Primitive::Semaphore { .. } | Primitive::Leader { .. }) {
+            return Err(Error::invalid("only mutexes and read-write locks can be reentrant"));
+        }
         Ok(Lock {
             client: self.clone(),
             name: name.into(),
+            primitive,
             options,
+            reentrant,
+            current: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -182,12 +230,90 @@ fn closed() -> Error {
     Error::new(ErrorKind::Closed, "the client is closed")
 }
 
-/// A named distributed mutex. Holding it is represented by a [`Lease`], never by a thread.
+/// A handle on a named lock (a mutex, a semaphore, one half of a read-write lock, or an
+/// election's leadership). Holding it is represented by a [`Lease`], never by a thread. Clones
+/// are the same handle (they share reentrant holds).
 #[derive(Clone, Debug)]
 pub struct Lock {
     client: Client,
     name: Arc<str>,
+    primitive: Primitive,
     options: LockOptions,
+    reentrant: bool,
+    /// The lease this reentrant handle holds, if any.
+    current: Arc<Mutex<Option<LeaseId>>>,
+}
+
+/// The two halves of a read-write lock; each is a [`Lock`] whose grants are [`Lease`]s.
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    /// The shared half: many readers hold it at once, never beside a writer.
+    pub fn read(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The exclusive half; its grants carry fencing tokens larger than every earlier grant's.
+    pub fn write(&self) -> &Lock {
+        &self.write
+    }
+
+    /// With `false`, readers join current readers even past queued writers (more read
+    /// throughput, but a steady stream of readers can starve writers).
+    pub fn with_writers_first(mut self, writers_first: bool) -> Self {
+        self.read.primitive = Primitive::Read { writers_first };
+        self
+    }
+
+    /// Makes both halves reentrant (see [`Client::reentrant_lock`]).
+    pub fn reentrant(mut self) -> Self {
+        self.read.reentrant = true;
+        self.write.reentrant = true;
+        self
+    }
+}
+
+/// A leader election: candidates campaign (wait to lead), the leader resigns by releasing its
+/// [`Lease`], and anyone can observe the current leader and its term.
+#[derive(Clone, Debug)]
+pub struct Election {
+    client: Client,
+    name: Arc<str>,
+    options: LockOptions,
+}
+
+impl Election {
+    /// The election's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits up to `timeout` (`None`: until elected) to become leader, publishing `value` to
+    /// observers. Leadership is the returned lease: its fencing token is the term, its loss
+    /// signal fires when leadership is lost, and releasing it resigns.
+    pub async fn campaign(&self, value: &str, timeout: Option<Duration>) -> Result<Lease> {
+        let lock = self.client.primitive(
+            &self.name,
+            Primitive::Leader { value: value.into() },
+            self.options.clone(),
+            false,
+        )?;
+        match timeout {
+            Some(t) => lock.acquire(t).await,
+            None => lock.run(Wait::Forever).await?.ok_or_else(|| Error::protocol("wait ended without a lease")),
+        }
+    }
+
+    /// The current leader (its published value, term and remaining lease), or `None`.
+    pub async fn observe(&self) -> Result<Option<LeaderInfo>> {
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Observe { name: self.name.to_string(), reply })?;
+        result.await.map_err(|_| closed())?
+    }
 }
 
 impl Lock {
@@ -199,6 +325,16 @@ impl Lock {
     /// The lock's options.
     pub fn options(&self) -> &LockOptions {
         &self.options
+    }
+
+    /// Which primitive this handle acquires.
+    pub fn primitive(&self) -> &Primitive {
+        &self.primitive
+    }
+
+    /// Whether acquiring again while this handle holds it adds a hold instead of waiting.
+    pub fn is_reentrant(&self) -> bool {
+        self.reentrant
     }
 
     /// Waits up to `timeout` for the lock; a `TIMEOUT` error if it stays held. Waiters are served
@@ -232,11 +368,34 @@ impl Lock {
     }
 
     async fn run(&self, wait: Wait) -> Result<Option<Lease>> {
+        if self.reentrant {
+            let held = *self.current.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(lease) = held {
+                let (reply, result) = oneshot::channel();
+                self.client.send(Msg::Reacquire { lease, reply })?;
+                match result.await.map_err(|_| closed())? {
+                    Ok(Some(a)) => {
+                        return Ok(Some(Lease::new(self.client.clone(), self.name.clone(), a)))
+                    }
+                    // No longer held (released, lost): acquire afresh below.
+                    _ => *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None,
+                }
+            }
+        }
+        let lease = self.run_fresh(wait).await?;
+        if let (true, Some(l)) = (self.reentrant, &lease) {
+            *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.id);
+        }
+        Ok(lease)
+    }
+
+    async fn run_fresh(&self, wait: Wait) -> Result<Option<Lease>> {
         let ticket = self.client.inner.tickets.fetch_add(1, Ordering::Relaxed);
         let (reply, result) = oneshot::channel();
         self.client.send(Msg::Acquire {
             ticket,
             name: self.name.to_string(),
+            primitive: self.primitive.clone(),
             options: self.options.clone(),
             wait,
             reply,

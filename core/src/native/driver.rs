@@ -10,7 +10,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
 use super::url::RedisUrl;
-use crate::engine::{Engine, Event, LeaseId, OpId, Outcome, Request, RequestId, RequestKind, Wait};
+use crate::engine::{
+    Engine, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId, RequestKind,
+    Wait,
+};
 use crate::error::{Error, Result};
 use crate::options::LockOptions;
 use crate::redis::reply::Reply;
@@ -39,9 +42,19 @@ pub(crate) enum Msg {
     Acquire {
         ticket: u64,
         name: String,
+        primitive: Primitive,
         options: LockOptions,
         wait: Wait,
         reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    /// Re-enter a held lease (reentrant locks).
+    Reacquire {
+        lease: LeaseId,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    Observe {
+        name: String,
+        reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
     },
     Cancel {
         ticket: u64,
@@ -72,6 +85,9 @@ enum Pending {
     Extend {
         lease: LeaseId,
         reply: oneshot::Sender<Result<()>>,
+    },
+    Observe {
+        reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
     },
 }
 
@@ -172,13 +188,26 @@ impl Driver {
             Msg::Acquire {
                 ticket,
                 name,
+                primitive,
                 options,
                 wait,
                 reply,
-            } => match self.engine.acquire(now, &name, &options, wait) {
+            } => match self.engine.acquire_primitive(now, &name, &primitive, &options, wait) {
                 Ok(op) => {
                     self.tickets.insert(ticket, op);
                     self.pending.insert(op, Pending::Acquire { ticket, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Reacquire { lease, reply } => {
+                let op = self.engine.reacquire(now, lease);
+                self.pending.insert(op, Pending::Acquire { ticket: 0, reply });
+            }
+            Msg::Observe { name, reply } => match self.engine.observe_leader(now, &name) {
+                Ok(op) => {
+                    self.pending.insert(op, Pending::Observe { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -309,8 +338,16 @@ impl Driver {
                         fencing_token,
                         valid_until,
                     } => {
-                        let (tx, rx) = watch::channel(LeaseState::Held(self.to_tokio(valid_until)));
-                        self.leases.insert(lease, tx);
+                        let held = LeaseState::Held(self.to_tokio(valid_until));
+                        // A reentered lease shares the state its first hold already watches.
+                        let rx = match self.leases.get(&lease) {
+                            Some(tx) => tx.subscribe(),
+                            None => {
+                                let (tx, rx) = watch::channel(held);
+                                self.leases.insert(lease, tx);
+                                rx
+                            }
+                        };
                         Ok(Some(Acquired {
                             lease,
                             fencing_token,
@@ -324,8 +361,10 @@ impl Driver {
                     ))),
                 };
                 if let Err(Ok(Some(acquired))) = reply.send(result) {
-                    self.leases.remove(&acquired.lease);
                     let _ = self.engine.release(now, acquired.lease);
+                    if self.engine.lease_valid_until(acquired.lease).is_none() {
+                        self.leases.remove(&acquired.lease);
+                    }
                 }
             }
             Pending::Release { lease, reply } => {
@@ -344,6 +383,16 @@ impl Driver {
                 if let Some(reply) = reply {
                     let _ = reply.send(result);
                 }
+            }
+            Pending::Observe { reply } => {
+                let result = match outcome {
+                    Outcome::Observed(leader) => Ok(leader),
+                    Outcome::Failed(e) => Err(e),
+                    other => Err(Error::protocol(format!(
+                        "unexpected outcome for observe: {other:?}"
+                    ))),
+                };
+                let _ = reply.send(result);
             }
             Pending::Extend { lease, reply } => {
                 let result = match outcome {

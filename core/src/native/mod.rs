@@ -8,5 +8,5 @@ mod convert;
 mod driver;
 mod url;
 
-pub use client::{Client, ClientOptions, Lease, Lock};
+pub use client::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
 pub use url::RedisUrl;

@@ -3,3 +3,4 @@
 pub mod keys;
 pub mod reply;
 pub mod scripts;
+pub mod shared;

@@ -130,6 +130,24 @@ fn parse_u64(r: &Reply) -> Option<u64> {
     }
 }
 
+/// Parses SHARED_OBSERVE: `{value, fence, pttl_ms}` for the first holder, `{}` for none.
+pub fn parse_observe(r: &Reply) -> Result<Option<(String, u64, u64)>> {
+    let items = match r {
+        Reply::Array(items) if items.is_empty() => return Ok(None),
+        Reply::Array(items) if items.len() == 3 => items,
+        _ => return Err(unexpected("observe", r)),
+    };
+    let value = match &items[0] {
+        Reply::Data(d) => String::from_utf8(d.clone()).map_err(|_| unexpected("observe", r))?,
+        _ => return Err(unexpected("observe", r)),
+    };
+    let fence = parse_u64(&items[1]).filter(|f| *f > 0).ok_or_else(|| unexpected("observe", r))?;
+    match items[2] {
+        Reply::Int(p) if p >= 0 => Ok(Some((value, fence, p as u64))),
+        _ => Err(unexpected("observe", r)),
+    }
+}
+
 /// A grant pushed on a client channel: `granted <token> <fence>`.
 pub fn parse_grant(payload: &[u8]) -> Option<(&str, u64)> {
     let s = std::str::from_utf8(payload).ok()?;
@@ -195,6 +213,25 @@ mod tests {
                 "PROTOCOL",
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn observe_replies() {
+        assert_eq!(parse_observe(&Reply::Array(vec![])).unwrap(), None);
+        let ok = Reply::Array(vec![
+            Reply::Data(b"node-1".to_vec()),
+            Reply::Data(b"9".to_vec()),
+            Reply::Int(250),
+        ]);
+        assert_eq!(parse_observe(&ok).unwrap(), Some(("node-1".into(), 9, 250)));
+        for bad in [
+            Reply::Nil,
+            Reply::Array(vec![Reply::Int(1)]),
+            Reply::Array(vec![Reply::Data(b"x".to_vec()), Reply::Data(b"0".to_vec()), Reply::Int(5)]),
+            Reply::Array(vec![Reply::Data(b"x".to_vec()), Reply::Data(b"3".to_vec()), Reply::Int(-1)]),
+        ] {
+            assert_eq!(parse_observe(&bad).unwrap_err().code(), "PROTOCOL", "{bad:?}");
         }
     }
 

@@ -1,4 +1,4 @@
-//! The Lua scripts of the Redis mutex. Their text is part of PROTOCOL.md: every binding runs
+//! The Lua scripts of the Redis mutex (the shared-holder family is in [`super::shared`]). Their text is part of PROTOCOL.md: every binding runs
 //! these exact bytes, so their SHA-1 digests match across languages.
 //!
 //! All expiry decisions use the server clock (`TIME`), never a client's.
@@ -16,7 +16,7 @@ pub struct Script {
 }
 
 impl Script {
-    const fn new(name: &'static str, source: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str, source: &'static str) -> Self {
         Script {
             name,
             source,
@@ -161,9 +161,19 @@ return 0
 "#,
 );
 
-/// Every script, for documentation and preloading.
-pub fn all() -> [&'static Script; 3] {
-    [&ACQUIRE, &RELEASE, &EXTEND]
+/// Every script of the protocol (mutex and shared-holder families), for documentation and
+/// preloading.
+pub fn all() -> [&'static Script; 7] {
+    use super::shared;
+    [
+        &ACQUIRE,
+        &RELEASE,
+        &EXTEND,
+        &shared::ACQUIRE,
+        &shared::RELEASE,
+        &shared::EXTEND,
+        &shared::OBSERVE,
+    ]
 }
 
 #[cfg(test)]
@@ -185,8 +195,11 @@ mod protocol_doc {
     #[test]
     fn protocol_md_lists_every_digest() {
         let doc = include_str!("../../../PROTOCOL.md");
-        for s in super::all() {
-            assert!(doc.contains(s.sha1()), "PROTOCOL.md lacks the digest of {} ({})", s.name, s.sha1());
-        }
+        let missing: Vec<String> = super::all()
+            .iter()
+            .filter(|s| !doc.contains(s.sha1()))
+            .map(|s| format!("{} {}", s.name, s.sha1()))
+            .collect();
+        assert!(missing.is_empty(), "PROTOCOL.md lacks these digests: {missing:?}");
     }
 }
