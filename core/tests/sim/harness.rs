@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use lockgate_core::engine::{Command, EngineConfig};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::keys::MutexKeys;
+use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{
-    Engine, Error, ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Request, RequestId,
-    RequestKind, Wait,
+    Engine, Error, ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Primitive, Request,
+    RequestId, RequestKind, Wait,
 };
 
 use super::net::{mix, NetConfig, Rng};
@@ -70,8 +70,20 @@ impl Delivery {
 #[derive(Clone, Debug)]
 enum OpKind {
     Acquire { key: String },
+    Reacquire(LeaseId),
     Release,
     Extend(LeaseId),
+    Observe,
+}
+
+/// The `kind` part of the keys of a shared primitive (`None` for the mutex).
+pub fn shared_kind(p: &Primitive) -> Option<&'static str> {
+    match p {
+        Primitive::Mutex => None,
+        Primitive::Semaphore { .. } => Some("sem"),
+        Primitive::Read { .. } | Primitive::Write => Some("rw"),
+        Primitive::Leader { .. } => Some("elect"),
+    }
 }
 
 /// One simulated client process.
@@ -99,6 +111,8 @@ pub struct Belief {
     pub fence: u64,
     pub claims: Vec<(Instant, Instant)>,
     pub end: Option<Instant>,
+    /// Reentrant holds not yet given back (the belief ends with the last).
+    pub holds: u32,
 }
 
 impl Belief {
@@ -209,6 +223,20 @@ impl Sim {
         MutexKeys::new(PREFIX, name)
     }
 
+    /// The keys of shared primitive `kind` (`sem`, `rw`, `elect`) named `name`.
+    pub fn shared_keys(&self, kind: &str, name: &str) -> SharedKeys {
+        SharedKeys::new(PREFIX, kind, name)
+    }
+
+    /// The key a belief about `primitive` named `name` refers to: the mutex's lock key or the
+    /// primitive's holders set.
+    pub fn belief_key(&self, name: &str, primitive: &Primitive) -> String {
+        match shared_kind(primitive) {
+            None => self.keys(name).lock,
+            Some(kind) => self.shared_keys(kind, name).holders,
+        }
+    }
+
     // ---- caller operations (at the current virtual instant) ----
 
     pub fn acquire(&mut self, c: ClientId, name: &str, opts: &LockOptions, wait: Wait) -> OpId {
@@ -223,8 +251,55 @@ impl Sim {
         op
     }
 
+    /// Acquires a semaphore permit, a read or write hold, leadership or the mutex.
+    pub fn acquire_primitive(
+        &mut self,
+        c: ClientId,
+        name: &str,
+        primitive: &Primitive,
+        opts: &LockOptions,
+        wait: Wait,
+    ) -> OpId {
+        let now = self.now;
+        let op = self.clients[c]
+            .engine
+            .acquire_primitive(now, name, primitive, opts, wait)
+            .expect("valid acquire arguments");
+        let key = self.belief_key(name, primitive);
+        self.clients[c].ops.insert(op, OpKind::Acquire { key });
+        self.drain(c);
+        op
+    }
+
+    /// Re-enters a held lease (one more hold).
+    pub fn reacquire(&mut self, c: ClientId, lease: LeaseId) -> OpId {
+        let op = self.clients[c].engine.reacquire(self.now, lease);
+        self.clients[c].ops.insert(op, OpKind::Reacquire(lease));
+        self.drain(c);
+        op
+    }
+
+    /// Asks who leads election `name`.
+    pub fn observe_leader(&mut self, c: ClientId, name: &str) -> OpId {
+        let op = self.clients[c]
+            .engine
+            .observe_leader(self.now, name)
+            .expect("valid name");
+        self.clients[c].ops.insert(op, OpKind::Observe);
+        self.drain(c);
+        op
+    }
+
     pub fn release(&mut self, c: ClientId, lease: LeaseId) -> OpId {
-        self.end_belief(c, lease);
+        let reentered = self
+            .belief_index
+            .get(&(c, lease))
+            .map(|&i| &mut self.beliefs[i])
+            .filter(|b| b.end.is_none() && b.holds > 1);
+        match reentered {
+            Some(b) => b.holds -= 1,
+            None => self.end_belief(c, lease),
+        }
         let op = self.clients[c].engine.release(self.now, lease);
         self.clients[c].ops.insert(op, OpKind::Release);
         self.drain(c);
@@ -674,7 +749,15 @@ impl Sim {
                             fence: *fencing_token,
                             claims: vec![(now, *valid_until)],
                             end: None,
+                            holds: 1,
                         });
+                    }
+                    (Some(OpKind::Reacquire(lease)), Outcome::Acquired { .. }) => {
+                        if let Some(&i) = self.belief_index.get(&(c, lease)) {
+                            if self.beliefs[i].end.is_none() {
+                                self.beliefs[i].holds += 1;
+                            }
+                        }
                     }
                     (Some(OpKind::Extend(lease)), Outcome::Extended { valid_until }) => {
                         self.claim(c, lease, *valid_until)

@@ -1,6 +1,8 @@
-//! `SimRedis`: runs the three lockgate scripts against the simulated key space, re-implementing
-//! in Rust exactly what the Lua in `core/src/redis/scripts.rs` does (statement by statement,
-//! including Redis's script cache, NOSCRIPT, WRONGTYPE and the removal of empty sets/hashes).
+//! `SimRedis`: runs the seven lockgate scripts against the simulated key space, re-implementing
+//! in Rust exactly what the Lua in `core/src/redis/scripts.rs` (mutex) and
+//! `core/src/redis/shared.rs` (semaphore, read-write lock, election) does (statement by
+//! statement, including Redis's script cache, NOSCRIPT, WRONGTYPE and the removal of empty
+//! sets/hashes).
 //!
 //! The model is tied to the script texts by their digests ([`MODELLED`]): when a script
 //! changes, `sim_models_the_current_scripts` fails until this file is brought up to date.
@@ -14,11 +16,16 @@ use lockgate_core::time::Instant;
 
 use super::store::{Res, Store};
 
-/// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 1).
-pub const MODELLED: [(&str, &str); 3] = [
+/// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 2), in the
+/// order of `scripts::all()`.
+pub const MODELLED: [(&str, &str); 7] = [
     ("acquire", "6da3ae0e0d5c3cdc47f3b1326f788ed583e0ea90"),
     ("release", "d0ddea7b0dbf5f4d66c748a5e3f08f20b013cc25"),
     ("extend", "d4db83fc1c544f47130a76558a5f3fb4fb10c97f"),
+    ("shared_acquire", "fb214fdf0ee0a29474ca3aacab8bd7089695c80a"),
+    ("shared_release", "b182b71a3faa53dc595a88183ad133ea2d0c0e2e"),
+    ("shared_extend", "071ba98aba102f8587ba32fcc3307bbfcc9466a3"),
+    ("shared_observe", "dd4aeabb8b3083dd4e11ed7922c31ed1ac55fa58"),
 ];
 
 /// A fencing token handed out by `grant()`.
@@ -30,6 +37,10 @@ pub struct Grant {
     pub fence: u64,
     /// Whether `promote()` handed it to a queued waiter (and published it).
     pub promoted: bool,
+    /// `'w'` for the mutex and exclusive shared holds, `'r'` for shared ones.
+    pub kind: char,
+    /// The shared-hold limit the grant was made under (0: none).
+    pub limit: u64,
 }
 
 /// A message sent with PUBLISH.
@@ -111,6 +122,10 @@ impl SimRedis {
                     "acquire" => ctx.acquire(),
                     "release" => ctx.release(),
                     "extend" => ctx.extend(),
+                    "shared_acquire" => ctx.shared_acquire(),
+                    "shared_release" => ctx.shared_release(),
+                    "shared_extend" => ctx.shared_extend(),
+                    "shared_observe" => ctx.shared_observe(),
                     other => Err(format!("ERR unknown script {other}")),
                 };
                 result.unwrap_or_else(|e| script_error(script, &e))
@@ -255,6 +270,8 @@ impl Ctx<'_> {
             token: token.into(),
             fence: fence_u64,
             promoted,
+            kind: 'w',
+            limit: 0,
         });
         Ok(f)
     }
@@ -390,16 +407,360 @@ fn parse_entry(entry: &str) -> Option<(&str, &str, &str)> {
     (digits(deadline) && digits(lease) && !channel.is_empty()).then_some((deadline, lease, channel))
 }
 
+/// `string.match(entry, '^(%d+)|(%d+)|([rw])|(%d+)|(.+)$')`.
+fn parse_shared_entry(entry: &str) -> Option<(&str, &str, &str, &str, &str)> {
+    let mut it = entry.splitn(5, '|');
+    let (deadline, lease, kind, limit, channel) =
+        (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(deadline)
+        && digits(lease)
+        && (kind == "r" || kind == "w")
+        && digits(limit)
+        && !channel.is_empty())
+    .then_some((deadline, lease, kind, limit, channel))
+}
+
+/// Lua's conversion of a number passed to `redis.call` (`%.14g`): integers print plainly.
+fn lua_num(n: f64) -> String {
+    fmt(n)
+}
+
+/// The shared scripts (`core/src/redis/shared.rs`). KEYS: holders, fence, queue, waiters, info.
+impl Ctx<'_> {
+    /// prelude `keep(i, ms)`: raise a key's expiry to at least `ms`, never shorten it.
+    fn keep(&mut self, i: usize, ms: f64) -> Res<()> {
+        let k = self.key(i)?;
+        let p = self.st().pttl(&k);
+        if p == -1 || (p >= 0 && (p as f64) < ms) {
+            self.st().pexpire(&k, ms as i64);
+        }
+        Ok(())
+    }
+
+    /// prelude `purge(now_ms)`: holders whose lease ran out leave.
+    fn purge(&mut self, now_ms: u64) -> Res<()> {
+        let (k1, k5) = (self.key(1)?, self.key(5)?);
+        // '(' .. fmt(now_ms): scores strictly below now_ms.
+        let dead = self.st().zbelow(&k1, now_ms as f64)?;
+        for t in dead {
+            self.st().zrem(&k1, &t)?;
+            self.st().hdel(&k5, &format!("f:{t}"))?;
+            self.st().hdel(&k5, &format!("v:{t}"))?;
+        }
+        Ok(())
+    }
+
+    /// prelude `fits(kind, limit)`.
+    fn fits(&mut self, kind: &str, limit: f64) -> Res<bool> {
+        let (k1, k5) = (self.key(1)?, self.key(5)?);
+        let n = self.st().zcard(&k1)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if kind == "w" || self.st().hget(&k5, "mode")?.as_deref() != Some("r") {
+            return Ok(false);
+        }
+        Ok(limit == 0.0 || (n as f64) < limit)
+    }
+
+    /// prelude `grant(token, kind, lease_ms, t_us, retention_ms)`.
+    #[allow(clippy::too_many_arguments)]
+    fn shared_grant(
+        &mut self,
+        token: &str,
+        kind: &str,
+        limit: f64,
+        lease_ms: f64,
+        t_us: u64,
+        retention_ms: &str,
+        promoted: bool,
+    ) -> Res<String> {
+        let (k1, k2, k5) = (self.key(1)?, self.key(2)?, self.key(5)?);
+        if self.st().zcard(&k1)? == 0 {
+            self.st().hset(&k5, "mode", kind)?;
+        }
+        let score: f64 = fmt((t_us / 1000) as f64 + lease_ms)
+            .parse()
+            .expect("formatted number");
+        self.st().zadd(&k1, score, token)?;
+        let last = self
+            .st()
+            .get(&k2)?
+            .and_then(|s| tonumber(&s))
+            .unwrap_or(0.0);
+        let mut fence = last + 1.0;
+        let t = t_us as f64;
+        if t > fence {
+            fence = t;
+        }
+        let f = fmt(fence);
+        let retention =
+            tonumber(retention_ms).ok_or("ERR attempt to perform arithmetic on a nil value")?;
+        self.st().set_px(&k2, &f, &lua_num(lease_ms + retention))?;
+        self.st().hset(&k5, &format!("f:{token}"), &f)?;
+        self.keep(1, lease_ms)?;
+        self.keep(5, lease_ms)?;
+        self.db.grants.push(Grant {
+            at: self.now,
+            key: k1,
+            token: token.into(),
+            fence: f.parse().expect("fence is an integer"),
+            promoted,
+            kind: kind.chars().next().unwrap_or('?'),
+            limit: limit as u64,
+        });
+        Ok(f)
+    }
+
+    /// prelude `promote(t_us, retention_ms)`: grant the queue head while it fits, waking each
+    /// granted waiter on its channel; dead or unreadable entries are dropped on the way.
+    fn shared_promote(&mut self, t_us: u64, retention_ms: &str) -> Res<()> {
+        let (k3, k4, k5) = (self.key(3)?, self.key(4)?, self.key(5)?);
+        let now_ms = (t_us / 1000) as f64;
+        loop {
+            let Some(head) = self.st().zfirst(&k3)? else {
+                return Ok(());
+            };
+            let entry = self.st().hget(&k4, &head)?;
+            let parsed = entry
+                .as_deref()
+                .and_then(parse_shared_entry)
+                .map(|(d, l, k, n, c)| {
+                    (
+                        d.to_string(),
+                        l.to_string(),
+                        k.to_string(),
+                        n.to_string(),
+                        c.to_string(),
+                    )
+                });
+            match parsed {
+                Some((deadline, lease, kind, limit, channel))
+                    if tonumber(&deadline).is_some_and(|d| d >= now_ms) =>
+                {
+                    let limit = tonumber(&limit).unwrap_or(0.0);
+                    if !self.fits(&kind, limit)? {
+                        return Ok(());
+                    }
+                    self.st().zrem(&k3, &head)?;
+                    self.st().hdel(&k4, &head)?;
+                    let lease = tonumber(&lease).unwrap_or(0.0);
+                    let f =
+                        self.shared_grant(&head, &kind, limit, lease, t_us, retention_ms, true)?;
+                    let payload = format!("granted {head} {f}");
+                    self.db.published.push(Published {
+                        at: self.now,
+                        channel: channel.clone(),
+                        payload: payload.clone(),
+                    });
+                    self.db.outbox.push((channel, payload));
+                }
+                _ => {
+                    self.st().zrem(&k3, &head)?;
+                    self.st().hdel(&k4, &head)?;
+                    self.st().hdel(&k5, &format!("v:{head}"))?;
+                }
+            }
+        }
+    }
+
+    /// SHARED_ACQUIRE. ARGV: token, lease_ms, mode, entry_ttl_ms, channel, retention_ms, kind,
+    /// limit, barge, value.
+    fn shared_acquire(&mut self) -> Res<Reply> {
+        let (k1, k2, k3, k4, k5) = (
+            self.key(1)?,
+            self.key(2)?,
+            self.key(3)?,
+            self.key(4)?,
+            self.key(5)?,
+        );
+        let token = self.arg(1)?;
+        let lease = tonumber(&self.arg(2)?);
+        let kind = self.arg(7)?;
+        let limit = tonumber(&self.arg(8)?);
+        let t_us = self.now_us();
+        let now_ms = t_us / 1000;
+        self.purge(now_ms)?;
+        let retention = self.arg(6)?;
+        self.shared_promote(t_us, &retention)?;
+        if let Some(mine) = self.st().zscore(&k1, &token)? {
+            // Granted to us earlier (a notification may have been lost) or just now.
+            let f = self
+                .st()
+                .hget(&k5, &format!("f:{token}"))?
+                .unwrap_or_else(|| "0".into());
+            return Ok(array(vec![
+                Reply::Int(1),
+                data(&f),
+                Reply::Int((mine - now_ms as f64) as i64),
+            ]));
+        }
+        let queued = self.st().zscore(&k3, &token)?.is_some();
+        let barge = self.arg(9)? == "1" && kind == "r" && self.st().zcard(&k1)? > 0;
+        let nobody_queued = !queued && self.st().zcard(&k3)? == 0;
+        let nil_cmp = || "ERR attempt to compare nil with number".to_string();
+        if barge || nobody_queued {
+            // `limit == 0` compares a nil limit without error; `n < limit` raises.
+            let fits = match limit {
+                Some(l) => self.fits(&kind, l)?,
+                None => {
+                    let n = self.st().zcard(&k1)?;
+                    if n == 0 {
+                        true
+                    } else if kind == "w" || self.st().hget(&k5, "mode")?.as_deref() != Some("r") {
+                        false
+                    } else {
+                        return Err(nil_cmp());
+                    }
+                }
+            };
+            if fits {
+                if queued {
+                    self.st().zrem(&k3, &token)?;
+                    self.st().hdel(&k4, &token)?;
+                }
+                let value = self.arg(10)?;
+                if !value.is_empty() {
+                    self.st().hset(&k5, &format!("v:{token}"), &value)?;
+                }
+                let lease = lease.ok_or("ERR attempt to perform arithmetic on a nil value")?;
+                let f = self.shared_grant(
+                    &token,
+                    &kind,
+                    limit.unwrap_or(0.0),
+                    lease,
+                    t_us,
+                    &retention,
+                    false,
+                )?;
+                return Ok(array(vec![
+                    Reply::Int(1),
+                    data(&f),
+                    Reply::Int(lease as i64),
+                ]));
+            }
+        }
+        if self.arg(3)? == "wait" {
+            let ttl = tonumber(&self.arg(4)?).ok_or_else(nil_cmp)?;
+            if !queued {
+                let tail = self.st().zlast(&k3)?;
+                let mut seq = t_us as f64;
+                if let Some((score, _)) = tail {
+                    if score >= seq {
+                        seq = score + 1.0;
+                    }
+                }
+                let score: f64 = fmt(seq).parse().expect("formatted number");
+                self.st().zadd(&k3, score, &token)?;
+            }
+            let lease = lease.ok_or("ERR bad argument #1 to 'min' (number expected, got nil)")?;
+            let handoff = lease.min(ttl);
+            let limit =
+                limit.ok_or("ERR bad argument #1 to 'format' (number expected, got nil)")?;
+            let entry = format!(
+                "{}|{}|{}|{}|{}",
+                fmt(now_ms as f64 + ttl),
+                fmt(handoff),
+                kind,
+                fmt(limit),
+                self.arg(5)?
+            );
+            self.st().hset(&k4, &token, &entry)?;
+            let value = self.arg(10)?;
+            if !value.is_empty() {
+                self.st().hset(&k5, &format!("v:{token}"), &value)?;
+            }
+            self.keep(3, ttl)?;
+            self.keep(4, ttl)?;
+            self.keep(5, ttl)?;
+        }
+        let pttl = match self.st().zfirst_scored(&k1)? {
+            Some((score, _)) => (score - now_ms as f64) as i64,
+            None => -2,
+        };
+        let f = self.st().get(&k2)?.unwrap_or_else(|| "0".into());
+        Ok(array(vec![Reply::Int(0), data(&f), Reply::Int(pttl)]))
+    }
+
+    /// SHARED_RELEASE. ARGV: token, retention_ms.
+    fn shared_release(&mut self) -> Res<Reply> {
+        let (k1, k3, k4, k5) = (self.key(1)?, self.key(3)?, self.key(4)?, self.key(5)?);
+        let token = self.arg(1)?;
+        let t_us = self.now_us();
+        self.purge(t_us / 1000)?;
+        let held = self.st().zrem(&k1, &token)?;
+        self.st().hdel(&k5, &format!("f:{token}"))?;
+        self.st().hdel(&k5, &format!("v:{token}"))?;
+        if !held {
+            self.st().zrem(&k3, &token)?;
+            self.st().hdel(&k4, &token)?;
+        }
+        self.shared_promote(t_us, &self.arg(2)?)?;
+        if self.st().zcard(&k1)? == 0 && self.st().zcard(&k3)? == 0 {
+            self.st().del(&k4);
+            self.st().del(&k5);
+        }
+        Ok(Reply::Int(held as i64))
+    }
+
+    /// SHARED_EXTEND. ARGV: token, lease_ms.
+    fn shared_extend(&mut self) -> Res<Reply> {
+        let k1 = self.key(1)?;
+        let now_ms = (self.now_us() / 1000) as f64;
+        let token = self.arg(1)?;
+        if let Some(s) = self.st().zscore(&k1, &token)? {
+            if s >= now_ms {
+                let lease = tonumber(&self.arg(2)?)
+                    .ok_or("ERR attempt to perform arithmetic on a nil value")?;
+                // ZADD XX: only an existing member (it is one).
+                let score: f64 = fmt(now_ms + lease).parse().expect("formatted number");
+                self.st().zadd(&k1, score, &token)?;
+                self.keep(1, lease)?;
+                self.keep(5, lease)?;
+                return Ok(Reply::Int(1));
+            }
+        }
+        Ok(Reply::Int(0))
+    }
+
+    /// SHARED_OBSERVE: `{value, fence, pttl_ms}` of the holder whose lease ends first, or `{}`.
+    fn shared_observe(&mut self) -> Res<Reply> {
+        let (k1, k5) = (self.key(1)?, self.key(5)?);
+        let now_ms = self.now_us() / 1000;
+        self.purge(now_ms)?;
+        let Some((score, first)) = self.st().zfirst_scored(&k1)? else {
+            return Ok(array(vec![]));
+        };
+        let v = self
+            .st()
+            .hget(&k5, &format!("v:{first}"))?
+            .unwrap_or_default();
+        let f = self
+            .st()
+            .hget(&k5, &format!("f:{first}"))?
+            .unwrap_or_else(|| "0".into());
+        Ok(array(vec![
+            data(&v),
+            data(&f),
+            Reply::Int((score - now_ms as f64) as i64),
+        ]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{parse_entry, MODELLED};
 
     #[test]
     fn sim_models_the_current_scripts() {
-        for (script, (name, digest)) in lockgate_core::redis::scripts::all()
-            .into_iter()
-            .zip(MODELLED)
-        {
+        let all = lockgate_core::redis::scripts::all();
+        assert_eq!(
+            all.len(),
+            MODELLED.len(),
+            "a script was added or removed: model it in tests/sim/redis.rs"
+        );
+        for (script, (name, digest)) in all.into_iter().zip(MODELLED) {
             assert_eq!(script.name, name);
             assert_eq!(
                 script.sha1(),
@@ -407,6 +768,18 @@ mod tests {
                 "the {name} script changed: update tests/sim/redis.rs to match it"
             );
         }
+    }
+
+    #[test]
+    fn shared_waiter_entries_parse_like_the_lua_pattern() {
+        use super::parse_shared_entry;
+        assert_eq!(
+            parse_shared_entry("12|30|r|2|a|b"),
+            Some(("12", "30", "r", "2", "a|b"))
+        );
+        assert_eq!(parse_shared_entry("12|30|x|2|c"), None);
+        assert_eq!(parse_shared_entry("12|30|w||c"), None);
+        assert_eq!(parse_shared_entry("12|30|w|0|"), None);
     }
 
     #[test]

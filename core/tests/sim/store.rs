@@ -27,6 +27,19 @@ struct Entry {
     expire_ms: Option<u64>,
 }
 
+/// One stretch of time during which a member belonged to a sorted set with a live score (for
+/// the holders sets of the shared primitives: the server-side lease of one holder).
+#[derive(Clone, Debug)]
+pub struct Membership {
+    pub key: String,
+    pub member: String,
+    pub start: Instant,
+    /// `None` while still a member (its end then follows from its score, the holder's lease end
+    /// in server ms, and the key's expiry).
+    pub end: Option<Instant>,
+    pub score: f64,
+}
+
 /// One stretch of time during which a string key held one value.
 #[derive(Clone, Debug)]
 pub struct Interval {
@@ -52,6 +65,8 @@ pub struct Store {
     pub clock_jump_us: u64,
     history: Vec<Interval>,
     open: HashMap<String, usize>,
+    memberships: Vec<Membership>,
+    open_members: HashMap<(String, String), usize>,
 }
 
 impl Store {
@@ -78,6 +93,36 @@ impl Store {
     fn close(&mut self, key: &str, at: Instant) {
         if let Some(i) = self.open.remove(key) {
             self.history[i].end = Some(at);
+        }
+        self.close_members(key, at);
+    }
+
+    /// The first virtual instant at which a member scored `score` (ms) is no longer live.
+    fn score_end(&self, score: f64) -> Instant {
+        self.expiry_instant(score.max(0.0) as u64)
+    }
+
+    fn close_member(&mut self, key: &str, member: &str, at: Instant) {
+        if let Some(i) = self
+            .open_members
+            .remove(&(key.to_string(), member.to_string()))
+        {
+            let end = at.min(self.score_end(self.memberships[i].score));
+            let m = &mut self.memberships[i];
+            m.end = Some(end.max(m.start));
+        }
+    }
+
+    /// Every member of `key` leaves at `at` (the key was deleted, expired or overwritten).
+    fn close_members(&mut self, key: &str, at: Instant) {
+        let members: Vec<String> = self
+            .open_members
+            .keys()
+            .filter(|(k, _)| k == key)
+            .map(|(_, m)| m.clone())
+            .collect();
+        for m in members {
+            self.close_member(key, &m, at);
         }
     }
 
@@ -239,6 +284,24 @@ impl Store {
                 },
             );
         }
+        let now = self.now;
+        let id = (key.to_string(), member.to_string());
+        match self.open_members.get(&id) {
+            Some(&i) if self.score_end(self.memberships[i].score) > now => {
+                self.memberships[i].score = score
+            }
+            _ => {
+                self.close_member(key, member, now);
+                self.memberships.push(Membership {
+                    key: key.into(),
+                    member: member.into(),
+                    start: now,
+                    end: None,
+                    score,
+                });
+                self.open_members.insert(id, self.memberships.len() - 1);
+            }
+        }
         let z = self.zset(key)?.expect("just created");
         z.retain(|(_, m)| m != member);
         z.push((score, member.into()));
@@ -260,7 +323,52 @@ impl Store {
         if empty {
             self.data.remove(key);
         }
+        if removed {
+            let now = self.now;
+            self.close_member(key, member, now);
+        }
         Ok(removed)
+    }
+
+    pub fn zcard(&mut self, key: &str) -> Res<usize> {
+        Ok(self.zset(key)?.map_or(0, |z| z.len()))
+    }
+
+    /// `ZRANGE key 0 0 WITHSCORES`.
+    pub fn zfirst_scored(&mut self, key: &str) -> Res<Option<(f64, String)>> {
+        Ok(self.zset(key)?.and_then(|z| z.first().cloned()))
+    }
+
+    /// `ZRANGEBYSCORE key -inf (max`.
+    pub fn zbelow(&mut self, key: &str, max: f64) -> Res<Vec<String>> {
+        Ok(self.zset(key)?.map_or_else(Vec::new, |z| {
+            z.iter()
+                .filter(|(s, _)| *s < max)
+                .map(|(_, m)| m.clone())
+                .collect()
+        }))
+    }
+
+    /// How many members a sorted set has, without expiring anything (for `run_until` conditions).
+    pub fn peek_zcard(&self, key: &str) -> usize {
+        match self.data.get(key) {
+            Some(Entry {
+                value: Value::Zset(z),
+                ..
+            }) => z.len(),
+            _ => 0,
+        }
+    }
+
+    /// The members of a sorted set, in order (tests).
+    pub fn zmembers(&mut self, key: &str) -> Vec<(f64, String)> {
+        match self.entry(key) {
+            Some(Entry {
+                value: Value::Zset(z),
+                ..
+            }) => z.clone(),
+            _ => Vec::new(),
+        }
     }
 
     // ---- hashes ----
@@ -308,6 +416,38 @@ impl Store {
     }
 
     // ---- history ----
+
+    /// The end of an open membership: the member's lease end, or the key's expiry if earlier.
+    fn open_member_end(&self, m: &Membership) -> Instant {
+        let by_score = self.score_end(m.score);
+        match self.data.get(&m.key).and_then(|e| e.expire_ms) {
+            Some(w) => by_score.min(self.expiry_instant(w)),
+            None => by_score,
+        }
+    }
+
+    /// Every stretch during which `member` was a live member of sorted set `key`, as
+    /// `[start, end)`: from its ZADD until it was removed, its score (lease end) passed or the
+    /// key vanished.
+    pub fn memberships(&self, key: &str, member: &str) -> Vec<(Instant, Instant)> {
+        self.memberships_of(key)
+            .into_iter()
+            .filter(|(m, _, _)| m == member)
+            .map(|(_, s, e)| (s, e))
+            .collect()
+    }
+
+    /// Every membership of sorted set `key`: `(member, start, end)`.
+    pub fn memberships_of(&self, key: &str) -> Vec<(String, Instant, Instant)> {
+        self.memberships
+            .iter()
+            .filter(|m| m.key == key)
+            .map(|m| {
+                let end = m.end.unwrap_or_else(|| self.open_member_end(m));
+                (m.member.clone(), m.start, end.max(m.start))
+            })
+            .collect()
+    }
 
     /// Every stretch during which string `key` held `value`, as `[start, end)`; a current value
     /// ends when the key expires (or never, without expiry).

@@ -2,7 +2,7 @@
 //! lock names with random options, waits, cancels, extends and (optionally) crashes.
 
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Wait};
+use lockgate_core::{ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Primitive, Wait};
 
 use super::harness::{ClientId, Sim};
 use super::net::Rng;
@@ -27,6 +27,11 @@ pub struct Workload {
     pub p_extend: f64,
     /// Probability that a client crashes instead of releasing (or while waiting).
     pub p_crash: f64,
+    /// What clients acquire, picked per attempt (a leader's value becomes `client-<i>`).
+    pub primitives: Vec<Primitive>,
+    /// Probability that a holder re-enters its lease (one to three more holds) and gives every
+    /// hold back before the real release.
+    pub p_reenter: f64,
 }
 
 impl Default for Workload {
@@ -45,6 +50,8 @@ impl Default for Workload {
             p_cancel: 0.1,
             p_extend: 0.2,
             p_crash: 0.0,
+            primitives: vec![Primitive::Mutex],
+            p_reenter: 0.0,
         }
     }
 }
@@ -64,6 +71,10 @@ enum State {
         release_at: Instant,
         extend_at: Option<Instant>,
         crash: bool,
+        /// Extra reentrant holds to take (at `reenter_at`) and then to give back.
+        reenter: u32,
+        reenter_at: Option<Instant>,
+        extra: u32,
     },
     Releasing {
         op: OpId,
@@ -82,6 +93,9 @@ pub struct Stats {
     pub cancelled: usize,
     pub lost: usize,
     pub crashes: usize,
+    pub reentered: usize,
+    /// Releases of a reentered lease that gave back a hold while others remained.
+    pub inner_releases: usize,
     pub other_failures: Vec<String>,
 }
 
@@ -186,11 +200,21 @@ impl Runner {
                             .chain([release_at])
                             .for_each(|t| sim.wake_at(t));
                         let crash = self.rng.chance(self.cfg.p_crash);
+                        let (reenter, reenter_at) = if self.rng.chance(self.cfg.p_reenter) {
+                            let at = now + hold / 3;
+                            sim.wake_at(at);
+                            (self.rng.between(1, 3) as u32, Some(at))
+                        } else {
+                            (0, None)
+                        };
                         State::Holding {
                             lease,
                             release_at,
                             extend_at,
                             crash,
+                            reenter,
+                            reenter_at,
+                            extra: 0,
                         }
                     }
                     other => {
@@ -268,16 +292,80 @@ impl Runner {
                 self.states[i] = State::Dead;
             }
             State::Holding {
-                lease, release_at, ..
+                lease,
+                release_at,
+                extra,
+                ..
             } if release_at <= now || stopping => {
+                for _ in 0..extra {
+                    // Gives back one reentrant hold: completes at once and keeps the lease.
+                    let op = sim.release(c, lease);
+                    match sim.outcome(c, op) {
+                        Some((_, Outcome::Released { .. })) => {}
+                        o => self
+                            .stats
+                            .other_failures
+                            .push(format!("inner release: {o:?}")),
+                    }
+                    if sim.clients[c].engine.lease_valid_until(lease).is_none() {
+                        self.stats
+                            .other_failures
+                            .push("an inner release gave up the whole lease".into());
+                    }
+                    self.stats.inner_releases += 1;
+                }
                 let op = sim.release(c, lease);
                 self.states[i] = State::Releasing { op, lease };
+            }
+            State::Holding {
+                lease,
+                reenter,
+                reenter_at: Some(t),
+                ..
+            } if t <= now => {
+                for _ in 0..reenter {
+                    let op = sim.reacquire(c, lease);
+                    let held_fence = sim
+                        .beliefs
+                        .iter()
+                        .find(|b| b.client == c && b.lease == lease)
+                        .map(|b| b.fence);
+                    match sim.outcome(c, op) {
+                        Some((
+                            _,
+                            Outcome::Acquired {
+                                lease: l,
+                                fencing_token,
+                                ..
+                            },
+                        )) => {
+                            if l != lease || Some(fencing_token) != held_fence {
+                                self.stats.other_failures.push(format!(
+                                    "reacquire gave {l:?}/{fencing_token}, held {lease:?}/{held_fence:?}"
+                                ));
+                            }
+                            self.stats.reentered += 1;
+                            if let State::Holding { extra, .. } = &mut self.states[i] {
+                                *extra += 1;
+                            }
+                        }
+                        // The lease ran out locally just now (a Lost event follows).
+                        Some((_, Outcome::Failed(e))) if e.kind() == ErrorKind::NotHeld => {}
+                        o => self.stats.other_failures.push(format!("reacquire: {o:?}")),
+                    }
+                }
+                if let State::Holding { reenter_at, .. } = &mut self.states[i] {
+                    *reenter_at = None;
+                }
             }
             State::Holding {
                 lease,
                 release_at,
                 extend_at: Some(t),
                 crash,
+                reenter,
+                reenter_at,
+                extra,
             } if t <= now => {
                 let lo = self.cfg.lease_ms.0;
                 let d = Duration::from_millis(self.rng.between(lo, self.cfg.lease_ms.1 * 2));
@@ -287,6 +375,9 @@ impl Runner {
                     release_at,
                     extend_at: None,
                     crash,
+                    reenter,
+                    reenter_at,
+                    extra,
                 };
             }
             _ => {}
@@ -323,7 +414,17 @@ impl Runner {
             .into_iter()
             .chain(crash_at)
             .for_each(|t| sim.wake_at(t));
-        let op = sim.acquire(self.clients[i], name, &opts, wait);
+        let picked = match cfg.primitives.len() {
+            1 => cfg.primitives[0].clone(),
+            _ => rng.pick(&cfg.primitives).clone(),
+        };
+        let primitive = match picked {
+            Primitive::Leader { .. } => Primitive::Leader {
+                value: format!("client-{}", self.clients[i]),
+            },
+            p => p,
+        };
+        let op = sim.acquire_primitive(self.clients[i], name, &primitive, &opts, wait);
         self.states[i] = State::Acquiring {
             op,
             cancel_at,
