@@ -1,4 +1,5 @@
-//! The core benchmarks (issue 2): uncontended pairs vs the raw floor, and contended handoff.
+//! The core benchmarks: uncontended pairs vs the raw floor and contended handoff (issue 2); the
+//! fair lock vs a plain polling mutex and commands per grant as the queue grows (issue 3).
 //! Every figure is measured against the same redis-server in the same run.
 
 use std::collections::HashMap;
@@ -13,18 +14,31 @@ use tokio::process::Command;
 use crate::stats::{jain, percentile, wall_ns};
 use crate::Args;
 
-/// The figures of one contended run that the issue's targets are checked against.
+/// The figures of one contended run that the issues' targets are checked against.
 struct Contended {
     workers: u64,
     acq_per_s: f64,
     handoff_p50_us: f64,
     handoff_p99_us: f64,
+    wait_p99_us: f64,
+    jain: f64,
     client_cmds: f64,
     all_cmds: f64,
     row: String,
 }
 
-const CAD: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+/// One contended run: `processes` worker processes with `tasks` loops each, on one lock.
+#[derive(Clone, Copy)]
+struct Spec {
+    plain: bool,
+    processes: u64,
+    tasks: u64,
+    seconds: u64,
+}
+
+const HOLD_US: u64 = 1000;
+const CAD: &str = crate::worker::CAD;
+const HEADER: &str = "| acq/s | handoff p50 | handoff p99 | wait p50 | wait p99 | wait max | Jain | re-taken by releaser | client cmds/acq | all cmds/acq (incl. inside scripts) |";
 
 pub async fn run(args: &Args) -> i32 {
     let url = args.str("url");
@@ -47,14 +61,12 @@ pub async fn run(args: &Args) -> i32 {
         md,
         "\n### Contended: one lock, workers hold ~1 ms then re-acquire at once ({seconds} s per row)\n"
     );
-    let _ = writeln!(
-        md,
-        "| workers | acq/s | handoff p50 | handoff p99 | wait p50 | wait p99 | wait max | Jain | re-taken by releaser | client cmds/acq | all cmds/acq (incl. inside scripts) |"
-    );
+    let _ = writeln!(md, "| workers {HEADER}");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for workers in [4u64, 16] {
-        match contended(&url, workers, seconds).await {
+        let spec = Spec { plain: false, processes: workers, tasks: 1, seconds };
+        match contended(&url, spec).await {
             Ok(c) => {
                 md.push_str(&c.row);
                 rows.push(c);
@@ -68,6 +80,13 @@ pub async fn run(args: &Args) -> i32 {
     md.push_str("\nHandoff = one holder starting its release → the next holder's acquire returning. ");
     md.push_str("Client commands are the EVALSHA/EVAL/SUBSCRIBE calls clients send; the last column also counts the commands the scripts run (INFO commandstats delta).\n");
     md.push_str(&targets(ratio, &rows));
+    match fairness(&url, seconds, &rows).await {
+        Ok(s) => md.push_str(&s),
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return 1;
+        }
+    }
     match args.opt("out") {
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &md) {
@@ -105,6 +124,69 @@ fn targets(ratio: f64, rows: &[Contended]) -> String {
     );
     let _ = writeln!(t, "\nWorkers: {}.", each(&|c| c.workers.to_string()));
     t
+}
+
+/// Issue 3: the fair lock (lockgate's mutex) against a plain `SET NX` + polling mutex, and
+/// commands per grant with 1 to 1000 waiters.
+async fn fairness(url: &str, seconds: u64, fair_rows: &[Contended]) -> Result<String, String> {
+    let mut md = format!(
+        "\n## Fair lock vs plain polling mutex (issue 3)\n\nSame harness: one lock, each worker holds ~{HOLD_US} µs and re-acquires at once, {seconds} s per row. \
+         *fair* = lockgate's mutex (FIFO queue, targeted wake-up, the figures of the table above); *plain* = `SET NX PX` retried every 1 ms, \
+         compare-and-delete release (what most Redis lock libraries do by default, with a shorter retry than theirs).\n\n| lock | workers {HEADER}\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    );
+    for c in fair_rows {
+        md.push_str(&format!("| fair {}", c.row));
+    }
+    for workers in [4u64, 16] {
+        let c = contended(url, Spec { plain: true, processes: workers, tasks: 1, seconds }).await?;
+        md.push_str(&format!("| plain {}", c.row));
+    }
+    md.push_str(&format!(
+        "\n### Commands per grant as the queue grows\n\nW waiters spread evenly over up to 4 processes (one client per process), each re-queueing at once after a ~{HOLD_US} µs hold, 3 s per row. \
+         Plain at 1000 is not run: 1000 pollers at 1 ms would send a million commands per second.\n\n| lock | waiters {HEADER}\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    ));
+    let mut scaling = Vec::new();
+    // Split W waiters evenly over up to 4 processes.
+    let split = |w: u64| [4u64, 2, 1].into_iter().find(|p| w % p == 0).unwrap_or(1);
+    for w in [1u64, 10, 100, 1000] {
+        let processes = split(w);
+        let c = contended(url, Spec { plain: false, processes, tasks: w / processes, seconds: 3 }).await?;
+        md.push_str(&format!("| fair {}", c.row));
+        scaling.push(c);
+    }
+    for w in [1u64, 10, 100] {
+        let processes = split(w);
+        let c = contended(url, Spec { plain: true, processes, tasks: w / processes, seconds: 3 }).await?;
+        md.push_str(&format!("| plain {}", c.row));
+    }
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let each = |rows: &[Contended], f: &dyn Fn(&Contended) -> String| rows.iter().map(f).collect::<Vec<_>>().join(" / ");
+    let cycle_us = |c: &Contended| HOLD_US as f64 + c.handoff_p50_us;
+    let bound = |c: &Contended| 2.0 * c.workers as f64 * cycle_us(c);
+    let spread = |f: &dyn Fn(&Contended) -> f64| {
+        let v: Vec<f64> = scaling.iter().map(f).collect();
+        v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min)
+    };
+    md.push_str("\n### Targets (issue 3, fair lock), this run\n\n| target | measured | met |\n|---|---|---|\n");
+    md.push_str(&format!("| ≥ 900 acquisitions/s (4 / 16 workers) | {} | {} |\n", each(fair_rows, &|c| format!("{:.0}", c.acq_per_s)), yes(fair_rows.iter().all(|c| c.acq_per_s >= 900.0))));
+    md.push_str(&format!("| Jain index ≥ 0.99 (4 / 16 workers) | {} | {} |\n", each(fair_rows, &|c| format!("{:.3}", c.jain)), yes(fair_rows.iter().all(|c| c.jain >= 0.99))));
+    md.push_str(&format!(
+        "| wait p99 ≤ 2 × workers × (hold + handoff p50) (4 / 16 workers) | {} | {} |\n",
+        each(fair_rows, &|c| format!("{:.2} ms ≤ {:.2} ms", c.wait_p99_us / 1000.0, bound(c) / 1000.0)),
+        yes(fair_rows.iter().all(|c| c.wait_p99_us <= bound(c)))
+    ));
+    md.push_str(&format!(
+        "| ≤ 5 commands per grant, flat from 1 to 1000 waiters — client commands | {} | {} |\n",
+        each(&scaling, &|c| format!("{:.2}", c.client_cmds)),
+        yes(scaling.iter().all(|c| c.client_cmds <= 5.0) && spread(&|c| c.client_cmds) < 1.0)
+    ));
+    md.push_str(&format!(
+        "| the same, counting the commands scripts run inside Redis | {} | {} |\n",
+        each(&scaling, &|c| format!("{:.1}", c.all_cmds)),
+        yes(scaling.iter().all(|c| c.all_cmds <= 5.0))
+    ));
+    md.push_str("\nWaiters for the command rows: 1 / 10 / 100 / 1000.\n");
+    Ok(md)
 }
 
 /// Acquire+release pairs per second through lockgate vs SET NX PX + compare-and-delete by hand.
@@ -163,14 +245,17 @@ async fn commandstats(url: &str) -> Result<HashMap<String, u64>, String> {
     Ok(out)
 }
 
-async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
-    let name = format!("bench-contended-{workers}-{}", std::process::id());
+async fn contended(url: &str, spec: Spec) -> Result<Contended, String> {
+    let Spec { plain, processes, tasks, seconds } = spec;
+    let workers = processes * tasks;
+    let name = format!("bench-contended-{workers}-{plain}-{}", std::process::id());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * 50_000_000;
+    let start_ns = wall_ns() + 1_000_000_000 + processes as u128 * 50_000_000 + workers as u128 * 2_000_000;
     let mut children = Vec::new();
-    for _ in 0..workers {
+    for _ in 0..processes {
         let child = Command::new(&exe)
-            .args(["worker", "--mode", "bench", "--url", url, "--name", &name, "--hold-us", "1000"])
+            .args(["worker", "--mode", "bench", "--url", url, "--name", &name, "--hold-us", &HOLD_US.to_string()])
+            .args(["--lock", if plain { "plain" } else { "fair" }, "--tasks", &tasks.to_string()])
             .args(["--start-ns", &start_ns.to_string(), "--duration-ms", &(seconds * 1000).to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -183,6 +268,7 @@ async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, S
     let before = commandstats(url).await?;
     // (worker index, token, wait_start, acquired, release_start)
     let mut recs: Vec<(usize, u64, u128, u128, u128)> = Vec::new();
+    let tasks_usize = tasks as usize;
     for (w, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
         if !out.status.success() {
@@ -190,8 +276,8 @@ async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, S
         }
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let v: Vec<u128> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
-            if v.len() == 4 {
-                recs.push((w, v[0] as u64, v[1], v[2], v[3]));
+            if v.len() == 5 {
+                recs.push((w * tasks_usize + v[0] as usize, v[1] as u64, v[2], v[3], v[4]));
             }
         }
     }
@@ -199,14 +285,15 @@ async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, S
     let delta = |names: &[&str]| -> u64 {
         names.iter().map(|n| after.get(*n).unwrap_or(&0) - before.get(*n).unwrap_or(&0)).sum()
     };
-    let client_cmds = delta(&["evalsha", "eval", "subscribe"]);
+    let client_cmds = if plain { delta(&["set", "eval"]) } else { delta(&["evalsha", "eval", "subscribe"]) };
     let all_cmds: u64 = after.iter().filter(|(k, _)| k.as_str() != "info").map(|(k, v)| v - before.get(k).unwrap_or(&0)).sum();
-    recs.sort_by_key(|r| r.1);
+    // Holding order; for the fair lock it must also be fencing-token order.
+    recs.sort_by_key(|r| r.3);
     if recs.len() < 2 {
         return Err("too few acquisitions".into());
     }
-    if recs.windows(2).any(|w| w[1].3 < w[0].4) {
-        return Err("two holders overlapped: mutual exclusion violated".into());
+    if recs.windows(2).any(|w| w[1].3 < w[0].4 || (!plain && w[1].1 <= w[0].1)) {
+        return Err("two holders overlapped, or tokens did not increase in holding order".into());
     }
     let n = recs.len();
     let span = (recs[n - 1].4 - recs[0].3) as f64 / 1e9;
@@ -235,5 +322,15 @@ async fn contended(url: &str, workers: u64, seconds: u64) -> Result<Contended, S
         client,
         all,
     );
-    Ok(Contended { workers, acq_per_s, handoff_p50_us: p50, handoff_p99_us: p99, client_cmds: client, all_cmds: all, row })
+    Ok(Contended {
+        workers,
+        acq_per_s,
+        handoff_p50_us: p50,
+        handoff_p99_us: p99,
+        wait_p99_us: percentile(&waits, 99.0),
+        jain: jain(&counts),
+        client_cmds: client,
+        all_cmds: all,
+        row,
+    })
 }

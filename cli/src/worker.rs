@@ -1,34 +1,43 @@
 //! A worker process: contends for one lock and reports each holding on stdout.
 //!
-//! `--mode bench`: from `--start-ns` for `--duration-ms`, acquire / hold `--hold-us` (spinning,
-//! for precision) / release at once; prints `token wait_start acquired release_start` lines at the end.
+//! `--mode bench`: from `--start-ns` for `--duration-ms`, `--tasks` concurrent loops (default 1,
+//! sharing one client) acquire / hold `--hold-us` (spinning, for precision) / release at once;
+//! prints `task token wait_start acquired release_start` lines at the end.
+//! `--lock fair` (default) is lockgate's mutex (the FIFO queue); `--lock plain` is the classic
+//! `SET NX PX` + retry-polling mutex (1 ms retry, compare-and-delete release), the comparison
+//! baseline: its "token" is a per-process counter, so overlap checks use times only.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::Client;
+use lockgate_core::native::{Client, Lock};
 use lockgate_core::LockOptions;
 
 use crate::stats::wall_ns;
 use crate::Args;
 
+/// Compare-and-delete: the plain mutex's owner-only release.
+pub const CAD: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+type Record = (u64, u64, u128, u128, u128);
+
 pub async fn run(args: &Args) -> i32 {
     let url = args.str("url");
     let name = args.str("name");
-    let client = match Client::connect(&url).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("worker: {e}");
-            return 1;
-        }
+    let result = match (args.str("mode").as_str(), args.opt("lock").as_deref()) {
+        ("bench", None | Some("fair")) => fair(args, &url, &name).await,
+        ("bench", Some("plain")) => plain(args, &url, &name).await,
+        _ => Err("unknown --mode or --lock".to_string()),
     };
-    let lock = client.lock(&name, LockOptions::default()).expect("valid lock options");
-    let result = match args.str("mode").as_str() {
-        "bench" => bench(args, &lock).await,
-        _ => Err("unknown --mode".to_string()),
-    };
-    client.close().await;
     match result {
-        Ok(()) => 0,
+        Ok(records) => {
+            let mut out = String::new();
+            for (task, t, w, a, r) in records {
+                out.push_str(&format!("{task} {t} {w} {a} {r}\n"));
+            }
+            print!("{out}");
+            0
+        }
         Err(e) => {
             eprintln!("worker: {e}");
             1
@@ -36,31 +45,107 @@ pub async fn run(args: &Args) -> i32 {
     }
 }
 
-async fn bench(args: &Args, lock: &lockgate_core::native::Lock) -> Result<(), String> {
-    let hold = Duration::from_micros(args.num("hold-us", 1000));
-    let start_ns = args.num("start-ns", 0) as u128;
-    let duration_ns = args.num("duration-ms", 3000) as u128 * 1_000_000;
-    let now = wall_ns();
-    if start_ns > now {
-        tokio::time::sleep(Duration::from_nanos((start_ns - now) as u64)).await;
+struct Window {
+    hold: Duration,
+    start_ns: u128,
+    end_ns: u128,
+}
+
+impl Window {
+    fn from(args: &Args) -> Window {
+        let start_ns = args.num("start-ns", 0) as u128;
+        Window {
+            hold: Duration::from_micros(args.num("hold-us", 1000)),
+            start_ns,
+            end_ns: start_ns + args.num("duration-ms", 3000) as u128 * 1_000_000,
+        }
     }
-    let mut records = Vec::new();
-    while wall_ns() < start_ns + duration_ns {
-        let wait_start = wall_ns();
-        let lease = lock.acquire(Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
-        let acquired = wall_ns();
+
+    async fn wait_start(&self) {
+        let now = wall_ns();
+        if self.start_ns > now {
+            tokio::time::sleep(Duration::from_nanos((self.start_ns - now) as u64)).await;
+        }
+    }
+
+    fn hold(&self) {
         let spin = Instant::now();
-        while spin.elapsed() < hold {
+        while spin.elapsed() < self.hold {
             std::hint::spin_loop();
         }
-        let release_start = wall_ns();
-        lease.release().await.map_err(|e| e.to_string())?;
-        records.push((lease.fencing_token(), wait_start, acquired, release_start));
     }
-    let mut out = String::new();
-    for (t, w, a, r) in records {
-        out.push_str(&format!("{t} {w} {a} {r}\n"));
+}
+
+async fn fair(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String> {
+    let client = Client::connect(url).await.map_err(|e| e.to_string())?;
+    let lock = client.lock(name, LockOptions::default()).map_err(|e| e.to_string())?;
+    let window = Arc::new(Window::from(args));
+    let mut tasks = Vec::new();
+    for task in 0..args.num("tasks", 1) {
+        let (lock, window): (Lock, _) = (lock.clone(), window.clone());
+        tasks.push(tokio::spawn(async move {
+            window.wait_start().await;
+            let mut records = Vec::new();
+            while wall_ns() < window.end_ns {
+                let wait_start = wall_ns();
+                let lease = lock.acquire(Duration::from_secs(120)).await.map_err(|e| e.to_string())?;
+                let acquired = wall_ns();
+                window.hold();
+                let release_start = wall_ns();
+                lease.release().await.map_err(|e| e.to_string())?;
+                records.push((task, lease.fencing_token(), wait_start, acquired, release_start));
+            }
+            Ok::<_, String>(records)
+        }));
     }
-    print!("{out}");
-    Ok(())
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.map_err(|e| e.to_string())??);
+    }
+    client.close().await;
+    Ok(all)
+}
+
+async fn plain(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String> {
+    let raw = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let conn = raw.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
+    let window = Arc::new(Window::from(args));
+    let key = format!("plain:{name}");
+    let mut tasks = Vec::new();
+    for task in 0..args.num("tasks", 1) {
+        let (mut conn, window, key) = (conn.clone(), window.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            window.wait_start().await;
+            let mut records = Vec::new();
+            let mut n = 0u64;
+            while wall_ns() < window.end_ns {
+                n += 1;
+                let token = format!("{}-{task}-{n}", std::process::id());
+                let wait_start = wall_ns();
+                loop {
+                    let ok: Option<String> = redis::cmd("SET").arg(&key).arg(&token).arg("NX").arg("PX").arg(30000)
+                        .query_async(&mut conn).await.map_err(|e| e.to_string())?;
+                    if ok.is_some() {
+                        break;
+                    }
+                    if wall_ns() > window.end_ns + 10_000_000_000 {
+                        return Err("plain lock never acquired".to_string());
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                let acquired = wall_ns();
+                window.hold();
+                let release_start = wall_ns();
+                let _: i64 = redis::cmd("EVAL").arg(CAD).arg(1).arg(&key).arg(&token)
+                    .query_async(&mut conn).await.map_err(|e| e.to_string())?;
+                records.push((task, n, wait_start, acquired, release_start));
+            }
+            Ok::<_, String>(records)
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.map_err(|e| e.to_string())??);
+    }
+    Ok(all)
 }
