@@ -47,8 +47,22 @@ impl Context {
         op
     }
 
+    /// The real key a placeholder names: `{key:L}`, `{queue:L}`, `{waiters:L}`, `{fence:L}` (the
+    /// mutex, PROTOCOL.md §1) and `{sem_holders:L}`, `{sem_queue:L}`, `{rw_holders:L}`,
+    /// `{rw_queue:L}`, `{elect_holders:L}` (the shared-holder primitives, §7).
     fn key(&self, template: &str) -> String {
-        for (tag, suffix) in [("key:", ""), ("queue:", ":queue"), ("waiters:", ":waiters"), ("fence:", ":fence")] {
+        const TAGS: [(&str, &str); 9] = [
+            ("key:", ""),
+            ("queue:", ":queue"),
+            ("waiters:", ":waiters"),
+            ("fence:", ":fence"),
+            ("sem_holders:", ":sem:holders"),
+            ("sem_queue:", ":sem:queue"),
+            ("rw_holders:", ":rw:holders"),
+            ("rw_queue:", ":rw:queue"),
+            ("elect_holders:", ":elect:holders"),
+        ];
+        for (tag, suffix) in TAGS {
             if let Some(local) = template.strip_prefix('{').and_then(|t| t.strip_suffix('}')).and_then(|t| t.strip_prefix(tag)) {
                 return format!("{}{{{}}}{suffix}", self.prefix, self.lock_name(local));
             }
@@ -71,16 +85,36 @@ impl Context {
         Ok(())
     }
 
-    /// The lock, queue and waiters keys of `lock` are gone (nothing left behind).
+    /// No key of lock `lock` is left, of any primitive (mutex, semaphore, read-write lock,
+    /// election), except the fence counters, which outlive holders on purpose (PROTOCOL.md §5).
+    /// Every such key starts with `P{N}` (the hash tag), so one SCAN over that pattern finds them.
     pub fn keys_absent(&self, conn: &mut redis::Connection, lock: &str) -> Result<(), String> {
-        for t in ["key", "queue", "waiters"] {
-            let key = self.key(&format!("{{{t}:{lock}}}"));
-            let n: i64 = redis::cmd("EXISTS").arg(&key).query(conn).map_err(|e| e.to_string())?;
-            if n != 0 {
-                return Err(format!("{key} was left behind"));
+        let base = self.key(&format!("{{key:{lock}}}"));
+        let mut pattern = String::new();
+        for c in base.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
             }
+            pattern.push(c);
         }
-        Ok(())
+        pattern.push('*');
+        let mut left = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) =
+                redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000).query(conn).map_err(|e| e.to_string())?;
+            left.extend(keys.into_iter().filter(|k| !k.ends_with(":fence")));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            left.sort();
+            Err(format!("left behind: {}", left.join(", ")))
+        }
     }
 
     /// Checks a reply against the step's `expect` and records tokens / hammer records.
@@ -107,10 +141,10 @@ impl Context {
             let ok = match k.as_str() {
                 "within_ms" => reply.elapsed.as_millis() <= v.as_u64().unwrap_or(0) as u128,
                 "at_least_ms" => reply.elapsed.as_millis() >= v.as_u64().unwrap_or(0) as u128,
-                "token_gt" => {
+                "token_gt" | "token_eq" => {
                     let other = v.as_str().and_then(|n| self.tokens.get(n)).ok_or(format!("no token saved as {v}"))?;
                     let mine = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok());
-                    mine.is_some_and(|m| m > *other)
+                    mine.is_some_and(|m| if k == "token_gt" { m > *other } else { m == *other })
                 }
                 key => r.get(key) == Some(v),
             };
@@ -121,13 +155,37 @@ impl Context {
         Ok(())
     }
 
-    /// Merges the records of several `hammer` replies: no two holdings overlap in time and
-    /// fencing tokens increase in the order the holdings began.
-    pub fn check_hammer(&self, labels: &[Value]) -> Result<(), String> {
+    /// Merges the records of several `hammer` replies. With `permits == 1` (an exclusive lock:
+    /// mutex, write half, leadership) no two holdings overlap in time and fencing tokens increase
+    /// in the order the holdings began; with more (a semaphore) at most `permits` holdings
+    /// overlap at any instant and every grant has its own token.
+    pub fn check_hammer(&self, labels: &[Value], permits: u64) -> Result<(), String> {
         let mut all: Vec<(u128, u128, u128)> = Vec::new();
         for l in labels {
             let l = l.as_str().unwrap_or_default();
             all.extend(self.hammers.get(l).ok_or(format!("no hammer records saved as {l}"))?);
+        }
+        if permits > 1 {
+            let mut tokens: Vec<u128> = all.iter().map(|r| r.0).collect();
+            tokens.sort_unstable();
+            if let Some(w) = tokens.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!("fencing token {} granted twice", w[0]));
+            }
+            // Sweep: at equal times an exit comes before an enter (sort key 0 before 1).
+            let mut events: Vec<(u128, u8)> = all.iter().flat_map(|r| [(r.1, 1), (r.2, 0)]).collect();
+            events.sort_unstable();
+            let mut inside = 0u64;
+            for (at, kind) in events {
+                if kind == 1 {
+                    inside += 1;
+                    if inside > permits {
+                        return Err(format!("{inside} holdings at once (at {at} ns), more than {permits} permits"));
+                    }
+                } else {
+                    inside = inside.saturating_sub(1);
+                }
+            }
+            return Ok(());
         }
         all.sort_by_key(|r| r.1);
         for w in all.windows(2) {

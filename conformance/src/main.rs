@@ -214,7 +214,8 @@ async fn execute(root: &Path, server: &RedisServer, s: &Scenario, assignment: &[
             } else if let Some(lock) = step.get("expect_keys_absent").and_then(Value::as_str) {
                 ctx.keys_absent(&mut redis, lock).map_err(at)?;
             } else if let Some(labels) = step.get("check_hammer").and_then(Value::as_array) {
-                ctx.check_hammer(labels).map_err(at)?;
+                let permits = step.get("permits").and_then(Value::as_u64).unwrap_or(1);
+                ctx.check_hammer(labels, permits).map_err(at)?;
             } else if let Some(label) = step.get("await").and_then(Value::as_str) {
                 let (who, id) = pending.remove(label).ok_or_else(|| at(format!("nothing pending as {label}")))?;
                 let actor = actors.get_mut(&who).expect("pending actor exists");

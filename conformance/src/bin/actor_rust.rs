@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lockgate_core::native::{Client, ClientOptions, Lease};
+use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock};
 use lockgate_core::options::duration_from_millis_f64;
-use lockgate_core::{Error, LockOptions};
+use lockgate_core::{Error, LockOptions, Primitive};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -45,12 +45,80 @@ fn wall_ns() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
+fn not_held() -> Value {
+    json!({"ok": false, "error": "NOT_HELD", "retryable": false})
+}
+
+/// One library handle of the actor (named by the step's `handle`, default the lock name) and
+/// the stack of leases acquired through it, most recent last.
+struct Handle {
+    lock: Lock,
+    /// For `kind: leader`: the election and the value to campaign with (`acquire` campaigns).
+    election: Option<(Election, String)>,
+    leases: Vec<Lease>,
+}
+
+/// Builds the handle a step describes: `kind` (mutex, semaphore, read, write, leader),
+/// `permits`, `value`, `reentrant`, `writers_first`, plus the lock options.
+fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error> {
+    let o = options(op)?;
+    let reentrant = op.get("reentrant").and_then(Value::as_bool).unwrap_or(false);
+    let mut election = None;
+    let lock = match op.get("kind").and_then(Value::as_str).unwrap_or("mutex") {
+        "mutex" if reentrant => client.reentrant_lock(name, o)?,
+        "mutex" => client.lock(name, o)?,
+        "semaphore" => {
+            // Passed through untouched; only values a u32 cannot represent (which Rust's type
+            // system would refuse at compile time) are turned away here.
+            let permits = op.get("permits").and_then(Value::as_i64).unwrap_or(1);
+            let permits = u32::try_from(permits).map_err(|_| Error::invalid(format!("permits out of range: {permits}")))?;
+            client.semaphore(name, permits, o)?
+        }
+        kind @ ("read" | "write") => {
+            let mut rw = client.read_write_lock(name, o)?;
+            if let Some(wf) = op.get("writers_first").and_then(Value::as_bool) {
+                rw = rw.with_writers_first(wf);
+            }
+            if reentrant {
+                rw = rw.reentrant();
+            }
+            if kind == "read" { rw.read().clone() } else { rw.write().clone() }
+        }
+        "leader" => {
+            let value = op.get("value").and_then(Value::as_str).unwrap_or("").to_string();
+            let e = client.election(name, o.clone())?;
+            let lock = client.primitive(name, Primitive::Leader { value: value.clone() }, o, reentrant)?;
+            election = Some((e, value));
+            lock
+        }
+        other => return Err(Error::invalid(format!("unknown kind {other:?}"))),
+    };
+    Ok(Handle { lock, election, leases: Vec::new() })
+}
+
 struct Actor {
     client: Option<Client>,
-    leases: HashMap<String, Lease>,
+    handles: HashMap<String, Handle>,
 }
 
 impl Actor {
+    /// The handle named by the step (`handle`, default the lock name), created on first use
+    /// with this step's options.
+    fn handle_for(&mut self, name: &str, op: &Value) -> Result<&mut Handle, Error> {
+        let key = op.get("handle").and_then(Value::as_str).unwrap_or(name).to_string();
+        if !self.handles.contains_key(&key) {
+            let h = make_handle(self.client(), name, op)?;
+            self.handles.insert(key.clone(), h);
+        }
+        Ok(self.handles.get_mut(&key).expect("inserted above"))
+    }
+
+    /// The most recent lease of the step's handle, if any.
+    fn top(&mut self, name: &str, op: &Value) -> Option<&mut Lease> {
+        let key = op.get("handle").and_then(Value::as_str).unwrap_or(name);
+        self.handles.get_mut(key).and_then(|h| h.leases.last_mut())
+    }
+
     async fn handle(&mut self, op: &Value) -> Value {
         let name = op.get("lock").and_then(Value::as_str).unwrap_or("").to_string();
         match op.get("op").and_then(Value::as_str).unwrap_or("") {
@@ -67,41 +135,50 @@ impl Actor {
                     Err(e) => err(&e),
                 }
             }
-            "lock" => match options(op).and_then(|o| self.client().lock(&name, o)) {
+            "lock" => match self.handle_for(&name, op) {
                 Ok(_) => json!({"ok": true}),
                 Err(e) => err(&e),
             },
             "acquire" | "try_acquire" => {
-                let lock = match options(op).and_then(|o| self.client().lock(&name, o)) {
-                    Ok(l) => l,
+                let h = match self.handle_for(&name, op) {
+                    Ok(h) => h,
                     Err(e) => return err(&e),
                 };
                 let result = if op["op"] == "acquire" {
                     match ms(op, "timeout_ms") {
-                        Ok(timeout) => lock.acquire(timeout.unwrap_or_default()).await.map(Some),
+                        Ok(timeout) => {
+                            let timeout = timeout.unwrap_or_default();
+                            match &h.election {
+                                Some((e, value)) => e.campaign(value, Some(timeout)).await.map(Some),
+                                None => h.lock.acquire(timeout).await.map(Some),
+                            }
+                        }
                         Err(e) => Err(e),
                     }
                 } else {
-                    lock.try_acquire().await
+                    h.lock.try_acquire().await
                 };
                 match result {
                     Ok(Some(lease)) => {
                         let token = lease.fencing_token().to_string();
-                        self.leases.insert(name, lease);
+                        h.leases.push(lease);
                         json!({"ok": true, "acquired": true, "token": token})
                     }
                     Ok(None) => json!({"ok": true, "acquired": false}),
                     Err(e) => err(&e),
                 }
             }
-            "release" => match self.leases.remove(&name) {
-                Some(lease) => match lease.release().await {
-                    Ok(was_held) => json!({"ok": true, "was_held": was_held}),
-                    Err(e) => err(&e),
-                },
-                None => json!({"ok": false, "error": "NOT_HELD", "retryable": false}),
-            },
-            "extend" => match self.leases.get(&name) {
+            "release" => {
+                let key = op.get("handle").and_then(Value::as_str).unwrap_or(&name).to_string();
+                match self.handles.get_mut(&key).and_then(|h| h.leases.pop()) {
+                    Some(lease) => match lease.release().await {
+                        Ok(was_held) => json!({"ok": true, "was_held": was_held}),
+                        Err(e) => err(&e),
+                    },
+                    None => not_held(),
+                }
+            }
+            "extend" => match self.top(&name, op) {
                 Some(lease) => match ms(op, "ms") {
                     Ok(d) => match lease.extend(d.unwrap_or_default()).await {
                         Ok(()) => json!({"ok": true}),
@@ -109,11 +186,11 @@ impl Actor {
                     },
                     Err(e) => err(&e),
                 },
-                None => json!({"ok": false, "error": "NOT_HELD", "retryable": false}),
+                None => not_held(),
             },
             "hammer" => {
-                let lock = match options(op).and_then(|o| self.client().lock(&name, o)) {
-                    Ok(l) => l,
+                let lock = match self.handle_for(&name, op) {
+                    Ok(h) => h.lock.clone(),
                     Err(e) => return err(&e),
                 };
                 let hold = ms(op, "hold_ms").ok().flatten().unwrap_or(Duration::from_millis(2));
@@ -133,8 +210,11 @@ impl Actor {
                 }
                 json!({"ok": true, "records": records})
             }
-            "is_held" => json!({"ok": true, "held": self.leases.get(&name).is_some_and(Lease::is_held)}),
-            "wait_lost" => match self.leases.get(&name) {
+            "is_held" => {
+                let held = self.top(&name, op).is_some_and(|l| l.is_held());
+                json!({"ok": true, "held": held})
+            }
+            "wait_lost" => match self.top(&name, op) {
                 Some(lease) => {
                     let wait = ms(op, "timeout_ms").ok().flatten().unwrap_or(Duration::from_secs(5));
                     match tokio::time::timeout(wait, lease.lost()).await {
@@ -142,8 +222,19 @@ impl Actor {
                         Err(_) => json!({"ok": true, "lost": false}),
                     }
                 }
-                None => json!({"ok": false, "error": "NOT_HELD", "retryable": false}),
+                None => not_held(),
             },
+            "observe" => {
+                let observed = match self.client().election(&name, LockOptions::default()) {
+                    Ok(e) => e.observe().await,
+                    Err(e) => Err(e),
+                };
+                match observed {
+                    Ok(Some(info)) => json!({"ok": true, "leader": true, "value": info.value, "token": info.term.to_string()}),
+                    Ok(None) => json!({"ok": true, "leader": false}),
+                    Err(e) => err(&e),
+                }
+            }
             other => json!({"ok": false, "error": "UNSUPPORTED_OP", "detail": other}),
         }
     }
@@ -157,7 +248,7 @@ impl Actor {
 async fn main() {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut out = tokio::io::stdout();
-    let mut actor = Actor { client: None, leases: HashMap::new() };
+    let mut actor = Actor { client: None, handles: HashMap::new() };
     while let Ok(Some(line)) = lines.next_line().await {
         let op: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
@@ -174,8 +265,10 @@ async fn main() {
             break;
         }
     }
-    for (_, lease) in actor.leases.drain() {
-        let _ = lease.release().await;
+    for (_, mut h) in actor.handles.drain() {
+        while let Some(lease) = h.leases.pop() {
+            let _ = lease.release().await;
+        }
     }
     if let Some(c) = actor.client {
         c.close().await;
