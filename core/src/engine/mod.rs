@@ -292,6 +292,10 @@ impl Engine {
         }
         let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
         for lease in leases {
+            // Shutdown gives the lease up whatever reentrant holds are outstanding.
+            if let Some(l) = self.leases.get_mut(&lease) {
+                l.holds = 1;
+            }
             let _ = self.release(now, lease);
         }
         self.flush(now);
