@@ -16,7 +16,7 @@ pub mod time;
 pub mod native;
 
 pub use engine::{
-    Engine, EngineConfig, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request,
+    Engine, EngineConfig, Event, ReplicaAcks, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request,
     RequestId, RequestKind, Wait,
 };
 pub use error::{Error, ErrorKind, Result};

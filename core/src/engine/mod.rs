@@ -31,6 +31,18 @@ pub struct EngineConfig {
     pub key_prefix: String,
     /// How long the fence counter outlives a lease; see PROTOCOL.md "Fencing tokens".
     pub fence_retention: Duration,
+    /// Replica-acknowledged mode (PROTOCOL.md §4): a grant, extend or renewal counts only once
+    /// `WAIT` confirms it reached this many replicas within the timeout. `None`: off.
+    pub replica_acks: Option<ReplicaAcks>,
+}
+
+/// The replica-acknowledged mode: how many replicas must confirm a write, and how long to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaAcks {
+    /// Replicas that must acknowledge (at least 1).
+    pub replicas: u32,
+    /// How long `WAIT` may block (at least 1 ms). It blocks the client's connection meanwhile.
+    pub timeout: Duration,
 }
 
 impl Default for EngineConfig {
@@ -38,6 +50,7 @@ impl Default for EngineConfig {
         EngineConfig {
             key_prefix: "lockgate:".into(),
             fence_retention: Duration::from_secs(3600),
+            replica_acks: None,
         }
     }
 }
@@ -67,6 +80,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// transport error if the connection failed.
 pub struct Engine {
     prefix: String,
+    replica_acks: Option<ReplicaAcks>,
     channel: String,
     retention_ms: String,
     rng: Box<dyn RandomSource>,
@@ -95,8 +109,16 @@ impl Engine {
                 "fence_retention must be between 1 s and 30 days",
             ));
         }
+        if let Some(r) = config.replica_acks {
+            if r.replicas == 0 || r.timeout < Duration::from_millis(1) || r.timeout > options::MAX_DURATION {
+                return Err(Error::invalid(
+                    "replica_acks needs at least 1 replica and a timeout between 1 ms and 30 days",
+                ));
+            }
+        }
         let client_id = hex(&random_bytes::<8>(rng.as_mut()));
         Ok(Engine {
+            replica_acks: config.replica_acks,
             channel: client_channel(&config.key_prefix, &client_id),
             prefix: config.key_prefix,
             retention_ms: whole_millis(config.fence_retention).to_string(),
@@ -331,6 +353,20 @@ impl Engine {
         let Some(flight) = self.in_flight.remove(&id) else {
             return;
         };
+        let (result, unreplicated) = match (flight.waited, result) {
+            (Some(acks), Ok(mut r)) if r.len() == flight.calls.len() + 1 => {
+                let wait = r.pop().expect("length checked");
+                match wait {
+                    Reply::Int(n) if n >= acks.replicas as i64 => (Ok(r), None),
+                    Reply::Int(n) => (Ok(r), Some(Error::new(
+                        ErrorKind::Connection,
+                        format!("the write reached {n} of the {} replicas required within {:?}; it does not count", acks.replicas, acks.timeout),
+                    ))),
+                    other => (Ok(r), Some(Error::protocol(format!("WAIT returned {other:?}")))),
+                }
+            }
+            (_, r) => (r, None),
+        };
         let replies: Vec<Result<Reply>> = match result {
             Ok(r) if r.len() == flight.calls.len() => r.into_iter().map(Ok).collect(),
             Ok(r) => {
@@ -343,7 +379,19 @@ impl Engine {
             }
             Err(e) => flight.calls.iter().map(|_| Err(e.clone())).collect(),
         };
-        for ((purpose, call), reply) in flight.calls.into_iter().zip(replies) {
+        for ((purpose, call), mut reply) in flight.calls.into_iter().zip(replies) {
+            if let (Some(e), Ok(r)) = (&unreplicated, &reply) {
+                // A grant or extension that did not reach enough replicas could be lost in a
+                // failover: treat it as unconfirmed (acquires retry or are undone, renewals retry).
+                let confirms = match purpose {
+                    Purpose::Acquire(_) => matches!(reply::parse_acquire(r), Ok(AcquireReply::Held { .. })),
+                    Purpose::Renew(..) | Purpose::Extend(..) => matches!(r, Reply::Int(1)),
+                    _ => false,
+                };
+                if confirms {
+                    reply = Err(e.clone());
+                }
+            }
             if matches!(&reply, Ok(r) if r.is_noscript()) && !call.full {
                 // The server lost its script cache (restart, SCRIPT FLUSH): send the body once.
                 self.batch
@@ -365,6 +413,15 @@ impl Engine {
                 let a = self.acquires.get_mut(&op).expect("token index matches acquires");
                 if fence <= a.seen_fence {
                     // A grant older than a "busy" answer we already had: stale. Ask the server.
+                    if let AcquireState::Queued { .. } = a.state {
+                        a.state = AcquireState::Queued { recheck_at: now };
+                    }
+                    self.handle_timeout(now);
+                    return;
+                }
+                if self.replica_acks.is_some() {
+                    // Replica-acknowledged mode: a pushed grant proves nothing about replicas;
+                    // re-run ACQUIRE (which answers "held") with its WAIT at once.
                     if let AcquireState::Queued { .. } = a.state {
                         a.state = AcquireState::Queued { recheck_at: now };
                     }
@@ -891,9 +948,19 @@ impl Engine {
             return;
         }
         let calls = std::mem::take(&mut self.batch);
-        let commands = calls.iter().map(|(_, c)| eval_command(c)).collect();
+        let mut commands: Vec<Command> = calls.iter().map(|(_, c)| eval_command(c)).collect();
+        let waited = self.replica_acks.filter(|_| {
+            calls.iter().any(|(p, _)| matches!(p, Purpose::Acquire(_) | Purpose::Renew(..) | Purpose::Extend(..)))
+        });
+        if let Some(acks) = waited {
+            commands.push(Command(vec![
+                b"WAIT".to_vec(),
+                acks.replicas.to_string().into_bytes(),
+                whole_millis(acks.timeout).to_string().into_bytes(),
+            ]));
+        }
         let id = RequestId(self.fresh_id());
-        self.in_flight.insert(id, InFlight { sent: now, calls });
+        self.in_flight.insert(id, InFlight { sent: now, calls, waited });
         self.outgoing.push_back(Request {
             id,
             kind: RequestKind::Pipeline(commands),

@@ -87,6 +87,8 @@ pub(crate) enum Purpose {
 pub(crate) struct InFlight {
     pub sent: Instant,
     pub calls: Vec<(Purpose, ScriptCall)>,
+    /// A trailing `WAIT` was sent after the calls (replica-acknowledged mode).
+    pub waited: Option<crate::engine::ReplicaAcks>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

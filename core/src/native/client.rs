@@ -27,6 +27,10 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Limit on one server round trip before it counts as a connection failure.
     pub response_timeout: Duration,
+    /// Replica-acknowledged mode for a primary with replicas: grants, extends and renewals
+    /// count only once `WAIT` confirms them on this many replicas (PROTOCOL.md §4). Must be
+    /// below `response_timeout`.
+    pub replica_acks: Option<crate::engine::ReplicaAcks>,
 }
 
 impl ClientOptions {
@@ -38,6 +42,7 @@ impl ClientOptions {
             tls_ca_pem: None,
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(5),
+            replica_acks: None,
         }
     }
 
@@ -54,6 +59,13 @@ impl ClientOptions {
                 return Err(Error::invalid(format!(
                     "{what} must be positive and at most 30 days"
                 )));
+            }
+        }
+        if let Some(r) = self.replica_acks {
+            if r.replicas == 0 || r.timeout.is_zero() || r.timeout >= self.response_timeout {
+                return Err(Error::invalid(
+                    "replica_acks needs at least 1 replica and a WAIT timeout below response_timeout",
+                ));
             }
         }
         if self.tls_ca_pem.is_some() && !url.is_tls() {
@@ -91,6 +103,7 @@ impl ClientOptions {
             .map_err(|e| convert::error(&e, scrub))?;
         let config = EngineConfig {
             key_prefix: self.key_prefix.clone(),
+            replica_acks: self.replica_acks,
             ..EngineConfig::default()
         };
         let engine = Engine::new(config, Box::new(OsRandom))?;

@@ -105,6 +105,11 @@ impl RedisServer {
         s
     }
 
+    /// The server's process id (to pause it with SIGSTOP in tests).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
