@@ -30,18 +30,72 @@ function lockOptions(op) {
   return o;
 }
 
+/** Handle options for a read-write lock or mutex: the lock options plus `reentrant`. */
+function withFlags(op, o) {
+  if (present(op.reentrant)) o.reentrant = op.reentrant;
+  return o;
+}
+
+/**
+ * The library handle a step describes (Primitive options in conformance/README.md): `kind`
+ * (mutex, semaphore, read, write, leader), `permits`, `value`, `reentrant`, `writers_first`.
+ * Returns `{ acquire(timeoutMs), tryAcquire() }` over the public API.
+ */
+function makeHandle(client, name, op) {
+  const o = lockOptions(op);
+  const kind = present(op.kind) ? op.kind : 'mutex';
+  switch (kind) {
+    case 'mutex':
+      return lockHandle(client.lock(name, withFlags(op, o)));
+    case 'semaphore':
+      return lockHandle(client.semaphore(name, present(op.permits) ? op.permits : 1, o));
+    case 'read':
+    case 'write': {
+      if (present(op.writers_first)) o.writersFirst = op.writers_first;
+      const rw = client.readWriteLock(name, withFlags(op, o));
+      return lockHandle(kind === 'read' ? rw.readLock : rw.writeLock);
+    }
+    case 'leader': {
+      if (op.reentrant === true) o.reentrant = true; // the library rejects it
+      return lockHandle(client.election(name, o).candidate(present(op.value) ? op.value : ''));
+    }
+    default:
+      throw new lockgate.InvalidArgumentError(`unknown kind ${JSON.stringify(kind)}`);
+  }
+}
+
+function lockHandle(lock) {
+  return {
+    acquire: (timeoutMs) => lock.acquire({ timeoutMs }),
+    tryAcquire: () => lock.tryAcquire(),
+  };
+}
+
 class Actor {
   constructor() {
     this.client = null;
-    this.leases = new Map();
+    /** handle name -> { handle, leases: Lease[] (most recent last) } */
+    this.handles = new Map();
   }
 
-  lock(op) {
-    return this.client.lock(op.lock ?? '', lockOptions(op));
+  /** The step's handle (`handle`, default the lock name), created on first use with its options. */
+  handleFor(op) {
+    const key = present(op.handle) ? op.handle : op.lock ?? '';
+    let h = this.handles.get(key);
+    if (!h) {
+      h = { handle: makeHandle(this.client, op.lock ?? '', op), leases: [] };
+      this.handles.set(key, h);
+    }
+    return h;
+  }
+
+  /** The most recent lease of the step's handle, if any. */
+  top(op) {
+    const h = this.handles.get(present(op.handle) ? op.handle : op.lock ?? '');
+    return h && h.leases.length ? h.leases[h.leases.length - 1] : undefined;
   }
 
   async handle(op) {
-    const name = op.lock ?? '';
     try {
       switch (op.op) {
         case 'connect': {
@@ -49,40 +103,45 @@ class Actor {
           const client = await lockgate.connect(op.url ?? '', options);
           if (this.client) await this.client.close();
           this.client = client;
+          this.handles.clear();
           return { ok: true };
         }
-        case 'lock':
-          this.lock(op);
+        case 'lock': {
+          // Always validated with this step's options; kept only as the handle's first use.
+          const handle = makeHandle(this.client, op.lock ?? '', op);
+          const key = present(op.handle) ? op.handle : op.lock ?? '';
+          if (!this.handles.has(key)) this.handles.set(key, { handle, leases: [] });
           return { ok: true };
+        }
         case 'acquire':
         case 'try_acquire': {
-          const lock = this.lock(op);
+          const h = this.handleFor(op);
           const lease =
             op.op === 'acquire'
-              ? await lock.acquire({ timeoutMs: present(op.timeout_ms) ? op.timeout_ms : 0 })
-              : await lock.tryAcquire();
+              ? await h.handle.acquire(present(op.timeout_ms) ? op.timeout_ms : 0)
+              : await h.handle.tryAcquire();
           if (!lease) return { ok: true, acquired: false };
-          this.leases.set(name, lease);
+          h.leases.push(lease);
           return { ok: true, acquired: true, token: lease.fencingToken.toString() };
         }
         case 'release': {
-          const lease = this.leases.get(name);
+          const h = this.handles.get(present(op.handle) ? op.handle : op.lock ?? '');
+          const lease = h && h.leases.pop();
           if (!lease) return NOT_HELD;
-          this.leases.delete(name);
           return { ok: true, was_held: await lease.release() };
         }
         case 'extend': {
-          const lease = this.leases.get(name);
+          const lease = this.top(op);
           if (!lease) return NOT_HELD;
           await lease.extend(present(op.ms) ? op.ms : 0);
           return { ok: true };
         }
         case 'is_held': {
-          const lease = this.leases.get(name);
+          const lease = this.top(op);
           return { ok: true, held: Boolean(lease && lease.isHeld) };
         }
         case 'wait_lost': {
-          const lease = this.leases.get(name);
+          const lease = this.top(op);
           if (!lease) return NOT_HELD;
           const signal = lease.signal;
           const lost = await new Promise((resolve) => {
@@ -100,11 +159,11 @@ class Actor {
           return lost ? { ok: true, lost: true, error: signal.reason.code } : { ok: true, lost: false };
         }
         case 'hammer': {
-          const lock = this.lock(op);
+          const h = this.handleFor(op);
           const hold = present(op.hold_ms) ? op.hold_ms : 2;
           const records = [];
           for (let i = 0; i < (op.times ?? 1); i++) {
-            const lease = await lock.acquire({ timeoutMs: 30_000 });
+            const lease = await h.handle.acquire(30_000);
             const enter = wallNs();
             await sleep(hold);
             const exit = wallNs();
@@ -112,6 +171,11 @@ class Actor {
             records.push([lease.fencingToken.toString(), enter, exit]);
           }
           return { ok: true, records };
+        }
+        case 'observe': {
+          const leader = await this.client.election(op.lock ?? '').observe();
+          if (!leader) return { ok: true, leader: false };
+          return { ok: true, leader: true, value: leader.value, token: leader.term.toString() };
         }
         default:
           return { ok: false, error: 'UNSUPPORTED_OP', detail: op.op };
@@ -122,7 +186,9 @@ class Actor {
   }
 
   async close() {
-    for (const lease of this.leases.values()) await lease.release().catch(() => {});
+    for (const h of this.handles.values()) {
+      while (h.leases.length) await h.leases.pop().release().catch(() => {});
+    }
     if (this.client) await this.client.close();
   }
 }

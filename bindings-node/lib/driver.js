@@ -30,6 +30,13 @@ const SHAPES = {
     wasHeld,
     error,
   }),
+  observed: (op, value, term, remainingMs) => ({
+    kind: 'observed',
+    op,
+    value,
+    term,
+    remainingMs,
+  }),
 };
 
 function unrefSocket(redis) {
@@ -138,6 +145,18 @@ class Driver {
       onSettle = () => signal.removeEventListener('abort', onAbort);
     }
     return this.track(op, undefined, onSettle);
+  }
+
+  /** Re-enters a held lease (reentrant handles); completes at once, `acquired` or NOT_HELD. */
+  reacquire(lease) {
+    this.ensureOpen();
+    return this.track(this.engine.reacquire(now(), lease), undefined, undefined);
+  }
+
+  /** Reads the leader of election `name`; resolves with the `observed` event. */
+  observe(name) {
+    this.ensureOpen();
+    return this.track(this.engine.observe(now(), name), undefined, undefined);
   }
 
   release(lease) {
@@ -303,7 +322,8 @@ class Driver {
     if (p.onSettle) p.onSettle();
     switch (ev.kind) {
       case 'acquired':
-        this.leases.set(ev.lease, new LossSignal());
+        // A re-entered lease keeps the loss signal of its first hold.
+        if (!this.leases.has(ev.lease)) this.leases.set(ev.lease, new LossSignal());
         p.resolve(ev);
         break;
       case 'released':

@@ -75,7 +75,8 @@ export interface ClientOptions {
   redisOptions?: RedisOptions;
 }
 
-export interface LockOptions {
+/** Options every kind of lock takes: the lease and the wait. */
+export interface LeaseOptions {
   /** Lease on the server in ms (default 30000). With `autoRenew` it is renewed every third of it. */
   leaseMs?: number;
   /** Renew the lease until release (default true). With false the lock frees itself after `leaseMs`. */
@@ -85,6 +86,33 @@ export interface LockOptions {
   /** Lease of a waiter's queue entry in ms: a crashed waiter is skipped after at most this (default 10000). */
   entryTtlMs?: number;
 }
+
+/** Options of `client.lock()`. */
+export interface LockOptions extends LeaseOptions {
+  /**
+   * Acquiring again through this handle while it holds the lock resolves at once with the same
+   * lease and fencing token and one more hold; only the last release frees it (default false).
+   */
+  reentrant?: boolean;
+}
+
+/** Options of `client.semaphore()`. */
+export interface SemaphoreOptions extends LeaseOptions {}
+
+/** Options of `client.readWriteLock()`. */
+export interface ReadWriteLockOptions extends LockOptions {
+  /**
+   * A queued writer blocks readers that arrive after it (default true: writers never starve).
+   * `false` lets readers join current readers past queued writers.
+   */
+  writersFirst?: boolean;
+}
+
+/** Options of `client.election()`; `leaseMs` bounds how long a crashed leader keeps leading. */
+export interface ElectionOptions extends LeaseOptions {}
+
+/** What a handle acquires. */
+export type LockKind = 'mutex' | 'semaphore' | 'read' | 'write' | 'leader';
 
 export interface AcquireOptions {
   /** Give up after this many ms with a TimeoutError (`0`: one attempt; `Infinity`: no limit). */
@@ -105,6 +133,16 @@ export class Client {
   private constructor();
   /** A mutex named `name`; throws InvalidArgumentError for a bad name or options. */
   lock(name: string, options?: LockOptions): Lock;
+  /**
+   * A counting semaphore with `permits` permits (a whole number from 1 to 1000000; every client
+   * of one name must use the same count). Each acquisition takes one permit as a Lease, which
+   * returns by itself within one lease if its holder dies. Throws InvalidArgumentError.
+   */
+  semaphore(name: string, permits: number, options?: SemaphoreOptions): Semaphore;
+  /** A read-write lock: many holders of `readLock` or one of `writeLock`. Throws InvalidArgumentError. */
+  readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock;
+  /** A leader election. Throws InvalidArgumentError for a bad name or options. */
+  election(name: string, options?: ElectionOptions): Election;
   /** Whether `close()` was called. */
   readonly closed: boolean;
   /** Releases every lease, cancels every wait, closes the connections this client opened. */
@@ -112,16 +150,26 @@ export class Client {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A named distributed mutex. */
+/**
+ * A handle on a named lock: a mutex, a semaphore permit, or one half of a read-write lock.
+ * Holding it is a Lease, owned by the object that holds it.
+ */
 export class Lock {
-  private constructor();
+  protected constructor();
   readonly client: Client;
   readonly name: string;
+  /** What this handle acquires. */
+  readonly kind: LockKind;
+  /** Whether acquiring again while this handle holds the lock re-enters its lease. */
+  readonly reentrant: boolean;
   /** The effective options (defaults filled in). */
-  readonly options: Required<LockOptions>;
-  /** Waits for the lock (FIFO, woken by the release itself). */
+  readonly options: Required<LeaseOptions>;
+  /**
+   * Waits for the lock (FIFO, woken by the release itself). A reentrant handle that holds the
+   * lock resolves at once with the same lease (one more hold).
+   */
   acquire(options?: AcquireOptions): Promise<Lease>;
-  /** One attempt: the lease, or null if someone else holds the lock. */
+  /** One attempt: the lease, or null if the lock is held (or others queue for it). */
   tryAcquire(): Promise<Lease | null>;
   /**
    * Acquires, runs `fn`, and releases even if it throws. Resolves with `fn`'s result only if the
@@ -130,9 +178,77 @@ export class Lock {
   using<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
 }
 
+/** A counting semaphore; each lease is one permit. */
+export class Semaphore extends Lock {
+  protected constructor();
+  readonly kind: 'semaphore';
+  /** How many holders may hold a permit at once. */
+  readonly permits: number;
+}
+
+/** A read-write lock: many readers or one writer. */
+export class ReadWriteLock {
+  private constructor();
+  readonly client: Client;
+  readonly name: string;
+  /** The shared half: many readers hold it at once, never beside a writer. */
+  readonly readLock: Lock;
+  /** The exclusive half. */
+  readonly writeLock: Lock;
+  /** Whether a queued writer blocks readers that arrive after it. */
+  readonly writersFirst: boolean;
+  /** Whether both halves are reentrant. */
+  readonly reentrant: boolean;
+  readonly options: Required<LeaseOptions>;
+}
+
+/** The current leader of an election, as observed on the server. */
+export interface Leader {
+  /** What the leader published when it campaigned. */
+  value: string;
+  /** The leader's term: its fencing token, larger for every later leader. */
+  term: bigint;
+  /** The leader's remaining lease on the server when observed, in ms. */
+  remainingMs: number;
+}
+
+/** A leader election. */
+export class Election {
+  private constructor();
+  readonly client: Client;
+  readonly name: string;
+  readonly options: Required<LeaseOptions>;
+  /**
+   * Waits to lead, publishing `value` (at most 4096 bytes, else InvalidArgumentError).
+   * Rejects with TimeoutError or CancelledError as `lock.acquire()` does.
+   */
+  campaign(value: string, options?: AcquireOptions): Promise<Leadership>;
+  /** One attempt to lead: the Leadership, or null if someone leads (or queues). */
+  tryCampaign(value: string): Promise<Leadership | null>;
+  /**
+   * A candidate publishing `value` (checked here: at most 4096 bytes, else InvalidArgumentError):
+   * a Lock whose acquisitions campaign and resolve with Leadership.
+   */
+  candidate(value: string): Candidate;
+  /** The current leader, or null if nobody leads. */
+  observe(): Promise<Leader | null>;
+}
+
+/** A candidate of an election: a Lock whose leases are Leadership. */
+export class Candidate extends Lock {
+  protected constructor();
+  readonly kind: 'leader';
+  readonly election: Election;
+  /** The value it publishes while it leads. */
+  readonly value: string;
+  acquire(options?: AcquireOptions): Promise<Leadership>;
+  tryAcquire(): Promise<Leadership | null>;
+  using<T>(fn: (leadership: Leadership) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
+}
+
 /** Proof of holding a lock. */
 export class Lease {
-  private constructor();
+  protected constructor();
   readonly lock: Lock;
   /** Strictly greater than every token issued before for this lock name; pass it to the resource you protect. */
   readonly fencingToken: bigint;
@@ -142,9 +258,27 @@ export class Lease {
   readonly isHeld: boolean;
   /** Milliseconds the lease is certainly still valid (0 if not held). */
   readonly remainingMs: number;
-  /** Releases the lock if still held; resolves false if the lease had already ended. */
+  /**
+   * Releases the lock if still held; resolves false if the lease had already ended (or this
+   * object was released before). A re-entered lease gives back one hold; the last frees the lock.
+   */
   release(): Promise<boolean>;
   /** Sets the remaining lease to `ms` if still held; never re-acquires (rejects with NotHeldError). */
   extend(ms: number): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Leadership of an election: a Lease whose fencing token is the term. `signal` aborts when
+ * leadership is lost (renewal refused, holders key deleted, expired); `release()` resigns.
+ */
+export class Leadership extends Lease {
+  protected constructor();
+  /** The term: the same bigint as `fencingToken`. */
+  readonly term: bigint;
+  /** The value this leader publishes. */
+  readonly value: string;
+  readonly election: Election;
+  /** Gives up leadership (the same as `release()`). */
+  resign(): Promise<boolean>;
 }

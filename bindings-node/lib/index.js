@@ -162,10 +162,58 @@ class Client {
     drivers.set(this, driver);
   }
 
-  /** Creates a mutex named `name`; the name and options are validated here. */
+  /**
+   * A mutex named `name`; the name and options are validated here. With `reentrant: true`,
+   * acquiring it again through this handle while it holds the lock re-enters the same lease (same
+   * fencing token, one more hold); only the last release frees it.
+   * @param {string} name
+   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant }`
+   * @returns {Lock}
+   */
   lock(name, options) {
     drivers.get(this).ensureOpen();
     return new Lock(INTERNAL, this, new wasm.LockSpec(name, options));
+  }
+
+  /**
+   * A counting semaphore named `name` with `permits` permits: each acquisition takes one permit
+   * as a Lease, which returns by itself within one lease if its holder dies. Every client of one
+   * name must use the same `permits`.
+   * @param {string} name
+   * @param {number} permits a whole number from 1 to 1000000
+   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`
+   * @returns {Semaphore}
+   */
+  semaphore(name, permits, options) {
+    drivers.get(this).ensureOpen();
+    return new Semaphore(INTERNAL, this, wasm.LockSpec.semaphore(name, permits, options));
+  }
+
+  /**
+   * A read-write lock named `name`: many holders of `.readLock` or one of `.writeLock`. By
+   * default a queued writer blocks readers that arrive after it (`writersFirst: false` lets
+   * readers join current readers past queued writers).
+   * @param {string} name
+   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant, writersFirst }`
+   * @returns {ReadWriteLock}
+   */
+  readWriteLock(name, options) {
+    drivers.get(this).ensureOpen();
+    const read = wasm.LockSpec.readWrite(name, options, false);
+    const write = wasm.LockSpec.readWrite(name, options, true);
+    return new ReadWriteLock(INTERNAL, this, read, write);
+  }
+
+  /**
+   * A leader election named `name`. `leaseMs` bounds how long a crashed leader keeps
+   * leadership; the watchdog renews it while the leader lives.
+   * @param {string} name
+   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`
+   * @returns {Election}
+   */
+  election(name, options) {
+    drivers.get(this).ensureOpen();
+    return new Election(INTERNAL, this, wasm.LockSpec.election(name, options));
   }
 
   /** Whether close() was called. */
@@ -182,15 +230,40 @@ class Client {
   }
 }
 
-/** A named distributed mutex. Holding it is a Lease. */
+function checkSignal(options) {
+  const signal = options == null ? undefined : options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw invalid('signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+function baseOptions(spec) {
+  return {
+    leaseMs: spec.leaseMs,
+    autoRenew: spec.autoRenew,
+    waitTimeoutMs: spec.waitTimeoutMs,
+    entryTtlMs: spec.entryTtlMs,
+  };
+}
+
+/**
+ * A handle on a named lock: a mutex (`client.lock`), a semaphore permit (`client.semaphore`),
+ * one half of a read-write lock, or (inside `election.campaign`) leadership. Holding it is a
+ * Lease, owned by the object that holds it, never by a call stack.
+ */
 class Lock {
   #client;
   #spec;
+  #election;
+  /** The lease id this reentrant handle holds (or last held). */
+  #current = undefined;
 
-  constructor(token, client, spec) {
+  constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
     this.#client = client;
     this.#spec = spec;
+    this.#election = election;
   }
 
   /** The client this lock was made from. */
@@ -198,45 +271,52 @@ class Lock {
     return this.#client;
   }
 
+  /** The lock's name. */
   get name() {
     return this.#spec.name;
   }
 
+  /** What this handle acquires: `mutex`, `semaphore`, `read`, `write` or `leader`. */
+  get kind() {
+    return this.#spec.kind;
+  }
+
+  /** Whether acquiring again while this handle holds the lock re-enters its lease. */
+  get reentrant() {
+    return this.#spec.reentrant;
+  }
+
   /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
   get options() {
-    const s = this.#spec;
-    return {
-      leaseMs: s.leaseMs,
-      autoRenew: s.autoRenew,
-      waitTimeoutMs: s.waitTimeoutMs,
-      entryTtlMs: s.entryTtlMs,
-    };
+    return baseOptions(this.#spec);
   }
 
   /**
    * Waits for the lock and resolves with a Lease. Rejects with TimeoutError after `timeoutMs`
    * (default: the lock's `waitTimeoutMs`, else no limit) and with CancelledError when `signal`
-   * aborts; either way nothing is left queued on the server.
+   * aborts; either way nothing is left queued on the server. A reentrant handle that holds the
+   * lock resolves at once with the same lease (one more hold).
    */
   async acquire(options) {
     const driver = drivers.get(this.#client);
-    const signal = options == null ? undefined : options.signal;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw invalid('signal must be an AbortSignal');
-    }
+    const signal = checkSignal(options);
+    const entered = await this.#reenter(driver, signal);
+    if (entered) return entered;
     const ev = await driver.acquire(this.#spec, options, false, signal);
     if (ev.kind !== 'acquired') {
       // `timeoutMs: 0` is a single attempt; finding the lock held is a timeout (as natively).
       throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
     }
-    return new Lease(INTERNAL, this, driver, ev);
+    return this.#granted(driver, ev);
   }
 
-  /** One attempt: a Lease, or null if someone else holds the lock. */
+  /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
   async tryAcquire() {
     const driver = drivers.get(this.#client);
+    const entered = await this.#reenter(driver, undefined);
+    if (entered) return entered;
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
-    return ev.kind === 'acquired' ? new Lease(INTERNAL, this, driver, ev) : null;
+    return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
   }
 
   /**
@@ -264,6 +344,184 @@ class Lock {
     }
     return result;
   }
+
+  /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
+  async #reenter(driver, signal) {
+    if (!this.#spec.reentrant || this.#current === undefined) return null;
+    if (signal && signal.aborted) {
+      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    }
+    let ev;
+    try {
+      ev = await driver.reacquire(this.#current);
+    } catch (err) {
+      if (!(err instanceof errors.NotHeldError)) throw err;
+      this.#current = undefined; // released or lost: acquire afresh
+      return null;
+    }
+    return this.#granted(driver, ev);
+  }
+
+  #granted(driver, ev) {
+    if (this.#spec.reentrant) this.#current = ev.lease;
+    if (this.#election !== undefined) {
+      return new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value);
+    }
+    return new Lease(INTERNAL, this, driver, ev);
+  }
+}
+
+/** A counting semaphore: `acquire()` takes one of `permits` permits as a Lease. */
+class Semaphore extends Lock {
+  /** How many holders may hold a permit at once. */
+  get permits() {
+    return this.#permits;
+  }
+
+  #permits;
+
+  constructor(token, client, spec) {
+    super(token, client, spec);
+    this.#permits = spec.permits;
+  }
+}
+
+/** A read-write lock: two Lock handles on one name, `readLock` (shared) and `writeLock`. */
+class ReadWriteLock {
+  #client;
+  #read;
+  #write;
+  #writersFirst;
+
+  constructor(token, client, readSpec, writeSpec) {
+    if (token !== INTERNAL) throw new TypeError('use client.readWriteLock() to create a ReadWriteLock');
+    this.#client = client;
+    this.#writersFirst = readSpec.writersFirst;
+    this.#read = new Lock(INTERNAL, client, readSpec);
+    this.#write = new Lock(INTERNAL, client, writeSpec);
+  }
+
+  /** The client this lock was made from. */
+  get client() {
+    return this.#client;
+  }
+
+  /** The lock's name. */
+  get name() {
+    return this.#read.name;
+  }
+
+  /** The shared half: many readers hold it at once, never beside a writer. */
+  get readLock() {
+    return this.#read;
+  }
+
+  /** The exclusive half; its grants carry fencing tokens larger than every earlier grant's. */
+  get writeLock() {
+    return this.#write;
+  }
+
+  /** Whether a queued writer blocks readers that arrive after it. */
+  get writersFirst() {
+    return this.#writersFirst;
+  }
+
+  /** Whether both halves are reentrant. */
+  get reentrant() {
+    return this.#read.reentrant;
+  }
+
+  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
+  get options() {
+    return this.#read.options;
+  }
+}
+
+/**
+ * A leader election: candidates `campaign()` (wait to lead), the leader resigns by releasing its
+ * Leadership, and anyone can `observe()` the current leader and its term.
+ */
+class Election {
+  #client;
+  #spec;
+
+  constructor(token, client, spec) {
+    if (token !== INTERNAL) throw new TypeError('use client.election() to create an Election');
+    this.#client = client;
+    this.#spec = spec;
+  }
+
+  /** The client this election was made from. */
+  get client() {
+    return this.#client;
+  }
+
+  /** The election's name. */
+  get name() {
+    return this.#spec.name;
+  }
+
+  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
+  get options() {
+    return baseOptions(this.#spec);
+  }
+
+  /**
+   * Waits to become leader, publishing `value` (at most 4096 bytes) to observers. Resolves with
+   * the Leadership: its fencing token is the term, its signal aborts when leadership is lost,
+   * and releasing it resigns. Rejects like `lock.acquire()` (TimeoutError, CancelledError).
+   */
+  async campaign(value, options) {
+    return this.candidate(value).acquire(options);
+  }
+
+  /** One attempt to become leader: the Leadership, or null if someone leads (or queues). */
+  async tryCampaign(value) {
+    return this.candidate(value).tryAcquire();
+  }
+
+  /**
+   * A candidate publishing `value` (validated here: at most 4096 bytes of UTF-8): a Lock whose
+   * `acquire()`, `tryAcquire()` and `using()` campaign and whose leases are Leadership.
+   * @param {string} value
+   * @returns {Candidate}
+   */
+  candidate(value) {
+    drivers.get(this.#client).ensureOpen();
+    return new Candidate(INTERNAL, this.#client, this.#spec.campaign(value), this);
+  }
+
+  /**
+   * The current leader as `{ value, term, remainingMs }` (`term` a bigint: the leader's fencing
+   * token; `remainingMs` its lease left on the server), or null if nobody leads.
+   */
+  async observe() {
+    const ev = await drivers.get(this.#client).observe(this.#spec.name);
+    if (ev.value === undefined) return null;
+    return { value: ev.value, term: ev.term, remainingMs: ev.remainingMs };
+  }
+}
+
+/** A candidate of an election: a Lock (kind `leader`) whose leases are Leadership. */
+class Candidate extends Lock {
+  #election;
+  #value;
+
+  constructor(token, client, spec, election) {
+    super(token, client, spec, election);
+    this.#election = election;
+    this.#value = spec.value;
+  }
+
+  /** The election this candidate campaigns in. */
+  get election() {
+    return this.#election;
+  }
+
+  /** The value it publishes while it leads. */
+  get value() {
+    return this.#value;
+  }
 }
 
 /** Proof of holding a lock: the fencing token, the loss signal, release and extend. */
@@ -272,6 +530,7 @@ class Lease {
   #driver;
   #id;
   #loss;
+  #released = false;
 
   constructor(token, lock, driver, ev) {
     if (token !== INTERNAL) throw new TypeError('leases come from lock.acquire()');
@@ -293,25 +552,67 @@ class Lease {
     return this.#lock;
   }
 
-  /** Whether the lease is held now, by this client's knowledge. */
+  /** Whether the lease is held now, by this client's knowledge (false once released). */
   get isHeld() {
-    return this.#driver.isHeld(this.#id);
+    return !this.#released && this.#driver.isHeld(this.#id);
   }
 
   /** Milliseconds the lease is certainly still valid (0 if not held). */
   get remainingMs() {
-    return this.#driver.remainingMs(this.#id);
+    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
   }
 
-  /** Releases the lock if this lease still holds it. Resolves false if it had already ended. */
+  /**
+   * Releases the lock if this lease still holds it. Resolves false if it had already ended (or
+   * was released before). A re-entered lease gives back one hold; the last one frees the lock.
+   */
   async release() {
-    const ev = await this.#driver.release(this.#id);
+    if (this.#released) return false;
+    const done = this.#driver.release(this.#id);
+    this.#released = true;
+    const ev = await done;
     return ev.wasHeld;
   }
 
   /** Sets the remaining lease to `ms` if still held; never re-acquires (NotHeldError). */
   async extend(ms) {
+    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
     await this.#driver.extend(this.#id, ms);
+  }
+}
+
+/**
+ * Leadership of an election: a Lease whose fencing token is the term. Its signal aborts when
+ * leadership is lost; `release()` resigns.
+ */
+class Leadership extends Lease {
+  #election;
+  #value;
+
+  constructor(token, lock, driver, ev, election, value) {
+    super(token, lock, driver, ev);
+    this.#election = election;
+    this.#value = value;
+  }
+
+  /** The leader's term (the same bigint as `fencingToken`), larger for every later leader. */
+  get term() {
+    return this.fencingToken;
+  }
+
+  /** The value this leader publishes to observers. */
+  get value() {
+    return this.#value;
+  }
+
+  /** The election this leadership belongs to. */
+  get election() {
+    return this.#election;
+  }
+
+  /** Gives up leadership (the same as `release()`). */
+  resign() {
+    return this.release();
   }
 }
 
@@ -328,7 +629,12 @@ module.exports = {
   connect,
   Client,
   Lock,
+  Semaphore,
+  ReadWriteLock,
+  Election,
+  Candidate,
   Lease,
+  Leadership,
   LockError: errors.LockError,
   InvalidArgumentError: errors.InvalidArgumentError,
   TimeoutError: errors.TimeoutError,

@@ -129,28 +129,78 @@ fn option_entries(what: &str, v: &JsValue, known: &[&str]) -> Result<Vec<(String
     Ok(out)
 }
 
-/// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` → [`LockOptions`], validated.
-pub fn lock_options(v: &JsValue) -> Result<LockOptions> {
+/// The options of one lock handle: the lease options, plus the flags some handles take.
+pub struct HandleOptions {
+    pub lock: LockOptions,
+    /// `reentrant` (mutexes and read-write locks; default false).
+    pub reentrant: bool,
+    /// `writersFirst` (read-write locks; default true).
+    pub writers_first: bool,
+}
+
+/// Option keys every handle takes.
+const LEASE_KEYS: [&str; 4] = ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"];
+
+fn boolean(what: &str, v: &JsValue) -> Result<bool> {
+    v.as_bool()
+        .ok_or_else(|| invalid(format!("{what} must be a boolean, got {}", describe(v))))
+}
+
+/// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` plus the keys in `flags` (`reentrant`,
+/// `writersFirst`) → [`HandleOptions`], validated; `what` names the options in errors.
+pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleOptions> {
     let mut o = LockOptions::default();
-    let known = ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"];
-    for (key, value) in option_entries("lock option", v, &known)? {
+    let mut reentrant = false;
+    let mut writers_first = true;
+    let known: Vec<&str> = LEASE_KEYS.iter().chain(flags).copied().collect();
+    for (key, value) in option_entries(what, v, &known)? {
         match key.as_str() {
             "leaseMs" => o.lease = millis_arg("leaseMs", &value)?,
-            "autoRenew" => {
-                o.auto_renew = value.as_bool().ok_or_else(|| {
-                    invalid(format!(
-                        "autoRenew must be a boolean, got {}",
-                        describe(&value)
-                    ))
-                })?
-            }
+            "autoRenew" => o.auto_renew = boolean("autoRenew", &value)?,
             "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", &value)?,
             "entryTtlMs" => o.entry_ttl = millis_arg("entryTtlMs", &value)?,
+            "reentrant" => reentrant = boolean("reentrant", &value)?,
+            "writersFirst" => writers_first = boolean("writersFirst", &value)?,
             _ => unreachable!("filtered by option_entries"),
         }
     }
     o.validate()?;
-    Ok(o)
+    Ok(HandleOptions {
+        lock: o,
+        reentrant,
+        writers_first,
+    })
+}
+
+/// A semaphore's permit count: a whole JS number (the core checks the range).
+pub fn permits(v: &JsValue) -> Result<u32> {
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) => Ok(n as u32),
+        Some(n) => Err(invalid(format!(
+            "permits must be a whole number between 1 and {}, got {n}",
+            lockgate_core::options::MAX_PERMITS
+        ))),
+        None => Err(invalid(format!(
+            "permits must be a number, got {}",
+            describe(v)
+        ))),
+    }
+}
+
+/// The value a leader publishes: a well-formed string (the core checks its length).
+pub fn leader_value(v: &JsValue) -> Result<String> {
+    let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
+        return Err(invalid(format!(
+            "the leader value must be a string, got {}",
+            describe(v)
+        )));
+    };
+    if !js.is_valid_utf16() {
+        return Err(invalid(
+            "the leader value must be well-formed Unicode (it has a lone surrogate)",
+        ));
+    }
+    Ok(js.into())
 }
 
 /// A wait in ms: `Infinity` (or `null`) waits without limit.
@@ -191,6 +241,17 @@ extern "C" {
         valid_until: &JsValue,
         was_held: &JsValue,
         error: &JsValue,
+    ) -> JsValue;
+
+    /// `{ kind: 'observed', op, value, term, remainingMs }`; `value` is `undefined` when the
+    /// election has no leader.
+    #[wasm_bindgen(method)]
+    fn observed(
+        this: &Shapes,
+        op: &JsValue,
+        value: &JsValue,
+        term: &JsValue,
+        remaining_ms: &JsValue,
     ) -> JsValue;
 }
 
@@ -278,7 +339,8 @@ pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
 }
 
 /// An engine event as one flat object with a `kind`: `acquired`, `notAcquired`, `released`,
-/// `extended`, `failed` (these carry `op`), `renewed` and `lost` (these carry `lease`).
+/// `extended`, `observed`, `failed` (these carry `op`), `renewed` and `lost` (these carry
+/// `lease`).
 pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
     let none = JsValue::UNDEFINED;
     let num = |x: f64| JsValue::from_f64(x);
@@ -326,6 +388,13 @@ pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue
                     &num(millis(*valid_until)),
                     &none,
                     &none,
+                ),
+                Outcome::Observed(None) => shapes.observed(&op, &none, &none, &none),
+                Outcome::Observed(Some(leader)) => shapes.observed(
+                    &op,
+                    &JsValue::from_str(&leader.value),
+                    &JsValue::from(leader.term),
+                    &num(leader.remaining.as_secs_f64() * 1000.0),
                 ),
                 Outcome::Failed(e) => shapes.event(
                     &cache.str("failed"),

@@ -10,7 +10,7 @@ mod errors;
 mod random;
 
 use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId, Wait};
-use lockgate_core::{Error, LockOptions};
+use lockgate_core::{Error, LockOptions, Primitive};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, millis, Shapes, StrCache};
@@ -18,21 +18,119 @@ use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
 
-/// A validated lock name and its options, made once per `client.lock(name, options)`.
+/// A validated lock name, its primitive and its options, made once per handle
+/// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each
+/// `election.campaign(...)`).
 #[wasm_bindgen]
 pub struct LockSpec {
     name: String,
+    primitive: Primitive,
     options: LockOptions,
+    reentrant: bool,
 }
 
 #[wasm_bindgen]
 impl LockSpec {
-    /// Validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`.
+    /// A mutex: validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs,
+    /// reentrant }`.
     #[wasm_bindgen(constructor)]
     pub fn new(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
         let name = js(convert::name(&name))?;
-        let options = js(convert::lock_options(&options))?;
-        Ok(LockSpec { name, options })
+        let o = js(convert::handle_options("lock option", &options, &["reentrant"]))?;
+        Ok(LockSpec {
+            name,
+            primitive: Primitive::Mutex,
+            options: o.lock,
+            reentrant: o.reentrant,
+        })
+    }
+
+    /// One permit of a semaphore with `permits` permits (a whole number, 1 to 1000000).
+    pub fn semaphore(name: JsValue, permits: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        let name = js(convert::name(&name))?;
+        let permits = js(convert::permits(&permits))?;
+        let o = js(convert::handle_options("semaphore option", &options, &[]))?;
+        LockSpec::checked(name, Primitive::Semaphore { permits }, o.lock, false)
+    }
+
+    /// One half of a read-write lock (`write`: the exclusive one); options as for a mutex plus
+    /// `writersFirst`.
+    #[wasm_bindgen(js_name = readWrite)]
+    pub fn read_write(name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
+        let name = js(convert::name(&name))?;
+        let flags = ["reentrant", "writersFirst"];
+        let o = js(convert::handle_options("read-write lock option", &options, &flags))?;
+        let primitive = if write {
+            Primitive::Write
+        } else {
+            Primitive::Read {
+                writers_first: o.writers_first,
+            }
+        };
+        LockSpec::checked(name, primitive, o.lock, o.reentrant)
+    }
+
+    /// An election (leadership with an empty value until `campaign(value)`).
+    pub fn election(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        let name = js(convert::name(&name))?;
+        let o = js(convert::handle_options("election option", &options, &[]))?;
+        let primitive = Primitive::Leader {
+            value: String::new(),
+        };
+        LockSpec::checked(name, primitive, o.lock, false)
+    }
+
+    /// This election's leadership, published as `value` (at most 4096 bytes of UTF-8).
+    pub fn campaign(&self, value: JsValue) -> JsResult<LockSpec> {
+        let value = js(convert::leader_value(&value))?;
+        let primitive = Primitive::Leader { value };
+        LockSpec::checked(self.name.clone(), primitive, self.options.clone(), false)
+    }
+
+    /// `mutex`, `semaphore`, `read`, `write` or `leader`.
+    #[wasm_bindgen(getter)]
+    pub fn kind(&self) -> String {
+        match self.primitive {
+            Primitive::Mutex => "mutex",
+            Primitive::Semaphore { .. } => "semaphore",
+            Primitive::Read { .. } => "read",
+            Primitive::Write => "write",
+            Primitive::Leader { .. } => "leader",
+        }
+        .into()
+    }
+
+    /// A semaphore's permit count (`undefined` for other kinds).
+    #[wasm_bindgen(getter)]
+    pub fn permits(&self) -> Option<u32> {
+        match self.primitive {
+            Primitive::Semaphore { permits } => Some(permits),
+            _ => None,
+        }
+    }
+
+    /// Whether a queued writer blocks later readers (`undefined` except for a read half).
+    #[wasm_bindgen(getter, js_name = writersFirst)]
+    pub fn writers_first(&self) -> Option<bool> {
+        match self.primitive {
+            Primitive::Read { writers_first } => Some(writers_first),
+            _ => None,
+        }
+    }
+
+    /// What a leader publishes (`undefined` except for leadership).
+    #[wasm_bindgen(getter)]
+    pub fn value(&self) -> Option<String> {
+        match &self.primitive {
+            Primitive::Leader { value } => Some(value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether acquiring again through a handle that holds it re-enters its lease.
+    #[wasm_bindgen(getter)]
+    pub fn reentrant(&self) -> bool {
+        self.reentrant
     }
 
     /// The lock's name.
@@ -65,6 +163,23 @@ impl LockSpec {
     #[wasm_bindgen(getter, js_name = entryTtlMs)]
     pub fn entry_ttl_ms(&self) -> f64 {
         self.options.entry_ttl.as_secs_f64() * 1000.0
+    }
+}
+
+impl LockSpec {
+    fn checked(
+        name: String,
+        primitive: Primitive,
+        options: LockOptions,
+        reentrant: bool,
+    ) -> JsResult<LockSpec> {
+        js(lockgate_core::options::validate_primitive(&primitive))?;
+        Ok(LockSpec {
+            name,
+            primitive,
+            options,
+            reentrant,
+        })
     }
 }
 
@@ -102,7 +217,7 @@ impl WasmEngine {
         self.engine.channel().to_string()
     }
 
-    /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
+    /// Starts an acquire of `lock` (any primitive); returns its op id. `options` is `{ timeoutMs, signal }`
     /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
     pub fn acquire(
         &mut self,
@@ -120,9 +235,29 @@ impl WasmEngine {
                 None => Wait::Forever,
             }
         };
-        let op = js(self
+        let op = js(self.engine.acquire_primitive(
+            instant(now),
+            &lock.name,
+            &lock.primitive,
+            &lock.options,
+            wait,
+        ))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Re-enters a held lease (reentrant handles): completes at once as `acquired` with the same
+    /// lease and fencing token and one more hold, or `failed` (`NOT_HELD`); returns the op id.
+    pub fn reacquire(&mut self, now: f64, lease: f64) -> f64 {
+        let op = self
             .engine
-            .acquire(instant(now), &lock.name, &lock.options, wait))?;
+            .reacquire(instant(now), LeaseId(id_from_js(lease)));
+        id_to_js(op.0)
+    }
+
+    /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
+    pub fn observe(&mut self, now: f64, name: JsValue) -> JsResult<f64> {
+        let name = js(convert::name(&name))?;
+        let op = js(self.engine.observe_leader(instant(now), &name))?;
         Ok(id_to_js(op.0))
     }
 

@@ -54,6 +54,20 @@ for (const mode of ['release', 'try', 'timeout', 'abort', 'using']) {
   });
 }
 
+for (const mode of ['semaphore', 'rw', 'election', 'reentrant']) {
+  test(`exits by itself after: ${mode}`, async () => {
+    const { child, exited } = run(mode);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const { code, signal, out, err } = await exited;
+    clearTimeout(timer);
+    assert.equal(signal, null, `the process had to be killed (still running after 10 s); stderr: ${err}`);
+    assert.equal(code, 0, err);
+    assert.equal(out, 'done\n');
+    const left = (await redis.admin.keys(`lockgate:{exit-${mode}}*`)).filter((k) => !k.endsWith(':fence'));
+    assert.deepEqual(left, [], 'nothing left held or queued');
+  });
+}
+
 test('a process holding a renewed lease stays alive and keeps it', async () => {
   const { child, exited } = run('hold');
   try {

@@ -5,6 +5,13 @@ import {
   connect,
   Client,
   Lease,
+  Leadership,
+  Lock,
+  Semaphore,
+  ReadWriteLock,
+  Election,
+  type Leader,
+  type LockKind,
   LockError,
   TimeoutError,
   NotHeldError,
@@ -46,6 +53,59 @@ async function example(): Promise<void> {
       void err.code;
     }
   }
+
+  // Reentrant mutex: the same handle re-enters its lease.
+  const reentrant: Lock = client.lock('orders:43', { reentrant: true });
+  const outer = await reentrant.acquire();
+  const inner = await reentrant.acquire({ timeoutMs: 0 });
+  const same: boolean = inner.fencingToken === outer.fencingToken;
+  await inner.release();
+  await outer.release();
+
+  // Semaphore: one permit per lease.
+  const pool: Semaphore = client.semaphore('db-pool', 5, { leaseMs: 10_000 });
+  const permits: number = pool.permits;
+  const kind: LockKind = pool.kind;
+  const rows: number = await pool.using(async (permit) => Number(permit.fencingToken % 7n), { timeoutMs: 1000 });
+  const permit: Lease | null = await pool.tryAcquire();
+  if (permit) await permit.release();
+
+  // Read-write lock: two handles with the surface of a lock.
+  const rw: ReadWriteLock = client.readWriteLock('doc', { writersFirst: false, reentrant: true });
+  const reader: Lease = await rw.readLock.acquire({ signal: AbortSignal.timeout(1000) });
+  await reader.release();
+  await rw.writeLock.using(async (w) => w.extend(5_000));
+  const wf: boolean = rw.writersFirst;
+
+  // Election: campaign -> leadership (a lease whose token is the term); observe the leader.
+  const election: Election = client.election('scheduler', { leaseMs: 5_000 });
+  const leadership: Leadership = await election.campaign('10.0.0.7:8080', { timeoutMs: 60_000 });
+  const term: bigint = leadership.term;
+  leadership.signal.addEventListener('abort', () => undefined);
+  const leader: Leader | null = await election.observe();
+  if (leader) {
+    const v: string = leader.value;
+    const t: bigint = leader.term;
+    const ms: number = leader.remainingMs;
+    void v, t, ms;
+  }
+  const maybeLeader: Leadership | null = await election.tryCampaign('other');
+  const candidate = election.candidate('10.0.0.8:8080');
+  const ran: bigint = await candidate.using(async (l: Leadership) => l.term, { timeoutMs: 1000 });
+  const asLock: Lock = candidate;
+  void maybeLeader, ran, asLock;
+  await leadership.resign();
+
+  // @ts-expect-error permits are a number
+  client.semaphore('db-pool', '5');
+  // @ts-expect-error semaphores are not reentrant
+  client.semaphore('db-pool', 5, { reentrant: true });
+  // @ts-expect-error the leader value is a string
+  await election.campaign(42);
+  // @ts-expect-error terms are bigint
+  const badTerm: number = leadership.term;
+
+  void same, permits, kind, rows, wf, term, badTerm;
 
   const existing = new Redis();
   const byo = await connect(existing);
