@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
-use super::driver::{Acquired, Driver, LeaseState, Msg};
+use super::driver::{Acquired, Conn, Driver, LeaseState, Msg};
 use super::url::RedisUrl;
 use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -31,6 +31,10 @@ pub struct ClientOptions {
     /// count only once `WAIT` confirms them on this many replicas (PROTOCOL.md §4). Must be
     /// below `response_timeout`.
     pub replica_acks: Option<crate::engine::ReplicaAcks>,
+    /// Treat the URL as one seed node of a Redis Cluster: the client discovers the others,
+    /// routes every script to the node owning its lock's slot (all keys of one lock share a
+    /// hash tag) and follows MOVED/ASK redirections.
+    pub cluster: bool,
 }
 
 impl ClientOptions {
@@ -43,6 +47,7 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(5),
             replica_acks: None,
+            cluster: false,
         }
     }
 
@@ -68,6 +73,11 @@ impl ClientOptions {
                 ));
             }
         }
+        if self.cluster && self.replica_acks.is_some() {
+            return Err(Error::invalid(
+                "replica_acks is not supported on a Redis Cluster (WAIT must reach the lock's primary)",
+            ));
+        }
         if self.tls_ca_pem.is_some() && !url.is_tls() {
             return Err(Error::invalid(
                 "a TLS CA certificate was given for a plaintext redis:// URL; use rediss://",
@@ -81,26 +91,23 @@ impl ClientOptions {
         self.validate()?;
         let url = RedisUrl::parse(&self.url)?;
         let scrub = |m: &str| url.scrub(m);
-        let redis_client = match &self.tls_ca_pem {
-            Some(ca) => redis::Client::build_with_tls(
-                url.for_connection(),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(ca.clone()),
-                },
-            ),
-            None => redis::Client::open(url.for_connection()),
-        }
-        .map_err(|e| convert::error(&e, scrub))?;
         let (push_tx, push_rx) = mpsc::unbounded_channel();
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_push_sender(push_tx)
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.response_timeout))
-            .set_number_of_retries(2);
-        let conn = redis::aio::ConnectionManager::new_with_config(redis_client, config)
-            .await
-            .map_err(|e| convert::error(&e, scrub))?;
+        let conn = if self.cluster {
+            let mut builder = redis::cluster::ClusterClientBuilder::new(vec![url.for_connection()])
+                .use_protocol(redis::ProtocolVersion::RESP3)
+                .push_sender(push_tx)
+                .connection_timeout(self.connect_timeout)
+                .response_timeout(self.response_timeout)
+                .retries(2);
+            if let Some(ca) = &self.tls_ca_pem {
+                builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) });
+            }
+            let client = builder.build().map_err(|e| convert::error(&e, scrub))?;
+            let conn = client.get_async_connection().await.map_err(|e| convert::error(&e, scrub))?;
+            Conn::Cluster(conn)
+        } else {
+            Conn::Single(self.connect_single(&url, push_tx).await?)
+        };
         let config = EngineConfig {
             key_prefix: self.key_prefix.clone(),
             replica_acks: self.replica_acks,
@@ -116,6 +123,33 @@ impl ClientOptions {
                 tickets: AtomicU64::new(1),
             }),
         })
+    }
+
+    async fn connect_single(
+        &self,
+        url: &RedisUrl,
+        push_tx: mpsc::UnboundedSender<redis::PushInfo>,
+    ) -> Result<redis::aio::ConnectionManager> {
+        let scrub = |m: &str| url.scrub(m);
+        let redis_client = match &self.tls_ca_pem {
+            Some(ca) => redis::Client::build_with_tls(
+                url.for_connection(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca.clone()),
+                },
+            ),
+            None => redis::Client::open(url.for_connection()),
+        }
+        .map_err(|e| convert::error(&e, scrub))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_push_sender(push_tx)
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout))
+            .set_number_of_retries(2);
+        redis::aio::ConnectionManager::new_with_config(redis_client, config)
+            .await
+            .map_err(|e| convert::error(&e, scrub))
     }
 }
 

@@ -19,6 +19,14 @@ use crate::options::LockOptions;
 use crate::redis::reply::Reply;
 use crate::time::{Duration, Instant};
 
+/// The connection the driver performs requests on: one server, or a Redis Cluster (which
+/// routes each script by its first key; all keys of one lock share a slot).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
 /// What a lease handle can observe about its lease.
 #[derive(Clone, Debug)]
 pub(crate) enum LeaseState {
@@ -98,7 +106,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(crate) struct Driver {
     engine: Engine,
-    conn: ConnectionManager,
+    conn: Conn,
     url: RedisUrl,
     origin: tokio::time::Instant,
     pending: HashMap<OpId, Pending>,
@@ -108,7 +116,7 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(engine: Engine, conn: ConnectionManager, url: RedisUrl) -> Self {
+    pub(crate) fn new(engine: Engine, conn: Conn, url: RedisUrl) -> Self {
         Driver {
             engine,
             conn,
@@ -284,7 +292,18 @@ impl Driver {
                 }
                 let n = commands.len();
                 Box::pin(async move {
-                    let r = conn.send_packed_commands(&pipe, 0, n).await;
+                    let r = match &mut conn {
+                        Conn::Single(c) => c.send_packed_commands(&pipe, 0, n).await,
+                        // A cluster pipeline must stay in one slot; the engine batches scripts of
+                        // several locks, so each command goes on its own (still sent in order).
+                        Conn::Cluster(c) => {
+                            let sends = pipe.cmd_iter().map(|cmd| {
+                                let mut c = c.clone();
+                                async move { redis::aio::ConnectionLike::req_packed_command(&mut c, cmd).await }
+                            });
+                            futures_util::future::join_all(sends).await.into_iter().collect()
+                        }
+                    };
                     let r = r
                         .map(|vals| vals.into_iter().map(convert::reply).collect())
                         .map_err(|e| convert::error(&e, |m| url.scrub(m)));
@@ -292,9 +311,11 @@ impl Driver {
                 })
             }
             RequestKind::Subscribe(channel) => Box::pin(async move {
-                let r = conn
-                    .subscribe(&channel)
-                    .await
+                let r = match &mut conn {
+                    Conn::Single(c) => c.subscribe(&channel).await,
+                    Conn::Cluster(c) => c.subscribe(&channel).await,
+                };
+                let r = r
                     .map(|_| Vec::new())
                     .map_err(|e| convert::error(&e, |m| url.scrub(m)));
                 (id, r)

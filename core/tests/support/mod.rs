@@ -248,3 +248,64 @@ impl Drop for TlsFiles {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A local Redis Cluster of three masters (no replicas), slots split evenly, on loopback ports
+/// with their data in temp dirs; stopped by pid on drop.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start() -> Self {
+        let bus_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let nodes: Vec<RedisServer> = bus_ports
+            .iter()
+            .map(|bus| {
+                RedisServer::start_with(
+                    vec![
+                        "--cluster-enabled".into(),
+                        "yes".into(),
+                        "--cluster-config-file".into(),
+                        "nodes.conf".into(),
+                        "--cluster-port".into(),
+                        bus.to_string(),
+                    ],
+                    false,
+                )
+            })
+            .collect();
+        let ranges = [(0, 5460), (5461, 10922), (10923, 16383)];
+        for (node, (lo, hi)) in nodes.iter().zip(ranges) {
+            let mut c = node.raw();
+            let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(lo).arg(hi).query(&mut c).unwrap();
+        }
+        let mut first = nodes[0].raw();
+        for (other, bus) in nodes[1..].iter().zip(&bus_ports[1..]) {
+            let _: () = redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(other.port)
+                .arg(*bus)
+                .query(&mut first)
+                .unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &nodes {
+            let mut c = node.raw();
+            loop {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+                if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "cluster never became ready: {info}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        RedisCluster { nodes }
+    }
+
+    /// A seed URL (any node).
+    pub fn url(&self) -> String {
+        self.nodes[0].url()
+    }
+}

@@ -1,0 +1,159 @@
+//! Every primitive on a local three-master Redis Cluster (started by the test): scripts are
+//! routed by their lock's slot, grants are published across the cluster bus, and every key of a
+//! lock shares one slot, so CROSSSLOT cannot happen.
+#![cfg(feature = "tokio")]
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockgate_core::native::{Client, ClientOptions};
+use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
+use lockgate_core::{ErrorKind, LockOptions};
+use support::RedisCluster;
+
+async fn connect(cluster: &RedisCluster) -> Client {
+    let mut o = ClientOptions::new(cluster.url());
+    o.cluster = true;
+    o.connect().await.unwrap()
+}
+
+fn slot(cluster: &RedisCluster, key: &str) -> i64 {
+    let mut c = cluster.nodes[0].raw();
+    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
+}
+
+/// Whether any node of the cluster still has a key of lock `name` other than a fence counter.
+fn leftovers(cluster: &RedisCluster, name: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for n in &cluster.nodes {
+        let mut c = n.raw();
+        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("lockgate:{{{name}}}*")).query(&mut c).unwrap();
+        found.extend(keys.into_iter().filter(|k| !k.ends_with(":fence")));
+    }
+    found
+}
+
+// Names whose slots land on different masters.
+const NAMES: [&str; 4] = ["orders", "users:{7}", "ünïcode", "inventory"];
+
+#[test]
+fn every_key_of_a_lock_shares_one_slot() {
+    let cluster = RedisCluster::start();
+    let mut masters = std::collections::HashSet::new();
+    for name in NAMES {
+        let mutex = MutexKeys::new("lockgate:", name);
+        let s = slot(&cluster, &mutex.lock);
+        masters.insert(s * 3 / 16384);
+        for k in mutex.all() {
+            assert_eq!(slot(&cluster, k), s, "{k}");
+        }
+        for kind in ["sem", "rw", "elect"] {
+            for k in SharedKeys::new("lockgate:", kind, name).all() {
+                assert_eq!(slot(&cluster, k), s, "{k}");
+            }
+        }
+    }
+    assert!(masters.len() >= 2, "the test names should span masters");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutex_and_fair_queue_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    // Mutual exclusion on locks owned by different masters, several clients each.
+    let active = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let c = connect(&cluster).await;
+        let active = active.clone();
+        tasks.push(tokio::spawn(async move {
+            let lock = c.lock(NAMES[i % 2], LockOptions::default()).unwrap();
+            let mut last = 0;
+            for _ in 0..25 {
+                let lease = lock.acquire(Duration::from_secs(20)).await.unwrap();
+                assert!(lease.fencing_token() > last);
+                last = lease.fencing_token();
+                assert_eq!(active[i % 2].fetch_add(1, Ordering::SeqCst), 0, "two holders of one lock");
+                tokio::task::yield_now().await;
+                active[i % 2].fetch_sub(1, Ordering::SeqCst);
+                assert!(lease.release().await.unwrap());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // FIFO handoff with targeted wake-ups across the cluster bus.
+    let c = connect(&cluster).await;
+    let lock = c.lock("inventory", LockOptions::default()).unwrap();
+    let first = lock.acquire(Duration::from_secs(1)).await.unwrap();
+    let order = Arc::new(tokio::sync::Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..6 {
+        let c = connect(&cluster).await;
+        let order = order.clone();
+        waiters.push(tokio::spawn(async move {
+            let lease = c.lock("inventory", LockOptions::default()).unwrap().acquire(Duration::from_secs(20)).await.unwrap();
+            order.lock().await.push(i);
+            lease.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    first.release().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    assert_eq!(*order.lock().await, (0..6).collect::<Vec<_>>());
+    // A timed-out waiter leaves nothing; renewals of locks on different masters are batched.
+    let held = lock.acquire(Duration::from_secs(1)).await.unwrap();
+    let e = c.lock("inventory", LockOptions::default()).unwrap().acquire(Duration::from_millis(100)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    let short = LockOptions::renewed_lease(Duration::from_millis(300));
+    let a = c.lock("orders", short.clone()).unwrap().acquire(Duration::from_secs(1)).await.unwrap();
+    let b = c.lock("users:{7}", short).unwrap().acquire(Duration::from_secs(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(a.is_held() && b.is_held(), "renewed past the lease on two masters");
+    for l in [held, a, b] {
+        assert!(l.release().await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for name in NAMES {
+        assert!(leftovers(&cluster, name).is_empty(), "{:?}", leftovers(&cluster, name));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_primitives_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let c = connect(&cluster).await;
+    let other = connect(&cluster).await;
+    let sem = c.semaphore("orders", 2, LockOptions::default()).unwrap();
+    let (p1, p2) = (sem.acquire(Duration::from_secs(1)).await.unwrap(), sem.acquire(Duration::from_secs(1)).await.unwrap());
+    assert!(other.semaphore("orders", 2, LockOptions::default()).unwrap().try_acquire().await.unwrap().is_none());
+    let waiter = tokio::spawn({
+        let other = other.clone();
+        async move { other.semaphore("orders", 2, LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    p1.release().await.unwrap();
+    let p3 = waiter.await.unwrap();
+    assert!(p3.fencing_token() > p2.fencing_token());
+    for p in [p2, p3] {
+        p.release().await.unwrap();
+    }
+    let rw = c.read_write_lock("users:{7}", LockOptions::default()).unwrap();
+    let r = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
+    assert!(rw.write().try_acquire().await.unwrap().is_none());
+    r.release().await.unwrap();
+    let e = c.election("ünïcode", LockOptions::default()).unwrap();
+    let lead = e.campaign("node-1", None).await.unwrap();
+    let seen = other.election("ünïcode", LockOptions::default()).unwrap().observe().await.unwrap().unwrap();
+    assert_eq!((seen.value.as_str(), seen.term), ("node-1", lead.fencing_token()));
+    lead.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for name in NAMES {
+        assert!(leftovers(&cluster, name).is_empty(), "{:?}", leftovers(&cluster, name));
+    }
+}
