@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PY=${PYTHON:-python3}
 # Python packages and the versions they must satisfy (checked before installing, to stay fast).
-PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4" "redis>=5" "python-redis-lock>=4")
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4")
 
 log() { printf '==> [python] %s\n' "$*" >&2; }
 

@@ -1,7 +1,8 @@
 """The Python conformance actor: one JSON operation per line on stdin, performed through
 lockgate's public Python API only, one JSON result per line on stdout.
 
-The protocol is described in conformance/README.md. Run from the repository root, after
+The protocol is described in conformance/README.md: mutexes, semaphores, read-write lock halves
+and elections (field `kind`), one library handle per `handle` with a stack of held leases. Run from the repository root, after
 `bindings-python/ci.sh build`: python3 bindings-python/conformance_actor.py
 """
 
@@ -11,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import lockgate
 
@@ -29,23 +30,68 @@ def secs(op: dict[str, Any], key: str) -> Optional[float]:
     return None if v is None else v / 1000.0
 
 
-def lock_of(client: lockgate.Client, op: dict[str, Any]) -> lockgate.Lock:
-    return client.lock(
-        op.get("lock", ""),
-        secs(op, "lease_ms"),
-        renew=op.get("renew"),
-        entry_ttl=secs(op, "entry_ttl_ms"),
-    )
+Handle = Union[lockgate.Lock, lockgate.Election]
+
+
+def handle_of(client: lockgate.Client, op: dict[str, Any]) -> Handle:
+    """A new library handle for the step's lock name, primitive and options (conformance/README.md,
+    "Primitive options"); the library validates them all."""
+    name = op.get("lock", "")
+    lease = secs(op, "lease_ms")
+    renew = op.get("renew")
+    entry_ttl = secs(op, "entry_ttl_ms")
+    kind = op.get("kind", "mutex")
+    reentrant = bool(op.get("reentrant", False))
+    if kind == "mutex":
+        return client.lock(name, lease, renew=renew, entry_ttl=entry_ttl, reentrant=reentrant)
+    if kind == "semaphore":
+        permits: Any = op.get("permits")  # untouched: the library rejects 0
+        return client.semaphore(name, permits, lease, renew=renew, entry_ttl=entry_ttl)
+    if kind in ("read", "write"):
+        rw = client.read_write_lock(
+            name,
+            lease,
+            renew=renew,
+            entry_ttl=entry_ttl,
+            writers_first=bool(op.get("writers_first", True)),
+            reentrant=reentrant,
+        )
+        return rw.read_lock if kind == "read" else rw.write_lock
+    if kind == "leader":
+        return client.election(name, lease, renew=renew, entry_ttl=entry_ttl)
+    raise NotImplementedError(f"kind {kind!r}")
 
 
 class Actor:
     def __init__(self) -> None:
         self.client: Optional[lockgate.Client] = None
-        self.leases: dict[str, lockgate.Lease] = {}
+        # One library handle per `handle` (default: the lock name), made on its first use, and
+        # the stack of leases it holds (most recent last).
+        self.handles: dict[str, Handle] = {}
+        self.leases: dict[str, list[lockgate.Lease]] = {}
+
+    def handle_for(self, op: dict[str, Any]) -> Handle:
+        """The step's handle: the one made on its first use. The step's own options are always
+        passed to the library first, so bad ones are rejected even for a known handle."""
+        assert self.client is not None, "the orchestrator connects first"
+        fresh = handle_of(self.client, op)
+        return self.handles.setdefault(op.get("handle", op.get("lock", "")), fresh)
+
+    def top(self, op: dict[str, Any]) -> Optional[lockgate.Lease]:
+        stack = self.leases.get(op.get("handle", op.get("lock", "")))
+        return stack[-1] if stack else None
+
+    def acquire(self, op: dict[str, Any], wait: bool) -> Optional[lockgate.Lease]:
+        handle = self.handle_for(op)
+        timeout = secs(op, "timeout_ms") or 0.0
+        if isinstance(handle, lockgate.Election):
+            value = op.get("value", "")
+            return handle.campaign(value, timeout=timeout) if wait else handle.try_campaign(value)
+        return handle.acquire(timeout=timeout) if wait else handle.try_acquire()
 
     def handle(self, op: dict[str, Any]) -> dict[str, Any]:
-        name = op.get("lock", "")
         kind = op.get("op", "")
+        key = op.get("handle", op.get("lock", ""))
         try:
             if kind == "connect":
                 client = lockgate.Client(op.get("url", ""), key_prefix=op.get("prefix"))
@@ -55,61 +101,79 @@ class Actor:
                 return {"ok": True}
             assert self.client is not None, "the orchestrator connects first"
             if kind == "lock":
-                lock_of(self.client, op)
+                self.handle_for(op)
                 return {"ok": True}
             if kind in ("acquire", "try_acquire"):
-                lock = lock_of(self.client, op)
-                if kind == "acquire":
-                    lease: Optional[lockgate.Lease] = lock.acquire(timeout=secs(op, "timeout_ms") or 0.0)
-                else:
-                    lease = lock.try_acquire()
+                lease = self.acquire(op, wait=kind == "acquire")
                 if lease is None:
                     return {"ok": True, "acquired": False}
-                self.leases[name] = lease
+                self.leases.setdefault(key, []).append(lease)
                 return {"ok": True, "acquired": True, "token": str(lease.fencing_token)}
             if kind == "release":
-                held = self.leases.pop(name, None)
-                return NOT_HELD if held is None else {"ok": True, "was_held": held.release()}
+                stack = self.leases.get(key)
+                if not stack:
+                    return NOT_HELD
+                return {"ok": True, "was_held": stack.pop().release()}
             if kind == "extend":
-                held = self.leases.get(name)
+                held = self.top(op)
                 if held is None:
                     return NOT_HELD
                 held.extend(secs(op, "ms") or 0.0)
                 return {"ok": True}
             if kind == "is_held":
-                held = self.leases.get(name)
+                held = self.top(op)
                 return {"ok": True, "held": held is not None and held.is_held}
             if kind == "wait_lost":
-                held = self.leases.get(name)
+                held = self.top(op)
                 if held is None:
                     return NOT_HELD
                 lost = threading.Event()
                 reasons: list[lockgate.LockError] = []
-                held.on_lost(lambda reason: (reasons.append(reason), lost.set()))
+
+                def on_lost(reason: lockgate.LockError) -> None:
+                    reasons.append(reason)
+                    lost.set()
+
+                held.on_lost(on_lost)
                 if lost.wait(secs(op, "timeout_ms") or 5.0):
                     return {"ok": True, "lost": True, "error": reasons[0].code}
                 return {"ok": True, "lost": False}
             if kind == "hammer":
-                lock = lock_of(self.client, op)
+                handle = self.handle_for(op)
                 hold = secs(op, "hold_ms") or 0.002
                 records = []
                 for _ in range(int(op.get("times", 1))):
-                    with lock.acquire(timeout=30) as lease:
+                    if isinstance(handle, lockgate.Election):
+                        lease = handle.campaign(op.get("value", ""), timeout=30)
+                    else:
+                        lease = handle.acquire(timeout=30)
+                    with lease:
                         enter = time.time_ns()
                         time.sleep(hold)
                         leave = time.time_ns()
                     records.append([str(lease.fencing_token), str(enter), str(leave)])
                 return {"ok": True, "records": records}
+            if kind == "observe":
+                leader = self.client.election(op.get("lock", "")).observe()
+                if leader is None:
+                    return {"ok": True, "leader": False}
+                return {"ok": True, "leader": True, "value": leader.value, "token": str(leader.term)}
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": kind}
         except lockgate.LockError as e:
             return err(e)
+        except NotImplementedError as e:
+            return {"ok": False, "error": "UNSUPPORTED_OP", "detail": str(e)}
+        except (TypeError, OverflowError) as e:
+            # A field of the wrong JSON type (the library takes Python's own types).
+            return {"ok": False, "error": "TYPE_ERROR", "retryable": False, "detail": str(e)}
 
     def close(self) -> None:
-        for lease in self.leases.values():
-            try:
-                lease.release()
-            except lockgate.LockError:
-                pass
+        for stack in self.leases.values():
+            while stack:
+                try:
+                    stack.pop().release()
+                except lockgate.LockError:
+                    pass
         if self.client is not None:
             self.client.close()
 

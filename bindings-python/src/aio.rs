@@ -1,4 +1,5 @@
-//! The asyncio API: `lockgate.aio.Client`, `.Lock`, `.Lease`, `.AcquireContext`.
+//! The asyncio API: `lockgate.aio.Client`, `.Lock` (and its subclass `.Semaphore`),
+//! `.ReadWriteLock`, `.Election`, `.Lease`, `.AcquireContext`.
 //!
 //! Every method converts its arguments and returns an asyncio future over the core's future
 //! ([`into_asyncio`]); cancelling the asyncio task drops the core future, which cancels the wait
@@ -8,17 +9,18 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use lockgate_core::native::RedisUrl;
-use lockgate_core::options::{validate_lease, validate_name, LockOptions};
+use lockgate_core::native::{Election as CoreElection, Lock as CoreLock, RedisUrl};
+use lockgate_core::options::{validate_lease, validate_name, validate_primitive, LockOptions};
 use lockgate_core::time::Duration;
-use lockgate_core::Error;
+use lockgate_core::{Error, Primitive};
 use pyo3::prelude::*;
+use pyo3::PyClassInitializer;
 
 use crate::errors::{self, ErrorValue, IntoPyResult, PyNone};
 use crate::handle::ClientHandle;
 use crate::loop_bridge::{into_asyncio, ready, running_loop};
 use crate::runtime::spawn;
-use crate::shared::{self, LeaseCell};
+use crate::shared::{self, LeaderInfo, LeaseCell};
 
 /// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
 /// connect_timeout=None, response_timeout=None)``, with the arguments of
@@ -56,9 +58,10 @@ impl AsyncClient {
         })
     }
 
-    /// A distributed mutex named ``name``; the arguments are those of
+    /// A distributed mutex named ``name``; the arguments (``reentrant`` included) are those of
     /// :meth:`lockgate.Client.lock`. Validated here, before any network call.
-    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
         py: Python<'_>,
@@ -67,16 +70,82 @@ impl AsyncClient {
         renew: Option<bool>,
         timeout: Option<f64>,
         entry_ttl: Option<f64>,
+        reentrant: bool,
     ) -> PyResult<AsyncLock> {
-        validate_name(name).py(py)?;
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
-        Ok(AsyncLock {
-            spec: Arc::new(LockSpec {
+        AsyncLock::new(&self.state, name, Primitive::Mutex, reentrant, options).py(py)
+    }
+
+    /// A distributed counting semaphore named ``name`` with ``permits`` permits; the arguments
+    /// are those of :meth:`lockgate.Client.semaphore`. Validated here, before any network call.
+    #[pyo3(signature = (name, permits, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        permits: i64,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<Py<AsyncSemaphore>> {
+        let permits = shared::permits(permits).py(py)?;
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        let primitive = Primitive::Semaphore { permits };
+        let lock = AsyncLock::new(&self.state, name, primitive, false, options).py(py)?;
+        Py::new(
+            py,
+            PyClassInitializer::from(lock).add_subclass(AsyncSemaphore {}),
+        )
+    }
+
+    /// A distributed read-write lock named ``name``; the arguments are those of
+    /// :meth:`lockgate.Client.read_write_lock`. Validated here, before any network call.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, writers_first=true, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_write_lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+        writers_first: bool,
+        reentrant: bool,
+    ) -> PyResult<AsyncReadWriteLock> {
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        let read = Primitive::Read { writers_first };
+        let read = AsyncLock::new(&self.state, name, read, reentrant, options.clone()).py(py)?;
+        let write =
+            AsyncLock::new(&self.state, name, Primitive::Write, reentrant, options).py(py)?;
+        Ok(AsyncReadWriteLock {
+            read: Py::new(py, read)?,
+            write: Py::new(py, write)?,
+        })
+    }
+
+    /// A leader election named ``name``; the arguments are those of
+    /// :meth:`lockgate.Client.election`. Validated here, before any network call.
+    #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None))]
+    fn election(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<AsyncElection> {
+        validate_name(name).py(py)?;
+        let options = shared::lock_options(lease, renew, None, entry_ttl).py(py)?;
+        Ok(AsyncElection {
+            spec: Arc::new(ElectionSpec {
                 state: self.state.clone(),
                 name: name.to_owned(),
                 options,
+                election: tokio::sync::OnceCell::new(),
             }),
-            entered: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
@@ -138,21 +207,39 @@ impl AsyncClient {
     }
 }
 
-/// What an acquisition needs: the client, the lock's name and options.
+/// What an acquisition needs: the client, the lock's name, primitive and options, and the core
+/// handle made from them on first use.
 struct LockSpec {
     state: Arc<ClientHandle>,
     name: String,
+    primitive: Primitive,
+    reentrant: bool,
     options: LockOptions,
+    /// Made once the client is connected; kept, so a reentrant handle's holds are counted across
+    /// acquisitions (clones of one core handle share them).
+    handle: tokio::sync::OnceCell<CoreLock>,
 }
 
 impl LockSpec {
+    /// The core handle (connecting the client first if needed).
+    async fn lock(&self) -> Result<CoreLock, Error> {
+        let client = self.state.client().await?;
+        self.handle
+            .get_or_try_init(|| async {
+                client.primitive(
+                    &self.name,
+                    self.primitive.clone(),
+                    self.options.clone(),
+                    self.reentrant,
+                )
+            })
+            .await
+            .cloned()
+    }
+
     /// `Some(t)`: wait up to `t`; `None`: the lock's default wait.
     async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
-        let lock = self
-            .state
-            .client()
-            .await?
-            .lock(&self.name, self.options.clone())?;
+        let lock = self.lock().await?;
         let lease = match timeout {
             Some(t) => lock.acquire(t).await?,
             None => lock.acquire_default().await?,
@@ -161,27 +248,105 @@ impl LockSpec {
     }
 
     async fn try_acquire(&self) -> Result<Option<Arc<LeaseCell>>, Error> {
-        let lock = self
-            .state
-            .client()
-            .await?
-            .lock(&self.name, self.options.clone())?;
+        let lease = self.lock().await?.try_acquire().await?;
+        Ok(lease.map(|l| LeaseCell::new(l, self.state.clone())))
+    }
+}
+
+/// What an election needs: the client, its name and options, and the core handle.
+struct ElectionSpec {
+    state: Arc<ClientHandle>,
+    name: String,
+    options: LockOptions,
+    election: tokio::sync::OnceCell<CoreElection>,
+}
+
+impl ElectionSpec {
+    async fn election(&self) -> Result<CoreElection, Error> {
+        let client = self.state.client().await?;
+        self.election
+            .get_or_try_init(|| async { client.election(&self.name, self.options.clone()) })
+            .await
+            .cloned()
+    }
+
+    /// `None`: wait until elected.
+    async fn campaign(
+        &self,
+        value: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Arc<LeaseCell>, Error> {
+        let lease = self.election().await?.campaign(value, timeout).await?;
+        Ok(LeaseCell::new(lease, self.state.clone()))
+    }
+
+    async fn try_campaign(&self, value: String) -> Result<Option<Arc<LeaseCell>>, Error> {
+        let client = self.state.client().await?;
+        let lock = client.primitive(
+            &self.name,
+            Primitive::Leader { value },
+            self.options.clone(),
+            false,
+        )?;
         let lease = lock.try_acquire().await?;
         Ok(lease.map(|l| LeaseCell::new(l, self.state.clone())))
     }
 }
 
+/// What an [`AcquireContext`] acquires.
+#[derive(Clone)]
+enum Source {
+    Lock(Arc<LockSpec>),
+    Campaign(Arc<ElectionSpec>, Arc<str>),
+}
+
+impl Source {
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
+        match self {
+            Source::Lock(spec) => spec.acquire(timeout).await,
+            Source::Campaign(spec, value) => spec.campaign(value, timeout).await,
+        }
+    }
+}
+
 type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<LeaseCell>>>>>;
 
-/// A named distributed mutex for asyncio, made by :meth:`Client.lock`. Holding it is a
-/// :class:`Lease`, never a task: a lease may be released from any task.
+/// A named distributed mutex for asyncio, made by :meth:`Client.lock` (also one half of a
+/// :class:`ReadWriteLock`, and the base of :class:`Semaphore`). Holding it is a :class:`Lease`,
+/// never a task: a lease may be released from any task.
 ///
 /// ``async with lock as lease:`` acquires with the lock's default timeout and releases on exit.
-#[pyclass(frozen, module = "lockgate.aio", name = "Lock")]
+#[pyclass(frozen, subclass, module = "lockgate.aio", name = "Lock")]
 pub struct AsyncLock {
     spec: Arc<LockSpec>,
     /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
     entered: Entered,
+}
+
+impl AsyncLock {
+    /// Validates everything the core would (name, primitive, reentrancy) before any network
+    /// call, so bad input raises at the call rather than at the first await.
+    fn new(
+        state: &Arc<ClientHandle>,
+        name: &str,
+        primitive: Primitive,
+        reentrant: bool,
+        options: LockOptions,
+    ) -> Result<Self, Error> {
+        validate_name(name)?;
+        validate_primitive(&primitive)?;
+        Ok(AsyncLock {
+            spec: Arc::new(LockSpec {
+                state: state.clone(),
+                name: name.to_owned(),
+                primitive,
+                reentrant,
+                options,
+                handle: tokio::sync::OnceCell::new(),
+            }),
+            entered: Arc::new(Mutex::new(HashMap::new())),
+        })
+    }
 }
 
 /// Identifies the running asyncio task (0 outside one), for `async with lock:`.
@@ -211,14 +376,14 @@ impl AsyncLock {
     #[pyo3(signature = (timeout=None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<AcquireContext> {
         Ok(AcquireContext {
-            spec: self.spec.clone(),
+            source: Source::Lock(self.spec.clone()),
             timeout: parse_timeout(py, timeout)?,
             held: Arc::new(Mutex::new(None)),
         })
     }
 
     /// ``await lock.try_acquire()``: one attempt without waiting; a :class:`Lease`, or ``None``
-    /// if the lock is held or others are queued for it.
+    /// if the lock is held (for a semaphore: every permit is taken) or others are queued for it.
     fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let spec = self.spec.clone();
         into_asyncio(py, async move {
@@ -257,6 +422,12 @@ impl AsyncLock {
         shared::to_secs(self.spec.options.entry_ttl)
     }
 
+    /// Whether acquiring again while this handle holds the lock adds a hold instead of waiting.
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.spec.reentrant
+    }
+
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let key = current_task_key(py)?;
         let spec = self.spec.clone();
@@ -292,7 +463,192 @@ impl AsyncLock {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        shared::lock_repr(py, "lockgate.aio.Lock", &self.spec.name, &self.spec.options)
+        shared::lock_repr(
+            py,
+            "lockgate.aio",
+            &self.spec.name,
+            &self.spec.primitive,
+            self.spec.reentrant,
+            &self.spec.options,
+        )
+    }
+}
+
+/// A distributed counting semaphore for asyncio, made by :meth:`Client.semaphore`: a
+/// :class:`Lock` whose :meth:`~Lock.acquire` takes one of :attr:`permits` permits as a
+/// :class:`Lease`. ``async with sem.acquire(timeout=5) as permit:`` holds one for the block.
+#[pyclass(frozen, extends = AsyncLock, module = "lockgate.aio", name = "Semaphore")]
+pub struct AsyncSemaphore {}
+
+#[pymethods]
+impl AsyncSemaphore {
+    /// How many leases may be held at once.
+    #[getter]
+    fn permits(slf: PyRef<'_, Self>) -> u32 {
+        match slf.as_super().spec.primitive {
+            Primitive::Semaphore { permits } => permits,
+            _ => unreachable!("a Semaphore wraps a semaphore handle"),
+        }
+    }
+}
+
+/// A distributed read-write lock for asyncio, made by :meth:`Client.read_write_lock`: many
+/// readers hold :attr:`read_lock` at once, never beside a holder of :attr:`write_lock`.
+///
+/// ``async with rw.read_lock:`` / ``async with rw.write_lock.acquire(timeout=5) as lease:``.
+#[pyclass(frozen, module = "lockgate.aio", name = "ReadWriteLock")]
+pub struct AsyncReadWriteLock {
+    read: Py<AsyncLock>,
+    write: Py<AsyncLock>,
+}
+
+#[pymethods]
+impl AsyncReadWriteLock {
+    /// The shared half: a :class:`Lock` that many readers hold at once.
+    #[getter]
+    fn read_lock(&self, py: Python<'_>) -> Py<AsyncLock> {
+        self.read.clone_ref(py)
+    }
+
+    /// The exclusive half: a :class:`Lock` held by one writer, beside no reader.
+    #[getter]
+    fn write_lock(&self, py: Python<'_>) -> Py<AsyncLock> {
+        self.write.clone_ref(py)
+    }
+
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.write.get().spec.name
+    }
+
+    /// Whether a queued writer blocks readers that arrive after it.
+    #[getter]
+    fn writers_first(&self) -> bool {
+        matches!(
+            self.read.get().spec.primitive,
+            Primitive::Read {
+                writers_first: true
+            }
+        )
+    }
+
+    /// Whether both halves are reentrant.
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.write.get().spec.reentrant
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.aio.ReadWriteLock name={} writers_first={} reentrant={}>",
+            shared::py_repr(py, self.name())?,
+            if self.writers_first() {
+                "True"
+            } else {
+                "False"
+            },
+            if self.reentrant() { "True" } else { "False" },
+        ))
+    }
+}
+
+/// A leader election for asyncio, made by :meth:`Client.election`. ``await
+/// election.campaign(value)`` waits to lead and returns the leadership :class:`Lease` (its
+/// fencing token is the term; ``await lease.lost()`` tells of lost leadership; releasing it
+/// resigns); ``await election.observe()`` shows the current leader.
+#[pyclass(frozen, module = "lockgate.aio", name = "Election")]
+pub struct AsyncElection {
+    spec: Arc<ElectionSpec>,
+}
+
+#[pymethods]
+impl AsyncElection {
+    /// ``await election.campaign(value, timeout=None)`` waits up to ``timeout`` seconds
+    /// (``None``: until elected) to become leader, publishing ``value`` (at most 4096 bytes) to
+    /// observers, and returns the leadership :class:`Lease`; raises
+    /// :class:`lockgate.LockTimeoutError` if another candidate still leads. ``async with
+    /// election.campaign(value) as leadership:`` resigns on exit. Cancelling the task withdraws
+    /// the candidacy.
+    #[pyo3(signature = (value, timeout=None))]
+    fn campaign(
+        &self,
+        py: Python<'_>,
+        value: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<AcquireContext> {
+        validate_primitive(&Primitive::Leader {
+            value: value.to_owned(),
+        })
+        .py(py)?;
+        Ok(AcquireContext {
+            source: Source::Campaign(self.spec.clone(), value.into()),
+            timeout: parse_timeout(py, timeout)?,
+            held: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// ``await election.try_campaign(value)``: one attempt without waiting; the leadership
+    /// :class:`Lease`, or ``None`` if someone leads or other candidates are queued.
+    fn try_campaign<'py>(&self, py: Python<'py>, value: String) -> PyResult<Bound<'py, PyAny>> {
+        validate_primitive(&Primitive::Leader {
+            value: value.clone(),
+        })
+        .py(py)?;
+        let spec = self.spec.clone();
+        into_asyncio(py, async move {
+            Ok(spec
+                .try_campaign(value)
+                .await?
+                .map(|cell| AsyncLease { cell }))
+        })
+    }
+
+    /// ``await election.observe()``: the current leader as a :class:`lockgate.LeaderInfo`
+    /// (``value``, ``term``, ``remaining``), or ``None`` if nobody leads.
+    fn observe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let spec = self.spec.clone();
+        into_asyncio(py, async move {
+            let info = spec.election().await?.observe().await?;
+            Ok(info.map(LeaderInfo::from))
+        })
+    }
+
+    /// The election's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The leader's lease length in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        shared::to_secs(self.spec.options.lease)
+    }
+
+    /// Whether a watchdog renews the leader's lease until it resigns.
+    #[getter]
+    fn renew(&self) -> bool {
+        self.spec.options.auto_renew
+    }
+
+    /// How long a candidate's queue entry survives without a heartbeat, in seconds.
+    #[getter]
+    fn entry_ttl(&self) -> f64 {
+        shared::to_secs(self.spec.options.entry_ttl)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.aio.Election name={} lease={} renew={}>",
+            shared::py_repr(py, &self.spec.name)?,
+            pyo3::types::PyFloat::new(py, self.lease()).repr()?,
+            if self.spec.options.auto_renew {
+                "True"
+            } else {
+                "False"
+            },
+        ))
     }
 }
 
@@ -317,11 +673,11 @@ fn exit<'py>(
     }
 }
 
-/// What :meth:`Lock.acquire` returns: await it for a :class:`Lease`, or use it with
-/// ``async with`` to release the lease on exit.
+/// What :meth:`Lock.acquire` and :meth:`Election.campaign` return: await it for a
+/// :class:`Lease`, or use it with ``async with`` to release the lease on exit.
 #[pyclass(frozen, module = "lockgate.aio", name = "AcquireContext")]
 pub struct AcquireContext {
-    spec: Arc<LockSpec>,
+    source: Source,
     timeout: Option<Duration>,
     /// The lease taken by `__aenter__`, for `__aexit__`.
     held: Arc<Mutex<Option<Arc<LeaseCell>>>>,
@@ -329,11 +685,11 @@ pub struct AcquireContext {
 
 impl AcquireContext {
     fn start<'py>(&self, py: Python<'py>, keep: bool) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
+        let source = self.source.clone();
         let timeout = self.timeout;
         let held = self.held.clone();
         into_asyncio(py, async move {
-            let cell = spec.acquire(timeout).await?;
+            let cell = source.acquire(timeout).await?;
             if keep {
                 *lock_mutex(&held) = Some(cell.clone());
             }
@@ -366,7 +722,7 @@ impl AcquireContext {
     }
 }
 
-/// Proof of holding a lock (asyncio). Pass :attr:`fencing_token` to the resource you protect;
+/// Proof of holding a lock, one semaphore permit or an election's leadership (asyncio). Pass :attr:`fencing_token` to the resource you protect;
 /// ``await lease.lost()`` or :meth:`on_lost` tell you if the lease is lost. Leaving
 /// ``async with`` releases it and raises :class:`lockgate.NotHeldError` if it had been lost
 /// meanwhile. Garbage-collecting an unreleased lease releases it in the background.
@@ -383,7 +739,8 @@ impl AsyncLease {
         self.cell.lease.name()
     }
 
-    /// Strictly greater than every fencing token issued before for this lock name.
+    /// Strictly greater than every fencing token issued before for this lock name (for a
+    /// leadership lease: the term). Re-entered holds of a reentrant lock share one token.
     #[getter]
     fn fencing_token(&self) -> u64 {
         self.cell.lease.fencing_token()
@@ -423,8 +780,10 @@ impl AsyncLease {
         into_asyncio(py, async move { cell.extend(d).await.map(|()| PyNone) })
     }
 
-    /// ``await lease.release()`` releases the lock (only this lease's own hold): ``True`` if it
-    /// was still held, ``False`` if it had already expired, been taken over or released.
+    /// ``await lease.release()`` releases the lock (only this lease's own hold; for a permit,
+    /// returns it; for leadership, resigns): ``True`` if it was still held, ``False`` if it had
+    /// already expired, been taken over or released. A re-entered hold of a reentrant lock
+    /// gives back only that hold.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cell = self.cell.clone();
         into_asyncio(py, async move { cell.release().await })

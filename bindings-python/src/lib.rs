@@ -22,10 +22,20 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<sync_api::Client>()?;
     m.add_class::<sync_api::Lock>()?;
+    m.add_class::<sync_api::Semaphore>()?;
+    m.add_class::<sync_api::ReadWriteLock>()?;
+    m.add_class::<sync_api::Election>()?;
     m.add_class::<sync_api::Lease>()?;
+    m.add_class::<shared::LeaderInfo>()?;
     let py = m.py();
     m.add("AsyncClient", py.get_type::<aio::AsyncClient>())?;
     m.add("AsyncLock", py.get_type::<aio::AsyncLock>())?;
+    m.add("AsyncSemaphore", py.get_type::<aio::AsyncSemaphore>())?;
+    m.add(
+        "AsyncReadWriteLock",
+        py.get_type::<aio::AsyncReadWriteLock>(),
+    )?;
+    m.add("AsyncElection", py.get_type::<aio::AsyncElection>())?;
     m.add("AsyncLease", py.get_type::<aio::AsyncLease>())?;
     m.add("AcquireContext", py.get_type::<aio::AcquireContext>())?;
     m.add_function(wrap_pyfunction!(handle::_close_all, m)?)?;

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lockgate_core::native::{ClientOptions, Lease as CoreLease};
-use lockgate_core::options::{duration_from_secs_f64, LockOptions};
+use lockgate_core::options::{duration_from_secs_f64, LockOptions, MAX_PERMITS};
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind};
+use lockgate_core::{Error, ErrorKind, LeaderInfo as CoreLeaderInfo, Primitive};
 use pyo3::prelude::*;
 
 use std::sync::Arc;
@@ -143,11 +143,32 @@ impl LeaseCell {
     }
 }
 
-/// `repr(lock)`.
+/// A Python int → the core's permit count. Out-of-range values (negative, huge) keep the
+/// core's `INVALID_ARGUMENT` wording instead of becoming an `OverflowError`; the core itself
+/// checks the range of everything that fits.
+pub(crate) fn permits(permits: i64) -> Result<u32, Error> {
+    u32::try_from(permits).map_err(|_| {
+        Error::invalid(format!(
+            "permits must be between 1 and {MAX_PERMITS}, got {permits}"
+        ))
+    })
+}
+
+/// The Python class name of a handle on `primitive` (`"Semaphore"` or `"Lock"`).
+pub(crate) fn class_of(primitive: &Primitive) -> &'static str {
+    match primitive {
+        Primitive::Semaphore { .. } => "Semaphore",
+        _ => "Lock",
+    }
+}
+
+/// `repr(lock)` for every kind of handle: `module` is `"lockgate"` or `"lockgate.aio"`.
 pub(crate) fn lock_repr(
     py: Python<'_>,
-    class: &str,
+    module: &str,
     name: &str,
+    primitive: &Primitive,
+    reentrant: bool,
     options: &LockOptions,
 ) -> PyResult<String> {
     let float = |d: Duration| -> PyResult<String> {
@@ -155,16 +176,67 @@ pub(crate) fn lock_repr(
             .repr()?
             .to_string())
     };
+    let py_bool = |b: bool| if b { "True" } else { "False" };
     let timeout = match options.wait_timeout {
         Some(t) => float(t)?,
         None => "None".into(),
     };
+    let kind = match primitive {
+        Primitive::Mutex => String::new(),
+        Primitive::Semaphore { permits } => format!(" permits={permits}"),
+        Primitive::Read { writers_first } => {
+            format!(" mode='read' writers_first={}", py_bool(*writers_first))
+        }
+        Primitive::Write => " mode='write'".into(),
+        Primitive::Leader { .. } => " mode='leader'".into(),
+    };
+    let reentrant = if reentrant { " reentrant=True" } else { "" };
     Ok(format!(
-        "<{class} name={} lease={} renew={} timeout={timeout}>",
+        "<{module}.{} name={}{kind}{reentrant} lease={} renew={} timeout={timeout}>",
+        class_of(primitive),
         py_repr(py, name)?,
         float(options.lease)?,
-        if options.auto_renew { "True" } else { "False" },
+        py_bool(options.auto_renew),
     ))
+}
+
+/// The current leader of an election, as :meth:`Election.observe` sees it: ``value`` (what it
+/// published), ``term`` (its fencing token) and ``remaining`` (seconds). Immutable; compares by
+/// value.
+#[pyclass(frozen, eq, module = "lockgate")]
+#[derive(PartialEq)]
+pub struct LeaderInfo {
+    /// The value the leader published when it campaigned (e.g. its address).
+    #[pyo3(get)]
+    value: String,
+    /// The leader's term: its lease's fencing token, larger for every later leader.
+    #[pyo3(get)]
+    term: u64,
+    /// Seconds left on the leader's lease on the server when observed (renewed while it lives).
+    #[pyo3(get)]
+    remaining: f64,
+}
+
+impl From<CoreLeaderInfo> for LeaderInfo {
+    fn from(info: CoreLeaderInfo) -> Self {
+        LeaderInfo {
+            value: info.value,
+            term: info.term,
+            remaining: to_secs(info.remaining),
+        }
+    }
+}
+
+#[pymethods]
+impl LeaderInfo {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "LeaderInfo(value={}, term={}, remaining={})",
+            py_repr(py, &self.value)?,
+            self.term,
+            pyo3::types::PyFloat::new(py, self.remaining).repr()?
+        ))
+    }
 }
 
 /// Python's `repr()` of a string.

@@ -1,4 +1,5 @@
-//! The blocking API: `lockgate.Client`, `lockgate.Lock`, `lockgate.Lease`.
+//! The blocking API: `lockgate.Client`, `lockgate.Lock` (and its subclass `lockgate.Semaphore`),
+//! `lockgate.ReadWriteLock`, `lockgate.Election` and `lockgate.Lease`.
 //!
 //! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
 //! Ctrl-C honoured) and maps errors through `errors::to_py`.
@@ -8,13 +9,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
-use lockgate_core::native::{Client as CoreClient, Lock as CoreLock};
+use lockgate_core::native::{Client as CoreClient, Election as CoreElection, Lock as CoreLock};
+use lockgate_core::options::LockOptions;
+use lockgate_core::Primitive;
 use pyo3::prelude::*;
+use pyo3::PyClassInitializer;
 
 use crate::errors::{self, IntoPyResult};
 use crate::handle::ClientHandle;
 use crate::runtime::{block_on, spawn};
-use crate::shared::{self, LeaseCell};
+use crate::shared::{self, LeaderInfo, LeaseCell};
 
 /// A connection to one Redis server, shared by every lock made from it.
 ///
@@ -63,8 +67,12 @@ impl Client {
     /// default); a number of seconds gives a fixed lease that frees the lock by itself, renewed
     /// only with ``renew=True``. ``timeout`` is the default wait of :meth:`Lock.acquire` and
     /// ``with lock:`` (``None``: until acquired). ``entry_ttl`` bounds how long a crashed
-    /// waiter's queue entry can delay others (default 10 s).
-    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    /// waiter's queue entry can delay others (default 10 s). ``reentrant=True`` makes the
+    /// returned handle reentrant: acquiring it again while it holds the lock returns at once with
+    /// the same fencing token and adds a hold; only releasing the last hold frees the lock. The
+    /// hold belongs to the handle, not to a thread.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
         py: Python<'_>,
@@ -73,13 +81,105 @@ impl Client {
         renew: Option<bool>,
         timeout: Option<f64>,
         entry_ttl: Option<f64>,
+        reentrant: bool,
     ) -> PyResult<Lock> {
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
-        let inner = self.inner.lock(name, options).py(py)?;
-        Ok(Lock {
+        let inner = if reentrant {
+            self.inner.reentrant_lock(name, options)
+        } else {
+            self.inner.lock(name, options)
+        }
+        .py(py)?;
+        Ok(Lock::new(inner, &self.handle))
+    }
+
+    /// A distributed counting semaphore named ``name`` with ``permits`` permits: at most
+    /// ``permits`` leases are held at once. Every client of one name must use the same count.
+    ///
+    /// Each :meth:`Semaphore.acquire` takes one permit as a :class:`Lease` (its own fencing
+    /// token, watchdog and loss signal); releasing the lease returns the permit, and a crashed
+    /// holder's permit returns by itself within one lease. The other arguments are those of
+    /// :meth:`lock`. ``permits`` outside 1..1000000 raises :class:`InvalidArgumentError`.
+    #[pyo3(signature = (name, permits, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        permits: i64,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<Py<Semaphore>> {
+        let permits = shared::permits(permits).py(py)?;
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        let inner = self.inner.semaphore(name, permits, options).py(py)?;
+        Py::new(
+            py,
+            PyClassInitializer::from(Lock::new(inner, &self.handle)).add_subclass(Semaphore {}),
+        )
+    }
+
+    /// A distributed read-write lock named ``name``: many readers, or one writer.
+    ///
+    /// :attr:`ReadWriteLock.read_lock` and :attr:`ReadWriteLock.write_lock` are :class:`Lock`
+    /// handles with the usual ``acquire`` / ``try_acquire`` / ``with`` surface. With
+    /// ``writers_first=True`` (the default) a queued writer blocks readers that arrive after it,
+    /// so writers never starve; ``False`` lets readers join current readers past queued writers.
+    /// ``reentrant=True`` makes both halves reentrant (see :meth:`lock`). The other arguments
+    /// are those of :meth:`lock` and apply to both halves.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, writers_first=true, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_write_lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+        entry_ttl: Option<f64>,
+        writers_first: bool,
+        reentrant: bool,
+    ) -> PyResult<ReadWriteLock> {
+        let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
+        let mut rw = self
+            .inner
+            .read_write_lock(name, options)
+            .py(py)?
+            .with_writers_first(writers_first);
+        if reentrant {
+            rw = rw.reentrant();
+        }
+        Ok(ReadWriteLock {
+            read: Py::new(py, Lock::new(rw.read().clone(), &self.handle))?,
+            write: Py::new(py, Lock::new(rw.write().clone(), &self.handle))?,
+        })
+    }
+
+    /// A leader election named ``name``: :meth:`Election.campaign` waits to become leader and
+    /// returns the leadership as a :class:`Lease` (its fencing token is the term);
+    /// :meth:`Election.observe` shows the current leader.
+    ///
+    /// ``lease`` bounds how long a crashed leader keeps leadership (default 30 s, renewed by a
+    /// watchdog while the leader lives; a number is a fixed lease unless ``renew=True``).
+    /// ``entry_ttl`` is as for :meth:`lock`.
+    #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None))]
+    fn election(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        entry_ttl: Option<f64>,
+    ) -> PyResult<Election> {
+        let options = shared::lock_options(lease, renew, None, entry_ttl).py(py)?;
+        let inner = self.inner.election(name, options.clone()).py(py)?;
+        Ok(Election {
             inner,
+            core_client: self.inner.clone(),
+            options,
             client: self.handle.clone(),
-            entered: Mutex::new(HashMap::new()),
         })
     }
 
@@ -128,11 +228,12 @@ impl Client {
     }
 }
 
-/// A named distributed mutex, made by :meth:`Client.lock`. Holding it is a :class:`Lease`,
+/// A named distributed mutex, made by :meth:`Client.lock` (also one half of a
+/// :class:`ReadWriteLock`, and the base of :class:`Semaphore`). Holding it is a :class:`Lease`,
 /// never a thread: a lease may be released from any thread.
 ///
 /// ``with lock as lease:`` acquires with the lock's default timeout and releases on exit.
-#[pyclass(frozen, module = "lockgate")]
+#[pyclass(frozen, subclass, module = "lockgate")]
 pub struct Lock {
     inner: CoreLock,
     client: Arc<ClientHandle>,
@@ -141,6 +242,14 @@ pub struct Lock {
 }
 
 impl Lock {
+    fn new(inner: CoreLock, client: &Arc<ClientHandle>) -> Self {
+        Lock {
+            inner,
+            client: client.clone(),
+            entered: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn acquire_cell(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Arc<LeaseCell>> {
         let timeout = timeout
             .map(|t| shared::secs("timeout", t))
@@ -171,8 +280,8 @@ impl Lock {
         })
     }
 
-    /// One attempt without waiting: a :class:`Lease`, or ``None`` if the lock is held or
-    /// others are queued for it.
+    /// One attempt without waiting: a :class:`Lease`, or ``None`` if the lock is held (for a
+    /// semaphore: every permit is taken) or others are queued for it.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<Lease>> {
         let lease = block_on(py, async {
             self.client.owner.check()?;
@@ -213,6 +322,12 @@ impl Lock {
         shared::to_secs(self.inner.options().entry_ttl)
     }
 
+    /// Whether acquiring again while this handle holds the lock adds a hold instead of waiting.
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.inner.is_reentrant()
+    }
+
     fn __enter__(&self, py: Python<'_>) -> PyResult<Lease> {
         let cell = self.acquire_cell(py, None)?;
         let me = std::thread::current().id();
@@ -248,7 +363,200 @@ impl Lock {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        shared::lock_repr(py, "lockgate.Lock", self.inner.name(), self.inner.options())
+        shared::lock_repr(
+            py,
+            "lockgate",
+            self.inner.name(),
+            self.inner.primitive(),
+            self.inner.is_reentrant(),
+            self.inner.options(),
+        )
+    }
+}
+
+/// A distributed counting semaphore, made by :meth:`Client.semaphore`: a :class:`Lock` whose
+/// :meth:`~Lock.acquire` takes one of :attr:`permits` permits as a :class:`Lease`.
+///
+/// ``with sem.acquire(timeout=5) as permit:`` holds one permit for the block. Waiters are served
+/// in arrival order, and each returned permit wakes exactly the next waiter.
+#[pyclass(frozen, extends = Lock, module = "lockgate")]
+pub struct Semaphore {}
+
+#[pymethods]
+impl Semaphore {
+    /// How many leases may be held at once.
+    #[getter]
+    fn permits(slf: PyRef<'_, Self>) -> u32 {
+        match slf.as_super().inner.primitive() {
+            Primitive::Semaphore { permits } => *permits,
+            _ => unreachable!("a Semaphore wraps a semaphore handle"),
+        }
+    }
+}
+
+/// A distributed read-write lock, made by :meth:`Client.read_write_lock`: many readers hold
+/// :attr:`read_lock` at once, never beside a holder of :attr:`write_lock`, which is exclusive.
+///
+/// ``with rw.read_lock:`` / ``with rw.write_lock.acquire(timeout=5) as lease:``.
+#[pyclass(frozen, module = "lockgate")]
+pub struct ReadWriteLock {
+    read: Py<Lock>,
+    write: Py<Lock>,
+}
+
+#[pymethods]
+impl ReadWriteLock {
+    /// The shared half: a :class:`Lock` that many readers hold at once.
+    #[getter]
+    fn read_lock(&self, py: Python<'_>) -> Py<Lock> {
+        self.read.clone_ref(py)
+    }
+
+    /// The exclusive half: a :class:`Lock` held by one writer, beside no reader.
+    #[getter]
+    fn write_lock(&self, py: Python<'_>) -> Py<Lock> {
+        self.write.clone_ref(py)
+    }
+
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.write.get().inner.name()
+    }
+
+    /// Whether a queued writer blocks readers that arrive after it.
+    #[getter]
+    fn writers_first(&self) -> bool {
+        matches!(
+            self.read.get().inner.primitive(),
+            Primitive::Read {
+                writers_first: true
+            }
+        )
+    }
+
+    /// Whether both halves are reentrant.
+    #[getter]
+    fn reentrant(&self) -> bool {
+        self.write.get().inner.is_reentrant()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.ReadWriteLock name={} writers_first={} reentrant={}>",
+            shared::py_repr(py, self.name())?,
+            if self.writers_first() {
+                "True"
+            } else {
+                "False"
+            },
+            if self.reentrant() { "True" } else { "False" },
+        ))
+    }
+}
+
+/// A leader election, made by :meth:`Client.election`. Candidates :meth:`campaign` (wait to
+/// lead); the leader holds a :class:`Lease` whose :attr:`~Lease.fencing_token` is its term
+/// (larger for every later leader), whose loss signal fires if leadership is lost, and whose
+/// :meth:`~Lease.release` resigns. Anyone can :meth:`observe` the current leader.
+#[pyclass(frozen, module = "lockgate")]
+pub struct Election {
+    inner: CoreElection,
+    core_client: CoreClient,
+    options: LockOptions,
+    client: Arc<ClientHandle>,
+}
+
+#[pymethods]
+impl Election {
+    /// Waits up to ``timeout`` seconds (``None``: until elected) to become leader, publishing
+    /// ``value`` (a string of at most 4096 bytes, e.g. this node's address) to observers, and
+    /// returns the leadership :class:`Lease`. Raises :class:`LockTimeoutError` if another
+    /// candidate still leads. Candidates are elected in arrival order. Use the lease as a context
+    /// manager to resign on exit: ``with election.campaign("node-a") as leadership:``.
+    #[pyo3(signature = (value, timeout=None))]
+    fn campaign(&self, py: Python<'_>, value: &str, timeout: Option<f64>) -> PyResult<Lease> {
+        let timeout = timeout
+            .map(|t| shared::secs("timeout", t))
+            .transpose()
+            .py(py)?;
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            self.inner.campaign(value, timeout).await
+        })?;
+        Ok(Lease {
+            cell: LeaseCell::new(lease, self.client.clone()),
+        })
+    }
+
+    /// One attempt without waiting: the leadership :class:`Lease` publishing ``value``, or
+    /// ``None`` if someone leads or other candidates are queued.
+    fn try_campaign(&self, py: Python<'_>, value: &str) -> PyResult<Option<Lease>> {
+        let lock = self
+            .core_client
+            .primitive(
+                self.inner.name(),
+                Primitive::Leader {
+                    value: value.to_owned(),
+                },
+                self.options.clone(),
+                false,
+            )
+            .py(py)?;
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            lock.try_acquire().await
+        })?;
+        Ok(lease.map(|l| Lease {
+            cell: LeaseCell::new(l, self.client.clone()),
+        }))
+    }
+
+    /// The current leader as a :class:`LeaderInfo` (``value``, ``term``, ``remaining``), or
+    /// ``None`` if nobody leads. One round trip; it does not take part in the election.
+    fn observe(&self, py: Python<'_>) -> PyResult<Option<LeaderInfo>> {
+        let info = block_on(py, async {
+            self.client.owner.check()?;
+            self.inner.observe().await
+        })?;
+        Ok(info.map(LeaderInfo::from))
+    }
+
+    /// The election's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The leader's lease length in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        shared::to_secs(self.options.lease)
+    }
+
+    /// Whether a watchdog renews the leader's lease until it resigns.
+    #[getter]
+    fn renew(&self) -> bool {
+        self.options.auto_renew
+    }
+
+    /// How long a candidate's queue entry survives without a heartbeat, in seconds.
+    #[getter]
+    fn entry_ttl(&self) -> f64 {
+        shared::to_secs(self.options.entry_ttl)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<lockgate.Election name={} lease={} renew={}>",
+            shared::py_repr(py, self.inner.name())?,
+            pyo3::types::PyFloat::new(py, self.lease()).repr()?,
+            if self.options.auto_renew {
+                "True"
+            } else {
+                "False"
+            },
+        ))
     }
 }
 
@@ -256,8 +564,8 @@ fn lock_entered<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Proof of holding a lock. Pass :attr:`fencing_token` to the resource you protect. Use it as a
-/// context manager (``with lock.acquire() as lease:``) to release on exit; leaving the block
+/// Proof of holding a lock, one semaphore permit or an election's leadership. Pass
+/// :attr:`fencing_token` to the resource you protect. Use it as a context manager (``with lock.acquire() as lease:``) to release on exit; leaving the block
 /// raises :class:`NotHeldError` if the lease had been lost meanwhile. Garbage-collecting an
 /// unreleased lease releases it in the background.
 #[pyclass(frozen, module = "lockgate")]
@@ -273,7 +581,8 @@ impl Lease {
         self.cell.lease.name()
     }
 
-    /// Strictly greater than every fencing token issued before for this lock name.
+    /// Strictly greater than every fencing token issued before for this lock name (for a
+    /// leadership lease: the term). Re-entered holds of a reentrant lock share one token.
     #[getter]
     fn fencing_token(&self) -> u64 {
         self.cell.lease.fencing_token()
@@ -308,8 +617,9 @@ impl Lease {
         block_on(py, self.cell.extend(d))
     }
 
-    /// Releases the lock (only this lease's own hold). ``True`` if it was still held, ``False``
-    /// if it had already expired, been taken over or released.
+    /// Releases the lock (only this lease's own hold; for a permit, returns it; for leadership,
+    /// resigns). ``True`` if it was still held, ``False`` if it had already expired, been taken
+    /// over or released. A re-entered hold of a reentrant lock gives back only that hold.
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         block_on(py, self.cell.release())
     }

@@ -31,6 +31,51 @@ async def async_use(url: str) -> int:
         async with lock as l3:
             return l3.fencing_token
 
+def primitives(client: lockgate.Client) -> int:
+    sem: lockgate.Semaphore = client.semaphore("pool", 3, timeout=5)
+    n: int = sem.permits
+    with sem.acquire(timeout=1) as permit:
+        n += permit.fencing_token
+    rw = client.read_write_lock("doc", writers_first=False, reentrant=True)
+    with rw.read_lock, rw.write_lock.acquire(timeout=1) as w:
+        n += w.fencing_token
+    election = client.election("leader", 10.0, renew=True)
+    with election.campaign("node-a", timeout=5) as leadership:
+        info = election.observe()
+        if info is not None:
+            value: str = info.value
+            term: int = info.term
+            left: float = info.remaining
+            n += term
+    maybe = election.try_campaign("node-b")
+    if maybe is not None:
+        maybe.release()
+    re = client.lock("re", reentrant=True)
+    with re, re:
+        pass
+    return n + leadership.fencing_token
+
+
+async def async_primitives(client: lockgate.aio.Client) -> int:
+    sem: lockgate.aio.Semaphore = client.semaphore("pool", 3)
+    async with sem.acquire(timeout=1) as permit:
+        n = permit.fencing_token + sem.permits
+    rw = client.read_write_lock("doc")
+    async with rw.read_lock:
+        pass
+    w = await rw.write_lock.acquire()
+    await w.release()
+    election = client.election("leader")
+    async with election.campaign("node-a") as leadership:
+        info = await election.observe()
+        if info is not None:
+            n += info.term
+    lead = await election.campaign("node-a", timeout=3)
+    reason = await lead.lost()
+    maybe = await election.try_campaign("x")
+    return n + leadership.fencing_token + (0 if reason is None or maybe is None else 1)
+
+
 def errors(client: lockgate.Client) -> None:
     try:
         client.lock("b").acquire(timeout=1)

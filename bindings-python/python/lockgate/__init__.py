@@ -8,6 +8,11 @@ Blocking API::
     with client.lock("invoice:42").acquire(timeout=5) as lease:
         charge(invoice, fencing_token=lease.fencing_token)
 
+Besides the mutex (``client.lock(name, reentrant=False)``): counting semaphores
+(``client.semaphore(name, permits)``), read-write locks (``client.read_write_lock(name)``, with
+``.read_lock`` and ``.write_lock``) and leader elections (``client.election(name)``, with
+``campaign(value)`` and ``observe()``). Every grant is a :class:`Lease`.
+
 asyncio API: :mod:`lockgate.aio` (``lockgate.aio.Client``). Durations are seconds (floats).
 Errors derive from :class:`LockError` and carry ``.code`` and ``.retryable``.
 """
@@ -18,7 +23,9 @@ from ._lockgate import (
     AuthenticationError,
     Client,
     ClientClosedError,
+    Election,
     InvalidArgumentError,
+    LeaderInfo,
     Lease,
     Lock,
     LockCancelledError,
@@ -27,6 +34,8 @@ from ._lockgate import (
     LockTimeoutError,
     NotHeldError,
     ProtocolError,
+    ReadWriteLock,
+    Semaphore,
     __version__,
     _close_all,
 )
@@ -40,7 +49,9 @@ __all__ = [
     "AuthenticationError",
     "Client",
     "ClientClosedError",
+    "Election",
     "InvalidArgumentError",
+    "LeaderInfo",
     "Lease",
     "Lock",
     "LockCancelledError",
@@ -49,6 +60,8 @@ __all__ = [
     "LockTimeoutError",
     "NotHeldError",
     "ProtocolError",
+    "ReadWriteLock",
+    "Semaphore",
     "__version__",
     "aio",
 ]

@@ -5,7 +5,7 @@ from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any, Optional, Union
 
-from typing_extensions import Self, final
+from typing_extensions import Self, disjoint_base, final
 
 __all__ = [
     "__version__",
@@ -20,9 +20,16 @@ __all__ = [
     "ClientClosedError",
     "Client",
     "Lock",
+    "Semaphore",
+    "ReadWriteLock",
+    "Election",
+    "LeaderInfo",
     "Lease",
     "AsyncClient",
     "AsyncLock",
+    "AsyncSemaphore",
+    "AsyncReadWriteLock",
+    "AsyncElection",
     "AsyncLease",
     "AcquireContext",
     "_close_all",
@@ -92,8 +99,42 @@ class Client:
         renew: Optional[bool] = None,
         timeout: Optional[float] = None,
         entry_ttl: Optional[float] = None,
+        reentrant: bool = False,
     ) -> Lock:
-        """A distributed mutex named ``name``."""
+        """A distributed mutex named ``name`` (``reentrant=True``: re-acquiring through this
+        handle while it holds the lock adds a hold)."""
+    def semaphore(
+        self,
+        name: str,
+        permits: int,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> Semaphore:
+        """A distributed counting semaphore with ``permits`` permits."""
+    def read_write_lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+        writers_first: bool = True,
+        reentrant: bool = False,
+    ) -> ReadWriteLock:
+        """A distributed read-write lock: many readers or one writer."""
+    def election(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> Election:
+        """A leader election named ``name``."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     @property
@@ -110,9 +151,9 @@ class Client:
         _tb: Optional[TracebackType] = None,
     ) -> None: ...
 
-@final
+@disjoint_base
 class Lock:
-    """A named distributed mutex, made by :meth:`Client.lock`."""
+    """A named distributed mutex, made by :meth:`Client.lock` (also a read-write lock half)."""
 
     def acquire(self, timeout: Optional[float] = None) -> Lease:
         """Waits up to ``timeout`` seconds and returns the lease."""
@@ -133,6 +174,9 @@ class Lock:
     @property
     def entry_ttl(self) -> float:
         """How long a waiter's queue entry survives without a heartbeat, in seconds."""
+    @property
+    def reentrant(self) -> bool:
+        """Whether acquiring again while this handle holds the lock adds a hold."""
     def __enter__(self) -> Lease: ...
     def __exit__(
         self,
@@ -140,6 +184,71 @@ class Lock:
         _exc: Optional[BaseException] = None,
         _tb: Optional[TracebackType] = None,
     ) -> None: ...
+
+@final
+class Semaphore(Lock):
+    """A distributed counting semaphore; each ``acquire`` takes one permit as a :class:`Lease`."""
+
+    @property
+    def permits(self) -> int:
+        """How many leases may be held at once."""
+
+@final
+class ReadWriteLock:
+    """A distributed read-write lock, made by :meth:`Client.read_write_lock`."""
+
+    @property
+    def read_lock(self) -> Lock:
+        """The shared half: many readers hold it at once."""
+    @property
+    def write_lock(self) -> Lock:
+        """The exclusive half: one writer, beside no reader."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def writers_first(self) -> bool:
+        """Whether a queued writer blocks readers that arrive after it."""
+    @property
+    def reentrant(self) -> bool:
+        """Whether both halves are reentrant."""
+
+@final
+class LeaderInfo:
+    """The current leader of an election, as ``observe()`` sees it."""
+
+    @property
+    def value(self) -> str:
+        """The value the leader published when it campaigned."""
+    @property
+    def term(self) -> int:
+        """The leader's term: its lease's fencing token."""
+    @property
+    def remaining(self) -> float:
+        """Seconds left on the leader's lease on the server when observed."""
+
+@final
+class Election:
+    """A leader election, made by :meth:`Client.election`."""
+
+    def campaign(self, value: str, timeout: Optional[float] = None) -> Lease:
+        """Waits to become leader (publishing ``value``); the leadership lease."""
+    def try_campaign(self, value: str) -> Optional[Lease]:
+        """One attempt without waiting: the leadership lease, or ``None``."""
+    def observe(self) -> Optional[LeaderInfo]:
+        """The current leader, or ``None``."""
+    @property
+    def name(self) -> str:
+        """The election's name."""
+    @property
+    def lease(self) -> float:
+        """The leader's lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the leader's lease until it resigns."""
+    @property
+    def entry_ttl(self) -> float:
+        """How long a candidate's queue entry survives without a heartbeat, in seconds."""
 
 @final
 class Lease:
@@ -199,8 +308,41 @@ class AsyncClient:
         renew: Optional[bool] = None,
         timeout: Optional[float] = None,
         entry_ttl: Optional[float] = None,
+        reentrant: bool = False,
     ) -> AsyncLock:
         """A distributed mutex named ``name``."""
+    def semaphore(
+        self,
+        name: str,
+        permits: int,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> AsyncSemaphore:
+        """A distributed counting semaphore with ``permits`` permits."""
+    def read_write_lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+        entry_ttl: Optional[float] = None,
+        writers_first: bool = True,
+        reentrant: bool = False,
+    ) -> AsyncReadWriteLock:
+        """A distributed read-write lock: many readers or one writer."""
+    def election(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        entry_ttl: Optional[float] = None,
+    ) -> AsyncElection:
+        """A leader election named ``name``."""
     def connect(self) -> Awaitable[None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Awaitable[None]:
@@ -219,7 +361,7 @@ class AsyncClient:
         _tb: Optional[TracebackType] = None,
     ) -> Awaitable[None]: ...
 
-@final
+@disjoint_base
 class AsyncLock:
     """A named distributed mutex for asyncio (``lockgate.aio.Lock``)."""
 
@@ -242,6 +384,9 @@ class AsyncLock:
     @property
     def entry_ttl(self) -> float:
         """How long a waiter's queue entry survives without a heartbeat, in seconds."""
+    @property
+    def reentrant(self) -> bool:
+        """Whether acquiring again while this handle holds the lock adds a hold."""
     def __aenter__(self) -> Awaitable[AsyncLease]: ...
     def __aexit__(
         self,
@@ -249,6 +394,57 @@ class AsyncLock:
         _exc: Optional[BaseException] = None,
         _tb: Optional[TracebackType] = None,
     ) -> Awaitable[None]: ...
+
+@final
+class AsyncSemaphore(AsyncLock):
+    """A distributed counting semaphore for asyncio (``lockgate.aio.Semaphore``)."""
+
+    @property
+    def permits(self) -> int:
+        """How many leases may be held at once."""
+
+@final
+class AsyncReadWriteLock:
+    """A distributed read-write lock for asyncio (``lockgate.aio.ReadWriteLock``)."""
+
+    @property
+    def read_lock(self) -> AsyncLock:
+        """The shared half: many readers hold it at once."""
+    @property
+    def write_lock(self) -> AsyncLock:
+        """The exclusive half: one writer, beside no reader."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def writers_first(self) -> bool:
+        """Whether a queued writer blocks readers that arrive after it."""
+    @property
+    def reentrant(self) -> bool:
+        """Whether both halves are reentrant."""
+
+@final
+class AsyncElection:
+    """A leader election for asyncio (``lockgate.aio.Election``)."""
+
+    def campaign(self, value: str, timeout: Optional[float] = None) -> AcquireContext:
+        """Await for the leadership lease, or use with ``async with`` to resign on exit."""
+    def try_campaign(self, value: str) -> Awaitable[Optional[AsyncLease]]:
+        """One attempt without waiting: the leadership lease, or ``None``."""
+    def observe(self) -> Awaitable[Optional[LeaderInfo]]:
+        """The current leader, or ``None``."""
+    @property
+    def name(self) -> str:
+        """The election's name."""
+    @property
+    def lease(self) -> float:
+        """The leader's lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the leader's lease until it resigns."""
+    @property
+    def entry_ttl(self) -> float:
+        """How long a candidate's queue entry survives without a heartbeat, in seconds."""
 
 @final
 class AcquireContext:

@@ -7,14 +7,32 @@
     async with lockgate.aio.Client("redis://127.0.0.1:6379") as client:
         async with client.lock("invoice:42").acquire(timeout=5) as lease:
             await charge(invoice, fencing_token=lease.fencing_token)
+        async with client.semaphore("api-quota", 3).acquire() as permit:
+            await call_api()
+        async with client.election("scheduler").campaign("node-a") as leadership:
+            await run_scheduler(term=leadership.fencing_token)
 
-Cancelling a task that waits in ``acquire`` abandons the wait and removes it from the server.
-Errors are those of :mod:`lockgate` (``lockgate.LockError`` and its subclasses).
+Cancelling a task that waits in ``acquire`` or ``campaign`` abandons the wait and removes it
+from the server. Errors are those of :mod:`lockgate` (``lockgate.LockError`` and its
+subclasses); ``Election.observe`` returns :class:`lockgate.LeaderInfo`.
 """
 
 from ._lockgate import AcquireContext
 from ._lockgate import AsyncClient as Client
+from ._lockgate import AsyncElection as Election
 from ._lockgate import AsyncLease as Lease
 from ._lockgate import AsyncLock as Lock
+from ._lockgate import AsyncReadWriteLock as ReadWriteLock
+from ._lockgate import AsyncSemaphore as Semaphore
+from ._lockgate import LeaderInfo
 
-__all__ = ["AcquireContext", "Client", "Lease", "Lock"]
+__all__ = [
+    "AcquireContext",
+    "Client",
+    "Election",
+    "LeaderInfo",
+    "Lease",
+    "Lock",
+    "ReadWriteLock",
+    "Semaphore",
+]
