@@ -27,10 +27,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use lockgate_core::native::{Client, ClientOptions, Lease, Lock};
-use lockgate_core::options::duration_from_secs_f64;
+use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
+use lockgate_core::options::{duration_from_secs_f64, MAX_PERMITS};
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind, LockOptions};
+use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive};
 
 // ---------------------------------------------------------------------------------------------
 // Errors: one mapping, carrying the core's stable code and retryable flag.
@@ -133,13 +133,16 @@ pub struct NativeClientOptions {
     pub response_timeout_secs: Option<f64>,
 }
 
-/// Lock options; `None` fields take the core's defaults (`wait_timeout_secs: None` = forever).
+/// Lock options; `None` fields take the core's defaults (`wait_timeout_secs: None` = forever,
+/// `reentrant: None` = not reentrant). `reentrant` selects the core's reentrant handle where
+/// the core offers one (mutex, read-write lock) and is rejected by the core elsewhere.
 #[derive(Clone, Debug, Default, uniffi::Record)]
 pub struct NativeLockOptions {
     pub lease_secs: Option<f64>,
     pub auto_renew: Option<bool>,
     pub wait_timeout_secs: Option<f64>,
     pub entry_ttl_secs: Option<f64>,
+    pub reentrant: Option<bool>,
 }
 
 fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOptions> {
@@ -157,7 +160,9 @@ fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOpt
     Ok(opts)
 }
 
-fn lock_options(o: NativeLockOptions) -> NativeResult<LockOptions> {
+/// The core's options and the reentrant flag.
+fn lock_options(o: NativeLockOptions) -> NativeResult<(LockOptions, bool)> {
+    let reentrant = o.reentrant.unwrap_or(false);
     let mut opts = LockOptions::default();
     if let Some(l) = opt_secs("lease", o.lease_secs)? {
         opts.lease = l;
@@ -169,7 +174,20 @@ fn lock_options(o: NativeLockOptions) -> NativeResult<LockOptions> {
     if let Some(t) = opt_secs("entry_ttl", o.entry_ttl_secs)? {
         opts.entry_ttl = t;
     }
-    Ok(opts)
+    Ok((opts, reentrant))
+}
+
+/// A permit count from the JVM (a signed integer there) as the core's `u32`; values a `u32`
+/// cannot hold get the core's range message, the rest is validated by the core.
+fn permits(value: i64) -> NativeResult<u32> {
+    u32::try_from(value).map_err(|_| {
+        Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {value}")).into()
+    })
+}
+
+/// Seconds or nanoseconds for the JVM, which has no unsigned integers.
+fn saturating_i64(value: u128) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,10 +246,58 @@ pub struct NativeClient {
 
 #[uniffi::export]
 impl NativeClient {
-    /// A mutex handle; name and options are validated by the core.
+    /// A mutex handle (reentrant if the options say so); name and options are validated by the core.
     pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
-        let inner = self.inner.lock(&name, lock_options(options)?)?;
+        let (opts, reentrant) = lock_options(options)?;
+        let inner = if reentrant {
+            self.inner.reentrant_lock(&name, opts)?
+        } else {
+            self.inner.lock(&name, opts)?
+        };
         Ok(Arc::new(NativeLock { inner }))
+    }
+
+    /// A counting semaphore's handle: each acquisition takes one of `permits` permits.
+    pub fn semaphore(
+        &self,
+        name: String,
+        permits: i64,
+        options: NativeLockOptions,
+    ) -> NativeResult<Arc<NativeLock>> {
+        let (opts, reentrant) = lock_options(options)?;
+        let permits = self::permits(permits)?;
+        // The general form, so that the core itself rejects a reentrant semaphore.
+        let inner = self.inner.primitive(&name, Primitive::Semaphore { permits }, opts, reentrant)?;
+        Ok(Arc::new(NativeLock { inner }))
+    }
+
+    /// A read-write lock (both halves reentrant if the options say so).
+    pub fn read_write_lock(
+        &self,
+        name: String,
+        options: NativeLockOptions,
+    ) -> NativeResult<Arc<NativeReadWriteLock>> {
+        let (opts, reentrant) = lock_options(options)?;
+        let mut inner = self.inner.read_write_lock(&name, opts)?;
+        if reentrant {
+            inner = inner.reentrant();
+        }
+        Ok(Arc::new(NativeReadWriteLock { inner }))
+    }
+
+    /// A leader election. Leadership is never reentrant: the core's own check rejects the flag.
+    pub fn election(
+        &self,
+        name: String,
+        options: NativeLockOptions,
+    ) -> NativeResult<Arc<NativeElection>> {
+        let (opts, reentrant) = lock_options(options)?;
+        if reentrant {
+            let leader = Primitive::Leader { value: String::new() };
+            self.inner.primitive(&name, leader, opts.clone(), true)?;
+        }
+        let inner = self.inner.election(&name, opts)?;
+        Ok(Arc::new(NativeElection { inner }))
     }
 
     /// Releases every lease and cancels every wait of this client, then stops it. (Not `close`:
@@ -285,6 +351,84 @@ impl NativeLock {
             Some(lease) => into.fill(lease),
             None => 0,
         })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-write lock and election
+
+/// A read-write lock (the core's `ReadWriteLock`): two [`NativeLock`] halves.
+#[derive(uniffi::Object)]
+pub struct NativeReadWriteLock {
+    inner: ReadWriteLock,
+}
+
+#[uniffi::export]
+impl NativeReadWriteLock {
+    /// The shared half (a handle sharing the core's reentrant state with every other call).
+    pub fn read(&self) -> Arc<NativeLock> {
+        Arc::new(NativeLock { inner: self.inner.read().clone() })
+    }
+
+    /// The exclusive half.
+    pub fn write(&self) -> Arc<NativeLock> {
+        Arc::new(NativeLock { inner: self.inner.write().clone() })
+    }
+
+    /// The same lock whose readers do (`true`, the default) or do not wait behind queued writers.
+    pub fn with_writers_first(&self, writers_first: bool) -> Arc<NativeReadWriteLock> {
+        let inner = self.inner.clone().with_writers_first(writers_first);
+        Arc::new(NativeReadWriteLock { inner })
+    }
+}
+
+/// The current leader as observed on the server: published value, term (fencing token of its
+/// grant) and remaining lease in nanoseconds.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeLeader {
+    pub value: String,
+    pub term: i64,
+    pub remaining_nanos: i64,
+}
+
+impl From<LeaderInfo> for NativeLeader {
+    fn from(l: LeaderInfo) -> Self {
+        NativeLeader {
+            value: l.value,
+            term: saturating_i64(l.term.into()),
+            remaining_nanos: saturating_i64(l.remaining.as_nanos()),
+        }
+    }
+}
+
+/// A leader election (the core's `Election`).
+#[derive(uniffi::Object)]
+pub struct NativeElection {
+    inner: Election,
+}
+
+#[uniffi::export]
+impl NativeElection {
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// Campaigns with `value`, waiting up to `timeout_secs` (`None`: until elected); the
+    /// leadership lease fills `into` and its term (fencing token) is returned. A `TIMEOUT` error
+    /// if another candidate stays leader.
+    pub async fn campaign(
+        &self,
+        value: String,
+        timeout_secs: Option<f64>,
+        into: Arc<NativeLease>,
+    ) -> NativeResult<i64> {
+        let timeout = opt_secs("timeout", timeout_secs)?;
+        Ok(into.fill(self.inner.campaign(&value, timeout).await?))
+    }
+
+    /// The current leader, if any.
+    pub async fn observe(&self) -> NativeResult<Option<NativeLeader>> {
+        Ok(self.inner.observe().await?.map(NativeLeader::from))
     }
 }
 

@@ -3,18 +3,21 @@ package io.lockgate;
 import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.NativeLock;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
 /**
- * A named distributed mutex (Redis). Waiters are served in arrival order (fair, like Redisson's
- * {@code RFairLock}) and woken by the release itself, not by polling. Every grant carries a
- * fencing token.
+ * A named distributed mutex (Redis), or one half of a {@link DistributedReadWriteLock}. Waiters
+ * are served in arrival order (fair, like Redisson's {@code RFairLock}) and woken by the release
+ * itself, not by polling. Every grant carries a fencing token.
  *
  * <p>Two ways to use it:
  * <ul>
@@ -24,11 +27,18 @@ import java.util.concurrent.locks.Lock;
  *   <li><b>{@link java.util.concurrent.locks.Lock}</b>: {@link #lock()}, {@link #tryLock()},
  *       {@link #unlock()}... for code written against the JDK interface. Here <em>the lock
  *       object is the owner</em>, not the calling thread: {@code unlock()} may run on another
- *       thread than {@code lock()} (async code, executors), and releases the lease this object
- *       holds. Threads sharing one object exclude each other (each waits its turn on the server).
- *       It is <b>not reentrant</b>: calling {@code lock()} again while this object holds the lock
- *       waits for that hold to be unlocked (by any thread), like any other contender.</li>
+ *       thread than {@code lock()} (async code, executors), and releases the most recent hold
+ *       of this object. Threads sharing one mutex object exclude each other (each waits its turn
+ *       on the server); threads sharing one read lock object hold it together.</li>
  * </ul>
+ *
+ * <p>By default it is <b>not reentrant</b>: calling {@code lock()} or {@code acquire()} again
+ * while this object holds the lock waits for that hold to be released (by any thread), like any
+ * other contender. With {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} the
+ * object (not the thread) re-enters: a second acquisition while it holds returns at once with
+ * the same fencing token and one more hold, and only the last {@code unlock()} or
+ * {@link Lease#release()} frees the lock ({@link #holdCount()} counts the {@code Lock}-style
+ * holds).
  *
  * <p>By default the lease is 30 s and a watchdog renews it until release; see
  * {@link LockOptions} for fixed leases and default wait limits.
@@ -37,13 +47,23 @@ public final class DistributedLock implements Lock {
     private final NativeLock lock;
     private final String name;
     private final LockOptions options;
-    /** The lease held through the {@link Lock} interface, if any. */
-    private final AtomicReference<Lease> held = new AtomicReference<>();
+    /** {@code "mutex"}, {@code "read"}, {@code "write"} or {@code "semaphore"} (for toString). */
+    private final String kind;
+    /** Whether only one holder can hold it (mutex, write): a second hold means the first was lost. */
+    private final boolean exclusive;
+    /** The holds taken through the {@link Lock} interface, most recent last; guarded by itself. */
+    private final Deque<Lease> held = new ArrayDeque<>();
 
     DistributedLock(NativeLock lock, String name, LockOptions options) {
+        this(lock, name, options, "mutex", true);
+    }
+
+    DistributedLock(NativeLock lock, String name, LockOptions options, String kind, boolean exclusive) {
         this.lock = lock;
         this.name = name;
         this.options = options;
+        this.kind = kind;
+        this.exclusive = exclusive;
     }
 
     /** The lock's name. */
@@ -54,6 +74,11 @@ public final class DistributedLock implements Lock {
     /** The options this lock was made with. */
     public LockOptions options() {
         return options;
+    }
+
+    /** Whether this object re-enters while it holds the lock (see {@link LockOptions.Builder#reentrant(Boolean)}). */
+    public boolean isReentrant() {
+        return options.isReentrant();
     }
 
     // ----------------------------------------------------------------------------- leases
@@ -101,21 +126,15 @@ public final class DistributedLock implements Lock {
     }
 
     private Lease wrap(Bridge.Grant g) {
-        if (g == null) {
-            throw new LockProtocolException("the acquisition ended without a lease", false);
-        }
-        return lease(g);
+        return Lease.granted(g, name);
     }
 
     private Lease lease(Bridge.Grant g) {
         return new Lease(g.lease, name, g.fencingToken);
     }
 
-    /** Frees a lease nobody will use; the native side releases it in the background. */
     private static void discard(Bridge.Grant g) {
-        if (g != null) {
-            g.lease.destroy();
-        }
+        Lease.discard(g);
     }
 
     // ----------------------------------------------------------------------------- Lock
@@ -171,14 +190,18 @@ public final class DistributedLock implements Lock {
     }
 
     /**
-     * Releases the lease this object holds, from any thread. Throws
-     * {@link IllegalMonitorStateException} if this object does not hold the lock, or if its
-     * lease had already been lost (expired, deleted, taken over) before this call: in that case
-     * the critical section may not have been exclusive, and the cause says why.
+     * Releases the most recent hold of this object, from any thread (for a reentrant lock, the
+     * last hold frees it). Throws {@link IllegalMonitorStateException} if this object does not
+     * hold the lock, or if that lease had already been lost (expired, deleted, taken over) before
+     * this call: in that case the critical section may not have been exclusive, and the cause
+     * says why.
      */
     @Override
     public void unlock() {
-        Lease l = held.getAndSet(null);
+        Lease l;
+        synchronized (held) {
+            l = held.pollLast();
+        }
         if (l == null) {
             throw new IllegalMonitorStateException("lock '" + name + "' is not held by this lock object");
         }
@@ -209,26 +232,44 @@ public final class DistributedLock implements Lock {
 
     /** Whether this object currently holds the lock through the {@link Lock} interface (local view). */
     public boolean isHeldByThisLock() {
-        Lease l = held.get();
+        Lease l = currentLease().orElse(null);
         return l != null && l.isHeld();
     }
 
-    /** The lease held through the {@link Lock} interface, if any (for its fencing token or loss signal). */
+    /** The most recent lease held through the {@link Lock} interface, if any (for its fencing token or loss signal). */
     public Optional<Lease> currentLease() {
-        return Optional.ofNullable(held.get());
+        synchronized (held) {
+            return Optional.ofNullable(held.peekLast());
+        }
+    }
+
+    /**
+     * How many holds this object took through the {@link Lock} interface and has not unlocked
+     * yet (more than one only for a reentrant lock or a read lock shared by threads).
+     */
+    public int holdCount() {
+        synchronized (held) {
+            return held.size();
+        }
     }
 
     private void hold(Lease lease) {
-        Lease stale = held.getAndSet(lease);
-        if (stale != null) {
-            // A previous hold that was never unlocked and has since been lost (otherwise this
-            // acquisition could not have succeeded): drop it quietly, its lock is gone.
-            stale.dispose();
+        List<Lease> stale = new ArrayList<>();
+        synchronized (held) {
+            if (exclusive && !isReentrant()) {
+                // Previous holds that were never unlocked and have since been lost (otherwise
+                // this acquisition could not have succeeded): drop them quietly, they are gone.
+                stale.addAll(held);
+                held.clear();
+            }
+            held.addLast(lease);
         }
+        stale.forEach(Lease::dispose);
     }
 
     @Override
     public String toString() {
-        return "DistributedLock{name=" + name + ", heldByThisLock=" + isHeldByThisLock() + "}";
+        return "DistributedLock{name=" + name + (kind.equals("mutex") ? "" : ", kind=" + kind)
+            + (isReentrant() ? ", reentrant" : "") + ", heldByThisLock=" + isHeldByThisLock() + "}";
     }
 }

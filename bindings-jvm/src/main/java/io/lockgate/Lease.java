@@ -13,7 +13,9 @@ import java.util.function.Consumer;
 
 /**
  * Proof of holding a lock: carries the fencing token, extends, releases, and reports loss.
- * Not tied to a thread: any thread may use, extend or release it.
+ * Not tied to a thread: any thread may use, extend or release it. The same class stands for a
+ * mutex or read/write hold, a semaphore permit ({@link DistributedSemaphore}) and leadership
+ * ({@link LeaderElection}, where the fencing token is the leader's term and releasing resigns).
  *
  * <pre>{@code
  * try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
@@ -48,6 +50,21 @@ public final class Lease implements AutoCloseable {
         this.lease = lease;
         this.name = name;
         this.fencingToken = fencingToken;
+    }
+
+    /** A granted acquisition as a lease; a missing grant is a protocol failure. */
+    static Lease granted(Bridge.Grant g, String name) {
+        if (g == null) {
+            throw new LockProtocolException("the acquisition ended without a lease", false);
+        }
+        return new Lease(g.lease, name, g.fencingToken);
+    }
+
+    /** Frees a grant nobody will use; the native side releases it in the background. */
+    static void discard(Bridge.Grant g) {
+        if (g != null) {
+            g.lease.destroy();
+        }
     }
 
     /** The name of the lock this lease holds. */

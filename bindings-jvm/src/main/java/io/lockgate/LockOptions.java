@@ -23,12 +23,14 @@ public final class LockOptions {
     private final Boolean autoRenew;
     private final Duration waitTimeout;
     private final Duration entryTtl;
+    private final Boolean reentrant;
 
     private LockOptions(Builder b) {
         this.lease = b.lease;
         this.autoRenew = b.autoRenew;
         this.waitTimeout = b.waitTimeout;
         this.entryTtl = b.entryTtl;
+        this.reentrant = b.reentrant;
     }
 
     /** The core's defaults: a 30 s lease kept alive by the watchdog until released. */
@@ -57,6 +59,7 @@ public final class LockOptions {
         b.autoRenew = autoRenew;
         b.waitTimeout = waitTimeout;
         b.entryTtl = entryTtl;
+        b.reentrant = reentrant;
         return b;
     }
 
@@ -80,12 +83,26 @@ public final class LockOptions {
         return Optional.ofNullable(entryTtl);
     }
 
+    /**
+     * Whether the handle is reentrant, if set (else not). Only mutexes and read-write locks can
+     * be reentrant; see {@link Builder#reentrant(Boolean)}.
+     */
+    public Optional<Boolean> reentrant() {
+        return Optional.ofNullable(reentrant);
+    }
+
+    /** Whether {@link #reentrant()} is set to {@code true}. */
+    boolean isReentrant() {
+        return Boolean.TRUE.equals(reentrant);
+    }
+
     NativeLockOptions toNative() {
         return new NativeLockOptions(
             lease == null ? null : Futures.secs(lease),
             autoRenew,
             waitTimeout == null ? null : Futures.secs(waitTimeout),
-            entryTtl == null ? null : Futures.secs(entryTtl));
+            entryTtl == null ? null : Futures.secs(entryTtl),
+            reentrant);
     }
 
     @Override
@@ -93,7 +110,8 @@ public final class LockOptions {
         return "LockOptions{lease=" + (lease == null ? "default" : lease)
             + ", autoRenew=" + (autoRenew == null ? "default" : autoRenew)
             + ", waitTimeout=" + (waitTimeout == null ? "forever" : waitTimeout)
-            + ", entryTtl=" + (entryTtl == null ? "default" : entryTtl) + "}";
+            + ", entryTtl=" + (entryTtl == null ? "default" : entryTtl)
+            + (reentrant == null ? "" : ", reentrant=" + reentrant) + "}";
     }
 
     @Override
@@ -103,12 +121,13 @@ public final class LockOptions {
         }
         LockOptions x = (LockOptions) o;
         return Objects.equals(lease, x.lease) && Objects.equals(autoRenew, x.autoRenew)
-            && Objects.equals(waitTimeout, x.waitTimeout) && Objects.equals(entryTtl, x.entryTtl);
+            && Objects.equals(waitTimeout, x.waitTimeout) && Objects.equals(entryTtl, x.entryTtl)
+            && Objects.equals(reentrant, x.reentrant);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(lease, autoRenew, waitTimeout, entryTtl);
+        return Objects.hash(lease, autoRenew, waitTimeout, entryTtl, reentrant);
     }
 
     /** Builds {@link LockOptions}; {@code null} means "the core's default". */
@@ -117,6 +136,7 @@ public final class LockOptions {
         private Boolean autoRenew;
         private Duration waitTimeout;
         private Duration entryTtl;
+        private Boolean reentrant;
 
         private Builder() {}
 
@@ -141,6 +161,19 @@ public final class LockOptions {
         /** Lease of a waiter's queue entry: a crashed waiter is skipped after at most this long. */
         public Builder entryTtl(Duration entryTtl) {
             this.entryTtl = entryTtl;
+            return this;
+        }
+
+        /**
+         * Opt-in reentrancy for a mutex ({@link LockgateClient#getLock(String, LockOptions)}) or
+         * both halves of a read-write lock: acquiring again through the <em>same handle object</em>
+         * while it holds the lock succeeds at once with the same fencing token and adds a hold;
+         * only releasing the last hold frees it. The owner is the handle, never the thread: two
+         * threads sharing one reentrant handle share its holds. Semaphores and elections reject
+         * it ({@link LockInvalidArgumentException}).
+         */
+        public Builder reentrant(Boolean reentrant) {
+            this.reentrant = reentrant;
             return this;
         }
 

@@ -68,7 +68,8 @@ public final class LockgateClient implements AutoCloseable {
     }
 
     /**
-     * The mutex named {@code name} with {@code options}. Cheap: no network call. A name that is
+     * The mutex named {@code name} with {@code options} (reentrant with
+     * {@link LockOptions.Builder#reentrant(Boolean)}). Cheap: no network call. A name that is
      * empty or longer than 512 bytes, or options out of range, are a
      * {@link LockInvalidArgumentException}.
      */
@@ -80,6 +81,59 @@ public final class LockgateClient implements AutoCloseable {
         } catch (NativeException e) {
             throw Errors.map(e);
         }
+    }
+
+    /** The read-write lock named {@code name} with the default options (see {@link DistributedReadWriteLock}). */
+    public DistributedReadWriteLock getReadWriteLock(String name) {
+        return getReadWriteLock(name, LockOptions.defaults());
+    }
+
+    /**
+     * The read-write lock named {@code name}; {@code options} apply to both halves (reentrant
+     * with {@link LockOptions.Builder#reentrant(Boolean)}). Cheap: no network call. Bad names or
+     * options are a {@link LockInvalidArgumentException}.
+     */
+    public DistributedReadWriteLock getReadWriteLock(String name, LockOptions options) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(options, "options");
+        return new DistributedReadWriteLock(
+            Futures.uninterruptibly(() -> client.readWriteLock(name, options.toNative())), name, options, true);
+    }
+
+    /** The semaphore named {@code name} with {@code permits} permits and the default options. */
+    public DistributedSemaphore getSemaphore(String name, int permits) {
+        return getSemaphore(name, permits, LockOptions.defaults());
+    }
+
+    /**
+     * The counting semaphore named {@code name} with {@code permits} permits (1 to 1,000,000;
+     * every client of the name must use the same count); {@code options} set the lease of each
+     * permit. Cheap: no network call. A bad count, name or options (including
+     * {@code reentrant(true)}) are a {@link LockInvalidArgumentException}.
+     */
+    public DistributedSemaphore getSemaphore(String name, int permits, LockOptions options) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(options, "options");
+        return new DistributedSemaphore(new DistributedLock(
+            Futures.uninterruptibly(() -> client.semaphore(name, permits, options.toNative())),
+            name, options, "semaphore", false), permits);
+    }
+
+    /** The leader election named {@code name} with the default options (a 30 s renewed leadership lease). */
+    public LeaderElection getElection(String name) {
+        return getElection(name, LockOptions.defaults());
+    }
+
+    /**
+     * The leader election named {@code name}; {@code options.lease()} bounds how long a crashed
+     * leader keeps leadership. Cheap: no network call. A bad name or options (including
+     * {@code reentrant(true)}) are a {@link LockInvalidArgumentException}.
+     */
+    public LeaderElection getElection(String name, LockOptions options) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(options, "options");
+        return new LeaderElection(
+            Futures.uninterruptibly(() -> client.election(name, options.toNative())), name, options);
     }
 
     /**

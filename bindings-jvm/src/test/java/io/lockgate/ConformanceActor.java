@@ -6,14 +6,18 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * The JVM conformance actor: one JSON operation per line on stdin, performed through lockgate's
@@ -23,7 +27,37 @@ import java.util.concurrent.TimeoutException;
  */
 public final class ConformanceActor {
     private LockgateClient client;
-    private final Map<String, Lease> leases = new HashMap<>();
+    /** The actor's library handles by {@code handle} name (default: the lock name). */
+    private final Map<String, Handle> handles = new HashMap<>();
+
+    /** How a handle acquires: a lock, a semaphore permit, or a campaign for leadership. */
+    private interface Acquire {
+        Lease acquire(Duration timeout) throws InterruptedException;
+    }
+
+    /**
+     * One library handle and the stack of leases acquired through it, most recent last
+     * (conformance/README.md, "Primitive options").
+     */
+    private static final class Handle {
+        final Acquire acquire;
+        final Supplier<Optional<Lease>> tryAcquire;
+        final Deque<Lease> leases = new ArrayDeque<>();
+
+        Handle(Acquire acquire, Supplier<Optional<Lease>> tryAcquire) {
+            this.acquire = acquire;
+            this.tryAcquire = tryAcquire;
+        }
+    }
+
+    /** A step the actor itself cannot express through the library (an unknown kind, a permit count no int holds). */
+    private static final class Refused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         ConformanceActor actor = new ConformanceActor();
@@ -58,20 +92,20 @@ public final class ConformanceActor {
         return m;
     }
 
-    private static Map<String, Object> error(LockException e) {
+    private static Map<String, Object> error(String code, boolean retryable) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("ok", false);
-        m.put("error", e.code());
-        m.put("retryable", e.isRetryable());
+        m.put("error", code);
+        m.put("retryable", retryable);
         return m;
     }
 
+    private static Map<String, Object> error(LockException e) {
+        return error(e.code(), e.isRetryable());
+    }
+
     private static Map<String, Object> notHeld() {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("ok", false);
-        m.put("error", "NOT_HELD");
-        m.put("retryable", false);
-        return m;
+        return error("NOT_HELD", false);
     }
 
     /** A millisecond field as a Duration, untouched in sign (the library rejects bad values). */
@@ -84,7 +118,7 @@ public final class ConformanceActor {
         return Duration.ofNanos((long) (ms * 1_000_000.0));
     }
 
-    private DistributedLock lockOf(Map<String, Object> op) {
+    private static LockOptions optionsOf(Map<String, Object> op) {
         LockOptions.Builder b = LockOptions.builder();
         Duration lease = millis(op, "lease_ms");
         if (lease != null) {
@@ -94,7 +128,69 @@ public final class ConformanceActor {
         if (ttl != null) {
             b.entryTtl(ttl);
         }
-        return client.getLock(String.valueOf(op.getOrDefault("lock", "")), b.build());
+        if (Boolean.TRUE.equals(op.get("reentrant"))) {
+            b.reentrant(true);
+        }
+        return b.build();
+    }
+
+    /** Builds the handle a step describes: {@code kind}, {@code permits}, {@code value}, {@code writers_first}, options. */
+    private Handle makeHandle(String name, Map<String, Object> op) {
+        LockOptions options = optionsOf(op);
+        String kind = String.valueOf(op.getOrDefault("kind", "mutex"));
+        switch (kind) {
+            case "mutex": {
+                DistributedLock lock = client.getLock(name, options);
+                return new Handle(lock::acquire, lock::tryAcquire);
+            }
+            case "semaphore": {
+                // Passed through untouched; only counts an int cannot hold are turned away here.
+                long permits = ((Number) op.getOrDefault("permits", 1L)).longValue();
+                if (permits != (int) permits) {
+                    throw new Refused("permits out of range: " + permits);
+                }
+                DistributedSemaphore sem = client.getSemaphore(name, (int) permits, options);
+                return new Handle(sem::acquire, sem::tryAcquire);
+            }
+            case "read":
+            case "write": {
+                DistributedReadWriteLock rw = client.getReadWriteLock(name, options);
+                if (op.get("writers_first") instanceof Boolean) {
+                    rw = rw.withWritersFirst((Boolean) op.get("writers_first"));
+                }
+                DistributedLock lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
+                return new Handle(lock::acquire, lock::tryAcquire);
+            }
+            case "leader": {
+                LeaderElection election = client.getElection(name, options);
+                String value = String.valueOf(op.getOrDefault("value", ""));
+                return new Handle(t -> election.campaign(value, t), () -> election.tryCampaign(value));
+            }
+            default:
+                throw new Refused("unknown kind " + kind);
+        }
+    }
+
+    /** The step's handle ({@code handle}, default the lock name), created on first use with this step's options. */
+    private Handle handleFor(String name, Map<String, Object> op) {
+        String key = handleKey(name, op);
+        Handle h = handles.get(key);
+        if (h == null) {
+            h = makeHandle(name, op);
+            handles.put(key, h);
+        }
+        return h;
+    }
+
+    private static String handleKey(String name, Map<String, Object> op) {
+        Object h = op.get("handle");
+        return h == null ? name : String.valueOf(h);
+    }
+
+    /** The most recent lease of the step's handle, if any. */
+    private Lease top(String name, Map<String, Object> op) {
+        Handle h = handles.get(handleKey(name, op));
+        return h == null ? null : h.leases.peekLast();
     }
 
     Map<String, Object> handle(Map<String, Object> op) {
@@ -115,28 +211,29 @@ public final class ConformanceActor {
                     return ok();
                 }
                 case "lock":
-                    lockOf(op);
+                    handleFor(name, op);
                     return ok();
                 case "acquire":
                 case "try_acquire": {
-                    DistributedLock lock = lockOf(op);
+                    Handle h = handleFor(name, op);
                     Lease lease;
                     if (kind.equals("acquire")) {
                         Duration t = millis(op, "timeout_ms");
-                        lease = lock.acquire(t == null ? Duration.ZERO : t);
+                        lease = h.acquire.acquire(t == null ? Duration.ZERO : t);
                     } else {
-                        lease = lock.tryAcquire().orElse(null);
+                        lease = h.tryAcquire.get().orElse(null);
                     }
                     Map<String, Object> r = ok();
                     r.put("acquired", lease != null);
                     if (lease != null) {
-                        leases.put(name, lease);
+                        h.leases.addLast(lease);
                         r.put("token", Long.toString(lease.fencingToken()));
                     }
                     return r;
                 }
                 case "release": {
-                    Lease held = leases.remove(name);
+                    Handle h = handles.get(handleKey(name, op));
+                    Lease held = h == null ? null : h.leases.pollLast();
                     if (held == null) {
                         return notHeld();
                     }
@@ -145,7 +242,7 @@ public final class ConformanceActor {
                     return r;
                 }
                 case "extend": {
-                    Lease held = leases.get(name);
+                    Lease held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -154,13 +251,13 @@ public final class ConformanceActor {
                     return ok();
                 }
                 case "is_held": {
-                    Lease held = leases.get(name);
+                    Lease held = top(name, op);
                     Map<String, Object> r = ok();
                     r.put("held", held != null && held.isHeld());
                     return r;
                 }
                 case "wait_lost": {
-                    Lease held = leases.get(name);
+                    Lease held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -178,7 +275,8 @@ public final class ConformanceActor {
                     return r;
                 }
                 case "hammer": {
-                    DistributedLock lock = lockOf(op);
+                    // Through the step's handle, without touching its stack of leases.
+                    Handle h = handleFor(name, op);
                     Duration hold = millis(op, "hold_ms");
                     long holdNanos = hold == null ? 2_000_000L : hold.toNanos();
                     int times = ((Number) op.getOrDefault("times", 1)).intValue();
@@ -187,7 +285,7 @@ public final class ConformanceActor {
                         long enter;
                         long leave;
                         long token;
-                        try (Lease lease = lock.acquire(Duration.ofSeconds(30))) {
+                        try (Lease lease = h.acquire.acquire(Duration.ofSeconds(30))) {
                             enter = wallNanos();
                             Thread.sleep(holdNanos / 1_000_000L, (int) (holdNanos % 1_000_000L));
                             leave = wallNanos();
@@ -197,6 +295,16 @@ public final class ConformanceActor {
                     }
                     Map<String, Object> r = ok();
                     r.put("records", records);
+                    return r;
+                }
+                case "observe": {
+                    Optional<Leader> leader = client.getElection(name).observe();
+                    Map<String, Object> r = ok();
+                    r.put("leader", leader.isPresent());
+                    leader.ifPresent(l -> {
+                        r.put("value", l.value());
+                        r.put("token", Long.toString(l.term()));
+                    });
                     return r;
                 }
                 default: {
@@ -209,13 +317,11 @@ public final class ConformanceActor {
             }
         } catch (LockException e) {
             return error(e);
+        } catch (Refused e) {
+            return error("INVALID_ARGUMENT", false);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            Map<String, Object> r = new LinkedHashMap<>();
-            r.put("ok", false);
-            r.put("error", "CANCELLED");
-            r.put("retryable", false);
-            return r;
+            return error("CANCELLED", false);
         }
     }
 
@@ -224,12 +330,15 @@ public final class ConformanceActor {
         return now.getEpochSecond() * 1_000_000_000L + now.getNano();
     }
 
+    /** Releases every handle's stack, most recent lease first, then closes the client. */
     void close() {
-        for (Lease l : leases.values()) {
-            try {
-                l.release();
-            } catch (LockException ignored) {
-                // best effort on exit
+        for (Handle h : handles.values()) {
+            for (Lease l = h.leases.pollLast(); l != null; l = h.leases.pollLast()) {
+                try {
+                    l.release();
+                } catch (LockException ignored) {
+                    // best effort on exit
+                }
             }
         }
         if (client != null) {

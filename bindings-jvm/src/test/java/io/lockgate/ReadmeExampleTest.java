@@ -51,4 +51,45 @@ class ReadmeExampleTest {
         assertEquals(3, written.size());
         assertTrue(written.get(0) < written.get(1) && written.get(1) < written.get(2), "tokens increase");
     }
+
+    // The README's second example (semaphores, read-write locks, elections, reentrancy).
+    @Test
+    void readmePrimitivesExampleRuns() throws Exception {
+        List<String> log = new ArrayList<>();
+        try (RedisServer server = RedisServer.start();
+             LockgateClient client = LockgateClient.connect(server.url())) {
+            DistributedSemaphore quota = client.getSemaphore("api-quota", 5);
+            try (Lease permit = quota.acquire(Duration.ofSeconds(10))) {
+                log.add("api " + permit.fencingToken());
+            }
+            quota.tryAcquire().ifPresent(Lease::close);
+
+            DistributedReadWriteLock rw = client.getReadWriteLock("catalog");
+            try (Lease read = rw.readLock().acquire(Duration.ofSeconds(5))) { log.add("render"); }
+            try (Lease write = rw.writeLock().acquire(Duration.ofSeconds(5))) { write(write.fencingToken()); }
+            rw.writeLock().lock(); try { log.add("update"); } finally { rw.writeLock().unlock(); }
+            DistributedReadWriteLock barging = rw.withWritersFirst(false);
+            assertTrue(barging.readLock().tryLock());
+            barging.readLock().unlock();
+
+            LeaderElection election = client.getElection("scheduler");
+            try (Lease leadership = election.campaign("node-7:8080")) {
+                leadership.onLost(reason -> log.add("stop leading"));
+                write(leadership.fencingToken());
+                election.observe().ifPresent(l -> log.add(l.value() + " leads, term " + l.term() + ", " + l.remaining()));
+            }
+
+            DistributedLock lock = client.getLock("orders:42", LockOptions.builder().reentrant(true).build());
+            try (Lease outer = lock.acquire(Duration.ofSeconds(5));
+                 Lease inner = lock.acquire(Duration.ofSeconds(5))) {
+                assertEquals(outer.fencingToken(), inner.fencingToken());
+            }
+            assertTrue(lock.tryLock());
+            lock.unlock();
+        }
+        assertTrue(log.get(0).startsWith("api "), log.get(0));
+        assertEquals(List.of("render", "update"), log.subList(1, 3));
+        assertTrue(log.get(3).startsWith("node-7:8080 leads, term "), log.get(3));
+        assertEquals(2, written.size());
+    }
 }

@@ -1,5 +1,7 @@
 package io.lockgate;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 
 final class TestUtil {
@@ -22,5 +24,21 @@ final class TestUtil {
     /** The server key of lock {@code name} under the default prefix; {@code suffix} e.g. ":queue". */
     static String key(String name, String suffix) {
         return "lockgate:{" + name + "}" + suffix;
+    }
+
+    /** Keys of {@code name} (every primitive) other than the fence counters, which are kept on purpose. */
+    static List<String> liveKeys(Resp raw, String name) {
+        List<String> live = new ArrayList<>();
+        for (Object k : (List<?>) raw.call("KEYS", "lockgate:{" + name + "}*")) {
+            if (!String.valueOf(k).endsWith(":fence")) {
+                live.add(String.valueOf(k));
+            }
+        }
+        return live;
+    }
+
+    /** Waits until the sorted set {@code key} has at least {@code n} members. */
+    static boolean zcardAtLeast(Resp raw, String key, long n, long timeoutMs) {
+        return eventually(timeoutMs, () -> raw.num("ZCARD", key) >= n);
     }
 }

@@ -5,6 +5,8 @@ import io.lockgate.internal.ffi.Failure
 import io.lockgate.internal.ffi.LossWatch
 import io.lockgate.internal.ffi.NativeClient
 import io.lockgate.internal.ffi.NativeClientOptions
+import io.lockgate.internal.ffi.NativeElection
+import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import com.sun.jna.CallbackThreadInitializer
@@ -145,6 +147,15 @@ object Bridge {
         leaseBlocking(false) { lease -> lock.tryAcquire(lease) }
 
     @JvmStatic
+    @Throws(InterruptedException::class)
+    fun campaignBlocking(election: NativeElection, value: String, timeoutSecs: Double?, interruptible: Boolean): Grant? =
+        leaseBlocking(interruptible) { lease -> election.campaign(value, timeoutSecs, lease) }
+
+    @JvmStatic
+    fun observeBlocking(election: NativeElection): NativeLeader? =
+        blocking(false, {}) { election.observe() }
+
+    @JvmStatic
     fun extendBlocking(lease: NativeLease, durationSecs: Double) =
         blocking(false, {}) { lease.extend(durationSecs) }
 
@@ -189,6 +200,14 @@ object Bridge {
     @JvmStatic
     fun tryAcquire(lock: NativeLock): CompletableFuture<Grant?> =
         leaseCall { lease -> lock.tryAcquire(lease) }
+
+    @JvmStatic
+    fun campaign(election: NativeElection, value: String, timeoutSecs: Double?): CompletableFuture<Grant?> =
+        leaseCall { lease -> election.campaign(value, timeoutSecs, lease) }
+
+    @JvmStatic
+    fun observe(election: NativeElection): CompletableFuture<NativeLeader?> =
+        call({}) { election.observe() }
 
     @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): CompletableFuture<Void?> =

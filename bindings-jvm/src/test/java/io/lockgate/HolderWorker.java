@@ -1,0 +1,64 @@
+package io.lockgate;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A separate JVM that takes holds and never releases them, for crash tests: the test kills it
+ * with SIGKILL. Prints one fencing token per line once everything is held, then sleeps.
+ * Args: URL KIND(semaphore|leader) NAME LEASE_MS COUNT_OR_VALUE
+ * (semaphore: takes every one of COUNT permits; leader: campaigns with VALUE). Leases are
+ * renewed by the watchdog while the process lives.
+ */
+public final class HolderWorker {
+    public static void main(String[] args) throws Exception {
+        String url = args[0];
+        String kind = args[1];
+        String name = args[2];
+        LockOptions options = LockOptions.renewedLease(Duration.ofMillis(Long.parseLong(args[3])));
+        LockgateClient client = LockgateClient.connect(url);
+        List<Lease> held = new ArrayList<>();
+        if (kind.equals("semaphore")) {
+            int permits = Integer.parseInt(args[4]);
+            DistributedSemaphore sem = client.getSemaphore(name, permits, options);
+            for (int i = 0; i < permits; i++) {
+                held.add(sem.acquire(Duration.ofSeconds(10)));
+            }
+        } else {
+            held.add(client.getElection(name, options).campaign(args[4], Duration.ofSeconds(10)));
+        }
+        StringBuilder out = new StringBuilder();
+        for (Lease l : held) {
+            out.append(l.fencingToken()).append('\n');
+        }
+        System.out.print(out);
+        System.out.flush();
+        Thread.sleep(Long.MAX_VALUE);
+    }
+
+    /** Starts a worker JVM; read its tokens with {@link #tokens}. */
+    static Process start(RedisServer server, String kind, String name, long leaseMs, String arg) throws Exception {
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        String java = System.getProperty("java.home") + "/bin/java";
+        return new ProcessBuilder(java, "-cp", cp, HolderWorker.class.getName(),
+            server.url(), kind, name, String.valueOf(leaseMs), arg)
+            .redirectError(ProcessBuilder.Redirect.INHERIT)
+            .start();
+    }
+
+    /** Reads {@code n} token lines from the worker's output (blocks until it printed them). */
+    static List<Long> tokens(Process p, int n) throws Exception {
+        java.io.BufferedReader r = new java.io.BufferedReader(
+            new java.io.InputStreamReader(p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+        List<Long> tokens = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String line = r.readLine();
+            if (line == null) {
+                throw new IllegalStateException("worker exited before holding (exit " + p.waitFor() + ")");
+            }
+            tokens.add(Long.parseLong(line.trim()));
+        }
+        return tokens;
+    }
+}
