@@ -48,7 +48,8 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# Starts a throwaway redis-server on a free loopback port; prints the port.
+# Starts a throwaway redis-server on a free loopback port and sets REDIS_PORT. Call it directly,
+# not in $(...): the pid must be recorded in this shell for cleanup to stop the server.
 redis_start() {
   local port dir
   port=$(free_port)
@@ -62,7 +63,7 @@ redis_start() {
   done
   redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "redis-server did not start (see $dir/redis.log)" >&2; return 1; }
   LG_PIDS+=("$(cat "$dir/redis.pid")")
-  echo "$port"
+  REDIS_PORT=$port
 }
 
 # Stops every server this run started, by pid, and removes the temp dir.
