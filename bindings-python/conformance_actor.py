@@ -59,7 +59,11 @@ def handle_of(client: lockgate.Client, op: dict[str, Any]) -> Handle:
         return rw.read_lock if kind == "read" else rw.write_lock
     if kind == "leader":
         return client.election(name, lease, renew=renew, entry_ttl=entry_ttl)
-    raise NotImplementedError(f"kind {kind!r}")
+    raise UnknownKind(f"kind {kind!r}")
+
+
+class UnknownKind(ValueError):
+    """A scenario named a primitive kind the actor protocol does not define."""
 
 
 class Actor:
@@ -161,7 +165,7 @@ class Actor:
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": kind}
         except lockgate.LockError as e:
             return err(e)
-        except NotImplementedError as e:
+        except UnknownKind as e:
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": str(e)}
         except (TypeError, OverflowError) as e:
             # A field of the wrong JSON type (the library takes Python's own types).
