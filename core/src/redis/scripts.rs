@@ -31,8 +31,9 @@ impl Script {
     }
 }
 
-/// Helpers shared by ACQUIRE and RELEASE (prepended to both, so each script is self-contained).
-macro_rules! prelude {
+/// The server clock and number formatting, prepended to every script that needs them (each
+/// script stays self-contained; the bytes, hence the digests, are those of PROTOCOL.md).
+macro_rules! lua_clock {
     () => {
         r#"
 local function now_us()
@@ -40,7 +41,15 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function fmt(n) return string.format('%.0f', n) end
--- Grant KEYS[1] to token; the fencing token is max(last + 1, server time in us), so it keeps
+"#
+    };
+}
+pub(crate) use lua_clock;
+
+/// Helpers shared by ACQUIRE and RELEASE (prepended to both, so each script is self-contained).
+macro_rules! prelude {
+    () => {
+        concat!(lua_clock!(), r#"-- Grant KEYS[1] to token; the fencing token is max(last + 1, server time in us), so it keeps
 -- increasing even after the fence key expired or the server restarted empty.
 local function grant(token, lease_ms, t_us, retention_ms)
   redis.call('SET', KEYS[1], token, 'PX', lease_ms)
@@ -71,7 +80,7 @@ local function promote(t_us, retention_ms)
     end
   end
 end
-"#
+"#)
     };
 }
 

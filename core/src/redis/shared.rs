@@ -10,13 +10,7 @@ use super::scripts::Script;
 
 macro_rules! shared_prelude {
     () => {
-        r#"
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function fmt(n) return string.format('%.0f', n) end
--- Raise a key's expiry to at least ms; never shorten it (other holders' leases live there too).
+        concat!(super::scripts::lua_clock!(), r#"-- Raise a key's expiry to at least ms; never shorten it (other holders' leases live there too).
 local function keep(i, ms)
   local p = redis.call('PTTL', KEYS[i])
   if p == -1 or (p >= 0 and p < ms) then redis.call('PEXPIRE', KEYS[i], ms) end
@@ -77,7 +71,7 @@ local function promote(t_us, retention_ms)
     end
   end
 end
-"#
+"#)
     };
 }
 
