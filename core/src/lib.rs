@@ -10,6 +10,7 @@ pub mod error;
 pub mod options;
 pub mod random;
 pub mod redis;
+pub mod redlock;
 pub mod time;
 
 #[cfg(feature = "tokio")]

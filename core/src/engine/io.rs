@@ -121,15 +121,16 @@ pub enum Primitive {
     },
 }
 
-/// Something the caller must learn about.
+/// Something the caller must learn about. `O` is how an operation ends: [`Outcome`] for the
+/// single-instance engine, [`RedlockOutcome`](crate::redlock::RedlockOutcome) for Redlock.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub enum Event<O = Outcome> {
     /// An operation finished.
     Completed {
         /// Which operation.
         op: OpId,
         /// Its result.
-        outcome: Outcome,
+        outcome: O,
     },
     /// A watchdog renewal succeeded.
     Renewed {

@@ -1,0 +1,82 @@
+//! The scripts each master of a Redlock runs (PROTOCOL.md §8). Every master is an independent
+//! Redis with no knowledge of the others: the quorum is counted by the client.
+
+use super::scripts::Script;
+
+/// Takes the lock on one master if it is free, unless the master started too recently to be
+/// trusted (the delayed-restart rule).
+///
+/// `KEYS[1]` lock key; `ARGV[1]` owner token, `ARGV[2]` lease (ms), `ARGV[3]` the deployment's
+/// maximum lease (ms). Returns `1` granted, `0` held by someone, `-1` the master has been up
+/// for less than the maximum lease (plus one second of `uptime_in_seconds` rounding) and
+/// grants nothing yet: after a restart without persistence it may have forgotten a lock that
+/// is still valid on the masters that granted it.
+pub static ACQUIRE: Script = Script::new(
+    "REDLOCK_ACQUIRE",
+    r#"local lease = tonumber(ARGV[2])
+local max_lease = tonumber(ARGV[3])
+if lease == nil or max_lease == nil or lease < 1 or lease > max_lease then
+  return redis.error_reply('ERR lockgate: lease must be between 1 ms and the maximum lease')
+end
+local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+if up == nil or up * 1000 < max_lease + 1000 then
+  return -1
+end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+return 0
+"#,
+);
+
+/// Deletes the lock on one master if `ARGV[1]` owns it. Returns `1` if it did, else `0`.
+pub static RELEASE: Script = Script::new(
+    "REDLOCK_RELEASE",
+    r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"#,
+);
+
+/// Sets the remaining lease to `ARGV[2]` ms on one master if `ARGV[1]` still owns it there;
+/// never re-creates a lock that vanished. Returns `1` if extended, else `0`.
+pub static EXTEND: Script = Script::new(
+    "REDLOCK_EXTEND",
+    r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"#,
+);
+
+/// The Redlock scripts, for documentation and preloading.
+pub fn all() -> [&'static Script; 3] {
+    [&ACQUIRE, &RELEASE, &EXTEND]
+}
+
+/// The key of Redlock `name` on every master: `<prefix>{<name>}:redlock` (apart from the
+/// single-instance mutex of the same name, whose scripts it must never meet).
+pub fn key(prefix: &str, name: &str) -> String {
+    format!("{prefix}{{{name}}}:redlock")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn protocol_md_lists_every_digest() {
+        let doc = include_str!("../../../PROTOCOL.md");
+        for s in super::all() {
+            assert!(doc.contains(s.sha1()), "PROTOCOL.md lacks {} {}", s.name, s.sha1());
+        }
+    }
+
+    #[test]
+    fn key_is_apart_from_the_mutex() {
+        let k = super::key("lockgate:", "orders");
+        assert_eq!(k, "lockgate:{orders}:redlock");
+        assert!(!crate::redis::keys::MutexKeys::new("lockgate:", "orders").all().contains(&k.as_str()));
+    }
+}

@@ -1,0 +1,473 @@
+//! The Redlock engine in virtual time against simulated masters (each a key map with expiries,
+//! an uptime and a reply delay): quorum, validity minus drift, late replies, dead and
+//! restarted masters, extend without re-acquire, renewal and loss. Live masters are in
+//! `redis_redlock.rs`.
+
+use std::collections::HashMap;
+
+use lockgate_core::redis::redlock as scripts;
+use lockgate_core::redis::reply::Reply;
+use lockgate_core::redlock::{RedlockConfig, RedlockEngine, RedlockOutcome};
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{random::SeededRandom, Error, ErrorKind, Event, LeaseId, LockOptions, OpId, RequestId, Wait};
+
+const MS: Duration = Duration::from_millis(1);
+
+struct Master {
+    up: bool,
+    started: Instant,
+    keys: HashMap<String, (String, Instant)>,
+    cached: bool,
+    /// How long its replies take to come back.
+    delay: Duration,
+}
+
+impl Master {
+    fn run(&mut self, now: Instant, args: &[Vec<u8>], max_lease_of_test: Duration) -> Reply {
+        let s = |i: usize| String::from_utf8(args[i].clone()).unwrap();
+        let (name, body) = (s(0), s(1));
+        let script = if name == "EVAL" {
+            self.cached = true;
+            scripts::all().into_iter().find(|x| x.source == body).expect("known script")
+        } else {
+            if !self.cached {
+                return Reply::Error("NOSCRIPT No matching script.".into());
+            }
+            scripts::all().into_iter().find(|x| x.sha1() == body).expect("known digest")
+        };
+        let (key, token) = (s(3), s(4));
+        self.keys.retain(|_, (_, exp)| *exp > now);
+        let held = self.keys.get(&key).map(|(t, _)| t.clone());
+        match script.name {
+            "REDLOCK_ACQUIRE" => {
+                let lease: u64 = s(5).parse().unwrap();
+                let max: u64 = s(6).parse().unwrap();
+                assert_eq!(max, max_lease_of_test.as_millis() as u64);
+                let up_s = now.saturating_duration_since(self.started).as_secs();
+                if up_s * 1000 < max + 1000 {
+                    return Reply::Int(-1);
+                }
+                if held.is_some() {
+                    return Reply::Int(0);
+                }
+                self.keys.insert(key, (token, now + Duration::from_millis(lease)));
+                Reply::Int(1)
+            }
+            "REDLOCK_EXTEND" => {
+                let ms: u64 = s(5).parse().unwrap();
+                if held.as_deref() == Some(token.as_str()) {
+                    self.keys.insert(key, (token, now + Duration::from_millis(ms)));
+                    Reply::Int(1)
+                } else {
+                    Reply::Int(0)
+                }
+            }
+            "REDLOCK_RELEASE" => {
+                if held.as_deref() == Some(token.as_str()) {
+                    self.keys.remove(&key);
+                    Reply::Int(1)
+                } else {
+                    Reply::Int(0)
+                }
+            }
+            other => panic!("unexpected script {other}"),
+        }
+    }
+
+    fn holder(&self, now: Instant, key: &str) -> Option<String> {
+        self.keys.get(key).filter(|(_, e)| *e > now).map(|(t, _)| t.clone())
+    }
+}
+
+struct Sim {
+    now: Instant,
+    masters: Vec<Master>,
+    clients: Vec<RedlockEngine>,
+    /// (deliver at, client, request, reply)
+    replies: Vec<(Instant, usize, RequestId, Result<Reply, Error>)>,
+    events: Vec<(usize, Event<RedlockOutcome>)>,
+    max_lease: Duration,
+}
+
+fn config(masters: usize) -> RedlockConfig {
+    RedlockConfig {
+        masters,
+        max_lease: Duration::from_secs(10),
+        retry_delay: 20 * MS,
+        retry_jitter: 20 * MS,
+        ..RedlockConfig::default()
+    }
+}
+
+impl Sim {
+    fn new(masters: usize, clients: usize) -> Sim {
+        Self::with(config(masters), clients)
+    }
+
+    fn with(cfg: RedlockConfig, clients: usize) -> Sim {
+        let max_lease = cfg.max_lease;
+        Sim {
+            // Masters started long enough ago to grant.
+            now: Instant::from_origin(Duration::from_secs(100)),
+            masters: (0..cfg.masters)
+                .map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, delay: MS })
+                .collect(),
+            clients: (0..clients)
+                .map(|i| RedlockEngine::new(cfg.clone(), Box::new(SeededRandom::new(i as u64 + 1))).unwrap())
+                .collect(),
+            replies: Vec::new(),
+            events: Vec::new(),
+            max_lease,
+        }
+    }
+
+    /// Performs every request and collects every event of every client.
+    fn pump(&mut self) {
+        for c in 0..self.clients.len() {
+            while let Some(req) = self.clients[c].poll_request() {
+                let m = &mut self.masters[req.master];
+                let (at, reply) = if m.up {
+                    (self.now + m.delay, Ok(m.run(self.now, &req.command.0, self.max_lease)))
+                } else {
+                    (self.now + MS, Err(Error::new(ErrorKind::Connection, "connection refused")))
+                };
+                self.replies.push((at, c, req.id, reply));
+            }
+            while let Some(ev) = self.clients[c].poll_event() {
+                self.events.push((c, ev));
+            }
+        }
+    }
+
+    /// Advances virtual time to `until`, delivering replies and timers in order.
+    fn run_until(&mut self, until: Instant) {
+        loop {
+            self.pump();
+            let next_reply = self.replies.iter().map(|r| r.0).min();
+            let next_timer = self.clients.iter().filter_map(|c| c.poll_timeout()).min();
+            let next = [next_reply, next_timer].into_iter().flatten().min();
+            match next {
+                Some(t) if t <= until => {
+                    self.now = self.now.max(t);
+                    let now = self.now;
+                    let due: Vec<_> = {
+                        let (due, rest) = std::mem::take(&mut self.replies).into_iter().partition(|r| r.0 <= now);
+                        self.replies = rest;
+                        due
+                    };
+                    for (_, c, id, reply) in due {
+                        self.clients[c].handle_reply(now, id, reply);
+                    }
+                    for c in &mut self.clients {
+                        c.handle_timeout(now);
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(until);
+        for c in &mut self.clients {
+            c.handle_timeout(until);
+        }
+        self.pump();
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        self.run_until(until);
+    }
+
+    fn acquire(&mut self, c: usize, name: &str, opts: &LockOptions, wait: Wait) -> OpId {
+        let now = self.now;
+        self.clients[c].acquire(now, name, opts, wait).unwrap()
+    }
+
+    /// The outcome of `op`, once it completed.
+    fn outcome(&self, c: usize, op: OpId) -> Option<RedlockOutcome> {
+        self.events.iter().find_map(|(i, e)| match e {
+            Event::Completed { op: o, outcome } if *i == c && *o == op => Some(outcome.clone()),
+            _ => None,
+        })
+    }
+
+    fn lost(&self, c: usize, lease: LeaseId) -> bool {
+        self.events.iter().any(|(i, e)| *i == c && matches!(e, Event::Lost { lease: l, .. } if *l == lease))
+    }
+
+    fn holders(&self, name: &str) -> usize {
+        let key = scripts::key("lockgate:", name);
+        self.masters.iter().filter(|m| m.holder(self.now, &key).is_some()).count()
+    }
+}
+
+fn fixed(ms: u64) -> LockOptions {
+    LockOptions::fixed_lease(Duration::from_millis(ms))
+}
+
+fn acquired(o: Option<RedlockOutcome>) -> (LeaseId, Instant) {
+    match o {
+        Some(RedlockOutcome::Acquired { lease, valid_until }) => (lease, valid_until),
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn failed(o: Option<RedlockOutcome>) -> Error {
+    match o {
+        Some(RedlockOutcome::Failed(e)) => e,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn grant_on_all_masters_with_validity_minus_drift() {
+    let mut sim = Sim::new(5, 1);
+    let sent = sim.now;
+    let op = sim.acquire(0, "a", &fixed(1000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (_, valid_until) = acquired(sim.outcome(0, op));
+    // 1000 ms − (1 % of 1000 ms + 2 ms), counted from the send time.
+    assert_eq!(valid_until, sent + 988 * MS);
+    assert_eq!(sim.holders("a"), 5);
+    assert_eq!(sim.clients[0].quorum(), 3);
+}
+
+#[test]
+fn two_masters_down_still_grants_three_down_fails_cleanly() {
+    let mut sim = Sim::new(5, 1);
+    sim.masters[0].up = false;
+    sim.masters[3].up = false;
+    let op = sim.acquire(0, "a", &fixed(1000), Wait::Try);
+    sim.run_for(100 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    let rel = sim.clients[0].release(sim.now, lease);
+    sim.run_for(100 * MS);
+    assert_eq!(sim.outcome(0, rel), Some(RedlockOutcome::Released { was_held: true }));
+
+    sim.masters[4].up = false;
+    let op = sim.acquire(0, "a", &fixed(1000), Wait::Try);
+    sim.run_for(100 * MS);
+    let e = failed(sim.outcome(0, op));
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e:?}");
+    assert!(e.message().contains("2 of 5 masters granted, 3 are needed"), "{}", e.message());
+    assert_eq!(sim.holders("a"), 0, "the two grants were undone");
+
+    // A wait retries until its deadline and then times out, leaving nothing behind.
+    let op = sim.acquire(0, "a", &fixed(1000), Wait::For(300 * MS));
+    sim.run_for(400 * MS);
+    let e = failed(sim.outcome(0, op));
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert_eq!(sim.holders("a"), 0);
+    assert!(sim.clients[0].is_idle());
+}
+
+#[test]
+fn replies_after_the_validity_never_count_as_a_grant() {
+    let mut sim = Sim::with(RedlockConfig { node_timeout: Duration::from_secs(5), ..config(5) }, 1);
+    // Three masters grant at once but answer 600 ms later; the lease is 500 ms.
+    for m in 0..3 {
+        sim.masters[m].delay = 600 * MS;
+    }
+    sim.masters[3].up = false;
+    sim.masters[4].up = false;
+    let op = sim.acquire(0, "late", &fixed(500), Wait::Try);
+    sim.run_for(Duration::from_secs(1));
+    let e = failed(sim.outcome(0, op));
+    assert_eq!(e.kind(), ErrorKind::Connection);
+    assert!(e.message().contains("after the lease's validity had run out"), "{}", e.message());
+
+    // Answers just inside the validity do count, with validity measured from the send.
+    let mut sim = Sim::with(RedlockConfig { node_timeout: Duration::from_secs(5), ..config(3) }, 1);
+    for m in &mut sim.masters {
+        m.delay = 480 * MS;
+    }
+    let sent = sim.now;
+    let op = sim.acquire(0, "late", &fixed(500), Wait::Try);
+    sim.run_for(Duration::from_secs(1));
+    let (_, valid_until) = acquired(sim.outcome(0, op));
+    assert_eq!(valid_until, sent + 493 * MS);
+}
+
+#[test]
+fn silent_masters_count_as_failed_at_the_node_timeout() {
+    let mut sim = Sim::new(5, 1);
+    for m in 0..3 {
+        sim.masters[m].delay = Duration::from_secs(2);
+    }
+    let op = sim.acquire(0, "slow", &fixed(5000), Wait::Try);
+    sim.run_for(60 * MS);
+    // Decided at the 50 ms node timeout, long before the slow masters answer.
+    let e = failed(sim.outcome(0, op));
+    assert!(e.message().contains("3 failed or silent"), "{}", e.message());
+    sim.run_for(Duration::from_secs(3));
+    assert_eq!(sim.holders("slow"), 0, "the late grants were undone by the queued release");
+}
+
+#[test]
+fn contenders_exclude_each_other_and_a_waiter_gets_it_after_release() {
+    let mut sim = Sim::new(5, 2);
+    let a = sim.acquire(0, "x", &fixed(2000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, a));
+    let b = sim.acquire(1, "x", &fixed(2000), Wait::Try);
+    sim.run_for(10 * MS);
+    assert_eq!(sim.outcome(1, b), Some(RedlockOutcome::NotAcquired));
+    let w = sim.acquire(1, "x", &fixed(2000), Wait::For(Duration::from_secs(5)));
+    sim.run_for(200 * MS);
+    assert_eq!(sim.outcome(1, w), None, "still waiting");
+    let _ = sim.clients[0].release(sim.now, lease);
+    sim.run_for(200 * MS);
+    acquired(sim.outcome(1, w));
+}
+
+#[test]
+fn split_votes_fail_and_undo_so_one_contender_wins_later() {
+    // Both contenders start together; masters 0-1 see A first, 2-3 see B first, 4 is down:
+    // neither reaches 3, both undo and retry with jitter until one wins.
+    let mut sim = Sim::new(5, 2);
+    sim.masters[4].up = false;
+    let key = scripts::key("lockgate:", "split");
+    sim.masters[2].keys.insert(key.clone(), ("someone".into(), sim.now + 30 * MS));
+    sim.masters[3].keys.insert(key, ("someone".into(), sim.now + 30 * MS));
+    let a = sim.acquire(0, "split", &fixed(1000), Wait::For(900 * MS));
+    let b = sim.acquire(1, "split", &fixed(1000), Wait::For(900 * MS));
+    sim.run_for(950 * MS);
+    let wins = [sim.outcome(0, a), sim.outcome(1, b)]
+        .into_iter()
+        .filter(|o| matches!(o, Some(RedlockOutcome::Acquired { .. })))
+        .count();
+    assert_eq!(wins, 1, "{:?}", sim.events);
+}
+
+#[test]
+fn extend_needs_a_majority_and_never_reacquires() {
+    let mut sim = Sim::new(5, 1);
+    let op = sim.acquire(0, "e", &fixed(1000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    let key = scripts::key("lockgate:", "e");
+    // Two masters forget it: still a majority.
+    sim.masters[0].keys.clear();
+    sim.masters[1].keys.clear();
+    let sent = sim.now;
+    let ext = sim.clients[0].extend(sim.now, lease, Duration::from_secs(3)).unwrap();
+    sim.run_for(10 * MS);
+    assert_eq!(sim.outcome(0, ext), Some(RedlockOutcome::Extended { valid_until: sent + 2968 * MS }));
+    assert!(sim.masters[0].holder(sim.now, &key).is_none(), "never re-acquired");
+    // A third forgets it: the majority is gone, the extend fails and the lease is lost.
+    sim.masters[2].keys.clear();
+    let ext = sim.clients[0].extend(sim.now, lease, Duration::from_secs(3)).unwrap();
+    sim.run_for(10 * MS);
+    assert_eq!(failed(sim.outcome(0, ext)).kind(), ErrorKind::NotHeld);
+    assert!(sim.lost(0, lease));
+    assert_eq!(sim.holders("e"), 0, "the lost lease was removed from the rest");
+}
+
+#[test]
+fn watchdog_renews_past_the_lease_and_signals_loss() {
+    let mut sim = Sim::new(3, 1);
+    let op = sim.acquire(0, "w", &LockOptions::renewed_lease(300 * MS), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    sim.run_for(Duration::from_secs(2));
+    assert!(!sim.lost(0, lease));
+    assert!(sim.clients[0].lease_valid_until(lease).unwrap() > sim.now);
+    assert_eq!(sim.holders("w"), 3);
+    // Two of three masters lose their data: the next renewal loses the lease.
+    sim.masters[0].keys.clear();
+    sim.masters[1].keys.clear();
+    sim.run_for(200 * MS);
+    assert!(sim.lost(0, lease));
+    assert_eq!(sim.clients[0].lease_valid_until(lease), None);
+
+    // Unreachable masters: renewals fail in transport and the lease is lost when its validity
+    // runs out, not before.
+    let op = sim.acquire(0, "w2", &LockOptions::renewed_lease(300 * MS), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, valid_until) = acquired(sim.outcome(0, op));
+    sim.masters[1].up = false;
+    sim.masters[2].up = false;
+    sim.run_until(valid_until - MS);
+    assert!(!sim.lost(0, lease));
+    sim.run_for(10 * MS);
+    assert!(sim.lost(0, lease));
+}
+
+#[test]
+fn a_recently_restarted_master_grants_nothing_for_one_max_lease() {
+    let mut sim = Sim::new(3, 2);
+    let op = sim.acquire(0, "r", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    acquired(sim.outcome(0, op));
+    // Two masters restart without persistence: empty, script cache gone, uptime zero.
+    for m in 0..2 {
+        sim.masters[m] = Master { up: true, started: sim.now, keys: HashMap::new(), cached: false, delay: MS };
+    }
+    // The old lock is still valid on the third master only. Without the rule the two empty
+    // masters would grant it to someone else: two holders.
+    let other = sim.acquire(1, "r", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    assert_eq!(sim.outcome(1, other), Some(RedlockOutcome::NotAcquired));
+    let op = sim.acquire(0, "r2", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    let e = failed(sim.outcome(0, op));
+    assert!(e.message().contains("2 restarted less than max_lease ago"), "{}", e.message());
+    // After max_lease (10 s) + 1 s they grant again (the old lease has expired by then).
+    sim.run_for(Duration::from_secs(11));
+    let op = sim.acquire(0, "r", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    acquired(sim.outcome(0, op));
+}
+
+#[test]
+fn cancel_and_shutdown_leave_nothing_behind() {
+    let mut sim = Sim::new(3, 2);
+    let a = sim.acquire(0, "c", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    acquired(sim.outcome(0, a));
+    let w = sim.acquire(1, "c", &fixed(5000), Wait::Forever);
+    sim.run_for(100 * MS);
+    let now = sim.now;
+    sim.clients[1].cancel(now, w);
+    sim.run_for(10 * MS);
+    assert_eq!(failed(sim.outcome(1, w)).kind(), ErrorKind::Cancelled);
+    let now = sim.now;
+    sim.clients[0].shutdown(now);
+    sim.run_for(10 * MS);
+    assert_eq!(sim.holders("c"), 0);
+    assert!(sim.clients[0].is_idle() && sim.clients[1].is_idle());
+}
+
+#[test]
+fn bad_input_is_rejected_before_anything_is_sent() {
+    for bad in [
+        RedlockConfig { masters: 0, ..config(3) },
+        RedlockConfig { masters: 100, ..config(3) },
+        RedlockConfig { drift_factor: f64::NAN, ..config(3) },
+        RedlockConfig { drift_factor: -0.1, ..config(3) },
+        RedlockConfig { max_lease: Duration::ZERO, ..config(3) },
+        RedlockConfig { node_timeout: Duration::ZERO, ..config(3) },
+    ] {
+        let e = RedlockEngine::new(bad.clone(), Box::new(SeededRandom::new(1))).err().expect("rejected");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    let mut sim = Sim::new(3, 1);
+    let now = sim.now;
+    let c = &mut sim.clients[0];
+    for (name, opts) in [("", fixed(1000)), ("ok", fixed(11_000)), ("ok", fixed(0))] {
+        let e = c.acquire(now, name, &opts, Wait::Try).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+    assert!(c.poll_request().is_none());
+}
+
+#[test]
+fn a_master_that_lost_its_script_cache_gets_the_body() {
+    let mut sim = Sim::new(3, 1);
+    for m in &mut sim.masters {
+        m.cached = false;
+    }
+    let op = sim.acquire(0, "s", &fixed(1000), Wait::Try);
+    sim.run_for(10 * MS);
+    acquired(sim.outcome(0, op));
+    assert!(sim.masters.iter().all(|m| m.cached));
+}
