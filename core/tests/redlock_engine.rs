@@ -471,3 +471,4 @@ fn a_master_that_lost_its_script_cache_gets_the_body() {
     acquired(sim.outcome(0, op));
     assert!(sim.masters.iter().all(|m| m.cached));
 }
+

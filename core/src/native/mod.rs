@@ -6,7 +6,9 @@
 mod client;
 mod convert;
 mod driver;
+mod redlock;
 mod url;
 
 pub use client::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
+pub use redlock::{Redlock, RedlockLease, RedlockLock, RedlockOptions};
 pub use url::RedisUrl;

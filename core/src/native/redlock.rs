@@ -1,0 +1,601 @@
+//! The public Rust API for Redlock over N independent masters: `Redlock` → `RedlockLock` →
+//! `RedlockLease`, driven by one task that owns the [`RedlockEngine`] and one connection per
+//! master.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use redis::aio::ConnectionManager;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::convert;
+use super::driver::LeaseState;
+use super::url::RedisUrl;
+use crate::engine::{Event, LeaseId, OpId, RequestId, Wait};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{self, LockOptions};
+use crate::random::OsRandom;
+use crate::redis::reply::Reply;
+use crate::redlock::{NodeRequest, RedlockConfig, RedlockEngine, RedlockOutcome};
+use crate::time::{Duration, Instant};
+
+/// How to reach the masters and the deployment's Redlock settings.
+#[derive(Clone)]
+pub struct RedlockOptions {
+    urls: Vec<String>,
+    /// The protocol settings (prefix, drift, `max_lease`, node timeout, retry delay); its
+    /// `masters` is set from the URLs.
+    pub config: RedlockConfig,
+    /// PEM root certificate(s) to trust for `rediss://` masters instead of the system store.
+    pub tls_ca_pem: Option<Vec<u8>>,
+    /// Limit on establishing a connection to one master.
+    pub connect_timeout: Duration,
+    /// Limit on one round trip to one master before it counts as a connection failure (the
+    /// engine's `node_timeout` decides an attempt much sooner).
+    pub response_timeout: Duration,
+}
+
+impl RedlockOptions {
+    /// Options for the masters at `urls` (each `redis://` or `rediss://`, independent servers)
+    /// with the defaults of [`RedlockConfig`].
+    pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
+        let urls: Vec<String> = urls.into_iter().map(Into::into).collect();
+        RedlockOptions {
+            config: RedlockConfig { masters: urls.len(), ..RedlockConfig::default() },
+            urls,
+            tls_ca_pem: None,
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Checks URLs and settings without connecting.
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        for u in &self.urls {
+            let url = RedisUrl::parse(u)?;
+            if self.tls_ca_pem.is_some() && !url.is_tls() {
+                return Err(Error::invalid("a TLS CA certificate was given for a plaintext redis:// URL; use rediss://"));
+            }
+            if !seen.insert(url.to_string()) {
+                return Err(Error::invalid(format!("master {url} is listed twice; Redlock needs independent masters")));
+            }
+        }
+        for (what, d) in [("connect_timeout", self.connect_timeout), ("response_timeout", self.response_timeout)] {
+            if d.is_zero() || d > options::MAX_DURATION {
+                return Err(Error::invalid(format!("{what} must be positive and at most 30 days")));
+            }
+        }
+        RedlockConfig { masters: self.urls.len(), ..self.config.clone() }.validate()
+    }
+
+    /// Connects to every master it can reach; masters that are down are retried in the
+    /// background (they count as failed votes meanwhile). Fails if none is reachable or a
+    /// master refuses the credentials.
+    pub async fn connect(self) -> Result<Redlock> {
+        self.validate()?;
+        let urls: Vec<RedisUrl> = self.urls.iter().map(|u| RedisUrl::parse(u)).collect::<Result<_>>()?;
+        let config = RedlockConfig { masters: urls.len(), ..self.config.clone() };
+        let connects = urls.iter().map(|u| connect_master(u.clone(), self.clone()));
+        let results = futures_util::future::join_all(connects).await;
+        if let Some(Err(e)) = results.iter().find(|r| matches!(r, Err(e) if e.kind() == ErrorKind::Authentication)) {
+            return Err(e.clone());
+        }
+        if results.iter().all(Result::is_err) {
+            let first = results.into_iter().find_map(Result::err).expect("all failed");
+            return Err(Error::new(ErrorKind::Connection, format!("no master is reachable: {}", first.message())));
+        }
+        let conns = results.into_iter().map(Result::ok).collect();
+        let engine = RedlockEngine::new(config, Box::new(OsRandom))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let driver = RedlockDriver::new(engine, conns, urls.clone(), self);
+        tokio::spawn(driver.run(rx));
+        Ok(Redlock { inner: Arc::new(Inner { tx, urls, tickets: AtomicU64::new(1) }) })
+    }
+}
+
+impl fmt::Debug for RedlockOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let urls: Vec<String> = self
+            .urls
+            .iter()
+            .map(|u| RedisUrl::parse(u).map(|u| u.to_string()).unwrap_or_else(|_| "<invalid URL>".into()))
+            .collect();
+        f.debug_struct("RedlockOptions").field("urls", &urls).field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+async fn connect_master(url: RedisUrl, o: RedlockOptions) -> Result<ConnectionManager> {
+    let scrub = |m: &str| url.scrub(m);
+    let client = match &o.tls_ca_pem {
+        Some(ca) => redis::Client::build_with_tls(
+            url.for_connection(),
+            redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) },
+        ),
+        None => redis::Client::open(url.for_connection()),
+    }
+    .map_err(|e| convert::error(&e, scrub))?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(o.connect_timeout))
+        .set_response_timeout(Some(o.response_timeout))
+        .set_number_of_retries(1);
+    ConnectionManager::new_with_config(client, config).await.map_err(|e| convert::error(&e, scrub))
+}
+
+struct Inner {
+    tx: mpsc::UnboundedSender<Msg>,
+    urls: Vec<RedisUrl>,
+    tickets: AtomicU64,
+}
+
+/// A Redlock deployment: N independent masters, a lock held when a majority grants it.
+/// Cheap to clone; must be used inside a tokio runtime. Grants carry no fencing token
+/// (PROTOCOL.md §8 explains why); use [`Client`](super::Client) where the resource needs one.
+#[derive(Clone)]
+pub struct Redlock {
+    inner: Arc<Inner>,
+}
+
+impl Redlock {
+    /// Connects to the masters at `urls` with the default settings.
+    pub async fn connect<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Result<Redlock> {
+        RedlockOptions::new(urls).connect().await
+    }
+
+    /// A lock named `name`; `options.lease` must not exceed the deployment's `max_lease`.
+    pub fn lock(&self, name: &str, options: LockOptions) -> Result<RedlockLock> {
+        options::validate_name(name)?;
+        options.validate()?;
+        Ok(RedlockLock { redlock: self.clone(), name: name.into(), options })
+    }
+
+    /// How many masters, and how many must agree.
+    pub fn masters(&self) -> (usize, usize) {
+        let n = self.inner.urls.len();
+        (n, n / 2 + 1)
+    }
+
+    /// The masters' URLs with passwords redacted.
+    pub fn urls(&self) -> Vec<String> {
+        self.inner.urls.iter().map(|u| u.to_string()).collect()
+    }
+
+    /// Releases every lease and cancels every wait, then stops the driver.
+    pub async fn close(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.inner.tx.send(Msg::Shutdown { reply }).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    fn send(&self, msg: Msg) -> Result<()> {
+        self.inner.tx.send(msg).map_err(|_| closed())
+    }
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redlock").field("masters", &self.urls()).finish()
+    }
+}
+
+/// A handle on one named Redlock. Holding it is a [`RedlockLease`].
+#[derive(Clone, Debug)]
+pub struct RedlockLock {
+    redlock: Redlock,
+    name: Arc<str>,
+    options: LockOptions,
+}
+
+impl RedlockLock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Retries (with jittered pauses) for up to `timeout`; a `TIMEOUT` error saying why the last
+    /// attempt failed if no majority could be had. Dropping the future cancels the wait.
+    pub async fn acquire(&self, timeout: Duration) -> Result<RedlockLease> {
+        options::validate_wait(timeout)?;
+        self.run(Wait::For(timeout)).await?.ok_or_else(|| Error::new(ErrorKind::Timeout, "the lock is held (timeout was zero)"))
+    }
+
+    /// Waits with the lock's default timeout (`LockOptions::wait_timeout`; `None` waits forever).
+    pub async fn acquire_default(&self) -> Result<RedlockLease> {
+        let wait = self.options.wait_timeout.map_or(Wait::Forever, Wait::For);
+        self.run(wait).await?.ok_or_else(|| Error::new(ErrorKind::Timeout, "the lock is held"))
+    }
+
+    /// One attempt: `Some(lease)` if a majority granted, `None` if the lock is held; a
+    /// `CONNECTION` error if too few masters could vote.
+    pub async fn try_acquire(&self) -> Result<Option<RedlockLease>> {
+        self.run(Wait::Try).await
+    }
+
+    async fn run(&self, wait: Wait) -> Result<Option<RedlockLease>> {
+        let ticket = self.redlock.inner.tickets.fetch_add(1, Ordering::Relaxed);
+        let (reply, result) = oneshot::channel();
+        self.redlock.send(Msg::Acquire { ticket, name: self.name.to_string(), options: self.options.clone(), wait, reply })?;
+        let mut guard = CancelOnDrop { redlock: &self.redlock, ticket, result: Some(result) };
+        let rx = guard.result.as_mut().expect("set until the wait ends");
+        let outcome = rx.await.map_err(|_| closed());
+        guard.result = None;
+        Ok(outcome??.map(|a| RedlockLease {
+            redlock: self.redlock.clone(),
+            name: self.name.clone(),
+            id: a.lease,
+            state: a.state,
+            released: AtomicBool::new(false),
+        }))
+    }
+}
+
+struct CancelOnDrop<'a> {
+    redlock: &'a Redlock,
+    ticket: u64,
+    result: Option<oneshot::Receiver<Result<Option<Acquired>>>>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(mut result) = self.result.take() {
+            let _ = self.redlock.send(Msg::Cancel { ticket: self.ticket });
+            result.close();
+            if let Ok(Ok(Some(a))) = result.try_recv() {
+                let _ = self.redlock.send(Msg::Release { lease: a.lease, reply: None });
+            }
+        }
+    }
+}
+
+/// Proof that a majority of masters holds the lock for us: extends, releases and reports loss.
+/// No fencing token (PROTOCOL.md §8). Dropping it releases the lock in the background.
+pub struct RedlockLease {
+    redlock: Redlock,
+    name: Arc<str>,
+    id: LeaseId,
+    state: watch::Receiver<LeaseState>,
+    released: AtomicBool,
+}
+
+impl RedlockLease {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
+    pub fn is_held(&self) -> bool {
+        matches!(&*self.state.borrow(), LeaseState::Held(until) if tokio::time::Instant::now() < *until)
+    }
+
+    /// How long the lease is certainly still valid, if held. Finish protected work within it.
+    pub fn remaining(&self) -> Option<Duration> {
+        match &*self.state.borrow() {
+            LeaseState::Held(until) => until.checked_duration_since(tokio::time::Instant::now()).filter(|d| !d.is_zero()),
+            _ => None,
+        }
+    }
+
+    /// Sets the remaining lease to `duration` on every master still holding it; needs a
+    /// majority, never re-acquires (`NOT_HELD`, and the lease is lost, if a majority lost it).
+    pub async fn extend(&self, duration: Duration) -> Result<()> {
+        options::validate_lease(duration)?;
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::NotHeld, "the lease was released"));
+        }
+        let (reply, result) = oneshot::channel();
+        self.redlock.send(Msg::Extend { lease: self.id, duration, reply })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// Releases on every master. `Ok(true)` if a majority still held it, `Ok(false)` if not (or
+    /// on a second call); a `CONNECTION` error if too few masters confirmed (the rest expire).
+    pub async fn release(&self) -> Result<bool> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let (reply, result) = oneshot::channel();
+        self.redlock.send(Msg::Release { lease: self.id, reply: Some(reply) })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// Resolves with the reason when the lease is lost (a majority refused a renewal, or its
+    /// validity ran out). Stays pending if it is released normally.
+    pub async fn lost(&self) -> Error {
+        let mut rx = self.state.clone();
+        let lost = rx.wait_for(|s| matches!(s, LeaseState::Lost(_))).await.ok().and_then(|s| match &*s {
+            LeaseState::Lost(e) => Some(e.clone()),
+            _ => None,
+        });
+        match lost {
+            Some(e) => e,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for RedlockLease {
+    fn drop(&mut self) {
+        if !self.released.load(Ordering::Acquire) {
+            let _ = self.redlock.send(Msg::Release { lease: self.id, reply: None });
+        }
+    }
+}
+
+impl fmt::Debug for RedlockLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedlockLease").field("name", &self.name).field("held", &self.is_held()).finish()
+    }
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the Redlock client is closed")
+}
+
+struct Acquired {
+    lease: LeaseId,
+    state: watch::Receiver<LeaseState>,
+}
+
+enum Msg {
+    Acquire { ticket: u64, name: String, options: LockOptions, wait: Wait, reply: oneshot::Sender<Result<Option<Acquired>>> },
+    Cancel { ticket: u64 },
+    Release { lease: LeaseId, reply: Option<oneshot::Sender<Result<bool>>> },
+    Extend { lease: LeaseId, duration: Duration, reply: oneshot::Sender<Result<()>> },
+    Shutdown { reply: oneshot::Sender<()> },
+}
+
+enum Pending {
+    Acquire { ticket: u64, reply: oneshot::Sender<Result<Option<Acquired>>> },
+    Release { reply: Option<oneshot::Sender<Result<bool>>> },
+    Extend { lease: LeaseId, reply: oneshot::Sender<Result<()>> },
+}
+
+type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Reply>)> + Send>>;
+type ConnectFuture = Pin<Box<dyn Future<Output = (usize, Result<ConnectionManager>)> + Send>>;
+
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+struct RedlockDriver {
+    engine: RedlockEngine,
+    conns: Vec<Option<ConnectionManager>>,
+    connecting: Vec<bool>,
+    urls: Vec<RedisUrl>,
+    options: RedlockOptions,
+    origin: tokio::time::Instant,
+    pending: HashMap<OpId, Pending>,
+    tickets: HashMap<u64, OpId>,
+    leases: HashMap<LeaseId, watch::Sender<LeaseState>>,
+    in_flight: FuturesUnordered<ReplyFuture>,
+    reconnects: FuturesUnordered<ConnectFuture>,
+}
+
+impl RedlockDriver {
+    fn new(engine: RedlockEngine, conns: Vec<Option<ConnectionManager>>, urls: Vec<RedisUrl>, options: RedlockOptions) -> Self {
+        RedlockDriver {
+            engine,
+            connecting: vec![false; conns.len()],
+            conns,
+            urls,
+            options,
+            origin: tokio::time::Instant::now(),
+            pending: HashMap::new(),
+            tickets: HashMap::new(),
+            leases: HashMap::new(),
+            in_flight: FuturesUnordered::new(),
+            reconnects: FuturesUnordered::new(),
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_origin(self.origin.elapsed())
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let mut closing: Option<(tokio::time::Instant, Option<oneshot::Sender<()>>)> = None;
+        loop {
+            self.drain();
+            if let Some((deadline, _)) = &closing {
+                if self.engine.is_idle() || tokio::time::Instant::now() >= *deadline {
+                    break;
+                }
+            }
+            let timer = self.engine.poll_timeout().map(|t| self.origin + t.since_origin());
+            let close_at = closing.as_ref().map(|(d, _)| *d);
+            tokio::select! {
+                biased;
+                Some((id, result)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    let now = self.now();
+                    self.engine.handle_reply(now, id, result);
+                }
+                Some((master, conn)) = self.reconnects.next(), if !self.reconnects.is_empty() => {
+                    self.connecting[master] = false;
+                    self.conns[master] = conn.ok();
+                }
+                msg = rx.recv(), if closing.is_none() => {
+                    let now = self.now();
+                    match msg {
+                        Some(Msg::Shutdown { reply }) => {
+                            self.engine.shutdown(now);
+                            closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, Some(reply)));
+                        }
+                        Some(msg) => self.on_msg(now, msg),
+                        None => {
+                            self.engine.shutdown(now);
+                            closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, None));
+                        }
+                    }
+                }
+                _ = sleep_until(timer) => {
+                    let now = self.now();
+                    self.engine.handle_timeout(now);
+                }
+                _ = sleep_until(close_at) => {}
+            }
+        }
+        for (_, tx) in self.leases.drain() {
+            tx.send_replace(LeaseState::Released);
+        }
+        if let Some((_, Some(reply))) = closing {
+            let _ = reply.send(());
+        }
+    }
+
+    fn on_msg(&mut self, now: Instant, msg: Msg) {
+        match msg {
+            Msg::Acquire { ticket, name, options, wait, reply } => match self.engine.acquire(now, &name, &options, wait) {
+                Ok(op) => {
+                    self.tickets.insert(ticket, op);
+                    self.pending.insert(op, Pending::Acquire { ticket, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Cancel { ticket } => {
+                if let Some(op) = self.tickets.remove(&ticket) {
+                    self.pending.remove(&op);
+                    self.engine.cancel(now, op);
+                }
+            }
+            Msg::Release { lease, reply } => {
+                if let Some(tx) = self.leases.remove(&lease) {
+                    tx.send_replace(LeaseState::Released);
+                }
+                let op = self.engine.release(now, lease);
+                self.pending.insert(op, Pending::Release { reply });
+            }
+            Msg::Extend { lease, duration, reply } => match self.engine.extend(now, lease, duration) {
+                Ok(op) => {
+                    self.pending.insert(op, Pending::Extend { lease, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Shutdown { .. } => unreachable!("handled by run"),
+        }
+    }
+
+    fn drain(&mut self) {
+        loop {
+            while let Some(req) = self.engine.poll_request() {
+                self.perform(req);
+            }
+            let Some(ev) = self.engine.poll_event() else { break };
+            self.deliver(ev);
+        }
+    }
+
+    fn perform(&mut self, req: NodeRequest) {
+        let NodeRequest { id, master, command } = req;
+        let Some(mut conn) = self.conns[master].clone() else {
+            // Down since connect: answer at once and try to connect in the background.
+            if !self.connecting[master] {
+                self.connecting[master] = true;
+                let (url, options) = (self.urls[master].clone(), self.options.clone());
+                self.reconnects.push(Box::pin(async move { (master, connect_master(url, options).await) }));
+            }
+            let e = Error::new(ErrorKind::Connection, format!("master {} is not connected", self.urls[master]));
+            self.in_flight.push(Box::pin(async move { (id, Err(e)) }));
+            return;
+        };
+        let url = self.urls[master].clone();
+        let mut pipe = redis::pipe();
+        let mut cmd = redis::Cmd::new();
+        for a in &command.0 {
+            cmd.arg(a.as_slice());
+        }
+        pipe.add_command(cmd);
+        self.in_flight.push(Box::pin(async move {
+            let r = conn
+                .send_packed_commands(&pipe, 0, 1)
+                .await
+                .map_err(|e| convert::error(&e, |m| url.scrub(m)))
+                .and_then(|mut v| v.pop().map(convert::reply).ok_or_else(|| Error::protocol("no reply")));
+            (id, r)
+        }));
+    }
+
+    fn deliver(&mut self, ev: Event<RedlockOutcome>) {
+        match ev {
+            Event::Completed { op, outcome } => self.complete(op, outcome),
+            Event::Renewed { lease, valid_until } => {
+                if let Some(tx) = self.leases.get(&lease) {
+                    tx.send_replace(LeaseState::Held(self.origin + valid_until.since_origin()));
+                }
+            }
+            Event::Lost { lease, error } => {
+                if let Some(tx) = self.leases.remove(&lease) {
+                    tx.send_replace(LeaseState::Lost(error));
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, op: OpId, outcome: RedlockOutcome) {
+        let now = self.now();
+        let Some(pending) = self.pending.remove(&op) else {
+            if let RedlockOutcome::Acquired { lease, .. } = outcome {
+                let _ = self.engine.release(now, lease);
+            }
+            return;
+        };
+        let unexpected = |what: &str, o: RedlockOutcome| Error::protocol(format!("unexpected outcome for {what}: {o:?}"));
+        match pending {
+            Pending::Acquire { ticket, reply } => {
+                self.tickets.remove(&ticket);
+                let result = match outcome {
+                    RedlockOutcome::Acquired { lease, valid_until } => {
+                        let (tx, rx) = watch::channel(LeaseState::Held(self.origin + valid_until.since_origin()));
+                        self.leases.insert(lease, tx);
+                        Ok(Some(Acquired { lease, state: rx }))
+                    }
+                    RedlockOutcome::NotAcquired => Ok(None),
+                    RedlockOutcome::Failed(e) => Err(e),
+                    o => Err(unexpected("acquire", o)),
+                };
+                if let Err(Ok(Some(a))) = reply.send(result) {
+                    self.leases.remove(&a.lease);
+                    let _ = self.engine.release(now, a.lease);
+                }
+            }
+            Pending::Release { reply } => {
+                let result = match outcome {
+                    RedlockOutcome::Released { was_held } => Ok(was_held),
+                    RedlockOutcome::Failed(e) => Err(e),
+                    o => Err(unexpected("release", o)),
+                };
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
+                }
+            }
+            Pending::Extend { lease, reply } => {
+                let result = match outcome {
+                    RedlockOutcome::Extended { valid_until } => {
+                        if let Some(tx) = self.leases.get(&lease) {
+                            tx.send_replace(LeaseState::Held(self.origin + valid_until.since_origin()));
+                        }
+                        Ok(())
+                    }
+                    RedlockOutcome::Failed(e) => Err(e),
+                    o => Err(unexpected("extend", o)),
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,244 @@
+//! Redlock against five (or three) real, independent redis-server masters started by the test:
+//! minority loss tolerated, majority loss refused cleanly, late replies never valid, no lost
+//! update while masters are killed and restarted, renewal and loss.
+#![cfg(feature = "tokio")]
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockgate_core::native::{Redlock, RedlockOptions};
+use lockgate_core::redis::redlock::key;
+use lockgate_core::redlock::RedlockConfig;
+use lockgate_core::{ErrorKind, LockOptions};
+use redis::Commands;
+use support::RedisServer;
+
+/// The deployment's max lease: short, so masters start granting ~2-3 s after a (re)start.
+const MAX_LEASE: Duration = Duration::from_millis(1000);
+
+fn masters(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| RedisServer::start()).collect()
+}
+
+fn options(servers: &[RedisServer]) -> RedlockOptions {
+    let mut o = RedlockOptions::new(servers.iter().map(|s| s.url()));
+    o.config = RedlockConfig {
+        max_lease: MAX_LEASE,
+        node_timeout: Duration::from_millis(200),
+        retry_delay: Duration::from_millis(10),
+        retry_jitter: Duration::from_millis(30),
+        ..RedlockConfig::default()
+    };
+    o.response_timeout = Duration::from_secs(2);
+    o.connect_timeout = Duration::from_secs(1);
+    o
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// How many reachable masters have a key for lock `name`.
+fn holders(servers: &[RedisServer], name: &str) -> usize {
+    let k = key("lockgate:", name);
+    servers
+        .iter()
+        .filter_map(|s| redis::Client::open(s.url()).ok()?.get_connection().ok())
+        .map(|mut c| c.exists::<_, bool>(&k).unwrap_or(false))
+        .filter(|held| *held)
+        .count()
+}
+
+/// Waits out the delayed-restart rule on freshly started masters.
+const STARTUP: Duration = Duration::from_secs(5);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_five_down_still_grants_three_down_fails_cleanly() {
+    let mut servers = masters(5);
+    let rl = options(&servers).connect().await.unwrap();
+    assert_eq!(rl.masters(), (5, 3));
+    let lock = rl.lock("orders", LockOptions::fixed_lease(MAX_LEASE)).unwrap();
+    // Fresh masters refuse grants for max_lease + 1 s: the first acquire waits that out.
+    let lease = lock.acquire(STARTUP).await.unwrap();
+    assert!(lease.is_held());
+    assert_eq!(holders(&servers, "orders"), 5);
+    assert!(lease.release().await.unwrap());
+    assert_eq!(holders(&servers, "orders"), 0);
+
+    servers[1].stop();
+    servers[4].stop();
+    let lease = lock.try_acquire().await.unwrap().expect("3 of 5 masters are a majority");
+    assert!(lease.is_held());
+    assert!(lease.release().await.unwrap());
+
+    servers[2].stop();
+    let e = lock.try_acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e:?}");
+    assert!(e.message().contains("2 of 5 masters granted, 3 are needed"), "{}", e.message());
+    let started = Instant::now();
+    let e = lock.acquire(Duration::from_millis(400)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(holders(&servers, "orders"), 0, "failed attempts were undone");
+    rl.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_held_past_the_validity_never_grant() {
+    let servers = masters(3);
+    let mut o = options(&servers);
+    // Wait for late answers instead of timing them out, so they reach the validity check.
+    o.config.node_timeout = Duration::from_secs(3);
+    let rl = o.connect().await.unwrap();
+    let lock = rl.lock("late", LockOptions::fixed_lease(Duration::from_millis(300))).unwrap();
+    lock.acquire(STARTUP).await.unwrap().release().await.unwrap();
+
+    // Two of three masters stall for longer than the lease; their grants arrive too late.
+    for s in &servers[1..] {
+        signal(s.pid(), "-STOP");
+    }
+    let attempt = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_acquire().await }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    for s in &servers[1..] {
+        signal(s.pid(), "-CONT");
+    }
+    let e = attempt.await.unwrap().unwrap_err();
+    assert!(e.message().contains("after the lease's validity had run out"), "{e:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(holders(&servers, "late"), 0, "the late grants were undone");
+    rl.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_keeps_it_and_losing_the_majority_signals_loss() {
+    let mut servers = masters(3);
+    let rl = options(&servers).connect().await.unwrap();
+    let lock = rl.lock("renewed", LockOptions::renewed_lease(Duration::from_millis(600))).unwrap();
+    let lease = lock.acquire(STARTUP).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(lease.is_held(), "renewed past its 600 ms lease");
+    // Extend with a majority works; the minority that lost the key is not re-acquired.
+    let k = key("lockgate:", "renewed");
+    let _: () = servers[0].raw().del(&k).unwrap();
+    lease.extend(Duration::from_millis(900)).await.unwrap();
+    assert!(!servers[0].raw().exists::<_, bool>(&k).unwrap());
+    // Two of three masters die: the next renewal cannot reach a majority and the lease is lost
+    // by the time its validity ends.
+    servers[1].stop();
+    servers[2].stop();
+    let started = Instant::now();
+    let e = tokio::time::timeout(Duration::from_secs(3), lease.lost()).await.expect("loss signalled");
+    assert_eq!(e.kind(), ErrorKind::NotHeld);
+    assert!(started.elapsed() <= Duration::from_millis(1000), "{:?}", started.elapsed());
+    assert!(!lease.is_held());
+    rl.close().await;
+}
+
+/// 8 clients increment a counter kept in a separate server with a plain GET then SET, each
+/// only under the Redlock, while masters are killed and restarted empty (at most two down at
+/// once; a restarted master refuses grants for one max lease). No increment may be lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_clients_lose_no_update_while_masters_die_and_restart() {
+    const CLIENTS: usize = 8;
+    const INCREMENTS: usize = 25;
+    let servers = Arc::new(std::sync::Mutex::new(masters(5)));
+    let counter = RedisServer::start();
+    let opts = options(&servers.lock().unwrap());
+    // Let the masters get past the restart rule before the clients start.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let chaos = {
+        let (servers, stop) = (Arc::clone(&servers), Arc::clone(&stop));
+        tokio::task::spawn_blocking(move || {
+            let mut kills = 0;
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(700));
+                // Kill two masters together (a minority), then bring them back empty.
+                let (a, b) = (i % 5, (i + 2) % 5);
+                {
+                    let mut s = servers.lock().unwrap();
+                    s[a].stop();
+                    s[b].stop();
+                }
+                std::thread::sleep(Duration::from_millis(400));
+                {
+                    let mut s = servers.lock().unwrap();
+                    s[a].restart();
+                    s[b].restart();
+                }
+                kills += 2;
+                i += 1;
+                // Wait until the restarted pair may grant again before killing another pair,
+                // so a majority can always form.
+                std::thread::sleep(MAX_LEASE + Duration::from_millis(2100));
+            }
+            kills
+        })
+    };
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..CLIENTS {
+        let (opts, done, counter_url) = (opts.clone(), Arc::clone(&done), counter.url());
+        workers.push(tokio::spawn(async move {
+            let rl = opts.connect().await.unwrap();
+            let lock = rl.lock("counter", LockOptions::fixed_lease(MAX_LEASE)).unwrap();
+            let redis = redis::Client::open(counter_url).unwrap();
+            let mut conn = redis.get_multiplexed_async_connection().await.unwrap();
+            let mut mine = 0;
+            while mine < INCREMENTS {
+                let lease = match lock.acquire(Duration::from_secs(30)).await {
+                    Ok(l) => l,
+                    Err(e) => panic!("acquire failed: {e:?}"),
+                };
+                let v: i64 = redis::cmd("GET").arg("n").query_async::<Option<i64>>(&mut conn).await.unwrap().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                // Only write while the lease is certainly valid; otherwise the increment is
+                // abandoned (and retried), as a careful user would.
+                if lease.remaining().is_some_and(|r| r > Duration::from_millis(100)) {
+                    let _: () = redis::cmd("SET").arg("n").arg(v + 1).query_async(&mut conn).await.unwrap();
+                    mine += 1;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                let _ = lease.release().await;
+            }
+            rl.close().await;
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let kills = chaos.await.unwrap();
+    let n: i64 = counter.raw().get("n").unwrap();
+    assert_eq!(done.load(Ordering::Relaxed), CLIENTS * INCREMENTS);
+    assert_eq!(n as usize, CLIENTS * INCREMENTS, "an update was lost");
+    assert!(kills >= 2, "masters were killed during the run ({kills})");
+}
+
+#[tokio::test]
+async fn bad_input_is_rejected_before_connecting() {
+    let server = RedisServer::start();
+    for urls in [vec![], vec![server.url(), server.url()], vec!["http://x".to_string()]] {
+        let e = RedlockOptions::new(urls.clone()).connect().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{urls:?}");
+    }
+    let mut o = RedlockOptions::new([server.url()]);
+    o.config.max_lease = Duration::from_secs(5);
+    let rl = o.connect().await.unwrap();
+    let e = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(6))).unwrap().try_acquire().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(rl.lock("", LockOptions::default()).is_err());
+    // Every master unreachable: a clear connection error, with no password in it.
+    let e = Redlock::connect(["redis://:secret@127.0.0.1:1"]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connection);
+    assert!(!e.message().contains("secret"));
+}
