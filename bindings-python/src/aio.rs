@@ -23,8 +23,9 @@ use crate::runtime::spawn;
 use crate::shared::{self, LeaderInfo, LeaseCell};
 
 /// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
-/// connect_timeout=None, response_timeout=None)``, with the arguments of
-/// :class:`lockgate.Client`. The constructor only validates; the connection is made by
+/// connect_timeout=None, response_timeout=None, cluster=False, replica_acks=None,
+/// replica_ack_timeout=None)``, with the arguments of :class:`lockgate.Client` (Redis Cluster
+/// and replica-acknowledged mode included). The constructor only validates; the connection is made by
 /// ``async with`` / :meth:`connect`, or on first use. ``async with`` (or :meth:`close`)
 /// releases every lease it still holds on exit.
 #[pyclass(frozen, module = "lockgate.aio", name = "Client")]
@@ -35,7 +36,8 @@ pub struct AsyncClient {
 #[pymethods]
 impl AsyncClient {
     #[new]
-    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None))]
+    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None, cluster=false, replica_acks=None, replica_ack_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         url: &str,
@@ -43,14 +45,22 @@ impl AsyncClient {
         tls_ca_file: Option<PathBuf>,
         connect_timeout: Option<f64>,
         response_timeout: Option<f64>,
+        cluster: bool,
+        replica_acks: Option<i64>,
+        replica_ack_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let options = shared::client_options(
             py,
             url,
-            key_prefix,
-            tls_ca_file,
-            connect_timeout,
-            response_timeout,
+            shared::ClientArgs {
+                key_prefix,
+                tls_ca_file,
+                connect_timeout,
+                response_timeout,
+                cluster,
+                replica_acks,
+                replica_ack_timeout,
+            },
         )?;
         let url = RedisUrl::parse(url).py(py)?.to_string();
         Ok(AsyncClient {

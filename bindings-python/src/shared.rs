@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use lockgate_core::native::{ClientOptions, Lease as CoreLease};
 use lockgate_core::options::{duration_from_secs_f64, LockOptions, MAX_PERMITS};
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind, LeaderInfo as CoreLeaderInfo, Primitive};
+use lockgate_core::{Error, ErrorKind, LeaderInfo as CoreLeaderInfo, Primitive, ReplicaAcks};
 use pyo3::prelude::*;
 
 use std::sync::Arc;
@@ -23,18 +23,42 @@ pub(crate) fn to_secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-/// `Client(url, *, key_prefix, tls_ca_file, connect_timeout, response_timeout)` → core options.
+/// Default `WAIT` timeout of the replica-acknowledged mode when only `replica_acks` is given
+/// (Redisson's `syncSlavesTimeout` default); below the default 5 s response timeout.
+const DEFAULT_REPLICA_ACK_TIMEOUT: f64 = 1.0;
+
+/// The keyword arguments of `Client(url, *, ...)` (sync and asyncio alike).
+pub(crate) struct ClientArgs {
+    pub key_prefix: Option<String>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub connect_timeout: Option<f64>,
+    pub response_timeout: Option<f64>,
+    pub cluster: bool,
+    pub replica_acks: Option<i64>,
+    pub replica_ack_timeout: Option<f64>,
+}
+
+/// `Client(url, *, key_prefix, tls_ca_file, connect_timeout, response_timeout, cluster,
+/// replica_acks, replica_ack_timeout)` → core options, validated by the core.
 /// Reading the CA file is the only I/O here; a missing file raises the usual `OSError`.
 pub(crate) fn client_options(
     py: Python<'_>,
     url: &str,
-    key_prefix: Option<String>,
-    tls_ca_file: Option<PathBuf>,
-    connect_timeout: Option<f64>,
-    response_timeout: Option<f64>,
+    args: ClientArgs,
 ) -> PyResult<ClientOptions> {
     use crate::errors::IntoPyResult;
+    let ClientArgs {
+        key_prefix,
+        tls_ca_file,
+        connect_timeout,
+        response_timeout,
+        cluster,
+        replica_acks,
+        replica_ack_timeout,
+    } = args;
     let mut opts = ClientOptions::new(url);
+    opts.cluster = cluster;
+    opts.replica_acks = replica_acks_option(replica_acks, replica_ack_timeout).py(py)?;
     if let Some(p) = key_prefix {
         opts.key_prefix = p;
     }
@@ -49,6 +73,40 @@ pub(crate) fn client_options(
     }
     opts.validate().py(py)?;
     Ok(opts)
+}
+
+/// `replica_acks=None` is the plain mode (a `replica_ack_timeout` alone is rejected);
+/// a count enables the replica-acknowledged mode with `replica_ack_timeout` seconds of `WAIT`.
+/// The range checks are the core's (`ClientOptions::validate`), except counts a `u32` cannot
+/// hold and sub-millisecond waits: the core's engine rejects those only when it connects, which
+/// for the asyncio client would be its first use instead of its constructor.
+fn replica_acks_option(
+    replicas: Option<i64>,
+    timeout: Option<f64>,
+) -> Result<Option<ReplicaAcks>, Error> {
+    let Some(replicas) = replicas else {
+        return match timeout {
+            None => Ok(None),
+            Some(_) => Err(Error::invalid(
+                "replica_ack_timeout needs replica_acks (the number of replicas WAIT must reach)",
+            )),
+        };
+    };
+    let replicas = u32::try_from(replicas).map_err(|_| {
+        Error::invalid(format!(
+            "replica_acks must be a positive number of replicas, got {replicas}"
+        ))
+    })?;
+    let timeout = secs(
+        "replica_ack_timeout",
+        timeout.unwrap_or(DEFAULT_REPLICA_ACK_TIMEOUT),
+    )?;
+    if !timeout.is_zero() && timeout < Duration::from_millis(1) {
+        return Err(Error::invalid(
+            "replica_ack_timeout must be at least 0.001 s (WAIT counts milliseconds)",
+        ));
+    }
+    Ok(Some(ReplicaAcks { replicas, timeout }))
 }
 
 /// `lock(name, lease=None, *, renew=None, timeout=None, entry_ttl=None)` → core options.

@@ -20,14 +20,25 @@ use crate::handle::ClientHandle;
 use crate::runtime::{block_on, spawn};
 use crate::shared::{self, LeaderInfo, LeaseCell};
 
-/// A connection to one Redis server, shared by every lock made from it.
+/// A connection to one Redis server (or one Redis Cluster), shared by every lock made from it.
 ///
-/// ``Client(url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None)``
+/// ``Client(url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None,
+/// cluster=False, replica_acks=None, replica_ack_timeout=None)``
 /// connects to ``redis://[user:password@]host[:port][/db]`` or ``rediss://...`` (TLS). Keys and
 /// channels start with ``key_prefix`` (default ``"lockgate:"``); clients that share locks must
 /// use the same prefix. ``tls_ca_file`` is a PEM file of CA certificates to trust instead of the
-/// system roots. Timeouts are seconds (default 5). Use it as a context manager, or call
-/// :meth:`close`, to release every lease it still holds. Create one client per process.
+/// system roots. Timeouts are seconds (default 5).
+///
+/// ``cluster=True`` treats the URL as one seed node of a Redis Cluster: the client discovers the
+/// other nodes and sends each lock's commands to the primary that owns its slot (every key of a
+/// lock shares one hash tag). ``replica_acks=n`` is the replica-acknowledged mode for a primary
+/// with replicas: a grant, extend or renewal counts only once ``WAIT`` confirms it reached ``n``
+/// replicas within ``replica_ack_timeout`` seconds (default 1, below ``response_timeout``);
+/// otherwise it is undone and raises :class:`LockConnectionError`. Not available with
+/// ``cluster=True``.
+///
+/// Use it as a context manager, or call :meth:`close`, to release every lease it still holds.
+/// Create one client per process.
 #[pyclass(frozen, module = "lockgate")]
 pub struct Client {
     inner: CoreClient,
@@ -37,7 +48,8 @@ pub struct Client {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None))]
+    #[pyo3(signature = (url, *, key_prefix=None, tls_ca_file=None, connect_timeout=None, response_timeout=None, cluster=false, replica_acks=None, replica_ack_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         url: &str,
@@ -45,14 +57,22 @@ impl Client {
         tls_ca_file: Option<PathBuf>,
         connect_timeout: Option<f64>,
         response_timeout: Option<f64>,
+        cluster: bool,
+        replica_acks: Option<i64>,
+        replica_ack_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let opts = shared::client_options(
             py,
             url,
-            key_prefix,
-            tls_ca_file,
-            connect_timeout,
-            response_timeout,
+            shared::ClientArgs {
+                key_prefix,
+                tls_ca_file,
+                connect_timeout,
+                response_timeout,
+                cluster,
+                replica_acks,
+                replica_ack_timeout,
+            },
         )?;
         let inner = block_on(py, opts.clone().connect())?;
         Ok(Client {

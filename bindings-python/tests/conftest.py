@@ -114,3 +114,125 @@ def queue_len(raw: "redis.Redis[bytes]", name: str, prefix: str = "lockgate:") -
 
 def lock_key(name: str, prefix: str = "lockgate:") -> str:
     return f"{prefix}{{{name}}}"
+
+
+# -------------------------------------------------------------------------------------------
+# Deployments beyond one server: a 3-master Redis Cluster, a primary with one replica
+# -------------------------------------------------------------------------------------------
+
+# The slot ranges of the three masters (CLUSTER ADDSLOTSRANGE), as core/tests/support does.
+CLUSTER_RANGES = ((0, 5460), (5461, 10922), (10923, 16383))
+
+
+class RedisCluster:
+    """Three cluster-enabled redis-servers (no replicas), slots split evenly, joined with
+    CLUSTER MEET; each on free loopback ports with its own temp dir, stopped by pid."""
+
+    def __init__(self) -> None:
+        self.nodes: list[RedisServer] = []
+        try:
+            for _ in CLUSTER_RANGES:
+                bus = free_port()
+                node = RedisServer([
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", "nodes.conf",  # relative to the node's --dir
+                    "--cluster-port", str(bus),
+                ])
+                node.bus_port = bus  # type: ignore[attr-defined]
+                self.nodes.append(node)
+            for node, (lo, hi) in zip(self.nodes, CLUSTER_RANGES):
+                node.raw().execute_command("CLUSTER", "ADDSLOTSRANGE", lo, hi)
+            first = self.nodes[0].raw()
+            for other in self.nodes[1:]:
+                first.execute_command("CLUSTER", "MEET", "127.0.0.1", other.port, other.bus_port)  # type: ignore[attr-defined]
+            for node in self.nodes:
+                raw = node.raw()
+
+                def ready() -> bool:
+                    info = raw.execute_command("CLUSTER", "INFO")
+                    text = info.decode() if isinstance(info, bytes) else str(info)
+                    return "cluster_state:ok" in text and "cluster_known_nodes:3" in text
+
+                wait_until(ready, timeout=20, what=f"cluster_state:ok on port {node.port}")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        """A seed URL (any node will do)."""
+        return self.nodes[0].url
+
+    def keyslot(self, key: str) -> int:
+        return int(self.nodes[0].raw().execute_command("CLUSTER", "KEYSLOT", key))
+
+    def owner(self, key: str) -> RedisServer:
+        """The master that owns `key`'s slot."""
+        slot = self.keyslot(key)
+        for node, (lo, hi) in zip(self.nodes, CLUSTER_RANGES):
+            if lo <= slot <= hi:
+                return node
+        raise AssertionError(f"slot {slot} of {key!r} is unassigned")
+
+    def keys(self, pattern: str) -> list[tuple[int, str]]:
+        """`(port, key)` for every key matching `pattern` on every node."""
+        return sorted(
+            (n.port, k.decode()) for n in self.nodes for k in n.raw().keys(pattern)
+        )
+
+    def close(self) -> None:
+        for n in self.nodes:
+            n.close()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisCluster]:
+    """One cluster per test module (starting one takes ~1-2 s); tests use distinct lock names."""
+    c = RedisCluster()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+class ReplicatedRedis:
+    """A primary and one replica (`--replicaof`), both on free loopback ports, stopped by pid;
+    ready once the primary reports the replica online."""
+
+    def __init__(self) -> None:
+        # Diskless full sync without Redis's default 5 s wait for more replicas to join.
+        self.primary = RedisServer(["--repl-diskless-sync-delay", "0"])
+        try:
+            self.replica = RedisServer(["--replicaof", "127.0.0.1", str(self.primary.port)])
+        except BaseException:
+            self.primary.close()
+            raise
+        raw = self.primary.raw()
+
+        def online() -> bool:
+            info = raw.info("replication")
+            return int(info.get("connected_slaves", 0)) == 1 and "online" in str(info.get("slave0", ""))
+
+        try:
+            wait_until(online, timeout=10, what="the replica to come online")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def replica_pid(self) -> int:
+        assert self.replica.proc is not None
+        return self.replica.proc.pid
+
+    def close(self) -> None:
+        self.replica.close()  # SIGKILL by pid ends a paused (SIGSTOP) replica too
+        self.primary.close()
+
+
+@pytest.fixture
+def replicated() -> Iterator[ReplicatedRedis]:
+    r = ReplicatedRedis()
+    try:
+        yield r
+    finally:
+        r.close()

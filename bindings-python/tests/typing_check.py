@@ -87,3 +87,11 @@ def errors(client: lockgate.Client) -> None:
 
 def run() -> None:
     asyncio.run(async_use("redis://127.0.0.1"))
+
+
+def deployments(url: str) -> None:
+    with lockgate.Client(url, cluster=True) as seed:
+        seed.lock("a").try_acquire()
+    acked = lockgate.Client(url, replica_acks=1, replica_ack_timeout=0.5, response_timeout=2)
+    acked.close()
+    lockgate.aio.Client(url, cluster=False, replica_acks=2)

@@ -80,7 +80,7 @@ class ClientClosedError(LockError):
 
 @final
 class Client:
-    """A connection to one Redis server, shared by every lock made from it."""
+    """A connection to one Redis server (or one Redis Cluster), shared by every lock made from it."""
 
     def __new__(
         cls,
@@ -90,7 +90,13 @@ class Client:
         tls_ca_file: Optional[_Path] = None,
         connect_timeout: Optional[float] = None,
         response_timeout: Optional[float] = None,
-    ) -> Self: ...
+        cluster: bool = False,
+        replica_acks: Optional[int] = None,
+        replica_ack_timeout: Optional[float] = None,
+    ) -> Self:
+        """Connect to ``url``; ``cluster=True``: a seed node of a Redis Cluster;
+        ``replica_acks=n``: grants count only once ``WAIT`` confirms ``n`` replicas within
+        ``replica_ack_timeout`` seconds (default 1)."""
     def lock(
         self,
         name: str,
@@ -299,7 +305,13 @@ class AsyncClient:
         tls_ca_file: Optional[_Path] = None,
         connect_timeout: Optional[float] = None,
         response_timeout: Optional[float] = None,
-    ) -> Self: ...
+        cluster: bool = False,
+        replica_acks: Optional[int] = None,
+        replica_ack_timeout: Optional[float] = None,
+    ) -> Self:
+        """Connect to ``url``; ``cluster=True``: a seed node of a Redis Cluster;
+        ``replica_acks=n``: grants count only once ``WAIT`` confirms ``n`` replicas within
+        ``replica_ack_timeout`` seconds (default 1)."""
     def lock(
         self,
         name: str,
