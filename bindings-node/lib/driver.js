@@ -6,6 +6,13 @@
 // the command connection, subscribes on the subscriber connection), drains events (settling the
 // caller's promise or aborting a lease's signal), and re-arms the timer at `pollTimeout()`.
 // It holds no lock logic: no quorum, token, retry, expiry or queue decisions are made here.
+//
+// On a Redis Cluster (an ioredis `Cluster` as the command connection) the same holds, with two
+// transport differences: the commands of one engine pipeline are sent one by one (each routed
+// by ioredis to the primary owning its key's slot; every key of one lock shares a hash tag, but
+// a pipeline batches several locks) and their replies handed back in order; and the subscriber
+// is a plain connection to one node of the cluster (PUBLISH is cluster-wide), replaced by a
+// connection to another node when it drops.
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
@@ -39,14 +46,28 @@ const SHAPES = {
   }),
 };
 
+/** The node connections of an ioredis Cluster, or the one connection of a Redis client. */
+function connectionsOf(redis) {
+  return redis && redis.isCluster ? redis.nodes('all') : [redis];
+}
+
 function unrefSocket(redis) {
-  const s = redis && redis.stream;
-  if (s && typeof s.unref === 'function') s.unref();
+  for (const r of connectionsOf(redis)) {
+    const s = r && r.stream;
+    if (s && typeof s.unref === 'function') s.unref();
+  }
 }
 
 function refSocket(redis) {
-  const s = redis && redis.stream;
-  if (s && typeof s.ref === 'function') s.ref();
+  for (const r of connectionsOf(redis)) {
+    const s = r && r.stream;
+    if (s && typeof s.ref === 'function') s.ref();
+  }
+}
+
+/** A random element, or undefined for an empty array. */
+function sample(items) {
+  return items.length ? items[Math.floor(Math.random() * items.length)] : undefined;
 }
 
 /**
@@ -83,13 +104,15 @@ class LossSignal {
 class Driver {
   /**
    * @param {import('../pkg/lockgate_node').Engine} engine
-   * @param {import('ioredis').Redis} redis the command connection
-   * @param {boolean} ownsRedis whether close() quits it (and its socket may be unref'd)
+   * @param {import('ioredis').Redis | import('ioredis').Cluster} redis the command connection
+   * @param {boolean} ownsRedis whether close() quits it (and its sockets may be unref'd)
    */
   constructor(engine, redis, ownsRedis) {
     this.engine = engine;
     this.redis = redis;
     this.ownsRedis = ownsRedis;
+    /** Whether `redis` is an ioredis Cluster (commands go one by one, see perform()). */
+    this.cluster = redis.isCluster === true;
     /** @type {import('ioredis').Redis | null} created on the engine's first subscribe */
     this.sub = null;
     /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
@@ -104,7 +127,18 @@ class Driver {
     this.closed = false;
     this.closing = null;
     this.idleWaiters = [];
-    if (ownsRedis) {
+    if (ownsRedis && this.cluster) {
+      // The same for every node connection of an owned Cluster, including ones opened later
+      // (after a MOVED or a failover).
+      const watch = (node) => {
+        node.on('ready', () => {
+          if (!this.closed) unrefSocket(node);
+        });
+        if (node.status === 'ready') unrefSocket(node);
+      };
+      for (const node of redis.nodes('all')) watch(node);
+      redis.on('+node', watch);
+    } else if (ownsRedis) {
       // An idle client must not keep the process alive: the socket is unref'd and a ref'd
       // timer stands in for it while the engine has work (see arm()).
       redis.on('ready', () => unrefSocket(redis));
@@ -247,6 +281,25 @@ class Driver {
         (value) => this.replied(id, value),
         (err) => this.failed(id, err),
       );
+    } else if (n >= 0 && this.cluster) {
+      // A cluster pipeline must stay in one slot, and the engine batches scripts of several
+      // locks: each command goes on its own (still issued in order), replies are collected in
+      // the pipeline's order. Server errors stay in place (NOSCRIPT is the engine's to handle);
+      // a transport error on any command fails the request, as with a pipeline.
+      const sends = [];
+      for (let i = 2, c = 0; c < n; c++) {
+        const argc = req[i];
+        sends.push(
+          this.redis.call(...req.slice(i + 1, i + 1 + argc)).then(
+            (value) => [null, value],
+            (err) => [err, null],
+          ),
+        );
+        i += 1 + argc;
+      }
+      Promise.all(sends).then((results) =>
+        this.input(() => this.engine.handleReply(now(), id, results)),
+      );
     } else if (n >= 0) {
       const p = this.redis.pipeline();
       for (let i = 2, c = 0; c < n; c++) {
@@ -259,9 +312,7 @@ class Driver {
         (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
       );
     } else if (n === -1) {
-      this.subscriber()
-        .subscribe(req[2])
-        .then(
+      this.subscribe(req[2]).then(
           () => this.input(() => this.engine.handleReply(now(), id, [])),
           (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
         );
@@ -270,10 +321,44 @@ class Driver {
     }
   }
 
-  /** The one subscriber connection of this client, opened on the engine's first subscribe. */
+  /** Subscribes the subscriber connection (made if needed) to `channel`. */
+  async subscribe(channel) {
+    const sub = this.cluster ? await this.clusterSubscriber() : this.subscriber();
+    await sub.subscribe(channel);
+  }
+
+  /**
+   * The one subscriber connection of this client, opened on the engine's first subscribe (and
+   * again if the previous one ended for good).
+   */
   subscriber() {
-    if (this.sub) return this.sub;
-    const sub = this.redis.duplicate();
+    if (this.sub && this.sub.status !== 'end') return this.sub;
+    return this.watchSubscriber(this.redis.duplicate());
+  }
+
+  /**
+   * On a Cluster: a connection to one node (a ready one if any), made like that node's own
+   * connection (credentials, TLS, NAT mapping) but not reconnecting: when it drops, the engine
+   * learns of it (handleDisconnect), subscribes again, and this picks a node that is up.
+   */
+  async clusterSubscriber() {
+    if (this.sub && this.sub.status !== 'end') return this.sub;
+    if (this.redis.nodes('all').length === 0) {
+      // A Cluster that has not connected yet knows no node; a round trip makes it connect.
+      await this.redis.ping();
+    }
+    if (this.closed) throw makeError('CLOSED', 'the client is closed');
+    if (this.sub && this.sub.status !== 'end') return this.sub;
+    const nodes = this.redis.nodes('all');
+    const node = sample(nodes.filter((n) => n.status === 'ready')) || sample(nodes);
+    if (!node) throw makeError('CONNECTION', 'no node of the Redis Cluster is reachable');
+    return this.watchSubscriber(
+      node.duplicate({ lazyConnect: true, retryStrategy: null, readOnly: false, enableOfflineQueue: true }),
+    );
+  }
+
+  /** Wires a new subscriber connection's messages and disconnects to the engine. */
+  watchSubscriber(sub) {
     let ready = false;
     sub.on('message', (channel, message) =>
       this.input(() => this.engine.handleNotification(now(), channel, message)),

@@ -1,7 +1,7 @@
 // Types of the public API of `lockgate` (lib/index.js). Checked by `tsc --noEmit` on
 // test/types/example.ts in `ci.sh test`.
 
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /** Stable, language-neutral error codes (the core's taxonomy; see PROTOCOL.md). */
 export type ErrorCode =
@@ -64,16 +64,48 @@ export class ClosedError extends LockError {
   static readonly code: 'CLOSED';
 }
 
-export interface ClientOptions {
+/** Options every client takes. */
+export interface BaseClientOptions {
   /** Prepended to every key and channel (default `lockgate:`); clients sharing locks must agree. */
   keyPrefix?: string;
   /** Limit on establishing the connection (URL clients; default 5000). */
   connectTimeoutMs?: number;
   /** Limit on one command round trip before it counts as a connection failure (URL clients; default 5000). */
   commandTimeoutMs?: number;
-  /** Extra ioredis options for the connections a URL client opens (e.g. `tls`). */
+  /** Extra ioredis options for the connections a URL client opens (e.g. `tls`; for a cluster, every node's). */
   redisOptions?: RedisOptions;
 }
+
+/**
+ * The replica-acknowledged mode (PROTOCOL.md §4): a grant, extend or renewal counts only once
+ * `WAIT` confirms that `replicas` replicas have it, within `timeoutMs` (which must be below the
+ * command timeout: WAIT holds the connection meanwhile). Unconfirmed grants are undone.
+ */
+export interface ReplicaAcks {
+  /** Replicas that must acknowledge (a whole number, at least 1). */
+  replicas: number;
+  /** How long WAIT may block, in ms (at least 1, below the command timeout). */
+  timeoutMs: number;
+}
+
+/** A client of one Redis server (a primary, possibly with replicas). */
+export interface ServerClientOptions extends BaseClientOptions {
+  /** `false` (the default): the URL is one Redis server. */
+  cluster?: false;
+  /** Turns on the replica-acknowledged mode (default: off). */
+  replicaAcks?: ReplicaAcks | null;
+}
+
+/** A client of a Redis Cluster, connected through the URL of any one of its nodes. */
+export interface ClusterClientOptions extends BaseClientOptions {
+  /** `true`: the URL is one seed node of a Redis Cluster (database 0 only). */
+  cluster: true;
+  /** Not offered on a cluster (WAIT must reach the lock's primary): InvalidArgumentError. */
+  replicaAcks?: undefined;
+}
+
+/** Options of `connect(url, options)`. */
+export type ClientOptions = ServerClientOptions | ClusterClientOptions;
 
 /** Options every kind of lock takes: the lease and the wait. */
 export interface LeaseOptions {
@@ -123,10 +155,22 @@ export interface AcquireOptions {
 
 /**
  * Connects to Redis. `target` is a `redis://` / `rediss://` URL (the client owns one command
- * connection plus one subscriber connection, opened on the first waiting acquire) or an
- * existing ioredis client (left open by `close()`; its `duplicate()` becomes the subscriber).
+ * connection plus one subscriber connection, opened on the first waiting acquire; with
+ * `cluster: true` the URL is a seed node of a Redis Cluster and the client owns an ioredis
+ * `Cluster`).
  */
-export function connect(target: string | Redis, options?: ClientOptions): Promise<Client>;
+export function connect(target: string, options?: ClientOptions): Promise<Client>;
+/**
+ * Uses an existing ioredis client (left open by `close()`; its `duplicate()` becomes the
+ * subscriber connection). `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
+ */
+export function connect(target: Redis, options?: Omit<ServerClientOptions, 'cluster'>): Promise<Client>;
+/**
+ * Uses an existing ioredis `Cluster` (left open by `close()`): each command goes to the primary
+ * owning its lock's slot, and the subscriber is a separate connection to one of its nodes.
+ * `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
+ */
+export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
 /** A connection to one Redis server, shared by every lock made from it. */
 export class Client {

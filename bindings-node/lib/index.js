@@ -9,7 +9,18 @@ const { Driver, SHAPES } = require('./driver');
 const { makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
 
-const CLIENT_OPTIONS = ['keyPrefix', 'connectTimeoutMs', 'commandTimeoutMs', 'redisOptions'];
+const CLIENT_OPTIONS = [
+  'keyPrefix',
+  'connectTimeoutMs',
+  'commandTimeoutMs',
+  'redisOptions',
+  'cluster',
+  'replicaAcks',
+];
+
+/** The native client's wording (core/src/native/client.rs): WAIT only reaches one node. */
+const NO_REPLICA_ACKS_ON_CLUSTER =
+  "replicaAcks is not supported on a Redis Cluster (WAIT must reach the lock's primary)";
 
 function invalid(message) {
   return makeError('INVALID_ARGUMENT', message);
@@ -35,6 +46,10 @@ function checkClientOptions(options) {
   if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) {
     throw invalid('redisOptions must be an object of ioredis options');
   }
+  if (options.cluster !== undefined && typeof options.cluster !== 'boolean') {
+    throw invalid('cluster must be a boolean');
+  }
+  // replicaAcks' shape and ranges are checked by the engine (src/convert.rs, core).
   return options;
 }
 
@@ -47,6 +62,16 @@ function redact(url) {
   } catch {
     return '<invalid URL>';
   }
+}
+
+/** The commandTimeout the command connection will have, or undefined for none. */
+function commandTimeoutOf(target, opts) {
+  if (typeof target === 'string') {
+    const ro = opts.redisOptions || {};
+    return opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000;
+  }
+  const o = target.options || {};
+  return target.isCluster ? (o.redisOptions || {}).commandTimeout : o.commandTimeout;
 }
 
 function isIoredis(x) {
@@ -63,38 +88,100 @@ function isIoredis(x) {
 /**
  * Connects to Redis and returns a Client. `target` is a `redis://` / `rediss://` URL (the
  * client then owns one command connection, plus one subscriber connection opened on the first
- * waiting acquire), or an existing ioredis client (left open by `close()`; the subscriber
- * connection is made with `duplicate()`).
+ * waiting acquire; with `cluster: true` the URL is one seed node of a Redis Cluster and the
+ * client owns an ioredis `Cluster`), or an existing ioredis client or `Cluster` (left open by
+ * `close()`; the subscriber connection is made with `duplicate()`, for a Cluster from one of its
+ * nodes).
  */
 async function connect(target, options) {
   const opts = checkClientOptions(options);
-  const engine = new wasm.Engine(opts.keyPrefix, SHAPES);
+  const url = typeof target === 'string' ? checkUrl(target) : undefined;
+  if (url === undefined && !isIoredis(target)) {
+    throw invalid('connect() takes a redis:// or rediss:// URL, an ioredis client or an ioredis Cluster');
+  }
+  if (url === undefined && opts.cluster !== undefined) {
+    throw invalid('the cluster option is for URLs; an ioredis client is a Cluster or not by itself');
+  }
+  const cluster = url === undefined ? target.isCluster === true : opts.cluster === true;
+  if (cluster && opts.replicaAcks !== undefined && opts.replicaAcks !== null) {
+    throw invalid(NO_REPLICA_ACKS_ON_CLUSTER);
+  }
+  const engine = new wasm.Engine(opts.keyPrefix, SHAPES, opts.replicaAcks);
+  if (opts.replicaAcks) {
+    // WAIT holds the connection for up to its timeout: a command timeout no longer than that
+    // would turn every unconfirmed grant into a broken connection.
+    const limit = commandTimeoutOf(target, opts);
+    if (limit !== undefined && limit !== null && opts.replicaAcks.timeoutMs >= limit) {
+      engine.free();
+      throw invalid(
+        `replicaAcks.timeoutMs (${opts.replicaAcks.timeoutMs}) must be below the command timeout (${limit} ms)`,
+      );
+    }
+  }
   let redis;
   let owns;
-  if (typeof target === 'string') {
-    let url;
+  if (url !== undefined) {
     try {
-      url = new URL(target);
-    } catch {
-      throw invalid('the Redis URL is not a valid URL');
+      const own = cluster ? ownCluster(url, opts) : ownConnection(target, opts);
+      redis = own.redis;
+      owns = true;
+      await connectOwn(own, target, opts);
+    } catch (err) {
+      engine.free();
+      throw err;
     }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      throw invalid(`the Redis URL must start with redis:// or rediss://, got ${url.protocol}//`);
-    }
-    const own = ownConnection(target, opts);
-    redis = own.redis;
-    owns = true;
-    await connectOwn(own, target, opts);
-  } else if (isIoredis(target)) {
-    if (target.isCluster) {
-      throw invalid('Redis Cluster clients are not supported by the Node binding yet');
-    }
+  } else {
     redis = target;
     owns = false;
-  } else {
-    throw invalid('connect() takes a redis:// or rediss:// URL or an ioredis client');
   }
   return new Client(INTERNAL, new Driver(engine, redis, owns));
+}
+
+/** Parses a client URL (redis:// or rediss://); throws InvalidArgumentError. */
+function checkUrl(target) {
+  let url;
+  try {
+    url = new URL(target);
+  } catch {
+    throw invalid('the Redis URL is not a valid URL');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw invalid(`the Redis URL must start with redis:// or rediss://, got ${url.protocol}//`);
+  }
+  return url;
+}
+
+/**
+ * An ioredis Cluster for a seed URL this package owns. Like ownConnection(), it neither
+ * reconnects nor times commands out until the first connection is ready (connectOwn).
+ */
+function ownCluster(url, opts) {
+  if (url.pathname !== '' && url.pathname !== '/' && url.pathname !== '/0') {
+    throw invalid('a Redis Cluster has only database 0: remove the database from the URL');
+  }
+  const ro = opts.redisOptions || {};
+  const state = {
+    connected: false,
+    cluster: true,
+    commandTimeout: opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000,
+  };
+  const nodeOptions = {
+    connectTimeout: opts.connectTimeoutMs ?? 5000,
+    maxRetriesPerRequest: 2,
+    ...ro,
+    commandTimeout: undefined,
+  };
+  if (url.username) nodeOptions.username = decodeURIComponent(url.username);
+  if (url.password) nodeOptions.password = decodeURIComponent(url.password);
+  if (url.protocol === 'rediss:' && !nodeOptions.tls) nodeOptions.tls = {};
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = url.port ? Number(url.port) : 6379;
+  const redis = new Redis.Cluster([{ host, port }], {
+    redisOptions: nodeOptions,
+    lazyConnect: true,
+    clusterRetryStrategy: (times) => (state.connected ? Math.min(100 + times * 2, 2000) : null),
+  });
+  return { redis, state };
 }
 
 /**
@@ -142,14 +229,22 @@ async function connectOwn({ redis, state }, url, opts) {
     ]);
   } catch (err) {
     if (redis.status !== 'end') redis.disconnect();
-    const e = wasm.clientError(lastError ?? err);
+    // A Cluster reports "Failed to refresh slots cache." and keeps the node's own error aside.
+    const cause = lastError && lastError.lastNodeError ? lastError.lastNodeError : lastError;
+    const e = wasm.clientError(cause ?? err);
     e.message = `${e.message} (connecting to ${redact(url)})`;
     throw e;
   } finally {
     clearTimeout(timer);
   }
   state.connected = true;
-  redis.options.commandTimeout = state.commandTimeout;
+  if (state.cluster) {
+    // Nodes connected later copy redisOptions; the ones already open get it directly.
+    redis.options.redisOptions.commandTimeout = state.commandTimeout;
+    for (const node of redis.nodes('all')) node.options.commandTimeout = state.commandTimeout;
+  } else {
+    redis.options.commandTimeout = state.commandTimeout;
+  }
 }
 
 /** Each client's driver, kept out of sight of users and of util.inspect. */

@@ -8,7 +8,9 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Request, RequestKind, Result};
+use lockgate_core::{
+    Error, ErrorKind, Event, LockOptions, Outcome, ReplicaAcks, Request, RequestKind, Result,
+};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -170,6 +172,48 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleO
         reentrant,
         writers_first,
     })
+}
+
+/// The client option `replicaAcks: { replicas, timeoutMs }` (`undefined`/`null`: off). The
+/// core checks the ranges (at least 1 replica, a timeout from 1 ms to 30 days).
+pub fn replica_acks(v: &JsValue) -> Result<Option<ReplicaAcks>> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    let mut replicas = None;
+    let mut timeout = None;
+    for (key, value) in option_entries("replicaAcks", v, &["replicas", "timeoutMs"])? {
+        match key.as_str() {
+            "replicas" => {
+                replicas = Some(match value.as_f64() {
+                    Some(n) if n.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&n) => {
+                        n as u32
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "replicaAcks.replicas must be a whole number of at least 1, got {}",
+                            describe_number(&value)
+                        )))
+                    }
+                })
+            }
+            "timeoutMs" => timeout = Some(millis_arg("replicaAcks.timeoutMs", &value)?),
+            _ => unreachable!("filtered by option_entries"),
+        }
+    }
+    match (replicas, timeout) {
+        (Some(replicas), Some(timeout)) => Ok(Some(ReplicaAcks { replicas, timeout })),
+        _ => Err(invalid(
+            "replicaAcks needs both replicas (a whole number of at least 1) and timeoutMs",
+        )),
+    }
+}
+
+fn describe_number(v: &JsValue) -> String {
+    match v.as_f64() {
+        Some(n) => n.to_string(),
+        None => describe(v),
+    }
 }
 
 /// A semaphore's permit count: a whole JS number (the core checks the range).
@@ -496,7 +540,9 @@ fn is_reply_error(err: &JsValue) -> bool {
 }
 
 /// Server error codes that mean "the server cannot serve us right now", not "bad command".
-const UNAVAILABLE: [&str; 4] = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN"];
+/// `CLUSTERDOWN` reaches us only once ioredis gave up retrying it (a cluster without a quorum
+/// or with uncovered slots).
+const UNAVAILABLE: [&str; 5] = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"];
 /// Server error codes that mean the credentials were refused (never retried).
 const AUTH_REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
 

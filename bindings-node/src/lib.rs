@@ -195,13 +195,16 @@ pub struct WasmEngine {
 #[wasm_bindgen(js_class = Engine)]
 impl WasmEngine {
     /// A new engine with its own client channel; `keyPrefix` defaults to `lockgate:`. `shapes`
-    /// holds the driver's `event(...)` object factory.
+    /// holds the driver's `event(...)` object factory. `replicaAcks` (`{ replicas, timeoutMs }`
+    /// or `undefined`) turns on the replica-acknowledged mode (PROTOCOL.md §4): the engine itself
+    /// appends `WAIT` to its pipelines and counts only confirmed grants.
     #[wasm_bindgen(constructor)]
-    pub fn new(key_prefix: JsValue, shapes: Shapes) -> JsResult<WasmEngine> {
+    pub fn new(key_prefix: JsValue, shapes: Shapes, replica_acks: JsValue) -> JsResult<WasmEngine> {
         let mut config = EngineConfig::default();
         if let Some(p) = js(convert::key_prefix(&key_prefix))? {
             config.key_prefix = p;
         }
+        config.replica_acks = js(convert::replica_acks(&replica_acks))?;
         let rng = Box::new(random::BufferedOsRandom::new());
         let engine = js(lockgate_core::Engine::new(config, rng))?;
         Ok(WasmEngine {

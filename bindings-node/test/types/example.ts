@@ -1,6 +1,6 @@
 // A typed example of the public API; `tsc -p test/types` must accept it (and reject the
 // lines marked @ts-expect-error). Never run, only type-checked.
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import {
   connect,
   Client,
@@ -17,6 +17,8 @@ import {
   NotHeldError,
   CancelledError,
   type ErrorCode,
+  type ClientOptions,
+  type ReplicaAcks,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -108,8 +110,28 @@ async function example(): Promise<void> {
   void same, permits, kind, rows, wf, term, badTerm;
 
   const existing = new Redis();
-  const byo = await connect(existing);
+  const byo = await connect(existing, { replicaAcks: { replicas: 1, timeoutMs: 500 } });
   await byo.close();
+
+  // Redis Cluster: by the URL of any node, or an existing ioredis Cluster.
+  const options: ClientOptions = { cluster: true, keyPrefix: 'app:' };
+  const clustered: Client = await connect('redis://127.0.0.1:7000', options);
+  await clustered.close();
+  const ioCluster = new Cluster([{ host: '127.0.0.1', port: 7000 }]);
+  const passed: Client = await connect(ioCluster, { keyPrefix: 'app:' });
+  await passed.close();
+  // Replica-acknowledged grants on a primary with replicas.
+  const acks: ReplicaAcks = { replicas: 1, timeoutMs: 500 };
+  const acked = await connect('redis://127.0.0.1:6379', { replicaAcks: acks, commandTimeoutMs: 2000 });
+  await acked.close();
+  // @ts-expect-error replicaAcks is not offered on a cluster
+  await connect('redis://127.0.0.1:7000', { cluster: true, replicaAcks: acks });
+  // @ts-expect-error nor with an ioredis Cluster
+  await connect(ioCluster, { replicaAcks: acks });
+  // @ts-expect-error an ioredis client is a Cluster or not by itself
+  await connect(existing, { cluster: true });
+  // @ts-expect-error replicaAcks needs a timeout
+  await connect('redis://127.0.0.1:6379', { replicaAcks: { replicas: 1 } });
 
   // @ts-expect-error leases are bigint-tokened, not number
   const wrong: number = lease.fencingToken;
