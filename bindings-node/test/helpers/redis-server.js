@@ -111,6 +111,100 @@ async function startRedis(extraArgs = []) {
   }
 }
 
+/**
+ * Starts a 3-master Redis Cluster (no replicas): three startRedis() nodes with cluster mode on
+ * (each with its own free bus port and config file in its temp dir), slots 0..16383 split in
+ * three with CLUSTER ADDSLOTSRANGE, joined with CLUSTER MEET, ready once every node reports
+ * `cluster_state:ok` and knows all three. Returns `{ nodes, url, slotOwner(key), stop() }`.
+ */
+async function startCluster() {
+  const nodes = [];
+  const busPorts = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const bus = await freePort();
+      busPorts.push(bus);
+      nodes.push(
+        await startRedis([
+          '--cluster-enabled', 'yes',
+          '--cluster-config-file', 'nodes.conf',
+          '--cluster-port', String(bus),
+          '--cluster-node-timeout', '2000',
+        ]),
+      );
+    }
+    const ranges = [[0, 5460], [5461, 10922], [10923, 16383]];
+    for (let i = 0; i < 3; i++) {
+      await nodes[i].admin.call('CLUSTER', 'ADDSLOTSRANGE', ranges[i][0], ranges[i][1]);
+    }
+    for (let i = 1; i < 3; i++) {
+      await nodes[0].admin.call('CLUSTER', 'MEET', '127.0.0.1', nodes[i].port, busPorts[i]);
+    }
+    await eventually(
+      async () => {
+        for (const n of nodes) {
+          const info = await n.admin.call('CLUSTER', 'INFO');
+          if (!info.includes('cluster_state:ok') || !info.includes('cluster_known_nodes:3')) return false;
+        }
+        return true;
+      },
+      20_000,
+      'cluster_state:ok on every node',
+    );
+  } catch (err) {
+    for (const n of nodes) await n.stop();
+    throw err;
+  }
+  return {
+    nodes,
+    url: nodes[0].url,
+    /** The node (one of `nodes`) whose slots hold `key`. */
+    async slotOwner(key) {
+      const slot = await nodes[0].admin.call('CLUSTER', 'KEYSLOT', key);
+      return nodes[slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2];
+    },
+    /** Every key on every node matching `pattern`. */
+    async keys(pattern) {
+      const all = [];
+      for (const n of nodes) all.push(...(await n.admin.keys(pattern)));
+      return all.sort();
+    },
+    async stop() {
+      for (const n of nodes) await n.stop();
+    },
+  };
+}
+
+/**
+ * Starts a primary and one replica (`--replicaof`), ready once the primary reports the replica
+ * online. Returns `{ primary, replica, stop() }` (each as from startRedis()).
+ */
+async function startPrimaryReplica() {
+  // No 5 s diskless-sync delay before the first full sync.
+  const primary = await startRedis(['--repl-diskless-sync-delay', '0']);
+  let replica;
+  try {
+    replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
+    await eventually(
+      async () => /slave0:.*state=online/.test(await primary.admin.info('replication')),
+      20_000,
+      'the replica to come online',
+    );
+  } catch (err) {
+    if (replica) await replica.stop();
+    await primary.stop();
+    throw err;
+  }
+  return {
+    primary,
+    replica,
+    async stop() {
+      await replica.stop();
+      await primary.stop();
+    },
+  };
+}
+
 function passwordOf(args) {
   const i = args.indexOf('--requirepass');
   return i >= 0 ? args[i + 1] : undefined;
@@ -128,4 +222,4 @@ async function eventually(check, ms = 3000, what = 'condition') {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { startRedis, eventually, sleep, freePort };
+module.exports = { startRedis, startCluster, startPrimaryReplica, eventually, sleep, freePort };
