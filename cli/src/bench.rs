@@ -87,6 +87,16 @@ pub async fn run(args: &Args) -> i32 {
             return 1;
         }
     }
+    if let Some(urls) = args.opt("redlock-urls") {
+        let urls: Vec<String> = urls.split(',').map(String::from).collect();
+        match crate::bench_redlock::run(&urls, pairs).await {
+            Ok(s) => md.push_str(&s),
+            Err(e) => {
+                eprintln!("bench: redlock: {e}");
+                return 1;
+            }
+        }
+    }
     match args.opt("out") {
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &md) {

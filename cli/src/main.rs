@@ -2,6 +2,7 @@
 //! spawn. `./run bench` starts a Redis and calls it.
 
 mod bench;
+mod bench_redlock;
 mod stats;
 mod worker;
 
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S]\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
