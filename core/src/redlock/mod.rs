@@ -483,6 +483,7 @@ impl RedlockEngine {
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
         let (purpose, sent) = (round.purpose, round.sent);
+        let first_error = round.first_error().map(|e| e.message().to_string());
         if tally.pending == 0 {
             self.rounds.remove(&id);
         }
@@ -490,7 +491,7 @@ impl RedlockEngine {
             return;
         }
         match purpose {
-            Purpose::Acquire(op) => self.conclude_acquire(now, op, id, sent, tally),
+            Purpose::Acquire(op) => self.conclude_acquire(now, op, id, sent, tally, first_error),
             Purpose::Renew(lease) => self.conclude_pexpire(now, None, lease, id, sent, tally),
             Purpose::Extend(op, lease) => self.conclude_pexpire(now, Some(op), lease, id, sent, tally),
             Purpose::Release(op) => {
@@ -512,7 +513,7 @@ impl RedlockEngine {
         }
     }
 
-    fn conclude_acquire(&mut self, now: Instant, op: OpId, round: u64, sent: Instant, tally: Tally) {
+    fn conclude_acquire(&mut self, now: Instant, op: OpId, round: u64, sent: Instant, tally: Tally, first_error: Option<String>) {
         let Some(a) = self.acquires.get(&op).filter(|a| a.round == Some(round)) else {
             return; // Cancelled or timed out meanwhile; its undo round is already on the wire.
         };
@@ -529,10 +530,14 @@ impl RedlockEngine {
                 whole_millis(now.saturating_duration_since(sent))
             )
         } else {
-            format!(
+            let mut why = format!(
                 "{} of {} masters granted, {} are needed ({} held by another owner, {} restarted less than max_lease ago, {} failed or silent)",
                 tally.yes, self.config.masters, quorum, tally.no, tally.restarting, tally.failed + tally.pending
-            )
+            );
+            if let Some(e) = first_error {
+                why.push_str(&format!("; first error: {e}"));
+            }
+            why
         };
         let a = self.acquires.get_mut(&op).expect("present");
         a.round = None;

@@ -18,7 +18,7 @@ pub(super) enum Vote {
     /// The master has been up for less than the maximum lease and grants nothing yet.
     Restarting,
     /// Transport or protocol error.
-    Failed(#[allow(dead_code)] Error),
+    Failed(Error),
 }
 
 /// The counts a decision is made on; at the node timeout, `pending` counts as failed.
@@ -62,6 +62,14 @@ impl<P> Round<P> {
             decided: false,
             timed_out: false,
         }
+    }
+
+    /// The first transport or protocol error a master answered with, for messages.
+    pub fn first_error(&self) -> Option<&Error> {
+        self.votes.iter().find_map(|v| match v {
+            Vote::Failed(e) => Some(e),
+            _ => None,
+        })
     }
 
     pub fn tally(&self) -> Tally {
