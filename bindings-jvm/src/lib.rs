@@ -30,7 +30,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
 use lockgate_core::options::{duration_from_secs_f64, MAX_PERMITS};
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive};
+use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive, ReplicaAcks};
 
 // ---------------------------------------------------------------------------------------------
 // Errors: one mapping, carrying the core's stable code and retryable flag.
@@ -131,7 +131,18 @@ pub struct NativeClientOptions {
     pub tls_ca_pem: Option<Vec<u8>>,
     pub connect_timeout_secs: Option<f64>,
     pub response_timeout_secs: Option<f64>,
+    /// The URL is one seed node of a Redis Cluster (`None`: false).
+    pub cluster: Option<bool>,
+    /// Replica-acknowledged mode: grants count once `WAIT` confirms this many replicas
+    /// (`None`: off). Signed because the JVM has no unsigned integers; the core checks the range.
+    pub replica_acks: Option<i64>,
+    /// How long that `WAIT` may block (`None`: [`DEFAULT_REPLICA_ACK_TIMEOUT_SECS`]).
+    pub replica_ack_timeout_secs: Option<f64>,
 }
+
+/// The `WAIT` timeout when only a replica count is given (Redisson's `syncSlavesTimeout`
+/// default), below the default 5 s response timeout.
+const DEFAULT_REPLICA_ACK_TIMEOUT_SECS: f64 = 1.0;
 
 /// Lock options; `None` fields take the core's defaults (`wait_timeout_secs: None` = forever,
 /// `reentrant: None` = not reentrant). `reentrant` selects the core's reentrant handle where
@@ -157,7 +168,40 @@ fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOpt
     if let Some(t) = opt_secs("response_timeout", o.response_timeout_secs)? {
         opts.response_timeout = t;
     }
+    opts.cluster = o.cluster.unwrap_or(false);
+    opts.replica_acks = replica_acks(o.replica_acks, o.replica_ack_timeout_secs)?;
     Ok(opts)
+}
+
+/// The replica-acknowledged mode's settings; the core validates them at connect. Only what the
+/// core's `ClientOptions::validate` leaves out is checked here (counts a `u32` cannot hold,
+/// sub-millisecond waits, which the core's engine rejects later), as `INVALID_ARGUMENT` too.
+fn replica_acks(
+    replicas: Option<i64>,
+    timeout_secs: Option<f64>,
+) -> NativeResult<Option<ReplicaAcks>> {
+    let Some(replicas) = replicas else {
+        return match timeout_secs {
+            None => Ok(None),
+            Some(_) => Err(Error::invalid("a replica ack timeout needs a replica count").into()),
+        };
+    };
+    let replicas = u32::try_from(replicas).map_err(|_| {
+        NativeError::from(Error::invalid(format!(
+            "replica_acks must be a positive number of replicas, got {replicas}"
+        )))
+    })?;
+    let timeout = secs(
+        "replica_ack_timeout",
+        timeout_secs.unwrap_or(DEFAULT_REPLICA_ACK_TIMEOUT_SECS),
+    )?;
+    if !timeout.is_zero() && timeout < Duration::from_millis(1) {
+        return Err(Error::invalid(
+            "replica_ack_timeout must be at least 1 ms (WAIT counts milliseconds)",
+        )
+        .into());
+    }
+    Ok(Some(ReplicaAcks { replicas, timeout }))
 }
 
 /// The core's options and the reentrant flag.

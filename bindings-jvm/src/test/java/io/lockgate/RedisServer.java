@@ -59,6 +59,31 @@ final class RedisServer implements AutoCloseable {
         return new RedisServer(List.of());
     }
 
+    /** A server with extra command-line arguments (e.g. {@code --replicaof}, cluster mode). */
+    static RedisServer startWith(String... extra) {
+        return new RedisServer(List.of(extra));
+    }
+
+    /** The server's process id (to pause it with SIGSTOP in tests). */
+    long pid() {
+        return process.pid();
+    }
+
+    /** Sends {@code signal} (e.g. {@code "STOP"}, {@code "CONT"}) to this server's own pid. */
+    void signal(String signal) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(pid())).inheritIO().start();
+            if (kill.waitFor() != 0) {
+                throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** A server whose users come from an ACL file with {@code lines}. */
     static RedisServer startWithAcl(String... lines) {
         try {
