@@ -472,3 +472,195 @@ fn a_master_that_lost_its_script_cache_gets_the_body() {
     assert!(sim.masters.iter().all(|m| m.cached));
 }
 
+
+/// A seeded random run: 4 clients contend for 2 names over 5 masters whose replies take 0-40 ms
+/// (sometimes far longer), that crash and come back empty, while clients take fixed or renewed
+/// leases, hold them for a while and release (or drop) them. At no virtual instant may two
+/// clients both believe they hold the same name. Scripts run when a request arrives (FIFO per
+/// client and master), so grants land anywhere between send and reply.
+struct Chaos {
+    rng: SeededRandom,
+    now: Instant,
+    masters: Vec<Master>,
+    clients: Vec<RedlockEngine>,
+    /// (arrive at, client, master, request, command) not yet run.
+    arriving: Vec<(Instant, usize, usize, RequestId, Vec<Vec<u8>>)>,
+    /// (deliver at, client, request, reply)
+    replies: Vec<(Instant, usize, RequestId, Result<Reply, Error>)>,
+    last_arrival: HashMap<(usize, usize), Instant>,
+    /// Per client: the op it waits on, or the lease it holds with its name and release time.
+    state: Vec<ClientState>,
+    grants: usize,
+    down_until: Vec<Option<Instant>>,
+}
+
+#[derive(Clone, Debug)]
+enum ClientState {
+    Idle(Instant),
+    Waiting(OpId, &'static str),
+    Holding(LeaseId, &'static str, Instant),
+}
+
+use lockgate_core::random::RandomSource;
+
+impl Chaos {
+    fn new(seed: u64) -> Chaos {
+        let cfg = RedlockConfig {
+            masters: 5,
+            max_lease: Duration::from_secs(2),
+            node_timeout: 60 * MS,
+            retry_delay: 10 * MS,
+            retry_jitter: 30 * MS,
+            ..RedlockConfig::default()
+        };
+        let start = Instant::from_origin(Duration::from_secs(100));
+        Chaos {
+            rng: SeededRandom::new(seed),
+            now: start,
+            masters: (0..5).map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, delay: MS }).collect(),
+            clients: (0..4).map(|i| RedlockEngine::new(cfg.clone(), Box::new(SeededRandom::new(seed * 31 + i))).unwrap()).collect(),
+            arriving: Vec::new(),
+            replies: Vec::new(),
+            last_arrival: HashMap::new(),
+            state: vec![ClientState::Idle(start); 4],
+            grants: 0,
+            down_until: vec![None; 5],
+        }
+    }
+
+    fn rand(&mut self, n: u64) -> u64 {
+        self.rng.next_u64() % n
+    }
+
+    fn latency(&mut self) -> Duration {
+        // Mostly fast, sometimes very slow (a paused master, a long GC on the network path).
+        if self.rand(50) == 0 { Duration::from_millis(100 + self.rand(900)) } else { Duration::from_millis(self.rand(40)) }
+    }
+
+    fn pump(&mut self) {
+        for c in 0..self.clients.len() {
+            while let Some(req) = self.clients[c].poll_request() {
+                let lat = self.latency();
+                let last = self.last_arrival.get(&(c, req.master)).copied().unwrap_or(self.now);
+                let at = (self.now + lat).max(last);
+                self.last_arrival.insert((c, req.master), at);
+                self.arriving.push((at, c, req.master, req.id, req.command.0));
+            }
+            while let Some(ev) = self.clients[c].poll_event() {
+                self.on_event(c, ev);
+            }
+        }
+    }
+
+    fn on_event(&mut self, c: usize, ev: Event<RedlockOutcome>) {
+        match (ev, self.state[c].clone()) {
+            (Event::Completed { op, outcome }, ClientState::Waiting(w, name)) if op == w => match outcome {
+                RedlockOutcome::Acquired { lease, .. } => {
+                    self.grants += 1;
+                    let hold = Duration::from_millis(self.rand(400));
+                    self.state[c] = ClientState::Holding(lease, name, self.now + hold);
+                }
+                _ => self.state[c] = ClientState::Idle(self.now + Duration::from_millis(self.rand(50))),
+            },
+            (Event::Lost { lease, .. }, ClientState::Holding(l, _, _)) if l == lease => {
+                self.state[c] = ClientState::Idle(self.now + Duration::from_millis(self.rand(50)));
+            }
+            _ => {}
+        }
+    }
+
+    /// Everyone who believes they hold `name` right now.
+    fn believers(&self, name: &str) -> Vec<usize> {
+        (0..self.clients.len())
+            .filter(|&c| match &self.state[c] {
+                ClientState::Holding(l, n, _) => *n == name && self.clients[c].lease_valid_until(*l).is_some_and(|t| t > self.now),
+                _ => false,
+            })
+            .collect()
+    }
+
+    fn step(&mut self) {
+        self.pump();
+        for name in ["p", "q"] {
+            let b = self.believers(name);
+            assert!(b.len() <= 1, "two holders of {name} at {:?}: {b:?}", self.now);
+        }
+        // Next instant anything happens.
+        let mut next = self.now + 5 * MS;
+        for t in self.arriving.iter().map(|a| a.0).chain(self.replies.iter().map(|r| r.0)) {
+            next = next.min(t);
+        }
+        for c in &self.clients {
+            if let Some(t) = c.poll_timeout() {
+                next = next.min(t);
+            }
+        }
+        self.now = next.max(self.now);
+        let now = self.now;
+        // Masters crash (losing everything) and come back.
+        for m in 0..self.masters.len() {
+            let crash = self.rand(3000) == 0;
+            let downtime = Duration::from_millis(self.rand(1500));
+            match self.down_until[m] {
+                Some(t) if t <= now => {
+                    self.down_until[m] = None;
+                    self.masters[m] = Master { up: true, started: now, keys: HashMap::new(), cached: false, delay: MS };
+                }
+                None if crash => {
+                    self.masters[m].up = false;
+                    self.down_until[m] = Some(now + downtime);
+                }
+                _ => {}
+            }
+        }
+        let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.arriving).into_iter().partition(|a| a.0 <= now);
+        self.arriving = rest;
+        for (_, c, m, id, cmd) in due {
+            let (reply, back) = if self.masters[m].up {
+                (Ok(self.masters[m].run(now, &cmd, Duration::from_secs(2))), self.latency())
+            } else {
+                (Err(Error::new(ErrorKind::Connection, "connection refused")), MS)
+            };
+            self.replies.push((now + back, c, id, reply));
+        }
+        let (due, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.replies).into_iter().partition(|r| r.0 <= now);
+        self.replies = rest;
+        for (_, c, id, reply) in due {
+            self.clients[c].handle_reply(now, id, reply);
+        }
+        for c in 0..self.clients.len() {
+            self.clients[c].handle_timeout(now);
+            match self.state[c].clone() {
+                ClientState::Idle(t) if t <= now => {
+                    let name = if self.rand(2) == 0 { "p" } else { "q" };
+                    let opts = if self.rand(2) == 0 {
+                        LockOptions::fixed_lease(Duration::from_millis(200 + self.rand(1800)))
+                    } else {
+                        LockOptions::renewed_lease(Duration::from_millis(150 + self.rand(500)))
+                    };
+                    let op = self.clients[c].acquire(now, name, &opts, Wait::For(Duration::from_millis(800))).unwrap();
+                    self.state[c] = ClientState::Waiting(op, name);
+                }
+                ClientState::Holding(l, _, until) if until <= now => {
+                    let _ = self.clients[c].release(now, l);
+                    self.state[c] = ClientState::Idle(now + Duration::from_millis(self.rand(30)));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn no_two_holders_under_random_delays_crashes_and_restarts() {
+    let mut total = 0;
+    for seed in 1..=40 {
+        let mut sim = Chaos::new(seed);
+        let end = sim.now + Duration::from_secs(30);
+        while sim.now < end {
+            sim.step();
+        }
+        total += sim.grants;
+    }
+    assert!(total > 1000, "the workload made progress ({total} grants)");
+}
