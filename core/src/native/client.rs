@@ -67,9 +67,9 @@ impl ClientOptions {
             }
         }
         if let Some(r) = self.replica_acks {
-            if r.replicas == 0 || r.timeout.is_zero() || r.timeout >= self.response_timeout {
+            if r.replicas == 0 || r.timeout < Duration::from_millis(1) || r.timeout >= self.response_timeout {
                 return Err(Error::invalid(
-                    "replica_acks needs at least 1 replica and a WAIT timeout below response_timeout",
+                    "replica_acks needs at least 1 replica and a WAIT timeout of at least 1 ms, below response_timeout",
                 ));
             }
         }
