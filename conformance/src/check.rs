@@ -10,7 +10,8 @@ pub struct Context {
     prefix: String,
     run: String,
     tokens: HashMap<String, u128>,
-    hammers: HashMap<String, Vec<(u128, u128, u128)>>,
+    /// Hammer records: (token, if the grant had one; enter ns; exit ns).
+    hammers: HashMap<String, Vec<(Option<u128>, u128, u128)>>,
 }
 
 impl Context {
@@ -49,9 +50,11 @@ impl Context {
 
     /// The real key a placeholder names: `{key:L}`, `{queue:L}`, `{waiters:L}`, `{fence:L}` (the
     /// mutex, PROTOCOL.md §1) and `{sem_holders:L}`, `{sem_queue:L}`, `{rw_holders:L}`,
-    /// `{rw_queue:L}`, `{elect_holders:L}` (the shared-holder primitives, §7).
+    /// `{rw_queue:L}`, `{elect_holders:L}` (the shared-holder primitives, §7) and `{redlock:L}`
+    /// (a Redlock's key on each master, §8).
     fn key(&self, template: &str) -> String {
-        const TAGS: [(&str, &str); 9] = [
+        const TAGS: [(&str, &str); 10] = [
+            ("redlock:", ":redlock"),
             ("key:", ""),
             ("queue:", ":queue"),
             ("waiters:", ":waiters"),
@@ -125,7 +128,12 @@ impl Context {
                 .iter()
                 .map(|rec| {
                     let f = |i: usize| rec.get(i).and_then(|v| v.as_str().map(str::to_string).or_else(|| v.as_u64().map(|n| n.to_string())));
-                    Some((f(0)?.parse().ok()?, f(1)?.parse().ok()?, f(2)?.parse().ok()?))
+                    // A Redlock grant has no token: null.
+                    let token = match rec.get(0) {
+                        Some(Value::Null) => None,
+                        _ => Some(f(0)?.parse().ok()?),
+                    };
+                    Some((token, f(1)?.parse().ok()?, f(2)?.parse().ok()?))
                 })
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| format!("malformed hammer records: {r}"))?;
@@ -140,6 +148,7 @@ impl Context {
         for (k, v) in want {
             let ok = match k.as_str() {
                 "within_ms" => reply.elapsed.as_millis() <= v.as_u64().unwrap_or(0) as u128,
+                "token_absent" => r.get("token").is_none_or(Value::is_null) == (v == &Value::Bool(true)),
                 "at_least_ms" => reply.elapsed.as_millis() >= v.as_u64().unwrap_or(0) as u128,
                 "token_gt" | "token_eq" => {
                     let other = v.as_str().and_then(|n| self.tokens.get(n)).ok_or(format!("no token saved as {v}"))?;
@@ -158,15 +167,16 @@ impl Context {
     /// Merges the records of several `hammer` replies. With `permits == 1` (an exclusive lock:
     /// mutex, write half, leadership) no two holdings overlap in time and fencing tokens increase
     /// in the order the holdings began; with more (a semaphore) at most `permits` holdings
-    /// overlap at any instant and every grant has its own token.
+    /// overlap at any instant and every grant has its own token. Holdings without tokens (Redlock)
+    /// are checked for overlap only.
     pub fn check_hammer(&self, labels: &[Value], permits: u64) -> Result<(), String> {
-        let mut all: Vec<(u128, u128, u128)> = Vec::new();
+        let mut all: Vec<(Option<u128>, u128, u128)> = Vec::new();
         for l in labels {
             let l = l.as_str().unwrap_or_default();
             all.extend(self.hammers.get(l).ok_or(format!("no hammer records saved as {l}"))?);
         }
         if permits > 1 {
-            let mut tokens: Vec<u128> = all.iter().map(|r| r.0).collect();
+            let mut tokens: Vec<u128> = all.iter().filter_map(|r| r.0).collect();
             tokens.sort_unstable();
             if let Some(w) = tokens.windows(2).find(|w| w[0] == w[1]) {
                 return Err(format!("fencing token {} granted twice", w[0]));
@@ -190,10 +200,12 @@ impl Context {
         all.sort_by_key(|r| r.1);
         for w in all.windows(2) {
             if w[1].1 < w[0].2 {
-                return Err(format!("holdings overlap: token {} entered before token {} left", w[1].0, w[0].0));
+                return Err(format!("holdings overlap: {:?} (token) entered at {} ns before {:?} left at {} ns", w[1].0, w[1].1, w[0].0, w[0].2));
             }
-            if w[1].0 <= w[0].0 {
-                return Err(format!("fencing tokens not increasing: {} then {}", w[0].0, w[1].0));
+            if let (Some(a), Some(b)) = (w[0].0, w[1].0) {
+                if b <= a {
+                    return Err(format!("fencing tokens not increasing: {a} then {b}"));
+                }
             }
         }
         Ok(())

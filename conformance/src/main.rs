@@ -24,6 +24,11 @@ use server::RedisServer;
 const PREFIX: &str = "lockgate-conf:";
 /// Longest any single operation may take before the run fails.
 const OP_LIMIT: Duration = Duration::from_secs(60);
+/// Independent masters started for the Redlock scenarios.
+const REDLOCK_MASTERS: usize = 3;
+/// The Redlock deployment's max lease: every actor is told it, and a fresh master grants
+/// nothing until it has been up this long plus a second (PROTOCOL.md §8).
+const REDLOCK_MAX_LEASE_MS: u64 = 5000;
 
 #[derive(Deserialize)]
 struct Scenario {
@@ -32,6 +37,9 @@ struct Scenario {
     description: String,
     actors: Vec<String>,
     steps: Vec<Value>,
+    /// Connect every actor's Redlock client to the independent masters too.
+    #[serde(default)]
+    redlock: bool,
 }
 
 #[derive(Deserialize, Clone)]
@@ -102,13 +110,24 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     let failures = load_failure_lists(&dir, &specs)?;
     let scenarios = load_scenarios(&dir.join("scenarios"))?;
     let server = RedisServer::start()?;
+    let masters = if scenarios.iter().any(|s| s.redlock) {
+        (0..REDLOCK_MASTERS).map(|_| RedisServer::start()).collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    let masters_started = std::time::Instant::now();
     let mut results = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
+        if scenario.redlock {
+            // The delayed-restart rule: fresh masters refuse grants for max_lease + 1 s.
+            let ready = masters_started + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000);
+            tokio::time::sleep_until(ready.into()).await;
+        }
         for (label, assignment, mixed) in assignments(scenario, &specs) {
             let bindings: Vec<String> = assignment.iter().map(|s| s.binding.clone()).collect();
             let expected_failure = bindings.iter().any(|b| failures.get(b).is_some_and(|f| f.contains_key(&scenario.name)));
             let tag = format!("{index}.{}", results.len());
-            let error = execute(root, &server, scenario, &assignment, &tag).await.err();
+            let error = execute(root, &server, &masters, scenario, &assignment, &tag).await.err();
             let r = RunResult { scenario: scenario.name.clone(), label, mixed, bindings, error, expected_failure };
             println!("{:<40} {:<28} {}{}", r.scenario, r.label, r.verdict(), r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default());
             results.push(r);
@@ -186,7 +205,7 @@ fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec]) -> Vec<(String, Vec<&'a
 }
 
 /// Runs one scenario with one assignment of bindings to actors.
-async fn execute(root: &Path, server: &RedisServer, s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
+async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
     let mut actors: HashMap<String, Actor> = HashMap::new();
     for (name, spec) in s.actors.iter().zip(assignment) {
         let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
@@ -195,11 +214,22 @@ async fn execute(root: &Path, server: &RedisServer, s: &Scenario, assignment: &[
         if r.value["ok"] != true {
             return Err(format!("{name} ({}) could not connect: {}", spec.binding, r.value));
         }
+        if s.redlock {
+            let urls: Vec<String> = masters.iter().map(RedisServer::url).collect();
+            let op = serde_json::json!({"op": "connect_redlock", "urls": urls, "prefix": PREFIX, "max_lease_ms": REDLOCK_MAX_LEASE_MS});
+            let id = a.send(op).await?;
+            let r = a.wait(id, OP_LIMIT).await?;
+            if r.value["ok"] != true {
+                return Err(format!("{name} ({}) could not connect to the Redlock masters: {}", spec.binding, r.value));
+            }
+        }
         actors.insert(name.clone(), a);
     }
-    let mut redis = redis::Client::open(server.url())
-        .and_then(|c| c.get_connection())
-        .map_err(|e| format!("orchestrator cannot reach redis: {e}"))?;
+    let connect = |url: String| {
+        redis::Client::open(url).and_then(|c| c.get_connection()).map_err(|e| format!("orchestrator cannot reach redis: {e}"))
+    };
+    let mut redis = connect(server.url())?;
+    let mut master_conns = masters.iter().map(|m| connect(m.url())).collect::<Result<Vec<_>, _>>()?;
     let mut ctx = check::Context::new(PREFIX, &format!("{}.{tag}", s.name));
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
     let result = async {
@@ -210,9 +240,16 @@ async fn execute(root: &Path, server: &RedisServer, s: &Scenario, assignment: &[
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
                 actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
             } else if let Some(cmd) = step.get("redis").and_then(Value::as_array) {
-                ctx.redis(&mut redis, cmd, step.get("expect")).map_err(at)?;
+                let conn = match step.get("master").and_then(Value::as_u64) {
+                    Some(i) => master_conns.get_mut(i as usize).ok_or_else(|| at(format!("no master {i}")))?,
+                    None => &mut redis,
+                };
+                ctx.redis(conn, cmd, step.get("expect")).map_err(at)?;
             } else if let Some(lock) = step.get("expect_keys_absent").and_then(Value::as_str) {
                 ctx.keys_absent(&mut redis, lock).map_err(at)?;
+                for (i, m) in master_conns.iter_mut().enumerate() {
+                    ctx.keys_absent(m, lock).map_err(|e| at(format!("master {i}: {e}")))?;
+                }
             } else if let Some(labels) = step.get("check_hammer").and_then(Value::as_array) {
                 let permits = step.get("permits").and_then(Value::as_u64).unwrap_or(1);
                 ctx.check_hammer(labels, permits).map_err(at)?;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock};
+use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock, Redlock, RedlockLease, RedlockLock, RedlockOptions};
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::{Error, LockOptions, Primitive};
 use serde_json::{json, Value};
@@ -49,19 +49,98 @@ fn not_held() -> Value {
     json!({"ok": false, "error": "NOT_HELD", "retryable": false})
 }
 
+/// A lock of either client: the single-instance one or the Redlock.
+#[derive(Clone)]
+enum AnyLock {
+    Plain(Lock),
+    Redlock(RedlockLock),
+}
+
+/// A lease of either kind; a Redlock lease has no fencing token.
+enum AnyLease {
+    Plain(Lease),
+    Redlock(RedlockLease),
+}
+
+impl AnyLock {
+    async fn acquire(&self, timeout: Duration) -> Result<AnyLease, Error> {
+        match self {
+            AnyLock::Plain(l) => l.acquire(timeout).await.map(AnyLease::Plain),
+            AnyLock::Redlock(l) => l.acquire(timeout).await.map(AnyLease::Redlock),
+        }
+    }
+
+    async fn try_acquire(&self) -> Result<Option<AnyLease>, Error> {
+        match self {
+            AnyLock::Plain(l) => Ok(l.try_acquire().await?.map(AnyLease::Plain)),
+            AnyLock::Redlock(l) => Ok(l.try_acquire().await?.map(AnyLease::Redlock)),
+        }
+    }
+}
+
+impl AnyLease {
+    fn token(&self) -> Option<String> {
+        match self {
+            AnyLease::Plain(l) => Some(l.fencing_token().to_string()),
+            AnyLease::Redlock(_) => None,
+        }
+    }
+
+    async fn release(&self) -> Result<bool, Error> {
+        match self {
+            AnyLease::Plain(l) => l.release().await,
+            AnyLease::Redlock(l) => l.release().await,
+        }
+    }
+
+    async fn extend(&self, d: Duration) -> Result<(), Error> {
+        match self {
+            AnyLease::Plain(l) => l.extend(d).await,
+            AnyLease::Redlock(l) => l.extend(d).await,
+        }
+    }
+
+    fn is_held(&self) -> bool {
+        match self {
+            AnyLease::Plain(l) => l.is_held(),
+            AnyLease::Redlock(l) => l.is_held(),
+        }
+    }
+
+    async fn lost(&self) -> Error {
+        match self {
+            AnyLease::Plain(l) => l.lost().await,
+            AnyLease::Redlock(l) => l.lost().await,
+        }
+    }
+}
+
+/// A grant's reply: a Redlock grant carries no token.
+fn granted(lease: &AnyLease) -> Value {
+    match lease.token() {
+        Some(token) => json!({"ok": true, "acquired": true, "token": token}),
+        None => json!({"ok": true, "acquired": true}),
+    }
+}
+
 /// One library handle of the actor (named by the step's `handle`, default the lock name) and
 /// the stack of leases acquired through it, most recent last.
 struct Handle {
-    lock: Lock,
+    lock: AnyLock,
     /// For `kind: leader`: the election and the value to campaign with (`acquire` campaigns).
     election: Option<(Election, String)>,
-    leases: Vec<Lease>,
+    leases: Vec<AnyLease>,
 }
 
 /// Builds the handle a step describes: `kind` (mutex, semaphore, read, write, leader),
-/// `permits`, `value`, `reentrant`, `writers_first`, plus the lock options.
-fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error> {
+/// `permits`, `value`, `reentrant`, `writers_first`, plus the lock options; `kind: redlock` is a
+/// lock of the actor's Redlock client.
+fn make_handle(client: &Client, redlock: Option<&Redlock>, name: &str, op: &Value) -> Result<Handle, Error> {
     let o = options(op)?;
+    if op.get("kind").and_then(Value::as_str) == Some("redlock") {
+        let redlock = redlock.ok_or_else(|| Error::invalid("connect_redlock was not sent"))?;
+        return Ok(Handle { lock: AnyLock::Redlock(redlock.lock(name, o)?), election: None, leases: Vec::new() });
+    }
     let reentrant = op.get("reentrant").and_then(Value::as_bool).unwrap_or(false);
     let mut election = None;
     let lock = match op.get("kind").and_then(Value::as_str).unwrap_or("mutex") {
@@ -93,11 +172,12 @@ fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error>
         }
         other => return Err(Error::invalid(format!("unknown kind {other:?}"))),
     };
-    Ok(Handle { lock, election, leases: Vec::new() })
+    Ok(Handle { lock: AnyLock::Plain(lock), election, leases: Vec::new() })
 }
 
 struct Actor {
     client: Option<Client>,
+    redlock: Option<Redlock>,
     handles: HashMap<String, Handle>,
 }
 
@@ -107,14 +187,14 @@ impl Actor {
     fn handle_for(&mut self, name: &str, op: &Value) -> Result<&mut Handle, Error> {
         let key = op.get("handle").and_then(Value::as_str).unwrap_or(name).to_string();
         if !self.handles.contains_key(&key) {
-            let h = make_handle(self.client(), name, op)?;
+            let h = make_handle(self.client(), self.redlock.as_ref(), name, op)?;
             self.handles.insert(key.clone(), h);
         }
         Ok(self.handles.get_mut(&key).expect("inserted above"))
     }
 
     /// The most recent lease of the step's handle, if any.
-    fn top(&mut self, name: &str, op: &Value) -> Option<&mut Lease> {
+    fn top(&mut self, name: &str, op: &Value) -> Option<&mut AnyLease> {
         let key = op.get("handle").and_then(Value::as_str).unwrap_or(name);
         self.handles.get_mut(key).and_then(|h| h.leases.last_mut())
     }
@@ -135,6 +215,25 @@ impl Actor {
                     Err(e) => err(&e),
                 }
             }
+            "connect_redlock" => {
+                let urls: Vec<String> = op["urls"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(String::from)).collect();
+                let mut o = RedlockOptions::new(urls);
+                if let Some(p) = op.get("prefix").and_then(Value::as_str) {
+                    o.config.key_prefix = p.to_string();
+                }
+                match ms(op, "max_lease_ms") {
+                    Ok(Some(d)) => o.config.max_lease = d,
+                    Ok(None) => {}
+                    Err(e) => return err(&e),
+                }
+                match o.connect().await {
+                    Ok(r) => {
+                        self.redlock = Some(r);
+                        json!({"ok": true})
+                    }
+                    Err(e) => err(&e),
+                }
+            }
             "lock" => match self.handle_for(&name, op) {
                 Ok(_) => json!({"ok": true}),
                 Err(e) => err(&e),
@@ -149,7 +248,7 @@ impl Actor {
                         Ok(timeout) => {
                             let timeout = timeout.unwrap_or_default();
                             match &h.election {
-                                Some((e, value)) => e.campaign(value, Some(timeout)).await.map(Some),
+                                Some((e, value)) => e.campaign(value, Some(timeout)).await.map(|l| Some(AnyLease::Plain(l))),
                                 None => h.lock.acquire(timeout).await.map(Some),
                             }
                         }
@@ -160,9 +259,9 @@ impl Actor {
                 };
                 match result {
                     Ok(Some(lease)) => {
-                        let token = lease.fencing_token().to_string();
+                        let reply = granted(&lease);
                         h.leases.push(lease);
-                        json!({"ok": true, "acquired": true, "token": token})
+                        reply
                     }
                     Ok(None) => json!({"ok": true, "acquired": false}),
                     Err(e) => err(&e),
@@ -206,7 +305,7 @@ impl Actor {
                     if let Err(e) = lease.release().await {
                         return err(&e);
                     }
-                    records.push(json!([lease.fencing_token().to_string(), enter.to_string(), exit.to_string()]));
+                    records.push(json!([lease.token(), enter.to_string(), exit.to_string()]));
                 }
                 json!({"ok": true, "records": records})
             }
@@ -248,7 +347,7 @@ impl Actor {
 async fn main() {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut out = tokio::io::stdout();
-    let mut actor = Actor { client: None, handles: HashMap::new() };
+    let mut actor = Actor { client: None, redlock: None, handles: HashMap::new() };
     while let Ok(Some(line)) = lines.next_line().await {
         let op: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
@@ -272,5 +371,8 @@ async fn main() {
     }
     if let Some(c) = actor.client {
         c.close().await;
+    }
+    if let Some(r) = actor.redlock {
+        r.close().await;
     }
 }
