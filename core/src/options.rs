@@ -104,10 +104,21 @@ pub fn validate_primitive(p: &crate::engine::Primitive) -> Result<()> {
     }
 }
 
-/// Rejects empty names and names longer than [`MAX_NAME_BYTES`].
+/// Rejects empty names, names longer than [`MAX_NAME_BYTES`] and names starting with `}`.
+///
+/// Every key of a lock carries the hash tag `{name}` (PROTOCOL.md §1). Redis hashes the text
+/// between a key's first `{` and the first `}` after it; for a name starting with `}` that text
+/// is empty, so Redis would hash each whole key instead and the keys of one lock would land in
+/// different Redis Cluster slots (every script a CROSSSLOT error). Any other name keeps a
+/// non-empty tag inside `{name}`, common to all of the lock's keys.
 pub fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name must not be empty"));
+    }
+    if name.starts_with('}') {
+        return Err(Error::invalid(
+            "lock name must not start with '}' (its keys' hash tag would be empty)",
+        ));
     }
     if name.len() > MAX_NAME_BYTES {
         return Err(Error::invalid(format!(
@@ -201,6 +212,12 @@ mod tests {
         assert!(validate_name("").is_err());
         assert!(validate_name(&"x".repeat(MAX_NAME_BYTES)).is_ok());
         assert!(validate_name(&"x".repeat(MAX_NAME_BYTES + 1)).is_err());
+        for bad in ["}", "}{", "}x{y}"] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+        for ok in ["{}", "a{b}c", "x}{", "{"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! Every primitive on a local three-master Redis Cluster (started by the test): scripts are
 //! routed by their lock's slot, grants are published across the cluster bus, and every key of a
 //! lock shares one slot, so CROSSSLOT cannot happen.
+//!
+//! The full mutex and fair-lock suites also run on a cluster (`redis_mutex.rs` and
+//! `redis_primitives.rs`, the `::cluster` half of each test); the tests here cover what is
+//! cluster-specific: slots of every key, and locks of one client spread over several masters.
 #![cfg(feature = "tokio")]
 
 mod support;
@@ -21,8 +25,23 @@ async fn connect(cluster: &RedisCluster) -> Client {
 }
 
 fn slot(cluster: &RedisCluster, key: &str) -> i64 {
-    let mut c = cluster.nodes[0].raw();
-    redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
+    cluster.slot(key)
+}
+
+/// Asserts that every key of every primitive named `name` is in one slot (the server's
+/// `CLUSTER KEYSLOT`), and returns it.
+fn assert_one_slot(cluster: &RedisCluster, name: &str) -> i64 {
+    let mutex = MutexKeys::new("lockgate:", name);
+    let s = slot(cluster, &mutex.lock);
+    for k in mutex.all() {
+        assert_eq!(slot(cluster, k), s, "{k} of lock {name:?}");
+    }
+    for kind in ["sem", "rw", "elect"] {
+        for k in SharedKeys::new("lockgate:", kind, name).all() {
+            assert_eq!(slot(cluster, k), s, "{k} of lock {name:?}");
+        }
+    }
+    s
 }
 
 /// Whether any node of the cluster still has a key of lock `name` other than a fence counter.
@@ -44,19 +63,49 @@ fn every_key_of_a_lock_shares_one_slot() {
     let cluster = RedisCluster::start();
     let mut masters = std::collections::HashSet::new();
     for name in NAMES {
-        let mutex = MutexKeys::new("lockgate:", name);
-        let s = slot(&cluster, &mutex.lock);
+        let s = assert_one_slot(&cluster, name);
         masters.insert(s * 3 / 16384);
-        for k in mutex.all() {
-            assert_eq!(slot(&cluster, k), s, "{k}");
-        }
-        for kind in ["sem", "rw", "elect"] {
-            for k in SharedKeys::new("lockgate:", kind, name).all() {
-                assert_eq!(slot(&cluster, k), s, "{k}");
-            }
-        }
     }
     assert!(masters.len() >= 2, "the test names should span masters");
+}
+
+// Names that look like hash tags, or contain stray braces, still keep every key of a lock in one
+// slot: the first `}` after the tag's `{` is inside `{N}`, so the tag is a non-empty prefix of
+// `N` shared by every key. A name starting with `}` would make that tag empty (Redis would then
+// hash each whole key, and a script would hit CROSSSLOT), so such names are refused before any
+// network call. Every primitive is then used with each accepted name on the cluster: a CROSSSLOT
+// error would fail the acquisition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brace_names_keep_one_slot() {
+    let cluster = RedisCluster::start();
+    let c = connect(&cluster).await;
+    let accepted = ["a{b}c", "{}", "{", "{{}}", "x}{", "a}b{c", "{a}{b}", "{}}", "{7}:orders", "a{}b"];
+    let refused = ["}", "}{", "}}", "}a{b}"];
+    for name in accepted {
+        assert_one_slot(&cluster, name);
+        let lease = c.lock(name, LockOptions::default()).unwrap().acquire(Duration::from_secs(1)).await.unwrap();
+        assert!(lease.release().await.unwrap(), "{name:?}");
+        let permit = c.semaphore(name, 2, LockOptions::default()).unwrap().acquire(Duration::from_secs(1)).await.unwrap();
+        assert!(permit.release().await.unwrap(), "{name:?}");
+        let rw = c.read_write_lock(name, LockOptions::default()).unwrap();
+        let r = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
+        assert!(rw.write().try_acquire().await.unwrap().is_none(), "{name:?}");
+        assert!(r.release().await.unwrap(), "{name:?}");
+        let e = c.election(name, LockOptions::default()).unwrap();
+        let lead = e.campaign("me", None).await.unwrap();
+        assert_eq!(e.observe().await.unwrap().unwrap().term, lead.fencing_token(), "{name:?}");
+        assert!(lead.release().await.unwrap(), "{name:?}");
+    }
+    for name in refused {
+        for r in [
+            c.lock(name, LockOptions::default()).map(|_| ()),
+            c.semaphore(name, 2, LockOptions::default()).map(|_| ()),
+            c.read_write_lock(name, LockOptions::default()).map(|_| ()),
+            c.election(name, LockOptions::default()).map(|_| ()),
+        ] {
+            assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidArgument, "{name:?}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

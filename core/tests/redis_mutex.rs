@@ -1,6 +1,15 @@
-//! The Redis mutex against a real redis-server started by the test.
+//! The Redis mutex against real servers started by the test: every test that does not depend
+//! on a single server runs twice, as `<test>::single` on one redis-server and `<test>::cluster`
+//! on a local three-master Redis Cluster (`on_both!`), asserting the same things.
+//!
+//! `acl_authentication` runs on both too, on servers with an ACL file (instantiated by hand).
+//!
+//! Single-server only, with the reason:
+//! - `tls_connection_is_verified`: starts its own TLS-only server; the cluster fixture is
+//!   plaintext (cluster TLS needs `tls-cluster` and TLS bus ports).
 #![cfg(feature = "tokio")]
 
+#[macro_use]
 mod support;
 
 use std::sync::Arc;
@@ -9,22 +18,22 @@ use std::time::Duration;
 use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
-use support::{RedisServer, TlsFiles};
+use support::{Backend, RedisServer, TlsFiles};
 
 fn fixed(ms: u64) -> LockOptions {
     LockOptions::fixed_lease(Duration::from_millis(ms))
 }
 
 // Several clients increment a counter with a non-atomic GET/SET inside the lock: no update is lost.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mutual_exclusion_loses_no_updates() {
-    let server = RedisServer::start();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn mutual_exclusion_loses_no_updates);
+async fn mutual_exclusion_loses_no_updates(b: Backend) {
     let mut tasks = Vec::new();
     for _ in 0..4 {
-        let url = server.url();
+        let opts = b.options();
+        let counter_url = b.url_for("counter");
         tasks.push(tokio::spawn(async move {
-            let client = Client::connect(&url).await.unwrap();
-            let raw = redis::Client::open(url.as_str()).unwrap();
+            let client = opts.connect().await.unwrap();
+            let raw = redis::Client::open(counter_url.as_str()).unwrap();
             let mut conn = raw.get_multiplexed_async_connection().await.unwrap();
             let lock = client.lock("counter", LockOptions::default()).unwrap();
             let mut tokens = Vec::new();
@@ -57,7 +66,7 @@ async fn mutual_exclusion_loses_no_updates() {
         );
         all.extend(tokens);
     }
-    let v: i64 = server.raw().get("counter").unwrap();
+    let v: i64 = b.raw("counter").get("counter").unwrap();
     assert_eq!(v, 200);
     all.sort();
     all.dedup();
@@ -65,10 +74,9 @@ async fn mutual_exclusion_loses_no_updates() {
 }
 
 // Only the owner's release deletes the key; a stranger's token changes nothing.
-#[tokio::test]
-async fn release_is_owner_only() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn release_is_owner_only);
+async fn release_is_owner_only(b: Backend) {
+    let client = b.connect().await;
     let lock = client.lock("owner", fixed(200)).unwrap();
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -78,7 +86,7 @@ async fn release_is_owner_only() {
         "the expired holder's release reports not held"
     );
     assert!(other.is_held());
-    let holder: Option<String> = server.raw().get("lockgate:{owner}").unwrap();
+    let holder: Option<String> = b.raw("lockgate:{owner}").get("lockgate:{owner}").unwrap();
     assert!(
         holder.is_some(),
         "the new holder's key survived the old holder's release"
@@ -87,10 +95,9 @@ async fn release_is_owner_only() {
 }
 
 // A fixed lease expires by itself and the lock becomes free; extend after that never resurrects it.
-#[tokio::test]
-async fn expiry_frees_and_extend_never_resurrects() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn expiry_frees_and_extend_never_resurrects);
+async fn expiry_frees_and_extend_never_resurrects(b: Backend) {
+    let client = b.connect().await;
     let lock = client.lock("exp", fixed(150)).unwrap();
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
     assert!(lock.try_acquire().await.unwrap().is_none());
@@ -98,7 +105,7 @@ async fn expiry_frees_and_extend_never_resurrects() {
     assert!(!lease.is_held());
     let e = lease.extend(Duration::from_secs(5)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotHeld);
-    let exists: bool = server.raw().exists("lockgate:{exp}").unwrap();
+    let exists: bool = b.raw("lockgate:{exp}").exists("lockgate:{exp}").unwrap();
     assert!(!exists, "extend must not re-create the key");
     let again = lock
         .try_acquire()
@@ -109,10 +116,9 @@ async fn expiry_frees_and_extend_never_resurrects() {
 }
 
 // With renewal on, the watchdog keeps a short lease alive well past its length.
-#[tokio::test]
-async fn watchdog_keeps_lock_past_its_lease() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn watchdog_keeps_lock_past_its_lease);
+async fn watchdog_keeps_lock_past_its_lease(b: Backend) {
+    let client = b.connect().await;
     let lock = client
         .lock(
             "dog",
@@ -122,17 +128,16 @@ async fn watchdog_keeps_lock_past_its_lease() {
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(lease.is_held());
-    let pttl: i64 = server.raw().pttl("lockgate:{dog}").unwrap();
+    let pttl: i64 = b.raw("lockgate:{dog}").pttl("lockgate:{dog}").unwrap();
     assert!(pttl > 0, "key still has a lease");
     assert!(lock.try_acquire().await.unwrap().is_none());
     assert!(lease.release().await.unwrap());
 }
 
 // Deleting the key behind the holder's back fires the loss signal at the next renewal.
-#[tokio::test]
-async fn loss_is_signalled_when_key_is_deleted() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn loss_is_signalled_when_key_is_deleted);
+async fn loss_is_signalled_when_key_is_deleted(b: Backend) {
+    let client = b.connect().await;
     let lock = client
         .lock(
             "gone",
@@ -140,7 +145,7 @@ async fn loss_is_signalled_when_key_is_deleted() {
         )
         .unwrap();
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
-    let _: () = server.raw().del("lockgate:{gone}").unwrap();
+    let _: () = b.raw("lockgate:{gone}").del("lockgate:{gone}").unwrap();
     let err = tokio::time::timeout(Duration::from_secs(2), lease.lost())
         .await
         .expect("loss signalled within a lease");
@@ -150,11 +155,10 @@ async fn loss_is_signalled_when_key_is_deleted() {
 }
 
 // A waiter is woken by the release (push), far sooner than any fallback re-check.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiter_is_woken_by_release() {
-    let server = RedisServer::start();
-    let a = Client::connect(&server.url()).await.unwrap();
-    let b = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn waiter_is_woken_by_release);
+async fn waiter_is_woken_by_release(backend: Backend) {
+    let a = backend.connect().await;
+    let b = backend.connect().await;
     // A 30 s watchdog lease: the waiter's fallback re-check is seconds away.
     let holder = a
         .lock("wake", LockOptions::default())
@@ -177,16 +181,15 @@ async fn waiter_is_woken_by_release() {
 }
 
 // Waiters are granted in arrival order, and each release wakes only the next one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiters_are_served_in_arrival_order() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn waiters_are_served_in_arrival_order);
+async fn waiters_are_served_in_arrival_order(b: Backend) {
+    let client = b.connect().await;
     let lock = client.lock("fifo", LockOptions::default()).unwrap();
     let first = lock.acquire(Duration::from_secs(1)).await.unwrap();
     let order = Arc::new(tokio::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let c = Client::connect(&server.url()).await.unwrap();
+        let c = b.connect().await;
         let order = order.clone();
         tasks.push(tokio::spawn(async move {
             let lock = c.lock("fifo", LockOptions::default()).unwrap();
@@ -195,7 +198,7 @@ async fn waiters_are_served_in_arrival_order() {
             lease.release().await.unwrap();
         }));
         // Let this waiter reach the queue before the next one arrives.
-        let mut raw = server.raw();
+        let mut raw = b.raw("lockgate:{fifo}:queue");
         while raw.zcard::<_, usize>("lockgate:{fifo}:queue").unwrap() < i + 1 {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -205,18 +208,16 @@ async fn waiters_are_served_in_arrival_order() {
         t.await.unwrap();
     }
     assert_eq!(*order.lock().await, (0..8).collect::<Vec<_>>());
-    let mut raw = server.raw();
     for suffix in ["", ":queue", ":waiters"] {
         let k = format!("lockgate:{{fifo}}{suffix}");
-        assert!(!raw.exists::<_, bool>(&k).unwrap(), "{k} left behind");
+        assert!(!b.raw(&k).exists::<_, bool>(&k).unwrap(), "{k} left behind");
     }
 }
 
 // A timed-out waiter leaves no queue entry behind, and the timeout is honoured.
-#[tokio::test]
-async fn timeout_leaves_nothing_behind() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn timeout_leaves_nothing_behind);
+async fn timeout_leaves_nothing_behind(b: Backend) {
+    let client = b.connect().await;
     let lock = client.lock("t", LockOptions::default()).unwrap();
     let held = lock.acquire(Duration::from_secs(1)).await.unwrap();
     let started = std::time::Instant::now();
@@ -229,7 +230,7 @@ async fn timeout_leaves_nothing_behind() {
         "{took:?}"
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{t}");
     assert_eq!(raw.zcard::<_, usize>("lockgate:{t}:queue").unwrap(), 0);
     // Dropping a pending acquire cancels it the same way.
     let pending = tokio::time::timeout(
@@ -245,10 +246,10 @@ async fn timeout_leaves_nothing_behind() {
 }
 
 // Restarting Redis without persistence keeps fencing tokens increasing (and reloads scripts).
-#[tokio::test]
-async fn tokens_increase_across_server_restart() {
-    let mut server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+// On a cluster, the master owning the lock's slot is restarted.
+on_both!(#[tokio::test] async fn tokens_increase_across_server_restart);
+async fn tokens_increase_across_server_restart(mut b: Backend) {
+    let client = b.connect().await;
     let lock = client.lock("fence", fixed(5000)).unwrap();
     let mut last = 0;
     for _ in 0..20 {
@@ -257,7 +258,7 @@ async fn tokens_increase_across_server_restart() {
         last = l.fencing_token();
         l.release().await.unwrap();
     }
-    server.restart();
+    b.restart_owner_of("lockgate:{fence}");
     let mut after = None;
     for _ in 0..50 {
         match lock.acquire(Duration::from_secs(1)).await {
@@ -280,10 +281,9 @@ async fn tokens_increase_across_server_restart() {
 }
 
 // Bad input is rejected before any network call with INVALID_ARGUMENT.
-#[tokio::test]
-async fn bad_input_is_rejected() {
-    let server = RedisServer::start();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn bad_input_is_rejected);
+async fn bad_input_is_rejected(b: Backend) {
+    let client = b.connect().await;
     assert_eq!(
         client.lock("", LockOptions::default()).unwrap_err().kind(),
         ErrorKind::InvalidArgument
@@ -324,21 +324,19 @@ async fn bad_input_is_rejected() {
         "redis://127.0.0.1:1/notadb",
     ] {
         assert_eq!(
-            Client::connect(url).await.unwrap_err().kind(),
+            b.options_for(url).connect().await.unwrap_err().kind(),
             ErrorKind::InvalidArgument,
             "{url}"
         );
     }
-    let mut raw = server.raw();
-    assert!(!raw.exists::<_, bool>("lockgate:{}").unwrap());
+    assert!(!b.raw("lockgate:{}").exists::<_, bool>("lockgate:{}").unwrap());
 }
 
 // A key of the wrong type under the lock's name is a PROTOCOL error, not a panic.
-#[tokio::test]
-async fn wrong_type_is_a_protocol_error() {
-    let server = RedisServer::start();
-    let _: () = server.raw().hset("lockgate:{wt}", "f", "v").unwrap();
-    let client = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn wrong_type_is_a_protocol_error);
+async fn wrong_type_is_a_protocol_error(b: Backend) {
+    let _: () = b.raw("lockgate:{wt}").hset("lockgate:{wt}", "f", "v").unwrap();
+    let client = b.connect().await;
     let e = client
         .lock("wt", LockOptions::default())
         .unwrap()
@@ -349,11 +347,24 @@ async fn wrong_type_is_a_protocol_error() {
 }
 
 // ACL users: the right password connects; a wrong one is AUTHENTICATION and never appears in errors.
-#[tokio::test]
-async fn acl_authentication() {
-    let server =
-        RedisServer::start_with_acl(&["user app on >s3cret-pw ~* &* +@all", "user default off"]);
-    let ok = Client::connect(&format!("redis://app:s3cret-pw@127.0.0.1:{}", server.port))
+// On a cluster every node has the same users, and the client authenticates to each node it
+// discovers (`{acl}` is in a slot of the second master, not the seed).
+const ACL: [&str; 2] = ["user app on >s3cret-pw ~* &* +@all", "user default off"];
+mod acl_authentication {
+    use super::{Backend, RedisServer, ACL};
+    #[tokio::test]
+    async fn single() {
+        super::acl_authentication(Backend::Single(RedisServer::start_with_acl(&ACL))).await
+    }
+    #[tokio::test]
+    async fn cluster() {
+        super::acl_authentication(Backend::cluster_with_acl(&ACL, "app:s3cret-pw")).await
+    }
+}
+async fn acl_authentication(b: Backend) {
+    let ok = b
+        .options_for(&format!("redis://app:s3cret-pw@127.0.0.1:{}", b.port()))
+        .connect()
         .await
         .unwrap();
     assert!(!format!("{ok:?}").contains("s3cret-pw"));
@@ -364,12 +375,16 @@ async fn acl_authentication() {
         .await
         .unwrap();
     assert!(lease.release().await.unwrap());
-    let e = Client::connect(&format!("redis://app:wrong-pw@127.0.0.1:{}", server.port))
+    let e = b
+        .options_for(&format!("redis://app:wrong-pw@127.0.0.1:{}", b.port()))
+        .connect()
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
     assert!(!e.to_string().contains("wrong-pw"));
-    let e = Client::connect(&format!("redis://127.0.0.1:{}", server.port))
+    let e = b
+        .options_for(&format!("redis://127.0.0.1:{}", b.port()))
+        .connect()
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
@@ -406,33 +421,31 @@ async fn tls_connection_is_verified() {
 // A waiter that crashes while queued holds a handed-over lock for at most its entry lease,
 // not a full lease: the next waiter (heartbeat every entry_ttl / 3) gets it within
 // entry_ttl + entry_ttl / 3.
-#[test]
-fn crashed_waiter_is_skipped_within_its_entry_lease() {
-    let server = RedisServer::start();
+on_both!(#[test] fn crashed_waiter_is_skipped_within_its_entry_lease);
+fn crashed_waiter_is_skipped_within_its_entry_lease(b: Backend) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let url = server.url();
     let holder = rt.block_on(async {
-        let c = Client::connect(&url).await.unwrap();
+        let c = b.connect().await;
         c.lock("crash", LockOptions::default()).unwrap().acquire(Duration::from_secs(1)).await.unwrap()
     });
     // The doomed waiter lives in its own runtime; dropping that runtime is a crash: no release,
     // no cancel, its heartbeats stop.
     let doomed_rt = tokio::runtime::Runtime::new().unwrap();
     let opts = LockOptions::default().with_entry_ttl(Duration::from_millis(400));
-    let doomed_url = url.clone();
+    let doomed_opts = b.options();
     doomed_rt.spawn(async move {
-        let c = Client::connect(&doomed_url).await.unwrap();
+        let c = doomed_opts.connect().await.unwrap();
         let _lease = c.lock("crash", opts).unwrap().acquire(Duration::from_secs(60)).await;
         std::future::pending::<()>().await;
     });
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{crash}:queue");
     while raw.zcard::<_, usize>("lockgate:{crash}:queue").unwrap() < 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
     let survivor = rt.spawn({
-        let url = url.clone();
+        let survivor_opts = b.options();
         async move {
-            let c = Client::connect(&url).await.unwrap();
+            let c = survivor_opts.connect().await.unwrap();
             let opts = LockOptions::default().with_entry_ttl(Duration::from_millis(400));
             let lock = c.lock("crash", opts).unwrap();
             let lease = lock.acquire(Duration::from_secs(20)).await.unwrap();

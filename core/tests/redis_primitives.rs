@@ -1,37 +1,40 @@
-//! Semaphores, read-write locks, leader election, reentrancy and the fair queue against a real
-//! redis-server started by the test.
+//! Semaphores, read-write locks, leader election, reentrancy and the fair queue against real
+//! servers started by the test: every test runs twice, as `<test>::single` on one redis-server
+//! and `<test>::cluster` on a local three-master Redis Cluster (`on_both!`), asserting the same
+//! things.
 #![cfg(feature = "tokio")]
 
+#[macro_use]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::Client;
+use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
-use support::RedisServer;
+use support::Backend;
 
 fn fixed(ms: u64) -> LockOptions {
     LockOptions::fixed_lease(Duration::from_millis(ms))
 }
 
-/// Keys of `name` other than the fence counter (which is kept on purpose, PROTOCOL.md §5).
-fn live_keys(server: &RedisServer, name: &str) -> Vec<String> {
-    let mut raw = server.raw();
-    let keys: Vec<String> = raw.keys(format!("lockgate:{{{name}}}*")).unwrap();
+/// Keys of `name` other than the fence counter (which is kept on purpose, PROTOCOL.md §5), on
+/// every master.
+fn live_keys(b: &Backend, name: &str) -> Vec<String> {
+    let keys = b.keys(&format!("lockgate:{{{name}}}*"));
     keys.into_iter().filter(|k| !k.ends_with(":fence")).collect()
 }
 
 /// Runs `f` on a runtime that is then dropped without any cleanup: a process crash.
-fn crash_after<F>(url: String, f: impl FnOnce(Client) -> F + Send + 'static) -> tokio::runtime::Runtime
+fn crash_after<F>(opts: ClientOptions, f: impl FnOnce(Client) -> F + Send + 'static) -> tokio::runtime::Runtime
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.spawn(async move {
-        let c = Client::connect(&url).await.unwrap();
+        let c = opts.connect().await.unwrap();
         f(c).await;
         std::future::pending::<()>().await;
     });
@@ -40,15 +43,14 @@ where
 
 // At most N holders at once over a thousand acquisitions, while holders crash holding permits;
 // crashed permits come back within one lease.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn semaphore_caps_holders_and_recovers_crashed_permits() {
-    let server = RedisServer::start();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn semaphore_caps_holders_and_recovers_crashed_permits);
+async fn semaphore_caps_holders_and_recovers_crashed_permits(b: Backend) {
     let active = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let mut crashed = Vec::new();
     for _ in 0..2 {
         let (tx, rx) = std::sync::mpsc::channel();
-        let rt = crash_after(server.url(), move |c| async move {
+        let rt = crash_after(b.options(), move |c| async move {
             let sem = c.semaphore("pool", 3, fixed(400)).unwrap();
             let lease = sem.acquire(Duration::from_secs(10)).await.unwrap();
             tx.send(()).unwrap();
@@ -62,10 +64,10 @@ async fn semaphore_caps_holders_and_recovers_crashed_permits() {
     }
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let url = server.url();
+        let opts = b.options();
         let (active, peak) = (active.clone(), peak.clone());
         tasks.push(tokio::spawn(async move {
-            let c = Client::connect(&url).await.unwrap();
+            let c = opts.connect().await.unwrap();
             let sem = c.semaphore("pool", 3, fixed(2000)).unwrap();
             for _ in 0..170 {
                 let lease = sem.acquire(Duration::from_secs(20)).await.unwrap();
@@ -82,23 +84,22 @@ async fn semaphore_caps_holders_and_recovers_crashed_permits() {
     }
     assert!(peak.load(Ordering::SeqCst) <= 3, "peak {}", peak.load(Ordering::SeqCst));
     assert!(peak.load(Ordering::SeqCst) >= 2, "permits were never shared");
-    assert!(live_keys(&server, "pool").is_empty(), "{:?}", live_keys(&server, "pool"));
+    assert!(live_keys(&b, "pool").is_empty(), "{:?}", live_keys(&b, "pool"));
 }
 
-#[tokio::test]
-async fn semaphore_permits_return_by_themselves() {
-    let server = RedisServer::start();
-    let rt = crash_after(server.url(), |c| async move {
+on_both!(#[tokio::test] async fn semaphore_permits_return_by_themselves);
+async fn semaphore_permits_return_by_themselves(backend: Backend) {
+    let rt = crash_after(backend.options(), |c| async move {
         let sem = c.semaphore("s", 2, fixed(500)).unwrap();
         std::mem::forget(sem.acquire(Duration::from_secs(5)).await.unwrap());
         std::mem::forget(sem.acquire(Duration::from_secs(5)).await.unwrap());
     });
-    let mut raw = server.raw();
+    let mut raw = backend.raw("lockgate:{s}:sem:holders");
     while raw.zcard::<_, usize>("lockgate:{s}:sem:holders").unwrap() < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     rt.shutdown_background();
-    let c = Client::connect(&server.url()).await.unwrap();
+    let c = backend.connect().await;
     let sem = c.semaphore("s", 2, fixed(1000)).unwrap();
     assert!(sem.try_acquire().await.unwrap().is_none(), "both permits are taken");
     let start = Instant::now();
@@ -107,17 +108,16 @@ async fn semaphore_permits_return_by_themselves() {
     assert!(start.elapsed() < Duration::from_millis(1200), "{:?}", start.elapsed());
     assert!(a.fencing_token() < b.fencing_token());
     assert!(a.release().await.unwrap() && b.release().await.unwrap());
-    assert!(live_keys(&server, "s").is_empty());
+    assert!(live_keys(&backend, "s").is_empty());
     // Bad input changes nothing.
     assert_eq!(c.semaphore("s", 0, fixed(1000)).unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(c.semaphore("", 1, fixed(1000)).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
 // Readers overlap; a writer never overlaps anyone; a queued writer blocks later readers.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_write_lock_excludes_writers() {
-    let server = RedisServer::start();
-    let c = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn read_write_lock_excludes_writers);
+async fn read_write_lock_excludes_writers(b: Backend) {
+    let c = b.connect().await;
     let rw = c.read_write_lock("doc", LockOptions::default()).unwrap();
     let r1 = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
     let r2 = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
@@ -126,7 +126,7 @@ async fn read_write_lock_excludes_writers() {
         let rw = rw.clone();
         async move { rw.write().acquire(Duration::from_secs(10)).await.unwrap() }
     });
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{doc}:rw:queue");
     while raw.zcard::<_, usize>("lockgate:{doc}:rw:queue").unwrap() < 1 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -140,7 +140,7 @@ async fn read_write_lock_excludes_writers() {
     assert!(w.fencing_token() > 0 && w.is_held());
     assert!(rw.read().try_acquire().await.unwrap().is_none());
     assert!(w.release().await.unwrap());
-    assert!(live_keys(&server, "doc").is_empty(), "{:?}", live_keys(&server, "doc"));
+    assert!(live_keys(&b, "doc").is_empty(), "{:?}", live_keys(&b, "doc"));
 
     // Stress: counters of active readers and writers never show a writer beside anyone.
     let readers = Arc::new(AtomicUsize::new(0));
@@ -148,10 +148,10 @@ async fn read_write_lock_excludes_writers() {
     let overlap = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for i in 0..6 {
-        let url = server.url();
+        let opts = b.options();
         let (readers, writers, overlap) = (readers.clone(), writers.clone(), overlap.clone());
         tasks.push(tokio::spawn(async move {
-            let c = Client::connect(&url).await.unwrap();
+            let c = opts.connect().await.unwrap();
             let rw = c.read_write_lock("stress", LockOptions::default()).unwrap();
             for n in 0..60 {
                 if (i + n) % 3 == 0 {
@@ -179,17 +179,16 @@ async fn read_write_lock_excludes_writers() {
         t.await.unwrap();
     }
     assert_eq!(overlap.load(Ordering::SeqCst), 0);
-    assert!(live_keys(&server, "stress").is_empty());
+    assert!(live_keys(&b, "stress").is_empty());
 }
 
 // One leader at a time with increasing terms; observers see its value; a crashed leader is
 // replaced within one lease.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn election_elects_one_leader_and_replaces_a_dead_one() {
-    let server = RedisServer::start();
+on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn election_elects_one_leader_and_replaces_a_dead_one);
+async fn election_elects_one_leader_and_replaces_a_dead_one(b: Backend) {
     let opts = LockOptions::renewed_lease(Duration::from_millis(600));
     let (tx, rx) = std::sync::mpsc::channel();
-    let first = crash_after(server.url(), {
+    let first = crash_after(b.options(), {
         let opts = opts.clone();
         move |c| async move {
             let e = c.election("leader", opts).unwrap();
@@ -199,36 +198,36 @@ async fn election_elects_one_leader_and_replaces_a_dead_one() {
         }
     });
     let term_a = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    let c = Client::connect(&server.url()).await.unwrap();
+    let c = b.connect().await;
     let election = c.election("leader", opts.clone()).unwrap();
     let seen = election.observe().await.unwrap().expect("a leader");
     assert_eq!((seen.value.as_str(), seen.term), ("node-a", term_a));
     // Still leader well past its lease: the watchdog renews it.
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(election.observe().await.unwrap().unwrap().term, term_a);
-    let b = tokio::spawn({
+    let lead_b = tokio::spawn({
         let e = election.clone();
         async move { e.campaign("node-b", Some(Duration::from_secs(10))).await.unwrap() }
     });
-    let c2 = Client::connect(&server.url()).await.unwrap();
+    let c2 = b.connect().await;
     let e2 = c2.election("leader", opts.clone()).unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let third = tokio::spawn(async move { e2.campaign("node-c", Some(Duration::from_secs(10))).await.unwrap() });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let killed = Instant::now();
     first.shutdown_background();
-    let b = b.await.unwrap();
+    let lead_b = lead_b.await.unwrap();
     assert!(killed.elapsed() < Duration::from_millis(1500), "{:?}", killed.elapsed());
-    assert!(b.fencing_token() > term_a);
+    assert!(lead_b.fencing_token() > term_a);
     let seen = election.observe().await.unwrap().unwrap();
-    assert_eq!((seen.value.as_str(), seen.term), ("node-b", b.fencing_token()));
+    assert_eq!((seen.value.as_str(), seen.term), ("node-b", lead_b.fencing_token()));
     assert!(!third.is_finished(), "two leaders at once");
-    assert!(b.release().await.unwrap(), "resign");
+    assert!(lead_b.release().await.unwrap(), "resign");
     let c_lease = third.await.unwrap();
-    assert!(c_lease.fencing_token() > b.fencing_token());
+    assert!(c_lease.fencing_token() > lead_b.fencing_token());
     assert_eq!(election.observe().await.unwrap().unwrap().value, "node-c");
     // Deleting the leader's hold behind its back is reported as lost leadership.
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{leader}:elect:holders");
     let _: () = raw.del("lockgate:{leader}:elect:holders").unwrap();
     let lost = tokio::time::timeout(Duration::from_secs(2), c_lease.lost()).await.unwrap();
     assert_eq!(lost.kind(), ErrorKind::NotHeld);
@@ -236,11 +235,10 @@ async fn election_elects_one_leader_and_replaces_a_dead_one() {
 }
 
 // Re-acquiring through the same reentrant handle adds a hold; only the last release frees it.
-#[tokio::test]
-async fn reentrant_lock_counts_holds() {
-    let server = RedisServer::start();
-    let c = Client::connect(&server.url()).await.unwrap();
-    let other = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn reentrant_lock_counts_holds);
+async fn reentrant_lock_counts_holds(b: Backend) {
+    let c = b.connect().await;
+    let other = b.connect().await;
     let lock = c.reentrant_lock("re", LockOptions::default()).unwrap();
     let outer = lock.acquire(Duration::from_secs(1)).await.unwrap();
     let inner = lock.clone().acquire(Duration::from_secs(1)).await.unwrap();
@@ -269,15 +267,16 @@ async fn reentrant_lock_counts_holds() {
 // The fair lock (the mutex's queue): 16 waiters are granted in arrival order; with 5 of them
 // crashed while queued the queue moves on within about one entry lease per dead waiter, ends
 // empty, and every release wakes exactly one waiter.
-#[test]
-fn fair_queue_serves_arrival_order_and_skips_crashed_waiters() {
-    let server = RedisServer::start();
+// On a cluster the wake-ups are counted on the seed node: grants are classic publishes, which
+// the cluster bus delivers to subscribers on every node.
+on_both!(#[test] fn fair_queue_serves_arrival_order_and_skips_crashed_waiters);
+fn fair_queue_serves_arrival_order_and_skips_crashed_waiters(b: Backend) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let url = server.url();
+    let url = b.url();
     let ttl = Duration::from_millis(300);
     let opts = LockOptions::default().with_entry_ttl(ttl);
     let holder = rt.block_on(async {
-        let c = Client::connect(&url).await.unwrap();
+        let c = b.connect().await;
         c.lock("fair", opts.clone()).unwrap().acquire(Duration::from_secs(1)).await.unwrap()
     });
     // Count wake-ups: every message published to any client channel.
@@ -285,7 +284,7 @@ fn fair_queue_serves_arrival_order_and_skips_crashed_waiters() {
     let mut pubsub = sub.as_pubsub();
     pubsub.psubscribe("lockgate:client:*").unwrap();
     pubsub.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{fair}:queue");
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut doomed = Vec::new();
     let mut live = Vec::new();
@@ -293,9 +292,9 @@ fn fair_queue_serves_arrival_order_and_skips_crashed_waiters() {
         let dies = [2usize, 5, 6, 9, 13].contains(&i);
         let order = order.clone();
         let opts = opts.clone();
-        let url = url.clone();
+        let client_opts = b.options();
         let body = async move {
-            let c = Client::connect(&url).await.unwrap();
+            let c = client_opts.connect().await.unwrap();
             let lease = c.lock("fair", opts).unwrap().acquire(Duration::from_secs(60)).await.unwrap();
             order.lock().unwrap().push(i);
             lease.release().await.unwrap();
@@ -334,14 +333,13 @@ fn fair_queue_serves_arrival_order_and_skips_crashed_waiters() {
         assert!(tokens.insert(parts.next().unwrap().to_string()), "a waiter was woken twice");
     }
     assert!((11..=16).contains(&tokens.len()), "{} wake-ups for 11 live waiters", tokens.len());
-    assert!(live_keys(&server, "fair").is_empty(), "{:?}", live_keys(&server, "fair"));
+    assert!(live_keys(&b, "fair").is_empty(), "{:?}", live_keys(&b, "fair"));
 }
 
 // Every primitive: a timed-out waiter leaves nothing behind, and bad input is rejected.
-#[tokio::test]
-async fn timeouts_and_cancellation_leave_nothing_behind() {
-    let server = RedisServer::start();
-    let c = Client::connect(&server.url()).await.unwrap();
+on_both!(#[tokio::test] async fn timeouts_and_cancellation_leave_nothing_behind);
+async fn timeouts_and_cancellation_leave_nothing_behind(b: Backend) {
+    let c = b.connect().await;
     let sem = c.semaphore("t", 1, LockOptions::default()).unwrap();
     let held = sem.acquire(Duration::from_secs(1)).await.unwrap();
     let e = sem.acquire(Duration::from_millis(100)).await.unwrap_err();
@@ -350,7 +348,7 @@ async fn timeouts_and_cancellation_leave_nothing_behind() {
         let sem = sem.clone();
         async move { sem.acquire(Duration::from_secs(30)).await }
     });
-    let mut raw = server.raw();
+    let mut raw = b.raw("lockgate:{t}:sem:queue");
     while raw.zcard::<_, usize>("lockgate:{t}:sem:queue").unwrap() < 1 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -367,5 +365,5 @@ async fn timeouts_and_cancellation_leave_nothing_behind() {
     let big = "x".repeat(5000);
     assert_eq!(e.campaign(&big, None).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(live_keys(&server, "t").is_empty(), "{:?}", live_keys(&server, "t"));
+    assert!(live_keys(&b, "t").is_empty(), "{:?}", live_keys(&b, "t"));
 }

@@ -44,8 +44,10 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
             K::InvalidClientConfig => ErrorKind::InvalidArgument,
             K::Parse | K::UnexpectedReturnType => ErrorKind::Protocol,
             K::Server(_) => {
+                // Transient server states: a loading or busy server, a slot in migration, a
+                // primary or (on a cluster) a slot's master that is down for now.
                 if e.is_connection_dropped()
-                    || matches!(code, "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN")
+                    || matches!(code, "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN")
                 {
                     ErrorKind::Connection
                 } else {

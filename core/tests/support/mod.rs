@@ -15,6 +15,8 @@ pub struct RedisServer {
     extra: Vec<String>,
     tls: bool,
     acl_dir: Option<PathBuf>,
+    /// `user:password` for `raw` connections to a server whose default user is off.
+    admin: Option<String>,
 }
 
 fn free_port() -> u16 {
@@ -53,6 +55,7 @@ impl RedisServer {
             extra,
             tls,
             acl_dir: None,
+            admin: None,
         };
         s.spawn();
         s
@@ -94,14 +97,18 @@ impl RedisServer {
 
     /// A server whose users come from an ACL file with `lines` (e.g. `user app on >pw ~* &* +@all`).
     pub fn start_with_acl(lines: &[&str]) -> Self {
+        Self::start_with_acl_and(lines, Vec::new(), None)
+    }
+
+    /// As `start_with_acl`, with `extra` arguments, and `admin` (`user:password`) for `raw`.
+    fn start_with_acl_and(lines: &[&str], mut extra: Vec<String>, admin: Option<&str>) -> Self {
         let dir = temp_dir("acl");
         let file = dir.join("users.acl");
         std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-        let mut s = Self::start_with(
-            vec!["--aclfile".into(), file.to_string_lossy().into_owned()],
-            false,
-        );
+        extra.extend(["--aclfile".into(), file.to_string_lossy().into_owned()]);
+        let mut s = Self::start_with(extra, false);
         s.acl_dir = Some(dir);
+        s.admin = admin.map(String::from);
         s
     }
 
@@ -129,7 +136,11 @@ impl RedisServer {
 
     /// A synchronous connection for test assertions (raw commands).
     pub fn raw(&self) -> redis::Connection {
-        redis::Client::open(self.url())
+        let url = match &self.admin {
+            Some(userinfo) => format!("redis://{userinfo}@127.0.0.1:{}", self.port),
+            None => self.url(),
+        };
+        redis::Client::open(url)
             .unwrap()
             .get_connection()
             .unwrap()
@@ -255,27 +266,37 @@ pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
+/// The slot ranges `RedisCluster::start` assigns to nodes 0, 1 and 2.
+const SLOT_RANGES: [(i64, i64); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
 impl RedisCluster {
     pub fn start() -> Self {
+        Self::start_nodes(|args| RedisServer::start_with(args, false))
+    }
+
+    /// A cluster whose nodes all take their users from an ACL file with `lines`; `admin`
+    /// (`user:password`, a user of `lines` allowed every command) sets the cluster up.
+    pub fn start_with_acl(lines: &[&str], admin: &str) -> Self {
+        Self::start_nodes(|args| RedisServer::start_with_acl_and(lines, args, Some(admin)))
+    }
+
+    /// Starts three nodes with `start(cluster arguments)`, assigns the slots and joins them.
+    fn start_nodes(start: impl Fn(Vec<String>) -> RedisServer) -> Self {
         let bus_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let nodes: Vec<RedisServer> = bus_ports
             .iter()
             .map(|bus| {
-                RedisServer::start_with(
-                    vec![
-                        "--cluster-enabled".into(),
-                        "yes".into(),
-                        "--cluster-config-file".into(),
-                        "nodes.conf".into(),
-                        "--cluster-port".into(),
-                        bus.to_string(),
-                    ],
-                    false,
-                )
+                start(vec![
+                    "--cluster-enabled".into(),
+                    "yes".into(),
+                    "--cluster-config-file".into(),
+                    "nodes.conf".into(),
+                    "--cluster-port".into(),
+                    bus.to_string(),
+                ])
             })
             .collect();
-        let ranges = [(0, 5460), (5461, 10922), (10923, 16383)];
-        for (node, (lo, hi)) in nodes.iter().zip(ranges) {
+        for (node, (lo, hi)) in nodes.iter().zip(SLOT_RANGES) {
             let mut c = node.raw();
             let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(lo).arg(hi).query(&mut c).unwrap();
         }
@@ -289,8 +310,15 @@ impl RedisCluster {
                 .query(&mut first)
                 .unwrap();
         }
+        let cluster = RedisCluster { nodes };
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// Waits until every node reports `cluster_state:ok` and knows all three masters.
+    fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
-        for node in &nodes {
+        for node in &self.nodes {
             let mut c = node.raw();
             loop {
                 let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
@@ -301,11 +329,167 @@ impl RedisCluster {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        RedisCluster { nodes }
     }
 
     /// A seed URL (any node).
     pub fn url(&self) -> String {
         self.nodes[0].url()
     }
+
+    /// The slot of `key`, as the server computes it (`CLUSTER KEYSLOT`).
+    pub fn slot(&self, key: &str) -> i64 {
+        let mut c = self.nodes[0].raw();
+        redis::cmd("CLUSTER").arg("KEYSLOT").arg(key).query(&mut c).unwrap()
+    }
+
+    /// The index in `nodes` of the master that owns `key`'s slot.
+    pub fn owner(&self, key: &str) -> usize {
+        let slot = self.slot(key);
+        SLOT_RANGES
+            .iter()
+            .position(|(lo, hi)| (*lo..=*hi).contains(&slot))
+            .expect("every slot is assigned")
+    }
+
+    /// Kills the master owning `key`'s slot and starts it again on the same port, empty but with
+    /// its cluster config (same node id and slots). Like `RedisServer::restart`, it does not
+    /// wait for more than the port: until the node rejoins, clients see it as down.
+    pub fn restart_owner(&mut self, key: &str) {
+        let i = self.owner(key);
+        self.nodes[i].restart();
+    }
+}
+
+/// Where a suite runs: one redis-server, or a three-master Redis Cluster. Test bodies take a
+/// `Backend` and reach the server(s) only through it, so the same body runs on both (see
+/// `on_both!`). Raw inspection goes to the node owning the key's slot (on a single server,
+/// the server), and key listings scan every master.
+pub enum Backend {
+    Single(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl Backend {
+    pub fn single() -> Self {
+        Backend::Single(RedisServer::start())
+    }
+
+    pub fn cluster() -> Self {
+        Backend::Cluster(RedisCluster::start())
+    }
+
+    /// A cluster whose every node has users from an ACL file with `lines` (`admin`,
+    /// `user:password` of a user allowed every command, sets the cluster up).
+    pub fn cluster_with_acl(lines: &[&str], admin: &str) -> Self {
+        Backend::Cluster(RedisCluster::start_with_acl(lines, admin))
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Backend::Cluster(_))
+    }
+
+    /// The port of the server clients are given (on a cluster, the seed node).
+    pub fn port(&self) -> u16 {
+        match self {
+            Backend::Single(s) => s.port,
+            Backend::Cluster(c) => c.nodes[0].port,
+        }
+    }
+
+    /// The URL clients are given (on a cluster, a seed node).
+    pub fn url(&self) -> String {
+        match self {
+            Backend::Single(s) => s.url(),
+            Backend::Cluster(c) => c.url(),
+        }
+    }
+
+    /// Client options for this backend (`cluster = true` on a cluster).
+    pub fn options(&self) -> lockgate_core::native::ClientOptions {
+        self.options_for(&self.url())
+    }
+
+    /// Client options for another URL, in this backend's mode.
+    pub fn options_for(&self, url: &str) -> lockgate_core::native::ClientOptions {
+        let mut o = lockgate_core::native::ClientOptions::new(url);
+        o.cluster = self.is_cluster();
+        o
+    }
+
+    pub async fn connect(&self) -> lockgate_core::native::Client {
+        self.options().connect().await.unwrap()
+    }
+
+    /// The server that stores `key`.
+    pub fn server_for(&self, key: &str) -> &RedisServer {
+        match self {
+            Backend::Single(s) => s,
+            Backend::Cluster(c) => &c.nodes[c.owner(key)],
+        }
+    }
+
+    /// The URL of the server that stores `key` (for plain clients of test data).
+    pub fn url_for(&self, key: &str) -> String {
+        self.server_for(key).url()
+    }
+
+    /// A raw synchronous connection to the server that stores `key`.
+    pub fn raw(&self, key: &str) -> redis::Connection {
+        self.server_for(key).raw()
+    }
+
+    /// `KEYS pattern` over every master.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let servers: Vec<&RedisServer> = match self {
+            Backend::Single(s) => vec![s],
+            Backend::Cluster(c) => c.nodes.iter().collect(),
+        };
+        let mut found = Vec::new();
+        for s in servers {
+            let keys: Vec<String> = redis::cmd("KEYS").arg(pattern).query(&mut s.raw()).unwrap();
+            found.extend(keys);
+        }
+        found
+    }
+
+    /// Kills the server that stores `key` (on a cluster, the master owning its slot) and starts
+    /// it again on the same port, empty.
+    pub fn restart_owner_of(&mut self, key: &str) {
+        match self {
+            Backend::Single(s) => s.restart(),
+            Backend::Cluster(c) => c.restart_owner(key),
+        }
+    }
+}
+
+/// Instantiates a test body taking a [`Backend`] twice, as `<name>::single` (one redis-server)
+/// and `<name>::cluster` (a three-master Redis Cluster), each starting its own servers. The
+/// attributes given are the test attributes of both (`#[tokio::test(..)]` for an `async fn`,
+/// `#[test]` for a `fn` that builds its own runtimes).
+#[allow(unused_macros)]
+macro_rules! on_both {
+    ($(#[$attr:meta])* async fn $name:ident) => {
+        mod $name {
+            $(#[$attr])*
+            async fn single() {
+                super::$name(super::Backend::single()).await
+            }
+            $(#[$attr])*
+            async fn cluster() {
+                super::$name(super::Backend::cluster()).await
+            }
+        }
+    };
+    ($(#[$attr:meta])* fn $name:ident) => {
+        mod $name {
+            $(#[$attr])*
+            fn single() {
+                super::$name(super::Backend::single())
+            }
+            $(#[$attr])*
+            fn cluster() {
+                super::$name(super::Backend::cluster())
+            }
+        }
+    };
 }
