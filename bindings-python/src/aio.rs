@@ -31,6 +31,8 @@ use crate::shared::{self, LeaderInfo, LeaseCell};
 #[pyclass(frozen, module = "lockgate.aio", name = "Client")]
 pub struct AsyncClient {
     state: Arc<ClientHandle>,
+    /// The URL with the password redacted.
+    url: String,
 }
 
 #[pymethods]
@@ -64,7 +66,8 @@ impl AsyncClient {
         )?;
         let url = RedisUrl::parse(url).py(py)?.to_string();
         Ok(AsyncClient {
-            state: ClientHandle::lazy(options, url),
+            state: ClientHandle::lazy(options),
+            url,
         })
     }
 
@@ -178,7 +181,7 @@ impl AsyncClient {
     /// The server URL with the password replaced by ``***``.
     #[getter]
     fn url(&self) -> &str {
-        &self.state.url
+        &self.url
     }
 
     /// The prefix of every key and channel this client uses.
@@ -211,7 +214,7 @@ impl AsyncClient {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "<lockgate.aio.Client url={} key_prefix={}>",
-            shared::py_repr(py, &self.state.url)?,
+            shared::py_repr(py, &self.url)?,
             shared::py_repr(py, self.state.key_prefix())?
         ))
     }
@@ -360,7 +363,7 @@ impl AsyncLock {
 }
 
 /// Identifies the running asyncio task (0 outside one), for `async with lock:`.
-fn current_task_key(py: Python<'_>) -> PyResult<usize> {
+pub(crate) fn current_task_key(py: Python<'_>) -> PyResult<usize> {
     let task = py.import("asyncio")?.call_method0("current_task")?;
     Ok(if task.is_none() {
         0
@@ -369,7 +372,7 @@ fn current_task_key(py: Python<'_>) -> PyResult<usize> {
     })
 }
 
-fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
+pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
     timeout
         .map(|t| shared::secs("timeout", t))
         .transpose()
@@ -662,7 +665,7 @@ impl AsyncElection {
     }
 }
 
-fn lock_mutex<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

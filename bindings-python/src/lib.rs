@@ -3,13 +3,14 @@
 //! A thin layer: each method converts its arguments, calls the core and maps errors through
 //! [`errors::to_py`]. The blocking API lives in [`sync_api`], the asyncio API in [`aio`]; both
 //! run on the process's one tokio runtime ([`runtime`], which also holds the blocking bridge;
-//! [`loop_bridge`] is the asyncio one). [`handle`] closes live clients at exit. No lock protocol
-//! logic lives here.
+//! [`loop_bridge`] is the asyncio one). [`handle`] closes live clients at exit. [`redlock`]
+//! holds both APIs of Redlock over independent masters. No lock protocol logic lives here.
 
 mod aio;
 mod errors;
 mod handle;
 mod loop_bridge;
+mod redlock;
 mod runtime;
 mod shared;
 mod sync_api;
@@ -27,6 +28,9 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sync_api::Election>()?;
     m.add_class::<sync_api::Lease>()?;
     m.add_class::<shared::LeaderInfo>()?;
+    m.add_class::<redlock::sync_api::Redlock>()?;
+    m.add_class::<redlock::sync_api::RedlockLock>()?;
+    m.add_class::<redlock::sync_api::RedlockLease>()?;
     let py = m.py();
     m.add("AsyncClient", py.get_type::<aio::AsyncClient>())?;
     m.add("AsyncLock", py.get_type::<aio::AsyncLock>())?;
@@ -38,6 +42,19 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AsyncElection", py.get_type::<aio::AsyncElection>())?;
     m.add("AsyncLease", py.get_type::<aio::AsyncLease>())?;
     m.add("AcquireContext", py.get_type::<aio::AcquireContext>())?;
+    m.add("AsyncRedlock", py.get_type::<redlock::aio::AsyncRedlock>())?;
+    m.add(
+        "AsyncRedlockLock",
+        py.get_type::<redlock::aio::AsyncRedlockLock>(),
+    )?;
+    m.add(
+        "AsyncRedlockLease",
+        py.get_type::<redlock::aio::AsyncRedlockLease>(),
+    )?;
+    m.add(
+        "RedlockAcquireContext",
+        py.get_type::<redlock::aio::RedlockAcquireContext>(),
+    )?;
     m.add_function(wrap_pyfunction!(handle::_close_all, m)?)?;
     Ok(())
 }

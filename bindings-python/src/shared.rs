@@ -173,18 +173,7 @@ impl LeaseCell {
             return Ok(());
         }
         let released = self.release().await;
-        if exception_in_flight {
-            return Ok(());
-        }
-        if released? {
-            return Ok(());
-        }
-        Err(self.lease.lost_reason().unwrap_or_else(|| {
-            Error::new(
-                ErrorKind::NotHeld,
-                "the lease had expired or been taken over before the block ended",
-            )
-        }))
+        exit_result(released, exception_in_flight, || self.lease.lost_reason())
     }
 
     pub(crate) fn repr(&self, py: Python<'_>, class: &str) -> PyResult<String> {
@@ -199,6 +188,29 @@ impl LeaseCell {
             }
         ))
     }
+}
+
+/// What leaving a `with` block reports once the lease was released (`released`): nothing with an
+/// exception in flight (it propagates alone), nothing if the lease was still held, otherwise the
+/// loss (`lost_reason`, or a generic `NOT_HELD`) or the release's own error. Shared by both
+/// lease kinds.
+pub(crate) fn exit_result(
+    released: Result<bool, Error>,
+    exception_in_flight: bool,
+    lost_reason: impl FnOnce() -> Option<Error>,
+) -> Result<(), Error> {
+    if exception_in_flight {
+        return Ok(());
+    }
+    if released? {
+        return Ok(());
+    }
+    Err(lost_reason().unwrap_or_else(|| {
+        Error::new(
+            ErrorKind::NotHeld,
+            "the lease had expired or been taken over before the block ended",
+        )
+    }))
 }
 
 /// A Python int → the core's permit count. Out-of-range values (negative, huge) keep the

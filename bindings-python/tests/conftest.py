@@ -236,3 +236,42 @@ def replicated() -> Iterator[ReplicatedRedis]:
         yield r
     finally:
         r.close()
+
+
+# -------------------------------------------------------------------------------------------
+# Redlock: N independent masters (no replication between them)
+# -------------------------------------------------------------------------------------------
+
+
+class RedisMasters:
+    """`n` independent redis-servers for Redlock, each on a free loopback port with its own temp
+    dir, stopped by pid. A fresh master refuses Redlock grants until it has been up for
+    max_lease + 1 s (the delayed-restart rule, PROTOCOL.md §8): tests use a small `max_lease`
+    and give their first acquire a few seconds."""
+
+    def __init__(self, n: int) -> None:
+        self.nodes: list[RedisServer] = []
+        try:
+            for _ in range(n):
+                self.nodes.append(RedisServer())
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.url for n in self.nodes]
+
+    def holders(self, name: str, prefix: str = "lockgate:") -> list[int]:
+        """The ports of the running masters that hold Redlock `name`'s key."""
+        key = redlock_key(name, prefix)
+        return [n.port for n in self.nodes if n.proc is not None and n.raw().exists(key)]
+
+    def close(self) -> None:
+        for n in self.nodes:
+            n.close()
+
+
+def redlock_key(name: str, prefix: str = "lockgate:") -> str:
+    """The key of Redlock `name` on every master (PROTOCOL.md §8)."""
+    return f"{prefix}{{{name}}}:redlock"

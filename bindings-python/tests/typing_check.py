@@ -95,3 +95,34 @@ def deployments(url: str) -> None:
     acked = lockgate.Client(url, replica_acks=1, replica_ack_timeout=0.5, response_timeout=2)
     acked.close()
     lockgate.aio.Client(url, cluster=False, replica_acks=2)
+
+
+def redlock(urls: list[str]) -> float:
+    with lockgate.Redlock(urls, max_lease=10, node_timeout=0.05, drift_factor=0.01) as rl:
+        n: int = rl.masters + rl.quorum
+        lock: lockgate.RedlockLock = rl.lock("a", 5.0, renew=True, timeout=3)
+        with lock.acquire(timeout=5) as lease:
+            lease.extend(5)
+            lease.on_lost(lambda e: print(e.code))
+            left = lease.remaining
+        maybe = lock.try_acquire()
+        if maybe is not None:
+            ok: bool = maybe.release()
+        with lock as held:
+            print(held.is_held, held.lost_reason)
+        return (left or 0.0) + n + rl.max_lease
+
+
+async def async_redlock(urls: tuple[str, ...]) -> bool:
+    async with lockgate.aio.Redlock(urls, retry_delay=0.1, retry_jitter=0.1) as rl:
+        lock: lockgate.aio.RedlockLock = rl.lock("a")
+        async with lock.acquire(timeout=5) as lease:
+            await lease.extend(3)
+            reason = await lease.lost()
+            if reason is not None:
+                print(reason.retryable)
+        again: lockgate.aio.RedlockLease = await lock.acquire()
+        maybe = await lock.try_acquire()
+        async with lock as l2:
+            print(l2.remaining)
+        return await again.release() and maybe is None

@@ -13,6 +13,10 @@ Besides the mutex (``client.lock(name, reentrant=False)``): counting semaphores
 ``.read_lock`` and ``.write_lock``) and leader elections (``client.election(name)``, with
 ``campaign(value)`` and ``observe()``). Every grant is a :class:`Lease`.
 
+Redlock over N independent masters (``lockgate.Redlock(urls)``, then ``.lock(name)``): a lock
+that survives the loss of a minority of them; its grants are :class:`RedlockLease` objects,
+which carry no fencing token (PROTOCOL.md §8).
+
 asyncio API: :mod:`lockgate.aio` (``lockgate.aio.Client``). Durations are seconds (floats).
 Errors derive from :class:`LockError` and carry ``.code`` and ``.retryable``.
 """
@@ -35,6 +39,9 @@ from ._lockgate import (
     NotHeldError,
     ProtocolError,
     ReadWriteLock,
+    Redlock,
+    RedlockLease,
+    RedlockLock,
     Semaphore,
     __version__,
     _close_all,
@@ -61,6 +68,9 @@ __all__ = [
     "NotHeldError",
     "ProtocolError",
     "ReadWriteLock",
+    "Redlock",
+    "RedlockLease",
+    "RedlockLock",
     "Semaphore",
     "__version__",
     "aio",

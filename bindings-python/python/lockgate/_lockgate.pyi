@@ -1,7 +1,7 @@
 """Type stubs of the compiled module (checked by ``python -m mypy.stubtest lockgate``)."""
 
 import os
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
@@ -25,6 +25,9 @@ __all__ = [
     "Election",
     "LeaderInfo",
     "Lease",
+    "Redlock",
+    "RedlockLock",
+    "RedlockLease",
     "AsyncClient",
     "AsyncLock",
     "AsyncSemaphore",
@@ -32,6 +35,10 @@ __all__ = [
     "AsyncElection",
     "AsyncLease",
     "AcquireContext",
+    "AsyncRedlock",
+    "AsyncRedlockLock",
+    "AsyncRedlockLease",
+    "RedlockAcquireContext",
     "_close_all",
 ]
 
@@ -290,6 +297,123 @@ class Lease:
     ) -> None: ...
 
 # ---------------------------------------------------------------------------------------------
+# Redlock over N independent masters (PROTOCOL.md §8); grants carry no fencing token
+# ---------------------------------------------------------------------------------------------
+
+@final
+class Redlock:
+    """A lock held on a majority of N independent Redis masters (no fencing tokens)."""
+
+    def __new__(
+        cls,
+        urls: Sequence[str],
+        *,
+        key_prefix: Optional[str] = None,
+        max_lease: Optional[float] = None,
+        node_timeout: Optional[float] = None,
+        retry_delay: Optional[float] = None,
+        retry_jitter: Optional[float] = None,
+        drift_factor: Optional[float] = None,
+        drift_fixed: Optional[float] = None,
+        tls_ca_file: Optional[_Path] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+    ) -> Self:
+        """Connect to every reachable master of ``urls`` (independent servers)."""
+    def lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+    ) -> RedlockLock:
+        """A Redlock named ``name`` (``lease=None``: renewed, 30 s or ``max_lease``)."""
+    def close(self) -> None:
+        """Releases every lease and cancels every wait of this Redlock."""
+    @property
+    def urls(self) -> list[str]:
+        """The masters' URLs, passwords replaced by ``***``."""
+    @property
+    def masters(self) -> int:
+        """How many masters there are."""
+    @property
+    def quorum(self) -> int:
+        """How many masters must grant a lock: a majority."""
+    @property
+    def key_prefix(self) -> str:
+        """The prefix of every key this Redlock uses."""
+    @property
+    def max_lease(self) -> float:
+        """The longest lease of the deployment, in seconds."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+@final
+class RedlockLock:
+    """A named Redlock, made by :meth:`Redlock.lock`."""
+
+    def acquire(self, timeout: Optional[float] = None) -> RedlockLease:
+        """Tries for up to ``timeout`` seconds until a majority grants the lock."""
+    def try_acquire(self) -> Optional[RedlockLease]:
+        """One attempt: a lease, ``None`` if held; ``LockConnectionError`` if too few voted."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def lease(self) -> float:
+        """The lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the lease until it is released."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """The default wait in seconds (``None``: forever)."""
+    def __enter__(self) -> RedlockLease: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+@final
+class RedlockLease:
+    """Proof that a majority of the masters holds the lock. No ``fencing_token``: a majority of
+    independent masters is not a linearizable counter (PROTOCOL.md §8)."""
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def is_held(self) -> bool:
+        """Whether the lease is certainly still valid now."""
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds the lease is certainly still valid, or ``None``."""
+    @property
+    def lost_reason(self) -> Optional[LockError]:
+        """Why the lease was lost, or ``None``."""
+    def extend(self, seconds: float) -> None:
+        """Sets the remaining lease to ``seconds`` on a majority of masters."""
+    def release(self) -> bool:
+        """Releases the lock; ``True`` if a majority still held it."""
+    def on_lost(self, callback: Callable[[LockError], object]) -> None:
+        """Calls ``callback(reason)`` on a background thread if the lease is lost."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> None: ...
+
+# ---------------------------------------------------------------------------------------------
 # asyncio API (re-exported by lockgate.aio as Client, Lock, Lease)
 # ---------------------------------------------------------------------------------------------
 
@@ -494,6 +618,140 @@ class AsyncLease:
         """Sets the remaining lease to ``seconds`` if still held."""
     def release(self) -> Awaitable[bool]:
         """Releases the lock; ``True`` if it was still held."""
+    def lost(self) -> Awaitable[Optional[LockError]]:
+        """Resolves with the reason when the lease is lost, ``None`` once released."""
+    def on_lost(self, callback: Callable[[LockError], object]) -> None:
+        """Schedules ``callback(reason)`` on the running loop if the lease is lost."""
+    def __aenter__(self) -> Awaitable[Self]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+# ---------------------------------------------------------------------------------------------
+# asyncio Redlock (re-exported by lockgate.aio as Redlock, RedlockLock, RedlockLease)
+# ---------------------------------------------------------------------------------------------
+
+@final
+class AsyncRedlock:
+    """Redlock for asyncio (``lockgate.aio.Redlock``); connects on first use."""
+
+    def __new__(
+        cls,
+        urls: Sequence[str],
+        *,
+        key_prefix: Optional[str] = None,
+        max_lease: Optional[float] = None,
+        node_timeout: Optional[float] = None,
+        retry_delay: Optional[float] = None,
+        retry_jitter: Optional[float] = None,
+        drift_factor: Optional[float] = None,
+        drift_fixed: Optional[float] = None,
+        tls_ca_file: Optional[_Path] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+    ) -> Self:
+        """Validate the arguments; the masters are connected on first use."""
+    def lock(
+        self,
+        name: str,
+        lease: Optional[float] = None,
+        *,
+        renew: Optional[bool] = None,
+        timeout: Optional[float] = None,
+    ) -> AsyncRedlockLock:
+        """A Redlock named ``name``."""
+    def connect(self) -> Awaitable[None]:
+        """Connects now (otherwise the first operation does)."""
+    def close(self) -> Awaitable[None]:
+        """Releases every lease and cancels every wait of this Redlock."""
+    @property
+    def urls(self) -> list[str]:
+        """The masters' URLs, passwords replaced by ``***``."""
+    @property
+    def masters(self) -> int:
+        """How many masters there are."""
+    @property
+    def quorum(self) -> int:
+        """How many masters must grant a lock: a majority."""
+    @property
+    def key_prefix(self) -> str:
+        """The prefix of every key this Redlock uses."""
+    @property
+    def max_lease(self) -> float:
+        """The longest lease of the deployment, in seconds."""
+    def __aenter__(self) -> Awaitable[Self]: ...
+    def __aexit__(
+        self,
+        _exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class AsyncRedlockLock:
+    """A named Redlock for asyncio (``lockgate.aio.RedlockLock``)."""
+
+    def acquire(self, timeout: Optional[float] = None) -> RedlockAcquireContext:
+        """Await for a lease, or use with ``async with``."""
+    def try_acquire(self) -> Awaitable[Optional[AsyncRedlockLease]]:
+        """One attempt: a lease, ``None`` if held; ``LockConnectionError`` if too few voted."""
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def lease(self) -> float:
+        """The lease length in seconds."""
+    @property
+    def renew(self) -> bool:
+        """Whether a watchdog renews the lease until it is released."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """The default wait in seconds (``None``: forever)."""
+    def __aenter__(self) -> Awaitable[AsyncRedlockLease]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class RedlockAcquireContext:
+    """What ``lockgate.aio.RedlockLock.acquire`` returns: awaitable, and an async context manager."""
+
+    def __await__(self) -> Generator[Any, None, AsyncRedlockLease]: ...
+    def __aenter__(self) -> Awaitable[AsyncRedlockLease]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
+    ) -> Awaitable[None]: ...
+
+@final
+class AsyncRedlockLease:
+    """Proof that a majority of the masters holds the lock (``lockgate.aio.RedlockLease``).
+    No ``fencing_token`` (PROTOCOL.md §8)."""
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+    @property
+    def is_held(self) -> bool:
+        """Whether the lease is certainly still valid now."""
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds the lease is certainly still valid, or ``None``."""
+    @property
+    def lost_reason(self) -> Optional[LockError]:
+        """Why the lease was lost, or ``None``."""
+    def extend(self, seconds: float) -> Awaitable[None]:
+        """Sets the remaining lease to ``seconds`` on a majority of masters."""
+    def release(self) -> Awaitable[bool]:
+        """Releases the lock; ``True`` if a majority still held it."""
     def lost(self) -> Awaitable[Optional[LockError]]:
         """Resolves with the reason when the lease is lost, ``None`` once released."""
     def on_lost(self, callback: Callable[[LockError], object]) -> None:

@@ -15,6 +15,9 @@
 Cancelling a task that waits in ``acquire`` or ``campaign`` abandons the wait and removes it
 from the server. Errors are those of :mod:`lockgate` (``lockgate.LockError`` and its
 subclasses); ``Election.observe`` returns :class:`lockgate.LeaderInfo`.
+
+Redlock over independent masters: ``async with lockgate.aio.Redlock(urls) as redlock:`` then
+``async with redlock.lock("x").acquire(timeout=5) as lease:`` (no fencing token).
 """
 
 from ._lockgate import AcquireContext
@@ -23,8 +26,12 @@ from ._lockgate import AsyncElection as Election
 from ._lockgate import AsyncLease as Lease
 from ._lockgate import AsyncLock as Lock
 from ._lockgate import AsyncReadWriteLock as ReadWriteLock
+from ._lockgate import AsyncRedlock as Redlock
+from ._lockgate import AsyncRedlockLease as RedlockLease
+from ._lockgate import AsyncRedlockLock as RedlockLock
 from ._lockgate import AsyncSemaphore as Semaphore
 from ._lockgate import LeaderInfo
+from ._lockgate import RedlockAcquireContext
 
 __all__ = [
     "AcquireContext",
@@ -34,5 +41,9 @@ __all__ = [
     "Lease",
     "Lock",
     "ReadWriteLock",
+    "Redlock",
+    "RedlockAcquireContext",
+    "RedlockLease",
+    "RedlockLock",
     "Semaphore",
 ]

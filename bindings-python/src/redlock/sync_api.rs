@@ -1,0 +1,418 @@
+//! The blocking Redlock API: `lockgate.Redlock`, `lockgate.RedlockLock`, `lockgate.RedlockLease`.
+//!
+//! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
+//! Ctrl-C honoured) and maps errors through `errors::to_py`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use lockgate_core::native::{Redlock as CoreRedlock, RedlockLock as CoreRedlockLock};
+use lockgate_core::LockOptions;
+use pyo3::prelude::*;
+
+use super::{Deployment, RedlockArgs, RedlockHold};
+use crate::errors::{self, IntoPyResult};
+use crate::handle::RedlockHandle;
+use crate::runtime::{block_on, spawn};
+use crate::shared;
+use crate::sync_api::lock_entered;
+
+/// A lock held on a majority of N independent Redis masters (the Redlock algorithm,
+/// PROTOCOL.md §8): it survives the loss of a minority of them.
+///
+/// ``Redlock(urls, *, key_prefix=None, max_lease=None, node_timeout=None, retry_delay=None,
+/// retry_jitter=None, drift_factor=None, drift_fixed=None, tls_ca_file=None,
+/// connect_timeout=None, response_timeout=None)`` connects at once to every master it can reach
+/// (``urls``: a list of ``redis://`` / ``rediss://`` URLs of independent servers, no
+/// replication between them; masters that are down are retried in the background). A lock is
+/// granted when ``len(urls) // 2 + 1`` masters grant it within ``node_timeout`` (default 0.05 s)
+/// with validity left: the lease minus the time the attempt took minus the drift allowance
+/// (``lease * drift_factor + drift_fixed``, defaults 1 % and 0.002 s). Failed attempts are
+/// undone on every master and retried after ``retry_delay`` plus up to ``retry_jitter``
+/// seconds (defaults 0.2 + 0.2).
+///
+/// ``max_lease`` (default 30 s) must be the same for every client of the deployment: no lease
+/// or extension may be longer, and a freshly (re)started master grants nothing for
+/// ``max_lease`` + 1 s, so it cannot hand out a lock it forgot. Durations are seconds.
+///
+/// Grants carry **no fencing token**: a majority of independent masters is not a linearizable
+/// counter, so a token read from them could go backwards (PROTOCOL.md §8). The lease's validity
+/// is the only guarantee; where the protected resource needs tokens, use :class:`Client`.
+///
+/// Use it as a context manager, or call :meth:`close`, to release every lease it still holds.
+#[pyclass(frozen, module = "lockgate")]
+pub struct Redlock {
+    inner: CoreRedlock,
+    handle: Arc<RedlockHandle>,
+    deployment: Deployment,
+}
+
+#[pymethods]
+impl Redlock {
+    #[new]
+    #[pyo3(signature = (urls, *, key_prefix=None, max_lease=None, node_timeout=None, retry_delay=None, retry_jitter=None, drift_factor=None, drift_fixed=None, tls_ca_file=None, connect_timeout=None, response_timeout=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        urls: Vec<String>,
+        key_prefix: Option<String>,
+        max_lease: Option<f64>,
+        node_timeout: Option<f64>,
+        retry_delay: Option<f64>,
+        retry_jitter: Option<f64>,
+        drift_factor: Option<f64>,
+        drift_fixed: Option<f64>,
+        tls_ca_file: Option<PathBuf>,
+        connect_timeout: Option<f64>,
+        response_timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let opts = super::redlock_options(
+            py,
+            urls.clone(),
+            RedlockArgs {
+                key_prefix,
+                max_lease,
+                node_timeout,
+                retry_delay,
+                retry_jitter,
+                drift_factor,
+                drift_fixed,
+                tls_ca_file,
+                connect_timeout,
+                response_timeout,
+            },
+        )?;
+        let deployment = Deployment::of(py, &urls, &opts)?;
+        let inner = block_on(py, opts.clone().connect())?;
+        Ok(Redlock {
+            handle: RedlockHandle::connected(opts, inner.clone()),
+            inner,
+            deployment,
+        })
+    }
+
+    /// A Redlock named ``name`` (one key per master; independent of :meth:`Client.lock` locks
+    /// of the same name).
+    ///
+    /// ``lease=None`` gives a lease renewed by a watchdog until released: 30 s, or
+    /// :attr:`max_lease` if shorter. A number of seconds gives a fixed lease (at most
+    /// :attr:`max_lease`, else :class:`InvalidArgumentError` when acquiring), renewed only with
+    /// ``renew=True``. ``timeout`` is the default wait of :meth:`RedlockLock.acquire` and
+    /// ``with lock:`` (``None``: until acquired).
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None))]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lease: Option<f64>,
+        renew: Option<bool>,
+        timeout: Option<f64>,
+    ) -> PyResult<RedlockLock> {
+        let options =
+            super::lock_options(lease, renew, timeout, self.deployment.max_lease).py(py)?;
+        let inner = self.inner.lock(name, options.clone()).py(py)?;
+        Ok(RedlockLock {
+            inner,
+            options,
+            client: self.handle.clone(),
+            entered: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Releases every lease and cancels every wait of this Redlock; further calls on it (and on
+    /// its locks and leases) raise :class:`ClientClosedError`.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        block_on(py, async {
+            self.handle.close().await;
+            Ok(())
+        })
+    }
+
+    /// The masters' URLs, passwords replaced by ``***``.
+    #[getter]
+    fn urls(&self) -> Vec<String> {
+        self.deployment.urls.clone()
+    }
+
+    /// How many masters there are.
+    #[getter]
+    fn masters(&self) -> usize {
+        self.inner.masters().0
+    }
+
+    /// How many masters must grant a lock: a majority.
+    #[getter]
+    fn quorum(&self) -> usize {
+        self.inner.masters().1
+    }
+
+    /// The prefix of every key this Redlock uses.
+    #[getter]
+    fn key_prefix(&self) -> &str {
+        self.handle.key_prefix()
+    }
+
+    /// The longest lease of the deployment, in seconds.
+    #[getter]
+    fn max_lease(&self) -> f64 {
+        shared::to_secs(self.deployment.max_lease)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.close(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.deployment
+            .repr(py, "lockgate.Redlock", self.handle.key_prefix())
+    }
+}
+
+/// A named Redlock, made by :meth:`Redlock.lock`. Holding it is a :class:`RedlockLease`, never a
+/// thread: a lease may be released from any thread.
+///
+/// ``with lock as lease:`` acquires with the lock's default timeout and releases on exit.
+/// Waiting retries whole attempts (there is no queue: contenders are not served in order).
+#[pyclass(frozen, module = "lockgate")]
+pub struct RedlockLock {
+    inner: CoreRedlockLock,
+    /// What the core handle was made with (it does not expose them).
+    options: LockOptions,
+    client: Arc<RedlockHandle>,
+    /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
+    entered: Mutex<HashMap<ThreadId, Vec<Arc<RedlockHold>>>>,
+}
+
+impl RedlockLock {
+    fn acquire_hold(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Arc<RedlockHold>> {
+        let timeout = timeout
+            .map(|t| shared::secs("timeout", t))
+            .transpose()
+            .py(py)?;
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            match timeout {
+                Some(t) => self.inner.acquire(t).await,
+                None => self.inner.acquire_default().await,
+            }
+        })?;
+        Ok(RedlockHold::new(lease, self.client.clone()))
+    }
+
+    fn options(&self) -> &LockOptions {
+        &self.options
+    }
+}
+
+#[pymethods]
+impl RedlockLock {
+    /// Tries until a majority grants the lock, for up to ``timeout`` seconds (default: the
+    /// lock's ``timeout``; ``None`` tries until acquired), and returns the
+    /// :class:`RedlockLease`. Raises :class:`LockTimeoutError` (saying why the last attempt
+    /// failed) if no majority could be had; :class:`InvalidArgumentError` if the lease exceeds
+    /// the deployment's ``max_lease``. Ctrl-C abandons the wait and undoes the attempt in flight.
+    #[pyo3(signature = (timeout=None))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<RedlockLease> {
+        Ok(RedlockLease {
+            hold: self.acquire_hold(py, timeout)?,
+        })
+    }
+
+    /// One attempt without waiting: a :class:`RedlockLease`, or ``None`` if a master answered
+    /// that the lock is held. Raises :class:`LockConnectionError` (retryable) if too few masters
+    /// could vote (down, unreachable, or too recently restarted).
+    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<RedlockLease>> {
+        let lease = block_on(py, async {
+            self.client.owner.check()?;
+            self.inner.try_acquire().await
+        })?;
+        Ok(lease.map(|l| RedlockLease {
+            hold: RedlockHold::new(l, self.client.clone()),
+        }))
+    }
+
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The lease length in seconds.
+    #[getter]
+    fn lease(&self) -> f64 {
+        shared::to_secs(self.options().lease)
+    }
+
+    /// Whether a watchdog renews the lease until it is released.
+    #[getter]
+    fn renew(&self) -> bool {
+        self.options().auto_renew
+    }
+
+    /// The default wait of :meth:`acquire` and ``with lock:``, in seconds (``None``: forever).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.options().wait_timeout.map(shared::to_secs)
+    }
+
+    fn __enter__(&self, py: Python<'_>) -> PyResult<RedlockLease> {
+        let hold = self.acquire_hold(py, None)?;
+        let me = std::thread::current().id();
+        lock_entered(&self.entered)
+            .entry(me)
+            .or_default()
+            .push(hold.clone());
+        Ok(RedlockLease { hold })
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let me = std::thread::current().id();
+        let hold = {
+            let mut entered = lock_entered(&self.entered);
+            let hold = entered.get_mut(&me).and_then(Vec::pop);
+            if entered.get(&me).is_some_and(Vec::is_empty) {
+                entered.remove(&me);
+            }
+            hold
+        };
+        if let Some(hold) = hold {
+            let in_flight = exc_type.is_some_and(|t| !t.is_none());
+            block_on(py, hold.exit(in_flight))?;
+        }
+        Ok(())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        super::lock_repr(
+            py,
+            "lockgate.RedlockLock",
+            self.inner.name(),
+            self.options(),
+        )
+    }
+}
+
+/// Proof that a majority of the masters holds the lock for you, until :attr:`remaining` runs
+/// out (renewed by the watchdog if the lock's lease is). Use it as a context manager (``with
+/// lock.acquire() as lease:``) to release on exit; leaving the block raises
+/// :class:`NotHeldError` if the lease had been lost meanwhile. Garbage-collecting an unreleased
+/// lease releases it in the background.
+///
+/// Unlike :class:`Lease` it has **no** ``fencing_token``: a majority of independent masters is
+/// not a linearizable counter, so any token read from them could go backwards (the masters that
+/// saw the previous grant may be exactly the minority this grant did not reach, or may have
+/// restarted; see PROTOCOL.md §8). Finish the protected work within :attr:`remaining`, or use
+/// :class:`Client` (single-instance mutex with fencing tokens) where the resource needs them.
+#[pyclass(frozen, module = "lockgate")]
+pub struct RedlockLease {
+    hold: Arc<RedlockHold>,
+}
+
+#[pymethods]
+impl RedlockLease {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.hold.lease.name()
+    }
+
+    /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.hold.lease.is_held()
+    }
+
+    /// Seconds the lease is certainly still valid (drift deducted), or ``None`` if it is not
+    /// held. Finish the protected work within it.
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.hold.lease.remaining().map(shared::to_secs)
+    }
+
+    /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
+    #[getter]
+    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.hold
+            .lost_reason()
+            .map(|e| errors::to_exception(py, &e))
+            .transpose()
+    }
+
+    /// Sets the remaining lease to ``seconds`` (at most ``max_lease``) on every master still
+    /// holding it; needs a majority. Raises :class:`NotHeldError` if a majority lost it (the
+    /// lease is then lost; it never re-acquires), :class:`LockConnectionError` if too few
+    /// masters answered.
+    fn extend(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let d = shared::secs("seconds", seconds).py(py)?;
+        block_on(py, self.hold.extend(d))
+    }
+
+    /// Releases the lock on every master. ``True`` if a majority still held it, ``False`` if not
+    /// (or if already released). Raises :class:`LockConnectionError` (retryable) if too few
+    /// masters confirmed: the others keep the key until its lease ends.
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        block_on(py, self.hold.release())
+    }
+
+    /// Calls ``callback(reason)`` once, with a :class:`LockError`, if the lease is lost (a
+    /// majority refused a renewal, or its validity ran out first). It runs on a lockgate
+    /// background thread: keep it short and thread-safe. Never called after a normal release.
+    fn on_lost(&self, callback: Py<PyAny>) {
+        let signal = self.hold.lost_signal();
+        spawn(async move {
+            let Some(reason) = signal.await else {
+                return;
+            };
+            // Python code must not run on (or block) a runtime worker.
+            drop(tokio::task::spawn_blocking(move || {
+                Python::try_attach(|py| {
+                    let arg = errors::to_exception(py, &reason);
+                    let r = arg.and_then(|a| callback.call1(py, (a,)));
+                    if let Err(e) = r {
+                        e.write_unraisable(py, Some(callback.bind(py)));
+                    }
+                });
+            }));
+        });
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let in_flight = exc_type.is_some_and(|t| !t.is_none());
+        block_on(py, self.hold.exit(in_flight))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.hold.repr(py, "lockgate.RedlockLease")
+    }
+}

@@ -1,0 +1,379 @@
+"""Redlock over independent masters (`lockgate.Redlock`, `lockgate.aio.Redlock`) against real
+redis-servers the tests start (five masters, loopback ports, temp dirs, stopped by pid): keys on
+every master, a minority down still grants, a majority down fails with the CONNECTION error,
+mutual exclusion between clients, context managers, the loss signal, bad input, and no fencing
+token."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from typing import Any, Awaitable, Callable, Iterator
+
+import pytest
+
+import lockgate
+import lockgate.aio
+from conftest import RedisMasters, redlock_key, wait_until
+
+# A small max_lease: a freshly started master refuses grants for max_lease + 1 s, so the first
+# acquire on new masters waits ~2-3 s (hence its timeout of FIRST seconds).
+MAX_LEASE = 1.0
+FIRST = 6.0
+SETTINGS: dict[str, Any] = dict(
+    max_lease=MAX_LEASE,
+    node_timeout=0.2,
+    retry_delay=0.01,
+    retry_jitter=0.03,
+    connect_timeout=1.0,
+    response_timeout=2.0,
+)
+
+
+def run(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(fn(*args), 60))
+
+
+@pytest.fixture(scope="module")
+def masters() -> Iterator[RedisMasters]:
+    """Five masters shared by the tests of this module that stop none of them (distinct lock
+    names); warmed up once, so only the first test waits out the delayed-restart rule."""
+    m = RedisMasters(5)
+    try:
+        with lockgate.Redlock(m.urls, **SETTINGS) as redlock:
+            redlock.lock("warm-up", MAX_LEASE).acquire(timeout=FIRST).release()
+        yield m
+    finally:
+        m.close()
+
+
+def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        assert (redlock.masters, redlock.quorum) == (5, 3)
+        assert redlock.urls == masters.urls and redlock.max_lease == MAX_LEASE
+        assert redlock.key_prefix == "lockgate:"
+        lock = redlock.lock("orders", 0.8)
+        assert (lock.name, lock.lease, lock.renew, lock.timeout) == ("orders", 0.8, False, None)
+        lease = lock.acquire(timeout=FIRST)
+        assert lease.is_held and lease.name == "orders"
+        remaining = lease.remaining
+        assert remaining is not None and 0.5 < remaining < 0.8  # drift deducted
+        assert lease.lost_reason is None
+        # The same owner token on all five masters, with the lease as its expiry.
+        key = redlock_key("orders")
+        assert sorted(masters.holders("orders")) == sorted(n.port for n in masters.nodes)
+        tokens = {n.raw().get(key) for n in masters.nodes}
+        assert len(tokens) == 1 and len(tokens.pop() or b"") == 32
+        assert all(0 < n.raw().pttl(key) <= 800 for n in masters.nodes)
+        lease.extend(1.0)  # returns once a majority confirmed
+        assert sum(700 < n.raw().pttl(key) <= 1000 for n in masters.nodes) >= 3
+        assert lease.release() is True
+        assert masters.holders("orders") == []
+        assert not lease.is_held and lease.remaining is None
+        assert lease.release() is False  # a second release: no longer held
+        assert "orders" in repr(lease) and "held=False" in repr(lease)
+        with pytest.raises(lockgate.NotHeldError):
+            lease.extend(0.5)
+
+
+def test_lease_has_no_fencing_token(masters: RedisMasters) -> None:
+    assert not hasattr(lockgate.RedlockLease, "fencing_token")
+    assert not hasattr(lockgate.aio.RedlockLease, "fencing_token")
+    for cls in (lockgate.RedlockLease, lockgate.aio.RedlockLease):
+        assert cls.__doc__ is not None and "PROTOCOL.md §8" in cls.__doc__
+        assert "fencing_token" in cls.__doc__
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        with redlock.lock("no-token", 0.5).acquire(timeout=FIRST) as lease:
+            assert not hasattr(lease, "fencing_token")
+            assert "fencing_token" not in repr(lease)
+
+
+def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> None:
+    m = RedisMasters(5)
+    try:
+        with lockgate.Redlock(m.urls, **SETTINGS) as redlock:
+            lock = redlock.lock("quorum", MAX_LEASE)
+            lock.acquire(timeout=FIRST).release()
+            m.nodes[1].stop()
+            m.nodes[4].stop()
+            lease = lock.try_acquire()
+            assert lease is not None, "3 of 5 masters are a majority"
+            assert lease.is_held and len(m.holders("quorum")) == 3
+            assert lease.release() is True
+            assert m.holders("quorum") == []
+
+            m.nodes[2].stop()
+            with pytest.raises(lockgate.LockConnectionError) as e:
+                lock.try_acquire()
+            assert e.value.code == "CONNECTION" and e.value.retryable is True
+            assert "2 of 5 masters granted, 3 are needed" in str(e.value)
+            # A waiting acquire keeps trying until its timeout, saying why the last attempt failed.
+            started = time.monotonic()
+            with pytest.raises(lockgate.LockTimeoutError) as t:
+                lock.acquire(timeout=0.4)
+            assert time.monotonic() - started < 2
+            assert "masters granted" in str(t.value)
+            time.sleep(0.1)
+            assert m.holders("quorum") == [], "failed attempts are undone on the live masters"
+    finally:
+        m.close()
+
+
+def test_mutual_exclusion_between_two_redlock_clients(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as a, lockgate.Redlock(
+        masters.urls, **SETTINGS
+    ) as b:
+        held = a.lock("exclusive").acquire(timeout=FIRST)  # renewed by the watchdog
+        other = b.lock("exclusive")
+        assert other.try_acquire() is None
+        with pytest.raises(lockgate.LockTimeoutError):
+            other.acquire(timeout=0.3)
+        time.sleep(1.2)  # past the 1 s lease: the watchdog keeps it
+        assert held.is_held and other.try_acquire() is None
+        assert held.release() is True
+        taken = other.acquire(timeout=2)
+        assert taken.is_held and a.lock("exclusive").try_acquire() is None
+        assert taken.release() is True
+
+        # Threads of both clients increment a counter only under the lock: no lost update.
+        counter = masters.nodes[0].raw()
+        counter.set("redlock-counter", 0)
+
+        def worker(redlock: lockgate.Redlock) -> None:
+            lock = redlock.lock("counter", MAX_LEASE, timeout=30)
+            for _ in range(10):
+                with lock as lease:
+                    assert lease.is_held
+                    v = int(counter.get("redlock-counter") or 0)
+                    time.sleep(0.002)
+                    counter.set("redlock-counter", v + 1)
+
+        threads = [threading.Thread(target=worker, args=(r,)) for r in (a, b, a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert int(counter.get("redlock-counter") or 0) == 40
+    assert masters.holders("counter") == []
+
+
+def test_context_managers_release(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        lock = redlock.lock("cm", 0.8, timeout=FIRST)
+        with lock as lease:
+            assert lease.is_held and len(masters.holders("cm")) == 5
+        assert masters.holders("cm") == [] and not lease.is_held
+        with lock.acquire(timeout=FIRST) as lease2:
+            assert len(masters.holders("cm")) == 5
+        assert masters.holders("cm") == []
+        # An exception leaving the block: released, and the exception propagates alone.
+        with pytest.raises(KeyError):
+            with lock:
+                raise KeyError("boom")
+        assert masters.holders("cm") == []
+        # Released inside the block: leaving it reports nothing.
+        with lock.acquire() as lease3:
+            assert lease3.release() is True
+        assert not lease2.is_held
+    # Closing the Redlock releases what it still holds and refuses further use.
+    redlock = lockgate.Redlock(masters.urls, **SETTINGS)
+    lock = redlock.lock("closed", MAX_LEASE)
+    kept = lock.acquire(timeout=FIRST)
+    assert len(masters.holders("closed")) == 5
+    redlock.close()
+    assert masters.holders("closed") == [] and not kept.is_held
+    with pytest.raises(lockgate.ClientClosedError):
+        lock.try_acquire()
+
+
+def test_unreferenced_lease_is_released_in_the_background(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        lease = redlock.lock("dropped").acquire(timeout=FIRST)  # renewed: would live on
+        assert len(masters.holders("dropped")) == 5
+        del lease
+        gc.collect()
+        wait_until(lambda: masters.holders("dropped") == [], timeout=3, what="background release")
+
+
+def test_exit_hook_releases_a_lease_still_held(masters: RedisMasters) -> None:
+    script = textwrap.dedent(
+        f"""
+        import ctypes, lockgate
+        redlock = lockgate.Redlock({masters.urls!r}, max_lease={MAX_LEASE})
+        lease = redlock.lock("at-exit", {MAX_LEASE}).acquire(timeout={FIRST})
+        assert lease.is_held
+        # Never collected (an extra reference), so only the exit hook can release it.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(lease))
+        print("held", flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert out.returncode == 0 and out.stdout == b"held\n", out.stderr
+    # Its 1 s lease would keep the key for most of a second: the exit hook released it.
+    assert masters.holders("at-exit") == []
+
+
+def test_loss_is_signalled(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        lease = redlock.lock("lost").acquire(timeout=FIRST)  # 1 s, renewed every 1/3 s
+        reasons: list[lockgate.LockError] = []
+        lease.on_lost(reasons.append)
+        time.sleep(0.5)
+        assert lease.is_held and lease.lost_reason is None
+        # The key vanishes from a majority: the next renewal finds it gone, and never re-creates it.
+        key = redlock_key("lost")
+        for n in masters.nodes[:3]:
+            n.raw().delete(key)
+        wait_until(lambda: reasons, timeout=3, what="the loss callback")
+        assert isinstance(reasons[0], lockgate.NotHeldError)
+        assert isinstance(lease.lost_reason, lockgate.NotHeldError)
+        assert not lease.is_held and lease.remaining is None
+        with pytest.raises(lockgate.NotHeldError):
+            lease.extend(0.5)
+
+        # Leaving a block whose lease was lost raises NotHeldError: the work may have overlapped.
+        with pytest.raises(lockgate.NotHeldError):
+            with redlock.lock("expired", 0.3).acquire(timeout=FIRST):
+                time.sleep(0.5)  # a fixed lease runs out: lost
+        wait_until(lambda: masters.holders("expired") == [], timeout=2, what="expiry")
+
+        # A normal release never calls the callback.
+        calls: list[lockgate.LockError] = []
+        ok = redlock.lock("fine").acquire(timeout=FIRST)
+        ok.on_lost(calls.append)
+        assert ok.release() is True
+        time.sleep(0.3)
+        assert calls == [] and ok.lost_reason is None
+
+
+def test_bad_input_raises_invalid_argument(masters: RedisMasters) -> None:
+    url = masters.urls[0]
+    cases: list[tuple[list[str], dict[str, Any]]] = [
+        ([], {}),
+        ([url, url], {}),
+        (["http://127.0.0.1:1"], {}),
+        (masters.urls, {"max_lease": 0}),
+        (masters.urls, {"max_lease": -1.0}),
+        (masters.urls, {"node_timeout": float("nan")}),
+        (masters.urls, {"drift_factor": 0.7}),
+        (masters.urls, {"retry_delay": 0}),
+        (masters.urls, {"key_prefix": "a{b"}),
+    ]
+    for urls, kw in cases:
+        for cls in (lockgate.Redlock, lockgate.aio.Redlock):
+            with pytest.raises(lockgate.InvalidArgumentError) as e:
+                cls(urls, **kw)
+            assert e.value.code == "INVALID_ARGUMENT" and isinstance(e.value, ValueError)
+    with pytest.raises(TypeError):
+        lockgate.Redlock(url)  # type: ignore[arg-type]  # a str is not a list of URLs
+
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        # A lease longer than the deployment's max_lease: refused before anything is sent.
+        too_long = redlock.lock("too-long", MAX_LEASE + 1)
+        with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
+            too_long.try_acquire()
+        with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
+            too_long.acquire(timeout=1)
+        assert masters.holders("too-long") == []
+        for bad in ("", "x" * 600):
+            with pytest.raises(lockgate.InvalidArgumentError):
+                redlock.lock(bad)
+        with pytest.raises(lockgate.InvalidArgumentError):
+            redlock.lock("x", -1)
+        with pytest.raises(lockgate.InvalidArgumentError):
+            redlock.lock("x").acquire(timeout=-1)
+        with redlock.lock("extend-too-long", 0.5).acquire(timeout=FIRST) as lease:
+            with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
+                lease.extend(MAX_LEASE + 1)
+            assert lease.is_held
+
+
+def test_lease_none_defaults_to_a_renewed_lease_within_max_lease(masters: RedisMasters) -> None:
+    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+        lock = redlock.lock("default")
+        assert (lock.lease, lock.renew) == (MAX_LEASE, True)
+        assert "lease=1.0 renew=True" in repr(lock)
+    big = lockgate.aio.Redlock(masters.urls, max_lease=120)
+    assert (big.lock("d").lease, big.lock("d").renew) == (30.0, True)
+
+
+def test_urls_hide_passwords() -> None:
+    redlock = lockgate.aio.Redlock(
+        ["redis://app:s3cret-pw@127.0.0.1:1", "redis://:other-pw@127.0.0.1:2/3", "redis://127.0.0.1:3"]
+    )
+    assert (redlock.masters, redlock.quorum) == (3, 2)
+    for text in (repr(redlock), *redlock.urls):
+        assert "s3cret-pw" not in text and "other-pw" not in text
+    assert "***" in redlock.urls[0]
+
+    async def unreachable() -> None:
+        with pytest.raises(lockgate.LockConnectionError) as e:
+            await redlock.connect()
+        assert "s3cret-pw" not in str(e.value) and "other-pw" not in str(e.value)
+
+    run(unreachable)
+
+
+def test_asyncio(masters: RedisMasters) -> None:
+    async def main() -> None:
+        async with lockgate.aio.Redlock(masters.urls, **SETTINGS) as a:
+            b = lockgate.aio.Redlock(masters.urls, **SETTINGS)
+            assert (a.masters, a.quorum, a.max_lease) == (5, 3, MAX_LEASE)
+            lock = a.lock("aio", 0.8)
+            async with lock.acquire(timeout=FIRST) as lease:
+                assert lease.is_held and len(masters.holders("aio")) == 5
+                assert not hasattr(lease, "fencing_token")
+                assert await b.lock("aio").try_acquire() is None
+                with pytest.raises(lockgate.LockTimeoutError):
+                    await b.lock("aio").acquire(timeout=0.3)
+                await lease.extend(1.0)
+                ttls = [n.raw().pttl(redlock_key("aio")) for n in masters.nodes]
+                assert sum(700 < t <= 1000 for t in ttls) >= 3, ttls
+            assert masters.holders("aio") == []
+            assert await lease.lost() is None  # released normally
+            # Another client takes it now; the lock handle's own `async with` works too.
+            async with b.lock("aio", 0.8, timeout=2) as taken:
+                assert taken.is_held and await a.lock("aio").try_acquire() is None
+            assert masters.holders("aio") == []
+            got = await lock.try_acquire()
+            assert got is not None and await got.release() is True and await got.release() is False
+
+            # A cancelled wait leaves nothing behind.
+            blocker = await lock.acquire(timeout=2)
+            waiter = asyncio.ensure_future(b.lock("aio").acquire(timeout=30))
+            await asyncio.sleep(0.2)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert await blocker.release() is True
+            await asyncio.sleep(0.1)
+            assert masters.holders("aio") == []
+
+            # Loss: the key vanishes from a majority of masters; the renewal notices.
+            renewed = await a.lock("aio-lost").acquire(timeout=FIRST)
+            called = asyncio.Event()
+            renewed.on_lost(lambda reason: called.set())
+            for n in masters.nodes[1:4]:
+                n.raw().delete(redlock_key("aio-lost"))
+            reason = await asyncio.wait_for(renewed.lost(), 3)
+            assert isinstance(reason, lockgate.NotHeldError)
+            await asyncio.wait_for(called.wait(), 3)
+            assert not renewed.is_held and isinstance(renewed.lost_reason, lockgate.NotHeldError)
+
+            # Bad input raises at the call or the await, with the typed error.
+            with pytest.raises(lockgate.InvalidArgumentError):
+                a.lock("")
+            with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
+                await a.lock("too-long", MAX_LEASE + 1).try_acquire()
+            await b.close()
+            with pytest.raises(lockgate.ClientClosedError):
+                await b.lock("aio").try_acquire()
+        with pytest.raises(lockgate.ClientClosedError):
+            await a.lock("aio").try_acquire()
+
+    run(main)
