@@ -198,6 +198,11 @@ impl RedlockLock {
         &self.name
     }
 
+    /// The lock's options.
+    pub fn options(&self) -> &LockOptions {
+        &self.options
+    }
+
     /// Retries (with jittered pauses) for up to `timeout`; a `TIMEOUT` error saying why the last
     /// attempt failed if no majority could be had. Dropping the future cancels the wait.
     pub async fn acquire(&self, timeout: Duration) -> Result<RedlockLease> {
@@ -303,6 +308,28 @@ impl RedlockLease {
         let (reply, result) = oneshot::channel();
         self.redlock.send(Msg::Release { lease: self.id, reply: Some(reply) })?;
         result.await.map_err(|_| closed())?
+    }
+
+    /// The reason the lease was lost, if it was.
+    pub fn lost_reason(&self) -> Option<Error> {
+        match &*self.state.borrow() {
+            LeaseState::Lost(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    /// The loss signal as a `'static` future that does not keep the lease alive (for bindings
+    /// that hand it to a callback or another task): `Some(reason)` when the lease is lost,
+    /// `None` once it is released normally or its client is gone.
+    pub fn lost_signal(&self) -> impl Future<Output = Option<Error>> + Send + 'static {
+        let mut rx = self.state.clone();
+        async move {
+            let state = rx.wait_for(|s| !matches!(s, LeaseState::Held(_))).await.ok()?;
+            match &*state {
+                LeaseState::Lost(e) => Some(e.clone()),
+                _ => None,
+            }
+        }
     }
 
     /// Resolves with the reason when the lease is lost (a majority refused a renewal, or its
