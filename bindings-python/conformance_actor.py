@@ -1,8 +1,8 @@
 """The Python conformance actor: one JSON operation per line on stdin, performed through
 lockgate's public Python API only, one JSON result per line on stdout.
 
-The protocol is described in conformance/README.md: mutexes, semaphores, read-write lock halves
-and elections (field `kind`), one library handle per `handle` with a stack of held leases. Run from the repository root, after
+The protocol is described in conformance/README.md: mutexes, Redlocks, semaphores, read-write
+lock halves and elections (field `kind`), one library handle per `handle` with a stack of held leases. Run from the repository root, after
 `bindings-python/ci.sh build`: python3 bindings-python/conformance_actor.py
 """
 
@@ -30,10 +30,18 @@ def secs(op: dict[str, Any], key: str) -> Optional[float]:
     return None if v is None else v / 1000.0
 
 
-Handle = Union[lockgate.Lock, lockgate.Election]
+Handle = Union[lockgate.Lock, lockgate.Election, lockgate.RedlockLock]
+AnyLease = Union[lockgate.Lease, lockgate.RedlockLease]
 
 
-def handle_of(client: lockgate.Client, op: dict[str, Any]) -> Handle:
+def granted(lease: AnyLease) -> dict[str, Any]:
+    """A grant's reply; a Redlock grant has no fencing token (PROTOCOL.md §8)."""
+    if isinstance(lease, lockgate.RedlockLease):
+        return {"ok": True, "acquired": True}
+    return {"ok": True, "acquired": True, "token": str(lease.fencing_token)}
+
+
+def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Redlock], op: dict[str, Any]) -> Handle:
     """A new library handle for the step's lock name, primitive and options (conformance/README.md,
     "Primitive options"); the library validates them all."""
     name = op.get("lock", "")
@@ -42,6 +50,9 @@ def handle_of(client: lockgate.Client, op: dict[str, Any]) -> Handle:
     entry_ttl = secs(op, "entry_ttl_ms")
     kind = op.get("kind", "mutex")
     reentrant = bool(op.get("reentrant", False))
+    if kind == "redlock":
+        assert redlock is not None, "the orchestrator sends connect_redlock first"
+        return redlock.lock(name, lease, renew=renew)
     if kind == "mutex":
         return client.lock(name, lease, renew=renew, entry_ttl=entry_ttl, reentrant=reentrant)
     if kind == "semaphore":
@@ -69,23 +80,24 @@ class UnknownKind(ValueError):
 class Actor:
     def __init__(self) -> None:
         self.client: Optional[lockgate.Client] = None
+        self.redlock: Optional[lockgate.Redlock] = None
         # One library handle per `handle` (default: the lock name), made on its first use, and
         # the stack of leases it holds (most recent last).
         self.handles: dict[str, Handle] = {}
-        self.leases: dict[str, list[lockgate.Lease]] = {}
+        self.leases: dict[str, list[AnyLease]] = {}
 
     def handle_for(self, op: dict[str, Any]) -> Handle:
         """The step's handle: the one made on its first use. The step's own options are always
         passed to the library first, so bad ones are rejected even for a known handle."""
         assert self.client is not None, "the orchestrator connects first"
-        fresh = handle_of(self.client, op)
+        fresh = handle_of(self.client, self.redlock, op)
         return self.handles.setdefault(op.get("handle", op.get("lock", "")), fresh)
 
-    def top(self, op: dict[str, Any]) -> Optional[lockgate.Lease]:
+    def top(self, op: dict[str, Any]) -> Optional[AnyLease]:
         stack = self.leases.get(op.get("handle", op.get("lock", "")))
         return stack[-1] if stack else None
 
-    def acquire(self, op: dict[str, Any], wait: bool) -> Optional[lockgate.Lease]:
+    def acquire(self, op: dict[str, Any], wait: bool) -> Optional[AnyLease]:
         handle = self.handle_for(op)
         timeout = secs(op, "timeout_ms") or 0.0
         if isinstance(handle, lockgate.Election):
@@ -103,6 +115,13 @@ class Actor:
                     self.client.close()
                 self.client = client
                 return {"ok": True}
+            if kind == "connect_redlock":
+                max_lease = secs(op, "max_lease_ms")
+                redlock = lockgate.Redlock(op.get("urls", []), key_prefix=op.get("prefix"), max_lease=max_lease)
+                if self.redlock is not None:
+                    self.redlock.close()
+                self.redlock = redlock
+                return {"ok": True}
             assert self.client is not None, "the orchestrator connects first"
             if kind == "lock":
                 self.handle_for(op)
@@ -112,7 +131,7 @@ class Actor:
                 if lease is None:
                     return {"ok": True, "acquired": False}
                 self.leases.setdefault(key, []).append(lease)
-                return {"ok": True, "acquired": True, "token": str(lease.fencing_token)}
+                return granted(lease)
             if kind == "release":
                 stack = self.leases.get(key)
                 if not stack:
@@ -145,17 +164,19 @@ class Actor:
             if kind == "hammer":
                 handle = self.handle_for(op)
                 hold = secs(op, "hold_ms") or 0.002
-                records = []
+                records: list[list[Optional[str]]] = []
                 for _ in range(int(op.get("times", 1))):
+                    holding: AnyLease
                     if isinstance(handle, lockgate.Election):
-                        lease = handle.campaign(op.get("value", ""), timeout=30)
+                        holding = handle.campaign(op.get("value", ""), timeout=30)
                     else:
-                        lease = handle.acquire(timeout=30)
-                    with lease:
+                        holding = handle.acquire(timeout=30)
+                    with holding:
                         enter = time.time_ns()
                         time.sleep(hold)
                         leave = time.time_ns()
-                    records.append([str(lease.fencing_token), str(enter), str(leave)])
+                    token = granted(holding).get("token")
+                    records.append([token, str(enter), str(leave)])
                 return {"ok": True, "records": records}
             if kind == "observe":
                 leader = self.client.election(op.get("lock", "")).observe()
@@ -180,6 +201,8 @@ class Actor:
                     pass
         if self.client is not None:
             self.client.close()
+        if self.redlock is not None:
+            self.redlock.close()
 
 
 def main() -> None:
