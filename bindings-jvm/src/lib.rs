@@ -26,8 +26,14 @@ uniffi::setup_scaffolding!();
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
+use std::task::{Context, Poll, Waker};
 
-use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
+use tokio::sync::watch;
+
+use lockgate_core::native::{
+    Client, ClientOptions, Election, Lease, Lock, ReadWriteLock, Redlock, RedlockLease,
+    RedlockLock, RedlockOptions,
+};
 use lockgate_core::options::{duration_from_secs_f64, MAX_PERMITS};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive, ReplicaAcks};
@@ -561,6 +567,328 @@ impl LossWatch {
             Some(signal) => signal.await.as_ref().map(failure),
             None => None,
         })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redlock over N independent masters (the core's `Redlock`, PROTOCOL.md §8). Same shape as the
+// client above (slot for connect, lease filled by the acquisition), but grants carry no fencing
+// token, so the acquisitions answer `true`/`false` instead of a token.
+
+/// A Redlock deployment's settings; `None` fields take the core's defaults (`RedlockConfig`
+/// and `RedlockOptions::new`). Every value is validated by the core at connect.
+#[derive(Clone, Debug, Default, uniffi::Record)]
+pub struct NativeRedlockOptions {
+    pub key_prefix: Option<String>,
+    pub max_lease_secs: Option<f64>,
+    pub node_timeout_secs: Option<f64>,
+    pub retry_delay_secs: Option<f64>,
+    pub retry_jitter_secs: Option<f64>,
+    pub drift_factor: Option<f64>,
+    pub drift_fixed_secs: Option<f64>,
+    pub tls_ca_pem: Option<Vec<u8>>,
+    pub connect_timeout_secs: Option<f64>,
+    pub response_timeout_secs: Option<f64>,
+}
+
+fn redlock_options(urls: Vec<String>, o: NativeRedlockOptions) -> NativeResult<RedlockOptions> {
+    let mut opts = RedlockOptions::new(urls);
+    let c = &mut opts.config;
+    if let Some(p) = o.key_prefix {
+        c.key_prefix = p;
+    }
+    if let Some(d) = opt_secs("max_lease", o.max_lease_secs)? {
+        c.max_lease = d;
+    }
+    if let Some(d) = opt_secs("node_timeout", o.node_timeout_secs)? {
+        c.node_timeout = d;
+    }
+    if let Some(d) = opt_secs("retry_delay", o.retry_delay_secs)? {
+        c.retry_delay = d;
+    }
+    if let Some(d) = opt_secs("retry_jitter", o.retry_jitter_secs)? {
+        c.retry_jitter = d;
+    }
+    if let Some(f) = o.drift_factor {
+        c.drift_factor = f;
+    }
+    if let Some(d) = opt_secs("drift_fixed", o.drift_fixed_secs)? {
+        c.drift_fixed = d;
+    }
+    opts.tls_ca_pem = o.tls_ca_pem;
+    if let Some(t) = opt_secs("connect_timeout", o.connect_timeout_secs)? {
+        opts.connect_timeout = t;
+    }
+    if let Some(t) = opt_secs("response_timeout", o.response_timeout_secs)? {
+        opts.response_timeout = t;
+    }
+    Ok(opts)
+}
+
+/// Receives the Redlock of [`redlock_connect`] (see [`ClientSlot`]).
+#[derive(uniffi::Object, Default)]
+pub struct RedlockSlot(Mutex<Option<(Redlock, Duration)>>);
+
+#[uniffi::export]
+impl RedlockSlot {
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// The connected Redlock, once (`None` afterwards or if nothing landed).
+    pub fn take(&self) -> Option<Arc<NativeRedlock>> {
+        take(&self.0).map(|(inner, max_lease)| {
+            let (closed, _) = watch::channel(false);
+            Arc::new(NativeRedlock {
+                inner,
+                max_lease,
+                closed: Arc::new(closed),
+            })
+        })
+    }
+}
+
+/// Connects to the independent masters at `urls` and puts the Redlock into `slot`. Masters that
+/// are down are retried in the background; fails if none is reachable.
+#[uniffi::export]
+pub async fn redlock_connect(
+    urls: Vec<String>,
+    options: NativeRedlockOptions,
+    slot: Arc<RedlockSlot>,
+) -> NativeResult<()> {
+    let opts = redlock_options(urls, options)?;
+    let max_lease = opts.config.max_lease;
+    on_runtime(async move {
+        let redlock = opts.connect().await?;
+        put(&slot.0, (redlock, max_lease));
+        Ok(())
+    })
+    .await
+}
+
+/// N independent masters (the core's `Redlock`).
+#[derive(uniffi::Object)]
+pub struct NativeRedlock {
+    inner: Redlock,
+    /// The deployment's `max_lease`, so that `lock` rejects longer leases without a network call.
+    max_lease: Duration,
+    /// Set once closed: ends every loss watch of this Redlock's leases.
+    closed: Arc<watch::Sender<bool>>,
+}
+
+#[uniffi::export]
+impl NativeRedlock {
+    /// A Redlock handle; name and options are validated by the core, and a lease longer than
+    /// the deployment's `max_lease` is rejected here already (the core's engine rejects it at
+    /// acquire). Redlock handles are never reentrant.
+    pub fn lock(
+        &self,
+        name: String,
+        options: NativeLockOptions,
+    ) -> NativeResult<Arc<NativeRedlockLock>> {
+        let (opts, reentrant) = lock_options(options)?;
+        if reentrant {
+            return Err(Error::invalid("a Redlock lock cannot be reentrant").into());
+        }
+        let lease = opts.lease;
+        let inner = self.inner.lock(&name, opts)?;
+        if lease > self.max_lease {
+            return Err(Error::invalid(format!(
+                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
+                self.max_lease.as_millis()
+            ))
+            .into());
+        }
+        Ok(Arc::new(NativeRedlockLock {
+            inner,
+            closed: self.closed.subscribe(),
+        }))
+    }
+
+    /// How many masters there are.
+    pub fn master_count(&self) -> i32 {
+        i32::try_from(self.inner.masters().0).unwrap_or(i32::MAX)
+    }
+
+    /// How many masters must agree (`masters / 2 + 1`).
+    pub fn quorum(&self) -> i32 {
+        i32::try_from(self.inner.masters().1).unwrap_or(i32::MAX)
+    }
+
+    /// The masters' URLs with passwords redacted.
+    pub fn urls(&self) -> Vec<String> {
+        self.inner.urls()
+    }
+
+    /// Releases every lease and cancels every wait, then stops the Redlock's driver.
+    pub async fn shutdown(&self) -> NativeResult<()> {
+        let redlock = self.inner.clone();
+        let closed = self.closed.clone();
+        on_runtime(async move {
+            redlock.close().await;
+            closed.send_replace(true);
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// One named Redlock (the core's `RedlockLock`).
+#[derive(uniffi::Object)]
+pub struct NativeRedlockLock {
+    inner: RedlockLock,
+    closed: watch::Receiver<bool>,
+}
+
+#[uniffi::export]
+impl NativeRedlockLock {
+    pub fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+
+    /// Retries for up to `timeout_secs`; the lease fills `into` (always `true` on success).
+    /// A `TIMEOUT` error saying why the last attempt failed if no majority could be had.
+    pub async fn acquire(
+        &self,
+        timeout_secs: f64,
+        into: Arc<NativeRedlockLease>,
+    ) -> NativeResult<bool> {
+        let timeout = secs("timeout", timeout_secs)?;
+        into.fill(self.inner.acquire(timeout).await?, self.closed.clone());
+        Ok(true)
+    }
+
+    /// Waits with the lock's default timeout (forever unless the options set one).
+    pub async fn acquire_default(&self, into: Arc<NativeRedlockLease>) -> NativeResult<bool> {
+        into.fill(self.inner.acquire_default().await?, self.closed.clone());
+        Ok(true)
+    }
+
+    /// One attempt: `true` (lease in `into`) if a majority granted, `false` if the lock is held;
+    /// a `CONNECTION` error if too few masters could vote.
+    pub async fn try_acquire(&self, into: Arc<NativeRedlockLease>) -> NativeResult<bool> {
+        Ok(match self.inner.try_acquire().await? {
+            Some(lease) => {
+                into.fill(lease, self.closed.clone());
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+struct HeldRedlock {
+    lease: Arc<RedlockLease>,
+    closed: watch::Receiver<bool>,
+}
+
+/// A Redlock lease (the core's `RedlockLease`), created empty and filled by an acquisition.
+/// Freeing it releases the lock if still held.
+#[derive(uniffi::Object)]
+pub struct NativeRedlockLease {
+    inner: Mutex<Option<HeldRedlock>>,
+    /// Set on release and dropped with this object: ends the loss watch, which holds the core
+    /// lease only until then (the core's `lost()` never resolves on a normal end).
+    ended: watch::Sender<bool>,
+}
+
+impl NativeRedlockLease {
+    fn fill(&self, lease: RedlockLease, closed: watch::Receiver<bool>) {
+        put(
+            &self.inner,
+            HeldRedlock {
+                lease: Arc::new(lease),
+                closed,
+            },
+        );
+    }
+
+    fn get(&self) -> Option<Arc<RedlockLease>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|h| h.lease.clone())
+    }
+}
+
+/// The loss reason if the lease is lost by now: `lost()` checks the current state on its first
+/// poll and resolves at once if it is a loss.
+fn redlock_lost_now(lease: &RedlockLease) -> Option<Error> {
+    let mut lost = std::pin::pin!(lease.lost());
+    match lost.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(e) => Some(e),
+        Poll::Pending => None,
+    }
+}
+
+#[uniffi::export]
+impl NativeRedlockLease {
+    /// An empty lease for an acquisition to fill.
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        let (ended, _) = watch::channel(false);
+        Arc::new(NativeRedlockLease {
+            inner: Mutex::new(None),
+            ended,
+        })
+    }
+
+    /// Whether the lease is certainly still valid (drift deducted, renewed, not lost).
+    pub fn is_held(&self) -> bool {
+        self.get().is_some_and(|l| l.is_held())
+    }
+
+    /// Nanoseconds the lease is certainly still valid, if held.
+    pub fn remaining_nanos(&self) -> Option<i64> {
+        self.get()?
+            .remaining()
+            .map(|d| saturating_i64(d.as_nanos()))
+    }
+
+    pub fn lost_reason(&self) -> Option<Failure> {
+        let lease = self.get()?;
+        redlock_lost_now(&lease).as_ref().map(failure)
+    }
+
+    /// Sets the remaining lease to `duration_secs` on every master still holding it (needs a
+    /// majority; `NOT_HELD`, and the lease is lost, if a majority lost it).
+    pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
+        let duration = secs("lease", duration_secs)?;
+        let lease = self.get().ok_or_else(never_acquired)?;
+        Ok(lease.extend(duration).await?)
+    }
+
+    /// Releases on every master: `true` if a majority still held it, `false` if not (or on a
+    /// second call); a `CONNECTION` error if too few masters confirmed (the rest expire).
+    pub async fn release(&self) -> NativeResult<bool> {
+        let lease = self.get().ok_or_else(never_acquired)?;
+        let result = lease.release().await;
+        self.ended.send_replace(true);
+        Ok(result?)
+    }
+
+    /// A watch on this lease's loss, resolving `None` once it is released, freed or its
+    /// Redlock closed. It holds the core lease only until then.
+    pub fn loss_watch(&self) -> Arc<LossWatch> {
+        let held = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|h| (h.lease.clone(), h.closed.clone()));
+        let signal = held.map(|(lease, mut closed)| {
+            let mut ended = self.ended.subscribe();
+            Box::pin(async move {
+                tokio::select! {
+                    reason = lease.lost() => Some(reason),
+                    _ = ended.wait_for(|e| *e) => None,
+                    _ = closed.wait_for(|c| *c) => None,
+                }
+            }) as LostSignal
+        });
+        Arc::new(LossWatch(Mutex::new(signal)))
     }
 }
 

@@ -9,6 +9,11 @@ import io.lockgate.internal.ffi.NativeElection
 import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
+import io.lockgate.internal.ffi.NativeRedlock
+import io.lockgate.internal.ffi.NativeRedlockLease
+import io.lockgate.internal.ffi.NativeRedlockLock
+import io.lockgate.internal.ffi.NativeRedlockOptions
+import io.lockgate.internal.ffi.RedlockSlot
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
 import java.util.concurrent.CompletableFuture
@@ -227,6 +232,92 @@ object Bridge {
                 watch.destroy()
             }
         }
+
+    // ------------------------------------------------------------------------- Redlock
+    // The same shapes as above; a Redlock grant has no fencing token, so the lease itself is
+    // the result (null: not acquired).
+
+    /** Acquires into a fresh Redlock lease; `null` if not acquired. Whatever is not returned is freed. */
+    private suspend fun redlockGrant(body: suspend (NativeRedlockLease) -> Boolean): NativeRedlockLease? {
+        val lease = NativeRedlockLease()
+        var granted = false
+        try {
+            granted = body(lease)
+        } finally {
+            if (!granted) lease.destroy()
+        }
+        return if (granted) lease else null
+    }
+
+    private val dropRedlockGrant: (NativeRedlockLease?) -> Unit = { it?.destroy() }
+
+    @JvmStatic
+    @Throws(InterruptedException::class)
+    fun redlockAcquireBlocking(lock: NativeRedlockLock, timeoutSecs: Double, interruptible: Boolean): NativeRedlockLease? =
+        blocking(interruptible, dropRedlockGrant) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
+
+    @JvmStatic
+    @Throws(InterruptedException::class)
+    fun redlockAcquireDefaultBlocking(lock: NativeRedlockLock, interruptible: Boolean): NativeRedlockLease? =
+        blocking(interruptible, dropRedlockGrant) { redlockGrant { lease -> lock.acquireDefault(lease) } }
+
+    @JvmStatic
+    fun redlockTryAcquireBlocking(lock: NativeRedlockLock): NativeRedlockLease? =
+        blocking(false, dropRedlockGrant) { redlockGrant { lease -> lock.tryAcquire(lease) } }
+
+    @JvmStatic
+    fun redlockAcquire(lock: NativeRedlockLock, timeoutSecs: Double): CompletableFuture<NativeRedlockLease?> =
+        call(dropRedlockGrant) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
+
+    @JvmStatic
+    fun redlockAcquireDefault(lock: NativeRedlockLock): CompletableFuture<NativeRedlockLease?> =
+        call(dropRedlockGrant) { redlockGrant { lease -> lock.acquireDefault(lease) } }
+
+    @JvmStatic
+    fun redlockTryAcquire(lock: NativeRedlockLock): CompletableFuture<NativeRedlockLease?> =
+        call(dropRedlockGrant) { redlockGrant { lease -> lock.tryAcquire(lease) } }
+
+    @JvmStatic
+    fun redlockExtendBlocking(lease: NativeRedlockLease, durationSecs: Double) =
+        blocking(false, {}) { lease.extend(durationSecs) }
+
+    @JvmStatic
+    fun redlockExtend(lease: NativeRedlockLease, durationSecs: Double): CompletableFuture<Void?> =
+        call({}) { lease.extend(durationSecs); null }
+
+    @JvmStatic
+    fun redlockReleaseBlocking(lease: NativeRedlockLease): Boolean =
+        blocking(false, {}) { lease.release() }
+
+    @JvmStatic
+    fun redlockRelease(lease: NativeRedlockLease): CompletableFuture<Boolean> =
+        call({}) { lease.release() }
+
+    private suspend fun redlockConnectBody(urls: List<String>, options: NativeRedlockOptions): NativeRedlock? {
+        val slot = RedlockSlot()
+        try {
+            io.lockgate.internal.ffi.redlockConnect(urls, options, slot)
+            return slot.take()
+        } finally {
+            slot.destroy()
+        }
+    }
+
+    @JvmStatic
+    fun redlockConnectBlocking(urls: List<String>, options: NativeRedlockOptions): NativeRedlock? =
+        blocking(false, { it?.destroy() }) { redlockConnectBody(urls, options) }
+
+    @JvmStatic
+    fun redlockConnect(urls: List<String>, options: NativeRedlockOptions): CompletableFuture<NativeRedlock?> =
+        call({ it?.destroy() }) { redlockConnectBody(urls, options) }
+
+    @JvmStatic
+    fun redlockShutdownBlocking(redlock: NativeRedlock) =
+        blocking(false, {}) { redlock.shutdown() }
+
+    @JvmStatic
+    fun redlockShutdown(redlock: NativeRedlock): CompletableFuture<Void?> =
+        call({}) { redlock.shutdown(); null }
 
     /** Panics inside the native library, synchronously (tests prove the JVM survives). */
     @JvmStatic

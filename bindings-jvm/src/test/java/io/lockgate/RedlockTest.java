@@ -1,0 +1,396 @@
+package io.lockgate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@link RedlockClient} against real, independent redis-server masters started by the test
+ * (free loopback ports, temp dirs, killed by pid): majority grants with the key on every master,
+ * minority loss tolerated, majority loss refused as a connection error, mutual exclusion between
+ * clients, renewal and loud loss, validation, and no fencing token.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedlockTest {
+    /** The deployment's max lease: short, so fresh masters grant after ~2-3 s (max_lease + 1 s). */
+    static final Duration MAX_LEASE = Duration.ofSeconds(1);
+    /** Waits out the delayed-restart rule on freshly started masters. */
+    static final Duration STARTUP = Duration.ofSeconds(5);
+    static final LockOptions RENEWED = LockOptions.renewedLease(MAX_LEASE);
+
+    static List<RedisServer> masters;
+    static RedlockClient redlock;
+
+    static RedlockOptions options() {
+        return RedlockOptions.builder()
+            .maxLease(MAX_LEASE)
+            .nodeTimeout(Duration.ofMillis(200))
+            .retryDelay(Duration.ofMillis(10))
+            .retryJitter(Duration.ofMillis(30))
+            .connectTimeout(Duration.ofSeconds(1))
+            .responseTimeout(Duration.ofSeconds(2))
+            .build();
+    }
+
+    static List<RedisServer> start(int n) {
+        List<RedisServer> servers = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            servers.add(RedisServer.start());
+        }
+        return servers;
+    }
+
+    static List<String> urls(List<RedisServer> servers) {
+        List<String> urls = new ArrayList<>();
+        for (RedisServer s : servers) {
+            urls.add(s.url());
+        }
+        return urls;
+    }
+
+    /**
+     * Waits until every master is past the delayed-restart window (up for max_lease + 1 s, in
+     * whole seconds as INFO reports it), so that each one grants: an acquisition succeeds with a
+     * majority and does not wait for the rest, so the first grant alone does not prove this.
+     */
+    static void awaitAllGranting(List<RedisServer> servers) {
+        long needed = MAX_LEASE.plusSeconds(1).toSeconds();
+        for (RedisServer s : servers) {
+            try (Resp r = s.raw()) {
+                assertTrue(TestUtil.eventually(10_000, () -> uptime(r) >= needed), "master " + s.port + " stays young");
+            }
+        }
+    }
+
+    static long uptime(Resp r) {
+        for (String line : r.str("INFO", "server").split("\r?\n")) {
+            if (line.startsWith("uptime_in_seconds:")) {
+                return Long.parseLong(line.substring("uptime_in_seconds:".length()).trim());
+            }
+        }
+        throw new AssertionError("INFO server has no uptime_in_seconds");
+    }
+
+    static void stopAll(List<RedisServer> servers) {
+        servers.forEach(RedisServer::close);
+    }
+
+    @BeforeAll
+    static void startMasters() throws Exception {
+        masters = start(5);
+        redlock = RedlockClient.connect(urls(masters), options());
+        // Fresh masters refuse grants for max_lease + 1 s: wait that out once for the class.
+        redlock.getLock("warm-up", RENEWED).acquire(STARTUP).close();
+        awaitAllGranting(masters);
+    }
+
+    @AfterAll
+    static void stopMasters() {
+        redlock.close();
+        stopAll(masters);
+    }
+
+    static String key(String name) {
+        return "lockgate:{" + name + "}:redlock";
+    }
+
+    /** The owner token stored for lock {@code name} on each reachable master (null where absent). */
+    static List<String> values(List<RedisServer> servers, String name) {
+        List<String> values = new ArrayList<>();
+        for (RedisServer s : servers) {
+            try (Resp r = s.raw()) {
+                values.add(r.str("GET", key(name)));
+            }
+        }
+        return values;
+    }
+
+    static long holders(List<RedisServer> servers, String name) {
+        return values(servers, name).stream().filter(v -> v != null).count();
+    }
+
+    /**
+     * Asserts that {@code n} masters hold {@code name}, soon: an acquisition returns once a
+     * majority granted, and the other masters' grants may land a moment later. (A release waits
+     * for every master, so after a release the count is checked exactly.)
+     */
+    static void assertHeldOn(List<RedisServer> servers, String name, long n) {
+        assertTrue(TestUtil.eventually(300, () -> holders(servers, name) == n),
+            name + " is held on " + holders(servers, name) + " masters, expected " + n);
+    }
+
+    @Test
+    void acquireAndReleaseOnEveryMaster() throws Exception {
+        assertEquals(5, redlock.masters());
+        assertEquals(3, redlock.quorum());
+        RedlockLock lock = redlock.getLock("orders", RENEWED);
+        RedlockLease lease = lock.acquire(Duration.ofSeconds(5));
+        assertTrue(lease.isHeld());
+        Duration left = lease.remaining().orElseThrow();
+        assertTrue(!left.isNegative() && left.compareTo(MAX_LEASE) <= 0, left.toString());
+        assertHeldOn(masters, "orders", 5);
+        List<String> vs = values(masters, "orders");
+        assertEquals(1, new HashSet<>(vs).size(), "the same owner token on every master: " + vs);
+        assertTrue(vs.get(0) != null && vs.get(0).matches("[0-9a-f]{32}"), vs.toString());
+        assertFalse(lock.tryAcquire().isPresent(), "held: a second attempt finds it taken");
+        assertTrue(lease.release());
+        assertEquals(0, holders(masters, "orders"));
+        assertFalse(lease.isHeld());
+        assertFalse(lease.release(), "a second release reports not held");
+        lease.close(); // no-op after release
+    }
+
+    @Test
+    void minorityDownStillGrantsMajorityDownIsAConnectionError() throws Exception {
+        List<RedisServer> servers = start(5);
+        try (RedlockClient rl = RedlockClient.connect(urls(servers), options())) {
+            RedlockLock lock = rl.getLock("minority", LockOptions.fixedLease(MAX_LEASE));
+            RedlockLease lease = lock.acquire(STARTUP);
+            awaitAllGranting(servers);
+            assertTrue(lease.release());
+            lease = lock.acquire(Duration.ofSeconds(5));
+            assertHeldOn(servers, "minority", 5);
+            assertTrue(lease.release());
+
+            servers.get(1).close();
+            servers.get(4).close();
+            RedlockLease again = lock.tryAcquire().orElseThrow(() -> new AssertionError("3 of 5 are a majority"));
+            assertTrue(again.isHeld());
+            assertHeldOn(List.of(servers.get(0), servers.get(2), servers.get(3)), "minority", 3);
+            assertTrue(again.release());
+
+            servers.get(2).close();
+            LockConnectionException e = assertThrows(LockConnectionException.class, lock::tryAcquire);
+            assertTrue(e.isRetryable());
+            assertEquals("CONNECTION", e.code());
+            assertThrows(LockConnectionException.class, lock::tryLock);
+            // A waiting acquire keeps retrying, then times out saying why.
+            LockTimeoutException t = assertThrows(LockTimeoutException.class,
+                () -> lock.acquire(Duration.ofMillis(300)));
+            assertNotNull(t.getMessage());
+            assertFalse(lock.tryLock(300, TimeUnit.MILLISECONDS));
+            // Failed attempts are undone on the masters that granted (well before the 1 s lease ends).
+            assertHeldOn(List.of(servers.get(0), servers.get(3)), "minority", 0);
+        } finally {
+            stopAll(servers);
+        }
+    }
+
+    @Test
+    void twoClientsExcludeEachOther() throws Exception {
+        try (RedlockClient other = RedlockClient.connect(urls(masters), options())) {
+            RedlockLock a = redlock.getLock("shared", RENEWED);
+            RedlockLock b = other.getLock("shared", RENEWED);
+            RedlockLease held = a.acquire(Duration.ofSeconds(5));
+            assertEquals(Optional.empty(), b.tryAcquire());
+            assertFalse(b.tryLock());
+            CompletableFuture<RedlockLease> waiting = b.acquireAsync(Duration.ofSeconds(10));
+            Thread.sleep(1500); // longer than the lease: renewal keeps it held
+            assertTrue(held.isHeld());
+            assertFalse(waiting.isDone(), "no grant while the other client holds it");
+            assertTrue(held.release());
+            RedlockLease got = waiting.get(10, TimeUnit.SECONDS);
+            assertTrue(got.isHeld());
+            assertEquals(Optional.empty(), a.tryAcquire(), "now the first client is excluded");
+            assertTrue(got.releaseAsync().get(5, TimeUnit.SECONDS));
+            assertEquals(0, holders(masters, "shared"));
+        }
+    }
+
+    @Test
+    void tryWithResourcesAndLockInterfaceRelease() throws Exception {
+        RedlockLock lock = redlock.getLock("twr", RENEWED);
+        try (RedlockLease lease = lock.acquire(Duration.ofSeconds(5))) {
+            assertTrue(lease.isHeld());
+            assertHeldOn(masters, "twr", 5);
+        }
+        assertEquals(0, holders(masters, "twr"));
+
+        lock.lock();
+        assertTrue(lock.isHeldByThisLock());
+        assertEquals(1, lock.holdCount());
+        assertHeldOn(masters, "twr", 5);
+        Thread unlocker = new Thread(lock::unlock); // the object owns it, not the thread
+        unlocker.start();
+        unlocker.join();
+        assertEquals(0, holders(masters, "twr"));
+        assertEquals(0, lock.holdCount());
+        assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        assertThrows(UnsupportedOperationException.class, lock::newCondition);
+
+        Optional<RedlockLease> t = lock.tryAcquireAsync().get(5, TimeUnit.SECONDS);
+        assertTrue(t.isPresent());
+        t.get().close();
+        assertEquals(0, holders(masters, "twr"));
+    }
+
+    @Test
+    void lossIsNotifiedWhenAMajorityStops() throws Exception {
+        List<RedisServer> servers = start(3);
+        try (RedlockClient rl = RedlockClient.connect(urls(servers), options())) {
+            assertEquals(2, rl.quorum());
+            RedlockLease lease = rl.getLock("lossy", RENEWED).acquire(STARTUP);
+            AtomicReference<LockException> reason = new AtomicReference<>();
+            CompletableFuture<LockException> heard = new CompletableFuture<>();
+            lease.onLost(e -> {
+                reason.set(e);
+                heard.complete(e);
+            });
+            CompletableFuture<Void> lost = lease.lost();
+            Thread.sleep(1500); // longer than the lease: renewals keep it
+            assertTrue(lease.isHeld());
+            assertFalse(lost.isDone());
+
+            servers.get(0).close();
+            servers.get(2).close();
+            LockException e = heard.get(10, TimeUnit.SECONDS);
+            assertNotNull(e);
+            lost.get(1, TimeUnit.SECONDS);
+            assertFalse(lease.isHeld());
+            assertEquals(Optional.empty(), lease.remaining());
+            assertTrue(lease.lostReason().isPresent());
+            assertThrows(LockNotHeldException.class, lease::close, "closing a lost lease is loud");
+            assertEquals(e.code(), lease.lostReason().orElseThrow().code());
+        } finally {
+            stopAll(servers);
+        }
+    }
+
+    @Test
+    void releasedLeaseIsNeverReportedLost() throws Exception {
+        RedlockLease lease = redlock.getLock("quiet", RENEWED).acquire(Duration.ofSeconds(5));
+        CompletableFuture<Void> lost = lease.lost();
+        assertTrue(lease.release());
+        Thread.sleep(1500);
+        assertFalse(lost.isDone());
+        assertEquals(Optional.empty(), lease.lostReason());
+    }
+
+    @Test
+    void extendKeepsAFixedLease() throws Exception {
+        RedlockLease lease = redlock.getLock("fixed", LockOptions.fixedLease(Duration.ofMillis(300)))
+            .acquire(Duration.ofSeconds(5));
+        lease.extend(MAX_LEASE);
+        // At least a majority's keys now live longer than the original 300 ms lease allowed (an
+        // extend needs a quorum; a master whose answer comes after the decision may keep the old
+        // expiry, e.g. when its script cache was empty and the decided round is not re-sent).
+        List<Long> ttls = pttls(masters, "fixed");
+        assertTrue(ttls.stream().filter(t -> t > 300 && t <= 1000).count() >= redlock.quorum(), "PTTLs after extend: " + ttls);
+        Thread.sleep(400); // past the original lease
+        assertTrue(lease.isHeld());
+        assertThrows(LockInvalidArgumentException.class, () -> lease.extend(MAX_LEASE.plusMillis(1)),
+            "no extension beyond max_lease");
+        assertTrue(TestUtil.eventually(3000, () -> !lease.isHeld()), "a fixed lease ends");
+        // Locally it ends a drift allowance before the masters' keys expire; once they have:
+        assertTrue(TestUtil.eventually(3000, () -> holders(masters, "fixed") == 0));
+        assertThrows(LockNotHeldException.class, lease::close, "closing an expired lease is loud");
+    }
+
+    static List<Long> pttls(List<RedisServer> servers, String name) {
+        List<Long> ttls = new ArrayList<>();
+        for (RedisServer s : servers) {
+            try (Resp r = s.raw()) {
+                ttls.add(r.num("PTTL", key(name)));
+            }
+        }
+        return ttls;
+    }
+
+    @Test
+    void closingTheClientReleasesItsLeases() throws Exception {
+        RedlockClient rl = RedlockClient.connect(urls(masters), options());
+        RedlockLock lock = rl.getLock("closing", RENEWED);
+        RedlockLease lease = lock.acquire(Duration.ofSeconds(5));
+        CompletableFuture<Void> lost = lease.lost();
+        rl.close();
+        assertEquals(0, holders(masters, "closing"));
+        assertFalse(lease.isHeld());
+        assertFalse(lost.isDone(), "closing is not a loss");
+        assertThrows(LockClosedException.class, lock::tryAcquire);
+        rl.close(); // idempotent
+    }
+
+    @Test
+    void badInputIsAnInvalidArgument() {
+        String m = masters.get(0).url();
+        assertThrows(LockInvalidArgumentException.class, () -> RedlockClient.connect(List.of(), options()));
+        LockInvalidArgumentException dup = assertThrows(LockInvalidArgumentException.class,
+            () -> RedlockClient.connect(List.of("redis://:s3cret@127.0.0.1:1", "redis://:s3cret@127.0.0.1:1"), options()));
+        assertFalse(dup.getMessage().contains("s3cret"), dup.getMessage());
+        assertThrows(LockInvalidArgumentException.class, () -> RedlockClient.connect(List.of(m, m), options()));
+        assertThrows(LockInvalidArgumentException.class, () -> RedlockClient.connect(List.of("http://x"), options()));
+        assertThrows(LockInvalidArgumentException.class,
+            () -> RedlockClient.connect(List.of(m), RedlockOptions.builder().driftFactor(0.7).build()));
+        assertThrows(LockInvalidArgumentException.class,
+            () -> RedlockClient.connect(List.of(m), RedlockOptions.builder().maxLease(Duration.ofMillis(1)).build()));
+        assertThrows(LockInvalidArgumentException.class,
+            () -> RedlockClient.connect(List.of(m), RedlockOptions.builder().nodeTimeout(Duration.ZERO).build()));
+
+        LockInvalidArgumentException tooLong = assertThrows(LockInvalidArgumentException.class,
+            () -> redlock.getLock("x", LockOptions.renewedLease(MAX_LEASE.plusMillis(1))));
+        assertTrue(tooLong.getMessage().contains("max_lease"), tooLong.getMessage());
+        assertFalse(tooLong.isRetryable());
+        assertThrows(LockInvalidArgumentException.class, () -> redlock.getLock("x")); // default 30 s lease
+        assertThrows(LockInvalidArgumentException.class, () -> redlock.getLock("", RENEWED));
+        assertThrows(LockInvalidArgumentException.class,
+            () -> redlock.getLock("x", RENEWED.toBuilder().reentrant(true).build()));
+        assertThrows(LockInvalidArgumentException.class,
+            () -> redlock.getLock("x", RENEWED).acquire(Duration.ofSeconds(-1)));
+    }
+
+    // The README's Redlock example, with this class's short maxLease (a 10 s one would delay the
+    // fresh masters by 11 s).
+    @Test
+    void readmeExampleRuns() throws Exception {
+        List<String> work = new ArrayList<>();
+        try (RedlockClient rl = RedlockClient.connect(urls(masters), options())) {
+            RedlockLock lock = rl.getLock("orders:42", LockOptions.renewedLease(MAX_LEASE));
+            try (RedlockLease lease = lock.acquire(Duration.ofSeconds(5))) {
+                lease.onLost(reason -> work.add("lost"));
+                assertTrue(lease.remaining().orElseThrow().compareTo(Duration.ZERO) > 0);
+                work.add("leased");
+            }
+            lock.tryAcquire().ifPresent(RedlockLease::close);
+            lock.lock();
+            try {
+                work.add("locked");
+            } finally {
+                lock.unlock();
+            }
+        }
+        assertEquals(List.of("leased", "locked"), work);
+        assertEquals(0, holders(masters, "orders:42"));
+    }
+
+    @Test
+    void redlockGrantsHaveNoFencingToken() {
+        for (Class<?> c : List.of(RedlockLease.class, RedlockLock.class, RedlockClient.class)) {
+            Set<String> names = new HashSet<>();
+            for (Method method : c.getMethods()) {
+                names.add(method.getName());
+            }
+            for (String n : names) {
+                assertFalse(n.toLowerCase().contains("fenc") || n.toLowerCase().contains("token"),
+                    c.getSimpleName() + "." + n);
+            }
+        }
+        assertTrue(redlock.toString().contains("quorum=3"), redlock.toString());
+    }
+}
