@@ -234,8 +234,13 @@ async fn bad_input_is_rejected_before_connecting() {
     let mut o = RedlockOptions::new([server.url()]);
     o.config.max_lease = Duration::from_secs(5);
     let rl = o.connect().await.unwrap();
-    let e = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(6))).unwrap().try_acquire().await.unwrap_err();
+    let e = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(6))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let lock = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(5))).unwrap();
+    assert_eq!(lock.options().lease, rl.max_lease());
+    let e = lock.try_acquire().await.unwrap_err(); // a fresh master grants nothing yet
+    assert_eq!(e.kind(), ErrorKind::Connection);
+    assert!(e.message().contains("1 restarted less than max_lease ago"), "{}", e.message());
     assert!(rl.lock("", LockOptions::default()).is_err());
     // Every master unreachable: a clear connection error, with no password in it.
     let e = Redlock::connect(["redis://:secret@127.0.0.1:1"]).await.unwrap_err();

@@ -664,3 +664,22 @@ fn no_two_holders_under_random_delays_crashes_and_restarts() {
     }
     assert!(total > 1000, "the workload made progress ({total} grants)");
 }
+
+#[test]
+fn an_extend_reaches_masters_that_lost_their_script_cache_even_after_the_majority() {
+    let mut sim = Sim::new(3, 1);
+    let op = sim.acquire(0, "n", &fixed(1000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    // One master forgets its scripts (SCRIPT FLUSH) and answers slowly: the extend is decided
+    // by the other two before its NOSCRIPT arrives, and still reaches it.
+    sim.masters[2].cached = false;
+    sim.masters[2].delay = 20 * MS;
+    let ext = sim.clients[0].extend(sim.now, lease, Duration::from_secs(5)).unwrap();
+    sim.run_for(5 * MS);
+    assert!(matches!(sim.outcome(0, ext), Some(RedlockOutcome::Extended { .. })));
+    sim.run_for(100 * MS);
+    let key = scripts::key("lockgate:", "n");
+    let expiry = sim.masters[2].keys.get(&key).expect("still held there").1;
+    assert!(expiry > sim.now + Duration::from_secs(4), "the slow master was extended too");
+}

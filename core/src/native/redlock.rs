@@ -91,11 +91,11 @@ impl RedlockOptions {
             return Err(Error::new(ErrorKind::Connection, format!("no master is reachable: {}", first.message())));
         }
         let conns = results.into_iter().map(Result::ok).collect();
-        let engine = RedlockEngine::new(config, Box::new(OsRandom))?;
+        let engine = RedlockEngine::new(config.clone(), Box::new(OsRandom))?;
         let (tx, rx) = mpsc::unbounded_channel();
         let driver = RedlockDriver::new(engine, conns, urls.clone(), self);
         tokio::spawn(driver.run(rx));
-        Ok(Redlock { inner: Arc::new(Inner { tx, urls, tickets: AtomicU64::new(1) }) })
+        Ok(Redlock { inner: Arc::new(Inner { tx, urls, max_lease: config.max_lease, tickets: AtomicU64::new(1) }) })
     }
 }
 
@@ -130,6 +130,7 @@ async fn connect_master(url: RedisUrl, o: RedlockOptions) -> Result<ConnectionMa
 struct Inner {
     tx: mpsc::UnboundedSender<Msg>,
     urls: Vec<RedisUrl>,
+    max_lease: Duration,
     tickets: AtomicU64,
 }
 
@@ -151,7 +152,18 @@ impl Redlock {
     pub fn lock(&self, name: &str, options: LockOptions) -> Result<RedlockLock> {
         options::validate_name(name)?;
         options.validate()?;
+        if options.lease > self.inner.max_lease {
+            return Err(Error::invalid(format!(
+                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
+                self.inner.max_lease.as_millis()
+            )));
+        }
         Ok(RedlockLock { redlock: self.clone(), name: name.into(), options })
+    }
+
+    /// The deployment's maximum lease (see [`RedlockConfig::max_lease`]).
+    pub fn max_lease(&self) -> Duration {
+        self.inner.max_lease
     }
 
     /// How many masters, and how many must agree.

@@ -335,9 +335,12 @@ impl RedlockEngine {
         let Some(round) = self.rounds.get_mut(&round_id) else {
             return;
         };
-        let resend = !round.decided || matches!(round.purpose, Purpose::Release(_) | Purpose::Undo);
+        // A decided acquire attempt is not re-sent: its undo (or, after a grant, possibly the
+        // release) is already queued ahead of it and the re-sent grant would outlive both. An
+        // extend or release is re-sent even when decided, so every master that still holds the
+        // key gets it (they only ever act on the owner's own key).
+        let resend = !round.decided || !matches!(round.purpose, Purpose::Acquire(_));
         if matches!(&reply, Ok(r) if r.is_noscript()) && !round.sent_full[master] && resend {
-            // (A decided attempt is not re-sent: its undo is already queued ahead of it.)
             // The master lost its script cache (restart, SCRIPT FLUSH): send the body once.
             round.sent_full[master] = true;
             let command = eval_command(round.script, &round.key, &round.args, true);
