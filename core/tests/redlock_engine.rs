@@ -473,6 +473,9 @@ fn a_master_that_lost_its_script_cache_gets_the_body() {
 }
 
 
+/// A request on its way: (arrive at, client, master, request, command).
+type Arriving = (Instant, usize, usize, RequestId, Vec<Vec<u8>>);
+
 /// A seeded random run: 4 clients contend for 2 names over 5 masters whose replies take 0-40 ms
 /// (sometimes far longer), that crash and come back empty, while clients take fixed or renewed
 /// leases, hold them for a while and release (or drop) them. At no virtual instant may two
@@ -483,8 +486,8 @@ struct Chaos {
     now: Instant,
     masters: Vec<Master>,
     clients: Vec<RedlockEngine>,
-    /// (arrive at, client, master, request, command) not yet run.
-    arriving: Vec<(Instant, usize, usize, RequestId, Vec<Vec<u8>>)>,
+    /// Requests not yet run by their master.
+    arriving: Vec<Arriving>,
     /// (deliver at, client, request, reply)
     replies: Vec<(Instant, usize, RequestId, Result<Reply, Error>)>,
     last_arrival: HashMap<(usize, usize), Instant>,

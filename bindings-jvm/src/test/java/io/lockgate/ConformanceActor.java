@@ -27,12 +27,52 @@ import java.util.function.Supplier;
  */
 public final class ConformanceActor {
     private LockgateClient client;
+    private RedlockClient redlock;
     /** The actor's library handles by {@code handle} name (default: the lock name). */
     private final Map<String, Handle> handles = new HashMap<>();
 
-    /** How a handle acquires: a lock, a semaphore permit, or a campaign for leadership. */
+    /** A held grant of either kind; a Redlock grant has no fencing token (PROTOCOL.md §8). */
+    private interface Held extends AutoCloseable {
+        /** The fencing token, or null for a Redlock grant. */
+        Long token();
+
+        boolean release();
+
+        void extend(Duration d);
+
+        boolean isHeld();
+
+        void onLost(java.util.function.Consumer<? super LockException> listener);
+
+        @Override
+        void close();
+
+        static Held of(Lease l) {
+            return new Held() {
+                public Long token() { return l.fencingToken(); }
+                public boolean release() { return l.release(); }
+                public void extend(Duration d) { l.extend(d); }
+                public boolean isHeld() { return l.isHeld(); }
+                public void onLost(java.util.function.Consumer<? super LockException> c) { l.onLost(c); }
+                public void close() { l.close(); }
+            };
+        }
+
+        static Held of(RedlockLease l) {
+            return new Held() {
+                public Long token() { return null; }
+                public boolean release() { return l.release(); }
+                public void extend(Duration d) { l.extend(d); }
+                public boolean isHeld() { return l.isHeld(); }
+                public void onLost(java.util.function.Consumer<? super LockException> c) { l.onLost(c); }
+                public void close() { l.close(); }
+            };
+        }
+    }
+
+    /** How a handle acquires: a lock, a semaphore permit, a Redlock, or a campaign for leadership. */
     private interface Acquire {
-        Lease acquire(Duration timeout) throws InterruptedException;
+        Held acquire(Duration timeout) throws InterruptedException;
     }
 
     /**
@@ -41,13 +81,22 @@ public final class ConformanceActor {
      */
     private static final class Handle {
         final Acquire acquire;
-        final Supplier<Optional<Lease>> tryAcquire;
-        final Deque<Lease> leases = new ArrayDeque<>();
+        final Supplier<Optional<Held>> tryAcquire;
+        final Deque<Held> leases = new ArrayDeque<>();
 
-        Handle(Acquire acquire, Supplier<Optional<Lease>> tryAcquire) {
+        Handle(Acquire acquire, Supplier<Optional<Held>> tryAcquire) {
             this.acquire = acquire;
             this.tryAcquire = tryAcquire;
         }
+
+        /** A handle over any library lock, given how it acquires and tries. */
+        static Handle of(LeaseSource acquire, Supplier<Optional<Lease>> tryAcquire) {
+            return new Handle(t -> Held.of(acquire.acquire(t)), () -> tryAcquire.get().map(Held::of));
+        }
+    }
+
+    private interface LeaseSource {
+        Lease acquire(Duration timeout) throws InterruptedException;
     }
 
     /** A step the actor itself cannot express through the library (an unknown kind, a permit count no int holds). */
@@ -141,7 +190,14 @@ public final class ConformanceActor {
         switch (kind) {
             case "mutex": {
                 DistributedLock lock = client.getLock(name, options);
-                return new Handle(lock::acquire, lock::tryAcquire);
+                return Handle.of(lock::acquire, lock::tryAcquire);
+            }
+            case "redlock": {
+                if (redlock == null) {
+                    throw new Refused("connect_redlock was not sent");
+                }
+                RedlockLock lock = redlock.getLock(name, options);
+                return new Handle(t -> Held.of(lock.acquire(t)), () -> lock.tryAcquire().map(Held::of));
             }
             case "semaphore": {
                 // Passed through untouched; only counts an int cannot hold are turned away here.
@@ -150,7 +206,7 @@ public final class ConformanceActor {
                     throw new Refused("permits out of range: " + permits);
                 }
                 DistributedSemaphore sem = client.getSemaphore(name, (int) permits, options);
-                return new Handle(sem::acquire, sem::tryAcquire);
+                return Handle.of(sem::acquire, sem::tryAcquire);
             }
             case "read":
             case "write": {
@@ -159,12 +215,12 @@ public final class ConformanceActor {
                     rw = rw.withWritersFirst((Boolean) op.get("writers_first"));
                 }
                 DistributedLock lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
-                return new Handle(lock::acquire, lock::tryAcquire);
+                return Handle.of(lock::acquire, lock::tryAcquire);
             }
             case "leader": {
                 LeaderElection election = client.getElection(name, options);
                 String value = String.valueOf(op.getOrDefault("value", ""));
-                return new Handle(t -> election.campaign(value, t), () -> election.tryCampaign(value));
+                return Handle.of(t -> election.campaign(value, t), () -> election.tryCampaign(value));
             }
             default:
                 throw new Refused("unknown kind " + kind);
@@ -188,7 +244,7 @@ public final class ConformanceActor {
     }
 
     /** The most recent lease of the step's handle, if any. */
-    private Lease top(String name, Map<String, Object> op) {
+    private Held top(String name, Map<String, Object> op) {
         Handle h = handles.get(handleKey(name, op));
         return h == null ? null : h.leases.peekLast();
     }
@@ -210,13 +266,35 @@ public final class ConformanceActor {
                     client = c;
                     return ok();
                 }
+                case "connect_redlock": {
+                    RedlockOptions.Builder b = RedlockOptions.builder();
+                    if (op.get("prefix") != null) {
+                        b.keyPrefix(String.valueOf(op.get("prefix")));
+                    }
+                    Duration maxLease = millis(op, "max_lease_ms");
+                    if (maxLease != null) {
+                        b.maxLease(maxLease);
+                    }
+                    List<String> urls = new ArrayList<>();
+                    if (op.get("urls") instanceof List) {
+                        for (Object u : (List<?>) op.get("urls")) {
+                            urls.add(String.valueOf(u));
+                        }
+                    }
+                    RedlockClient r = RedlockClient.connect(urls, b.build());
+                    if (redlock != null) {
+                        redlock.close();
+                    }
+                    redlock = r;
+                    return ok();
+                }
                 case "lock":
                     handleFor(name, op);
                     return ok();
                 case "acquire":
                 case "try_acquire": {
                     Handle h = handleFor(name, op);
-                    Lease lease;
+                    Held lease;
                     if (kind.equals("acquire")) {
                         Duration t = millis(op, "timeout_ms");
                         lease = h.acquire.acquire(t == null ? Duration.ZERO : t);
@@ -227,13 +305,15 @@ public final class ConformanceActor {
                     r.put("acquired", lease != null);
                     if (lease != null) {
                         h.leases.addLast(lease);
-                        r.put("token", Long.toString(lease.fencingToken()));
+                        if (lease.token() != null) {
+                            r.put("token", Long.toString(lease.token()));
+                        }
                     }
                     return r;
                 }
                 case "release": {
                     Handle h = handles.get(handleKey(name, op));
-                    Lease held = h == null ? null : h.leases.pollLast();
+                    Held held = h == null ? null : h.leases.pollLast();
                     if (held == null) {
                         return notHeld();
                     }
@@ -242,7 +322,7 @@ public final class ConformanceActor {
                     return r;
                 }
                 case "extend": {
-                    Lease held = top(name, op);
+                    Held held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -251,13 +331,13 @@ public final class ConformanceActor {
                     return ok();
                 }
                 case "is_held": {
-                    Lease held = top(name, op);
+                    Held held = top(name, op);
                     Map<String, Object> r = ok();
                     r.put("held", held != null && held.isHeld());
                     return r;
                 }
                 case "wait_lost": {
-                    Lease held = top(name, op);
+                    Held held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -284,14 +364,18 @@ public final class ConformanceActor {
                     for (int i = 0; i < times; i++) {
                         long enter;
                         long leave;
-                        long token;
-                        try (Lease lease = h.acquire.acquire(Duration.ofSeconds(30))) {
+                        Long token;
+                        try (Held lease = h.acquire.acquire(Duration.ofSeconds(30))) {
                             enter = wallNanos();
                             Thread.sleep(holdNanos / 1_000_000L, (int) (holdNanos % 1_000_000L));
                             leave = wallNanos();
-                            token = lease.fencingToken();
+                            token = lease.token();
                         }
-                        records.add(List.of(Long.toString(token), Long.toString(enter), Long.toString(leave)));
+                        List<Object> rec = new ArrayList<>();
+                        rec.add(token == null ? null : Long.toString(token));
+                        rec.add(Long.toString(enter));
+                        rec.add(Long.toString(leave));
+                        records.add(rec);
                     }
                     Map<String, Object> r = ok();
                     r.put("records", records);
@@ -333,7 +417,7 @@ public final class ConformanceActor {
     /** Releases every handle's stack, most recent lease first, then closes the client. */
     void close() {
         for (Handle h : handles.values()) {
-            for (Lease l = h.leases.pollLast(); l != null; l = h.leases.pollLast()) {
+            for (Held l = h.leases.pollLast(); l != null; l = h.leases.pollLast()) {
                 try {
                     l.release();
                 } catch (LockException ignored) {
@@ -343,6 +427,9 @@ public final class ConformanceActor {
         }
         if (client != null) {
             client.close();
+        }
+        if (redlock != null) {
+            redlock.close();
         }
     }
 
