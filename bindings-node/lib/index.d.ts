@@ -326,3 +326,111 @@ export class Leadership extends Lease {
   /** Gives up leadership (the same as `release()`). */
   resign(): Promise<boolean>;
 }
+
+// ---- Redlock over independent masters (PROTOCOL.md §8) ----
+
+/** Options of `connectRedlock()`. Every client of one deployment must agree on `maxLeaseMs` and `keyPrefix`. */
+export interface RedlockOptions {
+  /** Prepended to every key (default `lockgate:`); the key of lock `name` is `<prefix>{name}:redlock`. */
+  keyPrefix?: string;
+  /**
+   * The longest lease any client of the deployment takes, in ms (default 30000). A master grants
+   * nothing until it has been up this long plus 1 s (a restarted master has forgotten its keys),
+   * and longer leases or extensions are rejected with InvalidArgumentError.
+   */
+  maxLeaseMs?: number;
+  /** How long one attempt waits for the masters' answers; silent ones count as failed (default 50). */
+  nodeTimeoutMs?: number;
+  /** Pause before another attempt after a failed one (default 200) ... */
+  retryDelayMs?: number;
+  /** ... plus a random part up to this (default 200), so contenders do not retry in step. */
+  retryJitterMs?: number;
+  /** Clock-rate drift allowed, as a fraction of the lease (default 0.01; at least 0, below 0.5). */
+  driftFactor?: number;
+  /** Fixed part of the drift allowance in ms (default 2). */
+  driftFixedMs?: number;
+  /** Limit on establishing a connection to one master (URL masters; default 5000). */
+  connectTimeoutMs?: number;
+  /** Limit on one round trip to one master before it counts as failed (URL masters; default 5000). */
+  commandTimeoutMs?: number;
+  /** Extra ioredis options for the connections opened to URL masters (e.g. `tls`, `password`). */
+  redisOptions?: RedisOptions;
+}
+
+/** Options of `redlock.lock()`. */
+export interface RedlockLockOptions {
+  /** Lease on the masters in ms (default 30000; at most the deployment's `maxLeaseMs`, checked when acquiring). */
+  leaseMs?: number;
+  /** Renew the lease every third of it until release (default true). */
+  autoRenew?: boolean;
+  /** Default wait of `acquire()` in ms (default `Infinity`). */
+  waitTimeoutMs?: number;
+}
+
+/**
+ * Connects to N independent Redis masters (no replication between them) for Redlock. Each
+ * target is a `redis://` / `rediss://` URL (one connection owned by the Redlock) or an existing
+ * ioredis client (left open by `close()`), each master listed once. Masters that are down count
+ * as failed votes and are connected again when next needed; rejects only if none is reachable
+ * (ConnectionError) or one refuses the credentials (AuthenticationError).
+ */
+export function connectRedlock(targets: ReadonlyArray<string | Redis>, options?: RedlockOptions): Promise<Redlock>;
+
+/** A Redlock deployment: a lock is held while a majority of the masters grants it. */
+export class Redlock {
+  private constructor();
+  /** A lock named `name`; throws InvalidArgumentError for a bad name or options. */
+  lock(name: string, options?: RedlockLockOptions): RedlockLock;
+  /** How many masters there are. */
+  readonly masters: number;
+  /** How many must grant: `floor(masters / 2) + 1`. */
+  readonly quorum: number;
+  /** Whether `close()` was called. */
+  readonly closed: boolean;
+  /** Releases every lease, cancels every wait, closes the connections this Redlock opened. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A handle on one named Redlock. */
+export class RedlockLock {
+  private constructor();
+  readonly redlock: Redlock;
+  readonly name: string;
+  /** The effective options (defaults filled in). */
+  readonly options: Required<RedlockLockOptions>;
+  /**
+   * Tries until a majority grants it (failed attempts are undone and retried after a jittered
+   * pause). Rejects with TimeoutError (`timeoutMs`, `0`: one attempt), CancelledError (`signal`).
+   */
+  acquire(options?: AcquireOptions): Promise<RedlockLease>;
+  /** One attempt: the lease, or null if the lock is held; ConnectionError if too few masters could vote. */
+  tryAcquire(): Promise<RedlockLease | null>;
+  /** Acquires, runs `fn`, releases even if it throws; NotHeldError if the lease was lost meanwhile. */
+  using<T>(fn: (lease: RedlockLease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
+}
+
+/**
+ * Proof that a majority of the masters holds the lock. Deliberately no `fencingToken`: a
+ * majority of independent masters is not a linearizable counter, so a token read from it could
+ * go backwards (PROTOCOL.md §8). Finish the protected work within `remainingMs`, or use the
+ * mutex of `connect()` where the resource needs fencing tokens.
+ */
+export class RedlockLease {
+  protected constructor();
+  readonly lock: RedlockLock;
+  /** Aborts (reason: NotHeldError, or ClosedError on `redlock.close()`) when the lease is lost; not on release(). */
+  readonly signal: AbortSignal;
+  /** Whether the lease is certainly still valid now (elapsed time and clock drift deducted). */
+  readonly isHeld: boolean;
+  /** Milliseconds the lease is certainly still valid (0 if not held). */
+  readonly remainingMs: number;
+  /**
+   * Releases on every master: true if a majority still held it, false if not (or released
+   * before); rejects with ConnectionError if too few masters confirmed (the rest expire).
+   */
+  release(): Promise<boolean>;
+  /** Sets the remaining lease to `ms` (at most `maxLeaseMs`) on a majority; never re-acquires (NotHeldError). */
+  extend(ms: number): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

@@ -5,6 +5,8 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
+const { checkUrl, isIoredis, redact } = require('./targets');
+const redlock = require('./redlock');
 
 const { makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
@@ -53,17 +55,6 @@ function checkClientOptions(options) {
   return options;
 }
 
-/** The URL without its password, for messages. */
-function redact(url) {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<invalid URL>';
-  }
-}
-
 /** The commandTimeout the command connection will have, or undefined for none. */
 function commandTimeoutOf(target, opts) {
   if (typeof target === 'string') {
@@ -72,17 +63,6 @@ function commandTimeoutOf(target, opts) {
   }
   const o = target.options || {};
   return target.isCluster ? (o.redisOptions || {}).commandTimeout : o.commandTimeout;
-}
-
-function isIoredis(x) {
-  return (
-    x instanceof Redis ||
-    (x !== null &&
-      typeof x === 'object' &&
-      typeof x.call === 'function' &&
-      typeof x.pipeline === 'function' &&
-      typeof x.duplicate === 'function')
-  );
 }
 
 /**
@@ -135,20 +115,6 @@ async function connect(target, options) {
     owns = false;
   }
   return new Client(INTERNAL, new Driver(engine, redis, owns));
-}
-
-/** Parses a client URL (redis:// or rediss://); throws InvalidArgumentError. */
-function checkUrl(target) {
-  let url;
-  try {
-    url = new URL(target);
-  } catch {
-    throw invalid('the Redis URL is not a valid URL');
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw invalid(`the Redis URL must start with redis:// or rediss://, got ${url.protocol}//`);
-  }
-  return url;
 }
 
 /**
@@ -722,6 +688,10 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 
 module.exports = {
   connect,
+  connectRedlock: redlock.connectRedlock,
+  Redlock: redlock.Redlock,
+  RedlockLock: redlock.RedlockLock,
+  RedlockLease: redlock.RedlockLease,
   Client,
   Lock,
   Semaphore,

@@ -7,6 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::redis::reply::Reply;
+use lockgate_core::redlock::{NodeRequest, RedlockConfig, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{
     Error, ErrorKind, Event, LockOptions, Outcome, ReplicaAcks, Request, RequestKind, Result,
@@ -613,4 +614,182 @@ pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
         }
     }
     Ok(out)
+}
+
+// ---- Redlock (PROTOCOL.md §8) ----
+
+/// Option keys of `connectRedlock(targets, options)` that the JavaScript driver handles itself
+/// (connections); the Redlock settings are the rest of [`REDLOCK_KEYS`].
+const REDLOCK_TRANSPORT_KEYS: [&str; 3] = ["connectTimeoutMs", "commandTimeoutMs", "redisOptions"];
+
+/// Every option key of `connectRedlock(targets, options)`.
+const REDLOCK_KEYS: [&str; 10] = [
+    "keyPrefix",
+    "maxLeaseMs",
+    "nodeTimeoutMs",
+    "retryDelayMs",
+    "retryJitterMs",
+    "driftFactor",
+    "driftFixedMs",
+    "connectTimeoutMs",
+    "commandTimeoutMs",
+    "redisOptions",
+];
+
+/// `{ keyPrefix, maxLeaseMs, nodeTimeoutMs, retryDelayMs, retryJitterMs, driftFactor,
+/// driftFixedMs }` (plus the driver's connection keys, skipped here) → a [`RedlockConfig`] for
+/// `masters` masters. Unknown keys are rejected; the core checks every range.
+pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
+    let mut c = RedlockConfig {
+        masters,
+        ..RedlockConfig::default()
+    };
+    for (key, value) in option_entries("Redlock option", v, &REDLOCK_KEYS)? {
+        match key.as_str() {
+            "keyPrefix" => {
+                if let Some(p) = key_prefix(&value)? {
+                    c.key_prefix = p;
+                }
+            }
+            "maxLeaseMs" => c.max_lease = millis_arg("maxLeaseMs", &value)?,
+            "nodeTimeoutMs" => c.node_timeout = millis_arg("nodeTimeoutMs", &value)?,
+            "retryDelayMs" => c.retry_delay = millis_arg("retryDelayMs", &value)?,
+            "retryJitterMs" => c.retry_jitter = millis_arg("retryJitterMs", &value)?,
+            "driftFixedMs" => c.drift_fixed = millis_arg("driftFixedMs", &value)?,
+            "driftFactor" => {
+                c.drift_factor = value.as_f64().ok_or_else(|| {
+                    invalid(format!(
+                        "driftFactor must be a number, got {}",
+                        describe(&value)
+                    ))
+                })?
+            }
+            k if REDLOCK_TRANSPORT_KEYS.contains(&k) => {}
+            _ => unreachable!("filtered by option_entries"),
+        }
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+/// The options of a Redlock lock handle: `{ leaseMs, autoRenew, waitTimeoutMs }` (a Redlock
+/// has no queue, so no `entryTtlMs`). Whether the lease fits the deployment's `maxLeaseMs` is
+/// the engine's check, at acquire.
+pub fn redlock_lock_options(v: &JsValue) -> Result<LockOptions> {
+    let mut o = LockOptions::default();
+    let known = ["leaseMs", "autoRenew", "waitTimeoutMs"];
+    for (key, value) in option_entries("Redlock lock option", v, &known)? {
+        match key.as_str() {
+            "leaseMs" => o.lease = millis_arg("leaseMs", &value)?,
+            "autoRenew" => o.auto_renew = boolean("autoRenew", &value)?,
+            "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", &value)?,
+            _ => unreachable!("filtered by option_entries"),
+        }
+    }
+    o.validate()?;
+    Ok(o)
+}
+
+/// A Redlock request as one flat array: `[id, master, name, ...args]` (one command each).
+pub fn node_request_to_js(r: &NodeRequest, cache: &mut StrCache) -> Vec<JsValue> {
+    let mut out = Vec::with_capacity(2 + r.command.0.len());
+    out.push(JsValue::from_f64(id_to_js(r.id.0)));
+    out.push(JsValue::from_f64(r.master as f64));
+    out.extend(r.command.0.iter().map(|a| cache.arg(a)));
+    out
+}
+
+/// A Redlock event as the same flat object as the mutex engine's (see [`event_to_js`]), with
+/// `fencingToken` always `undefined`: Redlock grants carry none (PROTOCOL.md §8).
+pub fn redlock_event_to_js(
+    ev: &Event<RedlockOutcome>,
+    shapes: &Shapes,
+    cache: &mut StrCache,
+) -> JsValue {
+    let none = JsValue::UNDEFINED;
+    let num = |x: f64| JsValue::from_f64(x);
+    let id = |x: u64| JsValue::from_f64(id_to_js(x));
+    match ev {
+        Event::Completed { op, outcome } => {
+            let op = id(op.0);
+            let (kind, lease, valid_until, was_held, error) = match outcome {
+                RedlockOutcome::Acquired { lease, valid_until } => (
+                    "acquired",
+                    id(lease.0),
+                    num(millis(*valid_until)),
+                    none.clone(),
+                    none.clone(),
+                ),
+                RedlockOutcome::NotAcquired => (
+                    "notAcquired",
+                    none.clone(),
+                    none.clone(),
+                    none.clone(),
+                    none.clone(),
+                ),
+                RedlockOutcome::Released { was_held } => (
+                    "released",
+                    none.clone(),
+                    none.clone(),
+                    JsValue::from_bool(*was_held),
+                    none.clone(),
+                ),
+                RedlockOutcome::Extended { valid_until } => (
+                    "extended",
+                    none.clone(),
+                    num(millis(*valid_until)),
+                    none.clone(),
+                    none.clone(),
+                ),
+                RedlockOutcome::Failed(e) => (
+                    "failed",
+                    none.clone(),
+                    none.clone(),
+                    none.clone(),
+                    errors::to_js(e),
+                ),
+            };
+            shapes.event(
+                &cache.str(kind),
+                &op,
+                &lease,
+                &none,
+                &valid_until,
+                &was_held,
+                &error,
+            )
+        }
+        Event::Renewed { lease, valid_until } => shapes.event(
+            &cache.str("renewed"),
+            &none,
+            &id(lease.0),
+            &none,
+            &num(millis(*valid_until)),
+            &none,
+            &none,
+        ),
+        Event::Lost { lease, error } => shapes.event(
+            &cache.str("lost"),
+            &none,
+            &id(lease.0),
+            &none,
+            &none,
+            &none,
+            &errors::to_js(error),
+        ),
+    }
+}
+
+/// What ioredis rejected a one-command request with, as the engine's one reply: a server error
+/// reply stays a reply (`NOSCRIPT` is the engine's to handle), except refused credentials and
+/// an unavailable server, which fail the request like transport errors do.
+pub fn single_error(err: &JsValue) -> Result<Reply> {
+    if is_reply_error(err) {
+        let message = error_message(err);
+        if let Some(kind) = request_level(&message) {
+            return Err(Error::new(kind, message));
+        }
+        return Ok(Reply::Error(message));
+    }
+    Err(client_error(err))
 }

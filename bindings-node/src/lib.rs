@@ -3,11 +3,13 @@
 //! contract: it feeds inputs with `performance.now()` timestamps, performs every request with
 //! ioredis, hands replies back by request id, delivers events and keeps one timer at
 //! `pollTimeout()`. Every export here converts arguments, calls the engine and maps errors
-//! through [`errors::to_js`]; nothing here decides anything about locks.
+//! through [`errors::to_js`]; nothing here decides anything about locks. [`redlock`] does the
+//! same for the core's Redlock engine over N independent masters.
 
 mod convert;
 mod errors;
 mod random;
+mod redlock;
 
 use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId, Wait};
 use lockgate_core::{Error, LockOptions, Primitive};
@@ -17,6 +19,7 @@ use convert::{id_from_js, id_to_js, instant, millis, Shapes, StrCache};
 use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
+pub use redlock::{redlock_scripts, RedlockSpec, WasmRedlockEngine};
 
 /// A validated lock name, its primitive and its options, made once per handle
 /// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each

@@ -55,13 +55,14 @@ async function waitReady(port, proc, logFile) {
 /**
  * Starts redis-server; returns `{ port, url, admin, stop() }` where `admin` is a plain ioredis
  * client for inspecting keys. Extra args (e.g. `['--requirepass', 'x']`) are passed through.
+ * `options.port` asks for that port (e.g. to bring back a server a client already knows).
  */
-async function startRedis(extraArgs = []) {
+async function startRedis(extraArgs = [], options = {}) {
   const bin = redisServerBinary();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockgate-node-redis-'));
   const logFile = path.join(dir, 'redis.log');
   for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const proc = spawn(
       bin,
       [
@@ -83,7 +84,7 @@ async function startRedis(extraArgs = []) {
       await waitReady(port, proc, logFile);
     } catch (err) {
       kill();
-      if (attempt < 3) continue; // the port was taken between probe and bind
+      if (attempt < 3 && options.port === undefined) continue; // the port was taken between probe and bind
       throw err;
     }
     const password = passwordOf(extraArgs);

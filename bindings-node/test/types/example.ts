@@ -19,6 +19,12 @@ import {
   type ErrorCode,
   type ClientOptions,
   type ReplicaAcks,
+  connectRedlock,
+  Redlock,
+  RedlockLock,
+  RedlockLease,
+  ConnectionError,
+  type RedlockOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -144,4 +150,36 @@ async function example(): Promise<void> {
   await client.close();
 }
 
+async function redlockExample(): Promise<void> {
+  const options: RedlockOptions = { maxLeaseMs: 10_000, nodeTimeoutMs: 50, retryDelayMs: 200, retryJitterMs: 200, driftFactor: 0.01, driftFixedMs: 2, keyPrefix: 'app:' };
+  const redlock: Redlock = await connectRedlock(['redis://m1:6379', 'redis://m2:6379', new Redis()], options);
+  const n: number = redlock.masters;
+  const q: number = redlock.quorum;
+  const lock: RedlockLock = redlock.lock('orders:42', { leaseMs: 5_000 });
+  const lease: RedlockLease = await lock.acquire({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) });
+  const held: boolean = lease.isHeld;
+  const left: number = lease.remainingMs;
+  lease.signal.addEventListener('abort', () => undefined);
+  await lease.extend(5_000);
+  const wasHeld: boolean = await lease.release();
+  try {
+    const maybe: RedlockLease | null = await lock.tryAcquire();
+    if (maybe) await maybe.release();
+  } catch (err) {
+    if (err instanceof ConnectionError) void err.retryable; // too few masters could vote
+  }
+  const r: string = await lock.using(async (l) => `${l.remainingMs}`, { timeoutMs: 1000 });
+  // @ts-expect-error Redlock grants carry no fencing token
+  void lease.fencingToken;
+  // @ts-expect-error a Redlock lease is not a mutex Lease
+  const asMutex: Lease = lease;
+  // @ts-expect-error Redlock locks have no queue entries
+  redlock.lock('x', { entryTtlMs: 1000 });
+  // @ts-expect-error one master per list entry: URLs or ioredis clients
+  await connectRedlock('redis://m1:6379');
+  void n, q, held, left, wasHeld, r, asMutex;
+  await redlock.close();
+}
+
 void example;
+void redlockExample;

@@ -1,0 +1,762 @@
+'use strict';
+// Redlock over N independent masters (PROTOCOL.md §8): Redlock -> RedlockLock -> RedlockLease,
+// over the core's Redlock engine (WebAssembly) and one ioredis connection per master.
+//
+// The driver follows the engine's driving contract like lib/driver.js does for the mutex: every
+// input is fed with a `performance.now()` timestamp, then `pump()` performs the requests the
+// engine emitted (each names a master and carries one command, sent in emission order on that
+// master's connection and answered exactly once), delivers events, and re-arms the one timer at
+// `pollTimeout()`. No lock logic lives here: no quorum, validity, drift, retry or undo decision
+// is made in JavaScript.
+//
+// Connections this package opens (from URLs) do not reconnect by themselves and have no offline
+// queue: a master that is down (at connect, or since its connection dropped) fails its requests
+// at once, and the first request for it starts one connection attempt in the background, as the
+// native driver does (core/src/native/redlock.rs). Nothing is retried on a timer, so an idle
+// process with a dead master still exits.
+
+const { performance } = require('node:perf_hooks');
+const Redis = require('ioredis');
+const wasm = require('./wasm');
+const errors = require('./errors');
+const { LossSignal, SHAPES } = require('./driver');
+const { checkUrl, isIoredis, redact } = require('./targets');
+
+const { makeError } = errors;
+const INTERNAL = Symbol('lockgate.redlock');
+const now = () => performance.now();
+const SCRIPTS = wasm.redlockScripts();
+
+/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+/** While work is pending but the engine has no timer, this keeps the event loop alive. */
+const KEEPALIVE_MS = 60_000;
+/** How long `close()` waits for the releases to reach the masters. */
+const CLOSE_GRACE_MS = 2_000;
+
+function invalid(message) {
+  return makeError('INVALID_ARGUMENT', message);
+}
+
+function unref(redis) {
+  const s = redis.stream;
+  if (s && typeof s.unref === 'function') s.unref();
+}
+
+function ref(redis) {
+  const s = redis.stream;
+  if (s && typeof s.ref === 'function') s.ref();
+}
+
+/** One master: its connection, whether this package owns it, and how to name it in messages. */
+class Master {
+  constructor(redis, owned, label) {
+    this.redis = redis;
+    this.owned = owned;
+    this.label = label;
+    /** A background connection attempt in progress (owned connections only). */
+    this.connecting = false;
+    /** Set by close(): the socket stays ref'd until it is closed. */
+    this.keepRef = false;
+    /** The 'ready' listener put on a caller's client (removed by close()). */
+    this.onReady = undefined;
+  }
+
+  /**
+   * Whether requests go out on the connection now. A caller's ioredis client always takes them
+   * (its own reconnect and offline-queue settings apply); an owned one only when ready.
+   */
+  get usable() {
+    return !this.owned || this.redis.status === 'ready';
+  }
+
+  /**
+   * Loads the Redlock scripts on the master (on every new connection: a restarted master has
+   * lost its script cache). The engine copes with NOSCRIPT by itself, but only while a round is
+   * undecided; preloaded, a master never sits out quickly decided rounds for want of a script.
+   */
+  preload() {
+    if (this.redis.status !== 'ready') return;
+    for (const source of SCRIPTS) this.redis.script('LOAD', source).catch(() => {});
+  }
+
+  /** Starts one connection attempt if the owned connection is down and none is under way. */
+  reconnect() {
+    const status = this.redis.status;
+    if (!this.owned || this.connecting || (status !== 'end' && status !== 'wait')) return;
+    this.connecting = true;
+    this.redis
+      .connect()
+      .catch(() => {})
+      .finally(() => {
+        this.connecting = false;
+      });
+  }
+
+  /** Closes an owned connection (politely if it is up); leaves a caller's client as it was. */
+  async close() {
+    if (!this.owned) {
+      this.redis.removeListener('ready', this.onReady);
+      return;
+    }
+    if (this.redis.status === 'ready') {
+      try {
+        await this.redis.quit();
+        return;
+      } catch {
+        // fall through
+      }
+    }
+    this.redis.disconnect();
+  }
+}
+
+class RedlockDriver {
+  /**
+   * @param {import('../pkg/lockgate_node').RedlockEngine} engine
+   * @param {Master[]} masters in the engine's master order
+   */
+  constructor(engine, masters) {
+    this.engine = engine;
+    this.masters = masters;
+    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
+    this.pending = new Map();
+    /** lease id -> LossSignal of a lease the engine holds */
+    this.leases = new Map();
+    this.timer = null;
+    this.timerAt = undefined;
+    this.timerRef = false;
+    this.pumping = false;
+    this.again = false;
+    this.closed = false;
+    this.closing = null;
+    this.idleWaiters = [];
+  }
+
+  // ---- inputs ----
+
+  track(op, lease, onSettle) {
+    return new Promise((resolve, reject) => {
+      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
+      this.pump();
+    });
+  }
+
+  ensureOpen() {
+    if (this.closed) throw makeError('CLOSED', 'the Redlock client is closed');
+  }
+
+  acquire(spec, options, tryOnce, signal) {
+    this.ensureOpen();
+    if (signal && signal.aborted) {
+      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    }
+    const op = this.engine.acquire(now(), spec, options, tryOnce);
+    let onSettle;
+    if (signal) {
+      const onAbort = () => {
+        const entry = this.pending.get(op);
+        if (entry) entry.abortReason = signal.reason;
+        this.engine.cancel(now(), op);
+        this.pump();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      onSettle = () => signal.removeEventListener('abort', onAbort);
+    }
+    return this.track(op, undefined, onSettle);
+  }
+
+  release(lease) {
+    this.ensureOpen();
+    return this.track(this.engine.release(now(), lease), lease, undefined);
+  }
+
+  extend(lease, ms) {
+    this.ensureOpen();
+    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
+  }
+
+  isHeld(lease) {
+    return !this.closed && this.engine.isHeld(now(), lease);
+  }
+
+  remainingMs(lease) {
+    if (this.closed) return 0;
+    const until = this.engine.leaseValidUntil(lease);
+    return until === undefined ? 0 : Math.max(0, until - now());
+  }
+
+  lossSignal(lease) {
+    const held = this.leases.get(lease);
+    return held || LossSignal.lost(makeError('NOT_HELD', 'the lease is no longer held'));
+  }
+
+  /** Whether inputs are still fed (not after close() finished). */
+  get accepting() {
+    return this.closing === null || !this.closing.done;
+  }
+
+  replied(id, value) {
+    if (!this.accepting) return;
+    this.engine.handleValue(now(), id, value);
+    this.pump();
+  }
+
+  failed(id, err) {
+    if (!this.accepting) return;
+    this.engine.handleError(now(), id, err);
+    this.pump();
+  }
+
+  // ---- outputs ----
+
+  pump() {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        let req;
+        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
+        let ev;
+        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.arm();
+  }
+
+  /** Performs one request, given flat: `[id, master, name, ...args]`. */
+  perform(req) {
+    const id = req[0];
+    const master = this.masters[req[1]];
+    if (!master.usable) {
+      // Down: answer at once (after this pump) and try to connect in the background.
+      if (!this.closed) master.reconnect();
+      const err = makeError('CONNECTION', `master ${master.label} is not connected`);
+      Promise.resolve().then(() => this.failed(id, err));
+      return;
+    }
+    master.redis.call(...req.slice(2)).then(
+      (value) => this.replied(id, value),
+      (err) => this.failed(id, err),
+    );
+  }
+
+  deliver(ev) {
+    switch (ev.kind) {
+      case 'lost': {
+        const loss = this.leases.get(ev.lease);
+        if (loss) {
+          this.leases.delete(ev.lease);
+          loss.abort(ev.error);
+        }
+        return;
+      }
+      case 'renewed':
+        return;
+      default:
+        break;
+    }
+    const p = this.pending.get(ev.op);
+    if (!p) {
+      // Nobody waits for it (a release started by shutdown, or a grant whose caller is gone):
+      // give back an acquisition, as the native driver does.
+      if (ev.kind === 'acquired') {
+        this.engine.release(now(), ev.lease);
+        this.again = true;
+      }
+      return;
+    }
+    this.pending.delete(ev.op);
+    if (p.onSettle) p.onSettle();
+    switch (ev.kind) {
+      case 'acquired':
+        this.leases.set(ev.lease, new LossSignal());
+        p.resolve(ev);
+        break;
+      case 'released':
+        this.leases.delete(p.lease);
+        p.resolve(ev);
+        break;
+      case 'failed':
+        // A failed release has still ended the lease in the engine.
+        if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) {
+          this.leases.delete(p.lease);
+        }
+        if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
+          Object.defineProperty(ev.error, 'cause', {
+            value: p.abortReason,
+            writable: true,
+            configurable: true,
+          });
+        }
+        p.reject(ev.error);
+        break;
+      default:
+        p.resolve(ev);
+    }
+  }
+
+  /** One timer at the engine's next deadline, ref'd only while the engine has work. */
+  arm() {
+    if (this.closing && this.closing.done) return this.clearTimer();
+    const due = this.engine.pollTimeout();
+    const idle = this.engine.isIdle();
+    if (idle && this.idleWaiters.length) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+    const busy = !idle || this.closing !== null;
+    if (due === undefined && !busy) {
+      if (this.timer !== null && this.timerRef) this.setRef(false);
+      return;
+    }
+    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
+    if (this.timer !== null && this.timerAt <= at) {
+      if (busy !== this.timerRef) this.setRef(busy);
+      return;
+    }
+    this.clearTimer();
+    this.timerAt = at;
+    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = undefined;
+      if (!this.accepting) return;
+      this.engine.handleTimeout(now());
+      this.pump();
+    }, delay);
+    this.timerRef = true;
+    if (!busy) this.setRef(false);
+  }
+
+  setRef(on) {
+    this.timerRef = on;
+    if (on) this.timer.ref();
+    else this.timer.unref();
+  }
+
+  clearTimer() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = undefined;
+  }
+
+  // ---- shutdown ----
+
+  close() {
+    if (this.closing) return this.closing.promise;
+    this.closed = true;
+    const closing = { done: false, promise: null };
+    this.closing = closing;
+    // Keep the process alive until the releases are answered and the connections closed.
+    for (const m of this.masters) {
+      m.keepRef = true;
+      if (m.owned) ref(m.redis);
+    }
+    closing.promise = (async () => {
+      this.engine.shutdown(now());
+      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
+      this.pump();
+      let grace;
+      await Promise.race([
+        idle,
+        new Promise((resolve) => {
+          grace = setTimeout(resolve, CLOSE_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(grace);
+      closing.done = true;
+      this.clearTimer();
+      for (const [op, p] of this.pending) {
+        this.pending.delete(op);
+        if (p.onSettle) p.onSettle();
+        p.reject(makeError('CLOSED', 'the Redlock client was closed before the operation completed'));
+      }
+      for (const [lease, loss] of this.leases) {
+        this.leases.delete(lease);
+        loss.abort(makeError('CLOSED', 'the Redlock client was closed, which released the lease'));
+      }
+      await Promise.all(this.masters.map((m) => m.close()));
+    })();
+    return closing.promise;
+  }
+}
+
+// ---- connecting ----
+
+/** Checks the options the driver itself uses (the engine checks the Redlock settings). */
+function checkTransportOptions(opts) {
+  for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
+    const v = opts[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) {
+      throw invalid(`${key} must be a positive number of milliseconds`);
+    }
+  }
+  const ro = opts.redisOptions;
+  if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) {
+    throw invalid('redisOptions must be an object of ioredis options');
+  }
+}
+
+/** `host:port/db` of a URL target, for spotting a master listed twice. */
+function urlIdentity(url) {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const db = Number(url.pathname.replace(/^\//, '') || 0);
+  return `${host}:${url.port || 6379}/${db}`;
+}
+
+/** `host:port/db` of an ioredis client's server. */
+function clientIdentity(redis) {
+  const o = redis.options || {};
+  if (o.path) return `${o.path}/${o.db || 0}`;
+  return `${String(o.host || 'localhost').toLowerCase()}:${o.port || 6379}/${o.db || 0}`;
+}
+
+/** `host:port` for messages (no credentials). */
+function labelOf(identity) {
+  return identity.replace(/\/0$/, '');
+}
+
+/**
+ * An ioredis client for one master URL: no automatic reconnect and no offline queue (a master
+ * that is down fails fast and is reconnected on demand, see Master.reconnect), its socket
+ * unref'd whenever it is ready (the driver's timer keeps the process alive while there is work).
+ */
+function ownMaster(url, opts) {
+  const ro = opts.redisOptions || {};
+  const redis = new Redis(url, {
+    connectTimeout: opts.connectTimeoutMs ?? 5000,
+    ...ro,
+    commandTimeout: opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    retryStrategy: null,
+  });
+  const master = new Master(redis, true, '');
+  master.lastError = undefined;
+  // Failures reach callers through the engine (failed votes, connection errors).
+  redis.on('error', (err) => {
+    master.lastError = err;
+  });
+  redis.on('ready', () => {
+    if (!master.keepRef) unref(redis);
+    master.preload();
+  });
+  return master;
+}
+
+/** The first connection of an owned master; rejects with a LockError naming the master. */
+async function firstConnect(master, url, opts) {
+  const limitMs = (opts.connectTimeoutMs ?? 5000) + 1000;
+  let timer;
+  try {
+    master.connecting = true;
+    await Promise.race([
+      master.redis.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no ready connection within ${limitMs} ms`)), limitMs);
+      }),
+    ]);
+  } catch (err) {
+    master.redis.disconnect();
+    const e = wasm.clientError(master.lastError ?? err);
+    e.message = `${e.message} (connecting to ${redact(url)})`;
+    throw e;
+  } finally {
+    master.connecting = false;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Connects to N independent Redis masters for Redlock. `targets` lists each master once, as a
+ * `redis://` / `rediss://` URL (the Redlock then owns one connection to it) or an existing
+ * ioredis client (left open by `close()`). Masters that cannot be reached now count as failed
+ * votes and are connected again when next needed; it fails only if none is reachable or a
+ * master refuses the credentials.
+ */
+async function connectRedlock(targets, options) {
+  if (!Array.isArray(targets)) {
+    throw invalid('connectRedlock() takes an array of redis:// or rediss:// URLs or ioredis clients, one per master');
+  }
+  // The engine checks the Redlock settings, unknown option names and the number of masters.
+  const engine = new wasm.RedlockEngine(targets.length, options, SHAPES);
+  const opts = options || {};
+  const masters = [];
+  try {
+    checkTransportOptions(opts);
+    const seen = new Set();
+    for (const target of targets) {
+      let identity;
+      let master;
+      let url;
+      if (typeof target === 'string') {
+        url = checkUrl(target);
+        identity = urlIdentity(url);
+      } else if (isIoredis(target) && target.isCluster !== true) {
+        identity = clientIdentity(target);
+      } else {
+        throw invalid('each Redlock master must be a redis:// or rediss:// URL or an ioredis client (not a Cluster)');
+      }
+      if (seen.has(identity) || (typeof target !== 'string' && masters.some((m) => m.redis === target))) {
+        throw invalid(`master ${labelOf(identity)} is listed twice; Redlock needs independent masters`);
+      }
+      seen.add(identity);
+      if (url !== undefined) {
+        master = ownMaster(target, opts);
+        master.label = labelOf(identity);
+        master.url = target;
+      } else {
+        master = new Master(target, false, labelOf(identity));
+        master.onReady = () => master.preload();
+      }
+      masters.push(master);
+    }
+  } catch (err) {
+    engine.free();
+    throw err;
+  }
+  // Only once every target is valid: nothing is opened for a call that throws.
+  const connects = masters.filter((m) => m.owned).map((m) => firstConnect(m, m.url, opts));
+  const results = await Promise.allSettled(connects);
+  const failures = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+  const refused = failures.find((e) => e && e.code === 'AUTHENTICATION');
+  const noneUp = connects.length > 0 && failures.length === masters.length;
+  if (refused || noneUp) {
+    for (const m of masters) if (m.owned) m.redis.disconnect();
+    engine.free();
+    if (refused) throw refused;
+    const first = failures[0];
+    throw makeError('CONNECTION', `no master is reachable: ${first && first.message}`);
+  }
+  for (const m of masters) {
+    if (m.owned) continue;
+    m.preload();
+    m.redis.on('ready', m.onReady);
+  }
+  return new Redlock(INTERNAL, new RedlockDriver(engine, masters));
+}
+
+// ---- the public classes ----
+
+/** Each Redlock's driver, kept out of sight of users and of util.inspect. */
+const drivers = new WeakMap();
+
+/**
+ * A Redlock deployment: N independent masters, a lock held while a majority grants it. Grants
+ * carry no fencing token (PROTOCOL.md §8): use the mutex of `connect()` where the protected
+ * resource needs one.
+ */
+class Redlock {
+  constructor(token, driver) {
+    if (token !== INTERNAL) throw new TypeError('use lockgate.connectRedlock() to create a Redlock');
+    drivers.set(this, driver);
+  }
+
+  /**
+   * A lock named `name` on every master; the name and options are validated here, the lease
+   * against `maxLeaseMs` when acquiring.
+   * @param {string} name
+   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs }`
+   * @returns {RedlockLock}
+   */
+  lock(name, options) {
+    drivers.get(this).ensureOpen();
+    return new RedlockLock(INTERNAL, this, new wasm.RedlockSpec(name, options));
+  }
+
+  /** How many masters there are. */
+  get masters() {
+    return drivers.get(this).masters.length;
+  }
+
+  /** How many masters must grant a lock: `masters / 2 + 1` (rounded down). */
+  get quorum() {
+    return drivers.get(this).engine.quorum;
+  }
+
+  /** Whether close() was called. */
+  get closed() {
+    return drivers.get(this).closed;
+  }
+
+  /**
+   * Releases every lease, cancels every pending acquire, closes the connections this Redlock
+   * opened (ioredis clients passed in stay open).
+   */
+  close() {
+    return drivers.get(this).close();
+  }
+}
+
+function checkSignal(options) {
+  const signal = options == null ? undefined : options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw invalid('signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+/** A handle on one named Redlock; holding it is a RedlockLease. */
+class RedlockLock {
+  #redlock;
+  #spec;
+
+  constructor(token, redlock, spec) {
+    if (token !== INTERNAL) throw new TypeError('use redlock.lock() to create a RedlockLock');
+    this.#redlock = redlock;
+    this.#spec = spec;
+  }
+
+  /** The Redlock this lock was made from. */
+  get redlock() {
+    return this.#redlock;
+  }
+
+  /** The lock's name. */
+  get name() {
+    return this.#spec.name;
+  }
+
+  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs }`. */
+  get options() {
+    const s = this.#spec;
+    return { leaseMs: s.leaseMs, autoRenew: s.autoRenew, waitTimeoutMs: s.waitTimeoutMs };
+  }
+
+  /**
+   * Tries until a majority grants it (attempts are retried after a jittered pause) and resolves
+   * with a RedlockLease. Rejects with TimeoutError after `timeoutMs` (default: the lock's
+   * `waitTimeoutMs`, else no limit; `0`: one attempt) and with CancelledError when `signal`
+   * aborts; whatever an attempt set on the masters is removed either way.
+   */
+  async acquire(options) {
+    const driver = drivers.get(this.#redlock);
+    const signal = checkSignal(options);
+    const ev = await driver.acquire(this.#spec, options, false, signal);
+    if (ev.kind !== 'acquired') {
+      // `timeoutMs: 0` is a single attempt; finding the lock held is a timeout (as natively).
+      throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
+    }
+    return new RedlockLease(INTERNAL, this, driver, ev);
+  }
+
+  /**
+   * One attempt: a RedlockLease, or null if the lock is held. Rejects with a (retryable)
+   * ConnectionError when too few masters could vote.
+   */
+  async tryAcquire() {
+    const driver = drivers.get(this.#redlock);
+    const ev = await driver.acquire(this.#spec, undefined, true, undefined);
+    return ev.kind === 'acquired' ? new RedlockLease(INTERNAL, this, driver, ev) : null;
+  }
+
+  /**
+   * Acquires, runs `fn(lease)`, releases even if `fn` throws. Resolves with `fn`'s result only if
+   * a majority still held the lock when `fn` finished; otherwise rejects with NotHeldError.
+   */
+  async using(fn, options) {
+    if (typeof fn !== 'function') throw invalid('using() takes a function');
+    const lease = await this.acquire(options);
+    let result;
+    try {
+      result = await fn(lease);
+    } catch (err) {
+      await lease.release().catch(() => {});
+      throw err;
+    }
+    const wasHeld = await lease.release();
+    if (!wasHeld) {
+      throw makeError(
+        'NOT_HELD',
+        `the Redlock on ${JSON.stringify(this.name)} was lost before the function finished; ` +
+          'its work may have overlapped another holder',
+      );
+    }
+    return result;
+  }
+}
+
+/**
+ * Proof that a majority of masters holds the lock for us. No fencing token: a majority of
+ * independent masters is not a linearizable counter, so any token read from it could go
+ * backwards (PROTOCOL.md §8). Finish the protected work within `remainingMs`.
+ */
+class RedlockLease {
+  #lock;
+  #driver;
+  #id;
+  #loss;
+  #released = false;
+
+  constructor(token, lock, driver, ev) {
+    if (token !== INTERNAL) throw new TypeError('leases come from redlockLock.acquire()');
+    this.#lock = lock;
+    this.#driver = driver;
+    this.#id = ev.lease;
+    this.#loss = driver.lossSignal(ev.lease);
+  }
+
+  /**
+   * Aborts, with a NotHeldError reason, when the lease is lost (a majority refused a renewal or
+   * its validity ran out), or with a ClosedError when `redlock.close()` released it; never on
+   * `release()`.
+   */
+  get signal() {
+    return this.#loss.signal;
+  }
+
+  /** The lock this lease holds. */
+  get lock() {
+    return this.#lock;
+  }
+
+  /** Whether the lease is certainly still valid now (drift deducted, renewed, not lost). */
+  get isHeld() {
+    return !this.#released && this.#driver.isHeld(this.#id);
+  }
+
+  /** Milliseconds the lease is certainly still valid (0 if not held). */
+  get remainingMs() {
+    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
+  }
+
+  /**
+   * Releases on every master. Resolves true if a majority still held it, false if not (or on a
+   * second call); rejects with a ConnectionError if too few masters confirmed (the others keep
+   * the key until its lease ends).
+   */
+  async release() {
+    if (this.#released) return false;
+    const done = this.#driver.release(this.#id);
+    this.#released = true;
+    const ev = await done;
+    return ev.wasHeld;
+  }
+
+  /**
+   * Sets the remaining lease to `ms` on every master still holding it (at most the deployment's
+   * `maxLeaseMs`); needs a majority and never re-acquires: NotHeldError (and the lease is lost)
+   * if a majority lost it.
+   */
+  async extend(ms) {
+    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
+    await this.#driver.extend(this.#id, ms);
+  }
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  RedlockLease.prototype[Symbol.asyncDispose] = async function dispose() {
+    if (!this.lock.redlock.closed) await this.release();
+  };
+  Redlock.prototype[Symbol.asyncDispose] = function dispose() {
+    return this.close();
+  };
+}
+
+module.exports = { connectRedlock, Redlock, RedlockLock, RedlockLease };

@@ -1,0 +1,234 @@
+//! Redlock over N independent masters (PROTOCOL.md §8) for JavaScript: the core's sans-IO
+//! [`RedlockEngine`] behind wasm-bindgen, converting arguments only. `lib/redlock.js` drives it:
+//! every request names a master and carries one command, performed in emission order on that
+//! master's connection, and gets exactly one reply (or the error that prevented one).
+
+use lockgate_core::engine::{LeaseId, OpId, RequestId, Wait};
+use lockgate_core::redlock::RedlockEngine;
+use lockgate_core::LockOptions;
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{self, id_from_js, id_to_js, instant, millis, Shapes, StrCache};
+use crate::errors::{js, JsResult};
+use crate::random;
+
+/// The Lua sources of the Redlock scripts, for the driver to `SCRIPT LOAD` on each master when
+/// its connection becomes ready. Only an optimisation: the engine still handles `NOSCRIPT`, but
+/// it does not re-send a script to a master whose vote came after its round was decided, so a
+/// master without the scripts could otherwise sit out every quickly decided round.
+#[wasm_bindgen(js_name = redlockScripts)]
+pub fn redlock_scripts() -> Vec<JsValue> {
+    lockgate_core::redis::redlock::all()
+        .iter()
+        .map(|s| JsValue::from_str(s.source))
+        .collect()
+}
+
+/// A validated Redlock lock name and its lease options (`redlock.lock(name, options)`).
+#[wasm_bindgen]
+pub struct RedlockSpec {
+    name: String,
+    options: LockOptions,
+}
+
+#[wasm_bindgen]
+impl RedlockSpec {
+    /// Validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs }`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(name: JsValue, options: JsValue) -> JsResult<RedlockSpec> {
+        let name = js(convert::name(&name))?;
+        let options = js(convert::redlock_lock_options(&options))?;
+        Ok(RedlockSpec { name, options })
+    }
+
+    /// The lock's name.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The lease in ms.
+    #[wasm_bindgen(getter, js_name = leaseMs)]
+    pub fn lease_ms(&self) -> f64 {
+        self.options.lease.as_secs_f64() * 1000.0
+    }
+
+    /// Whether the watchdog renews the lease while held.
+    #[wasm_bindgen(getter, js_name = autoRenew)]
+    pub fn auto_renew(&self) -> bool {
+        self.options.auto_renew
+    }
+
+    /// The default wait of `acquire()` in ms; `Infinity` waits without limit.
+    #[wasm_bindgen(getter, js_name = waitTimeoutMs)]
+    pub fn wait_timeout_ms(&self) -> f64 {
+        self.options
+            .wait_timeout
+            .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1000.0)
+    }
+}
+
+/// The Redlock engine of one `connectRedlock()` deployment. Ids are JS numbers; times are
+/// `performance.now()` milliseconds.
+#[wasm_bindgen(js_name = RedlockEngine)]
+pub struct WasmRedlockEngine {
+    engine: RedlockEngine,
+    shapes: Shapes,
+    strings: StrCache,
+}
+
+#[wasm_bindgen(js_class = RedlockEngine)]
+impl WasmRedlockEngine {
+    /// An engine for `masters` masters with the Redlock settings in `options` (`keyPrefix`,
+    /// `maxLeaseMs`, `nodeTimeoutMs`, `retryDelayMs`, `retryJitterMs`, `driftFactor`,
+    /// `driftFixedMs`; the driver's `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions`
+    /// are accepted and left to it). `shapes` holds the driver's `event(...)` factory.
+    #[wasm_bindgen(constructor)]
+    pub fn new(masters: u32, options: JsValue, shapes: Shapes) -> JsResult<WasmRedlockEngine> {
+        let config = js(convert::redlock_config(&options, masters as usize))?;
+        let rng = Box::new(random::BufferedOsRandom::new());
+        let engine = js(RedlockEngine::new(config, rng))?;
+        Ok(WasmRedlockEngine {
+            engine,
+            shapes,
+            strings: StrCache::default(),
+        })
+    }
+
+    /// How many masters there are.
+    #[wasm_bindgen(getter)]
+    pub fn masters(&self) -> u32 {
+        self.engine.config().masters as u32
+    }
+
+    /// How many masters must agree (`masters / 2 + 1`).
+    #[wasm_bindgen(getter)]
+    pub fn quorum(&self) -> u32 {
+        self.engine.quorum() as u32
+    }
+
+    /// The deployment's maximum lease in ms.
+    #[wasm_bindgen(getter, js_name = maxLeaseMs)]
+    pub fn max_lease_ms(&self) -> f64 {
+        self.engine.config().max_lease.as_secs_f64() * 1000.0
+    }
+
+    /// Starts acquiring `lock`; returns the op id. `options` is `{ timeoutMs, signal }`
+    /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
+    pub fn acquire(
+        &mut self,
+        now: f64,
+        lock: &RedlockSpec,
+        options: JsValue,
+        try_once: bool,
+    ) -> JsResult<f64> {
+        let timeout = js(convert::acquire_timeout(&options))?;
+        let wait = if try_once {
+            Wait::Try
+        } else {
+            match timeout.unwrap_or(lock.options.wait_timeout) {
+                Some(d) => Wait::For(d),
+                None => Wait::Forever,
+            }
+        };
+        let op = js(self
+            .engine
+            .acquire(instant(now), &lock.name, &lock.options, wait))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Releases a lease on every master (owner-only); returns the op id.
+    pub fn release(&mut self, now: f64, lease: f64) -> f64 {
+        let op = self
+            .engine
+            .release(instant(now), LeaseId(id_from_js(lease)));
+        id_to_js(op.0)
+    }
+
+    /// Sets the lease's remaining time to `ms` on the masters still holding it; returns the op id.
+    pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
+        let d = js(convert::millis_arg("ms", &ms))?;
+        let op = js(self
+            .engine
+            .extend(instant(now), LeaseId(id_from_js(lease)), d))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
+    pub fn cancel(&mut self, now: f64, op: f64) {
+        self.engine.cancel(instant(now), OpId(id_from_js(op)));
+    }
+
+    /// Cancels every pending acquire and releases every lease.
+    pub fn shutdown(&mut self, now: f64) {
+        self.engine.shutdown(instant(now));
+    }
+
+    /// Whether `lease` is certainly still valid at `now` (its validity has not run out).
+    #[wasm_bindgen(js_name = isHeld)]
+    pub fn is_held(&self, now: f64, lease: f64) -> bool {
+        self.engine
+            .lease_valid_until(LeaseId(id_from_js(lease)))
+            .is_some_and(|until| instant(now) < until)
+    }
+
+    /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
+    #[wasm_bindgen(js_name = leaseValidUntil)]
+    pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
+        self.engine
+            .lease_valid_until(LeaseId(id_from_js(lease)))
+            .map(millis)
+    }
+
+    /// Whether nothing is pending: no acquire, lease or request in flight.
+    #[wasm_bindgen(js_name = isIdle)]
+    pub fn is_idle(&self) -> bool {
+        self.engine.is_idle()
+    }
+
+    /// The reply value ioredis resolved request `id` with.
+    #[wasm_bindgen(js_name = handleValue)]
+    pub fn handle_value(&mut self, now: f64, id: f64, value: JsValue) {
+        let reply = convert::single_result(&value).map(|mut v| v.remove(0));
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), reply);
+    }
+
+    /// What ioredis rejected request `id` with (a server error reply, or the transport error
+    /// that prevented any reply).
+    #[wasm_bindgen(js_name = handleError)]
+    pub fn handle_error(&mut self, now: f64, id: f64, error: JsValue) {
+        let reply = convert::single_error(&error);
+        self.engine
+            .handle_reply(instant(now), RequestId(id_from_js(id)), reply);
+    }
+
+    /// Runs the timers due at `now` (early calls are harmless).
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now: f64) {
+        self.engine.handle_timeout(instant(now));
+    }
+
+    /// The next request as `[id, master, name, ...args]`, or `undefined`.
+    #[wasm_bindgen(js_name = pollRequest)]
+    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
+        self.engine
+            .poll_request()
+            .map(|r| convert::node_request_to_js(&r, &mut self.strings))
+    }
+
+    /// The next event (`{ kind, ... }`, no `fencingToken`), or `undefined`.
+    #[wasm_bindgen(js_name = pollEvent)]
+    pub fn poll_event(&mut self) -> JsValue {
+        match self.engine.poll_event() {
+            Some(e) => convert::redlock_event_to_js(&e, &self.shapes, &mut self.strings),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// When (ms) `handleTimeout` next has work, or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.engine.poll_timeout().map(millis)
+    }
+}

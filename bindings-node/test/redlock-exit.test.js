@@ -1,0 +1,82 @@
+'use strict';
+// A process using a Redlock exits by itself once nothing is held (closed or not, even with a
+// master that is down), and a held lease keeps it alive.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const lockgate = require('..');
+const { startRedis, freePort, sleep } = require('./helpers/redis-server');
+
+let masters;
+let redlock;
+let busy;
+
+before(async () => {
+  masters = await Promise.all([startRedis(), startRedis(), startRedis()]);
+  redlock = await lockgate.connectRedlock(
+    masters.map((m) => m.url),
+    { maxLeaseMs: 1000 },
+  );
+  busy = await redlock.lock('exit-busy', { leaseMs: 1000 }).acquire({ timeoutMs: 5000 });
+});
+
+after(async () => {
+  await busy.release();
+  await redlock.close();
+  for (const m of masters) await m.stop();
+});
+
+function run(mode, urls) {
+  const script = path.join(__dirname, 'fixtures', 'redlock-exit-script.js');
+  const child = spawn(process.execPath, [script, mode, ...urls], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, out, err })));
+  return { child, exited };
+}
+
+async function heldAnywhere(pattern) {
+  const found = [];
+  for (const m of masters) found.push(...(await m.admin.keys(pattern)));
+  return found;
+}
+
+for (const mode of ['close', 'idle', 'down', 'abort']) {
+  test(`exits by itself after: ${mode}`, async () => {
+    const urls = masters.map((m) => m.url);
+    if (mode === 'down') urls.push(`redis://127.0.0.1:${await freePort()}`);
+    const t0 = performance.now();
+    const { child, exited } = run(mode, urls);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const { code, signal, out, err } = await exited;
+    clearTimeout(timer);
+    assert.equal(signal, null, `the process had to be killed (still running after 15 s); stderr: ${err}`);
+    assert.equal(code, 0, err);
+    assert.equal(out, 'done\n');
+    const took = performance.now() - t0;
+    assert.ok(took < 8000, `exited after ${took.toFixed(0)} ms`);
+    assert.deepEqual(await heldAnywhere(`lockgate:{exit-${mode}*`), [], 'nothing left held');
+    assert.equal(busy.isHeld, true);
+  });
+}
+
+test('a process holding a renewed Redlock lease stays alive and keeps it', async () => {
+  const { child, exited } = run('hold', masters.map((m) => m.url));
+  try {
+    const deadline = Date.now() + 8000;
+    while ((await masters[0].admin.exists('lockgate:{exit-hold}:redlock')) === 0) {
+      assert.ok(Date.now() < deadline, 'the script acquired');
+      await sleep(20);
+    }
+    await sleep(2000); // 2 leases
+    assert.equal(child.exitCode, null, 'still running');
+    for (const m of masters) assert.ok((await m.admin.pttl('lockgate:{exit-hold}:redlock')) > 0, 'renewed');
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+});

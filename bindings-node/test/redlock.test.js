@@ -1,0 +1,349 @@
+'use strict';
+// Redlock over independent masters through the public API, against real redis-servers started
+// here: five for most tests (two and then three of them are stopped at the end), three more
+// for the loss test. The deployment's maxLeaseMs is 1000, so a fresh master grants nothing for
+// its first ~2-3 s (the delayed-restart rule): the first acquire on each set waits that out.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { getEventListeners } = require('node:events');
+const Redis = require('ioredis');
+const { createHash } = require('node:crypto');
+const lockgate = require('..');
+const wasm = require('../lib/wasm');
+const { startRedis, sleep, freePort, eventually } = require('./helpers/redis-server');
+
+const MAX_LEASE_MS = 1000;
+/** Long enough for a freshly started master to pass the delayed-restart rule. */
+const STARTUP_MS = 5000;
+
+let five;
+let three;
+const redlocks = [];
+const stopped = new Set();
+
+async function connect(servers, options) {
+  const rl = await lockgate.connectRedlock(
+    servers.map((s) => s.url),
+    {
+      maxLeaseMs: MAX_LEASE_MS,
+      nodeTimeoutMs: 200,
+      retryDelayMs: 10,
+      retryJitterMs: 30,
+      ...options,
+    },
+  );
+  redlocks.push(rl);
+  return rl;
+}
+
+async function stop(server) {
+  stopped.add(server);
+  await server.stop();
+}
+
+const key = (name) => `lockgate:{${name}}:redlock`;
+
+/** The owner token each running master holds for lock `name` (null where there is none). */
+async function values(servers, name) {
+  const out = [];
+  for (const s of servers) {
+    if (!stopped.has(s)) out.push(await s.admin.get(key(name)));
+  }
+  return out;
+}
+
+/** Waits until every running master holds lock `name` (a grant needs only a majority's
+ * answers; the rest land moments later), then returns the owner token. */
+async function heldEverywhere(servers, name) {
+  await eventually(async () => !(await values(servers, name)).includes(null), 2000, `${name} on every master`);
+  const tokens = await values(servers, name);
+  assert.deepEqual(tokens, Array(tokens.length).fill(tokens[0]), 'the same owner token on every master');
+  return tokens[0];
+}
+
+before(async () => {
+  const started = await Promise.all(Array.from({ length: 8 }, () => startRedis()));
+  five = started.slice(0, 5);
+  three = started.slice(5);
+});
+
+after(async () => {
+  for (const rl of redlocks) await rl.close();
+  for (const s of [...five, ...three]) if (!stopped.has(s)) await s.stop();
+});
+
+test('acquire and release on 5 masters: the key on every one, no fencing token', async () => {
+  const rl = await connect(five);
+  assert.equal(rl.masters, 5);
+  assert.equal(rl.quorum, 3);
+  const lock = rl.lock('orders', { leaseMs: 1000 });
+  assert.equal(lock.name, 'orders');
+  assert.equal(lock.redlock, rl);
+  assert.deepEqual(lock.options, { leaseMs: 1000, autoRenew: true, waitTimeoutMs: Infinity });
+  const lease = await lock.acquire({ timeoutMs: STARTUP_MS });
+  assert.ok(lease instanceof lockgate.RedlockLease);
+  assert.equal(lease.lock, lock);
+  assert.equal(lease.isHeld, true);
+  assert.ok(lease.remainingMs > 0 && lease.remainingMs <= 1000, `remainingMs ${lease.remainingMs}`);
+  assert.equal(lease.signal.aborted, false);
+  // No fencing token, by design (PROTOCOL.md §8).
+  assert.equal('fencingToken' in lease, false);
+  assert.equal(lease.fencingToken, undefined);
+  const token = await heldEverywhere(five, 'orders');
+  assert.match(token, /^[0-9a-f]{32}$/);
+  for (const s of five) {
+    const ttl = await s.admin.pttl(key('orders'));
+    assert.ok(ttl > 0 && ttl <= 1000, `pttl ${ttl}`);
+  }
+  assert.equal(await lease.release(), true);
+  assert.equal(lease.isHeld, false);
+  assert.equal(lease.remainingMs, 0);
+  assert.equal(lease.signal.aborted, false, 'a release is not a loss');
+  assert.deepEqual(await values(five, 'orders'), Array(5).fill(null), 'released on every master');
+  assert.equal(await lease.release(), false, 'releasing twice is harmless');
+});
+
+test('a renewed lease outlives its lease time; extend needs a majority and never re-creates', async () => {
+  const rl = await connect(five);
+  const lease = await rl.lock('renew', { leaseMs: 600 }).acquire({ timeoutMs: STARTUP_MS });
+  await sleep(1300);
+  assert.equal(lease.isHeld, true, 'renewed past its 600 ms lease');
+  assert.equal(lease.signal.aborted, false);
+  await five[0].admin.del(key('renew'));
+  await lease.extend(900);
+  assert.ok(lease.remainingMs > 300 && lease.remainingMs <= 900, `remainingMs ${lease.remainingMs}`);
+  assert.equal(await five[0].admin.exists(key('renew')), 0, 'extend never re-creates the key');
+  assert.ok((await five[1].admin.pttl(key('renew'))) > 300);
+  await assert.rejects(lease.extend(MAX_LEASE_MS + 1), (err) => {
+    assert.ok(err instanceof lockgate.InvalidArgumentError, String(err));
+    return true;
+  });
+  assert.equal(await lease.release(), true);
+  await assert.rejects(lease.extend(500), lockgate.NotHeldError);
+});
+
+test('two Redlock clients exclude each other', async () => {
+  const a = await connect(five);
+  const b = await connect(five);
+  const held = await a.lock('shared', { leaseMs: 1000 }).acquire({ timeoutMs: STARTUP_MS });
+  const token = await heldEverywhere(five, 'shared');
+  const other = b.lock('shared', { leaseMs: 1000 });
+  assert.equal(await other.tryAcquire(), null, 'held by the other client');
+  const t0 = performance.now();
+  await assert.rejects(other.acquire({ timeoutMs: 300 }), (err) => {
+    assert.ok(err instanceof lockgate.TimeoutError, String(err));
+    assert.equal(err.retryable, true);
+    return true;
+  });
+  assert.ok(performance.now() - t0 < 1500);
+  await assert.rejects(other.acquire({ timeoutMs: 0 }), lockgate.TimeoutError);
+  assert.deepEqual(await values(five, 'shared'), Array(5).fill(token), "the holder's key untouched");
+  assert.equal(held.isHeld, true);
+  assert.equal(await held.release(), true);
+  const result = await other.using(async (lease) => {
+    assert.equal(lease.isHeld, true);
+    assert.equal(await a.lock('shared', { leaseMs: 1000 }).tryAcquire(), null);
+    return 'done';
+  });
+  assert.equal(result, 'done');
+  assert.deepEqual(await values(five, 'shared'), Array(5).fill(null));
+});
+
+test('aborting a pending acquire rejects with CancelledError and leaves nothing behind', async () => {
+  const a = await connect(five);
+  const b = await connect(five);
+  const lock = (rl) => rl.lock('abort', { leaseMs: 1000 });
+  const held = await lock(a).acquire({ timeoutMs: STARTUP_MS });
+  const token = await heldEverywhere(five, 'abort');
+  const ctl = new AbortController();
+  const waiting = lock(b).acquire({ signal: ctl.signal });
+  await sleep(150);
+  const reason = new Error('user gave up');
+  ctl.abort(reason);
+  await assert.rejects(waiting, (err) => {
+    assert.ok(err instanceof lockgate.CancelledError, String(err));
+    assert.equal(err.cause, reason);
+    return true;
+  });
+  assert.equal(getEventListeners(ctl.signal, 'abort').length, 0, 'no listener left on the signal');
+  await assert.rejects(lock(b).acquire({ signal: ctl.signal }), lockgate.CancelledError);
+  assert.deepEqual(await values(five, 'abort'), Array(5).fill(token));
+  assert.equal(await held.release(), true);
+  await sleep(100);
+  assert.deepEqual(await values(five, 'abort'), Array(5).fill(null), 'no attempt of the waiter left a key');
+  const again = await lock(b).tryAcquire();
+  assert.ok(again);
+  await again.release();
+});
+
+test('bad input is an InvalidArgumentError before anything is sent', async () => {
+  const isInvalid = (pattern) => (err) => {
+    assert.ok(err instanceof lockgate.InvalidArgumentError, String(err));
+    assert.equal(err.code, 'INVALID_ARGUMENT');
+    assert.equal(err.retryable, false);
+    if (pattern) assert.match(err.message, pattern);
+    return true;
+  };
+  const url = five[0].url;
+  await assert.rejects(lockgate.connectRedlock([]), isInvalid(/between 1 and 31 masters/));
+  await assert.rejects(lockgate.connectRedlock(url), isInvalid(/array/));
+  await assert.rejects(lockgate.connectRedlock([url, five[1].url, url]), isInvalid(/listed twice/));
+  await assert.rejects(lockgate.connectRedlock([url, `${url}/0`]), isInvalid(/listed twice/));
+  await assert.rejects(
+    lockgate.connectRedlock(['redis://:s3cret@127.0.0.1:1', 'redis://:s3cret@127.0.0.1:1']),
+    (err) => isInvalid(/listed twice/)(err) && !err.message.includes('s3cret'),
+  );
+  await assert.rejects(lockgate.connectRedlock(['http://127.0.0.1:1']), isInvalid(/redis:\/\//));
+  await assert.rejects(lockgate.connectRedlock([url], { maxLease: 1000 }), isInvalid(/unknown Redlock option/));
+  await assert.rejects(lockgate.connectRedlock([url], { maxLeaseMs: -1 }), isInvalid());
+  await assert.rejects(lockgate.connectRedlock([url], { driftFactor: 0.7 }), isInvalid(/drift_factor/));
+  await assert.rejects(lockgate.connectRedlock([url], { commandTimeoutMs: 0 }), isInvalid());
+
+  const rl = await connect(five);
+  assert.throws(() => rl.lock(''), isInvalid());
+  assert.throws(() => rl.lock('x', { entryTtlMs: 1000 }), isInvalid(/unknown Redlock lock option/));
+  assert.throws(() => rl.lock('x', { leaseMs: 'long' }), isInvalid());
+  // The lease is checked against the deployment's maxLeaseMs (by the engine) when acquiring.
+  await assert.rejects(rl.lock('x', { leaseMs: 5000 }).acquire(), isInvalid(/max_lease of 1000 ms/));
+  await assert.rejects(rl.lock('x').tryAcquire(), isInvalid(/max_lease/), 'the 30 s default exceeds it');
+  await assert.rejects(rl.lock('x', { leaseMs: 500 }).acquire({ timeoutMs: -1 }), isInvalid());
+  await assert.rejects(rl.lock('x', { leaseMs: 500 }).acquire({ signal: 'no' }), isInvalid(/AbortSignal/));
+  await assert.rejects(rl.lock('x', { leaseMs: 500 }).using('not a function'), isInvalid());
+  assert.deepEqual(await values(five, 'x'), Array(5).fill(null));
+});
+
+test('no reachable master is a ConnectionError, refused credentials an AuthenticationError; no password in either', async () => {
+  const dead = [await freePort(), await freePort()].map((p) => `redis://:s3cret@127.0.0.1:${p}`);
+  await assert.rejects(lockgate.connectRedlock(dead, { maxLeaseMs: MAX_LEASE_MS }), (err) => {
+    assert.ok(err instanceof lockgate.ConnectionError, String(err));
+    assert.equal(err.retryable, true);
+    assert.match(err.message, /no master is reachable/);
+    assert.ok(!err.message.includes('s3cret'), err.message);
+    return true;
+  });
+  const guarded = await startRedis(['--requirepass', 'right-one']);
+  try {
+    const wrong = `redis://:wrong-one@127.0.0.1:${guarded.port}`;
+    await assert.rejects(lockgate.connectRedlock([five[0].url, wrong], { maxLeaseMs: MAX_LEASE_MS }), (err) => {
+      assert.ok(err instanceof lockgate.AuthenticationError, String(err));
+      assert.ok(!err.message.includes('wrong-one'), err.message);
+      return true;
+    });
+    const right = await lockgate.connectRedlock([`redis://:right-one@127.0.0.1:${guarded.port}`], {
+      maxLeaseMs: MAX_LEASE_MS,
+    });
+    await right.close();
+  } finally {
+    await guarded.stop();
+  }
+});
+
+test('ioredis clients as masters: used as given and left open by close()', async () => {
+  const clients = five.slice(0, 3).map((s) => new Redis(s.port, '127.0.0.1'));
+  try {
+    await assert.rejects(
+      lockgate.connectRedlock([clients[0], clients[0]]),
+      lockgate.InvalidArgumentError,
+    );
+    const listeners = clients.map((c) => c.listenerCount('ready'));
+    const rl = await lockgate.connectRedlock(clients, { maxLeaseMs: MAX_LEASE_MS, keyPrefix: 'byo:' });
+    const lease = await rl.lock('byo', { leaseMs: 800 }).acquire({ timeoutMs: STARTUP_MS });
+    const onAll = async () => {
+      for (const s of five.slice(0, 3)) if ((await s.admin.exists('byo:{byo}:redlock')) !== 1) return false;
+      return true;
+    };
+    await eventually(onAll, 2000, 'the key on the 3 masters');
+    assert.equal(await five[3].admin.exists('byo:{byo}:redlock'), 0);
+    await rl.close();
+    assert.equal(rl.closed, true);
+    assert.equal(lease.isHeld, false);
+    for (const s of five.slice(0, 3)) assert.equal(await s.admin.exists('byo:{byo}:redlock'), 0, 'close released it');
+    assert.throws(() => rl.lock('byo'), lockgate.ClosedError);
+    for (const c of clients) assert.equal(c.status, 'ready');
+    assert.deepEqual(clients.map((c) => c.listenerCount('ready')), listeners, 'no listener left on them');
+  } finally {
+    for (const c of clients) c.disconnect();
+  }
+});
+
+test('a master down at connect fails fast, and is connected once it comes back', async () => {
+  const port = await freePort();
+  const rl = await connect([five[0], five[3], { url: `redis://127.0.0.1:${port}` }]);
+  const lock = rl.lock('late-master', { leaseMs: 1000 });
+  const t0 = performance.now();
+  const lease = await lock.acquire({ timeoutMs: STARTUP_MS });
+  assert.ok(performance.now() - t0 < 1000, 'the two reachable masters granted at once');
+  assert.equal(await lease.release(), true);
+  const late = await startRedis([], { port });
+  try {
+    // Once up for longer than maxLeaseMs (the delayed-restart rule), it takes part in grants:
+    // the Redlock connected to it again without being asked to.
+    let onLate = false;
+    const deadline = performance.now() + STARTUP_MS + 3000;
+    while (!onLate && performance.now() < deadline) {
+      const l = await lock.acquire({ timeoutMs: 1000 });
+      // The grant needed two answers; the third master's may land a moment later.
+      onLate = await eventually(async () => (await late.admin.exists(key('late-master'))) === 1, 300).then(
+        () => true,
+        () => false,
+      );
+      assert.equal(await l.release(), true);
+      if (!onLate) await sleep(200);
+    }
+    assert.ok(onLate, 'the master that came back holds the key of a later grant');
+    // Its new connection loaded every Redlock script (EXTEND too, which no round has used yet).
+    const shas = wasm.redlockScripts().map((src) => createHash('sha1').update(src).digest('hex'));
+    assert.equal(shas.length, 3);
+    assert.deepEqual(await late.admin.script('EXISTS', ...shas), [1, 1, 1]);
+    assert.equal(await late.admin.exists(key('late-master')), 0, 'and the release reached it');
+  } finally {
+    await late.stop();
+  }
+});
+
+test('the lease signal aborts when 2 of 3 masters stop while it is renewed', async () => {
+  const rl = await connect(three);
+  const lease = await rl.lock('renewed', { leaseMs: 600 }).acquire({ timeoutMs: STARTUP_MS });
+  await sleep(1000);
+  assert.equal(lease.isHeld, true, 'renewed past its 600 ms lease');
+  const lost = new Promise((resolve) => lease.signal.addEventListener('abort', () => resolve(performance.now())));
+  const t0 = performance.now();
+  await stop(three[1]);
+  await stop(three[2]);
+  const at = await Promise.race([lost, sleep(3000).then(() => null)]);
+  assert.notEqual(at, null, 'the loss was signalled within 3 s');
+  assert.ok(at - t0 <= 1500, `signalled after ${(at - t0).toFixed(0)} ms (the lease is 600 ms)`);
+  assert.ok(lease.signal.reason instanceof lockgate.NotHeldError, String(lease.signal.reason));
+  assert.equal(lease.isHeld, false);
+  assert.equal(lease.remainingMs, 0);
+  assert.equal(await lease.release(), false);
+});
+
+test('2 of 5 masters stopped still grants; 3 stopped is a retryable ConnectionError', async () => {
+  const rl = await connect(five);
+  const lock = rl.lock('minority', { leaseMs: 1000 });
+  await (await lock.acquire({ timeoutMs: STARTUP_MS })).release();
+  await stop(five[1]);
+  await stop(five[4]);
+  const lease = await lock.tryAcquire();
+  assert.ok(lease, '3 of 5 masters are a majority');
+  assert.equal(lease.isHeld, true);
+  assert.deepEqual((await values(five, 'minority')).map((v) => v !== null), [true, true, true]);
+  assert.equal(await lease.release(), true);
+
+  await stop(five[2]);
+  await assert.rejects(lock.tryAcquire(), (err) => {
+    assert.ok(err instanceof lockgate.ConnectionError, String(err));
+    assert.equal(err.code, 'CONNECTION');
+    assert.equal(err.retryable, true);
+    // Three masters failed at once: the attempt is decided before the other two answer.
+    assert.match(err.message, /of 5 masters granted, 3 are needed/);
+    return true;
+  });
+  const t0 = performance.now();
+  await assert.rejects(lock.acquire({ timeoutMs: 400 }), lockgate.TimeoutError);
+  assert.ok(performance.now() - t0 < 2000);
+  await sleep(100);
+  assert.deepEqual(await values(five, 'minority'), [null, null], 'failed attempts were undone');
+});
