@@ -38,13 +38,16 @@ function withFlags(op, o) {
 
 /**
  * The library handle a step describes (Primitive options in conformance/README.md): `kind`
- * (mutex, semaphore, read, write, leader), `permits`, `value`, `reentrant`, `writers_first`.
+ * (mutex, redlock, semaphore, read, write, leader), `permits`, `value`, `reentrant`, `writers_first`.
  * Returns `{ acquire(timeoutMs), tryAcquire() }` over the public API.
  */
-function makeHandle(client, name, op) {
+function makeHandle(client, redlock, name, op) {
   const o = lockOptions(op);
   const kind = present(op.kind) ? op.kind : 'mutex';
   switch (kind) {
+    case 'redlock':
+      if (!redlock) throw new lockgate.InvalidArgumentError('connect_redlock was not sent');
+      return lockHandle(redlock.lock(name, o));
     case 'mutex':
       return lockHandle(client.lock(name, withFlags(op, o)));
     case 'semaphore':
@@ -74,6 +77,7 @@ function lockHandle(lock) {
 class Actor {
   constructor() {
     this.client = null;
+    this.redlock = null;
     /** handle name -> { handle, leases: Lease[] (most recent last) } */
     this.handles = new Map();
   }
@@ -83,7 +87,7 @@ class Actor {
     const key = present(op.handle) ? op.handle : op.lock ?? '';
     let h = this.handles.get(key);
     if (!h) {
-      h = { handle: makeHandle(this.client, op.lock ?? '', op), leases: [] };
+      h = { handle: makeHandle(this.client, this.redlock, op.lock ?? '', op), leases: [] };
       this.handles.set(key, h);
     }
     return h;
@@ -106,9 +110,18 @@ class Actor {
           this.handles.clear();
           return { ok: true };
         }
+        case 'connect_redlock': {
+          const options = {};
+          if (present(op.prefix)) options.keyPrefix = op.prefix;
+          if (present(op.max_lease_ms)) options.maxLeaseMs = op.max_lease_ms;
+          const redlock = await lockgate.connectRedlock(op.urls ?? [], options);
+          if (this.redlock) await this.redlock.close();
+          this.redlock = redlock;
+          return { ok: true };
+        }
         case 'lock': {
           // Always validated with this step's options; kept only as the handle's first use.
-          const handle = makeHandle(this.client, op.lock ?? '', op);
+          const handle = makeHandle(this.client, this.redlock, op.lock ?? '', op);
           const key = present(op.handle) ? op.handle : op.lock ?? '';
           if (!this.handles.has(key)) this.handles.set(key, { handle, leases: [] });
           return { ok: true };
@@ -122,6 +135,8 @@ class Actor {
               : await h.handle.tryAcquire();
           if (!lease) return { ok: true, acquired: false };
           h.leases.push(lease);
+          // A Redlock grant has no fencing token (PROTOCOL.md §8).
+          if (lease.fencingToken === undefined) return { ok: true, acquired: true };
           return { ok: true, acquired: true, token: lease.fencingToken.toString() };
         }
         case 'release': {
@@ -168,7 +183,7 @@ class Actor {
             await sleep(hold);
             const exit = wallNs();
             await lease.release();
-            records.push([lease.fencingToken.toString(), enter, exit]);
+            records.push([lease.fencingToken === undefined ? null : lease.fencingToken.toString(), enter, exit]);
           }
           return { ok: true, records };
         }
@@ -190,6 +205,7 @@ class Actor {
       while (h.leases.length) await h.leases.pop().release().catch(() => {});
     }
     if (this.client) await this.client.close();
+    if (this.redlock) await this.redlock.close();
   }
 }
 
