@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
-use super::driver::{Acquired, Conn, Driver, LeaseState, Msg};
+use super::driver::{Acquired, Conn, Driver, LeaseState, LeaseWatch, Msg};
 use super::url::RedisUrl;
 use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -521,28 +521,17 @@ impl Lease {
 
     /// Whether the lease is certainly still held now (local view: renewed, not expired, not lost).
     pub fn is_held(&self) -> bool {
-        match &*self.state.borrow() {
-            LeaseState::Held(until) => tokio::time::Instant::now() < *until,
-            _ => false,
-        }
+        self.watch().is_held()
     }
 
     /// How long the lease is certainly still valid, if held.
     pub fn remaining(&self) -> Option<Duration> {
-        match &*self.state.borrow() {
-            LeaseState::Held(until) => until
-                .checked_duration_since(tokio::time::Instant::now())
-                .filter(|d| !d.is_zero()),
-            _ => None,
-        }
+        self.watch().remaining()
     }
 
     /// The reason the lease was lost, if it was.
     pub fn lost_reason(&self) -> Option<Error> {
-        match &*self.state.borrow() {
-            LeaseState::Lost(e) => Some(e.clone()),
-            _ => None,
-        }
+        self.watch().lost_reason()
     }
 
     /// Sets the remaining lease to `duration` if still held; `NOT_HELD` (and the lease is marked
@@ -580,37 +569,18 @@ impl Lease {
     /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our
     /// back, expired). Stays pending forever if the lease is released normally.
     pub async fn lost(&self) -> Error {
-        let mut rx = self.state.clone();
-        let r = rx
-            .wait_for(|s| matches!(s, LeaseState::Lost(_)))
-            .await
-            .map(|s| match &*s {
-                LeaseState::Lost(e) => e.clone(),
-                _ => Error::new(ErrorKind::NotHeld, "lost"),
-            });
-        match r {
-            Ok(e) => e,
-            Err(_) => std::future::pending().await,
-        }
+        self.watch().lost().await
     }
-}
 
-impl Lease {
     /// The loss signal as a `'static` future that does not keep the lease alive (for bindings
     /// that hand it to a callback or another task): `Some(reason)` when the lease is lost,
     /// `None` once it is released normally or its client is gone.
     pub fn lost_signal(&self) -> impl std::future::Future<Output = Option<Error>> + Send + 'static {
-        let mut rx = self.state.clone();
-        async move {
-            let state = rx
-                .wait_for(|s| !matches!(s, LeaseState::Held(_)))
-                .await
-                .ok()?;
-            match &*state {
-                LeaseState::Lost(e) => Some(e.clone()),
-                _ => None,
-            }
-        }
+        self.watch().lost_signal()
+    }
+
+    fn watch(&self) -> LeaseWatch {
+        LeaseWatch(self.state.clone())
     }
 }
 

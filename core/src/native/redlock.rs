@@ -14,7 +14,7 @@ use redis::aio::ConnectionManager;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
-use super::driver::LeaseState;
+use super::driver::{LeaseState, LeaseWatch};
 use super::url::RedisUrl;
 use crate::engine::{Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -288,15 +288,12 @@ impl RedlockLease {
 
     /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
     pub fn is_held(&self) -> bool {
-        matches!(&*self.state.borrow(), LeaseState::Held(until) if tokio::time::Instant::now() < *until)
+        self.watch().is_held()
     }
 
     /// How long the lease is certainly still valid, if held. Finish protected work within it.
     pub fn remaining(&self) -> Option<Duration> {
-        match &*self.state.borrow() {
-            LeaseState::Held(until) => until.checked_duration_since(tokio::time::Instant::now()).filter(|d| !d.is_zero()),
-            _ => None,
-        }
+        self.watch().remaining()
     }
 
     /// Sets the remaining lease to `duration` on every master still holding it; needs a
@@ -324,38 +321,24 @@ impl RedlockLease {
 
     /// The reason the lease was lost, if it was.
     pub fn lost_reason(&self) -> Option<Error> {
-        match &*self.state.borrow() {
-            LeaseState::Lost(e) => Some(e.clone()),
-            _ => None,
-        }
+        self.watch().lost_reason()
     }
 
     /// The loss signal as a `'static` future that does not keep the lease alive (for bindings
     /// that hand it to a callback or another task): `Some(reason)` when the lease is lost,
     /// `None` once it is released normally or its client is gone.
     pub fn lost_signal(&self) -> impl Future<Output = Option<Error>> + Send + 'static {
-        let mut rx = self.state.clone();
-        async move {
-            let state = rx.wait_for(|s| !matches!(s, LeaseState::Held(_))).await.ok()?;
-            match &*state {
-                LeaseState::Lost(e) => Some(e.clone()),
-                _ => None,
-            }
-        }
+        self.watch().lost_signal()
     }
 
     /// Resolves with the reason when the lease is lost (a majority refused a renewal, or its
     /// validity ran out). Stays pending if it is released normally.
     pub async fn lost(&self) -> Error {
-        let mut rx = self.state.clone();
-        let lost = rx.wait_for(|s| matches!(s, LeaseState::Lost(_))).await.ok().and_then(|s| match &*s {
-            LeaseState::Lost(e) => Some(e.clone()),
-            _ => None,
-        });
-        match lost {
-            Some(e) => e,
-            None => std::future::pending().await,
-        }
+        self.watch().lost().await
+    }
+
+    fn watch(&self) -> LeaseWatch {
+        LeaseWatch(self.state.clone())
     }
 }
 
