@@ -1016,7 +1016,8 @@ fn random_bytes<const N: usize>(rng: &mut dyn RandomSource) -> [u8; N] {
     b
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex, as owner tokens and client ids are written.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -15,7 +15,7 @@ mod round;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::engine::{Command, Event, LeaseId, OpId, RequestId, Wait};
+use crate::engine::{hex, Command, Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
@@ -694,8 +694,4 @@ fn eval_command(script: &Script, key: &str, args: &[String], full: bool) -> Comm
     parts.push(key.as_bytes().to_vec());
     parts.extend(args.iter().map(|a| a.as_bytes().to_vec()));
     Command(parts)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
