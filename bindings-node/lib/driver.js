@@ -5,6 +5,8 @@
 // `performance.now()` timestamp, then `pump()` drains requests (performed in emission order on
 // the command connection, subscribes on the subscriber connection), drains events (settling the
 // caller's promise or aborting a lease's signal), and re-arms the timer at `pollTimeout()`.
+// The pump, the settlement of operations, the loss signals, the timer and the shutdown are
+// lib/engine-driver.js's, shared with the Redlock driver; this file performs the requests.
 // It holds no lock logic: no quorum, token, retry, expiry or queue decisions are made here.
 //
 // On a Redis Cluster (an ioredis `Cluster` as the command connection) the same holds, with two
@@ -14,119 +16,29 @@
 // is a plain connection to one node of the cluster (PUBLISH is cluster-wide), replaced by a
 // connection to another node when it drops.
 
-const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
-
-const now = () => performance.now();
-
-/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
-/** While work is pending but the engine has no timer, this keeps the event loop alive. */
-const KEEPALIVE_MS = 60_000;
-/** How long `close()` waits for releases to reach the server. */
-const CLOSE_GRACE_MS = 2_000;
-
-/** The object factory the engine builds its events with (one call each). */
-const SHAPES = {
-  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({
-    kind,
-    op,
-    lease,
-    fencingToken,
-    validUntil,
-    wasHeld,
-    error,
-  }),
-  observed: (op, value, term, remainingMs) => ({
-    kind: 'observed',
-    op,
-    value,
-    term,
-    remainingMs,
-  }),
-};
-
-/** The node connections of an ioredis Cluster, or the one connection of a Redis client. */
-function connectionsOf(redis) {
-  return redis && redis.isCluster ? redis.nodes('all') : [redis];
-}
-
-function unrefSocket(redis) {
-  for (const r of connectionsOf(redis)) {
-    const s = r && r.stream;
-    if (s && typeof s.unref === 'function') s.unref();
-  }
-}
-
-function refSocket(redis) {
-  for (const r of connectionsOf(redis)) {
-    const s = r && r.stream;
-    if (s && typeof s.ref === 'function') s.ref();
-  }
-}
+const { EngineDriver, LossSignal, SHAPES, now } = require('./engine-driver');
+const { refSocket, unrefSocket } = require('./targets');
 
 /** A random element, or undefined for an empty array. */
 function sample(items) {
   return items.length ? items[Math.floor(Math.random() * items.length)] : undefined;
 }
 
-/**
- * A lease's loss signal. The AbortController is only made when someone asks for the signal
- * (most leases are released without anyone looking at it); a loss before that is remembered.
- */
-class LossSignal {
-  constructor() {
-    this.controller = null;
-    this.lostWith = undefined;
-  }
-
-  static lost(reason) {
-    const s = new LossSignal();
-    s.lostWith = reason;
-    return s;
-  }
-
-  get signal() {
-    if (this.controller === null) {
-      this.controller = new AbortController();
-      if (this.lostWith !== undefined) this.controller.abort(this.lostWith);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason) {
-    if (this.lostWith !== undefined) return;
-    this.lostWith = reason;
-    if (this.controller !== null) this.controller.abort(reason);
-  }
-}
-
-class Driver {
+class Driver extends EngineDriver {
   /**
    * @param {import('../pkg/lockgate_node').Engine} engine
    * @param {import('ioredis').Redis | import('ioredis').Cluster} redis the command connection
    * @param {boolean} ownsRedis whether close() quits it (and its sockets may be unref'd)
    */
   constructor(engine, redis, ownsRedis) {
-    this.engine = engine;
+    super(engine, 'client');
     this.redis = redis;
     this.ownsRedis = ownsRedis;
     /** Whether `redis` is an ioredis Cluster (commands go one by one, see perform()). */
     this.cluster = redis.isCluster === true;
     /** @type {import('ioredis').Redis | null} created on the engine's first subscribe */
     this.sub = null;
-    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
-    this.pending = new Map();
-    /** lease id -> LossSignal of a lease the engine holds */
-    this.leases = new Map();
-    this.timer = null;
-    this.timerAt = undefined;
-    this.timerRef = false;
-    this.pumping = false;
-    this.again = false;
-    this.closed = false;
-    this.closing = null;
-    this.idleWaiters = [];
     if (ownsRedis && this.cluster) {
       // The same for every node connection of an owned Cluster, including ones opened later
       // (after a MOVED or a failover).
@@ -148,39 +60,6 @@ class Driver {
 
   // ---- inputs ----
 
-  /** Starts an operation the engine already accepted; resolves with its completion event. */
-  track(op, lease, onSettle) {
-    return new Promise((resolve, reject) => {
-      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
-      this.pump();
-    });
-  }
-
-  ensureOpen() {
-    if (this.closed) throw makeError('CLOSED', 'the client is closed');
-  }
-
-  acquire(spec, options, tryOnce, signal) {
-    this.ensureOpen();
-    if (signal && signal.aborted) {
-      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
-    }
-    const op = this.engine.acquire(now(), spec, options, tryOnce);
-    let onSettle;
-    let entry;
-    if (signal) {
-      const onAbort = () => {
-        entry = this.pending.get(op);
-        if (entry) entry.abortReason = signal.reason;
-        this.engine.cancel(now(), op);
-        this.pump();
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      onSettle = () => signal.removeEventListener('abort', onAbort);
-    }
-    return this.track(op, undefined, onSettle);
-  }
-
   /** Re-enters a held lease (reentrant handles); completes at once, `acquired` or NOT_HELD. */
   reacquire(lease) {
     this.ensureOpen();
@@ -193,51 +72,6 @@ class Driver {
     return this.track(this.engine.observe(now(), name), undefined, undefined);
   }
 
-  release(lease) {
-    this.ensureOpen();
-    return this.track(this.engine.release(now(), lease), lease, undefined);
-  }
-
-  extend(lease, ms) {
-    this.ensureOpen();
-    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
-  }
-
-  isHeld(lease) {
-    return !this.closed && this.engine.isHeld(now(), lease);
-  }
-
-  remainingMs(lease) {
-    if (this.closed) return 0;
-    const until = this.engine.leaseValidUntil(lease);
-    return until === undefined ? 0 : Math.max(0, until - now());
-  }
-
-  /** The loss signal of `lease`, made when its acquisition was delivered. */
-  lossSignal(lease) {
-    const held = this.leases.get(lease);
-    return held || LossSignal.lost(makeError('NOT_HELD', 'the lease is no longer held'));
-  }
-
-  /** Feeds one input (a reply, a message, a timer) and drains the outputs. */
-  input(feed) {
-    if (this.closing && this.closing.done) return;
-    feed();
-    this.pump();
-  }
-
-  /** Whether inputs are still fed (not after close() finished). */
-  get accepting() {
-    return this.closing === null || !this.closing.done;
-  }
-
-  /** The one-command fast path of input(): a reply value (no closure, no wrapping). */
-  replied(id, value) {
-    if (!this.accepting) return;
-    this.engine.handleValue(now(), id, value);
-    this.pump();
-  }
-
   /** The one-command fast path of input(): a command that failed (a server or transport error). */
   failed(id, err) {
     if (!this.accepting) return;
@@ -246,26 +80,6 @@ class Driver {
   }
 
   // ---- outputs ----
-
-  pump() {
-    if (this.pumping) {
-      this.again = true; // an abort listener fed an input while we were delivering
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.again = false;
-        let req;
-        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
-        let ev;
-        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
-      } while (this.again);
-    } finally {
-      this.pumping = false;
-    }
-    this.arm();
-  }
 
   /**
    * Performs one request, given flat (see pollRequest in src/lib.rs): `[id, n, argc, name,
@@ -378,152 +192,24 @@ class Driver {
     return sub;
   }
 
-  deliver(ev) {
-    switch (ev.kind) {
-      case 'lost': {
-        const loss = this.leases.get(ev.lease);
-        if (loss) {
-          this.leases.delete(ev.lease);
-          loss.abort(ev.error);
-        }
-        return;
-      }
-      case 'renewed':
-        return;
-      default:
-        break;
-    }
-    const p = this.pending.get(ev.op);
-    if (!p) {
-      // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
-      // gone): undo an acquisition, as the native driver does.
-      if (ev.kind === 'acquired') {
-        this.engine.release(now(), ev.lease);
-        this.again = true;
-      }
-      return;
-    }
-    this.pending.delete(ev.op);
-    if (p.onSettle) p.onSettle();
-    switch (ev.kind) {
-      case 'acquired':
-        // A re-entered lease keeps the loss signal of its first hold.
-        if (!this.leases.has(ev.lease)) this.leases.set(ev.lease, new LossSignal());
-        p.resolve(ev);
-        break;
-      case 'released':
-        if (this.engine.leaseValidUntil(p.lease) === undefined) this.leases.delete(p.lease);
-        p.resolve(ev);
-        break;
-      case 'failed':
-        // A failed release may still have ended the lease (the engine dropped it).
-        if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) {
-          this.leases.delete(p.lease);
-        }
-        if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
-          Object.defineProperty(ev.error, 'cause', {
-            value: p.abortReason,
-            writable: true,
-            configurable: true,
-          });
-        }
-        p.reject(ev.error);
-        break;
-      default:
-        p.resolve(ev);
-    }
-  }
-
-  /**
-   * One timer, at or before the engine's next deadline, ref'd only while the engine has work.
-   * A timer that is already due earlier is kept (firing early is harmless: the engine does
-   * nothing and the timer is re-armed), so an acquire/release cycle does not churn timers.
-   */
-  arm() {
-    if (this.closing && this.closing.done) return this.clearTimer();
-    const due = this.engine.pollTimeout();
-    const idle = this.engine.isIdle();
-    if (idle && this.idleWaiters.length) {
-      for (const w of this.idleWaiters.splice(0)) w();
-    }
-    const busy = !idle || this.closing !== null;
-    if (due === undefined && !busy) {
-      if (this.timer !== null && this.timerRef) this.setRef(false);
-      return;
-    }
-    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
-    if (this.timer !== null && this.timerAt <= at) {
-      if (busy !== this.timerRef) this.setRef(busy);
-      return;
-    }
-    this.clearTimer();
-    this.timerAt = at;
-    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = undefined;
-      this.input(() => this.engine.handleTimeout(now()));
-    }, delay);
-    this.timerRef = true;
-    if (!busy) this.setRef(false);
-  }
-
-  setRef(ref) {
-    this.timerRef = ref;
-    if (ref) this.timer.ref();
-    else this.timer.unref();
-  }
-
-  clearTimer() {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerAt = undefined;
-  }
-
   // ---- shutdown ----
 
-  /** Releases every lease, cancels every wait, then closes the connections this client owns. */
-  close() {
-    if (this.closing) return this.closing.promise;
-    this.closed = true;
-    const closing = { done: false, promise: null };
-    this.closing = closing;
-    // Keep the process alive until the releases are answered and the connections closed.
+  /** Keeps the connections ref'd while close() releases. */
+  holdOpen() {
     if (this.ownsRedis) refSocket(this.redis);
     if (this.sub) refSocket(this.sub);
-    closing.promise = (async () => {
-      this.engine.shutdown(now());
-      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
-      this.pump();
-      let grace;
-      await Promise.race([
-        idle,
-        new Promise((resolve) => {
-          grace = setTimeout(resolve, CLOSE_GRACE_MS);
-        }),
-      ]);
-      clearTimeout(grace);
-      closing.done = true;
-      this.clearTimer();
-      for (const [op, p] of this.pending) {
-        this.pending.delete(op);
-        if (p.onSettle) p.onSettle();
-        p.reject(makeError('CLOSED', 'the client was closed before the operation completed'));
+  }
+
+  /** Closes the subscriber and, if this client opened it, the command connection. */
+  async closeConnections() {
+    if (this.sub) this.sub.disconnect();
+    if (this.ownsRedis) {
+      try {
+        await this.redis.quit();
+      } catch {
+        this.redis.disconnect();
       }
-      for (const [lease, loss] of this.leases) {
-        this.leases.delete(lease);
-        loss.abort(makeError('CLOSED', 'the client was closed, which released the lease'));
-      }
-      if (this.sub) this.sub.disconnect();
-      if (this.ownsRedis) {
-        try {
-          await this.redis.quit();
-        } catch {
-          this.redis.disconnect();
-        }
-      }
-    })();
-    return closing.promise;
+    }
   }
 }
 

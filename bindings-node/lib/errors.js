@@ -90,6 +90,11 @@ function makeError(code, message) {
   return wasm.makeError(code, message);
 }
 
+/** An InvalidArgumentError: an argument the JavaScript layer rejects before any network call. */
+function invalid(message) {
+  return makeError('INVALID_ARGUMENT', message);
+}
+
 module.exports = {
   LockError,
   InvalidArgumentError,
@@ -101,6 +106,7 @@ module.exports = {
   CancelledError,
   ClosedError,
   makeError,
+  invalid,
   ERROR_CLASSES: BY_CODE,
   CORE_CODES: [...RETRYABLE.keys()],
 };

@@ -5,10 +5,11 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
-const { checkUrl, isIoredis, redact } = require('./targets');
+const { checkTransportOptions, checkUrl, isIoredis, redact } = require('./targets');
+const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
 
-const { makeError } = errors;
+const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
 
 const CLIENT_OPTIONS = [
@@ -24,10 +25,6 @@ const CLIENT_OPTIONS = [
 const NO_REPLICA_ACKS_ON_CLUSTER =
   "replicaAcks is not supported on a Redis Cluster (WAIT must reach the lock's primary)";
 
-function invalid(message) {
-  return makeError('INVALID_ARGUMENT', message);
-}
-
 function checkClientOptions(options) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object' || Array.isArray(options)) {
@@ -38,16 +35,7 @@ function checkClientOptions(options) {
       throw invalid(`unknown client option ${JSON.stringify(key)}; expected one of ${CLIENT_OPTIONS.join(', ')}`);
     }
   }
-  for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
-    const v = options[key];
-    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) {
-      throw invalid(`${key} must be a positive number of milliseconds`);
-    }
-  }
-  const ro = options.redisOptions;
-  if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) {
-    throw invalid('redisOptions must be an object of ioredis options');
-  }
+  checkTransportOptions(options);
   if (options.cluster !== undefined && typeof options.cluster !== 'boolean') {
     throw invalid('cluster must be a boolean');
   }
@@ -291,14 +279,6 @@ class Client {
   }
 }
 
-function checkSignal(options) {
-  const signal = options == null ? undefined : options.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw invalid('signal must be an AbortSignal');
-  }
-  return signal;
-}
-
 function baseOptions(spec) {
   return {
     leaseMs: spec.leaseMs,
@@ -363,11 +343,7 @@ class Lock {
     const signal = checkSignal(options);
     const entered = await this.#reenter(driver, signal);
     if (entered) return entered;
-    const ev = await driver.acquire(this.#spec, options, false, signal);
-    if (ev.kind !== 'acquired') {
-      // `timeoutMs: 0` is a single attempt; finding the lock held is a timeout (as natively).
-      throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
-    }
+    const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
     return this.#granted(driver, ev);
   }
 
@@ -386,24 +362,7 @@ class Lock {
    * because the work may have overlapped another holder.
    */
   async using(fn, options) {
-    if (typeof fn !== 'function') throw invalid('using() takes a function');
-    const lease = await this.acquire(options);
-    let result;
-    try {
-      result = await fn(lease);
-    } catch (err) {
-      await lease.release().catch(() => {});
-      throw err;
-    }
-    const wasHeld = await lease.release();
-    if (!wasHeld) {
-      throw makeError(
-        'NOT_HELD',
-        `the lease on ${JSON.stringify(this.name)} was lost before the function finished; ` +
-          'its work may have overlapped another holder',
-      );
-    }
-    return result;
+    return usingLease(this, fn, options, 'lease');
   }
 
   /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
@@ -585,60 +544,16 @@ class Candidate extends Lock {
   }
 }
 
-/** Proof of holding a lock: the fencing token, the loss signal, release and extend. */
-class Lease {
-  #lock;
-  #driver;
-  #id;
-  #loss;
-  #released = false;
-
+/**
+ * Proof of holding a lock: the fencing token, the loss signal, release and extend. Releasing a
+ * re-entered lease gives back one hold; the last one frees the lock.
+ */
+class Lease extends HeldLease {
   constructor(token, lock, driver, ev) {
     if (token !== INTERNAL) throw new TypeError('leases come from lock.acquire()');
-    this.#lock = lock;
-    this.#driver = driver;
-    this.#id = ev.lease;
-    this.#loss = driver.lossSignal(ev.lease);
+    super(lock, driver, ev);
     /** Strictly greater than every token issued before for this lock name. */
     this.fencingToken = ev.fencingToken;
-  }
-
-  /** Aborts, with a NotHeldError reason, when the lease is lost (not on release()). */
-  get signal() {
-    return this.#loss.signal;
-  }
-
-  /** The lock this lease holds. */
-  get lock() {
-    return this.#lock;
-  }
-
-  /** Whether the lease is held now, by this client's knowledge (false once released). */
-  get isHeld() {
-    return !this.#released && this.#driver.isHeld(this.#id);
-  }
-
-  /** Milliseconds the lease is certainly still valid (0 if not held). */
-  get remainingMs() {
-    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
-  }
-
-  /**
-   * Releases the lock if this lease still holds it. Resolves false if it had already ended (or
-   * was released before). A re-entered lease gives back one hold; the last one frees the lock.
-   */
-  async release() {
-    if (this.#released) return false;
-    const done = this.#driver.release(this.#id);
-    this.#released = true;
-    const ev = await done;
-    return ev.wasHeld;
-  }
-
-  /** Sets the remaining lease to `ms` if still held; never re-acquires (NotHeldError). */
-  async extend(ms) {
-    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
-    await this.#driver.extend(this.#id, ms);
   }
 }
 
@@ -677,14 +592,7 @@ class Leadership extends Lease {
   }
 }
 
-if (typeof Symbol.asyncDispose === 'symbol') {
-  Lease.prototype[Symbol.asyncDispose] = async function dispose() {
-    if (!this.lock.client.closed) await this.release();
-  };
-  Client.prototype[Symbol.asyncDispose] = function dispose() {
-    return this.close();
-  };
-}
+disposable(Client, closeOnDispose);
 
 module.exports = {
   connect,

@@ -2,7 +2,8 @@
 // Redlock over N independent masters (PROTOCOL.md §8): Redlock -> RedlockLock -> RedlockLease,
 // over the core's Redlock engine (WebAssembly) and one ioredis connection per master.
 //
-// The driver follows the engine's driving contract like lib/driver.js does for the mutex: every
+// The driver follows the engine's driving contract like lib/driver.js does for the mutex (and
+// shares its pump, settlement, loss signals, timer and shutdown: lib/engine-driver.js): every
 // input is fed with a `performance.now()` timestamp, then `pump()` performs the requests the
 // engine emitted (each names a master and carries one command, sent in emission order on that
 // master's connection and answered exactly once), delivers events, and re-arms the one timer at
@@ -15,38 +16,16 @@
 // native driver does (core/src/native/redlock.rs). Nothing is retried on a timer, so an idle
 // process with a dead master still exits.
 
-const { performance } = require('node:perf_hooks');
 const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
-const { LossSignal, SHAPES } = require('./driver');
-const { checkUrl, isIoredis, redact } = require('./targets');
+const { EngineDriver, SHAPES, now } = require('./engine-driver');
+const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
+const { checkTransportOptions, checkUrl, isIoredis, redact, refSocket, unrefSocket } = require('./targets');
 
-const { makeError } = errors;
+const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.redlock');
-const now = () => performance.now();
 const SCRIPTS = wasm.redlockScripts();
-
-/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
-/** While work is pending but the engine has no timer, this keeps the event loop alive. */
-const KEEPALIVE_MS = 60_000;
-/** How long `close()` waits for the releases to reach the masters. */
-const CLOSE_GRACE_MS = 2_000;
-
-function invalid(message) {
-  return makeError('INVALID_ARGUMENT', message);
-}
-
-function unref(redis) {
-  const s = redis.stream;
-  if (s && typeof s.unref === 'function') s.unref();
-}
-
-function ref(redis) {
-  const s = redis.stream;
-  if (s && typeof s.ref === 'function') s.ref();
-}
 
 /** One master: its connection, whether this package owns it, and how to name it in messages. */
 class Master {
@@ -111,123 +90,21 @@ class Master {
   }
 }
 
-class RedlockDriver {
+class RedlockDriver extends EngineDriver {
   /**
    * @param {import('../pkg/lockgate_node').RedlockEngine} engine
    * @param {Master[]} masters in the engine's master order
    */
   constructor(engine, masters) {
-    this.engine = engine;
+    super(engine, 'Redlock client');
     this.masters = masters;
-    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
-    this.pending = new Map();
-    /** lease id -> LossSignal of a lease the engine holds */
-    this.leases = new Map();
-    this.timer = null;
-    this.timerAt = undefined;
-    this.timerRef = false;
-    this.pumping = false;
-    this.again = false;
-    this.closed = false;
-    this.closing = null;
-    this.idleWaiters = [];
   }
 
-  // ---- inputs ----
-
-  track(op, lease, onSettle) {
-    return new Promise((resolve, reject) => {
-      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
-      this.pump();
-    });
-  }
-
-  ensureOpen() {
-    if (this.closed) throw makeError('CLOSED', 'the Redlock client is closed');
-  }
-
-  acquire(spec, options, tryOnce, signal) {
-    this.ensureOpen();
-    if (signal && signal.aborted) {
-      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
-    }
-    const op = this.engine.acquire(now(), spec, options, tryOnce);
-    let onSettle;
-    if (signal) {
-      const onAbort = () => {
-        const entry = this.pending.get(op);
-        if (entry) entry.abortReason = signal.reason;
-        this.engine.cancel(now(), op);
-        this.pump();
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      onSettle = () => signal.removeEventListener('abort', onAbort);
-    }
-    return this.track(op, undefined, onSettle);
-  }
-
-  release(lease) {
-    this.ensureOpen();
-    return this.track(this.engine.release(now(), lease), lease, undefined);
-  }
-
-  extend(lease, ms) {
-    this.ensureOpen();
-    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
-  }
-
-  isHeld(lease) {
-    return !this.closed && this.engine.isHeld(now(), lease);
-  }
-
-  remainingMs(lease) {
-    if (this.closed) return 0;
-    const until = this.engine.leaseValidUntil(lease);
-    return until === undefined ? 0 : Math.max(0, until - now());
-  }
-
-  lossSignal(lease) {
-    const held = this.leases.get(lease);
-    return held || LossSignal.lost(makeError('NOT_HELD', 'the lease is no longer held'));
-  }
-
-  /** Whether inputs are still fed (not after close() finished). */
-  get accepting() {
-    return this.closing === null || !this.closing.done;
-  }
-
-  replied(id, value) {
-    if (!this.accepting) return;
-    this.engine.handleValue(now(), id, value);
-    this.pump();
-  }
-
+  /** What ioredis rejected request `id` with (a server error reply or a transport error). */
   failed(id, err) {
     if (!this.accepting) return;
     this.engine.handleError(now(), id, err);
     this.pump();
-  }
-
-  // ---- outputs ----
-
-  pump() {
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    try {
-      do {
-        this.again = false;
-        let req;
-        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
-        let ev;
-        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
-      } while (this.again);
-    } finally {
-      this.pumping = false;
-    }
-    this.arm();
   }
 
   /** Performs one request, given flat: `[id, master, name, ...args]`. */
@@ -247,161 +124,20 @@ class RedlockDriver {
     );
   }
 
-  deliver(ev) {
-    switch (ev.kind) {
-      case 'lost': {
-        const loss = this.leases.get(ev.lease);
-        if (loss) {
-          this.leases.delete(ev.lease);
-          loss.abort(ev.error);
-        }
-        return;
-      }
-      case 'renewed':
-        return;
-      default:
-        break;
-    }
-    const p = this.pending.get(ev.op);
-    if (!p) {
-      // Nobody waits for it (a release started by shutdown, or a grant whose caller is gone):
-      // give back an acquisition, as the native driver does.
-      if (ev.kind === 'acquired') {
-        this.engine.release(now(), ev.lease);
-        this.again = true;
-      }
-      return;
-    }
-    this.pending.delete(ev.op);
-    if (p.onSettle) p.onSettle();
-    switch (ev.kind) {
-      case 'acquired':
-        this.leases.set(ev.lease, new LossSignal());
-        p.resolve(ev);
-        break;
-      case 'released':
-        this.leases.delete(p.lease);
-        p.resolve(ev);
-        break;
-      case 'failed':
-        // A failed release has still ended the lease in the engine.
-        if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) {
-          this.leases.delete(p.lease);
-        }
-        if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
-          Object.defineProperty(ev.error, 'cause', {
-            value: p.abortReason,
-            writable: true,
-            configurable: true,
-          });
-        }
-        p.reject(ev.error);
-        break;
-      default:
-        p.resolve(ev);
-    }
-  }
-
-  /** One timer at the engine's next deadline, ref'd only while the engine has work. */
-  arm() {
-    if (this.closing && this.closing.done) return this.clearTimer();
-    const due = this.engine.pollTimeout();
-    const idle = this.engine.isIdle();
-    if (idle && this.idleWaiters.length) {
-      for (const w of this.idleWaiters.splice(0)) w();
-    }
-    const busy = !idle || this.closing !== null;
-    if (due === undefined && !busy) {
-      if (this.timer !== null && this.timerRef) this.setRef(false);
-      return;
-    }
-    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
-    if (this.timer !== null && this.timerAt <= at) {
-      if (busy !== this.timerRef) this.setRef(busy);
-      return;
-    }
-    this.clearTimer();
-    this.timerAt = at;
-    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = undefined;
-      if (!this.accepting) return;
-      this.engine.handleTimeout(now());
-      this.pump();
-    }, delay);
-    this.timerRef = true;
-    if (!busy) this.setRef(false);
-  }
-
-  setRef(on) {
-    this.timerRef = on;
-    if (on) this.timer.ref();
-    else this.timer.unref();
-  }
-
-  clearTimer() {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerAt = undefined;
-  }
-
-  // ---- shutdown ----
-
-  close() {
-    if (this.closing) return this.closing.promise;
-    this.closed = true;
-    const closing = { done: false, promise: null };
-    this.closing = closing;
-    // Keep the process alive until the releases are answered and the connections closed.
+  /** Keeps the masters' connections ref'd while close() releases. */
+  holdOpen() {
     for (const m of this.masters) {
       m.keepRef = true;
-      if (m.owned) ref(m.redis);
+      if (m.owned) refSocket(m.redis);
     }
-    closing.promise = (async () => {
-      this.engine.shutdown(now());
-      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
-      this.pump();
-      let grace;
-      await Promise.race([
-        idle,
-        new Promise((resolve) => {
-          grace = setTimeout(resolve, CLOSE_GRACE_MS);
-        }),
-      ]);
-      clearTimeout(grace);
-      closing.done = true;
-      this.clearTimer();
-      for (const [op, p] of this.pending) {
-        this.pending.delete(op);
-        if (p.onSettle) p.onSettle();
-        p.reject(makeError('CLOSED', 'the Redlock client was closed before the operation completed'));
-      }
-      for (const [lease, loss] of this.leases) {
-        this.leases.delete(lease);
-        loss.abort(makeError('CLOSED', 'the Redlock client was closed, which released the lease'));
-      }
-      await Promise.all(this.masters.map((m) => m.close()));
-    })();
-    return closing.promise;
+  }
+
+  async closeConnections() {
+    await Promise.all(this.masters.map((m) => m.close()));
   }
 }
 
 // ---- connecting ----
-
-/** Checks the options the driver itself uses (the engine checks the Redlock settings). */
-function checkTransportOptions(opts) {
-  for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
-    const v = opts[key];
-    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) {
-      throw invalid(`${key} must be a positive number of milliseconds`);
-    }
-  }
-  const ro = opts.redisOptions;
-  if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) {
-    throw invalid('redisOptions must be an object of ioredis options');
-  }
-}
 
 /** `host:port/db` of a URL target, for spotting a master listed twice. */
 function urlIdentity(url) {
@@ -444,7 +180,7 @@ function ownMaster(url, opts) {
     master.lastError = err;
   });
   redis.on('ready', () => {
-    if (!master.keepRef) unref(redis);
+    if (!master.keepRef) unrefSocket(redis);
     master.preload();
   });
   return master;
@@ -594,14 +330,6 @@ class Redlock {
   }
 }
 
-function checkSignal(options) {
-  const signal = options == null ? undefined : options.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw invalid('signal must be an AbortSignal');
-  }
-  return signal;
-}
-
 /** A handle on one named Redlock; holding it is a RedlockLease. */
 class RedlockLock {
   #redlock;
@@ -638,11 +366,7 @@ class RedlockLock {
   async acquire(options) {
     const driver = drivers.get(this.#redlock);
     const signal = checkSignal(options);
-    const ev = await driver.acquire(this.#spec, options, false, signal);
-    if (ev.kind !== 'acquired') {
-      // `timeoutMs: 0` is a single attempt; finding the lock held is a timeout (as natively).
-      throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
-    }
+    const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
     return new RedlockLease(INTERNAL, this, driver, ev);
   }
 
@@ -661,24 +385,7 @@ class RedlockLock {
    * a majority still held the lock when `fn` finished; otherwise rejects with NotHeldError.
    */
   async using(fn, options) {
-    if (typeof fn !== 'function') throw invalid('using() takes a function');
-    const lease = await this.acquire(options);
-    let result;
-    try {
-      result = await fn(lease);
-    } catch (err) {
-      await lease.release().catch(() => {});
-      throw err;
-    }
-    const wasHeld = await lease.release();
-    if (!wasHeld) {
-      throw makeError(
-        'NOT_HELD',
-        `the Redlock on ${JSON.stringify(this.name)} was lost before the function finished; ` +
-          'its work may have overlapped another holder',
-      );
-    }
-    return result;
+    return usingLease(this, fn, options, 'Redlock');
   }
 }
 
@@ -687,76 +394,22 @@ class RedlockLock {
  * independent masters is not a linearizable counter, so any token read from it could go
  * backwards (PROTOCOL.md §8). Finish the protected work within `remainingMs`.
  */
-class RedlockLease {
-  #lock;
-  #driver;
-  #id;
-  #loss;
-  #released = false;
-
+class RedlockLease extends HeldLease {
   constructor(token, lock, driver, ev) {
     if (token !== INTERNAL) throw new TypeError('leases come from redlockLock.acquire()');
-    this.#lock = lock;
-    this.#driver = driver;
-    this.#id = ev.lease;
-    this.#loss = driver.lossSignal(ev.lease);
+    super(lock, driver, ev);
   }
 
-  /**
-   * Aborts, with a NotHeldError reason, when the lease is lost (a majority refused a renewal or
-   * its validity ran out), or with a ClosedError when `redlock.close()` released it; never on
-   * `release()`.
-   */
-  get signal() {
-    return this.#loss.signal;
-  }
-
-  /** The lock this lease holds. */
-  get lock() {
-    return this.#lock;
-  }
-
-  /** Whether the lease is certainly still valid now (drift deducted, renewed, not lost). */
-  get isHeld() {
-    return !this.#released && this.#driver.isHeld(this.#id);
-  }
-
-  /** Milliseconds the lease is certainly still valid (0 if not held). */
-  get remainingMs() {
-    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
-  }
-
-  /**
-   * Releases on every master. Resolves true if a majority still held it, false if not (or on a
-   * second call); rejects with a ConnectionError if too few masters confirmed (the others keep
-   * the key until its lease ends).
-   */
-  async release() {
-    if (this.#released) return false;
-    const done = this.#driver.release(this.#id);
-    this.#released = true;
-    const ev = await done;
-    return ev.wasHeld;
-  }
-
-  /**
-   * Sets the remaining lease to `ms` on every master still holding it (at most the deployment's
-   * `maxLeaseMs`); needs a majority and never re-acquires: NotHeldError (and the lease is lost)
-   * if a majority lost it.
-   */
-  async extend(ms) {
-    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
-    await this.#driver.extend(this.#id, ms);
-  }
+  // Inherited: `signal` aborts, with a NotHeldError reason, when the lease is lost (a majority
+  // refused a renewal or its validity ran out), or with a ClosedError when `redlock.close()`
+  // released it; never on `release()`. `isHeld` and `remainingMs` are the validity left (drift
+  // deducted). `release()` resolves true if a majority still held it, false if not (or on a
+  // second call), and rejects with a ConnectionError if too few masters confirmed (the others
+  // keep the key until its lease ends). `extend(ms)` sets the remaining lease on every master
+  // still holding it (at most the deployment's `maxLeaseMs`); it needs a majority and never
+  // re-acquires: NotHeldError (and the lease is lost) if a majority lost it.
 }
 
-if (typeof Symbol.asyncDispose === 'symbol') {
-  RedlockLease.prototype[Symbol.asyncDispose] = async function dispose() {
-    if (!this.lock.redlock.closed) await this.release();
-  };
-  Redlock.prototype[Symbol.asyncDispose] = function dispose() {
-    return this.close();
-  };
-}
+disposable(Redlock, closeOnDispose);
 
 module.exports = { connectRedlock, Redlock, RedlockLock, RedlockLease };

@@ -1,13 +1,9 @@
 'use strict';
-// How a Redis server is named: URLs (redis://, rediss://) and ioredis clients, shared by
-// connect() and connectRedlock().
+// How a Redis server is named and connected: URLs (redis://, rediss://), ioredis clients, the
+// connection options and sockets, shared by connect() and connectRedlock().
 
 const Redis = require('ioredis');
-const { makeError } = require('./errors');
-
-function invalid(message) {
-  return makeError('INVALID_ARGUMENT', message);
-}
+const { invalid } = require('./errors');
 
 /** The URL without its password, for messages. */
 function redact(url) {
@@ -46,4 +42,39 @@ function checkUrl(target) {
   return url;
 }
 
-module.exports = { checkUrl, isIoredis, redact };
+/** Checks the connection options the drivers use themselves (`connectTimeoutMs`, `commandTimeoutMs`, `redisOptions`). */
+function checkTransportOptions(opts) {
+  for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
+    const v = opts[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) {
+      throw invalid(`${key} must be a positive number of milliseconds`);
+    }
+  }
+  const ro = opts.redisOptions;
+  if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) {
+    throw invalid('redisOptions must be an object of ioredis options');
+  }
+}
+
+/** The node connections of an ioredis Cluster, or the one connection of a Redis client. */
+function connectionsOf(redis) {
+  return redis && redis.isCluster ? redis.nodes('all') : [redis];
+}
+
+/** Lets the process exit while these connections are open (and idle). */
+function unrefSocket(redis) {
+  for (const r of connectionsOf(redis)) {
+    const s = r && r.stream;
+    if (s && typeof s.unref === 'function') s.unref();
+  }
+}
+
+/** Keeps the process alive while these connections are open. */
+function refSocket(redis) {
+  for (const r of connectionsOf(redis)) {
+    const s = r && r.stream;
+    if (s && typeof s.ref === 'function') s.ref();
+  }
+}
+
+module.exports = { checkTransportOptions, checkUrl, isIoredis, redact, refSocket, unrefSocket };

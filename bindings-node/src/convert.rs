@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
+use lockgate_core::engine::{LeaseId, OpId, Wait};
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redlock::{NodeRequest, RedlockConfig, RedlockOutcome};
@@ -149,6 +150,18 @@ fn boolean(what: &str, v: &JsValue) -> Result<bool> {
         .ok_or_else(|| invalid(format!("{what} must be a boolean, got {}", describe(v))))
 }
 
+/// Sets the lease option `key` (one of [`LEASE_KEYS`]) on `o`, checking its value.
+fn lease_option(o: &mut LockOptions, key: &str, value: &JsValue) -> Result<()> {
+    match key {
+        "leaseMs" => o.lease = millis_arg("leaseMs", value)?,
+        "autoRenew" => o.auto_renew = boolean("autoRenew", value)?,
+        "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", value)?,
+        "entryTtlMs" => o.entry_ttl = millis_arg("entryTtlMs", value)?,
+        _ => unreachable!("filtered by option_entries"),
+    }
+    Ok(())
+}
+
 /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` plus the keys in `flags` (`reentrant`,
 /// `writersFirst`) → [`HandleOptions`], validated; `what` names the options in errors.
 pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleOptions> {
@@ -158,13 +171,9 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleO
     let known: Vec<&str> = LEASE_KEYS.iter().chain(flags).copied().collect();
     for (key, value) in option_entries(what, v, &known)? {
         match key.as_str() {
-            "leaseMs" => o.lease = millis_arg("leaseMs", &value)?,
-            "autoRenew" => o.auto_renew = boolean("autoRenew", &value)?,
-            "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", &value)?,
-            "entryTtlMs" => o.entry_ttl = millis_arg("entryTtlMs", &value)?,
             "reentrant" => reentrant = boolean("reentrant", &value)?,
             "writersFirst" => writers_first = boolean("writersFirst", &value)?,
-            _ => unreachable!("filtered by option_entries"),
+            lease_key => lease_option(&mut o, lease_key, &value)?,
         }
     }
     o.validate()?;
@@ -266,6 +275,30 @@ pub fn acquire_timeout(v: &JsValue) -> Result<Option<Option<Duration>>> {
         }
     }
     Ok(timeout)
+}
+
+/// How an acquire waits: one attempt (`tryOnce`), else the `timeoutMs` of `options` (see
+/// [`acquire_timeout`]) or, absent, the lock's default wait.
+pub fn acquire_wait(options: &JsValue, try_once: bool, default: Option<Duration>) -> Result<Wait> {
+    let timeout = acquire_timeout(options)?;
+    Ok(if try_once {
+        Wait::Try
+    } else {
+        match timeout.unwrap_or(default) {
+            Some(d) => Wait::For(d),
+            None => Wait::Forever,
+        }
+    })
+}
+
+/// A duration in ms as a JS number.
+pub fn duration_ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A wait in ms as a JS number: `Infinity` for no limit.
+pub fn wait_ms(d: Option<Duration>) -> f64 {
+    d.map_or(f64::INFINITY, duration_ms)
 }
 
 #[wasm_bindgen]
@@ -383,94 +416,150 @@ pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
     }
 }
 
+/// The arguments of one `shapes.event(kind, ...)` call besides `kind`; `None` is `undefined`.
+#[derive(Default)]
+struct EventFields<'a> {
+    op: Option<OpId>,
+    lease: Option<LeaseId>,
+    fencing_token: Option<u64>,
+    valid_until: Option<Instant>,
+    was_held: Option<bool>,
+    error: Option<&'a Error>,
+}
+
+/// An event's `kind` and its fields.
+type Shaped<'a> = (&'static str, EventFields<'a>);
+
+impl<'a> EventFields<'a> {
+    fn acquired(lease: LeaseId, fencing_token: Option<u64>, valid_until: Instant) -> Shaped<'a> {
+        let lease = Some(lease);
+        let valid_until = Some(valid_until);
+        let f = EventFields {
+            lease,
+            fencing_token,
+            valid_until,
+            ..EventFields::default()
+        };
+        ("acquired", f)
+    }
+
+    fn not_acquired() -> Shaped<'a> {
+        ("notAcquired", EventFields::default())
+    }
+
+    fn released(was_held: bool) -> Shaped<'a> {
+        (
+            "released",
+            EventFields {
+                was_held: Some(was_held),
+                ..EventFields::default()
+            },
+        )
+    }
+
+    fn extended(valid_until: Instant) -> Shaped<'a> {
+        (
+            "extended",
+            EventFields {
+                valid_until: Some(valid_until),
+                ..EventFields::default()
+            },
+        )
+    }
+
+    fn failed(error: &'a Error) -> Shaped<'a> {
+        (
+            "failed",
+            EventFields {
+                error: Some(error),
+                ..EventFields::default()
+            },
+        )
+    }
+
+    fn to_js(&self, kind: &str, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+        let id = |x: Option<u64>| x.map_or(JsValue::UNDEFINED, |x| JsValue::from_f64(id_to_js(x)));
+        shapes.event(
+            &cache.str(kind),
+            &id(self.op.map(|o| o.0)),
+            &id(self.lease.map(|l| l.0)),
+            &self.fencing_token.map_or(JsValue::UNDEFINED, JsValue::from),
+            &self
+                .valid_until
+                .map_or(JsValue::UNDEFINED, |t| JsValue::from_f64(millis(t))),
+            &self.was_held.map_or(JsValue::UNDEFINED, JsValue::from_bool),
+            &self.error.map_or(JsValue::UNDEFINED, errors::to_js),
+        )
+    }
+}
+
+/// Any engine's event as one flat object with a `kind`: a completion (`op` and what `outcome`
+/// makes of how it ended), `renewed` or `lost` (these carry `lease`).
+fn any_event_to_js<'a, O>(
+    ev: &'a Event<O>,
+    shapes: &Shapes,
+    cache: &mut StrCache,
+    outcome: impl FnOnce(&'a O) -> Shaped<'a>,
+) -> JsValue {
+    let (kind, fields) = match ev {
+        Event::Completed { op, outcome: o } => {
+            let (kind, fields) = outcome(o);
+            let op = Some(*op);
+            (kind, EventFields { op, ..fields })
+        }
+        Event::Renewed { lease, valid_until } => (
+            "renewed",
+            EventFields {
+                lease: Some(*lease),
+                valid_until: Some(*valid_until),
+                ..EventFields::default()
+            },
+        ),
+        Event::Lost { lease, error } => (
+            "lost",
+            EventFields {
+                lease: Some(*lease),
+                error: Some(error),
+                ..EventFields::default()
+            },
+        ),
+    };
+    fields.to_js(kind, shapes, cache)
+}
+
 /// An engine event as one flat object with a `kind`: `acquired`, `notAcquired`, `released`,
 /// `extended`, `observed`, `failed` (these carry `op`), `renewed` and `lost` (these carry
 /// `lease`).
 pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    let none = JsValue::UNDEFINED;
-    let num = |x: f64| JsValue::from_f64(x);
-    let id = |x: u64| JsValue::from_f64(id_to_js(x));
-    match ev {
-        Event::Completed { op, outcome } => {
-            let op = id(op.0);
-            match outcome {
-                Outcome::Acquired {
-                    lease,
-                    fencing_token,
-                    valid_until,
-                } => shapes.event(
-                    &cache.str("acquired"),
-                    &op,
-                    &id(lease.0),
-                    &JsValue::from(*fencing_token),
-                    &num(millis(*valid_until)),
-                    &none,
-                    &none,
-                ),
-                Outcome::NotAcquired => shapes.event(
-                    &cache.str("notAcquired"),
-                    &op,
-                    &none,
-                    &none,
-                    &none,
-                    &none,
-                    &none,
-                ),
-                Outcome::Released { was_held } => shapes.event(
-                    &cache.str("released"),
-                    &op,
-                    &none,
-                    &none,
-                    &none,
-                    &JsValue::from_bool(*was_held),
-                    &none,
-                ),
-                Outcome::Extended { valid_until } => shapes.event(
-                    &cache.str("extended"),
-                    &op,
-                    &none,
-                    &none,
-                    &num(millis(*valid_until)),
-                    &none,
-                    &none,
-                ),
-                Outcome::Observed(None) => shapes.observed(&op, &none, &none, &none),
-                Outcome::Observed(Some(leader)) => shapes.observed(
-                    &op,
-                    &JsValue::from_str(&leader.value),
-                    &JsValue::from(leader.term),
-                    &num(leader.remaining.as_secs_f64() * 1000.0),
-                ),
-                Outcome::Failed(e) => shapes.event(
-                    &cache.str("failed"),
-                    &op,
-                    &none,
-                    &none,
-                    &none,
-                    &none,
-                    &errors::to_js(e),
-                ),
-            }
-        }
-        Event::Renewed { lease, valid_until } => shapes.event(
-            &cache.str("renewed"),
-            &none,
-            &id(lease.0),
-            &none,
-            &num(millis(*valid_until)),
-            &none,
-            &none,
-        ),
-        Event::Lost { lease, error } => shapes.event(
-            &cache.str("lost"),
-            &none,
-            &id(lease.0),
-            &none,
-            &none,
-            &none,
-            &errors::to_js(error),
-        ),
+    if let Event::Completed {
+        op,
+        outcome: Outcome::Observed(leader),
+    } = ev
+    {
+        let op = JsValue::from_f64(id_to_js(op.0));
+        let none = JsValue::UNDEFINED;
+        return match leader {
+            None => shapes.observed(&op, &none, &none, &none),
+            Some(leader) => shapes.observed(
+                &op,
+                &JsValue::from_str(&leader.value),
+                &JsValue::from(leader.term),
+                &JsValue::from_f64(duration_ms(leader.remaining)),
+            ),
+        };
     }
+    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
+        Outcome::Acquired {
+            lease,
+            fencing_token,
+            valid_until,
+        } => EventFields::acquired(*lease, Some(*fencing_token), *valid_until),
+        Outcome::NotAcquired => EventFields::not_acquired(),
+        Outcome::Released { was_held } => EventFields::released(*was_held),
+        Outcome::Extended { valid_until } => EventFields::extended(*valid_until),
+        Outcome::Failed(e) => EventFields::failed(e),
+        Outcome::Observed(_) => unreachable!("converted above"),
+    })
 }
 
 /// Bytes of a channel or payload given as a string or a Buffer.
@@ -603,14 +692,8 @@ pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
         let err = pair.get(0);
         if err.is_null() || err.is_undefined() {
             out.push(reply_from_js(&pair.get(1), 0));
-        } else if is_reply_error(&err) {
-            let message = error_message(&err);
-            if let Some(kind) = request_level(&message) {
-                return Err(Error::new(kind, message));
-            }
-            out.push(Reply::Error(message));
         } else {
-            return Err(client_error(&err));
+            out.push(single_error(&err)?);
         }
     }
     Ok(out)
@@ -677,14 +760,8 @@ pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
 /// the engine's check, at acquire.
 pub fn redlock_lock_options(v: &JsValue) -> Result<LockOptions> {
     let mut o = LockOptions::default();
-    let known = ["leaseMs", "autoRenew", "waitTimeoutMs"];
-    for (key, value) in option_entries("Redlock lock option", v, &known)? {
-        match key.as_str() {
-            "leaseMs" => o.lease = millis_arg("leaseMs", &value)?,
-            "autoRenew" => o.auto_renew = boolean("autoRenew", &value)?,
-            "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", &value)?,
-            _ => unreachable!("filtered by option_entries"),
-        }
+    for (key, value) in option_entries("Redlock lock option", v, &LEASE_KEYS[..3])? {
+        lease_option(&mut o, &key, &value)?;
     }
     o.validate()?;
     Ok(o)
@@ -706,78 +783,15 @@ pub fn redlock_event_to_js(
     shapes: &Shapes,
     cache: &mut StrCache,
 ) -> JsValue {
-    let none = JsValue::UNDEFINED;
-    let num = |x: f64| JsValue::from_f64(x);
-    let id = |x: u64| JsValue::from_f64(id_to_js(x));
-    match ev {
-        Event::Completed { op, outcome } => {
-            let op = id(op.0);
-            let (kind, lease, valid_until, was_held, error) = match outcome {
-                RedlockOutcome::Acquired { lease, valid_until } => (
-                    "acquired",
-                    id(lease.0),
-                    num(millis(*valid_until)),
-                    none.clone(),
-                    none.clone(),
-                ),
-                RedlockOutcome::NotAcquired => (
-                    "notAcquired",
-                    none.clone(),
-                    none.clone(),
-                    none.clone(),
-                    none.clone(),
-                ),
-                RedlockOutcome::Released { was_held } => (
-                    "released",
-                    none.clone(),
-                    none.clone(),
-                    JsValue::from_bool(*was_held),
-                    none.clone(),
-                ),
-                RedlockOutcome::Extended { valid_until } => (
-                    "extended",
-                    none.clone(),
-                    num(millis(*valid_until)),
-                    none.clone(),
-                    none.clone(),
-                ),
-                RedlockOutcome::Failed(e) => (
-                    "failed",
-                    none.clone(),
-                    none.clone(),
-                    none.clone(),
-                    errors::to_js(e),
-                ),
-            };
-            shapes.event(
-                &cache.str(kind),
-                &op,
-                &lease,
-                &none,
-                &valid_until,
-                &was_held,
-                &error,
-            )
+    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
+        RedlockOutcome::Acquired { lease, valid_until } => {
+            EventFields::acquired(*lease, None, *valid_until)
         }
-        Event::Renewed { lease, valid_until } => shapes.event(
-            &cache.str("renewed"),
-            &none,
-            &id(lease.0),
-            &none,
-            &num(millis(*valid_until)),
-            &none,
-            &none,
-        ),
-        Event::Lost { lease, error } => shapes.event(
-            &cache.str("lost"),
-            &none,
-            &id(lease.0),
-            &none,
-            &none,
-            &none,
-            &errors::to_js(error),
-        ),
-    }
+        RedlockOutcome::NotAcquired => EventFields::not_acquired(),
+        RedlockOutcome::Released { was_held } => EventFields::released(*was_held),
+        RedlockOutcome::Extended { valid_until } => EventFields::extended(*valid_until),
+        RedlockOutcome::Failed(e) => EventFields::failed(e),
+    })
 }
 
 /// What ioredis rejected a one-command request with, as the engine's one reply: a server error

@@ -6,16 +6,18 @@
 //! through [`errors::to_js`]; nothing here decides anything about locks. [`redlock`] does the
 //! same for the core's Redlock engine over N independent masters.
 
+#[macro_use]
+mod shared;
 mod convert;
 mod errors;
 mod random;
 mod redlock;
 
-use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId, Wait};
+use lockgate_core::engine::{EngineConfig, LeaseId, RequestId};
 use lockgate_core::{Error, LockOptions, Primitive};
 use wasm_bindgen::prelude::*;
 
-use convert::{id_from_js, id_to_js, instant, millis, Shapes, StrCache};
+use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
 use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
@@ -39,7 +41,11 @@ impl LockSpec {
     #[wasm_bindgen(constructor)]
     pub fn new(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
         let name = js(convert::name(&name))?;
-        let o = js(convert::handle_options("lock option", &options, &["reentrant"]))?;
+        let o = js(convert::handle_options(
+            "lock option",
+            &options,
+            &["reentrant"],
+        ))?;
         Ok(LockSpec {
             name,
             primitive: Primitive::Mutex,
@@ -62,7 +68,11 @@ impl LockSpec {
     pub fn read_write(name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
         let name = js(convert::name(&name))?;
         let flags = ["reentrant", "writersFirst"];
-        let o = js(convert::handle_options("read-write lock option", &options, &flags))?;
+        let o = js(convert::handle_options(
+            "read-write lock option",
+            &options,
+            &flags,
+        ))?;
         let primitive = if write {
             Primitive::Write
         } else {
@@ -136,38 +146,14 @@ impl LockSpec {
         self.reentrant
     }
 
-    /// The lock's name.
-    #[wasm_bindgen(getter)]
-    pub fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    /// The lease in ms.
-    #[wasm_bindgen(getter, js_name = leaseMs)]
-    pub fn lease_ms(&self) -> f64 {
-        self.options.lease.as_secs_f64() * 1000.0
-    }
-
-    /// Whether the watchdog renews the lease while held.
-    #[wasm_bindgen(getter, js_name = autoRenew)]
-    pub fn auto_renew(&self) -> bool {
-        self.options.auto_renew
-    }
-
-    /// The default wait of `acquire()` in ms; `Infinity` waits without limit.
-    #[wasm_bindgen(getter, js_name = waitTimeoutMs)]
-    pub fn wait_timeout_ms(&self) -> f64 {
-        self.options
-            .wait_timeout
-            .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1000.0)
-    }
-
     /// The lease of a waiter's queue entry in ms.
     #[wasm_bindgen(getter, js_name = entryTtlMs)]
     pub fn entry_ttl_ms(&self) -> f64 {
-        self.options.entry_ttl.as_secs_f64() * 1000.0
+        convert::duration_ms(self.options.entry_ttl)
     }
 }
+
+lease_option_getters!(LockSpec);
 
 impl LockSpec {
     fn checked(
@@ -232,15 +218,11 @@ impl WasmEngine {
         options: JsValue,
         try_once: bool,
     ) -> JsResult<f64> {
-        let timeout = js(convert::acquire_timeout(&options))?;
-        let wait = if try_once {
-            Wait::Try
-        } else {
-            match timeout.unwrap_or(lock.options.wait_timeout) {
-                Some(d) => Wait::For(d),
-                None => Wait::Forever,
-            }
-        };
+        let wait = js(convert::acquire_wait(
+            &options,
+            try_once,
+            lock.options.wait_timeout,
+        ))?;
         let op = js(self.engine.acquire_primitive(
             instant(now),
             &lock.name,
@@ -267,52 +249,11 @@ impl WasmEngine {
         Ok(id_to_js(op.0))
     }
 
-    /// Releases a lease (owner-only); returns the op id.
-    pub fn release(&mut self, now: f64, lease: f64) -> f64 {
-        let op = self
-            .engine
-            .release(instant(now), LeaseId(id_from_js(lease)));
-        id_to_js(op.0)
-    }
-
-    /// Sets the lease's remaining time to `ms` if still held; returns the op id.
-    pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
-        let d = js(convert::millis_arg("ms", &ms))?;
-        let op = js(self
-            .engine
-            .extend(instant(now), LeaseId(id_from_js(lease)), d))?;
-        Ok(id_to_js(op.0))
-    }
-
-    /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
-    pub fn cancel(&mut self, now: f64, op: f64) {
-        self.engine.cancel(instant(now), OpId(id_from_js(op)));
-    }
-
-    /// Cancels every pending acquire and releases every lease.
-    pub fn shutdown(&mut self, now: f64) {
-        self.engine.shutdown(instant(now));
-    }
-
     /// Whether `lease` is held at `now` by the engine's knowledge.
     #[wasm_bindgen(js_name = isHeld)]
     pub fn is_held(&self, now: f64, lease: f64) -> bool {
         self.engine
             .is_held(instant(now), LeaseId(id_from_js(lease)))
-    }
-
-    /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
-    #[wasm_bindgen(js_name = leaseValidUntil)]
-    pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
-        self.engine
-            .lease_valid_until(LeaseId(id_from_js(lease)))
-            .map(millis)
-    }
-
-    /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
-    #[wasm_bindgen(js_name = isIdle)]
-    pub fn is_idle(&self) -> bool {
-        self.engine.is_idle()
     }
 
     /// Hands back ioredis results for request `id`: `[[err, value], ...]` for a pipeline
@@ -363,12 +304,6 @@ impl WasmEngine {
         self.engine.handle_disconnect(instant(now));
     }
 
-    /// Runs the timers due at `now` (early calls are harmless).
-    #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now: f64) {
-        self.engine.handle_timeout(instant(now));
-    }
-
     /// The next request as a flat array (see `convert::request_to_js`): `[id, n, argc, name,
     /// ...args, ...]` for a pipeline of `n` commands, `[id, -1, channel]` for a subscribe,
     /// `[id, -2, description]` for a kind the driver must reject; `undefined` when there is none.
@@ -387,13 +322,9 @@ impl WasmEngine {
             None => JsValue::UNDEFINED,
         }
     }
-
-    /// When (ms) `handleTimeout` next has work, or `undefined`.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.engine.poll_timeout().map(millis)
-    }
 }
+
+driving_methods!(WasmEngine, Engine);
 
 /// Classifies an error the Redis client threw (e.g. while connecting) as a `LockError`.
 #[wasm_bindgen(js_name = clientError)]

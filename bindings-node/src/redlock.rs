@@ -3,12 +3,12 @@
 //! every request names a master and carries one command, performed in emission order on that
 //! master's connection, and gets exactly one reply (or the error that prevented one).
 
-use lockgate_core::engine::{LeaseId, OpId, RequestId, Wait};
+use lockgate_core::engine::{LeaseId, RequestId};
 use lockgate_core::redlock::RedlockEngine;
 use lockgate_core::LockOptions;
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{self, id_from_js, id_to_js, instant, millis, Shapes, StrCache};
+use crate::convert::{self, id_from_js, id_to_js, instant, Shapes, StrCache};
 use crate::errors::{js, JsResult};
 use crate::random;
 
@@ -40,33 +40,9 @@ impl RedlockSpec {
         let options = js(convert::redlock_lock_options(&options))?;
         Ok(RedlockSpec { name, options })
     }
-
-    /// The lock's name.
-    #[wasm_bindgen(getter)]
-    pub fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    /// The lease in ms.
-    #[wasm_bindgen(getter, js_name = leaseMs)]
-    pub fn lease_ms(&self) -> f64 {
-        self.options.lease.as_secs_f64() * 1000.0
-    }
-
-    /// Whether the watchdog renews the lease while held.
-    #[wasm_bindgen(getter, js_name = autoRenew)]
-    pub fn auto_renew(&self) -> bool {
-        self.options.auto_renew
-    }
-
-    /// The default wait of `acquire()` in ms; `Infinity` waits without limit.
-    #[wasm_bindgen(getter, js_name = waitTimeoutMs)]
-    pub fn wait_timeout_ms(&self) -> f64 {
-        self.options
-            .wait_timeout
-            .map_or(f64::INFINITY, |d| d.as_secs_f64() * 1000.0)
-    }
 }
+
+lease_option_getters!(RedlockSpec);
 
 /// The Redlock engine of one `connectRedlock()` deployment. Ids are JS numbers; times are
 /// `performance.now()` milliseconds.
@@ -110,7 +86,7 @@ impl WasmRedlockEngine {
     /// The deployment's maximum lease in ms.
     #[wasm_bindgen(getter, js_name = maxLeaseMs)]
     pub fn max_lease_ms(&self) -> f64 {
-        self.engine.config().max_lease.as_secs_f64() * 1000.0
+        convert::duration_ms(self.engine.config().max_lease)
     }
 
     /// Starts acquiring `lock`; returns the op id. `options` is `{ timeoutMs, signal }`
@@ -122,46 +98,15 @@ impl WasmRedlockEngine {
         options: JsValue,
         try_once: bool,
     ) -> JsResult<f64> {
-        let timeout = js(convert::acquire_timeout(&options))?;
-        let wait = if try_once {
-            Wait::Try
-        } else {
-            match timeout.unwrap_or(lock.options.wait_timeout) {
-                Some(d) => Wait::For(d),
-                None => Wait::Forever,
-            }
-        };
+        let wait = js(convert::acquire_wait(
+            &options,
+            try_once,
+            lock.options.wait_timeout,
+        ))?;
         let op = js(self
             .engine
             .acquire(instant(now), &lock.name, &lock.options, wait))?;
         Ok(id_to_js(op.0))
-    }
-
-    /// Releases a lease on every master (owner-only); returns the op id.
-    pub fn release(&mut self, now: f64, lease: f64) -> f64 {
-        let op = self
-            .engine
-            .release(instant(now), LeaseId(id_from_js(lease)));
-        id_to_js(op.0)
-    }
-
-    /// Sets the lease's remaining time to `ms` on the masters still holding it; returns the op id.
-    pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
-        let d = js(convert::millis_arg("ms", &ms))?;
-        let op = js(self
-            .engine
-            .extend(instant(now), LeaseId(id_from_js(lease)), d))?;
-        Ok(id_to_js(op.0))
-    }
-
-    /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
-    pub fn cancel(&mut self, now: f64, op: f64) {
-        self.engine.cancel(instant(now), OpId(id_from_js(op)));
-    }
-
-    /// Cancels every pending acquire and releases every lease.
-    pub fn shutdown(&mut self, now: f64) {
-        self.engine.shutdown(instant(now));
     }
 
     /// Whether `lease` is certainly still valid at `now` (its validity has not run out).
@@ -170,20 +115,6 @@ impl WasmRedlockEngine {
         self.engine
             .lease_valid_until(LeaseId(id_from_js(lease)))
             .is_some_and(|until| instant(now) < until)
-    }
-
-    /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
-    #[wasm_bindgen(js_name = leaseValidUntil)]
-    pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
-        self.engine
-            .lease_valid_until(LeaseId(id_from_js(lease)))
-            .map(millis)
-    }
-
-    /// Whether nothing is pending: no acquire, lease or request in flight.
-    #[wasm_bindgen(js_name = isIdle)]
-    pub fn is_idle(&self) -> bool {
-        self.engine.is_idle()
     }
 
     /// The reply value ioredis resolved request `id` with.
@@ -203,12 +134,6 @@ impl WasmRedlockEngine {
             .handle_reply(instant(now), RequestId(id_from_js(id)), reply);
     }
 
-    /// Runs the timers due at `now` (early calls are harmless).
-    #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now: f64) {
-        self.engine.handle_timeout(instant(now));
-    }
-
     /// The next request as `[id, master, name, ...args]`, or `undefined`.
     #[wasm_bindgen(js_name = pollRequest)]
     pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
@@ -225,10 +150,6 @@ impl WasmRedlockEngine {
             None => JsValue::UNDEFINED,
         }
     }
-
-    /// When (ms) `handleTimeout` next has work, or `undefined`.
-    #[wasm_bindgen(js_name = pollTimeout)]
-    pub fn poll_timeout(&self) -> Option<f64> {
-        self.engine.poll_timeout().map(millis)
-    }
 }
+
+driving_methods!(WasmRedlockEngine, RedlockEngine);

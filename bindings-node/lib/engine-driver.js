@@ -1,0 +1,342 @@
+'use strict';
+// What every driver of a lockgate engine does the same way, whichever engine it drives (the
+// mutex engine in lib/driver.js, the Redlock engine in lib/redlock.js): the pending operations
+// and their settlement, the loss signals of held leases, the pump (requests, then events), the
+// one timer at `pollTimeout()` and the shutdown sequence. Subclasses perform requests
+// (`perform(req)`), hand back failed commands (`failed(id, err)`) and own their connections
+// (`holdOpen()`, `closeConnections()`). No lock logic lives here either.
+
+const { performance } = require('node:perf_hooks');
+const { makeError } = require('./errors');
+
+const now = () => performance.now();
+
+/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+/** While work is pending but the engine has no timer, this keeps the event loop alive. */
+const KEEPALIVE_MS = 60_000;
+/** How long `close()` waits for releases to reach the server(s). */
+const CLOSE_GRACE_MS = 2_000;
+
+/** The object factory the engines build their events with (one call each). */
+const SHAPES = {
+  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({
+    kind,
+    op,
+    lease,
+    fencingToken,
+    validUntil,
+    wasHeld,
+    error,
+  }),
+  observed: (op, value, term, remainingMs) => ({
+    kind: 'observed',
+    op,
+    value,
+    term,
+    remainingMs,
+  }),
+};
+
+/**
+ * A lease's loss signal. The AbortController is only made when someone asks for the signal
+ * (most leases are released without anyone looking at it); a loss before that is remembered.
+ */
+class LossSignal {
+  constructor() {
+    this.controller = null;
+    this.lostWith = undefined;
+  }
+
+  static lost(reason) {
+    const s = new LossSignal();
+    s.lostWith = reason;
+    return s;
+  }
+
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.lostWith !== undefined) this.controller.abort(this.lostWith);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason) {
+    if (this.lostWith !== undefined) return;
+    this.lostWith = reason;
+    if (this.controller !== null) this.controller.abort(reason);
+  }
+}
+
+class EngineDriver {
+  /**
+   * @param {object} engine a wasm `Engine` or `RedlockEngine`
+   * @param {string} what how messages name the client (`client`, `Redlock client`)
+   */
+  constructor(engine, what) {
+    this.engine = engine;
+    this.what = what;
+    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
+    this.pending = new Map();
+    /** lease id -> LossSignal of a lease the engine holds */
+    this.leases = new Map();
+    this.timer = null;
+    this.timerAt = undefined;
+    this.timerRef = false;
+    this.pumping = false;
+    this.again = false;
+    this.closed = false;
+    this.closing = null;
+    this.idleWaiters = [];
+  }
+
+  // ---- inputs ----
+
+  /** Starts an operation the engine already accepted; resolves with its completion event. */
+  track(op, lease, onSettle) {
+    return new Promise((resolve, reject) => {
+      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
+      this.pump();
+    });
+  }
+
+  ensureOpen() {
+    if (this.closed) throw makeError('CLOSED', `the ${this.what} is closed`);
+  }
+
+  acquire(spec, options, tryOnce, signal) {
+    this.ensureOpen();
+    if (signal && signal.aborted) {
+      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    }
+    const op = this.engine.acquire(now(), spec, options, tryOnce);
+    let onSettle;
+    if (signal) {
+      const onAbort = () => {
+        const entry = this.pending.get(op);
+        if (entry) entry.abortReason = signal.reason;
+        this.engine.cancel(now(), op);
+        this.pump();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      onSettle = () => signal.removeEventListener('abort', onAbort);
+    }
+    return this.track(op, undefined, onSettle);
+  }
+
+  release(lease) {
+    this.ensureOpen();
+    return this.track(this.engine.release(now(), lease), lease, undefined);
+  }
+
+  extend(lease, ms) {
+    this.ensureOpen();
+    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
+  }
+
+  isHeld(lease) {
+    return !this.closed && this.engine.isHeld(now(), lease);
+  }
+
+  remainingMs(lease) {
+    if (this.closed) return 0;
+    const until = this.engine.leaseValidUntil(lease);
+    return until === undefined ? 0 : Math.max(0, until - now());
+  }
+
+  /** The loss signal of `lease`, made when its acquisition was delivered. */
+  lossSignal(lease) {
+    const held = this.leases.get(lease);
+    return held || LossSignal.lost(makeError('NOT_HELD', 'the lease is no longer held'));
+  }
+
+  /** Feeds one input (a reply, a message, a timer) and drains the outputs. */
+  input(feed) {
+    if (!this.accepting) return;
+    feed();
+    this.pump();
+  }
+
+  /** Whether inputs are still fed (not after close() finished). */
+  get accepting() {
+    return this.closing === null || !this.closing.done;
+  }
+
+  /** The one-command fast path of input(): a reply value (no closure, no wrapping). */
+  replied(id, value) {
+    if (!this.accepting) return;
+    this.engine.handleValue(now(), id, value);
+    this.pump();
+  }
+
+  // ---- outputs ----
+
+  pump() {
+    if (this.pumping) {
+      this.again = true; // an abort listener fed an input while we were delivering
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        let req;
+        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
+        let ev;
+        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.arm();
+  }
+
+  deliver(ev) {
+    switch (ev.kind) {
+      case 'lost': {
+        const loss = this.leases.get(ev.lease);
+        if (loss) {
+          this.leases.delete(ev.lease);
+          loss.abort(ev.error);
+        }
+        return;
+      }
+      case 'renewed':
+        return;
+      default:
+        break;
+    }
+    const p = this.pending.get(ev.op);
+    if (!p) {
+      // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
+      // gone): undo an acquisition, as the native driver does.
+      if (ev.kind === 'acquired') {
+        this.engine.release(now(), ev.lease);
+        this.again = true;
+      }
+      return;
+    }
+    this.pending.delete(ev.op);
+    if (p.onSettle) p.onSettle();
+    switch (ev.kind) {
+      case 'acquired':
+        // A re-entered lease keeps the loss signal of its first hold.
+        if (!this.leases.has(ev.lease)) this.leases.set(ev.lease, new LossSignal());
+        p.resolve(ev);
+        break;
+      case 'released':
+        // A re-entered lease that gave back one hold is still held.
+        if (this.engine.leaseValidUntil(p.lease) === undefined) this.leases.delete(p.lease);
+        p.resolve(ev);
+        break;
+      case 'failed':
+        // A failed release may still have ended the lease (the engine dropped it).
+        if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) {
+          this.leases.delete(p.lease);
+        }
+        if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
+          Object.defineProperty(ev.error, 'cause', {
+            value: p.abortReason,
+            writable: true,
+            configurable: true,
+          });
+        }
+        p.reject(ev.error);
+        break;
+      default:
+        p.resolve(ev);
+    }
+  }
+
+  /**
+   * One timer, at or before the engine's next deadline, ref'd only while the engine has work.
+   * A timer that is already due earlier is kept (firing early is harmless: the engine does
+   * nothing and the timer is re-armed), so an acquire/release cycle does not churn timers.
+   */
+  arm() {
+    if (this.closing && this.closing.done) return this.clearTimer();
+    const due = this.engine.pollTimeout();
+    const idle = this.engine.isIdle();
+    if (idle && this.idleWaiters.length) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+    const busy = !idle || this.closing !== null;
+    if (due === undefined && !busy) {
+      if (this.timer !== null && this.timerRef) this.setRef(false);
+      return;
+    }
+    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
+    if (this.timer !== null && this.timerAt <= at) {
+      if (busy !== this.timerRef) this.setRef(busy);
+      return;
+    }
+    this.clearTimer();
+    this.timerAt = at;
+    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = undefined;
+      this.input(() => this.engine.handleTimeout(now()));
+    }, delay);
+    this.timerRef = true;
+    if (!busy) this.setRef(false);
+  }
+
+  setRef(ref) {
+    this.timerRef = ref;
+    if (ref) this.timer.ref();
+    else this.timer.unref();
+  }
+
+  clearTimer() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = undefined;
+  }
+
+  // ---- shutdown ----
+
+  /**
+   * Releases every lease, cancels every wait (waiting up to CLOSE_GRACE_MS for the engine to
+   * finish), fails what is still pending, aborts the loss signals of what is still held, then
+   * closes the connections (`closeConnections()`); `holdOpen()` keeps the process alive until
+   * then.
+   */
+  close() {
+    if (this.closing) return this.closing.promise;
+    this.closed = true;
+    const closing = { done: false, promise: null };
+    this.closing = closing;
+    // Keep the process alive until the releases are answered and the connections closed.
+    this.holdOpen();
+    closing.promise = (async () => {
+      this.engine.shutdown(now());
+      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
+      this.pump();
+      let grace;
+      await Promise.race([
+        idle,
+        new Promise((resolve) => {
+          grace = setTimeout(resolve, CLOSE_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(grace);
+      closing.done = true;
+      this.clearTimer();
+      for (const [op, p] of this.pending) {
+        this.pending.delete(op);
+        if (p.onSettle) p.onSettle();
+        p.reject(makeError('CLOSED', `the ${this.what} was closed before the operation completed`));
+      }
+      for (const [lease, loss] of this.leases) {
+        this.leases.delete(lease);
+        loss.abort(makeError('CLOSED', `the ${this.what} was closed, which released the lease`));
+      }
+      await this.closeConnections();
+    })();
+    return closing.promise;
+  }
+}
+
+module.exports = { EngineDriver, LossSignal, SHAPES, now };

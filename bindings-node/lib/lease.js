@@ -1,0 +1,132 @@
+'use strict';
+// What the public handles of the mutex engine (lib/index.js: Lock, Lease) and of the Redlock
+// engine (lib/redlock.js: RedlockLock, RedlockLease) do the same way: checking the `signal`
+// argument, reading an acquire's outcome, `using()`, and the lease itself (loss signal, isHeld,
+// remainingMs, release, extend, asyncDispose). What differs stays in the subclasses: a mutex
+// lease carries a fencing token, a Redlock lease does not.
+
+const { invalid, makeError } = require('./errors');
+
+/** The `signal` of `{ timeoutMs?, signal? }`, checked to be an AbortSignal. */
+function checkSignal(options) {
+  const signal = options == null ? undefined : options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw invalid('signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+/**
+ * The `acquired` event of an acquire that waited; `timeoutMs: 0` is a single attempt, and
+ * finding the lock held is then a timeout (as natively).
+ */
+function acquiredOrTimeout(ev) {
+  if (ev.kind !== 'acquired') throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
+  return ev;
+}
+
+/**
+ * `lock.using(fn, options)`: acquires, runs `fn(lease)`, releases even if `fn` throws, and
+ * resolves with `fn`'s result only if the lease was still held when `fn` finished; otherwise
+ * rejects with NotHeldError (`held` names what was lost in its message).
+ */
+async function usingLease(lock, fn, options, held) {
+  if (typeof fn !== 'function') throw invalid('using() takes a function');
+  const lease = await lock.acquire(options);
+  let result;
+  try {
+    result = await fn(lease);
+  } catch (err) {
+    await lease.release().catch(() => {});
+    throw err;
+  }
+  const wasHeld = await lease.release();
+  if (!wasHeld) {
+    throw makeError(
+      'NOT_HELD',
+      `the ${held} on ${JSON.stringify(lock.name)} was lost before the function finished; ` +
+        'its work may have overlapped another holder',
+    );
+  }
+  return result;
+}
+
+/** Installs `dispose` as `[Symbol.asyncDispose]` of `cls` where the runtime has the symbol. */
+function disposable(cls, dispose) {
+  if (typeof Symbol.asyncDispose === 'symbol') cls.prototype[Symbol.asyncDispose] = dispose;
+}
+
+/** `[Symbol.asyncDispose]` of a client (Client, Redlock): close it. */
+function closeOnDispose() {
+  return this.close();
+}
+
+/**
+ * Proof of holding a lock, by the engine's knowledge: its loss signal, isHeld, remainingMs,
+ * release and extend. Made only by the subclasses (Lease, RedlockLease), which check that it
+ * comes from an acquire.
+ */
+class HeldLease {
+  #lock;
+  #driver;
+  #id;
+  #loss;
+  #released = false;
+
+  constructor(lock, driver, ev) {
+    this.#lock = lock;
+    this.#driver = driver;
+    this.#id = ev.lease;
+    this.#loss = driver.lossSignal(ev.lease);
+  }
+
+  /**
+   * Aborts, with a NotHeldError reason, when the lease is lost, or with a ClosedError when the
+   * client's close() released it; never on release().
+   */
+  get signal() {
+    return this.#loss.signal;
+  }
+
+  /** The lock this lease holds. */
+  get lock() {
+    return this.#lock;
+  }
+
+  /** Whether the lease is held now, by this client's knowledge (false once released). */
+  get isHeld() {
+    return !this.#released && this.#driver.isHeld(this.#id);
+  }
+
+  /** Milliseconds the lease is certainly still valid (0 if not held). */
+  get remainingMs() {
+    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
+  }
+
+  /**
+   * Releases the lock if this lease still holds it. Resolves false if it had already ended (or
+   * was released before).
+   */
+  async release() {
+    if (this.#released) return false;
+    const done = this.#driver.release(this.#id);
+    this.#released = true;
+    const ev = await done;
+    return ev.wasHeld;
+  }
+
+  /** Sets the remaining lease to `ms` if still held; never re-acquires (NotHeldError). */
+  async extend(ms) {
+    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
+    await this.#driver.extend(this.#id, ms);
+  }
+
+  static {
+    // Releases the lease unless its client was closed (which released it already).
+    disposable(HeldLease, async function dispose() {
+      if (!this.#driver.closed) await this.release();
+    });
+  }
+}
+
+module.exports = { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease };
