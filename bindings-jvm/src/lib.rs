@@ -26,9 +26,6 @@ uniffi::setup_scaffolding!();
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
-use std::task::{Context, Poll, Waker};
-
-use tokio::sync::watch;
 
 use lockgate_core::native::{
     Client, ClientOptions, Election, Lease, Lock, ReadWriteLock, Redlock, RedlockLease,
@@ -92,6 +89,14 @@ fn secs(what: &str, value: f64) -> NativeResult<Duration> {
 
 fn opt_secs(what: &str, value: Option<f64>) -> NativeResult<Option<Duration>> {
     value.map(|v| secs(what, v)).transpose()
+}
+
+/// Overrides `field` (a core default) with `value` seconds if the JVM side set it.
+fn set_secs(field: &mut Duration, what: &str, value: Option<f64>) -> NativeResult<()> {
+    if let Some(d) = opt_secs(what, value)? {
+        *field = d;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,12 +173,8 @@ fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOpt
         opts.key_prefix = p;
     }
     opts.tls_ca_pem = o.tls_ca_pem;
-    if let Some(t) = opt_secs("connect_timeout", o.connect_timeout_secs)? {
-        opts.connect_timeout = t;
-    }
-    if let Some(t) = opt_secs("response_timeout", o.response_timeout_secs)? {
-        opts.response_timeout = t;
-    }
+    set_secs(&mut opts.connect_timeout, "connect_timeout", o.connect_timeout_secs)?;
+    set_secs(&mut opts.response_timeout, "response_timeout", o.response_timeout_secs)?;
     opts.cluster = o.cluster.unwrap_or(false);
     opts.replica_acks = replica_acks(o.replica_acks, o.replica_ack_timeout_secs)?;
     Ok(opts)
@@ -214,16 +215,12 @@ fn replica_acks(
 fn lock_options(o: NativeLockOptions) -> NativeResult<(LockOptions, bool)> {
     let reentrant = o.reentrant.unwrap_or(false);
     let mut opts = LockOptions::default();
-    if let Some(l) = opt_secs("lease", o.lease_secs)? {
-        opts.lease = l;
-    }
+    set_secs(&mut opts.lease, "lease", o.lease_secs)?;
     if let Some(r) = o.auto_renew {
         opts.auto_renew = r;
     }
     opts.wait_timeout = opt_secs("wait_timeout", o.wait_timeout_secs)?;
-    if let Some(t) = opt_secs("entry_ttl", o.entry_ttl_secs)? {
-        opts.entry_ttl = t;
-    }
+    set_secs(&mut opts.entry_ttl, "entry_ttl", o.entry_ttl_secs)?;
     Ok((opts, reentrant))
 }
 
@@ -485,27 +482,52 @@ impl NativeElection {
 // ---------------------------------------------------------------------------------------------
 // Lease
 
-/// Proof of holding a lock (the core's `Lease`), created empty and filled by an acquisition.
-/// Freeing it releases the lock if still held.
+/// What an acquisition put into a [`NativeLease`]: a lock's lease or a Redlock's. Both kinds
+/// answer the same questions; only the acquisition differs (a Redlock grant has no fencing token).
+enum Held {
+    Lock(Lease),
+    Redlock(RedlockLease),
+}
+
+/// Runs `$body` with `$lease` bound to whichever core lease `$held` is.
+macro_rules! with_lease {
+    ($held:expr, $lease:ident => $body:expr) => {
+        match $held {
+            Held::Lock($lease) => $body,
+            Held::Redlock($lease) => $body,
+        }
+    };
+}
+
+/// Proof of holding a lock, a semaphore permit, leadership or a Redlock (the core's `Lease` or
+/// `RedlockLease`), created empty and filled by an acquisition. Freeing it releases the lock if
+/// still held.
 #[derive(uniffi::Object, Default)]
 pub struct NativeLease {
-    inner: Mutex<Option<Arc<Lease>>>,
+    inner: Mutex<Option<Arc<Held>>>,
 }
 
 impl NativeLease {
+    /// Keeps a lock's lease; its fencing token is the acquisition's answer.
     fn fill(&self, lease: Lease) -> i64 {
         let token = i64::try_from(lease.fencing_token()).unwrap_or(i64::MAX);
-        put(&self.inner, Arc::new(lease));
+        put(&self.inner, Arc::new(Held::Lock(lease)));
         token
     }
 
-    fn get(&self) -> Option<Arc<Lease>> {
+    /// Keeps a Redlock lease (no fencing token: the acquisition answers `true`).
+    fn fill_redlock(&self, lease: RedlockLease) -> bool {
+        put(&self.inner, Arc::new(Held::Redlock(lease)));
+        true
+    }
+
+    fn get(&self) -> Option<Arc<Held>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
-}
 
-fn never_acquired() -> NativeError {
-    Error::new(ErrorKind::NotHeld, "this lease was never acquired").into()
+    fn acquired(&self) -> NativeResult<Arc<Held>> {
+        self.get().ok_or_else(|| Error::new(ErrorKind::NotHeld, "this lease was never acquired").into())
+    }
 }
 
 #[uniffi::export]
@@ -516,38 +538,43 @@ impl NativeLease {
         Arc::default()
     }
 
+    /// Whether the lease is certainly still held (renewed, not expired, not lost; for a Redlock
+    /// also with the drift allowance deducted).
     pub fn is_held(&self) -> bool {
-        self.get().is_some_and(|l| l.is_held())
+        self.get().is_some_and(|h| with_lease!(&*h, l => l.is_held()))
     }
 
     /// Nanoseconds the lease is certainly still valid, if held.
     pub fn remaining_nanos(&self) -> Option<i64> {
-        self.get()?
-            .remaining()
-            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        let remaining = with_lease!(&*self.get()?, l => l.remaining());
+        remaining.map(|d| saturating_i64(d.as_nanos()))
     }
 
     pub fn lost_reason(&self) -> Option<Failure> {
-        self.get()?.lost_reason().as_ref().map(failure)
+        with_lease!(&*self.get()?, l => l.lost_reason()).as_ref().map(failure)
     }
 
-    /// Sets the remaining lease to `duration_secs` if still held; `NOT_HELD` otherwise.
+    /// Sets the remaining lease to `duration_secs` if still held (a Redlock: on every master
+    /// still holding it, needing a majority); `NOT_HELD`, and the lease is lost, otherwise.
     pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
         let duration = secs("lease", duration_secs)?;
-        let lease = self.get().ok_or_else(never_acquired)?;
-        Ok(lease.extend(duration).await?)
+        let held = self.acquired()?;
+        Ok(with_lease!(&*held, l => l.extend(duration).await)?)
     }
 
-    /// Owner-only release: `true` if it was still held, `false` if it had expired or been lost.
+    /// Owner-only release: `true` if it was still held (a Redlock: by a majority), `false` if it
+    /// had expired or been lost; a Redlock release that too few masters confirmed is a
+    /// `CONNECTION` error (the rest expire).
     pub async fn release(&self) -> NativeResult<bool> {
-        let lease = self.get().ok_or_else(never_acquired)?;
-        Ok(lease.release().await?)
+        let held = self.acquired()?;
+        Ok(with_lease!(&*held, l => l.release().await)?)
     }
 
     /// A watch on this lease's loss that does not keep the lease alive.
     pub fn loss_watch(&self) -> Arc<LossWatch> {
-        let signal: Option<LostSignal> =
-            self.get().map(|l| Box::pin(l.lost_signal()) as LostSignal);
+        let signal: Option<LostSignal> = self
+            .get()
+            .map(|h| with_lease!(&*h, l => Box::pin(l.lost_signal()) as LostSignal));
         Arc::new(LossWatch(Mutex::new(signal)))
     }
 }
@@ -572,8 +599,8 @@ impl LossWatch {
 
 // ---------------------------------------------------------------------------------------------
 // Redlock over N independent masters (the core's `Redlock`, PROTOCOL.md §8). Same shape as the
-// client above (slot for connect, lease filled by the acquisition), but grants carry no fencing
-// token, so the acquisitions answer `true`/`false` instead of a token.
+// client above (slot for connect, a `NativeLease` filled by the acquisition), but grants carry no
+// fencing token, so the acquisitions answer `true`/`false` instead of a token.
 
 /// A Redlock deployment's settings; `None` fields take the core's defaults (`RedlockConfig`
 /// and `RedlockOptions::new`). Every value is validated by the core at connect.
@@ -597,37 +624,23 @@ fn redlock_options(urls: Vec<String>, o: NativeRedlockOptions) -> NativeResult<R
     if let Some(p) = o.key_prefix {
         c.key_prefix = p;
     }
-    if let Some(d) = opt_secs("max_lease", o.max_lease_secs)? {
-        c.max_lease = d;
-    }
-    if let Some(d) = opt_secs("node_timeout", o.node_timeout_secs)? {
-        c.node_timeout = d;
-    }
-    if let Some(d) = opt_secs("retry_delay", o.retry_delay_secs)? {
-        c.retry_delay = d;
-    }
-    if let Some(d) = opt_secs("retry_jitter", o.retry_jitter_secs)? {
-        c.retry_jitter = d;
-    }
+    set_secs(&mut c.max_lease, "max_lease", o.max_lease_secs)?;
+    set_secs(&mut c.node_timeout, "node_timeout", o.node_timeout_secs)?;
+    set_secs(&mut c.retry_delay, "retry_delay", o.retry_delay_secs)?;
+    set_secs(&mut c.retry_jitter, "retry_jitter", o.retry_jitter_secs)?;
     if let Some(f) = o.drift_factor {
         c.drift_factor = f;
     }
-    if let Some(d) = opt_secs("drift_fixed", o.drift_fixed_secs)? {
-        c.drift_fixed = d;
-    }
+    set_secs(&mut c.drift_fixed, "drift_fixed", o.drift_fixed_secs)?;
     opts.tls_ca_pem = o.tls_ca_pem;
-    if let Some(t) = opt_secs("connect_timeout", o.connect_timeout_secs)? {
-        opts.connect_timeout = t;
-    }
-    if let Some(t) = opt_secs("response_timeout", o.response_timeout_secs)? {
-        opts.response_timeout = t;
-    }
+    set_secs(&mut opts.connect_timeout, "connect_timeout", o.connect_timeout_secs)?;
+    set_secs(&mut opts.response_timeout, "response_timeout", o.response_timeout_secs)?;
     Ok(opts)
 }
 
 /// Receives the Redlock of [`redlock_connect`] (see [`ClientSlot`]).
 #[derive(uniffi::Object, Default)]
-pub struct RedlockSlot(Mutex<Option<(Redlock, Duration)>>);
+pub struct RedlockSlot(Mutex<Option<Redlock>>);
 
 #[uniffi::export]
 impl RedlockSlot {
@@ -638,14 +651,7 @@ impl RedlockSlot {
 
     /// The connected Redlock, once (`None` afterwards or if nothing landed).
     pub fn take(&self) -> Option<Arc<NativeRedlock>> {
-        take(&self.0).map(|(inner, max_lease)| {
-            let (closed, _) = watch::channel(false);
-            Arc::new(NativeRedlock {
-                inner,
-                max_lease,
-                closed: Arc::new(closed),
-            })
-        })
+        take(&self.0).map(|inner| Arc::new(NativeRedlock { inner }))
     }
 }
 
@@ -658,10 +664,9 @@ pub async fn redlock_connect(
     slot: Arc<RedlockSlot>,
 ) -> NativeResult<()> {
     let opts = redlock_options(urls, options)?;
-    let max_lease = opts.config.max_lease;
     on_runtime(async move {
         let redlock = opts.connect().await?;
-        put(&slot.0, (redlock, max_lease));
+        put(&slot.0, redlock);
         Ok(())
     })
     .await
@@ -671,17 +676,12 @@ pub async fn redlock_connect(
 #[derive(uniffi::Object)]
 pub struct NativeRedlock {
     inner: Redlock,
-    /// The deployment's `max_lease`, so that `lock` rejects longer leases without a network call.
-    max_lease: Duration,
-    /// Set once closed: ends every loss watch of this Redlock's leases.
-    closed: Arc<watch::Sender<bool>>,
 }
 
 #[uniffi::export]
 impl NativeRedlock {
-    /// A Redlock handle; name and options are validated by the core, and a lease longer than
-    /// the deployment's `max_lease` is rejected here already (the core's engine rejects it at
-    /// acquire). Redlock handles are never reentrant.
+    /// A Redlock handle; name and options are validated by the core, which also rejects a lease
+    /// longer than the deployment's `max_lease` here already. Redlock handles are never reentrant.
     pub fn lock(
         &self,
         name: String,
@@ -691,19 +691,8 @@ impl NativeRedlock {
         if reentrant {
             return Err(Error::invalid("a Redlock lock cannot be reentrant").into());
         }
-        let lease = opts.lease;
         let inner = self.inner.lock(&name, opts)?;
-        if lease > self.max_lease {
-            return Err(Error::invalid(format!(
-                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
-                self.max_lease.as_millis()
-            ))
-            .into());
-        }
-        Ok(Arc::new(NativeRedlockLock {
-            inner,
-            closed: self.closed.subscribe(),
-        }))
+        Ok(Arc::new(NativeRedlockLock { inner }))
     }
 
     /// How many masters there are.
@@ -724,10 +713,8 @@ impl NativeRedlock {
     /// Releases every lease and cancels every wait, then stops the Redlock's driver.
     pub async fn shutdown(&self) -> NativeResult<()> {
         let redlock = self.inner.clone();
-        let closed = self.closed.clone();
         on_runtime(async move {
             redlock.close().await;
-            closed.send_replace(true);
             Ok(())
         })
         .await
@@ -738,7 +725,6 @@ impl NativeRedlock {
 #[derive(uniffi::Object)]
 pub struct NativeRedlockLock {
     inner: RedlockLock,
-    closed: watch::Receiver<bool>,
 }
 
 #[uniffi::export]
@@ -749,146 +735,23 @@ impl NativeRedlockLock {
 
     /// Retries for up to `timeout_secs`; the lease fills `into` (always `true` on success).
     /// A `TIMEOUT` error saying why the last attempt failed if no majority could be had.
-    pub async fn acquire(
-        &self,
-        timeout_secs: f64,
-        into: Arc<NativeRedlockLease>,
-    ) -> NativeResult<bool> {
+    pub async fn acquire(&self, timeout_secs: f64, into: Arc<NativeLease>) -> NativeResult<bool> {
         let timeout = secs("timeout", timeout_secs)?;
-        into.fill(self.inner.acquire(timeout).await?, self.closed.clone());
-        Ok(true)
+        Ok(into.fill_redlock(self.inner.acquire(timeout).await?))
     }
 
     /// Waits with the lock's default timeout (forever unless the options set one).
-    pub async fn acquire_default(&self, into: Arc<NativeRedlockLease>) -> NativeResult<bool> {
-        into.fill(self.inner.acquire_default().await?, self.closed.clone());
-        Ok(true)
+    pub async fn acquire_default(&self, into: Arc<NativeLease>) -> NativeResult<bool> {
+        Ok(into.fill_redlock(self.inner.acquire_default().await?))
     }
 
     /// One attempt: `true` (lease in `into`) if a majority granted, `false` if the lock is held;
     /// a `CONNECTION` error if too few masters could vote.
-    pub async fn try_acquire(&self, into: Arc<NativeRedlockLease>) -> NativeResult<bool> {
+    pub async fn try_acquire(&self, into: Arc<NativeLease>) -> NativeResult<bool> {
         Ok(match self.inner.try_acquire().await? {
-            Some(lease) => {
-                into.fill(lease, self.closed.clone());
-                true
-            }
+            Some(lease) => into.fill_redlock(lease),
             None => false,
         })
-    }
-}
-
-struct HeldRedlock {
-    lease: Arc<RedlockLease>,
-    closed: watch::Receiver<bool>,
-}
-
-/// A Redlock lease (the core's `RedlockLease`), created empty and filled by an acquisition.
-/// Freeing it releases the lock if still held.
-#[derive(uniffi::Object)]
-pub struct NativeRedlockLease {
-    inner: Mutex<Option<HeldRedlock>>,
-    /// Set on release and dropped with this object: ends the loss watch, which holds the core
-    /// lease only until then (the core's `lost()` never resolves on a normal end).
-    ended: watch::Sender<bool>,
-}
-
-impl NativeRedlockLease {
-    fn fill(&self, lease: RedlockLease, closed: watch::Receiver<bool>) {
-        put(
-            &self.inner,
-            HeldRedlock {
-                lease: Arc::new(lease),
-                closed,
-            },
-        );
-    }
-
-    fn get(&self) -> Option<Arc<RedlockLease>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|h| h.lease.clone())
-    }
-}
-
-/// The loss reason if the lease is lost by now: `lost()` checks the current state on its first
-/// poll and resolves at once if it is a loss.
-fn redlock_lost_now(lease: &RedlockLease) -> Option<Error> {
-    let mut lost = std::pin::pin!(lease.lost());
-    match lost.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(e) => Some(e),
-        Poll::Pending => None,
-    }
-}
-
-#[uniffi::export]
-impl NativeRedlockLease {
-    /// An empty lease for an acquisition to fill.
-    #[uniffi::constructor]
-    pub fn new() -> Arc<Self> {
-        let (ended, _) = watch::channel(false);
-        Arc::new(NativeRedlockLease {
-            inner: Mutex::new(None),
-            ended,
-        })
-    }
-
-    /// Whether the lease is certainly still valid (drift deducted, renewed, not lost).
-    pub fn is_held(&self) -> bool {
-        self.get().is_some_and(|l| l.is_held())
-    }
-
-    /// Nanoseconds the lease is certainly still valid, if held.
-    pub fn remaining_nanos(&self) -> Option<i64> {
-        self.get()?
-            .remaining()
-            .map(|d| saturating_i64(d.as_nanos()))
-    }
-
-    pub fn lost_reason(&self) -> Option<Failure> {
-        let lease = self.get()?;
-        redlock_lost_now(&lease).as_ref().map(failure)
-    }
-
-    /// Sets the remaining lease to `duration_secs` on every master still holding it (needs a
-    /// majority; `NOT_HELD`, and the lease is lost, if a majority lost it).
-    pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
-        let duration = secs("lease", duration_secs)?;
-        let lease = self.get().ok_or_else(never_acquired)?;
-        Ok(lease.extend(duration).await?)
-    }
-
-    /// Releases on every master: `true` if a majority still held it, `false` if not (or on a
-    /// second call); a `CONNECTION` error if too few masters confirmed (the rest expire).
-    pub async fn release(&self) -> NativeResult<bool> {
-        let lease = self.get().ok_or_else(never_acquired)?;
-        let result = lease.release().await;
-        self.ended.send_replace(true);
-        Ok(result?)
-    }
-
-    /// A watch on this lease's loss, resolving `None` once it is released, freed or its
-    /// Redlock closed. It holds the core lease only until then.
-    pub fn loss_watch(&self) -> Arc<LossWatch> {
-        let held = self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|h| (h.lease.clone(), h.closed.clone()));
-        let signal = held.map(|(lease, mut closed)| {
-            let mut ended = self.ended.subscribe();
-            Box::pin(async move {
-                tokio::select! {
-                    reason = lease.lost() => Some(reason),
-                    _ = ended.wait_for(|e| *e) => None,
-                    _ = closed.wait_for(|c| *c) => None,
-                }
-            }) as LostSignal
-        });
-        Arc::new(LossWatch(Mutex::new(signal)))
     }
 }
 

@@ -50,11 +50,11 @@ public final class ClientOptions {
         return new NativeClientOptions(
             keyPrefix,
             tlsCaPem == null ? null : tlsCaPem.clone(),
-            connectTimeout == null ? null : Futures.secs(connectTimeout),
-            responseTimeout == null ? null : Futures.secs(responseTimeout),
+            Futures.secsOrNull(connectTimeout),
+            Futures.secsOrNull(responseTimeout),
             cluster,
             replicaAcks == null ? null : replicaAcks.longValue(),
-            replicaAckTimeout == null ? null : Futures.secs(replicaAckTimeout));
+            Futures.secsOrNull(replicaAckTimeout));
     }
 
     @Override

@@ -3,14 +3,9 @@ package io.lockgate;
 import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.NativeLock;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Deque;
-import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
@@ -43,42 +38,27 @@ import java.util.concurrent.locks.Lock;
  * <p>By default the lease is 30 s and a watchdog renews it until release; see
  * {@link LockOptions} for fixed leases and default wait limits.
  */
-public final class DistributedLock implements Lock {
+public final class DistributedLock extends AbstractLeaseLock<Lease> implements Lock {
     private final NativeLock lock;
-    private final String name;
-    private final LockOptions options;
     /** {@code "mutex"}, {@code "read"}, {@code "write"} or {@code "semaphore"} (for toString). */
     private final String kind;
     /** Whether only one holder can hold it (mutex, write): a second hold means the first was lost. */
     private final boolean exclusive;
-    /** The holds taken through the {@link Lock} interface, most recent last; guarded by itself. */
-    private final Deque<Lease> held = new ArrayDeque<>();
 
     DistributedLock(NativeLock lock, String name, LockOptions options) {
         this(lock, name, options, "mutex", true);
     }
 
     DistributedLock(NativeLock lock, String name, LockOptions options, String kind, boolean exclusive) {
+        super(name, options, "lock");
         this.lock = lock;
-        this.name = name;
-        this.options = options;
         this.kind = kind;
         this.exclusive = exclusive;
     }
 
-    /** The lock's name. */
-    public String getName() {
-        return name;
-    }
-
-    /** The options this lock was made with. */
-    public LockOptions options() {
-        return options;
-    }
-
     /** Whether this object re-enters while it holds the lock (see {@link LockOptions.Builder#reentrant(Boolean)}). */
     public boolean isReentrant() {
-        return options.isReentrant();
+        return options().isReentrant();
     }
 
     // ----------------------------------------------------------------------------- leases
@@ -126,11 +106,11 @@ public final class DistributedLock implements Lock {
     }
 
     private Lease wrap(Bridge.Grant g) {
-        return Lease.granted(g, name);
+        return Lease.granted(g, getName());
     }
 
     private Lease lease(Bridge.Grant g) {
-        return new Lease(g.lease, name, g.fencingToken);
+        return new Lease(g.lease, getName(), g.fencingToken);
     }
 
     private static void discard(Bridge.Grant g) {
@@ -138,88 +118,42 @@ public final class DistributedLock implements Lock {
     }
 
     // ----------------------------------------------------------------------------- Lock
+    // lock(), lockInterruptibly(), tryLock(), unlock(), holdCount()...: AbstractLeaseLock, on
+    // these acquisitions.
 
-    /**
-     * Acquires, waiting for the default timeout of the options (forever unless set; a set limit
-     * that runs out throws {@link LockTimeoutException}). Interrupts do not stop the wait; the
-     * interrupt status is restored afterwards.
-     */
     @Override
-    public void lock() {
-        hold(wrap(Futures.uninterruptibly(() -> Bridge.acquireDefaultBlocking(lock, false))));
+    Lease acquireUninterruptibly() {
+        return wrap(Futures.uninterruptibly(() -> Bridge.acquireDefaultBlocking(lock, false)));
     }
 
-    /**
-     * Like {@link #lock()}, but an interrupt cancels the wait: the queue entry is removed from
-     * the server, a grant that raced with the interrupt is released, and
-     * {@link InterruptedException} is thrown.
-     */
     @Override
-    public void lockInterruptibly() throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        hold(wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(lock, true))));
+    Lease acquireInterruptibly() throws InterruptedException {
+        return acquire();
     }
 
-    /** One attempt without waiting: {@code true} if acquired (this object now holds it). */
     @Override
-    public boolean tryLock() {
-        Optional<Lease> l = tryAcquire();
-        l.ifPresent(this::hold);
-        return l.isPresent();
+    Lease acquireWithin(Duration timeout) throws InterruptedException {
+        return acquire(timeout);
     }
 
-    /**
-     * Waits up to {@code time} (zero or negative: one attempt). {@code false} if still held by
-     * someone else when the time runs out. Interruptible.
-     */
     @Override
-    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        Objects.requireNonNull(unit, "unit");
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        Duration timeout = Duration.ofNanos(Math.max(0L, unit.toNanos(time)));
-        try {
-            hold(acquire(timeout));
-            return true;
-        } catch (LockTimeoutException e) {
-            return false;
-        }
+    Optional<Lease> acquireOnce() {
+        return tryAcquire();
     }
 
-    /**
-     * Releases the most recent hold of this object, from any thread (for a reentrant lock, the
-     * last hold frees it). Throws {@link IllegalMonitorStateException} if this object does not
-     * hold the lock, or if that lease had already been lost (expired, deleted, taken over) before
-     * this call: in that case the critical section may not have been exclusive, and the cause
-     * says why.
-     */
     @Override
-    public void unlock() {
-        Lease l;
-        synchronized (held) {
-            l = held.pollLast();
-        }
-        if (l == null) {
-            throw new IllegalMonitorStateException("lock '" + name + "' is not held by this lock object");
-        }
-        boolean wasHeld;
-        try {
-            wasHeld = l.release();
-        } catch (RuntimeException e) {
-            l.dispose(); // stops renewal now; the core retries the release in the background
-            throw e;
-        }
-        l.dispose(!wasHeld);
-        if (!wasHeld) {
-            IllegalMonitorStateException e = new IllegalMonitorStateException("lock '" + name
-                + "' (fencing token " + l.fencingToken() + ") had already been lost before unlock()");
-            e.initCause(l.lostReason().orElseGet(
-                () -> new LockNotHeldException("the lease had expired or been taken over", false)));
-            throw e;
-        }
+    boolean newHoldReplacesOld() {
+        return exclusive && !isReentrant();
+    }
+
+    @Override
+    String lostBeforeUnlockMessage(Lease l) {
+        return "lock '" + getName() + "' (fencing token " + l.fencingToken() + ") had already been lost before unlock()";
+    }
+
+    @Override
+    String lostWithoutReason() {
+        return "the lease had expired or been taken over";
     }
 
     /** Not supported: a {@link Condition} needs a monitor in this JVM, but the holder may be another process. */
@@ -230,46 +164,14 @@ public final class DistributedLock implements Lock {
             + " own channel (a queue, a Redis pub/sub channel) and hold the lock only around the shared state.");
     }
 
-    /** Whether this object currently holds the lock through the {@link Lock} interface (local view). */
-    public boolean isHeldByThisLock() {
-        Lease l = currentLease().orElse(null);
-        return l != null && l.isHeld();
-    }
-
     /** The most recent lease held through the {@link Lock} interface, if any (for its fencing token or loss signal). */
     public Optional<Lease> currentLease() {
-        synchronized (held) {
-            return Optional.ofNullable(held.peekLast());
-        }
-    }
-
-    /**
-     * How many holds this object took through the {@link Lock} interface and has not unlocked
-     * yet (more than one only for a reentrant lock or a read lock shared by threads).
-     */
-    public int holdCount() {
-        synchronized (held) {
-            return held.size();
-        }
-    }
-
-    private void hold(Lease lease) {
-        List<Lease> stale = new ArrayList<>();
-        synchronized (held) {
-            if (exclusive && !isReentrant()) {
-                // Previous holds that were never unlocked and have since been lost (otherwise
-                // this acquisition could not have succeeded): drop them quietly, they are gone.
-                stale.addAll(held);
-                held.clear();
-            }
-            held.addLast(lease);
-        }
-        stale.forEach(Lease::dispose);
+        return Optional.ofNullable(currentHold());
     }
 
     @Override
     public String toString() {
-        return "DistributedLock{name=" + name + (kind.equals("mutex") ? "" : ", kind=" + kind)
+        return "DistributedLock{name=" + getName() + (kind.equals("mutex") ? "" : ", kind=" + kind)
             + (isReentrant() ? ", reentrant" : "") + ", heldByThisLock=" + isHeldByThisLock() + "}";
     }
 }

@@ -71,4 +71,9 @@ final class Futures {
     static double secs(java.time.Duration d) {
         return d.getSeconds() + d.getNano() / 1e9;
     }
+
+    /** {@link #secs} of an optional setting: {@code null} (the core's default) stays {@code null}. */
+    static Double secsOrNull(java.time.Duration d) {
+        return d == null ? null : secs(d);
+    }
 }

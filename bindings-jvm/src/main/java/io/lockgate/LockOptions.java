@@ -98,10 +98,10 @@ public final class LockOptions {
 
     NativeLockOptions toNative() {
         return new NativeLockOptions(
-            lease == null ? null : Futures.secs(lease),
+            Futures.secsOrNull(lease),
             autoRenew,
-            waitTimeout == null ? null : Futures.secs(waitTimeout),
-            entryTtl == null ? null : Futures.secs(entryTtl),
+            Futures.secsOrNull(waitTimeout),
+            Futures.secsOrNull(entryTtl),
             reentrant);
     }
 

@@ -1,17 +1,12 @@
 package io.lockgate;
 
 import io.lockgate.internal.Bridge;
-import io.lockgate.internal.ffi.NativeRedlockLease;
+import io.lockgate.internal.ffi.NativeLease;
 import io.lockgate.internal.ffi.NativeRedlockLock;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Deque;
-import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
@@ -26,27 +21,12 @@ import java.util.concurrent.locks.Lock;
  * fair queue, and it is never reentrant. {@link #tryAcquire()} makes one attempt: empty if the
  * lock is held, a {@link LockConnectionException} (retryable) if too few masters could vote.
  */
-public final class RedlockLock implements Lock {
+public final class RedlockLock extends AbstractLeaseLock<RedlockLease> implements Lock {
     private final NativeRedlockLock lock;
-    private final String name;
-    private final LockOptions options;
-    /** The holds taken through the {@link Lock} interface, most recent last; guarded by itself. */
-    private final Deque<RedlockLease> held = new ArrayDeque<>();
 
     RedlockLock(NativeRedlockLock lock, String name, LockOptions options) {
+        super(name, options, "Redlock");
         this.lock = lock;
-        this.name = name;
-        this.options = options;
-    }
-
-    /** The lock's name. */
-    public String getName() {
-        return name;
-    }
-
-    /** The options this lock was made with. */
-    public LockOptions options() {
-        return options;
     }
 
     // ----------------------------------------------------------------------------- leases
@@ -75,7 +55,7 @@ public final class RedlockLock implements Lock {
      * recently restarted), naming how many granted, refused, were restarting or failed.
      */
     public Optional<RedlockLease> tryAcquire() {
-        NativeRedlockLease l = Futures.uninterruptibly(() -> Bridge.redlockTryAcquireBlocking(lock));
+        NativeLease l = Futures.uninterruptibly(() -> Bridge.redlockTryAcquireBlocking(lock));
         return Optional.ofNullable(l).map(this::lease);
     }
 
@@ -99,96 +79,53 @@ public final class RedlockLock implements Lock {
             RedlockLease::discard);
     }
 
-    private RedlockLease wrap(NativeRedlockLease l) {
-        return RedlockLease.granted(l, name);
+    private RedlockLease wrap(NativeLease l) {
+        return RedlockLease.granted(l, getName());
     }
 
-    private RedlockLease lease(NativeRedlockLease l) {
-        return new RedlockLease(l, name);
+    private RedlockLease lease(NativeLease l) {
+        return new RedlockLease(l, getName());
     }
 
     // ----------------------------------------------------------------------------- Lock
+    // lock(), lockInterruptibly(), tryLock() (one attempt: too few reachable masters throw
+    // LockConnectionException, as in tryAcquire()), unlock(), holdCount() (0 or 1)...:
+    // AbstractLeaseLock, on these acquisitions.
 
-    /**
-     * Acquires, waiting for the default timeout of the options (forever unless set; a set limit
-     * that runs out throws {@link LockTimeoutException}). Interrupts do not stop the wait; the
-     * interrupt status is restored afterwards.
-     */
     @Override
-    public void lock() {
-        hold(wrap(Futures.uninterruptibly(() -> Bridge.redlockAcquireDefaultBlocking(lock, false))));
+    RedlockLease acquireUninterruptibly() {
+        return wrap(Futures.uninterruptibly(() -> Bridge.redlockAcquireDefaultBlocking(lock, false)));
     }
 
-    /** Like {@link #lock()}, but an interrupt cancels the wait and throws {@link InterruptedException}. */
     @Override
-    public void lockInterruptibly() throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        hold(wrap(Futures.interruptibly(() -> Bridge.redlockAcquireDefaultBlocking(lock, true))));
+    RedlockLease acquireInterruptibly() throws InterruptedException {
+        return acquire();
     }
 
-    /**
-     * One attempt: {@code true} if acquired (this object now holds it), {@code false} if held
-     * elsewhere. Too few reachable masters throw {@link LockConnectionException}, as in
-     * {@link #tryAcquire()}.
-     */
     @Override
-    public boolean tryLock() {
-        Optional<RedlockLease> l = tryAcquire();
-        l.ifPresent(this::hold);
-        return l.isPresent();
+    RedlockLease acquireWithin(Duration timeout) throws InterruptedException {
+        return acquire(timeout);
     }
 
-    /**
-     * Tries for up to {@code time} (zero or negative: one attempt). {@code false} if no majority
-     * could be had by then. Interruptible.
-     */
     @Override
-    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        Objects.requireNonNull(unit, "unit");
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        Duration timeout = Duration.ofNanos(Math.max(0L, unit.toNanos(time)));
-        try {
-            hold(acquire(timeout));
-            return true;
-        } catch (LockTimeoutException e) {
-            return false;
-        }
+    Optional<RedlockLease> acquireOnce() {
+        return tryAcquire();
     }
 
-    /**
-     * Releases the most recent hold of this object, from any thread. Throws
-     * {@link IllegalMonitorStateException} if this object does not hold the lock, or if that
-     * lease had already been lost before this call (the critical section may not have been
-     * exclusive; the cause says why).
-     */
+    /** Never reentrant and never shared: a grant means any earlier hold was lost. */
     @Override
-    public void unlock() {
-        RedlockLease l;
-        synchronized (held) {
-            l = held.pollLast();
-        }
-        if (l == null) {
-            throw new IllegalMonitorStateException("Redlock '" + name + "' is not held by this lock object");
-        }
-        boolean wasHeld;
-        try {
-            wasHeld = l.release();
-        } catch (RuntimeException e) {
-            l.dispose();
-            throw e;
-        }
-        l.dispose(!wasHeld);
-        if (!wasHeld) {
-            IllegalMonitorStateException e = new IllegalMonitorStateException(
-                "Redlock '" + name + "' had already been lost before unlock()");
-            e.initCause(l.lostReason().orElseGet(
-                () -> new LockNotHeldException("the lease had expired on too many masters", false)));
-            throw e;
-        }
+    boolean newHoldReplacesOld() {
+        return true;
+    }
+
+    @Override
+    String lostBeforeUnlockMessage(RedlockLease l) {
+        return "Redlock '" + getName() + "' had already been lost before unlock()";
+    }
+
+    @Override
+    String lostWithoutReason() {
+        return "the lease had expired on too many masters";
     }
 
     /** Not supported: the holder may be another process (see {@link DistributedLock#newCondition()}). */
@@ -199,40 +136,13 @@ public final class RedlockLock implements Lock {
             + " own channel and hold the lock only around the shared state.");
     }
 
-    /** Whether this object currently holds the lock through the {@link Lock} interface (local view). */
-    public boolean isHeldByThisLock() {
-        RedlockLease l = currentLease().orElse(null);
-        return l != null && l.isHeld();
-    }
-
     /** The most recent lease held through the {@link Lock} interface, if any (for its validity or loss signal). */
     public Optional<RedlockLease> currentLease() {
-        synchronized (held) {
-            return Optional.ofNullable(held.peekLast());
-        }
-    }
-
-    /** How many holds this object took through the {@link Lock} interface and has not unlocked (0 or 1). */
-    public int holdCount() {
-        synchronized (held) {
-            return held.size();
-        }
-    }
-
-    private void hold(RedlockLease lease) {
-        List<RedlockLease> stale;
-        synchronized (held) {
-            // Earlier holds never unlocked must have been lost (else this grant could not have
-            // happened): drop them quietly.
-            stale = new ArrayList<>(held);
-            held.clear();
-            held.addLast(lease);
-        }
-        stale.forEach(RedlockLease::dispose);
+        return Optional.ofNullable(currentHold());
     }
 
     @Override
     public String toString() {
-        return "RedlockLock{name=" + name + ", heldByThisLock=" + isHeldByThisLock() + "}";
+        return "RedlockLock{name=" + getName() + ", heldByThisLock=" + isHeldByThisLock() + "}";
     }
 }

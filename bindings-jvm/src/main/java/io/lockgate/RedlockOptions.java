@@ -60,22 +60,18 @@ public final class RedlockOptions {
         return new Builder();
     }
 
-    private static Double secs(Duration d) {
-        return d == null ? null : Futures.secs(d);
-    }
-
     NativeRedlockOptions toNative() {
         return new NativeRedlockOptions(
             keyPrefix,
-            secs(maxLease),
-            secs(nodeTimeout),
-            secs(retryDelay),
-            secs(retryJitter),
+            Futures.secsOrNull(maxLease),
+            Futures.secsOrNull(nodeTimeout),
+            Futures.secsOrNull(retryDelay),
+            Futures.secsOrNull(retryJitter),
             driftFactor,
-            secs(driftFixed),
+            Futures.secsOrNull(driftFixed),
             tlsCaPem == null ? null : tlsCaPem.clone(),
-            secs(connectTimeout),
-            secs(responseTimeout));
+            Futures.secsOrNull(connectTimeout),
+            Futures.secsOrNull(responseTimeout));
     }
 
     private static String or(Object v) {

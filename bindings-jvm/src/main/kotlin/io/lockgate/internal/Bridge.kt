@@ -1,6 +1,7 @@
 package io.lockgate.internal
 
 import io.lockgate.internal.ffi.ClientSlot
+import io.lockgate.internal.ffi.Disposable
 import io.lockgate.internal.ffi.Failure
 import io.lockgate.internal.ffi.LossWatch
 import io.lockgate.internal.ffi.NativeClient
@@ -10,7 +11,6 @@ import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import io.lockgate.internal.ffi.NativeRedlock
-import io.lockgate.internal.ffi.NativeRedlockLease
 import io.lockgate.internal.ffi.NativeRedlockLock
 import io.lockgate.internal.ffi.NativeRedlockOptions
 import io.lockgate.internal.ffi.RedlockSlot
@@ -116,18 +116,25 @@ object Bridge {
     /** A granted lease and its fencing token. */
     class Grant(@JvmField val lease: NativeLease, @JvmField val fencingToken: Long)
 
-    /** Acquires into a fresh lease; `null` if not acquired. Whatever does not end up returned is freed. */
-    private suspend fun grant(body: suspend (NativeLease) -> Long): Grant? {
+    /**
+     * Acquires into a fresh lease; [granted] turns the lease and the answer into the result
+     * (`null`: not acquired). Whatever does not end up returned is freed.
+     */
+    private suspend fun <A, R> acquireInto(body: suspend (NativeLease) -> A, granted: (NativeLease, A) -> R?): R? {
         val lease = NativeLease()
-        var token = 0L
+        var result: R? = null
         try {
-            token = body(lease)
+            result = granted(lease, body(lease))
         } finally {
             // Not acquired, failed or cancelled: free it (a grant that landed anyway is released).
-            if (token == 0L) lease.destroy()
+            if (result == null) lease.destroy()
         }
-        return if (token == 0L) null else Grant(lease, token)
+        return result
     }
+
+    /** A lock's acquisition answers the fencing token (`0`: not acquired). */
+    private suspend fun grant(body: suspend (NativeLease) -> Long): Grant? =
+        acquireInto(body) { lease, token -> if (token == 0L) null else Grant(lease, token) }
 
     private val dropGrant: (Grant?) -> Unit = { it?.lease?.destroy() }
 
@@ -176,15 +183,18 @@ object Bridge {
     fun shutdownBlocking(client: NativeClient) =
         blocking(false, {}) { client.shutdown() }
 
-    private suspend fun connectBody(url: String, options: NativeClientOptions): NativeClient? {
-        val slot = ClientSlot()
+    /** Connects into [slot] and takes the result out; the slot is freed either way. */
+    private suspend fun <S : Disposable, T> viaSlot(slot: S, connect: suspend (S) -> Unit, take: (S) -> T?): T? {
         try {
-            io.lockgate.internal.ffi.connect(url, options, slot)
-            return slot.take()
+            connect(slot)
+            return take(slot)
         } finally {
             slot.destroy()
         }
     }
+
+    private suspend fun connectBody(url: String, options: NativeClientOptions): NativeClient? =
+        viaSlot(ClientSlot(), { io.lockgate.internal.ffi.connect(url, options, it) }, ClientSlot::take)
 
     @JvmStatic
     fun connect(url: String, options: NativeClientOptions): CompletableFuture<NativeClient?> =
@@ -234,74 +244,44 @@ object Bridge {
         }
 
     // ------------------------------------------------------------------------- Redlock
-    // The same shapes as above; a Redlock grant has no fencing token, so the lease itself is
-    // the result (null: not acquired).
+    // The same shapes as above, and the same NativeLease (extend, release and loss watch are
+    // the functions above); a Redlock grant has no fencing token, so the lease itself is the
+    // result (null: not acquired).
 
-    /** Acquires into a fresh Redlock lease; `null` if not acquired. Whatever is not returned is freed. */
-    private suspend fun redlockGrant(body: suspend (NativeRedlockLease) -> Boolean): NativeRedlockLease? {
-        val lease = NativeRedlockLease()
-        var granted = false
-        try {
-            granted = body(lease)
-        } finally {
-            if (!granted) lease.destroy()
-        }
-        return if (granted) lease else null
-    }
+    /** A Redlock acquisition answers whether it was granted. */
+    private suspend fun redlockGrant(body: suspend (NativeLease) -> Boolean): NativeLease? =
+        acquireInto(body) { lease, granted -> if (granted) lease else null }
 
-    private val dropRedlockGrant: (NativeRedlockLease?) -> Unit = { it?.destroy() }
+    private val dropLease: (NativeLease?) -> Unit = { it?.destroy() }
 
     @JvmStatic
     @Throws(InterruptedException::class)
-    fun redlockAcquireBlocking(lock: NativeRedlockLock, timeoutSecs: Double, interruptible: Boolean): NativeRedlockLease? =
-        blocking(interruptible, dropRedlockGrant) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
+    fun redlockAcquireBlocking(lock: NativeRedlockLock, timeoutSecs: Double, interruptible: Boolean): NativeLease? =
+        blocking(interruptible, dropLease) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
 
     @JvmStatic
     @Throws(InterruptedException::class)
-    fun redlockAcquireDefaultBlocking(lock: NativeRedlockLock, interruptible: Boolean): NativeRedlockLease? =
-        blocking(interruptible, dropRedlockGrant) { redlockGrant { lease -> lock.acquireDefault(lease) } }
+    fun redlockAcquireDefaultBlocking(lock: NativeRedlockLock, interruptible: Boolean): NativeLease? =
+        blocking(interruptible, dropLease) { redlockGrant { lease -> lock.acquireDefault(lease) } }
 
     @JvmStatic
-    fun redlockTryAcquireBlocking(lock: NativeRedlockLock): NativeRedlockLease? =
-        blocking(false, dropRedlockGrant) { redlockGrant { lease -> lock.tryAcquire(lease) } }
+    fun redlockTryAcquireBlocking(lock: NativeRedlockLock): NativeLease? =
+        blocking(false, dropLease) { redlockGrant { lease -> lock.tryAcquire(lease) } }
 
     @JvmStatic
-    fun redlockAcquire(lock: NativeRedlockLock, timeoutSecs: Double): CompletableFuture<NativeRedlockLease?> =
-        call(dropRedlockGrant) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
+    fun redlockAcquire(lock: NativeRedlockLock, timeoutSecs: Double): CompletableFuture<NativeLease?> =
+        call(dropLease) { redlockGrant { lease -> lock.acquire(timeoutSecs, lease) } }
 
     @JvmStatic
-    fun redlockAcquireDefault(lock: NativeRedlockLock): CompletableFuture<NativeRedlockLease?> =
-        call(dropRedlockGrant) { redlockGrant { lease -> lock.acquireDefault(lease) } }
+    fun redlockAcquireDefault(lock: NativeRedlockLock): CompletableFuture<NativeLease?> =
+        call(dropLease) { redlockGrant { lease -> lock.acquireDefault(lease) } }
 
     @JvmStatic
-    fun redlockTryAcquire(lock: NativeRedlockLock): CompletableFuture<NativeRedlockLease?> =
-        call(dropRedlockGrant) { redlockGrant { lease -> lock.tryAcquire(lease) } }
+    fun redlockTryAcquire(lock: NativeRedlockLock): CompletableFuture<NativeLease?> =
+        call(dropLease) { redlockGrant { lease -> lock.tryAcquire(lease) } }
 
-    @JvmStatic
-    fun redlockExtendBlocking(lease: NativeRedlockLease, durationSecs: Double) =
-        blocking(false, {}) { lease.extend(durationSecs) }
-
-    @JvmStatic
-    fun redlockExtend(lease: NativeRedlockLease, durationSecs: Double): CompletableFuture<Void?> =
-        call({}) { lease.extend(durationSecs); null }
-
-    @JvmStatic
-    fun redlockReleaseBlocking(lease: NativeRedlockLease): Boolean =
-        blocking(false, {}) { lease.release() }
-
-    @JvmStatic
-    fun redlockRelease(lease: NativeRedlockLease): CompletableFuture<Boolean> =
-        call({}) { lease.release() }
-
-    private suspend fun redlockConnectBody(urls: List<String>, options: NativeRedlockOptions): NativeRedlock? {
-        val slot = RedlockSlot()
-        try {
-            io.lockgate.internal.ffi.redlockConnect(urls, options, slot)
-            return slot.take()
-        } finally {
-            slot.destroy()
-        }
-    }
+    private suspend fun redlockConnectBody(urls: List<String>, options: NativeRedlockOptions): NativeRedlock? =
+        viaSlot(RedlockSlot(), { io.lockgate.internal.ffi.redlockConnect(urls, options, it) }, RedlockSlot::take)
 
     @JvmStatic
     fun redlockConnectBlocking(urls: List<String>, options: NativeRedlockOptions): NativeRedlock? =
