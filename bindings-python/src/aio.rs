@@ -5,22 +5,27 @@
 //! ([`into_asyncio`]); cancelling the asyncio task drops the core future, which cancels the wait
 //! on the server. Errors go through `errors::to_py` when the future resolves.
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use lockgate_core::native::{Election as CoreElection, Lock as CoreLock, RedisUrl};
-use lockgate_core::options::{validate_lease, validate_name, validate_primitive, LockOptions};
+use lockgate_core::native::{
+    Election as CoreElection, Lease as CoreLease, Lock as CoreLock, RedisUrl,
+};
+use lockgate_core::options::{validate_name, validate_primitive, LockOptions};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, Primitive};
 use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
 
-use crate::errors::{self, ErrorValue, IntoPyResult, PyNone};
+use crate::errors::{IntoPyResult, PyNone};
 use crate::handle::ClientHandle;
-use crate::loop_bridge::{into_asyncio, ready, running_loop};
-use crate::runtime::spawn;
-use crate::shared::{self, LeaderInfo, LeaseCell};
+use crate::lease::{
+    acquire_within, exit_async, lock_mutex, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
+};
+use crate::loop_bridge::into_asyncio;
+use crate::methods::{acquire_context_methods, aio_lease_methods, aio_lock_methods};
+use crate::shared::{self, parse_timeout, LeaderInfo};
 
 /// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
 /// connect_timeout=None, response_timeout=None, cluster=False, replica_acks=None,
@@ -220,9 +225,37 @@ impl AsyncClient {
     }
 }
 
-/// What an acquisition needs: the client, the lock's name, primitive and options, and the core
-/// handle made from them on first use.
-struct LockSpec {
+/// What an asyncio lock handle acquires through (a `Client`'s lock or a `Redlock`'s): its
+/// name, options and connection, and the core handle, made on first use.
+pub(crate) trait LockSpec: Send + Sync + 'static {
+    type Lock: LockKind;
+    fn name(&self) -> &str;
+    fn options(&self) -> &LockOptions;
+    fn client(&self) -> &HandleOf<<Self::Lock as LockKind>::Lease>;
+    /// The core handle (connecting first if needed).
+    fn lock(&self) -> impl Future<Output = Result<Self::Lock, Error>> + Send + '_;
+}
+
+/// A lease of `K`, as the asyncio classes hold it.
+pub(crate) type CellOf<K> = Arc<LeaseCell<<K as LockKind>::Lease>>;
+
+/// `Some(t)`: wait up to `t`; `None`: the lock's default wait.
+pub(crate) async fn acquire<S: LockSpec>(
+    spec: &S,
+    timeout: Option<Duration>,
+) -> Result<CellOf<S::Lock>, Error> {
+    let lease = acquire_within(&spec.lock().await?, timeout).await?;
+    Ok(LeaseCell::new(lease, spec.client().clone()))
+}
+
+/// One attempt without waiting.
+pub(crate) async fn try_acquire<S: LockSpec>(spec: &S) -> Result<Option<CellOf<S::Lock>>, Error> {
+    let lease = spec.lock().await?.try_acquire().await?;
+    Ok(lease.map(|l| LeaseCell::new(l, spec.client().clone())))
+}
+
+/// A `Client`'s lock: its primitive and reentrancy besides the name and options.
+struct ClientLockSpec {
     state: Arc<ClientHandle>,
     name: String,
     primitive: Primitive,
@@ -233,8 +266,21 @@ struct LockSpec {
     handle: tokio::sync::OnceCell<CoreLock>,
 }
 
-impl LockSpec {
-    /// The core handle (connecting the client first if needed).
+impl LockSpec for ClientLockSpec {
+    type Lock = CoreLock;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn options(&self) -> &LockOptions {
+        &self.options
+    }
+
+    fn client(&self) -> &Arc<ClientHandle> {
+        &self.state
+    }
+
     async fn lock(&self) -> Result<CoreLock, Error> {
         let client = self.state.client().await?;
         self.handle
@@ -248,21 +294,6 @@ impl LockSpec {
             })
             .await
             .cloned()
-    }
-
-    /// `Some(t)`: wait up to `t`; `None`: the lock's default wait.
-    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
-        let lock = self.lock().await?;
-        let lease = match timeout {
-            Some(t) => lock.acquire(t).await?,
-            None => lock.acquire_default().await?,
-        };
-        Ok(LeaseCell::new(lease, self.state.clone()))
-    }
-
-    async fn try_acquire(&self) -> Result<Option<Arc<LeaseCell>>, Error> {
-        let lease = self.lock().await?.try_acquire().await?;
-        Ok(lease.map(|l| LeaseCell::new(l, self.state.clone())))
     }
 }
 
@@ -288,12 +319,15 @@ impl ElectionSpec {
         &self,
         value: &str,
         timeout: Option<Duration>,
-    ) -> Result<Arc<LeaseCell>, Error> {
+    ) -> Result<Arc<LeaseCell<CoreLease>>, Error> {
         let lease = self.election().await?.campaign(value, timeout).await?;
         Ok(LeaseCell::new(lease, self.state.clone()))
     }
 
-    async fn try_campaign(&self, value: String) -> Result<Option<Arc<LeaseCell>>, Error> {
+    async fn try_campaign(
+        &self,
+        value: String,
+    ) -> Result<Option<Arc<LeaseCell<CoreLease>>>, Error> {
         let client = self.state.client().await?;
         let lock = client.primitive(
             &self.name,
@@ -309,20 +343,91 @@ impl ElectionSpec {
 /// What an [`AcquireContext`] acquires.
 #[derive(Clone)]
 enum Source {
-    Lock(Arc<LockSpec>),
+    Lock(Arc<ClientLockSpec>),
     Campaign(Arc<ElectionSpec>, Arc<str>),
 }
 
-impl Source {
-    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
+/// What an acquisition context acquires: a lock (either kind) or a candidacy.
+pub(crate) trait Acquire: Clone + Send + Sync + 'static {
+    type Lease: LeaseKind;
+    fn acquire(
+        &self,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Arc<LeaseCell<Self::Lease>>, Error>> + Send + '_;
+}
+
+impl Acquire for Source {
+    type Lease = CoreLease;
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell<CoreLease>>, Error> {
         match self {
-            Source::Lock(spec) => spec.acquire(timeout).await,
+            Source::Lock(spec) => acquire(&**spec, timeout).await,
             Source::Campaign(spec, value) => spec.campaign(value, timeout).await,
         }
     }
 }
 
-type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<LeaseCell>>>>>;
+impl<S: LockSpec> Acquire for Arc<S> {
+    type Lease = <S::Lock as LockKind>::Lease;
+    fn acquire(
+        &self,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Arc<LeaseCell<Self::Lease>>, Error>> + Send + '_ {
+        acquire(&**self, timeout)
+    }
+}
+
+/// The lease an acquisition context's `__aenter__` took, for its `__aexit__`.
+type Held<L> = Arc<Mutex<Option<Arc<LeaseCell<L>>>>>;
+
+/// What an acquisition context keeps: what to acquire, how long to wait, and the lease taken
+/// by `__aenter__`, for `__aexit__`.
+pub(crate) struct AcquireState<S: Acquire> {
+    source: S,
+    timeout: Option<Duration>,
+    held: Held<S::Lease>,
+}
+
+impl<S: Acquire> AcquireState<S> {
+    pub(crate) fn new(source: S, timeout: Option<Duration>) -> Self {
+        AcquireState {
+            source,
+            timeout,
+            held: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Acquires, resolving to the lease object `wrap` makes; `keep`: for `__aexit__` too.
+    pub(crate) fn start<'py, P>(
+        &self,
+        py: Python<'py>,
+        keep: bool,
+        wrap: fn(Arc<LeaseCell<S::Lease>>) -> P,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        P: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        let source = self.source.clone();
+        let timeout = self.timeout;
+        let held = self.held.clone();
+        into_asyncio(py, async move {
+            let cell = source.acquire(timeout).await?;
+            if keep {
+                *lock_mutex(&held) = Some(cell.clone());
+            }
+            Ok(wrap(cell))
+        })
+    }
+
+    /// `__aexit__`: releases the lease `__aenter__` took.
+    pub(crate) fn exit<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let cell = lock_mutex(&self.held).take();
+        exit_async(py, cell, exc_type)
+    }
+}
 
 /// A named distributed mutex for asyncio, made by :meth:`Client.lock` (also one half of a
 /// :class:`ReadWriteLock`, and the base of :class:`Semaphore`). Holding it is a :class:`Lease`,
@@ -331,9 +436,9 @@ type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<LeaseCell>>>>>;
 /// ``async with lock as lease:`` acquires with the lock's default timeout and releases on exit.
 #[pyclass(frozen, subclass, module = "lockgate.aio", name = "Lock")]
 pub struct AsyncLock {
-    spec: Arc<LockSpec>,
+    spec: Arc<ClientLockSpec>,
     /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
-    entered: Entered,
+    entered: Arc<Entered<usize, Arc<LeaseCell<CoreLease>>>>,
 }
 
 impl AsyncLock {
@@ -349,7 +454,7 @@ impl AsyncLock {
         validate_name(name)?;
         validate_primitive(&primitive)?;
         Ok(AsyncLock {
-            spec: Arc::new(LockSpec {
+            spec: Arc::new(ClientLockSpec {
                 state: state.clone(),
                 name: name.to_owned(),
                 primitive,
@@ -357,7 +462,7 @@ impl AsyncLock {
                 options,
                 handle: tokio::sync::OnceCell::new(),
             }),
-            entered: Arc::new(Mutex::new(HashMap::new())),
+            entered: Arc::new(Entered::new()),
         })
     }
 }
@@ -372,62 +477,17 @@ pub(crate) fn current_task_key(py: Python<'_>) -> PyResult<usize> {
     })
 }
 
-pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    timeout
-        .map(|t| shared::secs("timeout", t))
-        .transpose()
-        .py(py)
-}
-
-#[pymethods]
-impl AsyncLock {
+aio_lock_methods! {
+    AsyncLock -> AcquireContext(Source::Lock), AsyncLease;
     /// ``await lock.acquire(timeout=None)`` waits up to ``timeout`` seconds (default: the lock's
     /// ``timeout``; ``None`` waits until acquired) and returns the :class:`Lease`; raises
     /// :class:`lockgate.LockTimeoutError` if the lock stays held. Cancelling the task abandons
     /// the wait and removes it from the server. ``async with lock.acquire(timeout=5) as
     /// lease:`` releases on exit.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<AcquireContext> {
-        Ok(AcquireContext {
-            source: Source::Lock(self.spec.clone()),
-            timeout: parse_timeout(py, timeout)?,
-            held: Arc::new(Mutex::new(None)),
-        })
-    }
-
+    acquire;
     /// ``await lock.try_acquire()``: one attempt without waiting; a :class:`Lease`, or ``None``
     /// if the lock is held (for a semaphore: every permit is taken) or others are queued for it.
-    fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
-        into_asyncio(py, async move {
-            Ok(spec.try_acquire().await?.map(|cell| AsyncLease { cell }))
-        })
-    }
-
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    /// The lease length in seconds.
-    #[getter]
-    fn lease(&self) -> f64 {
-        shared::to_secs(self.spec.options.lease)
-    }
-
-    /// Whether a watchdog renews the lease until it is released.
-    #[getter]
-    fn renew(&self) -> bool {
-        self.spec.options.auto_renew
-    }
-
-    /// The default wait of :meth:`acquire` and ``async with lock:``, in seconds (``None``:
-    /// forever).
-    #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.spec.options.wait_timeout.map(shared::to_secs)
-    }
+    try_acquire;
 
     /// How long a waiter's queue entry survives without a heartbeat, in seconds.
     #[getter]
@@ -439,40 +499,6 @@ impl AsyncLock {
     #[getter]
     fn reentrant(&self) -> bool {
         self.spec.reentrant
-    }
-
-    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let key = current_task_key(py)?;
-        let spec = self.spec.clone();
-        let entered = self.entered.clone();
-        into_asyncio(py, async move {
-            let cell = spec.acquire(None).await?;
-            lock_mutex(&entered)
-                .entry(key)
-                .or_default()
-                .push(cell.clone());
-            Ok(AsyncLease { cell })
-        })
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = current_task_key(py)?;
-        let cell = {
-            let mut entered = lock_mutex(&self.entered);
-            let cell = entered.get_mut(&key).and_then(Vec::pop);
-            if entered.get(&key).is_some_and(Vec::is_empty) {
-                entered.remove(&key);
-            }
-            cell
-        };
-        exit(py, cell, exc_type)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -594,10 +620,9 @@ impl AsyncElection {
             value: value.to_owned(),
         })
         .py(py)?;
+        let source = Source::Campaign(self.spec.clone(), value.into());
         Ok(AcquireContext {
-            source: Source::Campaign(self.spec.clone(), value.into()),
-            timeout: parse_timeout(py, timeout)?,
-            held: Arc::new(Mutex::new(None)),
+            state: AcquireState::new(source, parse_timeout(py, timeout)?),
         })
     }
 
@@ -665,75 +690,14 @@ impl AsyncElection {
     }
 }
 
-pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Leaves a `with` block that held `cell`: releases it, and reports a loss (see
-/// `LeaseCell::exit`). Resolves to `None`: the block's own exception always propagates.
-fn exit<'py>(
-    py: Python<'py>,
-    cell: Option<Arc<LeaseCell>>,
-    exc_type: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let in_flight = exc_type.is_some_and(|t| !t.is_none());
-    match cell {
-        Some(cell) => into_asyncio(
-            py,
-            async move { cell.exit(in_flight).await.map(|()| PyNone) },
-        ),
-        None => ready(py, py.None()),
-    }
-}
-
 /// What :meth:`Lock.acquire` and :meth:`Election.campaign` return: await it for a
 /// :class:`Lease`, or use it with ``async with`` to release the lease on exit.
 #[pyclass(frozen, module = "lockgate.aio", name = "AcquireContext")]
 pub struct AcquireContext {
-    source: Source,
-    timeout: Option<Duration>,
-    /// The lease taken by `__aenter__`, for `__aexit__`.
-    held: Arc<Mutex<Option<Arc<LeaseCell>>>>,
+    state: AcquireState<Source>,
 }
 
-impl AcquireContext {
-    fn start<'py>(&self, py: Python<'py>, keep: bool) -> PyResult<Bound<'py, PyAny>> {
-        let source = self.source.clone();
-        let timeout = self.timeout;
-        let held = self.held.clone();
-        into_asyncio(py, async move {
-            let cell = source.acquire(timeout).await?;
-            if keep {
-                *lock_mutex(&held) = Some(cell.clone());
-            }
-            Ok(AsyncLease { cell })
-        })
-    }
-}
-
-#[pymethods]
-impl AcquireContext {
-    fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.start(py, false)?
-            .call_method0(pyo3::intern!(py, "__await__"))
-    }
-
-    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.start(py, true)
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let cell = lock_mutex(&self.held).take();
-        exit(py, cell, exc_type)
-    }
-}
+acquire_context_methods!(AcquireContext -> AsyncLease);
 
 /// Proof of holding a lock, one semaphore permit or an election's leadership (asyncio). Pass :attr:`fencing_token` to the resource you protect;
 /// ``await lease.lost()`` or :meth:`on_lost` tell you if the lease is lost. Leaving
@@ -741,116 +705,33 @@ impl AcquireContext {
 /// meanwhile. Garbage-collecting an unreleased lease releases it in the background.
 #[pyclass(frozen, module = "lockgate.aio", name = "Lease")]
 pub struct AsyncLease {
-    cell: Arc<LeaseCell>,
+    cell: Arc<LeaseCell<CoreLease>>,
 }
 
-#[pymethods]
-impl AsyncLease {
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.cell.lease.name()
-    }
+aio_lease_methods! {
+    AsyncLease, "lockgate.aio.Lease";
+    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
+    is_held;
+    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
+    remaining;
+    /// ``await lease.extend(seconds)`` sets the remaining lease to ``seconds`` if still held.
+    /// Raises :class:`lockgate.NotHeldError` if it expired or was taken over; never
+    /// re-acquires a lost lock.
+    extend;
+    /// ``await lease.release()`` releases the lock (only this lease's own hold; for a permit,
+    /// returns it; for leadership, resigns): ``True`` if it was still held, ``False`` if it had
+    /// already expired, been taken over or released. A re-entered hold of a reentrant lock
+    /// gives back only that hold.
+    release;
+    /// ``await lease.lost()`` resolves with the reason (a :class:`lockgate.LockError`, returned,
+    /// not raised) when the lease is lost (renewal refused, key deleted, expired), or with
+    /// ``None`` once it is released normally. Awaiting it does not keep the lease alive.
+    lost;
 
     /// Strictly greater than every fencing token issued before for this lock name (for a
     /// leadership lease: the term). Re-entered holds of a reentrant lock share one token.
     #[getter]
     fn fencing_token(&self) -> u64 {
-        self.cell.lease.fencing_token()
-    }
-
-    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
-    #[getter]
-    fn is_held(&self) -> bool {
-        self.cell.lease.is_held()
-    }
-
-    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
-    #[getter]
-    fn remaining(&self) -> Option<f64> {
-        self.cell.lease.remaining().map(shared::to_secs)
-    }
-
-    /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None`` if it was not.
-    #[getter]
-    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.cell
-            .lease
-            .lost_reason()
-            .map(|e| errors::to_exception(py, &e))
-            .transpose()
-    }
-
-    /// ``await lease.extend(seconds)`` sets the remaining lease to ``seconds`` if still held.
-    /// Raises :class:`lockgate.NotHeldError` if it expired or was taken over; never
-    /// re-acquires a lost lock.
-    fn extend<'py>(&self, py: Python<'py>, seconds: f64) -> PyResult<Bound<'py, PyAny>> {
-        // Validated now, so a bad value raises at the call rather than at the await.
-        let d = shared::secs("seconds", seconds)
-            .and_then(|d| validate_lease(d).map(|()| d))
-            .py(py)?;
-        let cell = self.cell.clone();
-        into_asyncio(py, async move { cell.extend(d).await.map(|()| PyNone) })
-    }
-
-    /// ``await lease.release()`` releases the lock (only this lease's own hold; for a permit,
-    /// returns it; for leadership, resigns): ``True`` if it was still held, ``False`` if it had
-    /// already expired, been taken over or released. A re-entered hold of a reentrant lock
-    /// gives back only that hold.
-    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cell = self.cell.clone();
-        into_asyncio(py, async move { cell.release().await })
-    }
-
-    /// ``await lease.lost()`` resolves with the reason (a :class:`lockgate.LockError`, returned,
-    /// not raised) when the lease is lost (renewal refused, key deleted, expired), or with
-    /// ``None`` once it is released normally. Awaiting it does not keep the lease alive.
-    fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let signal = self.cell.lease.lost_signal();
-        into_asyncio(py, async move { Ok(signal.await.map(ErrorValue)) })
-    }
-
-    /// Schedules ``callback(reason)`` on the running event loop, once, if the lease is lost.
-    /// Never called after a normal release. Must be called with a running loop.
-    fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let event_loop = running_loop(py)?.unbind();
-        let signal = self.cell.lease.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            // Detached: nobody awaits the callback.
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let r = errors::to_exception(py, &reason).and_then(|arg| {
-                        event_loop
-                            .bind(py)
-                            .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
-                    });
-                    // Fails only if the loop was closed meanwhile: nobody is left to tell.
-                    drop(r);
-                });
-            }));
-        });
-        Ok(())
-    }
-
-    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        ready(slf.py(), slf.clone())
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        exit(py, Some(self.cell.clone()), exc_type)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.cell.repr(py, "lockgate.aio.Lease")
+        self.cell.lease().fencing_token()
     }
 }

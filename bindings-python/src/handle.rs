@@ -16,7 +16,6 @@ use std::time::Duration;
 use lockgate_core::native::{Client as CoreClient, ClientOptions, Redlock, RedlockOptions};
 use lockgate_core::{Error, ErrorKind};
 use pyo3::prelude::*;
-use tokio::sync::watch;
 
 use crate::runtime::{block_on, runtime, Owner};
 
@@ -72,8 +71,6 @@ pub(crate) struct Handle<B: Backend> {
     pub owner: Owner,
     conn: tokio::sync::OnceCell<B>,
     closed: AtomicBool,
-    /// Turns `true` when the handle is closed (for tasks that must end with it).
-    closed_signal: watch::Sender<bool>,
 }
 
 /// The handle of a `Client` (one server or one cluster).
@@ -98,7 +95,6 @@ impl<B: Backend> Handle<B> {
             owner: Owner::current(),
             conn: tokio::sync::OnceCell::new_with(conn),
             closed: AtomicBool::new(false),
-            closed_signal: watch::Sender::new(false),
         });
         let weak: Weak<dyn Live> = Arc::downgrade(&handle) as Weak<dyn Live>;
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -119,14 +115,6 @@ impl<B: Backend> Handle<B> {
 
     pub(crate) fn key_prefix(&self) -> &str {
         B::key_prefix(&self.options)
-    }
-
-    /// Resolves once the handle is closed.
-    pub(crate) fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
-        let mut rx = self.closed_signal.subscribe();
-        async move {
-            let _ = rx.wait_for(|closed| *closed).await;
-        }
     }
 
     /// The connected core handle (connecting now if this is the first use).
@@ -157,7 +145,6 @@ impl<B: Backend> Handle<B> {
                 c.close().await;
             }
         }
-        self.closed_signal.send_replace(true);
     }
 }
 

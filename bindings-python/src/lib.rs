@@ -4,12 +4,15 @@
 //! [`errors::to_py`]. The blocking API lives in [`sync_api`], the asyncio API in [`aio`]; both
 //! run on the process's one tokio runtime ([`runtime`], which also holds the blocking bridge;
 //! [`loop_bridge`] is the asyncio one). [`handle`] closes live clients at exit. [`redlock`]
-//! holds both APIs of Redlock over independent masters. No lock protocol logic lives here.
+//! holds both APIs of Redlock over independent masters; [`lease`] and [`methods`] are what the
+//! `Client` and `Redlock` classes share. No lock protocol logic lives here.
 
 mod aio;
 mod errors;
 mod handle;
+mod lease;
 mod loop_bridge;
+mod methods;
 mod redlock;
 mod runtime;
 mod shared;

@@ -1,17 +1,14 @@
 //! Argument conversion and lease bookkeeping shared by the sync and asyncio classes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use lockgate_core::native::{ClientOptions, Lease as CoreLease};
+use lockgate_core::native::ClientOptions;
 use lockgate_core::options::{duration_from_secs_f64, LockOptions, MAX_PERMITS};
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind, LeaderInfo as CoreLeaderInfo, Primitive, ReplicaAcks};
+use lockgate_core::{Error, LeaderInfo as CoreLeaderInfo, Primitive, ReplicaAcks};
 use pyo3::prelude::*;
 
-use std::sync::Arc;
-
-use crate::handle::ClientHandle;
+use crate::errors::IntoPyResult;
 
 /// Seconds (Python float) → core duration; the core validates (NaN, negative, too large).
 pub(crate) fn secs(what: &str, value: f64) -> Result<Duration, Error> {
@@ -21,6 +18,11 @@ pub(crate) fn secs(what: &str, value: f64) -> Result<Duration, Error> {
 /// Core duration → seconds.
 pub(crate) fn to_secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// An `acquire(timeout=...)` argument: `None` is the lock's default wait.
+pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    timeout.map(|t| secs("timeout", t)).transpose().py(py)
 }
 
 /// Default `WAIT` timeout of the replica-acknowledged mode when only `replica_acks` is given
@@ -46,7 +48,6 @@ pub(crate) fn client_options(
     url: &str,
     args: ClientArgs,
 ) -> PyResult<ClientOptions> {
-    use crate::errors::IntoPyResult;
     let ClientArgs {
         key_prefix,
         tls_ca_file,
@@ -134,85 +135,6 @@ pub(crate) fn lock_options(
     Ok(options)
 }
 
-/// A held lease as both APIs keep it: the core lease plus whether the user released it
-/// explicitly (so leaving a `with` block after `release()` does not report a loss).
-pub(crate) struct LeaseCell {
-    pub lease: CoreLease,
-    /// Keeps the client registered for the exit hook while the lease lives.
-    client: Arc<ClientHandle>,
-    released_by_user: AtomicBool,
-}
-
-impl LeaseCell {
-    pub(crate) fn new(lease: CoreLease, client: Arc<ClientHandle>) -> Arc<Self> {
-        Arc::new(LeaseCell {
-            lease,
-            client,
-            released_by_user: AtomicBool::new(false),
-        })
-    }
-
-    /// `lease.release()`: `True` if it was still held.
-    pub(crate) async fn release(&self) -> Result<bool, Error> {
-        self.client.owner.check()?;
-        self.released_by_user.store(true, Ordering::Release);
-        self.lease.release().await
-    }
-
-    pub(crate) async fn extend(&self, duration: Duration) -> Result<(), Error> {
-        self.client.owner.check()?;
-        self.lease.extend(duration).await
-    }
-
-    /// Leaving a `with` block. With no exception in flight, a lease that was no longer held
-    /// (lost, expired, taken over) raises `NotHeldError`: the protected work may have overlapped
-    /// another holder, and the caller must hear it. With an exception in flight nothing is
-    /// raised on top of it (the lock is still released, or freed by its lease).
-    pub(crate) async fn exit(&self, exception_in_flight: bool) -> Result<(), Error> {
-        if self.released_by_user.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let released = self.release().await;
-        exit_result(released, exception_in_flight, || self.lease.lost_reason())
-    }
-
-    pub(crate) fn repr(&self, py: Python<'_>, class: &str) -> PyResult<String> {
-        Ok(format!(
-            "<{class} name={} fencing_token={} held={}>",
-            py_repr(py, self.lease.name())?,
-            self.lease.fencing_token(),
-            if self.lease.is_held() {
-                "True"
-            } else {
-                "False"
-            }
-        ))
-    }
-}
-
-/// What leaving a `with` block reports once the lease was released (`released`): nothing with an
-/// exception in flight (it propagates alone), nothing if the lease was still held, otherwise the
-/// loss (`lost_reason`, or a generic `NOT_HELD`) or the release's own error. Shared by both
-/// lease kinds.
-pub(crate) fn exit_result(
-    released: Result<bool, Error>,
-    exception_in_flight: bool,
-    lost_reason: impl FnOnce() -> Option<Error>,
-) -> Result<(), Error> {
-    if exception_in_flight {
-        return Ok(());
-    }
-    if released? {
-        return Ok(());
-    }
-    Err(lost_reason().unwrap_or_else(|| {
-        Error::new(
-            ErrorKind::NotHeld,
-            "the lease had expired or been taken over before the block ended",
-        )
-    }))
-}
-
 /// A Python int → the core's permit count. Out-of-range values (negative, huge) keep the
 /// core's `INVALID_ARGUMENT` wording instead of becoming an `OverflowError`; the core itself
 /// checks the range of everything that fits.
@@ -241,16 +163,6 @@ pub(crate) fn lock_repr(
     reentrant: bool,
     options: &LockOptions,
 ) -> PyResult<String> {
-    let float = |d: Duration| -> PyResult<String> {
-        Ok(pyo3::types::PyFloat::new(py, to_secs(d))
-            .repr()?
-            .to_string())
-    };
-    let py_bool = |b: bool| if b { "True" } else { "False" };
-    let timeout = match options.wait_timeout {
-        Some(t) => float(t)?,
-        None => "None".into(),
-    };
     let kind = match primitive {
         Primitive::Mutex => String::new(),
         Primitive::Semaphore { permits } => format!(" permits={permits}"),
@@ -262,12 +174,38 @@ pub(crate) fn lock_repr(
     };
     let reentrant = if reentrant { " reentrant=True" } else { "" };
     Ok(format!(
-        "<{module}.{} name={}{kind}{reentrant} lease={} renew={} timeout={timeout}>",
+        "<{module}.{} name={}{kind}{reentrant} {}>",
         class_of(primitive),
         py_repr(py, name)?,
+        options_repr(py, options)?,
+    ))
+}
+
+/// The `lease=... renew=... timeout=...` part of a lock handle's `repr()` (either kind).
+pub(crate) fn options_repr(py: Python<'_>, options: &LockOptions) -> PyResult<String> {
+    let float = |d: Duration| -> PyResult<String> {
+        Ok(pyo3::types::PyFloat::new(py, to_secs(d))
+            .repr()?
+            .to_string())
+    };
+    let timeout = match options.wait_timeout {
+        Some(t) => float(t)?,
+        None => "None".into(),
+    };
+    Ok(format!(
+        "lease={} renew={} timeout={timeout}",
         float(options.lease)?,
         py_bool(options.auto_renew),
     ))
+}
+
+/// Python's spelling of a bool.
+pub(crate) fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
 }
 
 /// The current leader of an election, as :meth:`Election.observe` sees it: ``value`` (what it

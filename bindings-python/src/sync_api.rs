@@ -4,21 +4,26 @@
 //! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
 //! Ctrl-C honoured) and maps errors through `errors::to_py`.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::ThreadId;
 
-use lockgate_core::native::{Client as CoreClient, Election as CoreElection, Lock as CoreLock};
+use lockgate_core::native::{
+    Client as CoreClient, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
+};
 use lockgate_core::options::LockOptions;
 use lockgate_core::Primitive;
 use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
 
-use crate::errors::{self, IntoPyResult};
+use crate::errors::IntoPyResult;
 use crate::handle::ClientHandle;
-use crate::runtime::{block_on, spawn};
-use crate::shared::{self, LeaderInfo, LeaseCell};
+use crate::lease::{
+    acquire_within, exception_in_flight, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
+};
+use crate::methods::{sync_lease_methods, sync_lock_methods};
+use crate::runtime::block_on;
+use crate::shared::{self, LeaderInfo};
 
 /// A connection to one Redis server (or one Redis Cluster), shared by every lock made from it.
 ///
@@ -258,7 +263,7 @@ pub struct Lock {
     inner: CoreLock,
     client: Arc<ClientHandle>,
     /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
-    entered: Mutex<HashMap<ThreadId, Vec<Arc<LeaseCell>>>>,
+    entered: Entered<ThreadId, Arc<LeaseCell<CoreLease>>>,
 }
 
 impl Lock {
@@ -266,75 +271,22 @@ impl Lock {
         Lock {
             inner,
             client: client.clone(),
-            entered: Mutex::new(HashMap::new()),
+            entered: Entered::new(),
         }
-    }
-
-    fn acquire_cell(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Arc<LeaseCell>> {
-        let timeout = timeout
-            .map(|t| shared::secs("timeout", t))
-            .transpose()
-            .py(py)?;
-        let lease = block_on(py, async {
-            self.client.owner.check()?;
-            match timeout {
-                Some(t) => self.inner.acquire(t).await,
-                None => self.inner.acquire_default().await,
-            }
-        })?;
-        Ok(LeaseCell::new(lease, self.client.clone()))
     }
 }
 
-#[pymethods]
-impl Lock {
+sync_lock_methods! {
+    Lock -> Lease;
     /// Waits up to ``timeout`` seconds (default: the lock's ``timeout``; ``None`` waits until
     /// acquired) and returns the :class:`Lease`. Raises :class:`LockTimeoutError` if the lock
     /// stays held. Waiters are served in arrival order and woken by the release itself.
     /// Ctrl-C abandons the wait and removes it from the server. Use the lease as a context
     /// manager: ``with lock.acquire(timeout=5) as lease:``.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Lease> {
-        Ok(Lease {
-            cell: self.acquire_cell(py, timeout)?,
-        })
-    }
-
+    acquire;
     /// One attempt without waiting: a :class:`Lease`, or ``None`` if the lock is held (for a
     /// semaphore: every permit is taken) or others are queued for it.
-    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<Lease>> {
-        let lease = block_on(py, async {
-            self.client.owner.check()?;
-            self.inner.try_acquire().await
-        })?;
-        Ok(lease.map(|l| Lease {
-            cell: LeaseCell::new(l, self.client.clone()),
-        }))
-    }
-
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The lease length in seconds.
-    #[getter]
-    fn lease(&self) -> f64 {
-        shared::to_secs(self.inner.options().lease)
-    }
-
-    /// Whether a watchdog renews the lease until it is released.
-    #[getter]
-    fn renew(&self) -> bool {
-        self.inner.options().auto_renew
-    }
-
-    /// The default wait of :meth:`acquire` and ``with lock:``, in seconds (``None``: forever).
-    #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.inner.options().wait_timeout.map(shared::to_secs)
-    }
+    try_acquire;
 
     /// How long a waiter's queue entry survives without a heartbeat, in seconds.
     #[getter]
@@ -348,40 +300,6 @@ impl Lock {
         self.inner.is_reentrant()
     }
 
-    fn __enter__(&self, py: Python<'_>) -> PyResult<Lease> {
-        let cell = self.acquire_cell(py, None)?;
-        let me = std::thread::current().id();
-        lock_entered(&self.entered)
-            .entry(me)
-            .or_default()
-            .push(cell.clone());
-        Ok(Lease { cell })
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let me = std::thread::current().id();
-        let cell = {
-            let mut entered = lock_entered(&self.entered);
-            let cell = entered.get_mut(&me).and_then(Vec::pop);
-            if entered.get(&me).is_some_and(Vec::is_empty) {
-                entered.remove(&me);
-            }
-            cell
-        };
-        if let Some(cell) = cell {
-            let in_flight = exc_type.is_some_and(|t| !t.is_none());
-            block_on(py, cell.exit(in_flight))?;
-        }
-        Ok(())
-    }
-
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         shared::lock_repr(
             py,
@@ -392,6 +310,44 @@ impl Lock {
             self.inner.options(),
         )
     }
+}
+
+/// Blocks (GIL released) until `lock` is acquired: `timeout` seconds, or the lock's default.
+pub(crate) fn acquire<K: LockKind>(
+    py: Python<'_>,
+    lock: &K,
+    client: &HandleOf<K::Lease>,
+    timeout: Option<f64>,
+) -> PyResult<Arc<LeaseCell<K::Lease>>> {
+    let timeout = shared::parse_timeout(py, timeout)?;
+    let lease = block_on(py, async {
+        client.owner.check()?;
+        acquire_within(lock, timeout).await
+    })?;
+    Ok(LeaseCell::new(lease, client.clone()))
+}
+
+/// One attempt at `lock` without waiting.
+pub(crate) fn try_acquire<K: LockKind>(
+    py: Python<'_>,
+    lock: &K,
+    client: &HandleOf<K::Lease>,
+) -> PyResult<Option<Arc<LeaseCell<K::Lease>>>> {
+    let lease = block_on(py, async {
+        client.owner.check()?;
+        lock.try_acquire().await
+    })?;
+    Ok(lease.map(|l| LeaseCell::new(l, client.clone())))
+}
+
+/// Leaves a `with` block that held `cell`: releases it, and reports a loss (see
+/// `LeaseCell::exit`).
+pub(crate) fn exit<L: LeaseKind>(
+    py: Python<'_>,
+    cell: &LeaseCell<L>,
+    exc_type: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    block_on(py, cell.exit(exception_in_flight(exc_type)))
 }
 
 /// A distributed counting semaphore, made by :meth:`Client.semaphore`: a :class:`Lock` whose
@@ -496,10 +452,7 @@ impl Election {
     /// manager to resign on exit: ``with election.campaign("node-a") as leadership:``.
     #[pyo3(signature = (value, timeout=None))]
     fn campaign(&self, py: Python<'_>, value: &str, timeout: Option<f64>) -> PyResult<Lease> {
-        let timeout = timeout
-            .map(|t| shared::secs("timeout", t))
-            .transpose()
-            .py(py)?;
+        let timeout = shared::parse_timeout(py, timeout)?;
         let lease = block_on(py, async {
             self.client.owner.check()?;
             self.inner.campaign(value, timeout).await
@@ -523,13 +476,8 @@ impl Election {
                 false,
             )
             .py(py)?;
-        let lease = block_on(py, async {
-            self.client.owner.check()?;
-            lock.try_acquire().await
-        })?;
-        Ok(lease.map(|l| Lease {
-            cell: LeaseCell::new(l, self.client.clone()),
-        }))
+        let cell = try_acquire(py, &lock, &self.client)?;
+        Ok(cell.map(|cell| Lease { cell }))
     }
 
     /// The current leader as a :class:`LeaderInfo` (``value``, ``term``, ``remaining``), or
@@ -580,110 +528,37 @@ impl Election {
     }
 }
 
-pub(crate) fn lock_entered<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Proof of holding a lock, one semaphore permit or an election's leadership. Pass
 /// :attr:`fencing_token` to the resource you protect. Use it as a context manager (``with lock.acquire() as lease:``) to release on exit; leaving the block
 /// raises :class:`NotHeldError` if the lease had been lost meanwhile. Garbage-collecting an
 /// unreleased lease releases it in the background.
 #[pyclass(frozen, module = "lockgate")]
 pub struct Lease {
-    cell: Arc<LeaseCell>,
+    cell: Arc<LeaseCell<CoreLease>>,
 }
 
-#[pymethods]
-impl Lease {
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.cell.lease.name()
-    }
+sync_lease_methods! {
+    Lease, "lockgate.Lease";
+    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
+    is_held;
+    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
+    remaining;
+    /// Sets the remaining lease to ``seconds`` if still held. Raises :class:`NotHeldError` if
+    /// it expired or was taken over; never re-acquires a lost lock.
+    extend;
+    /// Releases the lock (only this lease's own hold; for a permit, returns it; for leadership,
+    /// resigns). ``True`` if it was still held, ``False`` if it had already expired, been taken
+    /// over or released. A re-entered hold of a reentrant lock gives back only that hold.
+    release;
+    /// Calls ``callback(reason)`` once, with a :class:`LockError`, if the lease is lost
+    /// (renewal refused, key deleted, expired). It runs on a lockgate background thread: keep it
+    /// short and thread-safe. Never called after a normal release.
+    on_lost;
 
     /// Strictly greater than every fencing token issued before for this lock name (for a
     /// leadership lease: the term). Re-entered holds of a reentrant lock share one token.
     #[getter]
     fn fencing_token(&self) -> u64 {
-        self.cell.lease.fencing_token()
-    }
-
-    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
-    #[getter]
-    fn is_held(&self) -> bool {
-        self.cell.lease.is_held()
-    }
-
-    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
-    #[getter]
-    fn remaining(&self) -> Option<f64> {
-        self.cell.lease.remaining().map(shared::to_secs)
-    }
-
-    /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
-    #[getter]
-    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.cell
-            .lease
-            .lost_reason()
-            .map(|e| errors::to_exception(py, &e))
-            .transpose()
-    }
-
-    /// Sets the remaining lease to ``seconds`` if still held. Raises :class:`NotHeldError` if
-    /// it expired or was taken over; never re-acquires a lost lock.
-    fn extend(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
-        let d = shared::secs("seconds", seconds).py(py)?;
-        block_on(py, self.cell.extend(d))
-    }
-
-    /// Releases the lock (only this lease's own hold; for a permit, returns it; for leadership,
-    /// resigns). ``True`` if it was still held, ``False`` if it had already expired, been taken
-    /// over or released. A re-entered hold of a reentrant lock gives back only that hold.
-    fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        block_on(py, self.cell.release())
-    }
-
-    /// Calls ``callback(reason)`` once, with a :class:`LockError`, if the lease is lost
-    /// (renewal refused, key deleted, expired). It runs on a lockgate background thread: keep it
-    /// short and thread-safe. Never called after a normal release.
-    fn on_lost(&self, callback: Py<PyAny>) {
-        let signal = self.cell.lease.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            // Python code must not run on (or block) a runtime worker.
-            // Detached: nobody awaits the callback.
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let arg = errors::to_exception(py, &reason);
-                    let r = arg.and_then(|a| callback.call1(py, (a,)));
-                    if let Err(e) = r {
-                        e.write_unraisable(py, Some(callback.bind(py)));
-                    }
-                });
-            }));
-        });
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let in_flight = exc_type.is_some_and(|t| !t.is_none());
-        block_on(py, self.cell.exit(in_flight))
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.cell.repr(py, "lockgate.Lease")
+        self.cell.lease().fencing_token()
     }
 }

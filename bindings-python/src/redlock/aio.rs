@@ -5,22 +5,21 @@
 //! cancelling the asyncio task drops the core future, which cancels the attempt and undoes it on
 //! the masters. Errors go through `errors::to_py` when the future resolves.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lockgate_core::native::RedlockLock as CoreRedlockLock;
-use lockgate_core::options::{validate_lease, validate_name, LockOptions};
-use lockgate_core::time::Duration;
+use lockgate_core::native::{RedlockLease as CoreRedlockLease, RedlockLock as CoreRedlockLock};
+use lockgate_core::options::{validate_name, LockOptions};
 use lockgate_core::Error;
 use pyo3::prelude::*;
 
-use super::{Deployment, RedlockArgs, RedlockHold};
-use crate::aio::{current_task_key, lock_mutex, parse_timeout};
-use crate::errors::{self, ErrorValue, IntoPyResult, PyNone};
+use super::{Deployment, RedlockArgs};
+use crate::aio::{AcquireState, LockSpec};
+use crate::errors::{IntoPyResult, PyNone};
 use crate::handle::RedlockHandle;
-use crate::loop_bridge::{into_asyncio, ready, running_loop};
-use crate::runtime::spawn;
+use crate::lease::{Entered, LeaseCell};
+use crate::loop_bridge::into_asyncio;
+use crate::methods::{acquire_context_methods, aio_lease_methods, aio_lock_methods};
 use crate::shared;
 
 /// Redlock for asyncio: ``lockgate.aio.Redlock(urls, *, key_prefix=None, max_lease=None,
@@ -95,13 +94,13 @@ impl AsyncRedlock {
         let options =
             super::lock_options(lease, renew, timeout, self.deployment.max_lease).py(py)?;
         Ok(AsyncRedlockLock {
-            spec: Arc::new(LockSpec {
+            spec: Arc::new(RedlockSpec {
                 state: self.state.clone(),
                 name: name.to_owned(),
                 options,
                 handle: tokio::sync::OnceCell::new(),
             }),
-            entered: Arc::new(Mutex::new(HashMap::new())),
+            entered: Arc::new(Entered::new()),
         })
     }
 
@@ -176,14 +175,28 @@ impl AsyncRedlock {
 
 /// What an acquisition needs: the Redlock, the lock's name and options, and the core handle
 /// made from them on first use.
-struct LockSpec {
+struct RedlockSpec {
     state: Arc<RedlockHandle>,
     name: String,
     options: LockOptions,
     handle: tokio::sync::OnceCell<CoreRedlockLock>,
 }
 
-impl LockSpec {
+impl LockSpec for RedlockSpec {
+    type Lock = CoreRedlockLock;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn options(&self) -> &LockOptions {
+        &self.options
+    }
+
+    fn client(&self) -> &Arc<RedlockHandle> {
+        &self.state
+    }
+
     /// The core handle (connecting the masters first if needed).
     async fn lock(&self) -> Result<CoreRedlockLock, Error> {
         let redlock = self.state.client().await?;
@@ -192,24 +205,7 @@ impl LockSpec {
             .await
             .cloned()
     }
-
-    /// `Some(t)`: try for up to `t`; `None`: the lock's default wait.
-    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<RedlockHold>, Error> {
-        let lock = self.lock().await?;
-        let lease = match timeout {
-            Some(t) => lock.acquire(t).await?,
-            None => lock.acquire_default().await?,
-        };
-        Ok(RedlockHold::new(lease, self.state.clone()))
-    }
-
-    async fn try_acquire(&self) -> Result<Option<Arc<RedlockHold>>, Error> {
-        let lease = self.lock().await?.try_acquire().await?;
-        Ok(lease.map(|l| RedlockHold::new(l, self.state.clone())))
-    }
 }
-
-type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<RedlockHold>>>>>;
 
 /// A named Redlock for asyncio, made by :meth:`Redlock.lock`. Holding it is a
 /// :class:`RedlockLease`, never a task: a lease may be released from any task.
@@ -217,98 +213,23 @@ type Entered = Arc<Mutex<HashMap<usize, Vec<Arc<RedlockHold>>>>>;
 /// ``async with lock as lease:`` acquires with the lock's default timeout and releases on exit.
 #[pyclass(frozen, module = "lockgate.aio", name = "RedlockLock")]
 pub struct AsyncRedlockLock {
-    spec: Arc<LockSpec>,
+    spec: Arc<RedlockSpec>,
     /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
-    entered: Entered,
+    entered: Arc<Entered<usize, Arc<LeaseCell<CoreRedlockLease>>>>,
 }
 
-#[pymethods]
-impl AsyncRedlockLock {
+aio_lock_methods! {
+    AsyncRedlockLock -> RedlockAcquireContext(std::convert::identity), AsyncRedlockLease;
     /// ``await lock.acquire(timeout=None)`` tries until a majority grants the lock, for up to
     /// ``timeout`` seconds (default: the lock's ``timeout``; ``None`` tries until acquired), and
     /// returns the :class:`RedlockLease`; raises :class:`lockgate.LockTimeoutError` if no
     /// majority could be had. Cancelling the task abandons the wait and undoes the attempt in
     /// flight. ``async with lock.acquire(timeout=5) as lease:`` releases on exit.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<RedlockAcquireContext> {
-        Ok(RedlockAcquireContext {
-            spec: self.spec.clone(),
-            timeout: parse_timeout(py, timeout)?,
-            held: Arc::new(Mutex::new(None)),
-        })
-    }
-
+    acquire;
     /// ``await lock.try_acquire()``: one attempt without waiting; a :class:`RedlockLease`, or
     /// ``None`` if a master answered that the lock is held. Raises
     /// :class:`lockgate.LockConnectionError` if too few masters could vote.
-    fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
-        into_asyncio(py, async move {
-            Ok(spec
-                .try_acquire()
-                .await?
-                .map(|hold| AsyncRedlockLease { hold }))
-        })
-    }
-
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    /// The lease length in seconds.
-    #[getter]
-    fn lease(&self) -> f64 {
-        shared::to_secs(self.spec.options.lease)
-    }
-
-    /// Whether a watchdog renews the lease until it is released.
-    #[getter]
-    fn renew(&self) -> bool {
-        self.spec.options.auto_renew
-    }
-
-    /// The default wait of :meth:`acquire` and ``async with lock:``, in seconds (``None``:
-    /// forever).
-    #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.spec.options.wait_timeout.map(shared::to_secs)
-    }
-
-    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let key = current_task_key(py)?;
-        let spec = self.spec.clone();
-        let entered = self.entered.clone();
-        into_asyncio(py, async move {
-            let hold = spec.acquire(None).await?;
-            lock_mutex(&entered)
-                .entry(key)
-                .or_default()
-                .push(hold.clone());
-            Ok(AsyncRedlockLease { hold })
-        })
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = current_task_key(py)?;
-        let hold = {
-            let mut entered = lock_mutex(&self.entered);
-            let hold = entered.get_mut(&key).and_then(Vec::pop);
-            if entered.get(&key).is_some_and(Vec::is_empty) {
-                entered.remove(&key);
-            }
-            hold
-        };
-        exit(py, hold, exc_type)
-    }
+    try_acquire;
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         super::lock_repr(
@@ -320,70 +241,14 @@ impl AsyncRedlockLock {
     }
 }
 
-/// Leaves a `with` block that held `hold`: releases it, and reports a loss. Resolves to `None`.
-fn exit<'py>(
-    py: Python<'py>,
-    hold: Option<Arc<RedlockHold>>,
-    exc_type: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let in_flight = exc_type.is_some_and(|t| !t.is_none());
-    match hold {
-        Some(hold) => into_asyncio(
-            py,
-            async move { hold.exit(in_flight).await.map(|()| PyNone) },
-        ),
-        None => ready(py, py.None()),
-    }
-}
-
 /// What :meth:`RedlockLock.acquire` returns: await it for a :class:`RedlockLease`, or use it
 /// with ``async with`` to release the lease on exit.
 #[pyclass(frozen, module = "lockgate.aio", name = "RedlockAcquireContext")]
 pub struct RedlockAcquireContext {
-    spec: Arc<LockSpec>,
-    timeout: Option<Duration>,
-    /// The lease taken by `__aenter__`, for `__aexit__`.
-    held: Arc<Mutex<Option<Arc<RedlockHold>>>>,
+    state: AcquireState<Arc<RedlockSpec>>,
 }
 
-impl RedlockAcquireContext {
-    fn start<'py>(&self, py: Python<'py>, keep: bool) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
-        let timeout = self.timeout;
-        let held = self.held.clone();
-        into_asyncio(py, async move {
-            let hold = spec.acquire(timeout).await?;
-            if keep {
-                *lock_mutex(&held) = Some(hold.clone());
-            }
-            Ok(AsyncRedlockLease { hold })
-        })
-    }
-}
-
-#[pymethods]
-impl RedlockAcquireContext {
-    fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.start(py, false)?
-            .call_method0(pyo3::intern!(py, "__await__"))
-    }
-
-    fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.start(py, true)
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let hold = lock_mutex(&self.held).take();
-        exit(py, hold, exc_type)
-    }
-}
+acquire_context_methods!(RedlockAcquireContext -> AsyncRedlockLease);
 
 /// Proof that a majority of the masters holds the lock for you (asyncio), until
 /// :attr:`remaining` runs out (renewed by the watchdog if the lock's lease is).
@@ -397,108 +262,27 @@ impl RedlockAcquireContext {
 /// resource needs fencing tokens.
 #[pyclass(frozen, module = "lockgate.aio", name = "RedlockLease")]
 pub struct AsyncRedlockLease {
-    hold: Arc<RedlockHold>,
+    cell: Arc<LeaseCell<CoreRedlockLease>>,
 }
 
-#[pymethods]
-impl AsyncRedlockLease {
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.hold.lease.name()
-    }
-
+aio_lease_methods! {
+    AsyncRedlockLease, "lockgate.aio.RedlockLease";
     /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
-    #[getter]
-    fn is_held(&self) -> bool {
-        self.hold.lease.is_held()
-    }
-
+    is_held;
     /// Seconds the lease is certainly still valid (drift deducted), or ``None`` if it is not
     /// held.
-    #[getter]
-    fn remaining(&self) -> Option<f64> {
-        self.hold.lease.remaining().map(shared::to_secs)
-    }
-
-    /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None`` if it was not.
-    #[getter]
-    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.hold
-            .lost_reason()
-            .map(|e| errors::to_exception(py, &e))
-            .transpose()
-    }
-
+    remaining;
     /// ``await lease.extend(seconds)`` sets the remaining lease to ``seconds`` (at most
     /// ``max_lease``) on every master still holding it; needs a majority. Raises
     /// :class:`lockgate.NotHeldError` if a majority lost it (never re-acquires).
-    fn extend<'py>(&self, py: Python<'py>, seconds: f64) -> PyResult<Bound<'py, PyAny>> {
-        // Validated now, so a bad value raises at the call rather than at the await.
-        let d = shared::secs("seconds", seconds)
-            .and_then(|d| validate_lease(d).map(|()| d))
-            .py(py)?;
-        let hold = self.hold.clone();
-        into_asyncio(py, async move { hold.extend(d).await.map(|()| PyNone) })
-    }
-
+    extend;
     /// ``await lease.release()`` releases the lock on every master: ``True`` if a majority still
     /// held it, ``False`` if not (or if already released). Raises
     /// :class:`lockgate.LockConnectionError` if too few masters confirmed.
-    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let hold = self.hold.clone();
-        into_asyncio(py, async move { hold.release().await })
-    }
-
+    release;
     /// ``await lease.lost()`` resolves with the reason (a :class:`lockgate.LockError`, returned,
     /// not raised) when the lease is lost (a majority refused a renewal, or its validity ran
     /// out), or with ``None`` once it is released normally. Awaiting it does not keep the lease
     /// alive.
-    fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let signal = self.hold.lost_signal();
-        into_asyncio(py, async move { Ok(signal.await.map(ErrorValue)) })
-    }
-
-    /// Schedules ``callback(reason)`` on the running event loop, once, if the lease is lost.
-    /// Never called after a normal release. Must be called with a running loop.
-    fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let event_loop = running_loop(py)?.unbind();
-        let signal = self.hold.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let r = errors::to_exception(py, &reason).and_then(|arg| {
-                        event_loop
-                            .bind(py)
-                            .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
-                    });
-                    // Fails only if the loop was closed meanwhile: nobody is left to tell.
-                    drop(r);
-                });
-            }));
-        });
-        Ok(())
-    }
-
-    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        ready(slf.py(), slf.clone())
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __aexit__<'py>(
-        &self,
-        py: Python<'py>,
-        exc_type: Option<&Bound<'py, PyAny>>,
-        _exc: Option<&Bound<'py, PyAny>>,
-        _tb: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        exit(py, Some(self.hold.clone()), exc_type)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.hold.repr(py, "lockgate.aio.RedlockLease")
-    }
+    lost;
 }

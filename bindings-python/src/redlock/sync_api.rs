@@ -3,21 +3,22 @@
 //! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
 //! Ctrl-C honoured) and maps errors through `errors::to_py`.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::ThreadId;
 
-use lockgate_core::native::{Redlock as CoreRedlock, RedlockLock as CoreRedlockLock};
-use lockgate_core::LockOptions;
+use lockgate_core::native::{
+    Redlock as CoreRedlock, RedlockLease as CoreRedlockLease, RedlockLock as CoreRedlockLock,
+};
 use pyo3::prelude::*;
 
-use super::{Deployment, RedlockArgs, RedlockHold};
-use crate::errors::{self, IntoPyResult};
+use super::{Deployment, RedlockArgs};
+use crate::errors::IntoPyResult;
 use crate::handle::RedlockHandle;
-use crate::runtime::{block_on, spawn};
+use crate::lease::{Entered, LeaseCell};
+use crate::methods::{sync_lease_methods, sync_lock_methods};
+use crate::runtime::block_on;
 use crate::shared;
-use crate::sync_api::lock_entered;
 
 /// A lock held on a majority of N independent Redis masters (the Redlock algorithm,
 /// PROTOCOL.md §8): it survives the loss of a minority of them.
@@ -110,14 +111,11 @@ impl Redlock {
         renew: Option<bool>,
         timeout: Option<f64>,
     ) -> PyResult<RedlockLock> {
-        let options =
-            super::lock_options(lease, renew, timeout, self.deployment.max_lease).py(py)?;
-        let inner = self.inner.lock(name, options.clone()).py(py)?;
+        let options = super::lock_options(lease, renew, timeout, self.inner.max_lease()).py(py)?;
         Ok(RedlockLock {
-            inner,
-            options,
+            inner: self.inner.lock(name, options).py(py)?,
             client: self.handle.clone(),
-            entered: Mutex::new(HashMap::new()),
+            entered: Entered::new(),
         })
     }
 
@@ -157,7 +155,7 @@ impl Redlock {
     /// The longest lease of the deployment, in seconds.
     #[getter]
     fn max_lease(&self) -> f64 {
-        shared::to_secs(self.deployment.max_lease)
+        shared::to_secs(self.inner.max_lease())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -189,125 +187,30 @@ impl Redlock {
 #[pyclass(frozen, module = "lockgate")]
 pub struct RedlockLock {
     inner: CoreRedlockLock,
-    /// What the core handle was made with (it does not expose them).
-    options: LockOptions,
     client: Arc<RedlockHandle>,
     /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
-    entered: Mutex<HashMap<ThreadId, Vec<Arc<RedlockHold>>>>,
+    entered: Entered<ThreadId, Arc<LeaseCell<CoreRedlockLease>>>,
 }
 
-impl RedlockLock {
-    fn acquire_hold(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Arc<RedlockHold>> {
-        let timeout = timeout
-            .map(|t| shared::secs("timeout", t))
-            .transpose()
-            .py(py)?;
-        let lease = block_on(py, async {
-            self.client.owner.check()?;
-            match timeout {
-                Some(t) => self.inner.acquire(t).await,
-                None => self.inner.acquire_default().await,
-            }
-        })?;
-        Ok(RedlockHold::new(lease, self.client.clone()))
-    }
-
-    fn options(&self) -> &LockOptions {
-        &self.options
-    }
-}
-
-#[pymethods]
-impl RedlockLock {
+sync_lock_methods! {
+    RedlockLock -> RedlockLease;
     /// Tries until a majority grants the lock, for up to ``timeout`` seconds (default: the
     /// lock's ``timeout``; ``None`` tries until acquired), and returns the
     /// :class:`RedlockLease`. Raises :class:`LockTimeoutError` (saying why the last attempt
     /// failed) if no majority could be had; :class:`InvalidArgumentError` if the lease exceeds
     /// the deployment's ``max_lease``. Ctrl-C abandons the wait and undoes the attempt in flight.
-    #[pyo3(signature = (timeout=None))]
-    fn acquire(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<RedlockLease> {
-        Ok(RedlockLease {
-            hold: self.acquire_hold(py, timeout)?,
-        })
-    }
-
+    acquire;
     /// One attempt without waiting: a :class:`RedlockLease`, or ``None`` if a master answered
     /// that the lock is held. Raises :class:`LockConnectionError` (retryable) if too few masters
     /// could vote (down, unreachable, or too recently restarted).
-    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<RedlockLease>> {
-        let lease = block_on(py, async {
-            self.client.owner.check()?;
-            self.inner.try_acquire().await
-        })?;
-        Ok(lease.map(|l| RedlockLease {
-            hold: RedlockHold::new(l, self.client.clone()),
-        }))
-    }
-
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The lease length in seconds.
-    #[getter]
-    fn lease(&self) -> f64 {
-        shared::to_secs(self.options().lease)
-    }
-
-    /// Whether a watchdog renews the lease until it is released.
-    #[getter]
-    fn renew(&self) -> bool {
-        self.options().auto_renew
-    }
-
-    /// The default wait of :meth:`acquire` and ``with lock:``, in seconds (``None``: forever).
-    #[getter]
-    fn timeout(&self) -> Option<f64> {
-        self.options().wait_timeout.map(shared::to_secs)
-    }
-
-    fn __enter__(&self, py: Python<'_>) -> PyResult<RedlockLease> {
-        let hold = self.acquire_hold(py, None)?;
-        let me = std::thread::current().id();
-        lock_entered(&self.entered)
-            .entry(me)
-            .or_default()
-            .push(hold.clone());
-        Ok(RedlockLease { hold })
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let me = std::thread::current().id();
-        let hold = {
-            let mut entered = lock_entered(&self.entered);
-            let hold = entered.get_mut(&me).and_then(Vec::pop);
-            if entered.get(&me).is_some_and(Vec::is_empty) {
-                entered.remove(&me);
-            }
-            hold
-        };
-        if let Some(hold) = hold {
-            let in_flight = exc_type.is_some_and(|t| !t.is_none());
-            block_on(py, hold.exit(in_flight))?;
-        }
-        Ok(())
-    }
+    try_acquire;
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         super::lock_repr(
             py,
             "lockgate.RedlockLock",
             self.inner.name(),
-            self.options(),
+            self.inner.options(),
         )
     }
 }
@@ -325,94 +228,27 @@ impl RedlockLock {
 /// :class:`Client` (single-instance mutex with fencing tokens) where the resource needs them.
 #[pyclass(frozen, module = "lockgate")]
 pub struct RedlockLease {
-    hold: Arc<RedlockHold>,
+    cell: Arc<LeaseCell<CoreRedlockLease>>,
 }
 
-#[pymethods]
-impl RedlockLease {
-    /// The lock's name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.hold.lease.name()
-    }
-
+sync_lease_methods! {
+    RedlockLease, "lockgate.RedlockLease";
     /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
-    #[getter]
-    fn is_held(&self) -> bool {
-        self.hold.lease.is_held()
-    }
-
+    is_held;
     /// Seconds the lease is certainly still valid (drift deducted), or ``None`` if it is not
     /// held. Finish the protected work within it.
-    #[getter]
-    fn remaining(&self) -> Option<f64> {
-        self.hold.lease.remaining().map(shared::to_secs)
-    }
-
-    /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
-    #[getter]
-    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.hold
-            .lost_reason()
-            .map(|e| errors::to_exception(py, &e))
-            .transpose()
-    }
-
+    remaining;
     /// Sets the remaining lease to ``seconds`` (at most ``max_lease``) on every master still
     /// holding it; needs a majority. Raises :class:`NotHeldError` if a majority lost it (the
     /// lease is then lost; it never re-acquires), :class:`LockConnectionError` if too few
     /// masters answered.
-    fn extend(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
-        let d = shared::secs("seconds", seconds).py(py)?;
-        block_on(py, self.hold.extend(d))
-    }
-
+    extend;
     /// Releases the lock on every master. ``True`` if a majority still held it, ``False`` if not
     /// (or if already released). Raises :class:`LockConnectionError` (retryable) if too few
     /// masters confirmed: the others keep the key until its lease ends.
-    fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        block_on(py, self.hold.release())
-    }
-
+    release;
     /// Calls ``callback(reason)`` once, with a :class:`LockError`, if the lease is lost (a
     /// majority refused a renewal, or its validity ran out first). It runs on a lockgate
     /// background thread: keep it short and thread-safe. Never called after a normal release.
-    fn on_lost(&self, callback: Py<PyAny>) {
-        let signal = self.hold.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            // Python code must not run on (or block) a runtime worker.
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let arg = errors::to_exception(py, &reason);
-                    let r = arg.and_then(|a| callback.call1(py, (a,)));
-                    if let Err(e) = r {
-                        e.write_unraisable(py, Some(callback.bind(py)));
-                    }
-                });
-            }));
-        });
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: Option<&Bound<'_, PyAny>>,
-        _exc: Option<&Bound<'_, PyAny>>,
-        _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let in_flight = exc_type.is_some_and(|t| !t.is_none());
-        block_on(py, self.hold.exit(in_flight))
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.hold.repr(py, "lockgate.RedlockLease")
-    }
+    on_lost;
 }
