@@ -24,7 +24,7 @@ use crate::lease::{
     acquire_within, exit_async, lock_mutex, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
 };
 use crate::loop_bridge::into_asyncio;
-use crate::methods::{acquire_context_methods, aio_lease_methods, aio_lock_methods};
+use crate::methods::{acquire_context_methods, aio_lock_methods, lease_methods};
 use crate::shared::{self, parse_timeout, LeaderInfo};
 
 /// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
@@ -708,8 +708,8 @@ pub struct AsyncLease {
     cell: Arc<LeaseCell<CoreLease>>,
 }
 
-aio_lease_methods! {
-    AsyncLease, "lockgate.aio.Lease";
+lease_methods! {
+    aio AsyncLease, "lockgate.aio.Lease";
     /// Whether the lease is certainly still held now (renewed, not expired, not lost).
     is_held;
     /// Seconds the lease is certainly still valid, or ``None`` if it is not held.

@@ -201,6 +201,35 @@ impl<L: LeaseKind> LeaseCell<L> {
     /// `lease.on_lost(callback)` of the blocking API: `callback(reason)` once, on a background
     /// thread, if the lease is lost; never after a normal end.
     pub(crate) fn on_lost_in_thread(&self, callback: Py<PyAny>) {
+        self.on_loss(move |py, reason| {
+            if let Err(e) = reason.and_then(|a| callback.call1(py, (a,))) {
+                e.write_unraisable(py, Some(callback.bind(py)));
+            }
+        });
+    }
+
+    /// `lease.on_lost(callback)` of the asyncio API: `callback(reason)` scheduled once on the
+    /// running event loop if the lease is lost. Raises outside a running loop.
+    pub(crate) fn on_lost_in_loop(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        let event_loop = running_loop(py)?.unbind();
+        self.on_loss(move |py, reason| {
+            let r = reason.and_then(|arg| {
+                event_loop
+                    .bind(py)
+                    .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
+            });
+            // Fails only if the loop was closed meanwhile: nobody is left to tell.
+            drop(r);
+        });
+        Ok(())
+    }
+
+    /// Once the lease is lost (never after a normal end), runs `deliver` with the reason as a
+    /// `LockError` on a blocking-pool thread holding the GIL.
+    fn on_loss<F>(&self, deliver: F)
+    where
+        F: for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send + 'static,
+    {
         let signal = self.lease.lost_signal();
         spawn(async move {
             let Some(reason) = signal.await else {
@@ -209,40 +238,9 @@ impl<L: LeaseKind> LeaseCell<L> {
             // Python code must not run on (or block) a runtime worker.
             // Detached: nobody awaits the callback.
             drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let arg = errors::to_exception(py, &reason);
-                    let r = arg.and_then(|a| callback.call1(py, (a,)));
-                    if let Err(e) = r {
-                        e.write_unraisable(py, Some(callback.bind(py)));
-                    }
-                });
+                Python::try_attach(|py| deliver(py, errors::to_exception(py, &reason)));
             }));
         });
-    }
-
-    /// `lease.on_lost(callback)` of the asyncio API: `callback(reason)` scheduled once on the
-    /// running event loop if the lease is lost. Raises outside a running loop.
-    pub(crate) fn on_lost_in_loop(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let event_loop = running_loop(py)?.unbind();
-        let signal = self.lease.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            // Detached: nobody awaits the callback.
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| {
-                    let r = errors::to_exception(py, &reason).and_then(|arg| {
-                        event_loop
-                            .bind(py)
-                            .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
-                    });
-                    // Fails only if the loop was closed meanwhile: nobody is left to tell.
-                    drop(r);
-                });
-            }));
-        });
-        Ok(())
     }
 
     /// `await lease.lost()`: the reason (returned, not raised), or `None` after a normal end.

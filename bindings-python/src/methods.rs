@@ -225,19 +225,27 @@ macro_rules! acquire_context_methods {
     };
 }
 
-/// The `#[pymethods]` of a blocking lease class; `repr()` shows `$repr` as the class.
-macro_rules! sync_lease_methods {
+/// The `#[pymethods]` of a lease class: `lease_methods!(sync ...)` for the blocking API,
+/// `lease_methods!(aio ...)` for asyncio; `repr()` shows `$repr` as the class.
+macro_rules! lease_methods {
+    (sync $($input:tt)*) => {
+        $crate::methods::lease_methods! { @common sync [
+            /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
+        ] $($input)* }
+    };
+    (aio $($input:tt)*) => {
+        $crate::methods::lease_methods! { @common aio [
+            /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None`` if it was not.
+        ] $($input)* }
+    };
+    // What both APIs share; the rest of the input goes to the API's own rule below.
     (
-        $class:ident, $repr:literal;
+        @common $api:ident [$(#$lost_reason:tt)*] $class:ident, $repr:literal;
         $(#$is_held:tt)* is_held;
         $(#$remaining:tt)* remaining;
-        $(#$extend:tt)* extend;
-        $(#$release:tt)* release;
-        $(#$on_lost:tt)* on_lost;
-        $($extra:tt)*
+        $($rest:tt)*
     ) => {
-        #[::pyo3::pymethods]
-        impl $class {
+        $crate::methods::lease_methods! { @$api $class {
             /// The lock's name.
             #[getter]
             fn name(&self) -> &str {
@@ -256,7 +264,7 @@ macro_rules! sync_lease_methods {
                 $crate::lease::LeaseKind::remaining(self.cell.lease()).map($crate::shared::to_secs)
             }
 
-            /// Why the lease was lost (a :class:`LockError`), or ``None`` if it was not.
+            $(#$lost_reason)*
             #[getter]
             fn lost_reason<'py>(
                 &self,
@@ -264,6 +272,22 @@ macro_rules! sync_lease_methods {
             ) -> ::pyo3::PyResult<Option<::pyo3::Bound<'py, ::pyo3::PyAny>>> {
                 self.cell.lost_reason(py)
             }
+
+            fn __repr__(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<String> {
+                self.cell.repr(py, $repr)
+            }
+        } $($rest)* }
+    };
+    (
+        @sync $class:ident { $($common:tt)* }
+        $(#$extend:tt)* extend;
+        $(#$release:tt)* release;
+        $(#$on_lost:tt)* on_lost;
+        $($extra:tt)*
+    ) => {
+        #[::pyo3::pymethods]
+        impl $class {
+            $($common)*
 
             $(#$extend)*
             fn extend(&self, py: ::pyo3::Python<'_>, seconds: f64) -> ::pyo3::PyResult<()> {
@@ -297,21 +321,11 @@ macro_rules! sync_lease_methods {
                 $crate::sync_api::exit(py, &self.cell, exc_type)
             }
 
-            fn __repr__(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<String> {
-                self.cell.repr(py, $repr)
-            }
-
             $($extra)*
         }
     };
-}
-
-/// The `#[pymethods]` of an asyncio lease class; `repr()` shows `$repr` as the class.
-macro_rules! aio_lease_methods {
     (
-        $class:ident, $repr:literal;
-        $(#$is_held:tt)* is_held;
-        $(#$remaining:tt)* remaining;
+        @aio $class:ident { $($common:tt)* }
         $(#$extend:tt)* extend;
         $(#$release:tt)* release;
         $(#$lost:tt)* lost;
@@ -319,32 +333,7 @@ macro_rules! aio_lease_methods {
     ) => {
         #[::pyo3::pymethods]
         impl $class {
-            /// The lock's name.
-            #[getter]
-            fn name(&self) -> &str {
-                $crate::lease::LeaseKind::name(self.cell.lease())
-            }
-
-            $(#$is_held)*
-            #[getter]
-            fn is_held(&self) -> bool {
-                $crate::lease::LeaseKind::is_held(self.cell.lease())
-            }
-
-            $(#$remaining)*
-            #[getter]
-            fn remaining(&self) -> Option<f64> {
-                $crate::lease::LeaseKind::remaining(self.cell.lease()).map($crate::shared::to_secs)
-            }
-
-            /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None`` if it was not.
-            #[getter]
-            fn lost_reason<'py>(
-                &self,
-                py: ::pyo3::Python<'py>,
-            ) -> ::pyo3::PyResult<Option<::pyo3::Bound<'py, ::pyo3::PyAny>>> {
-                self.cell.lost_reason(py)
-            }
+            $($common)*
 
             $(#$extend)*
             fn extend<'py>(
@@ -407,16 +396,9 @@ macro_rules! aio_lease_methods {
                 $crate::lease::exit_async(py, Some(self.cell.clone()), exc_type)
             }
 
-            fn __repr__(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<String> {
-                self.cell.repr(py, $repr)
-            }
-
             $($extra)*
         }
     };
 }
 
-pub(crate) use {
-    acquire_context_methods, aio_lease_methods, aio_lock_methods, sync_lease_methods,
-    sync_lock_methods,
-};
+pub(crate) use {acquire_context_methods, aio_lock_methods, lease_methods, sync_lock_methods};

@@ -48,28 +48,19 @@ pub(crate) fn client_options(
     url: &str,
     args: ClientArgs,
 ) -> PyResult<ClientOptions> {
-    let ClientArgs {
-        key_prefix,
-        tls_ca_file,
-        connect_timeout,
-        response_timeout,
-        cluster,
-        replica_acks,
-        replica_ack_timeout,
-    } = args;
     let mut opts = ClientOptions::new(url);
-    opts.cluster = cluster;
-    opts.replica_acks = replica_acks_option(replica_acks, replica_ack_timeout).py(py)?;
-    if let Some(p) = key_prefix {
+    opts.cluster = args.cluster;
+    opts.replica_acks = replica_acks_option(args.replica_acks, args.replica_ack_timeout).py(py)?;
+    if let Some(p) = args.key_prefix {
         opts.key_prefix = p;
     }
-    if let Some(t) = connect_timeout {
+    if let Some(t) = args.connect_timeout {
         opts.connect_timeout = secs("connect_timeout", t).py(py)?;
     }
-    if let Some(t) = response_timeout {
+    if let Some(t) = args.response_timeout {
         opts.response_timeout = secs("response_timeout", t).py(py)?;
     }
-    if let Some(path) = tls_ca_file {
+    if let Some(path) = args.tls_ca_file {
         opts.tls_ca_pem = Some(std::fs::read(path)?);
     }
     opts.validate().py(py)?;

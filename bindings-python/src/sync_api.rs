@@ -21,7 +21,7 @@ use crate::handle::ClientHandle;
 use crate::lease::{
     acquire_within, exception_in_flight, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
 };
-use crate::methods::{sync_lease_methods, sync_lock_methods};
+use crate::methods::{lease_methods, sync_lock_methods};
 use crate::runtime::block_on;
 use crate::shared::{self, LeaderInfo};
 
@@ -537,8 +537,8 @@ pub struct Lease {
     cell: Arc<LeaseCell<CoreLease>>,
 }
 
-sync_lease_methods! {
-    Lease, "lockgate.Lease";
+lease_methods! {
+    sync Lease, "lockgate.Lease";
     /// Whether the lease is certainly still held now (renewed, not expired, not lost).
     is_held;
     /// Seconds the lease is certainly still valid, or ``None`` if it is not held.

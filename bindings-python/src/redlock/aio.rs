@@ -19,7 +19,7 @@ use crate::errors::{IntoPyResult, PyNone};
 use crate::handle::RedlockHandle;
 use crate::lease::{Entered, LeaseCell};
 use crate::loop_bridge::into_asyncio;
-use crate::methods::{acquire_context_methods, aio_lease_methods, aio_lock_methods};
+use crate::methods::{acquire_context_methods, aio_lock_methods, lease_methods};
 use crate::shared;
 
 /// Redlock for asyncio: ``lockgate.aio.Redlock(urls, *, key_prefix=None, max_lease=None,
@@ -265,8 +265,8 @@ pub struct AsyncRedlockLease {
     cell: Arc<LeaseCell<CoreRedlockLease>>,
 }
 
-aio_lease_methods! {
-    AsyncRedlockLease, "lockgate.aio.RedlockLease";
+lease_methods! {
+    aio AsyncRedlockLease, "lockgate.aio.RedlockLease";
     /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
     is_held;
     /// Seconds the lease is certainly still valid (drift deducted), or ``None`` if it is not

@@ -43,21 +43,9 @@ pub(crate) fn redlock_options(
     urls: Vec<String>,
     args: RedlockArgs,
 ) -> PyResult<RedlockOptions> {
-    let RedlockArgs {
-        key_prefix,
-        max_lease,
-        node_timeout,
-        retry_delay,
-        retry_jitter,
-        drift_factor,
-        drift_fixed,
-        tls_ca_file,
-        connect_timeout,
-        response_timeout,
-    } = args;
     let mut opts = RedlockOptions::new(urls);
     let config = &mut opts.config;
-    if let Some(p) = key_prefix {
+    if let Some(p) = args.key_prefix {
         config.key_prefix = p;
     }
     let set = |slot: &mut Duration, what: &str, value: Option<f64>| -> PyResult<()> {
@@ -66,25 +54,25 @@ pub(crate) fn redlock_options(
         }
         Ok(())
     };
-    set(&mut config.max_lease, "max_lease", max_lease)?;
-    set(&mut config.node_timeout, "node_timeout", node_timeout)?;
-    set(&mut config.retry_delay, "retry_delay", retry_delay)?;
-    set(&mut config.retry_jitter, "retry_jitter", retry_jitter)?;
-    set(&mut config.drift_fixed, "drift_fixed", drift_fixed)?;
-    if let Some(f) = drift_factor {
+    set(&mut config.max_lease, "max_lease", args.max_lease)?;
+    set(&mut config.node_timeout, "node_timeout", args.node_timeout)?;
+    set(&mut config.retry_delay, "retry_delay", args.retry_delay)?;
+    set(&mut config.retry_jitter, "retry_jitter", args.retry_jitter)?;
+    set(&mut config.drift_fixed, "drift_fixed", args.drift_fixed)?;
+    if let Some(f) = args.drift_factor {
         config.drift_factor = f;
     }
     set(
         &mut opts.connect_timeout,
         "connect_timeout",
-        connect_timeout,
+        args.connect_timeout,
     )?;
     set(
         &mut opts.response_timeout,
         "response_timeout",
-        response_timeout,
+        args.response_timeout,
     )?;
-    if let Some(path) = tls_ca_file {
+    if let Some(path) = args.tls_ca_file {
         opts.tls_ca_pem = Some(std::fs::read(path)?);
     }
     opts.validate().py(py)?;

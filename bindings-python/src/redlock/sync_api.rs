@@ -16,7 +16,7 @@ use super::{Deployment, RedlockArgs};
 use crate::errors::IntoPyResult;
 use crate::handle::RedlockHandle;
 use crate::lease::{Entered, LeaseCell};
-use crate::methods::{sync_lease_methods, sync_lock_methods};
+use crate::methods::{lease_methods, sync_lock_methods};
 use crate::runtime::block_on;
 use crate::shared;
 
@@ -231,8 +231,8 @@ pub struct RedlockLease {
     cell: Arc<LeaseCell<CoreRedlockLease>>,
 }
 
-sync_lease_methods! {
-    RedlockLease, "lockgate.RedlockLease";
+lease_methods! {
+    sync RedlockLease, "lockgate.RedlockLease";
     /// Whether the lease is certainly still valid now (drift deducted, renewed, not lost).
     is_held;
     /// Seconds the lease is certainly still valid (drift deducted), or ``None`` if it is not
