@@ -303,28 +303,16 @@ impl WasmEngine {
     pub fn handle_disconnect(&mut self, now: f64) {
         self.engine.handle_disconnect(instant(now));
     }
-
-    /// The next request as a flat array (see `convert::request_to_js`): `[id, n, argc, name,
-    /// ...args, ...]` for a pipeline of `n` commands, `[id, -1, channel]` for a subscribe,
-    /// `[id, -2, description]` for a kind the driver must reject; `undefined` when there is none.
-    #[wasm_bindgen(js_name = pollRequest)]
-    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
-        self.engine
-            .poll_request()
-            .map(|r| convert::request_to_js(&r, &mut self.strings))
-    }
-
-    /// The next event (`{ kind, ... }`), or `undefined`.
-    #[wasm_bindgen(js_name = pollEvent)]
-    pub fn poll_event(&mut self) -> JsValue {
-        match self.engine.poll_event() {
-            Some(e) => convert::event_to_js(&e, &self.shapes, &mut self.strings),
-            None => JsValue::UNDEFINED,
-        }
-    }
 }
 
-driving_methods!(WasmEngine, Engine);
+// `pollRequest` hands out `[id, n, argc, name, ...args, ...]` for a pipeline of `n` commands,
+// `[id, -1, channel]` for a subscribe, `[id, -2, description]` for a kind the driver must reject.
+driving_methods!(
+    WasmEngine,
+    Engine,
+    convert::request_to_js,
+    convert::event_to_js
+);
 
 /// Classifies an error the Redis client threw (e.g. while connecting) as a `LockError`.
 #[wasm_bindgen(js_name = clientError)]

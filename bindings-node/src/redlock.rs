@@ -133,23 +133,12 @@ impl WasmRedlockEngine {
         self.engine
             .handle_reply(instant(now), RequestId(id_from_js(id)), reply);
     }
-
-    /// The next request as `[id, master, name, ...args]`, or `undefined`.
-    #[wasm_bindgen(js_name = pollRequest)]
-    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
-        self.engine
-            .poll_request()
-            .map(|r| convert::node_request_to_js(&r, &mut self.strings))
-    }
-
-    /// The next event (`{ kind, ... }`, no `fencingToken`), or `undefined`.
-    #[wasm_bindgen(js_name = pollEvent)]
-    pub fn poll_event(&mut self) -> JsValue {
-        match self.engine.poll_event() {
-            Some(e) => convert::redlock_event_to_js(&e, &self.shapes, &mut self.strings),
-            None => JsValue::UNDEFINED,
-        }
-    }
 }
 
-driving_methods!(WasmRedlockEngine, RedlockEngine);
+// `pollRequest` hands out `[id, master, name, ...args]`; events carry no `fencingToken`.
+driving_methods!(
+    WasmRedlockEngine,
+    RedlockEngine,
+    convert::node_request_to_js,
+    convert::redlock_event_to_js
+);

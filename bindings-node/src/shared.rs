@@ -1,13 +1,17 @@
 //! The JavaScript surface both engines share, written once: the driving methods the drivers'
 //! common base (`lib/engine-driver.js`) calls on either (`release`, `extend`, `cancel`,
-//! `shutdown`, `leaseValidUntil`, `isIdle`, `handleTimeout`, `pollTimeout`), and the lease
+//! `shutdown`, `leaseValidUntil`, `isIdle`, `handleTimeout`, `pollRequest`, `pollEvent`,
+//! `pollTimeout`), and the lease
 //! option getters of both lock specs. Each macro emits one more `#[wasm_bindgen]` impl block of
 //! the given type, whose `engine` (or `options`) field has those methods (fields).
 
 /// The driving methods of an engine wrapper `$ty` (exported as `$js`) whose `engine` field is a
-/// core engine (`Engine` or `RedlockEngine`: the same signatures).
+/// core engine (`Engine` or `RedlockEngine`: the same signatures) and whose `shapes` and
+/// `strings` fields build what it hands out: requests with `$request` (`convert::request_to_js`,
+/// `convert::node_request_to_js`), events with `$event` (`convert::event_to_js`,
+/// `convert::redlock_event_to_js`).
 macro_rules! driving_methods {
-    ($ty:ident, $js:ident) => {
+    ($ty:ident, $js:ident, $request:path, $event:path) => {
         #[wasm_bindgen(js_class = $js)]
         impl $ty {
             /// Releases a lease (owner-only; on every master for Redlock); returns the op id.
@@ -64,6 +68,23 @@ macro_rules! driving_methods {
             #[wasm_bindgen(js_name = handleTimeout)]
             pub fn handle_timeout(&mut self, now: f64) {
                 self.engine.handle_timeout($crate::convert::instant(now));
+            }
+
+            /// The next request as a flat array (see `$request`), or `undefined`.
+            #[wasm_bindgen(js_name = pollRequest)]
+            pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
+                self.engine
+                    .poll_request()
+                    .map(|r| $request(&r, &mut self.strings))
+            }
+
+            /// The next event (`{ kind, ... }`, see `$event`), or `undefined`.
+            #[wasm_bindgen(js_name = pollEvent)]
+            pub fn poll_event(&mut self) -> JsValue {
+                match self.engine.poll_event() {
+                    Some(e) => $event(&e, &self.shapes, &mut self.strings),
+                    None => JsValue::UNDEFINED,
+                }
             }
 
             /// When (ms) `handleTimeout` next has work, or `undefined`.

@@ -4,10 +4,9 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
-const path = require('node:path');
 const lockgate = require('..');
 const { startRedis, sleep } = require('./helpers/redis-server');
+const { assertExitsByItself, runFixture } = require('./helpers/child');
 
 let redis;
 let client;
@@ -26,27 +25,13 @@ after(async () => {
 });
 
 function run(mode) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'exit-script.js'), redis.url, mode], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, out, err })));
-  return { child, exited };
+  return runFixture('exit-script.js', [redis.url, mode]);
 }
 
 for (const mode of ['release', 'try', 'timeout', 'abort', 'using']) {
   test(`exits by itself after: ${mode}`, async () => {
     const t0 = performance.now();
-    const { child, exited } = run(mode);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    const { code, signal, out, err } = await exited;
-    clearTimeout(timer);
-    assert.equal(signal, null, `the process had to be killed (still running after 10 s); stderr: ${err}`);
-    assert.equal(code, 0, err);
-    assert.equal(out, 'done\n');
+    await assertExitsByItself(run(mode), 10_000);
     const took = performance.now() - t0;
     assert.ok(took < 5000, `exited after ${took.toFixed(0)} ms`);
     assert.equal(await redis.admin.exists(`lockgate:{exit-${mode}}`), 0, 'nothing left held');
@@ -56,13 +41,7 @@ for (const mode of ['release', 'try', 'timeout', 'abort', 'using']) {
 
 for (const mode of ['semaphore', 'rw', 'election', 'reentrant']) {
   test(`exits by itself after: ${mode}`, async () => {
-    const { child, exited } = run(mode);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    const { code, signal, out, err } = await exited;
-    clearTimeout(timer);
-    assert.equal(signal, null, `the process had to be killed (still running after 10 s); stderr: ${err}`);
-    assert.equal(code, 0, err);
-    assert.equal(out, 'done\n');
+    await assertExitsByItself(run(mode), 10_000);
     const left = (await redis.admin.keys(`lockgate:{exit-${mode}}*`)).filter((k) => !k.endsWith(':fence'));
     assert.deepEqual(left, [], 'nothing left held or queued');
   });

@@ -4,10 +4,9 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
-const path = require('node:path');
 const lockgate = require('..');
 const { startRedis, freePort, sleep } = require('./helpers/redis-server');
+const { assertExitsByItself, runFixture } = require('./helpers/child');
 
 let masters;
 let redlock;
@@ -29,14 +28,7 @@ after(async () => {
 });
 
 function run(mode, urls) {
-  const script = path.join(__dirname, 'fixtures', 'redlock-exit-script.js');
-  const child = spawn(process.execPath, [script, mode, ...urls], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, out, err })));
-  return { child, exited };
+  return runFixture('redlock-exit-script.js', [mode, ...urls]);
 }
 
 async function heldAnywhere(pattern) {
@@ -50,13 +42,7 @@ for (const mode of ['close', 'idle', 'down', 'abort']) {
     const urls = masters.map((m) => m.url);
     if (mode === 'down') urls.push(`redis://127.0.0.1:${await freePort()}`);
     const t0 = performance.now();
-    const { child, exited } = run(mode, urls);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    const { code, signal, out, err } = await exited;
-    clearTimeout(timer);
-    assert.equal(signal, null, `the process had to be killed (still running after 15 s); stderr: ${err}`);
-    assert.equal(code, 0, err);
-    assert.equal(out, 'done\n');
+    await assertExitsByItself(run(mode, urls), 15_000);
     const took = performance.now() - t0;
     assert.ok(took < 8000, `exited after ${took.toFixed(0)} ms`);
     assert.deepEqual(await heldAnywhere(`lockgate:{exit-${mode}*`), [], 'nothing left held');
