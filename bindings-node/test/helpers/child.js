@@ -46,4 +46,15 @@ async function expectRejects(promise, cls, expected) {
   throw new Error(expected);
 }
 
-module.exports = { assertExitsByItself, expectRejects, runFixture };
+/** Fixture scripts: runs `main`, then prints `done`; a failure is printed and exits with 1. */
+function fixtureMain(main) {
+  main().then(
+    () => process.stdout.write('done\n'),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
+
+module.exports = { assertExitsByItself, expectRejects, fixtureMain, runFixture };
