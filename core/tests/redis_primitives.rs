@@ -205,6 +205,12 @@ async fn election_elects_one_leader_and_replaces_a_dead_one(b: Backend) {
     // Still leader well past its lease: the watchdog renews it.
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(election.observe().await.unwrap().unwrap().term, term_a);
+    // One attempt finds it led; a campaign without a timeout uses the election's wait_timeout.
+    assert!(election.try_campaign("node-x").await.unwrap().is_none());
+    let impatient = c.election("leader", opts.clone().with_wait_timeout(Some(Duration::from_millis(200)))).unwrap();
+    let started = Instant::now();
+    assert_eq!(impatient.campaign("node-y", None).await.unwrap_err().kind(), ErrorKind::Timeout);
+    assert!(started.elapsed() >= Duration::from_millis(200));
     let lead_b = tokio::spawn({
         let e = election.clone();
         async move { e.campaign("node-b", Some(Duration::from_secs(10))).await.unwrap() }

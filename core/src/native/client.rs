@@ -339,20 +339,26 @@ impl Election {
         &self.name
     }
 
-    /// Waits up to `timeout` (`None`: until elected) to become leader, publishing `value` to
-    /// observers. Leadership is the returned lease: its fencing token is the term, its loss
-    /// signal fires when leadership is lost, and releasing it resigns.
+    /// Waits up to `timeout` to become leader, publishing `value` to observers; `None` uses the
+    /// election's `LockOptions::wait_timeout` (itself `None`: until elected). Leadership is the
+    /// returned lease: its fencing token is the term, its loss signal fires when leadership is
+    /// lost, and releasing it resigns.
     pub async fn campaign(&self, value: &str, timeout: Option<Duration>) -> Result<Lease> {
-        let lock = self.client.primitive(
-            &self.name,
-            Primitive::Leader { value: value.into() },
-            self.options.clone(),
-            false,
-        )?;
-        match timeout {
+        let lock = self.leadership(value)?;
+        match timeout.or(self.options.wait_timeout) {
             Some(t) => lock.acquire(t).await,
             None => lock.run(Wait::Forever).await?.ok_or_else(|| Error::protocol("wait ended without a lease")),
         }
+    }
+
+    /// One attempt to lead, without waiting: `Some(leadership)` if nobody leads (and nobody
+    /// queues ahead), `None` otherwise.
+    pub async fn try_campaign(&self, value: &str) -> Result<Option<Lease>> {
+        self.leadership(value)?.try_acquire().await
+    }
+
+    fn leadership(&self, value: &str) -> Result<Lock> {
+        self.client.primitive(&self.name, Primitive::Leader { value: value.into() }, self.options.clone(), false)
     }
 
     /// The current leader (its published value, term and remaining lease), or `None`.
