@@ -74,7 +74,9 @@ async function connect(target, options) {
   if (cluster && opts.replicaAcks !== undefined && opts.replicaAcks !== null) {
     throw invalid(NO_REPLICA_ACKS_ON_CLUSTER);
   }
-  const engine = new wasm.Engine(opts.keyPrefix, SHAPES, opts.replicaAcks);
+  // On a cluster every script call is its own request (a pipeline cannot span slots), so a
+  // node that fails fails only the calls routed to it.
+  const engine = new wasm.Engine(opts.keyPrefix, SHAPES, opts.replicaAcks, cluster);
   if (opts.replicaAcks) {
     // WAIT holds the connection for up to its timeout: a command timeout no longer than that
     // would turn every unconfirmed grant into a broken connection.

@@ -186,10 +186,11 @@ impl WasmEngine {
     /// A new engine with its own client channel; `keyPrefix` defaults to `lockgate:`. `shapes`
     /// holds the driver's `event(...)` object factory. `replicaAcks` (`{ replicas, timeoutMs }`
     /// or `undefined`) turns on the replica-acknowledged mode (PROTOCOL.md §4): the engine itself
-    /// appends `WAIT` to its pipelines and counts only confirmed grants.
+    /// appends `WAIT` to its pipelines and counts only confirmed grants. `splitPipelines` (for a
+    /// Redis Cluster) makes every script call its own request.
     #[wasm_bindgen(constructor)]
-    pub fn new(key_prefix: JsValue, shapes: Shapes, replica_acks: JsValue) -> JsResult<WasmEngine> {
-        let mut config = EngineConfig::default();
+    pub fn new(key_prefix: JsValue, shapes: Shapes, replica_acks: JsValue, split_pipelines: bool) -> JsResult<WasmEngine> {
+        let mut config = EngineConfig { split_pipelines, ..EngineConfig::default() };
         if let Some(p) = js(convert::key_prefix(&key_prefix))? {
             config.key_prefix = p;
         }

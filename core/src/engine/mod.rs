@@ -34,6 +34,11 @@ pub struct EngineConfig {
     /// Replica-acknowledged mode (PROTOCOL.md §4): a grant, extend or renewal counts only once
     /// `WAIT` confirms it reached this many replicas within the timeout. `None`: off.
     pub replica_acks: Option<ReplicaAcks>,
+    /// Emit every script call as its own request instead of batching the calls of one input
+    /// into a pipeline. For Redis Cluster, where a pipeline cannot span slots and the driver
+    /// would send the calls one by one anyway: a transport failure then fails only the call it
+    /// hit, not the unrelated locks batched with it.
+    pub split_pipelines: bool,
 }
 
 /// The replica-acknowledged mode: how many replicas must confirm a write, and how long to wait.
@@ -51,6 +56,7 @@ impl Default for EngineConfig {
             key_prefix: "lockgate:".into(),
             fence_retention: Duration::from_secs(3600),
             replica_acks: None,
+            split_pipelines: false,
         }
     }
 }
@@ -81,6 +87,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 pub struct Engine {
     prefix: String,
     replica_acks: Option<ReplicaAcks>,
+    split_pipelines: bool,
     channel: String,
     retention_ms: String,
     rng: Box<dyn RandomSource>,
@@ -119,6 +126,7 @@ impl Engine {
         let client_id = hex(&random_bytes::<8>(rng.as_mut()));
         Ok(Engine {
             replica_acks: config.replica_acks,
+            split_pipelines: config.split_pipelines,
             channel: client_channel(&config.key_prefix, &client_id),
             prefix: config.key_prefix,
             retention_ms: whole_millis(config.fence_retention).to_string(),
@@ -948,6 +956,13 @@ impl Engine {
             return;
         }
         let calls = std::mem::take(&mut self.batch);
+        if self.split_pipelines && calls.len() > 1 {
+            for call in calls {
+                self.batch.push(call);
+                self.flush(now);
+            }
+            return;
+        }
         let mut commands: Vec<Command> = calls.iter().map(|(_, c)| eval_command(c)).collect();
         let waited = self.replica_acks.filter(|_| {
             calls.iter().any(|(p, _)| matches!(p, Purpose::Acquire(_) | Purpose::Renew(..) | Purpose::Extend(..)))

@@ -111,6 +111,7 @@ impl ClientOptions {
         let config = EngineConfig {
             key_prefix: self.key_prefix.clone(),
             replica_acks: self.replica_acks,
+            split_pipelines: self.cluster,
             ..EngineConfig::default()
         };
         let engine = Engine::new(config, Box::new(OsRandom))?;

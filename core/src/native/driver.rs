@@ -346,8 +346,9 @@ impl Driver {
                 Box::pin(async move {
                     let r = match &mut conn {
                         Conn::Single(c) => c.send_packed_commands(&pipe, 0, n).await,
-                        // A cluster pipeline must stay in one slot; the engine batches scripts of
-                        // several locks, so each command goes on its own (still sent in order).
+                        // A cluster pipeline must stay in one slot. The engine sends one call per
+                        // request on a cluster (`split_pipelines`); should a request ever hold
+                        // several, each command still goes on its own, in order.
                         Conn::Cluster(c) => {
                             let sends = pipe.cmd_iter().map(|cmd| {
                                 let mut c = c.clone();
