@@ -14,8 +14,28 @@ const err = (e) => {
   throw e;
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// Wall clock in ns at microsecond precision (timeOrigin is a wall-clock reading at start-up).
-const wallNs = () => (BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n).toString();
+// Wall clock in ns, comparable across processes (and with the server's TIME) to well under a
+// millisecond. Date.now() reads the system clock but only to the millisecond; the monotonic
+// clock (performance.now, hrtime) does not follow steps of the system clock, so an offset taken
+// once at start-up (performance.timeOrigin) drifts from it whenever the clock is adjusted. So:
+// anchor hrtime to the wall clock at the instant Date.now() ticks over to a new millisecond, and
+// re-anchor whenever a reading disagrees with Date.now() about the current millisecond.
+function anchor() {
+  const start = Date.now();
+  let ms = start;
+  while (ms === start) ms = Date.now();
+  return { wallNs: BigInt(ms) * 1_000_000n, hr: process.hrtime.bigint() };
+}
+let wallAnchor = anchor();
+function wallNs() {
+  let ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
+  const drift = Number(ns / 1_000_000n) - Date.now();
+  if (drift < 0 || drift > 1) {
+    wallAnchor = anchor();
+    ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
+  }
+  return ns.toString();
+}
 const present = (v) => v !== undefined && v !== null;
 
 /** Lock options from the operation, passed through untouched (the library rejects bad values). */
