@@ -154,7 +154,7 @@ enum Pending {
 type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Vec<Reply>>)> + Send>>;
 
 /// Longest time a shutdown waits for releases to reach the server.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub(crate) struct Driver {
     engine: Engine,
@@ -489,7 +489,8 @@ impl Driver {
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at`, or forever without one (a `select!` arm that never fires).
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -14,7 +14,7 @@ use redis::aio::ConnectionManager;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
-use super::driver::{LeaseState, LeaseWatch};
+use super::driver::{sleep_until, LeaseState, LeaseWatch, SHUTDOWN_GRACE};
 use super::url::RedisUrl;
 use crate::engine::{Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -95,7 +95,7 @@ impl RedlockOptions {
         let (tx, rx) = mpsc::unbounded_channel();
         let driver = RedlockDriver::new(engine, conns, urls.clone(), self);
         tokio::spawn(driver.run(rx));
-        Ok(Redlock { inner: Arc::new(Inner { tx, urls, max_lease: config.max_lease, tickets: AtomicU64::new(1) }) })
+        Ok(Redlock { inner: Arc::new(Inner { tx, urls, config, tickets: AtomicU64::new(1) }) })
     }
 }
 
@@ -130,7 +130,8 @@ async fn connect_master(url: RedisUrl, o: RedlockOptions) -> Result<ConnectionMa
 struct Inner {
     tx: mpsc::UnboundedSender<Msg>,
     urls: Vec<RedisUrl>,
-    max_lease: Duration,
+    /// The deployment's settings, for checks made before anything reaches the driver.
+    config: RedlockConfig,
     tickets: AtomicU64,
 }
 
@@ -152,18 +153,13 @@ impl Redlock {
     pub fn lock(&self, name: &str, options: LockOptions) -> Result<RedlockLock> {
         options::validate_name(name)?;
         options.validate()?;
-        if options.lease > self.inner.max_lease {
-            return Err(Error::invalid(format!(
-                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
-                self.inner.max_lease.as_millis()
-            )));
-        }
+        self.inner.config.check_lease(options.lease)?;
         Ok(RedlockLock { redlock: self.clone(), name: name.into(), options })
     }
 
     /// The deployment's maximum lease (see [`RedlockConfig::max_lease`]).
     pub fn max_lease(&self) -> Duration {
-        self.inner.max_lease
+        self.inner.config.max_lease
     }
 
     /// How many masters, and how many must agree.
@@ -381,8 +377,6 @@ enum Pending {
 
 type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Reply>)> + Send>>;
 type ConnectFuture = Pin<Box<dyn Future<Output = (usize, Result<ConnectionManager>)> + Send>>;
-
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct RedlockDriver {
     engine: RedlockEngine,
@@ -615,9 +609,3 @@ impl RedlockDriver {
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}

@@ -100,6 +100,22 @@ impl RedlockConfig {
         Ok(())
     }
 
+    /// Checks a lease or extension for this deployment: a valid duration, at most `max_lease`,
+    /// and longer than its drift allowance.
+    pub fn check_lease(&self, lease: Duration) -> Result<()> {
+        options::validate_lease(lease)?;
+        if lease > self.max_lease {
+            return Err(Error::invalid(format!(
+                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
+                whole_millis(self.max_lease)
+            )));
+        }
+        if self.drift(lease) >= lease {
+            return Err(Error::invalid("the lease is shorter than the drift allowance"));
+        }
+        Ok(())
+    }
+
     /// The drift allowance for a lease of `d`.
     pub fn drift(&self, d: Duration) -> Duration {
         Duration::from_secs_f64(d.as_secs_f64() * self.drift_factor) + self.drift_fixed
@@ -237,7 +253,7 @@ impl RedlockEngine {
     pub fn acquire(&mut self, now: Instant, name: &str, options: &LockOptions, wait: Wait) -> Result<OpId> {
         options::validate_name(name)?;
         options.validate()?;
-        self.check_lease(options.lease)?;
+        self.config.check_lease(options.lease)?;
         let wait = match wait {
             Wait::For(d) => {
                 options::validate_wait(d)?;
@@ -286,7 +302,7 @@ impl RedlockEngine {
     /// succeeds with a majority, never re-acquires where the key vanished. A majority refusing
     /// is a `NOT_HELD` failure that also marks the lease lost.
     pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
-        self.check_lease(duration)?;
+        self.config.check_lease(duration)?;
         let op = OpId(self.fresh_id());
         if self.leases.contains_key(&lease) {
             self.send_pexpire(now, Purpose::Extend(op, lease), lease, duration);
@@ -415,20 +431,6 @@ impl RedlockEngine {
     /// The next event to deliver.
     pub fn poll_event(&mut self) -> Option<Event<RedlockOutcome>> {
         self.events.pop_front()
-    }
-
-    fn check_lease(&self, lease: Duration) -> Result<()> {
-        options::validate_lease(lease)?;
-        if lease > self.config.max_lease {
-            return Err(Error::invalid(format!(
-                "the lease exceeds this Redlock's max_lease of {} ms (every client must agree on it)",
-                whole_millis(self.config.max_lease)
-            )));
-        }
-        if self.config.drift(lease) >= lease {
-            return Err(Error::invalid("the lease is shorter than the drift allowance"));
-        }
-        Ok(())
     }
 
     fn start_attempt(&mut self, now: Instant, op: OpId) {
