@@ -17,7 +17,10 @@ struct Master {
     up: bool,
     started: Instant,
     keys: HashMap<String, (String, Instant)>,
+    /// Every script is in its cache (a master up since before the test).
     cached: bool,
+    /// Scripts loaded one by one with EVAL since it lost its cache.
+    loaded: Vec<&'static str>,
     /// How long its replies take to come back.
     delay: Duration,
 }
@@ -27,13 +30,15 @@ impl Master {
         let s = |i: usize| String::from_utf8(args[i].clone()).unwrap();
         let (name, body) = (s(0), s(1));
         let script = if name == "EVAL" {
-            self.cached = true;
-            scripts::all().into_iter().find(|x| x.source == body).expect("known script")
+            let script = scripts::all().into_iter().find(|x| x.source == body).expect("known script");
+            self.loaded.push(script.name);
+            script
         } else {
-            if !self.cached {
+            let script = scripts::all().into_iter().find(|x| x.sha1() == body).expect("known digest");
+            if !self.cached && !self.loaded.contains(&script.name) {
                 return Reply::Error("NOSCRIPT No matching script.".into());
             }
-            scripts::all().into_iter().find(|x| x.sha1() == body).expect("known digest")
+            script
         };
         let (key, token) = (s(3), s(4));
         self.keys.retain(|_, (_, exp)| *exp > now);
@@ -110,7 +115,7 @@ impl Sim {
             // Masters started long enough ago to grant.
             now: Instant::from_origin(Duration::from_secs(100)),
             masters: (0..cfg.masters)
-                .map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, delay: MS })
+                .map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, loaded: Vec::new(), delay: MS })
                 .collect(),
             clients: (0..clients)
                 .map(|i| RedlockEngine::new(cfg.clone(), Box::new(SeededRandom::new(i as u64 + 1))).unwrap())
@@ -400,7 +405,7 @@ fn a_recently_restarted_master_grants_nothing_for_one_max_lease() {
     acquired(sim.outcome(0, op));
     // Two masters restart without persistence: empty, script cache gone, uptime zero.
     for m in 0..2 {
-        sim.masters[m] = Master { up: true, started: sim.now, keys: HashMap::new(), cached: false, delay: MS };
+        sim.masters[m] = Master { up: true, started: sim.now, keys: HashMap::new(), cached: false, loaded: Vec::new(), delay: MS };
     }
     // The old lock is still valid on the third master only. Without the rule the two empty
     // masters would grant it to someone else: two holders.
@@ -469,7 +474,7 @@ fn a_master_that_lost_its_script_cache_gets_the_body() {
     let op = sim.acquire(0, "s", &fixed(1000), Wait::Try);
     sim.run_for(10 * MS);
     acquired(sim.outcome(0, op));
-    assert!(sim.masters.iter().all(|m| m.cached));
+    assert!(sim.masters.iter().all(|m| m.loaded.contains(&"REDLOCK_ACQUIRE")));
 }
 
 
@@ -520,7 +525,7 @@ impl Chaos {
         Chaos {
             rng: SeededRandom::new(seed),
             now: start,
-            masters: (0..5).map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, delay: MS }).collect(),
+            masters: (0..5).map(|_| Master { up: true, started: Instant::default(), keys: HashMap::new(), cached: true, loaded: Vec::new(), delay: MS }).collect(),
             clients: (0..4).map(|i| RedlockEngine::new(cfg.clone(), Box::new(SeededRandom::new(seed * 31 + i))).unwrap()).collect(),
             arriving: Vec::new(),
             replies: Vec::new(),
@@ -607,7 +612,7 @@ impl Chaos {
             match self.down_until[m] {
                 Some(t) if t <= now => {
                     self.down_until[m] = None;
-                    self.masters[m] = Master { up: true, started: now, keys: HashMap::new(), cached: false, delay: MS };
+                    self.masters[m] = Master { up: true, started: now, keys: HashMap::new(), cached: false, loaded: Vec::new(), delay: MS };
                 }
                 None if crash => {
                     self.masters[m].up = false;
@@ -685,4 +690,26 @@ fn an_extend_reaches_masters_that_lost_their_script_cache_even_after_the_majorit
     let key = scripts::key("lockgate:", "n");
     let expiry = sim.masters[2].keys.get(&key).expect("still held there").1;
     assert!(expiry > sim.now + Duration::from_secs(4), "the slow master was extended too");
+}
+
+#[test]
+fn a_master_that_missed_a_decided_attempt_for_want_of_a_script_gets_the_body_next_time() {
+    let mut sim = Sim::new(3, 1);
+    // The slow master lost its scripts: its NOSCRIPT comes after the other two decided.
+    sim.masters[2].cached = false;
+    sim.masters[2].delay = 20 * MS;
+    let op = sim.acquire(0, "m", &fixed(1000), Wait::Try);
+    sim.run_for(5 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    sim.run_for(50 * MS);
+    let key = scripts::key("lockgate:", "m");
+    assert!(sim.masters[2].holder(sim.now, &key).is_none(), "a decided attempt is not re-sent");
+    let rel = sim.clients[0].release(sim.now, lease);
+    sim.run_for(50 * MS);
+    assert_eq!(sim.outcome(0, rel), Some(RedlockOutcome::Released { was_held: true }));
+    // The next attempt sends that master the body at once, so it takes part.
+    let op = sim.acquire(0, "m", &fixed(1000), Wait::Try);
+    sim.run_for(50 * MS);
+    acquired(sim.outcome(0, op));
+    assert!(sim.masters[2].holder(sim.now, &key).is_some(), "the master took part this time");
 }

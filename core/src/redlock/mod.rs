@@ -12,7 +12,7 @@
 
 mod round;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::engine::{hex, Command, Event, LeaseId, OpId, RequestId, Wait};
@@ -212,6 +212,8 @@ pub struct RedlockEngine {
     leases: BTreeMap<LeaseId, Held>,
     rounds: BTreeMap<u64, Round<Purpose>>,
     in_flight: HashMap<RequestId, (u64, usize)>,
+    /// Per master, the scripts it answered NOSCRIPT for and has not been sent in full since.
+    missing_scripts: Vec<HashSet<&'static str>>,
     outgoing: VecDeque<NodeRequest>,
     events: VecDeque<Event<RedlockOutcome>>,
 }
@@ -222,6 +224,7 @@ impl RedlockEngine {
         config.validate()?;
         Ok(RedlockEngine {
             quorum: config.masters / 2 + 1,
+            missing_scripts: vec![HashSet::new(); config.masters],
             max_lease_ms: whole_millis(config.max_lease).to_string(),
             config,
             rng,
@@ -356,8 +359,16 @@ impl RedlockEngine {
         // extend or release is re-sent even when decided, so every master that still holds the
         // key gets it (they only ever act on the owner's own key).
         let resend = !round.decided || !matches!(round.purpose, Purpose::Acquire(_));
-        if matches!(&reply, Ok(r) if r.is_noscript()) && !round.sent_full[master] && resend {
-            // The master lost its script cache (restart, SCRIPT FLUSH): send the body once.
+        if matches!(&reply, Ok(r) if r.is_noscript()) && !round.sent_full[master] {
+            // The master lost its script cache (restart, SCRIPT FLUSH). Whether or not this call
+            // is re-sent, the next round's call of this script to it carries the body, so the
+            // master does not sit out every round that the others decide before it answers.
+            self.missing_scripts[master].insert(round.script.name);
+            if !resend {
+                round.votes[master] = Vote::Failed(Error::protocol("NOSCRIPT after the attempt was decided"));
+                self.decide(now, round_id);
+                return;
+            }
             round.sent_full[master] = true;
             let command = eval_command(round.script, &round.key, &round.args, true);
             self.send(round_id, master, command);
@@ -447,10 +458,16 @@ impl RedlockEngine {
         let id = self.fresh_id();
         let round = Round::new(purpose, script, Arc::clone(key), args, now, now + self.config.node_timeout, self.config.masters);
         let command = eval_command(script, key, &round.args, false);
-        self.rounds.insert(id, round);
+        let mut round = round;
         for master in 0..self.config.masters {
-            self.send(id, master, command.clone());
+            if self.missing_scripts[master].remove(script.name) {
+                round.sent_full[master] = true;
+                self.send(id, master, eval_command(script, key, &round.args, true));
+            } else {
+                self.send(id, master, command.clone());
+            }
         }
+        self.rounds.insert(id, round);
         id
     }
 
