@@ -51,8 +51,8 @@ class Master {
 
   /**
    * Loads the Redlock scripts on the master (on every new connection: a restarted master has
-   * lost its script cache). The engine copes with NOSCRIPT by itself, but only while a round is
-   * undecided; preloaded, a master never sits out quickly decided rounds for want of a script.
+   * lost its script cache). The engine copes with NOSCRIPT by itself (the next call carries the
+   * body); preloading only spares a fresh master the one attempt it would otherwise sit out.
    */
   preload() {
     if (this.redis.status !== 'ready') return;

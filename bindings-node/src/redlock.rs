@@ -13,9 +13,9 @@ use crate::errors::{js, JsResult};
 use crate::random;
 
 /// The Lua sources of the Redlock scripts, for the driver to `SCRIPT LOAD` on each master when
-/// its connection becomes ready. Only an optimisation: the engine still handles `NOSCRIPT`, but
-/// it does not re-send a script to a master whose vote came after its round was decided, so a
-/// master without the scripts could otherwise sit out every quickly decided round.
+/// its connection becomes ready. Only an optimisation: the engine handles `NOSCRIPT` itself (a
+/// master that answered it gets the body with its next call), so preloading only spares a fresh
+/// master the one quickly decided attempt it would otherwise sit out.
 #[wasm_bindgen(js_name = redlockScripts)]
 pub fn redlock_scripts() -> Vec<JsValue> {
     lockgate_core::redis::redlock::all()
