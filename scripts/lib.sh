@@ -44,26 +44,56 @@ ensure_base() {
   ensure_rust
 }
 
+# A loopback port nothing listens on now, below the kernel's ephemeral range: ports from bind(0)
+# are ephemeral, and client sockets take their local ports from that range, so one could take
+# the port before redis-server binds it.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+  python3 - <<'PY'
+import random, socket
+try:
+    top = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    top = 0
+for _ in range(200 if top > 10000 else 0):
+    port = random.randrange(10000, top)
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        print(s.getsockname()[1])
+PY
 }
 
-# Starts a throwaway redis-server on a free loopback port and sets REDIS_PORT. Call it directly,
-# not in $(...): the pid must be recorded in this shell for cleanup to stop the server.
+# Starts a throwaway redis-server on a free loopback port and sets REDIS_PORT (a server that
+# exits at once lost its port to another process: it is started again on a new one). Call it
+# directly, not in $(...): the pid must be recorded in this shell for cleanup to stop the server.
 redis_start() {
   local port dir
-  port=$(free_port)
-  dir="$LG_TMP/redis-$port"
-  mkdir -p "$dir"
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
-    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" "$@" >/dev/null
-  for _ in $(seq 1 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    sleep 0.05
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    dir="$LG_TMP/redis-$port"
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+      --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" "$@" >/dev/null
+    for _ in $(seq 1 100); do
+      redis-cli -p "$port" ping >/dev/null 2>&1 && break
+      sleep 0.05
+    done
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then
+      LG_PIDS+=("$(cat "$dir/redis.pid")")
+      REDIS_PORT=$port
+      return 0
+    fi
+    [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null
+    log "redis-server did not start on port $port: $(tail -n 2 "$dir/redis.log" 2>/dev/null | tr '\n' ' ')"
   done
-  redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "redis-server did not start (see $dir/redis.log)" >&2; return 1; }
-  LG_PIDS+=("$(cat "$dir/redis.pid")")
-  REDIS_PORT=$port
+  return 1
 }
 
 # Stops every server this run started, by pid, and removes the temp dir.

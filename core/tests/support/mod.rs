@@ -19,12 +19,39 @@ pub struct RedisServer {
     admin: Option<String>,
 }
 
-fn free_port() -> u16 {
+/// A loopback port that nothing listens on now, chosen below the kernel's ephemeral range.
+///
+/// Why not `bind(:0)`: that hands out ports from the ephemeral range, where every client socket
+/// of the tests running in parallel also takes its local port, and one of them can take the port
+/// between this probe and redis-server's own bind (a CI run failed so). Below the range only
+/// explicit binds take ports, so just another probe can race us, and `spawn` retries that.
+pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let (lo, hi) = below_ephemeral_range();
+    for _ in 0..200 {
+        if hi <= lo {
+            break;
+        }
+        let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let port = lo + (r % u64::from(hi - lo)) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// `[10000, first ephemeral port)`, or an empty range when the kernel leaves no room below it.
+fn below_ephemeral_range() -> (u16, u16) {
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    (10000, first_ephemeral)
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -57,11 +84,36 @@ impl RedisServer {
             acl_dir: None,
             admin: None,
         };
-        s.spawn();
+        s.spawn(false);
         s
     }
 
-    fn spawn(&mut self) {
+    /// Starts redis-server on `self.port`. A server that exits at once (its port was taken
+    /// between the probe and its bind) is started again on a new port; on `restart` the port
+    /// must stay, so it is tried again as it is.
+    fn spawn(&mut self, keep_port: bool) {
+        let mut failures = Vec::new();
+        for attempt in 0..5 {
+            if attempt > 0 {
+                if keep_port {
+                    std::thread::sleep(Duration::from_millis(200));
+                } else {
+                    self.port = free_port();
+                }
+            }
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(e) => failures.push(e),
+            }
+        }
+        panic!("redis-server did not start: {}", failures.join("; "));
+    }
+
+    /// One start: Ok once the port accepts connections, Err (with the server's log) if the
+    /// process exits first or the port stays closed for 10 s.
+    fn try_spawn(&mut self) -> Result<(), String> {
+        let log = self.dir.join("redis.log");
+        let _ = std::fs::remove_file(&log);
         let mut cmd = Command::new(redis_server_bin());
         cmd.arg("--bind")
             .arg("127.0.0.1")
@@ -70,6 +122,7 @@ impl RedisServer {
             .arg("--appendonly")
             .arg("no");
         cmd.arg("--dir").arg(&self.dir).arg("--daemonize").arg("no");
+        cmd.arg("--logfile").arg(&log);
         if self.tls {
             cmd.arg("--port")
                 .arg("0")
@@ -80,18 +133,34 @@ impl RedisServer {
         }
         cmd.args(&self.extra);
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        self.child = Some(
-            cmd.spawn()
-                .expect("redis-server must be installed (./run test installs it)"),
-        );
+        let mut child = cmd
+            .spawn()
+            .expect("redis-server must be installed (./run test installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on port {}",
-                self.port
-            );
+        let outcome = loop {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                break Ok(());
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                break Err(format!("exited with {status}"));
+            }
+            if Instant::now() >= deadline {
+                break Err("port closed after 10 s".to_string());
+            }
             std::thread::sleep(Duration::from_millis(20));
+        };
+        match outcome {
+            Ok(()) => {
+                self.child = Some(child);
+                Ok(())
+            }
+            Err(why) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let tail = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = tail.lines().rev().take(3).collect();
+                Err(format!("port {}: {why}: {}", self.port, tail.join(" | ")))
+            }
         }
     }
 
@@ -124,7 +193,7 @@ impl RedisServer {
     /// Kills the process (SIGKILL by pid) and starts it again on the same port, empty.
     pub fn restart(&mut self) {
         self.stop();
-        self.spawn();
+        self.spawn(true);
     }
 
     pub fn stop(&mut self) {
