@@ -4,6 +4,7 @@ persistence, stopped by pid. No mocks."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,27 @@ REDIS_SERVER = os.environ.get("LOCKGATE_REDIS_SERVER", "redis-server")
 
 
 def free_port() -> int:
+    """A loopback port nothing listens on now, chosen below the kernel's ephemeral range.
+
+    Why not bind to port 0: that hands out ephemeral ports, which the client sockets of the
+    tests also take as their local ports, so one can take the port between this probe and
+    redis-server's own bind. Below the range only explicit binds take ports; RedisServer.start
+    retries the remaining race (another probe) on a new port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            first_ephemeral = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 0
+    for _ in range(200):
+        if first_ephemeral <= 10000:
+            break
+        port = random.randrange(10000, first_ephemeral)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -42,9 +64,30 @@ class RedisServer:
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.start()
 
-    def start(self) -> None:
+    def start(self, keep_port: bool = False) -> None:
+        """Starts redis-server on `self.port`. A server that exits at once (its port was taken
+        between the probe and its bind) is started again on a new port, or on the same port
+        after a pause when `keep_port` (a restart clients must find again)."""
         if shutil.which(REDIS_SERVER) is None and not os.path.exists(REDIS_SERVER):
             pytest.fail(f"{REDIS_SERVER} is not installed (ci.sh install installs it)")
+        failures = []
+        for attempt in range(5):
+            if attempt:
+                if keep_port:
+                    time.sleep(0.2)
+                else:
+                    self.port = free_port()
+            why = self._try_start()
+            if why is None:
+                return
+            failures.append(why)
+        raise RuntimeError("redis-server did not start: " + "; ".join(failures))
+
+    def _try_start(self) -> Optional[str]:
+        """One start: None once the port accepts connections, else why not (with the log)."""
+        log = os.path.join(self.dir, "redis.log")
+        if os.path.exists(log):
+            os.remove(log)
         args = [
             REDIS_SERVER,
             "--port", str(self.port),
@@ -52,18 +95,26 @@ class RedisServer:
             "--save", "",
             "--appendonly", "no",
             "--dir", self.dir,
+            "--logfile", log,
             "--daemonize", "no",
             *self.extra,
         ]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    break
+                    self.proc = proc
+                    return None
             except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    proc.wait()
+                    tail = ""
+                    if os.path.exists(log):
+                        with open(log) as f:
+                            tail = " | ".join(f.read().splitlines()[-3:])
+                    return f"port {self.port}: {tail or 'no log'}"
                 time.sleep(0.01)
 
     @property

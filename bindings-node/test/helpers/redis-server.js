@@ -9,16 +9,45 @@ const os = require('node:os');
 const path = require('node:path');
 const Redis = require('ioredis');
 
-function freePort() {
+/** Resolves when `port` on 127.0.0.1 can be bound (nothing listens there), else rejects. */
+function probe(port) {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = srv.address().port;
+      srv.close(() => resolve(bound));
     });
   });
+}
+
+/** The first port of the kernel's ephemeral range (0 where it cannot be read). */
+function firstEphemeralPort() {
+  try {
+    return Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * A loopback port nothing listens on now, chosen below the kernel's ephemeral range. Why not
+ * port 0: that hands out ephemeral ports, which client sockets also take as their local ports,
+ * so one can take the port before redis-server binds it. Below the range only explicit binds
+ * take ports; startRedis retries the remaining race (another probe) on a new port.
+ */
+async function freePort() {
+  const top = firstEphemeralPort();
+  for (let i = 0; i < 200 && top > 10000; i++) {
+    const port = 10000 + Math.floor(Math.random() * (top - 10000));
+    try {
+      return await probe(port);
+    } catch {
+      // taken: try another
+    }
+  }
+  return probe(0);
 }
 
 function redisServerBinary() {
