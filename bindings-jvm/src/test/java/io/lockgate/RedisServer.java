@@ -23,20 +23,40 @@ final class RedisServer implements AutoCloseable {
     private final Process process;
 
     private RedisServer(List<String> extra) {
+        Path base = Paths.get(System.getProperty("lockgate.test.tmp", System.getProperty("java.io.tmpdir")));
         try {
-            Path base = Paths.get(System.getProperty("lockgate.test.tmp", System.getProperty("java.io.tmpdir")));
             Files.createDirectories(base);
             this.dir = Files.createTempDirectory(base, "redis-");
-            this.port = freePort();
-            List<String> cmd = new ArrayList<>(List.of(
-                System.getenv().getOrDefault("LOCKGATE_REDIS_SERVER", "redis-server"),
-                "--port", String.valueOf(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir.toString()));
-            cmd.addAll(extra);
-            this.process = new ProcessBuilder(cmd)
-                .redirectErrorStream(true)
-                .redirectOutput(dir.resolve("redis.log").toFile())
-                .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        // A server that exits at once lost its port to another probe between freePort() and its
+        // own bind: start it again on a new port.
+        List<String> failures = new ArrayList<>();
+        for (int attempt = 0; attempt < 5; attempt++) {
+            int candidate = freePort();
+            Process p = tryStart(candidate, extra, failures);
+            if (p != null) {
+                this.port = candidate;
+                this.process = p;
+                return;
+            }
+        }
+        deleteDir(dir);
+        throw new IllegalStateException("redis-server did not start: " + String.join("; ", failures));
+    }
+
+    /** One start on {@code port}: the process once the port accepts connections, else null. */
+    private Process tryStart(int port, List<String> extra, List<String> failures) {
+        Path log = dir.resolve("redis.log");
+        List<String> cmd = new ArrayList<>(List.of(
+            System.getenv().getOrDefault("LOCKGATE_REDIS_SERVER", "redis-server"),
+            "--port", String.valueOf(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir.toString()));
+        cmd.addAll(extra);
+        Process p;
+        try {
+            p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         } catch (IOException e) {
             throw new UncheckedIOException("redis-server must be installed (bindings-jvm/ci.sh install)", e);
         }
@@ -44,14 +64,25 @@ final class RedisServer implements AutoCloseable {
         while (true) {
             try {
                 new Socket("127.0.0.1", port).close();
-                break;
+                return p;
             } catch (IOException e) {
-                if (System.nanoTime() > deadline || !process.isAlive()) {
-                    close();
-                    throw new IllegalStateException("redis-server did not start on port " + port);
+                if (System.nanoTime() > deadline || !p.isAlive()) {
+                    p.destroyForcibly();
+                    waitFor(p);
+                    failures.add("port " + port + ": " + lastLines(log));
+                    return null;
                 }
                 sleep(20);
             }
+        }
+    }
+
+    private static String lastLines(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return String.join(" | ", lines.subList(Math.max(0, lines.size() - 3), lines.size()));
+        } catch (IOException e) {
+            return "no log";
         }
     }
 
@@ -104,7 +135,29 @@ final class RedisServer implements AutoCloseable {
         return new Resp(port);
     }
 
+    /**
+     * A loopback port nothing listens on now, chosen below the kernel's ephemeral range. Why not
+     * {@code new ServerSocket(0)}: that hands out ephemeral ports, which client sockets also take
+     * as their local ports, so one can take the port before redis-server binds it. Below the
+     * range only explicit binds take ports; the constructor retries the remaining race.
+     */
     static int freePort() {
+        int firstEphemeral = 0;
+        try {
+            firstEphemeral = Integer.parseInt(
+                Files.readString(Paths.get("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException ignored) {
+            // no such file: fall back to an ephemeral port below
+        }
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int i = 0; i < 200 && firstEphemeral > 10000; i++) {
+            int port = random.nextInt(10000, firstEphemeral);
+            try (ServerSocket s = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+                return port;
+            } catch (IOException taken) {
+                // try another
+            }
+        }
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         } catch (IOException e) {
@@ -124,11 +177,19 @@ final class RedisServer implements AutoCloseable {
     @Override
     public void close() {
         process.destroyForcibly();
+        waitFor(process);
+        deleteDir(dir);
+    }
+
+    private static void waitFor(Process p) {
         try {
-            process.waitFor();
+            p.waitFor();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    private static void deleteDir(Path dir) {
         try (Stream<Path> files = Files.walk(dir)) {
             files.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
         } catch (IOException ignored) {
