@@ -1,5 +1,8 @@
 'use strict';
-// The driver: performs the engine's requests with ioredis and keeps its one timer.
+// The driver: performs the engine's requests and keeps its one timer. A client connected from a
+// URL sends its pipelines on a lean connection (lib/wire.js: RESP bytes the engine encodes and
+// parses itself); one given an ioredis client or Cluster, or options only ioredis understands,
+// sends them with ioredis. Subscriptions always use an ioredis connection.
 //
 // It follows the engine's driving contract (core/src/engine/mod.rs): every input is fed with a
 // `performance.now()` timestamp, then `pump()` drains requests (performed in emission order on
@@ -19,6 +22,7 @@
 const { makeError } = require('./errors');
 const { EngineDriver, LossSignal, SHAPES, now } = require('./engine-driver');
 const { refSocket, unrefSocket } = require('./targets');
+const { WireConnection } = require('./wire');
 
 /** A random element, or undefined for an empty array. */
 function sample(items) {
@@ -28,18 +32,25 @@ function sample(items) {
 class Driver extends EngineDriver {
   /**
    * @param {import('../pkg/lockgate_node').Engine} engine
-   * @param {import('ioredis').Redis | import('ioredis').Cluster} redis the command connection
-   * @param {boolean} ownsRedis whether close() quits it (and its sockets may be unref'd)
+   * @param {object} transport either `{ redis, owns }`: an ioredis client or Cluster as the
+   *   command connection (`owns`: whether close() quits it, and its sockets may be unref'd), or
+   *   `{ url, options, makeSubscriber }`: a lean connection (lib/wire.js) to a checked URL, with
+   *   connect()'s options, plus a factory of the ioredis subscriber connection.
    */
-  constructor(engine, redis, ownsRedis) {
+  constructor(engine, transport) {
     super(engine, 'client');
-    this.redis = redis;
-    this.ownsRedis = ownsRedis;
+    /** @type {import('ioredis').Redis | import('ioredis').Cluster | null} the ioredis command connection */
+    this.redis = transport.redis || null;
+    this.ownsRedis = this.redis === null || transport.owns === true;
+    /** @type {WireConnection | null} the lean command connection, instead of `redis` */
+    this.wire = transport.url ? new WireConnection(transport.url, transport.options, this) : null;
+    this.makeSubscriber = transport.makeSubscriber || (() => this.redis.duplicate());
     /** Whether `redis` is an ioredis Cluster (commands go one by one, see perform()). */
-    this.cluster = redis.isCluster === true;
+    this.cluster = this.redis !== null && this.redis.isCluster === true;
     /** @type {import('ioredis').Redis | null} created on the engine's first subscribe */
     this.sub = null;
-    if (ownsRedis && this.cluster) {
+    const redis = this.redis;
+    if (redis !== null && this.ownsRedis && this.cluster) {
       // The same for every node connection of an owned Cluster, including ones opened later
       // (after a MOVED or a failover).
       const watch = (node) => {
@@ -50,7 +61,7 @@ class Driver extends EngineDriver {
       };
       for (const node of redis.nodes('all')) watch(node);
       redis.on('+node', watch);
-    } else if (ownsRedis) {
+    } else if (redis !== null && this.ownsRedis) {
       // An idle client must not keep the process alive: the socket is unref'd and a ref'd
       // timer stands in for it while the engine has work (see arm()).
       redis.on('ready', () => unrefSocket(redis));
@@ -79,7 +90,37 @@ class Driver extends EngineDriver {
     this.pump();
   }
 
+  // ---- the lean connection's owner side (lib/wire.js) ----
+
+  /** Bytes the lean connection read; returns how many requests still wait (-1: the stream broke). */
+  wireData(buf) {
+    return this.accepting ? this.engine.handleWireData(now(), buf) : 0;
+  }
+
+  /** Performs what the engine made of the bytes handed over by wireData(). */
+  wireFlush() {
+    if (this.accepting) this.pump();
+  }
+
+  /** The lean connection went: what was in flight on it fails (retryable, unless refused credentials). */
+  wireClosed(err) {
+    this.input(() => this.engine.handleWireClosed(now(), err));
+  }
+
   // ---- outputs ----
+
+  /** With the lean connection: the engine's pipelines leave as bytes, one write per batch. */
+  performRequests() {
+    if (this.wire === null) {
+      super.performRequests();
+      return;
+    }
+    let req;
+    while ((req = this.engine.pollWireRequests(now())) !== undefined) {
+      if (Array.isArray(req)) this.perform(req);
+      else this.wire.write(req);
+    }
+  }
 
   /**
    * Performs one request, given flat (see pollRequest in src/lib.rs): `[id, n, argc, name,
@@ -147,7 +188,7 @@ class Driver extends EngineDriver {
    */
   subscriber() {
     if (this.sub && this.sub.status !== 'end') return this.sub;
-    return this.watchSubscriber(this.redis.duplicate());
+    return this.watchSubscriber(this.makeSubscriber());
   }
 
   /**
@@ -196,14 +237,16 @@ class Driver extends EngineDriver {
 
   /** Keeps the connections ref'd while close() releases. */
   holdOpen() {
-    if (this.ownsRedis) refSocket(this.redis);
+    if (this.wire) this.wire.ref();
+    if (this.redis && this.ownsRedis) refSocket(this.redis);
     if (this.sub) refSocket(this.sub);
   }
 
   /** Closes the subscriber and, if this client opened it, the command connection. */
   async closeConnections() {
     if (this.sub) this.sub.disconnect();
-    if (this.ownsRedis) {
+    if (this.wire) await this.wire.close();
+    if (this.redis && this.ownsRedis) {
       try {
         await this.redis.quit();
       } catch {

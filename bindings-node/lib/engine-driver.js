@@ -3,8 +3,9 @@
 // mutex engine in lib/driver.js, the Redlock engine in lib/redlock.js): the pending operations
 // and their settlement, the loss signals of held leases, the pump (requests, then events), the
 // one timer at `pollTimeout()` and the shutdown sequence. Subclasses perform requests
-// (`perform(req)`), hand back failed commands (`failed(id, err)`) and own their connections
-// (`holdOpen()`, `closeConnections()`). No lock logic lives here either.
+// (`perform(req)`, or all of them in `performRequests()`), hand back failed commands
+// (`failed(id, err)`) and own their connections (`holdOpen()`, `closeConnections()`). No lock
+// logic lives here either.
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
@@ -181,8 +182,7 @@ class EngineDriver {
     try {
       do {
         this.again = false;
-        let req;
-        while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
+        this.performRequests();
         let ev;
         while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
       } while (this.again);
@@ -190,6 +190,12 @@ class EngineDriver {
       this.pumping = false;
     }
     this.arm();
+  }
+
+  /** Performs every request the engine has queued (a driver with its own transport overrides this). */
+  performRequests() {
+    let req;
+    while ((req = this.engine.pollRequest()) !== undefined) this.perform(req);
   }
 
   deliver(ev) {

@@ -6,6 +6,7 @@ const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
 const { checkTransportOptions, checkUrl, isIoredis, redact } = require('./targets');
+const { wireEligible } = require('./wire');
 const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
 
@@ -88,6 +89,20 @@ async function connect(target, options) {
       );
     }
   }
+  if (url !== undefined && !cluster && wireEligible(url, opts)) {
+    const driver = new Driver(engine, {
+      url,
+      options: opts,
+      makeSubscriber: () => ownSubscriber(target, opts),
+    });
+    try {
+      await driver.wire.open();
+    } catch (err) {
+      engine.free();
+      throw connectError(err, target);
+    }
+    return new Client(INTERNAL, driver);
+  }
   let redis;
   let owns;
   if (url !== undefined) {
@@ -104,7 +119,7 @@ async function connect(target, options) {
     redis = target;
     owns = false;
   }
-  return new Client(INTERNAL, new Driver(engine, redis, owns));
+  return new Client(INTERNAL, new Driver(engine, { redis, owns }));
 }
 
 /**
@@ -163,6 +178,24 @@ function ownConnection(url, opts) {
   return { redis, state };
 }
 
+/**
+ * The subscriber connection of a client whose commands use the lean connection: made like
+ * ownConnection() (it is what `duplicate()` of that would give), but reconnecting from the start.
+ */
+function ownSubscriber(url, opts) {
+  const { redis, state } = ownConnection(url, opts);
+  state.connected = true;
+  redis.options.commandTimeout = state.commandTimeout;
+  return redis;
+}
+
+/** A failed first connection as a ConnectionError or AuthenticationError naming the URL (without its password). */
+function connectError(cause, url) {
+  const e = wasm.clientError(cause);
+  e.message = `${e.message} (connecting to ${redact(url)})`;
+  return e;
+}
+
 /** Connects an ownConnection(); a failure becomes a ConnectionError or AuthenticationError. */
 async function connectOwn({ redis, state }, url, opts) {
   // While connecting, the emitted error (e.g. a refused AUTH) says more than connect()'s own
@@ -187,9 +220,7 @@ async function connectOwn({ redis, state }, url, opts) {
     if (redis.status !== 'end') redis.disconnect();
     // A Cluster reports "Failed to refresh slots cache." and keeps the node's own error aside.
     const cause = lastError && lastError.lastNodeError ? lastError.lastNodeError : lastError;
-    const e = wasm.clientError(cause ?? err);
-    e.message = `${e.message} (connecting to ${redact(url)})`;
-    throw e;
+    throw connectError(cause ?? err, url);
   } finally {
     clearTimeout(timer);
   }

@@ -640,9 +640,10 @@ fn first_word(s: &str) -> &str {
     s.split(' ').next().unwrap_or("")
 }
 
-/// A server error reply (ioredis `ReplyError`) that must fail the whole request rather than stay
-/// in place as [`Reply::Error`]: refused credentials and an unavailable server.
-fn request_level(message: &str) -> Option<ErrorKind> {
+/// A server error reply (ioredis `ReplyError`, or one parsed by `wire.rs`) that must fail the
+/// whole request rather than stay in place as [`Reply::Error`]: refused credentials and an
+/// unavailable server.
+pub(crate) fn request_level(message: &str) -> Option<ErrorKind> {
     let code = first_word(message);
     if AUTH_REFUSED.contains(&code) {
         Some(ErrorKind::Authentication)

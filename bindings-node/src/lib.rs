@@ -12,9 +12,10 @@ mod convert;
 mod errors;
 mod random;
 mod redlock;
+mod wire;
 
 use lockgate_core::engine::{EngineConfig, LeaseId, RequestId};
-use lockgate_core::{Error, LockOptions, Primitive};
+use lockgate_core::{Error, LockOptions, Primitive, Request, RequestKind};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
@@ -179,6 +180,11 @@ pub struct WasmEngine {
     engine: lockgate_core::Engine,
     shapes: Shapes,
     strings: StrCache,
+    /// The RESP codec of the lean transport (`pollWireRequests`, `handleWireData`).
+    wire: wire::Wire,
+    /// A request `pollWireRequests` took from the engine but could not put in its batch (a
+    /// subscribe after pipelines): handed out by the next call.
+    stash: Option<Request>,
 }
 
 #[wasm_bindgen(js_class = Engine)]
@@ -201,6 +207,8 @@ impl WasmEngine {
             engine,
             shapes,
             strings: StrCache::default(),
+            wire: wire::Wire::default(),
+            stash: None,
         })
     }
 
@@ -303,6 +311,84 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = handleDisconnect)]
     pub fn handle_disconnect(&mut self, now: f64) {
         self.engine.handle_disconnect(instant(now));
+    }
+}
+
+/// The lean transport (`lib/wire.js`, for clients connected from a URL): the engine's pipelines
+/// leave as RESP bytes and the replies come back as the bytes the socket read, so one socket
+/// write and one call per read is all the JavaScript side does. `pollRequest` and the
+/// `handle*Reply*` methods above serve the ioredis path instead; a driver uses one or the other.
+#[wasm_bindgen(js_class = Engine)]
+impl WasmEngine {
+    /// The engine's next requests: the RESP of every pipeline it has queued, to be written in
+    /// order on the command connection (each now waits for its replies) — a string when that is
+    /// valid UTF-8 (to be written as UTF-8), else a `Uint8Array` —, or a request in
+    /// `pollRequest`'s flat form (an array) for anything else (a subscribe), or `undefined`.
+    #[wasm_bindgen(js_name = pollWireRequests)]
+    pub fn poll_wire_requests(&mut self, now: f64) -> JsValue {
+        self.wire.begin();
+        loop {
+            let Some(r) = self.stash.take().or_else(|| self.engine.poll_request()) else {
+                break;
+            };
+            match &r.kind {
+                RequestKind::Pipeline(commands) => {
+                    if let Some((id, result)) = self.wire.encode(r.id, commands) {
+                        self.engine.handle_reply(instant(now), id, result);
+                    }
+                }
+                _ if self.wire.batch().is_empty() => {
+                    let flat = convert::request_to_js(&r, &mut self.strings);
+                    return flat.into_iter().collect::<js_sys::Array>().into();
+                }
+                _ => {
+                    self.stash = Some(r);
+                    break;
+                }
+            }
+        }
+        let batch = self.wire.batch();
+        if batch.is_empty() {
+            return JsValue::UNDEFINED;
+        }
+        // A string when the bytes are UTF-8 (they are whenever every argument came from a JS
+        // string, i.e. always today): V8 makes it on its own heap and the socket writes it from a
+        // stack buffer, where a Uint8Array costs a fresh ArrayBuffer per request.
+        match std::str::from_utf8(batch) {
+            Ok(text) => JsValue::from_str(text),
+            Err(_) => js_sys::Uint8Array::from(batch).into(),
+        }
+    }
+
+    /// Bytes the command connection read. Every request whose replies are now complete goes to
+    /// the engine. Returns how many requests still wait for replies, or -1 if the stream broke
+    /// (a malformed or unexpected reply): those requests have failed, and the driver must drop
+    /// the connection.
+    #[wasm_bindgen(js_name = handleWireData)]
+    pub fn handle_wire_data(&mut self, now: f64, data: &[u8]) -> i32 {
+        let now = instant(now);
+        let engine = &mut self.engine;
+        match self
+            .wire
+            .feed(data, |(id, r)| engine.handle_reply(now, id, r))
+        {
+            Ok(()) => i32::try_from(self.wire.in_flight()).unwrap_or(i32::MAX),
+            Err(e) => {
+                self.wire
+                    .fail_all(&e, |(id, r)| engine.handle_reply(now, id, r));
+                -1
+            }
+        }
+    }
+
+    /// The command connection is gone (`error`: why, as the socket reported it): every request
+    /// written to it and not answered fails with a retryable error.
+    #[wasm_bindgen(js_name = handleWireClosed)]
+    pub fn handle_wire_closed(&mut self, now: f64, error: JsValue) {
+        let e = convert::client_error(&error);
+        let engine = &mut self.engine;
+        self.wire
+            .fail_all(&e, |(id, r)| engine.handle_reply(instant(now), id, r));
     }
 }
 

@@ -82,20 +82,45 @@ async function waitReady(port, proc, logFile) {
 }
 
 /**
+ * A throwaway CA and a certificate for 127.0.0.1 it signed, made with the openssl CLI in `dir`;
+ * returns the paths and the CA's PEM.
+ */
+function makeTlsFiles(dir) {
+  const run = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=lockgate test CA', '-keyout', 'ca.key', '-out', 'ca.crt');
+  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
+  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'server.crt');
+  return {
+    args: [
+      '--tls-cert-file', path.join(dir, 'server.crt'),
+      '--tls-key-file', path.join(dir, 'server.key'),
+      '--tls-ca-cert-file', path.join(dir, 'ca.crt'),
+      '--tls-auth-clients', 'no',
+    ],
+    ca: fs.readFileSync(path.join(dir, 'ca.crt')),
+  };
+}
+
+/**
  * Starts redis-server; returns `{ port, url, admin, stop() }` where `admin` is a plain ioredis
  * client for inspecting keys. Extra args (e.g. `['--requirepass', 'x']`) are passed through.
  * `options.port` asks for that port (e.g. to bring back a server a client already knows).
+ * `options.tls` makes the port TLS-only (a fresh CA and certificate, made with openssl): the
+ * url is then `rediss://`, and the result also has `ca` (the CA's PEM, for `tls: { ca }`).
  */
 async function startRedis(extraArgs = [], options = {}) {
   const bin = redisServerBinary();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockgate-node-redis-'));
   const logFile = path.join(dir, 'redis.log');
+  const tls = options.tls ? makeTlsFiles(dir) : null;
   for (let attempt = 0; ; attempt++) {
     const port = options.port ?? (await freePort());
+    const ports = tls ? ['--port', '0', '--tls-port', String(port), ...tls.args] : ['--port', String(port)];
     const proc = spawn(
       bin,
       [
-        '--port', String(port),
+        ...ports,
         '--bind', '127.0.0.1',
         '--save', '',
         '--appendonly', 'no',
@@ -117,13 +142,14 @@ async function startRedis(extraArgs = [], options = {}) {
       throw err;
     }
     const password = passwordOf(extraArgs);
-    const url = `redis://127.0.0.1:${port}`;
-    const admin = new Redis(port, '127.0.0.1', { password, lazyConnect: true });
+    const url = `${tls ? 'rediss' : 'redis'}://127.0.0.1:${port}`;
+    const admin = new Redis(port, '127.0.0.1', { password, lazyConnect: true, tls: tls ? { ca: tls.ca } : undefined });
     await admin.connect();
     return {
       port,
       url,
       admin,
+      ca: tls ? tls.ca : undefined,
       pid: proc.pid,
       async stop() {
         admin.disconnect();
