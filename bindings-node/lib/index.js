@@ -332,12 +332,15 @@ class Lock {
   #election;
   /** The lease id this reentrant handle holds (or last held). */
   #current = undefined;
+  /** `spec.reentrant`, read once: every acquire asks, and the spec lives in WebAssembly. */
+  #reentrant;
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
     this.#client = client;
     this.#spec = spec;
     this.#election = election;
+    this.#reentrant = spec.reentrant;
   }
 
   /** The client this lock was made from. */
@@ -357,7 +360,7 @@ class Lock {
 
   /** Whether acquiring again while this handle holds the lock re-enters its lease. */
   get reentrant() {
-    return this.#spec.reentrant;
+    return this.#reentrant;
   }
 
   /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
@@ -374,8 +377,10 @@ class Lock {
   async acquire(options) {
     const driver = drivers.get(this.#client);
     const signal = checkSignal(options);
-    const entered = await this.#reenter(driver, signal);
-    if (entered) return entered;
+    if (this.#reentrant) {
+      const entered = await this.#reenter(driver, signal);
+      if (entered) return entered;
+    }
     const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
     return this.#granted(driver, ev);
   }
@@ -383,8 +388,10 @@ class Lock {
   /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
   async tryAcquire() {
     const driver = drivers.get(this.#client);
-    const entered = await this.#reenter(driver, undefined);
-    if (entered) return entered;
+    if (this.#reentrant) {
+      const entered = await this.#reenter(driver, undefined);
+      if (entered) return entered;
+    }
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
     return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
   }
@@ -400,7 +407,7 @@ class Lock {
 
   /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
   async #reenter(driver, signal) {
-    if (!this.#spec.reentrant || this.#current === undefined) return null;
+    if (!this.#reentrant || this.#current === undefined) return null;
     if (signal && signal.aborted) {
       throw makeError('CANCELLED', 'the acquire was cancelled before it started');
     }
@@ -416,7 +423,7 @@ class Lock {
   }
 
   #granted(driver, ev) {
-    if (this.#spec.reentrant) this.#current = ev.lease;
+    if (this.#reentrant) this.#current = ev.lease;
     if (this.#election !== undefined) {
       return new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value);
     }
