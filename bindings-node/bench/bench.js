@@ -30,13 +30,36 @@ const NAMES = Object.keys(libs);
 
 const log = (...a) => console.error('[bench]', ...a);
 
-async function uncontended(name, url, seconds) {
+/**
+ * The server's own account of its work: the CPU seconds its process used (`INFO cpu`, user +
+ * system, network I/O included) and the commands it ran (`INFO commandstats`, calls made from
+ * scripts included; the INFO calls that read them left out).
+ */
+async function serverStats(admin) {
+  const info = await admin.info('cpu');
+  const cpu = ['used_cpu_user', 'used_cpu_sys'].reduce(
+    (sum, field) => sum + Number(info.match(new RegExp(`^${field}:([\\d.]+)`, 'm'))[1]),
+    0,
+  );
+  let calls = 0;
+  for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (m[1] !== 'info') calls += Number(m[2]);
+  }
+  return { cpu, calls };
+}
+
+/**
+ * One round of sequential acquire+release: the rate, and per acquire+release the server's CPU
+ * microseconds and commands (its share of the round trip, which no client-side work can win back).
+ */
+async function uncontended(name, url, seconds, admin) {
   const lib = await libs[name].open(url);
   const lock = lib.lock(`bench:uncontended:${name}`);
   for (let i = 0; i < 200; i++) {
     await lock.acquire();
     await lock.release();
   }
+  const before = await serverStats(admin);
   let n = 0;
   const t0 = performance.now();
   const end = t0 + seconds * 1000;
@@ -46,8 +69,9 @@ async function uncontended(name, url, seconds) {
     n++;
   }
   const rate = n / ((performance.now() - t0) / 1000);
+  const after = await serverStats(admin);
   await lib.close();
-  return rate;
+  return { rate, serverUs: ((after.cpu - before.cpu) * 1e6) / n, commands: (after.calls - before.calls) / n };
 }
 
 /** Forks the N workers of one library, relays every acquisition to all, returns their rounds. */
@@ -132,11 +156,18 @@ const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US'
   const redisVersion = execFileSync('redis-server', ['--version']).toString().match(/v=(\S+)/)[1];
   try {
     const rates = Object.fromEntries(NAMES.map((n) => [n, []]));
+    const serverUs = Object.fromEntries(NAMES.map((n) => [n, []]));
+    const commands = Object.fromEntries(NAMES.map((n) => [n, []]));
     for (let r = 0; r < ROUNDS; r++) {
       for (const name of NAMES) {
-        const rate = await uncontended(name, redis.url, SECONDS);
-        rates[name].push(rate);
-        log(`uncontended round ${r + 1} ${name}: ${fmtInt(rate)} acquire+release/s`);
+        const round = await uncontended(name, redis.url, SECONDS, redis.admin);
+        rates[name].push(round.rate);
+        serverUs[name].push(round.serverUs);
+        commands[name].push(round.commands);
+        log(
+          `uncontended round ${r + 1} ${name}: ${fmtInt(round.rate)} acquire+release/s, ` +
+            `server ${fmt(round.serverUs, 1)} us and ${fmt(round.commands, 1)} commands per pair`,
+        );
       }
     }
     const contended = {};
@@ -147,11 +178,12 @@ const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US'
     }
     const rows = NAMES.map((name) => {
       const c = contended[name];
-      return `| ${libs[name].label} | ${fmtInt(median(rates[name]))} | ${fmt(c.p50)} | ${fmt(c.p99)} | ${fmtInt(c.perSecond)} | ${c.handoffs} |`;
+      return `| ${libs[name].label} | ${fmtInt(median(rates[name]))} | ${fmt(median(serverUs[name]), 1)} | ${fmt(median(commands[name]), 1)} | ${fmt(c.p50)} | ${fmt(c.p99)} | ${fmtInt(c.perSecond)} | ${c.handoffs} |`;
     });
-    const lg = { rate: median(rates.lockgate), ...contended.lockgate };
+    const lg = { rate: median(rates.lockgate), serverUs: median(serverUs.lockgate), ...contended.lockgate };
     const others = NAMES.filter((n) => n !== 'lockgate');
     const bestRate = Math.max(...others.map((n) => median(rates[n])));
+    const bestName = others.find((n) => median(rates[n]) === bestRate);
     const bestP50 = Math.min(...others.map((n) => contended[n].p50));
     const bestP99 = Math.min(...others.map((n) => contended[n].p99));
     const verdict = [
@@ -160,25 +192,28 @@ const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US'
       `handoff p99 ${fmt(bestP99 / lg.p99, 1)}x faster`,
     ];
     const md = [
-      '## Node binding (`lockgate` npm package: the core as WebAssembly, ioredis for I/O)',
+      '## Node binding (`lockgate` npm package: the core as WebAssembly; its own RESP connection for commands, ioredis for subscriptions)',
       '',
       `Command: \`bindings-node/ci.sh bench\` (run by \`./run bench\`), i.e. \`node bench/bench.js --out $LOCKGATE_BENCH_OUT/node.md --seconds ${SECONDS} --processes ${PROCESSES}\` in \`bindings-node/\`.`,
       `One redis-server ${redisVersion} on loopback started by the benchmark; Node ${process.version}; ${os.cpus().length} cores (shared); ${new Date().toISOString().slice(0, 10)}.`,
       '',
-      '| library | uncontended acquire+release/s | handoff p50 (ms) | handoff p99 (ms) | contended acquisitions/s | handoffs measured |',
-      '|---|---:|---:|---:|---:|---:|',
+      '| library | uncontended acquire+release/s | server µs per acquire+release | server commands per acquire+release | handoff p50 (ms) | handoff p99 (ms) | contended acquisitions/s | handoffs measured |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
       ...rows,
       '',
       `lockgate vs the best other library on each row: ${verdict.join('; ')}.`,
       ...(lg.rate < bestRate
         ? [
             '',
-            'lockgate is slower on the uncontended row: each acquire+release also runs the engine (WebAssembly) ' +
-              'and scripts that maintain the waiter queue, and on a small shared machine that row is CPU-bound.',
+            `lockgate is slower on the uncontended row. The server alone spends ${fmt(lg.serverUs, 1)} µs per ` +
+              `lockgate acquire+release against ${fmt(median(serverUs[bestName]), 1)} µs for ${libs[bestName].label} ` +
+              '(its CPU time in `INFO cpu`, same rounds): its scripts also keep the fencing counter and check the waiter ' +
+              'queue, and on a 2-core machine the server and the client share the CPU, so that difference is paid ' +
+              'on every round trip whatever the client does.',
           ]
         : []),
       '',
-      `- Uncontended: one process, sequential acquire then release of one lock, median of ${ROUNDS} rounds of ${SECONDS} s, libraries interleaved.`,
+      `- Uncontended: one process, sequential acquire then release of one lock, median of ${ROUNDS} rounds of ${SECONDS} s, libraries interleaved. Server µs per acquire+release: the redis-server process's CPU time (\`INFO cpu\`, user + system) over the same rounds, divided by the pairs; server commands: \`INFO commandstats\` calls, a script counted with the calls it makes.`,
       `- Contended: ${PROCESSES} processes loop acquire, hold ${HOLD_MS} ms, release, then stay out until another process has held the lock, for ${HANDOFF_SECONDS} s per library; so the releasing process never competes and every handoff goes to a process that was already waiting. A handoff is measured from the holder being done (just before its release call) to the next process holding the lock (CLOCK_MONOTONIC, comparable across processes).`,
       ...NAMES.map((n) => `- ${libs[n].label}: ${libs[n].settings}.`),
       '',
