@@ -8,6 +8,7 @@
 mod actor;
 mod check;
 mod demo;
+mod ports;
 mod server;
 
 use std::collections::{BTreeMap, HashMap};

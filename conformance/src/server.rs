@@ -1,6 +1,6 @@
 //! A throwaway redis-server for one conformance run: free loopback port, temp dir, killed by pid.
 
-use std::net::TcpListener;
+use crate::ports::free_port;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ impl RedisServer {
     pub fn start() -> Result<Self, String> {
         let mut failures = Vec::new();
         for _ in 0..5 {
-            match Self::try_start(free_port()?) {
+            match Self::try_start(free_port().map_err(|e| e.to_string())?) {
                 Ok(server) => return Ok(server),
                 Err(e) => failures.push(e),
             }
@@ -64,24 +64,3 @@ impl Drop for RedisServer {
     }
 }
 
-/// A loopback port nothing listens on now, chosen below the kernel's ephemeral range: ports
-/// from `bind(:0)` are ephemeral, and the actors' client sockets take their local ports from
-/// that range, so one of them could take the port before redis-server binds it.
-fn free_port() -> Result<u16, String> {
-    use std::hash::{BuildHasher, Hasher};
-    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(0);
-    for _ in 0..200 {
-        if first_ephemeral <= 10000 {
-            break;
-        }
-        let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
-        let port = 10000 + (r % u64::from(first_ephemeral - 10000)) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| e.to_string())
-}

@@ -2,7 +2,6 @@
 //! dir, stopped by pid on drop. No mocks.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,39 +18,11 @@ pub struct RedisServer {
     admin: Option<String>,
 }
 
-/// A loopback port that nothing listens on now, chosen below the kernel's ephemeral range.
-///
-/// Why not `bind(:0)`: that hands out ports from the ephemeral range, where every client socket
-/// of the tests running in parallel also takes its local port, and one of them can take the port
-/// between this probe and redis-server's own bind (a CI run failed so). Below the range only
-/// explicit binds take ports, so just another probe can race us, and `spawn` retries that.
-pub fn free_port() -> u16 {
-    use std::hash::{BuildHasher, Hasher};
-    let (lo, hi) = below_ephemeral_range();
-    for _ in 0..200 {
-        if hi <= lo {
-            break;
-        }
-        let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
-        let port = lo + (r % u64::from(hi - lo)) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+#[path = "../../../conformance/src/ports.rs"]
+mod ports;
 
-/// `[10000, first ephemeral port)`, or an empty range when the kernel leaves no room below it.
-fn below_ephemeral_range() -> (u16, u16) {
-    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(0);
-    (10000, first_ephemeral)
+fn free_port() -> u16 {
+    ports::free_port().expect("a free loopback port")
 }
 
 fn temp_dir(tag: &str) -> PathBuf {

@@ -1,0 +1,30 @@
+//! Free loopback ports for throwaway redis-servers. Shared, by `#[path]`, with the core's
+//! integration tests (`core/tests/support/mod.rs`), which start servers the same way.
+
+use std::net::TcpListener;
+
+/// A loopback port nothing listens on now, chosen below the kernel's ephemeral range.
+///
+/// Why not `bind(:0)`: that hands out ports from the ephemeral range, where every client socket
+/// (of tests running in parallel, of the actors) also takes its local port, and one of them can
+/// take the port between this probe and redis-server's own bind (a CI run failed so). Below the
+/// range only explicit binds take ports, so just another probe can race us; the callers start a
+/// server that exits at once again on a new port.
+pub fn free_port() -> std::io::Result<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    for _ in 0..200 {
+        if first_ephemeral <= 10000 {
+            break;
+        }
+        let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let port = 10000 + (r % u64::from(first_ephemeral - 10000)) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
