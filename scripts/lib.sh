@@ -44,30 +44,9 @@ ensure_base() {
   ensure_rust
 }
 
-# A loopback port nothing listens on now, below the kernel's ephemeral range: ports from bind(0)
-# are ephemeral, and client sockets take their local ports from that range, so one could take
-# the port before redis-server binds it.
+# A loopback port nothing listens on now, below the kernel's ephemeral range (why: see bindings-python/tests/ports.py).
 free_port() {
-  python3 - <<'PY'
-import random, socket
-try:
-    top = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-except (OSError, ValueError, IndexError):
-    top = 0
-for _ in range(200 if top > 10000 else 0):
-    port = random.randrange(10000, top)
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-    print(port)
-    break
-else:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        print(s.getsockname()[1])
-PY
+  python3 "$LG_ROOT/bindings-python/tests/ports.py"
 }
 
 # Starts a throwaway redis-server on a free loopback port and sets REDIS_PORT (a server that

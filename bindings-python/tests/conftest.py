@@ -4,7 +4,6 @@ persistence, stopped by pid. No mocks."""
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import socket
 import subprocess
@@ -15,34 +14,9 @@ from typing import Callable, Iterator, Optional
 import pytest
 import redis
 
+from ports import free_port
+
 REDIS_SERVER = os.environ.get("LOCKGATE_REDIS_SERVER", "redis-server")
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now, chosen below the kernel's ephemeral range.
-
-    Why not bind to port 0: that hands out ephemeral ports, which the client sockets of the
-    tests also take as their local ports, so one can take the port between this probe and
-    redis-server's own bind. Below the range only explicit binds take ports; RedisServer.start
-    retries the remaining race (another probe) on a new port."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            first_ephemeral = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        first_ephemeral = 0
-    for _ in range(200):
-        if first_ephemeral <= 10000:
-            break
-        port = random.randrange(10000, first_ephemeral)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(cond: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> None:
@@ -64,19 +38,15 @@ class RedisServer:
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.start()
 
-    def start(self, keep_port: bool = False) -> None:
+    def start(self) -> None:
         """Starts redis-server on `self.port`. A server that exits at once (its port was taken
-        between the probe and its bind) is started again on a new port, or on the same port
-        after a pause when `keep_port` (a restart clients must find again)."""
+        between the probe and its bind) is started again on a new port."""
         if shutil.which(REDIS_SERVER) is None and not os.path.exists(REDIS_SERVER):
             pytest.fail(f"{REDIS_SERVER} is not installed (ci.sh install installs it)")
         failures = []
         for attempt in range(5):
             if attempt:
-                if keep_port:
-                    time.sleep(0.2)
-                else:
-                    self.port = free_port()
+                self.port = free_port()
             why = self._try_start()
             if why is None:
                 return
