@@ -36,13 +36,13 @@ const log = (...a) => console.error('[bench]', ...a);
  * scripts included; the INFO calls that read them left out).
  */
 async function serverStats(admin) {
-  const info = await admin.info('cpu');
+  const info = await admin.call('INFO', 'cpu', 'commandstats');
   const cpu = ['used_cpu_user', 'used_cpu_sys'].reduce(
     (sum, field) => sum + Number(info.match(new RegExp(`^${field}:([\\d.]+)`, 'm'))[1]),
     0,
   );
   let calls = 0;
-  for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (m[1] !== 'info') calls += Number(m[2]);
   }
   return { cpu, calls };

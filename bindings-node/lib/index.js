@@ -5,7 +5,7 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
-const { checkTransportOptions, checkUrl, isIoredis, redact } = require('./targets');
+const { checkTransportOptions, checkUrl, endpointOf, isIoredis, redact, urlCommandTimeout } = require('./targets');
 const { wireEligible } = require('./wire');
 const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
@@ -46,10 +46,7 @@ function checkClientOptions(options) {
 
 /** The commandTimeout the command connection will have, or undefined for none. */
 function commandTimeoutOf(target, opts) {
-  if (typeof target === 'string') {
-    const ro = opts.redisOptions || {};
-    return opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000;
-  }
+  if (typeof target === 'string') return urlCommandTimeout(opts);
   const o = target.options || {};
   return target.isCluster ? (o.redisOptions || {}).commandTimeout : o.commandTimeout;
 }
@@ -131,22 +128,17 @@ function ownCluster(url, opts) {
     throw invalid('a Redis Cluster has only database 0: remove the database from the URL');
   }
   const ro = opts.redisOptions || {};
-  const state = {
-    connected: false,
-    cluster: true,
-    commandTimeout: opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000,
-  };
+  const state = { connected: false, cluster: true, commandTimeout: urlCommandTimeout(opts) };
   const nodeOptions = {
     connectTimeout: opts.connectTimeoutMs ?? 5000,
     maxRetriesPerRequest: 2,
     ...ro,
     commandTimeout: undefined,
   };
-  if (url.username) nodeOptions.username = decodeURIComponent(url.username);
-  if (url.password) nodeOptions.password = decodeURIComponent(url.password);
-  if (url.protocol === 'rediss:' && !nodeOptions.tls) nodeOptions.tls = {};
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const port = url.port ? Number(url.port) : 6379;
+  const { host, port, username, password, tls } = endpointOf(url);
+  if (username !== undefined) nodeOptions.username = username;
+  if (password !== undefined) nodeOptions.password = password;
+  if (tls && !nodeOptions.tls) nodeOptions.tls = {};
   const redis = new Redis.Cluster([{ host, port }], {
     redisOptions: nodeOptions,
     lazyConnect: true,
@@ -163,7 +155,7 @@ function ownCluster(url, opts) {
 function ownConnection(url, opts) {
   const ro = opts.redisOptions || {};
   const userRetry = ro.retryStrategy;
-  const state = { connected: false, commandTimeout: opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000 };
+  const state = { connected: false, commandTimeout: urlCommandTimeout(opts) };
   const redis = new Redis(url, {
     connectTimeout: opts.connectTimeoutMs ?? 5000,
     maxRetriesPerRequest: 2,
@@ -183,10 +175,9 @@ function ownConnection(url, opts) {
  * ownConnection() (it is what `duplicate()` of that would give), but reconnecting from the start.
  */
 function ownSubscriber(url, opts) {
-  const { redis, state } = ownConnection(url, opts);
-  state.connected = true;
-  redis.options.commandTimeout = state.commandTimeout;
-  return redis;
+  const own = ownConnection(url, opts);
+  markConnected(own);
+  return own.redis;
 }
 
 /** A failed first connection as a ConnectionError or AuthenticationError naming the URL (without its password). */
@@ -224,6 +215,11 @@ async function connectOwn({ redis, state }, url, opts) {
   } finally {
     clearTimeout(timer);
   }
+  markConnected({ redis, state });
+}
+
+/** From now on an ownConnection() or ownCluster() reconnects and times its commands out. */
+function markConnected({ redis, state }) {
   state.connected = true;
   if (state.cluster) {
     // Nodes connected later copy redisOptions; the ones already open get it directly.

@@ -42,6 +42,25 @@ function checkUrl(target) {
   return url;
 }
 
+/**
+ * Where a checked URL points and how to log in: `{ host, port, username, password, tls }`
+ * (credentials decoded, `undefined` when absent; `tls` for rediss://).
+ */
+function endpointOf(url) {
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port ? Number(url.port) : 6379,
+    username: url.username ? decodeURIComponent(url.username) : undefined,
+    password: url.password ? decodeURIComponent(url.password) : undefined,
+    tls: url.protocol === 'rediss:',
+  };
+}
+
+/** The command timeout in ms of a connection this package opens from a URL: `commandTimeoutMs`, else `redisOptions.commandTimeout`, else 5 s. */
+function urlCommandTimeout(opts) {
+  return opts.commandTimeoutMs ?? (opts.redisOptions || {}).commandTimeout ?? 5000;
+}
+
 /** Checks the connection options the drivers use themselves (`connectTimeoutMs`, `commandTimeoutMs`, `redisOptions`). */
 function checkTransportOptions(opts) {
   for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
@@ -77,4 +96,13 @@ function refSocket(redis) {
   }
 }
 
-module.exports = { checkTransportOptions, checkUrl, isIoredis, redact, refSocket, unrefSocket };
+module.exports = {
+  checkTransportOptions,
+  checkUrl,
+  urlCommandTimeout,
+  endpointOf,
+  isIoredis,
+  redact,
+  refSocket,
+  unrefSocket,
+};

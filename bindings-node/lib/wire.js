@@ -20,6 +20,7 @@
 const net = require('node:net');
 const tls = require('node:tls');
 const { performance } = require('node:perf_hooks');
+const { urlCommandTimeout, endpointOf } = require('./targets');
 
 const now = () => performance.now();
 
@@ -69,19 +70,20 @@ class WireConnection {
   constructor(url, opts, owner) {
     const ro = opts.redisOptions || {};
     this.owner = owner;
-    this.host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    this.port = url.port ? Number(url.port) : 6379;
-    this.tls = url.protocol === 'rediss:' || (ro.tls !== undefined && ro.tls !== false);
+    const at = endpointOf(url);
+    this.host = at.host;
+    this.port = at.port;
+    this.tls = at.tls || (ro.tls !== undefined && ro.tls !== false);
     this.tlsOptions = typeof ro.tls === 'object' && ro.tls !== null ? ro.tls : {};
-    this.username = url.username ? decodeURIComponent(url.username) : ro.username;
-    this.password = url.password ? decodeURIComponent(url.password) : ro.password;
+    this.username = at.username ?? ro.username;
+    this.password = at.password ?? ro.password;
     const path = url.pathname.replace(/^\//, '');
     this.db = path !== '' ? Number(path) : ro.db ?? 0;
     this.family = ro.family;
     this.noDelay = ro.noDelay !== false;
     this.keepAlive = ro.keepAlive ?? 0;
     this.connectTimeout = opts.connectTimeoutMs ?? ro.connectTimeout ?? 5000;
-    this.commandTimeout = opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000;
+    this.commandTimeout = urlCommandTimeout(opts);
     /** The current socket (connecting, handshaking or ready), or null. */
     this.sock = null;
     this.ready = false;
