@@ -114,7 +114,9 @@ test('a renewed lease outlives its lease time; extend needs a majority and never
   await lease.extend(900);
   assert.ok(lease.remainingMs > 300 && lease.remainingMs <= 900, `remainingMs ${lease.remainingMs}`);
   assert.equal(await five[0].admin.exists(key('renew')), 0, 'extend never re-creates the key');
-  assert.ok((await five[1].admin.pttl(key('renew'))) > 300);
+  // A majority renewal may let a master that stalled for a whole lease lapse, so count them.
+  const ttls = await Promise.all(five.map((m) => m.admin.pttl(key('renew'))));
+  assert.ok(ttls.filter((t) => t > 300).length >= 3, `extended on a majority: ${ttls}`);
   await assert.rejects(lease.extend(MAX_LEASE_MS + 1), (err) => {
     assert.ok(err instanceof lockgate.InvalidArgumentError, String(err));
     return true;
