@@ -5,7 +5,15 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
-const { checkTransportOptions, checkUrl, endpointOf, isIoredis, redact, urlCommandTimeout } = require('./targets');
+const {
+  checkTransportOptions,
+  checkUrl,
+  endpointOf,
+  isIoredis,
+  redact,
+  urlCommandTimeout,
+  urlConnectTimeout,
+} = require('./targets');
 const { wireEligible } = require('./wire');
 const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
@@ -130,9 +138,9 @@ function ownCluster(url, opts) {
   const ro = opts.redisOptions || {};
   const state = { connected: false, cluster: true, commandTimeout: urlCommandTimeout(opts) };
   const nodeOptions = {
-    connectTimeout: opts.connectTimeoutMs ?? 5000,
     maxRetriesPerRequest: 2,
     ...ro,
+    connectTimeout: urlConnectTimeout(opts),
     commandTimeout: undefined,
   };
   const { host, port, username, password, tls } = endpointOf(url);
@@ -157,9 +165,9 @@ function ownConnection(url, opts) {
   const userRetry = ro.retryStrategy;
   const state = { connected: false, commandTimeout: urlCommandTimeout(opts) };
   const redis = new Redis(url, {
-    connectTimeout: opts.connectTimeoutMs ?? 5000,
     maxRetriesPerRequest: 2,
     ...ro,
+    connectTimeout: urlConnectTimeout(opts),
     lazyConnect: true,
     commandTimeout: undefined,
     retryStrategy: (times) => {
@@ -195,7 +203,7 @@ async function connectOwn({ redis, state }, url, opts) {
   redis.on('error', (err) => {
     lastError = err;
   });
-  const limitMs = (opts.connectTimeoutMs ?? 5000) + state.commandTimeout;
+  const limitMs = urlConnectTimeout(opts) + state.commandTimeout;
   let timer;
   try {
     await Promise.race([

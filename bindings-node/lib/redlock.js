@@ -21,7 +21,16 @@ const wasm = require('./wasm');
 const errors = require('./errors');
 const { EngineDriver, SHAPES, now } = require('./engine-driver');
 const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
-const { checkTransportOptions, checkUrl, isIoredis, redact, refSocket, unrefSocket } = require('./targets');
+const {
+  checkTransportOptions,
+  checkUrl,
+  isIoredis,
+  redact,
+  refSocket,
+  unrefSocket,
+  urlCommandTimeout,
+  urlConnectTimeout,
+} = require('./targets');
 
 const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.redlock');
@@ -166,9 +175,9 @@ function labelOf(identity) {
 function ownMaster(url, opts) {
   const ro = opts.redisOptions || {};
   const redis = new Redis(url, {
-    connectTimeout: opts.connectTimeoutMs ?? 5000,
     ...ro,
-    commandTimeout: opts.commandTimeoutMs ?? ro.commandTimeout ?? 5000,
+    connectTimeout: urlConnectTimeout(opts),
+    commandTimeout: urlCommandTimeout(opts),
     lazyConnect: true,
     enableOfflineQueue: false,
     retryStrategy: null,
@@ -188,7 +197,7 @@ function ownMaster(url, opts) {
 
 /** The first connection of an owned master; rejects with a LockError naming the master. */
 async function firstConnect(master, url, opts) {
-  const limitMs = (opts.connectTimeoutMs ?? 5000) + 1000;
+  const limitMs = urlConnectTimeout(opts) + 1000;
   let timer;
   try {
     master.connecting = true;

@@ -61,6 +61,11 @@ function urlCommandTimeout(opts) {
   return opts.commandTimeoutMs ?? (opts.redisOptions || {}).commandTimeout ?? 5000;
 }
 
+/** The connect timeout in ms of a connection this package opens from a URL: `connectTimeoutMs`, else `redisOptions.connectTimeout`, else 5 s. */
+function urlConnectTimeout(opts) {
+  return opts.connectTimeoutMs ?? (opts.redisOptions || {}).connectTimeout ?? 5000;
+}
+
 /** Checks the connection options the drivers use themselves (`connectTimeoutMs`, `commandTimeoutMs`, `redisOptions`). */
 function checkTransportOptions(opts) {
   for (const key of ['connectTimeoutMs', 'commandTimeoutMs']) {
@@ -100,6 +105,7 @@ module.exports = {
   checkTransportOptions,
   checkUrl,
   urlCommandTimeout,
+  urlConnectTimeout,
   endpointOf,
   isIoredis,
   redact,

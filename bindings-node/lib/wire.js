@@ -20,7 +20,7 @@
 const net = require('node:net');
 const tls = require('node:tls');
 const { performance } = require('node:perf_hooks');
-const { urlCommandTimeout, endpointOf } = require('./targets');
+const { urlCommandTimeout, urlConnectTimeout, endpointOf } = require('./targets');
 
 const now = () => performance.now();
 
@@ -82,7 +82,7 @@ class WireConnection {
     this.family = ro.family;
     this.noDelay = ro.noDelay !== false;
     this.keepAlive = ro.keepAlive ?? 0;
-    this.connectTimeout = opts.connectTimeoutMs ?? ro.connectTimeout ?? 5000;
+    this.connectTimeout = urlConnectTimeout(opts);
     this.commandTimeout = urlCommandTimeout(opts);
     /** The current socket (connecting, handshaking or ready), or null. */
     this.sock = null;
