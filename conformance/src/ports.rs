@@ -1,7 +1,10 @@
-//! Free loopback ports for throwaway redis-servers. Shared, by `#[path]`, with the core's
-//! integration tests (`core/tests/support/mod.rs`), which start servers the same way.
+//! Free loopback ports for throwaway redis-servers, and the wait for one to listen. Shared, by
+//! `#[path]`, with the core's integration tests (`core/tests/support/mod.rs`), which start
+//! servers the same way.
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 /// A loopback port nothing listens on now, chosen below the kernel's ephemeral range.
 ///
@@ -27,4 +30,26 @@ pub fn free_port() -> std::io::Result<u16> {
         }
     }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits until `port` accepts connections. If `child` exits first (its port was taken between
+/// the probe and its bind) or the port stays closed for 10 s, the child is killed and reaped and
+/// the error says which.
+pub fn await_listening(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let why = loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!("exited with {status}");
+        }
+        if Instant::now() >= deadline {
+            break "port closed after 10 s".to_string();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!("port {port}: {why}"))
 }

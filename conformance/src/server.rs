@@ -1,9 +1,8 @@
 //! A throwaway redis-server for one conformance run: free loopback port, temp dir, killed by pid.
 
-use crate::ports::free_port;
+use crate::ports::{await_listening, free_port};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 pub struct RedisServer {
     pub port: u16,
@@ -37,16 +36,9 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start redis-server: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            let exited = matches!(child.try_wait(), Ok(Some(_)));
-            if exited || Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(format!("port {port}: {}", if exited { "exited at once" } else { "closed after 10 s" }));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Err(e) = await_listening(&mut child, port) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
         }
         Ok(RedisServer { port, child, dir })
     }

@@ -107,30 +107,15 @@ impl RedisServer {
         let mut child = cmd
             .spawn()
             .expect("redis-server must be installed (./run test installs it)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let outcome = loop {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                break Ok(());
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                break Err(format!("exited with {status}"));
-            }
-            if Instant::now() >= deadline {
-                break Err("port closed after 10 s".to_string());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        match outcome {
+        match ports::await_listening(&mut child, self.port) {
             Ok(()) => {
                 self.child = Some(child);
                 Ok(())
             }
             Err(why) => {
-                let _ = child.kill();
-                let _ = child.wait();
                 let tail = std::fs::read_to_string(&log).unwrap_or_default();
                 let tail: Vec<&str> = tail.lines().rev().take(3).collect();
-                Err(format!("port {}: {why}: {}", self.port, tail.join(" | ")))
+                Err(format!("{why}: {}", tail.join(" | ")))
             }
         }
     }
