@@ -23,11 +23,14 @@ pub enum ErrorKind {
     Cancelled,
     /// The client was closed; no further operation is possible on it.
     Closed,
+    /// This handle already holds the lock and is not reentrant: acquiring again through it
+    /// would wait for itself forever (python-redis-lock's `AlreadyAcquired`).
+    AlreadyHeld,
 }
 
 impl ErrorKind {
     /// Every kind, in a stable order (bindings iterate this to build their class tables).
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
         ErrorKind::NotHeld,
@@ -36,6 +39,7 @@ impl ErrorKind {
         ErrorKind::Protocol,
         ErrorKind::Cancelled,
         ErrorKind::Closed,
+        ErrorKind::AlreadyHeld,
     ];
 
     /// The stable, language-neutral code (documented in PROTOCOL.md).
@@ -49,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "PROTOCOL",
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::Closed => "CLOSED",
+            ErrorKind::AlreadyHeld => "ALREADY_HELD",
         }
     }
 
