@@ -1,7 +1,8 @@
 //! The conformance orchestrator: runs every scenario in `conformance/scenarios/` against every
 //! binding alone, then with actors spread across bindings, against a real redis-server it starts.
 //!
-//! Usage: `conformance [--bindings rust,python,...] [--table FILE] [--readme README.md]`, or
+//! Usage: `conformance [--bindings rust,python,...] [--scenarios name,...] [--table FILE]
+//! [--readme README.md]`, or
 //! `conformance --demo [--bindings ...] [--per-binding N] [--rounds N]` for `./run demo`
 //! (run from the repository root; `./run` does).
 
@@ -109,7 +110,14 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
         return demo::run(root, &specs, per, rounds).await;
     }
     let failures = load_failure_lists(&dir, &specs)?;
-    let scenarios = load_scenarios(&dir.join("scenarios"))?;
+    let mut scenarios = load_scenarios(&dir.join("scenarios"))?;
+    if let Some(list) = arg(args, "--scenarios") {
+        // A partial run must not rewrite the README's table with only some rows.
+        if arg(args, "--readme").is_some() {
+            return Err("--readme needs the whole matrix: drop --scenarios".into());
+        }
+        scenarios = select_scenarios(scenarios, &list)?;
+    }
     let server = RedisServer::start()?;
     let masters = if scenarios.iter().any(|s| s.redlock) {
         (0..REDLOCK_MASTERS).map(|_| RedisServer::start()).collect::<Result<Vec<_>, _>>()?
@@ -186,6 +194,20 @@ fn load_scenarios(dir: &Path) -> Result<Vec<Scenario>, String> {
         .iter()
         .map(|p| serde_json::from_str::<Scenario>(&read(p)?).map_err(|e| format!("{}: {e}", p.display())))
         .collect()
+}
+
+/// Keeps the scenarios named in `list` (comma-separated, in file order); an unknown name is an
+/// error, so a typo never turns into an empty, passing run.
+fn select_scenarios(all: Vec<Scenario>, list: &str) -> Result<Vec<Scenario>, String> {
+    let names: Vec<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    if names.is_empty() {
+        return Err("--scenarios needs at least one scenario name".into());
+    }
+    if let Some(unknown) = names.iter().find(|n| !all.iter().any(|s| s.name == **n)) {
+        let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!("no scenario named {unknown:?} (known: {})", known.join(", ")));
+    }
+    Ok(all.into_iter().filter(|s| names.contains(&s.name.as_str())).collect())
 }
 
 /// Every binding alone; then, for scenarios with several actors and several bindings, one
