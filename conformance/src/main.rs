@@ -7,9 +7,11 @@
 //! (run from the repository root; `./run` does).
 
 mod actor;
+mod busy;
 mod check;
 mod demo;
 mod ports;
+mod proxy;
 mod server;
 
 use std::collections::{BTreeMap, HashMap};
@@ -42,6 +44,9 @@ struct Scenario {
     /// Connect every actor's Redlock client to the independent masters too.
     #[serde(default)]
     redlock: bool,
+    /// Actors reach the server through the orchestrator's loopback proxy (`{"proxy": ...}` steps).
+    #[serde(default)]
+    proxy: bool,
 }
 
 #[derive(Deserialize, Clone)]
@@ -229,10 +234,16 @@ fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec]) -> Vec<(String, Vec<&'a
 
 /// Runs one scenario with one assignment of bindings to actors.
 async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
+    let proxy = if s.proxy {
+        Some(proxy::Proxy::start(std::net::SocketAddr::from(([127, 0, 0, 1], server.port)))?)
+    } else {
+        None
+    };
+    let actor_url = proxy.as_ref().map_or_else(|| server.url(), proxy::Proxy::url);
     let mut actors: HashMap<String, Actor> = HashMap::new();
     for (name, spec) in s.actors.iter().zip(assignment) {
         let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-        let id = a.send(serde_json::json!({"op": "connect", "url": server.url(), "prefix": PREFIX})).await?;
+        let id = a.send(serde_json::json!({"op": "connect", "url": actor_url, "prefix": PREFIX})).await?;
         let r = a.wait(id, OP_LIMIT).await?;
         if r.value["ok"] != true {
             return Err(format!("{name} ({}) could not connect: {}", spec.binding, r.value));
@@ -255,11 +266,28 @@ async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: 
     let mut master_conns = masters.iter().map(|m| connect(m.url())).collect::<Result<Vec<_>, _>>()?;
     let mut ctx = check::Context::new(PREFIX, &format!("{}.{tag}", s.name));
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
+    let mut spell: Option<busy::BusySpell> = None;
     let result = async {
         for (i, step) in s.steps.iter().enumerate() {
             let at = |e: String| format!("step {}: {e}", i + 1);
             if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
+            } else if let Some(ms) = step.get("busy_ms").and_then(Value::as_u64) {
+                if spell.is_some() {
+                    return Err(at("a busy spell is already running".into()));
+                }
+                let url = server.url();
+                spell = Some(tokio::task::block_in_place(|| busy::BusySpell::start(&url, ms)).map_err(at)?);
+            } else if step.get("busy_end").is_some() {
+                let mut sp = spell.take().ok_or_else(|| at("no busy spell is running".into()))?;
+                tokio::task::block_in_place(|| sp.finish()).map_err(at)?;
+            } else if let Some(what) = step.get("proxy").and_then(Value::as_str) {
+                let p = proxy.as_ref().ok_or_else(|| at("the scenario has no \"proxy\": true".into()))?;
+                match what {
+                    "silence" => p.silence(),
+                    "restore" => p.restore(),
+                    other => return Err(at(format!("unknown proxy action {other:?}"))),
+                }
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
                 actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
             } else if let Some(cmd) = step.get("redis").and_then(Value::as_array) {
@@ -301,10 +329,19 @@ async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: 
         Ok(())
     }
     .await;
+    // A spell still running (a failed step) ends before the actors exit, so their releases land.
+    let spell_end = match spell.take() {
+        Some(mut sp) => tokio::task::block_in_place(|| sp.finish()),
+        None => Ok(()),
+    };
+    if let Some(p) = &proxy {
+        p.restore();
+    }
     for (_, a) in actors {
         a.finish().await;
     }
-    result
+    drop(proxy);
+    result.and(spell_end)
 }
 
 /// The scenario × binding table in Markdown (the "mixed" column covers every rotation).

@@ -269,10 +269,15 @@ impl Actor {
             }
             "release" => {
                 let key = op.get("handle").and_then(Value::as_str).unwrap_or(&name).to_string();
-                match self.handles.get_mut(&key).and_then(|h| h.leases.pop()) {
+                let Some(h) = self.handles.get_mut(&key) else { return not_held() };
+                match h.leases.pop() {
                     Some(lease) => match lease.release().await {
                         Ok(was_held) => json!({"ok": true, "was_held": was_held}),
-                        Err(e) => err(&e),
+                        Err(e) => {
+                            // An error reply leaves the stack unchanged (conformance/README.md).
+                            h.leases.push(lease);
+                            err(&e)
+                        }
                     },
                     None => not_held(),
                 }

@@ -1,0 +1,129 @@
+//! A loopback TCP proxy in front of the test server, for scenarios with `"proxy": true`: it can
+//! make every connection it already carries go silent (a hung proxy, a frozen host, a half-open
+//! TCP connection after a failover) while new connections work normally.
+//!
+//! Silence pauses forwarding without dropping bytes: each pump holds what it read until the
+//! silence ends, so a connection that is restored carries an intact byte stream again.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+#[derive(Default)]
+struct State {
+    /// Connections are numbered in accept order; those up to this number are silenced.
+    silenced_upto: Option<u64>,
+    accepted: u64,
+    closed: bool,
+    /// Both sockets of every connection, to shut them down when the proxy is dropped.
+    sockets: Vec<TcpStream>,
+}
+
+type Shared = Arc<(Mutex<State>, Condvar)>;
+
+/// The running proxy; dropping it closes every connection it carries.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Shared,
+}
+
+impl Proxy {
+    /// Listens on a free loopback port and forwards each accepted connection to `upstream`.
+    pub fn start(upstream: SocketAddr) -> Result<Proxy, String> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("proxy: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| format!("proxy: {e}"))?;
+        let shared: Shared = Arc::default();
+        let s = Arc::clone(&shared);
+        thread::spawn(move || accept_loop(listener, upstream, s));
+        Ok(Proxy { addr, shared })
+    }
+
+    /// `redis://` URL of the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    /// Every connection accepted so far stops forwarding in both directions (sockets stay open).
+    pub fn silence(&self) {
+        let mut st = self.shared.0.lock().expect("proxy state");
+        st.silenced_upto = Some(st.accepted);
+    }
+
+    /// Silenced connections forward again (with every byte they held back).
+    pub fn restore(&self) {
+        self.shared.0.lock().expect("proxy state").silenced_upto = None;
+        self.shared.1.notify_all();
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let sockets = {
+            let mut st = self.shared.0.lock().expect("proxy state");
+            st.closed = true;
+            std::mem::take(&mut st.sockets)
+        };
+        self.shared.1.notify_all();
+        for s in sockets {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        // Wake the accept loop so it sees `closed` and exits.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Shared) {
+    for client in listener.incoming() {
+        if shared.0.lock().expect("proxy state").closed {
+            return;
+        }
+        let Ok(client) = client else { continue };
+        let Ok(server) = TcpStream::connect(upstream) else {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let id = {
+            let mut st = shared.0.lock().expect("proxy state");
+            st.accepted += 1;
+            for s in [&client, &server] {
+                if let Ok(c) = s.try_clone() {
+                    st.sockets.push(c);
+                }
+            }
+            st.accepted
+        };
+        for (from, to) in [(&client, &server), (&server, &client)] {
+            let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) else { continue };
+            let s = Arc::clone(&shared);
+            thread::spawn(move || pump(id, from, to, s));
+        }
+    }
+}
+
+/// Copies `from` to `to`, holding each chunk while connection `id` is silenced.
+fn pump(id: u64, mut from: TcpStream, mut to: TcpStream, shared: Shared) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        {
+            let (lock, cv) = &*shared;
+            let mut st = lock.lock().expect("proxy state");
+            while !st.closed && st.silenced_upto.is_some_and(|upto| id <= upto) {
+                st = cv.wait(st).expect("proxy state");
+            }
+            if st.closed {
+                break;
+            }
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
