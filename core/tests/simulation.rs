@@ -958,6 +958,88 @@ fn garbage_replies_give_protocol_failures() {
     }
 }
 
+/// Answers every lockgate script of every client with `error` while `on` is set, as a server
+/// busy running a long script (or loading, or failing over) answers everything else.
+fn transient_spell(sim: &mut Sim, error: &str) -> std::rc::Rc<std::cell::Cell<bool>> {
+    let on = std::rc::Rc::new(std::cell::Cell::new(false));
+    let flag = std::rc::Rc::clone(&on);
+    let error = error.to_string();
+    sim.fault = Some(Box::new(move |_, cmd| {
+        (flag.get() && script_of(cmd).is_some()).then(|| Reply::Error(error.clone()))
+    }));
+    on
+}
+
+// PROTOCOL.md §4: BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN and NOREPLICAS replies are
+// retryable CONNECTION errors: a waiter keeps waiting, a renewal retries until the local validity
+// runs out, a release made during the spell lands right after it, a try reports CONNECTION.
+#[test]
+fn transient_server_errors_are_retried_not_fatal() {
+    for (i, error) in [
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+        "LOADING Redis is loading the dataset in memory",
+        "TRYAGAIN Multiple keys request during rehashing of slot",
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        "CLUSTERDOWN The cluster is down",
+        "NOREPLICAS Not enough good replicas to write.",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seed = i as u64;
+        let mut sim = Sim::new(seed, net_for(seed));
+        let (a, b, c) = (sim.add_client(), sim.add_client(), sim.add_client());
+        let spell = transient_spell(&mut sim, error);
+        let (_, held, fence) = acquired_now(&mut sim, a, "r", &LockOptions::fixed_lease(ms(20_000)));
+        let (_, renewed, _) = acquired_now(&mut sim, c, "w", &LockOptions::renewed_lease(ms(3_000)));
+        let wait = sim.acquire(b, "r", &LockOptions::default(), Wait::For(ms(8_000)));
+        sim.run_for(ms(300));
+        assert_eq!(queue_members(&mut sim, "r").len(), 1, "{error}: b is queued");
+        // A 1.5 s spell, long enough for b's heartbeats, c's renewals and a's release to meet it.
+        spell.set(true);
+        let spell_start = sim.now;
+        let release = sim.release(a, held);
+        let (_, out) = outcome_of(&mut sim, a, release, ms(100));
+        assert!(
+            matches!(&out, Outcome::Failed(e) if e.kind() == ErrorKind::Connection && e.retryable()),
+            "{error}: release during the spell: {out:?}"
+        );
+        let one_shot = sim.acquire(c, "x", &LockOptions::default(), Wait::Try);
+        let (_, out) = outcome_of(&mut sim, c, one_shot, ms(100));
+        assert!(
+            matches!(&out, Outcome::Failed(e) if e.kind() == ErrorKind::Connection),
+            "{error}: try during the spell: {out:?}"
+        );
+        sim.run_until(spell_start + ms(1_500), |_| false);
+        assert!(sim.outcome(b, wait).is_none(), "{error}: the waiter gave up during the spell");
+        spell.set(false);
+        let spell_end = sim.now;
+        // The background release lands within its backoff (at most 1 s) and b is granted.
+        let (at, out) = outcome_of(&mut sim, b, wait, ms(2_000));
+        match out {
+            Outcome::Acquired { fencing_token, .. } => assert!(fencing_token > fence),
+            other => panic!("{error}: the waiter did not get the lock after the spell: {other:?}"),
+        }
+        assert!(at <= spell_end + ms(1_100), "{error}: granted {:?} after the spell", at.saturating_duration_since(spell_end));
+        // c's renewals failed during the spell and were retried; the lease was never lost.
+        assert!(
+            !sim.clients[c].events.iter().any(|(_, e)| matches!(e, Event::Lost { lease, .. } if *lease == renewed)),
+            "{error}: a renewal answered {error:?} lost the lease"
+        );
+        let renewed_after = sim.run_until(sim.now + ms(2_000), |s| {
+            s.clients[c].events.iter().any(|(t, e)| *t > spell_end && matches!(e, Event::Renewed { lease, .. } if *lease == renewed))
+        });
+        assert!(renewed_after, "{error}: no renewal after the spell");
+        assert!(sim.clients[c].engine.is_held(sim.now, renewed));
+        for x in [a, b, c] {
+            sim.shutdown(x);
+        }
+        sim.settle(ms(30_000));
+        check::safety(&sim);
+        check::no_lock_state_left(&mut sim);
+    }
+}
+
 // A pipeline answered with the wrong number of replies fails every call in it with PROTOCOL.
 #[test]
 fn wrong_number_of_replies_gives_protocol_failures() {

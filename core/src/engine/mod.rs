@@ -370,6 +370,9 @@ impl Engine {
                         ErrorKind::Connection,
                         format!("the write reached {n} of the {} replicas required within {:?}; it does not count", acks.replicas, acks.timeout),
                     ))),
+                    Reply::Error(e) if reply::is_transient_error(&e) => {
+                        (Ok(r), Some(Error::new(ErrorKind::Connection, format!("WAIT was not answered: {e}"))))
+                    }
                     other => (Ok(r), Some(Error::protocol(format!("WAIT returned {other:?}")))),
                 }
             }
@@ -888,7 +891,9 @@ impl Engine {
             return;
         };
         c.in_flight = false;
-        match reply {
+        // A transient server error (BUSY, LOADING, ...) arrives as a reply, not a transport
+        // error: parsing it makes it the retryable CONNECTION error it is.
+        match reply.and_then(|r| reply::parse_flag("release", &r)) {
             Err(e) if e.kind() == ErrorKind::Connection && now < c.give_up_at => {
                 c.due = now + c.backoff;
                 c.backoff = (c.backoff * 2).min(MAX_BACKOFF);

@@ -1,7 +1,8 @@
 //! Server replies as plain data, and the parsing of each script's reply shape.
-//! Anything unexpected becomes a [`ErrorKind::Protocol`](crate::ErrorKind) error, never a panic.
+//! Anything unexpected becomes a [`ErrorKind::Protocol`](crate::ErrorKind) error, never a panic;
+//! a transient server state (BUSY, LOADING, ...) is a retryable `CONNECTION` error instead.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// One RESP reply, independent of any client library.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,8 +50,27 @@ fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
+/// Error codes a server answers while it is briefly unable to serve, not because the request
+/// is wrong: a long script running (`BUSY`), a dataset loading (`LOADING`), a slot in migration
+/// (`TRYAGAIN`), a replica cut off from its primary or a cluster without a quorum
+/// (`MASTERDOWN`, `CLUSTERDOWN`), too few replicas for a write (`NOREPLICAS`). PROTOCOL.md §4:
+/// they are retryable `CONNECTION` errors, handled as a lost connection is.
+pub const TRANSIENT_ERROR_CODES: [&str; 6] =
+    ["BUSY", "LOADING", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "NOREPLICAS"];
+
+/// Whether a server error reply (`"BUSY Redis is busy ..."`) is one of the
+/// [transient ones](TRANSIENT_ERROR_CODES).
+pub fn is_transient_error(text: &str) -> bool {
+    let code = text.split(' ').next().unwrap_or("");
+    TRANSIENT_ERROR_CODES.contains(&code)
+}
+
 fn unexpected(script: &str, r: &Reply) -> Error {
     match r {
+        Reply::Error(e) if is_transient_error(e) => Error::new(
+            ErrorKind::Connection,
+            format!("{script} script not run, the server is briefly unavailable: {}", truncate(e)),
+        ),
         Reply::Error(e) => Error::protocol(format!(
             "{script} script failed on the server: {}",
             truncate(e)
@@ -213,6 +233,33 @@ mod tests {
                 "PROTOCOL",
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn transient_server_errors_are_retryable_connection_errors() {
+        for text in [
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+            "LOADING Redis is loading the dataset in memory",
+            "TRYAGAIN Multiple keys request during rehashing of slot",
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            "CLUSTERDOWN The cluster is down",
+            "NOREPLICAS Not enough good replicas to write. script: 0123, on @user_script:1.",
+        ] {
+            let r = Reply::Error(text.into());
+            for e in [
+                parse_acquire(&r).unwrap_err(),
+                parse_flag("release", &r).unwrap_err(),
+                parse_observe(&r).unwrap_err(),
+            ] {
+                assert_eq!(e.kind(), ErrorKind::Connection, "{text}");
+                assert!(e.retryable(), "{text}");
+            }
+        }
+        // Lookalikes and real protocol violations stay PROTOCOL.
+        for text in ["BUSYKEY Target key name already exists.", "ERR busy", "WRONGTYPE Operation"] {
+            let e = parse_flag("release", &Reply::Error(text.into())).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Protocol, "{text}");
         }
     }
 
