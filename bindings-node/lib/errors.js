@@ -47,6 +47,7 @@ const AuthenticationError = define('AuthenticationError', 'AUTHENTICATION');
 const ProtocolError = define('ProtocolError', 'PROTOCOL');
 const CancelledError = define('CancelledError', 'CANCELLED');
 const ClosedError = define('ClosedError', 'CLOSED');
+const AlreadyHeldError = define('AlreadyHeldError', 'ALREADY_HELD');
 
 const BY_CODE = new Map(
   [
@@ -58,6 +59,7 @@ const BY_CODE = new Map(
     ProtocolError,
     CancelledError,
     ClosedError,
+    AlreadyHeldError,
   ].map((c) => [c.code, c]),
 );
 
@@ -105,6 +107,7 @@ module.exports = {
   ProtocolError,
   CancelledError,
   ClosedError,
+  AlreadyHeldError,
   makeError,
   invalid,
   ERROR_CLASSES: BY_CODE,

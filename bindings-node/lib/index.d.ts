@@ -12,7 +12,8 @@ export type ErrorCode =
   | 'AUTHENTICATION'
   | 'PROTOCOL'
   | 'CANCELLED'
-  | 'CLOSED';
+  | 'CLOSED'
+  | 'ALREADY_HELD';
 
 /** Base class of every error lockgate raises. */
 export class LockError extends Error {
@@ -62,6 +63,15 @@ export class CancelledError extends LockError {
 export class ClosedError extends LockError {
   readonly code: 'CLOSED';
   static readonly code: 'CLOSED';
+}
+
+/**
+ * This non-reentrant handle already holds the lock: acquiring again through it would wait for
+ * itself, so the acquire fails at once and sends nothing. Not retryable.
+ */
+export class AlreadyHeldError extends LockError {
+  readonly code: 'ALREADY_HELD';
+  static readonly code: 'ALREADY_HELD';
 }
 
 /** Options every client takes. */
@@ -209,11 +219,21 @@ export class Lock {
   /** The effective options (defaults filled in). */
   readonly options: Required<LeaseOptions>;
   /**
+   * The most recent lease acquired through this handle that is still held, or null. The handle
+   * keeps it reachable: a lease whose `acquire()` result was dropped is never released by
+   * garbage collection, and can still be released here.
+   */
+  readonly lease: Lease | null;
+  /**
    * Waits for the lock (FIFO, woken by the release itself). A reentrant handle that holds the
-   * lock resolves at once with the same lease (one more hold).
+   * lock resolves at once with the same lease (one more hold); a non-reentrant one rejects at
+   * once with AlreadyHeldError (it would wait for itself), sending nothing.
    */
   acquire(options?: AcquireOptions): Promise<Lease>;
-  /** One attempt: the lease, or null if the lock is held (or others queue for it). */
+  /**
+   * One attempt: the lease, or null if the lock is held (or others queue for it);
+   * AlreadyHeldError through a non-reentrant handle that holds it.
+   */
   tryAcquire(): Promise<Lease | null>;
   /**
    * Acquires, runs `fn`, and releases even if it throws. Resolves with `fn`'s result only if the
@@ -285,6 +305,7 @@ export class Candidate extends Lock {
   readonly election: Election;
   /** The value it publishes while it leads. */
   readonly value: string;
+  readonly lease: Leadership | null;
   acquire(options?: AcquireOptions): Promise<Leadership>;
   tryAcquire(): Promise<Leadership | null>;
   using<T>(fn: (leadership: Leadership) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
@@ -397,14 +418,22 @@ export class RedlockLock {
   private constructor();
   readonly redlock: Redlock;
   readonly name: string;
+  /** Always `redlock`. */
+  readonly kind: 'redlock';
   /** The effective options (defaults filled in). */
   readonly options: Required<RedlockLockOptions>;
+  /** The most recent lease acquired through this handle that is still held, or null. */
+  readonly lease: RedlockLease | null;
   /**
    * Tries until a majority grants it (failed attempts are undone and retried after a jittered
-   * pause). Rejects with TimeoutError (`timeoutMs`, `0`: one attempt), CancelledError (`signal`).
+   * pause). Rejects with TimeoutError (`timeoutMs`, `0`: one attempt), CancelledError (`signal`),
+   * and at once with AlreadyHeldError while this handle holds the lock.
    */
   acquire(options?: AcquireOptions): Promise<RedlockLease>;
-  /** One attempt: the lease, or null if the lock is held; ConnectionError if too few masters could vote. */
+  /**
+   * One attempt: the lease, or null if the lock is held; ConnectionError if too few masters
+   * could vote; AlreadyHeldError while this handle holds the lock.
+   */
   tryAcquire(): Promise<RedlockLease | null>;
   /** Acquires, runs `fn`, releases even if it throws; NotHeldError if the lease was lost meanwhile. */
   using<T>(fn: (lease: RedlockLease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;

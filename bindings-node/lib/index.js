@@ -15,7 +15,7 @@ const {
   urlConnectTimeout,
 } = require('./targets');
 const { wireEligible } = require('./wire');
-const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
+const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
 
 const { invalid, makeError } = errors;
@@ -94,17 +94,17 @@ async function connect(target, options) {
       );
     }
   }
-  if (url !== undefined && !cluster && wireEligible(url, opts)) {
+  if (url !== undefined && !cluster && wireEligible(opts)) {
     const driver = new Driver(engine, {
       url,
       options: opts,
-      makeSubscriber: () => ownSubscriber(target, opts),
+      makeSubscriber: () => ownSubscriber(url.href, opts),
     });
     try {
       await driver.wire.open();
     } catch (err) {
       engine.free();
-      throw connectError(err, target);
+      throw connectError(err, url.href);
     }
     return new Client(INTERNAL, driver);
   }
@@ -112,10 +112,10 @@ async function connect(target, options) {
   let owns;
   if (url !== undefined) {
     try {
-      const own = cluster ? ownCluster(url, opts) : ownConnection(target, opts);
+      const own = cluster ? ownCluster(url, opts) : ownConnection(url.href, opts);
       redis = own.redis;
       owns = true;
-      await connectOwn(own, target, opts);
+      await connectOwn(own, url.href, opts);
     } catch (err) {
       engine.free();
       throw err;
@@ -338,6 +338,8 @@ class Lock {
   #current = undefined;
   /** `spec.reentrant`, read once: every acquire asks, and the spec lives in WebAssembly. */
   #reentrant;
+  /** The leases granted through this handle (a non-reentrant handle never waits for itself). */
+  #leases = new HandleLeases();
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
@@ -373,10 +375,20 @@ class Lock {
   }
 
   /**
+   * The most recent Lease acquired through this handle that is still held, or null. The handle
+   * keeps it reachable, so a lease whose acquire() result was dropped can still be released
+   * (`lock.lease.release()`); nothing releases a lease because it became unreachable.
+   */
+  get lease() {
+    return this.#leases.current();
+  }
+
+  /**
    * Waits for the lock and resolves with a Lease. Rejects with TimeoutError after `timeoutMs`
    * (default: the lock's `waitTimeoutMs`, else no limit) and with CancelledError when `signal`
    * aborts; either way nothing is left queued on the server. A reentrant handle that holds the
-   * lock resolves at once with the same lease (one more hold).
+   * lock resolves at once with the same lease (one more hold); a non-reentrant one rejects at
+   * once with AlreadyHeldError.
    */
   async acquire(options) {
     const driver = drivers.get(this.#client);
@@ -384,17 +396,24 @@ class Lock {
     if (this.#reentrant) {
       const entered = await this.#reenter(driver, signal);
       if (entered) return entered;
+    } else {
+      this.#leases.check(this);
     }
     const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
     return this.#granted(driver, ev);
   }
 
-  /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
+  /**
+   * One attempt: a Lease, or null if the lock is held (or others queue for it). Through a
+   * non-reentrant handle that holds the lock it rejects with AlreadyHeldError.
+   */
   async tryAcquire() {
     const driver = drivers.get(this.#client);
     if (this.#reentrant) {
       const entered = await this.#reenter(driver, undefined);
       if (entered) return entered;
+    } else {
+      this.#leases.check(this);
     }
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
     return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
@@ -428,10 +447,12 @@ class Lock {
 
   #granted(driver, ev) {
     if (this.#reentrant) this.#current = ev.lease;
-    if (this.#election !== undefined) {
-      return new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value);
-    }
-    return new Lease(INTERNAL, this, driver, ev);
+    const lease =
+      this.#election !== undefined
+        ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value)
+        : new Lease(INTERNAL, this, driver, ev);
+    this.#leases.add(lease);
+    return lease;
   }
 }
 
@@ -661,4 +682,5 @@ module.exports = {
   ProtocolError: errors.ProtocolError,
   CancelledError: errors.CancelledError,
   ClosedError: errors.ClosedError,
+  AlreadyHeldError: errors.AlreadyHeldError,
 };

@@ -51,6 +51,52 @@ async function usingLease(lock, fn, options, held) {
   return result;
 }
 
+/** How AlreadyHeldError names what a handle of each kind holds. */
+const HELD_WHAT = {
+  mutex: 'lock',
+  semaphore: 'semaphore permit of',
+  read: 'read lock',
+  write: 'write lock',
+  leader: 'leadership of',
+  redlock: 'Redlock lock',
+};
+
+/**
+ * The leases one non-reentrant lock handle holds, so that it never waits for itself: while one
+ * of them is held, another acquire through the handle would queue behind its own lease (for a
+ * mutex, forever), so it fails at once with AlreadyHeldError instead and sends nothing. Keeping
+ * the leases here also keeps them reachable from the handle (`lock.lease`) even when the caller
+ * dropped the one acquire() returned.
+ */
+class HandleLeases {
+  /** @type {HeldLease[]} what acquire() granted through the handle and was not seen ended yet */
+  #leases = [];
+
+  /** Throws AlreadyHeldError if the handle still holds a lease (`lock`: the handle, named in the message). */
+  check(lock) {
+    if (this.#leases.length === 0 || this.current() === null) return;
+    const what = HELD_WHAT[lock.kind] || 'lock';
+    throw makeError(
+      'ALREADY_HELD',
+      `this handle already holds the ${what} ${JSON.stringify(lock.name)} and is not reentrant: ` +
+        'acquiring again through it would wait for itself; release its lease first, or give ' +
+        'each task that waits its own handle',
+    );
+  }
+
+  /** Remembers a lease granted through the handle. */
+  add(lease) {
+    this.#leases.push(lease);
+  }
+
+  /** The most recent lease the handle still holds, or null (ended ones are forgotten). */
+  current() {
+    if (this.#leases.length === 0) return null;
+    this.#leases = this.#leases.filter((l) => l.isHeld);
+    return this.#leases.length ? this.#leases[this.#leases.length - 1] : null;
+  }
+}
+
 /** Installs `dispose` as `[Symbol.asyncDispose]` of `cls` where the runtime has the symbol. */
 function disposable(cls, dispose) {
   if (typeof Symbol.asyncDispose === 'symbol') cls.prototype[Symbol.asyncDispose] = dispose;
@@ -129,4 +175,4 @@ class HeldLease {
   }
 }
 
-module.exports = { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease };
+module.exports = { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease };

@@ -20,7 +20,7 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { EngineDriver, SHAPES, now } = require('./engine-driver');
-const { HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
+const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const {
   checkTransportOptions,
   checkUrl,
@@ -253,9 +253,9 @@ async function connectRedlock(targets, options) {
       }
       seen.add(identity);
       if (url !== undefined) {
-        master = ownMaster(target, opts);
+        master = ownMaster(url.href, opts);
         master.label = labelOf(identity);
-        master.url = target;
+        master.url = url.href;
       } else {
         master = new Master(target, false, labelOf(identity));
         master.onReady = () => master.preload();
@@ -343,6 +343,8 @@ class Redlock {
 class RedlockLock {
   #redlock;
   #spec;
+  /** The leases granted through this handle (it never waits for itself). */
+  #leases = new HandleLeases();
 
   constructor(token, redlock, spec) {
     if (token !== INTERNAL) throw new TypeError('use redlock.lock() to create a RedlockLock');
@@ -366,27 +368,50 @@ class RedlockLock {
     return { leaseMs: s.leaseMs, autoRenew: s.autoRenew, waitTimeoutMs: s.waitTimeoutMs };
   }
 
+  /** What this handle acquires (for messages): always `redlock`. */
+  get kind() {
+    return 'redlock';
+  }
+
+  /**
+   * The most recent RedlockLease acquired through this handle that is still held, or null; the
+   * handle keeps it reachable (see Lock.lease).
+   */
+  get lease() {
+    return this.#leases.current();
+  }
+
   /**
    * Tries until a majority grants it (attempts are retried after a jittered pause) and resolves
    * with a RedlockLease. Rejects with TimeoutError after `timeoutMs` (default: the lock's
    * `waitTimeoutMs`, else no limit; `0`: one attempt) and with CancelledError when `signal`
-   * aborts; whatever an attempt set on the masters is removed either way.
+   * aborts; whatever an attempt set on the masters is removed either way. Rejects at once with
+   * AlreadyHeldError while this handle holds the lock.
    */
   async acquire(options) {
     const driver = drivers.get(this.#redlock);
     const signal = checkSignal(options);
+    this.#leases.check(this);
     const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
-    return new RedlockLease(INTERNAL, this, driver, ev);
+    return this.#granted(driver, ev);
   }
 
   /**
    * One attempt: a RedlockLease, or null if the lock is held. Rejects with a (retryable)
-   * ConnectionError when too few masters could vote.
+   * ConnectionError when too few masters could vote, and with AlreadyHeldError while this
+   * handle holds the lock.
    */
   async tryAcquire() {
     const driver = drivers.get(this.#redlock);
+    this.#leases.check(this);
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
-    return ev.kind === 'acquired' ? new RedlockLease(INTERNAL, this, driver, ev) : null;
+    return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
+  }
+
+  #granted(driver, ev) {
+    const lease = new RedlockLease(INTERNAL, this, driver, ev);
+    this.#leases.add(lease);
+    return lease;
   }
 
   /**

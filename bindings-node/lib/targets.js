@@ -28,16 +28,54 @@ function isIoredis(x) {
   );
 }
 
-/** Parses a client URL (redis:// or rediss://); throws InvalidArgumentError. */
+/** The URL query parameters a client URL may carry (core/src/native/url.rs: the same list). */
+const URL_PARAMETERS = ['protocol'];
+/** The largest database number a URL may name (core: a `u32`). */
+const MAX_DB = 4294967295;
+
+/**
+ * Parses and checks a client URL (redis:// or rediss://) by core's rules
+ * (core/src/native/url.rs, which the native, Python and JVM clients use): a host; a path that is
+ * empty or a database number; no query parameter but `protocol`; a user name only with a
+ * password (a user without one would silently run as the `default` user). Returns the URL with
+ * its path normalised to `/<db>` (or empty) and without its query. Throws InvalidArgumentError; messages never echo
+ * the password.
+ */
 function checkUrl(target) {
   let url;
   try {
     url = new URL(target);
   } catch {
-    throw invalid('the Redis URL is not a valid URL');
+    throw invalid('malformed Redis URL: it is not a valid URL');
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    throw invalid(`the Redis URL must start with redis:// or rediss://, got ${url.protocol}//`);
+    throw invalid(
+      `unsupported URL scheme ${JSON.stringify(url.protocol.replace(/:$/, ''))}: use redis:// or rediss:// (TLS)`,
+    );
+  }
+  if (url.hostname === '') throw invalid('Redis URL has no host');
+  const path = url.pathname.replace(/^\/+/, '');
+  if (path !== '') {
+    // Core parses the path as a u32 (Rust's parser takes an optional leading `+`).
+    const db = /^\+?[0-9]+$/.test(path) ? Number(path) : NaN;
+    if (!(db <= MAX_DB)) throw invalid('the path of a Redis URL must be a database number');
+    url.pathname = `/${db}`;
+  } else {
+    url.pathname = '';
+  }
+  for (const key of url.searchParams.keys()) {
+    if (!URL_PARAMETERS.includes(key)) {
+      throw invalid(`unsupported Redis URL parameter ${JSON.stringify(key)}`);
+    }
+  }
+  // `protocol` picks the native client's RESP version; the Node connections choose their own
+  // (and ioredis would read any query parameter as one of its options).
+  url.search = '';
+  if (url.username !== '' && url.password === '') {
+    throw invalid(
+      'the Redis URL names a user but no password: give both (redis://user:password@host), ' +
+        'or neither to log in as the default user',
+    );
   }
   return url;
 }

@@ -38,12 +38,10 @@ const WIRE_REDIS_OPTIONS = [
 ];
 
 /**
- * Whether a client for `url` with `opts` can use this connection: a URL without query
- * parameters (ioredis reads options from them), whose path is empty or a database number, and
- * only `redisOptions` it understands.
+ * Whether a client with connect()'s `opts` can use this connection: one whose `redisOptions`
+ * hold only keys it understands. (Its URL passed checkUrl(): no query, a database number.)
  */
-function wireEligible(url, opts) {
-  if (url.search !== '' || !/^\/?\d*$/.test(url.pathname)) return false;
+function wireEligible(opts) {
   const ro = opts.redisOptions;
   return ro === undefined || Object.keys(ro).every((k) => WIRE_REDIS_OPTIONS.includes(k));
 }

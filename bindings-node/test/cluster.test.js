@@ -133,8 +133,9 @@ test('a semaphore on a cluster: at most `permits` holders, the next one gets a r
   const sem2 = byUrl.semaphore(name, 2, { leaseMs: 5000 });
   const a = await sem1.acquire({ timeoutMs: 5000 });
   const b = await sem2.acquire({ timeoutMs: 5000 });
-  assert.equal(await sem1.tryAcquire(), null, 'no third permit');
-  const third = sem2.acquire({ timeoutMs: 8000 });
+  // Third holders: handles of their own (a handle holding a permit refuses to wait for itself).
+  assert.equal(await passed.semaphore(name, 2).tryAcquire(), null, 'no third permit');
+  const third = byUrl.semaphore(name, 2).acquire({ timeoutMs: 8000 });
   await sleep(200);
   const t0 = performance.now();
   await a.release();
@@ -158,7 +159,7 @@ test('a read-write lock on a cluster: readers share, a writer waits for them and
     return l;
   });
   await sleep(200);
-  assert.equal(await rw1.readLock.tryAcquire(), null, 'a queued writer blocks later readers');
+  assert.equal(await passed.readWriteLock(name).readLock.tryAcquire(), null, 'a queued writer blocks later readers');
   await r1.release();
   await sleep(100);
   assert.equal(writerAt, undefined, 'the writer waits for the last reader');

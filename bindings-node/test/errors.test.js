@@ -7,7 +7,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const lockgate = require('..');
 const { CORE_CODES } = require('../lib/errors');
-const { startRedis, freePort } = require('./helpers/redis-server');
+const { startRedis, freePort, sleep } = require('./helpers/redis-server');
 
 let redis;
 let client;
@@ -42,6 +42,7 @@ test('every core error code has its own LockError subclass', () => {
     PROTOCOL: [lockgate.ProtocolError, false],
     CANCELLED: [lockgate.CancelledError, false],
     CLOSED: [lockgate.ClosedError, false],
+    ALREADY_HELD: [lockgate.AlreadyHeldError, false],
   };
   assert.deepEqual([...CORE_CODES].sort(), Object.keys(classes).sort(), 'the core and the JS classes agree');
   for (const [code, [cls, retryable]] of Object.entries(classes)) {
@@ -99,6 +100,50 @@ test('bad connect arguments', async () => {
   for (const options of [{ keyPrefix: 'a{b' }, { keyPrefix: 5 }, { prefix: 'x' }, { connectTimeoutMs: -1 }, 'x']) {
     await assert.rejects(lockgate.connect(redis.url, options), isInvalid, JSON.stringify(options));
   }
+});
+
+test('bad Redis URLs are an InvalidArgumentError from connect and connectRedlock (the rules of core/src/native/url.rs)', async () => {
+  const at = `127.0.0.1:${redis.port}`;
+  const bad = [
+    `redis://${at}/abc`,
+    `redis://${at}/%20`,
+    `redis://${at}/-1`,
+    `redis://${at}/1.5`,
+    `redis://${at}/1/2`,
+    `redis://${at}/4294967296`,
+    `redis://${at}/?foo=bar`,
+    `redis://${at}?db=1`,
+    `redis://app@${at}`, // a user without a password would run as `default`
+    `redis://app:@${at}`,
+    'redis://',
+    'redis:///0',
+    `http://${at}`,
+    `redis://${at}:99999`,
+  ];
+  for (const url of bad) {
+    await assert.rejects(lockgate.connect(url), isInvalid, url);
+    await assert.rejects(lockgate.connect(url, { cluster: true }), isInvalid, `${url} (cluster)`);
+    await assert.rejects(lockgate.connectRedlock([url]), isInvalid, `${url} (redlock)`);
+  }
+  const e = await lockgate.connect(`redis://app:hunter2@${at}/x`).catch((err) => err);
+  assert.ok(isInvalid(e) && !e.message.includes('hunter2'), e.message);
+  // Give anything that a bad URL set off (a socket, a timer) the time to blow up the process.
+  await sleep(200);
+  // What core accepts, Node accepts: a database number, `protocol`, a user with a password.
+  for (const url of [`redis://${at}/0`, `redis://${at}/3`, `redis://${at}//3`, `redis://${at}/?protocol=resp3`, `redis://:x@${at}`]) {
+    const ok = await lockgate.connect(url).catch((err) => err);
+    if (url.includes(':x@')) {
+      assert.ok(ok instanceof lockgate.AuthenticationError || ok instanceof lockgate.Client, `${url}: ${ok && ok.message}`);
+      if (ok instanceof lockgate.Client) await ok.close();
+      continue;
+    }
+    assert.ok(ok instanceof lockgate.Client, `${url}: ${ok && ok.message}`);
+    const lease = await ok.lock(`url-ok`).acquire();
+    await lease.release();
+    await ok.close();
+  }
+  assert.equal(await redis.admin.select(3), 'OK');
+  assert.deepEqual(await redis.admin.keys('lockgate:{url-ok}*').finally(() => redis.admin.select(0)), ['lockgate:{url-ok}:fence']);
 });
 
 test('an unreachable server is a retryable ConnectionError', async () => {

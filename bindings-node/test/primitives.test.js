@@ -81,8 +81,9 @@ test('semaphore: permits, tryAcquire, FIFO waiters and fencing tokens within one
   const b = await other.semaphore('sem', 2).acquire();
   assert.ok(b.fencingToken > a.fencingToken);
   assert.equal(await redis.admin.zcard(key('sem', 'sem', 'holders')), 2);
-  assert.equal(await sem.tryAcquire(), null, 'both permits are taken');
-  const waiting = sem.acquire({ timeoutMs: 5000 });
+  // Other holders use handles of their own (a handle holding a permit refuses to wait for itself).
+  assert.equal(await client.semaphore('sem', 2).tryAcquire(), null, 'both permits are taken');
+  const waiting = client.semaphore('sem', 2).acquire({ timeoutMs: 5000 });
   await eventually(async () => (await redis.admin.zcard(key('sem', 'sem', 'queue'))) === 1, 2000, 'queued');
   assert.equal(await a.release(), true);
   const c = await waiting;
@@ -106,7 +107,7 @@ test('semaphore: a killed holder\'s permits return within one lease', { timeout:
     await w.exited;
     const t0 = performance.now();
     const a = await sem.acquire({ timeoutMs: 5000 });
-    const b = await sem.acquire({ timeoutMs: 5000 });
+    const b = await client.semaphore('crashy', 2, { leaseMs: 1000 }).acquire({ timeoutMs: 5000 });
     const took = performance.now() - t0;
     assert.ok(took < 600 + 500, `the permits came back after ${took.toFixed(0)} ms (lease 600 ms)`);
     assert.ok(b.fencingToken > a.fencingToken);
@@ -136,7 +137,7 @@ test('read-write lock: readers overlap, a writer excludes everyone, a queued wri
     return l;
   });
   await eventually(async () => (await redis.admin.zcard(key('doc', 'rw', 'queue'))) === 1, 2000, 'writer queued');
-  assert.equal(await rw.readLock.tryAcquire(), null, 'a queued writer blocks new readers');
+  assert.equal(await client.readWriteLock('doc').readLock.tryAcquire(), null, 'a queued writer blocks new readers');
   const barging = client.readWriteLock('doc', { writersFirst: false });
   assert.equal(barging.writersFirst, false);
   const r3 = await barging.readLock.tryAcquire();
@@ -158,15 +159,17 @@ test('read-write lock: readers overlap, a writer excludes everyone, a queued wri
 });
 
 test('read-write lock: concurrent readers and writers never overlap a writer', { timeout: 60_000 }, async () => {
-  const handles = [];
-  for (let i = 0; i < 3; i++) handles.push((await newClient()).readWriteLock('stress'));
+  const clients3 = [];
+  for (let i = 0; i < 3; i++) clients3.push(await newClient());
   let readers = 0;
   let writers = 0;
   let overlaps = 0;
   let maxReaders = 0;
   await Promise.all(
-    handles.flatMap((rw, i) =>
+    clients3.flatMap((c, i) =>
       [0, 1].map(async (j) => {
+        // Two tasks per client, a handle each: a handle is one holder.
+        const rw = c.readWriteLock('stress');
         for (let n = 0; n < 25; n++) {
           if ((i + j + n) % 4 === 0) {
             const l = await rw.writeLock.acquire({ timeoutMs: 30_000 });
@@ -295,7 +298,7 @@ test('reentrant lock: the handle re-enters its lease and counts holds', async ()
 
   const plain = client.lock('re');
   const held = await plain.acquire();
-  assert.equal(await plain.tryAcquire(), null, 'a plain handle does not re-enter');
+  await assert.rejects(plain.tryAcquire(), lockgate.AlreadyHeldError, 'a plain handle does not re-enter');
   await held.release();
 
   const rw = client.readWriteLock('re-rw', { reentrant: true });

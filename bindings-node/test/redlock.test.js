@@ -104,6 +104,36 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
   assert.equal(await lease.release(), false, 'releasing twice is harmless');
 });
 
+test('a RedlockLock handle that holds the lock rejects acquire at once (AlreadyHeldError), sending nothing', async () => {
+  const rl = await connect(five);
+  // No watchdog: nothing at all is sent while the handle refuses itself.
+  const lock = rl.lock('held-by-handle', { leaseMs: 1000, autoRenew: false });
+  const lease = await lock.acquire({ timeoutMs: STARTUP_MS });
+  assert.equal(lock.lease, lease);
+  const calls = async () => {
+    let n = 0;
+    for (const s of five) {
+      for (const m of (await s.admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+        if (m[1] !== 'info') n += Number(m[2]);
+      }
+    }
+    return n;
+  };
+  const before = await calls();
+  const t0 = performance.now();
+  const held = (e) => e instanceof lockgate.AlreadyHeldError && e.code === 'ALREADY_HELD' && e.retryable === false;
+  await assert.rejects(lock.acquire({ timeoutMs: 5000 }), held);
+  await assert.rejects(lock.tryAcquire(), held);
+  await assert.rejects(lock.using(async () => assert.fail('must not run')), held);
+  assert.ok(performance.now() - t0 < 200, 'at once');
+  assert.equal(await calls(), before, 'no acquire attempt was sent');
+  assert.equal(lease.isHeld, true);
+  assert.equal(await lease.release(), true);
+  assert.equal(lock.lease, null);
+  const again = await lock.acquire({ timeoutMs: 2000 });
+  await again.release();
+});
+
 test('a renewed lease outlives its lease time; extend needs a majority and never re-creates', async () => {
   const rl = await connect(five);
   const lease = await rl.lock('renew', { leaseMs: 600 }).acquire({ timeoutMs: STARTUP_MS });
