@@ -21,11 +21,12 @@ use pyo3::PyClassInitializer;
 use crate::errors::{IntoPyResult, PyNone};
 use crate::handle::ClientHandle;
 use crate::lease::{
-    acquire_within, exit_async, lock_mutex, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
+    acquire_within, exit_async, lock_mutex, Entered, HandleOf, Holds, LeaseCell, LeaseKind,
+    LockKind,
 };
 use crate::loop_bridge::into_asyncio;
 use crate::methods::{acquire_context_methods, aio_lock_methods, lease_methods};
-use crate::shared::{self, parse_timeout, LeaderInfo};
+use crate::shared::{self, parse_timeout, Count, LeaderInfo, Secs, Text};
 
 /// The asyncio client: ``lockgate.aio.Client(url, *, key_prefix=None, tls_ca_file=None,
 /// connect_timeout=None, response_timeout=None, cluster=False, replica_acks=None,
@@ -47,18 +48,18 @@ impl AsyncClient {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        url: &str,
-        key_prefix: Option<String>,
+        url: Text,
+        key_prefix: Option<Text>,
         tls_ca_file: Option<PathBuf>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
+        connect_timeout: Option<Secs>,
+        response_timeout: Option<Secs>,
         cluster: bool,
-        replica_acks: Option<i64>,
-        replica_ack_timeout: Option<f64>,
+        replica_acks: Option<Count>,
+        replica_ack_timeout: Option<Secs>,
     ) -> PyResult<Self> {
         let options = shared::client_options(
             py,
-            url,
+            &url,
             shared::ClientArgs {
                 key_prefix,
                 tls_ca_file,
@@ -69,7 +70,7 @@ impl AsyncClient {
                 replica_ack_timeout,
             },
         )?;
-        let url = RedisUrl::parse(url).py(py)?.to_string();
+        let url = RedisUrl::parse(&url).py(py)?.to_string();
         Ok(AsyncClient {
             state: ClientHandle::lazy(options),
             url,
@@ -83,15 +84,15 @@ impl AsyncClient {
     fn lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
         reentrant: bool,
     ) -> PyResult<AsyncLock> {
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
-        AsyncLock::new(&self.state, name, Primitive::Mutex, reentrant, options).py(py)
+        AsyncLock::new(&self.state, &name, Primitive::Mutex, reentrant, options).py(py)
     }
 
     /// A distributed counting semaphore named ``name`` with ``permits`` permits; the arguments
@@ -101,17 +102,17 @@ impl AsyncClient {
     fn semaphore(
         &self,
         py: Python<'_>,
-        name: &str,
-        permits: i64,
-        lease: Option<f64>,
+        name: Text,
+        permits: Count,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
     ) -> PyResult<Py<AsyncSemaphore>> {
         let permits = shared::permits(permits).py(py)?;
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
         let primitive = Primitive::Semaphore { permits };
-        let lock = AsyncLock::new(&self.state, name, primitive, false, options).py(py)?;
+        let lock = AsyncLock::new(&self.state, &name, primitive, false, options).py(py)?;
         Py::new(
             py,
             PyClassInitializer::from(lock).add_subclass(AsyncSemaphore {}),
@@ -125,19 +126,19 @@ impl AsyncClient {
     fn read_write_lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
         writers_first: bool,
         reentrant: bool,
     ) -> PyResult<AsyncReadWriteLock> {
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
         let read = Primitive::Read { writers_first };
-        let read = AsyncLock::new(&self.state, name, read, reentrant, options.clone()).py(py)?;
+        let read = AsyncLock::new(&self.state, &name, read, reentrant, options.clone()).py(py)?;
         let write =
-            AsyncLock::new(&self.state, name, Primitive::Write, reentrant, options).py(py)?;
+            AsyncLock::new(&self.state, &name, Primitive::Write, reentrant, options).py(py)?;
         Ok(AsyncReadWriteLock {
             read: Py::new(py, read)?,
             write: Py::new(py, write)?,
@@ -150,12 +151,12 @@ impl AsyncClient {
     fn election(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        entry_ttl: Option<f64>,
+        entry_ttl: Option<Secs>,
     ) -> PyResult<AsyncElection> {
-        validate_name(name).py(py)?;
+        validate_name(&name).py(py)?;
         let options = shared::lock_options(lease, renew, None, entry_ttl).py(py)?;
         Ok(AsyncElection {
             spec: Arc::new(ElectionSpec {
@@ -385,14 +386,69 @@ pub(crate) struct AcquireState<S: Acquire> {
     source: S,
     timeout: Option<Duration>,
     held: Held<S::Lease>,
+    /// The leases of the lock handle acquired through (none for a candidacy).
+    holds: Option<Arc<Holds<S::Lease>>>,
+    /// The acquisition started by awaiting the context as a coroutine (`send`), if it was.
+    awaited: Mutex<Awaited>,
+}
+
+/// Where a context used as a coroutine stands.
+pub(crate) enum Awaited {
+    NotStarted,
+    Started(Py<PyAny>),
+    /// Closed or thrown into before it started: it never will.
+    Closed,
 }
 
 impl<S: Acquire> AcquireState<S> {
-    pub(crate) fn new(source: S, timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        source: S,
+        timeout: Option<Duration>,
+        holds: Option<Arc<Holds<S::Lease>>>,
+    ) -> Self {
         AcquireState {
             source,
             timeout,
             held: Arc::new(Mutex::new(None)),
+            holds,
+            awaited: Mutex::new(Awaited::NotStarted),
+        }
+    }
+
+    /// The [`Call`](crate::loop_bridge::Call) this context runs as a coroutine, started by the
+    /// first `send`. A context is awaited once, like a coroutine.
+    pub(crate) fn awaited<'py, P>(
+        &self,
+        py: Python<'py>,
+        wrap: fn(Arc<LeaseCell<S::Lease>>) -> P,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        P: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        let mut awaited = lock_mutex(&self.awaited);
+        match &*awaited {
+            Awaited::Started(call) => Ok(call.bind(py).clone()),
+            Awaited::Closed => Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "cannot reuse already awaited coroutine",
+            )),
+            Awaited::NotStarted => {
+                let call = self.start(py, false, wrap)?;
+                *awaited = Awaited::Started(call.clone().unbind());
+                Ok(call)
+            }
+        }
+    }
+
+    /// `throw()` / `close()` before the first `send`: the acquisition never starts.
+    /// Returns the started call otherwise.
+    pub(crate) fn stop_or_started(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        let mut awaited = lock_mutex(&self.awaited);
+        match &*awaited {
+            Awaited::Started(call) => Some(call.clone_ref(py)),
+            _ => {
+                *awaited = Awaited::Closed;
+                None
+            }
         }
     }
 
@@ -409,12 +465,13 @@ impl<S: Acquire> AcquireState<S> {
         let source = self.source.clone();
         let timeout = self.timeout;
         let held = self.held.clone();
+        let holds = self.holds.clone();
         into_asyncio(py, async move {
             let cell = source.acquire(timeout).await?;
             if keep {
                 *lock_mutex(&held) = Some(cell.clone());
             }
-            Ok(wrap(cell))
+            Ok(Deliver::new(cell, holds, wrap))
         })
     }
 
@@ -429,6 +486,39 @@ impl<S: Acquire> AcquireState<S> {
     }
 }
 
+/// A lease on its way to Python: the lock handle keeps it (its [`Holds`]) only once it is
+/// handed over on the loop thread. A result whose awaiter gave up meanwhile is never converted,
+/// so it is dropped and released instead of being kept by a handle nobody told of it.
+pub(crate) struct Deliver<L: LeaseKind, P> {
+    cell: Arc<LeaseCell<L>>,
+    holds: Option<Arc<Holds<L>>>,
+    wrap: fn(Arc<LeaseCell<L>>) -> P,
+}
+
+impl<L: LeaseKind, P> Deliver<L, P> {
+    pub(crate) fn new(
+        cell: Arc<LeaseCell<L>>,
+        holds: Option<Arc<Holds<L>>>,
+        wrap: fn(Arc<LeaseCell<L>>) -> P,
+    ) -> Self {
+        Deliver { cell, holds, wrap }
+    }
+}
+
+impl<'py, L: LeaseKind, P: IntoPyObject<'py>> IntoPyObject<'py> for Deliver<L, P> {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        use pyo3::IntoPyObjectExt;
+        if let Some(holds) = self.holds {
+            holds.push(self.cell.clone());
+        }
+        (self.wrap)(self.cell).into_bound_py_any(py)
+    }
+}
+
 /// A named distributed mutex for asyncio, made by :meth:`Client.lock` (also one half of a
 /// :class:`ReadWriteLock`, and the base of :class:`Semaphore`). Holding it is a :class:`Lease`,
 /// never a task: a lease may be released from any task.
@@ -439,6 +529,8 @@ pub struct AsyncLock {
     spec: Arc<ClientLockSpec>,
     /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
     entered: Arc<Entered<usize, Arc<LeaseCell<CoreLease>>>>,
+    /// Every lease acquired through this handle and not released yet (see [`Holds`]).
+    holds: Arc<Holds<CoreLease>>,
 }
 
 impl AsyncLock {
@@ -463,6 +555,7 @@ impl AsyncLock {
                 handle: tokio::sync::OnceCell::new(),
             }),
             entered: Arc::new(Entered::new()),
+            holds: Arc::new(Holds::new()),
         })
     }
 }
@@ -613,22 +706,23 @@ impl AsyncElection {
     fn campaign(
         &self,
         py: Python<'_>,
-        value: &str,
-        timeout: Option<f64>,
+        value: Text,
+        timeout: Option<Secs>,
     ) -> PyResult<AcquireContext> {
         validate_primitive(&Primitive::Leader {
             value: value.to_owned(),
         })
         .py(py)?;
-        let source = Source::Campaign(self.spec.clone(), value.into());
+        let source = Source::Campaign(self.spec.clone(), (&*value).into());
         Ok(AcquireContext {
-            state: AcquireState::new(source, parse_timeout(py, timeout)?),
+            state: AcquireState::new(source, parse_timeout(py, timeout)?, None),
         })
     }
 
     /// ``await election.try_campaign(value)``: one attempt without waiting; the leadership
     /// :class:`Lease`, or ``None`` if someone leads or other candidates are queued.
-    fn try_campaign<'py>(&self, py: Python<'py>, value: String) -> PyResult<Bound<'py, PyAny>> {
+    fn try_campaign<'py>(&self, py: Python<'py>, value: Text) -> PyResult<Bound<'py, PyAny>> {
+        let value = value.0;
         validate_primitive(&Primitive::Leader {
             value: value.clone(),
         })

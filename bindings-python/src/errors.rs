@@ -2,11 +2,12 @@
 //!
 //! The classes are built once at import from the core's taxonomy ([`ErrorKind::ALL`]):
 //! `LockError` is the base; each core code has one subclass, and the classes whose meaning a
-//! builtin already names also subclass that builtin (`TimeoutError`, `ValueError`), as
+//! builtin already names also subclass that builtin (`TimeoutError`, `ValueError`,
+//! `RuntimeError`), as
 //! pydantic-core does. Every raised instance carries the core's `.code` and `.retryable`.
 
 use lockgate_core::{Error, ErrorKind};
-use pyo3::exceptions::{PyException, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -63,6 +64,14 @@ fn describe(kind: ErrorKind) -> Option<(&'static str, &'static str, Option<Built
              possible on it.",
             None,
         ),
+        ErrorKind::AlreadyHeld => (
+            "AlreadyHeldError",
+            "This lock handle already holds the lock and is not reentrant: acquiring again \
+             through it would wait for itself forever, so it fails at once (python-redis-lock's \
+             AlreadyAcquired, also a RuntimeError). Release first, use another handle, or make \
+             the lock reentrant. Also a RuntimeError.",
+            Some(Builtin::Runtime),
+        ),
         _ => return None,
     })
 }
@@ -71,6 +80,7 @@ fn describe(kind: ErrorKind) -> Option<(&'static str, &'static str, Option<Built
 enum Builtin {
     Value,
     Timeout,
+    Runtime,
 }
 
 const BASE_DOC: &str = "Base class of every lockgate error.\n\n\
@@ -127,6 +137,7 @@ fn build(py: Python<'_>) -> PyResult<Vec<(Option<ErrorKind>, Py<PyType>)>> {
         match builtin {
             Some(Builtin::Value) => bases.push(py.get_type::<PyValueError>()),
             Some(Builtin::Timeout) => bases.push(py.get_type::<PyTimeoutError>()),
+            Some(Builtin::Runtime) => bases.push(py.get_type::<PyRuntimeError>()),
             None => {}
         }
         let cls = make_class(

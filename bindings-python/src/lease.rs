@@ -158,6 +158,11 @@ impl<L: LeaseKind> LeaseCell<L> {
         &self.lease
     }
 
+    /// Whether the user released it (`release()`, or leaving its `with` block).
+    pub(crate) fn released_by_user(&self) -> bool {
+        self.released_by_user.load(Ordering::Acquire)
+    }
+
     /// `lease.release()`: `True` if it was still held.
     pub(crate) async fn release(&self) -> Result<bool, Error> {
         self.client.owner.check()?;
@@ -266,6 +271,19 @@ impl<L: LeaseKind> LeaseCell<L> {
     }
 }
 
+/// `lease.on_lost(callback)` rejects a callback it could never call at once (`TypeError`), rather
+/// than failing later on a background thread where nobody sees it.
+pub(crate) fn check_callable(py: Python<'_>, callback: &Py<PyAny>) -> PyResult<()> {
+    let callback = callback.bind(py);
+    if callback.is_callable() {
+        return Ok(());
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "on_lost needs a callable taking the reason, got {}",
+        callback.get_type().name()?
+    )))
+}
+
 /// Leaves an `async with` block that held `cell` (if any): releases it, and reports a loss (see
 /// [`LeaseCell::exit`]). Resolves to `None`: the block's own exception always propagates.
 pub(crate) fn exit_async<'py, L: LeaseKind>(
@@ -286,6 +304,79 @@ pub(crate) fn exit_async<'py, L: LeaseKind>(
 /// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
 pub(crate) fn exception_in_flight(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
     exc_type.is_some_and(|t| !t.is_none())
+}
+
+/// The leases a lock handle holds: every lease acquired through it that the user has not
+/// released yet, most recent last.
+///
+/// This is what keeps the redis-py habit safe: `lock.acquire(timeout=5)` with its result
+/// ignored must leave the lock held (the critical section that follows relies on it), and
+/// `lock.release()` / `lock.extend()` / `lock.owned()` then act on the lease the handle took.
+/// Without this reference, the ignored lease would be garbage collected at once and the core
+/// would release it in the background. A lease leaves the list when the user releases it; the
+/// lock is freed otherwise only when the handle itself is collected (or its client closed).
+pub(crate) struct Holds<L: LeaseKind>(Mutex<Vec<Arc<LeaseCell<L>>>>);
+
+impl<L: LeaseKind> Holds<L> {
+    pub(crate) fn new() -> Self {
+        Holds(Mutex::new(Vec::new()))
+    }
+
+    /// Keeps `cell` (dropping the leases the user released meanwhile).
+    pub(crate) fn push(&self, cell: Arc<LeaseCell<L>>) {
+        let mut holds = lock_mutex(&self.0);
+        holds.retain(|c| !c.released_by_user());
+        holds.push(cell);
+    }
+
+    /// The most recent lease not released by the user (held, or lost meanwhile).
+    pub(crate) fn top(&self) -> Option<Arc<LeaseCell<L>>> {
+        let mut holds = lock_mutex(&self.0);
+        holds.retain(|c| !c.released_by_user());
+        holds.last().cloned()
+    }
+
+    /// Takes the most recent lease not released by the user, for `lock.release()`.
+    pub(crate) fn pop(&self) -> Option<Arc<LeaseCell<L>>> {
+        let mut holds = lock_mutex(&self.0);
+        holds.retain(|c| !c.released_by_user());
+        holds.pop()
+    }
+
+    /// Whether one of these leases is certainly still held now.
+    pub(crate) fn owned(&self) -> bool {
+        lock_mutex(&self.0)
+            .iter()
+            .any(|c| !c.released_by_user() && c.lease().is_held())
+    }
+}
+
+/// `lock.release()`: releases the most recent lease the handle holds (`True` if it was still
+/// held, `False` if it had been lost); `NOT_HELD` if the handle holds none, as redis-py raises
+/// for an unlocked lock.
+pub(crate) async fn release_top<L: LeaseKind>(holds: &Holds<L>) -> Result<bool, Error> {
+    match holds.pop() {
+        Some(cell) => cell.release().await,
+        None => Err(not_holding()),
+    }
+}
+
+/// `lock.extend(seconds)`: extends the most recent lease the handle holds.
+pub(crate) async fn extend_top<L: LeaseKind>(
+    holds: &Holds<L>,
+    duration: Duration,
+) -> Result<(), Error> {
+    match holds.top() {
+        Some(cell) => cell.extend(duration).await,
+        None => Err(not_holding()),
+    }
+}
+
+fn not_holding() -> Error {
+    Error::new(
+        ErrorKind::NotHeld,
+        "this lock handle holds no lease (never acquired, or already released)",
+    )
 }
 
 /// A mutex that survives a panic of another holder.

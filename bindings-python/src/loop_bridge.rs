@@ -13,6 +13,11 @@
 //!
 //! For [`SPIN`] after a call, a [`Spin`] callback keeps the loop polling for the answer instead
 //! of letting it sleep, and resolves the futures itself when the answer is there.
+//!
+//! What Python receives is a [`Call`]: a coroutine over that future (`send`, `throw`, `close`,
+//! `__await__`), so `asyncio.create_task`, `TaskGroup.create_task`, `wait_for` and `gather`
+//! accept it like the coroutine of an `async def`. The operation starts at the call, as before
+//! (a `lease.release()` never awaited still releases); `close()` or a `throw()` abandons it.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -287,8 +292,129 @@ fn waker_lookup(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<S
     Ok(shared)
 }
 
-/// Wraps `fut` in an asyncio future of the running loop; see the module docs.
+/// A coroutine over an asyncio future (see the module docs): what every asyncio method of the
+/// binding returns. It follows the coroutine protocol by delegating to the future's own
+/// `__await__` iterator, so awaiting it behaves exactly like awaiting the future.
+#[pyclass(frozen, module = "lockgate._lockgate", name = "Call")]
+pub(crate) struct Call {
+    future: Py<PyAny>,
+    /// The future's `__await__` iterator, made by the first `send`.
+    iter: Mutex<Option<Py<PyAny>>>,
+}
+
+impl Call {
+    pub(crate) fn new<'py>(future: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = future.py();
+        Ok(Bound::new(
+            py,
+            Call {
+                future: future.unbind(),
+                iter: Mutex::new(None),
+            },
+        )?
+        .into_any())
+    }
+
+    fn iter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut slot = self.iter.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(it) = &*slot {
+            return Ok(it.bind(py).clone());
+        }
+        let it = self
+            .future
+            .bind(py)
+            .call_method0(intern!(py, "__await__"))?;
+        *slot = Some(it.clone().unbind());
+        Ok(it)
+    }
+
+    /// Gives up on the operation (its Rust task is aborted; a result already there is dropped).
+    fn abandon(&self, py: Python<'_>) -> PyResult<()> {
+        self.future.bind(py).call_method0(intern!(py, "cancel"))?;
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Call {
+    fn __await__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.iter(py)?.call_method1(intern!(py, "send"), (py.None(),))
+    }
+
+    /// Resumes the awaiting (`coroutine.send`): yields the future until it is done, then
+    /// raises `StopIteration` with its result.
+    #[pyo3(signature = (value, /))]
+    fn send<'py>(&self, py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.iter(py)?.call_method1(intern!(py, "send"), (value,))
+    }
+
+    /// `coroutine.throw`: abandons the operation and raises the exception where it waited.
+    #[pyo3(signature = (typ, val=None, tb=None, /))]
+    fn throw<'py>(
+        &self,
+        py: Python<'py>,
+        typ: Bound<'py, PyAny>,
+        val: Option<Bound<'py, PyAny>>,
+        tb: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.abandon(py)?;
+        let it = self.iter(py)?;
+        match (val, tb) {
+            (None, None) => it.call_method1(intern!(py, "throw"), (typ,)),
+            (val, None) => it.call_method1(intern!(py, "throw"), (typ, val)),
+            (val, tb) => it.call_method1(intern!(py, "throw"), (typ, val, tb)),
+        }
+    }
+
+    /// `coroutine.close`: abandons the operation.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.abandon(py)
+    }
+}
+
+/// The exception `coroutine.throw(typ, val)` raises: `val` if it is an exception instance,
+/// else `typ` itself (an instance) or `typ(val)` / `typ()` (a class).
+pub(crate) fn exception_of(
+    typ: Bound<'_, PyAny>,
+    val: Option<Bound<'_, PyAny>>,
+) -> PyErr {
+    use pyo3::exceptions::PyBaseException;
+    let make = || -> PyResult<Bound<'_, PyAny>> {
+        if let Some(v) = &val {
+            if v.is_instance_of::<PyBaseException>() {
+                return Ok(v.clone());
+            }
+        }
+        if typ.is_instance_of::<PyBaseException>() {
+            return Ok(typ.clone());
+        }
+        match val.filter(|v| !v.is_none()) {
+            Some(v) => typ.call1((v,)),
+            None => typ.call0(),
+        }
+    };
+    match make() {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+/// Wraps `fut` in a coroutine ([`Call`]) over an asyncio future of the running loop; see the
+/// module docs.
 pub(crate) fn into_asyncio<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    Call::new(into_future(py, fut)?)
+}
+
+/// Wraps `fut` in an asyncio future of the running loop; see the module docs.
+fn into_future<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,

@@ -8,9 +8,9 @@
 //! each before the method's name; whatever is particular to a class (a fencing token, reentrancy,
 //! `repr`) follows as ordinary methods.
 //!
-//! Field names the macros rely on: a lock class has `inner` (a [`LockKind`]), `client` and
-//! `entered` (sync) or `spec` and `entered` (asyncio); a lease class has `cell`; an acquisition
-//! context has `state`.
+//! Field names the macros rely on: a lock class has `inner` (a [`LockKind`]), `client`,
+//! `entered`, `holds` and `cancel` (sync) or `spec`, `entered` and `holds` (asyncio); a lease
+//! class has `cell`; an acquisition context has `state`.
 //!
 //! [`LockKind`]: crate::lease::LockKind
 
@@ -30,16 +30,58 @@ macro_rules! sync_lock_methods {
             fn acquire(
                 &self,
                 py: ::pyo3::Python<'_>,
-                timeout: Option<f64>,
+                timeout: Option<$crate::shared::Secs>,
             ) -> ::pyo3::PyResult<$lease> {
-                let cell = $crate::sync_api::acquire(py, &self.inner, &self.client, timeout)?;
+                let cell = $crate::sync_api::acquire(
+                    py, &self.inner, &self.client, timeout, &self.cancel,
+                )?;
+                self.holds.push(cell.clone());
                 Ok($lease { cell })
             }
 
             $(#$try_acquire)*
             fn try_acquire(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<Option<$lease>> {
                 let cell = $crate::sync_api::try_acquire(py, &self.inner, &self.client)?;
+                if let Some(cell) = &cell {
+                    self.holds.push(cell.clone());
+                }
                 Ok(cell.map(|cell| $lease { cell }))
+            }
+
+            /// Releases the most recent lease acquired through this handle and not released yet
+            /// (redis-py's ``lock.release()``): ``True`` if it was still held, ``False`` if it
+            /// had been lost meanwhile. Raises :class:`NotHeldError` if this handle holds none.
+            fn release(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<bool> {
+                $crate::runtime::block_on(py, $crate::lease::release_top(&self.holds))
+            }
+
+            /// Sets the remaining time of the most recent lease this handle holds to
+            /// ``seconds`` (see :meth:`Lease.extend`). Raises :class:`NotHeldError` if this
+            /// handle holds none, or if that lease was lost.
+            fn extend(&self, py: ::pyo3::Python<'_>, seconds: $crate::shared::Secs) -> ::pyo3::PyResult<()> {
+                use $crate::errors::IntoPyResult;
+                let d = $crate::shared::secs("seconds", seconds.0).py(py)?;
+                $crate::runtime::block_on(py, $crate::lease::extend_top(&self.holds, d))
+            }
+
+            /// Whether this handle holds the lock now: a lease acquired through it is not
+            /// released and certainly still valid (redis-py's ``owned()``).
+            fn owned(&self) -> bool {
+                self.holds.owned()
+            }
+
+            /// Whether this handle holds the lock now; the same as :meth:`owned`. Unlike
+            /// redis-py's ``locked()``, it does not ask the server about other clients' holds
+            /// (use :meth:`try_acquire` for that).
+            fn locked(&self) -> bool {
+                self.holds.owned()
+            }
+
+            /// Cancels every :meth:`acquire` (and ``with lock:``) waiting on this handle right
+            /// now, from any thread: each raises :class:`LockCancelledError` at once and its
+            /// queue entry is removed from the server. Later acquisitions are not affected.
+            fn cancel(&self) {
+                self.cancel.notify_waiters();
             }
 
             /// The lock's name.
@@ -69,7 +111,10 @@ macro_rules! sync_lock_methods {
             }
 
             fn __enter__(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<$lease> {
-                let cell = $crate::sync_api::acquire(py, &self.inner, &self.client, None)?;
+                let cell = $crate::sync_api::acquire(
+                    py, &self.inner, &self.client, None, &self.cancel,
+                )?;
+                self.holds.push(cell.clone());
                 self.entered.push(::std::thread::current().id(), cell.clone());
                 Ok($lease { cell })
             }
@@ -109,12 +154,16 @@ macro_rules! aio_lock_methods {
             fn acquire(
                 &self,
                 py: ::pyo3::Python<'_>,
-                timeout: Option<f64>,
+                timeout: Option<$crate::shared::Secs>,
             ) -> ::pyo3::PyResult<$ctx> {
                 let timeout = $crate::shared::parse_timeout(py, timeout)?;
                 let source = ($source)(self.spec.clone());
                 Ok($ctx {
-                    state: $crate::aio::AcquireState::new(source, timeout),
+                    state: $crate::aio::AcquireState::new(
+                        source,
+                        timeout,
+                        Some(self.holds.clone()),
+                    ),
                 })
             }
 
@@ -124,10 +173,59 @@ macro_rules! aio_lock_methods {
                 py: ::pyo3::Python<'py>,
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
                 let spec = self.spec.clone();
+                let holds = self.holds.clone();
                 $crate::loop_bridge::into_asyncio(py, async move {
                     let cell = $crate::aio::try_acquire(&*spec).await?;
-                    Ok(cell.map(|cell| $lease { cell }))
+                    Ok(cell.map(|cell| {
+                        $crate::aio::Deliver::new(cell, Some(holds), |cell| $lease { cell })
+                    }))
                 })
+            }
+
+            /// ``await lock.release()`` releases the most recent lease acquired through this
+            /// handle and not released yet (redis-py's ``lock.release()``): ``True`` if it was
+            /// still held, ``False`` if it had been lost meanwhile. Raises
+            /// :class:`lockgate.NotHeldError` if this handle holds none.
+            fn release<'py>(
+                &self,
+                py: ::pyo3::Python<'py>,
+            ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
+                let holds = self.holds.clone();
+                $crate::loop_bridge::into_asyncio(py, async move {
+                    $crate::lease::release_top(&holds).await
+                })
+            }
+
+            /// ``await lock.extend(seconds)`` sets the remaining time of the most recent lease
+            /// this handle holds (see :meth:`Lease.extend`). Raises
+            /// :class:`lockgate.NotHeldError` if this handle holds none, or if it was lost.
+            fn extend<'py>(
+                &self,
+                py: ::pyo3::Python<'py>,
+                seconds: $crate::shared::Secs,
+            ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
+                use $crate::errors::IntoPyResult;
+                // Validated now, so a bad value raises at the call rather than at the await.
+                let d = $crate::shared::secs("seconds", seconds.0)
+                    .and_then(|d| ::lockgate_core::options::validate_lease(d).map(|()| d))
+                    .py(py)?;
+                let holds = self.holds.clone();
+                $crate::loop_bridge::into_asyncio(py, async move {
+                    $crate::lease::extend_top(&holds, d).await.map(|()| $crate::errors::PyNone)
+                })
+            }
+
+            /// Whether this handle holds the lock now: a lease acquired through it is not
+            /// released and certainly still valid (redis-py's ``owned()``).
+            fn owned(&self) -> bool {
+                self.holds.owned()
+            }
+
+            /// Whether this handle holds the lock now; the same as :meth:`owned`. Unlike
+            /// redis-py's ``locked()``, it does not ask the server about other clients' holds
+            /// (use :meth:`try_acquire` for that).
+            fn locked(&self) -> bool {
+                self.holds.owned()
             }
 
             /// The lock's name.
@@ -164,10 +262,11 @@ macro_rules! aio_lock_methods {
                 let key = $crate::aio::current_task_key(py)?;
                 let spec = self.spec.clone();
                 let entered = self.entered.clone();
+                let holds = self.holds.clone();
                 $crate::loop_bridge::into_asyncio(py, async move {
                     let cell = $crate::aio::acquire(&*spec, None).await?;
                     entered.push(key, cell.clone());
-                    Ok($lease { cell })
+                    Ok($crate::aio::Deliver::new(cell, Some(holds), |cell| $lease { cell }))
                 })
             }
 
@@ -195,13 +294,57 @@ macro_rules! acquire_context_methods {
     ($ctx:ident -> $lease:ident) => {
         #[::pyo3::pymethods]
         impl $ctx {
-            fn __await__<'py>(
+            // A coroutine (`send`, `throw`, `close`, `__await__`), so that
+            // `asyncio.create_task(lock.acquire())` and `TaskGroup.create_task` take it; the
+            // acquisition starts when it is first awaited (`send`).
+            fn __await__(slf: ::pyo3::Bound<'_, Self>) -> ::pyo3::Bound<'_, Self> {
+                slf
+            }
+
+            fn __next__<'py>(
                 &self,
                 py: ::pyo3::Python<'py>,
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
+                self.send(py, py.None().into_bound(py))
+            }
+
+            /// Starts the acquisition on the first call, then resumes it (``coroutine.send``).
+            #[pyo3(signature = (value, /))]
+            fn send<'py>(
+                &self,
+                py: ::pyo3::Python<'py>,
+                value: ::pyo3::Bound<'py, ::pyo3::PyAny>,
+            ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
                 self.state
-                    .start(py, false, |cell| $lease { cell })?
-                    .call_method0(::pyo3::intern!(py, "__await__"))
+                    .awaited(py, |cell| $lease { cell })?
+                    .call_method1(::pyo3::intern!(py, "send"), (value,))
+            }
+
+            /// ``coroutine.throw``: abandons the acquisition (a wait is withdrawn from the
+            /// server) and raises the exception.
+            #[pyo3(signature = (typ, val=None, tb=None, /))]
+            fn throw<'py>(
+                &self,
+                py: ::pyo3::Python<'py>,
+                typ: ::pyo3::Bound<'py, ::pyo3::PyAny>,
+                val: Option<::pyo3::Bound<'py, ::pyo3::PyAny>>,
+                tb: Option<::pyo3::Bound<'py, ::pyo3::PyAny>>,
+            ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
+                match self.state.stop_or_started(py) {
+                    Some(call) => call.bind(py).call_method1(
+                        ::pyo3::intern!(py, "throw"),
+                        (typ, val, tb),
+                    ),
+                    None => Err($crate::loop_bridge::exception_of(typ, val)),
+                }
+            }
+
+            /// ``coroutine.close``: abandons the acquisition, or makes sure it never starts.
+            fn close(&self, py: ::pyo3::Python<'_>) -> ::pyo3::PyResult<()> {
+                if let Some(call) = self.state.stop_or_started(py) {
+                    call.bind(py).call_method0(::pyo3::intern!(py, "close"))?;
+                }
+                Ok(())
             }
 
             fn __aenter__<'py>(
@@ -290,9 +433,9 @@ macro_rules! lease_methods {
             $($common)*
 
             $(#$extend)*
-            fn extend(&self, py: ::pyo3::Python<'_>, seconds: f64) -> ::pyo3::PyResult<()> {
+            fn extend(&self, py: ::pyo3::Python<'_>, seconds: $crate::shared::Secs) -> ::pyo3::PyResult<()> {
                 use $crate::errors::IntoPyResult;
-                let d = $crate::shared::secs("seconds", seconds).py(py)?;
+                let d = $crate::shared::secs("seconds", seconds.0).py(py)?;
                 $crate::runtime::block_on(py, self.cell.extend(d))
             }
 
@@ -302,8 +445,14 @@ macro_rules! lease_methods {
             }
 
             $(#$on_lost)*
-            fn on_lost(&self, callback: ::pyo3::Py<::pyo3::PyAny>) {
-                self.cell.on_lost_in_thread(callback)
+            fn on_lost(
+                &self,
+                py: ::pyo3::Python<'_>,
+                callback: ::pyo3::Py<::pyo3::PyAny>,
+            ) -> ::pyo3::PyResult<()> {
+                $crate::lease::check_callable(py, &callback)?;
+                self.cell.on_lost_in_thread(callback);
+                Ok(())
             }
 
             fn __enter__(slf: ::pyo3::Py<Self>) -> ::pyo3::Py<Self> {
@@ -339,11 +488,11 @@ macro_rules! lease_methods {
             fn extend<'py>(
                 &self,
                 py: ::pyo3::Python<'py>,
-                seconds: f64,
+                seconds: $crate::shared::Secs,
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
                 use $crate::errors::IntoPyResult;
                 // Validated now, so a bad value raises at the call rather than at the await.
-                let d = $crate::shared::secs("seconds", seconds)
+                let d = $crate::shared::secs("seconds", seconds.0)
                     .and_then(|d| ::lockgate_core::options::validate_lease(d).map(|()| d))
                     .py(py)?;
                 let cell = self.cell.clone();
@@ -376,6 +525,7 @@ macro_rules! lease_methods {
                 py: ::pyo3::Python<'_>,
                 callback: ::pyo3::Py<::pyo3::PyAny>,
             ) -> ::pyo3::PyResult<()> {
+                $crate::lease::check_callable(py, &callback)?;
                 self.cell.on_lost_in_loop(py, callback)
             }
 

@@ -1,14 +1,109 @@
 //! Argument conversion and lease bookkeeping shared by the sync and asyncio classes.
+//!
+//! [`Text`], [`Secs`] and [`Count`] are how every method receives strings, seconds and counts:
+//! a value of the right type that the core cannot take (a lone surrogate, an integer too large
+//! for any machine type) raises `InvalidArgumentError` at the call, like every other bad value,
+//! instead of Python's `UnicodeEncodeError` / `OverflowError`. A value of the wrong type still
+//! raises `TypeError`.
 
+use std::ops::Deref;
 use std::path::PathBuf;
 
 use lockgate_core::native::ClientOptions;
 use lockgate_core::options::{duration_from_secs_f64, LockOptions, MAX_PERMITS};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, LeaderInfo as CoreLeaderInfo, Primitive, ReplicaAcks};
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
-use crate::errors::IntoPyResult;
+use crate::errors::{to_py, IntoPyResult};
+
+/// A `str` argument as UTF-8. A lone surrogate (`"\\ud800"`) cannot be sent to the server as
+/// UTF-8: `InvalidArgumentError`, not `UnicodeEncodeError`.
+pub(crate) struct Text(pub String);
+
+impl Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let s = obj.cast::<PyString>()?;
+        match s.to_cow() {
+            Ok(text) => Ok(Text(text.into_owned())),
+            Err(_) => Err(to_py(
+                obj.py(),
+                Error::invalid(format!(
+                    "{} contains a lone surrogate, which has no UTF-8 encoding",
+                    truncated_repr(&obj)
+                )),
+            )),
+        }
+    }
+}
+
+/// Seconds as a Python `float` or `int`. An `int` too large for a float is out of range like
+/// `inf` (the core's range check then names the option), not an `OverflowError`.
+#[derive(Clone, Copy)]
+pub(crate) struct Secs(pub f64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Secs {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<f64>() {
+            Ok(v) => Ok(Secs(v)),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
+                let negative = obj.lt(0).unwrap_or(false);
+                Ok(Secs(if negative {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A count (`permits`, `replica_acks`) as a Python `int`: one that no 64-bit integer holds is
+/// kept as its text, for the range error to quote.
+pub(crate) enum Count {
+    Fits(i64),
+    Huge(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Count {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<i64>() {
+            Ok(v) => Ok(Count::Fits(v)),
+            Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
+                Ok(Count::Huge(truncated_repr(&obj)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// `repr(obj)`, cut to a length fit for an error message.
+fn truncated_repr(obj: &Borrowed<'_, '_, PyAny>) -> String {
+    let text = obj
+        .repr()
+        .and_then(|r| r.to_cow().map(|c| c.into_owned()))
+        .unwrap_or_else(|_| "the value".into());
+    match text.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text,
+    }
+}
 
 /// Seconds (Python float) → core duration; the core validates (NaN, negative, too large).
 pub(crate) fn secs(what: &str, value: f64) -> Result<Duration, Error> {
@@ -21,8 +116,8 @@ pub(crate) fn to_secs(d: Duration) -> f64 {
 }
 
 /// An `acquire(timeout=...)` argument: `None` is the lock's default wait.
-pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    timeout.map(|t| secs("timeout", t)).transpose().py(py)
+pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<Secs>) -> PyResult<Option<Duration>> {
+    timeout.map(|t| secs("timeout", t.0)).transpose().py(py)
 }
 
 /// Default `WAIT` timeout of the replica-acknowledged mode when only `replica_acks` is given
@@ -31,13 +126,13 @@ const DEFAULT_REPLICA_ACK_TIMEOUT: f64 = 1.0;
 
 /// The keyword arguments of `Client(url, *, ...)` (sync and asyncio alike).
 pub(crate) struct ClientArgs {
-    pub key_prefix: Option<String>,
+    pub key_prefix: Option<Text>,
     pub tls_ca_file: Option<PathBuf>,
-    pub connect_timeout: Option<f64>,
-    pub response_timeout: Option<f64>,
+    pub connect_timeout: Option<Secs>,
+    pub response_timeout: Option<Secs>,
     pub cluster: bool,
-    pub replica_acks: Option<i64>,
-    pub replica_ack_timeout: Option<f64>,
+    pub replica_acks: Option<Count>,
+    pub replica_ack_timeout: Option<Secs>,
 }
 
 /// `Client(url, *, key_prefix, tls_ca_file, connect_timeout, response_timeout, cluster,
@@ -52,13 +147,13 @@ pub(crate) fn client_options(
     opts.cluster = args.cluster;
     opts.replica_acks = replica_acks_option(args.replica_acks, args.replica_ack_timeout).py(py)?;
     if let Some(p) = args.key_prefix {
-        opts.key_prefix = p;
+        opts.key_prefix = p.0;
     }
     if let Some(t) = args.connect_timeout {
-        opts.connect_timeout = secs("connect_timeout", t).py(py)?;
+        opts.connect_timeout = secs("connect_timeout", t.0).py(py)?;
     }
     if let Some(t) = args.response_timeout {
-        opts.response_timeout = secs("response_timeout", t).py(py)?;
+        opts.response_timeout = secs("response_timeout", t.0).py(py)?;
     }
     if let Some(path) = args.tls_ca_file {
         opts.tls_ca_pem = Some(std::fs::read(path)?);
@@ -73,8 +168,8 @@ pub(crate) fn client_options(
 /// hold and sub-millisecond waits: the core's engine rejects those only when it connects, which
 /// for the asyncio client would be its first use instead of its constructor.
 fn replica_acks_option(
-    replicas: Option<i64>,
-    timeout: Option<f64>,
+    replicas: Option<Count>,
+    timeout: Option<Secs>,
 ) -> Result<Option<ReplicaAcks>, Error> {
     let Some(replicas) = replicas else {
         return match timeout {
@@ -84,14 +179,18 @@ fn replica_acks_option(
             )),
         };
     };
-    let replicas = u32::try_from(replicas).map_err(|_| {
+    let bad = |got: &dyn std::fmt::Display| {
         Error::invalid(format!(
-            "replica_acks must be a positive number of replicas, got {replicas}"
+            "replica_acks must be a positive number of replicas, got {got}"
         ))
-    })?;
+    };
+    let replicas = match replicas {
+        Count::Fits(n) => u32::try_from(n).map_err(|_| bad(&n))?,
+        Count::Huge(text) => return Err(bad(&text)),
+    };
     let timeout = secs(
         "replica_ack_timeout",
-        timeout.unwrap_or(DEFAULT_REPLICA_ACK_TIMEOUT),
+        timeout.map_or(DEFAULT_REPLICA_ACK_TIMEOUT, |t| t.0),
     )?;
     if !timeout.is_zero() && timeout < Duration::from_millis(1) {
         return Err(Error::invalid(
@@ -106,21 +205,21 @@ fn replica_acks_option(
 /// `lease=None` is the core default (30 s, renewed by a watchdog: Redisson's behaviour);
 /// a number is a fixed lease, not renewed unless `renew=True`.
 pub(crate) fn lock_options(
-    lease: Option<f64>,
+    lease: Option<Secs>,
     renew: Option<bool>,
-    timeout: Option<f64>,
-    entry_ttl: Option<f64>,
+    timeout: Option<Secs>,
+    entry_ttl: Option<Secs>,
 ) -> Result<LockOptions, Error> {
     let mut options = match lease {
         None => LockOptions::default(),
-        Some(s) => LockOptions::fixed_lease(secs("lease", s)?),
+        Some(s) => LockOptions::fixed_lease(secs("lease", s.0)?),
     };
     if let Some(r) = renew {
         options.auto_renew = r;
     }
-    options.wait_timeout = timeout.map(|t| secs("timeout", t)).transpose()?;
+    options.wait_timeout = timeout.map(|t| secs("timeout", t.0)).transpose()?;
     if let Some(t) = entry_ttl {
-        options.entry_ttl = secs("entry_ttl", t)?;
+        options.entry_ttl = secs("entry_ttl", t.0)?;
     }
     options.validate()?;
     Ok(options)
@@ -129,12 +228,16 @@ pub(crate) fn lock_options(
 /// A Python int → the core's permit count. Out-of-range values (negative, huge) keep the
 /// core's `INVALID_ARGUMENT` wording instead of becoming an `OverflowError`; the core itself
 /// checks the range of everything that fits.
-pub(crate) fn permits(permits: i64) -> Result<u32, Error> {
-    u32::try_from(permits).map_err(|_| {
+pub(crate) fn permits(permits: Count) -> Result<u32, Error> {
+    let bad = |got: &dyn std::fmt::Display| {
         Error::invalid(format!(
-            "permits must be between 1 and {MAX_PERMITS}, got {permits}"
+            "permits must be between 1 and {MAX_PERMITS}, got {got}"
         ))
-    })
+    };
+    match permits {
+        Count::Fits(n) => u32::try_from(n).map_err(|_| bad(&n)),
+        Count::Huge(text) => Err(bad(&text)),
+    }
 }
 
 /// The Python class name of a handle on `primitive` (`"Semaphore"` or `"Lock"`).

@@ -4,26 +4,30 @@
 //! Every method converts its arguments, runs the core's future with [`block_on`] (GIL released,
 //! Ctrl-C honoured) and maps errors through `errors::to_py`.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::task::Poll;
 use std::thread::ThreadId;
 
 use lockgate_core::native::{
     Client as CoreClient, Election as CoreElection, Lease as CoreLease, Lock as CoreLock,
 };
 use lockgate_core::options::LockOptions;
-use lockgate_core::Primitive;
+use lockgate_core::{Error, ErrorKind, Primitive};
 use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
 
 use crate::errors::IntoPyResult;
 use crate::handle::ClientHandle;
 use crate::lease::{
-    acquire_within, exception_in_flight, Entered, HandleOf, LeaseCell, LeaseKind, LockKind,
+    acquire_within, exception_in_flight, Entered, HandleOf, Holds, LeaseCell, LeaseKind, LockKind,
 };
 use crate::methods::{lease_methods, sync_lock_methods};
 use crate::runtime::block_on;
-use crate::shared::{self, LeaderInfo};
+use crate::shared::{self, Count, LeaderInfo, Secs, Text};
 
 /// A connection to one Redis server (or one Redis Cluster), shared by every lock made from it.
 ///
@@ -57,18 +61,18 @@ impl Client {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        url: &str,
-        key_prefix: Option<String>,
+        url: Text,
+        key_prefix: Option<Text>,
         tls_ca_file: Option<PathBuf>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
+        connect_timeout: Option<Secs>,
+        response_timeout: Option<Secs>,
         cluster: bool,
-        replica_acks: Option<i64>,
-        replica_ack_timeout: Option<f64>,
+        replica_acks: Option<Count>,
+        replica_ack_timeout: Option<Secs>,
     ) -> PyResult<Self> {
         let opts = shared::client_options(
             py,
-            url,
+            &url,
             shared::ClientArgs {
                 key_prefix,
                 tls_ca_file,
@@ -101,18 +105,18 @@ impl Client {
     fn lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
         reentrant: bool,
     ) -> PyResult<Lock> {
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
         let inner = if reentrant {
-            self.inner.reentrant_lock(name, options)
+            self.inner.reentrant_lock(&name, options)
         } else {
-            self.inner.lock(name, options)
+            self.inner.lock(&name, options)
         }
         .py(py)?;
         Ok(Lock::new(inner, &self.handle))
@@ -130,16 +134,16 @@ impl Client {
     fn semaphore(
         &self,
         py: Python<'_>,
-        name: &str,
-        permits: i64,
-        lease: Option<f64>,
+        name: Text,
+        permits: Count,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
     ) -> PyResult<Py<Semaphore>> {
         let permits = shared::permits(permits).py(py)?;
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
-        let inner = self.inner.semaphore(name, permits, options).py(py)?;
+        let inner = self.inner.semaphore(&name, permits, options).py(py)?;
         Py::new(
             py,
             PyClassInitializer::from(Lock::new(inner, &self.handle)).add_subclass(Semaphore {}),
@@ -159,18 +163,18 @@ impl Client {
     fn read_write_lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
-        entry_ttl: Option<f64>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
         writers_first: bool,
         reentrant: bool,
     ) -> PyResult<ReadWriteLock> {
         let options = shared::lock_options(lease, renew, timeout, entry_ttl).py(py)?;
         let mut rw = self
             .inner
-            .read_write_lock(name, options)
+            .read_write_lock(&name, options)
             .py(py)?
             .with_writers_first(writers_first);
         if reentrant {
@@ -193,13 +197,13 @@ impl Client {
     fn election(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        entry_ttl: Option<f64>,
+        entry_ttl: Option<Secs>,
     ) -> PyResult<Election> {
         let options = shared::lock_options(lease, renew, None, entry_ttl).py(py)?;
-        let inner = self.inner.election(name, options.clone()).py(py)?;
+        let inner = self.inner.election(&name, options.clone()).py(py)?;
         Ok(Election {
             inner,
             core_client: self.inner.clone(),
@@ -264,6 +268,10 @@ pub struct Lock {
     client: Arc<ClientHandle>,
     /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
     entered: Entered<ThreadId, Arc<LeaseCell<CoreLease>>>,
+    /// Every lease acquired through this handle and not released yet (see [`Holds`]).
+    holds: Holds<CoreLease>,
+    /// Notified by `cancel()`: ends the waits blocked on this handle.
+    cancel: Notify,
 }
 
 impl Lock {
@@ -272,6 +280,8 @@ impl Lock {
             inner,
             client: client.clone(),
             entered: Entered::new(),
+            holds: Holds::new(),
+            cancel: Notify::new(),
         }
     }
 }
@@ -313,18 +323,46 @@ sync_lock_methods! {
 }
 
 /// Blocks (GIL released) until `lock` is acquired: `timeout` seconds, or the lock's default.
+/// `lock.cancel()` from another thread ends the wait with `CANCELLED`.
 pub(crate) fn acquire<K: LockKind>(
     py: Python<'_>,
     lock: &K,
     client: &HandleOf<K::Lease>,
-    timeout: Option<f64>,
+    timeout: Option<Secs>,
+    cancel: &Notify,
 ) -> PyResult<Arc<LeaseCell<K::Lease>>> {
     let timeout = shared::parse_timeout(py, timeout)?;
+    // Registered now, before the GIL is released: a `cancel()` from here on reaches this wait.
+    let cancelled = cancel.notified();
     let lease = block_on(py, async {
         client.owner.check()?;
-        acquire_within(lock, timeout).await
+        unless_cancelled(cancelled, acquire_within(lock, timeout)).await
     })?;
     Ok(LeaseCell::new(lease, client.clone()))
+}
+
+/// Runs `fut` unless `cancelled` fires first: then `CANCELLED`, and `fut` is dropped, which
+/// withdraws a wait from the server (the core's cancel-on-drop) and releases a grant that
+/// arrived too late to be handed out. A result already there wins over a cancellation.
+async fn unless_cancelled<T>(
+    cancelled: Notified<'_>,
+    fut: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let mut cancelled = std::pin::pin!(cancelled);
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        match cancelled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Error::new(
+                ErrorKind::Cancelled,
+                "the wait was cancelled by lock.cancel()",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// One attempt at `lock` without waiting.
@@ -451,11 +489,11 @@ impl Election {
     /// candidate still leads. Candidates are elected in arrival order. Use the lease as a context
     /// manager to resign on exit: ``with election.campaign("node-a") as leadership:``.
     #[pyo3(signature = (value, timeout=None))]
-    fn campaign(&self, py: Python<'_>, value: &str, timeout: Option<f64>) -> PyResult<Lease> {
+    fn campaign(&self, py: Python<'_>, value: Text, timeout: Option<Secs>) -> PyResult<Lease> {
         let timeout = shared::parse_timeout(py, timeout)?;
         let lease = block_on(py, async {
             self.client.owner.check()?;
-            self.inner.campaign(value, timeout).await
+            self.inner.campaign(&value, timeout).await
         })?;
         Ok(Lease {
             cell: LeaseCell::new(lease, self.client.clone()),
@@ -464,14 +502,12 @@ impl Election {
 
     /// One attempt without waiting: the leadership :class:`Lease` publishing ``value``, or
     /// ``None`` if someone leads or other candidates are queued.
-    fn try_campaign(&self, py: Python<'_>, value: &str) -> PyResult<Option<Lease>> {
+    fn try_campaign(&self, py: Python<'_>, value: Text) -> PyResult<Option<Lease>> {
         let lock = self
             .core_client
             .primitive(
                 self.inner.name(),
-                Primitive::Leader {
-                    value: value.to_owned(),
-                },
+                Primitive::Leader { value: value.0 },
                 self.options.clone(),
                 false,
             )

@@ -59,7 +59,9 @@ def test_context_managers_and_try_acquire(server: RedisServer) -> None:
             assert lock.timeout == 5.0 and lock.renew
             async with lock.acquire(timeout=5) as lease:
                 assert lease.is_held and raw.exists(lock_key("acm"))
-                assert await lock.try_acquire() is None
+                assert await client.lock("acm").try_acquire() is None
+                with pytest.raises(lockgate.AlreadyHeldError):
+                    await lock.try_acquire()  # this handle holds it
             assert not raw.exists(lock_key("acm"))
             async with lock as lease2:
                 assert lease2.fencing_token > lease.fencing_token

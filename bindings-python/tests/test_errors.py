@@ -210,3 +210,88 @@ def test_the_package_ships_its_stubs() -> None:
     pkg = os.path.dirname(lockgate.__file__)
     assert os.path.exists(os.path.join(pkg, "py.typed"))
     assert os.path.exists(os.path.join(pkg, "_lockgate.pyi"))
+
+
+def test_unencodable_and_huge_values_are_invalid_arguments(server: RedisServer) -> None:
+    """A lone surrogate or an integer no machine type holds is a bad value like any other:
+    InvalidArgumentError at the call, not UnicodeEncodeError or OverflowError."""
+    huge = 10**30
+    huger = 10**400  # too large even for a float
+    client = lockgate.Client(server.url)
+    lock = client.lock("typed")
+    lease = lock.acquire(timeout=1)
+
+    def sync_calls() -> list[Any]:
+        return [
+            lambda: lockgate.Client("redis://127.0.0.1:1/\ud800"),
+            lambda: lockgate.Client(server.url, key_prefix="\ud800"),
+            lambda: lockgate.Client(server.url, connect_timeout=huger),
+            lambda: lockgate.Client(server.url, response_timeout=-huger),
+            lambda: lockgate.Client(server.url, replica_acks=huge),
+            lambda: lockgate.Client(server.url, replica_acks=-huge),
+            lambda: client.lock("\ud800"),
+            lambda: client.lock("x", huger),
+            lambda: client.lock("x", huge),
+            lambda: client.lock("x", timeout=huger),
+            lambda: client.lock("x", entry_ttl=huge),
+            lambda: client.semaphore("x", huge),
+            lambda: client.semaphore("x", -huge),
+            lambda: client.read_write_lock("\udfff"),
+            lambda: client.election("\ud800"),
+            lambda: client.election("e").campaign("\ud800", timeout=1),
+            lambda: client.election("e").try_campaign("\ud800"),
+            lambda: lock.acquire(timeout=huger),
+            lambda: lease.extend(huger),
+            lambda: lock.extend(huge),
+            lambda: lockgate.Redlock(["\ud800"]),
+            lambda: lockgate.Redlock([server.url], max_lease=huger),
+        ]
+
+    for call in sync_calls():
+        with pytest.raises(lockgate.InvalidArgumentError):
+            call()
+    aclient = lockgate.aio.Client(server.url)
+    for call in [
+        lambda: lockgate.aio.Client("\ud800"),
+        lambda: lockgate.aio.Client(server.url, replica_acks=huge),
+        lambda: aclient.lock("\ud800"),
+        lambda: aclient.lock("x", huger),
+        lambda: aclient.semaphore("x", huge),
+        lambda: aclient.election("x").campaign("\ud800"),
+        lambda: aclient.lock("x").acquire(timeout=huger),
+        lambda: lockgate.aio.Redlock(["\ud800"]),
+    ]:
+        with pytest.raises(lockgate.InvalidArgumentError):
+            call()
+    assert lease.release() is True
+    # Wrong types stay TypeErrors.
+    with pytest.raises(TypeError):
+        client.lock(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        client.semaphore("x", 1.5)  # type: ignore[arg-type]
+
+
+def test_on_lost_rejects_a_non_callable_at_the_call(server: RedisServer) -> None:
+    client = lockgate.Client(server.url)
+    lease = client.lock("cb").acquire(timeout=1)
+    with pytest.raises(TypeError):
+        lease.on_lost(42)  # type: ignore[arg-type]
+    assert lease.release() is True
+
+    async def main() -> None:
+        async with lockgate.aio.Client(server.url) as aclient:
+            alease = await aclient.lock("cb").acquire(timeout=1)
+            with pytest.raises(TypeError):
+                alease.on_lost("not callable")  # type: ignore[arg-type]
+            assert await alease.release() is True
+
+    asyncio.run(main())
+
+
+def test_a_user_without_a_password_is_rejected(server: RedisServer) -> None:
+    """`redis://user@host` would silently run as the `default` user: refused before connecting."""
+    for url in ("redis://user@127.0.0.1:1", f"redis://app@127.0.0.1:{server.port}"):
+        with pytest.raises(lockgate.InvalidArgumentError):
+            lockgate.Client(url)
+        with pytest.raises(lockgate.InvalidArgumentError):
+            lockgate.aio.Client(url)

@@ -40,12 +40,17 @@ def test_semaphore_permits_are_leases(server: RedisServer) -> None:
         assert isinstance(sem, lockgate.Semaphore) and isinstance(sem, lockgate.Lock)
         assert sem.permits == 2 and sem.name == "pool" and sem.timeout == 5.0
         assert repr(sem) == "<lockgate.Semaphore name='pool' permits=2 lease=30.0 renew=True timeout=5.0>"
-        with sem.acquire(timeout=1) as a, sem as b:
+        # One handle holds one permit at a time: a second permit takes a second handle.
+        sem2 = client.semaphore("pool", 2, timeout=5)
+        with sem.acquire(timeout=1) as a, sem2 as b:
             assert a.is_held and b.is_held and a.fencing_token < b.fencing_token
             assert zcard(raw, "lockgate:{pool}:sem:holders") == 2
-            assert sem.try_acquire() is None, "both permits are taken"
+            third = client.semaphore("pool", 2)
+            assert third.try_acquire() is None, "both permits are taken"
             with pytest.raises(lockgate.LockTimeoutError):
-                sem.acquire(timeout=0.1)
+                third.acquire(timeout=0.1)
+            with pytest.raises(lockgate.AlreadyHeldError):
+                sem.try_acquire()
         c = sem.try_acquire()
         assert c is not None and c.fencing_token > b.fencing_token
         assert c.release() is True and c.release() is False
@@ -68,7 +73,8 @@ def test_semaphore_caps_holders_across_processes(server: RedisServer) -> None:
 
 def test_semaphore_caps_holders_across_threads(server: RedisServer) -> None:
     clients = [lockgate.Client(server.url) for _ in range(2)]
-    sems = [c.semaphore("tpool", 3) for c in clients]
+    # One handle per thread: a handle holds one permit at a time.
+    sems = [clients[i % 2].semaphore("tpool", 3) for i in range(6)]
     active = 0
     peak = 0
     guard = threading.Lock()
@@ -88,7 +94,7 @@ def test_semaphore_caps_holders_across_threads(server: RedisServer) -> None:
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(sems[i % 2],)) for i in range(6)]
+    threads = [threading.Thread(target=worker, args=(sems[i],)) for i in range(6)]
     for t in threads:
         t.start()
     for t in threads:
@@ -108,7 +114,8 @@ def test_crashed_holders_permits_return_within_one_lease(server: RedisServer) ->
         import time, lockgate
         client = lockgate.Client({server.url!r})
         sem = client.semaphore("crash", 2, 1.0, renew=True)
-        held = [sem.acquire(timeout=5), sem.acquire(timeout=5)]
+        other = client.semaphore("crash", 2, 1.0, renew=True)
+        held = [sem.acquire(timeout=5), other.acquire(timeout=5)]
         print("held", flush=True)
         time.sleep(60)
         """
@@ -124,7 +131,7 @@ def test_crashed_holders_permits_return_within_one_lease(server: RedisServer) ->
             proc.wait()
             killed = time.monotonic()
             a = sem.acquire(timeout=5)
-            b = sem.acquire(timeout=5)
+            b = client.semaphore("crash", 2, 1.0, renew=True).acquire(timeout=5)
             took = time.monotonic() - killed
             assert took < 1.5, f"the dead holder's permits took {took:.2f} s to return"
             assert a.release() and b.release()
@@ -160,9 +167,10 @@ def test_read_write_lock_readers_share_writers_exclude(server: RedisServer) -> N
         writer = threading.Thread(target=lambda: got.append(other.write_lock.acquire(timeout=10)))
         writer.start()
         wait_until(lambda: zcard(raw, "lockgate:{doc}:rw:queue") == 1, what="the writer to queue")
-        assert rw.read_lock.try_acquire() is None, "a queued writer blocks new readers"
+        late = a.read_write_lock("doc").read_lock
+        assert late.try_acquire() is None, "a queued writer blocks new readers"
         with pytest.raises(lockgate.LockTimeoutError):
-            rw.read_lock.acquire(timeout=0.1)
+            late.acquire(timeout=0.1)
         # ...unless the reader opts out of writers-first.
         barging = a.read_write_lock("doc", writers_first=False)
         assert not barging.writers_first

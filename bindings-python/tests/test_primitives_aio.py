@@ -50,10 +50,14 @@ def test_semaphore_caps_holders_across_tasks_and_clients(server: RedisServer) ->
             assert repr(sem).startswith("<lockgate.aio.Semaphore name='apool' permits=3 ")
             await asyncio.gather(*(worker(c) for c in (a, b, a, b, a, b)))
             # Permits as leases: three at once, then nobody else.
-            leases = [await sem.acquire(timeout=1) for _ in range(3)]
+            # (one handle holds one permit at a time: a permit per handle)
+            handles = [sem] + [a.semaphore("apool", 3) for _ in range(3)]
+            leases = [await h.acquire(timeout=1) for h in handles[:3]]
             assert len({lease.fencing_token for lease in leases}) == 3
-            assert await sem.try_acquire() is None
+            assert await handles[3].try_acquire() is None
             with pytest.raises(lockgate.LockTimeoutError):
+                await handles[3].acquire(timeout=0.1)
+            with pytest.raises(lockgate.AlreadyHeldError):
                 await sem.acquire(timeout=0.1)
             for lease in leases:
                 assert await lease.release() is True
@@ -84,7 +88,8 @@ def test_read_write_lock(server: RedisServer) -> None:
             assert await other.write_lock.try_acquire() is None, "a writer waits for readers"
             writer = asyncio.ensure_future(other.write_lock.acquire(timeout=10))
             await until(lambda: zcard(raw, "lockgate:{adoc}:rw:queue") == 1, what="the writer")
-            assert await rw.read_lock.try_acquire() is None, "a queued writer blocks new readers"
+            late = a.read_write_lock("adoc").read_lock
+            assert await late.try_acquire() is None, "a queued writer blocks new readers"
             barging = a.read_write_lock("adoc", writers_first=False)
             r3 = await barging.read_lock.try_acquire()
             assert r3 is not None, "writers_first=False lets a reader pass the queued writer"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import gc
 import signal
 import threading
 import time
@@ -34,7 +35,9 @@ def test_acquire_release_and_context_managers(server: RedisServer) -> None:
         with lock.acquire(timeout=5) as lease:
             assert lease.is_held and lease.name == "cm"
             assert raw.exists(lock_key("cm"))
-            assert lock.try_acquire() is None
+            assert client.lock("cm").try_acquire() is None
+            with pytest.raises(lockgate.AlreadyHeldError):
+                lock.try_acquire()  # this handle holds it: it never waits for itself
         assert not raw.exists(lock_key("cm")), "leaving the block released the lock"
         assert not lease.is_held
         with lock as lease2:
@@ -134,7 +137,7 @@ def test_watchdog_keeps_lock_past_its_lease(server: RedisServer) -> None:
         assert raw.pttl(lock_key("dog")) > 0, "the key expired despite the watchdog"
         time.sleep(0.02)
     assert lease.is_held and not lost.is_set()
-    assert lock.try_acquire() is None
+    assert client.lock("dog").try_acquire() is None
     assert lease.release() is True
 
 
@@ -281,15 +284,24 @@ def test_close_releases_and_refuses_further_use(server: RedisServer) -> None:
     assert not lease.is_held
 
 
-def test_garbage_collected_lease_is_released(server: RedisServer) -> None:
+def test_garbage_collected_lease_is_kept_by_its_handle_or_released(server: RedisServer) -> None:
     raw = server.raw()
     client = lockgate.Client(server.url)
     lock = client.lock("gc")
     lease = lock.acquire(timeout=1)
     del lease
-    # A waiter is served once the dropped lease's background release lands.
-    assert lock.acquire(timeout=5).release() is True
+    gc.collect()
+    # The handle keeps the lease it took (redis-py's habit of ignoring it stays safe) ...
+    time.sleep(0.1)
+    assert raw.exists(lock_key("gc")), "a lease collected while its handle lives was released"
+    assert lock.release() is True
     assert not raw.exists(lock_key("gc"))
+    # ... and a lease no handle keeps (leadership) is released in the background when
+    # collected: the next candidate is served once that release lands.
+    leadership = client.election("gc-e").campaign("a", timeout=1)
+    del leadership
+    gc.collect()
+    assert client.election("gc-e").campaign("b", timeout=5).release() is True
 
 
 def test_key_prefix_is_used(server: RedisServer) -> None:

@@ -24,6 +24,7 @@ Errors derive from :class:`LockError` and carry ``.code`` and ``.retryable``.
 import atexit
 
 from ._lockgate import (
+    AlreadyHeldError,
     AuthenticationError,
     Client,
     ClientClosedError,
@@ -53,6 +54,7 @@ from . import aio
 atexit.register(_close_all)
 
 __all__ = [
+    "AlreadyHeldError",
     "AuthenticationError",
     "Client",
     "ClientClosedError",

@@ -1,7 +1,7 @@
 """Type stubs of the compiled module (checked by ``python -m mypy.stubtest lockgate``)."""
 
 import os
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
@@ -18,6 +18,7 @@ __all__ = [
     "ProtocolError",
     "LockCancelledError",
     "ClientClosedError",
+    "AlreadyHeldError",
     "Client",
     "Lock",
     "Semaphore",
@@ -80,6 +81,10 @@ class LockCancelledError(LockError):
 
 class ClientClosedError(LockError):
     """The client was closed (or belongs to another process)."""
+
+class AlreadyHeldError(LockError, RuntimeError):
+    """This non-reentrant lock handle already holds the lock: acquiring again through it fails
+    at once instead of waiting for itself. Also a RuntimeError."""
 
 # ---------------------------------------------------------------------------------------------
 # Blocking API
@@ -172,6 +177,17 @@ class Lock:
         """Waits up to ``timeout`` seconds and returns the lease."""
     def try_acquire(self) -> Optional[Lease]:
         """One attempt without waiting: a lease, or ``None``."""
+    def release(self) -> bool:
+        """Releases the most recent lease acquired through this handle; ``True`` if it was
+        still held. ``NotHeldError`` if this handle holds none."""
+    def extend(self, seconds: float) -> None:
+        """Sets the remaining time of the most recent lease this handle holds."""
+    def owned(self) -> bool:
+        """Whether this handle holds the lock now."""
+    def locked(self) -> bool:
+        """Whether this handle holds the lock now (does not ask about other clients)."""
+    def cancel(self) -> None:
+        """Cancels every acquire waiting on this handle now, from any thread."""
     @property
     def name(self) -> str:
         """The lock's name."""
@@ -362,6 +378,17 @@ class RedlockLock:
         """Tries for up to ``timeout`` seconds until a majority grants the lock."""
     def try_acquire(self) -> Optional[RedlockLease]:
         """One attempt: a lease, ``None`` if held; ``LockConnectionError`` if too few voted."""
+    def release(self) -> bool:
+        """Releases the most recent lease acquired through this handle; ``True`` if it was
+        still held. ``NotHeldError`` if this handle holds none."""
+    def extend(self, seconds: float) -> None:
+        """Sets the remaining time of the most recent lease this handle holds."""
+    def owned(self) -> bool:
+        """Whether this handle holds the lock now."""
+    def locked(self) -> bool:
+        """Whether this handle holds the lock now (does not ask about other clients)."""
+    def cancel(self) -> None:
+        """Cancels every acquire waiting on this handle now, from any thread."""
     @property
     def name(self) -> str:
         """The lock's name."""
@@ -479,9 +506,9 @@ class AsyncClient:
         entry_ttl: Optional[float] = None,
     ) -> AsyncElection:
         """A leader election named ``name``."""
-    def connect(self) -> Awaitable[None]:
+    def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
-    def close(self) -> Awaitable[None]:
+    def close(self) -> Coroutine[Any, Any, None]:
         """Releases every lease and cancels every wait of this client."""
     @property
     def url(self) -> str:
@@ -503,8 +530,17 @@ class AsyncLock:
 
     def acquire(self, timeout: Optional[float] = None) -> AcquireContext:
         """Await for a lease, or use with ``async with``."""
-    def try_acquire(self) -> Awaitable[Optional[AsyncLease]]:
+    def try_acquire(self) -> Coroutine[Any, Any, Optional[AsyncLease]]:
         """One attempt without waiting: a lease, or ``None``."""
+    def release(self) -> Coroutine[Any, Any, bool]:
+        """Releases the most recent lease acquired through this handle; ``True`` if it was
+        still held. ``NotHeldError`` if this handle holds none."""
+    def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sets the remaining time of the most recent lease this handle holds."""
+    def owned(self) -> bool:
+        """Whether this handle holds the lock now."""
+    def locked(self) -> bool:
+        """Whether this handle holds the lock now (does not ask about other clients)."""
     @property
     def name(self) -> str:
         """The lock's name."""
@@ -565,9 +601,9 @@ class AsyncElection:
 
     def campaign(self, value: str, timeout: Optional[float] = None) -> AcquireContext:
         """Await for the leadership lease, or use with ``async with`` to resign on exit."""
-    def try_campaign(self, value: str) -> Awaitable[Optional[AsyncLease]]:
+    def try_campaign(self, value: str) -> Coroutine[Any, Any, Optional[AsyncLease]]:
         """One attempt without waiting: the leadership lease, or ``None``."""
-    def observe(self) -> Awaitable[Optional[LeaderInfo]]:
+    def observe(self) -> Coroutine[Any, Any, Optional[LeaderInfo]]:
         """The current leader, or ``None``."""
     @property
     def name(self) -> str:
@@ -583,10 +619,17 @@ class AsyncElection:
         """How long a candidate's queue entry survives without a heartbeat, in seconds."""
 
 @final
-class AcquireContext:
+class AcquireContext(Coroutine[Any, Any, AsyncLease]):
     """What ``lockgate.aio.Lock.acquire`` returns: awaitable, and an async context manager."""
 
     def __await__(self) -> Generator[Any, None, AsyncLease]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any, /) -> Any:
+        """Starts the acquisition on the first call, then resumes it (``coroutine.send``)."""
+    def throw(self, typ: Any, val: Any = None, tb: Any = None, /) -> Any:
+        """Abandons the acquisition and raises the exception (``coroutine.throw``)."""
+    def close(self) -> None:
+        """Abandons the acquisition, or makes sure it never starts (``coroutine.close``)."""
     def __aenter__(self) -> Awaitable[AsyncLease]: ...
     def __aexit__(
         self,
@@ -614,11 +657,11 @@ class AsyncLease:
     @property
     def lost_reason(self) -> Optional[LockError]:
         """Why the lease was lost, or ``None``."""
-    def extend(self, seconds: float) -> Awaitable[None]:
+    def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
         """Sets the remaining lease to ``seconds`` if still held."""
-    def release(self) -> Awaitable[bool]:
+    def release(self) -> Coroutine[Any, Any, bool]:
         """Releases the lock; ``True`` if it was still held."""
-    def lost(self) -> Awaitable[Optional[LockError]]:
+    def lost(self) -> Coroutine[Any, Any, Optional[LockError]]:
         """Resolves with the reason when the lease is lost, ``None`` once released."""
     def on_lost(self, callback: Callable[[LockError], object]) -> None:
         """Schedules ``callback(reason)`` on the running loop if the lease is lost."""
@@ -663,9 +706,9 @@ class AsyncRedlock:
         timeout: Optional[float] = None,
     ) -> AsyncRedlockLock:
         """A Redlock named ``name``."""
-    def connect(self) -> Awaitable[None]:
+    def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
-    def close(self) -> Awaitable[None]:
+    def close(self) -> Coroutine[Any, Any, None]:
         """Releases every lease and cancels every wait of this Redlock."""
     @property
     def urls(self) -> list[str]:
@@ -696,8 +739,17 @@ class AsyncRedlockLock:
 
     def acquire(self, timeout: Optional[float] = None) -> RedlockAcquireContext:
         """Await for a lease, or use with ``async with``."""
-    def try_acquire(self) -> Awaitable[Optional[AsyncRedlockLease]]:
+    def try_acquire(self) -> Coroutine[Any, Any, Optional[AsyncRedlockLease]]:
         """One attempt: a lease, ``None`` if held; ``LockConnectionError`` if too few voted."""
+    def release(self) -> Coroutine[Any, Any, bool]:
+        """Releases the most recent lease acquired through this handle; ``True`` if it was
+        still held. ``NotHeldError`` if this handle holds none."""
+    def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sets the remaining time of the most recent lease this handle holds."""
+    def owned(self) -> bool:
+        """Whether this handle holds the lock now."""
+    def locked(self) -> bool:
+        """Whether this handle holds the lock now (does not ask about other clients)."""
     @property
     def name(self) -> str:
         """The lock's name."""
@@ -719,10 +771,17 @@ class AsyncRedlockLock:
     ) -> Awaitable[None]: ...
 
 @final
-class RedlockAcquireContext:
+class RedlockAcquireContext(Coroutine[Any, Any, AsyncRedlockLease]):
     """What ``lockgate.aio.RedlockLock.acquire`` returns: awaitable, and an async context manager."""
 
     def __await__(self) -> Generator[Any, None, AsyncRedlockLease]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any, /) -> Any:
+        """Starts the acquisition on the first call, then resumes it (``coroutine.send``)."""
+    def throw(self, typ: Any, val: Any = None, tb: Any = None, /) -> Any:
+        """Abandons the acquisition and raises the exception (``coroutine.throw``)."""
+    def close(self) -> None:
+        """Abandons the acquisition, or makes sure it never starts (``coroutine.close``)."""
     def __aenter__(self) -> Awaitable[AsyncRedlockLease]: ...
     def __aexit__(
         self,
@@ -748,11 +807,11 @@ class AsyncRedlockLease:
     @property
     def lost_reason(self) -> Optional[LockError]:
         """Why the lease was lost, or ``None``."""
-    def extend(self, seconds: float) -> Awaitable[None]:
+    def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
         """Sets the remaining lease to ``seconds`` on a majority of masters."""
-    def release(self) -> Awaitable[bool]:
+    def release(self) -> Coroutine[Any, Any, bool]:
         """Releases the lock; ``True`` if a majority still held it."""
-    def lost(self) -> Awaitable[Optional[LockError]]:
+    def lost(self) -> Coroutine[Any, Any, Optional[LockError]]:
         """Resolves with the reason when the lease is lost, ``None`` once released."""
     def on_lost(self, callback: Callable[[LockError], object]) -> None:
         """Schedules ``callback(reason)`` on the running loop if the lease is lost."""

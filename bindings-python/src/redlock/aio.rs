@@ -17,10 +17,10 @@ use super::{Deployment, RedlockArgs};
 use crate::aio::{AcquireState, LockSpec};
 use crate::errors::{IntoPyResult, PyNone};
 use crate::handle::RedlockHandle;
-use crate::lease::{Entered, LeaseCell};
+use crate::lease::{Entered, Holds, LeaseCell};
 use crate::loop_bridge::into_asyncio;
 use crate::methods::{acquire_context_methods, aio_lock_methods, lease_methods};
-use crate::shared;
+use crate::shared::{self, Secs, Text};
 
 /// Redlock for asyncio: ``lockgate.aio.Redlock(urls, *, key_prefix=None, max_lease=None,
 /// node_timeout=None, retry_delay=None, retry_jitter=None, drift_factor=None, drift_fixed=None,
@@ -44,18 +44,19 @@ impl AsyncRedlock {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        urls: Vec<String>,
-        key_prefix: Option<String>,
-        max_lease: Option<f64>,
-        node_timeout: Option<f64>,
-        retry_delay: Option<f64>,
-        retry_jitter: Option<f64>,
-        drift_factor: Option<f64>,
-        drift_fixed: Option<f64>,
+        urls: Vec<Text>,
+        key_prefix: Option<Text>,
+        max_lease: Option<Secs>,
+        node_timeout: Option<Secs>,
+        retry_delay: Option<Secs>,
+        retry_jitter: Option<Secs>,
+        drift_factor: Option<Secs>,
+        drift_fixed: Option<Secs>,
         tls_ca_file: Option<PathBuf>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
+        connect_timeout: Option<Secs>,
+        response_timeout: Option<Secs>,
     ) -> PyResult<Self> {
+        let urls: Vec<String> = urls.into_iter().map(|u| u.0).collect();
         let opts = super::redlock_options(
             py,
             urls.clone(),
@@ -85,12 +86,12 @@ impl AsyncRedlock {
     fn lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
+        timeout: Option<Secs>,
     ) -> PyResult<AsyncRedlockLock> {
-        validate_name(name).py(py)?;
+        validate_name(&name).py(py)?;
         let options =
             super::lock_options(lease, renew, timeout, self.deployment.max_lease).py(py)?;
         Ok(AsyncRedlockLock {
@@ -101,6 +102,7 @@ impl AsyncRedlock {
                 handle: tokio::sync::OnceCell::new(),
             }),
             entered: Arc::new(Entered::new()),
+            holds: Arc::new(Holds::new()),
         })
     }
 
@@ -216,6 +218,8 @@ pub struct AsyncRedlockLock {
     spec: Arc<RedlockSpec>,
     /// Leases taken by `async with lock:`, per asyncio task, for `__aexit__` to release.
     entered: Arc<Entered<usize, Arc<LeaseCell<CoreRedlockLease>>>>,
+    /// Every lease acquired through this handle and not released yet (see [`Holds`]).
+    holds: Arc<Holds<CoreRedlockLease>>,
 }
 
 aio_lock_methods! {

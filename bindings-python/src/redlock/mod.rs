@@ -20,20 +20,20 @@ use lockgate_core::Error;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
-use crate::shared::{self, secs, to_secs};
+use crate::shared::{self, secs, to_secs, Secs, Text};
 
 /// The keyword arguments of `Redlock(urls, *, ...)` (sync and asyncio alike).
 pub(crate) struct RedlockArgs {
-    pub key_prefix: Option<String>,
-    pub max_lease: Option<f64>,
-    pub node_timeout: Option<f64>,
-    pub retry_delay: Option<f64>,
-    pub retry_jitter: Option<f64>,
-    pub drift_factor: Option<f64>,
-    pub drift_fixed: Option<f64>,
+    pub key_prefix: Option<Text>,
+    pub max_lease: Option<Secs>,
+    pub node_timeout: Option<Secs>,
+    pub retry_delay: Option<Secs>,
+    pub retry_jitter: Option<Secs>,
+    pub drift_factor: Option<Secs>,
+    pub drift_fixed: Option<Secs>,
     pub tls_ca_file: Option<PathBuf>,
-    pub connect_timeout: Option<f64>,
-    pub response_timeout: Option<f64>,
+    pub connect_timeout: Option<Secs>,
+    pub response_timeout: Option<Secs>,
 }
 
 /// `Redlock(urls, *, ...)` → core options, validated by the core (empty or duplicate URLs, bad
@@ -46,11 +46,11 @@ pub(crate) fn redlock_options(
     let mut opts = RedlockOptions::new(urls);
     let config = &mut opts.config;
     if let Some(p) = args.key_prefix {
-        config.key_prefix = p;
+        config.key_prefix = p.0;
     }
-    let set = |slot: &mut Duration, what: &str, value: Option<f64>| -> PyResult<()> {
+    let set = |slot: &mut Duration, what: &str, value: Option<Secs>| -> PyResult<()> {
         if let Some(v) = value {
-            *slot = secs(what, v).py(py)?;
+            *slot = secs(what, v.0).py(py)?;
         }
         Ok(())
     };
@@ -60,7 +60,7 @@ pub(crate) fn redlock_options(
     set(&mut config.retry_jitter, "retry_jitter", args.retry_jitter)?;
     set(&mut config.drift_fixed, "drift_fixed", args.drift_fixed)?;
     if let Some(f) = args.drift_factor {
-        config.drift_factor = f;
+        config.drift_factor = f.0; // a ratio, read as a float like the seconds
     }
     set(
         &mut opts.connect_timeout,
@@ -130,9 +130,9 @@ impl Deployment {
 /// deployment's `max_lease` if that is shorter (longer leases are refused). A number is a
 /// fixed lease, renewed only with `renew=True`.
 pub(crate) fn lock_options(
-    lease: Option<f64>,
+    lease: Option<Secs>,
     renew: Option<bool>,
-    timeout: Option<f64>,
+    timeout: Option<Secs>,
     max_lease: Duration,
 ) -> Result<LockOptions, Error> {
     let mut options = shared::lock_options(lease, renew, timeout, None)?;

@@ -11,14 +11,15 @@ use lockgate_core::native::{
     Redlock as CoreRedlock, RedlockLease as CoreRedlockLease, RedlockLock as CoreRedlockLock,
 };
 use pyo3::prelude::*;
+use tokio::sync::Notify;
 
 use super::{Deployment, RedlockArgs};
 use crate::errors::IntoPyResult;
 use crate::handle::RedlockHandle;
-use crate::lease::{Entered, LeaseCell};
+use crate::lease::{Entered, Holds, LeaseCell};
 use crate::methods::{lease_methods, sync_lock_methods};
 use crate::runtime::block_on;
-use crate::shared;
+use crate::shared::{self, Secs, Text};
 
 /// A lock held on a majority of N independent Redis masters (the Redlock algorithm,
 /// PROTOCOL.md §8): it survives the loss of a minority of them.
@@ -57,18 +58,19 @@ impl Redlock {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        urls: Vec<String>,
-        key_prefix: Option<String>,
-        max_lease: Option<f64>,
-        node_timeout: Option<f64>,
-        retry_delay: Option<f64>,
-        retry_jitter: Option<f64>,
-        drift_factor: Option<f64>,
-        drift_fixed: Option<f64>,
+        urls: Vec<Text>,
+        key_prefix: Option<Text>,
+        max_lease: Option<Secs>,
+        node_timeout: Option<Secs>,
+        retry_delay: Option<Secs>,
+        retry_jitter: Option<Secs>,
+        drift_factor: Option<Secs>,
+        drift_fixed: Option<Secs>,
         tls_ca_file: Option<PathBuf>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
+        connect_timeout: Option<Secs>,
+        response_timeout: Option<Secs>,
     ) -> PyResult<Self> {
+        let urls: Vec<String> = urls.into_iter().map(|u| u.0).collect();
         let opts = super::redlock_options(
             py,
             urls.clone(),
@@ -106,16 +108,18 @@ impl Redlock {
     fn lock(
         &self,
         py: Python<'_>,
-        name: &str,
-        lease: Option<f64>,
+        name: Text,
+        lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<f64>,
+        timeout: Option<Secs>,
     ) -> PyResult<RedlockLock> {
         let options = super::lock_options(lease, renew, timeout, self.inner.max_lease()).py(py)?;
         Ok(RedlockLock {
-            inner: self.inner.lock(name, options).py(py)?,
+            inner: self.inner.lock(&name, options).py(py)?,
             client: self.handle.clone(),
             entered: Entered::new(),
+            holds: Holds::new(),
+            cancel: Notify::new(),
         })
     }
 
@@ -190,6 +194,10 @@ pub struct RedlockLock {
     client: Arc<RedlockHandle>,
     /// Leases taken by `with lock:`, per thread, for `__exit__` to release.
     entered: Entered<ThreadId, Arc<LeaseCell<CoreRedlockLease>>>,
+    /// Every lease acquired through this handle and not released yet (see [`Holds`]).
+    holds: Holds<CoreRedlockLease>,
+    /// Notified by `cancel()`: ends the waits blocked on this handle.
+    cancel: Notify,
 }
 
 sync_lock_methods! {
