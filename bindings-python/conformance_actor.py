@@ -2,7 +2,9 @@
 lockgate's public Python API only, one JSON result per line on stdout.
 
 The protocol is described in conformance/README.md: mutexes, Redlocks, semaphores, read-write
-lock halves and elections (field `kind`), one library handle per `handle` with a stack of held leases. Run from the repository root, after
+lock halves and elections (field `kind`), one library handle per `handle` with a stack of held
+leases; every error reply (ALREADY_HELD included: `e.code` is the core's code) leaves that stack
+unchanged. Run from the repository root, after
 `bindings-python/ci.sh build`: python3 bindings-python/conformance_actor.py
 """
 
@@ -136,7 +138,10 @@ class Actor:
                 stack = self.leases.get(key)
                 if not stack:
                     return NOT_HELD
-                return {"ok": True, "was_held": stack.pop().release()}
+                # Popped only once released: an error reply leaves the stack unchanged.
+                was_held = stack[-1].release()
+                stack.pop()
+                return {"ok": True, "was_held": was_held}
             if kind == "extend":
                 held = self.top(op)
                 if held is None:
