@@ -9,6 +9,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
+const exit = require('./exit');
 
 const now = () => performance.now();
 
@@ -90,6 +91,10 @@ class EngineDriver {
     this.closed = false;
     this.closing = null;
     this.idleWaiters = [];
+    /** This driver for lib/exit.js (weakly: an unreachable idle client is still collected). */
+    this.exitRef = new WeakRef(this);
+    /** Whether lib/exit.js cleans it up at process exit (from its first acquire until close()). */
+    this.exitRegistered = false;
   }
 
   // ---- inputs ----
@@ -112,6 +117,11 @@ class EngineDriver {
       throw makeError('CANCELLED', 'the acquire was cancelled before it started');
     }
     const op = this.engine.acquire(now(), spec, options, tryOnce);
+    if (!this.exitRegistered) {
+      // Only an acquire leaves anything on the server (a queue entry, then a lease).
+      this.exitRegistered = true;
+      exit.register(this);
+    }
     let onSettle;
     if (signal) {
       const onAbort = () => {
@@ -304,6 +314,22 @@ class EngineDriver {
   // ---- shutdown ----
 
   /**
+   * At process exit (lib/exit.js), where only synchronous code runs: asks the engine to release
+   * every lease and withdraw every wait, and writes what it emits to the connections at once,
+   * without waiting for a reply. Best effort; nothing else is done with this driver afterwards.
+   */
+  abandon() {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.engine.shutdown(now());
+      this.pump();
+    } catch {
+      // The process is ending: what was not sent expires on the server by itself.
+    }
+  }
+
+  /**
    * Releases every lease, cancels every wait (waiting up to CLOSE_GRACE_MS for the engine to
    * finish), fails what is still pending, aborts the loss signals of what is still held, then
    * closes the connections (`closeConnections()`); `holdOpen()` keeps the process alive until
@@ -312,6 +338,7 @@ class EngineDriver {
   close() {
     if (this.closing) return this.closing.promise;
     this.closed = true;
+    if (this.exitRegistered) exit.unregister(this);
     const closing = { done: false, promise: null };
     this.closing = closing;
     // Keep the process alive until the releases are answered and the connections closed.

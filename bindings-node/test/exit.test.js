@@ -5,7 +5,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const lockgate = require('..');
-const { startRedis, sleep } = require('./helpers/redis-server');
+const { startRedis, eventually, sleep } = require('./helpers/redis-server');
 const { assertExitsByItself, runFixture } = require('./helpers/child');
 
 let redis;
@@ -62,4 +62,77 @@ test('a process holding a renewed lease stays alive and keeps it', async () => {
     child.kill('SIGKILL');
     await exited;
   }
+});
+
+// ---- what process exit cleans up (issue 13, item 5; lib/exit.js) ----
+
+/** Resolves with the first line the child prints (rejects if it exits first). */
+function firstLine(child) {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      const i = buf.indexOf('\n');
+      if (i >= 0) {
+        child.stdout.removeListener('data', onData);
+        resolve(buf.slice(0, i));
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code, signal) => reject(new Error(`exited (${code ?? signal}) before printing a line`)));
+  });
+}
+
+const queueLen = () => redis.admin.zcard('lockgate:{exit-busy}:queue');
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  test(`a waiter killed by ${signal} leaves the queue before it ends: the next waiter gets the lock at once`, async () => {
+    const { child, exited } = run('wait-long');
+    assert.equal(await firstLine(child), 'waiting');
+    await eventually(async () => (await queueLen()) === 1, 5000, 'the child to queue');
+    const next = client.lock('exit-busy').acquire({ timeoutMs: 8000 });
+    await eventually(async () => (await queueLen()) === 2, 5000, 'the next waiter to queue');
+    const t0 = performance.now();
+    child.kill(signal);
+    const ended = await exited;
+    assert.equal(ended.signal, signal, `the signal is raised again, not swallowed (${JSON.stringify(ended)})`);
+    assert.ok(performance.now() - t0 < 2500, 'bounded cleanup');
+    assert.equal(await queueLen(), 1, 'the child withdrew its queue entry');
+    const t1 = performance.now();
+    await busy.release();
+    const lease = await next;
+    const took = performance.now() - t1;
+    assert.ok(took < 1000, `the next waiter got the lock after ${took.toFixed(0)} ms`);
+    await lease.release();
+    busy = await client.lock('exit-busy').acquire();
+  });
+
+  test(`a holder killed by ${signal} releases its lock before it ends`, async () => {
+    const { child, exited } = run('hold-long');
+    assert.equal(await firstLine(child), 'held');
+    assert.ok((await redis.admin.pttl('lockgate:{exit-hold-long}')) > 5000);
+    child.kill(signal);
+    const ended = await exited;
+    assert.equal(ended.signal, signal, JSON.stringify(ended));
+    assert.equal(await redis.admin.exists('lockgate:{exit-hold-long}'), 0, 'free at once, not after its 10 s lease');
+  });
+}
+
+test('an application that handles SIGINT itself keeps its leases until it exits; process.exit then releases them', async () => {
+  const { child, exited } = run('own-handler');
+  assert.equal(await firstLine(child), 'held');
+  child.kill('SIGINT');
+  const ended = await exited;
+  assert.equal(ended.code, 7, `the application's handler decided the exit (${JSON.stringify(ended)})`);
+  assert.equal(ended.out, 'held\nhandled\nstill held\n');
+  assert.equal(await redis.admin.exists('lockgate:{exit-own-handler}'), 0, 'released at process.exit()');
+});
+
+test('process.exit() releases what is held and withdraws what waits', async () => {
+  const { exited } = run('process-exit');
+  const ended = await exited;
+  assert.equal(ended.code, 0, ended.err);
+  await sleep(50); // the server runs what the child wrote just before it ended
+  assert.equal(await redis.admin.exists('lockgate:{exit-process-exit}'), 0, 'released');
+  assert.equal(await queueLen(), 0, 'nothing left queued');
 });

@@ -66,3 +66,16 @@ test('a process holding a renewed Redlock lease stays alive and keeps it', async
     await exited;
   }
 });
+
+test('a Redlock holder killed by SIGTERM releases on every master before it ends', async () => {
+  const { child, exited } = run('hold-signal', masters.map((m) => m.url));
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => String(d).includes('held') && resolve());
+    child.once('exit', () => reject(new Error('exited before holding')));
+  });
+  assert.ok((await heldAnywhere('lockgate:{exit-hold-signal}*')).length >= 2, 'held on a majority');
+  child.kill('SIGTERM');
+  const ended = await exited;
+  assert.equal(ended.signal, 'SIGTERM', JSON.stringify(ended));
+  assert.deepEqual(await heldAnywhere('lockgate:{exit-hold-signal}*'), [], 'released on every master at once');
+});

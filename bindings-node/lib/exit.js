@@ -1,0 +1,97 @@
+'use strict';
+// Process exit: what lockgate leaves on the server when the process ends without close().
+//
+// - SIGINT / SIGTERM, when nobody else listens for the signal: every open client and Redlock is
+//   closed (queue entries withdrawn, leases released), for at most CLEANUP_MS, and then the
+//   signal is raised again with Node's default action, so the process ends as it would have
+//   without lockgate (killed by that signal: exit status 130 / 143 in a shell). A second signal
+//   during the cleanup ends it at once.
+// - SIGINT / SIGTERM when the application listens for the signal itself: lockgate does nothing.
+//   Listening for a signal means taking charge of it in Node (the default action is off), and
+//   the application may not want to exit at all (a REPL, a graceful drain); it calls close(), or
+//   process.exit(), which the next point covers.
+// - process.exit(), an uncaught exception, or the end of the program while something is still
+//   held: Node runs only synchronous code from then on ('exit' event), so each client's releases
+//   and withdrawals are written to its sockets right there and not waited for. A write to a
+//   connected socket reaches the kernel at once, so the server gets them unless the connection
+//   itself was not ready; whatever does not arrive expires as before (a lease at its end, a
+//   queue entry after `entryTtlMs`).
+//
+// The listeners exist only while a client or Redlock is open (its driver registered here), and
+// hold only weak references to drivers: an unreachable, idle client is still collected.
+
+/** How long a signal waits for the releases before the process ends anyway. */
+const CLEANUP_MS = 1500;
+const SIGNALS = ['SIGINT', 'SIGTERM'];
+
+/** @type {Set<WeakRef<object>>} the open drivers (EngineDriver) */
+const open = new Set();
+let installed = false;
+let cleaning = false;
+
+/** Registers an open driver (EngineDriver): from now on process exit cleans it up. */
+function register(driver) {
+  for (const ref of open) if (ref.deref() === undefined) open.delete(ref);
+  open.add(driver.exitRef);
+  if (!installed) install();
+}
+
+/** Forgets a driver that close() is closing. */
+function unregister(driver) {
+  open.delete(driver.exitRef);
+  if (open.size === 0 && installed && !cleaning) uninstall();
+}
+
+/** The open drivers still reachable. */
+function liveDrivers() {
+  const out = [];
+  for (const ref of open) {
+    const d = ref.deref();
+    if (d === undefined) open.delete(ref);
+    else if (!d.closed) out.push(d);
+  }
+  return out;
+}
+
+function install() {
+  installed = true;
+  for (const s of SIGNALS) process.on(s, onSignal);
+  process.on('exit', onExit);
+}
+
+function uninstall() {
+  installed = false;
+  for (const s of SIGNALS) process.removeListener(s, onSignal);
+  process.removeListener('exit', onExit);
+}
+
+/** Re-raises `signal` with Node's default action (the process ends as if lockgate never listened). */
+function reraise(signal) {
+  uninstall();
+  process.kill(process.pid, signal);
+}
+
+function onSignal(signal) {
+  // Someone else listens: the application handles this signal (see above).
+  if (process.listenerCount(signal) > 1) return;
+  if (cleaning) {
+    reraise(signal);
+    return;
+  }
+  cleaning = true;
+  const drivers = liveDrivers();
+  let timer;
+  const bounded = new Promise((resolve) => {
+    timer = setTimeout(resolve, CLEANUP_MS);
+  });
+  Promise.race([Promise.allSettled(drivers.map((d) => d.close())), bounded]).then(() => {
+    clearTimeout(timer);
+    reraise(signal);
+  });
+}
+
+function onExit() {
+  for (const d of liveDrivers()) d.abandon();
+}
+
+module.exports = { register, unregister, CLEANUP_MS };
