@@ -30,11 +30,15 @@ abstract class AbstractLease implements AutoCloseable {
     private final AtomicBoolean watching = new AtomicBoolean();
     /** Completes with the reason once lost; stays pending if released normally. */
     private final CompletableFuture<LockException> lossReason = new CompletableFuture<>();
+    /** Keeps this lease reachable until it is released or closed (see {@link OpenLeases}). */
+    private final OpenLeases openLeases;
 
-    AbstractLease(NativeLease lease, String name, String kind) {
+    AbstractLease(NativeLease lease, String name, String kind, OpenLeases openLeases) {
         this.lease = lease;
         this.name = name;
         this.kind = kind;
+        this.openLeases = openLeases;
+        openLeases.add(this);
     }
 
     /** Frees a grant nobody will use; the native side releases it in the background. */
@@ -120,6 +124,7 @@ abstract class AbstractLease implements AutoCloseable {
      */
     public boolean release() {
         released.set(true);
+        openLeases.forget(this);
         if (closed) {
             return false;
         }
@@ -134,6 +139,7 @@ abstract class AbstractLease implements AutoCloseable {
     /** {@link #release()} without blocking. */
     public CompletableFuture<Boolean> releaseAsync() {
         released.set(true);
+        openLeases.forget(this);
         if (closed) {
             return CompletableFuture.completedFuture(false);
         }
@@ -151,6 +157,7 @@ abstract class AbstractLease implements AutoCloseable {
         if (closed) {
             return;
         }
+        openLeases.forget(this);
         if (released.getAndSet(true)) {
             dispose();
             return;
@@ -186,6 +193,7 @@ abstract class AbstractLease implements AutoCloseable {
             return;
         }
         released.set(true);
+        openLeases.forget(this);
         if (mayBeLost && closedLossReason == null) {
             closedLossReason = lostReasonFromNative();
         }

@@ -8,55 +8,68 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * A named distributed mutex (Redis), or one half of a {@link DistributedReadWriteLock}. Waiters
  * are served in arrival order (fair, like Redisson's {@code RFairLock}) and woken by the release
  * itself, not by polling. Every grant carries a fencing token.
  *
- * <p>Two ways to use it:
+ * <p>Two ways to use it, with different owners:
  * <ul>
- *   <li><b>Leases</b> (recommended): {@link #acquire(Duration)}, {@link #tryAcquire()} and their
- *       async variants return a {@link Lease}, the proof of holding, to use in
- *       try-with-resources. Each call is an independent acquisition.</li>
+ *   <li><b>Leases</b> (recommended, and what async code needs): {@link #acquire(Duration)},
+ *       {@link #tryAcquire()} and their async variants return a {@link Lease}, the proof of
+ *       holding, to use in try-with-resources. <em>The lease (and this handle) is the owner,
+ *       never a thread</em>: any thread may extend or release it. Through a non-reentrant handle
+ *       that still holds a live lease, a second acquisition throws
+ *       {@link LockAlreadyHeldException} at once; with
+ *       {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} it returns at once with
+ *       the same fencing token and one more hold, and only the last release frees the lock.</li>
  *   <li><b>{@link java.util.concurrent.locks.Lock}</b>: {@link #lock()}, {@link #tryLock()},
- *       {@link #unlock()}... for code written against the JDK interface. Here <em>the lock
- *       object is the owner</em>, not the calling thread: {@code unlock()} may run on another
- *       thread than {@code lock()} (async code, executors), and releases the most recent hold
- *       of this object. Threads sharing one mutex object exclude each other (each waits its turn
- *       on the server); threads sharing one read lock object hold it together.</li>
+ *       {@link #unlock()}... <em>The thread is the owner</em>, as with {@code ReentrantLock},
+ *       Redisson's {@code RLock} and Curator's {@code InterProcessMutex}: the client keeps each
+ *       thread's holds by lock name, other threads wait (even when they share this object),
+ *       {@code unlock()} from a thread that does not hold it throws
+ *       {@link IllegalMonitorStateException}, and {@code unlock()} may go through any lock object
+ *       of the same client and name. A second {@code lock()} by the holding thread re-enters if
+ *       the lock was built with {@code reentrant(true)} ({@link #getHoldCount()} counts) and
+ *       throws {@link LockAlreadyHeldException} otherwise.</li>
  * </ul>
- *
- * <p>By default it is <b>not reentrant</b>: calling {@code lock()} or {@code acquire()} again
- * while this object holds the lock waits for that hold to be released (by any thread), like any
- * other contender. With {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} the
- * object (not the thread) re-enters: a second acquisition while it holds returns at once with
- * the same fencing token and one more hold, and only the last {@code unlock()} or
- * {@link Lease#release()} frees the lock ({@link #holdCount()} counts the {@code Lock}-style
- * holds).
  *
  * <p>By default the lease is 30 s and a watchdog renews it until release; see
  * {@link LockOptions} for fixed leases and default wait limits.
  */
 public final class DistributedLock extends AbstractLeaseLock<Lease> implements Lock {
     private final NativeLock lock;
+    /**
+     * Makes a fresh, non-reentrant handle: each first {@code Lock}-interface hold of a thread
+     * acquires through one, and so does each permit of a semaphore.
+     */
+    private final Supplier<NativeLock> freshHandles;
+    /**
+     * A semaphore's permits: every lease acquisition goes through a fresh handle, since a core
+     * handle holds one permit at a time and one {@link DistributedSemaphore} may hold several.
+     */
+    private final boolean handlePerLease;
     /** {@code "mutex"}, {@code "read"}, {@code "write"} or {@code "semaphore"} (for toString). */
     private final String kind;
-    /** Whether only one holder can hold it (mutex, write): a second hold means the first was lost. */
-    private final boolean exclusive;
+    private final OpenLeases openLeases;
 
-    DistributedLock(NativeLock lock, String name, LockOptions options) {
-        this(lock, name, options, "mutex", true);
-    }
-
-    DistributedLock(NativeLock lock, String name, LockOptions options, String kind, boolean exclusive) {
-        super(name, options, "lock");
+    DistributedLock(NativeLock lock, Supplier<NativeLock> freshHandles, String name, LockOptions options,
+                    String kind, ThreadHolds.Kind holdKind, ClientState state) {
+        super(name, options, holdKind, state.threadHolds);
         this.lock = lock;
+        this.freshHandles = freshHandles;
+        this.handlePerLease = holdKind == ThreadHolds.Kind.SEMAPHORE;
         this.kind = kind;
-        this.exclusive = exclusive;
+        this.openLeases = state.openLeases;
     }
 
-    /** Whether this object re-enters while it holds the lock (see {@link LockOptions.Builder#reentrant(Boolean)}). */
+    /**
+     * Whether it re-enters (see {@link LockOptions.Builder#reentrant(Boolean)}): the lease API
+     * per handle object, the {@link Lock} interface per thread.
+     */
     public boolean isReentrant() {
         return options().isReentrant();
     }
@@ -67,22 +80,26 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
      * Waits up to {@code timeout} for the lock and returns the lease. Throws
      * {@link LockTimeoutException} if it stays held that long ({@code Duration.ZERO} tries
      * once). Interrupting the waiting thread cancels the wait on the server and throws
-     * {@link InterruptedException}.
+     * {@link InterruptedException}. Throws {@link LockAlreadyHeldException} at once instead of
+     * waiting for itself if this non-reentrant handle still holds a live lease, or if the
+     * current thread holds this lock through the {@link Lock} interface.
      */
     public Lease acquire(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
+        checkNoSelfWait();
         double secs = Futures.secs(timeout);
-        return wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(lock, secs, true)));
+        return viaLeaseHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(h, secs, true))));
     }
 
     /** Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever). */
     public Lease acquire() throws InterruptedException {
-        return wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(lock, true)));
+        checkNoSelfWait();
+        return viaLeaseHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(h, true))));
     }
 
     /** One attempt: the lease if acquired now, empty if someone holds it or waiters are queued. */
     public Optional<Lease> tryAcquire() {
-        Bridge.Grant g = Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(lock));
+        Bridge.Grant g = viaLeaseHandle(h -> Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(h)));
         return Optional.ofNullable(g).map(this::lease);
     }
 
@@ -92,25 +109,49 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
      */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.map(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap, DistributedLock::discard);
+        double secs = Futures.secs(timeout);
+        return Futures.map(viaLeaseHandleAsync(h -> Bridge.acquire(h, secs)), this::wrap, DistributedLock::discard);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.map(Bridge.acquireDefault(lock), this::wrap, DistributedLock::discard);
+        return Futures.map(viaLeaseHandleAsync(Bridge::acquireDefault), this::wrap, DistributedLock::discard);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.map(Bridge.tryAcquire(lock), g -> Optional.ofNullable(g).map(this::lease), DistributedLock::discard);
+        return Futures.map(viaLeaseHandleAsync(Bridge::tryAcquire), g -> Optional.ofNullable(g).map(this::lease),
+            DistributedLock::discard);
+    }
+
+    /** A lease acquisition through this object's handle (a semaphore: through a fresh one). */
+    private <T, E extends Exception> T viaLeaseHandle(HandleCall<NativeLock, T, E> acquire) throws E {
+        return handlePerLease ? throughFreshHandle(freshHandles, acquire) : acquire.call(lock);
+    }
+
+    /** {@link #viaLeaseHandle} for an async acquisition; a fresh handle is freed once it ends. */
+    private <T> CompletableFuture<T> viaLeaseHandleAsync(Function<NativeLock, CompletableFuture<T>> acquire) {
+        if (!handlePerLease) {
+            return acquire.apply(lock);
+        }
+        NativeLock h = freshHandles.get();
+        CompletableFuture<T> f;
+        try {
+            f = acquire.apply(h);
+        } catch (RuntimeException e) {
+            h.destroy();
+            throw e;
+        }
+        f.whenComplete((v, err) -> h.destroy());
+        return f;
     }
 
     private Lease wrap(Bridge.Grant g) {
-        return Lease.granted(g, getName());
+        return Lease.granted(g, getName(), openLeases);
     }
 
     private Lease lease(Bridge.Grant g) {
-        return new Lease(g.lease, getName(), g.fencingToken);
+        return new Lease(g.lease, getName(), g.fencingToken, openLeases);
     }
 
     private static void discard(Bridge.Grant g) {
@@ -118,32 +159,33 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
     }
 
     // ----------------------------------------------------------------------------- Lock
-    // lock(), lockInterruptibly(), tryLock(), unlock(), holdCount()...: AbstractLeaseLock, on
-    // these acquisitions.
+    // lock(), lockInterruptibly(), tryLock(), unlock(), getHoldCount()...: AbstractLeaseLock, on
+    // these acquisitions, each through a fresh non-reentrant handle.
 
     @Override
     Lease acquireUninterruptibly() {
-        return wrap(Futures.uninterruptibly(() -> Bridge.acquireDefaultBlocking(lock, false)));
+        return throughThreadHandle(h -> wrap(Futures.uninterruptibly(() -> Bridge.acquireDefaultBlocking(h, false))));
     }
 
     @Override
     Lease acquireInterruptibly() throws InterruptedException {
-        return acquire();
+        return throughThreadHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(h, true))));
     }
 
     @Override
     Lease acquireWithin(Duration timeout) throws InterruptedException {
-        return acquire(timeout);
+        double secs = Futures.secs(timeout);
+        return throughThreadHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(h, secs, true))));
     }
 
     @Override
     Optional<Lease> acquireOnce() {
-        return tryAcquire();
+        return throughThreadHandle(h -> Optional.ofNullable(Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(h)))
+            .map(this::lease));
     }
 
-    @Override
-    boolean newHoldReplacesOld() {
-        return exclusive && !isReentrant();
+    private <T, E extends Exception> T throughThreadHandle(HandleCall<NativeLock, T, E> acquire) throws E {
+        return throughFreshHandle(freshHandles, acquire);
     }
 
     @Override
@@ -164,7 +206,7 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
             + " own channel (a queue, a Redis pub/sub channel) and hold the lock only around the shared state.");
     }
 
-    /** The most recent lease held through the {@link Lock} interface, if any (for its fencing token or loss signal). */
+    /** The current thread's lease taken through the {@link Lock} interface, if any (for its fencing token or loss signal). */
     public Optional<Lease> currentLease() {
         return Optional.ofNullable(currentHold());
     }
@@ -172,6 +214,6 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
     @Override
     public String toString() {
         return "DistributedLock{name=" + getName() + (kind.equals("mutex") ? "" : ", kind=" + kind)
-            + (isReentrant() ? ", reentrant" : "") + ", heldByThisLock=" + isHeldByThisLock() + "}";
+            + (isReentrant() ? ", reentrant" : "") + ", heldByCurrentThread=" + isHeldByCurrentThread() + "}";
     }
 }

@@ -1,7 +1,9 @@
 package io.lockgate;
 
+import io.lockgate.internal.ffi.NativeLock;
 import io.lockgate.internal.ffi.NativeReadWriteLock;
 import java.util.concurrent.locks.ReadWriteLock;
+import java.util.function.Function;
 
 /**
  * A named distributed read-write lock (Redis): many readers or one writer, served in arrival
@@ -18,34 +20,62 @@ import java.util.concurrent.locks.ReadWriteLock;
  * }
  * }</pre>
  *
- * <p>Both halves are {@link DistributedLock}s: leases, async variants and the
- * {@link java.util.concurrent.locks.Lock} interface work as for the mutex, with the handle (not
- * the thread) as owner. Write grants carry fencing tokens larger than every earlier grant's.
+ * <p>Both halves are {@link DistributedLock}s: leases (owned by handle and lease), async
+ * variants and the {@link java.util.concurrent.locks.Lock} interface (owned by the thread) work
+ * as for the mutex. Write grants carry fencing tokens larger than every earlier grant's. A
+ * thread holding one half through the {@code Lock} interface that asks for the half that would
+ * wait for it (write while reading, read while writing) gets {@link LockAlreadyHeldException}
+ * instead of waiting for itself: there is no upgrade or downgrade.
  *
  * <p><b>Writers first</b> (the default): a writer waiting in the queue blocks readers that
  * arrive after it, so a steady stream of readers cannot starve writers.
  * {@link #withWritersFirst(boolean) withWritersFirst(false)} lets new readers join the current
  * readers past queued writers (more read throughput, at the writers' expense).
  *
- * <p>With {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} each half re-enters
- * while <em>that half's object</em> holds it (a read hold and a write hold never merge: a reader
- * that asks for the write lock waits for every reader, itself included, to leave).
+ * <p>With {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} each half re-enters:
+ * its lease API while <em>that half's object</em> holds it, its {@code Lock} interface while the
+ * <em>thread</em> holds it (a read hold and a write hold never merge).
  */
 public final class DistributedReadWriteLock implements ReadWriteLock {
-    private final NativeReadWriteLock rw;
+    /** Makes a fresh read-write handle with these options and the given writers-first setting. */
+    private final Function<Boolean, NativeReadWriteLock> handles;
+    /** The same, non-reentrant: for each first {@code Lock}-interface hold of a thread. */
+    private final Function<Boolean, NativeReadWriteLock> perThreadHandles;
+    private final ClientState state;
     private final String name;
     private final LockOptions options;
     private final boolean writersFirst;
     private final DistributedLock read;
     private final DistributedLock write;
 
-    DistributedReadWriteLock(NativeReadWriteLock rw, String name, LockOptions options, boolean writersFirst) {
-        this.rw = rw;
+    DistributedReadWriteLock(Function<Boolean, NativeReadWriteLock> handles,
+                             Function<Boolean, NativeReadWriteLock> perThreadHandles,
+                             String name, LockOptions options, boolean writersFirst, ClientState state) {
+        this.handles = handles;
+        this.perThreadHandles = perThreadHandles;
+        this.state = state;
         this.name = name;
         this.options = options;
         this.writersFirst = writersFirst;
-        this.read = new DistributedLock(rw.read(), name, options, "read", false);
-        this.write = new DistributedLock(rw.write(), name, options, "write", true);
+        NativeReadWriteLock rw = handles.apply(writersFirst);
+        try {
+            this.read = new DistributedLock(rw.read(), () -> half(perThreadHandles, true), name, options, "read",
+                ThreadHolds.Kind.READ, state);
+            this.write = new DistributedLock(rw.write(), () -> half(perThreadHandles, false), name, options, "write",
+                ThreadHolds.Kind.WRITE, state);
+        } finally {
+            rw.destroy(); // the halves outlive the handle that made them
+        }
+    }
+
+    /** One half of a fresh read-write handle. */
+    private NativeLock half(Function<Boolean, NativeReadWriteLock> from, boolean readHalf) {
+        NativeReadWriteLock fresh = from.apply(writersFirst);
+        try {
+            return readHalf ? fresh.read() : fresh.write();
+        } finally {
+            fresh.destroy();
+        }
     }
 
     /** The shared half: many readers hold it at once, never beside a writer. Always the same object. */
@@ -62,10 +92,11 @@ public final class DistributedReadWriteLock implements ReadWriteLock {
 
     /**
      * This lock with readers that do ({@code true}, the default) or do not ({@code false}) wait
-     * behind queued writers. Returns a new object with its own handles; this one is unchanged.
+     * behind queued writers. Returns a new object with its own handles (which do not share this
+     * object's leases); this one is unchanged.
      */
     public DistributedReadWriteLock withWritersFirst(boolean writersFirst) {
-        return new DistributedReadWriteLock(rw.withWritersFirst(writersFirst), name, options, writersFirst);
+        return new DistributedReadWriteLock(handles, perThreadHandles, name, options, writersFirst, state);
     }
 
     /** Whether queued writers block readers that arrive after them. */

@@ -32,6 +32,8 @@ final class Errors {
                 return new LockCancelledException(m, r);
             case "CLOSED":
                 return new LockClosedException(m, r);
+            case "ALREADY_HELD":
+                return new LockAlreadyHeldException(m, r);
             default:
                 return new LockException(f.getCode(), m, r);
         }

@@ -67,6 +67,29 @@ final class Futures {
         return out;
     }
 
+    /**
+     * Waits for {@code f} without reacting to interrupts (re-asserted afterwards); its failure
+     * is thrown as the mapped lockgate exception.
+     */
+    static <T> T awaitUninterruptibly(CompletableFuture<T> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw Errors.map(e);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
     /** Seconds as a float, the unit the native layer takes (it validates the range). */
     static double secs(java.time.Duration d) {
         return d.getSeconds() + d.getNano() / 1e9;

@@ -32,11 +32,13 @@ public final class LeaderElection {
     private final NativeElection election;
     private final String name;
     private final LockOptions options;
+    private final OpenLeases openLeases;
 
-    LeaderElection(NativeElection election, String name, LockOptions options) {
+    LeaderElection(NativeElection election, String name, LockOptions options, OpenLeases openLeases) {
         this.election = election;
         this.name = name;
         this.options = options;
+        this.openLeases = openLeases;
     }
 
     /** The election's name. */
@@ -73,7 +75,8 @@ public final class LeaderElection {
     private Lease campaignFor(String value, Duration timeout) throws InterruptedException {
         Objects.requireNonNull(value, "value");
         Double secs = timeout == null ? null : Futures.secs(timeout);
-        return Lease.granted(Futures.interruptibly(() -> Bridge.campaignBlocking(election, value, secs, true)), name);
+        return Lease.granted(Futures.interruptibly(() -> Bridge.campaignBlocking(election, value, secs, true)), name,
+            openLeases);
     }
 
     /** One attempt: leadership if nobody leads and no candidate is queued, else empty. */
@@ -81,7 +84,7 @@ public final class LeaderElection {
         Objects.requireNonNull(value, "value");
         try {
             return Optional.of(Lease.granted(
-                Futures.uninterruptibly(() -> Bridge.campaignBlocking(election, value, 0.0, false)), name));
+                Futures.uninterruptibly(() -> Bridge.campaignBlocking(election, value, 0.0, false)), name, openLeases));
         } catch (LockTimeoutException e) {
             return Optional.empty();
         }
@@ -101,7 +104,7 @@ public final class LeaderElection {
     private CompletableFuture<Lease> campaignAsyncFor(String value, Duration timeout) {
         Objects.requireNonNull(value, "value");
         Double secs = timeout == null ? null : Futures.secs(timeout);
-        return Futures.map(Bridge.campaign(election, value, secs), g -> Lease.granted(g, name), Lease::discard);
+        return Futures.map(Bridge.campaign(election, value, secs), g -> Lease.granted(g, name, openLeases), Lease::discard);
     }
 
     /**

@@ -22,23 +22,24 @@ import io.lockgate.internal.ffi.NativeLease;
  * {@link #close()} throws {@link LockNotHeldException}. Protect the resource itself with the
  * {@linkplain #fencingToken() fencing token}.
  *
- * <p>Always release (or close) a lease. One that is garbage-collected unreleased is released in
- * the background eventually, but until then (with auto-renewal) the lock stays held.
+ * <p>Always release (or close) a lease. A lease you drop without releasing is <em>not</em>
+ * released when it is garbage-collected (that would end the critical section at a random
+ * moment): it stays held, and renewed, until its client is closed or the JVM exits.
  */
 public final class Lease extends AbstractLease implements AutoCloseable {
     private final long fencingToken;
 
-    Lease(NativeLease lease, String name, long fencingToken) {
-        super(lease, name, "lock");
+    Lease(NativeLease lease, String name, long fencingToken, OpenLeases openLeases) {
+        super(lease, name, "lock", openLeases);
         this.fencingToken = fencingToken;
     }
 
     /** A granted acquisition as a lease; a missing grant is a protocol failure. */
-    static Lease granted(Bridge.Grant g, String name) {
+    static Lease granted(Bridge.Grant g, String name, OpenLeases openLeases) {
         if (g == null) {
             throw new LockProtocolException("the acquisition ended without a lease", false);
         }
-        return new Lease(g.lease, name, g.fencingToken);
+        return new Lease(g.lease, name, g.fencingToken, openLeases);
     }
 
     /** Frees a grant nobody will use; the native side releases it in the background. */

@@ -10,7 +10,8 @@ package io.lockgate;
  * {@link LockInvalidArgumentException}, {@link LockTimeoutException},
  * {@link LockNotHeldException}, {@link LockConnectionException},
  * {@link LockAuthenticationException}, {@link LockProtocolException},
- * {@link LockCancelledException}, {@link LockClosedException}, plus
+ * {@link LockCancelledException}, {@link LockClosedException},
+ * {@link LockAlreadyHeldException}, plus
  * {@link LockInternalException} for a bug caught inside the native library. A code this
  * version does not know yet arrives as a plain {@code LockException} carrying that code.
  *

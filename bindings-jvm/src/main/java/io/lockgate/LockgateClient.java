@@ -2,10 +2,13 @@ package io.lockgate;
 
 import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.NativeClient;
-import io.lockgate.internal.ffi.NativeException;
+import io.lockgate.internal.ffi.NativeLock;
+import io.lockgate.internal.ffi.NativeLockOptions;
+import io.lockgate.internal.ffi.NativeReadWriteLock;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 /**
  * A connection to one Redis server, shared by every lock made from it. Thread-safe; make one per
@@ -22,15 +25,25 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>URLs: {@code redis://[user:password@]host[:port][/db]} or {@code rediss://...} (TLS,
  * verified). The password never appears in {@link #toString()} or in any error message.
+ *
+ * <p>The client keeps the {@link java.util.concurrent.locks.Lock} interface's holds per thread
+ * (so any of its lock objects of one name unlocks a thread's hold) and every lease it granted
+ * until that lease is released (a lease dropped unreleased is not released by the garbage
+ * collector). When the JVM exits (normally, {@code System.exit}, SIGINT, SIGTERM) a shutdown
+ * hook closes every client still open, waiting at most 1.5 s, so held locks are released and
+ * queued waits withdrawn at once.
  */
-public final class LockgateClient implements AutoCloseable {
+public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     private final NativeClient client;
     private final String url;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final ClientState state = new ClientState();
+    /** Set by the first close (by its owner or at exit); every close shares it. */
+    private final AtomicReference<CompletableFuture<Void>> closing = new AtomicReference<>();
 
     private LockgateClient(NativeClient client) {
         this.client = client;
         this.url = client.url();
+        ExitCleanup.register(this);
     }
 
     /** Connects with the default options. */
@@ -76,11 +89,10 @@ public final class LockgateClient implements AutoCloseable {
     public DistributedLock getLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
-        try {
-            return new DistributedLock(client.lock(name, options.toNative()), name, options);
-        } catch (NativeException e) {
-            throw Errors.map(e);
-        }
+        NativeLock handle = Futures.uninterruptibly(() -> client.lock(name, options.toNative()));
+        NativeLockOptions perThread = options.toBuilder().reentrant(false).build().toNative();
+        return new DistributedLock(handle, () -> Futures.uninterruptibly(() -> client.lock(name, perThread)),
+            name, options, "mutex", ThreadHolds.Kind.MUTEX, state);
     }
 
     /** The read-write lock named {@code name} with the default options (see {@link DistributedReadWriteLock}). */
@@ -96,8 +108,28 @@ public final class LockgateClient implements AutoCloseable {
     public DistributedReadWriteLock getReadWriteLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
-        return new DistributedReadWriteLock(
-            Futures.uninterruptibly(() -> client.readWriteLock(name, options.toNative())), name, options, true);
+        NativeLockOptions asGiven = options.toNative();
+        NativeLockOptions perThread = options.toBuilder().reentrant(false).build().toNative();
+        return new DistributedReadWriteLock(readWriteHandles(name, asGiven), readWriteHandles(name, perThread),
+            name, options, true, state);
+    }
+
+    /**
+     * Makes fresh read-write handles (a core handle's clones share its holds, so every new
+     * object gets its own) with the given writers-first setting.
+     */
+    private Function<Boolean, NativeReadWriteLock> readWriteHandles(String name, NativeLockOptions o) {
+        return writersFirst -> Futures.uninterruptibly(() -> {
+            NativeReadWriteLock rw = client.readWriteLock(name, o);
+            if (writersFirst) {
+                return rw;
+            }
+            try {
+                return rw.withWritersFirst(false);
+            } finally {
+                rw.destroy();
+            }
+        });
     }
 
     /** The semaphore named {@code name} with {@code permits} permits and the default options. */
@@ -114,9 +146,12 @@ public final class LockgateClient implements AutoCloseable {
     public DistributedSemaphore getSemaphore(String name, int permits, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
+        NativeLockOptions o = options.toNative();
+        // Each permit is acquired through a fresh handle (a core handle holds one permit at a time).
         return new DistributedSemaphore(new DistributedLock(
-            Futures.uninterruptibly(() -> client.semaphore(name, permits, options.toNative())),
-            name, options, "semaphore", false), permits);
+            Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),
+            () -> Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),
+            name, options, "semaphore", ThreadHolds.Kind.SEMAPHORE, state), permits);
     }
 
     /** The leader election named {@code name} with the default options (a 30 s renewed leadership lease). */
@@ -133,30 +168,42 @@ public final class LockgateClient implements AutoCloseable {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
         return new LeaderElection(
-            Futures.uninterruptibly(() -> client.election(name, options.toNative())), name, options);
+            Futures.uninterruptibly(() -> client.election(name, options.toNative())), name, options, state.openLeases);
     }
 
     /**
      * Releases every lease and cancels every wait made through this client, then disconnects.
      * Blocks until the releases reached the server (at most a couple of seconds). Later calls on
-     * this client, its locks or leases fail with {@link LockClosedException}. Idempotent.
+     * this client, its locks or leases fail with {@link LockClosedException}. Idempotent; a call
+     * while another close is under way (another thread, the exit hook) waits for that one.
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Futures.uninterruptibly(() -> {
-                Bridge.shutdownBlocking(client);
-                return null;
-            });
-        }
+        Futures.awaitUninterruptibly(beginClose());
     }
 
-    /** {@link #close()} without blocking. */
+    /** {@link #close()} without blocking. Cancelling the returned future does not stop the close. */
     public CompletableFuture<Void> closeAsync() {
-        if (closed.compareAndSet(false, true)) {
-            return Futures.map(Bridge.shutdown(client), v -> null, v -> {});
+        return beginClose().copy();
+    }
+
+    /** Starts the one close of this client, or returns the one already started. */
+    @Override
+    public CompletableFuture<Void> beginClose() {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        if (!closing.compareAndSet(null, mine)) {
+            return closing.get();
         }
-        return CompletableFuture.completedFuture(null);
+        ExitCleanup.forget(this);
+        Futures.map(Bridge.shutdown(client), v -> null, v -> {}).whenComplete((v, err) -> {
+            state.openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
+            if (err != null) {
+                mine.completeExceptionally(err);
+            } else {
+                mine.complete(null);
+            }
+        });
+        return mine;
     }
 
     /** The server URL, password redacted. */
@@ -166,6 +213,6 @@ public final class LockgateClient implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "LockgateClient{url=" + url + (closed.get() ? ", closed" : "") + "}";
+        return "LockgateClient{url=" + url + (closing.get() != null ? ", closed" : "") + "}";
     }
 }

@@ -1,12 +1,13 @@
 package io.lockgate;
 
 import io.lockgate.internal.Bridge;
-import io.lockgate.internal.ffi.NativeException;
+import io.lockgate.internal.ffi.NativeLockOptions;
 import io.lockgate.internal.ffi.NativeRedlock;
+import io.lockgate.internal.ffi.NativeRedlockLock;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Redlock over N independent Redis masters (no replication between them): a lock is held when
@@ -36,18 +37,21 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code retryDelay} plus random jitter), not in a fair queue, and a freshly (re)started master
  * takes part in no grant for {@link RedlockOptions.Builder#maxLease(Duration) maxLease} + 1 s.
  */
-public final class RedlockClient implements AutoCloseable {
+public final class RedlockClient implements AutoCloseable, ExitCleanup.Closer {
     private final NativeRedlock redlock;
     private final List<String> urls;
     private final int masters;
     private final int quorum;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private final ClientState state = new ClientState();
+    /** Set by the first close (by its owner or at exit); every close shares it. */
+    private final AtomicReference<CompletableFuture<Void>> closing = new AtomicReference<>();
 
     private RedlockClient(NativeRedlock redlock) {
         this.redlock = redlock;
         this.urls = List.copyOf(redlock.urls());
         this.masters = redlock.masterCount();
         this.quorum = redlock.quorum();
+        ExitCleanup.register(this);
     }
 
     /** Connects to the masters at {@code urls} with the default options (a 30 s {@code maxLease}). */
@@ -105,11 +109,9 @@ public final class RedlockClient implements AutoCloseable {
     public RedlockLock getLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
-        try {
-            return new RedlockLock(redlock.lock(name, options.toNative()), name, options);
-        } catch (NativeException e) {
-            throw Errors.map(e);
-        }
+        NativeLockOptions o = options.toNative();
+        NativeRedlockLock handle = Futures.uninterruptibly(() -> redlock.lock(name, o));
+        return new RedlockLock(handle, () -> Futures.uninterruptibly(() -> redlock.lock(name, o)), name, options, state);
     }
 
     /** How many masters this deployment has. */
@@ -130,28 +132,40 @@ public final class RedlockClient implements AutoCloseable {
     /**
      * Releases every lease and cancels every wait made through this client, then disconnects.
      * Blocks until the releases reached the masters (at most a couple of seconds). Later calls
-     * on this client, its locks or leases fail with {@link LockClosedException}. Idempotent.
+     * on this client, its locks or leases fail with {@link LockClosedException}. Idempotent; a
+     * call while another close is under way (another thread, the exit hook) waits for that one.
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Futures.uninterruptibly(() -> {
-                Bridge.redlockShutdownBlocking(redlock);
-                return null;
-            });
-        }
+        Futures.awaitUninterruptibly(beginClose());
     }
 
-    /** {@link #close()} without blocking. */
+    /** {@link #close()} without blocking. Cancelling the returned future does not stop the close. */
     public CompletableFuture<Void> closeAsync() {
-        if (closed.compareAndSet(false, true)) {
-            return Futures.map(Bridge.redlockShutdown(redlock), v -> null, v -> {});
+        return beginClose().copy();
+    }
+
+    /** Starts the one close of this client, or returns the one already started. */
+    @Override
+    public CompletableFuture<Void> beginClose() {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        if (!closing.compareAndSet(null, mine)) {
+            return closing.get();
         }
-        return CompletableFuture.completedFuture(null);
+        ExitCleanup.forget(this);
+        Futures.map(Bridge.redlockShutdown(redlock), v -> null, v -> {}).whenComplete((v, err) -> {
+            state.openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
+            if (err != null) {
+                mine.completeExceptionally(err);
+            } else {
+                mine.complete(null);
+            }
+        });
+        return mine;
     }
 
     @Override
     public String toString() {
-        return "RedlockClient{masters=" + urls + ", quorum=" + quorum + (closed.get() ? ", closed" : "") + "}";
+        return "RedlockClient{masters=" + urls + ", quorum=" + quorum + (closing.get() != null ? ", closed" : "") + "}";
     }
 }

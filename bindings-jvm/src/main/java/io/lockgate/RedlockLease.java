@@ -28,20 +28,21 @@ import io.lockgate.internal.ffi.NativeLease;
  * renewal succeeded, {@link #isHeld()} turns false, {@link #lost()} completes, {@link #onLost}
  * listeners run, and {@link #close()} throws {@link LockNotHeldException}.
  *
- * <p>Always release (or close) a lease. One that is garbage-collected unreleased is released in
- * the background eventually, but until then (with auto-renewal) the lock stays held.
+ * <p>Always release (or close) a lease. A lease you drop without releasing is <em>not</em>
+ * released when it is garbage-collected (that would end the critical section at a random
+ * moment): it stays held, and renewed, until its client is closed or the JVM exits.
  */
 public final class RedlockLease extends AbstractLease implements AutoCloseable {
-    RedlockLease(NativeLease lease, String name) {
-        super(lease, name, "Redlock");
+    RedlockLease(NativeLease lease, String name, OpenLeases openLeases) {
+        super(lease, name, "Redlock", openLeases);
     }
 
     /** A granted acquisition as a lease; a missing grant is a protocol failure. */
-    static RedlockLease granted(NativeLease l, String name) {
+    static RedlockLease granted(NativeLease l, String name, OpenLeases openLeases) {
         if (l == null) {
             throw new LockProtocolException("the acquisition ended without a lease", false);
         }
-        return new RedlockLease(l, name);
+        return new RedlockLease(l, name, openLeases);
     }
 
     @Override

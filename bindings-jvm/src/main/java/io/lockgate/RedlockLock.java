@@ -9,12 +9,16 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Supplier;
 
 /**
  * A named lock held on a majority of a {@link RedlockClient}'s independent masters. Used like
  * {@link DistributedLock}: leases ({@link #acquire(Duration)}, {@link #tryAcquire()}, async
- * variants) or the {@link java.util.concurrent.locks.Lock} interface, where the lock object,
- * not the calling thread, is the owner ({@code unlock()} may run on another thread).
+ * variants), owned by the lease and never by a thread, or the
+ * {@link java.util.concurrent.locks.Lock} interface, owned by the calling thread (kept per
+ * client, name and thread: other threads wait, {@code unlock()} from another thread throws
+ * {@link IllegalMonitorStateException}, a second {@code lock()} by the holder throws
+ * {@link LockAlreadyHeldException} since a Redlock is never reentrant).
  *
  * <p>Differences from the mutex: a grant is a {@link RedlockLease} <b>without a fencing
  * token</b> (PROTOCOL.md §8), waiting is by retrying after a jittered pause rather than in a
@@ -23,10 +27,16 @@ import java.util.concurrent.locks.Lock;
  */
 public final class RedlockLock extends AbstractLeaseLock<RedlockLease> implements Lock {
     private final NativeRedlockLock lock;
+    /** Makes the fresh handle each first {@code Lock}-interface hold of a thread acquires through. */
+    private final Supplier<NativeRedlockLock> threadHandles;
+    private final OpenLeases openLeases;
 
-    RedlockLock(NativeRedlockLock lock, String name, LockOptions options) {
-        super(name, options, "Redlock");
+    RedlockLock(NativeRedlockLock lock, Supplier<NativeRedlockLock> threadHandles, String name, LockOptions options,
+                ClientState state) {
+        super(name, options, ThreadHolds.Kind.REDLOCK, state.threadHolds);
         this.lock = lock;
+        this.threadHandles = threadHandles;
+        this.openLeases = state.openLeases;
     }
 
     // ----------------------------------------------------------------------------- leases
@@ -40,12 +50,14 @@ public final class RedlockLock extends AbstractLeaseLock<RedlockLease> implement
      */
     public RedlockLease acquire(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
+        checkNoSelfWait();
         double secs = Futures.secs(timeout);
         return wrap(Futures.interruptibly(() -> Bridge.redlockAcquireBlocking(lock, secs, true)));
     }
 
     /** Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever). */
     public RedlockLease acquire() throws InterruptedException {
+        checkNoSelfWait();
         return wrap(Futures.interruptibly(() -> Bridge.redlockAcquireDefaultBlocking(lock, true)));
     }
 
@@ -80,42 +92,41 @@ public final class RedlockLock extends AbstractLeaseLock<RedlockLease> implement
     }
 
     private RedlockLease wrap(NativeLease l) {
-        return RedlockLease.granted(l, getName());
+        return RedlockLease.granted(l, getName(), openLeases);
     }
 
     private RedlockLease lease(NativeLease l) {
-        return new RedlockLease(l, getName());
+        return new RedlockLease(l, getName(), openLeases);
     }
 
     // ----------------------------------------------------------------------------- Lock
     // lock(), lockInterruptibly(), tryLock() (one attempt: too few reachable masters throw
-    // LockConnectionException, as in tryAcquire()), unlock(), holdCount() (0 or 1)...:
-    // AbstractLeaseLock, on these acquisitions.
+    // LockConnectionException, as in tryAcquire()), unlock(), getHoldCount() (0 or 1)...:
+    // AbstractLeaseLock, on these acquisitions, each through a fresh handle.
 
     @Override
     RedlockLease acquireUninterruptibly() {
-        return wrap(Futures.uninterruptibly(() -> Bridge.redlockAcquireDefaultBlocking(lock, false)));
+        return throughFreshHandle(threadHandles,
+            h -> wrap(Futures.uninterruptibly(() -> Bridge.redlockAcquireDefaultBlocking(h, false))));
     }
 
     @Override
     RedlockLease acquireInterruptibly() throws InterruptedException {
-        return acquire();
+        return throughFreshHandle(threadHandles,
+            h -> wrap(Futures.interruptibly(() -> Bridge.redlockAcquireDefaultBlocking(h, true))));
     }
 
     @Override
     RedlockLease acquireWithin(Duration timeout) throws InterruptedException {
-        return acquire(timeout);
+        double secs = Futures.secs(timeout);
+        return throughFreshHandle(threadHandles,
+            h -> wrap(Futures.interruptibly(() -> Bridge.redlockAcquireBlocking(h, secs, true))));
     }
 
     @Override
     Optional<RedlockLease> acquireOnce() {
-        return tryAcquire();
-    }
-
-    /** Never reentrant and never shared: a grant means any earlier hold was lost. */
-    @Override
-    boolean newHoldReplacesOld() {
-        return true;
+        return throughFreshHandle(threadHandles,
+            h -> Optional.ofNullable(Futures.uninterruptibly(() -> Bridge.redlockTryAcquireBlocking(h))).map(this::lease));
     }
 
     @Override
@@ -136,13 +147,13 @@ public final class RedlockLock extends AbstractLeaseLock<RedlockLease> implement
             + " own channel and hold the lock only around the shared state.");
     }
 
-    /** The most recent lease held through the {@link Lock} interface, if any (for its validity or loss signal). */
+    /** The current thread's lease taken through the {@link Lock} interface, if any (for its validity or loss signal). */
     public Optional<RedlockLease> currentLease() {
         return Optional.ofNullable(currentHold());
     }
 
     @Override
     public String toString() {
-        return "RedlockLock{name=" + getName() + ", heldByThisLock=" + isHeldByThisLock() + "}";
+        return "RedlockLock{name=" + getName() + ", heldByCurrentThread=" + isHeldByCurrentThread() + "}";
     }
 }

@@ -313,12 +313,14 @@ public final class ConformanceActor {
                 }
                 case "release": {
                     Handle h = handles.get(handleKey(name, op));
-                    Held held = h == null ? null : h.leases.pollLast();
+                    Held held = h == null ? null : h.leases.peekLast();
                     if (held == null) {
                         return notHeld();
                     }
+                    boolean wasHeld = held.release(); // an error reply leaves the stack unchanged
+                    h.leases.pollLast();
                     Map<String, Object> r = ok();
-                    r.put("was_held", held.release());
+                    r.put("was_held", wasHeld);
                     return r;
                 }
                 case "extend": {

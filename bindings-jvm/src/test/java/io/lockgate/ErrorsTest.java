@@ -75,6 +75,14 @@ class ErrorsTest {
         }
     }
 
+    // A user name without a password is never a silent switch to the default user (issue 13,
+    // item 10): the URL is rejected before any network call (port 1 has no server anyway).
+    @Test
+    void userWithoutPasswordIsInvalid() {
+        invalid(() -> LockgateClient.connect("redis://user@127.0.0.1:1"), "user without password");
+        invalid(() -> RedlockClient.connect(List.of("redis://user@127.0.0.1:1")), "Redlock: user without password");
+    }
+
     @Test
     void unreachableServerIsARetryableConnectionError() {
         int port = RedisServer.freePort();
@@ -136,17 +144,19 @@ class ErrorsTest {
         List<Class<? extends LockException>> kinds = List.of(LockInvalidArgumentException.class,
             LockTimeoutException.class, LockNotHeldException.class, LockConnectionException.class,
             LockAuthenticationException.class, LockProtocolException.class, LockCancelledException.class,
-            LockClosedException.class, LockInternalException.class);
+            LockClosedException.class, LockAlreadyHeldException.class, LockInternalException.class);
         for (Class<? extends LockException> k : kinds) {
             assertTrue(RuntimeException.class.isAssignableFrom(k), k.getName());
         }
         String[] codes = {"INVALID_ARGUMENT", "TIMEOUT", "NOT_HELD", "CONNECTION", "AUTHENTICATION", "PROTOCOL",
-            "CANCELLED", "CLOSED"};
+            "CANCELLED", "CLOSED", "ALREADY_HELD"};
         for (String code : codes) {
             LockException e = Errors.fromFailure(new io.lockgate.internal.ffi.Failure(code, "m", false));
             assertEquals(code, e.code());
             assertTrue(e.getClass() != LockException.class, code + " has its own class");
         }
+        LockException held = Errors.fromFailure(new io.lockgate.internal.ffi.Failure("ALREADY_HELD", "m", false));
+        assertTrue(held instanceof LockAlreadyHeldException, held.toString());
         LockException unknown = Errors.fromFailure(new io.lockgate.internal.ffi.Failure("NEW_KIND", "m", true));
         assertEquals(LockException.class, unknown.getClass());
         assertEquals("NEW_KIND", unknown.code());

@@ -5,11 +5,20 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A separate JVM that takes holds and never releases them, for crash tests: the test kills it
- * with SIGKILL. Prints one fencing token per line once everything is held, then sleeps.
- * Args: URL KIND(semaphore|leader) NAME LEASE_MS COUNT_OR_VALUE
- * (semaphore: takes every one of COUNT permits; leader: campaigns with VALUE). Leases are
- * renewed by the watchdog while the process lives.
+ * A separate JVM that takes holds and never releases them, for crash and exit tests: the test
+ * kills it (SIGKILL, SIGTERM, SIGINT) or it exits by itself. Prints one fencing token per line
+ * once everything is held, then sleeps (or exits).
+ * Args: URL KIND NAME LEASE_MS COUNT_OR_VALUE, KIND one of
+ * <ul>
+ *   <li>{@code semaphore}: takes every one of COUNT permits;</li>
+ *   <li>{@code leader}: campaigns with VALUE;</li>
+ *   <li>{@code lock}: lock() through the Lock interface;</li>
+ *   <li>{@code lease-exit}: acquires a lease, prints its token and returns from main (normal
+ *       exit) if VALUE is {@code return}, else calls {@code System.exit(0)};</li>
+ *   <li>{@code wait}: prints {@code waiting} and waits up to 60 s for the lock (the test holds
+ *       it), then prints the token if it ever gets it.</li>
+ * </ul>
+ * Nothing is released explicitly: leases are renewed by the watchdog while the process lives.
  */
 public final class HolderWorker {
     public static void main(String[] args) throws Exception {
@@ -19,14 +28,37 @@ public final class HolderWorker {
         LockOptions options = LockOptions.renewedLease(Duration.ofMillis(Long.parseLong(args[3])));
         LockgateClient client = LockgateClient.connect(url);
         List<Lease> held = new ArrayList<>();
-        if (kind.equals("semaphore")) {
-            int permits = Integer.parseInt(args[4]);
-            DistributedSemaphore sem = client.getSemaphore(name, permits, options);
-            for (int i = 0; i < permits; i++) {
-                held.add(sem.acquire(Duration.ofSeconds(10)));
-            }
-        } else {
-            held.add(client.getElection(name, options).campaign(args[4], Duration.ofSeconds(10)));
+        switch (kind) {
+            case "semaphore":
+                int permits = Integer.parseInt(args[4]);
+                DistributedSemaphore sem = client.getSemaphore(name, permits, options);
+                for (int i = 0; i < permits; i++) {
+                    held.add(sem.acquire(Duration.ofSeconds(10)));
+                }
+                break;
+            case "leader":
+                held.add(client.getElection(name, options).campaign(args[4], Duration.ofSeconds(10)));
+                break;
+            case "lock":
+                DistributedLock lock = client.getLock(name, options);
+                lock.lock();
+                held.add(lock.currentLease().orElseThrow());
+                break;
+            case "lease-exit":
+                System.out.println(client.getLock(name, options).acquire(Duration.ofSeconds(10)).fencingToken());
+                System.out.flush();
+                if (args[4].equals("return")) {
+                    return; // main ends; the JVM exits normally (lockgate's threads are daemons)
+                }
+                System.exit(0);
+                break;
+            case "wait":
+                System.out.println("waiting");
+                System.out.flush();
+                held.add(client.getLock(name, options).acquire(Duration.ofSeconds(60)));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown kind " + kind);
         }
         StringBuilder out = new StringBuilder();
         for (Lease l : held) {

@@ -94,10 +94,15 @@ class LeaderElectionTest extends RedisTestBase {
     @Test
     void campaignTimeoutLeavesNoEntry() throws Exception {
         LeaderElection election = client.getElection("elect-timeout");
+        LeaderElection candidateB = client.getElection("elect-timeout"); // another candidate, same process
         try (Lease leader = election.campaign("a", Duration.ofSeconds(1))) {
+            // One LeaderElection is one candidate: while it leads, it does not queue behind itself.
+            LockAlreadyHeldException self =
+                assertThrows(LockAlreadyHeldException.class, () -> election.campaign("a2", Duration.ofSeconds(30)));
+            assertEquals("ALREADY_HELD", self.code());
             long t0 = System.nanoTime();
             LockTimeoutException e =
-                assertThrows(LockTimeoutException.class, () -> election.campaign("b", Duration.ofMillis(200)));
+                assertThrows(LockTimeoutException.class, () -> candidateB.campaign("b", Duration.ofMillis(200)));
             assertTrue((System.nanoTime() - t0) / 1_000_000 >= 190);
             assertTrue(e.isRetryable());
             // The withdrawal reaches the server just after the TIMEOUT (the conformance suite allows 50 ms).

@@ -39,7 +39,7 @@ class LeaseTest extends RedisTestBase {
     void expiryFreesAndExtendNeverResurrects() throws Exception {
         DistributedLock lock = client.getLock("exp", LockOptions.fixedLease(Duration.ofMillis(150)));
         Lease lease = lock.acquire(Duration.ofSeconds(1));
-        assertTrue(lock.tryAcquire().isEmpty(), "held while the lease runs");
+        assertTrue(client.getLock("exp").tryAcquire().isEmpty(), "held while the lease runs (another handle)");
         Thread.sleep(300);
         assertFalse(lease.isHeld());
         assertTrue(lease.remaining().isEmpty());
@@ -76,7 +76,7 @@ class LeaseTest extends RedisTestBase {
         Thread.sleep(1200);
         assertTrue(lease.isHeld());
         assertTrue(raw.num("PTTL", key("dog", "")) > 0, "key still has a lease");
-        assertTrue(lock.tryAcquire().isEmpty());
+        assertTrue(client.getLock("dog").tryAcquire().isEmpty(), "another handle finds it held");
         assertTrue(lease.release());
         assertFalse(lease.isHeld());
     }
@@ -136,11 +136,12 @@ class LeaseTest extends RedisTestBase {
     @Test
     void asyncVariants() throws Exception {
         DistributedLock lock = client.getLock("async");
+        DistributedLock other = client.getLock("async"); // a second handle: contenders
         Lease lease = lock.acquireAsync(Duration.ofSeconds(1)).get(5, TimeUnit.SECONDS);
         assertTrue(lease.isHeld());
-        Optional<Lease> none = lock.tryAcquireAsync().get(5, TimeUnit.SECONDS);
+        Optional<Lease> none = other.tryAcquireAsync().get(5, TimeUnit.SECONDS);
         assertTrue(none.isEmpty());
-        CompletableFuture<Lease> waiting = lock.acquireAsync(Duration.ofSeconds(10));
+        CompletableFuture<Lease> waiting = other.acquireAsync(Duration.ofSeconds(10));
         Thread.sleep(100);
         assertFalse(waiting.isDone());
         assertTrue(lease.releaseAsync().get(5, TimeUnit.SECONDS));
@@ -163,7 +164,7 @@ class LeaseTest extends RedisTestBase {
     @Test
     void cancellingAnAsyncAcquireLeavesNothingBehind() throws Exception {
         DistributedLock lock = client.getLock("cancel-async");
-        Lease holder = lock.acquire(Duration.ofSeconds(1));
+        Lease holder = client.getLock("cancel-async").acquire(Duration.ofSeconds(1));
         CompletableFuture<Lease> waiting = lock.acquireAsync(Duration.ofSeconds(30));
         assertTrue(eventually(2000, () -> raw.num("ZCARD", key("cancel-async", ":queue")) == 1));
         assertTrue(waiting.cancel(true));

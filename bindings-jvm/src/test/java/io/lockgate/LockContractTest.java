@@ -7,13 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** java.util.concurrent.locks.Lock behaviours, with the lock object (not the thread) as owner. */
+/** java.util.concurrent.locks.Lock behaviours, with the thread as owner (issue 13, item 2). */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LockContractTest extends RedisTestBase {
     @Test
@@ -25,15 +29,68 @@ class LockContractTest extends RedisTestBase {
         assertThrows(IllegalMonitorStateException.class, lock::unlock, "second unlock");
     }
 
-    // Ownership is the object: another thread may unlock (async code, executors).
+    // Ownership is the thread, as for ReentrantLock: unlock() from a thread that does not hold
+    // it throws IllegalMonitorStateException and leaves the owner's hold alone.
     @Test
-    void anotherThreadMayUnlock() throws Exception {
+    void nonOwnerUnlockIsIllegalMonitorState() throws Exception {
         DistributedLock lock = client.getLock("handover");
         lock.lock();
-        assertTrue(lock.isHeldByThisLock());
-        CompletableFuture.runAsync(lock::unlock).get(5, TimeUnit.SECONDS);
-        assertFalse(lock.isHeldByThisLock());
+        assertTrue(lock.isHeldByCurrentThread());
+        CompletableFuture<Throwable> other = CompletableFuture.supplyAsync(() -> {
+            try {
+                lock.unlock();
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        Throwable t = other.get(5, TimeUnit.SECONDS);
+        assertTrue(t instanceof IllegalMonitorStateException, "got " + t);
+        assertTrue(t.getMessage().contains("not held by the current thread"), t.getMessage());
+        assertFalse(CompletableFuture.supplyAsync(lock::isHeldByCurrentThread).get(5, TimeUnit.SECONDS));
+        assertTrue(lock.isHeldByCurrentThread(), "the owner still holds it");
+        assertEquals(1L, raw.num("EXISTS", key("handover", "")));
+        lock.unlock();
+        assertFalse(lock.isHeldByCurrentThread());
         assertEquals(0L, raw.num("EXISTS", key("handover", "")));
+    }
+
+    // Redisson's idiom: lock() through one getLock(name) object, unlock() through a fresh one on
+    // the same thread (the thread's holds live in the client, keyed by name).
+    @Test
+    void unlockThroughAFreshLockObjectOfTheSameName() throws Exception {
+        client.getLock("fresh-unlock").lock();
+        DistributedLock fresh = client.getLock("fresh-unlock");
+        assertTrue(fresh.isHeldByCurrentThread());
+        assertEquals(1, fresh.getHoldCount());
+        fresh.unlock();
+        assertEquals(0L, raw.num("EXISTS", key("fresh-unlock", "")), "released on the server");
+        assertEquals(0, client.getLock("fresh-unlock").getHoldCount());
+        assertThrows(IllegalMonitorStateException.class, () -> client.getLock("fresh-unlock").unlock());
+        // The same through a reentrant object: two holds, given back through two other objects.
+        LockOptions re = LockOptions.builder().reentrant(true).build();
+        client.getLock("fresh-unlock", re).lock();
+        client.getLock("fresh-unlock", re).lock();
+        assertEquals(2, client.getLock("fresh-unlock").getHoldCount());
+        client.getLock("fresh-unlock").unlock();
+        assertEquals(1L, raw.num("EXISTS", key("fresh-unlock", "")), "one hold left");
+        client.getLock("fresh-unlock", re).unlock();
+        assertEquals(0L, raw.num("EXISTS", key("fresh-unlock", "")));
+    }
+
+    /** Runs {@code call} on another thread (the Lock interface is owned per thread). */
+    private static <T> T onOtherThread(Callable<T> call) throws Exception {
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            return other.submit(call).get(10, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof Exception) {
+                throw (Exception) e.getCause();
+            }
+            throw e;
+        } finally {
+            other.shutdown();
+        }
     }
 
     @Test
@@ -41,17 +98,25 @@ class LockContractTest extends RedisTestBase {
         DistributedLock a = client.getLock("try");
         DistributedLock b = client.getLock("try");
         assertTrue(a.tryLock());
-        assertFalse(b.tryLock(), "held by another lock object");
-        long t0 = System.nanoTime();
-        assertFalse(b.tryLock(150, TimeUnit.MILLISECONDS));
-        long tookMs = (System.nanoTime() - t0) / 1_000_000;
+        assertFalse((boolean) onOtherThread(b::tryLock), "held by another thread");
+        long tookMs = onOtherThread(() -> {
+            long t0 = System.nanoTime();
+            assertFalse(b.tryLock(150, TimeUnit.MILLISECONDS));
+            return (System.nanoTime() - t0) / 1_000_000;
+        });
         assertTrue(tookMs >= 140 && tookMs < 2000, "waited about the timeout: " + tookMs + " ms");
-        assertFalse(b.tryLock(0, TimeUnit.SECONDS), "zero: one attempt, no exception");
-        assertFalse(b.tryLock(-5, TimeUnit.SECONDS), "negative: one attempt, no exception");
-        assertThrows(IllegalMonitorStateException.class, b::unlock);
+        assertFalse((boolean) onOtherThread(() -> b.tryLock(0, TimeUnit.SECONDS)), "zero: one attempt, no exception");
+        assertFalse((boolean) onOtherThread(() -> b.tryLock(-5, TimeUnit.SECONDS)), "negative: one attempt, no exception");
+        assertThrows(IllegalMonitorStateException.class, () -> onOtherThread(() -> {
+            b.unlock();
+            return null;
+        }));
         a.unlock();
-        assertTrue(b.tryLock(1, TimeUnit.SECONDS));
-        b.unlock();
+        assertTrue((boolean) onOtherThread(() -> {
+            boolean got = b.tryLock(1, TimeUnit.SECONDS);
+            b.unlock();
+            return got;
+        }));
     }
 
     // A waiter blocked in lock() gets the lock when the holder unlocks.
@@ -87,10 +152,13 @@ class LockContractTest extends RedisTestBase {
         holder.lock();
         DistributedLock limited = client.getLock("limit",
             LockOptions.builder().waitTimeout(Duration.ofMillis(200)).build());
-        LockTimeoutException e = assertThrows(LockTimeoutException.class, limited::lock);
+        LockTimeoutException e = assertThrows(LockTimeoutException.class, () -> onOtherThread(() -> {
+            limited.lock();
+            return null;
+        }));
         assertEquals("TIMEOUT", e.code());
         assertTrue(e.isRetryable());
-        assertThrows(LockTimeoutException.class, () -> limited.acquire());
+        assertThrows(LockTimeoutException.class, () -> onOtherThread(limited::acquire));
         holder.unlock();
     }
 
@@ -100,9 +168,16 @@ class LockContractTest extends RedisTestBase {
         DistributedLock lock = client.getLock("lost-unlock", LockOptions.fixedLease(Duration.ofMillis(100)));
         lock.lock();
         Thread.sleep(250);
+        assertFalse(lock.isHeldByCurrentThread(), "the lease is gone");
+        assertEquals(1, lock.getHoldCount(), "but the thread has not unlocked yet");
+        LockNotHeldException again = assertThrows(LockNotHeldException.class, lock::lock,
+            "re-entering a lost hold is loud");
+        assertTrue(again.getMessage().contains("unlock() it first"), again.getMessage());
         IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, lock::unlock);
         assertTrue(e.getCause() instanceof LockNotHeldException, String.valueOf(e.getCause()));
-        assertFalse(lock.isHeldByThisLock());
+        assertEquals(0, lock.getHoldCount());
+        assertTrue(lock.tryLock(), "free again");
+        lock.unlock();
     }
 
     // lock() is not interruptible: it acquires and leaves the interrupt status set.
@@ -132,16 +207,40 @@ class LockContractTest extends RedisTestBase {
             }
         });
         assertTrue(r.get(5, TimeUnit.SECONDS));
-        assertFalse(lock.isHeldByThisLock());
+        assertFalse(lock.isHeldByCurrentThread());
         assertEquals(0L, raw.num("EXISTS", key("pre-interrupted", "")));
     }
 
+    // Built without reentrant(true), a second lock() by the holding thread fails at once with
+    // ALREADY_HELD (what the Lock contract allows for "an invocation that would cause deadlock")
+    // instead of waiting for itself forever; the first hold is untouched.
     @Test
-    void notReentrantButNotStuck() throws Exception {
+    void notReentrantFailsFastOnTheHoldingThread() throws Exception {
         DistributedLock lock = client.getLock("reentry");
         lock.lock();
-        assertFalse(lock.tryLock(), "a second hold through the same object waits like anyone else");
+        long t0 = System.nanoTime();
+        LockAlreadyHeldException e = assertThrows(LockAlreadyHeldException.class, lock::lock);
+        assertTrue((System.nanoTime() - t0) / 1_000_000 < 500, "at once");
+        assertEquals("ALREADY_HELD", e.code());
+        assertFalse(e.isRetryable());
+        assertThrows(LockAlreadyHeldException.class, lock::tryLock);
+        assertThrows(LockAlreadyHeldException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
+        assertThrows(LockAlreadyHeldException.class, lock::lockInterruptibly);
+        assertThrows(LockAlreadyHeldException.class, () -> client.getLock("reentry").lock(), "any object of the name");
+        // A blocking lease acquisition would wait for this thread's hold too.
+        assertThrows(LockAlreadyHeldException.class, () -> lock.acquire(Duration.ofSeconds(5)));
+        assertEquals(1, lock.getHoldCount());
+        assertTrue(lock.isHeldByCurrentThread());
+        // Another thread is an ordinary contender: it waits (here: times out), it does not fail.
+        assertFalse(CompletableFuture.supplyAsync(() -> {
+            try {
+                return lock.tryLock(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException ie) {
+                throw new IllegalStateException(ie);
+            }
+        }).get(5, TimeUnit.SECONDS));
         lock.unlock();
         assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        assertEquals(0L, raw.num("EXISTS", key("reentry", "")));
     }
 }

@@ -149,7 +149,8 @@ class RedlockTest {
         List<String> vs = values(masters, "orders");
         assertEquals(1, new HashSet<>(vs).size(), "the same owner token on every master: " + vs);
         assertTrue(vs.get(0) != null && vs.get(0).matches("[0-9a-f]{32}"), vs.toString());
-        assertFalse(lock.tryAcquire().isPresent(), "held: a second attempt finds it taken");
+        assertFalse(redlock.getLock("orders", RENEWED).tryAcquire().isPresent(), "held: another handle finds it taken");
+        assertThrows(LockAlreadyHeldException.class, lock::tryAcquire, "this handle holds it: it never waits for itself");
         assertTrue(lease.release());
         assertEquals(0, holders(masters, "orders"));
         assertFalse(lease.isHeld());
@@ -224,14 +225,25 @@ class RedlockTest {
         assertEquals(0, holders(masters, "twr"));
 
         lock.lock();
-        assertTrue(lock.isHeldByThisLock());
-        assertEquals(1, lock.holdCount());
+        assertTrue(lock.isHeldByCurrentThread());
+        assertEquals(1, lock.getHoldCount());
         assertHeldOn(masters, "twr", 5);
-        Thread unlocker = new Thread(lock::unlock); // the object owns it, not the thread
+        assertThrows(LockAlreadyHeldException.class, lock::lock, "never reentrant: fails fast");
+        AtomicReference<Throwable> fromOther = new AtomicReference<>();
+        Thread unlocker = new Thread(() -> {
+            try {
+                lock.unlock();
+            } catch (Throwable t) {
+                fromOther.set(t);
+            }
+        });
         unlocker.start();
         unlocker.join();
+        assertTrue(fromOther.get() instanceof IllegalMonitorStateException, "the thread owns it: " + fromOther.get());
+        assertHeldOn(masters, "twr", 5);
+        redlock.getLock("twr", RENEWED).unlock(); // any lock object of the name, on the owning thread
         assertEquals(0, holders(masters, "twr"));
-        assertEquals(0, lock.holdCount());
+        assertEquals(0, lock.getHoldCount());
         assertThrows(IllegalMonitorStateException.class, lock::unlock);
         assertThrows(UnsupportedOperationException.class, lock::newCondition);
 

@@ -8,13 +8,19 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Opt-in reentrancy: holds are counted per handle object, never per thread. */
+/** Opt-in reentrancy: the lease API re-enters per handle object, the Lock interface per thread. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ReentrantLockTest extends RedisTestBase {
     private static final LockOptions REENTRANT = LockOptions.builder().reentrant(true).build();
@@ -43,31 +49,91 @@ class ReentrantLockTest extends RedisTestBase {
         assertEquals(List.of(), liveKeys(raw, "re-lease"));
     }
 
-    // Through java.util.concurrent.locks.Lock: lock twice, unlock twice; the handle is the owner,
-    // so another thread using the same object re-enters too.
+    // Through java.util.concurrent.locks.Lock the thread is the owner (like ReentrantLock):
+    // getHoldCount() counts its holds; another thread sharing the same object does not re-enter,
+    // it waits, and cannot unlock the owner's hold.
     @Test
-    void lockInterfaceCountsHoldsPerHandleNotThread() throws Exception {
+    void lockInterfaceCountsHoldsPerThread() throws Exception {
         DistributedLock lock = client.getLock("re-jdk", REENTRANT);
-        DistributedLock other = client.getLock("re-jdk", REENTRANT);
+        assertEquals(0, lock.getHoldCount());
         lock.lock();
         lock.lock();
-        assertEquals(2, lock.holdCount());
-        CompletableFuture.runAsync(lock::lock).get(5, TimeUnit.SECONDS);
-        assertEquals(3, lock.holdCount(), "another thread re-enters through the same handle");
-        assertFalse(other.tryLock(), "another handle does not re-enter, even on the same client");
+        assertTrue(lock.tryLock(), "tryLock re-enters too");
+        assertEquals(3, lock.getHoldCount());
+        assertTrue(lock.isHeldByCurrentThread());
         long token = lock.currentLease().orElseThrow().fencingToken();
+        CompletableFuture<String> other = CompletableFuture.supplyAsync(() -> {
+            String seen = lock.getHoldCount() + "," + lock.isHeldByCurrentThread() + "," + lock.tryLock();
+            try {
+                lock.unlock();
+                return seen + ",unlocked";
+            } catch (IllegalMonitorStateException e) {
+                return seen + ",IMSE";
+            }
+        });
+        assertEquals("0,false,false,IMSE", other.get(5, TimeUnit.SECONDS),
+            "another thread sharing the object: no holds, no re-entry, no unlock");
+        assertEquals(3, lock.getHoldCount());
         lock.unlock();
-        CompletableFuture.runAsync(lock::unlock).get(5, TimeUnit.SECONDS);
-        assertEquals(1, lock.holdCount());
-        assertTrue(lock.isHeldByThisLock());
-        assertFalse(other.tryLock(50, TimeUnit.MILLISECONDS));
         lock.unlock();
-        assertEquals(0, lock.holdCount());
+        assertEquals(1, lock.getHoldCount());
+        assertEquals(1L, raw.num("EXISTS", key("re-jdk", "")), "still held on the server");
+        lock.unlock();
+        assertEquals(0, lock.getHoldCount());
         assertThrows(IllegalMonitorStateException.class, lock::unlock);
-        assertTrue(other.tryLock());
-        assertTrue(other.currentLease().orElseThrow().fencingToken() > token);
-        other.unlock();
+        assertTrue(CompletableFuture.supplyAsync(() -> {
+            if (!lock.tryLock()) {
+                return false;
+            }
+            long next = lock.currentLease().orElseThrow().fencingToken();
+            lock.unlock();
+            return next > token;
+        }).get(5, TimeUnit.SECONDS), "free for another thread, with a newer token");
         assertEquals(List.of(), liveKeys(raw, "re-jdk"));
+    }
+
+    // Curator's TestInterProcessMutex (reentrant single lock, many threads): threads sharing ONE
+    // reentrant lock object, each re-entering, are never inside together. Before issue 13 the
+    // object re-entered for any thread, and two threads were inside at once.
+    @Test
+    void threadsSharingOneReentrantObjectNeverOverlap() throws Exception {
+        DistributedLock lock = client.getLock("re-curator", REENTRANT);
+        AtomicBoolean inside = new AtomicBoolean();
+        AtomicInteger overlaps = new AtomicInteger();
+        int threads = 4;
+        int rounds = 5;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        List<Future<?>> fs = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            fs.add(pool.submit(() -> {
+                for (int i = 0; i < rounds; i++) {
+                    lock.lock();
+                    try {
+                        if (!inside.compareAndSet(false, true)) {
+                            overlaps.incrementAndGet();
+                        }
+                        lock.lock(); // re-entry by the holding thread
+                        try {
+                            assertEquals(2, lock.getHoldCount());
+                            Thread.sleep(5);
+                        } finally {
+                            lock.unlock();
+                        }
+                        assertEquals(1, lock.getHoldCount());
+                        inside.set(false);
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : fs) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        pool.shutdown();
+        assertEquals(0, overlaps.get(), "two threads were inside the critical section at once");
+        assertEquals(List.of(), liveKeys(raw, "re-curator"));
     }
 
     @Test
