@@ -60,7 +60,7 @@ macro_rules! sync_lock_methods {
             /// handle holds none, or if that lease was lost.
             fn extend(&self, py: ::pyo3::Python<'_>, seconds: $crate::shared::Secs) -> ::pyo3::PyResult<()> {
                 use $crate::errors::IntoPyResult;
-                let d = $crate::shared::secs("seconds", seconds.0).py(py)?;
+                let d = $crate::shared::lease_secs("seconds", seconds.0).py(py)?;
                 $crate::runtime::block_on(py, $crate::lease::extend_top(&self.holds, d))
             }
 
@@ -206,7 +206,7 @@ macro_rules! aio_lock_methods {
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
                 use $crate::errors::IntoPyResult;
                 // Validated now, so a bad value raises at the call rather than at the await.
-                let d = $crate::shared::secs("seconds", seconds.0)
+                let d = $crate::shared::lease_secs("seconds", seconds.0)
                     .and_then(|d| ::lockgate_core::options::validate_lease(d).map(|()| d))
                     .py(py)?;
                 let holds = self.holds.clone();
@@ -435,7 +435,7 @@ macro_rules! lease_methods {
             $(#$extend)*
             fn extend(&self, py: ::pyo3::Python<'_>, seconds: $crate::shared::Secs) -> ::pyo3::PyResult<()> {
                 use $crate::errors::IntoPyResult;
-                let d = $crate::shared::secs("seconds", seconds.0).py(py)?;
+                let d = $crate::shared::lease_secs("seconds", seconds.0).py(py)?;
                 $crate::runtime::block_on(py, self.cell.extend(d))
             }
 
@@ -492,7 +492,7 @@ macro_rules! lease_methods {
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::PyAny>> {
                 use $crate::errors::IntoPyResult;
                 // Validated now, so a bad value raises at the call rather than at the await.
-                let d = $crate::shared::secs("seconds", seconds.0)
+                let d = $crate::shared::lease_secs("seconds", seconds.0)
                     .and_then(|d| ::lockgate_core::options::validate_lease(d).map(|()| d))
                     .py(py)?;
                 let cell = self.cell.clone();

@@ -10,7 +10,9 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use lockgate_core::native::ClientOptions;
-use lockgate_core::options::{duration_from_secs_f64, LockOptions, MAX_PERMITS};
+use lockgate_core::options::{
+    duration_from_secs_f64, LockOptions, MAX_PERMITS, MIN_ENTRY_TTL, MIN_LEASE,
+};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, LeaderInfo as CoreLeaderInfo, Primitive, ReplicaAcks};
 use pyo3::exceptions::PyOverflowError;
@@ -108,6 +110,25 @@ fn truncated_repr(obj: &Borrowed<'_, '_, PyAny>) -> String {
 /// Seconds (Python float) → core duration; the core validates (NaN, negative, too large).
 pub(crate) fn secs(what: &str, value: f64) -> Result<Duration, Error> {
     duration_from_secs_f64(what, value)
+}
+
+/// Seconds → a duration of at least `min` (a lease, an entry TTL): the error names the
+/// argument as the Python user spelled it and speaks in seconds, as the user does (the core's
+/// own range check, which still runs, is worded for every binding).
+pub(crate) fn secs_at_least(what: &str, value: f64, min: Duration) -> Result<Duration, Error> {
+    let d = secs(what, value)?;
+    if d < min {
+        return Err(Error::invalid(format!(
+            "{what} must be at least {} s, got {value} s",
+            min.as_secs_f64()
+        )));
+    }
+    Ok(d)
+}
+
+/// Seconds → a lease (at least the core's `MIN_LEASE`), named `what`.
+pub(crate) fn lease_secs(what: &str, value: f64) -> Result<Duration, Error> {
+    secs_at_least(what, value, MIN_LEASE)
 }
 
 /// Core duration → seconds.
@@ -212,14 +233,14 @@ pub(crate) fn lock_options(
 ) -> Result<LockOptions, Error> {
     let mut options = match lease {
         None => LockOptions::default(),
-        Some(s) => LockOptions::fixed_lease(secs("lease", s.0)?),
+        Some(s) => LockOptions::fixed_lease(lease_secs("lease", s.0)?),
     };
     if let Some(r) = renew {
         options.auto_renew = r;
     }
     options.wait_timeout = timeout.map(|t| secs("timeout", t.0)).transpose()?;
     if let Some(t) = entry_ttl {
-        options.entry_ttl = secs("entry_ttl", t.0)?;
+        options.entry_ttl = secs_at_least("entry_ttl", t.0, MIN_ENTRY_TTL)?;
     }
     options.validate()?;
     Ok(options)

@@ -295,3 +295,27 @@ def test_a_user_without_a_password_is_rejected(server: RedisServer) -> None:
             lockgate.Client(url)
         with pytest.raises(lockgate.InvalidArgumentError):
             lockgate.aio.Client(url)
+
+
+def test_option_errors_name_the_option_in_seconds(server: RedisServer) -> None:
+    """Each message names the argument as the Python caller spelled it, in seconds."""
+    client = lockgate.Client(server.url)
+    lock = client.lock("units")
+    lease = lock.acquire(timeout=1)
+    cases: list[tuple[Any, str, str]] = [
+        (lambda: client.lock("x", 0.001), "lease", "0.01 s"),
+        (lambda: client.lock("x", 3e9), "lease", "2592000 s"),
+        (lambda: client.lock("x", entry_ttl=0.01), "entry_ttl", "0.1 s"),
+        (lambda: client.lock("x", timeout=-1), "timeout", "-1 s"),
+        (lambda: lease.extend(0.001), "seconds", "0.01 s"),
+        (lambda: lock.extend(0.001), "seconds", "0.01 s"),
+        (lambda: lockgate.Redlock([server.url], max_lease=0.001), "max_lease", "0.01 s"),
+        (lambda: lockgate.Client(server.url, response_timeout=-2), "response_timeout", "-2 s"),
+    ]
+    for call, name, unit in cases:
+        with pytest.raises(lockgate.InvalidArgumentError) as ei:
+            call()
+        message = str(ei.value)
+        assert message.startswith(name + " "), message
+        assert unit in message and "ms" not in message, message
+    assert lease.release() is True

@@ -147,6 +147,25 @@ def test_crashed_holders_permits_return_within_one_lease(server: RedisServer) ->
 # -------------------------------------------------------------------------------------------
 
 
+def test_readers_first_lets_readers_pass(server: RedisServer) -> None:
+    raw = server.raw()
+    with lockgate.Client(server.url) as a, lockgate.Client(server.url) as b:
+        rw = a.read_write_lock("rf", writers_first=False)
+        other = b.read_write_lock("rf", writers_first=False)
+        r1 = rw.read_lock.acquire(timeout=1)
+        got: list[lockgate.Lease] = []
+        writer = threading.Thread(target=lambda: got.append(other.write_lock.acquire(timeout=10)))
+        writer.start()
+        wait_until(lambda: zcard(raw, "lockgate:{rf}:rw:queue") == 1, what="the writer to queue")
+        r2 = other.read_lock.try_acquire()
+        assert r2 is not None, "writers_first=False lets a reader pass the queued writer"
+        assert r1.release() is True and r2.release() is True
+        writer.join(10)
+        (w,) = got
+        assert w.is_held and w.fencing_token > r2.fencing_token
+        assert w.release() is True
+
+
 def test_read_write_lock_readers_share_writers_exclude(server: RedisServer) -> None:
     raw = server.raw()
     with lockgate.Client(server.url) as a, lockgate.Client(server.url) as b:
@@ -171,12 +190,14 @@ def test_read_write_lock_readers_share_writers_exclude(server: RedisServer) -> N
         assert late.try_acquire() is None, "a queued writer blocks new readers"
         with pytest.raises(lockgate.LockTimeoutError):
             late.acquire(timeout=0.1)
-        # ...unless the reader opts out of writers-first.
+        # Every client of the name must agree on writers_first while it is in use (the server
+        # records it); readers-first behaviour is test_readers_first_lets_readers_pass below.
         barging = a.read_write_lock("doc", writers_first=False)
         assert not barging.writers_first
-        r3 = barging.read_lock.try_acquire()
-        assert r3 is not None, "writers_first=False lets a reader pass the queued writer"
-        for r in (r1, r2, r3):
+        with pytest.raises(lockgate.InvalidArgumentError):
+            barging.read_lock.try_acquire()
+        r3 = r2
+        for r in (r1, r2):
             assert r.release() is True
         writer.join(10)
         (w,) = got

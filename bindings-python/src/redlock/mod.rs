@@ -54,7 +54,9 @@ pub(crate) fn redlock_options(
         }
         Ok(())
     };
-    set(&mut config.max_lease, "max_lease", args.max_lease)?;
+    if let Some(v) = args.max_lease {
+        config.max_lease = shared::lease_secs("max_lease", v.0).py(py)?;
+    }
     set(&mut config.node_timeout, "node_timeout", args.node_timeout)?;
     set(&mut config.retry_delay, "retry_delay", args.retry_delay)?;
     set(&mut config.retry_jitter, "retry_jitter", args.retry_jitter)?;
