@@ -182,7 +182,9 @@ def _hold_loop(acquire: Callable[[], Any], release: Callable[[Any], Any], k: int
 def contend_lockgate(url: str, k: int, start_at: float) -> list[tuple[int, int]]:
     client = lockgate.Client(url)
     lock = client.lock("bench-c-lg")
-    lock.try_acquire()  # warm up the connection and subscription (releases on drop)
+    warm = lock.try_acquire()  # warm up the connection and subscription
+    if warm is not None:
+        warm.release()  # the handle keeps a lease until it is released
     r = _hold_loop(lambda: lock.acquire(timeout=60), lambda lease: lease.release(), k, start_at)
     client.close()
     return r
