@@ -15,6 +15,7 @@ const {
   urlConnectTimeout,
 } = require('./targets');
 const { wireEligible } = require('./wire');
+const { loginOptions, serverOptions } = require('./login');
 const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const redlock = require('./redlock');
 
@@ -98,7 +99,7 @@ async function connect(target, options) {
     const driver = new Driver(engine, {
       url,
       options: opts,
-      makeSubscriber: () => ownSubscriber(url.href, opts),
+      makeSubscriber: () => ownSubscriber(url, opts),
     });
     try {
       await driver.wire.open();
@@ -112,7 +113,7 @@ async function connect(target, options) {
   let owns;
   if (url !== undefined) {
     try {
-      const own = cluster ? ownCluster(url, opts) : ownConnection(url.href, opts);
+      const own = cluster ? ownCluster(url, opts) : ownConnection(url, opts);
       redis = own.redis;
       owns = true;
       await connectOwn(own, url.href, opts);
@@ -139,14 +140,11 @@ function ownCluster(url, opts) {
   const state = { connected: false, cluster: true, commandTimeout: urlCommandTimeout(opts) };
   const nodeOptions = {
     maxRetriesPerRequest: 2,
-    ...ro,
+    ...loginOptions(url, ro),
     connectTimeout: urlConnectTimeout(opts),
     commandTimeout: undefined,
   };
-  const { host, port, username, password, tls } = endpointOf(url);
-  if (username !== undefined) nodeOptions.username = username;
-  if (password !== undefined) nodeOptions.password = password;
-  if (tls && !nodeOptions.tls) nodeOptions.tls = {};
+  const { host, port } = endpointOf(url);
   const redis = new Redis.Cluster([{ host, port }], {
     redisOptions: nodeOptions,
     lazyConnect: true,
@@ -156,17 +154,18 @@ function ownCluster(url, opts) {
 }
 
 /**
- * An ioredis client for a URL this package owns. It does not reconnect or time commands out
- * until the first connection is ready (connectOwn), so a failed connect leaves no timer behind
- * (ioredis keeps a command timer and a reconnect timer alive past a failed first attempt).
+ * An ioredis client for a checked URL this package owns. It does not reconnect or time commands
+ * out until the first connection is ready (connectOwn), so a failed connect leaves no timer
+ * behind (ioredis keeps a command timer and a reconnect timer alive past a failed first
+ * attempt). It logs in without ioredis knowing the password (lib/login.js).
  */
 function ownConnection(url, opts) {
   const ro = opts.redisOptions || {};
   const userRetry = ro.retryStrategy;
   const state = { connected: false, commandTimeout: urlCommandTimeout(opts) };
-  const redis = new Redis(url, {
+  const redis = new Redis({
     maxRetriesPerRequest: 2,
-    ...ro,
+    ...serverOptions(url, ro),
     connectTimeout: urlConnectTimeout(opts),
     lazyConnect: true,
     commandTimeout: undefined,

@@ -20,6 +20,7 @@ const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { EngineDriver, SHAPES, now } = require('./engine-driver');
+const { serverOptions } = require('./login');
 const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const {
   checkTransportOptions,
@@ -174,8 +175,8 @@ function labelOf(identity) {
  */
 function ownMaster(url, opts) {
   const ro = opts.redisOptions || {};
-  const redis = new Redis(url, {
-    ...ro,
+  const redis = new Redis({
+    ...serverOptions(url, ro),
     connectTimeout: urlConnectTimeout(opts),
     commandTimeout: urlCommandTimeout(opts),
     lazyConnect: true,
@@ -253,7 +254,7 @@ async function connectRedlock(targets, options) {
       }
       seen.add(identity);
       if (url !== undefined) {
-        master = ownMaster(url.href, opts);
+        master = ownMaster(url, opts);
         master.label = labelOf(identity);
         master.url = url.href;
       } else {

@@ -28,18 +28,27 @@ function isIoredis(x) {
   );
 }
 
-/** The URL query parameters a client URL may carry (core/src/native/url.rs: the same list). */
-const URL_PARAMETERS = ['protocol'];
 /** The largest database number a URL may name (core: a `u32`). */
 const MAX_DB = 4294967295;
 
+/** A percent-encoded URL component as text, for messages (left as it is if it does not decode). */
+function decoded(component) {
+  try {
+    return decodeURIComponent(component);
+  } catch {
+    return component;
+  }
+}
+
 /**
- * Parses and checks a client URL (redis:// or rediss://) by core's rules
- * (core/src/native/url.rs, which the native, Python and JVM clients use): a host; a path that is
- * empty or a database number; no query parameter but `protocol`; a user name only with a
- * password (a user without one would silently run as the `default` user). Returns the URL with
- * its path normalised to `/<db>` (or empty) and without its query. Throws InvalidArgumentError; messages never echo
- * the password.
+ * Parses and checks a client URL by core's rules (core/src/native/url.rs, which the native,
+ * Python and JVM clients use): `redis[s]://[[user]:password@]host[:port][/db][?protocol=resp2|resp3]`
+ * with `db` in plain decimal digits; no other query parameter, no fragment, and no user name
+ * without a password (which would otherwise log in as the server's `default` user: a silent
+ * change of identity). Returns the URL without its query (`protocol` picks the native client's
+ * RESP version; the Node connections choose their own, and ioredis would read any query
+ * parameter as one of its options). Throws InvalidArgumentError; messages never echo the
+ * password.
  */
 function checkUrl(target) {
   let url;
@@ -54,29 +63,33 @@ function checkUrl(target) {
     );
   }
   if (url.hostname === '') throw invalid('Redis URL has no host');
-  const path = url.pathname.replace(/^\/+/, '');
-  if (path !== '') {
-    // Core parses the path as a u32 (Rust's parser takes an optional leading `+`).
-    const db = /^\+?[0-9]+$/.test(path) ? Number(path) : NaN;
-    if (!(db <= MAX_DB)) throw invalid('the path of a Redis URL must be a database number');
-    url.pathname = `/${db}`;
-  } else {
-    url.pathname = '';
-  }
-  for (const key of url.searchParams.keys()) {
-    if (!URL_PARAMETERS.includes(key)) {
-      throw invalid(`unsupported Redis URL parameter ${JSON.stringify(key)}`);
-    }
-  }
-  // `protocol` picks the native client's RESP version; the Node connections choose their own
-  // (and ioredis would read any query parameter as one of its options).
-  url.search = '';
   if (url.username !== '' && url.password === '') {
+    const user = decoded(url.username);
     throw invalid(
-      'the Redis URL names a user but no password: give both (redis://user:password@host), ' +
-        'or neither to log in as the default user',
+      `the Redis URL names user ${JSON.stringify(user)} but gives no password; write ` +
+        `redis://${user}:PASSWORD@host (lockgate never connects as another user than the one ` +
+        'named, and a user without a password cannot be told apart from a forgotten one)',
     );
   }
+  const path = url.pathname.replace(/^\//, '');
+  if (path !== '' && !(/^[0-9]+$/.test(path) && Number(path) <= MAX_DB)) {
+    throw invalid(
+      'the path of a Redis URL must be a database number (decimal digits, like /0 or /2), ' +
+        `got /${decoded(path)}`,
+    );
+  }
+  for (const [key, value] of url.searchParams) {
+    if (key !== 'protocol') {
+      throw invalid(`unsupported Redis URL parameter ${JSON.stringify(key)} (the only one accepted is protocol)`);
+    }
+    if (value !== 'resp2' && value !== 'resp3') {
+      throw invalid(
+        `unsupported Redis URL protocol ${JSON.stringify(value)}: use resp2 or resp3 (lockgate speaks RESP3 either way)`,
+      );
+    }
+  }
+  if (url.hash !== '' || target.includes('#')) throw invalid('a Redis URL takes no #fragment');
+  url.search = '';
   return url;
 }
 

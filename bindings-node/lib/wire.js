@@ -21,6 +21,7 @@ const net = require('node:net');
 const tls = require('node:tls');
 const { performance } = require('node:perf_hooks');
 const { urlCommandTimeout, urlConnectTimeout, endpointOf } = require('./targets');
+const { NO_PASSWORD_SET, command } = require('./login');
 
 const now = () => performance.now();
 
@@ -45,16 +46,6 @@ function wireEligible(opts) {
   const ro = opts.redisOptions;
   return ro === undefined || Object.keys(ro).every((k) => WIRE_REDIS_OPTIONS.includes(k));
 }
-
-/** RESP for one command of string arguments (handshake only; the engine encodes its own). */
-function command(...args) {
-  let s = `*${args.length}\r\n`;
-  for (const a of args) s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
-  return s;
-}
-
-/** The reply Redis gives AUTH when no password is configured; ioredis ignores it too. */
-const NO_PASSWORD_SET = /no password is set|without any password configured/;
 
 class WireConnection {
   /**

@@ -110,7 +110,11 @@ test('bad Redis URLs are an InvalidArgumentError from connect and connectRedlock
     `redis://${at}/-1`,
     `redis://${at}/1.5`,
     `redis://${at}/1/2`,
+    `redis://${at}//3`,
+    `redis://${at}/+1`,
     `redis://${at}/4294967296`,
+    `redis://${at}/0?protocol=resp9`,
+    `redis://${at}/0#x`,
     `redis://${at}/?foo=bar`,
     `redis://${at}?db=1`,
     `redis://app@${at}`, // a user without a password would run as `default`
@@ -125,12 +129,19 @@ test('bad Redis URLs are an InvalidArgumentError from connect and connectRedlock
     await assert.rejects(lockgate.connect(url, { cluster: true }), isInvalid, `${url} (cluster)`);
     await assert.rejects(lockgate.connectRedlock([url]), isInvalid, `${url} (redlock)`);
   }
-  const e = await lockgate.connect(`redis://app:hunter2@${at}/x`).catch((err) => err);
-  assert.ok(isInvalid(e) && !e.message.includes('hunter2'), e.message);
+  for (const [url, says] of [
+    [`redis://app:hunter2@${at}/x`, 'database number (decimal digits, like /0 or /2), got /x'],
+    [`redis://:hunter2@${at}/%20`, 'got / '],
+    [`redis://app@${at}`, 'names user "app" but gives no password'],
+    [`redis://:hunter2@${at}?foo=bar`, 'unsupported Redis URL parameter "foo"'],
+  ]) {
+    const e = await lockgate.connect(url).catch((err) => err);
+    assert.ok(isInvalid(e) && e.message.includes(says) && !e.message.includes('hunter2'), `${url}: ${e.message}`);
+  }
   // Give anything that a bad URL set off (a socket, a timer) the time to blow up the process.
   await sleep(200);
   // What core accepts, Node accepts: a database number, `protocol`, a user with a password.
-  for (const url of [`redis://${at}/0`, `redis://${at}/3`, `redis://${at}//3`, `redis://${at}/?protocol=resp3`, `redis://:x@${at}`]) {
+  for (const url of [`redis://${at}/0`, `redis://${at}/3`, `redis://${at}/?protocol=resp3`, `redis://${at}?protocol=resp2`, `redis://:x@${at}`]) {
     const ok = await lockgate.connect(url).catch((err) => err);
     if (url.includes(':x@')) {
       assert.ok(ok instanceof lockgate.AuthenticationError || ok instanceof lockgate.Client, `${url}: ${ok && ok.message}`);
