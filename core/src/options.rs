@@ -168,29 +168,97 @@ fn check_range(what: &str, d: Duration, min: Duration, max: Duration) -> Result<
     Ok(())
 }
 
-/// Converts seconds as a float (the Python/Java convention) into a [`Duration`],
-/// rejecting NaN, infinities, negatives and values beyond [`MAX_DURATION`].
-pub fn duration_from_secs_f64(what: &str, secs: f64) -> Result<Duration> {
-    if secs.is_nan() {
-        return Err(Error::invalid(format!("{what} must be a number, got NaN")));
-    }
-    if secs < 0.0 {
-        return Err(Error::invalid(format!(
-            "{what} must not be negative, got {secs}"
-        )));
-    }
-    if !secs.is_finite() || secs > MAX_DURATION.as_secs_f64() {
-        return Err(Error::invalid(format!(
-            "{what} must be at most {} s, got {secs}",
-            MAX_DURATION.as_secs()
-        )));
-    }
-    Ok(Duration::from_secs_f64(secs))
+/// The unit a binding's user gives durations in; conversion errors speak in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds as a float (Python, the JVM's `Duration` as passed over FFI).
+    Seconds,
+    /// Milliseconds as a float (JavaScript).
+    Millis,
 }
 
-/// Converts milliseconds as a float (the JavaScript convention) into a [`Duration`].
+impl Unit {
+    fn symbol(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Millis => "ms",
+        }
+    }
+
+    fn of(self, d: Duration) -> f64 {
+        match self {
+            Unit::Seconds => d.as_secs_f64(),
+            Unit::Millis => d.as_secs_f64() * 1000.0,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Millis => "milliseconds",
+        }
+    }
+}
+
+/// Converts `value` (in `unit`) into a [`Duration`] between `min` and `max`. Every message
+/// names the option as `what` (the caller's spelling, e.g. `leaseMs`) and gives limits and the
+/// value in `unit`: `leaseMs must be at most 2592000000 ms, got 3e12`.
+pub fn duration_in_range(what: &str, value: f64, unit: Unit, min: Duration, max: Duration) -> Result<Duration> {
+    let sym = unit.symbol();
+    if value.is_nan() {
+        return Err(Error::invalid(format!("{what} must be a number of {}, got NaN", unit.noun())));
+    }
+    if value < 0.0 {
+        return Err(Error::invalid(format!("{what} must not be negative, got {value} {sym}")));
+    }
+    if !value.is_finite() || value > unit.of(max) {
+        return Err(Error::invalid(format!("{what} must be at most {} {sym}, got {value} {sym}", unit.of(max))));
+    }
+    let d = match unit {
+        Unit::Seconds => Duration::from_secs_f64(value),
+        Unit::Millis => Duration::from_secs_f64(value / 1000.0),
+    };
+    if d < min {
+        return Err(Error::invalid(format!("{what} must be at least {} {sym}, got {value} {sym}", unit.of(min))));
+    }
+    Ok(d.min(max))
+}
+
+/// A wait timeout or other duration from zero up to [`MAX_DURATION`], in `unit`.
+pub fn duration_from_f64(what: &str, value: f64, unit: Unit) -> Result<Duration> {
+    duration_in_range(what, value, unit, Duration::ZERO, MAX_DURATION)
+}
+
+/// A lease (between [`MIN_LEASE`] and [`MAX_DURATION`]) in `unit`, checked under the
+/// caller's name for it (`lease`, `leaseMs`, `seconds` of `extend`, ...).
+pub fn lease_from_f64(what: &str, value: f64, unit: Unit) -> Result<Duration> {
+    duration_in_range(what, value, unit, MIN_LEASE, MAX_DURATION)
+}
+
+/// A waiter-entry lease (between [`MIN_ENTRY_TTL`] and [`MAX_DURATION`]) in `unit`.
+pub fn entry_ttl_from_f64(what: &str, value: f64, unit: Unit) -> Result<Duration> {
+    duration_in_range(what, value, unit, MIN_ENTRY_TTL, MAX_DURATION)
+}
+
+/// A duration that must be positive (a connect or response timeout), in `unit`.
+pub fn positive_duration_from_f64(what: &str, value: f64, unit: Unit) -> Result<Duration> {
+    if value == 0.0 {
+        return Err(Error::invalid(format!("{what} must be positive, got 0 {}", unit.symbol())));
+    }
+    duration_in_range(what, value, unit, Duration::from_nanos(1), MAX_DURATION)
+}
+
+/// Converts seconds as a float (the Python/Java convention) into a [`Duration`],
+/// rejecting NaN, infinities, negatives and values beyond [`MAX_DURATION`]; messages speak
+/// in seconds.
+pub fn duration_from_secs_f64(what: &str, secs: f64) -> Result<Duration> {
+    duration_from_f64(what, secs, Unit::Seconds)
+}
+
+/// Converts milliseconds as a float (the JavaScript convention) into a [`Duration`];
+/// messages speak in milliseconds.
 pub fn duration_from_millis_f64(what: &str, ms: f64) -> Result<Duration> {
-    duration_from_secs_f64(what, ms / 1000.0)
+    duration_from_f64(what, ms, Unit::Millis)
 }
 
 /// Whole milliseconds for a `PX`/`PEXPIRE` argument, rounding sub-millisecond parts up.
@@ -230,6 +298,40 @@ mod tests {
             duration_from_secs_f64("t", 1.5).unwrap(),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn messages_name_the_option_in_its_unit() {
+        let msg = |r: Result<Duration>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), "INVALID_ARGUMENT");
+            e.message().to_string()
+        };
+        // The report of issue 13: a millisecond option must not be told its limit in seconds.
+        assert_eq!(
+            msg(duration_from_millis_f64("leaseMs", 3e12)),
+            "leaseMs must be at most 2592000000 ms, got 3000000000000 ms"
+        );
+        assert_eq!(msg(duration_from_secs_f64("timeout", 3e9)), "timeout must be at most 2592000 s, got 3000000000 s");
+        assert_eq!(msg(duration_from_millis_f64("timeoutMs", f64::INFINITY)), "timeoutMs must be at most 2592000000 ms, got inf ms");
+        assert_eq!(msg(duration_from_millis_f64("timeoutMs", f64::NAN)), "timeoutMs must be a number of milliseconds, got NaN");
+        assert_eq!(msg(duration_from_secs_f64("timeout", f64::NAN)), "timeout must be a number of seconds, got NaN");
+        assert_eq!(msg(duration_from_millis_f64("timeoutMs", -5.0)), "timeoutMs must not be negative, got -5 ms");
+        assert_eq!(msg(duration_from_secs_f64("timeout", -0.5)), "timeout must not be negative, got -0.5 s");
+        // Leases: zero and too short, in the caller's unit and spelling.
+        assert_eq!(msg(lease_from_f64("leaseMs", 0.0, Unit::Millis)), "leaseMs must be at least 10 ms, got 0 ms");
+        assert_eq!(msg(lease_from_f64("leaseMs", 9.5, Unit::Millis)), "leaseMs must be at least 10 ms, got 9.5 ms");
+        assert_eq!(msg(lease_from_f64("lease", 0.005, Unit::Seconds)), "lease must be at least 0.01 s, got 0.005 s");
+        assert_eq!(msg(lease_from_f64("lease", 1e7, Unit::Seconds)), "lease must be at most 2592000 s, got 10000000 s");
+        assert_eq!(msg(entry_ttl_from_f64("entryTtlMs", 50.0, Unit::Millis)), "entryTtlMs must be at least 100 ms, got 50 ms");
+        assert_eq!(msg(positive_duration_from_f64("connect_timeout", 0.0, Unit::Seconds)), "connect_timeout must be positive, got 0 s");
+        assert_eq!(msg(positive_duration_from_f64("connectTimeoutMs", -1.0, Unit::Millis)), "connectTimeoutMs must not be negative, got -1 ms");
+        // In range: converted exactly; the limits themselves are accepted.
+        assert_eq!(lease_from_f64("leaseMs", 10.0, Unit::Millis).unwrap(), MIN_LEASE);
+        assert_eq!(duration_from_millis_f64("t", 2_592_000_000.0).unwrap(), MAX_DURATION);
+        assert_eq!(duration_from_secs_f64("t", 2_592_000.0).unwrap(), MAX_DURATION);
+        assert_eq!(duration_from_millis_f64("t", 0.0).unwrap(), Duration::ZERO);
+        assert_eq!(duration_from_millis_f64("t", 1500.0).unwrap(), Duration::from_millis(1500));
     }
 
     #[test]
