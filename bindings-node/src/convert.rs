@@ -629,10 +629,6 @@ fn is_reply_error(err: &JsValue) -> bool {
         .is_some_and(|n| n == "ReplyError")
 }
 
-/// Server error codes that mean "the server cannot serve us right now", not "bad command".
-/// `CLUSTERDOWN` reaches us only once ioredis gave up retrying it (a cluster without a quorum
-/// or with uncovered slots).
-const UNAVAILABLE: [&str; 5] = ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"];
 /// Server error codes that mean the credentials were refused (never retried).
 const AUTH_REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
 
@@ -647,7 +643,8 @@ pub(crate) fn request_level(message: &str) -> Option<ErrorKind> {
     let code = first_word(message);
     if AUTH_REFUSED.contains(&code) {
         Some(ErrorKind::Authentication)
-    } else if UNAVAILABLE.contains(&code) {
+    } else if lockgate_core::redis::reply::is_transient_error(message) {
+        // The core's list (PROTOCOL.md §4): BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, ...
         Some(ErrorKind::Connection)
     } else {
         None
