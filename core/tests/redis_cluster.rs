@@ -178,8 +178,10 @@ async fn shared_primitives_on_a_cluster() {
     let cluster = RedisCluster::start();
     let c = connect(&cluster).await;
     let other = connect(&cluster).await;
+    // One handle per permit (a handle holds one lease at a time).
     let sem = c.semaphore("orders", 2, LockOptions::default()).unwrap();
-    let (p1, p2) = (sem.acquire(Duration::from_secs(1)).await.unwrap(), sem.acquire(Duration::from_secs(1)).await.unwrap());
+    let sem2 = c.semaphore("orders", 2, LockOptions::default()).unwrap();
+    let (p1, p2) = (sem.acquire(Duration::from_secs(1)).await.unwrap(), sem2.acquire(Duration::from_secs(1)).await.unwrap());
     assert!(other.semaphore("orders", 2, LockOptions::default()).unwrap().try_acquire().await.unwrap().is_none());
     let waiter = tokio::spawn({
         let other = other.clone();

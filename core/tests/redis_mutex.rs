@@ -99,8 +99,10 @@ on_both!(#[tokio::test] async fn expiry_frees_and_extend_never_resurrects);
 async fn expiry_frees_and_extend_never_resurrects(b: Backend) {
     let client = b.connect().await;
     let lock = client.lock("exp", fixed(150)).unwrap();
+    // Another contender (a handle never waits for itself: it would get ALREADY_HELD).
+    let other = client.lock("exp", fixed(150)).unwrap();
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
-    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(other.try_acquire().await.unwrap().is_none());
     tokio::time::sleep(Duration::from_millis(250)).await;
     assert!(!lease.is_held());
     let e = lease.extend(Duration::from_secs(5)).await.unwrap_err();
@@ -125,12 +127,13 @@ async fn watchdog_keeps_lock_past_its_lease(b: Backend) {
             LockOptions::renewed_lease(Duration::from_millis(300)),
         )
         .unwrap();
+    let other = client.lock("dog", LockOptions::default()).unwrap();
     let lease = lock.acquire(Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(lease.is_held());
     let pttl: i64 = b.raw("lockgate:{dog}").pttl("lockgate:{dog}").unwrap();
     assert!(pttl > 0, "key still has a lease");
-    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(other.try_acquire().await.unwrap().is_none());
     assert!(lease.release().await.unwrap());
 }
 
@@ -218,8 +221,10 @@ async fn waiters_are_served_in_arrival_order(b: Backend) {
 on_both!(#[tokio::test] async fn timeout_leaves_nothing_behind);
 async fn timeout_leaves_nothing_behind(b: Backend) {
     let client = b.connect().await;
+    let holder = client.lock("t", LockOptions::default()).unwrap();
+    // The waiter is another handle (a handle never waits for itself: it would get ALREADY_HELD).
     let lock = client.lock("t", LockOptions::default()).unwrap();
-    let held = lock.acquire(Duration::from_secs(1)).await.unwrap();
+    let held = holder.acquire(Duration::from_secs(1)).await.unwrap();
     let started = std::time::Instant::now();
     let e = lock.acquire(Duration::from_millis(200)).await.unwrap_err();
     let took = started.elapsed();

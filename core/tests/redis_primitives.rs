@@ -90,9 +90,11 @@ async fn semaphore_caps_holders_and_recovers_crashed_permits(b: Backend) {
 on_both!(#[tokio::test] async fn semaphore_permits_return_by_themselves);
 async fn semaphore_permits_return_by_themselves(backend: Backend) {
     let rt = crash_after(backend.options(), |c| async move {
-        let sem = c.semaphore("s", 2, fixed(500)).unwrap();
-        std::mem::forget(sem.acquire(Duration::from_secs(5)).await.unwrap());
-        std::mem::forget(sem.acquire(Duration::from_secs(5)).await.unwrap());
+        // One handle per permit (a handle holds one lease at a time).
+        for _ in 0..2 {
+            let sem = c.semaphore("s", 2, fixed(500)).unwrap();
+            std::mem::forget(sem.acquire(Duration::from_secs(5)).await.unwrap());
+        }
     });
     let mut raw = backend.raw("lockgate:{s}:sem:holders");
     while raw.zcard::<_, usize>("lockgate:{s}:sem:holders").unwrap() < 2 {
@@ -101,10 +103,11 @@ async fn semaphore_permits_return_by_themselves(backend: Backend) {
     rt.shutdown_background();
     let c = backend.connect().await;
     let sem = c.semaphore("s", 2, fixed(1000)).unwrap();
+    let sem2 = c.semaphore("s", 2, fixed(1000)).unwrap();
     assert!(sem.try_acquire().await.unwrap().is_none(), "both permits are taken");
     let start = Instant::now();
     let a = sem.acquire(Duration::from_secs(5)).await.unwrap();
-    let b = sem.acquire(Duration::from_secs(5)).await.unwrap();
+    let b = sem2.acquire(Duration::from_secs(5)).await.unwrap();
     assert!(start.elapsed() < Duration::from_millis(1200), "{:?}", start.elapsed());
     assert!(a.fencing_token() < b.fencing_token());
     assert!(a.release().await.unwrap() && b.release().await.unwrap());
@@ -119,8 +122,11 @@ on_both!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn re
 async fn read_write_lock_excludes_writers(b: Backend) {
     let c = b.connect().await;
     let rw = c.read_write_lock("doc", LockOptions::default()).unwrap();
+    // Each read hold through its own handle (a handle holds one lease at a time).
+    let rw2 = c.read_write_lock("doc", LockOptions::default()).unwrap();
+    let rw3 = c.read_write_lock("doc", LockOptions::default()).unwrap();
     let r1 = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
-    let r2 = rw.read().acquire(Duration::from_secs(1)).await.unwrap();
+    let r2 = rw2.read().acquire(Duration::from_secs(1)).await.unwrap();
     assert!(rw.write().try_acquire().await.unwrap().is_none());
     let writer = tokio::spawn({
         let rw = rw.clone();
@@ -130,7 +136,7 @@ async fn read_write_lock_excludes_writers(b: Backend) {
     while raw.zcard::<_, usize>("lockgate:{doc}:rw:queue").unwrap() < 1 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    assert!(rw.read().try_acquire().await.unwrap().is_none(), "a queued writer blocks new readers");
+    assert!(rw3.read().try_acquire().await.unwrap().is_none(), "a queued writer blocks new readers");
     let barging = c.read_write_lock("doc", LockOptions::default()).unwrap().with_writers_first(false);
     let r3 = barging.read().try_acquire().await.unwrap().expect("writers_first=false lets readers in");
     for r in [r1, r2, r3] {
@@ -256,10 +262,11 @@ async fn reentrant_lock_counts_holds(b: Backend) {
     assert!(outer.release().await.unwrap());
     let p = probe.try_acquire().await.unwrap().expect("free after the last release");
     p.release().await.unwrap();
-    // A non-reentrant handle does not re-enter.
+    // A non-reentrant handle does not re-enter, nor wait for itself: ALREADY_HELD at once.
     let plain = c.lock("re", LockOptions::default()).unwrap();
     let held = plain.acquire(Duration::from_secs(1)).await.unwrap();
-    assert!(plain.try_acquire().await.unwrap().is_none());
+    assert_eq!(plain.try_acquire().await.unwrap_err().kind(), ErrorKind::AlreadyHeld);
+    assert!(c.lock("re", LockOptions::default()).unwrap().try_acquire().await.unwrap().is_none());
     held.release().await.unwrap();
     assert!(c.semaphore("re", 2, LockOptions::default()).is_ok());
     assert_eq!(
@@ -348,10 +355,12 @@ async fn timeouts_and_cancellation_leave_nothing_behind(b: Backend) {
     let c = b.connect().await;
     let sem = c.semaphore("t", 1, LockOptions::default()).unwrap();
     let held = sem.acquire(Duration::from_secs(1)).await.unwrap();
-    let e = sem.acquire(Duration::from_millis(100)).await.unwrap_err();
+    // The waiter is another handle (one holding the permit would get ALREADY_HELD at once).
+    let waiter = c.semaphore("t", 1, LockOptions::default()).unwrap();
+    let e = waiter.acquire(Duration::from_millis(100)).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout);
     let wait = tokio::spawn({
-        let sem = sem.clone();
+        let sem = waiter.clone();
         async move { sem.acquire(Duration::from_secs(30)).await }
     });
     let mut raw = b.raw("lockgate:{t}:sem:queue");

@@ -8,6 +8,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
 use super::driver::{Acquired, Conn, Driver, LeaseState, LeaseWatch, Msg};
+use super::holder::Holder;
+use super::link::{self, Link};
 use super::url::RedisUrl;
 use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -23,9 +25,11 @@ pub struct ClientOptions {
     pub key_prefix: String,
     /// PEM root certificate(s) to trust for `rediss://` instead of the system store.
     pub tls_ca_pem: Option<Vec<u8>>,
-    /// Limit on establishing a connection.
+    /// Limit on establishing the connection: bounds the whole of [`connect`](Self::connect)
+    /// (every attempt, DNS, TLS, AUTH), and each later reconnect attempt.
     pub connect_timeout: Duration,
-    /// Limit on one server round trip before it counts as a connection failure.
+    /// Limit on one server round trip before it counts as a connection failure. A connection
+    /// that stays silent this long is dropped and replaced by a new one.
     pub response_timeout: Duration,
     /// Replica-acknowledged mode for a primary with replicas: grants, extends and renewals
     /// count only once `WAIT` confirms them on this many replicas (PROTOCOL.md §4). Must be
@@ -98,12 +102,22 @@ impl ClientOptions {
                 .push_sender(push_tx)
                 .connection_timeout(self.connect_timeout)
                 .response_timeout(self.response_timeout)
+                .tcp_settings(link::tcp_settings())
                 .retries(2);
             if let Some(ca) = &self.tls_ca_pem {
                 builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) });
             }
             let client = builder.build().map_err(|e| convert::error(&e, scrub))?;
-            let conn = client.get_async_connection().await.map_err(|e| convert::error(&e, scrub))?;
+            // The whole connect (slot discovery included) within connect_timeout.
+            let conn = tokio::time::timeout(self.connect_timeout, client.get_async_connection())
+                .await
+                .map_err(|_| {
+                    Error::new(
+                        ErrorKind::Connection,
+                        format!("could not connect to the cluster at {url} within {:?}", self.connect_timeout),
+                    )
+                })?
+                .map_err(|e| convert::error(&e, scrub))?;
             Conn::Cluster(conn)
         } else {
             Conn::Single(self.connect_single(&url, push_tx).await?)
@@ -130,27 +144,8 @@ impl ClientOptions {
         &self,
         url: &RedisUrl,
         push_tx: mpsc::UnboundedSender<redis::PushInfo>,
-    ) -> Result<redis::aio::ConnectionManager> {
-        let scrub = |m: &str| url.scrub(m);
-        let redis_client = match &self.tls_ca_pem {
-            Some(ca) => redis::Client::build_with_tls(
-                url.for_connection(),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(ca.clone()),
-                },
-            ),
-            None => redis::Client::open(url.for_connection()),
-        }
-        .map_err(|e| convert::error(&e, scrub))?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_push_sender(push_tx)
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.response_timeout))
-            .set_number_of_retries(2);
-        redis::aio::ConnectionManager::new_with_config(redis_client, config)
-            .await
-            .map_err(|e| convert::error(&e, scrub))
+    ) -> Result<Link> {
+        Link::connect(url, self.tls_ca_pem.as_deref(), self.connect_timeout, self.response_timeout, Some(push_tx)).await
     }
 }
 
@@ -218,7 +213,7 @@ impl Client {
     pub fn election(&self, name: &str, options: LockOptions) -> Result<Election> {
         options::validate_name(name)?;
         options.validate()?;
-        Ok(Election { client: self.clone(), name: name.into(), options })
+        Ok(Election { client: self.clone(), name: name.into(), options, holder: Holder::default() })
     }
 
     /// A handle on `primitive` named `name` (the general form behind [`lock`](Self::lock),
@@ -244,6 +239,7 @@ impl Client {
             options,
             reentrant,
             current: Arc::new(Mutex::new(None)),
+            holder: Holder::default(),
         })
     }
 
@@ -281,6 +277,13 @@ fn closed() -> Error {
 /// A handle on a named lock (a mutex, a semaphore, one half of a read-write lock, or an
 /// election's leadership). Holding it is represented by a [`Lease`], never by a thread. Clones
 /// are the same handle (they share reentrant holds).
+///
+/// A non-reentrant handle holds at most one lease at a time and never waits for itself: while
+/// it (or a clone) holds a live lease, `acquire`, `acquire_default` and `try_acquire` fail at
+/// once with `ALREADY_HELD` and send nothing; an acquire still waiting when another acquire
+/// through the same handle wins ends with `ALREADY_HELD` too (its wait is withdrawn). Once the
+/// lease is released, dropped, lost or past its validity, the handle acquires again. A second
+/// permit of a semaphore (or a second read hold) takes a second handle.
 #[derive(Clone, Debug)]
 pub struct Lock {
     client: Client,
@@ -290,6 +293,8 @@ pub struct Lock {
     reentrant: bool,
     /// The lease this reentrant handle holds, if any.
     current: Arc<Mutex<Option<LeaseId>>>,
+    /// The lease this non-reentrant handle holds, if any (shared by its clones and leases).
+    holder: Holder,
 }
 
 /// The two halves of a read-write lock; each is a [`Lock`] whose grants are [`Lease`]s.
@@ -327,11 +332,19 @@ impl ReadWriteLock {
 
 /// A leader election: candidates campaign (wait to lead), the leader resigns by releasing its
 /// [`Lease`], and anyone can observe the current leader and its term.
+///
+/// An `Election` (and its clones) campaigns as one candidate: while it leads (holds a live
+/// leadership lease), `campaign` and `try_campaign` fail at once with `ALREADY_HELD` instead of
+/// queueing behind its own leadership; a campaign still waiting when another campaign through
+/// the same `Election` wins ends with `ALREADY_HELD`. After resigning (or losing leadership) it
+/// campaigns again. Separate candidates in one process take separate `Election`s
+/// ([`Client::election`] again).
 #[derive(Clone, Debug)]
 pub struct Election {
     client: Client,
     name: Arc<str>,
     options: LockOptions,
+    holder: Holder,
 }
 
 impl Election {
@@ -358,8 +371,13 @@ impl Election {
         self.leadership(value)?.try_acquire().await
     }
 
+    /// A leadership handle for `value`; every one of them shares this election's holder, so
+    /// the election as a whole leads at most once.
     fn leadership(&self, value: &str) -> Result<Lock> {
-        self.client.primitive(&self.name, Primitive::Leader { value: value.into() }, self.options.clone(), false)
+        let mut lock =
+            self.client.primitive(&self.name, Primitive::Leader { value: value.into() }, self.options.clone(), false)?;
+        lock.holder = self.holder.clone();
+        Ok(lock)
     }
 
     /// The current leader (its published value, term and remaining lease), or `None`.
@@ -429,18 +447,32 @@ impl Lock {
                 self.client.send(Msg::Reacquire { lease, reply })?;
                 match result.await.map_err(|_| closed())? {
                     Ok(Some(a)) => {
-                        return Ok(Some(Lease::new(self.client.clone(), self.name.clone(), a)))
+                        return Ok(Some(Lease::new(self.client.clone(), self.name.clone(), a, None)))
                     }
                     // No longer held (released, lost): acquire afresh below.
                     _ => *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None,
                 }
             }
         }
-        let lease = self.run_fresh(wait).await?;
-        if let (true, Some(l)) = (self.reentrant, &lease) {
-            *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.id);
+        if self.reentrant {
+            let lease = self.run_fresh(wait).await?;
+            if let Some(l) = &lease {
+                *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.id);
+            }
+            return Ok(lease);
         }
-        Ok(lease)
+        // Non-reentrant: refuse before sending anything, and stop waiting if a clone wins.
+        self.holder.check(&self.name)?;
+        let lease = self.holder.race(&self.name, self.run_fresh(wait)).await?;
+        match lease {
+            Some(mut l) => {
+                // On a lost race the new lease is dropped here, which gives it back.
+                self.holder.hold(&self.name, l.id, l.state.clone())?;
+                l.holder = Some(self.holder.clone());
+                Ok(Some(l))
+            }
+            None => Ok(None),
+        }
     }
 
     async fn run_fresh(&self, wait: Wait) -> Result<Option<Lease>> {
@@ -462,7 +494,7 @@ impl Lock {
         let rx = guard.result.as_mut().expect("set until the wait ends");
         let outcome = rx.await.map_err(|_| closed());
         guard.result = None;
-        Ok(outcome??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a)))
+        Ok(outcome??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a, None)))
     }
 }
 
@@ -501,10 +533,12 @@ pub struct Lease {
     fencing_token: u64,
     state: watch::Receiver<LeaseState>,
     released: AtomicBool,
+    /// The non-reentrant handle this lease occupies, freed on release or drop.
+    holder: Option<Holder>,
 }
 
 impl Lease {
-    fn new(client: Client, name: Arc<str>, a: Acquired) -> Self {
+    fn new(client: Client, name: Arc<str>, a: Acquired, holder: Option<Holder>) -> Self {
         Lease {
             client,
             name,
@@ -512,6 +546,7 @@ impl Lease {
             fencing_token: a.fencing_token,
             state: a.state,
             released: AtomicBool::new(false),
+            holder,
         }
     }
 
@@ -565,6 +600,9 @@ impl Lease {
         if self.released.swap(true, Ordering::AcqRel) {
             return Ok(false);
         }
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
         let (reply, result) = oneshot::channel();
         self.client.send(Msg::Release {
             lease: self.id,
@@ -593,6 +631,9 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
         if !self.released.load(Ordering::Acquire) {
             let _ = self.client.send(Msg::Release {
                 lease: self.id,

@@ -5,10 +5,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use redis::aio::ConnectionManager;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
+use super::link::Link;
 use super::url::RedisUrl;
 use crate::engine::{
     Engine, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId, RequestKind,
@@ -19,11 +19,12 @@ use crate::options::LockOptions;
 use crate::redis::reply::Reply;
 use crate::time::{Duration, Instant};
 
-/// The connection the driver performs requests on: one server, or a Redis Cluster (which
-/// routes each script by its first key; all keys of one lock share a slot).
+/// The connection the driver performs requests on: one server (replaced when it breaks or goes
+/// silent, see [`Link`]), or a Redis Cluster (which routes each script by its first key; all
+/// keys of one lock share a slot).
 #[derive(Clone)]
 pub(crate) enum Conn {
-    Single(ConnectionManager),
+    Single(Link),
     Cluster(redis::cluster_async::ClusterConnection),
 }
 
@@ -345,7 +346,7 @@ impl Driver {
                 let n = commands.len();
                 Box::pin(async move {
                     let r = match &mut conn {
-                        Conn::Single(c) => c.send_packed_commands(&pipe, 0, n).await,
+                        Conn::Single(link) => link.pipeline(&pipe, n).await,
                         // A cluster pipeline must stay in one slot. The engine sends one call per
                         // request on a cluster (`split_pipelines`); should a request ever hold
                         // several, each command still goes on its own, in order.
@@ -354,24 +355,20 @@ impl Driver {
                                 let mut c = c.clone();
                                 async move { redis::aio::ConnectionLike::req_packed_command(&mut c, cmd).await }
                             });
-                            futures_util::future::join_all(sends).await.into_iter().collect()
+                            let r: redis::RedisResult<Vec<redis::Value>> =
+                                futures_util::future::join_all(sends).await.into_iter().collect();
+                            r.map_err(|e| convert::error(&e, |m| url.scrub(m)))
                         }
                     };
-                    let r = r
-                        .map(|vals| vals.into_iter().map(convert::reply).collect())
-                        .map_err(|e| convert::error(&e, |m| url.scrub(m)));
-                    (id, r)
+                    (id, r.map(|vals| vals.into_iter().map(convert::reply).collect()))
                 })
             }
             RequestKind::Subscribe(channel) => Box::pin(async move {
                 let r = match &mut conn {
-                    Conn::Single(c) => c.subscribe(&channel).await,
-                    Conn::Cluster(c) => c.subscribe(&channel).await,
+                    Conn::Single(link) => link.subscribe(channel.as_bytes()).await,
+                    Conn::Cluster(c) => c.subscribe(&channel).await.map_err(|e| convert::error(&e, |m| url.scrub(m))),
                 };
-                let r = r
-                    .map(|_| Vec::new())
-                    .map_err(|e| convert::error(&e, |m| url.scrub(m)));
-                (id, r)
+                (id, r.map(|()| Vec::new()))
             }),
         };
         self.in_flight.push(fut);

@@ -6,6 +6,8 @@
 mod client;
 mod convert;
 mod driver;
+mod holder;
+mod link;
 mod redlock;
 mod url;
 

@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use redis::aio::ConnectionManager;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
 use super::driver::{sleep_until, LeaseState, LeaseWatch, SHUTDOWN_GRACE};
+use super::holder::Holder;
+use super::link::Link;
 use super::url::RedisUrl;
 use crate::engine::{Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -33,10 +34,13 @@ pub struct RedlockOptions {
     pub config: RedlockConfig,
     /// PEM root certificate(s) to trust for `rediss://` masters instead of the system store.
     pub tls_ca_pem: Option<Vec<u8>>,
-    /// Limit on establishing a connection to one master.
+    /// Limit on establishing the connections: bounds the whole of
+    /// [`connect`](Self::connect) (the masters connect side by side, each with every attempt,
+    /// DNS, TLS and AUTH inside it), and each later reconnect attempt to one master.
     pub connect_timeout: Duration,
     /// Limit on one round trip to one master before it counts as a connection failure (the
-    /// engine's `node_timeout` decides an attempt much sooner).
+    /// engine's `node_timeout` decides an attempt much sooner). A master connection that stays
+    /// silent this long is dropped and replaced.
     pub response_timeout: Duration,
 }
 
@@ -81,8 +85,11 @@ impl RedlockOptions {
         self.validate()?;
         let urls: Vec<RedisUrl> = self.urls.iter().map(|u| RedisUrl::parse(u)).collect::<Result<_>>()?;
         let config = RedlockConfig { masters: urls.len(), ..self.config.clone() };
-        let connects = urls.iter().map(|u| connect_master(u.clone(), self.clone()));
-        let results = futures_util::future::join_all(connects).await;
+        let links: Vec<Link> = urls
+            .iter()
+            .map(|u| Link::new(u, self.tls_ca_pem.as_deref(), self.connect_timeout, self.response_timeout, None))
+            .collect::<Result<_>>()?;
+        let results = futures_util::future::join_all(links.iter().map(Link::first_connect)).await;
         if let Some(Err(e)) = results.iter().find(|r| matches!(r, Err(e) if e.kind() == ErrorKind::Authentication)) {
             return Err(e.clone());
         }
@@ -90,10 +97,9 @@ impl RedlockOptions {
             let first = results.into_iter().find_map(Result::err).expect("all failed");
             return Err(Error::new(ErrorKind::Connection, format!("no master is reachable: {}", first.message())));
         }
-        let conns = results.into_iter().map(Result::ok).collect();
         let engine = RedlockEngine::new(config.clone(), Box::new(OsRandom))?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let driver = RedlockDriver::new(engine, conns, urls.clone(), self);
+        let driver = RedlockDriver::new(engine, links, urls.clone());
         tokio::spawn(driver.run(rx));
         Ok(Redlock { inner: Arc::new(Inner { tx, urls, config, tickets: AtomicU64::new(1) }) })
     }
@@ -108,23 +114,6 @@ impl fmt::Debug for RedlockOptions {
             .collect();
         f.debug_struct("RedlockOptions").field("urls", &urls).field("config", &self.config).finish_non_exhaustive()
     }
-}
-
-async fn connect_master(url: RedisUrl, o: RedlockOptions) -> Result<ConnectionManager> {
-    let scrub = |m: &str| url.scrub(m);
-    let client = match &o.tls_ca_pem {
-        Some(ca) => redis::Client::build_with_tls(
-            url.for_connection(),
-            redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) },
-        ),
-        None => redis::Client::open(url.for_connection()),
-    }
-    .map_err(|e| convert::error(&e, scrub))?;
-    let config = redis::aio::ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(o.connect_timeout))
-        .set_response_timeout(Some(o.response_timeout))
-        .set_number_of_retries(1);
-    ConnectionManager::new_with_config(client, config).await.map_err(|e| convert::error(&e, scrub))
 }
 
 struct Inner {
@@ -154,7 +143,7 @@ impl Redlock {
         options::validate_name(name)?;
         options.validate()?;
         self.inner.config.check_lease(options.lease)?;
-        Ok(RedlockLock { redlock: self.clone(), name: name.into(), options })
+        Ok(RedlockLock { redlock: self.clone(), name: name.into(), options, holder: Holder::default() })
     }
 
     /// The deployment's maximum lease (see [`RedlockConfig::max_lease`]).
@@ -193,11 +182,17 @@ impl fmt::Debug for Redlock {
 }
 
 /// A handle on one named Redlock. Holding it is a [`RedlockLease`].
+///
+/// Not reentrant, and it never waits for itself: while it (or a clone) holds a live lease,
+/// `acquire`, `acquire_default` and `try_acquire` fail at once with `ALREADY_HELD` and send
+/// nothing; an acquire still retrying when another acquire through the same handle wins ends
+/// with `ALREADY_HELD` too. A released, dropped, lost or expired lease frees the handle.
 #[derive(Clone, Debug)]
 pub struct RedlockLock {
     redlock: Redlock,
     name: Arc<str>,
     options: LockOptions,
+    holder: Holder,
 }
 
 impl RedlockLock {
@@ -231,6 +226,20 @@ impl RedlockLock {
     }
 
     async fn run(&self, wait: Wait) -> Result<Option<RedlockLease>> {
+        self.holder.check(&self.name)?;
+        let lease = self.holder.race(&self.name, self.run_fresh(wait)).await?;
+        match lease {
+            Some(mut l) => {
+                // On a lost race the new lease is dropped here, which gives it back.
+                self.holder.hold(&self.name, l.id, l.state.clone())?;
+                l.holder = Some(self.holder.clone());
+                Ok(Some(l))
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn run_fresh(&self, wait: Wait) -> Result<Option<RedlockLease>> {
         let ticket = self.redlock.inner.tickets.fetch_add(1, Ordering::Relaxed);
         let (reply, result) = oneshot::channel();
         self.redlock.send(Msg::Acquire { ticket, name: self.name.to_string(), options: self.options.clone(), wait, reply })?;
@@ -244,6 +253,7 @@ impl RedlockLock {
             id: a.lease,
             state: a.state,
             released: AtomicBool::new(false),
+            holder: None,
         }))
     }
 }
@@ -274,6 +284,8 @@ pub struct RedlockLease {
     id: LeaseId,
     state: watch::Receiver<LeaseState>,
     released: AtomicBool,
+    /// The handle this lease occupies, freed on release or drop.
+    holder: Option<Holder>,
 }
 
 impl RedlockLease {
@@ -310,6 +322,9 @@ impl RedlockLease {
         if self.released.swap(true, Ordering::AcqRel) {
             return Ok(false);
         }
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
         let (reply, result) = oneshot::channel();
         self.redlock.send(Msg::Release { lease: self.id, reply: Some(reply) })?;
         result.await.map_err(|_| closed())?
@@ -340,6 +355,9 @@ impl RedlockLease {
 
 impl Drop for RedlockLease {
     fn drop(&mut self) {
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
         if !self.released.load(Ordering::Acquire) {
             let _ = self.redlock.send(Msg::Release { lease: self.id, reply: None });
         }
@@ -376,36 +394,30 @@ enum Pending {
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Reply>)> + Send>>;
-type ConnectFuture = Pin<Box<dyn Future<Output = (usize, Result<ConnectionManager>)> + Send>>;
 
 struct RedlockDriver {
     engine: RedlockEngine,
-    conns: Vec<Option<ConnectionManager>>,
-    connecting: Vec<bool>,
+    /// One self-replacing connection per master (see [`Link`]).
+    conns: Vec<Link>,
     urls: Vec<RedisUrl>,
-    options: RedlockOptions,
     origin: tokio::time::Instant,
     pending: HashMap<OpId, Pending>,
     tickets: HashMap<u64, OpId>,
     leases: HashMap<LeaseId, watch::Sender<LeaseState>>,
     in_flight: FuturesUnordered<ReplyFuture>,
-    reconnects: FuturesUnordered<ConnectFuture>,
 }
 
 impl RedlockDriver {
-    fn new(engine: RedlockEngine, conns: Vec<Option<ConnectionManager>>, urls: Vec<RedisUrl>, options: RedlockOptions) -> Self {
+    fn new(engine: RedlockEngine, conns: Vec<Link>, urls: Vec<RedisUrl>) -> Self {
         RedlockDriver {
             engine,
-            connecting: vec![false; conns.len()],
             conns,
             urls,
-            options,
             origin: tokio::time::Instant::now(),
             pending: HashMap::new(),
             tickets: HashMap::new(),
             leases: HashMap::new(),
             in_flight: FuturesUnordered::new(),
-            reconnects: FuturesUnordered::new(),
         }
     }
 
@@ -429,10 +441,6 @@ impl RedlockDriver {
                 Some((id, result)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
                     let now = self.now();
                     self.engine.handle_reply(now, id, result);
-                }
-                Some((master, conn)) = self.reconnects.next(), if !self.reconnects.is_empty() => {
-                    self.connecting[master] = false;
-                    self.conns[master] = conn.ok();
                 }
                 msg = rx.recv(), if closing.is_none() => {
                     let now = self.now();
@@ -511,18 +519,15 @@ impl RedlockDriver {
 
     fn perform(&mut self, req: NodeRequest) {
         let NodeRequest { id, master, command } = req;
-        let Some(mut conn) = self.conns[master].clone() else {
-            // Down since connect: answer at once and try to connect in the background.
-            if !self.connecting[master] {
-                self.connecting[master] = true;
-                let (url, options) = (self.urls[master].clone(), self.options.clone());
-                self.reconnects.push(Box::pin(async move { (master, connect_master(url, options).await) }));
-            }
+        let link = self.conns[master].clone();
+        if !link.is_connected() {
+            // Down (since connect, or being replaced): a vote cannot wait for a connection, so
+            // answer at once and let the link connect in the background.
+            link.kick();
             let e = Error::new(ErrorKind::Connection, format!("master {} is not connected", self.urls[master]));
             self.in_flight.push(Box::pin(async move { (id, Err(e)) }));
             return;
-        };
-        let url = self.urls[master].clone();
+        }
         let mut pipe = redis::pipe();
         let mut cmd = redis::Cmd::new();
         for a in &command.0 {
@@ -530,10 +535,9 @@ impl RedlockDriver {
         }
         pipe.add_command(cmd);
         self.in_flight.push(Box::pin(async move {
-            let r = conn
-                .send_packed_commands(&pipe, 0, 1)
+            let r = link
+                .pipeline(&pipe, 1)
                 .await
-                .map_err(|e| convert::error(&e, |m| url.scrub(m)))
                 .and_then(|mut v| v.pop().map(convert::reply).ok_or_else(|| Error::protocol("no reply")));
             (id, r)
         }));

@@ -18,6 +18,8 @@ pub struct RedisServer {
     admin: Option<String>,
 }
 
+pub mod proxy;
+
 #[path = "../../../conformance/src/ports.rs"]
 mod ports;
 
