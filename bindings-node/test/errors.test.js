@@ -186,6 +186,38 @@ test('a wrong password is an AuthenticationError that does not leak the password
   }
 });
 
+test('credentials refused while an acquire waits end it with AuthenticationError, not TimeoutError', async () => {
+  const secured = await startRedis(['--requirepass', 'first-secret']);
+  try {
+    const url = `redis://:first-secret@127.0.0.1:${secured.port}`;
+    const holder = await lockgate.connect(url);
+    const held = await holder.lock('auth-wait').acquire();
+    for (const options of [undefined, { redisOptions: { enableAutoPipelining: true } }]) {
+      await secured.admin.config('SET', 'requirepass', 'first-secret');
+      const c = await lockgate.connect(url, options);
+      const waiting = c.lock('auth-wait').acquire({ timeoutMs: 5000 });
+      await sleep(200);
+      // The password changes and the connections drop: every reconnect is refused.
+      await secured.admin.config('SET', 'requirepass', 'second-secret');
+      await secured.admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await secured.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      const t0 = performance.now();
+      await assert.rejects(waiting, (e) => {
+        assert.ok(e instanceof lockgate.AuthenticationError, `${options ? 'ioredis' : 'lean'}: ${e.name}: ${e.message}`);
+        assert.ok(!e.message.includes('secret'), e.message);
+        return true;
+      });
+      assert.ok(performance.now() - t0 < 2000, 'at once, not at the end of the wait');
+      await c.close();
+    }
+    await secured.admin.config('SET', 'requirepass', 'first-secret');
+    await held.release().catch(() => {});
+    await holder.close();
+  } finally {
+    await secured.stop();
+  }
+});
+
 test('a key of the wrong type gives a ProtocolError, not a lease', async () => {
   await redis.admin.hset('lockgate:{wrongtype}', 'a', 'b');
   await assert.rejects(client.lock('wrongtype').tryAcquire(), (e) => {
