@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use lockgate_core::engine::{LeaseId, OpId, Wait};
-use lockgate_core::options::duration_from_millis_f64;
+use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redlock::{NodeRequest, RedlockConfig, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
@@ -92,15 +92,32 @@ pub fn key_prefix(v: &JsValue) -> Result<Option<String>> {
     }
 }
 
-/// A duration in milliseconds given as a JS number.
+/// A duration in milliseconds given as a JS number, from zero up to 30 days.
 pub fn millis_arg(what: &str, v: &JsValue) -> Result<Duration> {
+    millis_in(what, v, Duration::ZERO, MAX_DURATION)
+}
+
+/// A duration in milliseconds given as a JS number, between `min` and `max`. The core checks
+/// it under `what`, the option as the user spelled it, in milliseconds (`leaseMs must be at
+/// least 10 ms, got 5 ms`), so no later check has to speak in the core's own names.
+pub fn millis_in(what: &str, v: &JsValue, min: Duration, max: Duration) -> Result<Duration> {
     match v.as_f64() {
-        Some(ms) => duration_from_millis_f64(what, ms),
+        Some(ms) => duration_in_range(what, ms, Unit::Millis, min, max),
         None => Err(invalid(format!(
             "{what} must be a number of milliseconds, got {}",
             describe(v)
         ))),
     }
+}
+
+/// A lease in milliseconds (`leaseMs`, `maxLeaseMs`, `extend(ms)`): 10 ms to 30 days.
+pub fn lease_millis(what: &str, v: &JsValue) -> Result<Duration> {
+    millis_in(what, v, MIN_LEASE, MAX_DURATION)
+}
+
+/// A duration of at least 1 ms (Redlock's `nodeTimeoutMs`, `retryDelayMs`; `replicaAcks.timeoutMs`).
+fn positive_millis(what: &str, v: &JsValue) -> Result<Duration> {
+    millis_in(what, v, Duration::from_millis(1), MAX_DURATION)
 }
 
 /// Reads the own enumerable keys of an options object, rejecting unknown ones (a misspelt option
@@ -153,10 +170,10 @@ fn boolean(what: &str, v: &JsValue) -> Result<bool> {
 /// Sets the lease option `key` (one of [`LEASE_KEYS`]) on `o`, checking its value.
 fn lease_option(o: &mut LockOptions, key: &str, value: &JsValue) -> Result<()> {
     match key {
-        "leaseMs" => o.lease = millis_arg("leaseMs", value)?,
+        "leaseMs" => o.lease = lease_millis("leaseMs", value)?,
         "autoRenew" => o.auto_renew = boolean("autoRenew", value)?,
         "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", value)?,
-        "entryTtlMs" => o.entry_ttl = millis_arg("entryTtlMs", value)?,
+        "entryTtlMs" => o.entry_ttl = millis_in("entryTtlMs", value, MIN_ENTRY_TTL, MAX_DURATION)?,
         _ => unreachable!("filtered by option_entries"),
     }
     Ok(())
@@ -207,7 +224,7 @@ pub fn replica_acks(v: &JsValue) -> Result<Option<ReplicaAcks>> {
                     }
                 })
             }
-            "timeoutMs" => timeout = Some(millis_arg("replicaAcks.timeoutMs", &value)?),
+            "timeoutMs" => timeout = Some(positive_millis("replicaAcks.timeoutMs", &value)?),
             _ => unreachable!("filtered by option_entries"),
         }
     }
@@ -732,18 +749,25 @@ pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
                     c.key_prefix = p;
                 }
             }
-            "maxLeaseMs" => c.max_lease = millis_arg("maxLeaseMs", &value)?,
-            "nodeTimeoutMs" => c.node_timeout = millis_arg("nodeTimeoutMs", &value)?,
-            "retryDelayMs" => c.retry_delay = millis_arg("retryDelayMs", &value)?,
+            "maxLeaseMs" => c.max_lease = lease_millis("maxLeaseMs", &value)?,
+            "nodeTimeoutMs" => c.node_timeout = positive_millis("nodeTimeoutMs", &value)?,
+            "retryDelayMs" => c.retry_delay = positive_millis("retryDelayMs", &value)?,
             "retryJitterMs" => c.retry_jitter = millis_arg("retryJitterMs", &value)?,
-            "driftFixedMs" => c.drift_fixed = millis_arg("driftFixedMs", &value)?,
+            // The core allows at most 10 s of fixed drift.
+            "driftFixedMs" => {
+                c.drift_fixed =
+                    millis_in("driftFixedMs", &value, Duration::ZERO, Duration::from_secs(10))?
+            }
             "driftFactor" => {
-                c.drift_factor = value.as_f64().ok_or_else(|| {
-                    invalid(format!(
-                        "driftFactor must be a number, got {}",
-                        describe(&value)
-                    ))
-                })?
+                c.drift_factor = match value.as_f64() {
+                    Some(f) if (0.0..0.5).contains(&f) => f,
+                    _ => {
+                        return Err(invalid(format!(
+                            "driftFactor must be a number at least 0 and below 0.5, got {}",
+                            describe_number(&value)
+                        )))
+                    }
+                }
             }
             k if REDLOCK_TRANSPORT_KEYS.contains(&k) => {}
             _ => unreachable!("filtered by option_entries"),

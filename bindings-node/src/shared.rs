@@ -28,7 +28,7 @@ macro_rules! driving_methods {
                 lease: f64,
                 ms: JsValue,
             ) -> $crate::errors::JsResult<f64> {
-                let d = $crate::errors::js($crate::convert::millis_arg("ms", &ms))?;
+                let d = $crate::errors::js($crate::convert::lease_millis("ms", &ms))?;
                 let lease = lockgate_core::engine::LeaseId($crate::convert::id_from_js(lease));
                 let op = $crate::errors::js(self.engine.extend(
                     $crate::convert::instant(now),

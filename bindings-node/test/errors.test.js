@@ -93,6 +93,31 @@ test('bad lock names and options are rejected before any network call', async ()
   assert.deepEqual(await redis.admin.keys('lockgate:{x}*'), [], 'nothing reached the server');
 });
 
+test('option errors name the option as spelled here, in milliseconds', async () => {
+  const says = (fn, text) =>
+    assert.throws(fn, (e) => isInvalid(e) && (e.message === text || assert.fail(`got: ${e.message}\nwant: ${text}`)));
+  says(() => client.lock('x', { leaseMs: 40 * 24 * 3600 * 1000 }), 'leaseMs must be at most 2592000000 ms, got 3456000000 ms');
+  says(() => client.lock('x', { leaseMs: 5 }), 'leaseMs must be at least 10 ms, got 5 ms');
+  says(() => client.lock('x', { leaseMs: 0 }), 'leaseMs must be at least 10 ms, got 0 ms');
+  says(() => client.semaphore('x', 2, { entryTtlMs: 1 }), 'entryTtlMs must be at least 100 ms, got 1 ms');
+  says(() => client.readWriteLock('x', { waitTimeoutMs: -5 }), 'waitTimeoutMs must not be negative, got -5 ms');
+  says(() => client.election('x', { leaseMs: NaN }), 'leaseMs must be a number of milliseconds, got NaN');
+  const lease = await client.lock('messages').acquire();
+  await assert.rejects(lease.extend(5), (e) => isInvalid(e) && e.message === 'ms must be at least 10 ms, got 5 ms');
+  await lease.release();
+  const redlockSays = async (options, text) =>
+    assert.rejects(lockgate.connectRedlock([redis.url], options), (e) => isInvalid(e) && (e.message === text || assert.fail(e.message)));
+  await redlockSays({ maxLeaseMs: 5 }, 'maxLeaseMs must be at least 10 ms, got 5 ms');
+  await redlockSays({ nodeTimeoutMs: 0 }, 'nodeTimeoutMs must be at least 1 ms, got 0 ms');
+  await redlockSays({ retryDelayMs: 0.5 }, 'retryDelayMs must be at least 1 ms, got 0.5 ms');
+  await redlockSays({ driftFixedMs: 20_000 }, 'driftFixedMs must be at most 10000 ms, got 20000 ms');
+  await redlockSays({ driftFactor: 2 }, 'driftFactor must be a number at least 0 and below 0.5, got 2');
+  await assert.rejects(
+    lockgate.connect(redis.url, { replicaAcks: { replicas: 1, timeoutMs: 0 } }),
+    (e) => isInvalid(e) && e.message === 'replicaAcks.timeoutMs must be at least 1 ms, got 0 ms',
+  );
+});
+
 test('bad connect arguments', async () => {
   for (const target of ['http://127.0.0.1:6379', 'not a url', 42, null, {}, undefined]) {
     await assert.rejects(lockgate.connect(target), isInvalid, String(target));
