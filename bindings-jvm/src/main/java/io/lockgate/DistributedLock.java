@@ -8,7 +8,6 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
-import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -42,16 +41,8 @@ import java.util.function.Supplier;
  */
 public final class DistributedLock extends AbstractLeaseLock<Lease> implements Lock {
     private final NativeLock lock;
-    /**
-     * Makes a fresh, non-reentrant handle: each first {@code Lock}-interface hold of a thread
-     * acquires through one, and so does each permit of a semaphore.
-     */
+    /** Makes a fresh, non-reentrant handle: each first {@code Lock}-interface hold of a thread acquires through one. */
     private final Supplier<NativeLock> freshHandles;
-    /**
-     * A semaphore's permits: every lease acquisition goes through a fresh handle, since a core
-     * handle holds one permit at a time and one {@link DistributedSemaphore} may hold several.
-     */
-    private final boolean handlePerLease;
     /** {@code "mutex"}, {@code "read"}, {@code "write"} or {@code "semaphore"} (for toString). */
     private final String kind;
     private final OpenLeases openLeases;
@@ -61,7 +52,6 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
         super(name, options, holdKind, state.threadHolds);
         this.lock = lock;
         this.freshHandles = freshHandles;
-        this.handlePerLease = holdKind == ThreadHolds.Kind.SEMAPHORE;
         this.kind = kind;
         this.openLeases = state.openLeases;
     }
@@ -88,18 +78,18 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
         Objects.requireNonNull(timeout, "timeout");
         checkNoSelfWait();
         double secs = Futures.secs(timeout);
-        return viaLeaseHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(h, secs, true))));
+        return wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(lock, secs, true)));
     }
 
     /** Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever). */
     public Lease acquire() throws InterruptedException {
         checkNoSelfWait();
-        return viaLeaseHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(h, true))));
+        return wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(lock, true)));
     }
 
     /** One attempt: the lease if acquired now, empty if someone holds it or waiters are queued. */
     public Optional<Lease> tryAcquire() {
-        Bridge.Grant g = viaLeaseHandle(h -> Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(h)));
+        Bridge.Grant g = Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(lock));
         return Optional.ofNullable(g).map(this::lease);
     }
 
@@ -109,41 +99,18 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
      */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        double secs = Futures.secs(timeout);
-        return Futures.map(viaLeaseHandleAsync(h -> Bridge.acquire(h, secs)), this::wrap, DistributedLock::discard);
+        return Futures.map(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap, DistributedLock::discard);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.map(viaLeaseHandleAsync(Bridge::acquireDefault), this::wrap, DistributedLock::discard);
+        return Futures.map(Bridge.acquireDefault(lock), this::wrap, DistributedLock::discard);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.map(viaLeaseHandleAsync(Bridge::tryAcquire), g -> Optional.ofNullable(g).map(this::lease),
+        return Futures.map(Bridge.tryAcquire(lock), g -> Optional.ofNullable(g).map(this::lease),
             DistributedLock::discard);
-    }
-
-    /** A lease acquisition through this object's handle (a semaphore: through a fresh one). */
-    private <T, E extends Exception> T viaLeaseHandle(HandleCall<NativeLock, T, E> acquire) throws E {
-        return handlePerLease ? throughFreshHandle(freshHandles, acquire) : acquire.call(lock);
-    }
-
-    /** {@link #viaLeaseHandle} for an async acquisition; a fresh handle is freed once it ends. */
-    private <T> CompletableFuture<T> viaLeaseHandleAsync(Function<NativeLock, CompletableFuture<T>> acquire) {
-        if (!handlePerLease) {
-            return acquire.apply(lock);
-        }
-        NativeLock h = freshHandles.get();
-        CompletableFuture<T> f;
-        try {
-            f = acquire.apply(h);
-        } catch (RuntimeException e) {
-            h.destroy();
-            throw e;
-        }
-        f.whenComplete((v, err) -> h.destroy());
-        return f;
     }
 
     private Lease wrap(Bridge.Grant g) {

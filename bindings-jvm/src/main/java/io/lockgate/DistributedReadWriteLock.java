@@ -30,7 +30,9 @@ import java.util.function.Function;
  * <p><b>Writers first</b> (the default): a writer waiting in the queue blocks readers that
  * arrive after it, so a steady stream of readers cannot starve writers.
  * {@link #withWritersFirst(boolean) withWritersFirst(false)} lets new readers join the current
- * readers past queued writers (more read throughput, at the writers' expense).
+ * readers past queued writers (more read throughput, at the writers' expense). Every client of a
+ * name must use the same setting: while the lock is in use the server rejects the other one
+ * with {@link LockInvalidArgumentException}.
  *
  * <p>With {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} each half re-enters:
  * its lease API while <em>that half's object</em> holds it, its {@code Lock} interface while the

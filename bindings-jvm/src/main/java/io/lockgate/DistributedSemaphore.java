@@ -19,9 +19,12 @@ import java.util.concurrent.CompletableFuture;
  * }                                                            // the permit returns
  * }</pre>
  *
- * <p>Every client of one name must use the same permit count. A permit is owned by its lease,
- * never by a thread: any thread may release it. One handle can hold several permits at once
- * (each acquisition is a separate lease).
+ * <p>Every client of one name must use the same permit count (the server checks it: a different
+ * count is a {@link LockInvalidArgumentException}). A permit is owned by its lease, never by a
+ * thread: any thread may release it. One semaphore object holds at most one permit at a time:
+ * acquiring again while it holds a live permit throws {@link LockAlreadyHeldException} at once
+ * (it never waits for itself); take one {@code getSemaphore(name, permits)} object per permit
+ * to hold several.
  */
 public final class DistributedSemaphore {
     /** The core's handle; each of its acquisitions is one permit. */

@@ -147,7 +147,7 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
         NativeLockOptions o = options.toNative();
-        // Each permit is acquired through a fresh handle (a core handle holds one permit at a time).
+        // No Lock interface for permits: the fresh-handle maker exists because DistributedLock takes one.
         return new DistributedSemaphore(new DistributedLock(
             Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),
             () -> Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),

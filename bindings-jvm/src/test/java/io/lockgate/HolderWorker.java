@@ -31,9 +31,8 @@ public final class HolderWorker {
         switch (kind) {
             case "semaphore":
                 int permits = Integer.parseInt(args[4]);
-                DistributedSemaphore sem = client.getSemaphore(name, permits, options);
-                for (int i = 0; i < permits; i++) {
-                    held.add(sem.acquire(Duration.ofSeconds(10)));
+                for (int i = 0; i < permits; i++) { // one object per permit held at once
+                    held.add(client.getSemaphore(name, permits, options).acquire(Duration.ofSeconds(10)));
                 }
                 break;
             case "leader":

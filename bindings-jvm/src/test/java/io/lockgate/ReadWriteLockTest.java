@@ -49,7 +49,7 @@ class ReadWriteLockTest extends RedisTestBase {
         assertEquals(List.of(), liveKeys(raw, "doc"));
     }
 
-    // A queued writer blocks readers that arrive after it, unless they opt out of writers-first.
+    // A queued writer blocks readers that arrive after it (writers first, the default).
     @Test
     void aQueuedWriterBlocksNewReaders() throws Exception {
         DistributedReadWriteLock rw = client.getReadWriteLock("queued");
@@ -60,18 +60,36 @@ class ReadWriteLockTest extends RedisTestBase {
         // Another reader (a second handle: this one already holds r1 and would be ALREADY_HELD).
         assertTrue(client.getReadWriteLock("queued").readLock().tryAcquire().isEmpty(),
             "a queued writer blocks a new reader");
-        DistributedReadWriteLock barging = rw.withWritersFirst(false);
-        assertFalse(barging.isWritersFirst());
-        Lease r2 = barging.readLock().tryAcquire().orElseThrow(() -> new AssertionError("readers-first reader"));
+        // Every client of a name must agree on writers-first while it is in use (issue 13, item 1).
+        LockInvalidArgumentException mismatch = assertThrows(LockInvalidArgumentException.class,
+            () -> rw.withWritersFirst(false).readLock().tryAcquire());
+        assertTrue(mismatch.getMessage().contains("writers_first"), mismatch.getMessage());
+        assertTrue(r1.release());
+        Lease w = writer.get(5, TimeUnit.SECONDS);
+        assertTrue(w.fencingToken() > r1.fencingToken());
+        assertTrue(client.getReadWriteLock("queued").readLock().tryAcquire().isEmpty());
+        w.close();
+        assertEquals(List.of(), liveKeys(raw, "queued"));
+    }
+
+    // Readers first: new readers join current readers past a queued writer.
+    @Test
+    void readersFirstLetsNewReadersPassAQueuedWriter() throws Exception {
+        DistributedReadWriteLock rw = client.getReadWriteLock("barging").withWritersFirst(false);
+        assertFalse(rw.isWritersFirst());
+        Lease r1 = rw.readLock().acquire(Duration.ofSeconds(1));
+        CompletableFuture<Lease> writer = rw.writeLock().acquireAsync(Duration.ofSeconds(10));
+        assertTrue(zcardAtLeast(raw, key("barging", ":rw:queue"), 1, 5000), "the writer queued");
+        DistributedReadWriteLock second = client.getReadWriteLock("barging").withWritersFirst(false);
+        Lease r2 = second.readLock().tryAcquire().orElseThrow(() -> new AssertionError("readers-first reader"));
         assertTrue(r1.release());
         Thread.sleep(150);
         assertFalse(writer.isDone(), "the writer still waits for the second reader");
         assertTrue(r2.release());
         Lease w = writer.get(5, TimeUnit.SECONDS);
         assertTrue(w.fencingToken() > r2.fencingToken());
-        assertTrue(rw.readLock().tryAcquire().isEmpty());
         w.close();
-        assertEquals(List.of(), liveKeys(raw, "queued"));
+        assertEquals(List.of(), liveKeys(raw, "barging"));
     }
 
     // Through java.util.concurrent.locks: threads sharing one object; a writer never overlaps anyone.

@@ -33,11 +33,11 @@ class SemaphoreTest extends RedisTestBase {
         AtomicInteger peak = new AtomicInteger();
         List<Long> tokens = Collections.synchronizedList(new ArrayList<>());
         try (LockgateClient second = LockgateClient.connect(server.url())) {
-            DistributedSemaphore[] sems = {client.getSemaphore("cap", 3), second.getSemaphore("cap", 3)};
             ExecutorService pool = Executors.newFixedThreadPool(8);
             List<Future<?>> fs = new ArrayList<>();
             for (int t = 0; t < 8; t++) {
-                DistributedSemaphore sem = sems[t % 2];
+                // One object per holder: an object holds one permit at a time.
+                DistributedSemaphore sem = (t % 2 == 0 ? client : second).getSemaphore("cap", 3);
                 fs.add(pool.submit(() -> {
                     for (int i = 0; i < 20; i++) {
                         try (Lease permit = sem.acquire(Duration.ofSeconds(30))) {
@@ -74,7 +74,8 @@ class SemaphoreTest extends RedisTestBase {
             assertTrue(sem.tryAcquire().isEmpty(), "both permits are held by the live worker");
             worker.destroyForcibly().waitFor();
             long t0 = System.nanoTime();
-            try (Lease a = sem.acquire(Duration.ofSeconds(5)); Lease b = sem.acquire(Duration.ofSeconds(5))) {
+            DistributedSemaphore sem2 = client.getSemaphore("killed", 2, LockOptions.fixedLease(Duration.ofSeconds(5)));
+            try (Lease a = sem.acquire(Duration.ofSeconds(5)); Lease b = sem2.acquire(Duration.ofSeconds(5))) {
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 assertTrue(ms < 2500, "the permits returned within about one lease: " + ms + " ms");
                 assertTrue(a.fencingToken() > Collections.max(theirs));
@@ -92,7 +93,8 @@ class SemaphoreTest extends RedisTestBase {
         DistributedSemaphore sem = client.getSemaphore("abandoned", 1, LockOptions.fixedLease(Duration.ofMillis(300)));
         Lease abandoned = sem.acquire(Duration.ofSeconds(1));
         long t0 = System.nanoTime();
-        try (Lease next = sem.acquire(Duration.ofSeconds(5))) {
+        DistributedSemaphore waiter = client.getSemaphore("abandoned", 1, LockOptions.fixedLease(Duration.ofMillis(300)));
+        try (Lease next = waiter.acquire(Duration.ofSeconds(5))) {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(ms >= 200 && ms < 2000, "granted once the lease ran out: " + ms + " ms");
             assertTrue(next.fencingToken() > abandoned.fencingToken());
@@ -105,8 +107,8 @@ class SemaphoreTest extends RedisTestBase {
     // Timed-out and cancelled waits leave no queue entry; the last release leaves only the fence.
     @Test
     void timeoutsAndCancellationLeaveNoKeys() throws Exception {
+        Lease held = client.getSemaphore("timeouts", 1).acquire(Duration.ofSeconds(1));
         DistributedSemaphore sem = client.getSemaphore("timeouts", 1);
-        Lease held = sem.acquire(Duration.ofSeconds(1));
         long t0 = System.nanoTime();
         LockTimeoutException e = assertThrows(LockTimeoutException.class, () -> sem.acquire(Duration.ofMillis(200)));
         assertTrue((System.nanoTime() - t0) / 1_000_000 >= 190);
@@ -128,8 +130,15 @@ class SemaphoreTest extends RedisTestBase {
         assertEquals(2, sem.permits());
         assertEquals("async", sem.getName());
         Lease a = sem.acquireAsync(Duration.ofSeconds(1)).get(5, TimeUnit.SECONDS);
-        Lease b = sem.tryAcquireAsync().get(5, TimeUnit.SECONDS).orElseThrow();
-        assertTrue(sem.tryAcquireAsync().get(5, TimeUnit.SECONDS).isEmpty(), "both permits taken");
+        // One object holds one permit at a time: a second acquire through it fails at once, even
+        // with a permit free, and takes nothing.
+        LockAlreadyHeldException self =
+            assertThrows(LockAlreadyHeldException.class, () -> sem.acquire(Duration.ofSeconds(30)));
+        assertEquals("ALREADY_HELD", self.code());
+        assertEquals(1L, raw.num("ZCARD", key("async", ":sem:holders")));
+        Lease b = client.getSemaphore("async", 2).tryAcquireAsync().get(5, TimeUnit.SECONDS).orElseThrow();
+        assertTrue(client.getSemaphore("async", 2).tryAcquireAsync().get(5, TimeUnit.SECONDS).isEmpty(),
+            "both permits taken");
         assertEquals(2L, raw.num("ZCARD", key("async", ":sem:holders")));
         b.extend(Duration.ofSeconds(10));
         assertTrue(a.releaseAsync().get(5, TimeUnit.SECONDS));
