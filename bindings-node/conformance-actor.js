@@ -160,10 +160,13 @@ class Actor {
           return { ok: true, acquired: true, token: lease.fencingToken.toString() };
         }
         case 'release': {
+          // A failed release leaves the lease on the stack (conformance/README.md).
           const h = this.handles.get(present(op.handle) ? op.handle : op.lock ?? '');
-          const lease = h && h.leases.pop();
+          const lease = h && h.leases[h.leases.length - 1];
           if (!lease) return NOT_HELD;
-          return { ok: true, was_held: await lease.release() };
+          const wasHeld = await lease.release();
+          h.leases.splice(h.leases.lastIndexOf(lease), 1);
+          return { ok: true, was_held: wasHeld };
         }
         case 'extend': {
           const lease = this.top(op);
