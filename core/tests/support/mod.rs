@@ -31,8 +31,12 @@ fn temp_dir(tag: &str) -> PathBuf {
     let base = std::env::var_os("LOCKGATE_TMP")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
+    // A counter, not just a probed port: a port can come back within one process, and two
+    // live servers in one dir collide (a cluster node refuses a nodes.conf another node locks).
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = base.join(format!(
-        "lockgate-{tag}-{}-{}",
+        "lockgate-{tag}-{}-{n}-{}",
         std::process::id(),
         free_port()
     ));
