@@ -7,6 +7,8 @@
 //   without lockgate (killed by that signal: exit status 130 / 143 in a shell). A second signal
 //   during the cleanup ends it at once.
 // - SIGINT / SIGTERM when the application listens for the signal itself: lockgate does nothing.
+//   (Listeners of the `signal-exit` package do not count: it steps aside for others just as
+//   lockgate does, and runs its own exit hooks when lockgate raises the signal again.)
 //   Listening for a signal means taking charge of it in Node (the default action is off), and
 //   the application may not want to exit at all (a REPL, a graceful drain); it calls close(), or
 //   process.exit(), which the next point covers.
@@ -69,11 +71,28 @@ function uninstall() {
 function reraise(signal) {
   uninstall();
   process.kill(process.pid, signal);
+  // With no listener left the kill is immediate. A listener that stepped aside (signal-exit)
+  // gets the signal from the event loop: keep the loop alive until then, or the process would
+  // end with status 0 first, now that the cleanup closed every connection.
+  setTimeout(() => {}, 1000);
+}
+
+/**
+ * How many listeners of a signal belong to the `signal-exit` package (v3 and v4), which many
+ * tools load: like lockgate, it steps aside when anybody else listens, so counting it as an
+ * application handler would leave nobody to end the process.
+ */
+function signalExitListeners() {
+  let n = 0;
+  for (const emitter of [globalThis[Symbol.for('signal-exit emitter')], process.__signal_exit_emitter__]) {
+    if (emitter && typeof emitter.count === 'number') n += emitter.count;
+  }
+  return n;
 }
 
 function onSignal(signal) {
   // Someone else listens: the application handles this signal (see above).
-  if (process.listenerCount(signal) > 1) return;
+  if (process.listenerCount(signal) - signalExitListeners() > 1) return;
   if (cleaning) {
     reraise(signal);
     return;

@@ -128,6 +128,16 @@ test('an application that handles SIGINT itself keeps its leases until it exits;
   assert.equal(await redis.admin.exists('lockgate:{exit-own-handler}'), 0, 'released at process.exit()');
 });
 
+test('beside a signal-exit style listener, SIGINT still releases, runs its hook and ends the process', async () => {
+  const { child, exited } = run('signal-exit');
+  assert.equal(await firstLine(child), 'held');
+  child.kill('SIGINT');
+  const ended = await exited;
+  assert.equal(ended.signal, 'SIGINT', JSON.stringify(ended));
+  assert.equal(ended.out, 'held\nhook\n');
+  assert.equal(await redis.admin.exists('lockgate:{exit-signal-exit}'), 0);
+});
+
 test('process.exit() releases what is held and withdraws what waits', async () => {
   const { exited } = run('process-exit');
   const ended = await exited;
