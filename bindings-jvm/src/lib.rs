@@ -31,7 +31,10 @@ use lockgate_core::native::{
     Client, ClientOptions, Election, Lease, Lock, ReadWriteLock, Redlock, RedlockLease,
     RedlockLock, RedlockOptions,
 };
-use lockgate_core::options::{duration_from_secs_f64, MAX_PERMITS};
+use lockgate_core::options::{
+    duration_from_f64, duration_in_range, entry_ttl_from_f64, lease_from_f64,
+    positive_duration_from_f64, Unit, MAX_DURATION, MAX_PERMITS,
+};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive, ReplicaAcks};
 
@@ -82,18 +85,45 @@ impl From<Error> for NativeError {
 
 type NativeResult<T> = Result<T, NativeError>;
 
-/// Seconds as a float (what the JVM side passes) into a core duration, validated by the core.
-fn secs(what: &str, value: f64) -> NativeResult<Duration> {
-    Ok(duration_from_secs_f64(what, value)?)
+// Durations arrive as seconds (a Java `Duration` converted on the JVM side) and are range-checked
+// by the core under `what`, the option as Java spells it (the builder method: `entryTtl`,
+// `maxLease`, ...), in seconds, the unit a `Duration` prints in. So no later check in the core has
+// to speak in its own names (`entry_ttl`) or print Rust durations (`5ms`).
+
+/// The checker of one kind of duration: `(what, seconds, unit)` into a checked duration.
+type Check = fn(&str, f64, Unit) -> Result<Duration, Error>;
+
+/// A wait (`timeout`, `waitTimeout`, `retryJitter`): zero up to 30 days.
+const WAIT: Check = duration_from_f64;
+/// A lease (`lease`, `maxLease`, extend's duration): 10 ms up to 30 days.
+const LEASE: Check = lease_from_f64;
+/// A waiter's queue-entry lease (`entryTtl`).
+const ENTRY_TTL: Check = entry_ttl_from_f64;
+/// A timeout that must be positive (`connectTimeout`, `responseTimeout`).
+const POSITIVE: Check = positive_duration_from_f64;
+
+/// At least 1 ms (`nodeTimeout`, `retryDelay`, the replica-ack timeout: Redis counts milliseconds).
+fn millisecond_or_more(what: &str, secs: f64, unit: Unit) -> Result<Duration, Error> {
+    duration_in_range(what, secs, unit, Duration::from_millis(1), MAX_DURATION)
 }
 
-fn opt_secs(what: &str, value: Option<f64>) -> NativeResult<Option<Duration>> {
-    value.map(|v| secs(what, v)).transpose()
+/// Redlock's fixed clock-drift allowance: the core accepts at most 10 s.
+fn drift_fixed(what: &str, secs: f64, unit: Unit) -> Result<Duration, Error> {
+    duration_in_range(what, secs, unit, Duration::ZERO, Duration::from_secs(10))
+}
+
+/// Seconds as a float into a core duration, checked by `check` under the name `what`.
+fn secs(check: Check, what: &str, value: f64) -> NativeResult<Duration> {
+    Ok(check(what, value, Unit::Seconds)?)
+}
+
+fn opt_secs(check: Check, what: &str, value: Option<f64>) -> NativeResult<Option<Duration>> {
+    value.map(|v| secs(check, what, v)).transpose()
 }
 
 /// Overrides `field` (a core default) with `value` seconds if the JVM side set it.
-fn set_secs(field: &mut Duration, what: &str, value: Option<f64>) -> NativeResult<()> {
-    if let Some(d) = opt_secs(what, value)? {
+fn set_secs(field: &mut Duration, check: Check, what: &str, value: Option<f64>) -> NativeResult<()> {
+    if let Some(d) = opt_secs(check, what, value)? {
         *field = d;
     }
     Ok(())
@@ -173,39 +203,48 @@ fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOpt
         opts.key_prefix = p;
     }
     opts.tls_ca_pem = o.tls_ca_pem;
-    set_secs(&mut opts.connect_timeout, "connect_timeout", o.connect_timeout_secs)?;
-    set_secs(&mut opts.response_timeout, "response_timeout", o.response_timeout_secs)?;
+    set_secs(&mut opts.connect_timeout, POSITIVE, "connectTimeout", o.connect_timeout_secs)?;
+    set_secs(&mut opts.response_timeout, POSITIVE, "responseTimeout", o.response_timeout_secs)?;
     opts.cluster = o.cluster.unwrap_or(false);
-    opts.replica_acks = replica_acks(o.replica_acks, o.replica_ack_timeout_secs)?;
+    opts.replica_acks =
+        replica_acks(o.replica_acks, o.replica_ack_timeout_secs, opts.response_timeout)?;
     Ok(opts)
 }
 
-/// The replica-acknowledged mode's settings; the core validates them at connect. Only what the
-/// core's `ClientOptions::validate` leaves out is checked here (counts a `u32` cannot hold,
-/// sub-millisecond waits, which the core's engine rejects later), as `INVALID_ARGUMENT` too.
+/// The replica-acknowledged mode's settings (Java's `replicaAcks(replicas, timeout)`), checked
+/// here under Java's names before the core's `ClientOptions::validate` would report them under
+/// its own (`replica_acks ... below response_timeout`).
 fn replica_acks(
     replicas: Option<i64>,
     timeout_secs: Option<f64>,
+    response_timeout: Duration,
 ) -> NativeResult<Option<ReplicaAcks>> {
     let Some(replicas) = replicas else {
         return match timeout_secs {
             None => Ok(None),
-            Some(_) => Err(Error::invalid("a replica ack timeout needs a replica count").into()),
+            Some(_) => Err(Error::invalid("a replicaAcks timeout needs a replica count").into()),
         };
     };
-    let replicas = u32::try_from(replicas).map_err(|_| {
-        NativeError::from(Error::invalid(format!(
-            "replica_acks must be a positive number of replicas, got {replicas}"
-        )))
-    })?;
+    let replicas = match u32::try_from(replicas) {
+        Ok(r) if r >= 1 => r,
+        _ => {
+            return Err(Error::invalid(format!(
+                "replicaAcks replicas must be at least 1, got {replicas}"
+            ))
+            .into())
+        }
+    };
     let timeout = secs(
-        "replica_ack_timeout",
+        millisecond_or_more,
+        "replicaAcks timeout",
         timeout_secs.unwrap_or(DEFAULT_REPLICA_ACK_TIMEOUT_SECS),
     )?;
-    if !timeout.is_zero() && timeout < Duration::from_millis(1) {
-        return Err(Error::invalid(
-            "replica_ack_timeout must be at least 1 ms (WAIT counts milliseconds)",
-        )
+    if timeout >= response_timeout {
+        return Err(Error::invalid(format!(
+            "replicaAcks timeout ({} s) must be below responseTimeout ({} s)",
+            timeout.as_secs_f64(),
+            response_timeout.as_secs_f64()
+        ))
         .into());
     }
     Ok(Some(ReplicaAcks { replicas, timeout }))
@@ -215,12 +254,12 @@ fn replica_acks(
 fn lock_options(o: NativeLockOptions) -> NativeResult<(LockOptions, bool)> {
     let reentrant = o.reentrant.unwrap_or(false);
     let mut opts = LockOptions::default();
-    set_secs(&mut opts.lease, "lease", o.lease_secs)?;
+    set_secs(&mut opts.lease, LEASE, "lease", o.lease_secs)?;
     if let Some(r) = o.auto_renew {
         opts.auto_renew = r;
     }
-    opts.wait_timeout = opt_secs("wait_timeout", o.wait_timeout_secs)?;
-    set_secs(&mut opts.entry_ttl, "entry_ttl", o.entry_ttl_secs)?;
+    opts.wait_timeout = opt_secs(WAIT, "waitTimeout", o.wait_timeout_secs)?;
+    set_secs(&mut opts.entry_ttl, ENTRY_TTL, "entryTtl", o.entry_ttl_secs)?;
     Ok((opts, reentrant))
 }
 
@@ -382,7 +421,7 @@ impl NativeLock {
     /// Waits up to `timeout_secs`; the lease fills `into` and its fencing token is returned.
     /// A `TIMEOUT` error if the lock stays held.
     pub async fn acquire(&self, timeout_secs: f64, into: Arc<NativeLease>) -> NativeResult<i64> {
-        let timeout = secs("timeout", timeout_secs)?;
+        let timeout = secs(WAIT, "timeout", timeout_secs)?;
         Ok(into.fill(self.inner.acquire(timeout).await?))
     }
 
@@ -469,7 +508,7 @@ impl NativeElection {
         timeout_secs: Option<f64>,
         into: Arc<NativeLease>,
     ) -> NativeResult<i64> {
-        let timeout = opt_secs("timeout", timeout_secs)?;
+        let timeout = opt_secs(WAIT, "timeout", timeout_secs)?;
         Ok(into.fill(self.inner.campaign(&value, timeout).await?))
     }
 
@@ -557,7 +596,7 @@ impl NativeLease {
     /// Sets the remaining lease to `duration_secs` if still held (a Redlock: on every master
     /// still holding it, needing a majority); `NOT_HELD`, and the lease is lost, otherwise.
     pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
-        let duration = secs("lease", duration_secs)?;
+        let duration = secs(LEASE, "extend's duration", duration_secs)?;
         let held = self.acquired()?;
         Ok(with_lease!(&*held, l => l.extend(duration).await)?)
     }
@@ -624,17 +663,23 @@ fn redlock_options(urls: Vec<String>, o: NativeRedlockOptions) -> NativeResult<R
     if let Some(p) = o.key_prefix {
         c.key_prefix = p;
     }
-    set_secs(&mut c.max_lease, "max_lease", o.max_lease_secs)?;
-    set_secs(&mut c.node_timeout, "node_timeout", o.node_timeout_secs)?;
-    set_secs(&mut c.retry_delay, "retry_delay", o.retry_delay_secs)?;
-    set_secs(&mut c.retry_jitter, "retry_jitter", o.retry_jitter_secs)?;
+    set_secs(&mut c.max_lease, LEASE, "maxLease", o.max_lease_secs)?;
+    set_secs(&mut c.node_timeout, millisecond_or_more, "nodeTimeout", o.node_timeout_secs)?;
+    set_secs(&mut c.retry_delay, millisecond_or_more, "retryDelay", o.retry_delay_secs)?;
+    set_secs(&mut c.retry_jitter, WAIT, "retryJitter", o.retry_jitter_secs)?;
     if let Some(f) = o.drift_factor {
+        if !(0.0..0.5).contains(&f) {
+            return Err(Error::invalid(format!(
+                "driftFactor must be at least 0 and below 0.5, got {f}"
+            ))
+            .into());
+        }
         c.drift_factor = f;
     }
-    set_secs(&mut c.drift_fixed, "drift_fixed", o.drift_fixed_secs)?;
+    set_secs(&mut c.drift_fixed, drift_fixed, "driftFixed", o.drift_fixed_secs)?;
     opts.tls_ca_pem = o.tls_ca_pem;
-    set_secs(&mut opts.connect_timeout, "connect_timeout", o.connect_timeout_secs)?;
-    set_secs(&mut opts.response_timeout, "response_timeout", o.response_timeout_secs)?;
+    set_secs(&mut opts.connect_timeout, POSITIVE, "connectTimeout", o.connect_timeout_secs)?;
+    set_secs(&mut opts.response_timeout, POSITIVE, "responseTimeout", o.response_timeout_secs)?;
     Ok(opts)
 }
 
@@ -736,7 +781,7 @@ impl NativeRedlockLock {
     /// Retries for up to `timeout_secs`; the lease fills `into` (always `true` on success).
     /// A `TIMEOUT` error saying why the last attempt failed if no majority could be had.
     pub async fn acquire(&self, timeout_secs: f64, into: Arc<NativeLease>) -> NativeResult<bool> {
-        let timeout = secs("timeout", timeout_secs)?;
+        let timeout = secs(WAIT, "timeout", timeout_secs)?;
         Ok(into.fill_redlock(self.inner.acquire(timeout).await?))
     }
 

@@ -75,6 +75,61 @@ class ErrorsTest {
         }
     }
 
+    private static void message(Executable call, String expected) {
+        LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class, call, expected);
+        assertEquals(expected, e.getMessage());
+    }
+
+    // Issue 13, item 13: every option's error names the option as Java spells it (the builder
+    // method) and speaks in seconds, the unit a Duration prints in (PT0.005S); never a Rust name
+    // (entry_ttl, max_lease) or a Rust Debug duration (5ms).
+    @Test
+    void optionErrorsNameTheOptionAsJavaSpellsIt() throws Exception {
+        message(() -> client.getLock("x", LockOptions.fixedLease(Duration.ofMillis(5))),
+            "lease must be at least 0.01 s, got 0.005 s");
+        message(() -> client.getLock("x", LockOptions.renewedLease(Duration.ofDays(31))),
+            "lease must be at most 2592000 s, got 2678400 s");
+        message(() -> client.getLock("x", LockOptions.builder().entryTtl(Duration.ofMillis(1)).build()),
+            "entryTtl must be at least 0.1 s, got 0.001 s");
+        message(() -> client.getLock("x", LockOptions.builder().waitTimeout(Duration.ofSeconds(-1)).build()),
+            "waitTimeout must not be negative, got -1 s");
+        message(() -> client.getSemaphore("x", 2, LockOptions.fixedLease(Duration.ZERO)),
+            "lease must be at least 0.01 s, got 0 s");
+        message(() -> client.getLock("x").acquire(Duration.ofDays(31)), "timeout must be at most 2592000 s, got 2678400 s");
+        try (Lease lease = client.getLock("opt-names").acquire(Duration.ofSeconds(1))) {
+            message(() -> lease.extend(Duration.ofMillis(1)), "extend's duration must be at least 0.01 s, got 0.001 s");
+        }
+        message(() -> LockgateClient.connect(server.url(), ClientOptions.builder().connectTimeout(Duration.ZERO).build()),
+            "connectTimeout must be positive, got 0 s");
+        message(() -> LockgateClient.connect(server.url(),
+            ClientOptions.builder().responseTimeout(Duration.ofDays(31)).build()),
+            "responseTimeout must be at most 2592000 s, got 2678400 s");
+        message(() -> LockgateClient.connect(server.url(),
+            ClientOptions.builder().replicaAcks(1, Duration.ofNanos(500_000)).build()),
+            "replicaAcks timeout must be at least 0.001 s, got 0.0005 s");
+        message(() -> LockgateClient.connect(server.url(),
+            ClientOptions.builder().replicaAcks(0, Duration.ofMillis(100)).build()),
+            "replicaAcks replicas must be at least 1, got 0");
+        message(() -> LockgateClient.connect(server.url(), ClientOptions.builder()
+                .replicaAcks(1, Duration.ofSeconds(2)).responseTimeout(Duration.ofSeconds(1)).build()),
+            "replicaAcks timeout (2 s) must be below responseTimeout (1 s)");
+        List<String> one = List.of(server.url());
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().maxLease(Duration.ofMillis(5)).build()),
+            "maxLease must be at least 0.01 s, got 0.005 s");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().nodeTimeout(Duration.ZERO).build()),
+            "nodeTimeout must be at least 0.001 s, got 0 s");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().retryDelay(Duration.ofDays(31)).build()),
+            "retryDelay must be at most 2592000 s, got 2678400 s");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().retryJitter(Duration.ofSeconds(-2)).build()),
+            "retryJitter must not be negative, got -2 s");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().driftFixed(Duration.ofSeconds(11)).build()),
+            "driftFixed must be at most 10 s, got 11 s");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().driftFactor(0.7).build()),
+            "driftFactor must be at least 0 and below 0.5, got 0.7");
+        message(() -> RedlockClient.connect(one, RedlockOptions.builder().connectTimeout(Duration.ZERO).build()),
+            "connectTimeout must be positive, got 0 s");
+    }
+
     // A user name without a password is never a silent switch to the default user (issue 13,
     // item 10): the URL is rejected before any network call (port 1 has no server anyway).
     @Test
