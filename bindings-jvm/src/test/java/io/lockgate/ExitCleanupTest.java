@@ -65,6 +65,13 @@ class ExitCleanupTest extends RedisTestBase {
         assertReleasedAtOnceWhenTheHolderEnds("exit-term", "lock", "-", "TERM");
     }
 
+    // The application's own shutdown hook closes the client while lockgate's hook does too: both
+    // join one close, nothing waits for itself, and the lock is released at once.
+    @Test
+    void anOwnCloseRacingTheExitHookDoesNotDeadlock() throws Exception {
+        assertReleasedAtOnceWhenTheHolderEnds("exit-own-hook", "lock-own-hook", "-", "TERM");
+    }
+
     @Test
     void holderCallingSystemExitReleasesAtOnce() throws Exception {
         assertReleasedAtOnceWhenTheHolderEnds("exit-system", "lease-exit", "exit", null);

@@ -13,6 +13,8 @@ import java.util.List;
  *   <li>{@code semaphore}: takes every one of COUNT permits;</li>
  *   <li>{@code leader}: campaigns with VALUE;</li>
  *   <li>{@code lock}: lock() through the Lock interface;</li>
+ *   <li>{@code lock-own-hook}: the same, with a shutdown hook of its own that calls
+ *       {@code client.close()} (racing lockgate's exit hook);</li>
  *   <li>{@code lease-exit}: acquires a lease, prints its token and returns from main (normal
  *       exit) if VALUE is {@code return}, else calls {@code System.exit(0)};</li>
  *   <li>{@code wait}: prints {@code waiting} and waits up to 60 s for the lock (the test holds
@@ -38,6 +40,9 @@ public final class HolderWorker {
             case "leader":
                 held.add(client.getElection(name, options).campaign(args[4], Duration.ofSeconds(10)));
                 break;
+            case "lock-own-hook":
+                Runtime.getRuntime().addShutdownHook(new Thread(client::close, "worker-close"));
+                // fall through: hold like "lock"
             case "lock":
                 DistributedLock lock = client.getLock(name, options);
                 lock.lock();
