@@ -84,8 +84,9 @@ class HandleLeases {
     );
   }
 
-  /** Remembers a lease granted through the handle. */
+  /** Remembers a lease granted through the handle (forgetting ended ones: a long-lived reentrant handle does not pile them up). */
   add(lease) {
+    this.current();
     this.#leases.push(lease);
   }
 

@@ -138,15 +138,17 @@ test('read-write lock: readers overlap, a writer excludes everyone, a queued wri
   });
   await eventually(async () => (await redis.admin.zcard(key('doc', 'rw', 'queue'))) === 1, 2000, 'writer queued');
   assert.equal(await client.readWriteLock('doc').readLock.tryAcquire(), null, 'a queued writer blocks new readers');
+  // Every client of one name must agree on writersFirst (the server records it while in use).
   const barging = client.readWriteLock('doc', { writersFirst: false });
   assert.equal(barging.writersFirst, false);
-  const r3 = await barging.readLock.tryAcquire();
-  assert.ok(r3, 'writersFirst: false lets a reader join the readers');
+  await assert.rejects(barging.readLock.tryAcquire(), lockgate.InvalidArgumentError, 'a different writersFirst is refused');
+  assert.equal(await redis.admin.zcard(key('doc', 'rw', 'queue')), 1, 'and queues nothing');
+  const r3 = await other.readWriteLock('doc').readLock.acquire({ timeoutMs: 50 }).catch((e) => e);
+  assert.ok(r3 instanceof lockgate.TimeoutError, 'a waiting reader stays behind the queued writer');
   await r1.release();
-  await r2.release();
   await sleep(50);
   assert.equal(written, false, 'the writer waits for the last reader');
-  await r3.release();
+  await r2.release();
   const w = await writer;
   assert.ok(w.fencingToken > 0n && w.isHeld);
   assert.equal(await rw.readLock.tryAcquire(), null, 'no reader beside the writer');
@@ -156,6 +158,26 @@ test('read-write lock: readers overlap, a writer excludes everyone, a queued wri
   assert.ok(after.fencingToken > w.fencingToken, 'write tokens increase');
   await after.release();
   assert.deepEqual(await liveKeys('doc'), []);
+});
+
+test('read-write lock with writersFirst: false: a reader joins the readers past a queued writer', async () => {
+  const opts = { writersFirst: false };
+  const other = await newClient();
+  const r1 = await client.readWriteLock('doc-barging', opts).readLock.acquire();
+  let written = false;
+  const writer = other.readWriteLock('doc-barging', opts).writeLock.acquire({ timeoutMs: 10_000 }).then((l) => {
+    written = true;
+    return l;
+  });
+  await eventually(async () => (await redis.admin.zcard(key('doc-barging', 'rw', 'queue'))) === 1, 2000, 'writer queued');
+  const r2 = await other.readWriteLock('doc-barging', opts).readLock.tryAcquire();
+  assert.ok(r2, 'writersFirst: false lets a reader join the readers');
+  await r1.release();
+  await sleep(50);
+  assert.equal(written, false, 'the writer waits for the last reader');
+  await r2.release();
+  await (await writer).release();
+  assert.deepEqual(await liveKeys('doc-barging'), []);
 });
 
 test('read-write lock: concurrent readers and writers never overlap a writer', { timeout: 60_000 }, async () => {

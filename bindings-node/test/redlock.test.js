@@ -91,7 +91,8 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
   assert.equal('fencingToken' in lease, false);
   assert.equal(lease.fencingToken, undefined);
   const token = await heldEverywhere(five, 'orders');
-  assert.match(token, /^[0-9a-f]{32}$/);
+  // The owner value: the token and the number of masters this client counts (PROTOCOL.md §8).
+  assert.match(token, /^[0-9a-f]{32}:5$/);
   for (const s of five) {
     const ttl = await s.admin.pttl(key('orders'));
     assert.ok(ttl > 0 && ttl <= 1000, `pttl ${ttl}`);
@@ -229,7 +230,7 @@ test('bad input is an InvalidArgumentError before anything is sent', async () =>
   await assert.rejects(lockgate.connectRedlock(['http://127.0.0.1:1']), isInvalid(/redis:\/\//));
   await assert.rejects(lockgate.connectRedlock([url], { maxLease: 1000 }), isInvalid(/unknown Redlock option/));
   await assert.rejects(lockgate.connectRedlock([url], { maxLeaseMs: -1 }), isInvalid());
-  await assert.rejects(lockgate.connectRedlock([url], { driftFactor: 0.7 }), isInvalid(/drift_factor/));
+  await assert.rejects(lockgate.connectRedlock([url], { driftFactor: 0.7 }), isInvalid(/^driftFactor must be a number at least 0 and below 0\.5, got 0\.7$/));
   await assert.rejects(lockgate.connectRedlock([url], { commandTimeoutMs: 0 }), isInvalid());
 
   const rl = await connect(five);
