@@ -15,6 +15,7 @@ import {
   LockError,
   TimeoutError,
   NotHeldError,
+  AlreadyHeldError,
   CancelledError,
   type ErrorCode,
   type ClientOptions,
@@ -41,6 +42,9 @@ async function example(): Promise<void> {
 
   const maybe: Lease | null = await lock.tryAcquire();
   if (maybe) await maybe.release();
+  // The handle's current lease (kept reachable by the handle), or null.
+  const current: Lease | null = lock.lease;
+  if (current) await current.release();
 
   const total: number = await lock.using(async (l) => {
     l.signal.throwIfAborted();
@@ -54,6 +58,9 @@ async function example(): Promise<void> {
       const code: 'TIMEOUT' = err.code;
       const retry: boolean = err.retryable;
       void code, retry;
+    } else if (err instanceof AlreadyHeldError) {
+      const code: 'ALREADY_HELD' = err.code;
+      void code;
     } else if (err instanceof NotHeldError || err instanceof CancelledError) {
       const code: ErrorCode = err.code;
       void code;
