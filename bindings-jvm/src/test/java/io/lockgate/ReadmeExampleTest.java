@@ -84,6 +84,12 @@ class ReadmeExampleTest {
                  Lease inner = lock.acquire(Duration.ofSeconds(5))) {
                 assertEquals(outer.fencingToken(), inner.fencingToken());
             }
+            lock.lock();
+            lock.lock();
+            assertEquals(2, lock.getHoldCount());
+            lock.unlock();
+            lock.unlock();
+            assertEquals(0, lock.getHoldCount());
             assertTrue(lock.tryLock());
             lock.unlock();
         }
