@@ -77,8 +77,17 @@ public final class HolderWorker {
     static Process start(RedisServer server, String kind, String name, long leaseMs, String arg) throws Exception {
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         String java = System.getProperty("java.home") + "/bin/java";
-        return new ProcessBuilder(java, "-cp", cp, HolderWorker.class.getName(),
-            server.url(), kind, name, String.valueOf(leaseMs), arg)
+        List<String> command = new ArrayList<>();
+        // A process started in the background by a shell without job control (as CI may run the
+        // suite) inherits SIGINT ignored, and a JVM that starts with SIGINT ignored never reacts
+        // to it. The worker stands for a foreground program that Ctrl-C reaches, so restore the
+        // default disposition before exec (perl is part of every Debian/Ubuntu base system).
+        if (new java.io.File("/usr/bin/perl").canExecute()) {
+            command.addAll(List.of("/usr/bin/perl", "-e", "$SIG{INT} = 'DEFAULT'; exec { $ARGV[0] } @ARGV or die $!"));
+        }
+        command.addAll(List.of(java, "-cp", cp, HolderWorker.class.getName(),
+            server.url(), kind, name, String.valueOf(leaseMs), arg));
+        return new ProcessBuilder(command)
             .redirectError(ProcessBuilder.Redirect.INHERIT)
             .start();
     }
