@@ -52,8 +52,13 @@ impl Master {
                 if up_s * 1000 < max + 1000 {
                     return Reply::Int(-1);
                 }
-                if held.is_some() {
-                    return Reply::Int(0);
+                if let Some(held) = held {
+                    // The master count after the last ':' of both values (PROTOCOL.md §8).
+                    let count = |v: &str| v.rsplit_once(':').map(|(_, n)| n.to_string()).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                    return match (count(&held), count(&token)) {
+                        (Some(theirs), Some(ours)) if theirs != ours => Reply::Array(vec![Reply::Int(-2), Reply::Data(theirs.into_bytes())]),
+                        _ => Reply::Int(0),
+                    };
                 }
                 self.keys.insert(key, (token, now + Duration::from_millis(lease)));
                 Reply::Int(1)
@@ -712,4 +717,61 @@ fn a_master_that_missed_a_decided_attempt_for_want_of_a_script_gets_the_body_nex
     sim.run_for(50 * MS);
     acquired(sim.outcome(0, op));
     assert!(sim.masters[2].holder(sim.now, &key).is_some(), "the master took part this time");
+}
+
+/// A Redlock of 3 masters holding "q" on masters 0 and 1 only (master 2 was down: 2 of 3 is its
+/// quorum), beside a client that counts 5 masters (0 to 4) and would find its own quorum of 3
+/// free on masters 2, 3 and 4.
+fn three_and_five(delay_of_0_and_1: Duration) -> (Sim, OpId) {
+    let mut sim = Sim::with(config(5), 2);
+    sim.clients[0] = RedlockEngine::new(config(3), Box::new(SeededRandom::new(99))).unwrap();
+    sim.masters[2].up = false;
+    let op = sim.acquire(0, "q", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    acquired(sim.outcome(0, op));
+    sim.masters[2].up = true;
+    assert_eq!(sim.holders("q"), 2);
+    sim.masters[0].delay = delay_of_0_and_1;
+    sim.masters[1].delay = delay_of_0_and_1;
+    let op = sim.acquire(1, "q", &fixed(5000), Wait::For(Duration::from_secs(2)));
+    (sim, op)
+}
+
+// PROTOCOL.md §8: the key's value carries the number of masters its holder counts; a client that
+// counts another number is refused at once with INVALID_ARGUMENT (a wait does not retry), and
+// whatever it set on the free masters is undone.
+#[test]
+fn a_holder_counting_other_masters_is_reported_as_invalid_argument() {
+    let (mut sim, op) = three_and_five(MS);
+    sim.run_for(10 * MS);
+    let e = failed(sim.outcome(1, op));
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e:?}");
+    assert!(!e.retryable());
+    assert!(e.message().contains("counts 3 masters") && e.message().contains("this client counts 5"), "{}", e.message());
+    sim.run_for(100 * MS);
+    let key = scripts::key("lockgate:", "q");
+    let owners: Vec<Option<String>> = sim.masters.iter().map(|m| m.holder(sim.now, &key)).collect();
+    assert!(owners[0].as_deref().is_some_and(|v| v.ends_with(":3")), "{owners:?}");
+    assert!(owners[1].as_deref().is_some_and(|v| v.ends_with(":3")), "{owners:?}");
+    assert_eq!(owners[2..], [None, None, None], "the 5-master client's grants were undone");
+    assert!(sim.clients[1].is_idle());
+}
+
+// The same disagreement reported only after the 5-master client's majority granted (masters 0
+// and 1 answer late): the grant is given up at once, as a lost lease, and undone.
+#[test]
+fn a_late_quorum_mismatch_gives_the_grant_up() {
+    let (mut sim, op) = three_and_five(20 * MS);
+    sim.run_for(5 * MS);
+    let (lease, _) = acquired(sim.outcome(1, op));
+    sim.run_for(30 * MS);
+    assert!(sim.lost(1, lease), "the grant beside a 3-master holder was not given up");
+    let why = sim.events.iter().find_map(|(c, e)| match e {
+        Event::Lost { lease: l, error } if *c == 1 && *l == lease => Some(error.message().to_string()),
+        _ => None,
+    });
+    assert!(why.as_deref().is_some_and(|w| w.contains("masters mismatch")), "{why:?}");
+    sim.run_for(100 * MS);
+    assert_eq!(sim.holders("q"), 2, "only the 3-master client's keys remain");
+    assert!(sim.clients[1].is_idle());
 }

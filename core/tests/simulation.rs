@@ -1340,33 +1340,28 @@ fn semaphore_never_exceeds_its_permits_under_faults() {
     assert!(shared > 0, "no seed ever shared a permit");
 }
 
-// Read-write lock: a writer never overlaps any holder, readers overlap (both reader flavours
-// mixed), under every fault.
+// Read-write lock: a writer never overlaps any holder, readers overlap (each reader flavour
+// with writers; the flavours are not mixed on one name, which the server refuses, PROTOCOL.md
+// §7), under every fault.
 #[test]
 fn rw_lock_writers_are_exclusive_and_readers_share_under_faults() {
-    let mut readers_overlapped = 0;
-    for faults in ALL_FAULTS {
-        for seed in 0..shared_seeds() {
-            let cfg = Workload {
-                names: vec!["doc"],
-                clients: 5,
-                primitives: vec![
-                    Primitive::Read {
-                        writers_first: true,
-                    },
-                    Primitive::Read {
-                        writers_first: false,
-                    },
-                    Primitive::Write,
-                ],
-                ..Workload::default()
-            };
-            let (sim, _) = shared_workload(seed, cfg, faults);
-            let key = sim.shared_keys("rw", "doc").holders;
-            readers_overlapped += usize::from(check::max_concurrent_beliefs(&sim, &key) > 1);
+    for writers_first in [true, false] {
+        let mut readers_overlapped = 0;
+        for faults in ALL_FAULTS {
+            for seed in 0..shared_seeds() {
+                let cfg = Workload {
+                    names: vec!["doc"],
+                    clients: 5,
+                    primitives: vec![Primitive::Read { writers_first }, Primitive::Write],
+                    ..Workload::default()
+                };
+                let (sim, _) = shared_workload(seed, cfg, faults);
+                let key = sim.shared_keys("rw", "doc").holders;
+                readers_overlapped += usize::from(check::max_concurrent_beliefs(&sim, &key) > 1);
+            }
         }
+        assert!(readers_overlapped > 0, "readers (writers_first {writers_first}) never held together");
     }
-    assert!(readers_overlapped > 0, "readers never held together");
 }
 
 // Election: at most one leader at any instant, terms strictly increase from leader to
@@ -1987,5 +1982,79 @@ fn shutdown_releases_reentered_leases() {
             check::safety(&sim);
             check::no_lock_state_left(&mut sim);
         }
+    }
+}
+
+fn invalid_argument(out: &Outcome) -> Option<String> {
+    match out {
+        Outcome::Failed(e) if e.kind() == ErrorKind::InvalidArgument && !e.retryable() => Some(e.message().to_string()),
+        _ => None,
+    }
+}
+
+// PROTOCOL.md §7: a semaphore's permit count and a reader's writers_first are recorded by the
+// server while the primitive is in use; another value is refused at once with INVALID_ARGUMENT
+// (try or wait), changing nothing; once idle (released, or every holder's lease expired) the
+// value may change. The write half of a read-write lock takes no part.
+#[test]
+fn settings_every_participant_must_agree_on_are_checked_by_the_server() {
+    for seed in 0..20 {
+        let mut sim = Sim::new(seed, net_for(seed));
+        let (a, b) = (sim.add_client(), sim.add_client());
+        let opts = LockOptions::default();
+        let sem = |permits| Primitive::Semaphore { permits };
+        let (_, held, _) = acquired_primitive(&mut sim, a, "s", &sem(1), &opts);
+        for wait in [Wait::Try, Wait::For(ms(2_000))] {
+            let start = sim.now;
+            let op = sim.acquire_primitive(b, "s", &sem(2), &opts, wait);
+            let (at, out) = outcome_of(&mut sim, b, op, ms(100));
+            let why = invalid_argument(&out).unwrap_or_else(|| panic!("{wait:?}: {out:?}"));
+            assert!(why.contains("permits = 1") && why.contains("permits = 2"), "{why}");
+            assert!(at.saturating_duration_since(start) < ms(50), "{wait:?}: not at once");
+        }
+        assert!(shared_queue(&mut sim, "sem", "s").is_empty(), "a refused acquire queued");
+        let released = sim.release(a, held);
+        outcome_of(&mut sim, a, released, ms(100));
+        // Idle: the new count is recorded, and the old one is refused now.
+        let (_, b1, _) = acquired_primitive(&mut sim, b, "s", &sem(2), &opts);
+        let (_, b2, _) = acquired_primitive(&mut sim, b, "s", &sem(2), &opts);
+        let op = sim.acquire_primitive(a, "s", &sem(1), &opts, Wait::Try);
+        let (_, out) = outcome_of(&mut sim, a, op, ms(100));
+        assert!(invalid_argument(&out).is_some(), "{out:?}");
+        for l in [b1, b2] {
+            let op = sim.release(b, l);
+            outcome_of(&mut sim, b, op, ms(100));
+        }
+        // A holder whose lease ran out (crashed) leaves the semaphore idle too.
+        let short = LockOptions::fixed_lease(ms(100));
+        acquired_primitive(&mut sim, a, "c", &sem(1), &short);
+        sim.crash(a);
+        sim.run_for(ms(150));
+        let (_, b3, _) = acquired_primitive(&mut sim, b, "c", &sem(3), &opts);
+        let op = sim.release(b, b3);
+        outcome_of(&mut sim, b, op, ms(100));
+
+        // The read-write lock's reader policy; a writer is not checked.
+        let a = sim.add_client();
+        let read = |writers_first| Primitive::Read { writers_first };
+        let (_, r1, _) = acquired_primitive(&mut sim, a, "rw", &read(true), &opts);
+        let op = sim.acquire_primitive(b, "rw", &read(false), &opts, Wait::For(ms(2_000)));
+        let (_, out) = outcome_of(&mut sim, b, op, ms(100));
+        let why = invalid_argument(&out).unwrap_or_else(|| panic!("{out:?}"));
+        assert!(why.contains("writers_first = true") && why.contains("writers_first = false"), "{why}");
+        let op = sim.acquire_primitive(b, "rw", &Primitive::Write, &opts, Wait::Try);
+        assert!(matches!(outcome_of(&mut sim, b, op, ms(100)).1, Outcome::NotAcquired));
+        let (_, r2, _) = acquired_primitive(&mut sim, b, "rw", &read(true), &opts);
+        assert!(shared_queue(&mut sim, "rw", "rw").is_empty());
+        for (c, l) in [(a, r1), (b, r2)] {
+            let op = sim.release(c, l);
+            outcome_of(&mut sim, c, op, ms(100));
+        }
+        let (_, r3, _) = acquired_primitive(&mut sim, b, "rw", &read(false), &opts);
+        let op = sim.release(b, r3);
+        outcome_of(&mut sim, b, op, ms(100));
+        sim.settle(ms(30_000));
+        check::safety(&sim);
+        check::no_lock_state_left(&mut sim);
     }
 }

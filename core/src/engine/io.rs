@@ -99,8 +99,9 @@ pub struct LeaderInfo {
 pub enum Primitive {
     /// The exclusive mutex (PROTOCOL.md §2).
     Mutex,
-    /// One permit of a counting semaphore with `permits` permits (every client must use the
-    /// same count for one name).
+    /// One permit of a counting semaphore with `permits` permits. Every client of one name must
+    /// use the same count: the server records it while the semaphore is in use and refuses
+    /// another with `INVALID_ARGUMENT` (PROTOCOL.md §7); it can change only while idle.
     Semaphore {
         /// How many holders may hold a permit at once (1 to [`MAX_PERMITS`](crate::options::MAX_PERMITS)).
         permits: u32,
@@ -108,7 +109,8 @@ pub enum Primitive {
     /// The shared half of a read-write lock.
     Read {
         /// Whether a queued writer blocks readers that arrive after it (no writer starvation;
-        /// the default). `false` lets readers join current readers past queued writers.
+        /// the default). `false` lets readers join current readers past queued writers. Every
+        /// reader of one name must agree (checked by the server like a semaphore's count).
         writers_first: bool,
     },
     /// The exclusive half of a read-write lock; its grants carry fencing tokens.

@@ -709,6 +709,16 @@ impl Engine {
             Ok(AcquireReply::Held { fence, pttl_ms }) => {
                 self.grant(op, a, fence, sent, Duration::from_millis(pttl_ms));
             }
+            Ok(AcquireReply::Mismatch { setting, recorded }) => {
+                // The script returned before touching anything (and a client can be queued only
+                // while the recorded value is its own), so there is nothing to clean up.
+                let asked = &a.target.acquire_extra[5];
+                let message = format!(
+                    "{setting} mismatch: this {what} is in use with {setting} = {recorded} (recorded on the server), this handle uses {setting} = {asked}; every client of one name must use the same value, which can change only while the {what} is idle (no holder, no waiter)",
+                    what = a.target.what,
+                );
+                self.complete(op, Outcome::Failed(Error::invalid(message)));
+            }
             Ok(AcquireReply::Busy { holder_pttl_ms, fence }) => {
                 if a.wait == Wait::Try {
                     self.complete(op, Outcome::NotAcquired);

@@ -15,14 +15,18 @@ pub(crate) struct Target {
     pub shared: bool,
     /// The keys, in the scripts' order.
     pub keys: Vec<String>,
-    /// ARGV the shared ACQUIRE takes after the six it has in common with the mutex's.
-    pub acquire_extra: [String; 4],
+    /// ARGV the shared ACQUIRE takes after the six it has in common with the mutex's: kind,
+    /// limit, barge, value, and the setting every participant must agree on with its value
+    /// (PROTOCOL.md §7; empty for none).
+    pub acquire_extra: [String; 6],
+    /// The primitive, as error messages name it.
+    pub what: &'static str,
 }
 
 impl Target {
     /// The target of `primitive` named `name` (both validated).
     pub fn new(prefix: &str, name: &str, primitive: &Primitive) -> Target {
-        let shared_target = |kind: &str, mode: &str, limit: u32, barge: bool, value: &str| Target {
+        let shared_target = |what: &'static str, kind: &str, mode: &str, limit: u32, barge: bool, value: &str, setting: (&str, String)| Target {
             shared: true,
             keys: SharedKeys::new(prefix, kind, name).all().map(String::from).to_vec(),
             acquire_extra: [
@@ -30,18 +34,35 @@ impl Target {
                 limit.to_string(),
                 if barge { "1" } else { "0" }.into(),
                 value.into(),
+                setting.0.into(),
+                setting.1,
             ],
+            what,
         };
+        let none = || ("", String::new());
         match primitive {
             Primitive::Mutex => Target {
                 shared: false,
                 keys: MutexKeys::new(prefix, name).all().map(String::from).to_vec(),
                 acquire_extra: Default::default(),
+                what: "mutex",
             },
-            Primitive::Semaphore { permits } => shared_target("sem", "r", *permits, false, ""),
-            Primitive::Read { writers_first } => shared_target("rw", "r", 0, !writers_first, ""),
-            Primitive::Write => shared_target("rw", "w", 0, false, ""),
-            Primitive::Leader { value } => shared_target("elect", "w", 0, false, value),
+            Primitive::Semaphore { permits } => {
+                shared_target("semaphore", "sem", "r", *permits, false, "", ("permits", permits.to_string()))
+            }
+            Primitive::Read { writers_first } => shared_target(
+                "read-write lock",
+                "rw",
+                "r",
+                0,
+                !writers_first,
+                "",
+                ("writers_first", writers_first.to_string()),
+            ),
+            // A writer behaves the same under either policy (it never passes anyone), so the
+            // write half neither records nor checks writers_first.
+            Primitive::Write => shared_target("read-write lock", "rw", "w", 0, false, "", none()),
+            Primitive::Leader { value } => shared_target("election", "elect", "w", 0, false, value, none()),
         }
     }
 

@@ -6,11 +6,13 @@ use super::scripts::Script;
 /// Takes the lock on one master if it is free, unless the master started too recently to be
 /// trusted (the delayed-restart rule).
 ///
-/// `KEYS[1]` lock key; `ARGV[1]` owner token, `ARGV[2]` lease (ms), `ARGV[3]` the deployment's
-/// maximum lease (ms). Returns `1` granted, `0` held by someone, `-1` the master has been up
-/// for less than the maximum lease (plus one second of `uptime_in_seconds` rounding) and
-/// grants nothing yet: after a restart without persistence it may have forgotten a lock that
-/// is still valid on the masters that granted it.
+/// `KEYS[1]` lock key; `ARGV[1]` owner value (`<token>:<masters>`, see [`owner_value`]),
+/// `ARGV[2]` lease (ms), `ARGV[3]` the deployment's maximum lease (ms). Returns `1` granted, `0`
+/// held by someone, `-1` the master has been up for less than the maximum lease (plus one second
+/// of `uptime_in_seconds` rounding) and grants nothing yet: after a restart without persistence
+/// it may have forgotten a lock that is still valid on the masters that granted it. Returns
+/// `{-2, their_masters}` when the holder there counts another number of masters (its quorum
+/// differs from the caller's).
 pub static ACQUIRE: Script = Script::new(
     "REDLOCK_ACQUIRE",
     r#"local lease = tonumber(ARGV[2])
@@ -25,9 +27,21 @@ end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 1
 end
+local theirs = string.match(redis.call('GET', KEYS[1]) or '', ':(%d+)$')
+local ours = string.match(ARGV[1], ':(%d+)$')
+if theirs and ours and theirs ~= ours then
+  return {-2, theirs}
+end
 return 0
 "#,
 );
+
+/// What a client stores as the key's value on every master: its owner token and the number of
+/// masters it counts, so a client of another deployment size meeting the key learns of the
+/// disagreement (REDLOCK_RELEASE and REDLOCK_EXTEND compare the whole value).
+pub fn owner_value(token: &str, masters: usize) -> String {
+    format!("{token}:{masters}")
+}
 
 /// Deletes the lock on one master if `ARGV[1]` owns it. Returns `1` if it did, else `0`.
 pub static RELEASE: Script = Script::new(

@@ -89,6 +89,14 @@ pub enum AcquireReply {
         /// Remaining lease on the server, in ms, when the script ran.
         pttl_ms: u64,
     },
+    /// The primitive is in use with another value of a setting every participant must agree
+    /// on (PROTOCOL.md §7); the script changed nothing.
+    Mismatch {
+        /// The setting, as the script names it (`permits`, `writers_first`).
+        setting: String,
+        /// The value recorded on the server.
+        recorded: String,
+    },
     /// Someone else holds it; their remaining lease (None if the key has no expiry).
     Busy {
         /// Holder's remaining lease in ms, if any.
@@ -116,6 +124,16 @@ pub fn parse_acquire(r: &Reply) -> Result<AcquireReply> {
                 fence,
                 pttl_ms: *pttl as u64,
             })
+        }
+        (Reply::Int(-1), Reply::Data(recorded)) => {
+            let text = |d: &Reply| match d {
+                Reply::Data(b) => String::from_utf8(b.clone()).ok(),
+                _ => None,
+            };
+            match (text(&items[1]), String::from_utf8(recorded.clone()).ok()) {
+                (Some(setting), Some(recorded)) => Ok(AcquireReply::Mismatch { setting, recorded }),
+                _ => Err(unexpected("acquire", r)),
+            }
         }
         (Reply::Int(0), Reply::Int(pttl)) => Ok(AcquireReply::Busy {
             holder_pttl_ms: if *pttl >= 0 { Some(*pttl as u64) } else { None },
@@ -206,6 +224,11 @@ mod tests {
             parse_acquire(&busy).unwrap(),
             AcquireReply::Busy { holder_pttl_ms: None, fence: 0 }
         );
+        let mismatch = Reply::Array(vec![Reply::Int(-1), Reply::Data(b"permits".to_vec()), Reply::Data(b"1".to_vec())]);
+        assert_eq!(
+            parse_acquire(&mismatch).unwrap(),
+            AcquireReply::Mismatch { setting: "permits".into(), recorded: "1".into() }
+        );
         let busy = Reply::Array(vec![Reply::Int(0), Reply::Data(b"42".to_vec()), Reply::Int(7)]);
         assert_eq!(
             parse_acquire(&busy).unwrap(),
@@ -226,6 +249,8 @@ mod tests {
                 Reply::Int(5),
             ]),
             Reply::Array(vec![Reply::Int(7), Reply::Nil, Reply::Int(5)]),
+            Reply::Array(vec![Reply::Int(-1), Reply::Int(5), Reply::Data(b"1".to_vec())]),
+            Reply::Array(vec![Reply::Int(-1), Reply::Data(b"permits".to_vec()), Reply::Int(1)]),
             Reply::Array(vec![Reply::Int(0), Reply::Data(b"x".to_vec()), Reply::Int(5)]),
         ] {
             assert_eq!(

@@ -80,8 +80,10 @@ end
 /// KEYS: holders, fence, queue, waiters, info. ARGV: token, lease_ms, mode (`try`|`wait`),
 /// entry_ttl_ms, channel, retention_ms, kind (`r`|`w`), limit (0 = none), barge (`1` lets a
 /// reader join current readers past queued waiters), value (published with the hold, may be
-/// empty). Replies as the mutex's ACQUIRE: `{1, fence, pttl_ms}` / `{0, current_fence,
-/// earliest_holder_pttl_ms}` (`-2` with no holder).
+/// empty), setting (the name of the one parameter every participant must agree on, e.g.
+/// `permits`; empty: none) and its value. Replies as the mutex's ACQUIRE: `{1, fence, pttl_ms}` /
+/// `{0, current_fence, earliest_holder_pttl_ms}` (`-2` with no holder), or `{-1, setting,
+/// recorded_value}` (and nothing changed) when the primitive is in use with another value.
 pub static ACQUIRE: Script = Script::new(
     "shared_acquire",
     concat!(
@@ -93,6 +95,19 @@ local t_us = now_us()
 local now_ms = math.floor(t_us / 1000)
 purge(now_ms)
 promote(t_us, ARGV[6])
+-- A setting every participant must agree on (a semaphore's permits, a read-write lock's
+-- writers_first) is recorded while the primitive is in use and may change only once it is idle
+-- (no holder, no waiter): a client with another value is refused before anything changes.
+local setting = ARGV[11] or ''
+if setting ~= '' then
+  local field = 's:' .. setting
+  local idle = redis.call('ZCARD', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0
+  local recorded = false
+  if not idle then recorded = redis.call('HGET', KEYS[5], field) end
+  if recorded and recorded ~= ARGV[12] then return {-1, setting, recorded} end
+  -- Idle: the caller is granted below, which gives the info hash its expiry.
+  if recorded ~= ARGV[12] then redis.call('HSET', KEYS[5], field, ARGV[12]) end
+end
 local mine = redis.call('ZSCORE', KEYS[1], token)
 if mine then
   -- Granted to us earlier (a notification may have been lost) or just now as the queue head.

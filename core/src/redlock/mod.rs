@@ -269,7 +269,9 @@ impl RedlockEngine {
         self.rng.fill(&mut token);
         let acquire = Acquire {
             key: scripts::key(&self.config.key_prefix, name).into(),
-            token: hex(&token).into(),
+            // The master count travels in the value, so a client of another deployment size
+            // meeting the key learns that its quorum differs (PROTOCOL.md §8).
+            token: scripts::owner_value(&hex(&token), self.config.masters).into(),
             lease: options.lease,
             auto_renew: options.auto_renew,
             wait,
@@ -378,8 +380,26 @@ impl RedlockEngine {
             Ok(v) => v,
             Err(e) => Vote::Failed(e),
         };
+        // A disagreement reported after a majority already granted: the grant was made beside
+        // a holder that counts the masters differently, so give it up at once.
+        let late_mismatch = match (&vote, round.purpose, round.decided) {
+            (Vote::Mismatch(theirs), Purpose::Acquire(op), true) => Some((op, theirs.clone())),
+            _ => None,
+        };
         round.votes[master] = vote;
         self.decide(now, round_id);
+        if let Some((op, theirs)) = late_mismatch {
+            let why = format!("{}; the grant is given up", self.mismatch_message(&theirs));
+            self.lose(now, LeaseId(op.0), &why);
+        }
+    }
+
+    /// The error text for a holder that counts `theirs` masters.
+    fn mismatch_message(&self, theirs: &str) -> String {
+        format!(
+            "masters mismatch: this lock is held by a client that counts {theirs} masters (recorded on a master), this client counts {} (quorum {}); every client of one Redlock must use the same masters",
+            self.config.masters, self.quorum
+        )
     }
 
     /// Runs every timer due at `now`: node timeouts, retries, wait deadlines, renewals, expiry.
@@ -497,7 +517,10 @@ impl RedlockEngine {
         let tally = round.tally();
         let settled = match round.purpose {
             // An acquire or extend is settled by a majority either way; a release hears everyone.
-            Purpose::Acquire(_) | Purpose::Renew(_) | Purpose::Extend(..) => {
+            Purpose::Acquire(_) => {
+                tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
+            }
+            Purpose::Renew(_) | Purpose::Extend(..) => {
                 tally.yes >= quorum || tally.yes + tally.pending < quorum
             }
             Purpose::Release(_) | Purpose::Undo => tally.pending == 0,
@@ -506,6 +529,7 @@ impl RedlockEngine {
         round.decided |= conclude;
         let (purpose, sent) = (round.purpose, round.sent);
         let first_error = round.first_error().map(|e| e.message().to_string());
+        let mismatch = round.mismatch().map(str::to_string);
         if tally.pending == 0 {
             self.rounds.remove(&id);
         }
@@ -513,7 +537,10 @@ impl RedlockEngine {
             return;
         }
         match purpose {
-            Purpose::Acquire(op) => self.conclude_acquire(now, op, id, sent, tally, first_error),
+            Purpose::Acquire(op) => match mismatch {
+                Some(theirs) => self.refuse_acquire(now, op, id, &theirs),
+                None => self.conclude_acquire(now, op, id, sent, tally, first_error),
+            },
             Purpose::Renew(lease) => self.conclude_pexpire(now, None, lease, id, sent, tally),
             Purpose::Extend(op, lease) => self.conclude_pexpire(now, Some(op), lease, id, sent, tally),
             Purpose::Release(op) => {
@@ -586,6 +613,18 @@ impl RedlockEngine {
         }
         a.retry_at = Some(at);
         a.last_failure = Some(failure);
+    }
+
+    /// Ends an attempt that met a holder counting another number of masters: undone on every
+    /// master, failed with INVALID_ARGUMENT (a configuration error; retrying cannot help).
+    fn refuse_acquire(&mut self, now: Instant, op: OpId, round: u64, theirs: &str) {
+        if !self.acquires.get(&op).is_some_and(|a| a.round == Some(round)) {
+            return; // Cancelled or timed out meanwhile; its undo round is already on the wire.
+        }
+        let a = self.acquires.remove(&op).expect("present");
+        self.start_round(now, Purpose::Undo, &scripts::RELEASE, &a.key, vec![a.token.to_string()]);
+        let message = self.mismatch_message(theirs);
+        self.complete(op, RedlockOutcome::Failed(Error::invalid(message)));
     }
 
     fn grant(&mut self, op: OpId, a: Acquire, sent: Instant, valid_until: Instant) {
@@ -692,6 +731,13 @@ fn parse_vote(script: &Script, r: &Reply) -> Result<Vote> {
         Reply::Int(1) => Ok(Vote::Yes),
         Reply::Int(0) => Ok(Vote::No),
         Reply::Int(-1) if std::ptr::eq(script, &scripts::ACQUIRE) => Ok(Vote::Restarting),
+        Reply::Array(items) if std::ptr::eq(script, &scripts::ACQUIRE) => match items.as_slice() {
+            [Reply::Int(-2), Reply::Data(n)] => match std::str::from_utf8(n) {
+                Ok(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Ok(Vote::Mismatch(n.to_string())),
+                _ => reply::parse_flag(script.name, r).map(|_| Vote::No),
+            },
+            _ => reply::parse_flag(script.name, r).map(|_| Vote::No),
+        },
         other => reply::parse_flag(script.name, other).map(|_| Vote::No),
     }
 }

@@ -17,6 +17,8 @@ pub(super) enum Vote {
     No,
     /// The master has been up for less than the maximum lease and grants nothing yet.
     Restarting,
+    /// Held there by a client that counts this many masters, not as many as we do.
+    Mismatch(String),
     /// Transport or protocol error.
     Failed(Error),
 }
@@ -72,13 +74,22 @@ impl<P> Round<P> {
         })
     }
 
+    /// The master count of a holder that disagrees with ours, if a master reported one.
+    pub fn mismatch(&self) -> Option<&str> {
+        self.votes.iter().find_map(|v| match v {
+            Vote::Mismatch(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
     pub fn tally(&self) -> Tally {
         let mut t = Tally::default();
         for v in &self.votes {
             match v {
                 Vote::Pending => t.pending += 1,
                 Vote::Yes => t.yes += 1,
-                Vote::No => t.no += 1,
+                // Held by someone else there, whatever their configuration.
+                Vote::No | Vote::Mismatch(_) => t.no += 1,
                 Vote::Restarting => t.restarting += 1,
                 Vote::Failed(_) => t.failed += 1,
             }

@@ -16,13 +16,13 @@ use lockgate_core::time::Instant;
 
 use super::store::{Res, Store};
 
-/// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 2), in the
+/// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 4), in the
 /// order of `scripts::all()`.
 pub const MODELLED: [(&str, &str); 7] = [
     ("acquire", "6da3ae0e0d5c3cdc47f3b1326f788ed583e0ea90"),
     ("release", "d0ddea7b0dbf5f4d66c748a5e3f08f20b013cc25"),
     ("extend", "d4db83fc1c544f47130a76558a5f3fb4fb10c97f"),
-    ("shared_acquire", "fb214fdf0ee0a29474ca3aacab8bd7089695c80a"),
+    ("shared_acquire", "e8bac986794cb05f05b3cdb23ffa5cc0f30d31d0"),
     ("shared_release", "b182b71a3faa53dc595a88183ad133ea2d0c0e2e"),
     ("shared_extend", "071ba98aba102f8587ba32fcc3307bbfcc9466a3"),
     ("shared_observe", "dd4aeabb8b3083dd4e11ed7922c31ed1ac55fa58"),
@@ -584,6 +584,23 @@ impl Ctx<'_> {
         self.purge(now_ms)?;
         let retention = self.arg(6)?;
         self.shared_promote(t_us, &retention)?;
+        // The setting every participant must agree on: recorded while in use, free when idle.
+        let setting = self.argv.get(10).cloned().unwrap_or_default();
+        if !setting.is_empty() {
+            let field = format!("s:{setting}");
+            let ours = self.argv.get(11).cloned();
+            let idle = self.st().zcard(&k1)? == 0 && self.st().zcard(&k3)? == 0;
+            let recorded = if idle { None } else { self.st().hget(&k5, &field)? };
+            let ours = ours.ok_or("ERR Lua redis lib command arguments must be strings or integers")?;
+            if let Some(recorded) = &recorded {
+                if *recorded != ours {
+                    return Ok(array(vec![Reply::Int(-1), data(&setting), data(recorded)]));
+                }
+            }
+            if recorded.as_deref() != Some(ours.as_str()) {
+                self.st().hset(&k5, &field, &ours)?;
+            }
+        }
         if let Some(mine) = self.st().zscore(&k1, &token)? {
             // Granted to us earlier (a notification may have been lost) or just now.
             let f = self
