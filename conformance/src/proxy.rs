@@ -2,8 +2,9 @@
 //! make every connection it already carries go silent (a hung proxy, a frozen host, a half-open
 //! TCP connection after a failover) while new connections work normally.
 //!
-//! Silence pauses forwarding without dropping bytes: each pump holds what it read until the
-//! silence ends, so a connection that is restored carries an intact byte stream again.
+//! A silenced connection forwards nothing until it is restored, and restoring closes it (both
+//! sockets) with whatever it held back: delivering those bytes late would replay requests the
+//! client has long given up on (an ACQUIRE granting a lock to a token nobody holds any more).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -14,10 +15,12 @@ use std::thread;
 struct State {
     /// Connections are numbered in accept order; those up to this number are silenced.
     silenced_upto: Option<u64>,
+    /// Connections up to this number were closed by a restore.
+    closed_upto: u64,
     accepted: u64,
     closed: bool,
-    /// Both sockets of every connection, to shut them down when the proxy is dropped.
-    sockets: Vec<TcpStream>,
+    /// Both sockets of every connection with its number, to shut them down on restore or drop.
+    sockets: Vec<(u64, TcpStream)>,
 }
 
 type Shared = Arc<(Mutex<State>, Condvar)>;
@@ -50,10 +53,21 @@ impl Proxy {
         st.silenced_upto = Some(st.accepted);
     }
 
-    /// Silenced connections forward again (with every byte they held back).
+    /// Ends the silence: the silenced connections are closed (dropping what they held back),
+    /// as a hung proxy finally gives up on them; later connections are unaffected.
     pub fn restore(&self) {
-        self.shared.0.lock().expect("proxy state").silenced_upto = None;
+        let sockets = {
+            let mut st = self.shared.0.lock().expect("proxy state");
+            let Some(upto) = st.silenced_upto.take() else { return };
+            st.closed_upto = upto;
+            let (dead, live): (Vec<_>, Vec<_>) = std::mem::take(&mut st.sockets).into_iter().partition(|(id, _)| *id <= upto);
+            st.sockets = live;
+            dead
+        };
         self.shared.1.notify_all();
+        for (_, s) in sockets {
+            let _ = s.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -65,7 +79,7 @@ impl Drop for Proxy {
             std::mem::take(&mut st.sockets)
         };
         self.shared.1.notify_all();
-        for s in sockets {
+        for (_, s) in sockets {
             let _ = s.shutdown(Shutdown::Both);
         }
         // Wake the accept loop so it sees `closed` and exits.
@@ -88,12 +102,13 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Shared) {
         let id = {
             let mut st = shared.0.lock().expect("proxy state");
             st.accepted += 1;
+            let id = st.accepted;
             for s in [&client, &server] {
                 if let Ok(c) = s.try_clone() {
-                    st.sockets.push(c);
+                    st.sockets.push((id, c));
                 }
             }
-            st.accepted
+            id
         };
         for (from, to) in [(&client, &server), (&server, &client)] {
             let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) else { continue };
@@ -117,7 +132,7 @@ fn pump(id: u64, mut from: TcpStream, mut to: TcpStream, shared: Shared) {
             while !st.closed && st.silenced_upto.is_some_and(|upto| id <= upto) {
                 st = cv.wait(st).expect("proxy state");
             }
-            if st.closed {
+            if st.closed || id <= st.closed_upto {
                 break;
             }
         }
