@@ -148,7 +148,8 @@ class RedlockTest {
         assertHeldOn(masters, "orders", 5);
         List<String> vs = values(masters, "orders");
         assertEquals(1, new HashSet<>(vs).size(), "the same owner token on every master: " + vs);
-        assertTrue(vs.get(0) != null && vs.get(0).matches("[0-9a-f]{32}"), vs.toString());
+        // PROTOCOL.md §8 (version 4): the owner token, then the number of masters this client counts.
+        assertTrue(vs.get(0) != null && vs.get(0).matches("[0-9a-f]{32}:5"), vs.toString());
         assertFalse(redlock.getLock("orders", RENEWED).tryAcquire().isPresent(), "held: another handle finds it taken");
         assertThrows(LockAlreadyHeldException.class, lock::tryAcquire, "this handle holds it: it never waits for itself");
         assertTrue(lease.release());
@@ -191,6 +192,25 @@ class RedlockTest {
             assertHeldOn(List.of(servers.get(0), servers.get(3)), "minority", 0);
         } finally {
             stopAll(servers);
+        }
+    }
+
+    // Every client of one Redlock must count the same masters (issue 13, item 1): a client of
+    // three of the five masters meeting a key held by a five-master client is refused at once
+    // with INVALID_ARGUMENT naming both counts, instead of granting with another quorum.
+    @Test
+    void aClientCountingOtherMastersIsRefused() throws Exception {
+        RedlockLease held = redlock.getLock("counted", RENEWED).acquire(Duration.ofSeconds(5));
+        try (RedlockClient three = RedlockClient.connect(urls(masters.subList(0, 3)), options())) {
+            long t0 = System.nanoTime();
+            LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class,
+                () -> three.getLock("counted", RENEWED).acquire(Duration.ofSeconds(10)));
+            assertTrue((System.nanoTime() - t0) / 1_000_000 < 5000, "refused, not left to time out");
+            assertTrue(e.getMessage().contains("5 masters") && e.getMessage().contains("counts 3"), e.getMessage());
+            assertTrue(held.isHeld());
+            assertHeldOn(masters, "counted", 5);
+        } finally {
+            held.close();
         }
     }
 
