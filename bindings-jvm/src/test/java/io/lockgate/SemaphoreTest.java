@@ -149,6 +149,23 @@ class SemaphoreTest extends RedisTestBase {
         assertEquals(List.of(), liveKeys(raw, "async"));
     }
 
+    // Issue 13, item 1: a client with another permit count is refused while the semaphore is in
+    // use (it would oversubscribe it), and changes nothing; once idle the count may change.
+    @Test
+    void permitCountsMustAgree() throws Exception {
+        Lease one = client.getSemaphore("agree", 1).acquire(Duration.ofSeconds(1));
+        LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class,
+            () -> client.getSemaphore("agree", 2).tryAcquire());
+        assertTrue(e.getMessage().contains("permits"), e.getMessage());
+        assertThrows(LockInvalidArgumentException.class,
+            () -> client.getSemaphore("agree", 2).acquire(Duration.ofSeconds(5)));
+        assertEquals(1L, raw.num("ZCARD", key("agree", ":sem:holders")), "still one holder");
+        assertTrue(one.release());
+        try (Lease two = client.getSemaphore("agree", 2).acquire(Duration.ofSeconds(1))) {
+            assertTrue(two.isHeld(), "idle: the count may change");
+        }
+    }
+
     // Bad counts and options are the typed INVALID_ARGUMENT, before any network call.
     @Test
     void badInputIsInvalidArgument() {
