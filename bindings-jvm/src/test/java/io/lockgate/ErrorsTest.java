@@ -147,6 +147,23 @@ class ErrorsTest {
         assertTrue(e.isRetryable());
     }
 
+    // Issue 13, item 8: connectTimeout bounds the whole connect, not each attempt, against a
+    // server that accepts the TCP connection and never answers.
+    @Test
+    void connectTimeoutBoundsTheWholeConnect() throws Exception {
+        try (java.net.ServerSocket silent =
+                 new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            long t0 = System.nanoTime();
+            LockException e = assertThrows(LockException.class, () -> LockgateClient.connect(
+                "redis://127.0.0.1:" + silent.getLocalPort(),
+                ClientOptions.builder().connectTimeout(Duration.ofSeconds(1)).build()));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 900 && ms < 2000, "gave up after about the 1 s connect timeout: " + ms + " ms");
+            assertEquals("CONNECTION", e.code(), e.toString());
+            assertTrue(e.isRetryable(), e.toString());
+        }
+    }
+
     @Test
     void wrongKeyTypeIsAProtocolError() {
         try (Resp raw = server.raw()) {
