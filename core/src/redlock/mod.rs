@@ -618,7 +618,7 @@ impl RedlockEngine {
     /// Ends an attempt that met a holder counting another number of masters: undone on every
     /// master, failed with INVALID_ARGUMENT (a configuration error; retrying cannot help).
     fn refuse_acquire(&mut self, now: Instant, op: OpId, round: u64, theirs: &str) {
-        if !self.acquires.get(&op).is_some_and(|a| a.round == Some(round)) {
+        if self.acquires.get(&op).is_none_or(|a| a.round != Some(round)) {
             return; // Cancelled or timed out meanwhile; its undo round is already on the wire.
         }
         let a = self.acquires.remove(&op).expect("present");
