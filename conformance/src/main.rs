@@ -311,7 +311,20 @@ async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: 
                 ctx.expect(step, &reply, label).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
             } else if let Some(who) = step.get("actor").and_then(Value::as_str) {
                 let actor = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
-                let id = actor.send(ctx.operation(step)).await.map_err(at)?;
+                let mut op = ctx.operation(step);
+                if let Some(picked) = op.get("masters").and_then(Value::as_array).cloned() {
+                    // `connect_redlock` over a subset of the masters, by index.
+                    let urls = picked
+                        .iter()
+                        .map(|i| i.as_u64().and_then(|i| masters.get(i as usize)).map(RedisServer::url))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| at(format!("bad master indices {picked:?}")))?;
+                    op["urls"] = Value::from(urls);
+                    op["prefix"] = Value::from(PREFIX);
+                    op["max_lease_ms"] = Value::from(REDLOCK_MAX_LEASE_MS);
+                    op.as_object_mut().expect("an operation is an object").remove("masters");
+                }
+                let id = actor.send(op).await.map_err(at)?;
                 match step.get("async").and_then(Value::as_str) {
                     Some(label) => {
                         pending.insert(label.to_string(), (who.to_string(), id));
