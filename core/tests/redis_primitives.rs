@@ -137,9 +137,11 @@ async fn read_write_lock_excludes_writers(b: Backend) {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     assert!(rw3.read().try_acquire().await.unwrap().is_none(), "a queued writer blocks new readers");
+    // Every reader of a lock in use must share its writers_first (PROTOCOL.md §7): the server refuses another.
     let barging = c.read_write_lock("doc", LockOptions::default()).unwrap().with_writers_first(false);
-    let r3 = barging.read().try_acquire().await.unwrap().expect("writers_first=false lets readers in");
-    for r in [r1, r2, r3] {
+    let refused = barging.read().try_acquire().await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidArgument, "{refused}");
+    for r in [r1, r2] {
         assert!(r.release().await.unwrap());
     }
     let w = writer.await.unwrap();
@@ -147,6 +149,23 @@ async fn read_write_lock_excludes_writers(b: Backend) {
     assert!(rw.read().try_acquire().await.unwrap().is_none());
     assert!(w.release().await.unwrap());
     assert!(live_keys(&b, "doc").is_empty(), "{:?}", live_keys(&b, "doc"));
+
+    // With writers_first = false on every reader, a reader passes a queued writer.
+    let first = c.read_write_lock("open", LockOptions::default()).unwrap().with_writers_first(false);
+    let second = c.read_write_lock("open", LockOptions::default()).unwrap().with_writers_first(false);
+    let r1 = first.read().acquire(Duration::from_secs(1)).await.unwrap();
+    let writer = tokio::spawn({
+        let rw = first.clone();
+        async move { rw.write().acquire(Duration::from_secs(10)).await.unwrap() }
+    });
+    let mut raw = b.raw("lockgate:{open}:rw:queue");
+    while raw.zcard::<_, usize>("lockgate:{open}:rw:queue").unwrap() < 1 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let r2 = second.read().try_acquire().await.unwrap().expect("writers_first=false lets readers in");
+    assert!(r1.release().await.unwrap() && r2.release().await.unwrap());
+    assert!(writer.await.unwrap().release().await.unwrap());
+    assert!(live_keys(&b, "open").is_empty(), "{:?}", live_keys(&b, "open"));
 
     // Stress: counters of active readers and writers never show a writer beside anyone.
     let readers = Arc::new(AtomicUsize::new(0));
