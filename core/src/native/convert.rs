@@ -46,9 +46,7 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
             K::Server(_) => {
                 // Transient server states: a loading or busy server, a slot in migration, a
                 // primary or (on a cluster) a slot's master that is down for now.
-                if e.is_connection_dropped()
-                    || matches!(code, "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "CLUSTERDOWN")
-                {
+                if e.is_connection_dropped() || crate::redis::reply::TRANSIENT_ERROR_CODES.contains(&code) {
                     ErrorKind::Connection
                 } else {
                     ErrorKind::Protocol
