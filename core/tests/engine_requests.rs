@@ -46,3 +46,32 @@ fn renewals_due_together_share_one_pipeline_by_default() {
 fn split_pipelines_sends_each_call_on_its_own() {
     assert_eq!(renewal_requests(true), vec![1, 1]);
 }
+
+/// A subscription refused for its credentials (wrong password, an ACL user without the right
+/// to subscribe) ends every waiting acquire with AUTHENTICATION at once, instead of a TIMEOUT
+/// that hides the cause (issue 13, item 10); a transient refusal keeps them waiting.
+#[test]
+fn a_refused_subscription_ends_waits_with_its_authentication_error() {
+    use lockgate_core::{Error, ErrorKind, Event, Outcome};
+    for (kind, ends) in [(ErrorKind::Authentication, true), (ErrorKind::Connection, false)] {
+        let mut engine = Engine::new(EngineConfig::default(), Box::new(SeededRandom::new(7))).unwrap();
+        let t0 = Instant::from_origin(Duration::from_secs(1));
+        let opts = LockOptions::renewed_lease(Duration::from_secs(3));
+        let op = engine.acquire(t0, "a", &opts, Wait::For(Duration::from_secs(10))).unwrap();
+        let sub = engine.poll_request().expect("the subscription comes first");
+        assert!(matches!(sub.kind, RequestKind::Subscribe(_)), "{sub:?}");
+        engine.handle_reply(t0, sub.id, Err(Error::new(kind, "NOPERM this user has no permissions to access the channel")));
+        let mut ended = None;
+        while let Some(ev) = engine.poll_event() {
+            if let Event::Completed { op: done, outcome } = ev {
+                assert_eq!(done, op);
+                ended = Some(outcome);
+            }
+        }
+        match (ends, ended) {
+            (true, Some(Outcome::Failed(e))) => assert_eq!(e.kind(), ErrorKind::Authentication),
+            (false, None) => {}
+            (_, other) => panic!("{kind:?}: unexpected {other:?}"),
+        }
+    }
+}

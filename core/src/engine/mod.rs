@@ -621,7 +621,18 @@ impl Engine {
                 }
                 self.handle_timeout(now);
             }
-            Err(_) => {
+            Err(e) => {
+                if e.kind() == ErrorKind::Authentication {
+                    // Refused credentials or a user without the right to subscribe: waiting
+                    // would only end in TIMEOUT and hide the cause, so every acquire ends
+                    // now with the refusal (later ones try the subscription again).
+                    let ops: Vec<OpId> = self.acquires.keys().copied().collect();
+                    for op in ops {
+                        let a = self.take_acquire(op).expect("listed above");
+                        self.abandon(now, a);
+                        self.complete(op, Outcome::Failed(e.clone()));
+                    }
+                }
                 let jitter = Duration::from_millis(self.rng.next_u64() % 50);
                 self.subscription =
                     Subscription::RetryAt(now + Duration::from_millis(100) + jitter);
