@@ -64,11 +64,14 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
         remaining = lease.remaining
         assert remaining is not None and 0.5 < remaining < 0.8  # drift deducted
         assert lease.lost_reason is None
-        # The same owner token on all five masters, with the lease as its expiry.
+        # The same owner value on all five masters (the 32-character token, then ":" and the
+        # number of masters every participant must agree on, PROTOCOL.md §8), with the lease as its expiry.
         key = redlock_key("orders")
         assert sorted(masters.holders("orders")) == sorted(n.port for n in masters.nodes)
         tokens = {n.raw().get(key) for n in masters.nodes}
-        assert len(tokens) == 1 and len(tokens.pop() or b"") == 32
+        assert len(tokens) == 1
+        token, _, counted = (tokens.pop() or b"").partition(b":")
+        assert len(token) == 32 and counted == b"5"
         assert all(0 < n.raw().pttl(key) <= 800 for n in masters.nodes)
         lease.extend(1.0)  # returns once a majority confirmed
         assert sum(700 < n.raw().pttl(key) <= 1000 for n in masters.nodes) >= 3
