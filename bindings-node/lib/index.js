@@ -395,11 +395,12 @@ class Lock {
     if (this.#reentrant) {
       const entered = await this.#reenter(driver, signal);
       if (entered) return entered;
-    } else {
-      this.#leases.check(this);
+      const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
+      return this.#granted(driver, ev);
     }
-    const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
-    return this.#granted(driver, ev);
+    this.#leases.check(this);
+    const ev = await this.#leases.waiting(this, signal, (s) => driver.acquire(this.#spec, options, false, s));
+    return this.#granted(driver, acquiredOrTimeout(ev));
   }
 
   /**
@@ -450,7 +451,12 @@ class Lock {
       this.#election !== undefined
         ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value)
         : new Lease(INTERNAL, this, driver, ev);
-    this.#leases.add(lease);
+    const refused = this.#leases.add(lease, this, !this.#reentrant);
+    if (refused) {
+      // Another acquire through this handle won first (e.g. two tryAcquire() at once).
+      lease.release().catch(() => {});
+      throw refused;
+    }
     return lease;
   }
 }

@@ -51,6 +51,20 @@ async function usingLease(lock, fn, options, held) {
   return result;
 }
 
+/** The abort reason of a wait ended because another acquire through its handle won. */
+class HandleWon extends Error {}
+
+/** The AlreadyHeldError of a non-reentrant handle `lock` that holds its lock. */
+function alreadyHeld(lock) {
+  const what = HELD_WHAT[lock.kind] || 'lock';
+  return makeError(
+    'ALREADY_HELD',
+    `this handle already holds the ${what} ${JSON.stringify(lock.name)} and is not reentrant: ` +
+      'acquiring again through it would wait for itself; release its lease first, or give ' +
+      'each task that waits its own handle',
+  );
+}
+
 /** How AlreadyHeldError names what a handle of each kind holds. */
 const HELD_WHAT = {
   mutex: 'lock',
@@ -72,22 +86,52 @@ class HandleLeases {
   /** @type {HeldLease[]} what acquire() granted through the handle and was not seen ended yet */
   #leases = [];
 
+  /** Aborts of the acquires still waiting through a non-reentrant handle (see `waiting`). */
+  #waits = new Set();
+
   /** Throws AlreadyHeldError if the handle still holds a lease (`lock`: the handle, named in the message). */
   check(lock) {
     if (this.#leases.length === 0 || this.current() === null) return;
-    const what = HELD_WHAT[lock.kind] || 'lock';
-    throw makeError(
-      'ALREADY_HELD',
-      `this handle already holds the ${what} ${JSON.stringify(lock.name)} and is not reentrant: ` +
-        'acquiring again through it would wait for itself; release its lease first, or give ' +
-        'each task that waits its own handle',
-    );
+    throw alreadyHeld(lock);
   }
 
-  /** Remembers a lease granted through the handle (forgetting ended ones: a long-lived reentrant handle does not pile them up). */
-  add(lease) {
+  /**
+   * Runs `start(signal)`, an acquire through a non-reentrant handle, so that it ends with
+   * AlreadyHeldError (its wait withdrawn from the server) as soon as another acquire through the
+   * same handle wins — as the core's native handles do: a handle never holds two leases, and a
+   * wait it started can never be granted beside its own lease. `signal` is the caller's.
+   */
+  async waiting(lock, signal, start) {
+    const own = new AbortController();
+    const forward = () => own.abort(signal.reason);
+    if (signal) {
+      if (signal.aborted) own.abort(signal.reason);
+      else signal.addEventListener('abort', forward, { once: true });
+    }
+    this.#waits.add(own);
+    try {
+      return await start(own.signal);
+    } catch (err) {
+      if (own.signal.reason instanceof HandleWon && err && err.code === 'CANCELLED') throw alreadyHeld(lock);
+      throw err;
+    } finally {
+      this.#waits.delete(own);
+      if (signal) signal.removeEventListener('abort', forward);
+    }
+  }
+
+  /**
+   * Records a lease granted through the handle (forgetting ended ones: a long-lived reentrant
+   * handle does not pile them up). Through a non-reentrant handle (`exclusive`), a grant that
+   * finds the handle already holding is refused: the caller releases it and throws what this
+   * returns; otherwise the handle's other waits end with AlreadyHeldError.
+   */
+  add(lease, lock, exclusive) {
+    if (exclusive && this.current() !== null) return alreadyHeld(lock);
     this.current();
     this.#leases.push(lease);
+    if (exclusive) for (const w of this.#waits) w.abort(new HandleWon());
+    return null;
   }
 
   /** The most recent lease the handle still holds, or null (ended ones are forgotten). */

@@ -393,8 +393,8 @@ class RedlockLock {
     const driver = drivers.get(this.#redlock);
     const signal = checkSignal(options);
     this.#leases.check(this);
-    const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
-    return this.#granted(driver, ev);
+    const ev = await this.#leases.waiting(this, signal, (s) => driver.acquire(this.#spec, options, false, s));
+    return this.#granted(driver, acquiredOrTimeout(ev));
   }
 
   /**
@@ -411,7 +411,12 @@ class RedlockLock {
 
   #granted(driver, ev) {
     const lease = new RedlockLease(INTERNAL, this, driver, ev);
-    this.#leases.add(lease);
+    const refused = this.#leases.add(lease, this, true);
+    if (refused) {
+      // Another acquire through this handle won first (e.g. two tryAcquire() at once).
+      lease.release().catch(() => {});
+      throw refused;
+    }
     return lease;
   }
 

@@ -124,6 +124,34 @@ test('a candidate that leads refuses to campaign again through itself', async ()
   await leadership.resign();
 });
 
+test('acquires already waiting through a handle end with AlreadyHeldError once one of them wins, as natively', async () => {
+  // A mutex: the other waits through the same handle are withdrawn when one is granted.
+  const holder = await client.lock('held-race').acquire();
+  const shared = client.lock('held-race');
+  const waits = [0, 1, 2].map(() => shared.acquire({ timeoutMs: 10000 }).then((l) => l, (e) => e));
+  await sleep(100);
+  await holder.release();
+  const ended = await Promise.all(waits);
+  const won = ended.filter((r) => !(r instanceof Error));
+  assert.equal(won.length, 1, `one winner: ${ended.map((r) => (r instanceof Error ? r.code : 'lease'))}`);
+  for (const e of ended.filter((r) => r instanceof Error)) isAlreadyHeld(e);
+  assert.equal(shared.lease, won[0]);
+  await won[0].release();
+  const next = await client.lock('held-race').tryAcquire();
+  assert.ok(next, 'nothing was left queued or held by the withdrawn waits');
+  await next.release();
+  // A semaphore with free permits: two tries at once through one handle grant it one permit.
+  const sem = client.semaphore('held-race-sem', 3, { leaseMs: 5000 });
+  const tries = await Promise.all([sem.tryAcquire(), sem.tryAcquire()].map((p) => p.then((l) => l, (e) => e)));
+  assert.equal(tries.filter((r) => r && !(r instanceof Error)).length, 1, `${tries}`);
+  for (const e of tries.filter((r) => r instanceof Error)) isAlreadyHeld(e);
+  await sem.lease.release();
+  const others = [1, 2, 3].map(() => client.semaphore('held-race-sem', 3));
+  const all = await Promise.all(others.map((h) => h.tryAcquire()));
+  assert.ok(all.every((l) => l && l.isHeld), 'the refused grant was given back: three permits are free');
+  await Promise.all(all.map((l) => l.release()));
+});
+
 test('a reentrant handle still re-enters instead', async () => {
   const lock = client.lock('held-reentrant', { reentrant: true });
   const outer = await lock.acquire();
