@@ -7,7 +7,6 @@ import io.lockgate.internal.ffi.NativeLockOptions;
 import io.lockgate.internal.ffi.NativeReadWriteLock;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 /**
@@ -38,7 +37,6 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     private final String url;
     private final ClientState state = new ClientState();
     /** Set by the first close (by its owner or at exit); every close shares it. */
-    private final AtomicReference<CompletableFuture<Void>> closing = new AtomicReference<>();
 
     private LockgateClient(NativeClient client) {
         this.client = client;
@@ -190,20 +188,7 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     /** Starts the one close of this client, or returns the one already started. */
     @Override
     public CompletableFuture<Void> beginClose() {
-        CompletableFuture<Void> mine = new CompletableFuture<>();
-        if (!closing.compareAndSet(null, mine)) {
-            return closing.get();
-        }
-        ExitCleanup.forget(this);
-        Futures.map(Bridge.shutdown(client), v -> null, v -> {}).whenComplete((v, err) -> {
-            state.openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
-            if (err != null) {
-                mine.completeExceptionally(err);
-            } else {
-                mine.complete(null);
-            }
-        });
-        return mine;
+        return state.beginClose(this, () -> Futures.map(Bridge.shutdown(client), v -> null, v -> {}));
     }
 
     /** The server URL, password redacted. */
@@ -213,6 +198,6 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
 
     @Override
     public String toString() {
-        return "LockgateClient{url=" + url + (closing.get() != null ? ", closed" : "") + "}";
+        return "LockgateClient{url=" + url + (state.isClosing() ? ", closed" : "") + "}";
     }
 }

@@ -7,7 +7,6 @@ import io.lockgate.internal.ffi.NativeRedlockLock;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Redlock over N independent Redis masters (no replication between them): a lock is held when
@@ -44,7 +43,6 @@ public final class RedlockClient implements AutoCloseable, ExitCleanup.Closer {
     private final int quorum;
     private final ClientState state = new ClientState();
     /** Set by the first close (by its owner or at exit); every close shares it. */
-    private final AtomicReference<CompletableFuture<Void>> closing = new AtomicReference<>();
 
     private RedlockClient(NativeRedlock redlock) {
         this.redlock = redlock;
@@ -148,24 +146,11 @@ public final class RedlockClient implements AutoCloseable, ExitCleanup.Closer {
     /** Starts the one close of this client, or returns the one already started. */
     @Override
     public CompletableFuture<Void> beginClose() {
-        CompletableFuture<Void> mine = new CompletableFuture<>();
-        if (!closing.compareAndSet(null, mine)) {
-            return closing.get();
-        }
-        ExitCleanup.forget(this);
-        Futures.map(Bridge.redlockShutdown(redlock), v -> null, v -> {}).whenComplete((v, err) -> {
-            state.openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
-            if (err != null) {
-                mine.completeExceptionally(err);
-            } else {
-                mine.complete(null);
-            }
-        });
-        return mine;
+        return state.beginClose(this, () -> Futures.map(Bridge.redlockShutdown(redlock), v -> null, v -> {}));
     }
 
     @Override
     public String toString() {
-        return "RedlockClient{masters=" + urls + ", quorum=" + quorum + (closing.get() != null ? ", closed" : "") + "}";
+        return "RedlockClient{masters=" + urls + ", quorum=" + quorum + (state.isClosing() ? ", closed" : "") + "}";
     }
 }
