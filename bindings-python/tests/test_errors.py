@@ -148,6 +148,24 @@ def test_unreachable_server_is_a_connection_error() -> None:
     assert ei.value.retryable is True and ei.value.code == "CONNECTION"
 
 
+def test_connect_timeout_bounds_the_whole_connect() -> None:
+    """A server that accepts TCP and never answers (a hung proxy): connect_timeout=1 fails in about
+    1 s, not once per attempt (issue 13, item 8: it took 3.5 s)."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(lockgate.LockConnectionError) as ei:
+            lockgate.Client(url, connect_timeout=1)
+        took = time.monotonic() - started
+    assert ei.value.retryable is True
+    assert 0.9 <= took < 1.8, f"took {took:.2f} s"
+
+
 def test_wrong_key_type_is_a_protocol_error(server: RedisServer) -> None:
     server.raw().hset(lock_key("wt"), "f", "v")
     client = lockgate.Client(server.url)
