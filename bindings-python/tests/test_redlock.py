@@ -7,6 +7,7 @@ token."""
 from __future__ import annotations
 
 import asyncio
+import re
 import gc
 import subprocess
 import sys
@@ -114,7 +115,9 @@ def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> Non
             with pytest.raises(lockgate.LockConnectionError) as e:
                 lock.try_acquire()
             assert e.value.code == "CONNECTION" and e.value.retryable is True
-            assert "2 of 5 masters granted, 3 are needed" in str(e.value)
+            # Masters whose connection is down answer at once, so the attempt may be decided
+            # (a majority is out of reach) before the two live masters' grants arrive.
+            assert re.search(r"\b[0-2] of 5 masters granted, 3 are needed", str(e.value)), str(e.value)
             # A waiting acquire keeps trying until its timeout, saying why the last attempt failed.
             started = time.monotonic()
             with pytest.raises(lockgate.LockTimeoutError) as t:
