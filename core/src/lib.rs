@@ -5,6 +5,7 @@
 //! natively under tokio ([`native`]) and as WebAssembly in Node with JavaScript doing the I/O.
 #![warn(missing_docs)]
 
+pub mod connect;
 pub mod engine;
 pub mod error;
 pub mod options;

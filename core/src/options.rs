@@ -178,14 +178,14 @@ pub enum Unit {
 }
 
 impl Unit {
-    fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             Unit::Seconds => "s",
             Unit::Millis => "ms",
         }
     }
 
-    fn of(self, d: Duration) -> f64 {
+    pub(crate) fn of(self, d: Duration) -> f64 {
         match self {
             Unit::Seconds => d.as_secs_f64(),
             Unit::Millis => d.as_secs_f64() * 1000.0,

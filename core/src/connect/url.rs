@@ -1,4 +1,7 @@
 //! Redis URLs: validated before any connection, and never shown with their password.
+//!
+//! Pure Rust (the `url` crate, no I/O), so the native driver, Python, the JVM and the Node
+//! binding (as wasm) all accept and refuse exactly the same URLs with the same messages.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -80,7 +83,32 @@ impl RedisUrl {
         self.parsed.password().map(decode)
     }
 
+    /// Where the URL points and how to log in, decoded: for drivers that open the connection
+    /// themselves (the Node binding's sockets) instead of handing the URL to a client library.
+    pub fn endpoint(&self) -> Endpoint {
+        let host = self.parsed.host_str().unwrap_or_default();
+        let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        let path = self.parsed.path().strip_prefix('/').unwrap_or_default();
+        Endpoint {
+            host: host.to_string(),
+            port: self.parsed.port().unwrap_or(DEFAULT_PORT),
+            username: Some(decode(self.parsed.username())).filter(|u| !u.is_empty()),
+            password: self.password().filter(|p| !p.is_empty()),
+            // `parse` accepted only plain decimal digits that fit a u32.
+            db: path.parse().unwrap_or(0),
+            tls: self.is_tls(),
+        }
+    }
+
+    /// `host:port/db`, the server and database the URL names: two URLs with the same identity
+    /// reach the same data whatever their credentials (Redlock refuses such a pair of masters).
+    pub fn identity(&self) -> String {
+        let e = self.endpoint();
+        format!("{}:{}/{}", e.host.to_ascii_lowercase(), e.port, e.db)
+    }
+
     /// The URL handed to the `redis` crate: RESP3, so pushes share the command connection.
+    #[cfg(feature = "tokio")]
     pub(crate) fn for_connection(&self) -> String {
         let mut u = self.parsed.clone();
         u.query_pairs_mut().clear().append_pair("protocol", "resp3");
@@ -88,11 +116,45 @@ impl RedisUrl {
     }
 
     /// Replaces every occurrence of the password in `message` (server and I/O errors may echo input).
-    pub(crate) fn scrub(&self, message: &str) -> String {
+    pub fn scrub(&self, message: &str) -> String {
         match self.password() {
             Some(p) if !p.is_empty() => message.replace(&p, "***"),
             _ => message.to_string(),
         }
+    }
+}
+
+/// The port a URL without one names.
+pub const DEFAULT_PORT: u16 = 6379;
+
+/// A parsed URL's server and login, decoded (see [`RedisUrl::endpoint`]). Its `Debug` hides
+/// the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP address (an IPv6 address without its brackets).
+    pub host: String,
+    /// TCP port (6379 when the URL gives none).
+    pub port: u16,
+    /// The ACL user, if the URL names one (it then has a password too).
+    pub username: Option<String>,
+    /// The password, if any; never shown by `Debug`.
+    pub password: Option<String>,
+    /// The database number (0 when the URL gives none).
+    pub db: u32,
+    /// Whether the connection uses TLS (`rediss://`).
+    pub tls: bool,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("db", &self.db)
+            .field("tls", &self.tls)
+            .finish()
     }
 }
 
@@ -187,5 +249,61 @@ mod tests {
             assert!(u.for_connection().contains("protocol=resp3"), "{ok}");
         }
         assert_eq!(RedisUrl::parse("rediss://app:p%40ss@h").unwrap().password().as_deref(), Some("p@ss"));
+    }
+
+    /// What a driver that opens its own sockets reads from a URL: decoded credentials, IPv6
+    /// hosts without brackets, the defaults for port and database, and a `Debug` without the
+    /// password.
+    #[test]
+    fn endpoints_are_decoded() {
+        let e = RedisUrl::parse("rediss://us%40er:p%40ss%3Aw%2Frd@Example.COM:6380/7").unwrap().endpoint();
+        assert_eq!(
+            (e.host.as_str(), e.port, e.username.as_deref(), e.password.as_deref(), e.db, e.tls),
+            ("Example.COM", 6380, Some("us@er"), Some("p@ss:w/rd"), 7, true)
+        );
+        assert!(!format!("{e:?}").contains("p@ss"), "{e:?}");
+        let e = RedisUrl::parse("redis://[::1]").unwrap().endpoint();
+        assert_eq!((e.host.as_str(), e.port, e.username, e.password, e.db, e.tls), ("::1", 6379, None, None, 0, false));
+        let e = RedisUrl::parse("redis://:only%20pw@h/").unwrap().endpoint();
+        assert_eq!((e.username, e.password.as_deref(), e.db), (None, Some("only pw"), 0));
+        // Credentials do not change which server and database a URL names.
+        assert_eq!(
+            RedisUrl::parse("redis://a:b@H:6379/0").unwrap().identity(),
+            RedisUrl::parse("redis://h").unwrap().identity()
+        );
+        assert_eq!(RedisUrl::parse("redis://[::1]:7000/3").unwrap().identity(), "::1:7000/3");
+        assert_ne!(
+            RedisUrl::parse("redis://h/1").unwrap().identity(),
+            RedisUrl::parse("redis://h/2").unwrap().identity()
+        );
+    }
+
+    /// Schemes, hosts and ports: only redis:// and rediss:// with a host, and no message ever
+    /// carries a percent-encoded password, decoded or not.
+    #[test]
+    fn schemes_hosts_and_secrets() {
+        for (bad, says) in [
+            ("http://h", "unsupported URL scheme \"http\""),
+            ("redis+sentinel://h", "unsupported URL scheme"),
+            ("unix:///tmp/redis.sock", "unsupported URL scheme \"unix\""),
+            ("rediss://", "has no host"),
+            ("redis://[::1", "malformed Redis URL"),
+            ("redis://h:port", "malformed Redis URL"),
+            ("redis://h:65536", "malformed Redis URL"),
+            ("redis://app:p%40ss%3Aword@h/x", "got /x"),
+            ("redis://app:p%40ss%3Aword@h?x=1", "parameter \"x\""),
+            ("redis://app:p%40ss%3Aword@h#f", "no #fragment"),
+        ] {
+            let e = RedisUrl::parse(bad).expect_err(bad);
+            assert_eq!(e.code(), "INVALID_ARGUMENT", "{bad}");
+            assert!(e.message().contains(says), "{bad}: {}", e.message());
+            for secret in ["p%40ss", "p@ss", "word"] {
+                assert!(!e.message().contains(secret), "{bad}: {}", e.message());
+            }
+        }
+        let u = RedisUrl::parse("redis://app:p%40ss%3Aword@h").unwrap();
+        for shown in [u.to_string(), format!("{u:?}")] {
+            assert!(!shown.contains("p%40ss") && !shown.contains("p@ss"), "{shown}");
+        }
     }
 }

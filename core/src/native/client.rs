@@ -10,86 +10,16 @@ use super::convert;
 use super::driver::{Acquired, Conn, Driver, LeaseState, LeaseWatch, Msg};
 use super::holder::Holder;
 use super::link::{self, Link};
-use super::url::RedisUrl;
+use crate::connect::{ClientOptions, RedisUrl};
 use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
 use crate::random::OsRandom;
 use crate::time::Duration;
 
-/// How to connect. `ClientOptions::new(url).connect().await` is the long form of [`Client::connect`].
-#[derive(Clone)]
-pub struct ClientOptions {
-    url: String,
-    /// Prepended to every key and channel; clients that share locks must use the same prefix.
-    pub key_prefix: String,
-    /// PEM root certificate(s) to trust for `rediss://` instead of the system store.
-    pub tls_ca_pem: Option<Vec<u8>>,
-    /// Limit on establishing the connection: bounds the whole of [`connect`](Self::connect)
-    /// (every attempt, DNS, TLS, AUTH), and each later reconnect attempt.
-    pub connect_timeout: Duration,
-    /// Limit on one server round trip before it counts as a connection failure. A connection
-    /// that stays silent this long is dropped and replaced by a new one.
-    pub response_timeout: Duration,
-    /// Replica-acknowledged mode for a primary with replicas: grants, extends and renewals
-    /// count only once `WAIT` confirms them on this many replicas (PROTOCOL.md §4). Must be
-    /// below `response_timeout`.
-    pub replica_acks: Option<crate::engine::ReplicaAcks>,
-    /// Treat the URL as one seed node of a Redis Cluster: the client discovers the others,
-    /// routes every script to the node owning its lock's slot (all keys of one lock share a
-    /// hash tag) and follows MOVED/ASK redirections.
-    pub cluster: bool,
-}
-
+// `ClientOptions` (the data, its defaults and rules) lives in `crate::connect`, shared with
+// the Node binding; connecting is the native driver's part.
 impl ClientOptions {
-    /// Options for `url` with the defaults (prefix `lockgate:`, 5 s timeouts, system roots).
-    pub fn new(url: impl Into<String>) -> Self {
-        ClientOptions {
-            url: url.into(),
-            key_prefix: EngineConfig::default().key_prefix,
-            tls_ca_pem: None,
-            connect_timeout: Duration::from_secs(5),
-            response_timeout: Duration::from_secs(5),
-            replica_acks: None,
-            cluster: false,
-        }
-    }
-
-    /// Checks the URL, prefix, timeouts and TLS settings without connecting (for bindings whose
-    /// constructors cannot await); [`connect`](Self::connect) applies the same checks.
-    pub fn validate(&self) -> Result<()> {
-        let url = RedisUrl::parse(&self.url)?;
-        options::validate_prefix(&self.key_prefix)?;
-        for (what, d) in [
-            ("connect_timeout", self.connect_timeout),
-            ("response_timeout", self.response_timeout),
-        ] {
-            if d.is_zero() || d > options::MAX_DURATION {
-                return Err(Error::invalid(format!(
-                    "{what} must be positive and at most 30 days"
-                )));
-            }
-        }
-        if let Some(r) = self.replica_acks {
-            if r.replicas == 0 || r.timeout < Duration::from_millis(1) || r.timeout >= self.response_timeout {
-                return Err(Error::invalid(
-                    "replica_acks needs at least 1 replica and a WAIT timeout of at least 1 ms, below response_timeout",
-                ));
-            }
-        }
-        if self.cluster && self.replica_acks.is_some() {
-            return Err(Error::invalid(
-                "replica_acks is not supported on a Redis Cluster (WAIT must reach the lock's primary)",
-            ));
-        }
-        if self.tls_ca_pem.is_some() && !url.is_tls() {
-            return Err(Error::invalid(
-                "a TLS CA certificate was given for a plaintext redis:// URL; use rediss://",
-            ));
-        }
-        Ok(())
-    }
-
     /// Connects and authenticates; a failed AUTH is an `AUTHENTICATION` error, never a fallback.
     pub async fn connect(self) -> Result<Client> {
         self.validate()?;
@@ -146,18 +76,6 @@ impl ClientOptions {
         push_tx: mpsc::UnboundedSender<redis::PushInfo>,
     ) -> Result<Link> {
         Link::connect(url, self.tls_ca_pem.as_deref(), self.connect_timeout, self.response_timeout, Some(push_tx)).await
-    }
-}
-
-impl fmt::Debug for ClientOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = RedisUrl::parse(&self.url)
-            .map(|u| u.to_string())
-            .unwrap_or_else(|_| "<invalid URL>".into());
-        f.debug_struct("ClientOptions")
-            .field("url", &url)
-            .field("key_prefix", &self.key_prefix)
-            .finish_non_exhaustive()
     }
 }
 

@@ -9,8 +9,11 @@ mod driver;
 mod holder;
 mod link;
 mod redlock;
-mod url;
 
-pub use client::{Client, ClientOptions, Election, Lease, Lock, ReadWriteLock};
-pub use redlock::{Redlock, RedlockLease, RedlockLock, RedlockOptions};
-pub use url::RedisUrl;
+pub use client::{Client, Election, Lease, Lock, ReadWriteLock};
+pub use redlock::{Redlock, RedlockLease, RedlockLock};
+// The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
+// binding); the native driver adds `connect()` to them.
+pub use crate::connect::{ClientOptions, RedisUrl, RedlockOptions};
+// The driver's modules name the URL type by its old path.
+use crate::connect as url;

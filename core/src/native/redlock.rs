@@ -16,7 +16,7 @@ use super::convert;
 use super::driver::{sleep_until, LeaseState, LeaseWatch, SHUTDOWN_GRACE};
 use super::holder::Holder;
 use super::link::Link;
-use super::url::RedisUrl;
+use crate::connect::{RedisUrl, RedlockOptions};
 use crate::engine::{Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
@@ -25,66 +25,16 @@ use crate::redis::reply::Reply;
 use crate::redlock::{NodeRequest, RedlockConfig, RedlockEngine, RedlockOutcome};
 use crate::time::{Duration, Instant};
 
-/// How to reach the masters and the deployment's Redlock settings.
-#[derive(Clone)]
-pub struct RedlockOptions {
-    urls: Vec<String>,
-    /// The protocol settings (prefix, drift, `max_lease`, node timeout, retry delay); its
-    /// `masters` is set from the URLs.
-    pub config: RedlockConfig,
-    /// PEM root certificate(s) to trust for `rediss://` masters instead of the system store.
-    pub tls_ca_pem: Option<Vec<u8>>,
-    /// Limit on establishing the connections: bounds the whole of
-    /// [`connect`](Self::connect) (the masters connect side by side, each with every attempt,
-    /// DNS, TLS and AUTH inside it), and each later reconnect attempt to one master.
-    pub connect_timeout: Duration,
-    /// Limit on one round trip to one master before it counts as a connection failure (the
-    /// engine's `node_timeout` decides an attempt much sooner). A master connection that stays
-    /// silent this long is dropped and replaced.
-    pub response_timeout: Duration,
-}
-
+// `RedlockOptions` (the data, its defaults and rules) lives in `crate::connect`, shared with
+// the Node binding; connecting is the native driver's part.
 impl RedlockOptions {
-    /// Options for the masters at `urls` (each `redis://` or `rediss://`, independent servers)
-    /// with the defaults of [`RedlockConfig`].
-    pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
-        let urls: Vec<String> = urls.into_iter().map(Into::into).collect();
-        RedlockOptions {
-            config: RedlockConfig { masters: urls.len(), ..RedlockConfig::default() },
-            urls,
-            tls_ca_pem: None,
-            connect_timeout: Duration::from_secs(5),
-            response_timeout: Duration::from_secs(5),
-        }
-    }
-
-    /// Checks URLs and settings without connecting.
-    pub fn validate(&self) -> Result<()> {
-        let mut seen = std::collections::HashSet::new();
-        for u in &self.urls {
-            let url = RedisUrl::parse(u)?;
-            if self.tls_ca_pem.is_some() && !url.is_tls() {
-                return Err(Error::invalid("a TLS CA certificate was given for a plaintext redis:// URL; use rediss://"));
-            }
-            if !seen.insert(url.to_string()) {
-                return Err(Error::invalid(format!("master {url} is listed twice; Redlock needs independent masters")));
-            }
-        }
-        for (what, d) in [("connect_timeout", self.connect_timeout), ("response_timeout", self.response_timeout)] {
-            if d.is_zero() || d > options::MAX_DURATION {
-                return Err(Error::invalid(format!("{what} must be positive and at most 30 days")));
-            }
-        }
-        RedlockConfig { masters: self.urls.len(), ..self.config.clone() }.validate()
-    }
-
     /// Connects to every master it can reach; masters that are down are retried in the
     /// background (they count as failed votes meanwhile). Fails if none is reachable or a
     /// master refuses the credentials.
     pub async fn connect(self) -> Result<Redlock> {
         self.validate()?;
         let urls: Vec<RedisUrl> = self.urls.iter().map(|u| RedisUrl::parse(u)).collect::<Result<_>>()?;
-        let config = RedlockConfig { masters: urls.len(), ..self.config.clone() };
+        let config = self.config();
         let links: Vec<Link> = urls
             .iter()
             .map(|u| Link::new(u, self.tls_ca_pem.as_deref(), self.connect_timeout, self.response_timeout, None))
@@ -102,17 +52,6 @@ impl RedlockOptions {
         let driver = RedlockDriver::new(engine, links, urls.clone());
         tokio::spawn(driver.run(rx));
         Ok(Redlock { inner: Arc::new(Inner { tx, urls, config, tickets: AtomicU64::new(1) }) })
-    }
-}
-
-impl fmt::Debug for RedlockOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let urls: Vec<String> = self
-            .urls
-            .iter()
-            .map(|u| RedisUrl::parse(u).map(|u| u.to_string()).unwrap_or_else(|_| "<invalid URL>".into()))
-            .collect();
-        f.debug_struct("RedlockOptions").field("urls", &urls).field("config", &self.config).finish_non_exhaustive()
     }
 }
 
