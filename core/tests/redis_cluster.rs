@@ -4,7 +4,8 @@
 //!
 //! The full mutex and fair-lock suites also run on a cluster (`redis_mutex.rs` and
 //! `redis_primitives.rs`, the `::cluster` half of each test); the tests here cover what is
-//! cluster-specific: slots of every key, and locks of one client spread over several masters.
+//! cluster-specific: slots of every key, locks of one client spread over several masters, and
+//! a node whose connection goes silent (issue 13 item 6).
 #![cfg(feature = "tokio")]
 
 mod support;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::{ErrorKind, LockOptions};
+use redis::Commands;
 use support::RedisCluster;
 
 async fn connect(cluster: &RedisCluster) -> Client {
@@ -207,4 +209,84 @@ async fn shared_primitives_on_a_cluster() {
     for name in NAMES {
         assert!(leftovers(&cluster, name).is_empty(), "{:?}", leftovers(&cluster, name));
     }
+}
+
+/// `count` lock names (with `prefix`) whose slots belong to master `node`.
+fn names_on(cluster: &RedisCluster, node: usize, prefix: &str, count: usize) -> Vec<String> {
+    (0..)
+        .map(|k| format!("{prefix}-{k}"))
+        .filter(|name| cluster.owner(&MutexKeys::new("lockgate:", name).lock) == node)
+        .take(count)
+        .collect()
+}
+
+// Issue 13 item 6 on a cluster. Every node is reached through a proxy (the nodes announce the
+// proxies' ports); one node's proxy then stops forwarding on its open connections without
+// closing them, as a hung proxy or a frozen host would, while new connections pass. The same
+// client recovers: its first call on that node waits out one response timeout (1 s), the
+// cluster connection is replaced (a reconnect on loopback takes milliseconds), and the call's
+// retry goes through; the bound of 3 s is that plus the engine's retry pause, with margin. A
+// waiter queued across the silence is woken by the release (it subscribes again), and a lease
+// held across it is honest: held on the server if it says held, or reported lost.
+// Without the replacement every call on that node's slots times out for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_node_connection_is_replaced() {
+    const SILENT: usize = 1;
+    let cluster = RedisCluster::start();
+    let proxies = cluster.behind_proxies().await;
+    let mut o = ClientOptions::new(proxies[0].url());
+    o.cluster = true;
+    o.response_timeout = Duration::from_secs(1);
+    o.connect_timeout = Duration::from_secs(1);
+    let client = o.connect().await.unwrap();
+    // A single-server client straight to the silent node's own port (it owns the slots of
+    // these names, so the scripts run there; its grants reach the cluster over the bus).
+    let direct = lockgate_core::native::Client::connect(&cluster.nodes[SILENT].url()).await.unwrap();
+    let names = names_on(&cluster, SILENT, "silent", 8);
+    let (kept_name, queued_name, other_name) = (&names[0], &names[1], &names[2]);
+
+    let kept = client.lock(kept_name, LockOptions::renewed_lease(Duration::from_secs(3))).unwrap();
+    let kept = kept.acquire(Duration::from_secs(5)).await.unwrap();
+    let blocked = direct.lock(queued_name, LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = client.lock(queued_name, LockOptions::default()).unwrap();
+        async move { lock.acquire(Duration::from_secs(30)).await }
+    });
+    let mut raw = cluster.nodes[SILENT].raw();
+    let queue = MutexKeys::new("lockgate:", queued_name).queue;
+    while raw.zcard::<_, usize>(&queue).unwrap() < 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    proxies[SILENT].silence();
+    let silent_at = std::time::Instant::now();
+    let lease = client.lock(other_name, LockOptions::default()).unwrap().acquire(Duration::from_secs(8)).await;
+    let recovered = silent_at.elapsed();
+    let lease = lease.expect("recovered after the silence");
+    assert!(recovered < Duration::from_secs(3), "recovered after {recovered:?}");
+    assert!(lease.release().await.unwrap());
+    // And keeps working on that node: more locks, one after another.
+    for name in &names[3..] {
+        let lease = client.lock(name, LockOptions::default()).unwrap().acquire(Duration::from_secs(2)).await.unwrap();
+        assert!(lease.release().await.unwrap(), "{name}");
+    }
+
+    let released_at = std::time::Instant::now();
+    assert!(blocked.release().await.unwrap());
+    let woken = tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("waiter woken").unwrap();
+    let woken = woken.expect("the waiter got the lock");
+    assert!(released_at.elapsed() < Duration::from_secs(3), "woken after {:?}", released_at.elapsed());
+    assert!(woken.release().await.unwrap());
+
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    if kept.is_held() {
+        let pttl: i64 = raw.pttl(&MutexKeys::new("lockgate:", kept_name).lock).unwrap();
+        assert!(pttl > 0, "a lease that says held is held on the server (pttl {pttl})");
+        assert!(kept.release().await.unwrap(), "and its release finds it");
+    } else {
+        let why = kept.lost_reason().expect("a lease that is not held says why");
+        assert!(matches!(why.kind(), ErrorKind::Connection | ErrorKind::NotHeld | ErrorKind::Timeout), "{why}");
+    }
+    client.close().await;
+    direct.close().await;
 }

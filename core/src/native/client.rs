@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::convert;
+use super::cluster_link::ClusterLink;
 use super::driver::{Acquired, Conn, Driver, LeaseState, LeaseWatch, Msg};
 use super::holder::Holder;
-use super::link::{self, Link};
+use super::link::Link;
 use crate::connect::{ClientOptions, RedisUrl};
 use crate::engine::{Engine, EngineConfig, LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
@@ -24,31 +24,17 @@ impl ClientOptions {
     pub async fn connect(self) -> Result<Client> {
         self.validate()?;
         let url = RedisUrl::parse(&self.url)?;
-        let scrub = |m: &str| url.scrub(m);
         let (push_tx, push_rx) = mpsc::unbounded_channel();
         let conn = if self.cluster {
-            let mut builder = redis::cluster::ClusterClientBuilder::new(vec![url.for_connection()])
-                .use_protocol(redis::ProtocolVersion::RESP3)
-                .push_sender(push_tx)
-                .connection_timeout(self.connect_timeout)
-                .response_timeout(self.response_timeout)
-                .tcp_settings(link::tcp_settings())
-                .retries(2);
-            if let Some(ca) = &self.tls_ca_pem {
-                builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) });
-            }
-            let client = builder.build().map_err(|e| convert::error(&e, scrub))?;
-            // The whole connect (slot discovery included) within connect_timeout.
-            let conn = tokio::time::timeout(self.connect_timeout, client.get_async_connection())
-                .await
-                .map_err(|_| {
-                    Error::new(
-                        ErrorKind::Connection,
-                        format!("could not connect to the cluster at {url} within {:?}", self.connect_timeout),
-                    )
-                })?
-                .map_err(|e| convert::error(&e, scrub))?;
-            Conn::Cluster(conn)
+            let link = ClusterLink::connect(
+                &url,
+                self.tls_ca_pem.as_deref(),
+                self.connect_timeout,
+                self.response_timeout,
+                push_tx,
+            )
+            .await?;
+            Conn::Cluster(link)
         } else {
             Conn::Single(self.connect_single(&url, push_tx).await?)
         };
@@ -60,7 +46,7 @@ impl ClientOptions {
         };
         let engine = Engine::new(config, Box::new(OsRandom))?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(Driver::new(engine, conn, url.clone()).run(rx, push_rx));
+        tokio::spawn(Driver::new(engine, conn).run(rx, push_rx));
         Ok(Client {
             inner: Arc::new(Inner {
                 tx,

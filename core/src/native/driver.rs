@@ -8,8 +8,8 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
+use super::cluster_link::ClusterLink;
 use super::link::Link;
-use super::url::RedisUrl;
 use crate::engine::{
     Engine, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId, RequestKind,
     Wait,
@@ -21,11 +21,11 @@ use crate::time::{Duration, Instant};
 
 /// The connection the driver performs requests on: one server (replaced when it breaks or goes
 /// silent, see [`Link`]), or a Redis Cluster (which routes each script by its first key; all
-/// keys of one lock share a slot).
+/// keys of one lock share a slot; replaced when a node goes silent, see [`ClusterLink`]).
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(Link),
-    Cluster(redis::cluster_async::ClusterConnection),
+    Cluster(ClusterLink),
 }
 
 /// What a lease handle can observe about its lease.
@@ -160,7 +160,6 @@ pub(crate) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from
 pub(crate) struct Driver {
     engine: Engine,
     conn: Conn,
-    url: RedisUrl,
     origin: tokio::time::Instant,
     pending: HashMap<OpId, Pending>,
     tickets: HashMap<u64, OpId>,
@@ -169,11 +168,10 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    pub(crate) fn new(engine: Engine, conn: Conn, url: RedisUrl) -> Self {
+    pub(crate) fn new(engine: Engine, conn: Conn) -> Self {
         Driver {
             engine,
             conn,
-            url,
             origin: tokio::time::Instant::now(),
             pending: HashMap::new(),
             tickets: HashMap::new(),
@@ -331,7 +329,6 @@ impl Driver {
 
     fn perform(&mut self, req: Request) {
         let mut conn = self.conn.clone();
-        let url = self.url.clone();
         let Request { id, kind } = req;
         let fut: ReplyFuture = match kind {
             RequestKind::Pipeline(commands) => {
@@ -347,18 +344,7 @@ impl Driver {
                 Box::pin(async move {
                     let r = match &mut conn {
                         Conn::Single(link) => link.pipeline(&pipe, n).await,
-                        // A cluster pipeline must stay in one slot. The engine sends one call per
-                        // request on a cluster (`split_pipelines`); should a request ever hold
-                        // several, each command still goes on its own, in order.
-                        Conn::Cluster(c) => {
-                            let sends = pipe.cmd_iter().map(|cmd| {
-                                let mut c = c.clone();
-                                async move { redis::aio::ConnectionLike::req_packed_command(&mut c, cmd).await }
-                            });
-                            let r: redis::RedisResult<Vec<redis::Value>> =
-                                futures_util::future::join_all(sends).await.into_iter().collect();
-                            r.map_err(|e| convert::error(&e, |m| url.scrub(m)))
-                        }
+                        Conn::Cluster(link) => link.pipeline(&pipe).await,
                     };
                     (id, r.map(|vals| vals.into_iter().map(convert::reply).collect()))
                 })
@@ -366,7 +352,7 @@ impl Driver {
             RequestKind::Subscribe(channel) => Box::pin(async move {
                 let r = match &mut conn {
                     Conn::Single(link) => link.subscribe(channel.as_bytes()).await,
-                    Conn::Cluster(c) => c.subscribe(&channel).await.map_err(|e| convert::error(&e, |m| url.scrub(m))),
+                    Conn::Cluster(link) => link.subscribe(channel.as_bytes()).await,
                 };
                 (id, r.map(|()| Vec::new()))
             }),

@@ -35,7 +35,7 @@ use super::url::RedisUrl;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most attempts [`Link::connect`] makes before giving up (within `connect_timeout`).
-const FIRST_CONNECT_ATTEMPTS: u32 = 3;
+pub(crate) const FIRST_CONNECT_ATTEMPTS: u32 = 3;
 /// Pause before the second attempt after a failure; doubles per failure up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Longest pause between two attempts.
@@ -85,7 +85,8 @@ fn breaks_connection(e: &redis::RedisError) -> bool {
     e.is_timeout() || e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error()
 }
 
-fn backoff(failures: u32) -> Duration {
+/// The pause before an attempt that follows `failures` consecutive failed ones.
+pub(crate) fn backoff(failures: u32) -> Duration {
     match failures {
         0 => Duration::ZERO,
         n => MIN_BACKOFF.saturating_mul(1 << (n - 1).min(5)).min(MAX_BACKOFF),

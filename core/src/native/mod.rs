@@ -4,6 +4,7 @@
 //! both commands and the grant notifications, however many locks and waiters the process has.
 
 mod client;
+mod cluster_link;
 mod convert;
 mod driver;
 mod holder;

@@ -389,6 +389,36 @@ impl RedisCluster {
         let i = self.owner(key);
         self.nodes[i].restart();
     }
+
+    /// Puts a [`proxy::SilentProxy`] in front of every node (index for index) and makes each
+    /// node announce its proxy's port (`cluster-announce-port`; the cluster bus stays direct),
+    /// so cluster clients, which connect to the addresses the nodes announce, reach every node
+    /// through its proxy. Returns once every node's view of the cluster shows the proxy ports.
+    /// The proxies run on the caller's tokio runtime.
+    pub async fn behind_proxies(&self) -> Vec<proxy::SilentProxy> {
+        let mut proxies = Vec::new();
+        for node in &self.nodes {
+            let p = proxy::SilentProxy::start(node.port).await;
+            let mut c = node.raw();
+            for (name, value) in [("cluster-announce-ip", "127.0.0.1".to_string()), ("cluster-announce-port", p.port.to_string())] {
+                let _: () = redis::cmd("CONFIG").arg("SET").arg(name).arg(value).query(&mut c).unwrap();
+            }
+            proxies.push(p);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &self.nodes {
+            let mut c = node.raw();
+            loop {
+                let view: String = redis::cmd("CLUSTER").arg("NODES").query(&mut c).unwrap();
+                if proxies.iter().all(|p| view.contains(&format!("127.0.0.1:{}@", p.port))) {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the nodes never announced their proxies: {view}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        proxies
+    }
 }
 
 /// Where a suite runs: one redis-server, or a three-master Redis Cluster. Test bodies take a
