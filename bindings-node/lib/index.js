@@ -6,8 +6,8 @@ const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
 const {
-  checkTransportOptions,
   checkUrl,
+  clientSettings,
   endpointOf,
   isIoredis,
   redact,
@@ -22,44 +22,6 @@ const redlock = require('./redlock');
 const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
 
-const CLIENT_OPTIONS = [
-  'keyPrefix',
-  'connectTimeoutMs',
-  'commandTimeoutMs',
-  'redisOptions',
-  'cluster',
-  'replicaAcks',
-];
-
-/** The native client's wording (core/src/native/client.rs): WAIT only reaches one node. */
-const NO_REPLICA_ACKS_ON_CLUSTER =
-  "replicaAcks is not supported on a Redis Cluster (WAIT must reach the lock's primary)";
-
-function checkClientOptions(options) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid(`client options must be an object, got ${typeof options}`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!CLIENT_OPTIONS.includes(key)) {
-      throw invalid(`unknown client option ${JSON.stringify(key)}; expected one of ${CLIENT_OPTIONS.join(', ')}`);
-    }
-  }
-  checkTransportOptions(options);
-  if (options.cluster !== undefined && typeof options.cluster !== 'boolean') {
-    throw invalid('cluster must be a boolean');
-  }
-  // replicaAcks' shape and ranges are checked by the engine (src/convert.rs, core).
-  return options;
-}
-
-/** The commandTimeout the command connection will have, or undefined for none. */
-function commandTimeoutOf(target, opts) {
-  if (typeof target === 'string') return urlCommandTimeout(opts);
-  const o = target.options || {};
-  return target.isCluster ? (o.redisOptions || {}).commandTimeout : o.commandTimeout;
-}
-
 /**
  * Connects to Redis and returns a Client. `target` is a `redis://` / `rediss://` URL (the
  * client then owns one command connection, plus one subscriber connection opened on the first
@@ -69,32 +31,17 @@ function commandTimeoutOf(target, opts) {
  * nodes).
  */
 async function connect(target, options) {
-  const opts = checkClientOptions(options);
   const url = typeof target === 'string' ? checkUrl(target) : undefined;
   if (url === undefined && !isIoredis(target)) {
     throw invalid('connect() takes a redis:// or rediss:// URL, an ioredis client or an ioredis Cluster');
   }
-  if (url === undefined && opts.cluster !== undefined) {
-    throw invalid('the cluster option is for URLs; an ioredis client is a Cluster or not by itself');
-  }
-  const cluster = url === undefined ? target.isCluster === true : opts.cluster === true;
-  if (cluster && opts.replicaAcks !== undefined && opts.replicaAcks !== null) {
-    throw invalid(NO_REPLICA_ACKS_ON_CLUSTER);
-  }
+  // The core checks and defaults every option (src/connect.rs); the rest is plumbing.
+  const settings = clientSettings(target, options);
+  const opts = options || {};
+  const cluster = settings.cluster;
   // On a cluster every script call is its own request (a pipeline cannot span slots), so a
   // node that fails fails only the calls routed to it.
-  const engine = new wasm.Engine(opts.keyPrefix, SHAPES, opts.replicaAcks, cluster);
-  if (opts.replicaAcks) {
-    // WAIT holds the connection for up to its timeout: a command timeout no longer than that
-    // would turn every unconfirmed grant into a broken connection.
-    const limit = commandTimeoutOf(target, opts);
-    if (limit !== undefined && limit !== null && opts.replicaAcks.timeoutMs >= limit) {
-      engine.free();
-      throw invalid(
-        `replicaAcks.timeoutMs (${opts.replicaAcks.timeoutMs}) must be below the command timeout (${limit} ms)`,
-      );
-    }
-  }
+  const engine = new wasm.Engine(settings.keyPrefix, SHAPES, settings.replicaAcks, cluster);
   if (url !== undefined && !cluster && wireEligible(opts)) {
     const driver = new Driver(engine, {
       url,
@@ -133,9 +80,6 @@ async function connect(target, options) {
  * reconnects nor times commands out until the first connection is ready (connectOwn).
  */
 function ownCluster(url, opts) {
-  if (url.pathname !== '' && url.pathname !== '/' && url.pathname !== '/0') {
-    throw invalid('a Redis Cluster has only database 0: remove the database from the URL');
-  }
   const ro = opts.redisOptions || {};
   const state = { connected: false, cluster: true, commandTimeout: urlCommandTimeout(opts) };
   const nodeOptions = {

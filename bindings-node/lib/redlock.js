@@ -23,8 +23,8 @@ const { EngineDriver, SHAPES, now } = require('./engine-driver');
 const { serverOptions } = require('./login');
 const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
 const {
-  checkTransportOptions,
   checkUrl,
+  endpointOf,
   isIoredis,
   redact,
   refSocket,
@@ -149,13 +149,6 @@ class RedlockDriver extends EngineDriver {
 
 // ---- connecting ----
 
-/** `host:port/db` of a URL target, for spotting a master listed twice. */
-function urlIdentity(url) {
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  const db = Number(url.pathname.replace(/^\//, '') || 0);
-  return `${host}:${url.port || 6379}/${db}`;
-}
-
 /** `host:port/db` of an ioredis client's server. */
 function clientIdentity(redis) {
   const o = redis.options || {};
@@ -230,12 +223,12 @@ async function connectRedlock(targets, options) {
   if (!Array.isArray(targets)) {
     throw invalid('connectRedlock() takes an array of redis:// or rediss:// URLs or ioredis clients, one per master');
   }
-  // The engine checks the Redlock settings, unknown option names and the number of masters.
+  // The engine checks the Redlock settings, the connection timeouts, unknown option names and
+  // the number of masters (the core's rules, src/convert.rs).
   const engine = new wasm.RedlockEngine(targets.length, options, SHAPES);
   const opts = options || {};
   const masters = [];
   try {
-    checkTransportOptions(opts);
     const seen = new Set();
     for (const target of targets) {
       let identity;
@@ -243,7 +236,7 @@ async function connectRedlock(targets, options) {
       let url;
       if (typeof target === 'string') {
         url = checkUrl(target);
-        identity = urlIdentity(url);
+        identity = endpointOf(url).identity; // the core's host:port/db
       } else if (isIoredis(target) && target.isCluster !== true) {
         identity = clientIdentity(target);
       } else {
@@ -306,14 +299,14 @@ class Redlock {
 
   /**
    * A lock named `name` on every master; the name and options are validated here, the lease
-   * against `maxLeaseMs` when acquiring.
+   * against `maxLeaseMs` too (without `leaseMs`: 30 s, or `maxLeaseMs` if shorter).
    * @param {string} name
    * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs }`
    * @returns {RedlockLock}
    */
   lock(name, options) {
     drivers.get(this).ensureOpen();
-    return new RedlockLock(INTERNAL, this, new wasm.RedlockSpec(name, options));
+    return new RedlockLock(INTERNAL, this, new wasm.RedlockSpec(name, options, drivers.get(this).engine));
   }
 
   /** How many masters there are. */

@@ -122,7 +122,7 @@ fn positive_millis(what: &str, v: &JsValue) -> Result<Duration> {
 
 /// Reads the own enumerable keys of an options object, rejecting unknown ones (a misspelt option
 /// silently falling back to a default would be worse than an error).
-fn option_entries(what: &str, v: &JsValue, known: &[&str]) -> Result<Vec<(String, JsValue)>> {
+pub(crate) fn option_entries(what: &str, v: &JsValue, known: &[&str]) -> Result<Vec<(String, JsValue)>> {
     if v.is_undefined() || v.is_null() {
         return Ok(Vec::new());
     }
@@ -202,20 +202,21 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleO
 }
 
 /// The client option `replicaAcks: { replicas, timeoutMs }` (`undefined`/`null`: off). The
-/// core checks the ranges (at least 1 replica, a timeout from 1 ms to 30 days).
+/// core's rules and default: at least 1 replica, `timeoutMs` from 1 ms (1000 when absent, as in
+/// every binding), and a timeout without replicas is refused.
 pub fn replica_acks(v: &JsValue) -> Result<Option<ReplicaAcks>> {
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
+    let spelling = &lockgate_core::connect::Spelling::JS;
     let mut replicas = None;
     let mut timeout = None;
     for (key, value) in option_entries("replicaAcks", v, &["replicas", "timeoutMs"])? {
         match key.as_str() {
             "replicas" => {
                 replicas = Some(match value.as_f64() {
-                    Some(n) if n.fract() == 0.0 && (1.0..=f64::from(u32::MAX)).contains(&n) => {
-                        n as u32
-                    }
+                    // Whole numbers only; the core checks the range (a u32 of at least 1).
+                    Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => n as i64,
                     _ => {
                         return Err(invalid(format!(
                             "replicaAcks.replicas must be a whole number of at least 1, got {}",
@@ -224,16 +225,18 @@ pub fn replica_acks(v: &JsValue) -> Result<Option<ReplicaAcks>> {
                     }
                 })
             }
-            "timeoutMs" => timeout = Some(positive_millis("replicaAcks.timeoutMs", &value)?),
+            "timeoutMs" => {
+                timeout = Some(value.as_f64().ok_or_else(|| {
+                    invalid(format!("replicaAcks.timeoutMs must be a number of milliseconds, got {}", describe(&value)))
+                })?)
+            }
             _ => unreachable!("filtered by option_entries"),
         }
     }
-    match (replicas, timeout) {
-        (Some(replicas), Some(timeout)) => Ok(Some(ReplicaAcks { replicas, timeout })),
-        _ => Err(invalid(
-            "replicaAcks needs both replicas (a whole number of at least 1) and timeoutMs",
-        )),
+    if replicas.is_none() && timeout.is_none() {
+        return Err(invalid("replicaAcks needs replicas (the number of replicas WAIT must reach)"));
     }
+    lockgate_core::connect::replica_acks(replicas, timeout, spelling)
 }
 
 fn describe_number(v: &JsValue) -> String {
@@ -716,10 +719,6 @@ pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
 
 // ---- Redlock (PROTOCOL.md §8) ----
 
-/// Option keys of `connectRedlock(targets, options)` that the JavaScript driver handles itself
-/// (connections); the Redlock settings are the rest of [`REDLOCK_KEYS`].
-const REDLOCK_TRANSPORT_KEYS: [&str; 3] = ["connectTimeoutMs", "commandTimeoutMs", "redisOptions"];
-
 /// Every option key of `connectRedlock(targets, options)`.
 const REDLOCK_KEYS: [&str; 10] = [
     "keyPrefix",
@@ -769,7 +768,19 @@ pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
                     }
                 }
             }
-            k if REDLOCK_TRANSPORT_KEYS.contains(&k) => {}
+            // The driver's own connections: checked by the core's rule for every client's
+            // timeouts (positive, at most 30 days) and left to it.
+            "connectTimeoutMs" | "commandTimeoutMs" => {
+                match value.as_f64() {
+                    Some(ms) => lockgate_core::options::positive_duration_from_f64(&key, ms, Unit::Millis)?,
+                    None => return Err(invalid(format!("{key} must be a positive number of milliseconds"))),
+                };
+            }
+            "redisOptions" => {
+                if !value.is_object() || Array::is_array(&value) || value.is_function() {
+                    return Err(invalid("redisOptions must be an object of ioredis options"));
+                }
+            }
             _ => unreachable!("filtered by option_entries"),
         }
     }
@@ -778,15 +789,18 @@ pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
 }
 
 /// The options of a Redlock lock handle: `{ leaseMs, autoRenew, waitTimeoutMs }` (a Redlock
-/// has no queue, so no `entryTtlMs`). Whether the lease fits the deployment's `maxLeaseMs` is
-/// the engine's check, at acquire.
-pub fn redlock_lock_options(v: &JsValue) -> Result<LockOptions> {
+/// has no queue, so no `entryTtlMs`), by the core's rule for every binding
+/// (`connect::redlock_lock_options`): without `leaseMs` the lease is 30 s or the deployment's
+/// `maxLeaseMs` if shorter; a `leaseMs` above `maxLeaseMs` is refused here, when the handle is
+/// made.
+pub fn redlock_lock_options(v: &JsValue, config: &RedlockConfig) -> Result<LockOptions> {
     let mut o = LockOptions::default();
+    let mut lease_given = false;
     for (key, value) in option_entries("Redlock lock option", v, &LEASE_KEYS[..3])? {
+        lease_given |= key == "leaseMs";
         lease_option(&mut o, &key, &value)?;
     }
-    o.validate()?;
-    Ok(o)
+    lockgate_core::connect::redlock_lock_options(config, o, lease_given)
 }
 
 /// A Redlock request as one flat array: `[id, master, name, ...args]` (one command each).

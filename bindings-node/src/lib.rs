@@ -8,6 +8,7 @@
 
 #[macro_use]
 mod shared;
+mod connect;
 mod convert;
 mod errors;
 mod random;
@@ -21,6 +22,7 @@ use wasm_bindgen::prelude::*;
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
 use errors::{js, JsResult};
 
+pub use connect::{client_settings, parse_url};
 pub use errors::{error_kinds, set_error_factory};
 pub use redlock::{redlock_scripts, RedlockSpec, WasmRedlockEngine};
 

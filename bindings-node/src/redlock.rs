@@ -33,11 +33,12 @@ pub struct RedlockSpec {
 
 #[wasm_bindgen]
 impl RedlockSpec {
-    /// Validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs }`.
+    /// Validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs }` for the deployment of
+    /// `engine` (a lease must fit its `maxLeaseMs`; without one it gets 30 s or `maxLeaseMs`).
     #[wasm_bindgen(constructor)]
-    pub fn new(name: JsValue, options: JsValue) -> JsResult<RedlockSpec> {
+    pub fn new(name: JsValue, options: JsValue, engine: &WasmRedlockEngine) -> JsResult<RedlockSpec> {
         let name = js(convert::name(&name))?;
-        let options = js(convert::redlock_lock_options(&options))?;
+        let options = js(convert::redlock_lock_options(&options, engine.engine.config()))?;
         Ok(RedlockSpec { name, options })
     }
 }

@@ -237,9 +237,12 @@ test('bad input is an InvalidArgumentError before anything is sent', async () =>
   assert.throws(() => rl.lock(''), isInvalid());
   assert.throws(() => rl.lock('x', { entryTtlMs: 1000 }), isInvalid(/unknown Redlock lock option/));
   assert.throws(() => rl.lock('x', { leaseMs: 'long' }), isInvalid());
-  // The lease is checked against the deployment's maxLeaseMs (by the engine) when acquiring.
-  await assert.rejects(rl.lock('x', { leaseMs: 5000 }).acquire(), isInvalid(/max_lease of 1000 ms/));
-  await assert.rejects(rl.lock('x').tryAcquire(), isInvalid(/max_lease/), 'the 30 s default exceeds it');
+  // The core's one rule for every binding (issue 14): a lease above the deployment's maxLeaseMs
+  // is refused when the handle is made, and a lock without leaseMs gets maxLeaseMs when that is
+  // shorter than the 30 s default.
+  assert.throws(() => rl.lock('x', { leaseMs: 5000 }), isInvalid(/max_lease of 1000 ms/));
+  assert.deepEqual(rl.lock('x').options, { leaseMs: 1000, autoRenew: true, waitTimeoutMs: Infinity });
+  assert.equal(rl.lock('x', { leaseMs: 1000 }).options.leaseMs, 1000);
   await assert.rejects(rl.lock('x', { leaseMs: 500 }).acquire({ timeoutMs: -1 }), isInvalid());
   await assert.rejects(rl.lock('x', { leaseMs: 500 }).acquire({ signal: 'no' }), isInvalid(/AbortSignal/));
   await assert.rejects(rl.lock('x', { leaseMs: 500 }).using('not a function'), isInvalid());

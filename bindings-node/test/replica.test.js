@@ -137,8 +137,8 @@ test('replicaAcks is validated before any network call', async () => {
     { replicas: 0, timeoutMs: 100 },
     { replicas: 1.5, timeoutMs: 100 },
     { replicas: '1', timeoutMs: 100 },
-    { replicas: 1 },
     { timeoutMs: 100 },
+    {},
     { replicas: 1, timeoutMs: 0 },
     { replicas: 1, timeoutMs: NaN },
     { replicas: 1, timeoutMs: 100, timeout: 5 },
@@ -149,6 +149,15 @@ test('replicaAcks is validated before any network call', async () => {
     await assert.rejects(lockgate.connect(primary.url, { replicaAcks }), invalid, JSON.stringify(replicaAcks));
   }
   await assert.rejects(lockgate.connect(primary.url, { replicaAcks: { replicas: 1, timeoutMs: 900 }, commandTimeoutMs: 900 }), invalid);
+  // A replica count alone waits the core's default 1000 ms, as in Python and Java (issue 14):
+  // so it must stay below the command timeout too.
+  await assert.rejects(
+    lockgate.connect(primary.url, { replicaAcks: { replicas: 1 }, commandTimeoutMs: 1000 }),
+    (e) => invalid(e) && e.message === 'replicaAcks.timeoutMs (1000 ms) must be below commandTimeoutMs (1000 ms)',
+  );
+  const defaulted = await lockgate.connect(primary.url, { replicaAcks: { replicas: 1 } });
+  await (await defaulted.lock('acked-default').acquire({ timeoutMs: 5000 })).release();
+  await defaulted.close();
   const io = new Redis(primary.port, '127.0.0.1', { commandTimeout: 400, lazyConnect: true });
   await assert.rejects(lockgate.connect(io, { replicaAcks: { replicas: 1, timeoutMs: 500 } }), invalid);
   const ok = await lockgate.connect(io, { replicaAcks: { replicas: 1, timeoutMs: 300 } });
