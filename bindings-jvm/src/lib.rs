@@ -36,7 +36,8 @@ use lockgate_core::options::{
     positive_duration_from_f64, Unit, MAX_DURATION, MAX_PERMITS,
 };
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive, ReplicaAcks};
+use lockgate_core::connect::{self, Spelling};
+use lockgate_core::{Error, ErrorKind, LeaderInfo, LockOptions, Primitive};
 
 // ---------------------------------------------------------------------------------------------
 // Errors: one mapping, carrying the core's stable code and retryable flag.
@@ -177,13 +178,9 @@ pub struct NativeClientOptions {
     /// Replica-acknowledged mode: grants count once `WAIT` confirms this many replicas
     /// (`None`: off). Signed because the JVM has no unsigned integers; the core checks the range.
     pub replica_acks: Option<i64>,
-    /// How long that `WAIT` may block (`None`: [`DEFAULT_REPLICA_ACK_TIMEOUT_SECS`]).
+    /// How long that `WAIT` may block (`None`: the core's default, 1 s, as in every binding).
     pub replica_ack_timeout_secs: Option<f64>,
 }
-
-/// The `WAIT` timeout when only a replica count is given (Redisson's `syncSlavesTimeout`
-/// default), below the default 5 s response timeout.
-const DEFAULT_REPLICA_ACK_TIMEOUT_SECS: f64 = 1.0;
 
 /// Lock options; `None` fields take the core's defaults (`wait_timeout_secs: None` = forever,
 /// `reentrant: None` = not reentrant). `reentrant` selects the core's reentrant handle where
@@ -206,48 +203,10 @@ fn client_options(url: String, o: NativeClientOptions) -> NativeResult<ClientOpt
     set_secs(&mut opts.connect_timeout, POSITIVE, "connectTimeout", o.connect_timeout_secs)?;
     set_secs(&mut opts.response_timeout, POSITIVE, "responseTimeout", o.response_timeout_secs)?;
     opts.cluster = o.cluster.unwrap_or(false);
-    opts.replica_acks =
-        replica_acks(o.replica_acks, o.replica_ack_timeout_secs, opts.response_timeout)?;
+    // The core's rules and default, worded in Java's names and seconds.
+    opts.replica_acks = connect::replica_acks(o.replica_acks, o.replica_ack_timeout_secs, &Spelling::JAVA)?;
+    opts.validate_as(&Spelling::JAVA)?;
     Ok(opts)
-}
-
-/// The replica-acknowledged mode's settings (Java's `replicaAcks(replicas, timeout)`), checked
-/// here under Java's names before the core's `ClientOptions::validate` would report them under
-/// its own (`replica_acks ... below response_timeout`).
-fn replica_acks(
-    replicas: Option<i64>,
-    timeout_secs: Option<f64>,
-    response_timeout: Duration,
-) -> NativeResult<Option<ReplicaAcks>> {
-    let Some(replicas) = replicas else {
-        return match timeout_secs {
-            None => Ok(None),
-            Some(_) => Err(Error::invalid("a replicaAcks timeout needs a replica count").into()),
-        };
-    };
-    let replicas = match u32::try_from(replicas) {
-        Ok(r) if r >= 1 => r,
-        _ => {
-            return Err(Error::invalid(format!(
-                "replicaAcks replicas must be at least 1, got {replicas}"
-            ))
-            .into())
-        }
-    };
-    let timeout = secs(
-        millisecond_or_more,
-        "replicaAcks timeout",
-        timeout_secs.unwrap_or(DEFAULT_REPLICA_ACK_TIMEOUT_SECS),
-    )?;
-    if timeout >= response_timeout {
-        return Err(Error::invalid(format!(
-            "replicaAcks timeout ({} s) must be below responseTimeout ({} s)",
-            timeout.as_secs_f64(),
-            response_timeout.as_secs_f64()
-        ))
-        .into());
-    }
-    Ok(Some(ReplicaAcks { replicas, timeout }))
 }
 
 /// The core's options and the reentrant flag.
@@ -726,16 +685,19 @@ pub struct NativeRedlock {
 #[uniffi::export]
 impl NativeRedlock {
     /// A Redlock handle; name and options are validated by the core, which also rejects a lease
-    /// longer than the deployment's `max_lease` here already. Redlock handles are never reentrant.
+    /// longer than the deployment's `max_lease` here already (no lease: 30 s or `max_lease`). Redlock handles are never reentrant.
     pub fn lock(
         &self,
         name: String,
         options: NativeLockOptions,
     ) -> NativeResult<Arc<NativeRedlockLock>> {
+        let lease_given = options.lease_secs.is_some();
         let (opts, reentrant) = lock_options(options)?;
         if reentrant {
             return Err(Error::invalid("a Redlock lock cannot be reentrant").into());
         }
+        // The core's rule for every binding: no lease given is 30 s or max_lease if shorter.
+        let opts = self.inner.lock_options(opts, lease_given)?;
         let inner = self.inner.lock(&name, opts)?;
         Ok(Arc::new(NativeRedlockLock { inner }))
     }

@@ -9,6 +9,7 @@
 use std::ops::Deref;
 use std::path::PathBuf;
 
+use lockgate_core::connect::{Spelling, DEFAULT_REPLICA_ACK_TIMEOUT};
 use lockgate_core::native::ClientOptions;
 use lockgate_core::options::{
     duration_from_secs_f64, LockOptions, MAX_PERMITS, MIN_ENTRY_TTL, MIN_LEASE,
@@ -141,9 +142,6 @@ pub(crate) fn parse_timeout(py: Python<'_>, timeout: Option<Secs>) -> PyResult<O
     timeout.map(|t| secs("timeout", t.0)).transpose().py(py)
 }
 
-/// Default `WAIT` timeout of the replica-acknowledged mode when only `replica_acks` is given
-/// (Redisson's `syncSlavesTimeout` default); below the default 5 s response timeout.
-const DEFAULT_REPLICA_ACK_TIMEOUT: f64 = 1.0;
 
 /// The keyword arguments of `Client(url, *, ...)` (sync and asyncio alike).
 pub(crate) struct ClientArgs {
@@ -179,7 +177,8 @@ pub(crate) fn client_options(
     if let Some(path) = args.tls_ca_file {
         opts.tls_ca_pem = Some(std::fs::read(path)?);
     }
-    opts.validate().py(py)?;
+    // The core's rules, worded in Python's keyword names.
+    opts.validate_as(&Spelling::PYTHON).py(py)?;
     Ok(opts)
 }
 
@@ -211,7 +210,8 @@ fn replica_acks_option(
     };
     let timeout = secs(
         "replica_ack_timeout",
-        timeout.map_or(DEFAULT_REPLICA_ACK_TIMEOUT, |t| t.0),
+        // The core's default (1 s), the same in every binding.
+        timeout.map_or(DEFAULT_REPLICA_ACK_TIMEOUT.as_secs_f64(), |t| t.0),
     )?;
     if !timeout.is_zero() && timeout < Duration::from_millis(1) {
         return Err(Error::invalid(

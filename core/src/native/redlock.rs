@@ -85,6 +85,14 @@ impl Redlock {
         Ok(RedlockLock { redlock: self.clone(), name: name.into(), options, holder: Holder::default() })
     }
 
+    /// `options` for a lock of this deployment by the rule of every binding
+    /// ([`crate::connect::redlock_lock_options`]): a lease the caller did not give
+    /// (`lease_given` false) becomes 30 s or `max_lease` if shorter; one that does not fit is
+    /// `INVALID_ARGUMENT`.
+    pub fn lock_options(&self, options: LockOptions, lease_given: bool) -> Result<LockOptions> {
+        crate::connect::redlock_lock_options(&self.inner.config, options, lease_given)
+    }
+
     /// The deployment's maximum lease (see [`RedlockConfig::max_lease`]).
     pub fn max_lease(&self) -> Duration {
         self.inner.config.max_lease
