@@ -94,8 +94,8 @@ export interface BaseClientOptions {
 export interface ReplicaAcks {
   /** Replicas that must acknowledge (a whole number, at least 1). */
   replicas: number;
-  /** How long WAIT may block, in ms (at least 1, below the command timeout). */
-  timeoutMs: number;
+  /** How long WAIT may block, in ms (at least 1, below the command timeout; default 1000). */
+  timeoutMs?: number;
 }
 
 /** A client of one Redis server (a primary, possibly with replicas). */
