@@ -775,3 +775,39 @@ fn a_late_quorum_mismatch_gives_the_grant_up() {
     assert_eq!(sim.holders("q"), 2, "only the 3-master client's keys remain");
     assert!(sim.clients[1].is_idle());
 }
+
+/// The next timeout follows each round and lease: a round's node timeout while it is open, the
+/// renewal once the grant is decided; an early `handle_timeout` sends nothing; a renewal round
+/// nobody answers times out and the renewal is retried shortly after.
+#[test]
+fn the_next_timeout_follows_rounds_renewals_and_retries() {
+    let mut engine = RedlockEngine::new(config(3), Box::new(SeededRandom::new(1))).unwrap();
+    let t0 = Instant::from_origin(Duration::from_secs(100));
+    let ms = |n: u32| t0 + n * MS;
+    let drain = |engine: &mut RedlockEngine| std::iter::from_fn(|| engine.poll_request()).collect::<Vec<_>>();
+    engine.acquire(t0, "a", &LockOptions::renewed_lease(3000 * MS), Wait::Try).unwrap();
+    let sent = drain(&mut engine);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(engine.poll_timeout(), Some(ms(50)), "the round's node timeout");
+    for req in sent {
+        engine.handle_reply(ms(1), req.id, Ok(Reply::Int(1)));
+    }
+    assert!(matches!(engine.poll_event(), Some(Event::Completed { outcome: RedlockOutcome::Acquired { .. }, .. })));
+    assert_eq!(engine.poll_timeout(), Some(ms(1000)), "the renewal, a third into the lease from the send");
+    for early in [2, 500, 999] {
+        engine.handle_timeout(ms(early));
+        assert!(drain(&mut engine).is_empty(), "nothing is due at {early} ms");
+    }
+    engine.handle_timeout(ms(1000));
+    assert_eq!(drain(&mut engine).len(), 3, "one renewal round");
+    engine.handle_timeout(ms(1000));
+    assert!(drain(&mut engine).is_empty(), "the round is on the wire");
+    assert_eq!(engine.poll_timeout(), Some(ms(1050)), "its node timeout");
+    // Nobody answers: the round times out without a majority and the renewal is retried after
+    // a tenth of the lease (at most 500 ms).
+    engine.handle_timeout(ms(1050));
+    assert!(engine.poll_event().is_none(), "not lost: the validity has not run out");
+    assert_eq!(engine.poll_timeout(), Some(ms(1350)));
+    engine.handle_timeout(ms(1350));
+    assert_eq!(drain(&mut engine).len(), 3, "the renewal again");
+}

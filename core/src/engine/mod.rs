@@ -2,6 +2,7 @@
 
 pub mod io;
 mod state;
+pub(crate) mod timers;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use state::{
     AcquireOp, AcquireState, Cleanup, InFlight, LeaseState, Purpose, ScriptCall, Subscription,
     Target,
 };
+use timers::Timers;
 
 /// Settings shared by every lock of one engine (one client).
 #[derive(Clone, Debug)]
@@ -97,6 +99,15 @@ pub struct Engine {
     leases: BTreeMap<LeaseId, LeaseState>,
     held_tokens: HashMap<String, LeaseId>,
     cleanups: BTreeMap<u64, Cleanup>,
+    /// When each acquire next has work: its wait deadline or its recheck/retry, the earlier.
+    acquire_timers: Timers<OpId>,
+    /// When each lease next has work: its local expiry or its renewal, the earlier.
+    lease_timers: Timers<LeaseId>,
+    /// From when each lease's renewal may go out early, batched with others due (see
+    /// [`renew_window`]). Not a wake-up: only read when `handle_timeout` runs anyway.
+    renew_early: Timers<LeaseId>,
+    /// When each cleanup not on the wire is retried.
+    cleanup_timers: Timers<u64>,
     in_flight: HashMap<RequestId, InFlight>,
     subscribe_request: Option<RequestId>,
     subscription: Subscription,
@@ -137,6 +148,10 @@ impl Engine {
             leases: BTreeMap::new(),
             held_tokens: HashMap::new(),
             cleanups: BTreeMap::new(),
+            acquire_timers: Timers::default(),
+            lease_timers: Timers::default(),
+            renew_early: Timers::default(),
+            cleanup_timers: Timers::default(),
             in_flight: HashMap::new(),
             subscribe_request: None,
             subscription: Subscription::None,
@@ -214,7 +229,7 @@ impl Engine {
             self.subscribe(now);
         }
         self.waiting_tokens.insert(token, op);
-        self.acquires.insert(op, acquire);
+        self.put_acquire(op, acquire);
         self.flush(now);
         Ok(op)
     }
@@ -273,6 +288,7 @@ impl Engine {
                 l.releasing = true;
                 let call = release_call(&l.target, &l.token, &self.retention_ms);
                 self.batch.push((Purpose::Release(op, lease), call));
+                self.sync_lease(lease);
             }
             None => self.complete(op, Outcome::Released { was_held: false }),
         }
@@ -291,6 +307,7 @@ impl Engine {
                 let tag = l.send_pexpire(now, duration);
                 self.batch
                     .push((Purpose::Extend(op, lease, duration, tag), call));
+                self.sync_lease(lease);
             }
             _ => self.complete(op, Outcome::Failed(not_held("the lease is no longer held"))),
         }
@@ -427,6 +444,7 @@ impl Engine {
                     if let AcquireState::Queued { .. } = a.state {
                         a.state = AcquireState::Queued { recheck_at: now };
                     }
+                    self.sync_acquire(op);
                     self.handle_timeout(now);
                     return;
                 }
@@ -436,6 +454,7 @@ impl Engine {
                     if let AcquireState::Queued { .. } = a.state {
                         a.state = AcquireState::Queued { recheck_at: now };
                     }
+                    self.sync_acquire(op);
                     self.handle_timeout(now);
                     return;
                 }
@@ -457,9 +476,10 @@ impl Engine {
         self.subscription = Subscription::None;
         self.subscribe_request = None;
         let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try);
-        for a in self.acquires.values_mut() {
+        for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
+                self.acquire_timers.set(op, acquire_timer(a));
             }
         }
         if any_waiting {
@@ -469,18 +489,22 @@ impl Engine {
     }
 
     /// Runs every timer due at `now`: wait deadlines, queue heartbeats, watchdog renewals
-    /// (batched into one pipeline), local lease expiry, cleanup retries.
+    /// (batched into one pipeline), local lease expiry, cleanup retries. Only what is due is
+    /// visited (O(log n) each); calling it early or twice is a no-op.
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Subscription::RetryAt(t) = self.subscription {
             if t <= now {
                 self.subscribe(now);
             }
         }
-        let ops: Vec<OpId> = self.acquires.keys().copied().collect();
-        for op in ops {
-            let a = self.acquires.get_mut(&op).expect("listed above");
+        // Each kind is taken in ascending id order, as the engine once visited its tables, so
+        // the pipeline it sends is the same.
+        for op in self.acquire_timers.take_due(now) {
+            let Some(a) = self.acquires.get(&op) else {
+                continue;
+            };
             if a.deadline.is_some_and(|d| d <= now) {
-                let a = self.take_acquire(op).expect("listed above");
+                let a = self.take_acquire(op).expect("present");
                 self.abandon(now, a);
                 self.complete(
                     op,
@@ -496,20 +520,27 @@ impl Engine {
                 AcquireState::RetryAt(t) => t <= now,
                 _ => false,
             };
+            let mut a = self.acquires.remove(&op).expect("present");
             if due {
-                let mut a = self.acquires.remove(&op).expect("listed above");
                 self.send_acquire(op, &mut a, now);
-                self.acquires.insert(op, a);
             }
+            self.put_acquire(op, a);
         }
-        let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
+        // A renewal goes out early when another one is sent anyway (see renew_window), so the
+        // leases to visit are those whose expiry or renewal is due plus those in their window.
+        let mut leases = self.lease_timers.take_due(now);
+        leases.extend(self.renew_early.take_due(now));
+        leases.sort_unstable();
+        leases.dedup();
         for id in leases {
-            let l = self.leases.get_mut(&id).expect("listed above");
+            let Some(l) = self.leases.get_mut(&id) else {
+                continue;
+            };
             if l.valid_until <= now {
                 self.lose(now, id, "the lease expired before it could be renewed");
                 continue;
             }
-            let window = l.lease / 12;
+            let window = renew_window(l.lease);
             if let Some(at) = l.next_renew {
                 if !l.renewing && !l.releasing && at <= now + window {
                     l.renewing = true;
@@ -518,49 +549,32 @@ impl Engine {
                     self.batch.push((Purpose::Renew(id, tag), call));
                 }
             }
+            self.sync_lease(id);
         }
-        let retention = self.retention_ms.clone();
-        for (&id, c) in self.cleanups.iter_mut() {
-            if !c.in_flight && c.due <= now {
-                c.in_flight = true;
-                self.batch.push((
-                    Purpose::Cleanup(id),
-                    release_call(&c.target, &c.token, &retention),
-                ));
+        for id in self.cleanup_timers.take_due(now) {
+            if let Some(c) = self.cleanups.get_mut(&id) {
+                if !c.in_flight && c.due <= now {
+                    c.in_flight = true;
+                    let call = release_call(&c.target, &c.token, &self.retention_ms);
+                    self.batch.push((Purpose::Cleanup(id), call));
+                }
             }
+            self.sync_cleanup(id);
         }
         self.flush(now);
     }
 
-    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any.
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any
+    /// (O(log n): the first entry of each timer table).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next: Option<Instant> = None;
-        let mut consider = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
-        if let Subscription::RetryAt(t) = self.subscription {
-            consider(t);
-        }
-        for a in self.acquires.values() {
-            if let Some(d) = a.deadline {
-                consider(d);
-            }
-            match a.state {
-                AcquireState::Queued { recheck_at } => consider(recheck_at),
-                AcquireState::RetryAt(t) => consider(t),
-                _ => {}
-            }
-        }
-        for l in self.leases.values() {
-            consider(l.valid_until);
-            if let (Some(at), false, false) = (l.next_renew, l.renewing, l.releasing) {
-                consider(at);
-            }
-        }
-        for c in self.cleanups.values() {
-            if !c.in_flight {
-                consider(c.due);
-            }
-        }
-        next
+        let retry = match self.subscription {
+            Subscription::RetryAt(t) => Some(t),
+            _ => None,
+        };
+        [retry, self.acquire_timers.next(), self.lease_timers.next(), self.cleanup_timers.next()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The next request for the driver to perform.
@@ -588,7 +602,41 @@ impl Engine {
     fn take_acquire(&mut self, op: OpId) -> Option<AcquireOp> {
         let a = self.acquires.remove(&op)?;
         self.waiting_tokens.remove(&a.token);
+        self.acquire_timers.cancel(op);
         Some(a)
+    }
+
+    /// Stores an acquire and schedules its timer from its state.
+    fn put_acquire(&mut self, op: OpId, a: AcquireOp) {
+        self.acquire_timers.set(op, acquire_timer(&a));
+        self.acquires.insert(op, a);
+    }
+
+    /// Re-schedules `op`'s timer after its state changed in place (or cancels it if gone).
+    fn sync_acquire(&mut self, op: OpId) {
+        let at = self.acquires.get(&op).and_then(acquire_timer);
+        self.acquire_timers.set(op, at);
+    }
+
+    /// Re-schedules `id`'s expiry, renewal and early-renewal timers from its state (or cancels
+    /// them if the lease is gone). Called after every change to a lease's validity or renewal.
+    fn sync_lease(&mut self, id: LeaseId) {
+        let (wake, early) = match self.leases.get(&id) {
+            Some(l) => {
+                let renew = l.next_renew.filter(|_| !l.renewing && !l.releasing);
+                let wake = renew.map_or(l.valid_until, |r| r.min(l.valid_until));
+                (Some(wake), renew.map(|r| r - renew_window(l.lease)))
+            }
+            None => (None, None),
+        };
+        self.lease_timers.set(id, wake);
+        self.renew_early.set(id, early);
+    }
+
+    /// Re-schedules cleanup `id`'s retry (none while it is on the wire or once it is gone).
+    fn sync_cleanup(&mut self, id: u64) {
+        let at = self.cleanups.get(&id).filter(|c| !c.in_flight).map(|c| c.due);
+        self.cleanup_timers.set(id, at);
     }
 
     fn subscribe(&mut self, now: Instant) {
@@ -617,7 +665,7 @@ impl Engine {
                         }
                         _ => {}
                     }
-                    self.acquires.insert(op, a);
+                    self.put_acquire(op, a);
                 }
                 self.handle_timeout(now);
             }
@@ -748,14 +796,14 @@ impl Engine {
                     recheck_at: now + wait,
                 };
                 self.waiting_tokens.insert(a.token.clone(), op);
-                self.acquires.insert(op, a);
+                self.put_acquire(op, a);
             }
             Err(e) if e.kind() == ErrorKind::Connection && a.wait != Wait::Try => {
                 let jitter = Duration::from_millis(self.rng.next_u64() % 20);
                 a.state = AcquireState::RetryAt(now + a.backoff + jitter);
                 a.backoff = (a.backoff * 2).min(MAX_BACKOFF);
                 self.waiting_tokens.insert(a.token.clone(), op);
-                self.acquires.insert(op, a);
+                self.put_acquire(op, a);
             }
             Err(e) => {
                 // The script may have run before its reply was lost or garbled (queued us, or
@@ -798,6 +846,7 @@ impl Engine {
                 holds: 1,
             },
         );
+        self.sync_lease(lease);
         self.complete(op, Outcome::Acquired { lease, fencing_token: fence, valid_until });
     }
 
@@ -836,6 +885,7 @@ impl Engine {
             }
             Err(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
         }
+        self.sync_lease(id);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -880,6 +930,7 @@ impl Engine {
                 Outcome::Failed(e)
             }
         };
+        self.sync_lease(id);
         self.complete(op, outcome);
     }
 
@@ -923,11 +974,14 @@ impl Engine {
                 self.cleanups.remove(&id);
             }
         }
+        self.sync_cleanup(id);
     }
 
     fn remove_lease(&mut self, id: LeaseId) -> Option<LeaseState> {
         let l = self.leases.remove(&id)?;
         self.held_tokens.remove(&l.token);
+        self.lease_timers.cancel(id);
+        self.renew_early.cancel(id);
         Some(l)
     }
 
@@ -1011,6 +1065,26 @@ impl Engine {
 
 fn not_held(why: &str) -> Error {
     Error::new(ErrorKind::NotHeld, why)
+}
+
+/// How long before its due instant a renewal may go out with others that are sent anyway: a
+/// twelfth of the lease, so renewals due close together share one pipeline.
+fn renew_window(lease: Duration) -> Duration {
+    lease / 12
+}
+
+/// The earliest instant an acquire has work: its wait deadline, or its queue recheck or
+/// transport retry, whichever comes first.
+fn acquire_timer(a: &AcquireOp) -> Option<Instant> {
+    let state = match a.state {
+        AcquireState::Queued { recheck_at } => Some(recheck_at),
+        AcquireState::RetryAt(t) => Some(t),
+        AcquireState::AwaitSubscribe | AcquireState::InFlight => None,
+    };
+    match (a.deadline, state) {
+        (Some(d), Some(t)) => Some(d.min(t)),
+        (d, t) => d.or(t),
+    }
 }
 
 fn release_call(target: &Arc<Target>, token: &str, retention_ms: &str) -> ScriptCall {

@@ -15,6 +15,7 @@ mod round;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use crate::engine::timers::Timers;
 use crate::engine::{hex, Command, Event, LeaseId, OpId, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
@@ -211,6 +212,12 @@ pub struct RedlockEngine {
     acquires: BTreeMap<OpId, Acquire>,
     leases: BTreeMap<LeaseId, Held>,
     rounds: BTreeMap<u64, Round<Purpose>>,
+    /// Node timeouts of the rounds not yet decided.
+    round_timers: Timers<u64>,
+    /// When each acquire next has work: its wait deadline or its retry, the earlier.
+    acquire_timers: Timers<OpId>,
+    /// When each lease next has work: its validity's end or its renewal, the earlier.
+    lease_timers: Timers<LeaseId>,
     in_flight: HashMap<RequestId, (u64, usize)>,
     /// Per master, the scripts it answered NOSCRIPT for and has not been sent in full since.
     missing_scripts: Vec<HashSet<&'static str>>,
@@ -232,6 +239,9 @@ impl RedlockEngine {
             acquires: BTreeMap::new(),
             leases: BTreeMap::new(),
             rounds: BTreeMap::new(),
+            round_timers: Timers::default(),
+            acquire_timers: Timers::default(),
+            lease_timers: Timers::default(),
             in_flight: HashMap::new(),
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
@@ -295,6 +305,7 @@ impl RedlockEngine {
         let op = OpId(self.fresh_id());
         match self.leases.remove(&lease) {
             Some(l) => {
+                self.sync_lease(lease);
                 let args = vec![l.token.to_string()];
                 self.start_round(now, Purpose::Release(op), &scripts::RELEASE, &l.key, args);
             }
@@ -403,22 +414,24 @@ impl RedlockEngine {
     }
 
     /// Runs every timer due at `now`: node timeouts, retries, wait deadlines, renewals, expiry.
+    /// Only what is due is visited (O(log n) each); calling it early or twice is a no-op.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let expired: Vec<u64> = self
-            .rounds
-            .iter()
-            .filter(|(_, r)| !r.decided && r.deadline <= now)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in expired {
+        // Kind by kind, each in ascending id order (as the engine once scanned its tables); a
+        // kind's due entries are taken only after the kinds before it ran, so what a decided
+        // round left due at `now` (a retry, a renewal) runs in this same call.
+        for id in self.round_timers.take_due(now) {
             if let Some(r) = self.rounds.get_mut(&id) {
-                r.timed_out = true;
+                if !r.decided && r.deadline <= now {
+                    r.timed_out = true;
+                    self.decide(now, id);
+                }
             }
-            self.decide(now, id);
+            self.sync_round(id);
         }
-        let ops: Vec<OpId> = self.acquires.keys().copied().collect();
-        for op in ops {
-            let a = &self.acquires[&op];
+        for op in self.acquire_timers.take_due(now) {
+            let Some(a) = self.acquires.get(&op) else {
+                continue;
+            };
             if a.deadline.is_some_and(|d| d <= now) {
                 let why = a.last_failure.clone();
                 self.abandon(now, op);
@@ -430,28 +443,55 @@ impl RedlockEngine {
             } else if a.retry_at.is_some_and(|t| t <= now) {
                 self.start_attempt(now, op);
             }
+            self.sync_acquire(op);
         }
-        let ids: Vec<LeaseId> = self.leases.keys().copied().collect();
-        for id in ids {
-            let l = &self.leases[&id];
+        for id in self.lease_timers.take_due(now) {
+            let Some(l) = self.leases.get(&id) else {
+                continue;
+            };
             if l.valid_until <= now {
                 self.lose(now, id, "the lease's validity ran out before a majority renewed it");
             } else if !l.renewing && l.next_renew.is_some_and(|t| t <= now) {
                 let lease = l.lease;
-                self.leases.get_mut(&id).expect("listed").renewing = true;
+                self.leases.get_mut(&id).expect("present").renewing = true;
                 self.send_pexpire(now, Purpose::Renew(id), id, lease);
             }
+            self.sync_lease(id);
         }
     }
 
-    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any.
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any
+    /// (O(log n): the first entry of each timer table).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let rounds = self.rounds.values().filter(|r| !r.decided).map(|r| r.deadline);
-        let acquires = self.acquires.values().flat_map(|a| [a.deadline, a.retry_at]).flatten();
-        let leases = self.leases.values().flat_map(|l| {
-            [Some(l.valid_until), l.next_renew.filter(|_| !l.renewing)]
+        [self.round_timers.next(), self.acquire_timers.next(), self.lease_timers.next()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Re-schedules round `id`'s node timeout (none once decided or forgotten).
+    fn sync_round(&mut self, id: u64) {
+        let at = self.rounds.get(&id).filter(|r| !r.decided).map(|r| r.deadline);
+        self.round_timers.set(id, at);
+    }
+
+    /// Re-schedules `op`'s deadline or retry from its state (or cancels it if gone).
+    fn sync_acquire(&mut self, op: OpId) {
+        let at = self.acquires.get(&op).and_then(|a| match (a.deadline, a.retry_at) {
+            (Some(d), Some(r)) => Some(d.min(r)),
+            (d, r) => d.or(r),
         });
-        rounds.chain(acquires).chain(leases.flatten()).min()
+        self.acquire_timers.set(op, at);
+    }
+
+    /// Re-schedules `id`'s expiry and renewal from its state (or cancels them if it is gone).
+    /// Called after every change to a lease's validity or renewal.
+    fn sync_lease(&mut self, id: LeaseId) {
+        let at = self.leases.get(&id).map(|l| match l.next_renew.filter(|_| !l.renewing) {
+            Some(r) => r.min(l.valid_until),
+            None => l.valid_until,
+        });
+        self.lease_timers.set(id, at);
     }
 
     /// The next request to perform, in emission order.
@@ -471,6 +511,7 @@ impl RedlockEngine {
         let key = Arc::clone(&a.key);
         let round = self.start_round(now, Purpose::Acquire(op), &scripts::ACQUIRE, &key, args);
         self.acquires.get_mut(&op).expect("caller checked").round = Some(round);
+        self.sync_acquire(op);
     }
 
     /// Sends one script to every master as one round of votes.
@@ -488,6 +529,7 @@ impl RedlockEngine {
             }
         }
         self.rounds.insert(id, round);
+        self.sync_round(id);
         id
     }
 
@@ -507,6 +549,7 @@ impl RedlockEngine {
         // Until answered, the PEXPIRE may shorten the lease on the masters when it runs.
         l.valid_until = l.valid_until.min(bound);
         l.pexpires.push((round, bound, d));
+        self.sync_lease(lease);
     }
 
     /// Acts on a round once its result is certain (or its time is up); forgets it once every
@@ -533,16 +576,26 @@ impl RedlockEngine {
         if tally.pending == 0 {
             self.rounds.remove(&id);
         }
+        self.sync_round(id);
         if !conclude {
             return;
         }
         match purpose {
-            Purpose::Acquire(op) => match mismatch {
-                Some(theirs) => self.refuse_acquire(now, op, id, &theirs),
-                None => self.conclude_acquire(now, op, id, sent, tally, first_error),
-            },
-            Purpose::Renew(lease) => self.conclude_pexpire(now, None, lease, id, sent, tally),
-            Purpose::Extend(op, lease) => self.conclude_pexpire(now, Some(op), lease, id, sent, tally),
+            Purpose::Acquire(op) => {
+                match mismatch {
+                    Some(theirs) => self.refuse_acquire(now, op, id, &theirs),
+                    None => self.conclude_acquire(now, op, id, sent, tally, first_error),
+                }
+                self.sync_acquire(op);
+            }
+            Purpose::Renew(lease) => {
+                self.conclude_pexpire(now, None, lease, id, sent, tally);
+                self.sync_lease(lease);
+            }
+            Purpose::Extend(op, lease) => {
+                self.conclude_pexpire(now, Some(op), lease, id, sent, tally);
+                self.sync_lease(lease);
+            }
             Purpose::Release(op) => {
                 let unconfirmed = tally.failed + tally.pending;
                 let outcome = if tally.yes >= quorum || unconfirmed == 0 {
@@ -642,6 +695,7 @@ impl RedlockEngine {
                 pexpires: Vec::new(),
             },
         );
+        self.sync_lease(lease);
         self.complete(op, RedlockOutcome::Acquired { lease, valid_until });
     }
 
@@ -697,6 +751,7 @@ impl RedlockEngine {
     /// Marks a lease lost and removes what may remain of it on the masters.
     fn lose(&mut self, now: Instant, lease: LeaseId, why: &str) {
         if let Some(l) = self.leases.remove(&lease) {
+            self.lease_timers.cancel(lease);
             let token = l.token.to_string();
             self.start_round(now, Purpose::Undo, &scripts::RELEASE, &l.key, vec![token]);
             self.events.push_back(Event::Lost { lease, error: not_held(why) });
@@ -708,6 +763,7 @@ impl RedlockEngine {
         let Some(a) = self.acquires.remove(&op) else {
             return false;
         };
+        self.acquire_timers.cancel(op);
         if a.round.is_some() {
             // Queued behind the attempt on every master's connection, so it runs after it.
             self.start_round(now, Purpose::Undo, &scripts::RELEASE, &a.key, vec![a.token.to_string()]);
