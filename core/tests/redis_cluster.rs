@@ -290,3 +290,40 @@ async fn a_silent_node_connection_is_replaced() {
     client.close().await;
     direct.close().await;
 }
+
+// A frozen node (its open connections and every new one stay silent), here the seed node, does
+// not cut the same client off the healthy nodes: the call on the frozen node times out and
+// starts a replacement of the cluster connection, which cannot connect through the frozen seed,
+// so the client keeps using its connection to the healthy nodes meanwhile and afterwards
+// (replacing a silent connection must never make things worse than keeping it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_seed_node_leaves_the_others_usable() {
+    const FROZEN: usize = 0;
+    let cluster = RedisCluster::start();
+    let proxies = cluster.behind_proxies().await;
+    let mut o = ClientOptions::new(proxies[FROZEN].url());
+    o.cluster = true;
+    o.response_timeout = Duration::from_secs(1);
+    o.connect_timeout = Duration::from_secs(1);
+    let client = o.connect().await.unwrap();
+    let frozen = names_on(&cluster, FROZEN, "frozen", 1).remove(0);
+    let healthy = names_on(&cluster, 2, "healthy", 1).remove(0);
+    let lock = client.lock(&healthy, LockOptions::default()).unwrap();
+    // Connected and subscribed before the freeze (the client's channel may live on any node).
+    assert!(lock.acquire(Duration::from_secs(1)).await.unwrap().release().await.unwrap());
+
+    proxies[FROZEN].freeze();
+    let e = client.lock(&frozen, LockOptions::default()).unwrap().acquire(Duration::from_millis(1500)).await.unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Connection | ErrorKind::Timeout), "{e}");
+    // Through the replacement attempt (up to connect_timeout) and after it failed, the healthy
+    // node answers every call at once.
+    let until = std::time::Instant::now() + Duration::from_millis(2500);
+    while std::time::Instant::now() < until {
+        let started = std::time::Instant::now();
+        let lease = lock.acquire(Duration::from_secs(2)).await.expect("the healthy node answers");
+        assert!(lease.release().await.unwrap());
+        assert!(started.elapsed() < Duration::from_millis(500), "a healthy call took {:?}", started.elapsed());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client.close().await;
+}

@@ -7,15 +7,17 @@
 //! ever, and no setting of the crate changes that. A [`ClusterLink`] does for a cluster what
 //! [`Link`](super::link::Link) does for one server:
 //!
-//! - A request that times out (`response_timeout`) drops the whole cluster connection (its node
-//!   connections, silent one included, close with it) and starts a new one from the same
-//!   `ClusterClient` (seed node, slot discovery, node connections) at once, bounded by
-//!   `connect_timeout`; requests in flight on the old one fail with `CONNECTION` (retryable),
-//!   later ones wait for the new one. A silent node is thus left after one response timeout.
+//! - A request that times out (`response_timeout`) starts a new cluster connection from the
+//!   same `ClusterClient` (seed node, slot discovery, node connections) at once, bounded by
+//!   `connect_timeout`. Requests keep using the old connection meanwhile; once the new one is
+//!   established it takes every later request, and the old one (its silent node connection
+//!   included) closes when the last request on it ends. A silent node is thus left after one
+//!   response timeout plus a reconnect.
+//! - A replacement that cannot connect (the seed node is the frozen one, say) changes nothing:
+//!   the old connection keeps serving the healthy nodes, and the next timeout tries again,
+//!   after a backoff like a `Link`'s (100 ms doubling up to 2 s).
 //! - Each replacement is reported once on the push channel as a `Disconnection`, so the engine
 //!   subscribes again and rechecks its waiters (the subscription lived on the old connection).
-//! - A failed attempt is followed by the next one with the same backoff as a `Link` (100 ms
-//!   doubling up to 2 s), started by the next request that needs a connection.
 //! - A broken socket (not a silent one) is left to the crate, which reconnects that node and
 //!   resubscribes it itself; replacing everything for it would only add churn while a node is
 //!   down.
@@ -26,7 +28,6 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures_util::future::{BoxFuture, FutureExt, Shared};
 use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
@@ -35,8 +36,6 @@ use super::convert;
 use super::link::{backoff, tcp_settings, FIRST_CONNECT_ATTEMPTS};
 use super::url::RedisUrl;
 use crate::error::{Error, ErrorKind, Result};
-
-type Attempt = Shared<BoxFuture<'static, Result<ClusterConnection>>>;
 
 /// A self-replacing connection to a Redis Cluster. Cheap to clone; clones share the connection.
 #[derive(Clone)]
@@ -54,11 +53,13 @@ struct Inner {
 }
 
 struct State {
-    /// Bumped by every replacement; a failure replaces only the connection it happened on.
+    /// Bumped by every replacement; a timeout replaces only the connection it happened on.
     generation: u64,
-    /// The connection of this generation, established or being established.
-    current: Attempt,
-    /// Consecutive failed attempts (sets the backoff of the next one).
+    /// The connection requests use.
+    current: ClusterConnection,
+    /// Whether a replacement is being established.
+    replacing: bool,
+    /// Consecutive failed replacements (sets the backoff of the next one).
     failures: u32,
 }
 
@@ -93,74 +94,28 @@ impl ClusterLink {
             builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(ca.to_vec()) });
         }
         let client = builder.build().map_err(|e| convert::error(&e, scrub))?;
-        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
-            client,
-            url: url.clone(),
-            connect_timeout,
-            pushes,
-            state: Mutex::new(State { generation: 0, current: attempt(weak.clone(), Duration::ZERO), failures: 0 }),
-        });
-        let link = ClusterLink { inner };
-        link.first_connect().await?;
-        Ok(link)
+        let current = first_connect(&client, url, connect_timeout).await?;
+        Ok(ClusterLink {
+            inner: Arc::new(Inner {
+                client,
+                url: url.clone(),
+                connect_timeout,
+                pushes,
+                state: Mutex::new(State { generation: 0, current, replacing: false, failures: 0 }),
+            }),
+        })
     }
 
-    /// The first connect: attempts with backoff until one succeeds or `connect_timeout` ends.
-    async fn first_connect(&self) -> Result<()> {
-        let deadline = tokio::time::Instant::now() + self.inner.connect_timeout;
-        let mut last: Option<Error> = None;
-        for _ in 0..FIRST_CONNECT_ATTEMPTS {
-            let (generation, current) = self.current();
-            match tokio::time::timeout_at(deadline, current).await {
-                Ok(Ok(_)) => return Ok(()),
-                Ok(Err(e)) if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument) => {
-                    return Err(e)
-                }
-                Ok(Err(e)) => {
-                    last = Some(e);
-                    self.inner.replace(generation, false);
-                }
-                Err(_) => break,
-            }
-        }
-        let why = match last {
-            Some(e) if tokio::time::Instant::now() < deadline => return Err(e),
-            Some(e) => format!("; last error: {}", e.message()),
-            None => String::new(),
-        };
-        Err(Error::new(
-            ErrorKind::Connection,
-            format!("could not connect to the cluster at {} within {:?}{why}", self.inner.url, self.inner.connect_timeout),
-        ))
-    }
-
-    fn current(&self) -> (u64, Attempt) {
+    fn current(&self) -> (u64, ClusterConnection) {
         let st = self.inner.state.lock().unwrap_or_else(|e| e.into_inner());
         (st.generation, st.current.clone())
-    }
-
-    /// The established connection, waiting for one being established. A failed attempt found
-    /// here starts the next one (after its backoff) and is waited for once.
-    async fn connection(&self) -> Result<(u64, ClusterConnection)> {
-        let (mut generation, mut current) = self.current();
-        if matches!(current.peek(), Some(Err(_))) {
-            self.inner.replace(generation, false);
-            (generation, current) = self.current();
-        }
-        match current.await {
-            Ok(c) => Ok((generation, c)),
-            Err(e) => {
-                self.inner.replace(generation, false);
-                Err(e)
-            }
-        }
     }
 
     /// Sends each command of `pipe` on its own, routed by its first key, in order of sending
     /// (a cluster pipeline must stay in one slot; the engine sends one call per request on a
     /// cluster). Replaces the connection if a node stayed silent for `response_timeout`.
     pub(crate) async fn pipeline(&self, pipe: &redis::Pipeline) -> Result<Vec<redis::Value>> {
-        let (generation, conn) = self.connection().await?;
+        let (generation, conn) = self.current();
         let sends = pipe.cmd_iter().map(|cmd| {
             let mut c = conn.clone();
             async move { redis::aio::ConnectionLike::req_packed_command(&mut c, cmd).await }
@@ -172,7 +127,7 @@ impl ClusterLink {
 
     /// Subscribes the connection to `channel` (its messages arrive as pushes).
     pub(crate) async fn subscribe(&self, channel: &[u8]) -> Result<()> {
-        let (generation, mut conn) = self.connection().await?;
+        let (generation, mut conn) = self.current();
         let r = conn.subscribe(channel).await;
         self.settle(generation, r)
     }
@@ -180,62 +135,86 @@ impl ClusterLink {
     fn settle<T>(&self, generation: u64, r: redis::RedisResult<T>) -> Result<T> {
         r.map_err(|e| {
             if silent(&e) {
-                self.inner.replace(generation, true);
+                Inner::replace(&self.inner, generation);
             }
             convert::error(&e, |m| self.inner.url.scrub(m))
         })
     }
 }
 
-impl Inner {
-    /// Replaces the connection of `generation` (if it is still the current one) by a new
-    /// attempt, started at once after its backoff. `announce`: tell the push channel (the
-    /// connection was established, so the subscriptions on it are gone).
-    fn replace(self: &Arc<Self>, generation: u64, announce: bool) {
-        {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            if st.generation != generation {
-                return;
+/// The first connect: attempts with backoff until one succeeds or `connect_timeout` ends.
+async fn first_connect(
+    client: &redis::cluster::ClusterClient,
+    url: &RedisUrl,
+    connect_timeout: Duration,
+) -> Result<ClusterConnection> {
+    let deadline = tokio::time::Instant::now() + connect_timeout;
+    let mut last: Option<Error> = None;
+    for failures in 0..FIRST_CONNECT_ATTEMPTS {
+        let attempt = async {
+            tokio::time::sleep(backoff(failures)).await;
+            client.get_async_connection().await
+        };
+        match tokio::time::timeout_at(deadline, attempt).await {
+            Ok(Ok(c)) => return Ok(c),
+            Ok(Err(e)) => {
+                let e = convert::error(&e, |m| url.scrub(m));
+                if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument) {
+                    return Err(e);
+                }
+                last = Some(e);
             }
-            st.generation += 1;
-            st.current = attempt(Arc::downgrade(self), backoff(st.failures));
-            tokio::spawn(st.current.clone().map(drop));
-        }
-        if announce {
-            let _ = self.pushes.send(PushInfo { kind: PushKind::Disconnection, data: Vec::new() });
+            Err(_) => break,
         }
     }
+    let why = match last {
+        Some(e) if tokio::time::Instant::now() < deadline => return Err(e),
+        Some(e) => format!("; last error: {}", e.message()),
+        None => String::new(),
+    };
+    Err(Error::new(
+        ErrorKind::Connection,
+        format!("could not connect to the cluster at {url} within {connect_timeout:?}{why}"),
+    ))
 }
 
-/// One connection attempt, after `delay`, bounded by `connect_timeout`; shared by every request
-/// waiting for it.
-fn attempt(link: Weak<Inner>, delay: Duration) -> Attempt {
-    async move {
-        if !delay.is_zero() {
+impl Inner {
+    /// Starts replacing the connection of `generation`, unless it is no longer the current one
+    /// or a replacement is under way. The new connection (after the backoff of earlier failed
+    /// replacements, within `connect_timeout`) becomes the current one and is announced on the
+    /// push channel; a failed one leaves the current connection in place.
+    fn replace(self: &Arc<Self>, generation: u64) {
+        let delay = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if st.generation != generation || st.replacing {
+                return;
+            }
+            st.replacing = true;
+            backoff(st.failures)
+        };
+        let link: Weak<Inner> = Arc::downgrade(self);
+        tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-        }
-        let closed = || Error::new(ErrorKind::Closed, "the client is closed");
-        let inner = link.upgrade().ok_or_else(closed)?;
-        let r = tokio::time::timeout(inner.connect_timeout, inner.client.get_async_connection()).await;
-        let mut st = inner.state.lock().unwrap_or_else(|e| e.into_inner());
-        match r {
-            Ok(Ok(c)) => {
-                st.failures = 0;
-                Ok(c)
+            let Some(inner) = link.upgrade() else { return };
+            let r = tokio::time::timeout(inner.connect_timeout, inner.client.get_async_connection()).await;
+            let old = {
+                let mut st = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+                st.replacing = false;
+                match r {
+                    Ok(Ok(conn)) => {
+                        st.failures = 0;
+                        st.generation += 1;
+                        Some(std::mem::replace(&mut st.current, conn))
+                    }
+                    _ => {
+                        st.failures = st.failures.saturating_add(1);
+                        None
+                    }
+                }
+            };
+            if old.is_some() {
+                let _ = inner.pushes.send(PushInfo { kind: PushKind::Disconnection, data: Vec::new() });
             }
-            Ok(Err(e)) => {
-                st.failures = st.failures.saturating_add(1);
-                Err(convert::error(&e, |m| inner.url.scrub(m)))
-            }
-            Err(_) => {
-                st.failures = st.failures.saturating_add(1);
-                Err(Error::new(
-                    ErrorKind::Connection,
-                    format!("could not connect to the cluster at {} within {:?}", inner.url, inner.connect_timeout),
-                ))
-            }
-        }
+        });
     }
-    .boxed()
-    .shared()
 }

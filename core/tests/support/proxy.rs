@@ -1,9 +1,12 @@
 //! A loopback TCP proxy in front of a real server that can make its connections go silent:
 //! [`SilentProxy::silence`] stops forwarding on every connection open at that moment while
-//! keeping its sockets open (a hung proxy, a frozen host, a half-open connection); connections
-//! opened afterwards pass normally. Runs on the test's tokio runtime and stops with it.
+//! keeping its sockets open (a hung proxy, a half-open connection); connections opened afterwards
+//! pass normally. [`SilentProxy::freeze`] also leaves every later connection silent (a frozen
+//! host: TCP connects, nothing answers). Runs on the test's tokio runtime and stops with it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -14,6 +17,8 @@ pub struct SilentProxy {
     pub port: u16,
     /// Connections opened before the current value of this counter are silent.
     epoch: watch::Sender<u64>,
+    /// Set by `freeze`: new connections are accepted and held open, never forwarded.
+    frozen: Arc<AtomicBool>,
 }
 
 impl SilentProxy {
@@ -24,9 +29,18 @@ impl SilentProxy {
         let (epoch, _) = watch::channel(0u64);
         let rx = epoch.subscribe();
         let to: SocketAddr = ([127, 0, 0, 1], upstream).into();
+        let frozen = Arc::new(AtomicBool::new(false));
+        let is_frozen = frozen.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let rx = rx.clone();
+                if is_frozen.load(Ordering::SeqCst) {
+                    tokio::spawn(async move {
+                        let _keep_open = client;
+                        std::future::pending::<()>().await;
+                    });
+                    continue;
+                }
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(to).await else { return };
                     let mine = *rx.borrow();
@@ -37,7 +51,7 @@ impl SilentProxy {
                 });
             }
         });
-        SilentProxy { port, epoch }
+        SilentProxy { port, epoch, frozen }
     }
 
     /// The proxy's URL.
@@ -48,6 +62,12 @@ impl SilentProxy {
     /// Every connection open now stops forwarding, in both directions, and stays open.
     pub fn silence(&self) {
         self.epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Every connection, open now or opened later, stays open and forwards nothing.
+    pub fn freeze(&self) {
+        self.frozen.store(true, Ordering::SeqCst);
+        self.silence();
     }
 }
 
