@@ -10,7 +10,8 @@
 //! comes due, so a wake-up that finds nothing to do (the driver calling early, a state that
 //! changed after scheduling) is a harmless no-op.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
 
 use crate::time::Instant;
 
@@ -18,16 +19,16 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Timers<K> {
     order: BTreeSet<(Instant, K)>,
-    index: BTreeMap<K, Instant>,
+    index: HashMap<K, Instant>,
 }
 
-impl<K: Copy + Ord> Default for Timers<K> {
+impl<K: Copy + Ord + Hash> Default for Timers<K> {
     fn default() -> Self {
-        Timers { order: BTreeSet::new(), index: BTreeMap::new() }
+        Timers { order: BTreeSet::new(), index: HashMap::new() }
     }
 }
 
-impl<K: Copy + Ord> Timers<K> {
+impl<K: Copy + Ord + Hash> Timers<K> {
     /// Schedules `key` at `at`, replacing its previous instant; `None` cancels it.
     pub fn set(&mut self, key: K, at: Option<Instant>) {
         match at {
