@@ -97,6 +97,8 @@ pub async fn run(args: &Args) -> i32 {
             }
         }
     }
+    // No server involved: the engines' timer bookkeeping at 10,000 held leases (issue 14).
+    md.push_str(&crate::bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers (also part of ./run bench)"));
     match args.opt("out") {
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &md) {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_redlock;
+mod bench_timers;
 mod stats;
 mod worker;
 
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
@@ -60,6 +61,10 @@ fn main() {
     let code = match cmd.as_str() {
         "bench" => rt.block_on(bench::run(&args)),
         "worker" => rt.block_on(worker::run(&args)),
+        "bench-timers" => {
+            print!("{}", bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers"));
+            0
+        }
         _ => usage(),
     };
     std::process::exit(code)
