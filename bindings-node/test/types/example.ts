@@ -143,8 +143,11 @@ async function example(): Promise<void> {
   await connect(ioCluster, { replicaAcks: acks });
   // @ts-expect-error an ioredis client is a Cluster or not by itself
   await connect(existing, { cluster: true });
-  // @ts-expect-error replicaAcks needs a timeout
-  await connect('redis://127.0.0.1:6379', { replicaAcks: { replicas: 1 } });
+  // replicaAcks.timeoutMs is optional: the core's shared default (1000 ms) applies
+  const defaulted = await connect('redis://127.0.0.1:6379', { replicaAcks: { replicas: 1 } });
+  await defaulted.close();
+  // @ts-expect-error replicaAcks needs a number of replicas
+  await connect('redis://127.0.0.1:6379', { replicaAcks: { timeoutMs: 500 } });
 
   // @ts-expect-error leases are bigint-tokened, not number
   const wrong: number = lease.fencingToken;
