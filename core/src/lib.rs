@@ -9,6 +9,7 @@ pub mod connect;
 pub mod engine;
 pub mod error;
 pub mod options;
+pub mod primitive;
 pub mod random;
 pub mod redis;
 pub mod redlock;

@@ -91,8 +91,8 @@ pub const MAX_PERMITS: u32 = 1_000_000;
 pub const MAX_VALUE_BYTES: usize = 4096;
 
 /// Checks the parameters of a primitive (permit count, published value).
-pub fn validate_primitive(p: &crate::engine::Primitive) -> Result<()> {
-    use crate::engine::Primitive;
+pub fn validate_primitive(p: &crate::primitive::Primitive) -> Result<()> {
+    use crate::primitive::Primitive;
     match p {
         Primitive::Semaphore { permits } if *permits == 0 || *permits > MAX_PERMITS => Err(
             Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {permits}")),

@@ -12,8 +12,8 @@ use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
 use crate::redis::keys::client_channel;
 use crate::redis::reply::{self, AcquireReply, Reply};
-use crate::redis::scripts::Script;
-use crate::redis::shared;
+use crate::redis::Script;
+use crate::redis::holders;
 use crate::time::{Duration, Instant};
 
 pub use io::{
@@ -262,7 +262,7 @@ impl Engine {
             &Primitive::Leader { value: String::new() },
         ));
         let call = ScriptCall {
-            script: &shared::OBSERVE,
+            script: &holders::OBSERVE,
             target,
             key_count: 5,
             args: Vec::new(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::engine::io::{OpId, Wait};
 use crate::engine::io::Primitive;
 use crate::redis::keys::{MutexKeys, SharedKeys};
-use crate::redis::{scripts, shared, scripts::Script};
+use crate::redis::{holders, mutex, Script};
 use crate::time::{Duration, Instant};
 
 /// What one acquire works on: the keys of its primitive and the scripts that drive them.
@@ -67,16 +67,16 @@ impl Target {
     }
 
     pub fn acquire_script(&self) -> &'static Script {
-        if self.shared { &shared::ACQUIRE } else { &scripts::ACQUIRE }
+        if self.shared { &holders::ACQUIRE } else { &mutex::ACQUIRE }
     }
 
     pub fn release_script(&self) -> &'static Script {
-        if self.shared { &shared::RELEASE } else { &scripts::RELEASE }
+        if self.shared { &holders::RELEASE } else { &mutex::RELEASE }
     }
 
     /// EXTEND and how many keys it takes (the mutex's needs only the lock key).
     pub fn extend_script(&self) -> (&'static Script, usize) {
-        if self.shared { (&shared::EXTEND, 5) } else { (&scripts::EXTEND, 1) }
+        if self.shared { (&holders::EXTEND, 5) } else { (&mutex::EXTEND, 1) }
     }
 }
 

@@ -1,7 +1,52 @@
 //! The Redis wire contract (PROTOCOL.md): key layout, Lua scripts and reply shapes.
 
+pub mod holders;
 pub mod keys;
+pub mod mutex;
 pub mod redlock;
 pub mod reply;
-pub mod scripts;
-pub mod shared;
+pub mod script;
+
+pub use script::Script;
+
+/// Every script of the protocol (mutex and shared-holder families), for documentation and
+/// preloading.
+pub fn all() -> [&'static Script; 7] {
+    [
+        &mutex::ACQUIRE,
+        &mutex::RELEASE,
+        &mutex::EXTEND,
+        &holders::ACQUIRE,
+        &holders::RELEASE,
+        &holders::EXTEND,
+        &holders::OBSERVE,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_hex_sha1() {
+        for s in super::all() {
+            let d = s.sha1();
+            assert_eq!(d.len(), 40);
+            assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod protocol_doc {
+    // PROTOCOL.md lists each script's digest: a script change without a protocol version bump
+    // (and a doc update) fails here.
+    #[test]
+    fn protocol_md_lists_every_digest() {
+        let doc = include_str!("../../../PROTOCOL.md");
+        let missing: Vec<String> = super::all()
+            .iter()
+            .filter(|s| !doc.contains(s.sha1()))
+            .map(|s| format!("{} {}", s.name, s.sha1()))
+            .collect();
+        assert!(missing.is_empty(), "PROTOCOL.md lacks these digests: {missing:?}");
+    }
+}

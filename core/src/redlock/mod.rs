@@ -22,7 +22,7 @@ use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
 use crate::redis::redlock as scripts;
 use crate::redis::reply::{self, Reply};
-use crate::redis::scripts::Script;
+use crate::redis::Script;
 use crate::time::{Duration, Instant};
 
 use round::{Round, Tally, Vote};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::redis::scripts::Script;
+use crate::redis::Script;
 use crate::time::Instant;
 
 /// What one master answered in a round.

@@ -1,6 +1,6 @@
 //! `SimRedis`: runs the seven lockgate scripts against the simulated key space, re-implementing
-//! in Rust exactly what the Lua in `core/src/redis/scripts.rs` (mutex) and
-//! `core/src/redis/shared.rs` (semaphore, read-write lock, election) does (statement by
+//! in Rust exactly what the Lua in `core/src/redis/mutex.rs` (mutex) and
+//! `core/src/redis/holders.rs` (semaphore, read-write lock, election) does (statement by
 //! statement, including Redis's script cache, NOSCRIPT, WRONGTYPE and the removal of empty
 //! sets/hashes).
 //!
@@ -11,13 +11,13 @@ use std::collections::HashSet;
 
 use lockgate_core::engine::Command;
 use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::scripts::{self, Script};
+use lockgate_core::redis::Script;
 use lockgate_core::time::Instant;
 
 use super::store::{Res, Store};
 
 /// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 4), in the
-/// order of `scripts::all()`.
+/// order of `lockgate_core::redis::all()`.
 pub const MODELLED: [(&str, &str); 7] = [
     ("acquire", "6da3ae0e0d5c3cdc47f3b1326f788ed583e0ea90"),
     ("release", "d0ddea7b0dbf5f4d66c748a5e3f08f20b013cc25"),
@@ -89,7 +89,7 @@ impl SimRedis {
             .map(|s| s.to_ascii_uppercase())
             .unwrap_or_default();
         let (script, full) = match (name.as_str(), args.get(1)) {
-            ("EVALSHA", Some(sha)) => match scripts::all()
+            ("EVALSHA", Some(sha)) => match lockgate_core::redis::all()
                 .into_iter()
                 .find(|s| s.sha1() == sha.to_ascii_lowercase())
             {
@@ -99,7 +99,7 @@ impl SimRedis {
                     return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
                 }
             },
-            ("EVAL", Some(body)) => match scripts::all().into_iter().find(|s| s.source == body) {
+            ("EVAL", Some(body)) => match lockgate_core::redis::all().into_iter().find(|s| s.source == body) {
                 Some(s) => {
                     self.loaded.insert(s.sha1().to_string());
                     (s, true)
@@ -169,7 +169,7 @@ impl SimRedis {
 /// Which lockgate script a command runs (by digest or body), if any.
 pub fn script_of(cmd: &Command) -> Option<&'static str> {
     let arg = cmd.0.get(1)?;
-    scripts::all()
+    lockgate_core::redis::all()
         .into_iter()
         .find(|s| s.sha1().as_bytes() == arg.as_slice() || s.source.as_bytes() == arg.as_slice())
         .map(|s| s.name)
@@ -426,7 +426,7 @@ fn lua_num(n: f64) -> String {
     fmt(n)
 }
 
-/// The shared scripts (`core/src/redis/shared.rs`). KEYS: holders, fence, queue, waiters, info.
+/// The shared-holder scripts (`core/src/redis/holders.rs`). KEYS: holders, fence, queue, waiters, info.
 impl Ctx<'_> {
     /// prelude `keep(i, ms)`: raise a key's expiry to at least `ms`, never shorten it.
     fn keep(&mut self, i: usize, ms: f64) -> Res<()> {
@@ -771,7 +771,7 @@ mod tests {
 
     #[test]
     fn sim_models_the_current_scripts() {
-        let all = lockgate_core::redis::scripts::all();
+        let all = lockgate_core::redis::all();
         assert_eq!(
             all.len(),
             MODELLED.len(),

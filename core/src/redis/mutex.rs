@@ -1,50 +1,9 @@
-//! The Lua scripts of the Redis mutex (the shared-holder family is in [`super::shared`]). Their text is part of PROTOCOL.md: every binding runs
+//! The Lua scripts of the Redis mutex (the shared-holder family is in [`super::holders`]). Their text is part of PROTOCOL.md: every binding runs
 //! these exact bytes, so their SHA-1 digests match across languages.
 //!
 //! All expiry decisions use the server clock (`TIME`), never a client's.
 
-use std::sync::OnceLock;
-
-/// A script with its SHA-1, sent with EVALSHA and re-sent with EVAL on NOSCRIPT.
-#[derive(Debug)]
-pub struct Script {
-    /// Human name used in errors and PROTOCOL.md.
-    pub name: &'static str,
-    /// The Lua source.
-    pub source: &'static str,
-    digest: OnceLock<String>,
-}
-
-impl Script {
-    pub(crate) const fn new(name: &'static str, source: &'static str) -> Self {
-        Script {
-            name,
-            source,
-            digest: OnceLock::new(),
-        }
-    }
-
-    /// Lowercase hex SHA-1 of the source, as EVALSHA expects (computed once).
-    pub fn sha1(&self) -> &str {
-        self.digest
-            .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
-    }
-}
-
-/// The server clock and number formatting, prepended to every script that needs them (each
-/// script stays self-contained; the bytes, hence the digests, are those of PROTOCOL.md).
-macro_rules! lua_clock {
-    () => {
-        r#"
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function fmt(n) return string.format('%.0f', n) end
-"#
-    };
-}
-pub(crate) use lua_clock;
+use super::script::{lua_clock, Script};
 
 /// Helpers shared by ACQUIRE and RELEASE (prepended to both, so each script is self-contained).
 macro_rules! prelude {
@@ -169,46 +128,3 @@ end
 return 0
 "#,
 );
-
-/// Every script of the protocol (mutex and shared-holder families), for documentation and
-/// preloading.
-pub fn all() -> [&'static Script; 7] {
-    use super::shared;
-    [
-        &ACQUIRE,
-        &RELEASE,
-        &EXTEND,
-        &shared::ACQUIRE,
-        &shared::RELEASE,
-        &shared::EXTEND,
-        &shared::OBSERVE,
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn digests_are_hex_sha1() {
-        for s in super::all() {
-            let d = s.sha1();
-            assert_eq!(d.len(), 40);
-            assert!(d.chars().all(|c| c.is_ascii_hexdigit()));
-        }
-    }
-}
-
-#[cfg(test)]
-mod protocol_doc {
-    // PROTOCOL.md lists each script's digest: a script change without a protocol version bump
-    // (and a doc update) fails here.
-    #[test]
-    fn protocol_md_lists_every_digest() {
-        let doc = include_str!("../../../PROTOCOL.md");
-        let missing: Vec<String> = super::all()
-            .iter()
-            .filter(|s| !doc.contains(s.sha1()))
-            .map(|s| format!("{} {}", s.name, s.sha1()))
-            .collect();
-        assert!(missing.is_empty(), "PROTOCOL.md lacks these digests: {missing:?}");
-    }
-}

@@ -6,11 +6,11 @@
 //!
 //! Keys (see [`SharedKeys`](super::keys::SharedKeys)): holders, fence, queue, waiters, info.
 
-use super::scripts::Script;
+use super::script::Script;
 
 macro_rules! shared_prelude {
     () => {
-        concat!(super::scripts::lua_clock!(), r#"-- Raise a key's expiry to at least ms; never shorten it (other holders' leases live there too).
+        concat!(super::script::lua_clock!(), r#"-- Raise a key's expiry to at least ms; never shorten it (other holders' leases live there too).
 local function keep(i, ms)
   local p = redis.call('PTTL', KEYS[i])
   if p == -1 or (p >= 0 and p < ms) then redis.call('PEXPIRE', KEYS[i], ms) end
