@@ -60,6 +60,14 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
         assert redlock.key_prefix == "lockgate:"
         lock = redlock.lock("orders", 0.8)
         assert (lock.name, lock.lease, lock.renew, lock.timeout) == ("orders", 0.8, False, None)
+        # A grant needs only a majority: a master still within its delayed-restart period
+        # (max_lease + 1 s after start, PROTOCOL.md §8) refuses. This test checks every master,
+        # so it waits until all five are past it (uptime in whole seconds, hence 3).
+        wait_until(
+            lambda: all(int(n.raw().info("server")["uptime_in_seconds"]) >= MAX_LEASE + 2 for n in masters.nodes),
+            timeout=FIRST,
+            what="every master past the delayed-restart rule",
+        )
         lease = lock.acquire(timeout=FIRST)
         assert lease.is_held and lease.name == "orders"
         remaining = lease.remaining
