@@ -15,28 +15,18 @@ final class Errors {
     static LockException fromFailure(Failure f) {
         String m = f.getMessage();
         boolean r = f.getRetryable();
-        switch (f.getCode()) {
-            case "INVALID_ARGUMENT":
-                return new LockInvalidArgumentException(m, r);
-            case "TIMEOUT":
-                return new LockTimeoutException(m, r);
-            case "NOT_HELD":
-                return new LockNotHeldException(m, r);
-            case "CONNECTION":
-                return new LockConnectionException(m, r);
-            case "AUTHENTICATION":
-                return new LockAuthenticationException(m, r);
-            case "PROTOCOL":
-                return new LockProtocolException(m, r);
-            case "CANCELLED":
-                return new LockCancelledException(m, r);
-            case "CLOSED":
-                return new LockClosedException(m, r);
-            case "ALREADY_HELD":
-                return new LockAlreadyHeldException(m, r);
-            default:
-                return new LockException(f.getCode(), m, r);
-        }
+        return switch (f.getCode()) {
+            case "INVALID_ARGUMENT" -> new LockInvalidArgumentException(m, r);
+            case "TIMEOUT" -> new LockTimeoutException(m, r);
+            case "NOT_HELD" -> new LockNotHeldException(m, r);
+            case "CONNECTION" -> new LockConnectionException(m, r);
+            case "AUTHENTICATION" -> new LockAuthenticationException(m, r);
+            case "PROTOCOL" -> new LockProtocolException(m, r);
+            case "CANCELLED" -> new LockCancelledException(m, r);
+            case "CLOSED" -> new LockClosedException(m, r);
+            case "ALREADY_HELD" -> new LockAlreadyHeldException(m, r);
+            default -> new LockException(f.getCode(), m, r);
+        };
     }
 
     /**
@@ -48,9 +38,8 @@ final class Errors {
         while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
-        if (t instanceof NativeException.Failed) {
-            LockException e = fromFailure(((NativeException.Failed) t).getFailure());
-            return e;
+        if (t instanceof NativeException.Failed f) {
+            return fromFailure(f.getFailure());
         }
         if (t instanceof InternalException) {
             LockInternalException e = new LockInternalException(
@@ -58,11 +47,11 @@ final class Errors {
             e.initCause(t);
             return e;
         }
-        if (t instanceof RuntimeException) {
-            return (RuntimeException) t;
+        if (t instanceof RuntimeException e) {
+            return e;
         }
-        if (t instanceof Error) {
-            throw (Error) t;
+        if (t instanceof Error e) {
+            throw e;
         }
         LockInternalException e = new LockInternalException("unexpected failure: " + t, false);
         e.initCause(t);

@@ -2,9 +2,5 @@ package io.lockgate;
 
 /** The client was closed; no further operation is possible on it or its locks. Code {@code "CLOSED"}. */
 public class LockClosedException extends LockException {
-    private static final long serialVersionUID = 1L;
-
-    LockClosedException(String message, boolean retryable) {
-        super("CLOSED", message, retryable);
-    }
+    LockClosedException(String message, boolean retryable) { super("CLOSED", message, retryable); }
 }

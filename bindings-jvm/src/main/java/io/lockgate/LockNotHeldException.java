@@ -2,9 +2,5 @@ package io.lockgate;
 
 /** The lease is not (or no longer) held: it expired, was deleted or taken over, or was released. Code {@code "NOT_HELD"}. */
 public class LockNotHeldException extends LockException {
-    private static final long serialVersionUID = 1L;
-
-    LockNotHeldException(String message, boolean retryable) {
-        super("NOT_HELD", message, retryable);
-    }
+    LockNotHeldException(String message, boolean retryable) { super("NOT_HELD", message, retryable); }
 }

@@ -1,10 +1,6 @@
 package io.lockgate;
 
-/** The wait for a lock ran out; retryable. ({@link DistributedLock#tryLock(long, java.util.concurrent.TimeUnit)} returns {@code false} instead.) Code {@code "TIMEOUT"}. */
+/** The wait for a lock ran out; retryable ({@code tryLock(time, unit)} returns {@code false} instead). Code {@code "TIMEOUT"}. */
 public class LockTimeoutException extends LockException {
-    private static final long serialVersionUID = 1L;
-
-    LockTimeoutException(String message, boolean retryable) {
-        super("TIMEOUT", message, retryable);
-    }
+    LockTimeoutException(String message, boolean retryable) { super("TIMEOUT", message, retryable); }
 }

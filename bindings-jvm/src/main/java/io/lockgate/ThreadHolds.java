@@ -23,32 +23,23 @@ final class ThreadHolds {
 
         /** Whether a blocking acquisition of this kind waits for a hold of kind {@code held}. */
         boolean waitsFor(Kind held) {
-            switch (this) {
-                case SEMAPHORE:
-                    return false;
-                case READ:
-                    return held == WRITE;
-                case WRITE:
-                    return held == READ || held == WRITE;
-                default:
-                    return held == this;
-            }
+            return switch (this) {
+                case SEMAPHORE -> false;
+                case READ -> held == WRITE;
+                case WRITE -> held == READ || held == WRITE;
+                default -> held == this;
+            };
         }
 
         /** How messages name it. */
         String label() {
-            switch (this) {
-                case READ:
-                    return "read lock";
-                case WRITE:
-                    return "write lock";
-                case REDLOCK:
-                    return "Redlock";
-                case SEMAPHORE:
-                    return "semaphore";
-                default:
-                    return "lock";
-            }
+            return switch (this) {
+                case READ -> "read lock";
+                case WRITE -> "write lock";
+                case REDLOCK -> "Redlock";
+                case SEMAPHORE -> "semaphore";
+                default -> "lock";
+            };
         }
     }
 
@@ -62,31 +53,8 @@ final class ThreadHolds {
         }
     }
 
-    private static final class Key {
-        final String name;
-        final Kind kind;
-        final Thread thread;
-
-        Key(String name, Kind kind, Thread thread) {
-            this.name = name;
-            this.kind = kind;
-            this.thread = thread;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            if (!(o instanceof Key)) {
-                return false;
-            }
-            Key k = (Key) o;
-            return thread == k.thread && kind == k.kind && name.equals(k.name);
-        }
-
-        @Override
-        public int hashCode() {
-            return (name.hashCode() * 31 + kind.hashCode()) * 31 + System.identityHashCode(thread);
-        }
-    }
+    /** A thread's hold's key; threads compare by identity (Thread does not override equals). */
+    private record Key(String name, Kind kind, Thread thread) {}
 
     private final ConcurrentHashMap<Key, Hold> holds = new ConcurrentHashMap<>();
 
