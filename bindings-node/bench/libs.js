@@ -31,6 +31,29 @@ const libs = {
       };
     },
   },
+  'lockgate-ioredis': {
+    label: 'lockgate over ioredis (no lean RESP socket)',
+    settings: 'as lockgate, with a redisOptions key the lean socket does not take, so commands go through ioredis',
+    async open(url) {
+      const lockgate = require('..');
+      const client = await lockgate.connect(url, { redisOptions: { maxRetriesPerRequest: 2 } });
+      return {
+        lock(name) {
+          const lock = client.lock(name, { leaseMs: LEASE_MS });
+          let lease = null;
+          return {
+            async acquire() {
+              lease = await lock.acquire();
+            },
+            async release() {
+              await lease.release();
+            },
+          };
+        },
+        close: () => client.close(),
+      };
+    },
+  },
   redlock: {
     label: `redlock ${require('redlock/package.json').version}`,
     settings: 'defaults (retryDelay 200 ms, retryJitter 100 ms) with retryCount -1 (never give up)',
