@@ -72,26 +72,6 @@ class ReadWriteLockTest extends RedisTestBase {
         assertEquals(List.of(), liveKeys(raw, "queued"));
     }
 
-    // Readers first: new readers join current readers past a queued writer.
-    @Test
-    void readersFirstLetsNewReadersPassAQueuedWriter() throws Exception {
-        DistributedReadWriteLock rw = client.getReadWriteLock("barging").withWritersFirst(false);
-        assertFalse(rw.isWritersFirst());
-        Lease r1 = rw.readLock().acquire(Duration.ofSeconds(1));
-        CompletableFuture<Lease> writer = rw.writeLock().acquireAsync(Duration.ofSeconds(10));
-        assertTrue(zcardAtLeast(raw, key("barging", ":rw:queue"), 1, 5000), "the writer queued");
-        DistributedReadWriteLock second = client.getReadWriteLock("barging").withWritersFirst(false);
-        Lease r2 = second.readLock().tryAcquire().orElseThrow(() -> new AssertionError("readers-first reader"));
-        assertTrue(r1.release());
-        Thread.sleep(150);
-        assertFalse(writer.isDone(), "the writer still waits for the second reader");
-        assertTrue(r2.release());
-        Lease w = writer.get(5, TimeUnit.SECONDS);
-        assertTrue(w.fencingToken() > r2.fencingToken());
-        w.close();
-        assertEquals(List.of(), liveKeys(raw, "barging"));
-    }
-
     // Through java.util.concurrent.locks: threads sharing one object; a writer never overlaps anyone.
     @Test
     void jdkInterfaceNeverLetsAWriterOverlap() throws Exception {

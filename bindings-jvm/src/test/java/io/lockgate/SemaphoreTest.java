@@ -61,32 +61,6 @@ class SemaphoreTest extends RedisTestBase {
         assertEquals(List.of(), liveKeys(raw, "cap"));
     }
 
-    // A holder process killed with SIGKILL (no release; its watchdog dies with it) gives its
-    // permits back within about one lease.
-    @Test
-    void permitsOfAKilledProcessReturn() throws Exception {
-        Process worker = HolderWorker.start(server, "semaphore", "killed", 600, "2");
-        List<Long> theirs;
-        try {
-            theirs = HolderWorker.tokens(worker, 2);
-            DistributedSemaphore sem = client.getSemaphore("killed", 2, LockOptions.fixedLease(Duration.ofSeconds(5)));
-            Thread.sleep(800); // past one lease: the worker's watchdog keeps them
-            assertTrue(sem.tryAcquire().isEmpty(), "both permits are held by the live worker");
-            worker.destroyForcibly().waitFor();
-            long t0 = System.nanoTime();
-            DistributedSemaphore sem2 = client.getSemaphore("killed", 2, LockOptions.fixedLease(Duration.ofSeconds(5)));
-            try (Lease a = sem.acquire(Duration.ofSeconds(5)); Lease b = sem2.acquire(Duration.ofSeconds(5))) {
-                long ms = (System.nanoTime() - t0) / 1_000_000;
-                assertTrue(ms < 2500, "the permits returned within about one lease: " + ms + " ms");
-                assertTrue(a.fencingToken() > Collections.max(theirs));
-                assertTrue(b.fencingToken() > a.fencingToken());
-            }
-        } finally {
-            worker.destroyForcibly();
-        }
-        assertEquals(List.of(), liveKeys(raw, "killed"));
-    }
-
     // A permit with a fixed lease that is never released frees itself; the waiter gets it.
     @Test
     void anAbandonedFixedLeasePermitReturns() throws Exception {
@@ -147,23 +121,6 @@ class SemaphoreTest extends RedisTestBase {
         }
         b.close();
         assertEquals(List.of(), liveKeys(raw, "async"));
-    }
-
-    // Issue 13, item 1: a client with another permit count is refused while the semaphore is in
-    // use (it would oversubscribe it), and changes nothing; once idle the count may change.
-    @Test
-    void permitCountsMustAgree() throws Exception {
-        Lease one = client.getSemaphore("agree", 1).acquire(Duration.ofSeconds(1));
-        LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class,
-            () -> client.getSemaphore("agree", 2).tryAcquire());
-        assertTrue(e.getMessage().contains("permits"), e.getMessage());
-        assertThrows(LockInvalidArgumentException.class,
-            () -> client.getSemaphore("agree", 2).acquire(Duration.ofSeconds(5)));
-        assertEquals(1L, raw.num("ZCARD", key("agree", ":sem:holders")), "still one holder");
-        assertTrue(one.release());
-        try (Lease two = client.getSemaphore("agree", 2).acquire(Duration.ofSeconds(1))) {
-            assertTrue(two.isHeld(), "idle: the count may change");
-        }
     }
 
     // Bad counts and options are the typed INVALID_ARGUMENT, before any network call.
