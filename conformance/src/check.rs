@@ -1,4 +1,5 @@
 //! Per-run state: lock-name mapping, saved fencing tokens, and the checks of expectations.
+//! (What the servers hold is checked by the variant's fixture, `fixture/`.)
 
 use std::collections::HashMap;
 
@@ -7,20 +8,22 @@ use serde_json::Value;
 use crate::actor::Timed;
 
 pub struct Context {
-    prefix: String,
     run: String,
+    fencing: bool,
     tokens: HashMap<String, u128>,
     /// Hammer records: (token, if the grant had one; enter ns; exit ns).
     hammers: HashMap<String, Vec<(Option<u128>, u128, u128)>>,
 }
 
 impl Context {
-    pub fn new(prefix: &str, run: &str) -> Self {
-        Context { prefix: prefix.into(), run: run.into(), tokens: HashMap::new(), hammers: HashMap::new() }
+    /// `fencing`: whether the variant's backend gives fencing tokens; without it every grant
+    /// must come without a token, and `token_gt`/`token_eq` expect exactly that.
+    pub fn new(run: &str, fencing: bool) -> Self {
+        Context { run: run.into(), fencing, tokens: HashMap::new(), hammers: HashMap::new() }
     }
 
     /// Scenario lock names are local; each run gets its own real names so runs never interfere.
-    fn lock_name(&self, local: &str) -> String {
+    pub fn lock_name(&self, local: &str) -> String {
         if local.is_empty() || local.starts_with('!') {
             // `""` and `!…` are literal (bad-input scenarios pass them through untouched).
             return local.trim_start_matches('!').to_string();
@@ -48,78 +51,6 @@ impl Context {
         op
     }
 
-    /// The real key a placeholder names: `{key:L}`, `{queue:L}`, `{waiters:L}`, `{fence:L}` (the
-    /// mutex, PROTOCOL.md §1) and `{sem_holders:L}`, `{sem_queue:L}`, `{rw_holders:L}`,
-    /// `{rw_queue:L}`, `{elect_holders:L}` (the shared-holder primitives, §7) and `{redlock:L}`
-    /// (a Redlock's key on each master, §8).
-    fn key(&self, template: &str) -> String {
-        const TAGS: [(&str, &str); 10] = [
-            ("redlock:", ":redlock"),
-            ("key:", ""),
-            ("queue:", ":queue"),
-            ("waiters:", ":waiters"),
-            ("fence:", ":fence"),
-            ("sem_holders:", ":sem:holders"),
-            ("sem_queue:", ":sem:queue"),
-            ("rw_holders:", ":rw:holders"),
-            ("rw_queue:", ":rw:queue"),
-            ("elect_holders:", ":elect:holders"),
-        ];
-        for (tag, suffix) in TAGS {
-            if let Some(local) = template.strip_prefix('{').and_then(|t| t.strip_suffix('}')).and_then(|t| t.strip_prefix(tag)) {
-                return format!("{}{{{}}}{suffix}", self.prefix, self.lock_name(local));
-            }
-        }
-        template.to_string()
-    }
-
-    /// Runs a raw command (keys as `{key:L}`, `{queue:L}`...) and checks `expect` if given.
-    pub fn redis(&self, conn: &mut redis::Connection, cmd: &[Value], expect: Option<&Value>) -> Result<(), String> {
-        let mut c = redis::Cmd::new();
-        for a in cmd {
-            c.arg(self.key(a.as_str().unwrap_or_default()));
-        }
-        let got: redis::Value = c.query(conn).map_err(|e| format!("redis {cmd:?}: {e}"))?;
-        if let Some(want) = expect.and_then(Value::as_i64) {
-            if got != redis::Value::Int(want) {
-                return Err(format!("redis {cmd:?} returned {got:?}, expected {want}"));
-            }
-        }
-        Ok(())
-    }
-
-    /// No key of lock `lock` is left, of any primitive (mutex, semaphore, read-write lock,
-    /// election), except the fence counters, which outlive holders on purpose (PROTOCOL.md §5).
-    /// Every such key starts with `P{N}` (the hash tag), so one SCAN over that pattern finds them.
-    pub fn keys_absent(&self, conn: &mut redis::Connection, lock: &str) -> Result<(), String> {
-        let base = self.key(&format!("{{key:{lock}}}"));
-        let mut pattern = String::new();
-        for c in base.chars() {
-            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
-        pattern.push('*');
-        let mut left = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) =
-                redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(1000).query(conn).map_err(|e| e.to_string())?;
-            left.extend(keys.into_iter().filter(|k| !k.ends_with(":fence")));
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        if left.is_empty() {
-            Ok(())
-        } else {
-            left.sort();
-            Err(format!("left behind: {}", left.join(", ")))
-        }
-    }
-
     /// Checks a reply against the step's `expect` and records tokens / hammer records.
     pub fn expect(&mut self, step: &Value, reply: &Timed, label: &str) -> Result<(), String> {
         let r = &reply.value;
@@ -142,6 +73,11 @@ impl Context {
         if let Some(t) = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok()) {
             self.tokens.insert(label.to_string(), t);
         }
+        let tokenless = r.get("token").is_none_or(Value::is_null)
+            && r.get("records").and_then(Value::as_array).is_none_or(|rs| rs.iter().all(|rec| rec.get(0).is_some_and(Value::is_null)));
+        if !self.fencing && !tokenless {
+            return Err(format!("a backend without fencing gave a token: {r}"));
+        }
         let Some(want) = step.get("expect").and_then(Value::as_object) else {
             return if r["ok"] == true { Ok(()) } else { Err(format!("unexpected failure: {r}")) };
         };
@@ -150,6 +86,8 @@ impl Context {
                 "within_ms" => reply.elapsed.as_millis() <= v.as_u64().unwrap_or(0) as u128,
                 "token_absent" => r.get("token").is_none_or(Value::is_null) == (v == &Value::Bool(true)),
                 "at_least_ms" => reply.elapsed.as_millis() >= v.as_u64().unwrap_or(0) as u128,
+                // Without fencing the grant carries no token (checked above for every reply).
+                "token_gt" | "token_eq" if !self.fencing => true,
                 "token_gt" | "token_eq" => {
                     let other = v.as_str().and_then(|n| self.tokens.get(n)).ok_or(format!("no token saved as {v}"))?;
                     let mine = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok());

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::actor::Actor;
-use crate::server::RedisServer;
+use lockgate_conformance::server::RedisServer;
 use crate::{ActorSpec, OP_LIMIT, PREFIX};
 
 pub async fn run(root: &Path, specs: &[ActorSpec], per_binding: usize, rounds: u64) -> Result<bool, String> {
@@ -23,7 +23,7 @@ pub async fn run(root: &Path, specs: &[ActorSpec], per_binding: usize, rounds: u
     for spec in specs {
         for i in 1..=per_binding {
             let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-            let id = a.send(json!({"op": "connect", "url": server.url(), "prefix": PREFIX})).await?;
+            let id = a.send(json!({"op": "connect", "url": server.url(), "prefix": PREFIX, "options": {"prefix": PREFIX}})).await?;
             let r = a.wait(id, OP_LIMIT).await?;
             if r.value["ok"] != true {
                 return Err(format!("{} actor could not connect: {}", spec.binding, r.value));

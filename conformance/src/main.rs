@@ -1,18 +1,17 @@
-//! The conformance orchestrator: runs every scenario in `conformance/scenarios/` against every
-//! binding alone, then with actors spread across bindings, against a real redis-server it starts.
+//! The conformance orchestrator: runs every scenario in `conformance/scenarios/` on every server
+//! variant whose capabilities it needs (Redis single, Redis Cluster, primary + replica with
+//! replica acks, Redlock masters), against every binding alone and with actors spread across
+//! bindings. It starts each variant's servers once per run.
 //!
-//! Usage: `conformance [--bindings rust,python,...] [--scenarios name,...] [--table FILE]
-//! [--readme README.md]`, or
+//! Usage: `conformance [--bindings rust,python,...] [--variants single,...] [--scenarios
+//! name,...] [--table FILE] [--readme README.md]`, or
 //! `conformance --demo [--bindings ...] [--per-binding N] [--rounds N]` for `./run demo`
 //! (run from the repository root; `./run` does).
 
 mod actor;
-mod busy;
 mod check;
 mod demo;
-mod ports;
-mod proxy;
-mod server;
+mod variant;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -22,17 +21,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use actor::Actor;
-use server::RedisServer;
+use lockgate_conformance::fixture::{Connect, Op};
+use variant::Variant;
 
 /// Keys and lock names live under this prefix so runs never touch anything else.
 const PREFIX: &str = "lockgate-conf:";
 /// Longest any single operation may take before the run fails.
 const OP_LIMIT: Duration = Duration::from_secs(60);
-/// Independent masters started for the Redlock scenarios.
-const REDLOCK_MASTERS: usize = 3;
-/// The Redlock deployment's max lease: every actor is told it, and a fresh master grants
-/// nothing until it has been up this long plus a second (PROTOCOL.md §8).
-const REDLOCK_MAX_LEASE_MS: u64 = 5000;
+/// Capabilities a client reports in its `connect` reply that the orchestrator compares with
+/// the variant's (other names are ignored).
+const CLIENT_CAPABILITIES: [&str; 8] = ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "replica_acks"];
 
 #[derive(Deserialize)]
 struct Scenario {
@@ -41,26 +39,43 @@ struct Scenario {
     description: String,
     actors: Vec<String>,
     steps: Vec<Value>,
-    /// Connect every actor's Redlock client to the independent masters too.
+    /// Capabilities (and fixture features) a variant must offer to run the scenario.
     #[serde(default)]
-    redlock: bool,
-    /// Actors reach the server through the orchestrator's loopback proxy (`{"proxy": ...}` steps).
-    #[serde(default)]
-    proxy: bool,
+    needs: Vec<String>,
+}
+
+impl Scenario {
+    fn needs(&self, what: &str) -> bool {
+        self.needs.iter().any(|n| n == what)
+    }
 }
 
 #[derive(Deserialize, Clone)]
 struct ActorSpec {
     binding: String,
     command: Vec<String>,
+    /// The actor protocol it speaks (conformance/README.md): 1 (absent) runs the single and
+    /// Redlock variants through the old connect shapes; 2 runs every variant.
+    #[serde(default = "protocol_1")]
+    protocol: u8,
+}
+
+fn protocol_1() -> u8 {
+    1
+}
+
+impl ActorSpec {
+    /// Whether this actor can run on `variant`.
+    fn runs_on(&self, variant: &str) -> bool {
+        self.protocol >= 2 || matches!(variant, "single" | "redlock")
+    }
 }
 
 /// One execution of a scenario with a given binding per actor.
 struct RunResult {
+    variant: &'static str,
     scenario: String,
     label: String,
-    mixed: bool,
-    bindings: Vec<String>,
     error: Option<String>,
     expected_failure: bool,
 }
@@ -123,31 +138,58 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
         }
         scenarios = select_scenarios(scenarios, &list)?;
     }
-    let server = RedisServer::start()?;
-    let masters = if scenarios.iter().any(|s| s.redlock) {
-        (0..REDLOCK_MASTERS).map(|_| RedisServer::start()).collect::<Result<Vec<_>, _>>()?
-    } else {
-        Vec::new()
+    let names: Vec<String> = match arg(args, "--variants") {
+        Some(list) => list.split(',').map(str::to_string).filter(|s| !s.is_empty()).collect(),
+        None => variant::all().iter().map(|v| v.name.to_string()).collect(),
     };
-    let masters_started = std::time::Instant::now();
-    let mut results = Vec::new();
-    for (index, scenario) in scenarios.iter().enumerate() {
-        if scenario.redlock {
-            // The delayed-restart rule: fresh masters refuse grants for max_lease + 1 s.
-            let ready = masters_started + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000);
-            tokio::time::sleep_until(ready.into()).await;
-        }
-        for (label, assignment, mixed) in assignments(scenario, &specs) {
-            let bindings: Vec<String> = assignment.iter().map(|s| s.binding.clone()).collect();
-            let expected_failure = bindings.iter().any(|b| failures.get(b).is_some_and(|f| f.contains_key(&scenario.name)));
-            let tag = format!("{index}.{}", results.len());
-            let error = execute(root, &server, &masters, scenario, &assignment, &tag).await.err();
-            let r = RunResult { scenario: scenario.name.clone(), label, mixed, bindings, error, expected_failure };
-            println!("{:<40} {:<28} {}{}", r.scenario, r.label, r.verdict(), r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default());
-            results.push(r);
-        }
+    if arg(args, "--readme").is_some() && arg(args, "--variants").is_some() {
+        return Err("--readme needs the whole matrix: drop --variants".into());
     }
-    let table = table(&scenarios, &specs, &results);
+    let mut chosen = Vec::new();
+    for name in &names {
+        let spec = variant::all().into_iter().find(|v| v.name == name).ok_or(format!("no variant {name:?} (single, cluster, replica, redlock)"))?;
+        chosen.push(spec);
+    }
+    // Only variants some scenario and some actor can run on are started.
+    chosen.retain(|v| scenarios.iter().any(|s| Variant::offers(&v.capabilities, &s.needs)) && specs.iter().any(|a| a.runs_on(v.name)));
+    let mut variants = Vec::new();
+    for spec in chosen {
+        let started = std::time::Instant::now();
+        let v = tokio::task::block_in_place(|| Variant::start(spec, PREFIX))?;
+        println!("variant {}: servers up in {} ms", v.name, started.elapsed().as_millis());
+        variants.push(v);
+    }
+    let mut results = Vec::new();
+    let mut timings = Vec::new();
+    for v in variants.iter_mut() {
+        tokio::time::sleep_until(v.ready_at.into()).await;
+        let started = std::time::Instant::now();
+        for (index, scenario) in scenarios.iter().enumerate() {
+            if !Variant::offers(&v.capabilities, &scenario.needs) {
+                continue;
+            }
+            for (label, assignment) in assignments(scenario, &specs, v.name) {
+                let bindings: Vec<String> = assignment.iter().map(|s| s.binding.clone()).collect();
+                let expected_failure = bindings.iter().any(|b| {
+                    failures.get(b).is_some_and(|f| f.contains_key(&scenario.name) || f.contains_key(&format!("{}@{}", scenario.name, v.name)))
+                });
+                let tag = format!("{}.{index}.{}", v.name, results.len());
+                let error = execute(root, v, scenario, &assignment, &tag).await.err();
+                let r = RunResult { variant: v.name, scenario: scenario.name.clone(), label, error, expected_failure };
+                println!(
+                    "{:<8} {:<40} {:<28} {}{}",
+                    r.variant,
+                    r.scenario,
+                    r.label,
+                    r.verdict(),
+                    r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                );
+                results.push(r);
+            }
+        }
+        timings.push((v.name, started.elapsed()));
+    }
+    let table = table(&scenarios, &specs, &variants, &results);
     println!("\n{table}");
     if let Some(path) = arg(args, "--table") {
         std::fs::write(&path, &table).map_err(|e| format!("{path}: {e}"))?;
@@ -158,6 +200,9 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     let passed = results.iter().filter(|r| r.ok() && !r.expected_failure).count();
     let expected = results.iter().filter(|r| r.ok() && r.expected_failure).count();
     let failed = results.iter().filter(|r| !r.ok()).count();
+    for (name, took) in &timings {
+        println!("variant {name}: {:.1} s", took.as_secs_f64());
+    }
     println!("conformance: {passed} passed, {failed} failed, {expected} skipped");
     if expected > 0 {
         println!("(skipped = listed in a binding's failure list and still failing, as listed)");
@@ -215,114 +260,111 @@ fn select_scenarios(all: Vec<Scenario>, list: &str) -> Result<Vec<Scenario>, Str
     Ok(all.into_iter().filter(|s| names.contains(&s.name.as_str())).collect())
 }
 
-/// Every binding alone; then, for scenarios with several actors and several bindings, one
-/// rotation per binding spreading the actors across bindings.
-fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec]) -> Vec<(String, Vec<&'a ActorSpec>, bool)> {
-    let mut out: Vec<(String, Vec<&ActorSpec>, bool)> =
-        specs.iter().map(|spec| (spec.binding.clone(), s.actors.iter().map(|_| spec).collect(), false)).collect();
+/// Every binding that runs on `variant` alone; then, for scenarios with several actors and
+/// several such bindings, one rotation per binding spreading the actors across them.
+fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec], variant: &str) -> Vec<(String, Vec<&'a ActorSpec>)> {
+    let specs: Vec<&ActorSpec> = specs.iter().filter(|a| a.runs_on(variant)).collect();
+    let mut out: Vec<(String, Vec<&ActorSpec>)> = specs.iter().map(|spec| (spec.binding.clone(), s.actors.iter().map(|_| *spec).collect())).collect();
     if s.actors.len() > 1 && specs.len() > 1 {
         for shift in 0..specs.len() {
-            let a: Vec<&ActorSpec> = (0..s.actors.len()).map(|i| &specs[(i + shift) % specs.len()]).collect();
+            let a: Vec<&ActorSpec> = (0..s.actors.len()).map(|i| specs[(i + shift) % specs.len()]).collect();
             let label = format!("mixed:{}", a.iter().map(|s| s.binding.as_str()).collect::<Vec<_>>().join("+"));
             if a.iter().any(|x| x.binding != a[0].binding) {
-                out.push((label, a, true));
+                out.push((label, a));
             }
         }
     }
     out
 }
 
-/// Runs one scenario with one assignment of bindings to actors.
-async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
-    let proxy = if s.proxy {
-        Some(proxy::Proxy::start(std::net::SocketAddr::from(([127, 0, 0, 1], server.port)))?)
-    } else {
-        None
-    };
-    let actor_url = proxy.as_ref().map_or_else(|| server.url(), proxy::Proxy::url);
-    let mut actors: HashMap<String, Actor> = HashMap::new();
-    for (name, spec) in s.actors.iter().zip(assignment) {
-        let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-        let id = a.send(serde_json::json!({"op": "connect", "url": actor_url, "prefix": PREFIX})).await?;
+/// Connects actor `a` as `connect` says, in the shape its protocol speaks; checks the
+/// capabilities a protocol-2 actor reports, if it reports any.
+async fn connect(a: &mut Actor, spec: &ActorSpec, c: &Connect, variant: &Variant) -> Result<Value, String> {
+    if spec.protocol >= 2 {
+        let op = serde_json::json!({"op": "connect", "url": c.url, "options": c.options, "prefix": PREFIX});
+        let id = a.send(op).await?;
         let r = a.wait(id, OP_LIMIT).await?;
-        if r.value["ok"] != true {
-            return Err(format!("{name} ({}) could not connect: {}", spec.binding, r.value));
-        }
-        if s.redlock {
-            let urls: Vec<String> = masters.iter().map(RedisServer::url).collect();
-            let op = serde_json::json!({"op": "connect_redlock", "urls": urls, "prefix": PREFIX, "max_lease_ms": REDLOCK_MAX_LEASE_MS});
-            let id = a.send(op).await?;
-            let r = a.wait(id, OP_LIMIT).await?;
-            if r.value["ok"] != true {
-                return Err(format!("{name} ({}) could not connect to the Redlock masters: {}", spec.binding, r.value));
+        if let Some(caps) = r.value.get("capabilities").and_then(Value::as_array) {
+            let reported: Vec<String> = caps.iter().filter_map(Value::as_str).map(|c| c.to_ascii_lowercase().replace('-', "_")).collect();
+            for name in CLIENT_CAPABILITIES {
+                if reported.iter().any(|r| r == name) != variant.has(name) {
+                    return Err(format!("the client reports capabilities {reported:?}; the {} variant has {:?}", variant.name, variant.client_capabilities()));
+                }
             }
         }
-        actors.insert(name.clone(), a);
+        return Ok(r.value);
     }
-    let connect = |url: String| {
-        redis::Client::open(url).and_then(|c| c.get_connection()).map_err(|e| format!("orchestrator cannot reach redis: {e}"))
-    };
-    let mut redis = connect(server.url())?;
-    let mut master_conns = masters.iter().map(|m| connect(m.url())).collect::<Result<Vec<_>, _>>()?;
-    let mut ctx = check::Context::new(PREFIX, &format!("{}.{tag}", s.name));
+    let op = serde_json::json!({"op": "connect", "url": c.legacy_url, "prefix": PREFIX});
+    let id = a.send(op).await?;
+    let r = a.wait(id, OP_LIMIT).await?;
+    if r.value["ok"] != true {
+        return Ok(r.value);
+    }
+    match &c.legacy_redlock {
+        Some((urls, max_lease_ms)) => {
+            let op = serde_json::json!({"op": "connect_redlock", "urls": urls, "prefix": PREFIX, "max_lease_ms": max_lease_ms});
+            let id = a.send(op).await?;
+            Ok(a.wait(id, OP_LIMIT).await?.value)
+        }
+        None => Ok(r.value),
+    }
+}
+
+/// Runs one scenario with one assignment of bindings to actors on one variant.
+async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
+    let proxied = s.needs("proxy");
+    let conn = tokio::task::block_in_place(|| v.fixture.connect(proxied))?;
+    // Protocol-1 actors reach a Redlock through `kind: redlock` locks of their Redlock client.
+    let legacy_kind = conn.legacy_redlock.is_some();
+    let mut actors: HashMap<String, (Actor, &ActorSpec)> = HashMap::new();
+    for (name, spec) in s.actors.iter().zip(assignment) {
+        let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
+        let r = connect(&mut a, spec, &conn, v).await?;
+        if r["ok"] != true {
+            return Err(format!("{name} ({}) could not connect: {r}", spec.binding));
+        }
+        actors.insert(name.clone(), (a, spec));
+    }
+    let mut ctx = check::Context::new(&format!("{}.{tag}", s.name), v.has("fencing"));
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
-    let mut spell: Option<busy::BusySpell> = None;
     let result = async {
         for (i, step) in s.steps.iter().enumerate() {
             let at = |e: String| format!("step {}: {e}", i + 1);
             if let Some(ms) = step.get("sleep_ms").and_then(Value::as_u64) {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-            } else if let Some(ms) = step.get("busy_ms").and_then(Value::as_u64) {
-                if spell.is_some() {
-                    return Err(at("a busy spell is already running".into()));
-                }
-                let url = server.url();
-                spell = Some(tokio::task::block_in_place(|| busy::BusySpell::start(&url, ms)).map_err(at)?);
-            } else if step.get("busy_end").is_some() {
-                let mut sp = spell.take().ok_or_else(|| at("no busy spell is running".into()))?;
-                tokio::task::block_in_place(|| sp.finish()).map_err(at)?;
-            } else if let Some(what) = step.get("proxy").and_then(Value::as_str) {
-                let p = proxy.as_ref().ok_or_else(|| at("the scenario has no \"proxy\": true".into()))?;
-                match what {
-                    "silence" => p.silence(),
-                    "restore" => p.restore(),
-                    other => return Err(at(format!("unknown proxy action {other:?}"))),
-                }
+            } else if step.get("fixture").is_some() {
+                let op = Op::parse(step, |l| ctx.lock_name(l)).map_err(at)?;
+                tokio::task::block_in_place(|| v.fixture.apply(&op)).map_err(at)?;
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
-                actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
-            } else if let Some(cmd) = step.get("redis").and_then(Value::as_array) {
-                let conn = match step.get("master").and_then(Value::as_u64) {
-                    Some(i) => master_conns.get_mut(i as usize).ok_or_else(|| at(format!("no master {i}")))?,
-                    None => &mut redis,
-                };
-                ctx.redis(conn, cmd, step.get("expect")).map_err(at)?;
-            } else if let Some(lock) = step.get("expect_keys_absent").and_then(Value::as_str) {
-                ctx.keys_absent(&mut redis, lock).map_err(at)?;
-                for (i, m) in master_conns.iter_mut().enumerate() {
-                    ctx.keys_absent(m, lock).map_err(|e| at(format!("master {i}: {e}")))?;
-                }
+                actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.0.crash().await;
             } else if let Some(labels) = step.get("check_hammer").and_then(Value::as_array) {
                 let permits = step.get("permits").and_then(Value::as_u64).unwrap_or(1);
                 ctx.check_hammer(labels, permits).map_err(at)?;
             } else if let Some(label) = step.get("await").and_then(Value::as_str) {
                 let (who, id) = pending.remove(label).ok_or_else(|| at(format!("nothing pending as {label}")))?;
-                let actor = actors.get_mut(&who).expect("pending actor exists");
+                let (actor, _) = actors.get_mut(&who).expect("pending actor exists");
                 let reply = actor.wait(id, OP_LIMIT).await.map_err(at)?;
                 ctx.expect(step, &reply, label).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
             } else if let Some(who) = step.get("actor").and_then(Value::as_str) {
-                let actor = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
+                let (actor, spec) = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
                 let mut op = ctx.operation(step);
                 if let Some(picked) = op.get("masters").and_then(Value::as_array).cloned() {
-                    // `connect_redlock` over a subset of the masters, by index.
-                    let urls = picked
-                        .iter()
-                        .map(|i| i.as_u64().and_then(|i| masters.get(i as usize)).map(RedisServer::url))
-                        .collect::<Option<Vec<_>>>()
-                        .ok_or_else(|| at(format!("bad master indices {picked:?}")))?;
-                    op["urls"] = Value::from(urls);
-                    op["prefix"] = Value::from(PREFIX);
-                    op["max_lease_ms"] = Value::from(REDLOCK_MAX_LEASE_MS);
-                    op.as_object_mut().expect("an operation is an object").remove("masters");
+                    // `connect` over some of the masters, by index.
+                    let picked = picked.iter().map(|i| i.as_u64().map(|i| i as usize)).collect::<Option<Vec<_>>>().ok_or_else(|| at(format!("bad master indices {picked:?}")))?;
+                    let c = v.fixture.connect_masters(&picked).map_err(at)?;
+                    let reply = connect(actor, spec, &c, v).await.map_err(at)?;
+                    let timed = actor::Timed { value: reply, elapsed: Duration::ZERO };
+                    ctx.expect(step, &timed, who).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
+                    continue;
+                }
+                if legacy_kind && spec.protocol < 2 && matches!(op["op"].as_str(), Some("lock" | "acquire" | "try_acquire" | "hammer")) && op.get("kind").is_none() {
+                    op["kind"] = Value::from("redlock");
+                    // No lease given: the library's rule is min(30 s, max_lease), renewed; a
+                    // protocol-1 actor cannot say "no lease" to its Redlock client.
+                    if op.get("lease_ms").is_none() {
+                        op["lease_ms"] = Value::from(variant::REDLOCK_MAX_LEASE_MS);
+                        op["renew"] = Value::from(true);
+                    }
                 }
                 let id = actor.send(op).await.map_err(at)?;
                 match step.get("async").and_then(Value::as_str) {
@@ -342,51 +384,56 @@ async fn execute(root: &Path, server: &RedisServer, masters: &[RedisServer], s: 
         Ok(())
     }
     .await;
-    // A spell still running (a failed step) ends before the actors exit, so their releases land.
-    let spell_end = match spell.take() {
-        Some(mut sp) => tokio::task::block_in_place(|| sp.finish()),
-        None => Ok(()),
-    };
-    if let Some(p) = &proxy {
-        p.restore();
-    }
-    for (_, a) in actors {
+    // A spell or a pause still running (a failed step) ends before the actors exit, so their
+    // releases land.
+    let settled = tokio::task::block_in_place(|| v.fixture.settle());
+    for (_, (a, _)) in actors {
         a.finish().await;
     }
-    drop(proxy);
-    result.and(spell_end)
+    v.fixture.finish();
+    result.and(settled)
 }
 
-/// The scenario × binding table in Markdown (the "mixed" column covers every rotation).
-fn table(scenarios: &[Scenario], specs: &[ActorSpec], results: &[RunResult]) -> String {
-    let mut t = String::from("| scenario |");
-    for s in specs {
-        t.push_str(&format!(" {} |", s.binding));
+/// The scenario × variant table in Markdown. A cell is ✅ when every run of the scenario on
+/// that variant passed (each binding alone and every mixed rotation), names the bindings that
+/// ran when not all of them could (protocol-1 actors run only single and Redlock), lists the
+/// failed runs, and is – where the variant lacks a capability the scenario needs.
+fn table(scenarios: &[Scenario], specs: &[ActorSpec], variants: &[Variant], results: &[RunResult]) -> String {
+    let mut t = String::from("| scenario | needs |");
+    for v in variants {
+        t.push_str(&format!(" {} |", v.name));
     }
-    t.push_str(" mixed |\n|---|");
-    for _ in specs {
+    t.push_str("\n|---|---|");
+    for _ in variants {
         t.push_str("---|");
     }
-    t.push_str("---|\n");
-    let mark = |rs: Vec<&RunResult>| -> String {
-        if rs.is_empty() {
-            "–".into()
-        } else if rs.iter().all(|r| r.ok() && !r.expected_failure) {
-            "✅".into()
-        } else if rs.iter().all(|r| r.ok()) {
-            "expected failure".into()
-        } else {
-            "❌".into()
-        }
-    };
+    t.push('\n');
     for sc in scenarios {
-        t.push_str(&format!("| {} |", sc.name));
-        for spec in specs {
-            let rs = results.iter().filter(|r| r.scenario == sc.name && !r.mixed && r.bindings[0] == spec.binding).collect();
-            t.push_str(&format!(" {} |", mark(rs)));
+        let needs = if sc.needs.is_empty() { "–".to_string() } else { sc.needs.join(", ") };
+        t.push_str(&format!("| {} | {needs} |", sc.name));
+        for v in variants {
+            let rs: Vec<&RunResult> = results.iter().filter(|r| r.scenario == sc.name && r.variant == v.name).collect();
+            let cell = if rs.is_empty() {
+                "–".to_string()
+            } else {
+                let failed: Vec<&str> = rs.iter().filter(|r| !r.ok()).map(|r| r.label.as_str()).collect();
+                let expected = rs.iter().any(|r| r.expected_failure);
+                let mut cell = if !failed.is_empty() {
+                    format!("❌ {}", failed.join(", "))
+                } else if expected {
+                    "expected failure".to_string()
+                } else {
+                    "✅".to_string()
+                };
+                let alone: Vec<&str> = specs.iter().filter(|a| a.runs_on(v.name)).map(|a| a.binding.as_str()).collect();
+                if alone.len() < specs.len() {
+                    cell.push_str(&format!(" ({})", alone.join(", ")));
+                }
+                cell
+            };
+            t.push_str(&format!(" {cell} |"));
         }
-        let rs = results.iter().filter(|r| r.scenario == sc.name && r.mixed).collect();
-        t.push_str(&format!(" {} |\n", mark(rs)));
+        t.push('\n');
     }
     t
 }

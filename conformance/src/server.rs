@@ -1,58 +1,168 @@
-//! A throwaway redis-server for one conformance run: free loopback port, temp dir, killed by pid.
+//! One throwaway redis-server: a free loopback port, data in its own temp dir, no persistence,
+//! stopped by its own pid (never by name).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::ports::{await_listening, free_port};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 
+/// Set by the launcher binary: servers it starts die with it even if it is SIGKILLed
+/// (`PR_SET_PDEATHSIG`), so a crashed test run leaves no redis-server behind.
+static DIE_WITH_PARENT: AtomicBool = AtomicBool::new(false);
+
+/// Makes every server started afterwards die when the thread that started it exits. Only for a
+/// process that starts its servers from one long-lived thread (the launcher's main thread).
+pub fn die_with_parent() {
+    DIE_WITH_PARENT.store(true, Ordering::SeqCst);
+}
+
+/// A running (or stopped, see [`RedisServer::stop`]) redis-server.
 pub struct RedisServer {
     pub port: u16,
-    child: Child,
+    child: Option<Child>,
     dir: PathBuf,
+    extra: Vec<String>,
+}
+
+/// A fresh directory under `$LOCKGATE_TMP` (or the system temp dir): a counter, not just the
+/// port, names it, because a port can come back within one process and two live servers in one
+/// dir collide (a cluster node refuses a `nodes.conf` another node holds).
+pub fn fresh_dir(tag: &str) -> Result<PathBuf, String> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::var_os("LOCKGATE_TMP").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = base.join(format!("lockgate-{tag}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The redis-server binary (`LOCKGATE_REDIS_SERVER` overrides it).
+fn binary() -> String {
+    std::env::var("LOCKGATE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
 impl RedisServer {
-    /// Starts a server on a free port; one that exits at once (its port was taken between the
-    /// probe and its bind) is started again on a new port.
+    /// A plain server (`--save "" --appendonly no`).
     pub fn start() -> Result<Self, String> {
+        Self::start_with(Vec::new())
+    }
+
+    /// A server with `extra` command-line arguments. One that exits at once (its port was taken
+    /// between the probe and its bind) is started again on a new port.
+    pub fn start_with(extra: Vec<String>) -> Result<Self, String> {
+        let mut s = RedisServer { port: 0, child: None, dir: fresh_dir("redis")?, extra };
         let mut failures = Vec::new();
         for _ in 0..5 {
-            match Self::try_start(free_port().map_err(|e| e.to_string())?) {
-                Ok(server) => return Ok(server),
+            s.port = free_port().map_err(|e| e.to_string())?;
+            match s.spawn() {
+                Ok(()) => return Ok(s),
                 Err(e) => failures.push(e),
             }
         }
+        let _ = std::fs::remove_dir_all(&s.dir);
         Err(format!("redis-server did not start: {}", failures.join("; ")))
     }
 
-    fn try_start(port: u16) -> Result<Self, String> {
-        let base = std::env::var_os("LOCKGATE_TMP").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!("lockgate-conformance-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let mut child = Command::new(std::env::var("LOCKGATE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into()))
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+    /// One start on `self.port`: Ok once the port accepts connections, else why not (with the
+    /// tail of the server's log).
+    fn spawn(&mut self) -> Result<(), String> {
+        let log = self.dir.join("redis.log");
+        let _ = std::fs::remove_file(&log);
+        let mut cmd = Command::new(binary());
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&log)
+            .args(&self.extra)
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start redis-server: {e}"))?;
-        if let Err(e) = await_listening(&mut child, port) {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(e);
+            .stderr(Stdio::null());
+        if DIE_WITH_PARENT.load(Ordering::SeqCst) {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
         }
-        Ok(RedisServer { port, child, dir })
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start {} (apt-get install redis-server): {e}", binary()))?;
+        match await_listening(&mut child, self.port) {
+            Ok(()) => {
+                self.child = Some(child);
+                Ok(())
+            }
+            Err(why) => {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(3).collect();
+                Err(format!("{why}: {}", tail.join(" | ")))
+            }
+        }
     }
 
+    /// `redis://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The server's data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A synchronous connection for fixture steps and checks.
+    pub fn connection(&self) -> Result<redis::Connection, String> {
+        redis::Client::open(self.url()).and_then(|c| c.get_connection()).map_err(|e| format!("port {}: {e}", self.port))
+    }
+
+    /// Kills the process (SIGKILL, by its pid) and reaps it; the directory stays for a restart.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts a stopped server again on the same port, with no data (nothing was persisted): a
+    /// restart without persistence. Kills it first if it runs.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.stop();
+        let mut failures = Vec::new();
+        for _ in 0..5 {
+            match self.spawn() {
+                Ok(()) => return Ok(()),
+                // The old socket may linger a moment; the port must stay the same.
+                Err(e) => failures.push(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        Err(format!("redis-server did not restart on port {}: {}", self.port, failures.join("; ")))
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGSTOP` to pause, `libc::SIGCONT` to resume) to this
+    /// server's own pid.
+    pub fn signal(&self, signal: i32) -> Result<(), String> {
+        let pid = self.pid().ok_or("the server is stopped")?;
+        // SAFETY: kill(2) on a pid this process started and has not reaped.
+        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
+        }
     }
 }
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
-

@@ -1,0 +1,135 @@
+//! `test-servers`: the one test-server launcher every language's tests call. Starts real
+//! redis-servers on free loopback ports (data in temp dirs, no persistence), prints ONE JSON
+//! line describing them, then runs until stdin closes or it gets SIGTERM/SIGINT, and stops
+//! exactly the servers it started, by pid. See conformance/README.md ("Test servers").
+//!
+//! ```text
+//! test-servers single | acl | replica | cluster | redlock | proxied
+//!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P]
+//!              [-- <more redis-server arguments for every node>]
+//! ```
+//!
+//! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
+//! `stop I`, `start I`, `restart I` (kill node I and start it again on its port, empty),
+//! `pause I`, `resume I` (SIGSTOP / SIGCONT), `silence`, `restore` (the fault proxy of
+//! `proxied`), `describe`.
+
+use std::io::Write;
+
+use lockgate_conformance::deploy::{Deployment, Kind};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::signal::unix::{signal, SignalKind};
+
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [-- redis-server args]";
+
+/// The kind and extra redis-server arguments from the command line.
+fn parse(args: &[String]) -> Result<(Kind, Vec<String>), String> {
+    let (ours, extra) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let kind = ours.first().ok_or(USAGE)?;
+    let value = |key: &str| ours.iter().position(|a| a == key).and_then(|i| ours.get(i + 1)).cloned();
+    let count = |key: &str, default: usize| -> Result<usize, String> {
+        value(key).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{key} needs a number, got {v:?}")))
+    };
+    let kind = match kind.as_str() {
+        "single" => Kind::Single,
+        "proxied" => Kind::Proxied,
+        "cluster" => Kind::Cluster,
+        "replica" => Kind::Replica { replicas: count("--replicas", 1)? },
+        "redlock" => Kind::Redlock { masters: count("--masters", 3)? },
+        "acl" => {
+            let user = value("--user").unwrap_or_else(|| "app".into());
+            let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());
+            let mut lines: Vec<String> = ours.windows(2).filter(|w| w[0] == "--acl").map(|w| w[1].clone()).collect();
+            if lines.is_empty() {
+                // Only `user` may log in, with every right; the default user is off.
+                lines = vec![format!("user {user} on >{password} ~* &* +@all"), "user default off".into()];
+            }
+            Kind::Acl { lines, user, password }
+        }
+        other => return Err(format!("unknown kind {other:?}\n{USAGE}")),
+    };
+    Ok((kind, extra))
+}
+
+fn node(d: &Deployment, words: &[&str]) -> Result<usize, String> {
+    let i: usize = words.get(1).and_then(|w| w.parse().ok()).ok_or("which node? (an index)")?;
+    if i < d.nodes.len() {
+        Ok(i)
+    } else {
+        Err(format!("no node {i}"))
+    }
+}
+
+/// Runs one stdin command.
+fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.first().copied() {
+        Some("describe") => return Ok(d.describe()),
+        Some("stop") => {
+            let i = node(d, &words)?;
+            d.nodes[i].stop();
+        }
+        Some("start" | "restart") => {
+            let i = node(d, &words)?;
+            d.nodes[i].restart()?;
+            return Ok(json!({"ok": true, "pid": d.nodes[i].pid()}));
+        }
+        Some("pause") => d.nodes[node(d, &words)?].signal(libc::SIGSTOP)?,
+        Some("resume") => d.nodes[node(d, &words)?].signal(libc::SIGCONT)?,
+        Some("silence") => d.proxy.as_ref().ok_or("no proxy (kind proxied has one)")?.silence(),
+        Some("restore") => d.proxy.as_ref().ok_or("no proxy (kind proxied has one)")?.restore(),
+        _ => return Err(format!("unknown command {line:?}: stop|start|restart|pause|resume I, silence, restore, describe")),
+    }
+    Ok(json!({"ok": true}))
+}
+
+fn say(v: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (kind, extra) = match parse(&args) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("test-servers: {e}");
+            std::process::exit(2);
+        }
+    };
+    // Servers die with this process even if it is SIGKILLed.
+    lockgate_conformance::server::die_with_parent();
+    let mut d = match Deployment::start(kind, &extra) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("test-servers: {e}");
+            std::process::exit(1);
+        }
+    };
+    say(&d.describe());
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        eprintln!("test-servers: cannot watch signals");
+        std::process::exit(1);
+    };
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(l)) if l.trim().is_empty() => {}
+                Ok(Some(l)) => say(&command(&mut d, &l).unwrap_or_else(|e| json!({"ok": false, "error": e}))),
+                // stdin closed: the test is done (or gone).
+                _ => break,
+            },
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    // Dropping the deployment kills each server by its own pid and removes its temp dir.
+    drop(d);
+}

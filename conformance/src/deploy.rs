@@ -1,0 +1,249 @@
+//! The server kinds every test needs, each a set of real redis-servers on loopback: one server
+//! (optionally with users from an ACL file), a primary with replicas, a 3-master Redis Cluster,
+//! N independent Redlock masters, and one server behind the fault proxy. The launcher binary
+//! (`src/bin/servers.rs`) and the orchestrator's server variants both start them from here.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::proxy::Proxy;
+use crate::server::RedisServer;
+
+/// The slot ranges of the three cluster masters, in node order.
+pub const SLOT_RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+/// What to start.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// One server.
+    Single,
+    /// One server whose users come from an ACL file with these lines (e.g.
+    /// `user app on >pw ~* &* +@all`, `user default off`); `user`/`password` go into the URL.
+    Acl { lines: Vec<String>, user: String, password: String },
+    /// A primary and this many replicas (`--replicaof`), ready once all are online.
+    Replica { replicas: usize },
+    /// A Redis Cluster of three masters, no replicas, slots split evenly.
+    Cluster,
+    /// This many independent masters for Redlock.
+    Redlock { masters: usize },
+    /// One server reached through the fault proxy (connections can be silenced).
+    Proxied,
+}
+
+impl Kind {
+    /// The kind's name in the launcher's JSON.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Single => "single",
+            Kind::Acl { .. } => "acl",
+            Kind::Replica { .. } => "replica",
+            Kind::Cluster => "cluster",
+            Kind::Redlock { .. } => "redlock",
+            Kind::Proxied => "proxied",
+        }
+    }
+}
+
+/// Running servers of one kind; dropping it stops every one of them by pid.
+pub struct Deployment {
+    pub kind: Kind,
+    /// The servers: the one server; the primary then the replicas; the cluster masters in slot
+    /// order; the Redlock masters.
+    pub nodes: Vec<RedisServer>,
+    /// Cluster bus ports, node for node (cluster only).
+    pub bus_ports: Vec<u16>,
+    /// The fault proxy (proxied only).
+    pub proxy: Option<Proxy>,
+    /// `user:password` for connections of the fixture and the URL (acl only).
+    userinfo: Option<String>,
+    /// The directory holding the ACL file (acl only).
+    acl_dir: Option<std::path::PathBuf>,
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        self.proxy = None;
+        self.nodes.clear();
+        if let Some(d) = &self.acl_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Extra redis-server arguments for every node.
+fn with(base: &[&str], extra: &[String]) -> Vec<String> {
+    base.iter().map(|s| s.to_string()).chain(extra.iter().cloned()).collect()
+}
+
+impl Deployment {
+    /// Starts `kind`, each node with the `extra` redis-server arguments too.
+    pub fn start(kind: Kind, extra: &[String]) -> Result<Deployment, String> {
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxy: None, userinfo: None, acl_dir: None };
+        match kind {
+            Kind::Single => d.nodes.push(RedisServer::start_with(extra.to_vec())?),
+            Kind::Proxied => {
+                d.nodes.push(RedisServer::start_with(extra.to_vec())?);
+                d.proxy = Some(Proxy::start(([127, 0, 0, 1], d.nodes[0].port).into())?);
+            }
+            Kind::Acl { lines, user, password } => {
+                let dir = crate::server::fresh_dir("acl")?;
+                let file = dir.join("users.acl");
+                d.acl_dir = Some(dir);
+                std::fs::write(&file, lines.join("\n") + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+                let path = file.to_string_lossy().into_owned();
+                let args = with(&["--aclfile", path.as_str()], extra);
+                d.nodes.push(RedisServer::start_with(args)?);
+                d.userinfo = Some(format!("{}:{}", enc(&user), enc(&password)));
+            }
+            Kind::Replica { replicas } => {
+                // Diskless full sync without Redis's default 5 s wait for more replicas.
+                d.nodes.push(RedisServer::start_with(with(&["--repl-diskless-sync-delay", "0"], extra))?);
+                let primary = d.nodes[0].port.to_string();
+                for _ in 0..replicas {
+                    d.nodes.push(RedisServer::start_with(with(&["--replicaof", "127.0.0.1", primary.as_str()], extra))?);
+                }
+                d.await_replicas(replicas)?;
+            }
+            Kind::Cluster => {
+                for _ in SLOT_RANGES {
+                    let bus = crate::ports::free_port().map_err(|e| e.to_string())?;
+                    let bus_s = bus.to_string();
+                    let args = with(&["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", bus_s.as_str(), "--cluster-node-timeout", "2000"], extra);
+                    d.nodes.push(RedisServer::start_with(args)?);
+                    d.bus_ports.push(bus);
+                }
+                d.join_cluster()?;
+            }
+            Kind::Redlock { masters } => {
+                for _ in 0..masters {
+                    d.nodes.push(RedisServer::start_with(extra.to_vec())?);
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// Waits until the primary reports `replicas` replicas online.
+    fn await_replicas(&self, replicas: usize) -> Result<(), String> {
+        let mut conn = self.nodes[0].connection()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let info: String = redis::cmd("INFO").arg("replication").query(&mut conn).map_err(|e| e.to_string())?;
+            let online = info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count();
+            if online >= replicas {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("the replicas never came online: {info}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Assigns the slot ranges, joins the nodes with CLUSTER MEET and waits until every node
+    /// reports `cluster_state:ok` and knows all three.
+    fn join_cluster(&self) -> Result<(), String> {
+        let q = |c: &mut redis::Connection, cmd: &mut redis::Cmd| cmd.query::<redis::Value>(c).map(|_| ()).map_err(|e| format!("cluster setup: {e}"));
+        for (node, (lo, hi)) in self.nodes.iter().zip(SLOT_RANGES) {
+            q(&mut node.connection()?, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(lo).arg(hi))?;
+        }
+        let mut first = self.nodes[0].connection()?;
+        for (other, bus) in self.nodes[1..].iter().zip(&self.bus_ports[1..]) {
+            q(&mut first, redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(other.port).arg(*bus))?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for node in &self.nodes {
+            let mut c = node.connection()?;
+            loop {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).map_err(|e| e.to_string())?;
+                if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!("the cluster never became ready: {info}"));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// The URL clients are given: `redis://` (single, replica: the primary, acl: with the user
+    /// and password, proxied: the proxy), `redis+cluster://<seed>` (cluster), or
+    /// `redlock://h1:p1,h2:p2,...` (Redlock).
+    pub fn url(&self) -> String {
+        match &self.kind {
+            Kind::Cluster => format!("redis+cluster://127.0.0.1:{}", self.nodes[0].port),
+            Kind::Redlock { .. } => redlock_url(&self.nodes.iter().collect::<Vec<_>>()),
+            Kind::Proxied => self.proxy.as_ref().map(Proxy::url).unwrap_or_default(),
+            _ => self.node_url(0),
+        }
+    }
+
+    /// `redis://` URL of node `i` (with the ACL user's credentials where there are some).
+    pub fn node_url(&self, i: usize) -> String {
+        let port = self.nodes[i].port;
+        match &self.userinfo {
+            Some(u) => format!("redis://{u}@127.0.0.1:{port}"),
+            None => format!("redis://127.0.0.1:{port}"),
+        }
+    }
+
+    /// A synchronous connection to node `i` (as the ACL user where there is one).
+    pub fn connection(&self, i: usize) -> Result<redis::Connection, String> {
+        redis::Client::open(self.node_url(i)).and_then(|c| c.get_connection()).map_err(|e| format!("node {i}: {e}"))
+    }
+
+    /// The pids of every running server (the launcher stops exactly these).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().filter_map(RedisServer::pid).collect()
+    }
+
+    /// The launcher's description: kind, `url`, every node's url/port/pid (and role), and the
+    /// kind's extras (Redlock master URLs, the proxied server, the ACL user).
+    pub fn describe(&self) -> Value {
+        let nodes: Vec<Value> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut v = json!({"url": self.node_url(i), "port": n.port, "pid": n.pid(), "dir": n.dir()});
+                match &self.kind {
+                    Kind::Replica { .. } => v["role"] = json!(if i == 0 { "primary" } else { "replica" }),
+                    Kind::Cluster => {
+                        v["bus_port"] = json!(self.bus_ports[i]);
+                        v["slots"] = json!([SLOT_RANGES[i].0, SLOT_RANGES[i].1]);
+                    }
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        let mut out = json!({"kind": self.kind.name(), "url": self.url(), "nodes": nodes, "pids": self.pids()});
+        match &self.kind {
+            Kind::Redlock { .. } => out["urls"] = json!((0..self.nodes.len()).map(|i| self.node_url(i)).collect::<Vec<_>>()),
+            Kind::Proxied => out["server_url"] = json!(self.node_url(0)),
+            Kind::Acl { user, password, .. } => {
+                out["user"] = json!(user);
+                out["password"] = json!(password);
+                out["url_without_credentials"] = json!(format!("redis://127.0.0.1:{}", self.nodes[0].port));
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// `redlock://h1:p1,h2:p2,...` over these servers.
+pub fn redlock_url(nodes: &[&RedisServer]) -> String {
+    let hosts: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+    format!("redlock://{}", hosts.join(","))
+}
+
+/// Percent-encodes what a URL's userinfo cannot carry as is.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}

@@ -1,0 +1,10 @@
+//! The conformance crate's shared parts: real test servers (one launcher for every language's
+//! tests, `src/bin/servers.rs`, and the orchestrator's server variants), the fault proxy, and
+//! the backend fixtures scenarios act through.
+
+pub mod busy;
+pub mod deploy;
+pub mod fixture;
+pub mod ports;
+pub mod proxy;
+pub mod server;
