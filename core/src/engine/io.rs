@@ -1,4 +1,5 @@
-//! What crosses the engine boundary: identifiers, requests out, events out.
+//! What crosses the engine boundary whatever the backend: identifiers, outcomes, events, waits.
+//! (Requests and replies are each backend's own types.)
 
 use crate::error::Error;
 use crate::time::Instant;
@@ -15,44 +16,8 @@ pub struct OpId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LeaseId(pub u64);
 
-/// One command: its arguments as bytes, starting with the command name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Command(pub Vec<Vec<u8>>);
-
-impl Command {
-    /// The command name, for logs and tests.
-    pub fn name(&self) -> &str {
-        self.0
-            .first()
-            .and_then(|n| std::str::from_utf8(n).ok())
-            .unwrap_or("")
-    }
-}
-
-/// Something the driver must do on the engine's behalf.
-#[must_use]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// Pass back to [`Engine::handle_reply`](super::Engine::handle_reply).
-    pub id: RequestId,
-    /// What to do.
-    pub kind: RequestKind,
-}
-
-/// The work a [`Request`] asks for.
-#[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RequestKind {
-    /// Send the commands as one pipeline on the command connection and reply with one
-    /// [`Reply`](crate::redis::reply::Reply) per command, in order (server errors stay in place
-    /// as `Reply::Error`).
-    Pipeline(Vec<Command>),
-    /// Subscribe the notification connection to `channel`; reply with an empty vector once the
-    /// server confirmed it. Messages then go to [`Engine::handle_notification`](super::Engine::handle_notification).
-    Subscribe(String),
-}
-
-/// How an operation ended.
+/// How an operation ended, for a backend whose grants carry fencing tokens (the Redis
+/// backends; Redlock has its own outcome type, without fencing tokens).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// The lock is held through `lease`.
@@ -95,8 +60,39 @@ pub struct LeaderInfo {
 
 pub use crate::primitive::Primitive;
 
-/// Something the caller must learn about. `O` is how an operation ends: [`Outcome`] for the
-/// single-instance engine, [`RedlockOutcome`](crate::redlock::RedlockOutcome) for Redlock.
+/// How an operation ended, as the backend-agnostic engine records it; each backend turns it
+/// into its callers' outcome type ([`Backend::Outcome`](super::Backend::Outcome)).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Done {
+    /// The lock is held through `lease`.
+    Acquired {
+        /// Handle for extend/release/status.
+        lease: LeaseId,
+        /// The grant's fencing token; `None` where the backend issues none.
+        fencing_token: Option<u64>,
+        /// Local monotonic instant before which the lease is certainly still valid.
+        valid_until: Instant,
+    },
+    /// A one-shot attempt found the lock held.
+    NotAcquired,
+    /// Released; whether the lease was still held at that moment.
+    Released {
+        /// False if the lease had already expired or been taken over.
+        was_held: bool,
+    },
+    /// Extended; the new local validity.
+    Extended {
+        /// Local instant before which the lease is certainly valid.
+        valid_until: Instant,
+    },
+    /// An election was observed: its current leader, if any.
+    Observed(Option<LeaderInfo>),
+    /// The operation failed.
+    Failed(Error),
+}
+
+/// Something the caller must learn about. `O` is how an operation ends: the backend's
+/// [`Backend::Outcome`](super::Backend::Outcome) ([`Outcome`] for the Redis engine).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event<O = Outcome> {
     /// An operation finished.

@@ -1,7 +1,19 @@
-//! The sans-IO lock engine.
+//! The backend-agnostic, sans-IO lock engine: pending acquires (deadline, cancel, backoff),
+//! held leases (validity from send time, renewal, extends on the wire, loss, reentrant holds),
+//! background cleanups, the backend's session and one ordered timer table, driven by one
+//! contract for every backend. A backend ([`Backend`]) says how each step is spoken on its wire.
+//!
+//! This folder imports nothing from any backend folder (`tests/engine_layering.rs` checks it);
+//! the one exception is `compat.rs`, which keeps the old paths of the Redis engine
+//! (`engine::Engine`, `engine::EngineConfig`, ...) until their callers move to `crate::redis`.
 
+pub mod backend;
+mod cleanup;
+mod compat;
 pub mod io;
-mod state;
+mod lease;
+pub mod operation;
+mod session;
 pub(crate) mod timers;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -10,179 +22,147 @@ use std::sync::Arc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
-use crate::redis::keys::client_channel;
-use crate::redis::reply::{self, AcquireReply, Reply};
-use crate::redis::Script;
-use crate::redis::holders;
 use crate::time::{Duration, Instant};
 
-pub use io::{
-    Command, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId,
-    RequestKind, Wait,
-};
-use state::{
-    AcquireOp, AcquireState, Cleanup, InFlight, LeaseState, Purpose, ScriptCall, Subscription,
-    Target,
-};
+pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Verdict, Wake};
+pub use compat::*;
+pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
+use cleanup::Cleanup;
+use lease::Lease;
+use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
+use session::Session;
 use timers::Timers;
 
-/// Settings shared by every lock of one engine (one client).
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    /// Prepended to every key and channel (default `lockgate:`).
-    pub key_prefix: String,
-    /// How long the fence counter outlives a lease; see PROTOCOL.md "Fencing tokens".
-    pub fence_retention: Duration,
-    /// Replica-acknowledged mode (PROTOCOL.md §4): a grant, extend or renewal counts only once
-    /// `WAIT` confirms it reached this many replicas within the timeout. `None`: off.
-    pub replica_acks: Option<ReplicaAcks>,
-    /// Emit every script call as its own request instead of batching the calls of one input
-    /// into a pipeline. For Redis Cluster, where a pipeline cannot span slots and the driver
-    /// would send the calls one by one anyway: a transport failure then fails only the call it
-    /// hit, not the unrelated locks batched with it.
-    pub split_pipelines: bool,
-}
-
-/// The replica-acknowledged mode: how many replicas must confirm a write, and how long to wait.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReplicaAcks {
-    /// Replicas that must acknowledge (at least 1).
-    pub replicas: u32,
-    /// How long `WAIT` may block (at least 1 ms). It blocks the client's connection meanwhile.
-    pub timeout: Duration,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            key_prefix: "lockgate:".into(),
-            fence_retention: Duration::from_secs(3600),
-            replica_acks: None,
-            split_pipelines: false,
-        }
-    }
-}
-
-const FIRST_BACKOFF: Duration = Duration::from_millis(20);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// The lock protocol engine for Redis-backed primitives. It performs no I/O: it never opens a
-/// socket, sleeps, reads a clock or spawns a task.
+/// A lock engine over backend `B`. It performs no I/O: it never opens a socket, sleeps, reads a
+/// clock or spawns a task. The Redis `Engine` and the `RedlockEngine` are this type over their
+/// backends (`crate::redis`, `crate::redlock`).
 ///
-/// # Driving contract
+/// # Driving contract (every backend)
 /// The driver owns the connections and the clock, and loops:
-/// 1. Feed inputs, each with the current monotonic `now`:
-///    caller operations ([`acquire`](Self::acquire), [`release`](Self::release),
-///    [`extend`](Self::extend), [`cancel`](Self::cancel)), server replies
-///    ([`handle_reply`](Self::handle_reply), keyed by the [`RequestId`] of the request),
-///    pushed messages ([`handle_notification`](Self::handle_notification)), a lost connection
-///    ([`handle_disconnect`](Self::handle_disconnect)), and expired timers
-///    ([`handle_timeout`](Self::handle_timeout); calling it early is harmless).
-/// 2. Drain outputs after every input: [`poll_request`](Self::poll_request) until `None`
-///    (perform each, in order, and later hand its reply back), [`poll_event`](Self::poll_event)
-///    until `None` (deliver to callers), then [`poll_timeout`](Self::poll_timeout) (the next
-///    instant at which to call `handle_timeout`).
+/// 1. Feed one input, with the current monotonic `now`: a caller operation
+///    ([`acquire_primitive`](Self::acquire_primitive), [`release`](Self::release),
+///    [`extend`](Self::extend), [`cancel`](Self::cancel), ...), a reply
+///    ([`handle_reply`](Self::handle_reply), keyed by the [`RequestId`] of its request), a
+///    pushed message (the backend's notice entry point, e.g. `Engine::handle_notification`),
+///    a lost notification connection ([`handle_disconnect`](Self::handle_disconnect)), or an
+///    expired timer ([`handle_timeout`](Self::handle_timeout); calling it early is harmless).
+/// 2. After *any* input, drain: [`poll_request`](Self::poll_request) until `None` (perform
+///    each; hand its reply back later), [`poll_event`](Self::poll_event) until `None` (deliver
+///    to callers), then [`poll_timeout`](Self::poll_timeout): the instant at which to call
+///    `handle_timeout` next (replacing any earlier answer).
 ///
-/// Requests of one engine must be performed in emission order on one connection, as a
-/// multiplexed Redis connection does. Every reply must eventually be handed back, as a
-/// transport error if the connection failed.
-pub struct Engine {
-    prefix: String,
-    replica_acks: Option<ReplicaAcks>,
-    split_pipelines: bool,
-    channel: String,
-    retention_ms: String,
+/// Requests must be performed in emission order per connection (the backend's request type
+/// says which connection: Redis has one, Redlock one per master). Every request's reply must
+/// be handed back exactly once — a transport failure as the error reply — or the operation it
+/// serves never completes.
+///
+/// ```
+/// # use lockgate_core::{Engine, EngineConfig, LockOptions, Wait, Event, Outcome, RequestKind};
+/// # use lockgate_core::random::SeededRandom;
+/// # use lockgate_core::redis::reply::Reply;
+/// # use lockgate_core::time::{Duration, Instant};
+/// // A stand-in server that grants every ACQUIRE and confirms everything else.
+/// fn serve(kind: &RequestKind) -> Vec<Reply> {
+///     match kind {
+///         RequestKind::Pipeline(cmds) => cmds.iter().map(|_| {
+///             Reply::Array(vec![Reply::Int(1), Reply::Data(b"7".to_vec()), Reply::Int(5000)])
+///         }).collect(),
+///         _ => Vec::new(),
+///     }
+/// }
+/// let mut engine = Engine::new(EngineConfig::default(), Box::new(SeededRandom::new(1))).unwrap();
+/// let now = Instant::from_origin(Duration::from_secs(1));
+/// let op = engine.acquire(now, "orders", &LockOptions::fixed_lease(Duration::from_secs(5)), Wait::Try).unwrap();
+/// let mut acquired = None;
+/// // The loop: after every input, drain requests (performing each), then events.
+/// loop {
+///     let Some(req) = engine.poll_request() else { break };
+///     let reply = serve(&req.kind);
+///     engine.handle_reply(now, req.id, Ok(reply)); // an input: drain again
+/// }
+/// while let Some(ev) = engine.poll_event() {
+///     if let Event::Completed { op: done, outcome: Outcome::Acquired { fencing_token, .. } } = ev {
+///         assert_eq!(done, op);
+///         acquired = Some(fencing_token);
+///     }
+/// }
+/// assert_eq!(acquired, Some(7));
+/// // Then sleep until poll_timeout (the lease's local expiry here) and call handle_timeout.
+/// assert!(engine.poll_timeout().is_some());
+/// ```
+pub struct LockEngine<B: Backend> {
+    backend: B,
     rng: Box<dyn RandomSource>,
-    next_id: u64,
-    acquires: BTreeMap<OpId, AcquireOp>,
-    waiting_tokens: HashMap<String, OpId>,
-    leases: BTreeMap<LeaseId, LeaseState>,
-    held_tokens: HashMap<String, LeaseId>,
-    cleanups: BTreeMap<u64, Cleanup>,
+    ids: Ids,
+    acquires: BTreeMap<OpId, PendingAcquire<B::Target>>,
+    /// The token of each pending acquire, for wake-ups pushed by the server.
+    waiting_tokens: HashMap<Arc<str>, OpId>,
+    /// Acquires abandoned while an attempt was on the wire: undone once its reply shows what
+    /// it did (backends that do not undo at once; see [`Backend::undo_in_flight_at_once`]).
+    orphans: HashMap<OpId, PendingAcquire<B::Target>>,
+    leases: BTreeMap<LeaseId, Lease<B::Target>>,
+    cleanups: BTreeMap<u64, Cleanup<B::Target>>,
+    session: Session,
     /// When each acquire next has work: its wait deadline or its recheck/retry, the earlier.
     acquire_timers: Timers<OpId>,
     /// When each lease next has work: its local expiry or its renewal, the earlier.
     lease_timers: Timers<LeaseId>,
     /// From when each lease's renewal may go out early, batched with others due (see
-    /// [`renew_window`]). Not a wake-up: only read when `handle_timeout` runs anyway.
+    /// [`Backend::renew_window`]). Not a wake-up: only read when `handle_timeout` runs anyway.
     renew_early: Timers<LeaseId>,
     /// When each cleanup not on the wire is retried.
     cleanup_timers: Timers<u64>,
-    in_flight: HashMap<RequestId, InFlight>,
-    subscribe_request: Option<RequestId>,
-    subscription: Subscription,
-    batch: Vec<(Purpose, ScriptCall)>,
-    outgoing: VecDeque<Request>,
-    events: VecDeque<Event>,
+    outgoing: VecDeque<B::Request>,
+    events: VecDeque<Event<B::Outcome>>,
+    answers: Vec<Answer>,
 }
 
-impl Engine {
-    /// A new engine. `rng` mints owner tokens (use [`OsRandom`](crate::random::OsRandom) outside tests).
-    pub fn new(config: EngineConfig, mut rng: Box<dyn RandomSource>) -> Result<Self> {
-        options::validate_prefix(&config.key_prefix)?;
-        if config.fence_retention < Duration::from_secs(1)
-            || config.fence_retention > options::MAX_DURATION
-        {
-            return Err(Error::invalid(
-                "fence_retention must be between 1 s and 30 days",
-            ));
-        }
-        if let Some(r) = config.replica_acks {
-            if r.replicas == 0 || r.timeout < Duration::from_millis(1) || r.timeout > options::MAX_DURATION {
-                return Err(Error::invalid(
-                    "replica_acks needs at least 1 replica and a timeout between 1 ms and 30 days",
-                ));
-            }
-        }
-        let client_id = hex(&random_bytes::<8>(rng.as_mut()));
-        Ok(Engine {
-            replica_acks: config.replica_acks,
-            split_pipelines: config.split_pipelines,
-            channel: client_channel(&config.key_prefix, &client_id),
-            prefix: config.key_prefix,
-            retention_ms: whole_millis(config.fence_retention).to_string(),
+/// A [`Ctx`] borrowing the engine's fields (not `self`, so the backend can be borrowed too).
+macro_rules! ctx {
+    ($self:ident, $now:expr) => {
+        &mut Ctx { now: $now, ids: &mut $self.ids, out: &mut $self.outgoing, rng: $self.rng.as_mut() }
+    };
+}
+
+impl<B: Backend> LockEngine<B> {
+    /// An engine over `backend`. `rng` mints owner tokens and jitter (use
+    /// [`OsRandom`](crate::random::OsRandom) outside tests).
+    pub fn with_backend(backend: B, rng: Box<dyn RandomSource>) -> Self {
+        LockEngine {
+            backend,
             rng,
-            next_id: 1,
+            ids: Ids::default(),
             acquires: BTreeMap::new(),
             waiting_tokens: HashMap::new(),
+            orphans: HashMap::new(),
             leases: BTreeMap::new(),
-            held_tokens: HashMap::new(),
             cleanups: BTreeMap::new(),
+            session: Session::None,
             acquire_timers: Timers::default(),
             lease_timers: Timers::default(),
             renew_early: Timers::default(),
             cleanup_timers: Timers::default(),
-            in_flight: HashMap::new(),
-            subscribe_request: None,
-            subscription: Subscription::None,
-            batch: Vec::new(),
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
-        })
+            answers: Vec::new(),
+        }
     }
 
-    /// The pub/sub channel this engine's grants arrive on.
-    pub fn channel(&self) -> &str {
-        &self.channel
+    /// The backend (its configuration and wire state).
+    pub fn backend(&self) -> &B {
+        &self.backend
     }
 
     /// Starts acquiring mutex `name`; shorthand for [`acquire_primitive`](Self::acquire_primitive)
     /// with [`Primitive::Mutex`].
-    pub fn acquire(
-        &mut self,
-        now: Instant,
-        name: &str,
-        options: &LockOptions,
-        wait: Wait,
-    ) -> Result<OpId> {
+    pub fn acquire(&mut self, now: Instant, name: &str, options: &LockOptions, wait: Wait) -> Result<OpId> {
         self.acquire_primitive(now, name, &Primitive::Mutex, options, wait)
     }
 
     /// Starts acquiring `primitive` named `name` (a mutex, a semaphore permit, a read or write
-    /// hold, or leadership). Completes with [`Outcome::Acquired`], [`Outcome::NotAcquired`]
-    /// (only for [`Wait::Try`]) or [`Outcome::Failed`] (a `TIMEOUT` error when the wait runs out).
-    /// Waiters of every primitive are served in arrival order and woken only when granted.
-    /// Invalid arguments are rejected here, before anything is sent.
+    /// hold, or leadership, as the backend offers). Completes with an acquired outcome, a
+    /// not-acquired one (only for [`Wait::Try`]) or a failure (a `TIMEOUT` error when the wait
+    /// runs out). Invalid arguments are rejected here, before anything is sent.
     pub fn acquire_primitive(
         &mut self,
         now: Instant,
@@ -194,6 +174,7 @@ impl Engine {
         options::validate_name(name)?;
         options.validate()?;
         options::validate_primitive(primitive)?;
+        let target = self.backend.target(name, primitive, options)?;
         let wait = match wait {
             Wait::For(d) => {
                 options::validate_wait(d)?;
@@ -205,11 +186,11 @@ impl Engine {
             }
             w => w,
         };
-        let op = OpId(self.fresh_id());
-        let token = hex(&random_bytes::<16>(self.rng.as_mut()));
-        let mut acquire = AcquireOp {
-            target: Arc::new(Target::new(&self.prefix, name, primitive)),
-            token: token.clone(),
+        let op = OpId(self.ids.fresh());
+        let token: Arc<str> = self.backend.owner_token(hex(&random_bytes::<16>(self.rng.as_mut()))).into();
+        let mut acquire = PendingAcquire {
+            target: Arc::new(target),
+            token: Arc::clone(&token),
             lease: options.lease,
             auto_renew: options.auto_renew,
             entry_ttl: options.entry_ttl,
@@ -218,15 +199,18 @@ impl Engine {
                 Wait::For(d) => Some(now + d),
                 _ => None,
             },
-            state: AcquireState::AwaitSubscribe,
+            state: AcquireState::AwaitSession,
             grant_lower_bound: None,
+            dirty: false,
             seen_fence: 0,
             backoff: FIRST_BACKOFF,
+            last_failure: None,
         };
-        if wait == Wait::Try || self.subscription == Subscription::Active {
+        if wait != Wait::Try && self.session == Session::None {
+            self.open_session(now);
+        }
+        if wait == Wait::Try || self.session == Session::Active {
             self.send_acquire(op, &mut acquire, now);
-        } else if self.subscription == Subscription::None {
-            self.subscribe(now);
         }
         self.waiting_tokens.insert(token, op);
         self.put_acquire(op, acquire);
@@ -235,98 +219,82 @@ impl Engine {
     }
 
     /// Re-enters a held lease (reentrant locking): completes at once, with no request, as
-    /// [`Outcome::Acquired`] for the same lease and fencing token, and adds one hold that a
+    /// acquired for the same lease and fencing token, and adds one hold that a
     /// [`release`](Self::release) must give back before the lease is really released. Fails with
     /// `NOT_HELD` if the lease is no longer certainly held.
     pub fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId {
-        let op = OpId(self.fresh_id());
-        let outcome = match self.leases.get_mut(&lease) {
+        let op = OpId(self.ids.fresh());
+        let done = match self.leases.get_mut(&lease) {
             Some(l) if !l.releasing && now < l.valid_until && l.holds < u32::MAX => {
                 l.holds += 1;
-                Outcome::Acquired { lease, fencing_token: l.fence, valid_until: l.valid_until }
+                Done::Acquired { lease, fencing_token: l.fence, valid_until: l.valid_until }
             }
-            _ => Outcome::Failed(not_held("the lease is no longer held")),
+            _ => Done::Failed(not_held("the lease is no longer held")),
         };
-        self.complete(op, outcome);
+        self.complete(op, done);
         op
     }
 
-    /// Reads who leads election `name` (the value it published, its term and remaining lease).
-    /// Completes with [`Outcome::Observed`].
+    /// Reads who leads election `name` (the value it published, its term and remaining lease),
+    /// where the backend can. Completes with an observed outcome.
     pub fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
         options::validate_name(name)?;
-        let op = OpId(self.fresh_id());
-        let target = Arc::new(Target::new(
-            &self.prefix,
-            name,
-            &Primitive::Leader { value: String::new() },
-        ));
-        let call = ScriptCall {
-            script: &holders::OBSERVE,
-            target,
-            key_count: 5,
-            args: Vec::new(),
-            full: false,
-        };
-        self.batch.push((Purpose::Observe(op), call));
+        self.backend.check_observe()?;
+        let leader = Primitive::Leader { value: String::new() };
+        let target = Arc::new(self.backend.target(name, &leader, &LockOptions::default())?);
+        let op = OpId(self.ids.fresh());
+        self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
         self.flush(now);
         Ok(op)
     }
 
-    /// Releases a lease (owner-only). Completes with [`Outcome::Released`]; `was_held` is false
+    /// Releases a lease (owner-only). Completes with a released outcome; `was_held` is false
     /// if it had already expired or been taken over. Releasing twice is harmless. A reentered
     /// lease only gives back one hold (`was_held: true`) until its last.
     pub fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
-        let op = OpId(self.fresh_id());
+        let op = OpId(self.ids.fresh());
         match self.leases.get_mut(&lease) {
             Some(l) if l.holds > 1 => {
                 l.holds -= 1;
                 let was_held = now < l.valid_until;
-                self.complete(op, Outcome::Released { was_held });
+                self.complete(op, Done::Released { was_held });
             }
             Some(l) => {
                 l.releasing = true;
-                let call = release_call(&l.target, &l.token, &self.retention_ms);
-                self.batch.push((Purpose::Release(op, lease), call));
+                let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
+                let action = Action::Release { target: &target, token: &token };
+                self.backend.call(ctx!(self, now), Purpose::Release(op, lease), action);
                 self.sync_lease(lease);
             }
-            None => self.complete(op, Outcome::Released { was_held: false }),
+            None => self.complete(op, Done::Released { was_held: false }),
         }
         self.flush(now);
         op
     }
 
     /// Sets the lease's remaining time to `duration`, only if still held; never re-acquires.
-    /// Completes with [`Outcome::Extended`] or a `NOT_HELD` failure (which also marks it lost).
+    /// Completes with an extended outcome or a `NOT_HELD` failure (which also marks it lost).
     pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
         options::validate_lease(duration)?;
-        let op = OpId(self.fresh_id());
-        match self.leases.get_mut(&lease) {
-            Some(l) if !l.releasing => {
-                let call = extend_call(&l.target, &l.token, duration);
-                let tag = l.send_pexpire(now, duration);
-                self.batch
-                    .push((Purpose::Extend(op, lease, duration, tag), call));
-                self.sync_lease(lease);
-            }
-            _ => self.complete(op, Outcome::Failed(not_held("the lease is no longer held"))),
+        self.backend.check_extend(duration)?;
+        let op = OpId(self.ids.fresh());
+        if self.leases.get(&lease).is_some_and(|l| !l.releasing) {
+            let tag = self.send_pexpire(now, lease, duration, |tag| Purpose::Extend(op, lease, duration, tag));
+            let _ = tag;
+        } else {
+            self.complete(op, Done::Failed(not_held("the lease is no longer held")));
         }
         self.flush(now);
         Ok(op)
     }
 
-    /// Abandons a pending acquire: it completes with a `CANCELLED` failure, and its queue entry
-    /// (or a grant that raced the cancel) is removed from the server. Unknown ids are ignored.
+    /// Abandons a pending acquire: it completes with a `CANCELLED` failure, and whatever its
+    /// attempts left on the server (a queue entry, a grant that raced the cancel) is removed.
+    /// Unknown ids are ignored.
     pub fn cancel(&mut self, now: Instant, op: OpId) {
         if let Some(acquire) = self.take_acquire(op) {
-            self.abandon(now, acquire);
-            self.complete(
-                op,
-                Outcome::Failed(Error::new(
-                    ErrorKind::Cancelled,
-                    "the acquire was cancelled",
-                )),
-            );
+            self.abandon(now, op, acquire);
+            self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the acquire was cancelled")));
         }
         self.flush(now);
     }
@@ -363,84 +331,36 @@ impl Engine {
         self.acquires.is_empty()
             && self.leases.is_empty()
             && self.cleanups.is_empty()
-            && self.in_flight.is_empty()
+            && self.backend.is_idle()
     }
 
-    /// Hands back the reply to request `id`: one [`Reply`] per command for a pipeline (empty for
-    /// a subscribe), or the transport error that prevented an answer.
-    pub fn handle_reply(&mut self, now: Instant, id: RequestId, result: Result<Vec<Reply>>) {
-        if self.subscribe_request == Some(id) {
-            self.subscribe_request = None;
-            self.on_subscribed(now, result.map(|_| ()));
+    /// Hands back the reply to request `id`, or the transport error that prevented one (in
+    /// the backend's reply type). Unknown ids are ignored.
+    pub fn handle_reply(&mut self, now: Instant, id: RequestId, reply: B::Reply) {
+        if self.session.request() == Some(id) {
+            let result = self.backend.session_reply(reply);
+            self.on_session(now, result);
             self.flush(now);
             return;
         }
-        let Some(flight) = self.in_flight.remove(&id) else {
-            return;
-        };
-        let (result, unreplicated) = match (flight.waited, result) {
-            (Some(acks), Ok(mut r)) if r.len() == flight.calls.len() + 1 => {
-                let wait = r.pop().expect("length checked");
-                match wait {
-                    Reply::Int(n) if n >= acks.replicas as i64 => (Ok(r), None),
-                    Reply::Int(n) => (Ok(r), Some(Error::new(
-                        ErrorKind::Connection,
-                        format!("the write reached {n} of the {} replicas required within {:?}; it does not count", acks.replicas, acks.timeout),
-                    ))),
-                    Reply::Error(e) if reply::is_transient_error(&e) => {
-                        (Ok(r), Some(Error::new(ErrorKind::Connection, format!("WAIT was not answered: {e}"))))
-                    }
-                    other => (Ok(r), Some(Error::protocol(format!("WAIT returned {other:?}")))),
-                }
-            }
-            (_, r) => (r, None),
-        };
-        let replies: Vec<Result<Reply>> = match result {
-            Ok(r) if r.len() == flight.calls.len() => r.into_iter().map(Ok).collect(),
-            Ok(r) => {
-                let e = Error::protocol(format!(
-                    "expected {} replies, got {}",
-                    flight.calls.len(),
-                    r.len()
-                ));
-                flight.calls.iter().map(|_| Err(e.clone())).collect()
-            }
-            Err(e) => flight.calls.iter().map(|_| Err(e.clone())).collect(),
-        };
-        for ((purpose, call), mut reply) in flight.calls.into_iter().zip(replies) {
-            if let (Some(e), Ok(r)) = (&unreplicated, &reply) {
-                // A grant or extension that did not reach enough replicas could be lost in a
-                // failover: treat it as unconfirmed (acquires retry or are undone, renewals retry).
-                let confirms = match purpose {
-                    Purpose::Acquire(_) => matches!(reply::parse_acquire(r), Ok(AcquireReply::Held { .. })),
-                    Purpose::Renew(..) | Purpose::Extend(..) => matches!(r, Reply::Int(1)),
-                    _ => false,
-                };
-                if confirms {
-                    reply = Err(e.clone());
-                }
-            }
-            if matches!(&reply, Ok(r) if r.is_noscript()) && !call.full {
-                // The server lost its script cache (restart, SCRIPT FLUSH): send the body once.
-                self.batch
-                    .push((purpose, ScriptCall { full: true, ..call }));
-                continue;
-            }
-            self.dispatch(now, flight.sent, purpose, call, reply);
+        let mut answers = std::mem::take(&mut self.answers);
+        self.backend.on_reply(ctx!(self, now), id, reply, &mut answers);
+        for answer in answers.drain(..) {
+            self.dispatch(now, answer);
         }
+        self.answers = answers;
         self.flush(now);
     }
 
-    /// Hands over a message that arrived on a subscribed channel.
-    pub fn handle_notification(&mut self, now: Instant, channel: &[u8], payload: &[u8]) {
-        if channel != self.channel.as_bytes() {
-            return;
-        }
-        if let Some((token, fence)) = reply::parse_grant(payload) {
-            if let Some(&op) = self.waiting_tokens.get(token) {
-                let a = self.acquires.get_mut(&op).expect("token index matches acquires");
-                if fence <= a.seen_fence {
-                    // A grant older than a "busy" answer we already had: stale. Ask the server.
+    /// A waiter was woken by a message the server pushed (the backend parsed it).
+    pub fn handle_wake(&mut self, now: Instant, wake: Wake) {
+        if let Some(&op) = self.waiting_tokens.get(wake.token.as_str()) {
+            let a = self.acquires.get_mut(&op).expect("token index matches acquires");
+            let handoff = self.backend.handoff_lease(a.lease, a.entry_ttl);
+            match handoff {
+                // A grant older than a "queued" answer we already had is stale, and a grant
+                // the backend cannot trust unconfirmed must be re-checked: ask the server.
+                _ if wake.fence <= a.seen_fence || handoff.is_none() => {
                     if let AcquireState::Queued { .. } = a.state {
                         a.state = AcquireState::Queued { recheck_at: now };
                     }
@@ -448,71 +368,67 @@ impl Engine {
                     self.handle_timeout(now);
                     return;
                 }
-                if self.replica_acks.is_some() {
-                    // Replica-acknowledged mode: a pushed grant proves nothing about replicas;
-                    // re-run ACQUIRE (which answers "held") with its WAIT at once.
-                    if let AcquireState::Queued { .. } = a.state {
-                        a.state = AcquireState::Queued { recheck_at: now };
+                // The grant came after the last "queued" answer, hence after its request was
+                // sent: the lease started no earlier than that send.
+                Some(granted) => {
+                    if let Some(lower_bound) = a.grant_lower_bound {
+                        let acquire = self.take_acquire(op).expect("token index matches acquires");
+                        self.grant(op, acquire, Some(wake.fence), lower_bound, granted);
                     }
-                    self.sync_acquire(op);
-                    self.handle_timeout(now);
-                    return;
                 }
-                // The grant came after the last "busy" answer, hence after its request was sent.
-                if let Some(lower_bound) = a.grant_lower_bound {
-                    let acquire = self.take_acquire(op).expect("token index matches acquires");
-                    // Mirrors ACQUIRE: a handoff grants min(lease, entry_ttl) in whole ms.
-                    let handoff = whole_millis(acquire.lease).min(whole_millis(acquire.entry_ttl));
-                    self.grant(op, acquire, fence, lower_bound, Duration::from_millis(handoff));
-                }
+                None => {}
             }
         }
         self.flush(now);
     }
 
-    /// The notification connection dropped: grants may have been missed. The engine
-    /// re-subscribes and re-checks every queued wait at once.
+    /// The notification connection (or session) dropped: wake-ups may have been missed. The
+    /// engine opens the session again and re-checks every queued wait at once.
     pub fn handle_disconnect(&mut self, now: Instant) {
-        self.subscription = Subscription::None;
-        self.subscribe_request = None;
+        self.session = Session::None;
         let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try);
         for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
-                self.acquire_timers.set(op, acquire_timer(a));
+                self.acquire_timers.set(op, a.timer());
             }
         }
         if any_waiting {
-            self.subscribe(now);
+            self.open_session(now);
         }
         self.handle_timeout(now);
     }
 
-    /// Runs every timer due at `now`: wait deadlines, queue heartbeats, watchdog renewals
-    /// (batched into one pipeline), local lease expiry, cleanup retries. Only what is due is
-    /// visited (O(log n) each); calling it early or twice is a no-op.
+    /// Runs every timer due at `now`: the backend's own (node timeouts), the session retry,
+    /// wait deadlines, queue re-checks and retries, watchdog renewals, local lease expiry and
+    /// cleanup retries. Only what is due is visited (O(log n) each); calling it early or twice
+    /// is a no-op.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let Subscription::RetryAt(t) = self.subscription {
+        let mut answers = std::mem::take(&mut self.answers);
+        self.backend.on_timeout(ctx!(self, now), &mut answers);
+        for answer in answers.drain(..) {
+            self.dispatch(now, answer);
+        }
+        self.answers = answers;
+        if let Session::RetryAt(t) = self.session {
             if t <= now {
-                self.subscribe(now);
+                self.open_session(now);
             }
         }
-        // Each kind is taken in ascending id order, as the engine once visited its tables, so
-        // the pipeline it sends is the same.
+        // Each kind is taken in ascending id order, so a batch of calls goes out in the same
+        // order whatever the timer table's internals.
         for op in self.acquire_timers.take_due(now) {
             let Some(a) = self.acquires.get(&op) else {
                 continue;
             };
             if a.deadline.is_some_and(|d| d <= now) {
                 let a = self.take_acquire(op).expect("present");
-                self.abandon(now, a);
-                self.complete(
-                    op,
-                    Outcome::Failed(Error::new(
-                        ErrorKind::Timeout,
-                        "timed out waiting for the lock",
-                    )),
-                );
+                let message = match &a.last_failure {
+                    Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),
+                    None => "timed out waiting for the lock".into(),
+                };
+                self.abandon(now, op, a);
+                self.complete(op, Done::Failed(Error::new(ErrorKind::Timeout, message)));
                 continue;
             }
             let due = match a.state {
@@ -533,20 +449,19 @@ impl Engine {
         leases.sort_unstable();
         leases.dedup();
         for id in leases {
-            let Some(l) = self.leases.get_mut(&id) else {
+            let Some(l) = self.leases.get(&id) else {
                 continue;
             };
             if l.valid_until <= now {
                 self.lose(now, id, "the lease expired before it could be renewed");
                 continue;
             }
-            let window = renew_window(l.lease);
+            let window = self.backend.renew_window(l.lease).unwrap_or(Duration::ZERO);
             if let Some(at) = l.next_renew {
                 if !l.renewing && !l.releasing && at <= now + window {
-                    l.renewing = true;
-                    let call = extend_call(&l.target, &l.token, l.lease);
-                    let tag = l.send_pexpire(now, l.lease);
-                    self.batch.push((Purpose::Renew(id, tag), call));
+                    let d = l.lease;
+                    self.leases.get_mut(&id).expect("present").renewing = true;
+                    self.send_pexpire(now, id, d, |tag| Purpose::Renew(id, tag));
                 }
             }
             self.sync_lease(id);
@@ -555,8 +470,9 @@ impl Engine {
             if let Some(c) = self.cleanups.get_mut(&id) {
                 if !c.in_flight && c.due <= now {
                     c.in_flight = true;
-                    let call = release_call(&c.target, &c.token, &self.retention_ms);
-                    self.batch.push((Purpose::Cleanup(id), call));
+                    let (target, token) = (Arc::clone(&c.target), Arc::clone(&c.token));
+                    let action = Action::Release { target: &target, token: &token };
+                    self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
                 }
             }
             self.sync_cleanup(id);
@@ -567,39 +483,43 @@ impl Engine {
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any
     /// (O(log n): the first entry of each timer table).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let retry = match self.subscription {
-            Subscription::RetryAt(t) => Some(t),
+        let retry = match self.session {
+            Session::RetryAt(t) => Some(t),
             _ => None,
         };
-        [retry, self.acquire_timers.next(), self.lease_timers.next(), self.cleanup_timers.next()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.backend.poll_timeout(),
+            retry,
+            self.acquire_timers.next(),
+            self.lease_timers.next(),
+            self.cleanup_timers.next(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// The next request for the driver to perform.
-    pub fn poll_request(&mut self) -> Option<Request> {
+    /// The next request for the driver to perform, in emission order.
+    pub fn poll_request(&mut self) -> Option<B::Request> {
         self.outgoing.pop_front()
     }
 
     /// The next event for callers.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<Event<B::Outcome>> {
         self.events.pop_front()
     }
 
     // ---- internals ----
 
-    fn fresh_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
+    fn complete(&mut self, op: OpId, done: Done) {
+        self.events.push_back(Event::Completed { op, outcome: done.into() });
     }
 
-    fn complete(&mut self, op: OpId, outcome: Outcome) {
-        self.events.push_back(Event::Completed { op, outcome });
+    fn flush(&mut self, now: Instant) {
+        self.backend.flush(ctx!(self, now));
     }
 
-    fn take_acquire(&mut self, op: OpId) -> Option<AcquireOp> {
+    fn take_acquire(&mut self, op: OpId) -> Option<PendingAcquire<B::Target>> {
         let a = self.acquires.remove(&op)?;
         self.waiting_tokens.remove(&a.token);
         self.acquire_timers.cancel(op);
@@ -607,14 +527,14 @@ impl Engine {
     }
 
     /// Stores an acquire and schedules its timer from its state.
-    fn put_acquire(&mut self, op: OpId, a: AcquireOp) {
-        self.acquire_timers.set(op, acquire_timer(&a));
+    fn put_acquire(&mut self, op: OpId, a: PendingAcquire<B::Target>) {
+        self.acquire_timers.set(op, a.timer());
         self.acquires.insert(op, a);
     }
 
     /// Re-schedules `op`'s timer after its state changed in place (or cancels it if gone).
     fn sync_acquire(&mut self, op: OpId) {
-        let at = self.acquires.get(&op).and_then(acquire_timer);
+        let at = self.acquires.get(&op).and_then(PendingAcquire::timer);
         self.acquire_timers.set(op, at);
     }
 
@@ -625,12 +545,16 @@ impl Engine {
             Some(l) => {
                 let renew = l.next_renew.filter(|_| !l.renewing && !l.releasing);
                 let wake = renew.map_or(l.valid_until, |r| r.min(l.valid_until));
-                (Some(wake), renew.map(|r| r - renew_window(l.lease)))
+                let window = self.backend.renew_window(l.lease);
+                (Some(wake), renew.zip(window).map(|(r, w)| r - w))
             }
             None => (None, None),
         };
         self.lease_timers.set(id, wake);
-        self.renew_early.set(id, early);
+        // A backend that never renews early leaves that table empty (no cost per change).
+        if early.is_some() || self.backend.renew_window(Duration::ZERO).is_some() {
+            self.renew_early.set(id, early);
+        }
     }
 
     /// Re-schedules cleanup `id`'s retry (none while it is on the wire or once it is gone).
@@ -639,30 +563,24 @@ impl Engine {
         self.cleanup_timers.set(id, at);
     }
 
-    fn subscribe(&mut self, now: Instant) {
-        let _ = now;
-        let id = RequestId(self.fresh_id());
-        self.subscribe_request = Some(id);
-        self.subscription = Subscription::Pending;
-        self.outgoing.push_back(Request {
-            id,
-            kind: RequestKind::Subscribe(self.channel.clone()),
-        });
+    fn open_session(&mut self, now: Instant) {
+        self.session = match self.backend.open_session(ctx!(self, now)) {
+            Some(id) => Session::Pending(id),
+            None => Session::Active,
+        };
     }
 
-    fn on_subscribed(&mut self, now: Instant, result: Result<()>) {
+    fn on_session(&mut self, now: Instant, result: Result<()>) {
         match result {
             Ok(()) => {
-                self.subscription = Subscription::Active;
+                self.session = Session::Active;
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
                     let mut a = self.acquires.remove(&op).expect("listed above");
                     match a.state {
-                        AcquireState::AwaitSubscribe => self.send_acquire(op, &mut a, now),
-                        // A reconnect may have dropped grants: re-check at once.
-                        AcquireState::Queued { .. } => {
-                            a.state = AcquireState::Queued { recheck_at: now }
-                        }
+                        AcquireState::AwaitSession => self.send_acquire(op, &mut a, now),
+                        // A reconnect may have dropped wake-ups: re-check at once.
+                        AcquireState::Queued { .. } => a.state = AcquireState::Queued { recheck_at: now },
                         _ => {}
                     }
                     self.put_acquire(op, a);
@@ -671,167 +589,178 @@ impl Engine {
             }
             Err(e) => {
                 if e.kind() == ErrorKind::Authentication {
-                    // Refused credentials or a user without the right to subscribe: waiting
-                    // would only end in TIMEOUT and hide the cause, so every acquire ends
-                    // now with the refusal (later ones try the subscription again).
+                    // Refused credentials or a user without the right to open the session:
+                    // waiting would only end in TIMEOUT and hide the cause, so every acquire
+                    // ends now with the refusal (later ones try the session again).
                     let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                     for op in ops {
                         let a = self.take_acquire(op).expect("listed above");
-                        self.abandon(now, a);
-                        self.complete(op, Outcome::Failed(e.clone()));
+                        self.abandon(now, op, a);
+                        self.complete(op, Done::Failed(e.clone()));
                     }
                 }
                 let jitter = Duration::from_millis(self.rng.next_u64() % 50);
-                self.subscription =
-                    Subscription::RetryAt(now + Duration::from_millis(100) + jitter);
+                self.session = Session::RetryAt(now + Duration::from_millis(100) + jitter);
             }
         }
     }
 
-    fn send_acquire(&mut self, op: OpId, a: &mut AcquireOp, now: Instant) {
+    fn send_acquire(&mut self, op: OpId, a: &mut PendingAcquire<B::Target>, now: Instant) {
         if a.grant_lower_bound.is_none() {
             a.grant_lower_bound = Some(now);
         }
         a.state = AcquireState::InFlight;
-        let mode = if a.wait == Wait::Try { "try" } else { "wait" };
-        let mut args = vec![
-            a.token.clone(),
-            whole_millis(a.lease).to_string(),
-            mode.into(),
-            whole_millis(a.entry_ttl).to_string(),
-            self.channel.clone(),
-            self.retention_ms.clone(),
-        ];
-        if a.target.shared {
-            args.extend(a.target.acquire_extra.iter().cloned());
-        }
-        let call = ScriptCall {
-            script: a.target.acquire_script(),
-            target: Arc::clone(&a.target),
-            key_count: a.target.keys.len(),
-            args,
-            full: false,
+        a.dirty = true;
+        let action = Action::Acquire {
+            target: &a.target,
+            token: &a.token,
+            lease: a.lease,
+            entry_ttl: a.entry_ttl,
+            once: a.wait == Wait::Try,
         };
-        self.batch.push((Purpose::Acquire(op), call));
+        self.backend.call(ctx!(self, now), Purpose::Acquire(op), action);
     }
 
-    fn dispatch(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        purpose: Purpose,
-        call: ScriptCall,
-        reply: Result<Reply>,
-    ) {
-        match purpose {
-            Purpose::Acquire(op) => self.on_acquire_reply(now, sent, op, call, reply),
-            Purpose::Renew(id, tag) => self.on_renew_reply(now, sent, id, tag, reply),
-            Purpose::Extend(op, id, d, tag) => {
-                self.on_extend_reply(now, sent, op, id, d, tag, reply)
-            }
-            Purpose::Release(op, id) => self.on_release_reply(now, op, id, reply),
-            Purpose::Cleanup(id) => self.on_cleanup_reply(now, id, reply),
-            Purpose::Observe(op) => {
-                let outcome = match reply.and_then(|r| reply::parse_observe(&r)) {
-                    Ok(leader) => Outcome::Observed(leader.map(|(value, term, pttl_ms)| {
-                        LeaderInfo { value, term, remaining: Duration::from_millis(pttl_ms) }
-                    })),
-                    Err(e) => Outcome::Failed(e),
+    /// Sends a renewal or extend of `lease` to `d` and notes it on the lease.
+    fn send_pexpire(&mut self, now: Instant, id: LeaseId, d: Duration, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
+        let bound = now + d.saturating_sub(self.backend.drift(d));
+        let l = self.leases.get_mut(&id).expect("caller checked");
+        let tag = l.send_pexpire(d, bound);
+        let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
+        let action = Action::Extend { target: &target, token: &token, duration: d };
+        self.backend.call(ctx!(self, now), purpose(tag), action);
+        self.sync_lease(id);
+        tag
+    }
+
+    fn dispatch(&mut self, now: Instant, answer: Answer) {
+        let Answer { purpose, sent, verdict } = answer;
+        match (purpose, verdict) {
+            (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), &why),
+            (Purpose::Acquire(op), Verdict::Attempt(a)) => self.on_attempt(now, sent, op, a),
+            (Purpose::Renew(id, tag), Verdict::Pexpire(p)) => self.on_renewal(now, sent, id, tag, p),
+            (Purpose::Extend(op, id, d, tag), Verdict::Pexpire(p)) => self.on_extend(now, sent, op, id, d, tag, p),
+            (Purpose::Release(op, id), Verdict::Release(r)) => self.on_release(now, op, id, r),
+            (Purpose::Cleanup(id), Verdict::Release(r)) => self.on_cleanup(now, id, r),
+            (Purpose::Observe(op), Verdict::Observed(r)) => {
+                let done = match r {
+                    Ok(leader) => Done::Observed(leader),
+                    Err(e) => Done::Failed(e),
                 };
-                self.complete(op, outcome);
+                self.complete(op, done);
+            }
+            (purpose, verdict) => {
+                // A backend answered a call with the wrong kind of verdict: a bug in the
+                // backend, reported on the operation rather than by a panic.
+                let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
+                match purpose {
+                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) => {
+                        if let Some(a) = self.take_acquire(op) {
+                            self.abandon(now, op, a);
+                        }
+                        self.complete(op, Done::Failed(e));
+                    }
+                    Purpose::Renew(id, _) => self.lose(now, id, e.message()),
+                    Purpose::Cleanup(id) => {
+                        self.cleanups.remove(&id);
+                        self.sync_cleanup(id);
+                    }
+                }
             }
         }
     }
 
-    fn on_acquire_reply(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        op: OpId,
-        call: ScriptCall,
-        reply: Result<Reply>,
-    ) {
+    fn on_attempt(&mut self, now: Instant, sent: Instant, op: OpId, verdict: Attempt) {
         let Some(mut a) = self.take_acquire(op) else {
-            // Cancelled (or timed out) while this was on the wire: undo whatever it did,
-            // unless the same token was granted to us by a notification in the meantime.
-            let token = &call.args[0];
-            if !self.held_tokens.contains_key(token) {
-                let keys = Arc::clone(&call.target);
-                let lease = Duration::from_millis(call.args[1].parse().unwrap_or(0));
-                let ttl = Duration::from_millis(call.args[3].parse().unwrap_or(0));
-                self.add_cleanup(now, keys, token.clone(), lease.max(ttl));
+            // Abandoned (cancelled or timed out) while this was on the wire: undo whatever it
+            // did. An acquire granted by a wake-up meanwhile is no orphan: nothing to do.
+            if let Some(a) = self.orphans.remove(&op) {
+                let span = a.undo_span();
+                self.add_cleanup(now, a.target, a.token, span);
             }
             return;
         };
-        let parsed = reply.and_then(|r| reply::parse_acquire(&r));
-        match parsed {
-            Ok(AcquireReply::Held { fence, pttl_ms }) => {
-                self.grant(op, a, fence, sent, Duration::from_millis(pttl_ms));
-            }
-            Ok(AcquireReply::Mismatch { setting, recorded }) => {
-                // The script returned before touching anything (and a client can be queued only
-                // while the recorded value is its own), so there is nothing to clean up.
-                let asked = &a.target.acquire_extra[5];
-                let message = format!(
-                    "{setting} mismatch: this {what} is in use with {setting} = {recorded} (recorded on the server), this handle uses {setting} = {asked}; every client of one name must use the same value, which can change only while the {what} is idle (no holder, no waiter)",
-                    what = a.target.what,
-                );
-                self.complete(op, Outcome::Failed(Error::invalid(message)));
-            }
-            Ok(AcquireReply::Busy { holder_pttl_ms, fence }) => {
-                if a.wait == Wait::Try {
-                    self.complete(op, Outcome::NotAcquired);
+        let once = a.wait == Wait::Try;
+        match verdict {
+            Attempt::Granted { fence, granted } => self.grant(op, a, fence, sent, granted),
+            Attempt::Queued { holder_remaining, fence } => {
+                if once {
+                    self.complete(op, Done::NotAcquired);
                     return;
                 }
                 a.grant_lower_bound = Some(sent);
                 a.seen_fence = a.seen_fence.max(fence);
                 a.backoff = FIRST_BACKOFF;
                 let mut wait = a.recheck_interval();
-                if let Some(p) = holder_pttl_ms {
+                if let Some(p) = holder_remaining {
                     // Re-check right after the holder's lease ends, so a holder that crashed
                     // (and never released) cannot stall us past its lease.
-                    wait = wait.min(Duration::from_millis(p + 1));
+                    wait = wait.min(p + Duration::from_millis(1));
                 }
-                a.state = AcquireState::Queued {
-                    recheck_at: now + wait,
-                };
-                self.waiting_tokens.insert(a.token.clone(), op);
+                a.state = AcquireState::Queued { recheck_at: now + wait };
+                self.waiting_tokens.insert(Arc::clone(&a.token), op);
                 self.put_acquire(op, a);
             }
-            Err(e) if e.kind() == ErrorKind::Connection && a.wait != Wait::Try => {
-                let jitter = Duration::from_millis(self.rng.next_u64() % 20);
-                a.state = AcquireState::RetryAt(now + a.backoff + jitter);
-                a.backoff = (a.backoff * 2).min(MAX_BACKOFF);
-                self.waiting_tokens.insert(a.token.clone(), op);
-                self.put_acquire(op, a);
+            Attempt::Refused { why } => {
+                self.undo(now, &mut a);
+                if once {
+                    self.complete(op, Done::NotAcquired);
+                    return;
+                }
+                self.retry(now, op, a, Some(why));
             }
-            Err(e) => {
-                // The script may have run before its reply was lost or garbled (queued us, or
-                // even granted us the lock): clean up as for an acquire abandoned in flight.
-                let span = a.lease.max(a.entry_ttl);
-                self.add_cleanup(now, a.target, a.token, span);
-                self.complete(op, Outcome::Failed(e));
+            Attempt::Transient { error, why, undo } => {
+                if once {
+                    self.undo(now, &mut a);
+                    self.complete(op, Done::Failed(error));
+                    return;
+                }
+                if undo {
+                    self.undo(now, &mut a);
+                }
+                self.retry(now, op, a, why);
+            }
+            Attempt::Failed { error, undo } => {
+                if undo {
+                    self.undo(now, &mut a);
+                }
+                self.complete(op, Done::Failed(error));
             }
         }
     }
 
+    /// Schedules the next attempt of `a` after the backend's retry delay.
+    fn retry(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>, why: Option<String>) {
+        let delay = self.backend.retry_delay(&mut a.backoff, self.rng.as_mut());
+        a.state = AcquireState::RetryAt(now + delay);
+        if why.is_some() {
+            a.last_failure = why;
+        }
+        self.waiting_tokens.insert(Arc::clone(&a.token), op);
+        self.put_acquire(op, a);
+    }
+
+    /// Removes whatever `a`'s attempts may have left on the server.
+    fn undo(&mut self, now: Instant, a: &mut PendingAcquire<B::Target>) {
+        a.dirty = false;
+        self.add_cleanup(now, Arc::clone(&a.target), Arc::clone(&a.token), a.undo_span());
+    }
+
     /// Records a grant. `since` is the earliest instant the server lease can have started and
-    /// `server_lease` its length; a handoff grant shorter than the requested lease is extended
-    /// to the full lease a third of the way into it (see PROTOCOL.md, promote).
-    fn grant(&mut self, op: OpId, a: AcquireOp, fence: u64, since: Instant, server_lease: Duration) {
+    /// `granted` its length; a grant shorter than the requested lease (a handoff) is extended
+    /// to the full lease a third of the way into it, like a watchdog renewal.
+    fn grant(&mut self, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
         let lease = LeaseId(op.0);
-        let valid_until = since + server_lease.min(a.lease);
-        let next_renew = if whole_millis(server_lease) < whole_millis(a.lease) {
-            // A handoff grant: extend to the full lease a third of the way into the short one,
-            // like a watchdog renewal (a short holding never needs the extra command).
-            Some(since + server_lease / 3)
+        let span = granted.min(a.lease);
+        let valid_until = since + span.saturating_sub(self.backend.drift(span));
+        let next_renew = if whole_millis(granted) < whole_millis(a.lease) {
+            Some(since + granted / 3)
         } else {
             a.auto_renew.then(|| since + a.lease / 3)
         };
-        self.held_tokens.insert(a.token.clone(), lease);
         self.leases.insert(
             lease,
-            LeaseState {
+            Lease {
                 target: a.target,
                 token: a.token,
                 lease: a.lease,
@@ -847,126 +776,105 @@ impl Engine {
             },
         );
         self.sync_lease(lease);
-        self.complete(op, Outcome::Acquired { lease, fencing_token: fence, valid_until });
+        self.complete(op, Done::Acquired { lease, fencing_token: fence, valid_until });
     }
 
-    fn on_renew_reply(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        id: LeaseId,
-        tag: u64,
-        reply: Result<Reply>,
-    ) {
+    fn on_renewal(&mut self, now: Instant, sent: Instant, id: LeaseId, tag: u64, verdict: Pexpire) {
         let Some(l) = self.leases.get_mut(&id) else {
             return;
         };
         l.renewing = false;
-        match reply.and_then(|r| reply::parse_flag("extend", &r)) {
-            Ok(true) => {
+        match verdict {
+            Pexpire::Confirmed => {
                 // Not `max` with the old validity: an extend sent before this renewal ran
                 // before it, and this renewal's (possibly shorter) lease is what counts now.
-                let d = l.settle_pexpire(tag, Some(sent)).unwrap_or(l.lease);
+                let d = l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d)).unwrap_or(l.lease);
                 l.next_renew = l.auto_renew.then(|| sent + d / 3);
                 let valid_until = l.valid_until;
-                self.events.push_back(Event::Renewed {
-                    lease: id,
-                    valid_until,
-                });
+                if valid_until <= now {
+                    self.lose(now, id, "the renewal was confirmed only after the lease's validity had run out");
+                } else {
+                    self.events.push_back(Event::Renewed { lease: id, valid_until });
+                }
             }
-            Ok(false) => self.lose(
-                now,
-                id,
-                "the lock was deleted or taken over (renewal refused)",
-            ),
-            Err(e) if e.kind() == ErrorKind::Connection => {
-                l.settle_pexpire(tag, None);
+            Pexpire::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
+            Pexpire::Transient(_) => {
+                l.settle_pexpire(tag, None, |d| self.backend.drift(d));
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
             }
-            Err(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
+            Pexpire::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
         }
         self.sync_lease(id);
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn on_extend_reply(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        op: OpId,
-        id: LeaseId,
-        d: Duration,
-        tag: u64,
-        reply: Result<Reply>,
-    ) {
-        let outcome = match reply.and_then(|r| reply::parse_flag("extend", &r)) {
-            Ok(true) => match self.leases.get_mut(&id) {
+    fn on_extend(&mut self, now: Instant, sent: Instant, op: OpId, id: LeaseId, d: Duration, tag: u64, verdict: Pexpire) {
+        let done = match verdict {
+            Pexpire::Confirmed => match self.leases.get_mut(&id) {
                 Some(l) => {
-                    l.settle_pexpire(tag, Some(sent));
+                    l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d));
                     l.lease = d;
                     if l.auto_renew {
                         l.next_renew = Some(sent + d / 3);
                     }
-                    Outcome::Extended {
-                        valid_until: l.valid_until,
+                    let valid_until = l.valid_until;
+                    if valid_until <= now {
+                        self.lose(now, id, "the extension was confirmed only after the lease's validity had run out");
+                        Done::Failed(not_held("the lease's validity ran out"))
+                    } else {
+                        Done::Extended { valid_until }
                     }
                 }
-                None => Outcome::Failed(not_held("the lease is no longer held")),
+                None => Done::Failed(not_held("the lease is no longer held")),
             },
-            Ok(false) => {
-                self.lose(
-                    now,
-                    id,
-                    "the lock was deleted or taken over (extend refused)",
-                );
-                Outcome::Failed(not_held(
-                    "the lock was deleted or taken over; extend never re-acquires",
-                ))
+            Pexpire::Refused { subject } => {
+                self.lose(now, id, &format!("{subject} (extend refused)"));
+                Done::Failed(not_held(&format!("{subject}; extend never re-acquires")))
             }
-            Err(e) => {
+            Pexpire::Transient(e) | Pexpire::Failed(e) => {
                 if let Some(l) = self.leases.get_mut(&id) {
-                    l.settle_pexpire(tag, None);
+                    l.settle_pexpire(tag, None, |d| self.backend.drift(d));
                 }
-                Outcome::Failed(e)
+                Done::Failed(e)
             }
         };
         self.sync_lease(id);
-        self.complete(op, outcome);
+        self.complete(op, done);
     }
 
-    fn on_release_reply(&mut self, now: Instant, op: OpId, id: LeaseId, reply: Result<Reply>) {
-        match reply.and_then(|r| reply::parse_flag("release", &r)) {
-            Ok(was_held) => {
+    fn on_release(&mut self, now: Instant, op: OpId, id: LeaseId, verdict: Release) {
+        match verdict {
+            Release::Done { was_held } => {
                 self.remove_lease(id);
-                self.complete(op, Outcome::Released { was_held });
+                self.complete(op, Done::Released { was_held });
             }
-            Err(e) if e.kind() == ErrorKind::Connection => {
-                // The owner gave the lock up: stop renewing it and keep retrying the release in
-                // the background until it lands or the lease runs out, so a release that failed
-                // in transport (or a dropped handle's release) cannot keep the lock forever.
+            Release::Unconfirmed { error, retry } => {
+                // The owner gave the lock up: stop renewing it and (where it may help) keep
+                // releasing in the background until it lands or the lease runs out, so a
+                // release that failed in transport (or a dropped handle's release) cannot keep
+                // the lock for ever.
                 if let Some(l) = self.remove_lease(id) {
-                    let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
-                    self.add_cleanup(now, l.target, l.token, span);
+                    if retry {
+                        let span = l.span();
+                        self.add_cleanup(now, l.target, l.token, span);
+                    }
                 }
-                let message = format!("the release was not confirmed (retrying in the background): {}", e.message());
-                self.complete(op, Outcome::Failed(Error::new(ErrorKind::Connection, message)));
+                self.complete(op, Done::Failed(error));
             }
-            Err(e) => {
+            Release::Failed(e) => {
                 self.remove_lease(id);
-                self.complete(op, Outcome::Failed(e));
+                self.complete(op, Done::Failed(e));
             }
         }
     }
 
-    fn on_cleanup_reply(&mut self, now: Instant, id: u64, reply: Result<Reply>) {
+    fn on_cleanup(&mut self, now: Instant, id: u64, verdict: Release) {
         let Some(c) = self.cleanups.get_mut(&id) else {
             return;
         };
         c.in_flight = false;
-        // A transient server error (BUSY, LOADING, ...) arrives as a reply, not a transport
-        // error: parsing it makes it the retryable CONNECTION error it is.
-        match reply.and_then(|r| reply::parse_flag("release", &r)) {
-            Err(e) if e.kind() == ErrorKind::Connection && now < c.give_up_at => {
+        match verdict {
+            Release::Unconfirmed { retry: true, .. } if now < c.give_up_at => {
                 c.due = now + c.backoff;
                 c.backoff = (c.backoff * 2).min(MAX_BACKOFF);
             }
@@ -977,9 +885,8 @@ impl Engine {
         self.sync_cleanup(id);
     }
 
-    fn remove_lease(&mut self, id: LeaseId) -> Option<LeaseState> {
+    fn remove_lease(&mut self, id: LeaseId) -> Option<Lease<B::Target>> {
         let l = self.leases.remove(&id)?;
-        self.held_tokens.remove(&l.token);
         self.lease_timers.cancel(id);
         self.renew_early.cancel(id);
         Some(l)
@@ -990,139 +897,38 @@ impl Engine {
             // If the server still has our token (we merely failed to renew in time), free it so
             // nobody waits on a lease its owner has given up. An unanswered extend may have
             // set a longer expiry than the lease, so keep trying for the longest of them.
-            let span = l.pexpires.iter().map(|p| p.1).fold(l.lease, Duration::max);
+            let span = l.span();
             self.add_cleanup(now, l.target, l.token, span);
-            self.events.push_back(Event::Lost {
-                lease: id,
-                error: not_held(why),
-            });
+            self.events.push_back(Event::Lost { lease: id, error: not_held(why) });
         }
     }
 
     /// Removes from the server whatever an abandoned acquire may have left: its queue entry,
     /// or the lock itself if a grant raced the abandonment.
-    fn abandon(&mut self, now: Instant, a: AcquireOp) {
+    fn abandon(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>) {
         match a.state {
-            AcquireState::AwaitSubscribe if a.grant_lower_bound.is_none() => {}
-            // The reply of the in-flight ACQUIRE triggers the cleanup (see on_acquire_reply).
-            AcquireState::InFlight => {}
-            _ => {
-                let span = a.lease.max(a.entry_ttl);
-                self.add_cleanup(now, a.target, a.token, span);
+            AcquireState::InFlight if !self.backend.undo_in_flight_at_once() => {
+                // The attempt's reply decides (see on_attempt).
+                self.orphans.insert(op, a);
             }
+            _ if a.dirty => self.undo(now, &mut a),
+            _ => {}
         }
     }
 
-    fn add_cleanup(&mut self, now: Instant, target: Arc<Target>, token: String, span: Duration) {
-        let id = self.fresh_id();
-        let call = release_call(&target, &token, &self.retention_ms);
+    fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) {
+        let id = self.ids.fresh();
+        let action = Action::Release { target: &target, token: &token };
+        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
         self.cleanups.insert(
             id,
-            Cleanup {
-                target,
-                token,
-                due: now,
-                give_up_at: now + span,
-                in_flight: true,
-                backoff: FIRST_BACKOFF,
-            },
+            Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF },
         );
-        self.batch.push((Purpose::Cleanup(id), call));
-    }
-
-    /// Turns everything batched during one input into one pipelined request.
-    fn flush(&mut self, now: Instant) {
-        if self.batch.is_empty() {
-            return;
-        }
-        let calls = std::mem::take(&mut self.batch);
-        if self.split_pipelines && calls.len() > 1 {
-            for call in calls {
-                self.batch.push(call);
-                self.flush(now);
-            }
-            return;
-        }
-        let mut commands: Vec<Command> = calls.iter().map(|(_, c)| eval_command(c)).collect();
-        let waited = self.replica_acks.filter(|_| {
-            calls.iter().any(|(p, _)| matches!(p, Purpose::Acquire(_) | Purpose::Renew(..) | Purpose::Extend(..)))
-        });
-        if let Some(acks) = waited {
-            commands.push(Command(vec![
-                b"WAIT".to_vec(),
-                acks.replicas.to_string().into_bytes(),
-                whole_millis(acks.timeout).to_string().into_bytes(),
-            ]));
-        }
-        let id = RequestId(self.fresh_id());
-        self.in_flight.insert(id, InFlight { sent: now, calls, waited });
-        self.outgoing.push_back(Request {
-            id,
-            kind: RequestKind::Pipeline(commands),
-        });
     }
 }
 
 fn not_held(why: &str) -> Error {
     Error::new(ErrorKind::NotHeld, why)
-}
-
-/// How long before its due instant a renewal may go out with others that are sent anyway: a
-/// twelfth of the lease, so renewals due close together share one pipeline.
-fn renew_window(lease: Duration) -> Duration {
-    lease / 12
-}
-
-/// The earliest instant an acquire has work: its wait deadline, or its queue recheck or
-/// transport retry, whichever comes first.
-fn acquire_timer(a: &AcquireOp) -> Option<Instant> {
-    let state = match a.state {
-        AcquireState::Queued { recheck_at } => Some(recheck_at),
-        AcquireState::RetryAt(t) => Some(t),
-        AcquireState::AwaitSubscribe | AcquireState::InFlight => None,
-    };
-    match (a.deadline, state) {
-        (Some(d), Some(t)) => Some(d.min(t)),
-        (d, t) => d.or(t),
-    }
-}
-
-fn release_call(target: &Arc<Target>, token: &str, retention_ms: &str) -> ScriptCall {
-    ScriptCall {
-        script: target.release_script(),
-        target: Arc::clone(target),
-        key_count: target.keys.len(),
-        args: vec![token.to_string(), retention_ms.to_string()],
-        full: false,
-    }
-}
-
-fn extend_call(target: &Arc<Target>, token: &str, d: Duration) -> ScriptCall {
-    let (script, key_count) = target.extend_script();
-    ScriptCall {
-        script,
-        target: Arc::clone(target),
-        key_count,
-        args: vec![token.to_string(), whole_millis(d).to_string()],
-        full: false,
-    }
-}
-
-fn eval_command(call: &ScriptCall) -> Command {
-    let script: &Script = call.script;
-    let keys = &call.target.keys[..call.key_count];
-    let mut args: Vec<Vec<u8>> = Vec::with_capacity(3 + keys.len() + call.args.len());
-    if call.full {
-        args.push(b"EVAL".to_vec());
-        args.push(script.source.as_bytes().to_vec());
-    } else {
-        args.push(b"EVALSHA".to_vec());
-        args.push(script.sha1().as_bytes().to_vec());
-    }
-    args.push(keys.len().to_string().into_bytes());
-    args.extend(keys.iter().map(|k| k.as_bytes().to_vec()));
-    args.extend(call.args.iter().map(|a| a.as_bytes().to_vec()));
-    Command(args)
 }
 
 fn random_bytes<const N: usize>(rng: &mut dyn RandomSource) -> [u8; N] {
@@ -1132,7 +938,7 @@ fn random_bytes<const N: usize>(rng: &mut dyn RandomSource) -> [u8; N] {
 }
 
 /// Lowercase hex, as owner tokens and client ids are written.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -1,13 +1,28 @@
-//! The Redis wire contract (PROTOCOL.md): key layout, Lua scripts and reply shapes.
+//! The Redis backends: the wire contract of PROTOCOL.md §1–§7 (single instance, Cluster,
+//! replica-acknowledged mode) as a [`Backend`](crate::engine::Backend) of the lock engine, and
+//! the scripts each Redlock master runs (PROTOCOL.md §8; the Redlock backend itself is
+//! `crate::redlock`).
+//!
+//! - [`backend`]: [`RedisBackend`], its configuration and [`Engine`] (the engine over it);
+//! - [`request`]: what the driver is asked to do (pipelines, a subscription);
+//! - [`keys`], [`target`]: the key layout and what one lock is on the wire;
+//! - [`mutex`], [`holders`], [`redlock`], [`script`]: the Lua scripts;
+//! - [`reply`]: reply shapes and their parsing.
 
+pub mod backend;
 pub mod holders;
 pub mod keys;
 pub mod mutex;
 pub mod redlock;
 pub mod reply;
+pub mod request;
 pub mod script;
+pub mod target;
 
+pub use backend::{Engine, EngineConfig, RedisBackend, RedisConfig, ReplicaAcks};
+pub use request::{Command, Request, RequestKind};
 pub use script::Script;
+pub use target::Target;
 
 /// Every script of the protocol (mutex and shared-holder families), for documentation and
 /// preloading.
