@@ -93,7 +93,8 @@ async fn fair(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String>
                 window.hold();
                 let release_start = wall_ns();
                 lease.release().await.map_err(|e| e.to_string())?;
-                records.push((task, lease.fencing_token(), wait_start, acquired, release_start));
+                let token = lease.fencing_token().ok_or("the fair-lock bench needs a backend with fencing tokens")?;
+                records.push((task, token, wait_start, acquired, release_start));
             }
             Ok::<_, String>(records)
         }));

@@ -26,11 +26,15 @@ pub enum ErrorKind {
     /// This handle already holds the lock and is not reentrant: acquiring again through it
     /// would wait for itself forever (python-redis-lock's `AlreadyAcquired`).
     AlreadyHeld,
+    /// The backend cannot do what was asked: a semaphore on a Redlock, replica acknowledgements
+    /// on a Redis Cluster, ... (see [`Capabilities`](crate::capabilities::Capabilities)). Not
+    /// retryable: the same call on the same client fails the same way.
+    Unsupported,
 }
 
 impl ErrorKind {
     /// Every kind, in a stable order (bindings iterate this to build their class tables).
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Timeout,
         ErrorKind::NotHeld,
@@ -40,6 +44,7 @@ impl ErrorKind {
         ErrorKind::Cancelled,
         ErrorKind::Closed,
         ErrorKind::AlreadyHeld,
+        ErrorKind::Unsupported,
     ];
 
     /// The stable, language-neutral code (documented in PROTOCOL.md).
@@ -54,6 +59,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::Closed => "CLOSED",
             ErrorKind::AlreadyHeld => "ALREADY_HELD",
+            ErrorKind::Unsupported => "UNSUPPORTED",
         }
     }
 
@@ -88,6 +94,11 @@ impl Error {
     /// Shorthand for [`ErrorKind::InvalidArgument`].
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Shorthand for [`ErrorKind::Unsupported`].
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Unsupported, message)
     }
 
     /// Shorthand for [`ErrorKind::Protocol`].
@@ -138,6 +149,8 @@ mod tests {
         assert_eq!(ErrorKind::Timeout.code(), "TIMEOUT");
         assert!(ErrorKind::Timeout.retryable());
         assert!(!ErrorKind::InvalidArgument.retryable());
+        assert_eq!(ErrorKind::Unsupported.code(), "UNSUPPORTED");
+        assert!(!Error::unsupported("x").retryable());
         assert_eq!(Error::invalid("x").to_string(), "INVALID_ARGUMENT: x");
     }
 }

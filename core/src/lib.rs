@@ -5,6 +5,7 @@
 //! natively under tokio ([`native`]) and as WebAssembly in Node with JavaScript doing the I/O.
 #![warn(missing_docs)]
 
+pub mod capabilities;
 pub mod connect;
 pub mod engine;
 pub mod error;
@@ -22,5 +23,7 @@ pub use engine::{
     Engine, EngineConfig, Event, ReplicaAcks, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request,
     RequestId, RequestKind, Wait,
 };
+pub use capabilities::{Capabilities, Capability};
+pub use connect::Backend;
 pub use error::{Error, ErrorKind, Result};
 pub use options::LockOptions;

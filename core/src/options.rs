@@ -192,7 +192,7 @@ impl Unit {
         }
     }
 
-    fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             Unit::Seconds => "seconds",
             Unit::Millis => "milliseconds",

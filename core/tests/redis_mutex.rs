@@ -39,7 +39,7 @@ async fn mutual_exclusion_loses_no_updates(b: Backend) {
             let mut tokens = Vec::new();
             for _ in 0..50 {
                 let lease = lock.acquire(Duration::from_secs(20)).await.unwrap();
-                tokens.push(lease.fencing_token());
+                tokens.push(lease.fencing_token().unwrap());
                 let v: Option<i64> = redis::cmd("GET")
                     .arg("counter")
                     .query_async(&mut conn)
@@ -114,7 +114,7 @@ async fn expiry_frees_and_extend_never_resurrects(b: Backend) {
         .await
         .unwrap()
         .expect("free after expiry");
-    assert!(again.fencing_token() > lease.fencing_token());
+    assert!(again.fencing_token().unwrap() > lease.fencing_token().unwrap());
 }
 
 // With renewal on, the watchdog keeps a short lease alive well past its length.
@@ -180,7 +180,7 @@ async fn waiter_is_woken_by_release(backend: Backend) {
     let (acquired_at, lease) = waiter.await.unwrap();
     let gap = acquired_at.duration_since(released_at);
     assert!(gap < Duration::from_millis(500), "handoff took {gap:?}");
-    assert!(lease.fencing_token() > holder.fencing_token());
+    assert!(lease.fencing_token().unwrap() > holder.fencing_token().unwrap());
 }
 
 // Waiters are granted in arrival order, and each release wakes only the next one.
@@ -259,8 +259,8 @@ async fn tokens_increase_across_server_restart(mut b: Backend) {
     let mut last = 0;
     for _ in 0..20 {
         let l = lock.acquire(Duration::from_secs(1)).await.unwrap();
-        assert!(l.fencing_token() > last);
-        last = l.fencing_token();
+        assert!(l.fencing_token().unwrap() > last);
+        last = l.fencing_token().unwrap();
         l.release().await.unwrap();
     }
     b.restart_owner_of("lockgate:{fence}");
@@ -268,7 +268,7 @@ async fn tokens_increase_across_server_restart(mut b: Backend) {
     for _ in 0..50 {
         match lock.acquire(Duration::from_secs(1)).await {
             Ok(l) => {
-                after = Some(l.fencing_token());
+                after = Some(l.fencing_token().unwrap());
                 l.release().await.unwrap();
                 break;
             }
@@ -410,7 +410,7 @@ async fn tls_connection_is_verified() {
         .acquire(Duration::from_secs(1))
         .await
         .unwrap();
-    assert!(lease.fencing_token() > 0);
+    assert!(lease.fencing_token().unwrap() > 0);
     assert!(lease.release().await.unwrap());
     let e = Client::connect(&url).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
@@ -454,7 +454,7 @@ fn crashed_waiter_is_skipped_within_its_entry_lease(b: Backend) {
             let opts = LockOptions::default().with_entry_ttl(Duration::from_millis(400));
             let lock = c.lock("crash", opts).unwrap();
             let lease = lock.acquire(Duration::from_secs(20)).await.unwrap();
-            (std::time::Instant::now(), lease.fencing_token())
+            (std::time::Instant::now(), lease.fencing_token().unwrap())
         }
     });
     while raw.zcard::<_, usize>("lockgate:{crash}:queue").unwrap() < 2 {

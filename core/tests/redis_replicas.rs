@@ -53,10 +53,10 @@ async fn grants_count_only_once_a_replica_has_them() {
     let other = acked_client_options(&primary.url()).connect().await.unwrap();
     let waiter = tokio::spawn(async move {
         let l = other.lock("acked", LockOptions::default()).unwrap();
-        l.acquire(Duration::from_secs(5)).await.map(|lease| lease.fencing_token())
+        l.acquire(Duration::from_secs(5)).await.map(|lease| lease.fencing_token().unwrap())
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let token = lease.fencing_token();
+    let token = lease.fencing_token().unwrap();
     assert!(lease.release().await.unwrap());
     assert!(waiter.await.unwrap().unwrap() > token);
 

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock, Redlock, RedlockLease, RedlockLock, RedlockOptions};
+use lockgate_core::connect::{redlock_url, OptionValue, Spelling};
+use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock};
 use lockgate_core::options::duration_from_millis_f64;
 use lockgate_core::{Error, LockOptions, Primitive};
 use serde_json::{json, Value};
@@ -24,21 +25,13 @@ fn ms(v: &Value, key: &str) -> Result<Option<Duration>, Error> {
     }
 }
 
-/// Lock options from the operation: `lease_ms` (absent or null → the 30 s renewed default),
-/// `renew`, `entry_ttl_ms`. Out-of-range values are left for the library to reject.
-fn options(op: &Value) -> Result<LockOptions, Error> {
-    let mut o = LockOptions::default();
-    if let Some(lease) = ms(op, "lease_ms")? {
-        o.lease = lease;
-        o.auto_renew = false;
-    }
-    if let Some(renew) = op.get("renew").and_then(Value::as_bool) {
-        o.auto_renew = renew;
-    }
-    if let Some(ttl) = ms(op, "entry_ttl_ms")? {
-        o.entry_ttl = ttl;
-    }
-    Ok(o)
+/// Lock options from the operation: `lease_ms` (absent or null → the client's default lease,
+/// renewed), `renew`, `entry_ttl_ms`, through the library's one rule for every backend
+/// (`Client::lock_options`). Out-of-range values are left for the library to reject.
+fn options(client: &Client, op: &Value) -> Result<LockOptions, Error> {
+    let lease = ms(op, "lease_ms")?;
+    let renew = op.get("renew").and_then(Value::as_bool).unwrap_or(lease.is_none());
+    client.lock_options(lease, Some(renew), None, ms(op, "entry_ttl_ms")?, &Spelling::RUST)
 }
 
 fn wall_ns() -> u128 {
@@ -49,76 +42,10 @@ fn not_held() -> Value {
     json!({"ok": false, "error": "NOT_HELD", "retryable": false})
 }
 
-/// A lock of either client: the single-instance one or the Redlock.
-#[derive(Clone)]
-enum AnyLock {
-    Plain(Lock),
-    Redlock(RedlockLock),
-}
-
-/// A lease of either kind; a Redlock lease has no fencing token.
-enum AnyLease {
-    Plain(Lease),
-    Redlock(RedlockLease),
-}
-
-impl AnyLock {
-    async fn acquire(&self, timeout: Duration) -> Result<AnyLease, Error> {
-        match self {
-            AnyLock::Plain(l) => l.acquire(timeout).await.map(AnyLease::Plain),
-            AnyLock::Redlock(l) => l.acquire(timeout).await.map(AnyLease::Redlock),
-        }
-    }
-
-    async fn try_acquire(&self) -> Result<Option<AnyLease>, Error> {
-        match self {
-            AnyLock::Plain(l) => Ok(l.try_acquire().await?.map(AnyLease::Plain)),
-            AnyLock::Redlock(l) => Ok(l.try_acquire().await?.map(AnyLease::Redlock)),
-        }
-    }
-}
-
-impl AnyLease {
-    fn token(&self) -> Option<String> {
-        match self {
-            AnyLease::Plain(l) => Some(l.fencing_token().to_string()),
-            AnyLease::Redlock(_) => None,
-        }
-    }
-
-    async fn release(&self) -> Result<bool, Error> {
-        match self {
-            AnyLease::Plain(l) => l.release().await,
-            AnyLease::Redlock(l) => l.release().await,
-        }
-    }
-
-    async fn extend(&self, d: Duration) -> Result<(), Error> {
-        match self {
-            AnyLease::Plain(l) => l.extend(d).await,
-            AnyLease::Redlock(l) => l.extend(d).await,
-        }
-    }
-
-    fn is_held(&self) -> bool {
-        match self {
-            AnyLease::Plain(l) => l.is_held(),
-            AnyLease::Redlock(l) => l.is_held(),
-        }
-    }
-
-    async fn lost(&self) -> Error {
-        match self {
-            AnyLease::Plain(l) => l.lost().await,
-            AnyLease::Redlock(l) => l.lost().await,
-        }
-    }
-}
-
-/// A grant's reply: a Redlock grant carries no token.
-fn granted(lease: &AnyLease) -> Value {
-    match lease.token() {
-        Some(token) => json!({"ok": true, "acquired": true, "token": token}),
+/// A grant's reply: a grant without a fencing token (a Redlock's) carries no `token`.
+fn granted(lease: &Lease) -> Value {
+    match lease.fencing_token() {
+        Some(token) => json!({"ok": true, "acquired": true, "token": token.to_string()}),
         None => json!({"ok": true, "acquired": true}),
     }
 }
@@ -126,26 +53,23 @@ fn granted(lease: &AnyLease) -> Value {
 /// One library handle of the actor (named by the step's `handle`, default the lock name) and
 /// the stack of leases acquired through it, most recent last.
 struct Handle {
-    lock: AnyLock,
+    lock: Lock,
     /// For `kind: leader`: the election and the value to campaign with (`acquire` campaigns).
     election: Option<(Election, String)>,
-    leases: Vec<AnyLease>,
+    leases: Vec<Lease>,
 }
 
-/// Builds the handle a step describes: `kind` (mutex, semaphore, read, write, leader),
-/// `permits`, `value`, `reentrant`, `writers_first`, plus the lock options; `kind: redlock` is a
-/// lock of the actor's Redlock client.
-fn make_handle(client: &Client, redlock: Option<&Redlock>, name: &str, op: &Value) -> Result<Handle, Error> {
-    let o = options(op)?;
-    if op.get("kind").and_then(Value::as_str) == Some("redlock") {
-        let redlock = redlock.ok_or_else(|| Error::invalid("connect_redlock was not sent"))?;
-        return Ok(Handle { lock: AnyLock::Redlock(redlock.lock(name, o)?), election: None, leases: Vec::new() });
-    }
+/// Builds the handle a step describes on `client`: `kind` (mutex, semaphore, read, write,
+/// leader), `permits`, `value`, `reentrant`, `writers_first`, plus the lock options. (`kind:
+/// redlock`, protocol 1, is a mutex of the actor's `connect_redlock` client: the caller passes
+/// that client.)
+fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error> {
+    let o = options(client, op)?;
     let reentrant = op.get("reentrant").and_then(Value::as_bool).unwrap_or(false);
     let mut election = None;
     let lock = match op.get("kind").and_then(Value::as_str).unwrap_or("mutex") {
-        "mutex" if reentrant => client.reentrant_lock(name, o)?,
-        "mutex" => client.lock(name, o)?,
+        "mutex" | "redlock" if reentrant => client.reentrant_lock(name, o)?,
+        "mutex" | "redlock" => client.lock(name, o)?,
         "semaphore" => {
             // Passed through untouched; only values a u32 cannot represent (which Rust's type
             // system would refuse at compile time) are turned away here.
@@ -172,12 +96,32 @@ fn make_handle(client: &Client, redlock: Option<&Redlock>, name: &str, op: &Valu
         }
         other => return Err(Error::invalid(format!("unknown kind {other:?}"))),
     };
-    Ok(Handle { lock: AnyLock::Plain(lock), election, leases: Vec::new() })
+    Ok(Handle { lock, election, leases: Vec::new() })
+}
+
+/// Client options from a `connect` step: `options.{prefix, replica_acks, max_lease_ms}` (and
+/// the top-level `prefix` of protocol 1), each handed to the library's one setter under the
+/// Rust name; the library rejects bad values.
+fn client_options(url: &str, op: &Value) -> Result<ClientOptions, Error> {
+    let mut o = ClientOptions::new(url);
+    let given = op.get("options").cloned().unwrap_or_else(|| json!({}));
+    let prefix = given.get("prefix").or_else(|| op.get("prefix"));
+    if let Some(p) = prefix.and_then(Value::as_str) {
+        o.set("key_prefix", OptionValue::Str(p.to_string()), &Spelling::RUST)?;
+    }
+    if let Some(n) = given.get("replica_acks").and_then(Value::as_i64) {
+        o.set("replica_acks", OptionValue::Int(n), &Spelling::RUST)?;
+    }
+    if let Some(ms) = given.get("max_lease_ms").or_else(|| op.get("max_lease_ms")).and_then(Value::as_f64) {
+        o.set("max_lease", OptionValue::Number(ms / 1000.0), &Spelling::RUST)?;
+    }
+    Ok(o)
 }
 
 struct Actor {
     client: Option<Client>,
-    redlock: Option<Redlock>,
+    /// The client of protocol 1's `connect_redlock`, used by `kind: redlock` steps.
+    redlock: Option<Client>,
     handles: HashMap<String, Handle>,
 }
 
@@ -187,14 +131,19 @@ impl Actor {
     fn handle_for(&mut self, name: &str, op: &Value) -> Result<&mut Handle, Error> {
         let key = op.get("handle").and_then(Value::as_str).unwrap_or(name).to_string();
         if !self.handles.contains_key(&key) {
-            let h = make_handle(self.client(), self.redlock.as_ref(), name, op)?;
+            let client = if op.get("kind").and_then(Value::as_str) == Some("redlock") {
+                self.redlock.as_ref().ok_or_else(|| Error::invalid("connect_redlock was not sent"))?
+            } else {
+                self.client()
+            };
+            let h = make_handle(client, name, op)?;
             self.handles.insert(key.clone(), h);
         }
         Ok(self.handles.get_mut(&key).expect("inserted above"))
     }
 
     /// The most recent lease of the step's handle, if any.
-    fn top(&mut self, name: &str, op: &Value) -> Option<&mut AnyLease> {
+    fn top(&mut self, name: &str, op: &Value) -> Option<&mut Lease> {
         let key = op.get("handle").and_then(Value::as_str).unwrap_or(name);
         self.handles.get_mut(key).and_then(|h| h.leases.last_mut())
     }
@@ -203,30 +152,28 @@ impl Actor {
         let name = op.get("lock").and_then(Value::as_str).unwrap_or("").to_string();
         match op.get("op").and_then(Value::as_str).unwrap_or("") {
             "connect" => {
-                let mut o = ClientOptions::new(op["url"].as_str().unwrap_or(""));
-                if let Some(p) = op.get("prefix").and_then(Value::as_str) {
-                    o.key_prefix = p.to_string();
-                }
-                match o.connect().await {
+                let connected = match client_options(op["url"].as_str().unwrap_or(""), op) {
+                    Ok(o) => o.connect().await,
+                    Err(e) => Err(e),
+                };
+                match connected {
                     Ok(c) => {
+                        let capabilities: Vec<&str> =
+                            c.capabilities().pairs().into_iter().filter(|(_, on)| *on).map(|(name, _)| name).collect();
                         self.client = Some(c);
-                        json!({"ok": true})
+                        json!({"ok": true, "capabilities": capabilities})
                     }
                     Err(e) => err(&e),
                 }
             }
             "connect_redlock" => {
+                // Protocol 1: a Redlock over `urls` is a `connect` with their redlock:// URL.
                 let urls: Vec<String> = op["urls"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(String::from)).collect();
-                let mut o = RedlockOptions::new(urls);
-                if let Some(p) = op.get("prefix").and_then(Value::as_str) {
-                    o.config.key_prefix = p.to_string();
-                }
-                match ms(op, "max_lease_ms") {
-                    Ok(Some(d)) => o.config.max_lease = d,
-                    Ok(None) => {}
-                    Err(e) => return err(&e),
-                }
-                match o.connect().await {
+                let connected = match redlock_url(&urls).and_then(|url| client_options(&url, op)) {
+                    Ok(o) => o.connect().await,
+                    Err(e) => Err(e),
+                };
+                match connected {
                     Ok(r) => {
                         self.redlock = Some(r);
                         json!({"ok": true})
@@ -248,7 +195,7 @@ impl Actor {
                         Ok(timeout) => {
                             let timeout = timeout.unwrap_or_default();
                             match &h.election {
-                                Some((e, value)) => e.campaign(value, Some(timeout)).await.map(|l| Some(AnyLease::Plain(l))),
+                                Some((e, value)) => e.campaign(value, Some(timeout)).await.map(Some),
                                 None => h.lock.acquire(timeout).await.map(Some),
                             }
                         }
@@ -310,7 +257,7 @@ impl Actor {
                     if let Err(e) = lease.release().await {
                         return err(&e);
                     }
-                    records.push(json!([lease.token(), enter.to_string(), exit.to_string()]));
+                    records.push(json!([lease.fencing_token().map(|t| t.to_string()), enter.to_string(), exit.to_string()]));
                 }
                 json!({"ok": true, "records": records})
             }

@@ -5,10 +5,14 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use super::backend::Backend;
+use super::spelling::{ClientOption, Spelling};
+use super::target::Target;
 use super::url::RedisUrl;
+use crate::capabilities::Capabilities;
 use crate::engine::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
-use crate::options::{self, LockOptions, Unit};
+use crate::options::{self, LockOptions};
 use crate::redlock::RedlockConfig;
 use crate::time::Duration;
 
@@ -22,95 +26,19 @@ pub const DEFAULT_REPLICA_ACK_TIMEOUT: Duration = Duration::from_secs(1);
 /// The shortest `WAIT` timeout: `WAIT` counts whole milliseconds.
 pub const MIN_REPLICA_ACK_TIMEOUT: Duration = Duration::from_millis(1);
 
-/// How a binding's users name the options and in which unit they give durations, so that the
-/// core's messages speak their language (`commandTimeoutMs` in Node, `responseTimeout` in
-/// Java, `response_timeout` in Python and Rust).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Spelling {
-    /// The unit durations are given and reported in.
-    pub unit: Unit,
-    /// The connect timeout.
-    pub connect_timeout: &'static str,
-    /// The response (command) timeout.
-    pub response_timeout: &'static str,
-    /// The replica-acknowledged mode as a whole.
-    pub replica_acks: &'static str,
-    /// The replica count of that mode.
-    pub replica_count: &'static str,
-    /// The `WAIT` timeout of that mode.
-    pub replica_ack_timeout: &'static str,
-    /// The Redis Cluster switch.
-    pub cluster: &'static str,
-    /// The TLS CA certificate.
-    pub tls_ca: &'static str,
-    /// A Redlock deployment's maximum lease.
-    pub max_lease: &'static str,
-}
-
-impl Spelling {
-    /// The Rust API (`ClientOptions` fields, seconds in messages).
-    pub const RUST: Spelling = Spelling {
-        unit: Unit::Seconds,
-        connect_timeout: "connect_timeout",
-        response_timeout: "response_timeout",
-        replica_acks: "replica_acks",
-        replica_count: "replica_acks.replicas",
-        replica_ack_timeout: "replica_acks.timeout",
-        cluster: "cluster",
-        tls_ca: "tls_ca_pem",
-        max_lease: "max_lease",
-    };
-    /// Python's keyword arguments (seconds).
-    pub const PYTHON: Spelling = Spelling {
-        replica_count: "replica_acks",
-        replica_ack_timeout: "replica_ack_timeout",
-        tls_ca: "tls_ca_file",
-        ..Spelling::RUST
-    };
-    /// The Java builders (seconds).
-    pub const JAVA: Spelling = Spelling {
-        unit: Unit::Seconds,
-        connect_timeout: "connectTimeout",
-        response_timeout: "responseTimeout",
-        replica_acks: "replicaAcks",
-        replica_count: "replicaAcks replicas",
-        replica_ack_timeout: "replicaAcks timeout",
-        cluster: "cluster",
-        tls_ca: "tlsCaPem",
-        max_lease: "maxLease",
-    };
-    /// The Node options objects (milliseconds).
-    pub const JS: Spelling = Spelling {
-        unit: Unit::Millis,
-        connect_timeout: "connectTimeoutMs",
-        response_timeout: "commandTimeoutMs",
-        replica_acks: "replicaAcks",
-        replica_count: "replicaAcks.replicas",
-        replica_ack_timeout: "replicaAcks.timeoutMs",
-        cluster: "cluster",
-        tls_ca: "tls",
-        max_lease: "maxLeaseMs",
-    };
-
-    /// `d` in this spelling's unit, with its symbol (`1.5 s`, `1500 ms`).
-    fn show(&self, d: Duration) -> String {
-        format!("{} {}", self.unit.of(d), self.unit.symbol())
+/// A connect or response timeout: positive and at most 30 days (messages in `spelling`).
+pub(crate) fn check_timeout(spelling: &Spelling, what: &str, d: Duration) -> Result<()> {
+    if d.is_zero() {
+        return Err(Error::invalid(format!("{what} must be positive, got {}", spelling.show(d))));
     }
-
-    /// A connect or response timeout: positive and at most 30 days.
-    fn check_timeout(&self, what: &str, d: Duration) -> Result<()> {
-        if d.is_zero() {
-            return Err(Error::invalid(format!("{what} must be positive, got {}", self.show(d))));
-        }
-        if d > options::MAX_DURATION {
-            return Err(Error::invalid(format!(
-                "{what} must be at most {}, got {}",
-                self.show(options::MAX_DURATION),
-                self.show(d)
-            )));
-        }
-        Ok(())
+    if d > options::MAX_DURATION {
+        return Err(Error::invalid(format!(
+            "{what} must be at most {}, got {}",
+            spelling.show(options::MAX_DURATION),
+            spelling.show(d)
+        )));
     }
+    Ok(())
 }
 
 /// The replica-acknowledged mode from a binding's two settings: no count is the plain mode (a
@@ -143,30 +71,53 @@ pub fn replica_acks(replicas: Option<i64>, timeout: Option<f64>, spelling: &Spel
     Ok(Some(ReplicaAcks { replicas, timeout }))
 }
 
-/// How to connect a client: one Redis server (or one seed node of a Redis Cluster) by URL, and
-/// the settings every binding shares. `ClientOptions::new(url)` has the defaults; the native
-/// driver's `connect()` applies [`validate`](Self::validate) first.
+/// How to connect a client of any backend: the URL (its scheme selects the backend, see
+/// [`Target`]) and the settings, with their defaults and every rule that needs no connection.
+/// `ClientOptions::new(url)` has the defaults; [`set`](Self::set) changes one option by a
+/// binding's name for it; the native driver's `connect()` applies [`validate`](Self::validate)
+/// first. Settings a backend does not have (Redlock's on a Redis URL, replica acks on a
+/// Redlock or a Cluster) are `INVALID_ARGUMENT`, not silently ignored.
 #[derive(Clone)]
 pub struct ClientOptions {
     pub(crate) url: String,
     /// Prepended to every key and channel; clients that share locks must use the same prefix.
     pub key_prefix: String,
-    /// PEM root certificate(s) to trust for `rediss://` instead of the system store.
+    /// PEM root certificate(s) to trust for TLS (`rediss://`, `rediss+cluster://`,
+    /// `rediss+redlock://`) instead of the system store.
     pub tls_ca_pem: Option<Vec<u8>>,
     /// Limit on establishing the connection: bounds the whole of connecting (every attempt,
-    /// DNS, TLS, AUTH), and each later reconnect attempt (default 5 s).
+    /// DNS, TLS, AUTH; a Redlock's masters connect side by side), and each later reconnect
+    /// attempt (default 5 s).
     pub connect_timeout: Duration,
     /// Limit on one server round trip before it counts as a connection failure. A connection
     /// that stays silent this long is dropped and replaced by a new one (default 5 s).
     pub response_timeout: Duration,
-    /// Replica-acknowledged mode for a primary with replicas: grants, extends and renewals
-    /// count only once `WAIT` confirms them on this many replicas (PROTOCOL.md §4). Its timeout
-    /// must be below `response_timeout`; see [`replica_acks`] for the bindings' default.
+    /// Replica-acknowledged mode for a primary with replicas (`redis://` only): grants, extends
+    /// and renewals count only once `WAIT` confirms them on this many replicas (PROTOCOL.md
+    /// §4). Its timeout must be below `response_timeout`; see [`replica_acks`] for the
+    /// bindings' default.
     pub replica_acks: Option<ReplicaAcks>,
-    /// Treat the URL as one seed node of a Redis Cluster: the client discovers the others,
-    /// routes every script to the node owning its lock's slot (all keys of one lock share a
-    /// hash tag) and follows MOVED/ASK redirections.
+    /// Treat a `redis://` URL as one seed node of a Redis Cluster (the same as writing
+    /// `redis+cluster://`): the client discovers the others, routes every script to the node
+    /// owning its lock's slot (all keys of one lock share a hash tag) and follows MOVED/ASK
+    /// redirections.
     pub cluster: bool,
+    /// Redlock only: the longest lease any client of the deployment takes (default 30 s;
+    /// every client must agree). A lock without a lease gets this or 30 s, whichever is shorter.
+    pub max_lease: Option<Duration>,
+    /// Redlock only: clock-rate drift allowed, as a fraction of the lease (default 0.01).
+    pub drift_factor: Option<f64>,
+    /// Redlock only: the fixed part of the drift allowance (default 2 ms).
+    pub drift_fixed: Option<Duration>,
+    /// Redlock only: how long one attempt waits for the masters' answers (default 50 ms).
+    pub node_timeout: Option<Duration>,
+    /// Redlock only: pause before another attempt after a failed one (default 200 ms) ...
+    pub retry_delay: Option<Duration>,
+    /// ... plus a random part up to this (default 200 ms).
+    pub retry_jitter: Option<Duration>,
+    /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
+    /// applied when the count comes, refused by `validate` if it never does.
+    pub(crate) replica_ack_timeout_alone: Option<Duration>,
 }
 
 impl ClientOptions {
@@ -180,34 +131,58 @@ impl ClientOptions {
             response_timeout: DEFAULT_TIMEOUT,
             replica_acks: None,
             cluster: false,
+            max_lease: None,
+            drift_factor: None,
+            drift_fixed: None,
+            node_timeout: None,
+            retry_delay: None,
+            retry_jitter: None,
+            replica_ack_timeout_alone: None,
         }
     }
 
-    /// Checks the URL, prefix, timeouts and TLS settings without connecting (for bindings whose
-    /// constructors cannot await); messages name the Rust fields.
+    /// Checks the URL, prefix, timeouts, TLS and backend settings without connecting (for
+    /// bindings whose constructors cannot await); messages name the Rust fields.
     pub fn validate(&self) -> Result<()> {
         self.validate_as(&Spelling::RUST)
     }
 
     /// [`validate`](Self::validate) with messages in a binding's `spelling`.
     pub fn validate_as(&self, spelling: &Spelling) -> Result<()> {
-        let url = RedisUrl::parse(&self.url)?;
-        self.validate_settings(spelling)?;
-        if self.tls_ca_pem.is_some() && !url.is_tls() {
+        let target = Target::parse(&self.url)?;
+        let backend = self.backend_of(&target, spelling)?;
+        self.validate_for(backend, spelling)?;
+        if self.tls_ca_pem.is_some() && !target.is_tls() {
             return Err(Error::invalid(format!(
-                "a TLS CA certificate ({}) was given for a plaintext redis:// URL; use rediss://",
-                spelling.tls_ca
+                "a TLS CA certificate ({}) was given for a plaintext {}:// URL; use {}://",
+                spelling.tls_ca,
+                target.scheme(),
+                backend.scheme(true)
             )));
         }
         Ok(())
     }
 
-    /// Every rule except the URL's: for a binding handed an already-made connection instead of
-    /// a URL (the Node binding's ioredis clients), whose URL field is then unused.
+    /// Every rule except the URL's, for a Redis client (a Cluster if `cluster` is set): for a
+    /// binding handed an already-made connection instead of a URL (the Node binding's ioredis
+    /// clients), whose URL field is then unused.
     pub fn validate_settings(&self, spelling: &Spelling) -> Result<()> {
+        let backend = if self.cluster { Backend::RedisCluster } else { Backend::Redis };
+        self.validate_for(backend, spelling)
+    }
+
+    /// Every rule except the URL's, for a client of `backend`.
+    pub fn validate_for(&self, backend: Backend, spelling: &Spelling) -> Result<()> {
         options::validate_prefix(&self.key_prefix)?;
-        spelling.check_timeout(spelling.connect_timeout, self.connect_timeout)?;
-        spelling.check_timeout(spelling.response_timeout, self.response_timeout)?;
+        check_timeout(spelling, spelling.connect_timeout, self.connect_timeout)?;
+        check_timeout(spelling, spelling.response_timeout, self.response_timeout)?;
+        if self.replica_ack_timeout_alone.is_some() && self.replica_acks.is_none() {
+            return Err(Error::invalid(format!(
+                "{} needs {} (the number of replicas WAIT must reach)",
+                spelling.key(ClientOption::ReplicaAckTimeout),
+                spelling.key(ClientOption::ReplicaAcks)
+            )));
+        }
         if let Some(r) = self.replica_acks {
             if r.replicas == 0 {
                 return Err(Error::invalid(format!("{} must be at least 1, got 0", spelling.replica_count)));
@@ -231,30 +206,203 @@ impl ClientOptions {
                     spelling.show(self.response_timeout)
                 )));
             }
-            if self.cluster {
-                return Err(Error::invalid(format!(
-                    "{} is not supported on a Redis Cluster (WAIT must reach the lock's primary)",
-                    spelling.replica_acks
-                )));
+            match backend {
+                Backend::Redis => {}
+                Backend::RedisCluster => {
+                    return Err(Error::invalid(format!(
+                        "{} is not supported on a Redis Cluster (WAIT must reach the lock's primary)",
+                        spelling.replica_acks
+                    )))
+                }
+                other => {
+                    return Err(Error::invalid(format!(
+                        "{} is not supported on a {other} (it has no replicas to wait for; only a \
+                         redis:// primary does)",
+                        spelling.replica_acks
+                    )))
+                }
             }
+        }
+        if backend == Backend::Redlock {
+            // The URL's grammar already counted the masters (1 to MAX_MASTERS).
+            self.redlock_settings(1).validate()?;
+        } else if let Some(o) = self.redlock_settings_given().first() {
+            return Err(Error::invalid(format!(
+                "{} is a Redlock setting (redlock:// URLs); a {backend} client has no such setting",
+                spelling.key(*o)
+            )));
         }
         Ok(())
     }
+
+    /// The Redlock settings that were given (not left to their defaults).
+    fn redlock_settings_given(&self) -> Vec<ClientOption> {
+        [
+            (ClientOption::MaxLease, self.max_lease.is_some()),
+            (ClientOption::DriftFactor, self.drift_factor.is_some()),
+            (ClientOption::DriftFixed, self.drift_fixed.is_some()),
+            (ClientOption::NodeTimeout, self.node_timeout.is_some()),
+            (ClientOption::RetryDelay, self.retry_delay.is_some()),
+            (ClientOption::RetryJitter, self.retry_jitter.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(o, given)| given.then_some(o))
+        .collect()
+    }
+
+    /// The Redlock protocol settings with `masters` masters, defaults where none was given.
+    fn redlock_settings(&self, masters: usize) -> RedlockConfig {
+        let d = RedlockConfig::default();
+        RedlockConfig {
+            key_prefix: self.key_prefix.clone(),
+            masters,
+            drift_factor: self.drift_factor.unwrap_or(d.drift_factor),
+            drift_fixed: self.drift_fixed.unwrap_or(d.drift_fixed),
+            max_lease: self.max_lease.unwrap_or(d.max_lease),
+            node_timeout: self.node_timeout.unwrap_or(d.node_timeout),
+            retry_delay: self.retry_delay.unwrap_or(d.retry_delay),
+            retry_jitter: self.retry_jitter.unwrap_or(d.retry_jitter),
+        }
+    }
+
+    /// The URL, parsed (it may contain a password: show it with `Display`, which redacts).
+    pub fn target(&self) -> Result<Target> {
+        Target::parse(&self.url)
+    }
+
+    /// The backend these options connect to: the URL's scheme, or a Redis Cluster for a
+    /// `redis://` URL with `cluster` set.
+    pub fn backend(&self) -> Result<Backend> {
+        self.backend_of(&self.target()?, &Spelling::RUST)
+    }
+
+    fn backend_of(&self, target: &Target, spelling: &Spelling) -> Result<Backend> {
+        match (target.backend(), self.cluster) {
+            (b, false) => Ok(b),
+            (Backend::Redis | Backend::RedisCluster, true) => Ok(Backend::RedisCluster),
+            (other, true) => Err(Error::invalid(format!(
+                "{} applies to redis:// URLs (or write redis+cluster://); a {}:// URL is a {other}",
+                spelling.cluster,
+                target.scheme()
+            ))),
+        }
+    }
+
+    /// What a client made from these options can do (checks the URL, not the other settings).
+    pub fn capabilities(&self) -> Result<Capabilities> {
+        let target = self.target()?;
+        let backend = self.backend_of(&target, &Spelling::RUST)?;
+        Ok(backend.capabilities(target.is_tls(), self.replica_acks.is_some()))
+    }
+
+    /// The Redlock protocol settings of a `redlock://` URL (masters counted from the URL);
+    /// `INVALID_ARGUMENT` for any other backend.
+    pub fn redlock_config(&self) -> Result<RedlockConfig> {
+        let target = self.target()?;
+        if target.backend() != Backend::Redlock {
+            return Err(Error::invalid(format!("a {}:// URL is not a Redlock", target.scheme())));
+        }
+        let config = self.redlock_settings(target.servers().len());
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// A lock's options from the values a caller gave (`None`: not given), with this client's
+    /// defaults and rules, the same in every binding:
+    /// - `lease`: default 30 s; on a Redlock, 30 s or `max_lease` if shorter, and a lease that
+    ///   does not fit `max_lease` (and its drift allowance) is refused here, when the handle is
+    ///   made, not at its first acquire;
+    /// - `auto_renew`: default on (a watchdog renews every third of the lease);
+    /// - `wait_timeout`: default none (`acquire_default` waits until acquired);
+    /// - `entry_ttl`: default 10 s; a Redlock has no wait queue, so giving it there is refused.
+    ///
+    /// Values are checked against the limits of [`LockOptions::validate`]; messages name the
+    /// lease and entry TTL as `spelling` does.
+    pub fn lock_options(
+        &self,
+        lease: Option<Duration>,
+        auto_renew: Option<bool>,
+        wait_timeout: Option<Duration>,
+        entry_ttl: Option<Duration>,
+        spelling: &Spelling,
+    ) -> Result<LockOptions> {
+        let backend = self.backend_of(&self.target()?, spelling)?;
+        let redlock = (backend == Backend::Redlock).then(|| self.redlock_settings(1));
+        lock_options_for(redlock.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
+    }
+}
+
+/// [`ClientOptions::lock_options`] for a client whose Redlock settings are `redlock` (`None`
+/// for every other backend): the one place of the rule, for the native client too.
+pub(crate) fn lock_options_for(
+    redlock: Option<&RedlockConfig>,
+    lease: Option<Duration>,
+    auto_renew: Option<bool>,
+    wait_timeout: Option<Duration>,
+    entry_ttl: Option<Duration>,
+    spelling: &Spelling,
+) -> Result<LockOptions> {
+    if redlock.is_some() && entry_ttl.is_some() {
+        return Err(Error::invalid(format!(
+            "{} is not a Redlock setting (a Redlock has no wait queue: waiters retry)",
+            spelling.entry_ttl
+        )));
+    }
+    let mut lock = LockOptions::default();
+    if let Some(d) = lease {
+        in_range(spelling, spelling.lease, d, options::MIN_LEASE)?;
+        lock.lease = d;
+    } else if let Some(config) = redlock {
+        lock.lease = options::DEFAULT_LEASE.min(config.max_lease);
+    }
+    if let Some(r) = auto_renew {
+        lock.auto_renew = r;
+    }
+    lock.wait_timeout = wait_timeout;
+    if let Some(t) = entry_ttl {
+        in_range(spelling, spelling.entry_ttl, t, options::MIN_ENTRY_TTL)?;
+        lock.entry_ttl = t;
+    }
+    lock.validate()?;
+    if let Some(config) = redlock {
+        config.check_lease(lock.lease)?;
+    }
+    Ok(lock)
+}
+
+/// `d` between `min` and 30 days, else `INVALID_ARGUMENT` naming it `what` in `spelling`'s unit.
+fn in_range(spelling: &Spelling, what: &str, d: Duration, min: Duration) -> Result<()> {
+    if d < min {
+        return Err(Error::invalid(format!("{what} must be at least {}, got {}", spelling.show(min), spelling.show(d))));
+    }
+    if d > options::MAX_DURATION {
+        return Err(Error::invalid(format!(
+            "{what} must be at most {}, got {}",
+            spelling.show(options::MAX_DURATION),
+            spelling.show(d)
+        )));
+    }
+    Ok(())
 }
 
 impl fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = RedisUrl::parse(&self.url)
-            .map(|u| u.to_string())
-            .unwrap_or_else(|_| "<invalid URL>".into());
+        let url = Target::parse(&self.url).map(|u| u.to_string()).unwrap_or_else(|_| "<invalid URL>".into());
         f.debug_struct("ClientOptions")
             .field("url", &url)
             .field("key_prefix", &self.key_prefix)
+            .field("cluster", &self.cluster)
+            .field("replica_acks", &self.replica_acks)
+            .field("max_lease", &self.max_lease)
             .finish_non_exhaustive()
     }
 }
 
-/// How to reach the masters of a Redlock deployment and its settings.
+/// How to reach the masters of a Redlock deployment and its settings, as a list of URLs.
+///
+/// Kept until bindings move: a Redlock is now a `redlock://host1,host2,host3` URL in
+/// [`ClientOptions`] (see [`redlock_url`](super::redlock_url) for a list of URLs); the lead
+/// deletes this type once no binding uses it.
 #[derive(Clone)]
 pub struct RedlockOptions {
     pub(crate) urls: Vec<String>,
@@ -305,8 +453,8 @@ impl RedlockOptions {
             }
             masters.add(&url.identity())?;
         }
-        spelling.check_timeout(spelling.connect_timeout, self.connect_timeout)?;
-        spelling.check_timeout(spelling.response_timeout, self.response_timeout)?;
+        check_timeout(spelling, spelling.connect_timeout, self.connect_timeout)?;
+        check_timeout(spelling, spelling.response_timeout, self.response_timeout)?;
         self.config().validate()
     }
 
@@ -347,6 +495,8 @@ impl Masters {
     }
 }
 
+/// Kept until bindings move (use [`ClientOptions::lock_options`], which applies the same rule).
+///
 /// A Redlock lock's options, the one rule of every binding, applied when the lock handle is
 /// made: a lease the caller did not give (`lease_given` false) is [`options::DEFAULT_LEASE`],
 /// or the deployment's `max_lease` if that is shorter; a lease the caller gave must fit
@@ -461,6 +611,40 @@ mod tests {
         let mut r = RedlockOptions::new(["redis://h"]);
         r.response_timeout = Duration::ZERO;
         assert_eq!(message(r.validate_as(&Spelling::JS)), "commandTimeoutMs must be positive, got 0 ms");
+    }
+
+    /// The one lock-options rule: the same defaults and refusals for every binding, by backend.
+    #[test]
+    fn lock_options_take_the_backends_defaults() {
+        let s = &Spelling::RUST;
+        let redis = ClientOptions::new("redis://h");
+        assert_eq!(redis.lock_options(None, None, None, None, s).unwrap(), LockOptions::default());
+        let o = redis
+            .lock_options(Some(Duration::from_secs(5)), Some(false), Some(Duration::ZERO), Some(Duration::from_secs(1)), s)
+            .unwrap();
+        assert_eq!(
+            (o.lease, o.auto_renew, o.wait_timeout, o.entry_ttl),
+            (Duration::from_secs(5), false, Some(Duration::ZERO), Duration::from_secs(1))
+        );
+        assert_eq!(
+            message(redis.lock_options(Some(Duration::from_millis(5)), None, None, None, &Spelling::JS)),
+            "leaseMs must be at least 10 ms, got 5 ms"
+        );
+        assert!(message(redis.lock_options(None, None, None, Some(Duration::from_millis(5)), &Spelling::JAVA))
+            .starts_with("entryTtl must be at least 0.1 s, got 0.005 s"));
+        // A Redlock: the lease defaults to max_lease when that is shorter, and must fit it.
+        let mut redlock = ClientOptions::new("redlock://a,b,c");
+        redlock.max_lease = Some(Duration::from_secs(10));
+        assert_eq!(redlock.lock_options(None, None, None, None, s).unwrap().lease, Duration::from_secs(10));
+        assert!(message(redlock.lock_options(Some(Duration::from_secs(11)), None, None, None, s)).contains("max_lease"));
+        assert_eq!(
+            message(redlock.lock_options(None, None, None, Some(Duration::from_secs(1)), &Spelling::PYTHON)),
+            "entry_ttl is not a Redlock setting (a Redlock has no wait queue: waiters retry)"
+        );
+        redlock.max_lease = None;
+        assert_eq!(redlock.lock_options(None, None, None, None, s).unwrap().lease, options::DEFAULT_LEASE);
+        // The URL is checked too (no lock options for a URL that cannot connect).
+        assert!(message(ClientOptions::new("http://h").lock_options(None, None, None, None, s)).contains("scheme"));
     }
 
     /// A deployment with a 10 s `max_lease`: a lock without a lease gets 10 s, one asking for

@@ -1,4 +1,5 @@
-//! The task that owns one engine and one connection, and performs the engine's requests.
+//! The Redis driver: the task that owns one [`Engine`] and one connection (a server or a
+//! Redis Cluster), and performs the engine's requests.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,14 +11,12 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::convert;
 use super::cluster_link::ClusterLink;
 use super::link::Link;
-use crate::engine::{
-    Engine, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request, RequestId, RequestKind,
-    Wait,
-};
+use super::lease_state::LeaseState;
+use super::message::{Acquired, Msg};
+use crate::engine::{Engine, Event, LeaderInfo, LeaseId, OpId, Outcome, Request, RequestId, RequestKind};
 use crate::error::{Error, Result};
-use crate::options::LockOptions;
 use crate::redis::reply::Reply;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 
 /// The connection the driver performs requests on: one server (replaced when it breaks or goes
 /// silent, see [`Link`]), or a Redis Cluster (which routes each script by its first key; all
@@ -26,112 +25,6 @@ use crate::time::{Duration, Instant};
 pub(crate) enum Conn {
     Single(Link),
     Cluster(ClusterLink),
-}
-
-/// What a lease handle can observe about its lease.
-#[derive(Clone, Debug)]
-pub(crate) enum LeaseState {
-    /// Held until at least this local instant.
-    Held(tokio::time::Instant),
-    /// Lost, with the reason.
-    Lost(Error),
-    /// Released by its owner.
-    Released,
-}
-
-/// A lease handle's view of its lease, shared by both lease kinds (mutex-family and Redlock).
-pub(crate) struct LeaseWatch(pub watch::Receiver<LeaseState>);
-
-impl LeaseWatch {
-    /// Held now by the local view (renewed, not expired, not lost).
-    pub fn is_held(&self) -> bool {
-        matches!(&*self.0.borrow(), LeaseState::Held(until) if tokio::time::Instant::now() < *until)
-    }
-
-    /// How long the lease is certainly still valid, if held.
-    pub fn remaining(&self) -> Option<Duration> {
-        match &*self.0.borrow() {
-            LeaseState::Held(until) => until.checked_duration_since(tokio::time::Instant::now()).filter(|d| !d.is_zero()),
-            _ => None,
-        }
-    }
-
-    /// The reason the lease was lost, if it was.
-    pub fn lost_reason(&self) -> Option<Error> {
-        match &*self.0.borrow() {
-            LeaseState::Lost(e) => Some(e.clone()),
-            _ => None,
-        }
-    }
-
-    /// `Some(reason)` when the lease is lost, `None` once it ends otherwise (released, client
-    /// gone); a `'static` future that does not keep the lease handle alive.
-    pub fn lost_signal(&self) -> impl Future<Output = Option<Error>> + Send + 'static {
-        let mut rx = self.0.clone();
-        async move {
-            let state = rx.wait_for(|s| !matches!(s, LeaseState::Held(_))).await.ok()?;
-            match &*state {
-                LeaseState::Lost(e) => Some(e.clone()),
-                _ => None,
-            }
-        }
-    }
-
-    /// The reason when the lease is lost; pending forever if it ends otherwise.
-    pub async fn lost(&self) -> Error {
-        let mut rx = self.0.clone();
-        let lost = rx.wait_for(|s| matches!(s, LeaseState::Lost(_))).await.ok().and_then(|s| match &*s {
-            LeaseState::Lost(e) => Some(e.clone()),
-            _ => None,
-        });
-        match lost {
-            Some(e) => e,
-            None => std::future::pending().await,
-        }
-    }
-}
-
-/// A successful acquisition, handed to the `Lock` that asked.
-pub(crate) struct Acquired {
-    pub lease: LeaseId,
-    pub fencing_token: u64,
-    pub state: watch::Receiver<LeaseState>,
-}
-
-/// Requests from handles to the driver task.
-pub(crate) enum Msg {
-    Acquire {
-        ticket: u64,
-        name: String,
-        primitive: Primitive,
-        options: LockOptions,
-        wait: Wait,
-        reply: oneshot::Sender<Result<Option<Acquired>>>,
-    },
-    /// Re-enter a held lease (reentrant locks).
-    Reacquire {
-        lease: LeaseId,
-        reply: oneshot::Sender<Result<Option<Acquired>>>,
-    },
-    Observe {
-        name: String,
-        reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
-    },
-    Cancel {
-        ticket: u64,
-    },
-    Release {
-        lease: LeaseId,
-        reply: Option<oneshot::Sender<Result<bool>>>,
-    },
-    Extend {
-        lease: LeaseId,
-        duration: Duration,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    Shutdown {
-        reply: oneshot::Sender<()>,
-    },
 }
 
 enum Pending {
@@ -395,6 +288,7 @@ impl Driver {
                         fencing_token,
                         valid_until,
                     } => {
+                        let fencing_token = Some(fencing_token);
                         let held = LeaseState::Held(self.to_tokio(valid_until));
                         // A reentered lease shares the state its first hold already watches.
                         let rx = match self.leases.get(&lease) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::driver::{LeaseState, LeaseWatch};
+use super::lease_state::{LeaseState, LeaseWatch};
 use crate::engine::LeaseId;
 use crate::error::{Error, ErrorKind, Result};
 

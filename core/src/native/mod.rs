@@ -1,17 +1,31 @@
-//! The native driver: performs the engine's requests over the `redis` crate under tokio.
+//! The native driver: one client family for every backend, driven by tokio.
 //!
-//! One client owns one RESP3 multiplexed connection (with automatic reconnection) that carries
-//! both commands and the grant notifications, however many locks and waiters the process has.
+//! [`Client::connect`] takes any URL `crate::connect` accepts (`redis://`, `rediss://`,
+//! `redis+cluster://`, `redlock://`, ...) and returns the same [`Client`]; its [`Lock`],
+//! [`ReadWriteLock`], [`Election`] and [`Lease`] are one set of types whatever the backend, and
+//! what a backend cannot do is `UNSUPPORTED` when the handle is made (see
+//! [`Client::capabilities`]). Behind a client runs one driver task per backend kind, taking the
+//! same messages from the handles: `driver` (one Redis server over one RESP3 connection that
+//! carries commands and grant notifications, or a Redis Cluster) and `redlock_driver` (one
+//! connection per master).
 
 mod client;
 mod cluster_link;
 mod convert;
 mod driver;
 mod holder;
+mod lease;
+mod lease_state;
 mod link;
+mod lock;
+mod message;
 mod redlock;
+mod redlock_driver;
 
-pub use client::{Client, Election, Lease, Lock, ReadWriteLock};
+pub use client::Client;
+pub use lease::Lease;
+pub use lock::{Election, Lock, ReadWriteLock};
+// Kept until bindings move (a Redlock is a `redlock://` URL of `Client` now).
 pub use redlock::{Redlock, RedlockLease, RedlockLock};
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.

@@ -1,0 +1,236 @@
+//! What a connected backend can do, as plain data: every binding exposes it field by field
+//! through [`Capabilities::pairs`] (no per-field code), and every handle that needs a capability
+//! asks [`Capabilities::require`] first, so a backend that lacks it fails the same way in every
+//! language: `UNSUPPORTED`, before any network call, naming the backend and its URL scheme.
+//!
+//! Pure data, no I/O, wasm-safe. `connect::ClientOptions::capabilities` fills it in for a URL.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// One thing a backend may or may not offer (the fields of [`Capabilities`], by name).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// Grants carry fencing tokens, strictly increasing per lock name.
+    Fencing,
+    /// Waiters queue and are served in arrival order, woken by the release (no polling).
+    Fifo,
+    /// Counting semaphores.
+    Semaphore,
+    /// Read-write locks.
+    ReadWrite,
+    /// Leader elections (campaign, resign).
+    Election,
+    /// Observing an election's current leader and term.
+    Observe,
+    /// Reentrant handles (a holder acquiring again adds a hold).
+    Reentrant,
+    /// This client confirms grants and renewals on replicas before trusting them.
+    ReplicaAcks,
+}
+
+impl Capability {
+    /// Every capability, in the order of [`Capabilities::pairs`].
+    pub const ALL: [Capability; 8] = [
+        Capability::Fencing,
+        Capability::Fifo,
+        Capability::Semaphore,
+        Capability::ReadWrite,
+        Capability::Election,
+        Capability::Observe,
+        Capability::Reentrant,
+        Capability::ReplicaAcks,
+    ];
+
+    /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Fencing => "fencing",
+            Capability::Fifo => "fifo",
+            Capability::Semaphore => "semaphore",
+            Capability::ReadWrite => "read_write",
+            Capability::Election => "election",
+            Capability::Observe => "observe",
+            Capability::Reentrant => "reentrant",
+            Capability::ReplicaAcks => "replica_acks",
+        }
+    }
+
+    /// The capability named `name` (snake_case, as [`name`](Self::name) gives it).
+    pub fn from_name(name: &str) -> Option<Capability> {
+        Capability::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// What the capability offers, as the subject of an error message.
+    fn noun(self) -> &'static str {
+        match self {
+            Capability::Fencing => "fencing tokens",
+            Capability::Fifo => "first-in-first-out waiting",
+            Capability::Semaphore => "semaphores",
+            Capability::ReadWrite => "read-write locks",
+            Capability::Election => "leader elections",
+            Capability::Observe => "observing a leader",
+            Capability::Reentrant => "reentrant locks",
+            Capability::ReplicaAcks => "replica acknowledgements",
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one connected client's backend can do. Every mutex backend offers acquire, try-acquire,
+/// extend, release, automatic renewal and loss signals; the fields say what comes on top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The backend's name for messages (`"Redis"`, `"Redis Cluster"`, `"Redlock"`).
+    pub backend: &'static str,
+    /// The URL scheme the client was made with (`"redis"`, `"rediss+redlock"`, ...).
+    pub scheme: &'static str,
+    /// See [`Capability::Fencing`]. Without it `Lease::fencing_token` is absent.
+    pub fencing: bool,
+    /// See [`Capability::Fifo`].
+    pub fifo: bool,
+    /// See [`Capability::Semaphore`].
+    pub semaphore: bool,
+    /// See [`Capability::ReadWrite`].
+    pub read_write: bool,
+    /// See [`Capability::Election`].
+    pub election: bool,
+    /// See [`Capability::Observe`].
+    pub observe: bool,
+    /// See [`Capability::Reentrant`].
+    pub reentrant: bool,
+    /// See [`Capability::ReplicaAcks`]: on for this client, not merely possible.
+    pub replica_acks: bool,
+}
+
+impl Capabilities {
+    /// Whether `what` is offered.
+    pub fn has(&self, what: Capability) -> bool {
+        match what {
+            Capability::Fencing => self.fencing,
+            Capability::Fifo => self.fifo,
+            Capability::Semaphore => self.semaphore,
+            Capability::ReadWrite => self.read_write,
+            Capability::Election => self.election,
+            Capability::Observe => self.observe,
+            Capability::Reentrant => self.reentrant,
+            Capability::ReplicaAcks => self.replica_acks,
+        }
+    }
+
+    /// Every capability as `(name, offered)`, in [`Capability::ALL`] order: what a binding
+    /// turns into its record, dict or object without naming any field.
+    pub fn pairs(&self) -> Vec<(&'static str, bool)> {
+        Capability::ALL.into_iter().map(|c| (c.name(), self.has(c))).collect()
+    }
+
+    /// `Ok` if `what` is offered, else `UNSUPPORTED` naming the backend and its scheme.
+    pub fn require(&self, what: Capability) -> Result<()> {
+        if self.has(what) {
+            return Ok(());
+        }
+        Err(Error::unsupported(format!(
+            "{} not supported by a {} client ({}://): it offers {}",
+            match what {
+                Capability::Observe => "observing a leader is".to_string(),
+                other => format!("{} are", other.noun()),
+            },
+            self.backend,
+            self.scheme,
+            self.offered()
+        )))
+    }
+
+    /// The offered capabilities for messages: `mutexes, fencing tokens, ...`.
+    fn offered(&self) -> String {
+        let mut parts = vec!["mutexes"];
+        parts.extend(Capability::ALL.into_iter().filter(|c| self.has(*c)).map(Capability::noun));
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn redlock() -> Capabilities {
+        Capabilities {
+            backend: "Redlock",
+            scheme: "redlock",
+            fencing: false,
+            fifo: false,
+            semaphore: false,
+            read_write: false,
+            election: false,
+            observe: false,
+            reentrant: false,
+            replica_acks: false,
+        }
+    }
+
+    #[test]
+    fn pairs_name_every_field_once() {
+        let all = Capabilities {
+            fencing: true,
+            fifo: true,
+            semaphore: true,
+            read_write: true,
+            election: true,
+            observe: true,
+            reentrant: true,
+            replica_acks: true,
+            ..redlock()
+        };
+        let pairs = all.pairs();
+        assert_eq!(pairs.len(), Capability::ALL.len());
+        assert!(pairs.iter().all(|(_, on)| *on));
+        assert!(redlock().pairs().iter().all(|(_, on)| !*on));
+        let names: std::collections::HashSet<_> = pairs.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names.len(), pairs.len());
+        for c in Capability::ALL {
+            assert_eq!(Capability::from_name(c.name()), Some(c));
+            // One field on, the rest off: `has` and `pairs` read the same field.
+            let mut one = redlock();
+            match c {
+                Capability::Fencing => one.fencing = true,
+                Capability::Fifo => one.fifo = true,
+                Capability::Semaphore => one.semaphore = true,
+                Capability::ReadWrite => one.read_write = true,
+                Capability::Election => one.election = true,
+                Capability::Observe => one.observe = true,
+                Capability::Reentrant => one.reentrant = true,
+                Capability::ReplicaAcks => one.replica_acks = true,
+            }
+            assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
+        }
+        assert_eq!(Capability::from_name("mutex"), None);
+    }
+
+    #[test]
+    fn require_names_the_backend_and_scheme() {
+        let e = redlock().require(Capability::Semaphore).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert!(!e.retryable());
+        assert_eq!(
+            e.message(),
+            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes"
+        );
+        let e = redlock().require(Capability::Observe).unwrap_err();
+        assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");
+        let single = Capabilities { backend: "Redis Cluster", scheme: "redis+cluster", fencing: true, ..redlock() };
+        single.require(Capability::Fencing).unwrap();
+        assert_eq!(
+            single.require(Capability::ReplicaAcks).unwrap_err().message(),
+            "replica acknowledgements are not supported by a Redis Cluster client (redis+cluster://): it offers \
+             mutexes, fencing tokens"
+        );
+    }
+}

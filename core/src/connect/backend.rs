@@ -1,0 +1,123 @@
+//! Which backend a URL selects, by its scheme. Issues 15-17 add `zookeeper://`, `etcd://` and
+//! `postgres://` here: a variant, its schemes and its capabilities; the bindings need nothing.
+
+use std::fmt;
+
+use crate::capabilities::Capabilities;
+
+/// A kind of lock service a client talks to, chosen by the URL's scheme.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// One Redis server, or a primary with replicas (`redis://`, `rediss://`).
+    Redis,
+    /// A Redis Cluster reached through one seed node (`redis+cluster://`, `rediss+cluster://`).
+    RedisCluster,
+    /// Redlock over N independent Redis masters (`redlock://`, `rediss+redlock://`).
+    Redlock,
+}
+
+impl Backend {
+    /// Every backend.
+    pub const ALL: [Backend; 3] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock];
+
+    /// Every accepted scheme with its backend and whether it uses TLS.
+    const SCHEMES: [(&'static str, Backend, bool); 6] = [
+        ("redis", Backend::Redis, false),
+        ("rediss", Backend::Redis, true),
+        ("redis+cluster", Backend::RedisCluster, false),
+        ("rediss+cluster", Backend::RedisCluster, true),
+        ("redlock", Backend::Redlock, false),
+        ("rediss+redlock", Backend::Redlock, true),
+    ];
+
+    /// The backend a URL scheme selects and whether it uses TLS (`None`: not a lockgate scheme).
+    /// Schemes are matched ignoring ASCII case, like the URL standard.
+    pub fn from_scheme(scheme: &str) -> Option<(Backend, bool)> {
+        Self::SCHEMES
+            .iter()
+            .find(|(s, _, _)| s.eq_ignore_ascii_case(scheme))
+            .map(|(_, b, tls)| (*b, *tls))
+    }
+
+    /// The scheme of this backend, plain or TLS (`rediss+redlock` for a TLS Redlock).
+    pub fn scheme(self, tls: bool) -> &'static str {
+        Self::SCHEMES
+            .iter()
+            .find(|(_, b, t)| *b == self && *t == tls)
+            .map(|(s, _, _)| *s)
+            .expect("every backend has a plain and a TLS scheme")
+    }
+
+    /// Every accepted scheme, for messages: `redis://, rediss://, ...`.
+    pub fn all_schemes() -> String {
+        Self::SCHEMES.iter().map(|(s, _, _)| format!("{s}://")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The backend's name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Redis => "Redis",
+            Backend::RedisCluster => "Redis Cluster",
+            Backend::Redlock => "Redlock",
+        }
+    }
+
+    /// What a client of this backend can do; `replica_acks` says whether this client waits for
+    /// replica acknowledgements (only a single Redis primary can).
+    pub fn capabilities(self, tls: bool, replica_acks: bool) -> Capabilities {
+        let redis_family = !matches!(self, Backend::Redlock);
+        Capabilities {
+            backend: self.name(),
+            scheme: self.scheme(tls),
+            fencing: redis_family,
+            fifo: redis_family,
+            semaphore: redis_family,
+            read_write: redis_family,
+            election: redis_family,
+            observe: redis_family,
+            reentrant: redis_family,
+            replica_acks: replica_acks && self == Backend::Redis,
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_round_trip() {
+        for b in Backend::ALL {
+            for tls in [false, true] {
+                assert_eq!(Backend::from_scheme(b.scheme(tls)), Some((b, tls)));
+            }
+        }
+        assert_eq!(Backend::from_scheme("REDIS+Cluster"), Some((Backend::RedisCluster, false)));
+        for other in ["http", "redis+sentinel", "unix", "", "zookeeper"] {
+            assert_eq!(Backend::from_scheme(other), None, "{other}");
+        }
+        assert_eq!(
+            Backend::all_schemes(),
+            "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://"
+        );
+    }
+
+    #[test]
+    fn capabilities_per_backend() {
+        let r = Backend::Redis.capabilities(false, true);
+        assert!(r.fencing && r.semaphore && r.reentrant && r.replica_acks);
+        assert_eq!((r.backend, r.scheme), ("Redis", "redis"));
+        let c = Backend::RedisCluster.capabilities(true, true);
+        assert!(c.fencing && c.election && !c.replica_acks);
+        assert_eq!(c.scheme, "rediss+cluster");
+        let l = Backend::Redlock.capabilities(false, false);
+        assert!(l.pairs().iter().all(|(_, on)| !on), "{l:?}");
+    }
+}

@@ -1,0 +1,146 @@
+//! [`Lease`]: proof of holding a lock, the same type for every backend.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{oneshot, watch};
+
+use super::client::{closed, Client};
+use super::holder::Holder;
+use super::lease_state::{LeaseState, LeaseWatch};
+use super::message::{Acquired, Msg};
+use crate::engine::LeaseId;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options;
+use crate::time::Duration;
+
+/// Proof of holding a lock: carries the fencing token (where the backend gives one), extends,
+/// releases and reports loss. Dropping it releases the lock (in the background).
+pub struct Lease {
+    client: Client,
+    name: Arc<str>,
+    pub(crate) id: LeaseId,
+    fencing_token: Option<u64>,
+    pub(crate) state: watch::Receiver<LeaseState>,
+    released: AtomicBool,
+    /// The non-reentrant handle this lease occupies, freed on release or drop.
+    pub(crate) holder: Option<Holder>,
+}
+
+impl Lease {
+    pub(crate) fn new(client: Client, name: Arc<str>, a: Acquired, holder: Option<Holder>) -> Self {
+        Lease {
+            client,
+            name,
+            id: a.lease,
+            fencing_token: a.fencing_token,
+            state: a.state,
+            released: AtomicBool::new(false),
+            holder,
+        }
+    }
+
+    /// The name of the lock this lease holds.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Strictly greater than every fencing token issued before for this lock name. Pass it to the
+    /// resource you protect and have it reject writes with a smaller token. `None` where the
+    /// backend gives none (a Redlock: see its `fencing` capability).
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.fencing_token
+    }
+
+    /// Whether the lease is certainly still held now (local view: renewed, not expired, not lost).
+    pub fn is_held(&self) -> bool {
+        self.watch().is_held()
+    }
+
+    /// How long the lease is certainly still valid, if held.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.watch().remaining()
+    }
+
+    /// The reason the lease was lost, if it was.
+    pub fn lost_reason(&self) -> Option<Error> {
+        self.watch().lost_reason()
+    }
+
+    /// Sets the remaining lease to `duration` if still held; `NOT_HELD` (and the lease is marked
+    /// lost) if it expired or was taken over. Never re-acquires.
+    pub async fn extend(&self, duration: Duration) -> Result<()> {
+        options::validate_lease(duration)?;
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::NotHeld, "the lease was released"));
+        }
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Extend {
+            lease: self.id,
+            duration,
+            reply,
+        })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// Releases the lock (owner-only). `Ok(true)` if it was still held, `Ok(false)` if it had
+    /// already expired or been taken over. A second call returns `Ok(false)`. A `CONNECTION`
+    /// error means the release was not confirmed: the lease is no longer renewed and the release
+    /// is retried in the background until it lands or the lease runs out.
+    pub async fn release(&self) -> Result<bool> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Release {
+            lease: self.id,
+            reply: Some(reply),
+        })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our
+    /// back, expired). Stays pending forever if the lease is released normally.
+    pub async fn lost(&self) -> Error {
+        self.watch().lost().await
+    }
+
+    /// The loss signal as a `'static` future that does not keep the lease alive (for bindings
+    /// that hand it to a callback or another task): `Some(reason)` when the lease is lost,
+    /// `None` once it is released normally or its client is gone.
+    pub fn lost_signal(&self) -> impl std::future::Future<Output = Option<Error>> + Send + 'static {
+        self.watch().lost_signal()
+    }
+
+    fn watch(&self) -> LeaseWatch {
+        LeaseWatch(self.state.clone())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(h) = &self.holder {
+            h.free(self.id);
+        }
+        if !self.released.load(Ordering::Acquire) {
+            let _ = self.client.send(Msg::Release {
+                lease: self.id,
+                reply: None,
+            });
+        }
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("name", &self.name)
+            .field("fencing_token", &self.fencing_token)
+            .field("held", &self.is_held())
+            .finish()
+    }
+}

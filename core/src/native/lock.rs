@@ -1,0 +1,295 @@
+//! Lock handles: [`Lock`] (a mutex, a semaphore, one half of a [`ReadWriteLock`], an
+//! [`Election`]'s leadership), the same type for every backend. A handle validates nothing at
+//! acquire time that [`Client`] did not already check when it made it.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::client::{closed, Client};
+use super::holder::Holder;
+use super::lease::Lease;
+use super::message::{Acquired, Msg};
+use crate::capabilities::Capability;
+use crate::engine::{LeaderInfo, LeaseId, Primitive, Wait};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{self, LockOptions};
+use crate::time::Duration;
+
+/// A handle on a named lock (a mutex, a semaphore, one half of a read-write lock, or an
+/// election's leadership). Holding it is represented by a [`Lease`], never by a thread. Clones
+/// are the same handle (they share reentrant holds).
+///
+/// A non-reentrant handle holds at most one lease at a time and never waits for itself: while
+/// it (or a clone) holds a live lease, `acquire`, `acquire_default` and `try_acquire` fail at
+/// once with `ALREADY_HELD` and send nothing; an acquire still waiting when another acquire
+/// through the same handle wins ends with `ALREADY_HELD` too (its wait is withdrawn). Once the
+/// lease is released, dropped, lost or past its validity, the handle acquires again. A second
+/// permit of a semaphore (or a second read hold) takes a second handle.
+#[derive(Clone, Debug)]
+pub struct Lock {
+    client: Client,
+    name: Arc<str>,
+    primitive: Primitive,
+    options: LockOptions,
+    reentrant: bool,
+    /// The lease this reentrant handle holds, if any.
+    current: Arc<Mutex<Option<LeaseId>>>,
+    /// The lease this non-reentrant handle holds, if any (shared by its clones and leases).
+    holder: Holder,
+}
+
+/// The two halves of a read-write lock; each is a [`Lock`] whose grants are [`Lease`]s.
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    read: Lock,
+    write: Lock,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(read: Lock, write: Lock) -> Self {
+        ReadWriteLock { read, write }
+    }
+
+    /// The shared half: many readers hold it at once, never beside a writer.
+    pub fn read(&self) -> &Lock {
+        &self.read
+    }
+
+    /// The exclusive half; its grants carry fencing tokens larger than every earlier grant's.
+    pub fn write(&self) -> &Lock {
+        &self.write
+    }
+
+    /// With `false`, readers join current readers even past queued writers (more read
+    /// throughput, but a steady stream of readers can starve writers).
+    pub fn with_writers_first(mut self, writers_first: bool) -> Self {
+        self.read.primitive = Primitive::Read { writers_first };
+        self
+    }
+
+    /// Makes both halves reentrant (see [`Client::reentrant_lock`]); `UNSUPPORTED` where the
+    /// backend has no reentrant locks (every backend with read-write locks has them today).
+    pub fn reentrant(mut self) -> Self {
+        self.read.reentrant = true;
+        self.write.reentrant = true;
+        self
+    }
+}
+
+/// A leader election: candidates campaign (wait to lead), the leader resigns by releasing its
+/// [`Lease`], and anyone can observe the current leader and its term.
+///
+/// An `Election` (and its clones) campaigns as one candidate: while it leads (holds a live
+/// leadership lease), `campaign` and `try_campaign` fail at once with `ALREADY_HELD` instead of
+/// queueing behind its own leadership; a campaign still waiting when another campaign through
+/// the same `Election` wins ends with `ALREADY_HELD`. After resigning (or losing leadership) it
+/// campaigns again. Separate candidates in one process take separate `Election`s
+/// ([`Client::election`] again).
+#[derive(Clone, Debug)]
+pub struct Election {
+    client: Client,
+    name: Arc<str>,
+    options: LockOptions,
+    holder: Holder,
+}
+
+impl Election {
+    pub(crate) fn new(client: Client, name: Arc<str>, options: LockOptions, holder: Holder) -> Self {
+        Election { client, name, options, holder }
+    }
+
+    /// The election's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits up to `timeout` to become leader, publishing `value` to observers; `None` uses the
+    /// election's `LockOptions::wait_timeout` (itself `None`: until elected). Leadership is the
+    /// returned lease: its fencing token is the term, its loss signal fires when leadership is
+    /// lost, and releasing it resigns.
+    pub async fn campaign(&self, value: &str, timeout: Option<Duration>) -> Result<Lease> {
+        let lock = self.leadership(value)?;
+        match timeout.or(self.options.wait_timeout) {
+            Some(t) => lock.acquire(t).await,
+            None => lock.run(Wait::Forever).await?.ok_or_else(|| Error::protocol("wait ended without a lease")),
+        }
+    }
+
+    /// One attempt to lead, without waiting: `Some(leadership)` if nobody leads (and nobody
+    /// queues ahead), `None` otherwise.
+    pub async fn try_campaign(&self, value: &str) -> Result<Option<Lease>> {
+        self.leadership(value)?.try_acquire().await
+    }
+
+    /// A leadership handle for `value`; every one of them shares this election's holder, so
+    /// the election as a whole leads at most once.
+    fn leadership(&self, value: &str) -> Result<Lock> {
+        let mut lock =
+            self.client.primitive(&self.name, Primitive::Leader { value: value.into() }, self.options.clone(), false)?;
+        lock.holder = self.holder.clone();
+        Ok(lock)
+    }
+
+    /// The current leader (its published value, term and remaining lease), or `None`.
+    pub async fn observe(&self) -> Result<Option<LeaderInfo>> {
+        self.client.capabilities().require(Capability::Observe)?;
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Observe { name: self.name.to_string(), reply })?;
+        result.await.map_err(|_| closed())?
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: Arc<str>, primitive: Primitive, options: LockOptions, reentrant: bool) -> Self {
+        Lock {
+            client,
+            name,
+            primitive,
+            options,
+            reentrant,
+            current: Arc::new(Mutex::new(None)),
+            holder: Holder::default(),
+        }
+    }
+
+    /// The client this handle belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lock's options.
+    pub fn options(&self) -> &LockOptions {
+        &self.options
+    }
+
+    /// Which primitive this handle acquires.
+    pub fn primitive(&self) -> &Primitive {
+        &self.primitive
+    }
+
+    /// Whether acquiring again while this handle holds it adds a hold instead of waiting.
+    pub fn is_reentrant(&self) -> bool {
+        self.reentrant
+    }
+
+    /// Waits up to `timeout` for the lock; a `TIMEOUT` error if it stays held. Waiters are served
+    /// in arrival order and woken by the release itself (no polling). Dropping the future
+    /// cancels the wait and removes it from the server.
+    pub async fn acquire(&self, timeout: Duration) -> Result<Lease> {
+        options::validate_wait(timeout)?;
+        match self.run(Wait::For(timeout)).await? {
+            Some(lease) => Ok(lease),
+            None => Err(Error::new(
+                ErrorKind::Timeout,
+                "the lock is held (timeout was zero)",
+            )),
+        }
+    }
+
+    /// Waits with the lock's default timeout (`LockOptions::wait_timeout`; `None` waits forever).
+    pub async fn acquire_default(&self) -> Result<Lease> {
+        match self.options.wait_timeout {
+            Some(t) => self.acquire(t).await,
+            None => self
+                .run(Wait::Forever)
+                .await?
+                .ok_or_else(|| Error::protocol("wait ended without a lease")),
+        }
+    }
+
+    /// One attempt: `Some(lease)` if acquired, `None` if someone holds it or waiters are queued.
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        self.run(Wait::Try).await
+    }
+
+    async fn run(&self, wait: Wait) -> Result<Option<Lease>> {
+        if self.reentrant {
+            let held = *self.current.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(lease) = held {
+                let (reply, result) = oneshot::channel();
+                self.client.send(Msg::Reacquire { lease, reply })?;
+                match result.await.map_err(|_| closed())? {
+                    Ok(Some(a)) => {
+                        return Ok(Some(Lease::new(self.client.clone(), self.name.clone(), a, None)))
+                    }
+                    // No longer held (released, lost): acquire afresh below.
+                    _ => *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None,
+                }
+            }
+        }
+        if self.reentrant {
+            let lease = self.run_fresh(wait).await?;
+            if let Some(l) = &lease {
+                *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.id);
+            }
+            return Ok(lease);
+        }
+        // Non-reentrant: refuse before sending anything, and stop waiting if a clone wins.
+        self.holder.check(&self.name)?;
+        let lease = self.holder.race(&self.name, self.run_fresh(wait)).await?;
+        match lease {
+            Some(mut l) => {
+                // On a lost race the new lease is dropped here, which gives it back.
+                self.holder.hold(&self.name, l.id, l.state.clone())?;
+                l.holder = Some(self.holder.clone());
+                Ok(Some(l))
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn run_fresh(&self, wait: Wait) -> Result<Option<Lease>> {
+        let ticket = self.client.ticket();
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Acquire {
+            ticket,
+            name: self.name.to_string(),
+            primitive: self.primitive.clone(),
+            options: self.options.clone(),
+            wait,
+            reply,
+        })?;
+        let mut guard = CancelOnDrop {
+            client: &self.client,
+            ticket,
+            result: Some(result),
+        };
+        let rx = guard.result.as_mut().expect("set until the wait ends");
+        let outcome = rx.await.map_err(|_| closed());
+        guard.result = None;
+        Ok(outcome??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a, None)))
+    }
+}
+
+/// Cancels a wait whose future was dropped before it finished, and releases a grant that was
+/// already delivered but never picked up (the future was dropped between reply and poll).
+struct CancelOnDrop<'a> {
+    client: &'a Client,
+    ticket: u64,
+    result: Option<oneshot::Receiver<Result<Option<Acquired>>>>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(mut result) = self.result.take() {
+            let _ = self.client.send(Msg::Cancel {
+                ticket: self.ticket,
+            });
+            // After `close`, a later reply fails to send and the driver releases it itself.
+            result.close();
+            if let Ok(Ok(Some(a))) = result.try_recv() {
+                let _ = self.client.send(Msg::Release {
+                    lease: a.lease,
+                    reply: None,
+                });
+            }
+        }
+    }
+}
+

@@ -1,0 +1,56 @@
+//! What lock handles send to a client's driver task, and what comes back.
+
+use tokio::sync::{oneshot, watch};
+
+use super::lease_state::LeaseState;
+use crate::engine::{LeaderInfo, LeaseId, Primitive, Wait};
+use crate::error::Result;
+use crate::options::LockOptions;
+use crate::time::Duration;
+
+/// A successful acquisition, handed to the `Lock` that asked.
+pub(crate) struct Acquired {
+    pub lease: LeaseId,
+    /// `None` where the backend gives no fencing token (Redlock).
+    pub fencing_token: Option<u64>,
+    pub state: watch::Receiver<LeaseState>,
+}
+
+/// Requests from handles to the driver task: the same for every backend's driver, so the
+/// handles ([`Lock`](super::Lock), [`Lease`](super::Lease)) are one type for every backend. A
+/// driver answers what its backend cannot do with `UNSUPPORTED` (the handles refuse it first).
+pub(crate) enum Msg {
+    Acquire {
+        ticket: u64,
+        name: String,
+        primitive: Primitive,
+        options: LockOptions,
+        wait: Wait,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    /// Re-enter a held lease (reentrant locks).
+    Reacquire {
+        lease: LeaseId,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    Observe {
+        name: String,
+        reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
+    },
+    Cancel {
+        ticket: u64,
+    },
+    Release {
+        lease: LeaseId,
+        reply: Option<oneshot::Sender<Result<bool>>>,
+    },
+    Extend {
+        lease: LeaseId,
+        duration: Duration,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+}
+
