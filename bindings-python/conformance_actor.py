@@ -1,10 +1,12 @@
 """The Python conformance actor: one JSON operation per line on stdin, performed through
 lockgate's public Python API only, one JSON result per line on stdout.
 
-The protocol is described in conformance/README.md: mutexes, Redlocks, semaphores, read-write
-lock halves and elections (field `kind`), one library handle per `handle` with a stack of held
-leases; every error reply (ALREADY_HELD included: `e.code` is the core's code) leaves that stack
-unchanged. Run from the repository root, after
+The protocol is described in conformance/README.md: one `connect` for every backend (protocol 2:
+`url` and `options`; the reply lists the client's capabilities), then mutexes, semaphores,
+read-write lock halves and elections (field `kind`), one library handle per `handle` with a stack
+of held leases; every error reply (ALREADY_HELD included: `e.code` is the core's code) leaves that
+stack unchanged. Protocol 1's `connect_redlock` and `kind: redlock` still work: a second client
+over a `redlock://` URL. Run from the repository root, after
 `bindings-python/ci.sh build`: python3 bindings-python/conformance_actor.py
 """
 
@@ -32,18 +34,29 @@ def secs(op: dict[str, Any], key: str) -> Optional[float]:
     return None if v is None else v / 1000.0
 
 
-Handle = Union[lockgate.Lock, lockgate.Election, lockgate.RedlockLock]
-AnyLease = Union[lockgate.Lease, lockgate.RedlockLease]
+Handle = Union[lockgate.Lock, lockgate.Election]
+AnyLease = lockgate.Lease
+
+# The actor protocol's connect options → the library's keyword arguments.
+OPTIONS = {"prefix": "key_prefix", "replica_acks": "replica_acks", "max_lease_ms": "max_lease"}
+
+
+def client_options(fields: dict[str, Any]) -> dict[str, Any]:
+    """The library's keyword arguments for a step's options: untouched (the library rejects bad
+    values) but for milliseconds, which become seconds."""
+    return {
+        OPTIONS[k]: v / 1000 if k.endswith("_ms") else v for k, v in fields.items() if k in OPTIONS and v is not None
+    }
 
 
 def granted(lease: AnyLease) -> dict[str, Any]:
     """A grant's reply; a Redlock grant has no fencing token (PROTOCOL.md §8)."""
-    if isinstance(lease, lockgate.RedlockLease):
+    if lease.fencing_token is None:
         return {"ok": True, "acquired": True}
     return {"ok": True, "acquired": True, "token": str(lease.fencing_token)}
 
 
-def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Redlock], op: dict[str, Any]) -> Handle:
+def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Client], op: dict[str, Any]) -> Handle:
     """A new library handle for the step's lock name, primitive and options (conformance/README.md,
     "Primitive options"); the library validates them all."""
     name = op.get("lock", "")
@@ -54,7 +67,7 @@ def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Redlock], op: 
     reentrant = bool(op.get("reentrant", False))
     if kind == "redlock":
         assert redlock is not None, "the orchestrator sends connect_redlock first"
-        return redlock.lock(name, lease, renew=renew)
+        return redlock.lock(name, lease, renew=renew)  # protocol 1
     if kind == "mutex":
         return client.lock(name, lease, renew=renew, entry_ttl=entry_ttl, reentrant=reentrant)
     if kind == "semaphore":
@@ -82,7 +95,7 @@ class UnknownKind(ValueError):
 class Actor:
     def __init__(self) -> None:
         self.client: Optional[lockgate.Client] = None
-        self.redlock: Optional[lockgate.Redlock] = None
+        self.redlock: Optional[lockgate.Client] = None  # protocol 1's second client
         # One library handle per `handle` (default: the lock name), made on its first use, and
         # the stack of leases it holds (most recent last).
         self.handles: dict[str, Handle] = {}
@@ -112,14 +125,17 @@ class Actor:
         key = op.get("handle", op.get("lock", ""))
         try:
             if kind == "connect":
-                client = lockgate.Client(op.get("url", ""), key_prefix=op.get("prefix"))
+                # Protocol 2 sends `options`; protocol 1 a top-level `prefix`.
+                options = client_options(op.get("options") or {"prefix": op.get("prefix")})
+                client = lockgate.Client(op.get("url", ""), **options)
                 if self.client is not None:
                     self.client.close()
                 self.client = client
-                return {"ok": True}
-            if kind == "connect_redlock":
-                max_lease = secs(op, "max_lease_ms")
-                redlock = lockgate.Redlock(op.get("urls", []), key_prefix=op.get("prefix"), max_lease=max_lease)
+                return {"ok": True, "capabilities": [n for n, on in client.capabilities.items() if on]}
+            if kind == "connect_redlock":  # protocol 1: a Redlock is a redlock:// URL now
+                hosts = ",".join(u.split("://", 1)[-1] for u in op.get("urls", []))
+                options = client_options({"prefix": op.get("prefix"), "max_lease_ms": op.get("max_lease_ms")})
+                redlock = lockgate.Client(f"redlock://{hosts}", **options)
                 if self.redlock is not None:
                     self.redlock.close()
                 self.redlock = redlock

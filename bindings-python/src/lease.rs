@@ -1,186 +1,65 @@
-//! What both lock kinds share in both APIs: a `Client`'s locks and leases (fencing tokens) and a
-//! `Redlock`'s (none). [`LockKind`] and [`LeaseKind`] name the core calls the binding makes on
-//! either kind; [`LeaseCell`] is a held lease as every Python lease class keeps it (release,
-//! extend, leaving `with`, the loss signal handed to Python); [`Entered`] is the bookkeeping of
-//! `with lock:`. The Python classes get their shared methods from the macros in
-//! [`crate::methods`], which call into this module.
+//! Held leases: [`LeaseCell`] is one as both APIs keep it (release, extend, leaving a `with`
+//! block, the loss signal), [`Holds`] the leases a lock handle keeps, and `Lease` /
+//! `lockgate.aio.Lease` the Python classes over a cell (what they share is `_LeaseBase`).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use lockgate_core::native::{
-    Client as CoreClient, Lease, Lock, Redlock, RedlockLease, RedlockLock,
-};
-use lockgate_core::options::LockOptions;
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, ErrorKind};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::PyClassInitializer;
 
-use crate::errors::{self, ErrorValue, PyNone};
-use crate::handle::{Backend, Handle};
+use crate::connection::Connection;
+use crate::convert::{lease_secs, py_bool, py_repr, Secs};
+use crate::errors::{to_exception, Reason};
 use crate::loop_bridge::{into_asyncio, ready, running_loop};
-use crate::runtime::spawn;
-use crate::shared::py_repr;
+use crate::runtime::{block_on, runtime, Api};
+use lockgate_core::native;
 
-/// A core lease as the binding uses it: `native::Lease` or `native::RedlockLease`.
-pub(crate) trait LeaseKind: Send + Sync + 'static {
-    /// The core handle whose leases these are (for the exit-hook registration and fork check).
-    type Backend: Backend;
-    fn name(&self) -> &str;
-    fn is_held(&self) -> bool;
-    fn remaining(&self) -> Option<Duration>;
-    fn lost_reason(&self) -> Option<Error>;
-    /// `Some(reason)` on loss, `None` once the lease ends otherwise; does not keep it alive.
-    fn lost_signal(&self) -> impl Future<Output = Option<Error>> + Send + 'static;
-    fn extend(&self, duration: Duration) -> impl Future<Output = Result<(), Error>> + Send + '_;
-    fn release(&self) -> impl Future<Output = Result<bool, Error>> + Send + '_;
-    /// The fencing token, for the kinds that have one (a Redlock lease has none).
-    fn fencing_token(&self) -> Option<u64>;
+/// A mutex that survives a panic of another holder.
+pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A core lock handle as the binding uses it: `native::Lock` or `native::RedlockLock`.
-pub(crate) trait LockKind: Clone + Send + Sync + 'static {
-    type Lease: LeaseKind;
-    fn name(&self) -> &str;
-    fn options(&self) -> &LockOptions;
-    fn acquire(
-        &self,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Self::Lease, Error>> + Send + '_;
-    fn acquire_default(&self) -> impl Future<Output = Result<Self::Lease, Error>> + Send + '_;
-    fn try_acquire(&self) -> impl Future<Output = Result<Option<Self::Lease>, Error>> + Send + '_;
-}
-
-/// Forwards the trait methods to the core type's own methods of the same names.
-macro_rules! core_kind {
-    (lease $lease:ty, $backend:ty, $token:expr) => {
-        impl LeaseKind for $lease {
-            type Backend = $backend;
-            fn name(&self) -> &str {
-                <$lease>::name(self)
-            }
-            fn is_held(&self) -> bool {
-                <$lease>::is_held(self)
-            }
-            fn remaining(&self) -> Option<Duration> {
-                <$lease>::remaining(self)
-            }
-            fn lost_reason(&self) -> Option<Error> {
-                <$lease>::lost_reason(self)
-            }
-            fn lost_signal(&self) -> impl Future<Output = Option<Error>> + Send + 'static {
-                <$lease>::lost_signal(self)
-            }
-            fn extend(
-                &self,
-                duration: Duration,
-            ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
-                <$lease>::extend(self, duration)
-            }
-            fn release(&self) -> impl Future<Output = Result<bool, Error>> + Send + '_ {
-                <$lease>::release(self)
-            }
-            fn fencing_token(&self) -> Option<u64> {
-                let token: fn(&$lease) -> Option<u64> = $token;
-                token(self)
-            }
-        }
-    };
-    (lock $lock:ty, $lease:ty) => {
-        impl LockKind for $lock {
-            type Lease = $lease;
-            fn name(&self) -> &str {
-                <$lock>::name(self)
-            }
-            fn options(&self) -> &LockOptions {
-                <$lock>::options(self)
-            }
-            fn acquire(
-                &self,
-                timeout: Duration,
-            ) -> impl Future<Output = Result<$lease, Error>> + Send + '_ {
-                <$lock>::acquire(self, timeout)
-            }
-            fn acquire_default(&self) -> impl Future<Output = Result<$lease, Error>> + Send + '_ {
-                <$lock>::acquire_default(self)
-            }
-            fn try_acquire(
-                &self,
-            ) -> impl Future<Output = Result<Option<$lease>, Error>> + Send + '_ {
-                <$lock>::try_acquire(self)
-            }
-        }
-    };
-}
-
-core_kind!(lease Lease, CoreClient, |l| Some(l.fencing_token()));
-core_kind!(lease RedlockLease, Redlock, |_| None);
-core_kind!(lock Lock, Lease);
-core_kind!(lock RedlockLock, RedlockLease);
-
-/// The handle a lease of kind `L` keeps registered (a `Client`'s or a `Redlock`'s).
-pub(crate) type HandleOf<L> = Arc<Handle<<L as LeaseKind>::Backend>>;
-
-/// `Some(t)`: wait (or retry) up to `t`; `None`: the lock's default wait.
-pub(crate) async fn acquire_within<K: LockKind>(
-    lock: &K,
-    timeout: Option<Duration>,
-) -> Result<K::Lease, Error> {
-    match timeout {
-        Some(t) => lock.acquire(t).await,
-        None => lock.acquire_default().await,
-    }
-}
-
-/// A held lease as both APIs keep it: the core lease plus whether the user released it
-/// explicitly (so leaving a `with` block after `release()` does not report a loss). Dropping the
-/// last reference drops the core lease, which the core then releases in the background.
-pub(crate) struct LeaseCell<L: LeaseKind> {
-    lease: L,
-    /// Keeps the client registered for the exit hook while the lease lives.
-    client: HandleOf<L>,
+/// A held lease: the core's, the connection it keeps registered for the exit hook, and whether
+/// the user released it (so leaving a `with` block after `release()` reports no loss). Dropping
+/// the last reference drops the core lease, which the core then releases in the background.
+pub(crate) struct LeaseCell {
+    lease: native::Lease,
+    conn: Arc<Connection>,
     released_by_user: AtomicBool,
 }
 
-impl<L: LeaseKind> LeaseCell<L> {
-    pub(crate) fn new(lease: L, client: HandleOf<L>) -> Arc<Self> {
-        Arc::new(LeaseCell {
-            lease,
-            client,
-            released_by_user: AtomicBool::new(false),
-        })
+impl LeaseCell {
+    pub(crate) fn new(lease: native::Lease, conn: &Arc<Connection>) -> Arc<Self> {
+        Arc::new(LeaseCell { lease, conn: conn.clone(), released_by_user: AtomicBool::new(false) })
     }
 
-    pub(crate) fn lease(&self) -> &L {
-        &self.lease
-    }
-
-    /// Whether the user released it (`release()`, or leaving its `with` block).
-    pub(crate) fn released_by_user(&self) -> bool {
+    fn released_by_user(&self) -> bool {
         self.released_by_user.load(Ordering::Acquire)
     }
 
-    /// `lease.release()`: `True` if it was still held.
-    pub(crate) async fn release(&self) -> Result<bool, Error> {
-        self.client.owner.check()?;
+    /// `True` if it was still held.
+    async fn release(&self) -> Result<bool, Error> {
+        self.conn.owner.check()?;
         self.released_by_user.store(true, Ordering::Release);
         self.lease.release().await
     }
 
-    pub(crate) async fn extend(&self, duration: Duration) -> Result<(), Error> {
-        self.client.owner.check()?;
+    async fn extend(&self, duration: Duration) -> Result<(), Error> {
+        self.conn.owner.check()?;
         self.lease.extend(duration).await
     }
 
     /// Leaving a `with` block. With no exception in flight, a lease that was no longer held
-    /// (lost, expired, taken over) raises `NotHeldError`: the protected work may have overlapped
-    /// another holder, and the caller must hear it. With an exception in flight nothing is
-    /// raised on top of it (the lock is still released, or freed by its lease).
-    pub(crate) async fn exit(&self, exception_in_flight: bool) -> Result<(), Error> {
-        if self.released_by_user.load(Ordering::Acquire) {
+    /// raises `NotHeldError`: the protected work may have overlapped another holder. With an
+    /// exception in flight nothing is raised on top of it (the lock is still released).
+    async fn exit(&self, exception_in_flight: bool) -> Result<(), Error> {
+        if self.released_by_user() {
             return Ok(());
         }
         let released = self.release().await;
@@ -188,221 +67,295 @@ impl<L: LeaseKind> LeaseCell<L> {
             return Ok(());
         }
         Err(self.lease.lost_reason().unwrap_or_else(|| {
-            Error::new(
-                ErrorKind::NotHeld,
-                "the lease had expired or been taken over before the block ended",
-            )
+            Error::new(ErrorKind::NotHeld, "the lease had expired or been taken over before the block ended")
         }))
     }
 
-    /// `lease.lost_reason`: the reason as a `LockError`, or `None`.
-    pub(crate) fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.lease
-            .lost_reason()
-            .map(|e| errors::to_exception(py, &e))
-            .transpose()
-    }
-
-    /// `lease.on_lost(callback)` of the blocking API: `callback(reason)` once, on a background
-    /// thread, if the lease is lost; never after a normal end.
-    pub(crate) fn on_lost_in_thread(&self, callback: Py<PyAny>) {
-        self.on_loss(move |py, reason| {
-            if let Err(e) = reason.and_then(|a| callback.call1(py, (a,))) {
-                e.write_unraisable(py, Some(callback.bind(py)));
-            }
-        });
-    }
-
-    /// `lease.on_lost(callback)` of the asyncio API: `callback(reason)` scheduled once on the
-    /// running event loop if the lease is lost. Raises outside a running loop.
-    pub(crate) fn on_lost_in_loop(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let event_loop = running_loop(py)?.unbind();
-        self.on_loss(move |py, reason| {
-            let r = reason.and_then(|arg| {
-                event_loop
-                    .bind(py)
-                    .call_method1("call_soon_threadsafe", (callback.bind(py), arg))
-            });
-            // Fails only if the loop was closed meanwhile: nobody is left to tell.
-            drop(r);
-        });
-        Ok(())
-    }
-
     /// Once the lease is lost (never after a normal end), runs `deliver` with the reason as a
-    /// `LockError` on a blocking-pool thread holding the GIL.
-    fn on_loss<F>(&self, deliver: F)
-    where
-        F: for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send + 'static,
-    {
+    /// `LockError`, on a blocking-pool thread holding the GIL (never on a runtime worker).
+    fn on_loss(&self, deliver: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send + 'static) {
         let signal = self.lease.lost_signal();
-        spawn(async move {
-            let Some(reason) = signal.await else {
-                return;
-            };
-            // Python code must not run on (or block) a runtime worker.
-            // Detached: nobody awaits the callback.
-            drop(tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| deliver(py, errors::to_exception(py, &reason)));
-            }));
-        });
-    }
-
-    /// `await lease.lost()`: the reason (returned, not raised), or `None` after a normal end.
-    pub(crate) fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let signal = self.lease.lost_signal();
-        into_asyncio(py, async move { Ok(signal.await.map(ErrorValue)) })
-    }
-
-    pub(crate) fn repr(&self, py: Python<'_>, class: &str) -> PyResult<String> {
-        let token = match self.lease.fencing_token() {
-            Some(t) => format!(" fencing_token={t}"),
-            None => String::new(),
-        };
-        Ok(format!(
-            "<{class} name={}{token} held={}>",
-            py_repr(py, self.lease.name())?,
-            if self.lease.is_held() {
-                "True"
-            } else {
-                "False"
+        runtime().spawn(async move {
+            if let Some(reason) = signal.await {
+                drop(tokio::task::spawn_blocking(move || {
+                    Python::try_attach(|py| deliver(py, to_exception(py, &reason)));
+                }));
             }
-        ))
+        });
     }
 }
 
-/// `lease.on_lost(callback)` rejects a callback it could never call at once (`TypeError`), rather
-/// than failing later on a background thread where nobody sees it.
-pub(crate) fn check_callable(py: Python<'_>, callback: &Py<PyAny>) -> PyResult<()> {
-    let callback = callback.bind(py);
+/// Rejects a callback that could never be called at once (`TypeError`), rather than failing
+/// later on a background thread where nobody sees it.
+fn check_callable(callback: &Bound<'_, PyAny>) -> PyResult<()> {
     if callback.is_callable() {
         return Ok(());
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+    Err(PyTypeError::new_err(format!(
         "on_lost needs a callable taking the reason, got {}",
         callback.get_type().name()?
     )))
 }
 
-/// Leaves an `async with` block that held `cell` (if any): releases it, and reports a loss (see
-/// [`LeaseCell::exit`]). Resolves to `None`: the block's own exception always propagates.
-pub(crate) fn exit_async<'py, L: LeaseKind>(
-    py: Python<'py>,
-    cell: Option<Arc<LeaseCell<L>>>,
-    exc_type: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let in_flight = exception_in_flight(exc_type);
-    match cell {
-        Some(cell) => into_asyncio(
-            py,
-            async move { cell.exit(in_flight).await.map(|()| PyNone) },
-        ),
-        None => ready(py, py.None()),
-    }
+/// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
+fn in_flight(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
+    exc_type.is_some_and(|t| !t.is_none())
 }
 
-/// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
-pub(crate) fn exception_in_flight(exc_type: Option<&Bound<'_, PyAny>>) -> bool {
-    exc_type.is_some_and(|t| !t.is_none())
+/// Leaves a `with` block that held `cell` (see [`LeaseCell::exit`]).
+pub(crate) fn exit(py: Python<'_>, cell: &LeaseCell, exc_type: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    block_on(py, cell.exit(in_flight(exc_type)))
+}
+
+/// Leaves an `async with` block that held `cell`, if any; resolves to `None`.
+pub(crate) fn exit_async<'py>(
+    py: Python<'py>,
+    cell: Option<Arc<LeaseCell>>,
+    exc_type: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let in_flight = in_flight(exc_type);
+    match cell {
+        Some(cell) => into_asyncio(py, async move { cell.exit(in_flight).await.map(|()| None::<()>) }),
+        None => ready(py, py.None()),
+    }
 }
 
 /// The leases a lock handle holds: every lease acquired through it that the user has not
 /// released yet, most recent last.
 ///
-/// This is what keeps the redis-py habit safe: `lock.acquire(timeout=5)` with its result
-/// ignored must leave the lock held (the critical section that follows relies on it), and
-/// `lock.release()` / `lock.extend()` / `lock.owned()` then act on the lease the handle took.
-/// Without this reference, the ignored lease would be garbage collected at once and the core
-/// would release it in the background. A lease leaves the list when the user releases it; the
-/// lock is freed otherwise only when the handle itself is collected (or its client closed).
-pub(crate) struct Holds<L: LeaseKind>(Mutex<Vec<Arc<LeaseCell<L>>>>);
+/// This keeps the redis-py habit safe: `lock.acquire(timeout=5)` with its result ignored must
+/// leave the lock held, and `lock.release()` / `lock.extend()` / `lock.owned()` then act on the
+/// lease the handle took. A lease leaves the list when the user releases it; the lock is freed
+/// otherwise only when the handle itself is collected (or its client closed).
+#[derive(Default)]
+pub(crate) struct Holds(Mutex<Vec<Arc<LeaseCell>>>);
 
-impl<L: LeaseKind> Holds<L> {
-    pub(crate) fn new() -> Self {
-        Holds(Mutex::new(Vec::new()))
-    }
-
-    /// Keeps `cell` (dropping the leases the user released meanwhile).
-    pub(crate) fn push(&self, cell: Arc<LeaseCell<L>>) {
+impl Holds {
+    /// The list without the leases the user released meanwhile.
+    fn live(&self) -> MutexGuard<'_, Vec<Arc<LeaseCell>>> {
         let mut holds = lock_mutex(&self.0);
         holds.retain(|c| !c.released_by_user());
-        holds.push(cell);
+        holds
     }
 
-    /// The most recent lease not released by the user (held, or lost meanwhile).
-    pub(crate) fn top(&self) -> Option<Arc<LeaseCell<L>>> {
-        let mut holds = lock_mutex(&self.0);
-        holds.retain(|c| !c.released_by_user());
-        holds.last().cloned()
-    }
-
-    /// Takes the most recent lease not released by the user, for `lock.release()`.
-    pub(crate) fn pop(&self) -> Option<Arc<LeaseCell<L>>> {
-        let mut holds = lock_mutex(&self.0);
-        holds.retain(|c| !c.released_by_user());
-        holds.pop()
+    pub(crate) fn push(&self, cell: Arc<LeaseCell>) {
+        self.live().push(cell);
     }
 
     /// Whether one of these leases is certainly still held now.
     pub(crate) fn owned(&self) -> bool {
-        lock_mutex(&self.0)
-            .iter()
-            .any(|c| !c.released_by_user() && c.lease().is_held())
+        self.live().iter().any(|c| c.lease.is_held())
     }
-}
 
-/// `lock.release()`: releases the most recent lease the handle holds (`True` if it was still
-/// held, `False` if it had been lost); `NOT_HELD` if the handle holds none, as redis-py raises
-/// for an unlocked lock.
-pub(crate) async fn release_top<L: LeaseKind>(holds: &Holds<L>) -> Result<bool, Error> {
-    match holds.pop() {
-        Some(cell) => cell.release().await,
-        None => Err(not_holding()),
+    /// `lock.release()`: the most recent lease (`True` if it was still held); `NOT_HELD` if the
+    /// handle holds none, as redis-py raises for an unlocked lock.
+    pub(crate) async fn release_top(&self) -> Result<bool, Error> {
+        let top = self.live().pop();
+        top.ok_or_else(not_holding)?.release().await
     }
-}
 
-/// `lock.extend(seconds)`: extends the most recent lease the handle holds.
-pub(crate) async fn extend_top<L: LeaseKind>(
-    holds: &Holds<L>,
-    duration: Duration,
-) -> Result<(), Error> {
-    match holds.top() {
-        Some(cell) => cell.extend(duration).await,
-        None => Err(not_holding()),
+    /// `lock.extend(seconds)`: extends the most recent lease.
+    pub(crate) async fn extend_top(&self, duration: Duration) -> Result<(), Error> {
+        let top = self.live().last().cloned();
+        top.ok_or_else(not_holding)?.extend(duration).await
     }
 }
 
 fn not_holding() -> Error {
-    Error::new(
-        ErrorKind::NotHeld,
-        "this lock handle holds no lease (never acquired, or already released)",
-    )
-}
-
-/// A mutex that survives a panic of another holder.
-pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    Error::new(ErrorKind::NotHeld, "this lock handle holds no lease (never acquired, or already released)")
 }
 
 /// Leases taken by `with lock:` (per thread) or `async with lock:` (per asyncio task), for the
 /// matching exit to release, innermost first.
-pub(crate) struct Entered<K, T>(Mutex<HashMap<K, Vec<T>>>);
+pub(crate) struct Entered<K>(Mutex<HashMap<K, Vec<Arc<LeaseCell>>>>);
 
-impl<K: Eq + Hash, T> Entered<K, T> {
+impl<K: Eq + Hash> Entered<K> {
     pub(crate) fn new() -> Self {
         Entered(Mutex::new(HashMap::new()))
     }
 
-    pub(crate) fn push(&self, key: K, item: T) {
-        lock_mutex(&self.0).entry(key).or_default().push(item);
+    pub(crate) fn push(&self, key: K, cell: Arc<LeaseCell>) {
+        lock_mutex(&self.0).entry(key).or_default().push(cell);
     }
 
-    pub(crate) fn pop(&self, key: &K) -> Option<T> {
+    pub(crate) fn pop(&self, key: &K) -> Option<Arc<LeaseCell>> {
         let mut entered = lock_mutex(&self.0);
-        let item = entered.get_mut(key).and_then(Vec::pop);
+        let cell = entered.get_mut(key).and_then(Vec::pop);
         if entered.get(key).is_some_and(Vec::is_empty) {
             entered.remove(key);
         }
-        item
+        cell
+    }
+}
+
+/// A lease on its way to Python, as its client's API's class. The lock handle it was acquired
+/// through keeps it (its [`Holds`]) only once it is handed over (on the loop thread, in
+/// asyncio): a result whose awaiter gave up meanwhile is never converted, so it is dropped and
+/// released instead of being kept by a handle nobody told of it.
+pub(crate) struct Deliver(pub Arc<LeaseCell>, pub Option<Arc<Holds>>);
+
+impl<'py> IntoPyObject<'py> for Deliver {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let Deliver(cell, holds) = self;
+        if let Some(holds) = holds {
+            holds.push(cell.clone());
+        }
+        let base = PyClassInitializer::from(LeaseBase { cell: cell.clone() });
+        match cell.conn.api {
+            Api::Blocking => Ok(Bound::new(py, base.add_subclass(Lease { cell }))?.into_any()),
+            Api::Asyncio => Ok(Bound::new(py, base.add_subclass(AsyncLease { cell }))?.into_any()),
+        }
+    }
+}
+
+/// What both APIs' leases offer.
+#[pyclass(frozen, subclass, module = "lockgate._lockgate", name = "_LeaseBase")]
+pub struct LeaseBase {
+    cell: Arc<LeaseCell>,
+}
+
+#[pymethods]
+impl LeaseBase {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.cell.lease.name()
+    }
+
+    /// Strictly greater than every fencing token issued before for this name (an election's
+    /// term); re-entered holds share one. ``None`` where the backend cannot give one (Redlock:
+    /// a majority of independent masters is no linearizable counter, PROTOCOL.md §8).
+    #[getter]
+    fn fencing_token(&self) -> Option<u64> {
+        self.cell.lease.fencing_token()
+    }
+
+    /// Whether the lease is certainly still held now (renewed, not expired, not lost).
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.cell.lease.is_held()
+    }
+
+    /// Seconds the lease is certainly still valid, or ``None`` if it is not held.
+    #[getter]
+    fn remaining(&self) -> Option<f64> {
+        self.cell.lease.remaining().map(|d| d.as_secs_f64())
+    }
+
+    /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None``.
+    #[getter]
+    fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.cell.lease.lost_reason().map(|e| to_exception(py, &e)).transpose()
+    }
+
+    /// Sets the remaining lease to ``seconds`` if still held (awaitable in ``lockgate.aio``);
+    /// :class:`lockgate.NotHeldError` if it was lost. Never re-acquires a lost lock.
+    fn extend<'py>(&self, py: Python<'py>, seconds: Secs) -> PyResult<Bound<'py, PyAny>> {
+        let (d, cell) = (lease_secs(py, "seconds", seconds)?, self.cell.clone());
+        cell.conn.api.run(py, async move { cell.extend(d).await.map(|()| None::<()>) })
+    }
+
+    /// Releases this hold (a permit is returned, a leadership resigned; awaitable in
+    /// ``lockgate.aio``): ``True`` if it was still held, ``False`` if it had expired, been
+    /// taken over or released already.
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cell = self.cell.clone();
+        cell.conn.api.run(py, async move { cell.release().await })
+    }
+
+    /// Calls ``callback(reason)`` once, with a :class:`lockgate.LockError`, if the lease is
+    /// lost; never after a release. ``lockgate``: on a background thread (keep it short and
+    /// thread-safe); ``lockgate.aio``: scheduled on the running event loop.
+    fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(&callback)?;
+        let callback = callback.unbind();
+        if self.cell.conn.api == Api::Asyncio {
+            let event_loop = running_loop(py)?.unbind();
+            // Fails only if the loop was closed meanwhile: nobody is left to tell.
+            self.cell.on_loss(move |py, reason| {
+                let _ = reason.and_then(|r| event_loop.bind(py).call_method1("call_soon_threadsafe", (callback, r)));
+            });
+        } else {
+            self.cell.on_loss(move |py, reason| {
+                if let Err(e) = reason.and_then(|r| callback.call1(py, (r,))) {
+                    e.write_unraisable(py, Some(callback.bind(py)));
+                }
+            });
+        }
+        Ok(())
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let (py, lease) = (slf.py(), &slf.get().cell.lease);
+        let cls = slf.get_type();
+        let token = lease.fencing_token().map_or(String::new(), |t| format!(" fencing_token={t}"));
+        let name = py_repr(py, lease.name())?;
+        Ok(format!("<{}.{} name={name}{token} held={}>", cls.module()?, cls.qualname()?, py_bool(lease.is_held())))
+    }
+}
+
+/// Proof of holding a lock, one semaphore permit or an election's leadership. Pass
+/// :attr:`fencing_token` to the resource you protect. ``with lock.acquire() as lease:`` releases
+/// on exit and raises :class:`NotHeldError` if the lease had been lost meanwhile.
+/// Garbage-collecting an unreleased lease no handle keeps releases it in the background.
+#[pyclass(frozen, extends = LeaseBase, module = "lockgate")]
+pub struct Lease {
+    cell: Arc<LeaseCell>,
+}
+
+#[pymethods]
+impl Lease {
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        exit(py, &self.cell, exc_type)
+    }
+}
+
+/// Proof of holding a lock, one semaphore permit or an election's leadership (asyncio): the
+/// :class:`lockgate.Lease` surface with awaitable ``extend`` and ``release``, and ``await
+/// lease.lost()``. Leaving ``async with`` releases it and raises
+/// :class:`lockgate.NotHeldError` if it had been lost meanwhile.
+#[pyclass(frozen, extends = LeaseBase, module = "lockgate.aio", name = "Lease")]
+pub struct AsyncLease {
+    cell: Arc<LeaseCell>,
+}
+
+#[pymethods]
+impl AsyncLease {
+    /// ``await lease.lost()`` resolves with the reason (a :class:`lockgate.LockError`, returned,
+    /// not raised) once the lease is lost, or ``None`` once it ends normally. It does not keep
+    /// the lease alive.
+    fn lost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let signal = self.cell.lease.lost_signal();
+        into_asyncio(py, async move { Ok(Reason(signal.await)) })
+    }
+
+    fn __aenter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, PyAny>> {
+        ready(slf.py(), slf.clone())
+    }
+
+    #[pyo3(signature = (exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        exit_async(py, Some(self.cell.clone()), exc_type)
     }
 }

@@ -1,22 +1,24 @@
-//! `lockgate._lockgate`: the Python binding of lockgate-core.
+//! `lockgate._lockgate`: the Python binding of lockgate-core, one client family for every
+//! backend in two APIs, blocking (`lockgate`) and asyncio (`lockgate.aio`).
 //!
-//! A thin layer: each method converts its arguments, calls the core and maps errors through
-//! [`errors::to_py`]. The blocking API lives in [`sync_api`], the asyncio API in [`aio`]; both
-//! run on the process's one tokio runtime ([`runtime`], which also holds the blocking bridge;
-//! [`loop_bridge`] is the asyncio one). [`handle`] closes live clients at exit. [`redlock`]
-//! holds both APIs of Redlock over independent masters; [`lease`] and [`methods`] are what the
-//! `Client` and `Redlock` classes share. No lock protocol logic lives here.
+//! A thin layer: each method converts its arguments ([`convert`]), calls the core and maps
+//! errors through [`errors::to_py`]. A call runs on the process's one tokio runtime
+//! ([`runtime`]): blocking, or as a coroutine through [`loop_bridge`]. Each concept has its
+//! module — [`client`], [`lock`] (mutex, semaphore), [`read_write_lock`], [`election`],
+//! [`lease`] — with a private base class holding what its two API classes share.
+//! [`connection`] is the core client behind a Python client (and the exit hook). No lock
+//! logic, rule or default lives here.
 
-mod aio;
+mod client;
+mod connection;
+mod convert;
+mod election;
 mod errors;
-mod handle;
 mod lease;
+mod lock;
 mod loop_bridge;
-mod methods;
-mod redlock;
+mod read_write_lock;
 mod runtime;
-mod shared;
-mod sync_api;
 
 use pyo3::prelude::*;
 
@@ -24,40 +26,22 @@ use pyo3::prelude::*;
 fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
-    m.add_class::<sync_api::Client>()?;
-    m.add_class::<sync_api::Lock>()?;
-    m.add_class::<sync_api::Semaphore>()?;
-    m.add_class::<sync_api::ReadWriteLock>()?;
-    m.add_class::<sync_api::Election>()?;
-    m.add_class::<sync_api::Lease>()?;
-    m.add_class::<shared::LeaderInfo>()?;
-    m.add_class::<redlock::sync_api::Redlock>()?;
-    m.add_class::<redlock::sync_api::RedlockLock>()?;
-    m.add_class::<redlock::sync_api::RedlockLease>()?;
+    m.add_class::<client::Client>()?;
+    m.add_class::<lock::Lock>()?;
+    m.add_class::<lock::Semaphore>()?;
+    m.add_class::<read_write_lock::ReadWriteLock>()?;
+    m.add_class::<election::Election>()?;
+    m.add_class::<election::LeaderInfo>()?;
+    m.add_class::<lease::Lease>()?;
     let py = m.py();
-    m.add("AsyncClient", py.get_type::<aio::AsyncClient>())?;
-    m.add("AsyncLock", py.get_type::<aio::AsyncLock>())?;
-    m.add("AsyncSemaphore", py.get_type::<aio::AsyncSemaphore>())?;
-    m.add(
-        "AsyncReadWriteLock",
-        py.get_type::<aio::AsyncReadWriteLock>(),
-    )?;
-    m.add("AsyncElection", py.get_type::<aio::AsyncElection>())?;
-    m.add("AsyncLease", py.get_type::<aio::AsyncLease>())?;
-    m.add("AcquireContext", py.get_type::<aio::AcquireContext>())?;
-    m.add("AsyncRedlock", py.get_type::<redlock::aio::AsyncRedlock>())?;
-    m.add(
-        "AsyncRedlockLock",
-        py.get_type::<redlock::aio::AsyncRedlockLock>(),
-    )?;
-    m.add(
-        "AsyncRedlockLease",
-        py.get_type::<redlock::aio::AsyncRedlockLease>(),
-    )?;
-    m.add(
-        "RedlockAcquireContext",
-        py.get_type::<redlock::aio::RedlockAcquireContext>(),
-    )?;
-    m.add_function(wrap_pyfunction!(handle::_close_all, m)?)?;
+    // The asyncio classes, named as `lockgate.aio` shows them, kept here as `Async*`.
+    m.add("AsyncClient", py.get_type::<client::AsyncClient>())?;
+    m.add("AsyncLock", py.get_type::<lock::AsyncLock>())?;
+    m.add("AsyncSemaphore", py.get_type::<lock::AsyncSemaphore>())?;
+    m.add("AsyncReadWriteLock", py.get_type::<read_write_lock::AsyncReadWriteLock>())?;
+    m.add("AsyncElection", py.get_type::<election::AsyncElection>())?;
+    m.add("AsyncLease", py.get_type::<lease::AsyncLease>())?;
+    m.add("AcquireContext", py.get_type::<lock::AcquireContext>())?;
+    m.add_function(wrap_pyfunction!(connection::_close_all, m)?)?;
     Ok(())
 }

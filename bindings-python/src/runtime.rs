@@ -1,40 +1,43 @@
-//! The process's one tokio runtime, and the blocking bridge to it (the sync API); the asyncio
-//! bridge is `loop_bridge`.
+//! The process's one tokio runtime, and how a call runs on it: blocking ([`block_on`], the
+//! `lockgate` classes) or as an asyncio coroutine (`loop_bridge`, the `lockgate.aio` ones).
 //!
-//! The runtime is per *process*: a child made by `fork()` (multiprocessing's default on Linux)
-//! inherits the parent's memory but not its threads, so it gets a fresh runtime on first use,
-//! and handles created before the fork refuse to work there (`CLOSED`) instead of hanging.
+//! The runtime is per *process*: a child made by `fork()` inherits the parent's memory but not
+//! its threads, so it gets a fresh runtime on first use, and handles created before the fork
+//! refuse to work there (`CLOSED`) instead of hanging.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use lockgate_core::{Error, ErrorKind};
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
 
-use crate::errors;
+use crate::errors::to_py;
+use crate::loop_bridge::into_asyncio;
 
 /// How often a blocked sync call wakes up to let Python run signal handlers (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 
-/// Period of a timer that keeps the runtime's next timer wake-up at most this far away.
-///
-/// The core arms a timer per request (its response timeout, seconds away) and re-arms the
-/// driver's own deadline; tokio wakes the runtime thread through its eventfd whenever a new
-/// timer fires before the earliest one it is parked for, which, with only the watchdog's far
-/// timers around, was every request: an extra `write` + `epoll_wait` on the runtime thread,
-/// 1.5 per call (seen with `perf`). With this timer pending the new timers are later, so no
-/// wake is needed; it costs one wake-up per second. Measured: ~2-3% more asyncio pairs/s, and
-/// 14% fewer system calls per call.
+/// Period of a timer that keeps the runtime's next wake-up at most this far away: with only
+/// the watchdog's far timers pending, every request's nearer timer made tokio wake its thread
+/// through the eventfd (1.5 extra system calls per call, seen with `perf`). Measured: ~2-3%
+/// more asyncio pairs/s and 14% fewer system calls per call, for one wake-up per second.
 const TIMER_ANCHOR: Duration = Duration::from_secs(1);
+
+/// How long a sync call yields its core (`sched_yield`) before it parks when the answer is not
+/// there at once: a loopback round trip usually ends within it, and a runnable thread resumes
+/// sooner than one woken from a futex on a busy machine. Measured on the 2 shared cores
+/// (acquire+release pairs/s, median of 5): parking at once ~6.5k, yielding 100 us ~10.8k.
+const YIELD_BEFORE_PARK: Duration = Duration::from_micros(100);
 
 static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
 /// This process's id, cached (0: not known yet); reset in a forked child by a `pthread_atfork`
-/// handler. glibc does not cache `getpid()`, and every call checked it up to three times.
+/// handler (glibc does not cache `getpid()`, and every call checks it).
 static PID: AtomicU32 = AtomicU32::new(0);
 
 extern "C" {
@@ -49,19 +52,16 @@ unsafe extern "C" fn forget_pid() {
     PID.store(0, Ordering::Relaxed);
 }
 
-/// `std::process::id()`, without a system call once known.
 fn pid() -> u32 {
     let known = PID.load(Ordering::Relaxed);
     if known != 0 {
         return known;
     }
-    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    static AT_FORK: Once = Once::new();
     static AT_FORK_SET: AtomicBool = AtomicBool::new(false);
+    // SAFETY: `forget_pid` only stores to an atomic (async-signal-safe, as a forked child needs).
     AT_FORK.call_once(|| {
-        // SAFETY: `forget_pid` only stores to an atomic (async-signal-safe, as the child of a
-        // multi-threaded fork requires).
-        let ok = unsafe { pthread_atfork(None, None, Some(forget_pid)) } == 0;
-        AT_FORK_SET.store(ok, Ordering::Relaxed);
+        AT_FORK_SET.store(unsafe { pthread_atfork(None, None, Some(forget_pid)) } == 0, Ordering::Relaxed)
     });
     let pid = std::process::id();
     if AT_FORK_SET.load(Ordering::Relaxed) {
@@ -77,11 +77,10 @@ pub(crate) fn runtime() -> &'static Runtime {
     match *slot {
         Some((owner, rt)) if owner == pid => rt,
         _ => {
-            // A runtime inherited through fork() has no threads: leak it rather than drop it
-            // (dropping would wait for workers that do not exist in this process).
-            // One worker: a client's driver task and its connection's task then share a thread,
-            // which saves a cross-thread wake per round trip (measured: ~1.4x the sync
-            // acquire+release rate of two workers on 2 cores). Python code never runs there.
+            // A runtime inherited through fork() has no threads: leaked, never dropped (dropping
+            // would wait for workers that do not exist here). One worker: a client's driver and
+            // its connection then share a thread, which saves a cross-thread wake per round
+            // trip (measured ~1.4x the sync rate of two workers on 2 cores).
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 .thread_name("lockgate-runtime")
@@ -115,26 +114,36 @@ impl Owner {
 
     pub(crate) fn check(self) -> Result<(), Error> {
         if self.0 == pid() {
-            Ok(())
-        } else {
-            Err(Error::new(
-                ErrorKind::Closed,
-                "this client was created in another process (before a fork); \
-                 create a new lockgate.Client in each process",
-            ))
+            return Ok(());
         }
+        let msg =
+            "this client was created in another process (before a fork); create a new lockgate.Client in each process";
+        Err(Error::new(ErrorKind::Closed, msg))
     }
 }
 
-/// How long a sync call keeps yielding its core (`sched_yield`) before it parks, when the core's
-/// answer is not there at once. A round trip through the runtime thread and Redis on loopback
-/// usually ends within it, and a thread that is still runnable resumes sooner than one woken
-/// from a futex on a busy machine. Measured on the 2 shared cores (acquire+release pairs/s,
-/// median of 5 runs): parking at once ~6.5k, yielding up to 100 us ~10.8k, with the best runs
-/// equal (~14.5k); it costs ~50 us of CPU per call. Yielding (rather than spinning) hands the
-/// core to the runtime thread or redis-server if they are runnable on it (pure spinning measured
-/// ~8k on a quiet machine).
-const YIELD_BEFORE_PARK: Duration = Duration::from_micros(100);
+/// Which Python API a client (and everything made from it) belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// `lockgate`: calls block (GIL released) until done.
+    Blocking,
+    /// `lockgate.aio`: calls return coroutines.
+    Asyncio,
+}
+
+impl Api {
+    /// Runs `fut` the way this API runs a call: its result, or a coroutine resolving to it.
+    pub(crate) fn run<'py, F, T>(self, py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        T: for<'a> IntoPyObject<'a> + Send + 'static,
+    {
+        match self {
+            Api::Blocking => block_on(py, fut)?.into_bound_py_any(py),
+            Api::Asyncio => into_asyncio(py, fut),
+        }
+    }
+}
 
 /// Wakes the Python thread waiting in [`block_on`].
 struct ThreadWaker {
@@ -153,13 +162,11 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Runs `fut` to completion for a sync call: without the GIL, waking every
-/// [`SIGNAL_SLICE`] to run Python's signal handlers. If one raises (Ctrl-C), `fut` is dropped,
-/// which cancels the operation in the core (a wait is removed from the server).
-///
-/// The future is polled right here, on the calling thread (inside the runtime's context, so
-/// tokio timers and I/O still work), and no tokio timer is armed per call: the thread first
-/// yields for up to [`YIELD_BEFORE_PARK`], then parks in `park_timeout` slices.
+/// Runs `fut` to completion for a sync call, without the GIL, waking every [`SIGNAL_SLICE`] to
+/// run Python's signal handlers; if one raises (Ctrl-C), `fut` is dropped, which cancels the
+/// operation in the core (a wait is removed from the server). The future is polled on the
+/// calling thread (inside the runtime's context, so timers and I/O work), with no timer armed
+/// per call: the thread yields for up to [`YIELD_BEFORE_PARK`], then parks in slices.
 pub(crate) fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = Result<T, Error>> + Send,
@@ -167,10 +174,7 @@ where
 {
     let rt = runtime();
     let mut fut = std::pin::pin!(fut);
-    let thread_waker = Arc::new(ThreadWaker {
-        thread: std::thread::current(),
-        woken: AtomicBool::new(false),
-    });
+    let thread_waker = Arc::new(ThreadWaker { thread: std::thread::current(), woken: AtomicBool::new(false) });
     let waker = Waker::from(thread_waker.clone());
     let mut yielded = false;
     loop {
@@ -204,16 +208,8 @@ where
             }
         });
         match slice {
-            Some(result) => return result.map_err(|e| errors::to_py(py, e)),
+            Some(result) => return result.map_err(|e| to_py(py, e)),
             None => py.check_signals()?,
         }
     }
-}
-
-/// Spawns a task on the runtime (for background work such as loss callbacks).
-pub(crate) fn spawn<F>(fut: F)
-where
-    F: Future<Output = ()> + Send + 'static,
-{
-    runtime().spawn(fut);
 }

@@ -24,18 +24,3 @@ def counter_worker(url: str, rounds: int) -> list[int]:
     client.close()
     return tokens
 
-
-def semaphore_worker(url: str, permits: int, rounds: int) -> list[int]:
-    """Holds a permit of semaphore `pool` `rounds` times; inside, counts the holders with an
-    atomic INCR/DECR on `active` and returns the counts it saw on entering."""
-    client = lockgate.Client(url)
-    raw = redis.Redis.from_url(url)
-    sem = client.semaphore("pool", permits)
-    seen = []
-    for _ in range(rounds):
-        with sem.acquire(timeout=30):
-            seen.append(int(raw.incr("active")))
-            time.sleep(0.003)  # let others try to enter meanwhile
-            raw.decr("active")
-    client.close()
-    return seen

@@ -283,6 +283,11 @@ class RedisMasters:
     def urls(self) -> list[str]:
         return [n.url for n in self.nodes]
 
+    @property
+    def url(self) -> str:
+        """The deployment as one client URL: `redlock://host:port,host:port,...`."""
+        return "redlock://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
     def holders(self, name: str, prefix: str = "lockgate:") -> list[int]:
         """The ports of the running masters that hold Redlock `name`'s key."""
         key = redlock_key(name, prefix)

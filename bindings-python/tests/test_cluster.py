@@ -1,4 +1,4 @@
-"""`cluster=True` against a real three-master Redis Cluster the tests start (loopback ports,
+"""`cluster=True` (or a `redis+cluster://` URL) against a real three-master Redis Cluster the tests start (loopback ports,
 temp dirs, stopped by pid): each lock's commands reach the master that owns its slot, grants
 are handed off across nodes, and shared primitives work unchanged."""
 
@@ -148,7 +148,10 @@ def test_asyncio_client_on_a_cluster(redis_cluster: RedisCluster) -> None:
     names = names_on_every_master(redis_cluster, "aio")
 
     async def main() -> None:
-        async with lockgate.aio.Client(redis_cluster.url, cluster=True) as client:
+        # The cluster as a URL scheme (the same as `cluster=True` on a redis:// URL).
+        url = redis_cluster.url.replace("redis://", "redis+cluster://")
+        async with lockgate.aio.Client(url) as client:
+            assert client.url == url and client.capabilities["fencing"]
             for name in names:
                 async with client.lock(name).acquire(timeout=5) as lease:
                     assert lease.is_held

@@ -22,6 +22,7 @@ CLASSES = {
     "PROTOCOL": (lockgate.ProtocolError, False),
     "CANCELLED": (lockgate.LockCancelledError, False),
     "CLOSED": (lockgate.ClientClosedError, False),
+    "UNSUPPORTED": (lockgate.UnsupportedError, False),
 }
 
 
@@ -74,8 +75,13 @@ def test_bad_client_options(server: RedisServer, tmp_path: Any) -> None:
         pem.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
         with pytest.raises(lockgate.InvalidArgumentError):
             cls(server.url, tls_ca_file=pem)  # a CA for plaintext redis://
+        # Client options go to the core's one setter: a wrong type is a bad value there, named.
+        with pytest.raises(lockgate.InvalidArgumentError, match="connect_timeout must be a number of seconds"):
+            cls(server.url, connect_timeout="5")
+        with pytest.raises(lockgate.InvalidArgumentError, match="unknown client option \"connectTimeout\""):
+            cls(server.url, connectTimeout=5)
         with pytest.raises(TypeError):
-            cls(server.url, connect_timeout="5")  # type: ignore[arg-type]
+            cls(server.url, connect_timeout=[5])
         with pytest.raises(TypeError):
             cls(42)  # type: ignore[arg-type]
 
@@ -261,8 +267,8 @@ def test_unencodable_and_huge_values_are_invalid_arguments(server: RedisServer) 
             lambda: lock.acquire(timeout=huger),
             lambda: lease.extend(huger),
             lambda: lock.extend(huge),
-            lambda: lockgate.Redlock(["\ud800"]),
-            lambda: lockgate.Redlock([server.url], max_lease=huger),
+            lambda: lockgate.Client("redlock://127.0.0.1:1,\ud800"),
+            lambda: lockgate.Client(f"redlock://127.0.0.1:{server.port}", max_lease=huger),
         ]
 
     for call in sync_calls():
@@ -277,7 +283,7 @@ def test_unencodable_and_huge_values_are_invalid_arguments(server: RedisServer) 
         lambda: aclient.semaphore("x", huge),
         lambda: aclient.election("x").campaign("\ud800"),
         lambda: aclient.lock("x").acquire(timeout=huger),
-        lambda: lockgate.aio.Redlock(["\ud800"]),
+        lambda: lockgate.aio.Client("redlock://\ud800"),
     ]:
         with pytest.raises(lockgate.InvalidArgumentError):
             call()
@@ -327,7 +333,7 @@ def test_option_errors_name_the_option_in_seconds(server: RedisServer) -> None:
         (lambda: client.lock("x", timeout=-1), "timeout", "-1 s"),
         (lambda: lease.extend(0.001), "seconds", "0.01 s"),
         (lambda: lock.extend(0.001), "seconds", "0.01 s"),
-        (lambda: lockgate.Redlock([server.url], max_lease=0.001), "max_lease", "0.01 s"),
+        (lambda: lockgate.Client(f"redlock://127.0.0.1:{server.port}", max_lease=0.001), "max_lease", "0.01 s"),
         (lambda: lockgate.Client(server.url, response_timeout=-2), "response_timeout", "-2 s"),
     ]
     for call, name, unit in cases:

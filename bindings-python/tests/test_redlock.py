@@ -1,8 +1,9 @@
-"""Redlock over independent masters (`lockgate.Redlock`, `lockgate.aio.Redlock`) against real
-redis-servers the tests start (five masters, loopback ports, temp dirs, stopped by pid): keys on
-every master, a minority down still grants, a majority down fails with the CONNECTION error,
-mutual exclusion between clients, context managers, the loss signal, bad input, and no fencing
-token."""
+"""Redlock over independent masters: the one `lockgate.Client` (and `lockgate.aio.Client`) with a
+`redlock://host:port,...` URL, against real redis-servers the tests start (five masters, loopback
+ports, temp dirs, stopped by pid): keys on every master, a minority down still grants, a majority
+down fails with the CONNECTION error, context managers, garbage collection and the exit hook, the
+loss signal, bad input and what a Redlock cannot do, and no fencing token. Mutual exclusion
+between clients is the conformance scenario redlock_mutual_exclusion."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import gc
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -46,7 +46,7 @@ def masters() -> Iterator[RedisMasters]:
     names); warmed up once, so only the first test waits out the delayed-restart rule."""
     m = RedisMasters(5)
     try:
-        with lockgate.Redlock(m.urls, **SETTINGS) as redlock:
+        with lockgate.Client(m.url, **SETTINGS) as redlock:
             redlock.lock("warm-up", MAX_LEASE).acquire(timeout=FIRST).release()
         yield m
     finally:
@@ -54,10 +54,12 @@ def masters() -> Iterator[RedisMasters]:
 
 
 def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
-        assert (redlock.masters, redlock.quorum) == (5, 3)
-        assert redlock.urls == masters.urls and redlock.max_lease == MAX_LEASE
-        assert redlock.key_prefix == "lockgate:"
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
+        assert redlock.url == masters.url and redlock.key_prefix == "lockgate:"
+        assert repr(redlock) == f"<lockgate.Client url={masters.url!r} key_prefix='lockgate:'>"
+        caps = redlock.capabilities
+        assert not any(caps.values()), caps  # mutexes only: no fencing, queue, semaphore, ...
+        assert set(caps) >= {"fencing", "fifo", "semaphore", "read_write", "election", "reentrant"}
         lock = redlock.lock("orders", 0.8)
         assert (lock.name, lock.lease, lock.renew, lock.timeout) == ("orders", 0.8, False, None)
         # A grant needs only a majority: a master still within its delayed-restart period
@@ -94,21 +96,19 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
 
 
 def test_lease_has_no_fencing_token(masters: RedisMasters) -> None:
-    assert not hasattr(lockgate.RedlockLease, "fencing_token")
-    assert not hasattr(lockgate.aio.RedlockLease, "fencing_token")
-    for cls in (lockgate.RedlockLease, lockgate.aio.RedlockLease):
-        assert cls.__doc__ is not None and "PROTOCOL.md §8" in cls.__doc__
-        assert "fencing_token" in cls.__doc__
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    for cls in (lockgate.Lease, lockgate.aio.Lease):
+        doc = cls.fencing_token.__doc__  # type: ignore[attr-defined]
+        assert doc is not None and "PROTOCOL.md §8" in doc and "None" in doc
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         with redlock.lock("no-token", 0.5).acquire(timeout=FIRST) as lease:
-            assert not hasattr(lease, "fencing_token")
+            assert isinstance(lease, lockgate.Lease) and lease.fencing_token is None
             assert "fencing_token" not in repr(lease)
 
 
 def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> None:
     m = RedisMasters(5)
     try:
-        with lockgate.Redlock(m.urls, **SETTINGS) as redlock:
+        with lockgate.Client(m.url, **SETTINGS) as redlock:
             lock = redlock.lock("quorum", MAX_LEASE)
             lock.acquire(timeout=FIRST).release()
             m.nodes[1].stop()
@@ -138,46 +138,8 @@ def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> Non
         m.close()
 
 
-def test_mutual_exclusion_between_two_redlock_clients(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as a, lockgate.Redlock(
-        masters.urls, **SETTINGS
-    ) as b:
-        held = a.lock("exclusive").acquire(timeout=FIRST)  # renewed by the watchdog
-        other = b.lock("exclusive")
-        assert other.try_acquire() is None
-        with pytest.raises(lockgate.LockTimeoutError):
-            other.acquire(timeout=0.3)
-        time.sleep(1.2)  # past the 1 s lease: the watchdog keeps it
-        assert held.is_held and other.try_acquire() is None
-        assert held.release() is True
-        taken = other.acquire(timeout=2)
-        assert taken.is_held and a.lock("exclusive").try_acquire() is None
-        assert taken.release() is True
-
-        # Threads of both clients increment a counter only under the lock: no lost update.
-        counter = masters.nodes[0].raw()
-        counter.set("redlock-counter", 0)
-
-        def worker(redlock: lockgate.Redlock) -> None:
-            lock = redlock.lock("counter", MAX_LEASE, timeout=30)
-            for _ in range(10):
-                with lock as lease:
-                    assert lease.is_held
-                    v = int(counter.get("redlock-counter") or 0)
-                    time.sleep(0.002)
-                    counter.set("redlock-counter", v + 1)
-
-        threads = [threading.Thread(target=worker, args=(r,)) for r in (a, b, a, b)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert int(counter.get("redlock-counter") or 0) == 40
-    assert masters.holders("counter") == []
-
-
 def test_context_managers_release(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         lock = redlock.lock("cm", 0.8, timeout=FIRST)
         with lock as lease:
             assert lease.is_held and len(masters.holders("cm")) == 5
@@ -195,7 +157,7 @@ def test_context_managers_release(masters: RedisMasters) -> None:
             assert lease3.release() is True
         assert not lease2.is_held
     # Closing the Redlock releases what it still holds and refuses further use.
-    redlock = lockgate.Redlock(masters.urls, **SETTINGS)
+    redlock = lockgate.Client(masters.url, **SETTINGS)
     lock = redlock.lock("closed", MAX_LEASE)
     kept = lock.acquire(timeout=FIRST)
     assert len(masters.holders("closed")) == 5
@@ -206,7 +168,7 @@ def test_context_managers_release(masters: RedisMasters) -> None:
 
 
 def test_unreferenced_lease_is_released_in_the_background(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         lease = redlock.lock("dropped").acquire(timeout=FIRST)  # renewed: would live on
         assert len(masters.holders("dropped")) == 5
         del lease
@@ -218,7 +180,7 @@ def test_exit_hook_releases_a_lease_still_held(masters: RedisMasters) -> None:
     script = textwrap.dedent(
         f"""
         import ctypes, lockgate
-        redlock = lockgate.Redlock({masters.urls!r}, max_lease={MAX_LEASE})
+        redlock = lockgate.Client({masters.url!r}, max_lease={MAX_LEASE})
         lease = redlock.lock("at-exit", {MAX_LEASE}).acquire(timeout={FIRST})
         assert lease.is_held
         # Never collected (an extra reference), so only the exit hook can release it.
@@ -233,7 +195,7 @@ def test_exit_hook_releases_a_lease_still_held(masters: RedisMasters) -> None:
 
 
 def test_loss_is_signalled(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         lease = redlock.lock("lost").acquire(timeout=FIRST)  # 1 s, renewed every 1/3 s
         reasons: list[lockgate.LockError] = []
         lease.on_lost(reasons.append)
@@ -266,27 +228,27 @@ def test_loss_is_signalled(masters: RedisMasters) -> None:
 
 
 def test_bad_input_raises_invalid_argument(masters: RedisMasters) -> None:
-    url = masters.urls[0]
-    cases: list[tuple[list[str], dict[str, Any]]] = [
-        ([], {}),
-        ([url, url], {}),
-        (["http://127.0.0.1:1"], {}),
-        (masters.urls, {"max_lease": 0}),
-        (masters.urls, {"max_lease": -1.0}),
-        (masters.urls, {"node_timeout": float("nan")}),
-        (masters.urls, {"drift_factor": 0.7}),
-        (masters.urls, {"retry_delay": 0}),
-        (masters.urls, {"key_prefix": "a{b"}),
+    port = masters.nodes[0].port
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("redlock://", {}),
+        (f"redlock://127.0.0.1:{port},127.0.0.1:{port}", {}),  # one master listed twice
+        (masters.url, {"max_lease": 0}),
+        (masters.url, {"max_lease": -1.0}),
+        (masters.url, {"node_timeout": float("nan")}),
+        (masters.url, {"drift_factor": 0.7}),
+        (masters.url, {"retry_delay": 0}),
+        (masters.url, {"key_prefix": "a{b"}),
+        (masters.url, {"replica_acks": 1}),  # not a Redlock setting
+        (masters.url, {"cluster": True}),
+        (masters.nodes[0].url, {"max_lease": 5}),  # a Redlock setting on a redis:// URL
     ]
-    for urls, kw in cases:
-        for cls in (lockgate.Redlock, lockgate.aio.Redlock):
+    for url, kw in cases:
+        for cls in (lockgate.Client, lockgate.aio.Client):
             with pytest.raises(lockgate.InvalidArgumentError) as e:
-                cls(urls, **kw)
+                cls(url, **kw)
             assert e.value.code == "INVALID_ARGUMENT" and isinstance(e.value, ValueError)
-    with pytest.raises(TypeError):
-        lockgate.Redlock(url)  # type: ignore[arg-type]  # a str is not a list of URLs
 
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         # A lease longer than the deployment's max_lease: refused when the lock is made, before
         # anything is sent.
         with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
@@ -297,49 +259,58 @@ def test_bad_input_raises_invalid_argument(masters: RedisMasters) -> None:
                 redlock.lock(bad)
         with pytest.raises(lockgate.InvalidArgumentError):
             redlock.lock("x", -1)
+        with pytest.raises(lockgate.InvalidArgumentError, match="entry_ttl is not a Redlock setting"):
+            redlock.lock("x", entry_ttl=1)
         with pytest.raises(lockgate.InvalidArgumentError):
             redlock.lock("x").acquire(timeout=-1)
         with redlock.lock("extend-too-long", 0.5).acquire(timeout=FIRST) as lease:
             with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
                 lease.extend(MAX_LEASE + 1)
             assert lease.is_held
+        # What a Redlock cannot do is UNSUPPORTED when the handle is made, naming the backend.
+        for make in (
+            lambda: redlock.semaphore("s", 2),
+            lambda: redlock.read_write_lock("rw"),
+            lambda: redlock.election("e"),
+            lambda: redlock.lock("r", reentrant=True),
+        ):
+            with pytest.raises(lockgate.UnsupportedError, match="Redlock") as u:
+                make()
+            assert u.value.code == "UNSUPPORTED" and u.value.retryable is False
+            assert isinstance(u.value, lockgate.LockError)
 
 
 def test_lease_none_defaults_to_a_renewed_lease_within_max_lease(masters: RedisMasters) -> None:
-    with lockgate.Redlock(masters.urls, **SETTINGS) as redlock:
+    with lockgate.Client(masters.url, **SETTINGS) as redlock:
         lock = redlock.lock("default")
         assert (lock.lease, lock.renew) == (MAX_LEASE, True)
         assert "lease=1.0 renew=True" in repr(lock)
-    big = lockgate.aio.Redlock(masters.urls, max_lease=120)
+    big = lockgate.aio.Client(masters.url, max_lease=120)
     assert (big.lock("d").lease, big.lock("d").renew) == (30.0, True)
 
 
 def test_urls_hide_passwords() -> None:
-    redlock = lockgate.aio.Redlock(
-        ["redis://app:s3cret-pw@127.0.0.1:1", "redis://:other-pw@127.0.0.1:2/3", "redis://127.0.0.1:3"]
-    )
-    assert (redlock.masters, redlock.quorum) == (3, 2)
-    for text in (repr(redlock), *redlock.urls):
-        assert "s3cret-pw" not in text and "other-pw" not in text
-    assert "***" in redlock.urls[0]
+    redlock = lockgate.aio.Client("redlock://app:s3cret-pw@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/3")
+    for text in (repr(redlock), redlock.url):
+        assert "s3cret-pw" not in text and "***" in text, text
 
     async def unreachable() -> None:
         with pytest.raises(lockgate.LockConnectionError) as e:
             await redlock.connect()
-        assert "s3cret-pw" not in str(e.value) and "other-pw" not in str(e.value)
+        assert "s3cret-pw" not in str(e.value)
 
     run(unreachable)
 
 
 def test_asyncio(masters: RedisMasters) -> None:
     async def main() -> None:
-        async with lockgate.aio.Redlock(masters.urls, **SETTINGS) as a:
-            b = lockgate.aio.Redlock(masters.urls, **SETTINGS)
-            assert (a.masters, a.quorum, a.max_lease) == (5, 3, MAX_LEASE)
+        async with lockgate.aio.Client(masters.url, **SETTINGS) as a:
+            b = lockgate.aio.Client(masters.url, **SETTINGS)
+            assert a.capabilities == b.capabilities and not a.capabilities["fencing"]
             lock = a.lock("aio", 0.8)
             async with lock.acquire(timeout=FIRST) as lease:
                 assert lease.is_held and len(masters.holders("aio")) == 5
-                assert not hasattr(lease, "fencing_token")
+                assert lease.fencing_token is None
                 assert await b.lock("aio").try_acquire() is None
                 with pytest.raises(lockgate.LockTimeoutError):
                     await b.lock("aio").acquire(timeout=0.3)
@@ -381,7 +352,10 @@ def test_asyncio(masters: RedisMasters) -> None:
             with pytest.raises(lockgate.InvalidArgumentError):
                 a.lock("")
             with pytest.raises(lockgate.InvalidArgumentError, match="max_lease"):
-                await a.lock("too-long", MAX_LEASE + 1).try_acquire()
+                a.lock("too-long", MAX_LEASE + 1)
+            # Not connected yet: what a Redlock cannot do is refused at the first await.
+            with pytest.raises(lockgate.UnsupportedError):
+                await lockgate.aio.Client(masters.url, **SETTINGS).semaphore("s", 2).try_acquire()
             await b.close()
             with pytest.raises(lockgate.ClientClosedError):
                 await b.lock("aio").try_acquire()

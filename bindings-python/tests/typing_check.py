@@ -1,16 +1,17 @@
 """Type-checked by `mypy --strict` in ci.sh test: the stubs describe how the API is used."""
 
 import asyncio
+from typing import Optional
 import lockgate
 import lockgate.aio
 
-def sync_use(url: str) -> int:
+def sync_use(url: str) -> Optional[int]:
     with lockgate.Client(url, key_prefix="x:") as client:
         lock = client.lock("a", 5.0, renew=True, timeout=3)
         with lock.acquire(timeout=5) as lease:
             lease.extend(10)
             lease.on_lost(lambda e: print(e.code))
-            t: int = lease.fencing_token
+            t: Optional[int] = lease.fencing_token
         maybe = lock.try_acquire()
         if maybe is not None:
             ok: bool = maybe.release()
@@ -18,7 +19,7 @@ def sync_use(url: str) -> int:
             print(l2.remaining)
         return t
 
-async def async_use(url: str) -> int:
+async def async_use(url: str) -> Optional[int]:
     async with lockgate.aio.Client(url) as client:
         lock = client.lock("a")
         async with lock.acquire(timeout=5) as lease:
@@ -35,10 +36,10 @@ def primitives(client: lockgate.Client) -> int:
     sem: lockgate.Semaphore = client.semaphore("pool", 3, timeout=5)
     n: int = sem.permits
     with sem.acquire(timeout=1) as permit:
-        n += permit.fencing_token
+        n += permit.fencing_token or 0
     rw = client.read_write_lock("doc", writers_first=False, reentrant=True)
     with rw.read_lock, rw.write_lock.acquire(timeout=1) as w:
-        n += w.fencing_token
+        n += w.fencing_token or 0
     election = client.election("leader", 10.0, renew=True)
     with election.campaign("node-a", timeout=5) as leadership:
         info = election.observe()
@@ -53,13 +54,13 @@ def primitives(client: lockgate.Client) -> int:
     re = client.lock("re", reentrant=True)
     with re, re:
         pass
-    return n + leadership.fencing_token
+    return n + (leadership.fencing_token or 0)
 
 
 async def async_primitives(client: lockgate.aio.Client) -> int:
     sem: lockgate.aio.Semaphore = client.semaphore("pool", 3)
     async with sem.acquire(timeout=1) as permit:
-        n = permit.fencing_token + sem.permits
+        n = (permit.fencing_token or 0) + sem.permits
     rw = client.read_write_lock("doc")
     async with rw.read_lock:
         pass
@@ -73,7 +74,7 @@ async def async_primitives(client: lockgate.aio.Client) -> int:
     lead = await election.campaign("node-a", timeout=3)
     reason = await lead.lost()
     maybe = await election.try_campaign("x")
-    return n + leadership.fencing_token + (0 if reason is None or maybe is None else 1)
+    return n + (leadership.fencing_token or 0) + (0 if reason is None or maybe is None else 1)
 
 
 def errors(client: lockgate.Client) -> None:
@@ -97,32 +98,38 @@ def deployments(url: str) -> None:
     lockgate.aio.Client(url, cluster=False, replica_acks=2)
 
 
-def redlock(urls: list[str]) -> float:
-    with lockgate.Redlock(urls, max_lease=10, node_timeout=0.05, drift_factor=0.01) as rl:
-        n: int = rl.masters + rl.quorum
-        lock: lockgate.RedlockLock = rl.lock("a", 5.0, renew=True, timeout=3)
+def redlock(masters: str) -> float:
+    # One client family for every backend: a Redlock is a URL, its settings are keywords.
+    with lockgate.Client(f"redlock://{masters}", max_lease=10, node_timeout=0.05, drift_factor=0.01) as rl:
+        caps: dict[str, bool] = rl.capabilities
+        lock: lockgate.Lock = rl.lock("a", 5.0, renew=True, timeout=3)
         with lock.acquire(timeout=5) as lease:
             lease.extend(5)
             lease.on_lost(lambda e: print(e.code))
             left = lease.remaining
+            token: Optional[int] = lease.fencing_token
         maybe = lock.try_acquire()
         if maybe is not None:
             ok: bool = maybe.release()
         with lock as held:
-            print(held.is_held, held.lost_reason)
-        return (left or 0.0) + n + rl.max_lease
+            print(held.is_held, held.lost_reason, token, caps["fencing"])
+        return left or 0.0
 
 
-async def async_redlock(urls: tuple[str, ...]) -> bool:
-    async with lockgate.aio.Redlock(urls, retry_delay=0.1, retry_jitter=0.1) as rl:
-        lock: lockgate.aio.RedlockLock = rl.lock("a")
+async def async_redlock(masters: str) -> bool:
+    async with lockgate.aio.Client(f"rediss+redlock://{masters}", retry_delay=0.1, retry_jitter=0.1) as rl:
+        lock: lockgate.aio.Lock = rl.lock("a")
         async with lock.acquire(timeout=5) as lease:
             await lease.extend(3)
             reason = await lease.lost()
             if reason is not None:
                 print(reason.retryable)
-        again: lockgate.aio.RedlockLease = await lock.acquire()
+        again: lockgate.aio.Lease = await lock.acquire()
         maybe = await lock.try_acquire()
         async with lock as l2:
             print(l2.remaining)
+        try:
+            rl.semaphore("s", 2)
+        except lockgate.UnsupportedError as e:
+            print(e.code)
         return await again.release() and maybe is None

@@ -8,14 +8,11 @@ Blocking API::
     with client.lock("invoice:42").acquire(timeout=5) as lease:
         charge(invoice, fencing_token=lease.fencing_token)
 
-Besides the mutex (``client.lock(name, reentrant=False)``): counting semaphores
-(``client.semaphore(name, permits)``), read-write locks (``client.read_write_lock(name)``, with
-``.read_lock`` and ``.write_lock``) and leader elections (``client.election(name)``, with
-``campaign(value)`` and ``observe()``). Every grant is a :class:`Lease`.
-
-Redlock over N independent masters (``lockgate.Redlock(urls)``, then ``.lock(name)``): a lock
-that survives the loss of a minority of them; its grants are :class:`RedlockLease` objects,
-which carry no fencing token (PROTOCOL.md §8).
+One :class:`Client` for every backend, picked by the URL's scheme: ``redis://``, ``rediss://``,
+``redis+cluster://``, ``redlock://host1:port,host2:port,host3:port`` (``client.capabilities``
+says what it offers). Besides the mutex (``client.lock(name, reentrant=False)``): semaphores
+(``client.semaphore(name, permits)``), read-write locks (``client.read_write_lock(name)``) and
+leader elections (``client.election(name)``). Every grant is a :class:`Lease`.
 
 asyncio API: :mod:`lockgate.aio` (``lockgate.aio.Client``). Durations are seconds (floats).
 Errors derive from :class:`LockError` and carry ``.code`` and ``.retryable``.
@@ -40,10 +37,8 @@ from ._lockgate import (
     NotHeldError,
     ProtocolError,
     ReadWriteLock,
-    Redlock,
-    RedlockLease,
-    RedlockLock,
     Semaphore,
+    UnsupportedError,
     __version__,
     _close_all,
 )
@@ -70,10 +65,8 @@ __all__ = [
     "NotHeldError",
     "ProtocolError",
     "ReadWriteLock",
-    "Redlock",
-    "RedlockLease",
-    "RedlockLock",
     "Semaphore",
+    "UnsupportedError",
     "__version__",
     "aio",
 ]

@@ -1,0 +1,256 @@
+//! `lockgate.Client` and `lockgate.aio.Client`: one client class per API for every backend
+//! (the URL's scheme picks it), and what the two share, the factories of lock handles.
+
+use std::sync::Arc;
+
+use lockgate_core::Primitive;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::PyClassInitializer;
+
+use crate::connection::Connection;
+use crate::convert::{client_options, lock_options, py_repr, Permits, Secs, Text};
+use crate::election::{AsyncElection, Election, ElectionSpec};
+use crate::errors::IntoPyResult;
+use crate::lock::{AsyncLock, AsyncSemaphore, Lock, LockSpec, Semaphore};
+use crate::read_write_lock::{self, AsyncReadWriteLock, ReadWriteLock};
+use crate::runtime::{block_on, Api};
+
+/// What both APIs' clients offer: lock handles of every kind, and closing.
+#[pyclass(frozen, subclass, module = "lockgate._lockgate", name = "_ClientBase")]
+pub struct ClientBase {
+    conn: Arc<Connection>,
+}
+
+impl ClientBase {
+    fn new(
+        py: Python<'_>,
+        url: Text,
+        options: Option<&Bound<'_, PyDict>>,
+        api: Api,
+    ) -> PyResult<(PyClassInitializer<Self>, Arc<Connection>)> {
+        let (options, shown) = client_options(py, &url.0, options)?;
+        let conn = Connection::new(options, shown, api);
+        Ok((PyClassInitializer::from(ClientBase { conn: conn.clone() }), conn))
+    }
+
+    /// A lock handle of this client's API over `spec`.
+    fn handle(&self, py: Python<'_>, spec: Arc<LockSpec>) -> PyResult<Py<PyAny>> {
+        Ok(match self.conn.api {
+            Api::Blocking => Py::new(py, Lock::init(spec))?.into_any(),
+            Api::Asyncio => Py::new(py, AsyncLock::init(spec))?.into_any(),
+        })
+    }
+}
+
+#[pymethods]
+impl ClientBase {
+    /// A distributed mutex named ``name``. ``lease=None``: the backend's renewed lease (30 s,
+    /// renewed by a watchdog until released); a number of seconds: a fixed lease that frees the
+    /// lock by itself, renewed only with ``renew=True``. ``timeout`` is the default wait of
+    /// ``acquire`` and ``with lock:`` (``None``: until acquired); ``entry_ttl`` bounds how long
+    /// a crashed waiter's queue entry delays others. ``reentrant=True``: acquiring again through
+    /// this handle while it holds the lock adds a hold (same fencing token) instead of waiting.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: Text,
+        lease: Option<Secs>,
+        renew: Option<bool>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
+        reentrant: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        self.handle(py, LockSpec::new(py, &self.conn, &name.0, Primitive::Mutex, reentrant, options)?)
+    }
+
+    /// A counting semaphore named ``name``: at most ``permits`` (1 to 1,000,000; the same for
+    /// every client of the name) leases at once. Each ``acquire`` takes one permit as a lease;
+    /// a crashed holder's permit returns within one lease. Other arguments as for :meth:`lock`.
+    #[pyo3(signature = (name, permits, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn semaphore(
+        &self,
+        py: Python<'_>,
+        name: Text,
+        permits: Permits,
+        lease: Option<Secs>,
+        renew: Option<bool>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        let spec = LockSpec::new(py, &self.conn, &name.0, Primitive::Semaphore { permits: permits.0 }, false, options)?;
+        Ok(match self.conn.api {
+            Api::Blocking => Py::new(py, Semaphore::init(spec, permits.0))?.into_any(),
+            Api::Asyncio => Py::new(py, AsyncSemaphore::init(spec, permits.0))?.into_any(),
+        })
+    }
+
+    /// A read-write lock named ``name``: many readers (``.read_lock``) or one writer
+    /// (``.write_lock``). ``writers_first=True``: a queued writer blocks readers arriving after
+    /// it (writers never starve); ``False`` lets readers pass queued writers. ``reentrant``
+    /// applies to both halves; other arguments as for :meth:`lock`.
+    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, writers_first=true, reentrant=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn read_write_lock(
+        &self,
+        py: Python<'_>,
+        name: Text,
+        lease: Option<Secs>,
+        renew: Option<bool>,
+        timeout: Option<Secs>,
+        entry_ttl: Option<Secs>,
+        writers_first: bool,
+        reentrant: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        let read =
+            LockSpec::new(py, &self.conn, &name.0, Primitive::Read { writers_first }, reentrant, options.clone())?;
+        let write = LockSpec::new(py, &self.conn, &name.0, Primitive::Write, reentrant, options)?;
+        let base =
+            read_write_lock::base(self.handle(py, read)?, self.handle(py, write)?, &name.0, writers_first, reentrant);
+        Ok(match self.conn.api {
+            Api::Blocking => Py::new(py, base.add_subclass(ReadWriteLock {}))?.into_any(),
+            Api::Asyncio => Py::new(py, base.add_subclass(AsyncReadWriteLock {}))?.into_any(),
+        })
+    }
+
+    /// A leader election named ``name``: ``campaign(value)`` waits to lead and returns the
+    /// leadership lease (its fencing token is the term); ``observe()`` shows the leader.
+    /// ``lease`` bounds how long a crashed leader keeps leading; other arguments as for
+    /// :meth:`lock`.
+    #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None))]
+    fn election(
+        &self,
+        py: Python<'_>,
+        name: Text,
+        lease: Option<Secs>,
+        renew: Option<bool>,
+        entry_ttl: Option<Secs>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = lock_options(py, &self.conn, lease, renew, None, entry_ttl)?;
+        let spec = ElectionSpec::new(py, &self.conn, &name.0, options)?;
+        Ok(match self.conn.api {
+            Api::Blocking => Py::new(py, Election::init(spec))?.into_any(),
+            Api::Asyncio => Py::new(py, AsyncElection::init(spec))?.into_any(),
+        })
+    }
+
+    /// Releases every lease and cancels every wait of this client (awaitable in
+    /// ``lockgate.aio``); further calls on it, its locks and leases raise
+    /// :class:`lockgate.ClientClosedError`.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let conn = self.conn.clone();
+        conn.api.run(py, async move { conn.close().await.map(|()| None::<()>) })
+    }
+
+    /// The URL with passwords replaced by ``***``.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.conn.url
+    }
+
+    /// The prefix of every key and channel this client uses.
+    #[getter]
+    fn key_prefix(&self) -> &str {
+        &self.conn.options.key_prefix
+    }
+
+    /// What this client's backend can do, by name (``fencing``, ``fifo``, ``semaphore``,
+    /// ``read_write``, ``election``, ``observe``, ``reentrant``, ``replica_acks``): a handle
+    /// needing something it lacks raises :class:`lockgate.UnsupportedError`.
+    #[getter]
+    fn capabilities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let caps = self.conn.options.capabilities().py(py)?;
+        let dict = PyDict::new(py);
+        for (name, offered) in caps.pairs() {
+            dict.set_item(name, offered)?;
+        }
+        Ok(dict)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let (py, conn, cls) = (slf.py(), &slf.get().conn, slf.get_type());
+        let (url, prefix) = (py_repr(py, &conn.url)?, py_repr(py, &conn.options.key_prefix)?);
+        Ok(format!("<{}.{} url={url} key_prefix={prefix}>", cls.module()?, cls.qualname()?))
+    }
+}
+
+/// A client of one lock service, shared by every lock made from it: ``Client(url,
+/// **options)`` connects at once. The URL's scheme picks the backend: ``redis://`` /
+/// ``rediss://`` (one server; ``cluster=True`` or ``redis+cluster://``: a Redis Cluster seed
+/// node), ``redlock://host1:port,host2:port,...`` (a majority of independent masters). The
+/// options are the backend's, by keyword, checked by lockgate's core (:class:`InvalidArgumentError`
+/// before connecting). Use it as a context manager, or :meth:`close` it, to release every
+/// lease it still holds. One client per process is enough.
+#[pyclass(frozen, extends = ClientBase, module = "lockgate")]
+pub struct Client {}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (url, **options))]
+    fn new(py: Python<'_>, url: Text, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
+        let (base, conn) = ClientBase::new(py, url, options, Api::Blocking)?;
+        block_on(py, async move { conn.client().await.map(drop) })?;
+        Ok(base.add_subclass(Client {}))
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type, _exc=None, _tb=None))]
+    fn __exit__(
+        slf: &Bound<'_, Self>,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        slf.call_method0("close").map(drop)
+    }
+}
+
+/// The asyncio client: ``lockgate.aio.Client(url, **options)`` takes the arguments of
+/// :class:`lockgate.Client`; the constructor only validates, and the connection is made by
+/// ``async with``, :meth:`connect`, or on first use. ``async with`` (or :meth:`close`)
+/// releases every lease it still holds on exit.
+#[pyclass(frozen, extends = ClientBase, module = "lockgate.aio", name = "Client")]
+pub struct AsyncClient {
+    conn: Arc<Connection>,
+}
+
+#[pymethods]
+impl AsyncClient {
+    #[new]
+    #[pyo3(signature = (url, **options))]
+    fn new(py: Python<'_>, url: Text, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
+        let (base, conn) = ClientBase::new(py, url, options, Api::Asyncio)?;
+        Ok(base.add_subclass(AsyncClient { conn }))
+    }
+
+    /// Connects now (otherwise the first operation does); raises the connection's error.
+    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let conn = self.conn.clone();
+        Api::Asyncio.run(py, async move { conn.client().await.map(|_| None::<()>) })
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let (conn, me) = (slf.get().conn.clone(), slf.clone().unbind());
+        Api::Asyncio.run(slf.py(), async move { conn.client().await.map(|_| me) })
+    }
+
+    #[pyo3(signature = (_exc_type, _exc=None, _tb=None))]
+    fn __aexit__<'py>(
+        slf: &Bound<'py, Self>,
+        _exc_type: Option<&Bound<'py, PyAny>>,
+        _exc: Option<&Bound<'py, PyAny>>,
+        _tb: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.call_method0("close")
+    }
+}

@@ -1,0 +1,111 @@
+//! The core client behind every Python client, connected at once (sync) or on first use
+//! (asyncio), and the registry that closes the live ones at exit.
+//!
+//! A lease still held when the interpreter exits, or a wait abandoned by the Ctrl-C that ends
+//! the program, must reach the server before the process is gone: otherwise the lock stays
+//! held until its lease runs out. `lockgate/__init__.py` registers [`_close_all`] with
+//! `atexit`; it closes every connection some handle (client, lock or lease) still references.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use lockgate_core::{Error, ErrorKind};
+use pyo3::prelude::*;
+use tokio::sync::OnceCell;
+
+use crate::runtime::{block_on, runtime, Api, Owner};
+use lockgate_core::native::{Client, ClientOptions};
+
+/// Longest time the exit hook waits for every client to close.
+const EXIT_GRACE: Duration = Duration::from_secs(3);
+
+static LIVE: Mutex<Vec<Weak<Connection>>> = Mutex::new(Vec::new());
+
+/// One core client of one Python client, shared by its locks and leases.
+pub(crate) struct Connection {
+    /// Validated; what the client shows before it is connected (URL, prefix, capabilities).
+    pub(crate) options: ClientOptions,
+    /// The URL with passwords redacted.
+    pub(crate) url: String,
+    /// The Python API of the client and of everything made from it.
+    pub(crate) api: Api,
+    pub(crate) owner: Owner,
+    client: OnceCell<Client>,
+    closed: AtomicBool,
+}
+
+impl Connection {
+    /// A connection made on first use (`options` validated), registered for the exit hook.
+    pub(crate) fn new(options: ClientOptions, url: String, api: Api) -> Arc<Self> {
+        let conn = Arc::new(Connection {
+            options,
+            url,
+            api,
+            owner: Owner::current(),
+            client: OnceCell::new(),
+            closed: AtomicBool::new(false),
+        });
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&conn));
+        conn
+    }
+
+    /// The connected core client (connecting now on first use); `CLOSED` once closed or in
+    /// another process than the one that made it.
+    pub(crate) async fn client(&self) -> Result<Client, Error> {
+        self.owner.check()?;
+        let closed = || Error::new(ErrorKind::Closed, "the client is closed");
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        let client = self.client.get_or_try_init(|| self.options.clone().connect()).await?.clone();
+        if self.closed.load(Ordering::Acquire) {
+            client.close().await; // closed while this call was connecting
+            return Err(closed());
+        }
+        Ok(client)
+    }
+
+    /// The core client if it is connected already.
+    pub(crate) fn connected(&self) -> Option<&Client> {
+        self.client.get()
+    }
+
+    /// Releases every lease and cancels every wait; later calls fail with `CLOSED`.
+    pub(crate) async fn close(&self) -> Result<(), Error> {
+        self.closed.store(true, Ordering::Release);
+        if let (Ok(()), Some(c)) = (self.owner.check(), self.client.get()) {
+            c.close().await;
+        }
+        Ok(())
+    }
+}
+
+/// Closes every client of this process that some handle still references (the exit hook).
+#[pyfunction]
+pub(crate) fn _close_all(py: Python<'_>) -> PyResult<()> {
+    let me = Owner::current();
+    let tasks: Vec<_> = LIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|c| c.owner.same(me))
+        .map(|c| runtime().spawn(async move { c.close().await }))
+        .collect();
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    block_on(py, async move {
+        let _ = tokio::time::timeout(EXIT_GRACE, futures_join(tasks)).await;
+        Ok(())
+    })
+}
+
+async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Result<(), Error>>>) {
+    for t in tasks {
+        let _ = t.await;
+    }
+}
