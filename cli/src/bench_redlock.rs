@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::{Client, RedlockOptions};
-use lockgate_core::redlock::RedlockConfig;
+use lockgate_core::connect::{redlock_url, OptionValue, Spelling};
+use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::LockOptions;
 
 /// The deployment's max lease for the benchmark: short, so fresh masters grant after ~3 s.
@@ -20,8 +20,9 @@ pub async fn run(masters: &[String], pairs: u64) -> Result<String, String> {
     let mutex = single.lock("bench-redlock-single", LockOptions::fixed_lease(MAX_LEASE)).map_err(|e| e.to_string())?;
     let mut redlocks = Vec::new();
     for n in [3usize, 5] {
-        let mut o = RedlockOptions::new(masters[..n].iter().cloned());
-        o.config = RedlockConfig { max_lease: MAX_LEASE, ..RedlockConfig::default() };
+        // The same Client as the single-instance mutex, from a redlock:// URL.
+        let mut o = ClientOptions::new(redlock_url(&masters[..n]).map_err(|e| e.to_string())?);
+        o.set("max_lease", OptionValue::Number(MAX_LEASE.as_secs_f64()), &Spelling::RUST).map_err(|e| e.to_string())?;
         let rl = o.connect().await.map_err(|e| e.to_string())?;
         let lock = rl.lock("bench-redlock", LockOptions::fixed_lease(MAX_LEASE)).map_err(|e| e.to_string())?;
         // Fresh masters grant nothing for max_lease + 1 s (the delayed-restart rule).

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lockgate_core::native::{Redlock, RedlockOptions};
+use lockgate_core::connect::redlock_url;
+use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::redis::redlock::key;
-use lockgate_core::redlock::RedlockConfig;
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
 use support::RedisServer;
@@ -27,15 +27,13 @@ fn urls(servers: &[RedisServer]) -> Vec<String> {
     servers.iter().map(|s| s.url()).collect()
 }
 
-fn options(servers: &[RedisServer]) -> RedlockOptions {
-    let mut o = RedlockOptions::new(urls(servers));
-    o.config = RedlockConfig {
-        max_lease: MAX_LEASE,
-        node_timeout: Duration::from_millis(200),
-        retry_delay: Duration::from_millis(10),
-        retry_jitter: Duration::from_millis(30),
-        ..RedlockConfig::default()
-    };
+/// A `redlock://` client over `servers` (the one client family; Redlock settings are options).
+fn options(servers: &[RedisServer]) -> ClientOptions {
+    let mut o = ClientOptions::new(redlock_url(&urls(servers)).unwrap());
+    o.max_lease = Some(MAX_LEASE);
+    o.node_timeout = Some(Duration::from_millis(200));
+    o.retry_delay = Some(Duration::from_millis(10));
+    o.retry_jitter = Some(Duration::from_millis(30));
     o.response_timeout = Duration::from_secs(2);
     o.connect_timeout = Duration::from_secs(1);
     o
@@ -85,7 +83,7 @@ async fn past_restart_rule(urls: Vec<String>) {
 async fn two_of_five_down_still_grants_three_down_fails_cleanly() {
     let mut servers = masters(5);
     let rl = options(&servers).connect().await.unwrap();
-    assert_eq!(rl.masters(), (5, 3));
+    assert_eq!((rl.server_urls().len(), rl.redlock_config().unwrap().masters), (5, 5));
     let lock = rl.lock("orders", LockOptions::fixed_lease(MAX_LEASE)).unwrap();
     // Fresh masters refuse grants for max_lease + 1 s: the first acquire waits that out.
     let lease = lock.acquire(STARTUP).await.unwrap();
@@ -122,7 +120,7 @@ async fn replies_held_past_the_validity_never_grant() {
     let servers = masters(3);
     let mut o = options(&servers);
     // Wait for late answers instead of timing them out, so they reach the validity check.
-    o.config.node_timeout = Duration::from_secs(3);
+    o.node_timeout = Some(Duration::from_secs(3));
     let rl = o.connect().await.unwrap();
     let lock = rl.lock("late", LockOptions::fixed_lease(Duration::from_millis(300))).unwrap();
     lock.acquire(STARTUP).await.unwrap().release().await.unwrap();
@@ -295,23 +293,24 @@ async fn eight_clients_lose_no_update_while_masters_die_and_restart() {
 #[tokio::test]
 async fn bad_input_is_rejected_before_connecting() {
     let server = RedisServer::start();
-    for urls in [vec![], vec![server.url(), server.url()], vec!["http://x".to_string()]] {
-        let e = RedlockOptions::new(urls.clone()).connect().await.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{urls:?}");
+    let host = server.url().trim_start_matches("redis://").trim_end_matches('/').to_string();
+    for url in ["redlock://".to_string(), format!("redlock://{host},{host}"), "http://x".to_string()] {
+        let e = Client::connect(&url).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{url}");
     }
-    let mut o = RedlockOptions::new([server.url()]);
-    o.config.max_lease = Duration::from_secs(5);
+    let mut o = ClientOptions::new(format!("redlock://{host}"));
+    o.max_lease = Some(Duration::from_secs(5));
     let rl = o.connect().await.unwrap();
     let e = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(6))).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     let lock = rl.lock("x", LockOptions::fixed_lease(Duration::from_secs(5))).unwrap();
-    assert_eq!(lock.options().lease, rl.max_lease());
+    assert_eq!(lock.options().lease, rl.redlock_config().unwrap().max_lease);
     let e = lock.try_acquire().await.unwrap_err(); // a fresh master grants nothing yet
     assert_eq!(e.kind(), ErrorKind::Connection);
     assert!(e.message().contains("1 restarted less than max_lease ago"), "{}", e.message());
     assert!(rl.lock("", LockOptions::default()).is_err());
     // Every master unreachable: a clear connection error, with no password in it.
-    let e = Redlock::connect(["redis://:secret@127.0.0.1:1"]).await.unwrap_err();
+    let e = Client::connect("redlock://:secret@127.0.0.1:1").await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connection);
     assert!(!e.message().contains("secret"));
 }
