@@ -1,8 +1,16 @@
 //! lockgate-core: distributed-lock protocols as an I/O-agnostic engine, plus a native tokio
-//! driver for Redis (feature `tokio`, on by default).
+//! driver (feature `tokio`, on by default).
 //!
 //! The [`engine::Engine`] decides; drivers move bytes and keep time. The same engine runs
-//! natively under tokio ([`native`]) and as WebAssembly in Node with JavaScript doing the I/O.
+//! natively under tokio (`native`) and as WebAssembly in Node with JavaScript doing the I/O.
+//!
+//! One client for every backend: a URL's scheme picks it (`redis://`, `redis+cluster://`,
+//! `redlock://h1,h2,h3`, see [`connect::Target`]); [`connect::ClientOptions`] holds every
+//! setting with its defaults and rules, set by a binding's own option names through
+//! [`connect::ClientOptions::set`]; [`Capabilities`] says what the backend can do, and a handle
+//! needing more is [`ErrorKind::Unsupported`]. The native `Client` / `Lock` / `Lease` are one
+//! family for all of them (`Lease::fencing_token` is `None` where the backend has no fencing).
+//! The repository README's "For binding authors" section lists the keys per binding.
 #![warn(missing_docs)]
 
 pub mod capabilities;
