@@ -1,43 +1,39 @@
 package io.lockgate;
 
-import io.lockgate.internal.ffi.NativeClientOptions;
-import java.nio.charset.StandardCharsets;
+import io.lockgate.internal.ffi.NativeOptionValue;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
- * How a {@link LockgateClient} connects. Immutable; unset fields take the core's defaults
- * (key prefix {@code "lockgate:"}, 5 s connect and response timeouts, the system's TLS roots,
- * a single server without replica acknowledgements).
+ * How a {@link LockgateClient} connects, for every backend: options by name, each handed to the
+ * core as given; the core checks names, types and ranges and applies its defaults, with
+ * messages in these names. A backend's own options are {@link Builder#set(String, Object)}.
  *
- * <p>Deployment modes beyond one server:
  * <pre>{@code
- * // A Redis Cluster: the URL is any one node; every lock's keys share a slot.
- * ClientOptions.builder().cluster(true).build();
+ * ClientOptions.builder().keyPrefix("app:").connectTimeout(Duration.ofSeconds(2)).build();
  * // A primary with replicas: a grant counts only once WAIT confirms it on 1 replica within 200 ms.
  * ClientOptions.builder().replicaAcks(1, Duration.ofMillis(200)).build();
+ * // A Redlock deployment ("redlock://m1:6379,m2:6379,m3:6379"): its longest lease.
+ * ClientOptions.builder().set("maxLease", Duration.ofSeconds(10)).build();
  * }</pre>
+ *
+ * <p>Names (an unknown one is a {@link LockInvalidArgumentException} listing them all):
+ * {@code keyPrefix}, {@code tlsCaPem}, {@code connectTimeout}, {@code responseTimeout},
+ * {@code replicaAcks}, {@code replicaAckTimeout}; Redlock: {@code maxLease}, {@code nodeTimeout},
+ * {@code retryDelay}, {@code retryJitter}, {@code driftFactor}, {@code driftFixed}.
  */
 public final class ClientOptions {
     private static final ClientOptions DEFAULTS = new Builder().build();
 
-    private final String keyPrefix;
-    private final byte[] tlsCaPem;
-    private final Duration connectTimeout;
-    private final Duration responseTimeout;
-    private final boolean cluster;
-    private final Integer replicaAcks;
-    private final Duration replicaAckTimeout;
+    private final Map<String, Object> values;
 
-    private ClientOptions(Builder b) {
-        this.keyPrefix = b.keyPrefix;
-        this.tlsCaPem = b.tlsCaPem == null ? null : b.tlsCaPem.clone();
-        this.connectTimeout = b.connectTimeout;
-        this.responseTimeout = b.responseTimeout;
-        this.cluster = b.cluster;
-        this.replicaAcks = b.replicaAcks;
-        this.replicaAckTimeout = b.replicaAckTimeout;
+    private ClientOptions(Map<String, Object> values) {
+        this.values = Collections.unmodifiableMap(new LinkedHashMap<>(values));
     }
 
+    /** No option set: the core's defaults. */
     public static ClientOptions defaults() {
         return DEFAULTS;
     }
@@ -46,103 +42,95 @@ public final class ClientOptions {
         return new Builder();
     }
 
-    NativeClientOptions toNative() {
-        return new NativeClientOptions(
-            keyPrefix,
-            tlsCaPem == null ? null : tlsCaPem.clone(),
-            Futures.secsOrNull(connectTimeout),
-            Futures.secsOrNull(responseTimeout),
-            cluster,
-            replicaAcks == null ? null : replicaAcks.longValue(),
-            Futures.secsOrNull(replicaAckTimeout));
+    /** The options as set, by name (byte arrays are copies). */
+    public Map<String, Object> values() {
+        return values;
     }
 
+    /** The options as the native layer takes them: each value typed, durations in seconds. */
+    Map<String, NativeOptionValue> toNative() {
+        Map<String, NativeOptionValue> out = new LinkedHashMap<>();
+        values.forEach((k, v) -> out.put(k, nativeValue(k, v)));
+        return out;
+    }
+
+    private static NativeOptionValue nativeValue(String name, Object v) {
+        if (v == null) {
+            return NativeOptionValue.Unset.INSTANCE;
+        } else if (v instanceof Boolean b) {
+            return new NativeOptionValue.Flag(b);
+        } else if (v instanceof Integer || v instanceof Long || v instanceof Short) {
+            return new NativeOptionValue.Whole(((Number) v).longValue());
+        } else if (v instanceof Number n) {
+            return new NativeOptionValue.Real(n.doubleValue());
+        } else if (v instanceof Duration d) {
+            return new NativeOptionValue.Real(Futures.secs(d));
+        } else if (v instanceof String s) {
+            return new NativeOptionValue.Text(s);
+        } else if (v instanceof byte[] b) {
+            return new NativeOptionValue.Bytes(b.clone());
+        }
+        throw new LockInvalidArgumentException(name + " must be a Boolean, a number, a Duration, a String or bytes, got "
+            + v.getClass().getSimpleName(), false);
+    }
+
+    /** Each option set, {@code null} as {@code default} and bytes by their length. */
     @Override
     public String toString() {
-        return "ClientOptions{keyPrefix=" + (keyPrefix == null ? "default" : "'" + keyPrefix + "'")
-            + ", tlsCaPem=" + (tlsCaPem == null ? "system roots" : tlsCaPem.length + " bytes")
-            + ", connectTimeout=" + (connectTimeout == null ? "default" : connectTimeout)
-            + ", responseTimeout=" + (responseTimeout == null ? "default" : responseTimeout)
-            + ", cluster=" + cluster
-            + ", replicaAcks=" + (replicaAcks == null ? "off"
-                : replicaAcks + " within " + (replicaAckTimeout == null ? "default" : replicaAckTimeout))
-            + "}";
+        StringBuilder b = new StringBuilder("ClientOptions{");
+        values.forEach((k, v) -> b.append(b.length() > 14 ? ", " : "").append(k).append('=')
+            .append(v == null ? "default" : v instanceof byte[] a ? a.length + " bytes" : v));
+        return b.append('}').toString();
     }
 
-    /** Builds {@link ClientOptions}; {@code null} means "the core's default". */
+    /** Builds {@link ClientOptions}; an option not set (or set to {@code null}) takes the core's default. */
     public static final class Builder {
-        private String keyPrefix;
-        private byte[] tlsCaPem;
-        private Duration connectTimeout;
-        private Duration responseTimeout;
-        private boolean cluster;
-        private Integer replicaAcks;
-        private Duration replicaAckTimeout;
+        private final Map<String, Object> values = new LinkedHashMap<>();
 
         private Builder() {}
 
+        /** Sets option {@code name} to a Boolean, integer, Duration, number, String or byte[]; {@code null}: default. */
+        public Builder set(String name, Object value) {
+            values.put(java.util.Objects.requireNonNull(name, "name"), value instanceof byte[] b ? b.clone() : value);
+            return this;
+        }
+
         /** Prepended to every key and channel; clients that share locks must use the same prefix. */
         public Builder keyPrefix(String keyPrefix) {
-            this.keyPrefix = keyPrefix;
-            return this;
+            return set("keyPrefix", keyPrefix);
         }
 
         /** PEM root certificate(s) to trust for {@code rediss://} instead of the system store. */
         public Builder tlsCaPem(byte[] pem) {
-            this.tlsCaPem = pem == null ? null : pem.clone();
-            return this;
+            return set("tlsCaPem", pem);
         }
 
         /** PEM root certificate(s) as text. */
         public Builder tlsCaPem(String pem) {
-            return tlsCaPem(pem == null ? null : pem.getBytes(StandardCharsets.UTF_8));
+            return set("tlsCaPem", pem);
         }
 
-        /** Limit on establishing a connection. */
+        /** Limit on connecting: the whole connect, every attempt included, and each reconnect. */
         public Builder connectTimeout(Duration connectTimeout) {
-            this.connectTimeout = connectTimeout;
-            return this;
+            return set("connectTimeout", connectTimeout);
         }
 
-        /** Limit on one server round trip before it counts as a connection failure. */
+        /** Limit on one server round trip; a connection silent this long is replaced. */
         public Builder responseTimeout(Duration responseTimeout) {
-            this.responseTimeout = responseTimeout;
-            return this;
+            return set("responseTimeout", responseTimeout);
         }
 
         /**
-         * Treat the URL as one seed node of a Redis Cluster (default {@code false}): the client
-         * discovers the other nodes, sends each lock's scripts to the primary that owns its slot
-         * (all keys of one lock share a hash tag) and follows {@code MOVED}/{@code ASK}
-         * redirections. Every primitive works unchanged. Cannot be combined with
-         * {@link #replicaAcks(int, Duration)}.
-         */
-        public Builder cluster(boolean cluster) {
-            this.cluster = cluster;
-            return this;
-        }
-
-        /**
-         * Replica-acknowledged mode for a primary with replicas (PROTOCOL.md §4): every grant,
-         * extend and renewal is followed by {@code WAIT replicas timeout} and counts only if at
-         * least {@code replicas} replicas acknowledged it. An unconfirmed grant is undone and the
-         * acquisition fails with {@link LockConnectionException} (retryable; a waiting
-         * {@code acquire} keeps trying until its timeout). {@code WAIT} blocks the client's
-         * connection for up to {@code timeout}, which must be at least 1 ms and below the
-         * {@linkplain #responseTimeout(Duration) response timeout}; {@code null} takes 1 s.
-         * Invalid values ({@code replicas < 1}, a bad timeout, combined with
-         * {@link #cluster(boolean)}) make {@link LockgateClient#connect(String, ClientOptions)}
-         * throw {@link LockInvalidArgumentException}. This narrows, but cannot close, the window
-         * in which a failover loses a grant: replication stays asynchronous.
+         * Grants, extends and renewals count once {@code WAIT} confirms them on {@code replicas}
+         * replicas within {@code timeout} ({@code null}: the core's default), else a retryable
+         * {@link LockConnectionException} (PROTOCOL.md §4).
          */
         public Builder replicaAcks(int replicas, Duration timeout) {
-            this.replicaAcks = replicas;
-            this.replicaAckTimeout = timeout;
-            return this;
+            return set("replicaAcks", replicas).set("replicaAckTimeout", timeout);
         }
 
         public ClientOptions build() {
-            return new ClientOptions(this);
+            return new ClientOptions(values);
         }
     }
 }

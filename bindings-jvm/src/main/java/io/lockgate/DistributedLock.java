@@ -6,166 +6,274 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Supplier;
 
 /**
- * A named distributed mutex (Redis), or one half of a {@link DistributedReadWriteLock}. Waiters
- * are served in arrival order (fair, like Redisson's {@code RFairLock}) and woken by the release
- * itself, not by polling. Every grant carries a fencing token.
- *
- * <p>Two ways to use it, with different owners:
+ * A named distributed mutex on any backend, or one half of a {@link DistributedReadWriteLock}.
+ * Two ways to use it, with different owners:
  * <ul>
- *   <li><b>Leases</b> (recommended, and what async code needs): {@link #acquire(Duration)},
- *       {@link #tryAcquire()} and their async variants return a {@link Lease}, the proof of
- *       holding, to use in try-with-resources. <em>The lease (and this handle) is the owner,
- *       never a thread</em>: any thread may extend or release it. Through a non-reentrant handle
- *       that still holds a live lease, a second acquisition throws
- *       {@link LockAlreadyHeldException} at once; with
- *       {@link LockOptions.Builder#reentrant(Boolean) reentrant(true)} it returns at once with
- *       the same fencing token and one more hold, and only the last release frees the lock.</li>
- *   <li><b>{@link java.util.concurrent.locks.Lock}</b>: {@link #lock()}, {@link #tryLock()},
- *       {@link #unlock()}... <em>The thread is the owner</em>, as with {@code ReentrantLock},
- *       Redisson's {@code RLock} and Curator's {@code InterProcessMutex}: the client keeps each
- *       thread's holds by lock name, other threads wait (even when they share this object),
- *       {@code unlock()} from a thread that does not hold it throws
- *       {@link IllegalMonitorStateException}, and {@code unlock()} may go through any lock object
- *       of the same client and name. A second {@code lock()} by the holding thread re-enters if
- *       the lock was built with {@code reentrant(true)} ({@link #getHoldCount()} counts) and
- *       throws {@link LockAlreadyHeldException} otherwise.</li>
+ *   <li><b>Leases</b> (recommended; what async code needs): {@link #acquire(Duration)},
+ *       {@link #tryAcquire()} and their async variants return a {@link Lease} for
+ *       try-with-resources. <em>The lease and this handle own the hold, never a thread.</em> A
+ *       non-reentrant handle that still holds a live lease refuses another acquisition with
+ *       {@link LockAlreadyHeldException}; with {@link LockOptions.Builder#reentrant(Boolean)
+ *       reentrant(true)} it re-enters (same fencing token, one more hold).</li>
+ *   <li><b>{@link Lock}</b> ({@link #lock()}, {@link #tryLock()}, {@link #unlock()}...):
+ *       <em>the thread owns the hold</em>, as with {@code ReentrantLock}, Redisson's {@code RLock}
+ *       and Curator's {@code InterProcessMutex}. The client keeps holds per (name, kind, thread):
+ *       threads sharing this object exclude each other, {@code unlock()} from a thread that does
+ *       not hold it throws {@link IllegalMonitorStateException}, any lock object of the same
+ *       client and name unlocks, and a second {@code lock()} by the holder re-enters if
+ *       reentrant, else throws {@link LockAlreadyHeldException} (never waits for itself).</li>
  * </ul>
- *
- * <p>By default the lease is 30 s and a watchdog renews it until release; see
- * {@link LockOptions} for fixed leases and default wait limits.
+ * Where the backend queues waiters ({@code fifo}) they are served in arrival order and woken by
+ * the release; a Redlock retries after a jittered pause. See {@link LockOptions} for leases.
  */
-public final class DistributedLock extends AbstractLeaseLock<Lease> implements Lock {
+public final class DistributedLock implements Lock {
     private final NativeLock lock;
     /** Makes a fresh, non-reentrant handle: each first {@code Lock}-interface hold of a thread acquires through one. */
     private final Supplier<NativeLock> freshHandles;
-    /** {@code "mutex"}, {@code "read"}, {@code "write"} or {@code "semaphore"} (for toString). */
-    private final String kind;
+    private final String name;
+    private final LockOptions options;
+    /** The kind of hold, which also says what a blocking acquisition would wait for. */
+    private final ThreadHolds.Kind holdKind;
+    private final ThreadHolds threadHolds;
     private final OpenLeases openLeases;
 
     DistributedLock(NativeLock lock, Supplier<NativeLock> freshHandles, String name, LockOptions options,
-                    String kind, ThreadHolds.Kind holdKind, ClientState state) {
-        super(name, options, holdKind, state.threadHolds);
+                    ThreadHolds.Kind holdKind, ThreadHolds threadHolds, OpenLeases openLeases) {
         this.lock = lock;
         this.freshHandles = freshHandles;
-        this.kind = kind;
-        this.openLeases = state.openLeases;
+        this.name = name;
+        this.options = options;
+        this.holdKind = holdKind;
+        this.threadHolds = threadHolds;
+        this.openLeases = openLeases;
     }
 
-    /**
-     * Whether it re-enters (see {@link LockOptions.Builder#reentrant(Boolean)}): the lease API
-     * per handle object, the {@link Lock} interface per thread.
-     */
+    /** The lock's name. */
+    public String getName() {
+        return name;
+    }
+
+    /** The options this lock was made with. */
+    public LockOptions options() {
+        return options;
+    }
+
+    /** Whether it re-enters: the lease API per handle object, the {@link Lock} interface per thread. */
     public boolean isReentrant() {
-        return options().isReentrant();
+        return options.isReentrant();
     }
 
     // ----------------------------------------------------------------------------- leases
 
     /**
-     * Waits up to {@code timeout} for the lock and returns the lease. Throws
-     * {@link LockTimeoutException} if it stays held that long ({@code Duration.ZERO} tries
-     * once). Interrupting the waiting thread cancels the wait on the server and throws
-     * {@link InterruptedException}. Throws {@link LockAlreadyHeldException} at once instead of
-     * waiting for itself if this non-reentrant handle still holds a live lease, or if the
-     * current thread holds this lock through the {@link Lock} interface.
+     * Waits up to {@code timeout} ({@code ZERO}: one attempt) for the lease, else
+     * {@link LockTimeoutException}. An interrupt withdraws the wait and throws
+     * {@link InterruptedException}; a wait for its own hold is {@link LockAlreadyHeldException}.
      */
     public Lease acquire(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
-        checkNoSelfWait();
-        double secs = Futures.secs(timeout);
-        return wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(lock, secs, true)));
+        threadHolds.checkNoSelfWait(name, holdKind, true);
+        return acquireThrough(lock, Futures.secs(timeout));
     }
 
     /** Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever). */
     public Lease acquire() throws InterruptedException {
-        checkNoSelfWait();
-        return wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(lock, true)));
+        threadHolds.checkNoSelfWait(name, holdKind, true);
+        return acquireThrough(lock, null);
     }
 
-    /** One attempt: the lease if acquired now, empty if someone holds it or waiters are queued. */
+    /** One attempt: the lease, or empty if held or waiters are queued (a Redlock without a quorum: {@link LockConnectionException}). */
     public Optional<Lease> tryAcquire() {
-        Bridge.Grant g = Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(lock));
-        return Optional.ofNullable(g).map(this::lease);
+        return tryThrough(lock);
     }
 
-    /**
-     * {@link #acquire(Duration)} without blocking. Cancelling the future cancels the wait; a
-     * lease granted after the cancellation is released at once.
-     */
+    /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.map(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap, DistributedLock::discard);
+        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap, Lease::discard);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.map(Bridge.acquireDefault(lock), this::wrap, DistributedLock::discard);
+        return Futures.async(Bridge.acquire(lock, null), this::wrap, Lease::discard);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.map(Bridge.tryAcquire(lock), g -> Optional.ofNullable(g).map(this::lease),
-            DistributedLock::discard);
+        return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases), Lease::discard);
     }
 
     private Lease wrap(Bridge.Grant g) {
-        return Lease.granted(g, getName(), openLeases);
+        return Lease.granted(g, name, openLeases);
     }
 
-    private Lease lease(Bridge.Grant g) {
-        return new Lease(g.lease, getName(), g.fencingToken, openLeases);
+    /** Waits through {@code h} for {@code secs} ({@code null}: the default wait); interruptible. */
+    private Lease acquireThrough(NativeLock h, Double secs) throws InterruptedException {
+        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs)));
     }
 
-    private static void discard(Bridge.Grant g) {
-        Lease.discard(g);
+    private Optional<Lease> tryThrough(NativeLock h) {
+        return Lease.ifGranted(Futures.block(Bridge.tryAcquire(h)), name, openLeases);
     }
 
     // ----------------------------------------------------------------------------- Lock
-    // lock(), lockInterruptibly(), tryLock(), unlock(), getHoldCount()...: AbstractLeaseLock, on
-    // these acquisitions, each through a fresh non-reentrant handle.
+    // Each acquisition here goes through a fresh, non-reentrant native handle: a thread's hold
+    // must be its own acquisition, never a re-entry into another thread's (the reason the Lock
+    // interface does not use this object's own, possibly reentrant, handle).
 
+    /** One use of a fresh handle, freed afterwards (the lease does not need it). */
+    private interface HandleCall<T, E extends Exception> {
+        T call(NativeLock handle) throws E;
+    }
+
+    private <T, E extends Exception> T throughFreshHandle(HandleCall<T, E> acquire) throws E {
+        NativeLock h = freshHandles.get();
+        try {
+            return acquire.call(h);
+        } finally {
+            h.destroy();
+        }
+    }
+
+    /**
+     * Acquires for the current thread with the options' wait ({@link LockTimeoutException} when a
+     * set one runs out); interrupts are restored afterwards, not obeyed. Re-entry: see the class.
+     */
     @Override
-    Lease acquireUninterruptibly() {
-        return throughThreadHandle(h -> wrap(Futures.uninterruptibly(() -> Bridge.acquireDefaultBlocking(h, false))));
+    public void lock() {
+        if (!reenter()) {
+            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null)))));
+        }
     }
 
+    /** Like {@link #lock()}, but an interrupt withdraws the wait and throws {@link InterruptedException}. */
     @Override
-    Lease acquireInterruptibly() throws InterruptedException {
-        return throughThreadHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireDefaultBlocking(h, true))));
+    public void lockInterruptibly() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (!reenter()) {
+            hold(throughFreshHandle(h -> acquireThrough(h, null)));
+        }
     }
 
+    /** One attempt without waiting: {@code true} if acquired (the current thread now holds it). Re-entry as in {@link #lock()}. */
     @Override
-    Lease acquireWithin(Duration timeout) throws InterruptedException {
-        double secs = Futures.secs(timeout);
-        return throughThreadHandle(h -> wrap(Futures.interruptibly(() -> Bridge.acquireBlocking(h, secs, true))));
+    public boolean tryLock() {
+        if (reenter()) {
+            return true;
+        }
+        Optional<Lease> l = throughFreshHandle(this::tryThrough);
+        l.ifPresent(this::hold);
+        return l.isPresent();
     }
 
+    /** Waits up to {@code time} (zero or less: one attempt); {@code false} if still held then. Interruptible. */
     @Override
-    Optional<Lease> acquireOnce() {
-        return throughThreadHandle(h -> Optional.ofNullable(Futures.uninterruptibly(() -> Bridge.tryAcquireBlocking(h)))
-            .map(this::lease));
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(unit, "unit");
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (reenter()) {
+            return true;
+        }
+        double secs = Futures.secs(Duration.ofNanos(Math.max(0L, unit.toNanos(time))));
+        try {
+            hold(throughFreshHandle(h -> acquireThrough(h, secs)));
+            return true;
+        } catch (LockTimeoutException e) {
+            return false;
+        }
     }
 
-    private <T, E extends Exception> T throughThreadHandle(HandleCall<NativeLock, T, E> acquire) throws E {
-        return throughFreshHandle(freshHandles, acquire);
-    }
-
+    /**
+     * Gives back one hold of the current thread; the last releases the lock.
+     * {@link IllegalMonitorStateException} if this thread does not hold it, or if its lease was
+     * lost before the last unlock (the critical section may not have been exclusive; the cause
+     * says why).
+     */
     @Override
-    String lostBeforeUnlockMessage(Lease l) {
-        return "lock '" + getName() + "' (fencing token " + l.fencingToken() + ") had already been lost before unlock()";
+    public void unlock() {
+        ThreadHolds.Hold h = threadHolds.get(name, holdKind);
+        if (h == null) {
+            throw new IllegalMonitorStateException(holdKind.label() + " '" + name + "' is not held by the current thread");
+        }
+        if (--h.count > 0) {
+            return;
+        }
+        threadHolds.remove(name, holdKind);
+        Lease l = h.lease;
+        boolean wasHeld;
+        try {
+            wasHeld = l.release();
+        } catch (RuntimeException e) {
+            l.dispose(true); // stops renewal now; the core retries the release in the background
+            throw e;
+        }
+        l.dispose(!wasHeld);
+        if (!wasHeld) {
+            IllegalMonitorStateException e = new IllegalMonitorStateException(
+                holdKind.label() + " '" + name + "'" + l.tokenLabel() + " had already been lost before unlock()");
+            e.initCause(l.lostReason().orElseGet(
+                () -> new LockNotHeldException("the lease had expired or been taken over", false)));
+            throw e;
+        }
     }
 
-    @Override
-    String lostWithoutReason() {
-        return "the lease had expired or been taken over";
+    /** Whether the current thread holds this lock through the {@link Lock} interface and its lease is still held. */
+    public boolean isHeldByCurrentThread() {
+        ThreadHolds.Hold h = threadHolds.get(name, holdKind);
+        return h != null && h.lease.isHeld();
     }
 
-    /** Not supported: a {@link Condition} needs a monitor in this JVM, but the holder may be another process. */
+    /** The current thread's {@link Lock}-interface holds not yet unlocked, like {@code ReentrantLock.getHoldCount()}. */
+    public int getHoldCount() {
+        ThreadHolds.Hold h = threadHolds.get(name, holdKind);
+        return h == null ? 0 : h.count;
+    }
+
+    /** The current thread's lease taken through the {@link Lock} interface, if any (for its fencing token or loss signal). */
+    public Optional<Lease> currentLease() {
+        ThreadHolds.Hold h = threadHolds.get(name, holdKind);
+        return Optional.ofNullable(h == null ? null : h.lease);
+    }
+
+    /** Counts one more hold of the current thread if it holds the lock (or throws); false if it does not. */
+    private boolean reenter() {
+        ThreadHolds.Hold h = threadHolds.get(name, holdKind);
+        if (h == null) {
+            threadHolds.checkNoSelfWait(name, holdKind, false);
+            return false;
+        }
+        if (!h.lease.isHeld()) {
+            LockNotHeldException e = new LockNotHeldException(holdKind.label() + " '" + name
+                + "' was lost while the current thread held it; unlock() it first", false);
+            h.lease.lostReason().ifPresent(e::initCause);
+            throw e;
+        }
+        if (!options.isReentrant()) {
+            throw new LockAlreadyHeldException("the current thread already holds " + holdKind.label() + " '" + name
+                + "', which is not reentrant (build it with LockOptions.builder().reentrant(true) to re-enter)", false);
+        }
+        if (h.count == Integer.MAX_VALUE) {
+            throw new Error("maximum lock count exceeded"); // as ReentrantLock does
+        }
+        h.count++;
+        return true;
+    }
+
+    private void hold(Lease lease) {
+        threadHolds.put(name, holdKind, lease);
+    }
+
+    /** Unsupported: a {@link Condition} waits on a monitor in this JVM, but the holder may be another process. */
     @Override
     public Condition newCondition() {
         throw new UnsupportedOperationException("lockgate's DistributedLock does not support conditions: a Condition"
@@ -173,14 +281,9 @@ public final class DistributedLock extends AbstractLeaseLock<Lease> implements L
             + " own channel (a queue, a Redis pub/sub channel) and hold the lock only around the shared state.");
     }
 
-    /** The current thread's lease taken through the {@link Lock} interface, if any (for its fencing token or loss signal). */
-    public Optional<Lease> currentLease() {
-        return Optional.ofNullable(currentHold());
-    }
-
     @Override
     public String toString() {
-        return "DistributedLock{name=" + getName() + (kind.equals("mutex") ? "" : ", kind=" + kind)
+        return "DistributedLock{name=" + name + (holdKind == ThreadHolds.Kind.MUTEX ? "" : ", kind=" + holdKind.label())
             + (isReentrant() ? ", reentrant" : "") + ", heldByCurrentThread=" + isHeldByCurrentThread() + "}";
     }
 }

@@ -5,12 +5,10 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A named distributed counting semaphore (Redis): at most {@link #permits()} holders at once.
- * Each acquisition takes one permit as a {@link Lease}, which returns by itself if its holder
- * dies (after its lease; renewed by a watchdog while the holder lives). Waiters are served in
- * arrival order and woken by the release that makes room for them, not by polling. Replaces
- * Redisson's {@code RSemaphore} / {@code RPermitExpirableSemaphore} and Curator's
- * {@code InterProcessSemaphoreV2}.
+ * A named distributed counting semaphore (backends with {@code semaphore}): at most
+ * {@link #permits()} holders at once, each permit a {@link Lease} that returns by itself after
+ * its lease if its holder dies. Waiters are served in arrival order, woken by the release.
+ * Replaces Redisson's {@code RSemaphore} and Curator's {@code InterProcessSemaphoreV2}.
  *
  * <pre>{@code
  * DistributedSemaphore pool = client.getSemaphore("api-quota", 5);
@@ -19,12 +17,9 @@ import java.util.concurrent.CompletableFuture;
  * }                                                            // the permit returns
  * }</pre>
  *
- * <p>Every client of one name must use the same permit count (the server checks it: a different
- * count is a {@link LockInvalidArgumentException}). A permit is owned by its lease, never by a
- * thread: any thread may release it. One semaphore object holds at most one permit at a time:
- * acquiring again while it holds a live permit throws {@link LockAlreadyHeldException} at once
- * (it never waits for itself); take one {@code getSemaphore(name, permits)} object per permit
- * to hold several.
+ * <p>Every client of a name must use the same count (else {@link LockInvalidArgumentException}).
+ * A permit is owned by its lease, never a thread. One object holds one permit at a time (another
+ * acquire through it is {@link LockAlreadyHeldException}): take one object per permit held.
  */
 public final class DistributedSemaphore {
     /** The core's handle; each of its acquisitions is one permit. */
@@ -51,11 +46,7 @@ public final class DistributedSemaphore {
         return permitHandle.options();
     }
 
-    /**
-     * Waits up to {@code timeout} for a permit. Throws {@link LockTimeoutException} if none frees
-     * up that long ({@code Duration.ZERO} tries once). Interrupting the waiting thread cancels
-     * the wait on the server and throws {@link InterruptedException}.
-     */
+    /** Waits up to {@code timeout} for a permit, else {@link LockTimeoutException}; interruptible. */
     public Lease acquire(Duration timeout) throws InterruptedException {
         return permitHandle.acquire(timeout);
     }
@@ -79,10 +70,7 @@ public final class DistributedSemaphore {
         }
     }
 
-    /**
-     * {@link #acquire(Duration)} without blocking. Cancelling the future cancels the wait; a
-     * permit granted after the cancellation is returned at once.
-     */
+    /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         return permitHandle.acquireAsync(timeout);
     }

@@ -25,6 +25,7 @@ final class Errors {
             case "CANCELLED" -> new LockCancelledException(m, r);
             case "CLOSED" -> new LockClosedException(m, r);
             case "ALREADY_HELD" -> new LockAlreadyHeldException(m, r);
+            case "UNSUPPORTED" -> new LockUnsupportedException(m, r);
             default -> new LockException(f.getCode(), m, r);
         };
     }

@@ -1,6 +1,9 @@
 package io.lockgate;
 
+import io.lockgate.internal.Bridge;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -8,15 +11,29 @@ import java.util.function.Function;
 final class Futures {
     private Futures() {}
 
-    /** A call into the bridge's blocking functions (which throw the native exceptions). */
+    /** A synchronous native call (which throws the native exceptions). */
     interface Call<T> {
         T call() throws Exception;
     }
 
-    /** Runs an interruptible blocking bridge call, mapping its errors. */
-    static <T> T interruptibly(Call<T> c) throws InterruptedException {
+    /** Runs a synchronous native call, mapping its errors. */
+    static <T> T call(Call<T> c) {
         try {
             return c.call();
+        } catch (Exception e) {
+            throw Errors.map(e);
+        }
+    }
+
+    /** Runs {@code op} on the calling thread; interrupts do not stop it and are re-asserted afterwards. */
+    static <T> T block(Bridge.Op<T> op) {
+        return call(() -> op.block(false));
+    }
+
+    /** Runs {@code op} on the calling thread; an interrupt cancels it and throws {@link InterruptedException}. */
+    static <T> T blockInterruptibly(Bridge.Op<T> op) throws InterruptedException {
+        try {
+            return op.block(true);
         } catch (InterruptedException e) {
             throw e;
         } catch (Exception e) {
@@ -24,21 +41,13 @@ final class Futures {
         }
     }
 
-    /** Runs an uninterruptible blocking bridge call (it re-asserts interrupts), mapping its errors. */
-    static <T> T uninterruptibly(Call<T> c) {
-        try {
-            return c.call();
-        } catch (Exception e) {
-            throw Errors.map(e);
-        }
-    }
-
     /**
-     * {@code src} mapped through {@code fn}, with errors mapped to lockgate exceptions.
-     * Cancelling the result cancels {@code src}; a value {@code src} produced that never made
-     * it into the result (cancelled meanwhile, or {@code fn} failed) goes to {@code abandon}.
+     * {@code op} started without blocking, its result mapped through {@code fn}, errors mapped to
+     * lockgate exceptions. Cancelling the result cancels the call; a value it produced that never
+     * made it into the result (cancelled meanwhile, or {@code fn} failed) goes to {@code abandon}.
      */
-    static <A, B> CompletableFuture<B> map(CompletableFuture<A> src, Function<A, B> fn, Consumer<A> abandon) {
+    static <A, B> CompletableFuture<B> async(Bridge.Op<A> op, Function<A, B> fn, Consumer<A> abandon) {
+        CompletableFuture<A> src = op.async();
         CompletableFuture<B> out = new CompletableFuture<>();
         src.whenComplete((a, err) -> {
             if (err != null) {
@@ -67,36 +76,22 @@ final class Futures {
         return out;
     }
 
-    /**
-     * Waits for {@code f} without reacting to interrupts (re-asserted afterwards); its failure
-     * is thrown as the mapped lockgate exception.
-     */
+    /** Waits for {@code f} without reacting to interrupts ({@code join} keeps the status); failures mapped. */
     static <T> T awaitUninterruptibly(CompletableFuture<T> f) {
-        boolean interrupted = false;
         try {
-            while (true) {
-                try {
-                    return f.get();
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                } catch (java.util.concurrent.ExecutionException e) {
-                    throw Errors.map(e);
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
+            return f.join();
+        } catch (CompletionException e) {
+            throw Errors.map(e);
         }
     }
 
     /** Seconds as a float, the unit the native layer takes (it validates the range). */
-    static double secs(java.time.Duration d) {
+    static double secs(Duration d) {
         return d.getSeconds() + d.getNano() / 1e9;
     }
 
     /** {@link #secs} of an optional setting: {@code null} (the core's default) stays {@code null}. */
-    static Double secsOrNull(java.time.Duration d) {
+    static Double secsOrNull(Duration d) {
         return d == null ? null : secs(d);
     }
 }

@@ -9,24 +9,22 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * A named leader election (Redis): at most one leader at a time, candidates queued in arrival
- * order, and anyone can {@linkplain #observe() observe} the current leader. Replaces Curator's
+ * A named leader election (backends with {@code election}): one leader at a time, candidates
+ * queued in arrival order, the leader {@linkplain #observe() observable}. Replaces Curator's
  * {@code LeaderLatch} / {@code LeaderSelector}.
  *
  * <pre>{@code
  * LeaderElection election = client.getElection("scheduler");
  * try (Lease leadership = election.campaign("node-7:8080")) {   // waits until elected
  *     leadership.onLost(reason -> stopLeading());                // leadership slipped away
- *     runSchedulerUntilShutdown(leadership.fencingToken());      // the term fences writes
+ *     runScheduler(leadership.fencingToken().getAsLong());      // the term fences writes
  * }                                                             // resigns
  * election.observe().ifPresent(l -> System.out.println(l.value() + " leads, term " + l.term()));
  * }</pre>
  *
- * <p>Leadership is a {@link Lease}: its {@linkplain Lease#fencingToken() fencing token} is the
- * term (strictly larger for every later leader), the watchdog renews it while the process lives
- * (so a crashed leader is replaced within one lease, see {@link LockOptions}), losing it is
- * signalled like any lease loss ({@link Lease#onLost}, {@link Lease#lost()}), and
- * {@link Lease#close()} / {@link Lease#release()} resigns, handing over to the next candidate.
+ * <p>Leadership is a {@link Lease}: its fencing token is the term, the watchdog renews it (a
+ * crashed leader is replaced within one lease), its loss is signalled like any lease's, and
+ * closing it resigns, handing over to the next candidate.
  */
 public final class LeaderElection {
     private final NativeElection election;
@@ -52,73 +50,54 @@ public final class LeaderElection {
     }
 
     /**
-     * Campaigns and waits to become leader, up to the default wait of the options
-     * ({@link LockOptions#waitTimeout()}; unset = until elected). {@code value} (at most 4096
-     * bytes of UTF-8, else {@link LockInvalidArgumentException}) is what observers see while this
-     * candidate leads. Interrupting the waiting thread withdraws the candidacy and throws
-     * {@link InterruptedException}.
+     * Campaigns with {@code value} (what observers see; at most 4096 bytes of UTF-8) until elected
+     * or the options' {@code waitTimeout}. An interrupt withdraws the candidacy and throws.
      */
     public Lease campaign(String value) throws InterruptedException {
-        return campaignFor(value, options.waitTimeout().orElse(null));
+        return Lease.granted(Futures.blockInterruptibly(campaignOp(value, options.waitTimeout())), name, openLeases);
     }
 
-    /**
-     * Like {@link #campaign(String)}, waiting up to {@code timeout}: throws
-     * {@link LockTimeoutException} if another candidate stays leader that long
-     * ({@code Duration.ZERO} tries once).
-     */
+    /** Like {@link #campaign(String)} for up to {@code timeout}, else {@link LockTimeoutException}. */
     public Lease campaign(String value, Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
-        return campaignFor(value, timeout);
+        return Lease.granted(Futures.blockInterruptibly(campaignOp(value, timeout)), name, openLeases);
     }
 
-    private Lease campaignFor(String value, Duration timeout) throws InterruptedException {
-        Objects.requireNonNull(value, "value");
-        Double secs = timeout == null ? null : Futures.secs(timeout);
-        return Lease.granted(Futures.interruptibly(() -> Bridge.campaignBlocking(election, value, secs, true)), name,
-            openLeases);
+    /** The campaign for {@code timeout} ({@code null}: until elected). */
+    private Bridge.Op<Bridge.Grant> campaignOp(String value, Duration timeout) {
+        return Bridge.campaign(election, Objects.requireNonNull(value, "value"), Futures.secsOrNull(timeout));
     }
 
     /** One attempt: leadership if nobody leads and no candidate is queued, else empty. */
     public Optional<Lease> tryCampaign(String value) {
-        Objects.requireNonNull(value, "value");
         try {
-            return Optional.of(Lease.granted(
-                Futures.uninterruptibly(() -> Bridge.campaignBlocking(election, value, 0.0, false)), name, openLeases));
+            return Optional.of(Lease.granted(Futures.block(campaignOp(value, Duration.ZERO)), name, openLeases));
         } catch (LockTimeoutException e) {
             return Optional.empty();
         }
     }
 
-    /** {@link #campaign(String)} without blocking. Cancelling the future withdraws the candidacy. */
+    /** {@link #campaign(String)} without blocking; cancelling withdraws the candidacy. */
     public CompletableFuture<Lease> campaignAsync(String value) {
-        return campaignAsyncFor(value, options.waitTimeout().orElse(null));
+        return Futures.async(campaignOp(value, options.waitTimeout()), g -> Lease.granted(g, name, openLeases),
+            Lease::discard);
     }
 
-    /** {@link #campaign(String, Duration)} without blocking. Cancelling the future withdraws the candidacy. */
+    /** {@link #campaign(String, Duration)} without blocking; cancelling withdraws the candidacy. */
     public CompletableFuture<Lease> campaignAsync(String value, Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return campaignAsyncFor(value, timeout);
+        return Futures.async(campaignOp(value, timeout), g -> Lease.granted(g, name, openLeases), Lease::discard);
     }
 
-    private CompletableFuture<Lease> campaignAsyncFor(String value, Duration timeout) {
-        Objects.requireNonNull(value, "value");
-        Double secs = timeout == null ? null : Futures.secs(timeout);
-        return Futures.map(Bridge.campaign(election, value, secs), g -> Lease.granted(g, name, openLeases), Lease::discard);
-    }
-
-    /**
-     * The current leader (value, term, remaining lease) as the server sees it now, or empty if
-     * nobody leads. One round trip, bounded by the client's response timeout.
-     */
+    /** The current leader (value, term, remaining lease) as the server sees it now, if any. */
     public Optional<Leader> observe() {
-        return Optional.ofNullable(Futures.uninterruptibly(() -> Bridge.observeBlocking(election)))
+        return Optional.ofNullable(Futures.block(Bridge.observe(election)))
             .map(LeaderElection::leader);
     }
 
     /** {@link #observe()} without blocking. */
     public CompletableFuture<Optional<Leader>> observeAsync() {
-        return Futures.map(Bridge.observe(election), l -> Optional.ofNullable(l).map(LeaderElection::leader), l -> {});
+        return Futures.async(Bridge.observe(election), l -> Optional.ofNullable(l).map(LeaderElection::leader), l -> {});
     }
 
     private static Leader leader(NativeLeader l) {

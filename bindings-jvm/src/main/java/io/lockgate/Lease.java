@@ -1,37 +1,57 @@
 package io.lockgate;
 
 import io.lockgate.internal.Bridge;
+import io.lockgate.internal.ffi.Failure;
+import io.lockgate.internal.ffi.LossWatch;
 import io.lockgate.internal.ffi.NativeLease;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 
 /**
- * Proof of holding a lock: carries the fencing token, extends, releases, and reports loss.
- * Not tied to a thread: any thread may use, extend or release it. The same class stands for a
- * mutex or read/write hold, a semaphore permit ({@link DistributedSemaphore}) and leadership
- * ({@link LeaderElection}, where the fencing token is the leader's term and releasing resigns).
+ * Proof of holding a lock on any backend: a mutex or read/write hold, a semaphore permit, or
+ * leadership (whose fencing token is the term; releasing resigns). Carries the fencing token,
+ * extends, releases, reports loss; not tied to a thread.
  *
  * <pre>{@code
  * try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
- *     lease.onLost(reason -> cancelWork());          // optional: react if the lock slips away
- *     storage.write(data, lease.fencingToken());     // have the storage reject smaller tokens
- * }                                                  // released here
+ *     lease.onLost(reason -> cancelWork());                      // optional: react to a loss
+ *     storage.write(data, lease.fencingToken().getAsLong());     // storage rejects smaller tokens
+ * }                                                              // released here
  * }</pre>
  *
- * <p>A lease can be lost while you hold it: a fixed lease expires, renewal fails for longer
- * than the lease, or the key is deleted on the server. lockgate says so rather than pretend:
- * {@link #isHeld()} turns false, {@link #lost()} completes, {@link #onLost} listeners run, and
- * {@link #close()} throws {@link LockNotHeldException}. Protect the resource itself with the
- * {@linkplain #fencingToken() fencing token}.
- *
- * <p>Always release (or close) a lease. A lease you drop without releasing is <em>not</em>
- * released when it is garbage-collected (that would end the critical section at a random
- * moment): it stays held, and renewed, until its client is closed or the JVM exits.
+ * <p>A lease lost while held (a fixed lease expired, renewal failed past the lease, the key was
+ * deleted) says so: {@link #isHeld()} turns false, {@link #lost()} completes, {@link #onLost}
+ * listeners run and {@link #close()} throws {@link LockNotHeldException}. Always release or
+ * close a lease: one dropped unreleased is <em>not</em> released by the garbage collector (that
+ * would end its critical section at a random moment) but stays held until its client closes.
  */
-public final class Lease extends AbstractLease implements AutoCloseable {
-    private final long fencingToken;
+public final class Lease implements AutoCloseable {
+    private final NativeLease lease;
+    private final String name;
+    /** The fencing token, or 0 where the backend gives none (tokens are at least 1). */
+    private final long token;
+    /** Set once this lease's owner released or closed it. */
+    private final AtomicBoolean released = new AtomicBoolean();
+    /** Set once closed: the native handle is freed and the final state is kept here. */
+    private volatile boolean closed;
+    private volatile LockException closedLossReason;
+    private final AtomicBoolean watching = new AtomicBoolean();
+    /** Completes with the reason once lost; stays pending if released normally. */
+    private final CompletableFuture<LockException> lossReason = new CompletableFuture<>();
+    /** Keeps this lease reachable until it is released or closed (see {@link OpenLeases}). */
+    private final OpenLeases openLeases;
 
-    Lease(NativeLease lease, String name, long fencingToken, OpenLeases openLeases) {
-        super(lease, name, "lock", openLeases);
-        this.fencingToken = fencingToken;
+    private Lease(Bridge.Grant g, String name, OpenLeases openLeases) {
+        this.lease = g.lease;
+        this.token = g.fencingToken;
+        this.name = name;
+        this.openLeases = openLeases;
+        openLeases.add(this);
     }
 
     /** A granted acquisition as a lease; a missing grant is a protocol failure. */
@@ -39,32 +59,198 @@ public final class Lease extends AbstractLease implements AutoCloseable {
         if (g == null) {
             throw new LockProtocolException("the acquisition ended without a lease", false);
         }
-        return new Lease(g.lease, name, g.fencingToken, openLeases);
+        return new Lease(g, name, openLeases);
+    }
+
+    /** A one-shot attempt's grant as a lease, if granted. */
+    static Optional<Lease> ifGranted(Bridge.Grant g, String name, OpenLeases openLeases) {
+        return Optional.ofNullable(g).map(x -> new Lease(x, name, openLeases));
     }
 
     /** Frees a grant nobody will use; the native side releases it in the background. */
     static void discard(Bridge.Grant g) {
         if (g != null) {
-            discard(g.lease);
+            g.lease.destroy();
         }
     }
 
-    /**
-     * Strictly greater than every fencing token issued before for this lock name. Pass it to the
-     * resource you protect and have it reject writes with a smaller token: that is what keeps a
-     * paused or partitioned former holder from doing damage.
-     */
-    public long fencingToken() {
-        return fencingToken;
+    /** The name of the lock this lease holds. */
+    public String name() {
+        return name;
     }
 
+    /**
+     * Strictly greater than every fencing token issued before for this lock name: have the
+     * resource you protect reject writes with a smaller one. <b>Empty where the backend has no
+     * {@code fencing}</b> ({@link LockgateClient#capabilities()}): a Redlock grant has none, as a
+     * majority of independent masters is no linearizable counter (PROTOCOL.md §8); only its
+     * validity ({@link #remaining()}) guards it.
+     */
+    public OptionalLong fencingToken() {
+        return token == 0 ? OptionalLong.empty() : OptionalLong.of(token);
+    }
+
+    /** Whether the lease is certainly still held now (renewed, not expired, lost or released). */
+    public boolean isHeld() {
+        return !closed && lease.isHeld();
+    }
+
+    /** How long the lease is certainly still valid, if held: finish the protected work within it. */
+    public Optional<Duration> remaining() {
+        Long nanos = closed ? null : lease.remainingNanos();
+        return nanos == null ? Optional.empty() : Optional.of(Duration.ofNanos(nanos));
+    }
+
+    /** Why the lease was lost, if it was (usually a {@link LockNotHeldException}). */
+    public Optional<LockException> lostReason() {
+        return Optional.ofNullable(closed ? closedLossReason : lostReasonFromNative());
+    }
+
+    /**
+     * Sets the remaining lease to {@code duration} if still held; never re-acquires: an expired or
+     * taken-over lease throws {@link LockNotHeldException} (and counts as lost). Blocking.
+     */
+    public void extend(Duration duration) {
+        Objects.requireNonNull(duration, "duration");
+        checkOpen();
+        Futures.block(Bridge.extend(lease, Futures.secs(duration)));
+    }
+
+    /** {@link #extend(Duration)} without blocking. */
+    public CompletableFuture<Void> extendAsync(Duration duration) {
+        Objects.requireNonNull(duration, "duration");
+        checkOpen();
+        return Futures.async(Bridge.extend(lease, Futures.secs(duration)), v -> null, v -> {});
+    }
+
+    /**
+     * Releases the lock where this lease still holds it: {@code true} if it was held, {@code false}
+     * if it had expired, been lost or released. Blocking. On a failure the lease is given up
+     * (renewal stops; the core keeps releasing it in the background).
+     */
+    public boolean release() {
+        released.set(true);
+        openLeases.forget(this);
+        if (closed) {
+            return false;
+        }
+        try {
+            return Futures.block(Bridge.release(lease));
+        } catch (RuntimeException e) {
+            dispose(true);
+            throw e;
+        }
+    }
+
+    /** {@link #release()} without blocking. */
+    public CompletableFuture<Boolean> releaseAsync() {
+        released.set(true);
+        openLeases.forget(this);
+        if (closed) {
+            return CompletableFuture.completedFuture(false);
+        }
+        return Futures.async(Bridge.release(lease), b -> b, b -> {});
+    }
+
+    /**
+     * Releases the lease (try-with-resources); idempotent, a no-op after {@link #release()}. A
+     * lease found lost throws {@link LockNotHeldException}: the block may have run without
+     * exclusivity, which must not pass silently.
+     */
     @Override
-    String closedUnheldMessage() {
-        return label() + " (fencing token " + fencingToken + ") was no longer held when its lease was closed";
+    public void close() {
+        if (closed) {
+            return;
+        }
+        openLeases.forget(this);
+        if (released.getAndSet(true)) {
+            dispose(true);
+            return;
+        }
+        boolean wasHeld;
+        try {
+            wasHeld = Futures.block(Bridge.release(lease));
+        } catch (RuntimeException e) {
+            dispose(true); // stops renewal at once; the core retries the release in the background
+            throw e;
+        }
+        dispose(!wasHeld);
+        if (!wasHeld) {
+            LockException reason = closedLossReason;
+            throw new LockNotHeldException("lock '" + name + "'" + tokenLabel()
+                + " was no longer held when its lease was closed" + (reason == null ? "" : ": " + reason.getMessage()), false);
+        }
+    }
+
+    /** {@code " (fencing token N)"}, or nothing where the backend gives none. */
+    String tokenLabel() {
+        return token == 0 ? "" : " (fencing token " + token + ")";
+    }
+
+    /**
+     * Frees the native handle (a held lease is released in the background, renewal stops);
+     * {@code mayBeLost}: keep the loss reason (false after a release that found it held).
+     */
+    void dispose(boolean mayBeLost) {
+        if (closed) {
+            return;
+        }
+        released.set(true);
+        openLeases.forget(this);
+        if (mayBeLost && closedLossReason == null) {
+            closedLossReason = lostReasonFromNative();
+        }
+        closed = true;
+        lease.destroy();
+    }
+
+    private LockException lostReasonFromNative() {
+        Failure f = lease.lostReason();
+        return f == null ? null : Errors.fromFailure(f);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new LockNotHeldException("lock '" + name + "': the lease was closed", false);
+        }
+    }
+
+    /** Completes when the lease is lost (never on a normal release); each call gives a new dependent future. */
+    public CompletableFuture<Void> lost() {
+        watch();
+        return lossReason.thenApply(reason -> null);
+    }
+
+    /** Runs {@code listener} with the reason once the lease is lost (at once if it was), on a lockgate thread. */
+    public void onLost(Consumer<? super LockException> listener) {
+        Objects.requireNonNull(listener, "listener");
+        watch();
+        lossReason.thenAccept(listener);
+    }
+
+    /** Starts watching for loss once. The watch does not keep this lease reachable. */
+    private void watch() {
+        if (closed) {
+            LockException reason = closedLossReason;
+            if (reason != null) {
+                lossReason.complete(reason);
+            }
+            return;
+        }
+        if (!watching.compareAndSet(false, true)) {
+            return;
+        }
+        LossWatch w = lease.lossWatch();
+        CompletableFuture<LockException> target = lossReason;
+        Bridge.lossOutcome(w).async().whenComplete((failure, err) -> {
+            if (failure != null) {
+                target.complete(Errors.fromFailure(failure));
+            }
+        });
     }
 
     @Override
     public String toString() {
-        return "Lease{name=" + name() + ", fencingToken=" + fencingToken + ", held=" + isHeld() + "}";
+        return "Lease{name=" + name + (token == 0 ? "" : ", fencingToken=" + token) + ", held=" + isHeld() + "}";
     }
 }

@@ -1,22 +1,12 @@
 package io.lockgate;
 
 /**
- * Base of every lockgate failure. Mirrors the core's error taxonomy: {@link #code()} is the
- * stable, language-neutral code ({@code "TIMEOUT"}, {@code "NOT_HELD"}, ...) shared with the
- * Rust, Python and Node APIs, and {@link #isRetryable()} says whether the same call may succeed
- * if simply tried again later.
- *
- * <p>One subclass per code, so callers can catch by type:
- * {@link LockInvalidArgumentException}, {@link LockTimeoutException},
- * {@link LockNotHeldException}, {@link LockConnectionException},
- * {@link LockAuthenticationException}, {@link LockProtocolException},
- * {@link LockCancelledException}, {@link LockClosedException},
- * {@link LockAlreadyHeldException}, plus
- * {@link LockInternalException} for a bug caught inside the native library. A code this
- * version does not know yet arrives as a plain {@code LockException} carrying that code.
- *
- * <p>Unchecked, because {@link java.util.concurrent.locks.Lock} allows no checked exceptions
- * but {@link InterruptedException}. Messages never contain credentials.
+ * Base of every lockgate failure: {@link #code()} is the core's stable code ({@code "TIMEOUT"},
+ * ...) shared with every language, {@link #isRetryable()} whether trying again may succeed. One
+ * subclass per code ({@code LockTimeoutException}, ...; {@link LockInternalException} for a
+ * caught native bug); a code this version does not know arrives as a plain
+ * {@code LockException}. Unchecked, as {@code Lock} allows no checked exceptions; messages
+ * never contain credentials.
  */
 public class LockException extends RuntimeException {
     private static final long serialVersionUID = 1L;

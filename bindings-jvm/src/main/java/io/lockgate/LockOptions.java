@@ -2,38 +2,31 @@ package io.lockgate;
 
 import io.lockgate.internal.ffi.NativeLockOptions;
 import java.time.Duration;
-import java.util.Objects;
-import java.util.Optional;
 
 /**
- * How a lock behaves once acquired and while waiting. Immutable; unset fields take the core's
- * defaults (a 30 s lease renewed by a watchdog every third of it, no default wait limit, a 10 s
- * waiter-entry lease). Values are validated by the core when the lock is created, and a bad one
- * is a {@link LockInvalidArgumentException}.
+ * How a lock behaves once acquired and while waiting. Immutable; a {@code null} component takes
+ * the core's default for the client's backend (a renewed 30 s lease, or a Redlock's
+ * {@code maxLease} if shorter; no wait limit). Values are validated by the core when the lock is
+ * made, and a bad one is a {@link LockInvalidArgumentException}.
  *
  * <pre>{@code
  * LockOptions.fixedLease(Duration.ofSeconds(10));            // frees itself 10 s after acquiring
  * LockOptions.builder().lease(Duration.ofSeconds(5)).waitTimeout(Duration.ofSeconds(2)).build();
  * }</pre>
+ *
+ * @param lease the lease on the server (at least 10 ms, at most 30 days)
+ * @param autoRenew whether a watchdog keeps the lease alive until release (Redisson's behaviour)
+ * @param waitTimeout the wait of {@code lock()} / {@code acquire()} / {@code campaign(value)}
+ *     ({@code null}: until acquired)
+ * @param entryTtl the lease of a waiter's queue entry: a crashed waiter is skipped after at most
+ *     this long (backends with a queue only)
+ * @param reentrant opt-in reentrancy, see {@link Builder#reentrant(Boolean)}
  */
-public final class LockOptions {
-    private static final LockOptions DEFAULTS = new Builder().build();
+public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeout, Duration entryTtl,
+                          Boolean reentrant) {
+    private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null, null);
 
-    private final Duration lease;
-    private final Boolean autoRenew;
-    private final Duration waitTimeout;
-    private final Duration entryTtl;
-    private final Boolean reentrant;
-
-    private LockOptions(Builder b) {
-        this.lease = b.lease;
-        this.autoRenew = b.autoRenew;
-        this.waitTimeout = b.waitTimeout;
-        this.entryTtl = b.entryTtl;
-        this.reentrant = b.reentrant;
-    }
-
-    /** The core's defaults: a 30 s lease kept alive by the watchdog until released. */
+    /** Nothing set: the core's defaults. */
     public static LockOptions defaults() {
         return DEFAULTS;
     }
@@ -49,85 +42,21 @@ public final class LockOptions {
     }
 
     public static Builder builder() {
-        return new Builder();
+        return new Builder(DEFAULTS);
     }
 
     /** A builder starting from these options. */
     public Builder toBuilder() {
-        Builder b = new Builder();
-        b.lease = lease;
-        b.autoRenew = autoRenew;
-        b.waitTimeout = waitTimeout;
-        b.entryTtl = entryTtl;
-        b.reentrant = reentrant;
-        return b;
+        return new Builder(this);
     }
 
-    /** The lease on the server, if set (else the core's default, 30 s). */
-    public Optional<Duration> lease() {
-        return Optional.ofNullable(lease);
-    }
-
-    /** Whether the watchdog renews the lease, if set (else the core's default, {@code true}). */
-    public Optional<Boolean> autoRenew() {
-        return Optional.ofNullable(autoRenew);
-    }
-
-    /** The wait used by {@link DistributedLock#lock()} and {@link DistributedLock#acquire()}; empty = forever. */
-    public Optional<Duration> waitTimeout() {
-        return Optional.ofNullable(waitTimeout);
-    }
-
-    /** How long a crashed waiter's queue entry survives, if set (else the core's default, 10 s). */
-    public Optional<Duration> entryTtl() {
-        return Optional.ofNullable(entryTtl);
-    }
-
-    /**
-     * Whether the handle is reentrant, if set (else not). Only mutexes and read-write locks can
-     * be reentrant; see {@link Builder#reentrant(Boolean)}.
-     */
-    public Optional<Boolean> reentrant() {
-        return Optional.ofNullable(reentrant);
-    }
-
-    /** Whether {@link #reentrant()} is set to {@code true}. */
     boolean isReentrant() {
         return Boolean.TRUE.equals(reentrant);
     }
 
     NativeLockOptions toNative() {
-        return new NativeLockOptions(
-            Futures.secsOrNull(lease),
-            autoRenew,
-            Futures.secsOrNull(waitTimeout),
-            Futures.secsOrNull(entryTtl),
-            reentrant);
-    }
-
-    @Override
-    public String toString() {
-        return "LockOptions{lease=" + (lease == null ? "default" : lease)
-            + ", autoRenew=" + (autoRenew == null ? "default" : autoRenew)
-            + ", waitTimeout=" + (waitTimeout == null ? "forever" : waitTimeout)
-            + ", entryTtl=" + (entryTtl == null ? "default" : entryTtl)
-            + (reentrant == null ? "" : ", reentrant=" + reentrant) + "}";
-    }
-
-    @Override
-    public boolean equals(Object o) {
-        if (!(o instanceof LockOptions)) {
-            return false;
-        }
-        LockOptions x = (LockOptions) o;
-        return Objects.equals(lease, x.lease) && Objects.equals(autoRenew, x.autoRenew)
-            && Objects.equals(waitTimeout, x.waitTimeout) && Objects.equals(entryTtl, x.entryTtl)
-            && Objects.equals(reentrant, x.reentrant);
-    }
-
-    @Override
-    public int hashCode() {
-        return Objects.hash(lease, autoRenew, waitTimeout, entryTtl, reentrant);
+        return new NativeLockOptions(Futures.secsOrNull(lease), autoRenew, Futures.secsOrNull(waitTimeout),
+            Futures.secsOrNull(entryTtl), reentrant);
     }
 
     /** Builds {@link LockOptions}; {@code null} means "the core's default". */
@@ -138,39 +67,43 @@ public final class LockOptions {
         private Duration entryTtl;
         private Boolean reentrant;
 
-        private Builder() {}
+        private Builder(LockOptions o) {
+            lease = o.lease;
+            autoRenew = o.autoRenew;
+            waitTimeout = o.waitTimeout;
+            entryTtl = o.entryTtl;
+            reentrant = o.reentrant;
+        }
 
-        /** The lease on the server (at least 10 ms, at most 30 days). */
+        /** See {@link LockOptions#lease()}. */
         public Builder lease(Duration lease) {
             this.lease = lease;
             return this;
         }
 
-        /** Whether a watchdog keeps the lease alive until release (Redisson's default behaviour). */
+        /** See {@link LockOptions#autoRenew()}. */
         public Builder autoRenew(Boolean autoRenew) {
             this.autoRenew = autoRenew;
             return this;
         }
 
-        /** Default wait of {@code lock()} / {@code acquire()}; {@code null} waits until acquired. */
+        /** See {@link LockOptions#waitTimeout()}. */
         public Builder waitTimeout(Duration waitTimeout) {
             this.waitTimeout = waitTimeout;
             return this;
         }
 
-        /** Lease of a waiter's queue entry: a crashed waiter is skipped after at most this long. */
+        /** See {@link LockOptions#entryTtl()}. */
         public Builder entryTtl(Duration entryTtl) {
             this.entryTtl = entryTtl;
             return this;
         }
 
         /**
-         * Opt-in reentrancy for a mutex ({@link LockgateClient#getLock(String, LockOptions)}) or
-         * both halves of a read-write lock: acquiring again through the <em>same handle object</em>
-         * while it holds the lock succeeds at once with the same fencing token and adds a hold;
-         * only releasing the last hold frees it. The owner is the handle, never the thread: two
-         * threads sharing one reentrant handle share its holds. Semaphores and elections reject
-         * it ({@link LockInvalidArgumentException}).
+         * Opt-in reentrancy for a mutex or both halves of a read-write lock: acquiring again
+         * through the <em>same handle object</em> while it holds the lock succeeds at once with
+         * the same fencing token and adds a hold; only releasing the last hold frees it. The
+         * {@code Lock} interface re-enters per thread instead. Semaphores and elections reject it.
          */
         public Builder reentrant(Boolean reentrant) {
             this.reentrant = reentrant;
@@ -178,7 +111,7 @@ public final class LockOptions {
         }
 
         public LockOptions build() {
-            return new LockOptions(this);
+            return new LockOptions(lease, autoRenew, waitTimeout, entryTtl, reentrant);
         }
     }
 }

@@ -4,43 +4,45 @@ import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.NativeClient;
 import io.lockgate.internal.ffi.NativeLock;
 import io.lockgate.internal.ffi.NativeLockOptions;
-import io.lockgate.internal.ffi.NativeReadWriteLock;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A connection to one Redis server, shared by every lock made from it. Thread-safe; make one per
- * server and process and close it on shutdown.
+ * A connection to one lock backend, chosen by the URL's scheme, shared by every lock made from
+ * it. Thread-safe; make one per deployment and process, and close it on shutdown.
  *
  * <pre>{@code
  * try (LockgateClient client = LockgateClient.connect("redis://127.0.0.1:6379")) {
- *     DistributedLock lock = client.getLock("orders:42");
- *     try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
- *         store.write(order, lease.fencingToken());
+ *     try (Lease lease = client.getLock("orders:42").acquire(Duration.ofSeconds(5))) {
+ *         store.write(order, lease.fencingToken().getAsLong());
  *     }
  * }
  * }</pre>
  *
- * <p>URLs: {@code redis://[user:password@]host[:port][/db]} or {@code rediss://...} (TLS,
- * verified). The password never appears in {@link #toString()} or in any error message.
+ * <p>URLs (the core's grammar, the same in every language): {@code redis://[user:password@]host[:port][/db]},
+ * {@code redis+cluster://node:port} (a Redis Cluster seed), {@code redlock://h1:p1,h2:p2,h3:p3}
+ * (Redlock over independent masters), with TLS {@code rediss://}, {@code rediss+cluster://},
+ * {@code rediss+redlock://}. What the backend offers is in {@link #capabilities()}; asking for
+ * more is a {@link LockUnsupportedException}. Passwords never appear in output or errors.
  *
- * <p>The client keeps the {@link java.util.concurrent.locks.Lock} interface's holds per thread
- * (so any of its lock objects of one name unlocks a thread's hold) and every lease it granted
- * until that lease is released (a lease dropped unreleased is not released by the garbage
- * collector). When the JVM exits (normally, {@code System.exit}, SIGINT, SIGTERM) a shutdown
- * hook closes every client still open, waiting at most 1.5 s, so held locks are released and
- * queued waits withdrawn at once.
+ * <p>The client keeps the {@code Lock} interface's holds per thread and every lease it granted
+ * until released. At JVM exit (normal, {@code System.exit}, SIGINT, SIGTERM) a shutdown hook
+ * closes every open client within 1.5 s, releasing held locks and withdrawing waits at once.
  */
-public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
+public final class LockgateClient implements AutoCloseable {
     private final NativeClient client;
     private final String url;
-    private final ClientState state = new ClientState();
-    /** Set by the first close (by its owner or at exit); every close shares it. */
+    private final Capabilities capabilities;
+    private final ThreadHolds threadHolds = new ThreadHolds();
+    private final OpenLeases openLeases = new OpenLeases();
+    /** The one close of the client, once started (by its owner or at exit); every close shares it. */
+    private final AtomicReference<CompletableFuture<Void>> closing = new AtomicReference<>();
 
     private LockgateClient(NativeClient client) {
         this.client = client;
         this.url = client.url();
+        this.capabilities = Capabilities.of(client.capabilities());
         ExitCleanup.register(this);
     }
 
@@ -50,15 +52,14 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     }
 
     /**
-     * Connects and authenticates (blocking, bounded by the connect timeout). A wrong password is
-     * a {@link LockAuthenticationException}, an unreachable server a
-     * {@link LockConnectionException}, a malformed URL a {@link LockInvalidArgumentException}.
+     * Connects and authenticates (blocking, bounded by the connect timeout): a wrong password is
+     * {@link LockAuthenticationException}, no server {@link LockConnectionException}, a bad URL
+     * or option {@link LockInvalidArgumentException}. A Redlock retries down masters in the background.
      */
     public static LockgateClient connect(String url, ClientOptions options) {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
-        NativeClient c = Futures.uninterruptibly(() -> Bridge.connectBlocking(url, options.toNative()));
-        return new LockgateClient(c);
+        return new LockgateClient(Futures.block(Bridge.connect(url, options.toNative())));
     }
 
     /** {@link #connect(String)} without blocking. */
@@ -70,7 +71,12 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     public static CompletableFuture<LockgateClient> connectAsync(String url, ClientOptions options) {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
-        return Futures.map(Bridge.connect(url, options.toNative()), LockgateClient::new, NativeClient::destroy);
+        return Futures.async(Bridge.connect(url, options.toNative()), LockgateClient::new, NativeClient::destroy);
+    }
+
+    /** What this client's backend can do. */
+    public Capabilities capabilities() {
+        return capabilities;
     }
 
     /** The mutex named {@code name} with the default options (see {@link DistributedLock}). */
@@ -78,19 +84,14 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
         return getLock(name, LockOptions.defaults());
     }
 
-    /**
-     * The mutex named {@code name} with {@code options} (reentrant with
-     * {@link LockOptions.Builder#reentrant(Boolean)}). Cheap: no network call. A name that is
-     * empty or longer than 512 bytes, or options out of range, are a
-     * {@link LockInvalidArgumentException}.
-     */
+    /** The mutex named {@code name}; no network call. Bad names or options: {@link LockInvalidArgumentException}. */
     public DistributedLock getLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
-        NativeLock handle = Futures.uninterruptibly(() -> client.lock(name, options.toNative()));
+        NativeLock handle = Futures.call(() -> client.lock(name, options.toNative()));
         NativeLockOptions perThread = options.toBuilder().reentrant(false).build().toNative();
-        return new DistributedLock(handle, () -> Futures.uninterruptibly(() -> client.lock(name, perThread)),
-            name, options, "mutex", ThreadHolds.Kind.MUTEX, state);
+        return new DistributedLock(handle, () -> Futures.call(() -> client.lock(name, perThread)),
+            name, options, ThreadHolds.Kind.MUTEX, threadHolds, openLeases);
     }
 
     /** The read-write lock named {@code name} with the default options (see {@link DistributedReadWriteLock}). */
@@ -98,36 +99,16 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
         return getReadWriteLock(name, LockOptions.defaults());
     }
 
-    /**
-     * The read-write lock named {@code name}; {@code options} apply to both halves (reentrant
-     * with {@link LockOptions.Builder#reentrant(Boolean)}). Cheap: no network call. Bad names or
-     * options are a {@link LockInvalidArgumentException}.
-     */
+    /** The read-write lock named {@code name}, {@code options} for both halves; no network call. */
     public DistributedReadWriteLock getReadWriteLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
         NativeLockOptions asGiven = options.toNative();
         NativeLockOptions perThread = options.toBuilder().reentrant(false).build().toNative();
-        return new DistributedReadWriteLock(readWriteHandles(name, asGiven), readWriteHandles(name, perThread),
-            name, options, true, state);
-    }
-
-    /**
-     * Makes fresh read-write handles (a core handle's clones share its holds, so every new
-     * object gets its own) with the given writers-first setting.
-     */
-    private Function<Boolean, NativeReadWriteLock> readWriteHandles(String name, NativeLockOptions o) {
-        return writersFirst -> Futures.uninterruptibly(() -> {
-            NativeReadWriteLock rw = client.readWriteLock(name, o);
-            if (writersFirst) {
-                return rw;
-            }
-            try {
-                return rw.withWritersFirst(false);
-            } finally {
-                rw.destroy();
-            }
-        });
+        // Fresh handles for every object: a core handle's clones would share its holds.
+        return new DistributedReadWriteLock((fresh, writersFirst) -> Futures.call(
+            () -> client.readWriteLock(name, fresh ? perThread : asGiven, writersFirst)),
+            name, options, true, threadHolds, openLeases);
     }
 
     /** The semaphore named {@code name} with {@code permits} permits and the default options. */
@@ -136,10 +117,8 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
     }
 
     /**
-     * The counting semaphore named {@code name} with {@code permits} permits (1 to 1,000,000;
-     * every client of the name must use the same count); {@code options} set the lease of each
-     * permit. Cheap: no network call. A bad count, name or options (including
-     * {@code reentrant(true)}) are a {@link LockInvalidArgumentException}.
+     * The counting semaphore named {@code name} with {@code permits} permits (1 to 1,000,000, the
+     * same for every client of the name); {@code options} set each permit's lease. No network call.
      */
     public DistributedSemaphore getSemaphore(String name, int permits, LockOptions options) {
         Objects.requireNonNull(name, "name");
@@ -147,33 +126,27 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
         NativeLockOptions o = options.toNative();
         // No Lock interface for permits: the fresh-handle maker exists because DistributedLock takes one.
         return new DistributedSemaphore(new DistributedLock(
-            Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),
-            () -> Futures.uninterruptibly(() -> client.semaphore(name, permits, o)),
-            name, options, "semaphore", ThreadHolds.Kind.SEMAPHORE, state), permits);
+            Futures.call(() -> client.semaphore(name, permits, o)),
+            () -> Futures.call(() -> client.semaphore(name, permits, o)),
+            name, options, ThreadHolds.Kind.SEMAPHORE, threadHolds, openLeases), permits);
     }
 
-    /** The leader election named {@code name} with the default options (a 30 s renewed leadership lease). */
+    /** The leader election named {@code name} with the default options (a renewed leadership lease). */
     public LeaderElection getElection(String name) {
         return getElection(name, LockOptions.defaults());
     }
 
-    /**
-     * The leader election named {@code name}; {@code options.lease()} bounds how long a crashed
-     * leader keeps leadership. Cheap: no network call. A bad name or options (including
-     * {@code reentrant(true)}) are a {@link LockInvalidArgumentException}.
-     */
+    /** The leader election named {@code name}; {@code options.lease()} bounds a crashed leader's reign. */
     public LeaderElection getElection(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
         return new LeaderElection(
-            Futures.uninterruptibly(() -> client.election(name, options.toNative())), name, options, state.openLeases);
+            Futures.call(() -> client.election(name, options.toNative())), name, options, openLeases);
     }
 
     /**
-     * Releases every lease and cancels every wait made through this client, then disconnects.
-     * Blocks until the releases reached the server (at most a couple of seconds). Later calls on
-     * this client, its locks or leases fail with {@link LockClosedException}. Idempotent; a call
-     * while another close is under way (another thread, the exit hook) waits for that one.
+     * Releases every lease and withdraws every wait of this client, then disconnects (blocking);
+     * later calls fail with {@link LockClosedException}. Idempotent; joins a close under way.
      */
     @Override
     public void close() {
@@ -185,19 +158,31 @@ public final class LockgateClient implements AutoCloseable, ExitCleanup.Closer {
         return beginClose().copy();
     }
 
-    /** Starts the one close of this client, or returns the one already started. */
-    @Override
-    public CompletableFuture<Void> beginClose() {
-        return state.beginClose(this, () -> Futures.map(Bridge.shutdown(client), v -> null, v -> {}));
+    /** The one close of this client, started now or already: close, closeAsync and the exit hook share it. */
+    CompletableFuture<Void> beginClose() {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        if (!closing.compareAndSet(null, mine)) {
+            return closing.get();
+        }
+        ExitCleanup.forget(this);
+        Bridge.shutdown(client).async().whenComplete((v, err) -> {
+            openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
+            if (err != null) {
+                mine.completeExceptionally(Errors.map(err));
+            } else {
+                mine.complete(null);
+            }
+        });
+        return mine;
     }
 
-    /** The server URL, password redacted. */
+    /** The URL, password redacted. */
     public String url() {
         return url;
     }
 
     @Override
     public String toString() {
-        return "LockgateClient{url=" + url + (state.isClosing() ? ", closed" : "") + "}";
+        return "LockgateClient{url=" + url + (closing.get() != null ? ", closed" : "") + "}";
     }
 }

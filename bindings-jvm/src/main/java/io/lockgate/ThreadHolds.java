@@ -3,21 +3,15 @@ package io.lockgate;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The holds taken through the {@link java.util.concurrent.locks.Lock} interface, per client,
- * keyed by (lock name, kind, thread): the state behind "the {@code Lock} facade is owned by the
- * thread", as in {@code ReentrantLock}, Redisson's {@code RLock} and Curator's
- * {@code InterProcessMutex}. It lives in the client rather than in the lock object so that
- * {@code lock()} through one {@code getLock(name)} object and {@code unlock()} through a fresh
- * {@code getLock(name)} object on the same thread work (the Redisson idiom), and so that two
- * threads sharing one lock object never share a hold.
- *
- * <p>Only the owning thread reads or changes its own entries (every method works on the current
- * thread's), so a hold's count needs no synchronization.
+ * A client's {@link java.util.concurrent.locks.Lock}-interface holds by (lock name, kind,
+ * thread): "the thread owns the lock", as in {@code ReentrantLock}. Kept in the client, not the
+ * lock object, so any lock object of a name unlocks (the Redisson idiom) and threads sharing an
+ * object never share a hold. Only the owning thread touches its entries: counts need no locking.
  */
 final class ThreadHolds {
     /** The kinds of hold; each names which kinds of the same lock name it would wait for. */
     enum Kind {
-        MUTEX, READ, WRITE, REDLOCK,
+        MUTEX, READ, WRITE,
         /** A semaphore permit: no {@code Lock} interface, and a permit never waits for one thread's hold. */
         SEMAPHORE;
 
@@ -36,7 +30,6 @@ final class ThreadHolds {
             return switch (this) {
                 case READ -> "read lock";
                 case WRITE -> "write lock";
-                case REDLOCK -> "Redlock";
                 case SEMAPHORE -> "semaphore";
                 default -> "lock";
             };
@@ -45,10 +38,10 @@ final class ThreadHolds {
 
     /** One thread's hold of one lock: its lease and how many times it was entered. */
     static final class Hold {
-        final AbstractLease lease;
+        final Lease lease;
         int count = 1;
 
-        Hold(AbstractLease lease) {
+        Hold(Lease lease) {
             this.lease = lease;
         }
     }
@@ -68,7 +61,7 @@ final class ThreadHolds {
     }
 
     /** Records a first hold of the current thread. */
-    void put(String name, Kind kind, AbstractLease lease) {
+    void put(String name, Kind kind, Lease lease) {
         holds.put(key(name, kind), new Hold(lease));
     }
 
@@ -78,10 +71,9 @@ final class ThreadHolds {
     }
 
     /**
-     * Throws {@link LockAlreadyHeldException} if the current thread holds, through the
-     * {@code Lock} interface, a live hold of {@code name} that a blocking acquisition of
-     * {@code kind} would wait for: only this thread could unlock it, and it would be waiting.
-     * {@code sameKindToo}: false for {@code lock()}, which re-enters its own kind instead.
+     * {@link LockAlreadyHeldException} if a blocking acquisition of {@code kind} would wait for a
+     * live hold of this thread (which only it could unlock). {@code sameKindToo}: false for
+     * {@code lock()}, which re-enters its own kind instead.
      */
     void checkNoSelfWait(String name, Kind kind, boolean sameKindToo) {
         for (Kind held : Kind.values()) {

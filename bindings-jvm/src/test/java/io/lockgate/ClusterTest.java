@@ -22,14 +22,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@code ClientOptions.builder().cluster(true)} against a real three-master Redis Cluster started
+ * A {@code redis+cluster://} client against a real three-master Redis Cluster started
  * by the test class: each lock's scripts reach the master owning its slot, a release hands the
  * lock to a waiter across nodes, and shared primitives work unchanged.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class ClusterTest {
     static RedisCluster cluster;
-    static final ClientOptions clusterOptions = ClientOptions.builder().cluster(true).build();
 
     @BeforeAll
     static void start() {
@@ -39,6 +38,11 @@ class ClusterTest {
     @AfterAll
     static void stop() {
         cluster.close();
+    }
+
+    /** A node's {@code redis://} URL as the cluster form. */
+    private static String seed(String nodeUrl) {
+        return nodeUrl.replace("redis://", "redis+cluster://");
     }
 
     private static String lockKey(String name) {
@@ -62,7 +66,9 @@ class ClusterTest {
     @Test
     void mutexesOnEveryMaster() throws Exception {
         List<String> names = namesOnEveryMaster("orders");
-        try (LockgateClient client = LockgateClient.connect(cluster.url(), clusterOptions)) {
+        try (LockgateClient client = LockgateClient.connect(seed(cluster.url()))) {
+            assertEquals("Redis Cluster", client.capabilities().backend());
+            assertTrue(client.capabilities().has("fencing") && !client.capabilities().has("replicaAcks"));
             List<Lease> leases = new ArrayList<>();
             for (String name : names) {
                 leases.add(client.getLock(name).acquire(Duration.ofSeconds(5))); // all held at once
@@ -84,7 +90,7 @@ class ClusterTest {
             for (int i = 0; i < names.size(); i++) {
                 assertEquals(List.of(), cluster.liveKeys(names.get(i)));
                 try (Lease again = client.getLock(names.get(i)).acquire(Duration.ofSeconds(5))) {
-                    assertTrue(again.fencingToken() > leases.get(i).fencingToken(), "tokens increase per lock");
+                    assertTrue(again.fencingToken().getAsLong() > leases.get(i).fencingToken().getAsLong(), "tokens increase per lock");
                 }
             }
         }
@@ -97,8 +103,8 @@ class ClusterTest {
         String name = namesOnEveryMaster("handoff").get(1);
         RedisServer owner = cluster.owner(lockKey(name));
         assertNotEquals(cluster.nodes.get(0).port, owner.port);
-        try (LockgateClient holderClient = LockgateClient.connect(cluster.url(), clusterOptions);
-             LockgateClient waiterClient = LockgateClient.connect(cluster.nodes.get(2).url(), clusterOptions);
+        try (LockgateClient holderClient = LockgateClient.connect(seed(cluster.url()));
+             LockgateClient waiterClient = LockgateClient.connect(seed(cluster.nodes.get(2).url()));
              Resp ownerRaw = owner.raw()) {
             Lease holder = holderClient.getLock(name).acquire(Duration.ofSeconds(5));
             CompletableFuture<Lease> waiter = waiterClient.getLock(name).acquireAsync(Duration.ofSeconds(15));
@@ -111,7 +117,7 @@ class ClusterTest {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(ms < 1000, "handoff took " + ms + " ms");
             assertTrue(got.isHeld());
-            assertTrue(got.fencingToken() > holder.fencingToken());
+            assertTrue(got.fencingToken().getAsLong() > holder.fencingToken().getAsLong());
             assertEquals(0L, ownerRaw.num("ZCARD", TestUtil.key(name, ":queue")));
             assertTrue(got.release());
             assertEquals(List.of(), cluster.liveKeys(name));
@@ -121,16 +127,16 @@ class ClusterTest {
     @Test
     void semaphoreOnACluster() throws Exception {
         List<String> names = namesOnEveryMaster("pool");
-        try (LockgateClient c1 = LockgateClient.connect(cluster.url(), clusterOptions);
-             LockgateClient c2 = LockgateClient.connect(cluster.url(), clusterOptions);
-             LockgateClient c3 = LockgateClient.connect(cluster.url(), clusterOptions)) {
+        try (LockgateClient c1 = LockgateClient.connect(seed(cluster.url()));
+             LockgateClient c2 = LockgateClient.connect(seed(cluster.url()));
+             LockgateClient c3 = LockgateClient.connect(seed(cluster.url()))) {
             for (String name : names.subList(1, names.size())) { // masters other than the seed
                 DistributedSemaphore s1 = c1.getSemaphore(name, 2);
                 DistributedSemaphore s2 = c2.getSemaphore(name, 2);
                 DistributedSemaphore s3 = c3.getSemaphore(name, 2);
                 Lease a = s1.acquire(Duration.ofSeconds(5));
                 Lease b = s2.acquire(Duration.ofSeconds(5));
-                assertNotEquals(a.fencingToken(), b.fencingToken());
+                assertNotEquals(a.fencingToken().getAsLong(), b.fencingToken().getAsLong());
                 assertEquals(Optional.empty(), s3.tryAcquire(), "both permits are taken");
                 String holders = TestUtil.key(name, ":sem:holders");
                 try (Resp r = cluster.owner(holders).raw()) {
@@ -141,7 +147,7 @@ class ClusterTest {
                 assertFalse(third.isDone());
                 assertTrue(a.release());
                 Lease c = third.get(10, TimeUnit.SECONDS);
-                assertTrue(c.isHeld() && c.fencingToken() > b.fencingToken());
+                assertTrue(c.isHeld() && c.fencingToken().getAsLong() > b.fencingToken().getAsLong());
                 assertTrue(b.release());
                 assertTrue(c.release());
                 assertEquals(List.of(), cluster.liveKeys(name));
@@ -152,8 +158,8 @@ class ClusterTest {
     @Test
     void readWriteLockOnACluster() throws Exception {
         String name = namesOnEveryMaster("catalog").get(2);
-        try (LockgateClient c1 = LockgateClient.connect(cluster.url(), clusterOptions);
-             LockgateClient c2 = LockgateClient.connect(cluster.url(), clusterOptions)) {
+        try (LockgateClient c1 = LockgateClient.connect(seed(cluster.url()));
+             LockgateClient c2 = LockgateClient.connect(seed(cluster.url()))) {
             DistributedReadWriteLock rw1 = c1.getReadWriteLock(name);
             DistributedReadWriteLock rw2 = c2.getReadWriteLock(name);
             try (Lease r1 = rw1.readLock().acquire(Duration.ofSeconds(5));
@@ -185,9 +191,9 @@ class ClusterTest {
 
     @Test
     void clusterCannotBeCombinedWithReplicaAcks() {
-        ClientOptions both = ClientOptions.builder().cluster(true).replicaAcks(1, Duration.ofMillis(100)).build();
+        ClientOptions acks = ClientOptions.builder().replicaAcks(1, Duration.ofMillis(100)).build();
         // Rejected before connecting: nothing listens on port 1.
-        assertThrows(LockInvalidArgumentException.class, () -> LockgateClient.connect("redis://127.0.0.1:1", both));
-        assertTrue(both.toString().contains("cluster=true"), both.toString());
+        assertThrows(LockInvalidArgumentException.class, () -> LockgateClient.connect("redis+cluster://127.0.0.1:1", acks));
+        assertTrue(acks.toString().contains("replicaAcks=1"), acks.toString());
     }
 }

@@ -27,52 +27,14 @@ import java.util.function.Supplier;
  */
 public final class ConformanceActor {
     private LockgateClient client;
-    private RedlockClient redlock;
+    /** The protocol-1 Redlock client ({@code connect_redlock}), used by {@code kind: redlock}. */
+    private LockgateClient redlock;
     /** The actor's library handles by {@code handle} name (default: the lock name). */
     private final Map<String, Handle> handles = new HashMap<>();
 
-    /** A held grant of either kind; a Redlock grant has no fencing token (PROTOCOL.md §8). */
-    private interface Held extends AutoCloseable {
-        /** The fencing token, or null for a Redlock grant. */
-        Long token();
-
-        boolean release();
-
-        void extend(Duration d);
-
-        boolean isHeld();
-
-        void onLost(java.util.function.Consumer<? super LockException> listener);
-
-        @Override
-        void close();
-
-        static Held of(Lease l) {
-            return new Held() {
-                public Long token() { return l.fencingToken(); }
-                public boolean release() { return l.release(); }
-                public void extend(Duration d) { l.extend(d); }
-                public boolean isHeld() { return l.isHeld(); }
-                public void onLost(java.util.function.Consumer<? super LockException> c) { l.onLost(c); }
-                public void close() { l.close(); }
-            };
-        }
-
-        static Held of(RedlockLease l) {
-            return new Held() {
-                public Long token() { return null; }
-                public boolean release() { return l.release(); }
-                public void extend(Duration d) { l.extend(d); }
-                public boolean isHeld() { return l.isHeld(); }
-                public void onLost(java.util.function.Consumer<? super LockException> c) { l.onLost(c); }
-                public void close() { l.close(); }
-            };
-        }
-    }
-
-    /** How a handle acquires: a lock, a semaphore permit, a Redlock, or a campaign for leadership. */
+    /** How a handle acquires: a lock, a semaphore permit, or a campaign for leadership. */
     private interface Acquire {
-        Held acquire(Duration timeout) throws InterruptedException;
+        Lease acquire(Duration timeout) throws InterruptedException;
     }
 
     /**
@@ -81,22 +43,13 @@ public final class ConformanceActor {
      */
     private static final class Handle {
         final Acquire acquire;
-        final Supplier<Optional<Held>> tryAcquire;
-        final Deque<Held> leases = new ArrayDeque<>();
+        final Supplier<Optional<Lease>> tryAcquire;
+        final Deque<Lease> leases = new ArrayDeque<>();
 
-        Handle(Acquire acquire, Supplier<Optional<Held>> tryAcquire) {
+        Handle(Acquire acquire, Supplier<Optional<Lease>> tryAcquire) {
             this.acquire = acquire;
             this.tryAcquire = tryAcquire;
         }
-
-        /** A handle over any library lock, given how it acquires and tries. */
-        static Handle of(LeaseSource acquire, Supplier<Optional<Lease>> tryAcquire) {
-            return new Handle(t -> Held.of(acquire.acquire(t)), () -> tryAcquire.get().map(Held::of));
-        }
-    }
-
-    private interface LeaseSource {
-        Lease acquire(Duration timeout) throws InterruptedException;
     }
 
     /** A step the actor itself cannot express through the library (an unknown kind, a permit count no int holds). */
@@ -188,16 +141,14 @@ public final class ConformanceActor {
         LockOptions options = optionsOf(op);
         String kind = String.valueOf(op.getOrDefault("kind", "mutex"));
         switch (kind) {
-            case "mutex": {
-                DistributedLock lock = client.getLock(name, options);
-                return Handle.of(lock::acquire, lock::tryAcquire);
-            }
+            case "mutex":
             case "redlock": {
-                if (redlock == null) {
+                LockgateClient c = kind.equals("mutex") ? client : redlock;
+                if (c == null) {
                     throw new Refused("connect_redlock was not sent");
                 }
-                RedlockLock lock = redlock.getLock(name, options);
-                return new Handle(t -> Held.of(lock.acquire(t)), () -> lock.tryAcquire().map(Held::of));
+                DistributedLock lock = c.getLock(name, options);
+                return new Handle(lock::acquire, lock::tryAcquire);
             }
             case "semaphore": {
                 // Passed through untouched; only counts an int cannot hold are turned away here.
@@ -206,7 +157,7 @@ public final class ConformanceActor {
                     throw new Refused("permits out of range: " + permits);
                 }
                 DistributedSemaphore sem = client.getSemaphore(name, (int) permits, options);
-                return Handle.of(sem::acquire, sem::tryAcquire);
+                return new Handle(sem::acquire, sem::tryAcquire);
             }
             case "read":
             case "write": {
@@ -215,12 +166,12 @@ public final class ConformanceActor {
                     rw = rw.withWritersFirst((Boolean) op.get("writers_first"));
                 }
                 DistributedLock lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
-                return Handle.of(lock::acquire, lock::tryAcquire);
+                return new Handle(lock::acquire, lock::tryAcquire);
             }
             case "leader": {
                 LeaderElection election = client.getElection(name, options);
                 String value = String.valueOf(op.getOrDefault("value", ""));
-                return Handle.of(t -> election.campaign(value, t), () -> election.tryCampaign(value));
+                return new Handle(t -> election.campaign(value, t), () -> election.tryCampaign(value));
             }
             default:
                 throw new Refused("unknown kind " + kind);
@@ -244,7 +195,7 @@ public final class ConformanceActor {
     }
 
     /** The most recent lease of the step's handle, if any. */
-    private Held top(String name, Map<String, Object> op) {
+    private Lease top(String name, Map<String, Object> op) {
         Handle h = handles.get(handleKey(name, op));
         return h == null ? null : h.leases.peekLast();
     }
@@ -255,33 +206,52 @@ public final class ConformanceActor {
         try {
             switch (kind) {
                 case "connect": {
+                    // Protocol 2: any URL, options by name; protocol 1: a top-level prefix.
+                    Map<String, Object> o = op.get("options") instanceof Map<?, ?> m ? cast(m) : Map.of();
                     ClientOptions.Builder b = ClientOptions.builder();
-                    if (op.get("prefix") != null) {
-                        b.keyPrefix(String.valueOf(op.get("prefix")));
+                    Object prefix = o.containsKey("prefix") ? o.get("prefix") : op.get("prefix");
+                    if (prefix != null) {
+                        b.keyPrefix(String.valueOf(prefix));
+                    }
+                    if (o.get("replica_acks") != null) {
+                        b.set("replicaAcks", o.get("replica_acks"));
+                    }
+                    if (o.get("max_lease_ms") != null) {
+                        b.set("maxLease", millis(o, "max_lease_ms"));
                     }
                     LockgateClient c = LockgateClient.connect(String.valueOf(op.getOrDefault("url", "")), b.build());
                     if (client != null) {
                         client.close();
                     }
                     client = c;
-                    return ok();
+                    Map<String, Object> r = ok();
+                    List<Object> caps = new ArrayList<>();
+                    c.capabilities().all().forEach((k, v) -> {
+                        if (v) {
+                            caps.add(k.replaceAll("([A-Z])", "_$1").toLowerCase(java.util.Locale.ROOT));
+                        }
+                    });
+                    r.put("capabilities", caps);
+                    return r;
                 }
                 case "connect_redlock": {
-                    RedlockOptions.Builder b = RedlockOptions.builder();
+                    // Protocol 1 (until the orchestrator stops sending it): the masters' redis://
+                    // URLs as one redlock:// URL.
+                    ClientOptions.Builder b = ClientOptions.builder();
                     if (op.get("prefix") != null) {
                         b.keyPrefix(String.valueOf(op.get("prefix")));
                     }
                     Duration maxLease = millis(op, "max_lease_ms");
                     if (maxLease != null) {
-                        b.maxLease(maxLease);
+                        b.set("maxLease", maxLease);
                     }
-                    List<String> urls = new ArrayList<>();
+                    List<String> hosts = new ArrayList<>();
                     if (op.get("urls") instanceof List) {
                         for (Object u : (List<?>) op.get("urls")) {
-                            urls.add(String.valueOf(u));
+                            hosts.add(String.valueOf(u).replaceFirst("^redis://", ""));
                         }
                     }
-                    RedlockClient r = RedlockClient.connect(urls, b.build());
+                    LockgateClient r = LockgateClient.connect("redlock://" + String.join(",", hosts), b.build());
                     if (redlock != null) {
                         redlock.close();
                     }
@@ -294,7 +264,7 @@ public final class ConformanceActor {
                 case "acquire":
                 case "try_acquire": {
                     Handle h = handleFor(name, op);
-                    Held lease;
+                    Lease lease;
                     if (kind.equals("acquire")) {
                         Duration t = millis(op, "timeout_ms");
                         lease = h.acquire.acquire(t == null ? Duration.ZERO : t);
@@ -305,15 +275,13 @@ public final class ConformanceActor {
                     r.put("acquired", lease != null);
                     if (lease != null) {
                         h.leases.addLast(lease);
-                        if (lease.token() != null) {
-                            r.put("token", Long.toString(lease.token()));
-                        }
+                        lease.fencingToken().ifPresent(t -> r.put("token", Long.toString(t)));
                     }
                     return r;
                 }
                 case "release": {
                     Handle h = handles.get(handleKey(name, op));
-                    Held held = h == null ? null : h.leases.peekLast();
+                    Lease held = h == null ? null : h.leases.peekLast();
                     if (held == null) {
                         return notHeld();
                     }
@@ -324,7 +292,7 @@ public final class ConformanceActor {
                     return r;
                 }
                 case "extend": {
-                    Held held = top(name, op);
+                    Lease held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -333,13 +301,13 @@ public final class ConformanceActor {
                     return ok();
                 }
                 case "is_held": {
-                    Held held = top(name, op);
+                    Lease held = top(name, op);
                     Map<String, Object> r = ok();
                     r.put("held", held != null && held.isHeld());
                     return r;
                 }
                 case "wait_lost": {
-                    Held held = top(name, op);
+                    Lease held = top(name, op);
                     if (held == null) {
                         return notHeld();
                     }
@@ -367,11 +335,11 @@ public final class ConformanceActor {
                         long enter;
                         long leave;
                         Long token;
-                        try (Held lease = h.acquire.acquire(Duration.ofSeconds(30))) {
+                        try (Lease lease = h.acquire.acquire(Duration.ofSeconds(30))) {
                             enter = wallNanos();
                             Thread.sleep(holdNanos / 1_000_000L, (int) (holdNanos % 1_000_000L));
                             leave = wallNanos();
-                            token = lease.token();
+                            token = lease.fencingToken().isPresent() ? lease.fencingToken().getAsLong() : null;
                         }
                         List<Object> rec = new ArrayList<>();
                         rec.add(token == null ? null : Long.toString(token));
@@ -416,10 +384,15 @@ public final class ConformanceActor {
         return now.getEpochSecond() * 1_000_000_000L + now.getNano();
     }
 
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> cast(Map<?, ?> m) {
+        return (Map<String, Object>) m;
+    }
+
     /** Releases every handle's stack, most recent lease first, then closes the client. */
     void close() {
         for (Handle h : handles.values()) {
-            for (Held l = h.leases.pollLast(); l != null; l = h.leases.pollLast()) {
+            for (Lease l = h.leases.pollLast(); l != null; l = h.leases.pollLast()) {
                 try {
                     l.release();
                 } catch (LockException ignored) {

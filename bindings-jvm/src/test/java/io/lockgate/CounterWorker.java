@@ -20,7 +20,7 @@ public final class CounterWorker {
             for (int i = 0; i < n; i++) {
                 try (Lease lease = lock.acquire(Duration.ofSeconds(60))) {
                     increment(raw, counter);
-                    out.append(lease.fencingToken()).append('\n');
+                    out.append(lease.fencingToken().getAsLong()).append('\n');
                 }
             }
         }

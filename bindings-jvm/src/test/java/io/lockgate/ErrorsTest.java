@@ -106,27 +106,37 @@ class ErrorsTest {
             "responseTimeout must be at most 2592000 s, got 2678400 s");
         message(() -> LockgateClient.connect(server.url(),
             ClientOptions.builder().replicaAcks(1, Duration.ofNanos(500_000)).build()),
-            "replicaAcks timeout must be at least 0.001 s, got 0.0005 s");
+            "replicaAckTimeout must be at least 0.001 s, got 0.0005 s");
         message(() -> LockgateClient.connect(server.url(),
             ClientOptions.builder().replicaAcks(0, Duration.ofMillis(100)).build()),
-            "replicaAcks replicas must be at least 1, got 0");
+            "replicaAcks must be a whole number of at least 1, got 0");
         message(() -> LockgateClient.connect(server.url(), ClientOptions.builder()
                 .replicaAcks(1, Duration.ofSeconds(2)).responseTimeout(Duration.ofSeconds(1)).build()),
             "replicaAcks timeout (2 s) must be below responseTimeout (1 s)");
-        List<String> one = List.of(server.url());
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().maxLease(Duration.ofMillis(5)).build()),
+        // The one generic setter: an unknown name lists the valid ones; a Java type the core
+        // cannot take is refused by name, before anything is sent.
+        LockInvalidArgumentException unknown = assertThrows(LockInvalidArgumentException.class,
+            () -> LockgateClient.connect(server.url(), ClientOptions.builder().set("bogus", 1).build()));
+        assertTrue(unknown.getMessage().startsWith("unknown client option \"bogus\"")
+            && unknown.getMessage().contains("maxLease"), unknown.getMessage());
+        message(() -> LockgateClient.connect(server.url(), ClientOptions.builder().set("keyPrefix", new Object()).build()),
+            "keyPrefix must be a Boolean, a number, a Duration, a String or bytes, got Object");
+        message(() -> LockgateClient.connect(server.url(), ClientOptions.builder().set("keyPrefix", 7).build()),
+            "keyPrefix must be a string, got an integer");
+        String one = server.url().replace("redis://", "redlock://");
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("maxLease", Duration.ofMillis(5)).build()),
             "maxLease must be at least 0.01 s, got 0.005 s");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().nodeTimeout(Duration.ZERO).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("nodeTimeout", Duration.ZERO).build()),
             "nodeTimeout must be at least 0.001 s, got 0 s");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().retryDelay(Duration.ofDays(31)).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("retryDelay", Duration.ofDays(31)).build()),
             "retryDelay must be at most 2592000 s, got 2678400 s");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().retryJitter(Duration.ofSeconds(-2)).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("retryJitter", Duration.ofSeconds(-2)).build()),
             "retryJitter must not be negative, got -2 s");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().driftFixed(Duration.ofSeconds(11)).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("driftFixed", Duration.ofSeconds(11)).build()),
             "driftFixed must be at most 10 s, got 11 s");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().driftFactor(0.7).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("driftFactor", 0.7).build()),
             "driftFactor must be at least 0 and below 0.5, got 0.7");
-        message(() -> RedlockClient.connect(one, RedlockOptions.builder().connectTimeout(Duration.ZERO).build()),
+        message(() -> LockgateClient.connect(one, ClientOptions.builder().set("connectTimeout", Duration.ZERO).build()),
             "connectTimeout must be positive, got 0 s");
     }
 
@@ -135,7 +145,7 @@ class ErrorsTest {
     @Test
     void userWithoutPasswordIsInvalid() {
         invalid(() -> LockgateClient.connect("redis://user@127.0.0.1:1"), "user without password");
-        invalid(() -> RedlockClient.connect(List.of("redis://user@127.0.0.1:1")), "Redlock: user without password");
+        invalid(() -> LockgateClient.connect("redlock://user@127.0.0.1:1,127.0.0.1:2"), "Redlock: user without password");
     }
 
     @Test
@@ -241,13 +251,10 @@ class ErrorsTest {
         InternalException sync = assertThrows(InternalException.class, () -> Bridge.debugPanic("boom (expected by the test)"));
         assertTrue(Errors.map(sync) instanceof LockInternalException);
         LockInternalException blocking = assertThrows(LockInternalException.class,
-            () -> Futures.uninterruptibly(() -> {
-                Bridge.debugPanicBlocking("blocking boom (expected by the test)");
-                return null;
-            }));
+            () -> Futures.block(Bridge.debugPanicAsync("blocking boom (expected by the test)")));
         assertEquals("INTERNAL", blocking.code());
         java.util.concurrent.ExecutionException async = assertThrows(java.util.concurrent.ExecutionException.class,
-            () -> Bridge.debugPanicAsync("async boom (expected by the test)").get());
+            () -> Bridge.debugPanicAsync("async boom (expected by the test)").async().get());
         assertTrue(Errors.map(async) instanceof LockInternalException);
         try (Lease lease = client.getLock("after-panic").acquire(Duration.ofSeconds(1))) {
             assertTrue(lease.isHeld(), "the library still works after panics");

@@ -49,7 +49,7 @@ public final class HolderWorker {
                 held.add(lock.currentLease().orElseThrow());
                 break;
             case "lease-exit":
-                System.out.println(client.getLock(name, options).acquire(Duration.ofSeconds(10)).fencingToken());
+                System.out.println(client.getLock(name, options).acquire(Duration.ofSeconds(10)).fencingToken().getAsLong());
                 System.out.flush();
                 if (args[4].equals("return")) {
                     return; // main ends; the JVM exits normally (lockgate's threads are daemons)
@@ -66,7 +66,7 @@ public final class HolderWorker {
         }
         StringBuilder out = new StringBuilder();
         for (Lease l : held) {
-            out.append(l.fencingToken()).append('\n');
+            out.append(l.fencingToken().getAsLong()).append('\n');
         }
         System.out.print(out);
         System.out.flush();

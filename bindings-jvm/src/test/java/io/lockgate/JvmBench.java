@@ -95,7 +95,7 @@ public final class JvmBench {
                 long t0 = System.nanoTime();
                 for (int i = 0; i < n; i++) {
                     try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
-                        blackhole(lease.fencingToken());
+                        blackhole(lease.fencingToken().getAsLong());
                     }
                 }
                 double rate = n / ((System.nanoTime() - t0) / 1e9);
@@ -144,11 +144,11 @@ public final class JvmBench {
                     while (System.nanoTime() < deadline) {
                         Lease lease = lock.acquire(WAIT);
                         long acquired = System.nanoTime();
-                        blackhole(lease.fencingToken());
+                        blackhole(lease.fencingToken().getAsLong());
                         long releaseStart = System.nanoTime();
                         lease.close();
                         if (acquired > warmUntil) {
-                            recs.add(new long[] {lease.fencingToken(), acquired, releaseStart});
+                            recs.add(new long[] {lease.fencingToken().getAsLong(), acquired, releaseStart});
                         }
                     }
                 }

@@ -33,7 +33,7 @@ class LeaseTest extends RedisTestBase {
         assertFalse(e.isRetryable());
         assertEquals(0L, raw.num("EXISTS", key("exp", "")), "extend must not re-create the key");
         try (Lease again = lock.tryAcquire().orElseThrow()) {
-            assertTrue(again.fencingToken() > lease.fencingToken());
+            assertTrue(again.fencingToken().getAsLong() > lease.fencingToken().getAsLong());
         }
         // Closing the expired lease says it was not held, loudly.
         assertThrows(LockNotHeldException.class, lease::close);
@@ -106,7 +106,7 @@ class LeaseTest extends RedisTestBase {
         assertFalse(waiting.isDone());
         assertTrue(lease.releaseAsync().get(5, TimeUnit.SECONDS));
         Lease next = waiting.get(5, TimeUnit.SECONDS);
-        assertTrue(next.fencingToken() > lease.fencingToken());
+        assertTrue(next.fencingToken().getAsLong() > lease.fencingToken().getAsLong());
         LockTimeoutException t = assertThrows(LockTimeoutException.class, () -> {
             try {
                 lock.acquireAsync(Duration.ofMillis(100)).join();
@@ -142,5 +142,20 @@ class LeaseTest extends RedisTestBase {
         assertTrue(lease.toString().contains("held=true"));
         lease.close();
         assertTrue(lease.toString().contains("held=false"));
+    }
+
+    // What the backend can do, by the core's names in Java's spelling.
+    @Test
+    void aRedisClientReportsItsCapabilities() {
+        Capabilities c = client.capabilities();
+        assertEquals("Redis", c.backend());
+        assertEquals("redis", c.scheme());
+        for (String name : java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant")) {
+            assertTrue(c.has(name), name + " in " + c);
+        }
+        assertFalse(c.has("replicaAcks"));
+        assertFalse(c.has("no-such-capability"));
+        assertEquals(java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
+            "replicaAcks"), java.util.List.copyOf(c.all().keySet()));
     }
 }

@@ -127,13 +127,13 @@ class LockContractTest extends RedisTestBase {
         a.lock();
         CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
             b.lock();
-            long token = b.currentLease().orElseThrow().fencingToken();
+            long token = b.currentLease().orElseThrow().fencingToken().getAsLong();
             b.unlock();
             return token;
         });
         Thread.sleep(150);
         assertFalse(waiter.isDone());
-        long first = a.currentLease().orElseThrow().fencingToken();
+        long first = a.currentLease().orElseThrow().fencingToken().getAsLong();
         a.unlock();
         assertTrue(waiter.get(5, TimeUnit.SECONDS) > first);
     }

@@ -50,7 +50,7 @@ class MutualExclusionTest {
                     for (int i = 0; i < 25; i++) {
                         lock.lock();
                         try {
-                            tokens.add(lock.currentLease().orElseThrow().fencingToken());
+                            tokens.add(lock.currentLease().orElseThrow().fencingToken().getAsLong());
                             CounterWorker.increment(raw, "mx-shared-counter");
                             int v = local.get(); // non-atomic on purpose: only the lock protects it
                             Thread.yield();
@@ -84,7 +84,7 @@ class MutualExclusionTest {
                     DistributedLock lock = client.getLock("mx-leases");
                     for (int i = 0; i < 25; i++) {
                         try (Lease lease = lock.acquire(Duration.ofSeconds(30))) {
-                            tokens.add(lease.fencingToken());
+                            tokens.add(lease.fencingToken().getAsLong());
                             CounterWorker.increment(raw, "mx-leases-counter");
                         }
                     }
@@ -124,7 +124,7 @@ class MutualExclusionTest {
             DistributedLock lock = client.getLock("mx-jvms");
             for (int i = 0; i < 40; i++) {
                 try (Lease lease = lock.acquire(Duration.ofSeconds(60))) {
-                    tokens.add(lease.fencingToken());
+                    tokens.add(lease.fencingToken().getAsLong());
                     CounterWorker.increment(raw, "mx-jvms-counter");
                 }
             }

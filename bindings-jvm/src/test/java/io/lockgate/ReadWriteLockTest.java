@@ -41,7 +41,7 @@ class ReadWriteLockTest extends RedisTestBase {
             assertTrue(rw2.writeLock().tryAcquire().isEmpty(), "no writer beside one reader");
             assertTrue(r2.release());
             try (Lease w = rw2.writeLock().acquire(Duration.ofSeconds(1))) {
-                assertTrue(w.fencingToken() > r2.fencingToken());
+                assertTrue(w.fencingToken().getAsLong() > r2.fencingToken().getAsLong());
                 assertTrue(rw.readLock().tryAcquire().isEmpty(), "no reader beside a writer");
                 assertTrue(rw.writeLock().tryAcquire().isEmpty(), "no second writer");
             }
@@ -66,7 +66,7 @@ class ReadWriteLockTest extends RedisTestBase {
         assertTrue(mismatch.getMessage().contains("writers_first"), mismatch.getMessage());
         assertTrue(r1.release());
         Lease w = writer.get(5, TimeUnit.SECONDS);
-        assertTrue(w.fencingToken() > r1.fencingToken());
+        assertTrue(w.fencingToken().getAsLong() > r1.fencingToken().getAsLong());
         assertTrue(client.getReadWriteLock("queued").readLock().tryAcquire().isEmpty());
         w.close();
         assertEquals(List.of(), liveKeys(raw, "queued"));

@@ -32,18 +32,18 @@ class ReadmeExampleTest {
 
                 try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
                     lease.onLost(reason -> System.err.println("lost: " + reason));
-                    write(lease.fencingToken());
+                    write(lease.fencingToken().getAsLong());
                 }
 
                 lock.lock();
                 try {
-                    write(lock.currentLease().orElseThrow().fencingToken());
+                    write(lock.currentLease().orElseThrow().fencingToken().getAsLong());
                 } finally {
                     lock.unlock();
                 }
 
                 Boolean released = lock.acquireAsync(Duration.ofSeconds(5))
-                    .thenCompose(lease -> doWorkAsync(lease.fencingToken()).thenCompose(x -> lease.releaseAsync()))
+                    .thenCompose(lease -> doWorkAsync(lease.fencingToken().getAsLong()).thenCompose(x -> lease.releaseAsync()))
                     .get(10, TimeUnit.SECONDS);
                 assertTrue(released);
             }
@@ -60,13 +60,13 @@ class ReadmeExampleTest {
              LockgateClient client = LockgateClient.connect(server.url())) {
             DistributedSemaphore quota = client.getSemaphore("api-quota", 5);
             try (Lease permit = quota.acquire(Duration.ofSeconds(10))) {
-                log.add("api " + permit.fencingToken());
+                log.add("api " + permit.fencingToken().getAsLong());
             }
             quota.tryAcquire().ifPresent(Lease::close);
 
             DistributedReadWriteLock rw = client.getReadWriteLock("catalog");
             try (Lease read = rw.readLock().acquire(Duration.ofSeconds(5))) { log.add("render"); }
-            try (Lease write = rw.writeLock().acquire(Duration.ofSeconds(5))) { write(write.fencingToken()); }
+            try (Lease write = rw.writeLock().acquire(Duration.ofSeconds(5))) { write(write.fencingToken().getAsLong()); }
             rw.writeLock().lock(); try { log.add("update"); } finally { rw.writeLock().unlock(); }
             DistributedReadWriteLock barging = rw.withWritersFirst(false);
             assertTrue(barging.readLock().tryLock());
@@ -75,14 +75,14 @@ class ReadmeExampleTest {
             LeaderElection election = client.getElection("scheduler");
             try (Lease leadership = election.campaign("node-7:8080")) {
                 leadership.onLost(reason -> log.add("stop leading"));
-                write(leadership.fencingToken());
+                write(leadership.fencingToken().getAsLong());
                 election.observe().ifPresent(l -> log.add(l.value() + " leads, term " + l.term() + ", " + l.remaining()));
             }
 
             DistributedLock lock = client.getLock("orders:42", LockOptions.builder().reentrant(true).build());
             try (Lease outer = lock.acquire(Duration.ofSeconds(5));
                  Lease inner = lock.acquire(Duration.ofSeconds(5))) {
-                assertEquals(outer.fencingToken(), inner.fencingToken());
+                assertEquals(outer.fencingToken().getAsLong(), inner.fencingToken().getAsLong());
             }
             lock.lock();
             lock.lock();

@@ -41,7 +41,7 @@ class SemaphoreTest extends RedisTestBase {
                 fs.add(pool.submit(() -> {
                     for (int i = 0; i < 20; i++) {
                         try (Lease permit = sem.acquire(Duration.ofSeconds(30))) {
-                            tokens.add(permit.fencingToken());
+                            tokens.add(permit.fencingToken().getAsLong());
                             peak.accumulateAndGet(inside.incrementAndGet(), Math::max);
                             Thread.sleep(2);
                             inside.decrementAndGet();
@@ -71,7 +71,7 @@ class SemaphoreTest extends RedisTestBase {
         try (Lease next = waiter.acquire(Duration.ofSeconds(5))) {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(ms >= 200 && ms < 2000, "granted once the lease ran out: " + ms + " ms");
-            assertTrue(next.fencingToken() > abandoned.fencingToken());
+            assertTrue(next.fencingToken().getAsLong() > abandoned.fencingToken().getAsLong());
             assertFalse(abandoned.isHeld());
         }
         assertThrows(LockNotHeldException.class, abandoned::close, "closing the expired permit is loud");
@@ -117,7 +117,7 @@ class SemaphoreTest extends RedisTestBase {
         b.extend(Duration.ofSeconds(10));
         assertTrue(a.releaseAsync().get(5, TimeUnit.SECONDS));
         try (Lease c = sem.acquire(Duration.ofSeconds(1))) {
-            assertTrue(c.fencingToken() > b.fencingToken());
+            assertTrue(c.fencingToken().getAsLong() > b.fencingToken().getAsLong());
         }
         b.close();
         assertEquals(List.of(), liveKeys(raw, "async"));
