@@ -55,17 +55,22 @@ impl Connection {
     /// The connected core client (connecting now on first use); `CLOSED` once closed or in
     /// another process than the one that made it.
     pub(crate) async fn client(&self) -> Result<Client, Error> {
-        self.owner.check()?;
-        let closed = || Error::new(ErrorKind::Closed, "the client is closed");
-        if self.closed.load(Ordering::Acquire) {
-            return Err(closed());
-        }
+        self.check()?;
         let client = self.client.get_or_try_init(|| self.options.clone().connect()).await?.clone();
         if self.closed.load(Ordering::Acquire) {
             client.close().await; // closed while this call was connecting
             return Err(closed());
         }
         Ok(client)
+    }
+
+    /// `CLOSED` once closed or in another process than the one that made it.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        self.owner.check()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(())
     }
 
     /// The core client if it is connected already.
@@ -81,6 +86,10 @@ impl Connection {
         }
         Ok(())
     }
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the client is closed")
 }
 
 /// Closes every client of this process that some handle still references (the exit hook).

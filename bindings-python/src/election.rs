@@ -37,9 +37,13 @@ impl ElectionSpec {
         Ok(Arc::new(ElectionSpec { conn: conn.clone(), name: name.into(), options, core }))
     }
 
-    async fn core(&self) -> Result<native::Election, Error> {
+    async fn core(&self) -> Result<&native::Election, Error> {
+        self.conn.check()?;
+        if let Some(election) = self.core.get() {
+            return Ok(election);
+        }
         let client = self.conn.client().await?;
-        self.core.get_or_try_init(|| async { client.election(&self.name, self.options.clone()) }).await.cloned()
+        self.core.get_or_try_init(|| async { client.election(&self.name, self.options.clone()) }).await
     }
 
     /// `None`: wait until elected.

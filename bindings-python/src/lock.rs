@@ -67,11 +67,16 @@ impl LockSpec {
         }))
     }
 
-    async fn core(&self) -> Result<native::Lock, Error> {
+    /// The core's handle (connecting first on a client's first use).
+    async fn core(&self) -> Result<&native::Lock, Error> {
+        self.conn.check()?;
+        if let Some(lock) = self.core.get() {
+            return Ok(lock); // the common case: no clone, no await
+        }
         let client = self.conn.client().await?;
         let make =
             || async { client.primitive(&self.name, self.primitive.clone(), self.options.clone(), self.reentrant) };
-        self.core.get_or_try_init(make).await.cloned()
+        self.core.get_or_try_init(make).await
     }
 
     /// `None`: the lock's default wait.
