@@ -58,7 +58,8 @@ function withFlags(op, o) {
 
 /**
  * The library handle a step describes (Primitive options in conformance/README.md): `kind`
- * (mutex, redlock, semaphore, read, write, leader), `permits`, `value`, `reentrant`, `writers_first`.
+ * (mutex, semaphore, read, write, leader; protocol 1 also sends `redlock`, meaning the client of
+ * `connect_redlock`), `permits`, `value`, `reentrant`, `writers_first`.
  * Returns `{ acquire(timeoutMs), tryAcquire() }` over the public API.
  */
 function makeHandle(client, redlock, name, op) {
@@ -123,18 +124,32 @@ class Actor {
     try {
       switch (op.op) {
         case 'connect': {
-          const options = present(op.prefix) ? { keyPrefix: op.prefix } : undefined;
+          // Any URL scheme (protocol 2): the library picks the backend. `options` fields go to
+          // the client options under their JS names; protocol 1 sends a top-level `prefix`.
+          const given = op.options ?? {};
+          const options = {};
+          const prefix = present(given.prefix) ? given.prefix : op.prefix;
+          if (present(prefix)) options.keyPrefix = prefix;
+          if (present(given.replica_acks)) options.replicaAcks = { replicas: given.replica_acks };
+          if (present(given.max_lease_ms)) options.maxLeaseMs = given.max_lease_ms;
           const client = await lockgate.connect(op.url ?? '', options);
           if (this.client) await this.client.close();
           this.client = client;
           this.handles.clear();
-          return { ok: true };
+          // Protocol 2: the core's capabilities in the conformance names (snake_case), for the
+          // orchestrator to check against the variant's.
+          if (!op.options) return { ok: true };
+          const { backend, scheme, ...caps } = client.capabilities;
+          const names = Object.keys(caps).filter((k) => caps[k]).map((k) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+          return { ok: true, capabilities: names };
         }
         case 'connect_redlock': {
+          // Protocol 1: a Redlock over `urls` (redis:// URLs of the masters), used by `kind: redlock`.
           const options = {};
           if (present(op.prefix)) options.keyPrefix = op.prefix;
           if (present(op.max_lease_ms)) options.maxLeaseMs = op.max_lease_ms;
-          const redlock = await lockgate.connectRedlock(op.urls ?? [], options);
+          const hosts = (op.urls ?? []).map((u) => new URL(u).host);
+          const redlock = await lockgate.connect(`redlock://${hosts.join(',')}`, options);
           if (this.redlock) await this.redlock.close();
           this.redlock = redlock;
           return { ok: true };
@@ -156,7 +171,7 @@ class Actor {
           if (!lease) return { ok: true, acquired: false };
           h.leases.push(lease);
           // A Redlock grant has no fencing token (PROTOCOL.md §8).
-          if (lease.fencingToken === undefined) return { ok: true, acquired: true };
+          if (lease.fencingToken === null) return { ok: true, acquired: true };
           return { ok: true, acquired: true, token: lease.fencingToken.toString() };
         }
         case 'release': {
@@ -206,7 +221,7 @@ class Actor {
             await sleep(hold);
             const exit = wallNs();
             await lease.release();
-            records.push([lease.fencingToken === undefined ? null : lease.fencingToken.toString(), enter, exit]);
+            records.push([lease.fencingToken === null ? null : lease.fencingToken.toString(), enter, exit]);
           }
           return { ok: true, records };
         }

@@ -1,75 +1,120 @@
 'use strict';
-// The driver: performs the engine's requests and keeps its one timer. A client connected from a
-// URL sends its pipelines on a lean connection (lib/wire.js: RESP bytes the engine encodes and
-// parses itself); one given an ioredis client or Cluster, or options only ioredis understands,
-// sends them with ioredis. Subscriptions always use an ioredis connection.
+// The driver of one client's engine, the same for every backend. It follows the engine's
+// driving contract (core/src/engine/mod.rs): every input is fed with a `performance.now()`
+// timestamp, then `pump()` drains requests (each handed to the backend's transport, in emission
+// order), drains events (settling the caller's promise or aborting a lease's loss signal), and
+// re-arms the one timer at `pollTimeout()`. It holds no lock logic: no quorum, token, retry,
+// expiry or queue decision is made here.
 //
-// It follows the engine's driving contract (core/src/engine/mod.rs): every input is fed with a
-// `performance.now()` timestamp, then `pump()` drains requests (performed in emission order on
-// the command connection, subscribes on the subscriber connection), drains events (settling the
-// caller's promise or aborting a lease's signal), and re-arms the timer at `pollTimeout()`.
-// The pump, the settlement of operations, the loss signals, the timer and the shutdown are
-// lib/engine-driver.js's, shared with the Redlock driver; this file performs the requests.
-// It holds no lock logic: no quorum, token, retry, expiry or queue decisions are made here.
-//
-// On a Redis Cluster (an ioredis `Cluster` as the command connection) the same holds, with two
-// transport differences: the commands of one engine pipeline are sent one by one (each routed
-// by ioredis to the primary owning its key's slot; every key of one lock shares a hash tag, but
-// a pipeline batches several locks) and their replies handed back in order; and the subscriber
-// is a plain connection to one node of the cluster (PUBLISH is cluster-wide), replaced by a
-// connection to another node when it drops.
+// A transport (lib/transport/<backend>.js) performs requests and hands back what came of them:
+// `perform(req)` with `req` flat as `[id, node, n, argc, name, ...args, ...]` (see pollRequest in
+// src/lib.rs), answered through `replied`, `failed` or `input`; optionally `performRequests()`
+// instead (it polls the engine itself); `holdOpen()` and `close()` for shutdown.
 
+const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
-const { EngineDriver, LossSignal, SHAPES, now } = require('./engine-driver');
-const { refSocket, unrefSocket } = require('./targets');
-const { WireConnection } = require('./wire');
+const exit = require('./exit');
 
-/** A random element, or undefined for an empty array. */
-function sample(items) {
-  return items.length ? items[Math.floor(Math.random() * items.length)] : undefined;
+const now = () => performance.now();
+
+/** setTimeout's largest delay; a timer that fires early is harmless to the engine. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+/** While work is pending but the engine has no timer, this keeps the event loop alive. */
+const KEEPALIVE_MS = 60_000;
+/** How long `close()` waits for releases to reach the server(s). */
+const CLOSE_GRACE_MS = 2_000;
+
+/** The object factory the engine builds its events with (one call each). */
+const SHAPES = {
+  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({ kind, op, lease, fencingToken, validUntil, wasHeld, error }),
+  observed: (op, value, term, remainingMs) => ({ kind: 'observed', op, value, term, remainingMs }),
+};
+
+/**
+ * A lease's loss signal. The AbortController is only made when someone asks for the signal
+ * (most leases are released without anyone looking at it); a loss before that is remembered.
+ */
+class LossSignal {
+  constructor(lostWith) {
+    this.controller = null;
+    this.lostWith = lostWith;
+  }
+
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.lostWith !== undefined) this.controller.abort(this.lostWith);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason) {
+    if (this.lostWith !== undefined) return;
+    this.lostWith = reason;
+    if (this.controller !== null) this.controller.abort(reason);
+  }
 }
 
-class Driver extends EngineDriver {
-  /**
-   * @param {import('../pkg/lockgate_node').Engine} engine
-   * @param {object} transport either `{ redis, owns }`: an ioredis client or Cluster as the
-   *   command connection (`owns`: whether close() quits it, and its sockets may be unref'd), or
-   *   `{ url, options, makeSubscriber }`: a lean connection (lib/wire.js) to a checked URL, with
-   *   connect()'s options, plus a factory of the ioredis subscriber connection.
-   */
-  constructor(engine, transport) {
-    super(engine, 'client');
-    /** @type {import('ioredis').Redis | import('ioredis').Cluster | null} the ioredis command connection */
-    this.redis = transport.redis || null;
-    this.ownsRedis = this.redis === null || transport.owns === true;
-    /** @type {WireConnection | null} the lean command connection, instead of `redis` */
-    this.wire = transport.url ? new WireConnection(transport.url, transport.options, this) : null;
-    this.makeSubscriber = transport.makeSubscriber || (() => this.redis.duplicate());
-    /** Whether `redis` is an ioredis Cluster (commands go one by one, see perform()). */
-    this.cluster = this.redis !== null && this.redis.isCluster === true;
-    /** @type {import('ioredis').Redis | null} created on the engine's first subscribe */
-    this.sub = null;
-    const redis = this.redis;
-    if (redis !== null && this.ownsRedis && this.cluster) {
-      // The same for every node connection of an owned Cluster, including ones opened later
-      // (after a MOVED or a failover).
-      const watch = (node) => {
-        node.on('ready', () => {
-          if (!this.closed) unrefSocket(node);
-        });
-        if (node.status === 'ready') unrefSocket(node);
-      };
-      for (const node of redis.nodes('all')) watch(node);
-      redis.on('+node', watch);
-    } else if (redis !== null && this.ownsRedis) {
-      // An idle client must not keep the process alive: the socket is unref'd and a ref'd
-      // timer stands in for it while the engine has work (see arm()).
-      redis.on('ready', () => unrefSocket(redis));
-      if (redis.status === 'ready') unrefSocket(redis);
-    }
+class Driver {
+  /** @param {import('../pkg/lockgate_node').Engine} engine */
+  constructor(engine) {
+    this.engine = engine;
+    /** Set by connect() once the transport is open. */
+    this.transport = null;
+    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
+    this.pending = new Map();
+    /** lease id -> LossSignal of a lease the engine holds */
+    this.leases = new Map();
+    this.timer = null;
+    this.timerAt = undefined;
+    this.timerRef = false;
+    this.pumping = false;
+    this.again = false;
+    this.closed = false;
+    this.closing = null;
+    this.idleWaiters = [];
+    /** This driver for lib/exit.js (weakly: an unreachable idle client is still collected). */
+    this.exitRef = new WeakRef(this);
+    /** Whether lib/exit.js cleans it up at process exit (from its first acquire until close()). */
+    this.exitRegistered = false;
   }
 
   // ---- inputs ----
+
+  /** Starts an operation the engine already accepted; resolves with its completion event. */
+  track(op, lease, onSettle) {
+    return new Promise((resolve, reject) => {
+      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
+      this.pump();
+    });
+  }
+
+  ensureOpen() {
+    if (this.closed) throw makeError('CLOSED', 'the client is closed');
+  }
+
+  acquire(spec, options, tryOnce, signal) {
+    this.ensureOpen();
+    if (signal && signal.aborted) throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    const op = this.engine.acquire(now(), spec, options, tryOnce);
+    if (!this.exitRegistered) {
+      // Only an acquire leaves anything on the server (a queue entry, then a lease).
+      this.exitRegistered = true;
+      exit.register(this);
+    }
+    let onSettle;
+    if (signal) {
+      const onAbort = () => {
+        const entry = this.pending.get(op);
+        if (entry) entry.abortReason = signal.reason;
+        this.engine.cancel(now(), op);
+        this.pump();
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      onSettle = () => signal.removeEventListener('abort', onAbort);
+    }
+    return this.track(op, undefined, onSettle);
+  }
 
   /** Re-enters a held lease (reentrant handles); completes at once, `acquired` or NOT_HELD. */
   reacquire(lease) {
@@ -83,177 +128,222 @@ class Driver extends EngineDriver {
     return this.track(this.engine.observe(now(), name), undefined, undefined);
   }
 
-  /** The one-command fast path of input(): a command that failed (a server or transport error). */
-  failed(id, err) {
+  release(lease) {
+    this.ensureOpen();
+    return this.track(this.engine.release(now(), lease), lease, undefined);
+  }
+
+  extend(lease, ms) {
+    this.ensureOpen();
+    return this.track(this.engine.extend(now(), lease, ms), lease, undefined);
+  }
+
+  isHeld(lease) {
+    return !this.closed && this.engine.isHeld(now(), lease);
+  }
+
+  remainingMs(lease) {
+    if (this.closed) return 0;
+    const until = this.engine.leaseValidUntil(lease);
+    return until === undefined ? 0 : Math.max(0, until - now());
+  }
+
+  /** The loss signal of `lease`, made when its acquisition was delivered. */
+  lossSignal(lease) {
+    return this.leases.get(lease) || new LossSignal(makeError('NOT_HELD', 'the lease is no longer held'));
+  }
+
+  /** Feeds one input (a reply, a message, a timer) and drains the outputs. */
+  input(feed) {
     if (!this.accepting) return;
-    this.engine.handleReply(now(), id, [[err, null]]);
+    feed();
     this.pump();
   }
 
-  // ---- the lean connection's owner side (lib/wire.js) ----
-
-  /** Bytes the lean connection read; returns how many requests still wait (-1: the stream broke). */
-  wireData(buf) {
-    return this.accepting ? this.engine.handleWireData(now(), buf) : 0;
+  /** Whether inputs are still fed (not after close() finished). */
+  get accepting() {
+    return this.closing === null || !this.closing.done;
   }
 
-  /** Performs what the engine made of the bytes handed over by wireData(). */
-  wireFlush() {
-    if (this.accepting) this.pump();
+  /** The reply value of a one-command request (the fast path: no closure, no wrapping). */
+  replied(id, value) {
+    if (!this.accepting) return;
+    this.engine.handleValue(now(), id, value);
+    this.pump();
   }
 
-  /** The lean connection went: what was in flight on it fails (retryable, unless refused credentials). */
-  wireClosed(err) {
-    this.input(() => this.engine.handleWireClosed(now(), err));
+  /** What the one command of request `id` was rejected with (a server or transport error). */
+  failed(id, err) {
+    if (!this.accepting) return;
+    this.engine.handleError(now(), id, err);
+    this.pump();
   }
 
   // ---- outputs ----
 
-  /** With the lean connection: the engine's pipelines leave as bytes, one write per batch. */
-  performRequests() {
-    if (this.wire === null) {
-      super.performRequests();
+  pump() {
+    if (this.pumping) {
+      this.again = true; // an abort listener fed an input while we were delivering
       return;
     }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        this.performRequests();
+        let ev;
+        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.arm();
+  }
+
+  /** Hands every request the engine has queued to the transport. */
+  performRequests() {
+    const t = this.transport;
+    if (t === null) return;
+    if (t.performRequests) return t.performRequests();
     let req;
-    while ((req = this.engine.pollWireRequests(now())) !== undefined) {
-      if (Array.isArray(req)) this.perform(req);
-      else this.wire.write(req);
-    }
+    while ((req = this.engine.pollRequest()) !== undefined) t.perform(req);
   }
 
-  /**
-   * Performs one request, given flat (see pollRequest in src/lib.rs): `[id, n, argc, name,
-   * ...args, ...]` for a pipeline of n commands, `[id, -1, channel]` for a subscribe,
-   * `[id, -2, description]` for a kind this driver cannot perform.
-   */
-  perform(req) {
-    const id = req[0];
-    const n = req[1];
-    if (n === 1) {
-      // One command: no pipeline object, and its reply goes back without [[err, value]] wrapping.
-      this.redis.call(...req.slice(3, 3 + req[2])).then(
-        (value) => this.replied(id, value),
-        (err) => this.failed(id, err),
-      );
-    } else if (n >= 0 && this.cluster) {
-      // A cluster pipeline must stay in one slot, and the engine batches scripts of several
-      // locks: each command goes on its own (still issued in order), replies are collected in
-      // the pipeline's order. Server errors stay in place (NOSCRIPT is the engine's to handle);
-      // a transport error on any command fails the request, as with a pipeline.
-      const sends = [];
-      for (let i = 2, c = 0; c < n; c++) {
-        const argc = req[i];
-        sends.push(
-          this.redis.call(...req.slice(i + 1, i + 1 + argc)).then(
-            (value) => [null, value],
-            (err) => [err, null],
-          ),
-        );
-        i += 1 + argc;
+  deliver(ev) {
+    if (ev.kind === 'lost') {
+      const loss = this.leases.get(ev.lease);
+      if (loss) {
+        this.leases.delete(ev.lease);
+        loss.abort(ev.error);
       }
-      Promise.all(sends).then((results) =>
-        this.input(() => this.engine.handleReply(now(), id, results)),
-      );
-    } else if (n >= 0) {
-      const p = this.redis.pipeline();
-      for (let i = 2, c = 0; c < n; c++) {
-        const argc = req[i];
-        p.call(...req.slice(i + 1, i + 1 + argc));
-        i += 1 + argc;
+      return;
+    }
+    if (ev.kind === 'renewed') return;
+    const p = this.pending.get(ev.op);
+    if (!p) {
+      // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
+      // gone): undo an acquisition, as the native driver does.
+      if (ev.kind === 'acquired') {
+        this.engine.release(now(), ev.lease);
+        this.again = true;
       }
-      p.exec().then(
-        (results) => this.input(() => this.engine.handleReply(now(), id, results)),
-        (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
-      );
-    } else if (n === -1) {
-      this.subscribe(req[2]).then(
-          () => this.input(() => this.engine.handleReply(now(), id, [])),
-          (err) => this.input(() => this.engine.handleReplyError(now(), id, err)),
-        );
-    } else {
-      this.engine.rejectRequest(now(), id, String(req[2]));
+      return;
     }
-  }
-
-  /** Subscribes the subscriber connection (made if needed) to `channel`. */
-  async subscribe(channel) {
-    const sub = this.cluster ? await this.clusterSubscriber() : this.subscriber();
-    await sub.subscribe(channel);
+    this.pending.delete(ev.op);
+    if (p.onSettle) p.onSettle();
+    // A released or failed operation on a lease may have ended it (a re-entered lease that gave
+    // back one hold is still held).
+    if (p.lease !== undefined && this.engine.leaseValidUntil(p.lease) === undefined) this.leases.delete(p.lease);
+    if (ev.kind === 'failed') {
+      if (p.abortReason !== undefined && ev.error.code === 'CANCELLED') {
+        Object.defineProperty(ev.error, 'cause', { value: p.abortReason, writable: true, configurable: true });
+      }
+      p.reject(ev.error);
+      return;
+    }
+    // A re-entered lease keeps the loss signal of its first hold.
+    if (ev.kind === 'acquired' && !this.leases.has(ev.lease)) this.leases.set(ev.lease, new LossSignal());
+    p.resolve(ev);
   }
 
   /**
-   * The one subscriber connection of this client, opened on the engine's first subscribe (and
-   * again if the previous one ended for good).
+   * One timer, at or before the engine's next deadline, ref'd only while the engine has work.
+   * A timer that is already due earlier is kept (firing early is harmless: the engine does
+   * nothing and the timer is re-armed), so an acquire/release cycle does not churn timers.
    */
-  subscriber() {
-    if (this.sub && this.sub.status !== 'end') return this.sub;
-    return this.watchSubscriber(this.makeSubscriber());
-  }
-
-  /**
-   * On a Cluster: a connection to one node (a ready one if any), made like that node's own
-   * connection (credentials, TLS, NAT mapping) but not reconnecting: when it drops, the engine
-   * learns of it (handleDisconnect), subscribes again, and this picks a node that is up.
-   */
-  async clusterSubscriber() {
-    if (this.sub && this.sub.status !== 'end') return this.sub;
-    if (this.redis.nodes('all').length === 0) {
-      // A Cluster that has not connected yet knows no node; a round trip makes it connect.
-      await this.redis.ping();
+  arm() {
+    if (this.closing && this.closing.done) return this.clearTimer();
+    const due = this.engine.pollTimeout();
+    const idle = this.engine.isIdle();
+    if (idle && this.idleWaiters.length) {
+      for (const w of this.idleWaiters.splice(0)) w();
     }
-    if (this.closed) throw makeError('CLOSED', 'the client is closed');
-    if (this.sub && this.sub.status !== 'end') return this.sub;
-    const nodes = this.redis.nodes('all');
-    const node = sample(nodes.filter((n) => n.status === 'ready')) || sample(nodes);
-    if (!node) throw makeError('CONNECTION', 'no node of the Redis Cluster is reachable');
-    return this.watchSubscriber(
-      node.duplicate({ lazyConnect: true, retryStrategy: null, readOnly: false, enableOfflineQueue: true }),
-    );
+    const busy = !idle || this.closing !== null;
+    if (due === undefined && !busy) {
+      if (this.timer !== null && this.timerRef) this.setRef(false);
+      return;
+    }
+    const at = due !== undefined ? due : now() + KEEPALIVE_MS;
+    if (this.timer !== null && this.timerAt <= at) {
+      if (busy !== this.timerRef) this.setRef(busy);
+      return;
+    }
+    this.clearTimer();
+    this.timerAt = at;
+    const delay = Math.min(MAX_DELAY_MS, Math.max(0, Math.ceil(at - now())));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = undefined;
+      this.input(() => this.engine.handleTimeout(now()));
+    }, delay);
+    this.timerRef = true;
+    if (!busy) this.setRef(false);
   }
 
-  /** Wires a new subscriber connection's messages and disconnects to the engine. */
-  watchSubscriber(sub) {
-    let ready = false;
-    sub.on('message', (channel, message) =>
-      this.input(() => this.engine.handleNotification(now(), channel, message)),
-    );
-    sub.on('ready', () => {
-      ready = true;
-      if (!this.closed) unrefSocket(sub);
-    });
-    sub.on('close', () => {
-      if (!ready) return;
-      ready = false;
-      this.input(() => this.engine.handleDisconnect(now()));
-    });
-    // Connection errors reach callers through the engine (failed subscribes, retries).
-    sub.on('error', () => {});
-    this.sub = sub;
-    return sub;
+  setRef(ref) {
+    this.timerRef = ref;
+    if (ref) this.timer.ref();
+    else this.timer.unref();
+  }
+
+  clearTimer() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = undefined;
   }
 
   // ---- shutdown ----
 
-  /** Keeps the connections ref'd while close() releases. */
-  holdOpen() {
-    if (this.wire) this.wire.ref();
-    if (this.redis && this.ownsRedis) refSocket(this.redis);
-    if (this.sub) refSocket(this.sub);
+  /**
+   * At process exit (lib/exit.js), where only synchronous code runs: asks the engine to release
+   * every lease and withdraw every wait, and writes what it emits to the connections at once,
+   * without waiting for a reply. Best effort; nothing else is done with this driver afterwards.
+   */
+  abandon() {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.engine.shutdown(now());
+      this.pump();
+    } catch {
+      // The process is ending: what was not sent expires on the server by itself.
+    }
   }
 
-  /** Closes the subscriber and, if this client opened it, the command connection. */
-  async closeConnections() {
-    if (this.sub) this.sub.disconnect();
-    if (this.wire) await this.wire.close();
-    if (this.redis && this.ownsRedis) {
-      try {
-        await this.redis.quit();
-      } catch {
-        this.redis.disconnect();
+  /**
+   * Releases every lease, cancels every wait (waiting up to CLOSE_GRACE_MS for the engine to
+   * finish), fails what is still pending, aborts the loss signals of what is still held, then
+   * closes the transport's connections; until then they keep the process alive (`holdOpen()`).
+   */
+  close() {
+    if (this.closing) return this.closing.promise;
+    this.closed = true;
+    if (this.exitRegistered) exit.unregister(this);
+    const closing = { done: false, promise: null };
+    this.closing = closing;
+    this.transport.holdOpen();
+    closing.promise = (async () => {
+      this.engine.shutdown(now());
+      const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
+      this.pump();
+      let grace;
+      await Promise.race([idle, new Promise((resolve) => (grace = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+      clearTimeout(grace);
+      closing.done = true;
+      this.clearTimer();
+      for (const [op, p] of this.pending) {
+        this.pending.delete(op);
+        if (p.onSettle) p.onSettle();
+        p.reject(makeError('CLOSED', 'the client was closed before the operation completed'));
       }
-    }
+      for (const [lease, loss] of this.leases) {
+        this.leases.delete(lease);
+        loss.abort(makeError('CLOSED', 'the client was closed, which released the lease'));
+      }
+      await this.transport.close();
+    })();
+    return closing.promise;
   }
 }
 
-module.exports = { Driver, LossSignal, SHAPES, now };
+module.exports = { Driver, SHAPES, now };

@@ -48,20 +48,24 @@ const ProtocolError = define('ProtocolError', 'PROTOCOL');
 const CancelledError = define('CancelledError', 'CANCELLED');
 const ClosedError = define('ClosedError', 'CLOSED');
 const AlreadyHeldError = define('AlreadyHeldError', 'ALREADY_HELD');
+const UnsupportedError = define('UnsupportedError', 'UNSUPPORTED');
 
-const BY_CODE = new Map(
-  [
-    InvalidArgumentError,
-    TimeoutError,
-    NotHeldError,
-    ConnectionError,
-    AuthenticationError,
-    ProtocolError,
-    CancelledError,
-    ClosedError,
-    AlreadyHeldError,
-  ].map((c) => [c.code, c]),
-);
+/** Every error class by name, as the package exports them. */
+const ERROR_EXPORTS = {
+  LockError,
+  InvalidArgumentError,
+  TimeoutError,
+  NotHeldError,
+  ConnectionError,
+  AuthenticationError,
+  ProtocolError,
+  CancelledError,
+  ClosedError,
+  AlreadyHeldError,
+  UnsupportedError,
+};
+
+const BY_CODE = new Map(Object.values(ERROR_EXPORTS).slice(1).map((c) => [c.code, c]));
 
 /** Stack frames inside the engine and its glue, hidden from users. */
 const INTERNAL_FRAME = /wasm:\/\/|[\\/]pkg[\\/]lockgate_node\.js|[\\/]lib[\\/]errors\.js/;
@@ -98,16 +102,8 @@ function invalid(message) {
 }
 
 module.exports = {
-  LockError,
-  InvalidArgumentError,
-  TimeoutError,
-  NotHeldError,
-  ConnectionError,
-  AuthenticationError,
-  ProtocolError,
-  CancelledError,
-  ClosedError,
-  AlreadyHeldError,
+  ...ERROR_EXPORTS,
+  ERROR_EXPORTS,
   makeError,
   invalid,
   ERROR_CLASSES: BY_CODE,

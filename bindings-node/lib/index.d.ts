@@ -13,7 +13,8 @@ export type ErrorCode =
   | 'PROTOCOL'
   | 'CANCELLED'
   | 'CLOSED'
-  | 'ALREADY_HELD';
+  | 'ALREADY_HELD'
+  | 'UNSUPPORTED';
 
 /** Base class of every error lockgate raises. */
 export class LockError extends Error {
@@ -25,54 +26,33 @@ export class LockError extends Error {
   static readonly code: ErrorCode;
 }
 /** An argument was rejected before any network call. */
-export class InvalidArgumentError extends LockError {
-  readonly code: 'INVALID_ARGUMENT';
-  static readonly code: 'INVALID_ARGUMENT';
-}
+export class InvalidArgumentError extends LockError { readonly code: 'INVALID_ARGUMENT'; static readonly code: 'INVALID_ARGUMENT'; }
 /** The wait for the lock ran out. Retryable. */
-export class TimeoutError extends LockError {
-  readonly code: 'TIMEOUT';
-  static readonly code: 'TIMEOUT';
-}
+export class TimeoutError extends LockError { readonly code: 'TIMEOUT'; static readonly code: 'TIMEOUT'; }
 /** The lease is not (or no longer) held: expired, deleted, taken over. */
-export class NotHeldError extends LockError {
-  readonly code: 'NOT_HELD';
-  static readonly code: 'NOT_HELD';
-}
+export class NotHeldError extends LockError { readonly code: 'NOT_HELD'; static readonly code: 'NOT_HELD'; }
 /** Redis could not be reached or the connection broke. Retryable. */
-export class ConnectionError extends LockError {
-  readonly code: 'CONNECTION';
-  static readonly code: 'CONNECTION';
-}
+export class ConnectionError extends LockError { readonly code: 'CONNECTION'; static readonly code: 'CONNECTION'; }
 /** The server refused the credentials. */
-export class AuthenticationError extends LockError {
-  readonly code: 'AUTHENTICATION';
-  static readonly code: 'AUTHENTICATION';
-}
+export class AuthenticationError extends LockError { readonly code: 'AUTHENTICATION'; static readonly code: 'AUTHENTICATION'; }
 /** The server replied with something the protocol does not allow. */
-export class ProtocolError extends LockError {
-  readonly code: 'PROTOCOL';
-  static readonly code: 'PROTOCOL';
-}
+export class ProtocolError extends LockError { readonly code: 'PROTOCOL'; static readonly code: 'PROTOCOL'; }
 /** The acquire was cancelled (its AbortSignal aborted, or the client closed); `cause` is the signal's reason. */
-export class CancelledError extends LockError {
-  readonly code: 'CANCELLED';
-  static readonly code: 'CANCELLED';
-}
+export class CancelledError extends LockError { readonly code: 'CANCELLED'; static readonly code: 'CANCELLED'; }
 /** The client was closed. */
-export class ClosedError extends LockError {
-  readonly code: 'CLOSED';
-  static readonly code: 'CLOSED';
-}
+export class ClosedError extends LockError { readonly code: 'CLOSED'; static readonly code: 'CLOSED'; }
 
 /**
  * This non-reentrant handle already holds the lock: acquiring again through it would wait for
  * itself, so the acquire fails at once and sends nothing. Not retryable.
  */
-export class AlreadyHeldError extends LockError {
-  readonly code: 'ALREADY_HELD';
-  static readonly code: 'ALREADY_HELD';
-}
+export class AlreadyHeldError extends LockError { readonly code: 'ALREADY_HELD'; static readonly code: 'ALREADY_HELD'; }
+
+/**
+ * The backend cannot do what was asked (a semaphore, read-write lock, election or reentrant
+ * handle on a Redlock client; see `client.capabilities`). Not retryable.
+ */
+export class UnsupportedError extends LockError { readonly code: 'UNSUPPORTED'; static readonly code: 'UNSUPPORTED'; }
 
 /** Options every client takes. */
 export interface BaseClientOptions {
@@ -84,6 +64,8 @@ export interface BaseClientOptions {
   commandTimeoutMs?: number;
   /** Extra ioredis options for the connections a URL client opens (e.g. `tls`; for a cluster, every node's). */
   redisOptions?: RedisOptions;
+  /** PEM root certificate(s) to trust for TLS URLs (`rediss://`, ...) instead of the system store. */
+  tlsCaPem?: string | Uint8Array;
 }
 
 /**
@@ -114,8 +96,57 @@ export interface ClusterClientOptions extends BaseClientOptions {
   replicaAcks?: undefined;
 }
 
+/**
+ * A Redlock client (`redlock://` / `rediss+redlock://` URLs, or an array of ioredis clients):
+ * the deployment's settings. Every client of one deployment must agree on `maxLeaseMs` and
+ * `keyPrefix` (the key of lock `name` is `<prefix>{name}:redlock` on every master).
+ */
+export interface RedlockClientOptions extends BaseClientOptions {
+  /**
+   * The longest lease any client of the deployment takes, in ms (default 30000). A master grants
+   * nothing until it has been up this long plus 1 s (a restarted master has forgotten its keys);
+   * a lock without `leaseMs` gets 30000 or this if shorter, and a longer one is refused.
+   */
+  maxLeaseMs?: number;
+  /** How long one attempt waits for the masters' answers; silent ones count as failed (default 50). */
+  nodeTimeoutMs?: number;
+  /** Pause before another attempt after a failed one (default 200) ... */
+  retryDelayMs?: number;
+  /** ... plus a random part up to this (default 200), so contenders do not retry in step. */
+  retryJitterMs?: number;
+  /** Clock-rate drift allowed, as a fraction of the lease (default 0.01; at least 0, below 0.5). */
+  driftFactor?: number;
+  /** Fixed part of the drift allowance in ms (default 2). */
+  driftFixedMs?: number;
+}
+
 /** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions;
+export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions;
+
+/** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
+export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
+
+/**
+ * What a client's backend offers, from the core (the same record in every binding). Every
+ * backend offers mutexes with acquire, tryAcquire, extend, release, renewal and loss signals.
+ */
+export interface Capabilities {
+  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`. */
+  readonly backend: string;
+  /** The URL scheme of the client (`redis`, `rediss+redlock`, ...). */
+  readonly scheme: string;
+  /** Grants carry fencing tokens (`lease.fencingToken` is a bigint, else null). */
+  readonly fencing: boolean;
+  /** Waiters queue in arrival order and are woken by the release. */
+  readonly fifo: boolean;
+  readonly semaphore: boolean;
+  readonly readWrite: boolean;
+  readonly election: boolean;
+  readonly observe: boolean;
+  readonly reentrant: boolean;
+  /** This client confirms grants on replicas (`replicaAcks`). */
+  readonly replicaAcks: boolean;
+}
 
 /** Options every kind of lock takes: the lease and the wait. */
 export interface LeaseOptions {
@@ -128,6 +159,9 @@ export interface LeaseOptions {
   /** Lease of a waiter's queue entry in ms: a crashed waiter is skipped after at most this (default 10000). */
   entryTtlMs?: number;
 }
+
+/** A handle's effective options (defaults filled in; no `entryTtlMs` where waiters do not queue: Redlock). */
+export type EffectiveOptions = Required<Omit<LeaseOptions, 'entryTtlMs'>> & Pick<LeaseOptions, 'entryTtlMs'>;
 
 /** Options of `client.lock()`. */
 export interface LockOptions extends LeaseOptions {
@@ -164,12 +198,24 @@ export interface AcquireOptions {
 }
 
 /**
- * Connects to Redis. `target` is a `redis://` / `rediss://` URL (the client owns one command
- * connection plus one subscriber connection, opened on the first waiting acquire; with
- * `cluster: true` the URL is a seed node of a Redis Cluster and the client owns an ioredis
- * `Cluster`).
+ * Connects to Redlock's independent masters (no replication between them): a lock is held while
+ * a majority grants it, and its leases have no fencing token. Masters that are down count as
+ * failed votes and are connected again when next needed; rejects only if none is reachable
+ * (ConnectionError) or one refuses the credentials (AuthenticationError).
  */
-export function connect(target: string, options?: ClientOptions): Promise<Client>;
+export function connect(target: RedlockUrl, options?: RedlockClientOptions): Promise<Client>;
+/**
+ * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
+ * connection plus one subscriber connection, opened on the first waiting acquire),
+ * `redis+cluster://` / `rediss+cluster://` (any node of a Redis Cluster, or a `redis://` URL with
+ * `cluster: true`).
+ */
+export function connect(target: string, options?: ServerClientOptions | ClusterClientOptions): Promise<Client>;
+/**
+ * Redlock over existing ioredis clients, one per master (left open by `close()`).
+ * `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
+ */
+export function connect(target: ReadonlyArray<Redis>, options?: RedlockClientOptions): Promise<Client>;
 /**
  * Uses an existing ioredis client (left open by `close()`; its `duplicate()` becomes the
  * subscriber connection). `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
@@ -182,9 +228,11 @@ export function connect(target: Redis, options?: Omit<ServerClientOptions, 'clus
  */
 export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
-/** A connection to one Redis server, shared by every lock made from it. */
+/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment), shared by every lock made from it. */
 export class Client {
   private constructor();
+  /** What this client's backend offers; asking for anything else throws UnsupportedError. */
+  readonly capabilities: Capabilities;
   /** A mutex named `name`; throws InvalidArgumentError for a bad name or options. */
   lock(name: string, options?: LockOptions): Lock;
   /**
@@ -217,7 +265,7 @@ export class Lock {
   /** Whether acquiring again while this handle holds the lock re-enters its lease. */
   readonly reentrant: boolean;
   /** The effective options (defaults filled in). */
-  readonly options: Required<LeaseOptions>;
+  readonly options: EffectiveOptions;
   /**
    * The most recent lease acquired through this handle that is still held, or null. The handle
    * keeps it reachable: a lease whose `acquire()` result was dropped is never released by
@@ -263,7 +311,7 @@ export class ReadWriteLock {
   readonly writersFirst: boolean;
   /** Whether both halves are reentrant. */
   readonly reentrant: boolean;
-  readonly options: Required<LeaseOptions>;
+  readonly options: EffectiveOptions;
 }
 
 /** The current leader of an election, as observed on the server. */
@@ -281,7 +329,7 @@ export class Election {
   private constructor();
   readonly client: Client;
   readonly name: string;
-  readonly options: Required<LeaseOptions>;
+  readonly options: EffectiveOptions;
   /**
    * Waits to lead, publishing `value` (at most 4096 bytes, else InvalidArgumentError).
    * Rejects with TimeoutError or CancelledError as `lock.acquire()` does.
@@ -315,8 +363,12 @@ export class Candidate extends Lock {
 export class Lease {
   protected constructor();
   readonly lock: Lock;
-  /** Strictly greater than every token issued before for this lock name; pass it to the resource you protect. */
-  readonly fencingToken: bigint;
+  /**
+   * Strictly greater than every token issued before for this lock name; pass it to the resource
+   * you protect. Null where the backend has none (Redlock: a majority of independent masters is
+   * not a linearizable counter, so a token read from it could go backwards).
+   */
+  readonly fencingToken: bigint | null;
   /** Aborts (reason: NotHeldError, or ClosedError on client close) when the lease is lost; not on release(). */
   readonly signal: AbortSignal;
   /** Whether the lease is held now, by this client's knowledge. */
@@ -339,6 +391,8 @@ export class Lease {
  */
 export class Leadership extends Lease {
   protected constructor();
+  /** Elections exist only where grants carry fencing tokens. */
+  readonly fencingToken: bigint;
   /** The term: the same bigint as `fencingToken`. */
   readonly term: bigint;
   /** The value this leader publishes. */
@@ -346,120 +400,4 @@ export class Leadership extends Lease {
   readonly election: Election;
   /** Gives up leadership (the same as `release()`). */
   resign(): Promise<boolean>;
-}
-
-// ---- Redlock over independent masters (PROTOCOL.md §8) ----
-
-/** Options of `connectRedlock()`. Every client of one deployment must agree on `maxLeaseMs` and `keyPrefix`. */
-export interface RedlockOptions {
-  /** Prepended to every key (default `lockgate:`); the key of lock `name` is `<prefix>{name}:redlock`. */
-  keyPrefix?: string;
-  /**
-   * The longest lease any client of the deployment takes, in ms (default 30000). A master grants
-   * nothing until it has been up this long plus 1 s (a restarted master has forgotten its keys),
-   * and longer leases or extensions are rejected with InvalidArgumentError.
-   */
-  maxLeaseMs?: number;
-  /** How long one attempt waits for the masters' answers; silent ones count as failed (default 50). */
-  nodeTimeoutMs?: number;
-  /** Pause before another attempt after a failed one (default 200) ... */
-  retryDelayMs?: number;
-  /** ... plus a random part up to this (default 200), so contenders do not retry in step. */
-  retryJitterMs?: number;
-  /** Clock-rate drift allowed, as a fraction of the lease (default 0.01; at least 0, below 0.5). */
-  driftFactor?: number;
-  /** Fixed part of the drift allowance in ms (default 2). */
-  driftFixedMs?: number;
-  /** Limit on establishing a connection to one master (URL masters; default 5000). */
-  connectTimeoutMs?: number;
-  /** Limit on one round trip to one master before it counts as failed (URL masters; default 5000). */
-  commandTimeoutMs?: number;
-  /** Extra ioredis options for the connections opened to URL masters (e.g. `tls`, `password`). */
-  redisOptions?: RedisOptions;
-}
-
-/** Options of `redlock.lock()`. */
-export interface RedlockLockOptions {
-  /** Lease on the masters in ms (default 30000; at most the deployment's `maxLeaseMs`, checked when acquiring). */
-  leaseMs?: number;
-  /** Renew the lease every third of it until release (default true). */
-  autoRenew?: boolean;
-  /** Default wait of `acquire()` in ms (default `Infinity`). */
-  waitTimeoutMs?: number;
-}
-
-/**
- * Connects to N independent Redis masters (no replication between them) for Redlock. Each
- * target is a `redis://` / `rediss://` URL (one connection owned by the Redlock) or an existing
- * ioredis client (left open by `close()`), each master listed once. Masters that are down count
- * as failed votes and are connected again when next needed; rejects only if none is reachable
- * (ConnectionError) or one refuses the credentials (AuthenticationError).
- */
-export function connectRedlock(targets: ReadonlyArray<string | Redis>, options?: RedlockOptions): Promise<Redlock>;
-
-/** A Redlock deployment: a lock is held while a majority of the masters grants it. */
-export class Redlock {
-  private constructor();
-  /** A lock named `name`; throws InvalidArgumentError for a bad name or options. */
-  lock(name: string, options?: RedlockLockOptions): RedlockLock;
-  /** How many masters there are. */
-  readonly masters: number;
-  /** How many must grant: `floor(masters / 2) + 1`. */
-  readonly quorum: number;
-  /** Whether `close()` was called. */
-  readonly closed: boolean;
-  /** Releases every lease, cancels every wait, closes the connections this Redlock opened. */
-  close(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
-
-/** A handle on one named Redlock. */
-export class RedlockLock {
-  private constructor();
-  readonly redlock: Redlock;
-  readonly name: string;
-  /** Always `redlock`. */
-  readonly kind: 'redlock';
-  /** The effective options (defaults filled in). */
-  readonly options: Required<RedlockLockOptions>;
-  /** The most recent lease acquired through this handle that is still held, or null. */
-  readonly lease: RedlockLease | null;
-  /**
-   * Tries until a majority grants it (failed attempts are undone and retried after a jittered
-   * pause). Rejects with TimeoutError (`timeoutMs`, `0`: one attempt), CancelledError (`signal`),
-   * and at once with AlreadyHeldError while this handle holds the lock.
-   */
-  acquire(options?: AcquireOptions): Promise<RedlockLease>;
-  /**
-   * One attempt: the lease, or null if the lock is held; ConnectionError if too few masters
-   * could vote; AlreadyHeldError while this handle holds the lock.
-   */
-  tryAcquire(): Promise<RedlockLease | null>;
-  /** Acquires, runs `fn`, releases even if it throws; NotHeldError if the lease was lost meanwhile. */
-  using<T>(fn: (lease: RedlockLease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
-}
-
-/**
- * Proof that a majority of the masters holds the lock. Deliberately no `fencingToken`: a
- * majority of independent masters is not a linearizable counter, so a token read from it could
- * go backwards (PROTOCOL.md §8). Finish the protected work within `remainingMs`, or use the
- * mutex of `connect()` where the resource needs fencing tokens.
- */
-export class RedlockLease {
-  protected constructor();
-  readonly lock: RedlockLock;
-  /** Aborts (reason: NotHeldError, or ClosedError on `redlock.close()`) when the lease is lost; not on release(). */
-  readonly signal: AbortSignal;
-  /** Whether the lease is certainly still valid now (elapsed time and clock drift deducted). */
-  readonly isHeld: boolean;
-  /** Milliseconds the lease is certainly still valid (0 if not held). */
-  readonly remainingMs: number;
-  /**
-   * Releases on every master: true if a majority still held it, false if not (or released
-   * before); rejects with ConnectionError if too few masters confirmed (the rest expire).
-   */
-  release(): Promise<boolean>;
-  /** Sets the remaining lease to `ms` (at most `maxLeaseMs`) on a majority; never re-acquires (NotHeldError). */
-  extend(ms: number): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
 }

@@ -1,194 +1,66 @@
 'use strict';
-// lockgate for Node.js: Client -> Lock -> Lease, over the core engine (WebAssembly) and ioredis.
+// lockgate for Node.js: Client -> Lock -> Lease, for every backend, over the core engine
+// (WebAssembly) and one transport per backend (lib/transport/<name>.js) that does the I/O.
 
-const Redis = require('ioredis');
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES } = require('./driver');
-const {
-  checkUrl,
-  clientSettings,
-  endpointOf,
-  isIoredis,
-  redact,
-  urlCommandTimeout,
-  urlConnectTimeout,
-} = require('./targets');
-const { wireEligible } = require('./wire');
-const { loginOptions, serverOptions } = require('./login');
-const { HandleLeases, HeldLease, acquiredOrTimeout, checkSignal, closeOnDispose, disposable, usingLease } = require('./lease');
-const redlock = require('./redlock');
+const redis = require('./transport/redis');
 
 const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
 
 /**
- * Connects to Redis and returns a Client. `target` is a `redis://` / `rediss://` URL (the
- * client then owns one command connection, plus one subscriber connection opened on the first
- * waiting acquire; with `cluster: true` the URL is one seed node of a Redis Cluster and the
- * client owns an ioredis `Cluster`), or an existing ioredis client or `Cluster` (left open by
- * `close()`; the subscriber connection is made with `duplicate()`, for a Cluster from one of its
- * nodes).
+ * Connects and returns a Client. `target` is a URL whose scheme picks the backend (the core's
+ * grammar, the same in every binding): `redis://` / `rediss://` (one server or a primary),
+ * `redis+cluster://` / `rediss+cluster://` (any node of a Redis Cluster), `redlock://h1:p1,h2:p2,
+ * h3:p3` / `rediss+redlock://...` (Redlock over independent masters). It may also be an
+ * existing ioredis client, an ioredis `Cluster`, or an array of ioredis clients (Redlock
+ * masters): used as they are and left open by `close()`.
  */
 async function connect(target, options) {
-  const url = typeof target === 'string' ? checkUrl(target) : undefined;
-  if (url === undefined && !isIoredis(target)) {
-    throw invalid('connect() takes a redis:// or rediss:// URL, an ioredis client or an ioredis Cluster');
+  const given = typeof target === 'string' ? undefined : target;
+  const described = given === undefined ? undefined : redis.describe(given);
+  if (given !== undefined && described === undefined) {
+    throw invalid(
+      'connect() takes a URL (redis://, rediss://, redis+cluster://, redlock://, ...), an ioredis client, ' +
+        'an ioredis Cluster, or an array of ioredis clients (Redlock masters)',
+    );
   }
-  // The core checks and defaults every option (src/connect.rs); the rest is plumbing.
-  const settings = clientSettings(target, options);
-  const opts = options || {};
-  const cluster = settings.cluster;
-  // On a cluster every script call is its own request (a pipeline cannot span slots), so a
-  // node that fails fails only the calls routed to it.
-  const engine = new wasm.Engine(settings.keyPrefix, SHAPES, settings.replicaAcks, cluster);
-  if (url !== undefined && !cluster && wireEligible(opts)) {
-    const driver = new Driver(engine, {
-      url,
-      options: opts,
-      makeSubscriber: () => ownSubscriber(url, opts),
-    });
-    try {
-      await driver.wire.open();
-    } catch (err) {
-      engine.free();
-      throw connectError(err, url.href);
-    }
-    return new Client(INTERNAL, driver);
-  }
-  let redis;
-  let owns;
-  if (url !== undefined) {
-    try {
-      const own = cluster ? ownCluster(url, opts) : ownConnection(url, opts);
-      redis = own.redis;
-      owns = true;
-      await connectOwn(own, url.href, opts);
-    } catch (err) {
-      engine.free();
-      throw err;
-    }
-  } else {
-    redis = target;
-    owns = false;
-  }
-  return new Client(INTERNAL, new Driver(engine, { redis, owns }));
-}
-
-/**
- * An ioredis Cluster for a seed URL this package owns. Like ownConnection(), it neither
- * reconnects nor times commands out until the first connection is ready (connectOwn).
- */
-function ownCluster(url, opts) {
-  const ro = opts.redisOptions || {};
-  const state = { connected: false, cluster: true, commandTimeout: urlCommandTimeout(opts) };
-  const nodeOptions = {
-    maxRetriesPerRequest: 2,
-    ...loginOptions(url, ro),
-    connectTimeout: urlConnectTimeout(opts),
-    commandTimeout: undefined,
-  };
-  const { host, port } = endpointOf(url);
-  const redis = new Redis.Cluster([{ host, port }], {
-    redisOptions: nodeOptions,
-    lazyConnect: true,
-    clusterRetryStrategy: (times) => (state.connected ? Math.min(100 + times * 2, 2000) : null),
-  });
-  return { redis, state };
-}
-
-/**
- * An ioredis client for a checked URL this package owns. It does not reconnect or time commands
- * out until the first connection is ready (connectOwn), so a failed connect leaves no timer
- * behind (ioredis keeps a command timer and a reconnect timer alive past a failed first
- * attempt). It logs in without ioredis knowing the password (lib/login.js).
- */
-function ownConnection(url, opts) {
-  const ro = opts.redisOptions || {};
-  const userRetry = ro.retryStrategy;
-  const state = { connected: false, commandTimeout: urlCommandTimeout(opts) };
-  const redis = new Redis({
-    maxRetriesPerRequest: 2,
-    ...serverOptions(url, ro),
-    connectTimeout: urlConnectTimeout(opts),
-    lazyConnect: true,
-    commandTimeout: undefined,
-    retryStrategy: (times) => {
-      if (!state.connected) return null;
-      return userRetry ? userRetry(times) : Math.min(times * 50, 2000);
-    },
-  });
-  return { redis, state };
-}
-
-/**
- * The subscriber connection of a client whose commands use the lean connection: made like
- * ownConnection() (it is what `duplicate()` of that would give), but reconnecting from the start.
- */
-function ownSubscriber(url, opts) {
-  const own = ownConnection(url, opts);
-  markConnected(own);
-  return own.redis;
-}
-
-/** A failed first connection as a ConnectionError or AuthenticationError naming the URL (without its password). */
-function connectError(cause, url) {
-  const e = wasm.clientError(cause);
-  e.message = `${e.message} (connecting to ${redact(url)})`;
-  return e;
-}
-
-/** Connects an ownConnection(); a failure becomes a ConnectionError or AuthenticationError. */
-async function connectOwn({ redis, state }, url, opts) {
-  // While connecting, the emitted error (e.g. a refused AUTH) says more than connect()'s own
-  // "Connection is closed."; afterwards failures surface as rejected operations.
-  let lastError;
-  redis.on('error', (err) => {
-    lastError = err;
-  });
-  const limitMs = urlConnectTimeout(opts) + state.commandTimeout;
-  let timer;
+  // The core parses the URL, checks and defaults every option and builds the backend's engine.
+  const engine = wasm.Engine.connect(given === undefined ? target : undefined, options, described, SHAPES);
+  const plan = engine.plan;
+  const driver = new Driver(engine);
   try {
-    await Promise.race([
-      redis.connect(),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no ready connection within ${limitMs} ms`)),
-          limitMs,
-        );
-      }),
-    ]);
+    const transport = given === undefined ? require(`./transport/${plan.transport}`) : redis;
+    driver.transport = await transport.open(driver, plan, given, options || {});
   } catch (err) {
-    if (redis.status !== 'end') redis.disconnect();
-    // A Cluster reports "Failed to refresh slots cache." and keeps the node's own error aside.
-    const cause = lastError && lastError.lastNodeError ? lastError.lastNodeError : lastError;
-    throw connectError(cause ?? err, url);
-  } finally {
-    clearTimeout(timer);
+    engine.free();
+    throw err;
   }
-  markConnected({ redis, state });
-}
-
-/** From now on an ownConnection() or ownCluster() reconnects and times its commands out. */
-function markConnected({ redis, state }) {
-  state.connected = true;
-  if (state.cluster) {
-    // Nodes connected later copy redisOptions; the ones already open get it directly.
-    redis.options.redisOptions.commandTimeout = state.commandTimeout;
-    for (const node of redis.nodes('all')) node.options.commandTimeout = state.commandTimeout;
-  } else {
-    redis.options.commandTimeout = state.commandTimeout;
-  }
+  return new Client(INTERNAL, driver, engine.capabilities);
 }
 
 /** Each client's driver, kept out of sight of users and of util.inspect. */
 const drivers = new WeakMap();
 
-/** A connection to one Redis server, shared by every lock made from it. */
+/** A client of one lock service (a Redis server, a Redis Cluster, a Redlock deployment). */
 class Client {
-  constructor(token, driver) {
+  #capabilities;
+
+  constructor(token, driver, capabilities) {
     if (token !== INTERNAL) throw new TypeError('use lockgate.connect() to create a Client');
     drivers.set(this, driver);
+    this.#capabilities = Object.freeze(capabilities);
+  }
+
+  /**
+   * What this client's backend offers, from the core: `{ backend, scheme, fencing, fifo,
+   * semaphore, readWrite, election, observe, reentrant, replicaAcks }`. Asking for what it lacks
+   * (a semaphore on Redlock, ...) throws UnsupportedError.
+   */
+  get capabilities() {
+    return this.#capabilities;
   }
 
   /**
@@ -200,8 +72,8 @@ class Client {
    * @returns {Lock}
    */
   lock(name, options) {
-    drivers.get(this).ensureOpen();
-    return new Lock(INTERNAL, this, new wasm.LockSpec(name, options));
+    const driver = open(this);
+    return new Lock(INTERNAL, this, wasm.LockSpec.mutex(driver.engine, name, options));
   }
 
   /**
@@ -214,8 +86,8 @@ class Client {
    * @returns {Semaphore}
    */
   semaphore(name, permits, options) {
-    drivers.get(this).ensureOpen();
-    return new Semaphore(INTERNAL, this, wasm.LockSpec.semaphore(name, permits, options));
+    const driver = open(this);
+    return new Semaphore(INTERNAL, this, wasm.LockSpec.semaphore(driver.engine, name, permits, options));
   }
 
   /**
@@ -227,10 +99,9 @@ class Client {
    * @returns {ReadWriteLock}
    */
   readWriteLock(name, options) {
-    drivers.get(this).ensureOpen();
-    const read = wasm.LockSpec.readWrite(name, options, false);
-    const write = wasm.LockSpec.readWrite(name, options, true);
-    return new ReadWriteLock(INTERNAL, this, read, write);
+    const { engine } = open(this);
+    const read = wasm.LockSpec.readWrite(engine, name, options, false);
+    return new ReadWriteLock(INTERNAL, this, read, wasm.LockSpec.readWrite(engine, name, options, true));
   }
 
   /**
@@ -241,8 +112,8 @@ class Client {
    * @returns {Election}
    */
   election(name, options) {
-    drivers.get(this).ensureOpen();
-    return new Election(INTERNAL, this, wasm.LockSpec.election(name, options));
+    const driver = open(this);
+    return new Election(INTERNAL, this, wasm.LockSpec.election(driver.engine, name, options));
   }
 
   /** Whether close() was called. */
@@ -259,13 +130,113 @@ class Client {
   }
 }
 
-function baseOptions(spec) {
-  return {
-    leaseMs: spec.leaseMs,
-    autoRenew: spec.autoRenew,
-    waitTimeoutMs: spec.waitTimeoutMs,
-    entryTtlMs: spec.entryTtlMs,
-  };
+/** The driver of `client`, which must not be closed. */
+function open(client) {
+  const driver = drivers.get(client);
+  driver.ensureOpen();
+  return driver;
+}
+
+/** The `signal` of `{ timeoutMs?, signal? }`, checked to be an AbortSignal. */
+function checkSignal(options) {
+  const signal = options == null ? undefined : options.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('signal must be an AbortSignal');
+  return signal;
+}
+
+/**
+ * The `acquired` event of an acquire that waited; `timeoutMs: 0` is a single attempt, and
+ * finding the lock held is then a timeout (as natively).
+ */
+function acquiredOrTimeout(ev) {
+  if (ev.kind !== 'acquired') throw makeError('TIMEOUT', 'the lock is held (timeout was zero)');
+  return ev;
+}
+
+/** How AlreadyHeldError names what a handle of each kind holds. */
+const HELD_WHAT = {
+  mutex: 'lock',
+  semaphore: 'semaphore permit of',
+  read: 'read lock',
+  write: 'write lock',
+  leader: 'leadership of',
+};
+
+/** The AlreadyHeldError of a non-reentrant handle `lock` that holds its lock. */
+function alreadyHeld(lock) {
+  return makeError(
+    'ALREADY_HELD',
+    `this handle already holds the ${HELD_WHAT[lock.kind]} ${JSON.stringify(lock.name)} and is not reentrant: ` +
+      'acquiring again through it would wait for itself; release its lease first, or give ' +
+      'each task that waits its own handle',
+  );
+}
+
+/** The abort reason of a wait ended because another acquire through its handle won. */
+class HandleWon extends Error {}
+
+/**
+ * The leases one lock handle holds. A non-reentrant handle never waits for itself: while one of
+ * its leases is held, another acquire through it would queue behind its own lease (for a mutex,
+ * forever), so it fails at once with AlreadyHeldError and sends nothing; and as soon as one of
+ * its waits is granted, the others end with AlreadyHeldError (their waits withdrawn), as the
+ * core's native handles do. (This rule is the binding's own until the core's engine owns handle
+ * rules; it is written once here for every backend.) Keeping the leases here also keeps them
+ * reachable from the handle (`lock.lease`) when the caller dropped the one acquire() returned.
+ */
+class HandleLeases {
+  /** What acquire() granted through the handle and was not seen ended yet. */
+  #leases = [];
+  /** Aborts of the acquires still waiting through a non-reentrant handle (see `waiting`). */
+  #waits = new Set();
+
+  /** Throws AlreadyHeldError if the handle still holds a lease (`lock`: the handle, named in the message). */
+  check(lock) {
+    if (this.current() !== null) throw alreadyHeld(lock);
+  }
+
+  /**
+   * Runs `start(signal)`, an acquire through a non-reentrant handle, so that it ends with
+   * AlreadyHeldError (its wait withdrawn from the server) as soon as another acquire through the
+   * same handle wins. `signal` is the caller's.
+   */
+  async waiting(lock, signal, start) {
+    const own = new AbortController();
+    const forward = () => own.abort(signal.reason);
+    if (signal) {
+      if (signal.aborted) own.abort(signal.reason);
+      else signal.addEventListener('abort', forward, { once: true });
+    }
+    this.#waits.add(own);
+    try {
+      return await start(own.signal);
+    } catch (err) {
+      if (own.signal.reason instanceof HandleWon && err && err.code === 'CANCELLED') throw alreadyHeld(lock);
+      throw err;
+    } finally {
+      this.#waits.delete(own);
+      if (signal) signal.removeEventListener('abort', forward);
+    }
+  }
+
+  /**
+   * Records a lease granted through the handle. Through a non-reentrant handle (`exclusive`), a
+   * grant that finds the handle already holding is refused (the caller releases it and throws
+   * what this returns); otherwise the handle's other waits end with AlreadyHeldError.
+   */
+  add(lease, lock, exclusive) {
+    if (this.current() !== null && exclusive) return alreadyHeld(lock);
+    this.#leases.push(lease);
+    if (exclusive) for (const w of this.#waits) w.abort(new HandleWon());
+    return null;
+  }
+
+  /** The most recent lease the handle still holds, or null (ended ones are forgotten). */
+  current() {
+    if (this.#leases.length === 0) return null;
+    this.#leases = this.#leases.filter((l) => l.isHeld);
+    return this.#leases.length ? this.#leases[this.#leases.length - 1] : null;
+  }
 }
 
 /**
@@ -276,20 +247,19 @@ function baseOptions(spec) {
 class Lock {
   #client;
   #spec;
+  /** `spec.info`, read once (the spec lives in WebAssembly). */
+  #info;
   #election;
   /** The lease id this reentrant handle holds (or last held). */
   #current = undefined;
-  /** `spec.reentrant`, read once: every acquire asks, and the spec lives in WebAssembly. */
-  #reentrant;
-  /** The leases granted through this handle (a non-reentrant handle never waits for itself). */
   #leases = new HandleLeases();
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
     this.#client = client;
     this.#spec = spec;
+    this.#info = spec.info;
     this.#election = election;
-    this.#reentrant = spec.reentrant;
   }
 
   /** The client this lock was made from. */
@@ -299,22 +269,22 @@ class Lock {
 
   /** The lock's name. */
   get name() {
-    return this.#spec.name;
+    return this.#info.name;
   }
 
   /** What this handle acquires: `mutex`, `semaphore`, `read`, `write` or `leader`. */
   get kind() {
-    return this.#spec.kind;
+    return this.#info.kind;
   }
 
   /** Whether acquiring again while this handle holds the lock re-enters its lease. */
   get reentrant() {
-    return this.#reentrant;
+    return this.#info.reentrant;
   }
 
-  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
+  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (no `entryTtlMs` where waiters do not queue: Redlock). */
   get options() {
-    return baseOptions(this.#spec);
+    return { ...this.#info.options };
   }
 
   /**
@@ -329,18 +299,17 @@ class Lock {
   /**
    * Waits for the lock and resolves with a Lease. Rejects with TimeoutError after `timeoutMs`
    * (default: the lock's `waitTimeoutMs`, else no limit) and with CancelledError when `signal`
-   * aborts; either way nothing is left queued on the server. A reentrant handle that holds the
-   * lock resolves at once with the same lease (one more hold); a non-reentrant one rejects at
-   * once with AlreadyHeldError.
+   * aborts; either way nothing is left on the server. A reentrant handle that holds the lock
+   * resolves at once with the same lease (one more hold); a non-reentrant one rejects at once
+   * with AlreadyHeldError.
    */
   async acquire(options) {
     const driver = drivers.get(this.#client);
     const signal = checkSignal(options);
-    if (this.#reentrant) {
+    if (this.#info.reentrant) {
       const entered = await this.#reenter(driver, signal);
       if (entered) return entered;
-      const ev = acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal));
-      return this.#granted(driver, ev);
+      return this.#granted(driver, acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal)));
     }
     this.#leases.check(this);
     const ev = await this.#leases.waiting(this, signal, (s) => driver.acquire(this.#spec, options, false, s));
@@ -349,11 +318,12 @@ class Lock {
 
   /**
    * One attempt: a Lease, or null if the lock is held (or others queue for it). Through a
-   * non-reentrant handle that holds the lock it rejects with AlreadyHeldError.
+   * non-reentrant handle that holds the lock it rejects with AlreadyHeldError. On Redlock, too
+   * few masters able to vote is a (retryable) ConnectionError.
    */
   async tryAcquire() {
     const driver = drivers.get(this.#client);
-    if (this.#reentrant) {
+    if (this.#info.reentrant) {
       const entered = await this.#reenter(driver, undefined);
       if (entered) return entered;
     } else {
@@ -369,15 +339,29 @@ class Lock {
    * because the work may have overlapped another holder.
    */
   async using(fn, options) {
-    return usingLease(this, fn, options, 'lease');
+    if (typeof fn !== 'function') throw invalid('using() takes a function');
+    const lease = await this.acquire(options);
+    let result;
+    try {
+      result = await fn(lease);
+    } catch (err) {
+      await lease.release().catch(() => {});
+      throw err;
+    }
+    if (!(await lease.release())) {
+      throw makeError(
+        'NOT_HELD',
+        `the lease on ${JSON.stringify(this.name)} was lost before the function finished; ` +
+          'its work may have overlapped another holder',
+      );
+    }
+    return result;
   }
 
   /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
   async #reenter(driver, signal) {
-    if (!this.#reentrant || this.#current === undefined) return null;
-    if (signal && signal.aborted) {
-      throw makeError('CANCELLED', 'the acquire was cancelled before it started');
-    }
+    if (this.#current === undefined) return null;
+    if (signal && signal.aborted) throw makeError('CANCELLED', 'the acquire was cancelled before it started');
     let ev;
     try {
       ev = await driver.reacquire(this.#current);
@@ -390,12 +374,12 @@ class Lock {
   }
 
   #granted(driver, ev) {
-    if (this.#reentrant) this.#current = ev.lease;
+    if (this.#info.reentrant) this.#current = ev.lease;
     const lease =
       this.#election !== undefined
-        ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#spec.value)
+        ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#info.value)
         : new Lease(INTERNAL, this, driver, ev);
-    const refused = this.#leases.add(lease, this, !this.#reentrant);
+    const refused = this.#leases.add(lease, this, !this.#info.reentrant);
     if (refused) {
       // Another acquire through this handle won first (e.g. two tryAcquire() at once).
       lease.release().catch(() => {});
@@ -407,37 +391,35 @@ class Lock {
 
 /** A counting semaphore: `acquire()` takes one of `permits` permits as a Lease. */
 class Semaphore extends Lock {
-  /** How many holders may hold a permit at once. */
-  get permits() {
-    return this.#permits;
-  }
-
   #permits;
 
   constructor(token, client, spec) {
     super(token, client, spec);
-    this.#permits = spec.permits;
+    this.#permits = spec.info.permits;
+  }
+
+  /** How many holders may hold a permit at once. */
+  get permits() {
+    return this.#permits;
   }
 }
 
 /** A read-write lock: two Lock handles on one name, `readLock` (shared) and `writeLock`. */
 class ReadWriteLock {
-  #client;
   #read;
   #write;
   #writersFirst;
 
   constructor(token, client, readSpec, writeSpec) {
     if (token !== INTERNAL) throw new TypeError('use client.readWriteLock() to create a ReadWriteLock');
-    this.#client = client;
-    this.#writersFirst = readSpec.writersFirst;
+    this.#writersFirst = readSpec.info.writersFirst;
     this.#read = new Lock(INTERNAL, client, readSpec);
     this.#write = new Lock(INTERNAL, client, writeSpec);
   }
 
   /** The client this lock was made from. */
   get client() {
-    return this.#client;
+    return this.#read.client;
   }
 
   /** The lock's name. */
@@ -492,12 +474,12 @@ class Election {
 
   /** The election's name. */
   get name() {
-    return this.#spec.name;
+    return this.#spec.info.name;
   }
 
   /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
   get options() {
-    return baseOptions(this.#spec);
+    return { ...this.#spec.info.options };
   }
 
   /**
@@ -521,7 +503,7 @@ class Election {
    * @returns {Candidate}
    */
   candidate(value) {
-    drivers.get(this.#client).ensureOpen();
+    open(this.#client);
     return new Candidate(INTERNAL, this.#client, this.#spec.campaign(value), this);
   }
 
@@ -530,7 +512,7 @@ class Election {
    * token; `remainingMs` its lease left on the server), or null if nobody leads.
    */
   async observe() {
-    const ev = await drivers.get(this.#client).observe(this.#spec.name);
+    const ev = await drivers.get(this.#client).observe(this.name);
     if (ev.value === undefined) return null;
     return { value: ev.value, term: ev.term, remainingMs: ev.remainingMs };
   }
@@ -544,7 +526,7 @@ class Candidate extends Lock {
   constructor(token, client, spec, election) {
     super(token, client, spec, election);
     this.#election = election;
-    this.#value = spec.value;
+    this.#value = spec.info.value;
   }
 
   /** The election this candidate campaigns in. */
@@ -558,16 +540,80 @@ class Candidate extends Lock {
   }
 }
 
+/** Installs `dispose` as `[Symbol.asyncDispose]` of `cls` where the runtime has the symbol. */
+function disposable(cls, dispose) {
+  if (typeof Symbol.asyncDispose === 'symbol') cls.prototype[Symbol.asyncDispose] = dispose;
+}
+
 /**
  * Proof of holding a lock: the fencing token, the loss signal, release and extend. Releasing a
  * re-entered lease gives back one hold; the last one frees the lock.
  */
-class Lease extends HeldLease {
+class Lease {
+  #lock;
+  #driver;
+  #id;
+  #loss;
+  #released = false;
+
   constructor(token, lock, driver, ev) {
     if (token !== INTERNAL) throw new TypeError('leases come from lock.acquire()');
-    super(lock, driver, ev);
-    /** Strictly greater than every token issued before for this lock name. */
-    this.fencingToken = ev.fencingToken;
+    this.#lock = lock;
+    this.#driver = driver;
+    this.#id = ev.lease;
+    this.#loss = driver.lossSignal(ev.lease);
+    /**
+     * Strictly greater than every token issued before for this lock name (a bigint); null where
+     * the backend cannot give one (Redlock: a majority of independent masters is no counter).
+     */
+    this.fencingToken = ev.fencingToken ?? null;
+  }
+
+  /**
+   * Aborts, with a NotHeldError reason, when the lease is lost, or with a ClosedError when the
+   * client's close() released it; never on release().
+   */
+  get signal() {
+    return this.#loss.signal;
+  }
+
+  /** The lock this lease holds. */
+  get lock() {
+    return this.#lock;
+  }
+
+  /** Whether the lease is held now, by this client's knowledge (false once released). */
+  get isHeld() {
+    return !this.#released && this.#driver.isHeld(this.#id);
+  }
+
+  /** Milliseconds the lease is certainly still valid (0 if not held). */
+  get remainingMs() {
+    return this.#released ? 0 : this.#driver.remainingMs(this.#id);
+  }
+
+  /**
+   * Releases the lock if this lease still holds it. Resolves false if it had already ended (or
+   * was released before).
+   */
+  async release() {
+    if (this.#released) return false;
+    const done = this.#driver.release(this.#id);
+    this.#released = true;
+    return (await done).wasHeld;
+  }
+
+  /** Sets the remaining lease to `ms` if still held; never re-acquires (NotHeldError). */
+  async extend(ms) {
+    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
+    await this.#driver.extend(this.#id, ms);
+  }
+
+  static {
+    // Releases the lease unless its client was closed (which released it already).
+    disposable(Lease, async function dispose() {
+      if (!this.#driver.closed) await this.release();
+    });
   }
 }
 
@@ -606,14 +652,12 @@ class Leadership extends Lease {
   }
 }
 
-disposable(Client, closeOnDispose);
+disposable(Client, function dispose() {
+  return this.close();
+});
 
 module.exports = {
   connect,
-  connectRedlock: redlock.connectRedlock,
-  Redlock: redlock.Redlock,
-  RedlockLock: redlock.RedlockLock,
-  RedlockLease: redlock.RedlockLease,
   Client,
   Lock,
   Semaphore,
@@ -622,14 +666,5 @@ module.exports = {
   Candidate,
   Lease,
   Leadership,
-  LockError: errors.LockError,
-  InvalidArgumentError: errors.InvalidArgumentError,
-  TimeoutError: errors.TimeoutError,
-  NotHeldError: errors.NotHeldError,
-  ConnectionError: errors.ConnectionError,
-  AuthenticationError: errors.AuthenticationError,
-  ProtocolError: errors.ProtocolError,
-  CancelledError: errors.CancelledError,
-  ClosedError: errors.ClosedError,
-  AlreadyHeldError: errors.AlreadyHeldError,
+  ...errors.ERROR_EXPORTS,
 };

@@ -7,10 +7,6 @@ import lockgate from './index.js';
 
 export const {
   connect,
-  connectRedlock,
-  Redlock,
-  RedlockLock,
-  RedlockLease,
   Client,
   Lock,
   Semaphore,
@@ -29,6 +25,7 @@ export const {
   CancelledError,
   ClosedError,
   AlreadyHeldError,
+  UnsupportedError,
 } = lockgate;
 
 export default lockgate;

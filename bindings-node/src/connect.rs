@@ -1,153 +1,175 @@
-//! The core's connection rules for JavaScript (`lockgate_core::connect`): the Redis URL grammar
-//! and the client options, so `connect()` and `connectRedlock()` accept, default and refuse
-//! exactly what the native, Python and JVM clients do, with the same messages in Node's names
-//! and milliseconds. `lib/targets.js` calls these; the JavaScript keeps only the ioredis and
-//! socket plumbing.
+//! `connect(target, options)`'s rules, all from the core (core/src/connect): the URL's scheme
+//! picks the backend, every option is handed to the core's one setter under its JS name
+//! ([`ClientOptions::set`] with [`Spelling::JS`]) and checked there, and the transport gets a
+//! plan of what to open. Only `redisOptions` (ioredis's own options) and the nesting of
+//! `replicaAcks: { replicas, timeoutMs }` are this binding's.
 
-use js_sys::{Object, Reflect};
-use lockgate_core::connect::{ClientOptions, RedisUrl, Spelling, DEFAULT_TIMEOUT};
-use lockgate_core::options::{positive_duration_from_f64, Unit, MAX_DURATION};
+use js_sys::{Array, Object, Reflect};
+use lockgate_core::connect::{redlock_url, Backend, ClientOptions, OptionValue, Spelling, Target};
+use lockgate_core::options::MAX_DURATION;
+use lockgate_core::time::Duration;
 use lockgate_core::{Error, Result};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
-use crate::convert;
-use crate::errors::{js, JsResult};
+use crate::convert::{self, duration_ms, set};
 
-/// Every key of `connect(target, options)`.
-const CLIENT_KEYS: [&str; 6] = ["keyPrefix", "connectTimeoutMs", "commandTimeoutMs", "redisOptions", "cluster", "replicaAcks"];
-
-fn set(obj: &Object, key: &str, value: JsValue) {
-    // Setting a plain data property on a fresh object cannot fail.
-    let _ = Reflect::set(obj, &JsValue::from_str(key), &value);
+/// What the core made of a target and its options.
+pub struct Connected {
+    pub options: ClientOptions,
+    pub target: Target,
+    pub backend: Backend,
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn opt_str(s: Option<String>) -> JsValue {
-    s.map_or(JsValue::UNDEFINED, |s| JsValue::from_str(&s))
+/// A JS value as the core's [`OptionValue`] (`undefined` and `null` mean the default).
+fn value(key: &str, v: &JsValue) -> Result<OptionValue> {
+    Ok(if v.is_undefined() || v.is_null() {
+        OptionValue::None
+    } else if let Some(b) = v.as_bool() {
+        OptionValue::Bool(b)
+    } else if let Some(n) = v.as_f64() {
+        OptionValue::Number(n)
+    } else if let Some(s) = v.as_string() {
+        OptionValue::Str(s)
+    } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
+        OptionValue::Bytes(b.to_vec())
+    } else {
+        return Err(Error::invalid(format!("{key} must be a number, string or boolean, got {}", convert::describe(v))));
+    })
 }
 
-/// Parses `url` by the core's grammar (`redis[s]://[[user]:password@]host[:port][/db]
-/// [?protocol=resp2|resp3]`, core/src/connect/url.rs) and returns where it points:
-/// `{ host, port, username, password, db, tls, redacted, identity }` (credentials decoded,
-/// `undefined` when absent; `redacted` is the URL with its password as `***`; `identity` is
-/// `host:port/db`). Throws `InvalidArgumentError`, whose message never holds the password.
-#[wasm_bindgen(js_name = parseUrl)]
-pub fn parse_url(url: JsValue) -> JsResult<Object> {
-    let Some(text) = url.as_string() else {
-        return Err(crate::errors::to_js(&Error::invalid("a Redis URL must be a string")));
-    };
-    let parsed = js(RedisUrl::parse(&text))?;
-    let e = parsed.endpoint();
-    let out = Object::new();
-    set(&out, "host", JsValue::from_str(&e.host));
-    set(&out, "port", JsValue::from_f64(f64::from(e.port)));
-    set(&out, "username", opt_str(e.username));
-    set(&out, "password", opt_str(e.password));
-    set(&out, "db", JsValue::from_f64(f64::from(e.db)));
-    set(&out, "tls", JsValue::from_bool(e.tls));
-    set(&out, "redacted", JsValue::from_str(&parsed.to_string()));
-    set(&out, "identity", JsValue::from_str(&parsed.identity()));
-    Ok(out)
-}
-
-/// A positive number of milliseconds (`connectTimeoutMs`, `commandTimeoutMs`), `None` when absent.
-fn timeout_ms(what: &str, v: &JsValue) -> Result<Option<lockgate_core::time::Duration>> {
-    if v.is_undefined() {
-        return Ok(None);
-    }
-    match v.as_f64() {
-        Some(ms) => positive_duration_from_f64(what, ms, Unit::Millis).map(Some),
-        None => Err(Error::invalid(format!("{what} must be a positive number of milliseconds"))),
-    }
-}
-
-/// Checks the client options of `connect(target, options)` by the core's rules and returns
-/// them with the defaults filled in: `{ keyPrefix, connectTimeoutMs, commandTimeoutMs,
-/// cluster, replicaAcks }` (`replicaAcks` is `{ replicas, timeoutMs }` with the shared 1000 ms
-/// default, or `undefined`). `url` is the target when it is a URL string, else `undefined`
-/// (an ioredis client or Cluster: `isCluster` says which, `ownCommandTimeoutMs` is that client's
-/// own command timeout or `undefined` for none). Unknown keys and wrong types are refused too.
-#[wasm_bindgen(js_name = clientSettings)]
-pub fn client_settings(url: JsValue, options: JsValue, is_cluster: bool, own_command_timeout_ms: JsValue) -> JsResult<Object> {
-    js(settings(url, options, is_cluster, own_command_timeout_ms))
-}
-
-fn settings(url: JsValue, options: JsValue, is_cluster: bool, own_command_timeout_ms: JsValue) -> Result<Object> {
+/// Parses `url` (a string) — or, for a caller's ioredis connection(s), `given`: `{ servers:
+/// ['redis://host:port/db', ...], backend: 'redis' | 'redis+cluster' | 'redlock',
+/// commandTimeoutMs }` — with connect()'s `options`, by the core's rules.
+pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Connected> {
     let spelling = &Spelling::JS;
-    let entries = convert::option_entries("client option", &options, &CLIENT_KEYS)?;
-    let is_url = url.is_string();
-    let mut o = ClientOptions::new(url.as_string().unwrap_or_default());
-    let mut command = None;
-    let mut cluster = None;
+    let url = match url.as_string() {
+        Some(u) => u,
+        None if given.is_object() => {
+            let servers: Vec<String> =
+                Array::from(&get(given, "servers")).iter().filter_map(|s| s.as_string()).collect();
+            match get(given, "backend").as_string().as_deref() {
+                Some("redlock") => redlock_url(&servers)?,
+                Some("redis+cluster") => servers[0].replacen("redis", "redis+cluster", 1),
+                _ => servers[0].clone(),
+            }
+        }
+        None => return Err(Error::invalid("connect() takes a URL string")),
+    };
+    let mut o = ClientOptions::new(url);
     let mut redis_options = JsValue::UNDEFINED;
-    for (key, value) in entries {
+    let mut given_keys = Vec::new();
+    for (key, v) in convert::option_entries("client option", options, None)? {
+        given_keys.push(key.clone());
         match key.as_str() {
-            "keyPrefix" => {
-                if let Some(p) = convert::key_prefix(&value)? {
-                    o.key_prefix = p;
-                }
-            }
-            "connectTimeoutMs" => o.connect_timeout = timeout_ms("connectTimeoutMs", &value)?.unwrap_or(DEFAULT_TIMEOUT),
-            "commandTimeoutMs" => command = timeout_ms("commandTimeoutMs", &value)?,
-            "cluster" => {
-                cluster = Some(value.as_bool().ok_or_else(|| Error::invalid("cluster must be a boolean"))?);
-            }
             "redisOptions" => {
-                if !value.is_object() || js_sys::Array::is_array(&value) || value.is_function() {
+                if !v.is_object() || Array::is_array(&v) || v.is_function() {
                     return Err(Error::invalid("redisOptions must be an object of ioredis options"));
                 }
-                redis_options = value;
+                redis_options = v;
             }
-            "replicaAcks" => o.replica_acks = convert::replica_acks(&value)?,
-            _ => unreachable!("filtered by option_entries"),
+            "replicaAcks" if !v.is_null() => {
+                let entries = convert::option_entries("replicaAcks", &v, Some(&["replicas", "timeoutMs"]))?;
+                if entries.is_empty() {
+                    return Err(Error::invalid("replicaAcks needs replicas (the number of replicas WAIT must reach)"));
+                }
+                for (k, v) in entries {
+                    let k = format!("replicaAcks.{k}");
+                    o.set(&k, value(&k, &v)?, spelling)?;
+                }
+            }
+            "cluster" if given.is_object() => {
+                return Err(Error::invalid(
+                    "the cluster option is for URLs; an ioredis client is a Cluster or not by itself",
+                ))
+            }
+            _ => o.set(&key, value(&key, &v)?, spelling)?,
         }
     }
-    if is_url {
-        o.cluster = cluster.unwrap_or(false);
-        // The command timeout of the connections this package opens: `commandTimeoutMs`, else
-        // `redisOptions.commandTimeout`, else the core's default.
-        let from_ioredis = get(&redis_options, "commandTimeout").as_f64();
-        o.response_timeout = match (command, from_ioredis) {
-            (Some(t), _) => t,
-            (None, Some(ms)) => positive_duration_from_f64("redisOptions.commandTimeout", ms, Unit::Millis)?,
-            (None, None) => DEFAULT_TIMEOUT,
-        };
-        o.validate_as(spelling)?;
-        let parsed = RedisUrl::parse(&url.as_string().unwrap_or_default())?;
-        if o.cluster && parsed.endpoint().db != 0 {
-            return Err(Error::invalid("a Redis Cluster has only database 0: remove the database from the URL"));
-        }
+    if given.is_object() {
+        // The caller's own connection: its command timeout bounds replica-ack WAITs, and none
+        // means no limit.
+        let own = get(given, "commandTimeoutMs").as_f64().filter(|ms| *ms > 0.0);
+        o.response_timeout = own.map_or(MAX_DURATION, |ms| Duration::from_millis(ms.ceil() as u64));
     } else {
-        if cluster.is_some() {
-            return Err(Error::invalid(
-                "the cluster option is for URLs; an ioredis client is a Cluster or not by itself",
-            ));
+        // A connection this package opens takes ioredis's own timeouts where ours are not given.
+        for (ours, theirs) in [("connectTimeoutMs", "connectTimeout"), ("commandTimeoutMs", "commandTimeout")] {
+            let v = get(&redis_options, theirs);
+            if !given_keys.iter().any(|k| k == ours) && !v.is_undefined() {
+                o.set(ours, value(&format!("redisOptions.{theirs}"), &v)?, spelling)?;
+            }
         }
-        o.cluster = is_cluster;
-        // The given client's own command timeout bounds WAIT; none means no limit.
-        o.response_timeout = match own_command_timeout_ms.as_f64() {
-            Some(ms) if ms > 0.0 => positive_duration_from_f64(spelling.response_timeout, ms, Unit::Millis)?,
-            _ => command.unwrap_or(MAX_DURATION),
-        };
-        o.validate_settings(spelling)?;
     }
-    let out = Object::new();
-    set(&out, "keyPrefix", JsValue::from_str(&o.key_prefix));
-    set(&out, "connectTimeoutMs", JsValue::from_f64(convert::duration_ms(o.connect_timeout)));
-    set(&out, "commandTimeoutMs", JsValue::from_f64(convert::duration_ms(o.response_timeout)));
-    set(&out, "cluster", JsValue::from_bool(o.cluster));
-    let acks = match o.replica_acks {
-        Some(r) => {
-            let a = Object::new();
-            set(&a, "replicas", JsValue::from_f64(f64::from(r.replicas)));
-            set(&a, "timeoutMs", JsValue::from_f64(convert::duration_ms(r.timeout)));
-            a.into()
+    o.validate_as(spelling)?;
+    let target = o.target()?;
+    let backend = o.backend()?;
+    // Not (yet) among the core's rules: a cluster has database 0 only (SELECT is refused there).
+    if backend == Backend::RedisCluster && target.servers()[0].endpoint().db != 0 {
+        return Err(Error::invalid("a Redis Cluster has only database 0: remove the database from the URL"));
+    }
+    Ok(Connected { options: o, target, backend })
+}
+
+impl Connected {
+    /// What the transport opens: `{ transport, backend, servers, connectTimeoutMs,
+    /// commandTimeoutMs, tlsCaPem? }`; `transport` names lib/transport/<transport>.js, `servers` holds each
+    /// server as the core parsed it (`host`, `port`, `username`, `password`, `tls`, `db`,
+    /// `identity`, `redacted`: the URL with its password as `***`).
+    pub fn plan(&self) -> Object {
+        let out = Object::new();
+        // Every Redis-protocol backend shares one transport; any later backend is its own.
+        let transport = match self.backend {
+            Backend::Redis | Backend::RedisCluster | Backend::Redlock => "redis",
+            other => other.scheme(false),
+        };
+        set(&out, "transport", transport.into());
+        set(&out, "backend", self.backend.scheme(false).into());
+        let servers: Array = self
+            .target
+            .servers()
+            .iter()
+            .map(|s| {
+                let e = s.endpoint();
+                let o = Object::new();
+                set(&o, "host", e.host.into());
+                set(&o, "port", e.port.into());
+                set(&o, "username", e.username.into());
+                set(&o, "password", e.password.into());
+                set(&o, "tls", e.tls.into());
+                set(&o, "db", e.db.into());
+                set(&o, "identity", s.identity().into());
+                set(&o, "redacted", s.to_string().into());
+                JsValue::from(o)
+            })
+            .collect();
+        set(&out, "servers", servers.into());
+        set(&out, "connectTimeoutMs", duration_ms(self.options.connect_timeout).into());
+        set(&out, "commandTimeoutMs", duration_ms(self.options.response_timeout).into());
+        if let Some(pem) = &self.options.tls_ca_pem {
+            set(&out, "tlsCaPem", String::from_utf8_lossy(pem).into_owned().into());
         }
-        None => JsValue::UNDEFINED,
-    };
-    set(&out, "replicaAcks", acks);
-    Ok(out)
+        out
+    }
+
+    /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
+    /// readWrite, election, observe, reentrant, replicaAcks }` (names in JavaScript's case).
+    pub fn capabilities(&self) -> Result<Object> {
+        let c = self.options.capabilities()?;
+        let out = Object::new();
+        set(&out, "backend", c.backend.into());
+        set(&out, "scheme", c.scheme.into());
+        for (name, on) in c.pairs() {
+            let camel: String = name
+                .split('_')
+                .enumerate()
+                .map(|(i, w)| if i == 0 { w.to_string() } else { w[..1].to_uppercase() + &w[1..] })
+                .collect();
+            set(&out, &camel, on.into());
+        }
+        Ok(out)
+    }
 }

@@ -5,14 +5,13 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
+use lockgate_core::connect::{ClientOptions, Spelling};
 use lockgate_core::engine::{LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::redis::reply::Reply;
-use lockgate_core::redlock::{NodeRequest, RedlockConfig, RedlockOutcome};
+use lockgate_core::redlock::{NodeRequest, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{
-    Error, ErrorKind, Event, LockOptions, Outcome, ReplicaAcks, Request, RequestKind, Result,
-};
+use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Request, RequestKind, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -47,49 +46,28 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::invalid(msg)
 }
 
-fn describe(v: &JsValue) -> String {
+pub fn describe(v: &JsValue) -> String {
     if v.is_null() {
         "null".into()
     } else if let Some(s) = v.as_string() {
         let s: String = s.chars().take(40).collect();
         format!("the string {s:?}")
     } else {
-        v.js_typeof()
-            .as_string()
-            .unwrap_or_else(|| "a value".into())
+        v.js_typeof().as_string().unwrap_or_else(|| "a value".into())
     }
 }
 
 /// A lock name: a well-formed string (lone surrogates would collide after UTF-8 conversion).
 pub fn name(v: &JsValue) -> Result<String> {
     let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
-        return Err(invalid(format!(
-            "lock name must be a string, got {}",
-            describe(v)
-        )));
+        return Err(invalid(format!("lock name must be a string, got {}", describe(v))));
     };
     if !js.is_valid_utf16() {
-        return Err(invalid(
-            "lock name must be well-formed Unicode (it has a lone surrogate)",
-        ));
+        return Err(invalid("lock name must be well-formed Unicode (it has a lone surrogate)"));
     }
     let s: String = js.into();
     lockgate_core::options::validate_name(&s)?;
     Ok(s)
-}
-
-/// A key prefix (`undefined` means the default).
-pub fn key_prefix(v: &JsValue) -> Result<Option<String>> {
-    if v.is_undefined() {
-        return Ok(None);
-    }
-    match v.as_string() {
-        Some(s) => Ok(Some(s)),
-        None => Err(invalid(format!(
-            "keyPrefix must be a string, got {}",
-            describe(v)
-        ))),
-    }
 }
 
 /// A duration in milliseconds given as a JS number, from zero up to 30 days.
@@ -103,10 +81,7 @@ pub fn millis_arg(what: &str, v: &JsValue) -> Result<Duration> {
 pub fn millis_in(what: &str, v: &JsValue, min: Duration, max: Duration) -> Result<Duration> {
     match v.as_f64() {
         Some(ms) => duration_in_range(what, ms, Unit::Millis, min, max),
-        None => Err(invalid(format!(
-            "{what} must be a number of milliseconds, got {}",
-            describe(v)
-        ))),
+        None => Err(invalid(format!("{what} must be a number of milliseconds, got {}", describe(v)))),
     }
 }
 
@@ -115,31 +90,24 @@ pub fn lease_millis(what: &str, v: &JsValue) -> Result<Duration> {
     millis_in(what, v, MIN_LEASE, MAX_DURATION)
 }
 
-/// A duration of at least 1 ms (Redlock's `nodeTimeoutMs`, `retryDelayMs`; `replicaAcks.timeoutMs`).
-fn positive_millis(what: &str, v: &JsValue) -> Result<Duration> {
-    millis_in(what, v, Duration::from_millis(1), MAX_DURATION)
-}
-
 /// Reads the own enumerable keys of an options object, rejecting unknown ones (a misspelt option
-/// silently falling back to a default would be worse than an error).
-pub(crate) fn option_entries(what: &str, v: &JsValue, known: &[&str]) -> Result<Vec<(String, JsValue)>> {
+/// silently falling back to a default would be worse than an error); `known: None` leaves that
+/// to the caller (the core's setter knows the client options).
+pub(crate) fn option_entries(what: &str, v: &JsValue, known: Option<&[&str]>) -> Result<Vec<(String, JsValue)>> {
     if v.is_undefined() || v.is_null() {
         return Ok(Vec::new());
     }
     if !v.is_object() || Array::is_array(v) || v.is_function() {
-        return Err(invalid(format!(
-            "{what} must be an object, got {}",
-            describe(v)
-        )));
+        return Err(invalid(format!("{what} must be an object, got {}", describe(v))));
     }
     let obj: &Object = v.unchecked_ref();
     let mut out = Vec::new();
     for key in Object::keys(obj).iter() {
         let key = key.as_string().unwrap_or_default();
-        if !known.contains(&key.as_str()) {
+        if known.is_some_and(|known| !known.contains(&key.as_str())) {
             return Err(invalid(format!(
                 "unknown {what} key {key:?}; expected one of {}",
-                known.join(", ")
+                known.unwrap_or_default().join(", ")
             )));
         }
         let value = Reflect::get(obj, &JsValue::from_str(&key)).unwrap_or(JsValue::UNDEFINED);
@@ -157,93 +125,38 @@ pub struct HandleOptions {
     pub reentrant: bool,
     /// `writersFirst` (read-write locks; default true).
     pub writers_first: bool,
+    /// Whether waiters queue on the server (`entryTtlMs` applies; not on Redlock).
+    pub queued: bool,
 }
-
-/// Option keys every handle takes.
-const LEASE_KEYS: [&str; 4] = ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"];
 
 fn boolean(what: &str, v: &JsValue) -> Result<bool> {
-    v.as_bool()
-        .ok_or_else(|| invalid(format!("{what} must be a boolean, got {}", describe(v))))
-}
-
-/// Sets the lease option `key` (one of [`LEASE_KEYS`]) on `o`, checking its value.
-fn lease_option(o: &mut LockOptions, key: &str, value: &JsValue) -> Result<()> {
-    match key {
-        "leaseMs" => o.lease = lease_millis("leaseMs", value)?,
-        "autoRenew" => o.auto_renew = boolean("autoRenew", value)?,
-        "waitTimeoutMs" => o.wait_timeout = wait_millis("waitTimeoutMs", value)?,
-        "entryTtlMs" => o.entry_ttl = millis_in("entryTtlMs", value, MIN_ENTRY_TTL, MAX_DURATION)?,
-        _ => unreachable!("filtered by option_entries"),
-    }
-    Ok(())
+    v.as_bool().ok_or_else(|| invalid(format!("{what} must be a boolean, got {}", describe(v))))
 }
 
 /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` plus the keys in `flags` (`reentrant`,
-/// `writersFirst`) → [`HandleOptions`], validated; `what` names the options in errors.
-pub fn handle_options(what: &str, v: &JsValue, flags: &[&str]) -> Result<HandleOptions> {
-    let mut o = LockOptions::default();
+/// `writersFirst`) → [`HandleOptions`], with the defaults and rules of `client`'s backend
+/// (`ClientOptions::lock_options`: e.g. a Redlock lease within its `maxLeaseMs`); `what` names
+/// the options in errors.
+pub fn handle_options(what: &str, v: &JsValue, flags: &[&str], client: &ClientOptions) -> Result<HandleOptions> {
+    let (mut lease, mut renew, mut wait, mut ttl) = (None, None, None, None);
     let mut reentrant = false;
     let mut writers_first = true;
-    let known: Vec<&str> = LEASE_KEYS.iter().chain(flags).copied().collect();
-    for (key, value) in option_entries(what, v, &known)? {
+    let known: Vec<&str> =
+        ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"].iter().chain(flags).copied().collect();
+    for (key, value) in option_entries(what, v, Some(&known))? {
         match key.as_str() {
             "reentrant" => reentrant = boolean("reentrant", &value)?,
             "writersFirst" => writers_first = boolean("writersFirst", &value)?,
-            lease_key => lease_option(&mut o, lease_key, &value)?,
-        }
-    }
-    o.validate()?;
-    Ok(HandleOptions {
-        lock: o,
-        reentrant,
-        writers_first,
-    })
-}
-
-/// The client option `replicaAcks: { replicas, timeoutMs }` (`undefined`/`null`: off). The
-/// core's rules and default: at least 1 replica, `timeoutMs` from 1 ms (1000 when absent, as in
-/// every binding), and a timeout without replicas is refused.
-pub fn replica_acks(v: &JsValue) -> Result<Option<ReplicaAcks>> {
-    if v.is_undefined() || v.is_null() {
-        return Ok(None);
-    }
-    let spelling = &lockgate_core::connect::Spelling::JS;
-    let mut replicas = None;
-    let mut timeout = None;
-    for (key, value) in option_entries("replicaAcks", v, &["replicas", "timeoutMs"])? {
-        match key.as_str() {
-            "replicas" => {
-                replicas = Some(match value.as_f64() {
-                    // Whole numbers only; the core checks the range (a u32 of at least 1).
-                    Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => n as i64,
-                    _ => {
-                        return Err(invalid(format!(
-                            "replicaAcks.replicas must be a whole number of at least 1, got {}",
-                            describe_number(&value)
-                        )))
-                    }
-                })
-            }
-            "timeoutMs" => {
-                timeout = Some(value.as_f64().ok_or_else(|| {
-                    invalid(format!("replicaAcks.timeoutMs must be a number of milliseconds, got {}", describe(&value)))
-                })?)
-            }
+            "leaseMs" => lease = Some(lease_millis("leaseMs", &value)?),
+            "autoRenew" => renew = Some(boolean("autoRenew", &value)?),
+            "waitTimeoutMs" => wait = wait_millis("waitTimeoutMs", &value)?,
+            "entryTtlMs" => ttl = Some(millis_in("entryTtlMs", &value, MIN_ENTRY_TTL, MAX_DURATION)?),
             _ => unreachable!("filtered by option_entries"),
         }
     }
-    if replicas.is_none() && timeout.is_none() {
-        return Err(invalid("replicaAcks needs replicas (the number of replicas WAIT must reach)"));
-    }
-    lockgate_core::connect::replica_acks(replicas, timeout, spelling)
-}
-
-fn describe_number(v: &JsValue) -> String {
-    match v.as_f64() {
-        Some(n) => n.to_string(),
-        None => describe(v),
-    }
+    let lock = client.lock_options(lease, renew, wait, ttl, &Spelling::JS)?;
+    let queued = client.capabilities()?.fifo;
+    Ok(HandleOptions { lock, reentrant, writers_first, queued })
 }
 
 /// A semaphore's permit count: a whole JS number (the core checks the range).
@@ -254,25 +167,17 @@ pub fn permits(v: &JsValue) -> Result<u32> {
             "permits must be a whole number between 1 and {}, got {n}",
             lockgate_core::options::MAX_PERMITS
         ))),
-        None => Err(invalid(format!(
-            "permits must be a number, got {}",
-            describe(v)
-        ))),
+        None => Err(invalid(format!("permits must be a number, got {}", describe(v)))),
     }
 }
 
 /// The value a leader publishes: a well-formed string (the core checks its length).
 pub fn leader_value(v: &JsValue) -> Result<String> {
     let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
-        return Err(invalid(format!(
-            "the leader value must be a string, got {}",
-            describe(v)
-        )));
+        return Err(invalid(format!("the leader value must be a string, got {}", describe(v))));
     };
     if !js.is_valid_utf16() {
-        return Err(invalid(
-            "the leader value must be well-formed Unicode (it has a lone surrogate)",
-        ));
+        return Err(invalid("the leader value must be well-formed Unicode (it has a lone surrogate)"));
     }
     Ok(js.into())
 }
@@ -285,29 +190,19 @@ fn wait_millis(what: &str, v: &JsValue) -> Result<Option<Duration>> {
     millis_arg(what, v).map(Some)
 }
 
-/// The `timeoutMs` of `acquire({ timeoutMs, signal })`: `Ok(None)` when absent (use the lock's
-/// default), `Ok(Some(None))` for no limit. `signal` is handled by the JavaScript layer.
-pub fn acquire_timeout(v: &JsValue) -> Result<Option<Option<Duration>>> {
-    let mut timeout = None;
-    for (key, value) in option_entries("acquire option", v, &["timeoutMs", "signal"])? {
+/// How an acquire waits: one attempt (`tryOnce`), else the `timeoutMs` of `options` (`{
+/// timeoutMs, signal }`; `signal` is the JavaScript layer's) or, absent, the lock's default wait.
+pub fn acquire_wait(options: &JsValue, try_once: bool, default: Option<Duration>) -> Result<Wait> {
+    let mut timeout = default;
+    for (key, value) in option_entries("acquire option", options, Some(&["timeoutMs", "signal"]))? {
         if key == "timeoutMs" {
-            timeout = Some(wait_millis("timeoutMs", &value)?);
+            timeout = wait_millis("timeoutMs", &value)?;
         }
     }
-    Ok(timeout)
-}
-
-/// How an acquire waits: one attempt (`tryOnce`), else the `timeoutMs` of `options` (see
-/// [`acquire_timeout`]) or, absent, the lock's default wait.
-pub fn acquire_wait(options: &JsValue, try_once: bool, default: Option<Duration>) -> Result<Wait> {
-    let timeout = acquire_timeout(options)?;
-    Ok(if try_once {
-        Wait::Try
-    } else {
-        match timeout.unwrap_or(default) {
-            Some(d) => Wait::For(d),
-            None => Wait::Forever,
-        }
+    Ok(match (try_once, timeout) {
+        (true, _) => Wait::Try,
+        (false, Some(d)) => Wait::For(d),
+        (false, None) => Wait::Forever,
     })
 }
 
@@ -344,13 +239,7 @@ extern "C" {
     /// `{ kind: 'observed', op, value, term, remainingMs }`; `value` is `undefined` when the
     /// election has no leader.
     #[wasm_bindgen(method)]
-    fn observed(
-        this: &Shapes,
-        op: &JsValue,
-        value: &JsValue,
-        term: &JsValue,
-        remaining_ms: &JsValue,
-    ) -> JsValue;
+    fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue) -> JsValue;
 }
 
 /// JavaScript strings for byte strings the engine sends again and again (command names, script
@@ -409,17 +298,18 @@ impl StrCache {
     }
 }
 
-/// The driver's view of a request, as one flat array (handed over in a single boundary
-/// crossing, with no nested arrays to build): `[id, n, argc₁, name₁, args₁…, argc₂, …]` for a
-/// pipeline of `n` commands, `[id, -1, channel]` for a subscription, `[id, -2, description]`
-/// for a kind this binding does not know (the driver fails it).
+/// The driver's view of a Redis request, as one flat array (handed over in a single boundary
+/// crossing, with no nested arrays to build): `[id, 0, n, argc₁, name₁, args₁…, argc₂, …]` for
+/// a pipeline of `n` commands, `[id, 0, -1, channel]` for a subscription, `[id, 0, -2,
+/// description]` for a kind this binding does not know (the driver fails it).
 pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
     let id = JsValue::from_f64(id_to_js(r.id.0));
     match &r.kind {
         RequestKind::Pipeline(commands) => {
-            let len = 2 + commands.iter().map(|c| 1 + c.0.len()).sum::<usize>();
+            let len = 3 + commands.iter().map(|c| 1 + c.0.len()).sum::<usize>();
             let mut out = Vec::with_capacity(len);
             out.push(id);
+            out.push(JsValue::from_f64(0.0));
             out.push(JsValue::from_f64(commands.len() as f64));
             for c in commands {
                 out.push(JsValue::from_f64(c.0.len() as f64));
@@ -427,12 +317,10 @@ pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
             }
             out
         }
-        RequestKind::Subscribe(channel) => vec![id, JsValue::from_f64(-1.0), cache.str(channel)],
-        other => vec![
-            id,
-            JsValue::from_f64(-2.0),
-            JsValue::from_str(&format!("{other:?}")),
-        ],
+        RequestKind::Subscribe(channel) => {
+            vec![id, JsValue::from_f64(0.0), JsValue::from_f64(-1.0), cache.str(channel)]
+        }
+        other => vec![id, JsValue::from_f64(0.0), JsValue::from_f64(-2.0), JsValue::from_str(&format!("{other:?}"))],
     }
 }
 
@@ -454,12 +342,7 @@ impl<'a> EventFields<'a> {
     fn acquired(lease: LeaseId, fencing_token: Option<u64>, valid_until: Instant) -> Shaped<'a> {
         let lease = Some(lease);
         let valid_until = Some(valid_until);
-        let f = EventFields {
-            lease,
-            fencing_token,
-            valid_until,
-            ..EventFields::default()
-        };
+        let f = EventFields { lease, fencing_token, valid_until, ..EventFields::default() };
         ("acquired", f)
     }
 
@@ -468,33 +351,15 @@ impl<'a> EventFields<'a> {
     }
 
     fn released(was_held: bool) -> Shaped<'a> {
-        (
-            "released",
-            EventFields {
-                was_held: Some(was_held),
-                ..EventFields::default()
-            },
-        )
+        ("released", EventFields { was_held: Some(was_held), ..EventFields::default() })
     }
 
     fn extended(valid_until: Instant) -> Shaped<'a> {
-        (
-            "extended",
-            EventFields {
-                valid_until: Some(valid_until),
-                ..EventFields::default()
-            },
-        )
+        ("extended", EventFields { valid_until: Some(valid_until), ..EventFields::default() })
     }
 
     fn failed(error: &'a Error) -> Shaped<'a> {
-        (
-            "failed",
-            EventFields {
-                error: Some(error),
-                ..EventFields::default()
-            },
-        )
+        ("failed", EventFields { error: Some(error), ..EventFields::default() })
     }
 
     fn to_js(&self, kind: &str, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
@@ -504,9 +369,7 @@ impl<'a> EventFields<'a> {
             &id(self.op.map(|o| o.0)),
             &id(self.lease.map(|l| l.0)),
             &self.fencing_token.map_or(JsValue::UNDEFINED, JsValue::from),
-            &self
-                .valid_until
-                .map_or(JsValue::UNDEFINED, |t| JsValue::from_f64(millis(t))),
+            &self.valid_until.map_or(JsValue::UNDEFINED, |t| JsValue::from_f64(millis(t))),
             &self.was_held.map_or(JsValue::UNDEFINED, JsValue::from_bool),
             &self.error.map_or(JsValue::UNDEFINED, errors::to_js),
         )
@@ -527,22 +390,12 @@ fn any_event_to_js<'a, O>(
             let op = Some(*op);
             (kind, EventFields { op, ..fields })
         }
-        Event::Renewed { lease, valid_until } => (
-            "renewed",
-            EventFields {
-                lease: Some(*lease),
-                valid_until: Some(*valid_until),
-                ..EventFields::default()
-            },
-        ),
-        Event::Lost { lease, error } => (
-            "lost",
-            EventFields {
-                lease: Some(*lease),
-                error: Some(error),
-                ..EventFields::default()
-            },
-        ),
+        Event::Renewed { lease, valid_until } => {
+            ("renewed", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..EventFields::default() })
+        }
+        Event::Lost { lease, error } => {
+            ("lost", EventFields { lease: Some(*lease), error: Some(error), ..EventFields::default() })
+        }
     };
     fields.to_js(kind, shapes, cache)
 }
@@ -551,11 +404,7 @@ fn any_event_to_js<'a, O>(
 /// `extended`, `observed`, `failed` (these carry `op`), `renewed` and `lost` (these carry
 /// `lease`).
 pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    if let Event::Completed {
-        op,
-        outcome: Outcome::Observed(leader),
-    } = ev
-    {
+    if let Event::Completed { op, outcome: Outcome::Observed(leader) } = ev {
         let op = JsValue::from_f64(id_to_js(op.0));
         let none = JsValue::UNDEFINED;
         return match leader {
@@ -569,11 +418,9 @@ pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue
         };
     }
     any_event_to_js(ev, shapes, cache, |outcome| match outcome {
-        Outcome::Acquired {
-            lease,
-            fencing_token,
-            valid_until,
-        } => EventFields::acquired(*lease, Some(*fencing_token), *valid_until),
+        Outcome::Acquired { lease, fencing_token, valid_until } => {
+            EventFields::acquired(*lease, Some(*fencing_token), *valid_until)
+        }
         Outcome::NotAcquired => EventFields::not_acquired(),
         Outcome::Released { was_held } => EventFields::released(*was_held),
         Outcome::Extended { valid_until } => EventFields::extended(*valid_until),
@@ -627,26 +474,18 @@ fn reply_from_js(v: &JsValue, depth: usize) -> Reply {
     if let Some(e) = v.dyn_ref::<js_sys::Error>() {
         return Reply::Error(e.message().into());
     }
-    Reply::Other(
-        v.js_typeof()
-            .as_string()
-            .unwrap_or_else(|| "unknown".into()),
-    )
+    Reply::Other(v.js_typeof().as_string().unwrap_or_else(|| "unknown".into()))
 }
 
 fn error_message(err: &JsValue) -> String {
     if let Some(e) = err.dyn_ref::<js_sys::Error>() {
         return e.message().into();
     }
-    err.as_string()
-        .unwrap_or_else(|| format!("non-Error value thrown ({})", describe(err)))
+    err.as_string().unwrap_or_else(|| format!("non-Error value thrown ({})", describe(err)))
 }
 
 fn is_reply_error(err: &JsValue) -> bool {
-    Reflect::get(err, &"name".into())
-        .ok()
-        .and_then(|n| n.as_string())
-        .is_some_and(|n| n == "ReplyError")
+    Reflect::get(err, &"name".into()).ok().and_then(|n| n.as_string()).is_some_and(|n| n == "ReplyError")
 }
 
 /// Server error codes that mean the credentials were refused (never retried).
@@ -695,17 +534,12 @@ pub fn single_result(value: &JsValue) -> Result<Vec<Reply>> {
 /// any command fails the whole request (the engine then treats every command as unanswered).
 pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
     let Some(items) = results.dyn_ref::<Array>() else {
-        return Err(Error::protocol(format!(
-            "pipeline results must be an array, got {}",
-            describe(results)
-        )));
+        return Err(Error::protocol(format!("pipeline results must be an array, got {}", describe(results))));
     };
     let mut out = Vec::with_capacity(items.length() as usize);
     for item in items.iter() {
         let Some(pair) = item.dyn_ref::<Array>() else {
-            return Err(Error::protocol(
-                "each pipeline result must be [error, value]",
-            ));
+            return Err(Error::protocol("each pipeline result must be [error, value]"));
         };
         let err = pair.get(0);
         if err.is_null() || err.is_undefined() {
@@ -717,112 +551,36 @@ pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
     Ok(out)
 }
 
-// ---- Redlock (PROTOCOL.md §8) ----
-
-/// Every option key of `connectRedlock(targets, options)`.
-const REDLOCK_KEYS: [&str; 10] = [
-    "keyPrefix",
-    "maxLeaseMs",
-    "nodeTimeoutMs",
-    "retryDelayMs",
-    "retryJitterMs",
-    "driftFactor",
-    "driftFixedMs",
-    "connectTimeoutMs",
-    "commandTimeoutMs",
-    "redisOptions",
-];
-
-/// `{ keyPrefix, maxLeaseMs, nodeTimeoutMs, retryDelayMs, retryJitterMs, driftFactor,
-/// driftFixedMs }` (plus the driver's connection keys, skipped here) → a [`RedlockConfig`] for
-/// `masters` masters. Unknown keys are rejected; the core checks every range.
-pub fn redlock_config(v: &JsValue, masters: usize) -> Result<RedlockConfig> {
-    let mut c = RedlockConfig {
-        masters,
-        ..RedlockConfig::default()
-    };
-    for (key, value) in option_entries("Redlock option", v, &REDLOCK_KEYS)? {
-        match key.as_str() {
-            "keyPrefix" => {
-                if let Some(p) = key_prefix(&value)? {
-                    c.key_prefix = p;
-                }
-            }
-            "maxLeaseMs" => c.max_lease = lease_millis("maxLeaseMs", &value)?,
-            "nodeTimeoutMs" => c.node_timeout = positive_millis("nodeTimeoutMs", &value)?,
-            "retryDelayMs" => c.retry_delay = positive_millis("retryDelayMs", &value)?,
-            "retryJitterMs" => c.retry_jitter = millis_arg("retryJitterMs", &value)?,
-            // The core allows at most 10 s of fixed drift.
-            "driftFixedMs" => {
-                c.drift_fixed =
-                    millis_in("driftFixedMs", &value, Duration::ZERO, Duration::from_secs(10))?
-            }
-            "driftFactor" => {
-                c.drift_factor = match value.as_f64() {
-                    Some(f) if (0.0..0.5).contains(&f) => f,
-                    _ => {
-                        return Err(invalid(format!(
-                            "driftFactor must be a number at least 0 and below 0.5, got {}",
-                            describe_number(&value)
-                        )))
-                    }
-                }
-            }
-            // The driver's own connections: checked by the core's rule for every client's
-            // timeouts (positive, at most 30 days) and left to it.
-            "connectTimeoutMs" | "commandTimeoutMs" => {
-                match value.as_f64() {
-                    Some(ms) => lockgate_core::options::positive_duration_from_f64(&key, ms, Unit::Millis)?,
-                    None => return Err(invalid(format!("{key} must be a positive number of milliseconds"))),
-                };
-            }
-            "redisOptions" => {
-                if !value.is_object() || Array::is_array(&value) || value.is_function() {
-                    return Err(invalid("redisOptions must be an object of ioredis options"));
-                }
-            }
-            _ => unreachable!("filtered by option_entries"),
-        }
+/// The replies of a one-command request (a Redlock master's) as its one reply.
+pub fn one_reply(mut replies: Vec<Reply>) -> Result<Reply> {
+    match replies.len() {
+        1 => Ok(replies.remove(0)),
+        n => Err(Error::protocol(format!("expected one reply, got {n}"))),
     }
-    c.validate()?;
-    Ok(c)
 }
 
-/// The options of a Redlock lock handle: `{ leaseMs, autoRenew, waitTimeoutMs }` (a Redlock
-/// has no queue, so no `entryTtlMs`), by the core's rule for every binding
-/// (`connect::redlock_lock_options`): without `leaseMs` the lease is 30 s or the deployment's
-/// `maxLeaseMs` if shorter; a `leaseMs` above `maxLeaseMs` is refused here, when the handle is
-/// made.
-pub fn redlock_lock_options(v: &JsValue, config: &RedlockConfig) -> Result<LockOptions> {
-    let mut o = LockOptions::default();
-    let mut lease_given = false;
-    for (key, value) in option_entries("Redlock lock option", v, &LEASE_KEYS[..3])? {
-        lease_given |= key == "leaseMs";
-        lease_option(&mut o, &key, &value)?;
-    }
-    lockgate_core::connect::redlock_lock_options(config, o, lease_given)
+/// Sets a plain data property on a fresh object (which cannot fail).
+pub fn set(obj: &Object, key: &str, value: JsValue) {
+    let _ = Reflect::set(obj, &JsValue::from_str(key), &value);
 }
 
-/// A Redlock request as one flat array: `[id, master, name, ...args]` (one command each).
+/// A Redlock request in the same flat form: `[id, master, 1, argc, name, ...args]` (one
+/// command each, for the master of that index).
 pub fn node_request_to_js(r: &NodeRequest, cache: &mut StrCache) -> Vec<JsValue> {
-    let mut out = Vec::with_capacity(2 + r.command.0.len());
+    let mut out = Vec::with_capacity(4 + r.command.0.len());
     out.push(JsValue::from_f64(id_to_js(r.id.0)));
     out.push(JsValue::from_f64(r.master as f64));
+    out.push(JsValue::from_f64(1.0));
+    out.push(JsValue::from_f64(r.command.0.len() as f64));
     out.extend(r.command.0.iter().map(|a| cache.arg(a)));
     out
 }
 
 /// A Redlock event as the same flat object as the mutex engine's (see [`event_to_js`]), with
 /// `fencingToken` always `undefined`: Redlock grants carry none (PROTOCOL.md §8).
-pub fn redlock_event_to_js(
-    ev: &Event<RedlockOutcome>,
-    shapes: &Shapes,
-    cache: &mut StrCache,
-) -> JsValue {
+pub fn redlock_event_to_js(ev: &Event<RedlockOutcome>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
     any_event_to_js(ev, shapes, cache, |outcome| match outcome {
-        RedlockOutcome::Acquired { lease, valid_until } => {
-            EventFields::acquired(*lease, None, *valid_until)
-        }
+        RedlockOutcome::Acquired { lease, valid_until } => EventFields::acquired(*lease, None, *valid_until),
         RedlockOutcome::NotAcquired => EventFields::not_acquired(),
         RedlockOutcome::Released { was_held } => EventFields::released(*was_held),
         RedlockOutcome::Extended { valid_until } => EventFields::extended(*valid_until),

@@ -40,11 +40,7 @@ pub fn to_js(e: &Error) -> JsValue {
     let code = JsValue::from_str(e.code());
     let message = JsValue::from_str(e.message());
     let retryable = JsValue::from_bool(e.retryable());
-    let made = FACTORY.with(|f| {
-        f.borrow()
-            .as_ref()
-            .map(|f| f.call3(&JsValue::UNDEFINED, &code, &message, &retryable))
-    });
+    let made = FACTORY.with(|f| f.borrow().as_ref().map(|f| f.call3(&JsValue::UNDEFINED, &code, &message, &retryable)));
     match made {
         Some(Ok(v)) => v,
         // A throwing factory is a bug in lib/errors.js; surface what it threw.

@@ -1,347 +1,407 @@
-//! The Node binding's WebAssembly half: lockgate's sans-IO [`Engine`](lockgate_core::Engine)
-//! exported to JavaScript. The JavaScript driver (`lib/driver.js`) follows the engine's driving
-//! contract: it feeds inputs with `performance.now()` timestamps, performs every request with
-//! ioredis, hands replies back by request id, delivers events and keeps one timer at
-//! `pollTimeout()`. Every export here converts arguments, calls the engine and maps errors
-//! through [`errors::to_js`]; nothing here decides anything about locks. [`redlock`] does the
-//! same for the core's Redlock engine over N independent masters.
+//! The Node binding's WebAssembly half: lockgate's sans-IO engines exported to JavaScript as ONE
+//! `Engine` class, whatever the backend (Redis single or Cluster, Redlock). The JavaScript driver
+//! (`lib/driver.js`) follows the engines' driving contract: it feeds inputs with
+//! `performance.now()` timestamps, hands each request to its backend's transport
+//! (`lib/transport/<name>.js`), gives the replies back by request id, delivers events and keeps one
+//! timer at `pollTimeout()`. Every export converts arguments, calls the core and maps errors
+//! through [`errors::to_js`]; nothing here decides anything about locks.
 
-#[macro_use]
-mod shared;
 mod connect;
 mod convert;
 mod errors;
 mod random;
-mod redlock;
 mod wire;
 
-use lockgate_core::engine::{EngineConfig, LeaseId, RequestId};
-use lockgate_core::{Error, LockOptions, Primitive, Request, RequestKind};
+use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId};
+use lockgate_core::redis::reply::Reply;
+use lockgate_core::redlock::RedlockEngine;
+use lockgate_core::time::Instant;
+use lockgate_core::{Backend, Capability, Error, LockOptions, Primitive, Request, RequestKind, Result};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
 use errors::{js, JsResult};
 
-pub use connect::{client_settings, parse_url};
 pub use errors::{error_kinds, set_error_factory};
-pub use redlock::{redlock_scripts, RedlockSpec, WasmRedlockEngine};
+
+/// The core engine of one client: the backend's lock protocol. Both have the same driving
+/// methods; what differs is the shape of their requests (a pipeline on the one connection, or
+/// one command for one master) and of their outcomes (a Redlock grant has no fencing token).
+enum Core {
+    Redis(lockgate_core::Engine),
+    Redlock(RedlockEngine),
+}
 
 /// A validated lock name, its primitive and its options, made once per handle
 /// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each
-/// `election.campaign(...)`).
+/// `election.campaign(...)`) for one engine: its backend decides which primitives exist and what
+/// the lease defaults to.
 #[wasm_bindgen]
 pub struct LockSpec {
     name: String,
     primitive: Primitive,
     options: LockOptions,
     reentrant: bool,
+    /// Whether waiters queue on the server (they do not on Redlock: no `entryTtlMs`).
+    queued: bool,
 }
 
 #[wasm_bindgen]
 impl LockSpec {
     /// A mutex: validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs,
-    /// reentrant }`.
-    #[wasm_bindgen(constructor)]
-    pub fn new(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        let name = js(convert::name(&name))?;
-        let o = js(convert::handle_options(
-            "lock option",
-            &options,
-            &["reentrant"],
-        ))?;
-        Ok(LockSpec {
-            name,
-            primitive: Primitive::Mutex,
-            options: o.lock,
-            reentrant: o.reentrant,
-        })
+    /// reentrant }` by the client's rules (on Redlock: no `entryTtlMs`, the lease within the
+    /// deployment's `maxLeaseMs`, 30 s or `maxLeaseMs` by default).
+    pub fn mutex(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        let o = js(engine.handle("lock option", &options, &["reentrant"]))?;
+        LockSpec::checked(&name, Primitive::Mutex, o)
     }
 
     /// One permit of a semaphore with `permits` permits (a whole number, 1 to 1000000).
-    pub fn semaphore(name: JsValue, permits: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        let name = js(convert::name(&name))?;
+    pub fn semaphore(engine: &Engine, name: JsValue, permits: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        js(engine.require(Capability::Semaphore))?;
         let permits = js(convert::permits(&permits))?;
-        let o = js(convert::handle_options("semaphore option", &options, &[]))?;
-        LockSpec::checked(name, Primitive::Semaphore { permits }, o.lock, false)
+        let o = js(engine.handle("semaphore option", &options, &[]))?;
+        LockSpec::checked(&name, Primitive::Semaphore { permits }, o)
     }
 
     /// One half of a read-write lock (`write`: the exclusive one); options as for a mutex plus
     /// `writersFirst`.
     #[wasm_bindgen(js_name = readWrite)]
-    pub fn read_write(name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
-        let name = js(convert::name(&name))?;
-        let flags = ["reentrant", "writersFirst"];
-        let o = js(convert::handle_options(
-            "read-write lock option",
-            &options,
-            &flags,
-        ))?;
-        let primitive = if write {
-            Primitive::Write
-        } else {
-            Primitive::Read {
-                writers_first: o.writers_first,
-            }
-        };
-        LockSpec::checked(name, primitive, o.lock, o.reentrant)
+    pub fn read_write(engine: &Engine, name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
+        js(engine.require(Capability::ReadWrite))?;
+        let o = js(engine.handle("read-write lock option", &options, &["reentrant", "writersFirst"]))?;
+        let primitive = if write { Primitive::Write } else { Primitive::Read { writers_first: o.writers_first } };
+        LockSpec::checked(&name, primitive, o)
     }
 
     /// An election (leadership with an empty value until `campaign(value)`).
-    pub fn election(name: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        let name = js(convert::name(&name))?;
-        let o = js(convert::handle_options("election option", &options, &[]))?;
-        let primitive = Primitive::Leader {
-            value: String::new(),
-        };
-        LockSpec::checked(name, primitive, o.lock, false)
+    pub fn election(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        js(engine.require(Capability::Election))?;
+        let o = js(engine.handle("election option", &options, &[]))?;
+        LockSpec::checked(&name, Primitive::Leader { value: String::new() }, o)
     }
 
     /// This election's leadership, published as `value` (at most 4096 bytes of UTF-8).
     pub fn campaign(&self, value: JsValue) -> JsResult<LockSpec> {
         let value = js(convert::leader_value(&value))?;
         let primitive = Primitive::Leader { value };
-        LockSpec::checked(self.name.clone(), primitive, self.options.clone(), false)
-    }
-
-    /// `mutex`, `semaphore`, `read`, `write` or `leader`.
-    #[wasm_bindgen(getter)]
-    pub fn kind(&self) -> String {
-        match self.primitive {
-            Primitive::Mutex => "mutex",
-            Primitive::Semaphore { .. } => "semaphore",
-            Primitive::Read { .. } => "read",
-            Primitive::Write => "write",
-            Primitive::Leader { .. } => "leader",
-        }
-        .into()
-    }
-
-    /// A semaphore's permit count (`undefined` for other kinds).
-    #[wasm_bindgen(getter)]
-    pub fn permits(&self) -> Option<u32> {
-        match self.primitive {
-            Primitive::Semaphore { permits } => Some(permits),
-            _ => None,
-        }
-    }
-
-    /// Whether a queued writer blocks later readers (`undefined` except for a read half).
-    #[wasm_bindgen(getter, js_name = writersFirst)]
-    pub fn writers_first(&self) -> Option<bool> {
-        match self.primitive {
-            Primitive::Read { writers_first } => Some(writers_first),
-            _ => None,
-        }
-    }
-
-    /// What a leader publishes (`undefined` except for leadership).
-    #[wasm_bindgen(getter)]
-    pub fn value(&self) -> Option<String> {
-        match &self.primitive {
-            Primitive::Leader { value } => Some(value.clone()),
-            _ => None,
-        }
-    }
-
-    /// Whether acquiring again through a handle that holds it re-enters its lease.
-    #[wasm_bindgen(getter)]
-    pub fn reentrant(&self) -> bool {
-        self.reentrant
-    }
-
-    /// The lease of a waiter's queue entry in ms.
-    #[wasm_bindgen(getter, js_name = entryTtlMs)]
-    pub fn entry_ttl_ms(&self) -> f64 {
-        convert::duration_ms(self.options.entry_ttl)
-    }
-}
-
-lease_option_getters!(LockSpec);
-
-impl LockSpec {
-    fn checked(
-        name: String,
-        primitive: Primitive,
-        options: LockOptions,
-        reentrant: bool,
-    ) -> JsResult<LockSpec> {
         js(lockgate_core::options::validate_primitive(&primitive))?;
         Ok(LockSpec {
-            name,
+            name: self.name.clone(),
             primitive,
-            options,
-            reentrant,
+            options: self.options.clone(),
+            reentrant: false,
+            queued: self.queued,
         })
+    }
+
+    /// What the handle is, read once by JavaScript: `{ name, kind, reentrant, options }` plus
+    /// `permits` (a semaphore), `writersFirst` (a read half) or `value` (leadership). `kind` is
+    /// `mutex`, `semaphore`, `read`, `write` or `leader`; `options` the effective lease options
+    /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (`entryTtlMs` only where waiters queue).
+    #[wasm_bindgen(getter)]
+    pub fn info(&self) -> js_sys::Object {
+        let (o, set) = (&self.options, convert::set);
+        let options = js_sys::Object::new();
+        set(&options, "leaseMs", convert::duration_ms(o.lease).into());
+        set(&options, "autoRenew", o.auto_renew.into());
+        set(&options, "waitTimeoutMs", convert::wait_ms(o.wait_timeout).into());
+        if self.queued {
+            set(&options, "entryTtlMs", convert::duration_ms(o.entry_ttl).into());
+        }
+        let out = js_sys::Object::new();
+        let kind = match &self.primitive {
+            Primitive::Mutex => "mutex",
+            Primitive::Semaphore { permits } => {
+                set(&out, "permits", (*permits).into());
+                "semaphore"
+            }
+            Primitive::Read { writers_first } => {
+                set(&out, "writersFirst", (*writers_first).into());
+                "read"
+            }
+            Primitive::Write => "write",
+            Primitive::Leader { value } => {
+                set(&out, "value", value.into());
+                "leader"
+            }
+        };
+        set(&out, "name", self.name.as_str().into());
+        set(&out, "kind", kind.into());
+        set(&out, "reentrant", self.reentrant.into());
+        set(&out, "options", options.into());
+        out
     }
 }
 
-/// The engine of one client. Ids (`op`, `lease`, request `id`) are JS numbers; times are
-/// `performance.now()` milliseconds.
-#[wasm_bindgen(js_name = Engine)]
-pub struct WasmEngine {
-    engine: lockgate_core::Engine,
+impl LockSpec {
+    fn checked(name: &JsValue, primitive: Primitive, o: convert::HandleOptions) -> JsResult<LockSpec> {
+        let name = js(convert::name(name))?;
+        js(lockgate_core::options::validate_primitive(&primitive))?;
+        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, queued: o.queued })
+    }
+}
+
+/// The engine of one client, for any backend. Ids (`op`, `lease`, request `id`) are JS numbers;
+/// times are `performance.now()` milliseconds.
+#[wasm_bindgen]
+pub struct Engine {
+    core: Core,
+    /// What the core made of connect()'s target and options (rules for every handle).
+    client: connect::Connected,
     shapes: Shapes,
     strings: StrCache,
-    /// The RESP codec of the lean transport (`pollWireRequests`, `handleWireData`).
+    /// The RESP codec of the lean Redis transport (`pollWireRequests`, `handleWireData`).
     wire: wire::Wire,
     /// A request `pollWireRequests` took from the engine but could not put in its batch (a
     /// subscribe after pipelines): handed out by the next call.
     stash: Option<Request>,
 }
 
-#[wasm_bindgen(js_class = Engine)]
-impl WasmEngine {
-    /// A new engine with its own client channel; `keyPrefix` defaults to `lockgate:`. `shapes`
-    /// holds the driver's `event(...)` object factory. `replicaAcks` (`{ replicas, timeoutMs }`
-    /// or `undefined`) turns on the replica-acknowledged mode (PROTOCOL.md §4): the engine itself
-    /// appends `WAIT` to its pipelines and counts only confirmed grants. `splitPipelines` (for a
-    /// Redis Cluster) makes every script call its own request.
-    #[wasm_bindgen(constructor)]
-    pub fn new(key_prefix: JsValue, shapes: Shapes, replica_acks: JsValue, split_pipelines: bool) -> JsResult<WasmEngine> {
-        let mut config = EngineConfig { split_pipelines, ..EngineConfig::default() };
-        if let Some(p) = js(convert::key_prefix(&key_prefix))? {
-            config.key_prefix = p;
-        }
-        config.replica_acks = js(convert::replica_acks(&replica_acks))?;
+#[wasm_bindgen]
+impl Engine {
+    /// Connects, as data: the core parses `url` (or, for a caller's ioredis connection(s),
+    /// `given`, see `connect::connect`), checks and defaults `options`, and builds the engine of
+    /// the backend the scheme selects. `shapes` holds the driver's event factories.
+    pub fn connect(url: JsValue, options: JsValue, given: JsValue, shapes: Shapes) -> JsResult<Engine> {
+        let client = js(connect::connect(&url, &options, &given))?;
+        let o = &client.options;
         let rng = Box::new(random::BufferedOsRandom::new());
-        let engine = js(lockgate_core::Engine::new(config, rng))?;
-        Ok(WasmEngine {
-            engine,
-            shapes,
-            strings: StrCache::default(),
-            wire: wire::Wire::default(),
-            stash: None,
-        })
+        let core = if client.backend == Backend::Redlock {
+            Core::Redlock(js(RedlockEngine::new(js(o.redlock_config())?, rng))?)
+        } else {
+            let split_pipelines = client.backend == Backend::RedisCluster;
+            let config = EngineConfig {
+                key_prefix: o.key_prefix.clone(),
+                replica_acks: o.replica_acks,
+                split_pipelines,
+                ..EngineConfig::default()
+            };
+            Core::Redis(js(lockgate_core::Engine::new(config, rng))?)
+        };
+        Ok(Engine { core, client, shapes, strings: StrCache::default(), wire: wire::Wire::default(), stash: None })
     }
 
-    /// The pub/sub channel this engine's grants arrive on.
+    /// What the transport opens (see `connect::Connected::plan`).
     #[wasm_bindgen(getter)]
-    pub fn channel(&self) -> String {
-        self.engine.channel().to_string()
+    pub fn plan(&self) -> js_sys::Object {
+        self.client.plan()
     }
 
-    /// Starts an acquire of `lock` (any primitive); returns its op id. `options` is `{ timeoutMs, signal }`
+    /// What this client's backend offers (see `connect::Connected::capabilities`).
+    #[wasm_bindgen(getter)]
+    pub fn capabilities(&self) -> JsResult<js_sys::Object> {
+        js(self.client.capabilities())
+    }
+
+    /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
     /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
-    pub fn acquire(
-        &mut self,
-        now: f64,
-        lock: &LockSpec,
-        options: JsValue,
-        try_once: bool,
-    ) -> JsResult<f64> {
-        let wait = js(convert::acquire_wait(
-            &options,
-            try_once,
-            lock.options.wait_timeout,
-        ))?;
-        let op = js(self.engine.acquire_primitive(
-            instant(now),
-            &lock.name,
-            &lock.primitive,
-            &lock.options,
-            wait,
-        ))?;
+    pub fn acquire(&mut self, now: f64, lock: &LockSpec, options: JsValue, try_once: bool) -> JsResult<f64> {
+        let wait = js(convert::acquire_wait(&options, try_once, lock.options.wait_timeout))?;
+        let (now, o) = (instant(now), &lock.options);
+        let op = js(match &mut self.core {
+            Core::Redis(e) => e.acquire_primitive(now, &lock.name, &lock.primitive, o, wait),
+            Core::Redlock(e) => e.acquire(now, &lock.name, o, wait),
+        })?;
         Ok(id_to_js(op.0))
     }
 
     /// Re-enters a held lease (reentrant handles): completes at once as `acquired` with the same
     /// lease and fencing token and one more hold, or `failed` (`NOT_HELD`); returns the op id.
-    pub fn reacquire(&mut self, now: f64, lease: f64) -> f64 {
-        let op = self
-            .engine
-            .reacquire(instant(now), LeaseId(id_from_js(lease)));
-        id_to_js(op.0)
+    pub fn reacquire(&mut self, now: f64, lease: f64) -> JsResult<f64> {
+        js(self.require(Capability::Reentrant))?;
+        let Core::Redis(e) = &mut self.core else { unreachable!("checked by require") };
+        Ok(id_to_js(e.reacquire(instant(now), LeaseId(id_from_js(lease))).0))
     }
 
     /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
     pub fn observe(&mut self, now: f64, name: JsValue) -> JsResult<f64> {
+        js(self.require(Capability::Observe))?;
         let name = js(convert::name(&name))?;
-        let op = js(self.engine.observe_leader(instant(now), &name))?;
+        let Core::Redis(e) = &mut self.core else { unreachable!("checked by require") };
+        Ok(id_to_js(js(e.observe_leader(instant(now), &name))?.0))
+    }
+
+    /// Releases a lease (owner-only; on every master for Redlock); returns the op id.
+    pub fn release(&mut self, now: f64, lease: f64) -> f64 {
+        let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
+        id_to_js(
+            match &mut self.core {
+                Core::Redis(e) => e.release(now, lease),
+                Core::Redlock(e) => e.release(now, lease),
+            }
+            .0,
+        )
+    }
+
+    /// Sets the lease's remaining time to `ms` where it is still held; returns the op id.
+    pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
+        let d = js(convert::lease_millis("ms", &ms))?;
+        let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
+        let op = js(match &mut self.core {
+            Core::Redis(e) => e.extend(now, lease, d),
+            Core::Redlock(e) => e.extend(now, lease, d),
+        })?;
         Ok(id_to_js(op.0))
+    }
+
+    /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
+    pub fn cancel(&mut self, now: f64, op: f64) {
+        let (now, op) = (instant(now), OpId(id_from_js(op)));
+        match &mut self.core {
+            Core::Redis(e) => e.cancel(now, op),
+            Core::Redlock(e) => e.cancel(now, op),
+        }
+    }
+
+    /// Cancels every pending acquire and releases every lease.
+    pub fn shutdown(&mut self, now: f64) {
+        match &mut self.core {
+            Core::Redis(e) => e.shutdown(instant(now)),
+            Core::Redlock(e) => e.shutdown(instant(now)),
+        }
+    }
+
+    /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
+    #[wasm_bindgen(js_name = leaseValidUntil)]
+    pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
+        self.valid_until(lease).map(convert::millis)
     }
 
     /// Whether `lease` is held at `now` by the engine's knowledge.
     #[wasm_bindgen(js_name = isHeld)]
     pub fn is_held(&self, now: f64, lease: f64) -> bool {
-        self.engine
-            .is_held(instant(now), LeaseId(id_from_js(lease)))
+        match &self.core {
+            Core::Redis(e) => e.is_held(instant(now), LeaseId(id_from_js(lease))),
+            Core::Redlock(_) => self.valid_until(lease).is_some_and(|until| instant(now) < until),
+        }
     }
 
-    /// Hands back ioredis results for request `id`: `[[err, value], ...]` for a pipeline
-    /// (server errors stay in place), `[]` for a confirmed subscribe.
+    /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
+    #[wasm_bindgen(js_name = isIdle)]
+    pub fn is_idle(&self) -> bool {
+        match &self.core {
+            Core::Redis(e) => e.is_idle(),
+            Core::Redlock(e) => e.is_idle(),
+        }
+    }
+
+    /// Runs the timers due at `now` (early calls are harmless).
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now: f64) {
+        match &mut self.core {
+            Core::Redis(e) => e.handle_timeout(instant(now)),
+            Core::Redlock(e) => e.handle_timeout(instant(now)),
+        }
+    }
+
+    /// When (ms) `handleTimeout` next has work, or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        match &self.core {
+            Core::Redis(e) => e.poll_timeout(),
+            Core::Redlock(e) => e.poll_timeout(),
+        }
+        .map(convert::millis)
+    }
+
+    /// The next request as one flat array, or `undefined`: `[id, node, n, argc₁, name₁,
+    /// args₁…, argc₂, …]` for `n` commands to send on connection `node` (the master's index for
+    /// Redlock, else 0) in order, `[id, 0, -1, channel]` for a subscription, `[id, 0, -2,
+    /// description]` for a kind the driver cannot perform.
+    #[wasm_bindgen(js_name = pollRequest)]
+    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
+        match &mut self.core {
+            Core::Redis(e) => e.poll_request().map(|r| convert::request_to_js(&r, &mut self.strings)),
+            Core::Redlock(e) => e.poll_request().map(|r| convert::node_request_to_js(&r, &mut self.strings)),
+        }
+    }
+
+    /// The next event (`{ kind, ... }`, see `convert::event_to_js`), or `undefined`.
+    #[wasm_bindgen(js_name = pollEvent)]
+    pub fn poll_event(&mut self) -> JsValue {
+        let (shapes, strings) = (&self.shapes, &mut self.strings);
+        match &mut self.core {
+            Core::Redis(e) => e.poll_event().map(|ev| convert::event_to_js(&ev, shapes, strings)),
+            Core::Redlock(e) => e.poll_event().map(|ev| convert::redlock_event_to_js(&ev, shapes, strings)),
+        }
+        .unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Hands back the results of request `id`: `[[err, value], ...]`, one per command (server
+    /// errors stay in place), `[]` for a confirmed subscribe.
     #[wasm_bindgen(js_name = handleReply)]
     pub fn handle_reply(&mut self, now: f64, id: f64, results: JsValue) {
-        let replies = convert::pipeline_results(&results);
-        self.engine
-            .handle_reply(instant(now), RequestId(id_from_js(id)), replies);
+        self.deliver(instant(now), id, convert::pipeline_results(&results));
     }
 
-    /// Hands back the successful ioredis result of a one-command request `id` (the same as
-    /// `handleReply(now, id, [[null, value]])`, without the wrapping).
+    /// The value the one command of request `id` was answered with (`handleReply(now, id,
+    /// [[null, value]])` without the wrapping).
     #[wasm_bindgen(js_name = handleValue)]
     pub fn handle_value(&mut self, now: f64, id: f64, value: JsValue) {
-        let replies = convert::single_result(&value);
-        self.engine
-            .handle_reply(instant(now), RequestId(id_from_js(id)), replies);
+        self.deliver(instant(now), id, convert::single_result(&value));
     }
 
-    /// Hands back the error that prevented any answer to request `id`.
+    /// What the one command of request `id` was rejected with: a server error reply (stays a
+    /// reply: `NOSCRIPT` is the engine's to handle) or the transport error that prevented one.
+    #[wasm_bindgen(js_name = handleError)]
+    pub fn handle_error(&mut self, now: f64, id: f64, error: JsValue) {
+        self.deliver(instant(now), id, convert::single_error(&error).map(|r| vec![r]));
+    }
+
+    /// The transport error that prevented any answer to request `id`.
     #[wasm_bindgen(js_name = handleReplyError)]
     pub fn handle_reply_error(&mut self, now: f64, id: f64, error: JsValue) {
-        let e = convert::client_error(&error);
-        self.engine
-            .handle_reply(instant(now), RequestId(id_from_js(id)), Err(e));
+        self.deliver(instant(now), id, Err(convert::client_error(&error)));
     }
 
     /// Fails request `id`, whose kind this binding cannot perform.
     #[wasm_bindgen(js_name = rejectRequest)]
     pub fn reject_request(&mut self, now: f64, id: f64, why: String) {
-        let e = Error::protocol(format!("the Node driver cannot perform {why}"));
-        self.engine
-            .handle_reply(instant(now), RequestId(id_from_js(id)), Err(e));
+        self.deliver(instant(now), id, Err(Error::protocol(format!("the Node driver cannot perform {why}"))));
     }
 
     /// A pub/sub message (`channel`, `payload` as strings or Buffers).
     #[wasm_bindgen(js_name = handleNotification)]
     pub fn handle_notification(&mut self, now: f64, channel: JsValue, payload: JsValue) {
-        if let (Some(c), Some(p)) = (convert::bytes(&channel), convert::bytes(&payload)) {
-            self.engine.handle_notification(instant(now), &c, &p);
+        if let (Core::Redis(e), Some(c), Some(p)) = (&mut self.core, convert::bytes(&channel), convert::bytes(&payload))
+        {
+            e.handle_notification(instant(now), &c, &p);
         }
     }
 
     /// The subscriber connection dropped (grants may have been missed).
     #[wasm_bindgen(js_name = handleDisconnect)]
     pub fn handle_disconnect(&mut self, now: f64) {
-        self.engine.handle_disconnect(instant(now));
+        if let Core::Redis(e) = &mut self.core {
+            e.handle_disconnect(instant(now));
+        }
     }
 }
 
-/// The lean transport (`lib/wire.js`, for clients connected from a URL): the engine's pipelines
-/// leave as RESP bytes and the replies come back as the bytes the socket read, so one socket
-/// write and one call per read is all the JavaScript side does. `pollRequest` and the
-/// `handle*Reply*` methods above serve the ioredis path instead; a driver uses one or the other.
-#[wasm_bindgen(js_class = Engine)]
-impl WasmEngine {
+/// The lean Redis transport (`lib/transport/redis-wire.js`): the engine's pipelines leave as
+/// RESP bytes and the replies come back as the bytes the socket read, so one socket write and
+/// one call per read is all the JavaScript side does. `pollRequest` and the `handle*` methods
+/// above serve the ioredis transport instead; a driver uses one or the other.
+#[wasm_bindgen]
+impl Engine {
     /// The engine's next requests: the RESP of every pipeline it has queued, to be written in
     /// order on the command connection (each now waits for its replies) — a string when that is
     /// valid UTF-8 (to be written as UTF-8), else a `Uint8Array` —, or a request in
     /// `pollRequest`'s flat form (an array) for anything else (a subscribe), or `undefined`.
     #[wasm_bindgen(js_name = pollWireRequests)]
     pub fn poll_wire_requests(&mut self, now: f64) -> JsValue {
+        let Core::Redis(engine) = &mut self.core else { return JsValue::UNDEFINED };
         self.wire.begin();
-        loop {
-            let Some(r) = self.stash.take().or_else(|| self.engine.poll_request()) else {
-                break;
-            };
+        while let Some(r) = self.stash.take().or_else(|| engine.poll_request()) {
             match &r.kind {
                 RequestKind::Pipeline(commands) => {
                     if let Some((id, result)) = self.wire.encode(r.id, commands) {
-                        self.engine.handle_reply(instant(now), id, result);
+                        engine.handle_reply(instant(now), id, result);
                     }
                 }
                 _ if self.wire.batch().is_empty() => {
-                    let flat = convert::request_to_js(&r, &mut self.strings);
-                    return flat.into_iter().collect::<js_sys::Array>().into();
+                    return convert::request_to_js(&r, &mut self.strings).into_iter().collect::<js_sys::Array>().into();
                 }
                 _ => {
                     self.stash = Some(r);
@@ -368,16 +428,12 @@ impl WasmEngine {
     /// the connection.
     #[wasm_bindgen(js_name = handleWireData)]
     pub fn handle_wire_data(&mut self, now: f64, data: &[u8]) -> i32 {
+        let Core::Redis(engine) = &mut self.core else { return -1 };
         let now = instant(now);
-        let engine = &mut self.engine;
-        match self
-            .wire
-            .feed(data, |(id, r)| engine.handle_reply(now, id, r))
-        {
+        match self.wire.feed(data, |(id, r)| engine.handle_reply(now, id, r)) {
             Ok(()) => i32::try_from(self.wire.in_flight()).unwrap_or(i32::MAX),
             Err(e) => {
-                self.wire
-                    .fail_all(&e, |(id, r)| engine.handle_reply(now, id, r));
+                self.wire.fail_all(&e, |(id, r)| engine.handle_reply(now, id, r));
                 -1
             }
         }
@@ -387,21 +443,45 @@ impl WasmEngine {
     /// written to it and not answered fails with a retryable error.
     #[wasm_bindgen(js_name = handleWireClosed)]
     pub fn handle_wire_closed(&mut self, now: f64, error: JsValue) {
+        let Core::Redis(engine) = &mut self.core else { return };
         let e = convert::client_error(&error);
-        let engine = &mut self.engine;
-        self.wire
-            .fail_all(&e, |(id, r)| engine.handle_reply(instant(now), id, r));
+        self.wire.fail_all(&e, |(id, r)| engine.handle_reply(instant(now), id, r));
     }
 }
 
-// `pollRequest` hands out `[id, n, argc, name, ...args, ...]` for a pipeline of `n` commands,
-// `[id, -1, channel]` for a subscribe, `[id, -2, description]` for a kind the driver must reject.
-driving_methods!(
-    WasmEngine,
-    Engine,
-    convert::request_to_js,
-    convert::event_to_js
-);
+impl Engine {
+    fn valid_until(&self, lease: f64) -> Option<Instant> {
+        let lease = LeaseId(id_from_js(lease));
+        match &self.core {
+            Core::Redis(e) => e.lease_valid_until(lease),
+            Core::Redlock(e) => e.lease_valid_until(lease),
+        }
+    }
+
+    /// Hands the replies of request `id` to the engine (a Redlock request is one command).
+    fn deliver(&mut self, now: Instant, id: f64, replies: Result<Vec<Reply>>) {
+        let id = RequestId(id_from_js(id));
+        match &mut self.core {
+            Core::Redis(e) => e.handle_reply(now, id, replies),
+            Core::Redlock(e) => e.handle_reply(now, id, replies.and_then(convert::one_reply)),
+        }
+    }
+
+    /// `Ok` where the backend offers `what`, else `UNSUPPORTED` naming the backend (the core's
+    /// capabilities).
+    fn require(&self, what: Capability) -> Result<()> {
+        self.client.options.capabilities()?.require(what)
+    }
+
+    /// A handle's options by the client's rules (`flags`: the extra keys this handle takes).
+    fn handle(&self, what: &str, options: &JsValue, flags: &[&str]) -> Result<convert::HandleOptions> {
+        let o = convert::handle_options(what, options, flags, &self.client.options)?;
+        if o.reentrant {
+            self.require(Capability::Reentrant)?;
+        }
+        Ok(o)
+    }
+}
 
 /// Classifies an error the Redis client threw (e.g. while connecting) as a `LockError`.
 #[wasm_bindgen(js_name = clientError)]
@@ -418,4 +498,12 @@ pub fn make_error(code: &str, message: &str) -> JsValue {
         .find(|k| k.code() == code)
         .unwrap_or(lockgate_core::ErrorKind::Protocol);
     errors::to_js(&Error::new(kind, message))
+}
+
+/// The Lua sources of the Redlock scripts, for the transport to `SCRIPT LOAD` on each master
+/// when its connection becomes ready. Only an optimisation: the engine handles `NOSCRIPT` itself,
+/// so preloading only spares a fresh master the one attempt it would otherwise sit out.
+#[wasm_bindgen(js_name = redlockScripts)]
+pub fn redlock_scripts() -> Vec<JsValue> {
+    lockgate_core::redis::redlock::all().iter().map(|s| JsValue::from_str(s.source)).collect()
 }

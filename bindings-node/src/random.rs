@@ -13,10 +13,7 @@ pub struct BufferedOsRandom {
 
 impl BufferedOsRandom {
     pub fn new() -> Self {
-        BufferedOsRandom {
-            buf: Box::new([0; BLOCK]),
-            pos: BLOCK,
-        }
+        BufferedOsRandom { buf: Box::new([0; BLOCK]), pos: BLOCK }
     }
 }
 

@@ -70,11 +70,7 @@ impl Wire {
                 self.out.extend_from_slice(b"\r\n");
             }
         }
-        self.in_flight.push_back(InFlight {
-            id,
-            left: commands.len(),
-            replies: Vec::with_capacity(commands.len()),
-        });
+        self.in_flight.push_back(InFlight { id, left: commands.len(), replies: Vec::with_capacity(commands.len()) });
         None
     }
 
@@ -154,10 +150,7 @@ fn settle(replies: Vec<Reply>) -> Result<Vec<Reply>> {
 
 /// The error of a stream that went wrong: retryable, like any lost connection.
 fn broken(why: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorKind::Connection,
-        format!("unusable reply stream from the server: {why}"),
-    )
+    Error::new(ErrorKind::Connection, format!("unusable reply stream from the server: {why}"))
 }
 
 fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
@@ -259,16 +252,8 @@ mod tests {
     fn encodes_pipelines_as_resp_arrays() {
         let mut w = Wire::default();
         w.begin();
-        assert!(w
-            .encode(
-                RequestId(1),
-                &[cmd(&["GET", "k"]), cmd(&["EVALSHA", "", "0"])]
-            )
-            .is_none());
-        assert_eq!(
-            w.batch(),
-            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$7\r\nEVALSHA\r\n$0\r\n\r\n$1\r\n0\r\n"
-        );
+        assert!(w.encode(RequestId(1), &[cmd(&["GET", "k"]), cmd(&["EVALSHA", "", "0"])]).is_none());
+        assert_eq!(w.batch(), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$7\r\nEVALSHA\r\n$0\r\n\r\n$1\r\n0\r\n");
         assert_eq!(w.in_flight(), 1);
         let empty = w.encode(RequestId(2), &[]).expect("delivered at once");
         assert_eq!(empty.0, RequestId(2));
@@ -278,8 +263,7 @@ mod tests {
     /// Every split of the stream into two reads delivers the same replies.
     #[test]
     fn partial_reads_deliver_whole_requests_in_order() {
-        let stream: &[u8] =
-            b":1\r\n$-1\r\n*3\r\n:0\r\n$2\r\nab\r\n*1\r\n+OK\r\n-NOSCRIPT x\r\n$0\r\n\r\n";
+        let stream: &[u8] = b":1\r\n$-1\r\n*3\r\n:0\r\n$2\r\nab\r\n*1\r\n+OK\r\n-NOSCRIPT x\r\n$0\r\n\r\n";
         for split in 0..=stream.len() {
             let mut w = Wire::default();
             w.begin();
@@ -303,10 +287,7 @@ mod tests {
                             Reply::Array(vec![Reply::Status("OK".into())]),
                         ])]
                     ),
-                    (
-                        3,
-                        vec![Reply::Error("NOSCRIPT x".into()), Reply::Data(Vec::new())]
-                    ),
+                    (3, vec![Reply::Error("NOSCRIPT x".into()), Reply::Data(Vec::new())]),
                 ],
                 "split at {split}"
             );
@@ -326,10 +307,7 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(
             got[0].1.as_ref().unwrap(),
-            &vec![Reply::Array(vec![
-                Reply::Data(b"hello".to_vec()),
-                Reply::Int(-42)
-            ])]
+            &vec![Reply::Array(vec![Reply::Data(b"hello".to_vec()), Reply::Int(-42)])]
         );
     }
 
@@ -339,19 +317,12 @@ mod tests {
         w.begin();
         let _ = w.encode(RequestId(1), &[cmd(&["A"]), cmd(&["B"])]);
         let mut got = Vec::new();
-        w.feed(b":1\r\n-NOAUTH Authentication required.\r\n", |d| {
-            got.push(d)
-        })
-        .unwrap();
+        w.feed(b":1\r\n-NOAUTH Authentication required.\r\n", |d| got.push(d)).unwrap();
         let err = got.pop().unwrap().1.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Authentication);
         let _ = w.encode(RequestId(2), &[cmd(&["A"])]);
-        w.feed(b"-LOADING Redis is loading\r\n", |d| got.push(d))
-            .unwrap();
-        assert_eq!(
-            got.pop().unwrap().1.unwrap_err().kind(),
-            ErrorKind::Connection
-        );
+        w.feed(b"-LOADING Redis is loading\r\n", |d| got.push(d)).unwrap();
+        assert_eq!(got.pop().unwrap().1.unwrap_err().kind(), ErrorKind::Connection);
     }
 
     #[test]
@@ -367,20 +338,11 @@ mod tests {
         w.fail_all(&err, |d| failed.push(d));
         assert_eq!(failed.len(), 1);
         assert_eq!(w.in_flight(), 0);
-        for bad in [
-            &b"$3\r\nabcd\r\n"[..],
-            b":x\r\n",
-            b"*-2\r\n",
-            b"$99999999999\r\n",
-        ] {
+        for bad in [&b"$3\r\nabcd\r\n"[..], b":x\r\n", b"*-2\r\n", b"$99999999999\r\n"] {
             let mut w = Wire::default();
             w.begin();
             let _ = w.encode(RequestId(1), &[cmd(&["A"])]);
-            assert!(
-                w.feed(bad, |_| {}).is_err(),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
+            assert!(w.feed(bad, |_| {}).is_err(), "{:?}", String::from_utf8_lossy(bad));
         }
     }
 

@@ -229,7 +229,11 @@ test('the subscriber connection is replaced when it drops, and grants still arri
 test('close() leaves a passed-in Cluster open and closes the one it opened', async () => {
   const mine = new Redis.Cluster([{ host: '127.0.0.1', port: cluster.nodes[2].port }]);
   const a = await lockgate.connect(mine);
-  const b = await lockgate.connect(`redis://127.0.0.1:${cluster.nodes[2].port}`, { cluster: true });
+  // The cluster form of the URL (the same as `redis://` with `cluster: true`, as byUrl is made).
+  const b = await lockgate.connect(`redis+cluster://127.0.0.1:${cluster.nodes[2].port}`);
+  assert.equal(b.capabilities.backend, 'Redis Cluster');
+  assert.equal(b.capabilities.scheme, 'redis+cluster');
+  assert.deepEqual(a.capabilities, b.capabilities, 'a passed-in Cluster is a Redis Cluster client too');
   const la = await a.lock(names[0]).acquire({ timeoutMs: 5000 });
   const waiting = b.lock(names[0]).acquire({ timeoutMs: 5000 });
   await sleep(100);
@@ -262,6 +266,8 @@ test('cluster options are checked before any network call', async () => {
   await assert.rejects(lockgate.connect(ioCluster, { cluster: true }), invalid);
   await assert.rejects(lockgate.connect(cluster.url, { cluster: 'yes' }), invalid);
   await assert.rejects(lockgate.connect(`${cluster.url}/3`, { cluster: true }), invalid);
+  await assert.rejects(lockgate.connect(`${cluster.url.replace('redis:', 'redis+cluster:')}/3`), invalid);
+  await assert.rejects(lockgate.connect(cluster.url.replace('redis:', 'redis+cluster:'), { replicaAcks: acks }), invalid);
 });
 
 test('an unreachable cluster seed is a ConnectionError; a wrong password never shows', async () => {

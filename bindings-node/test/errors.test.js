@@ -43,6 +43,7 @@ test('every core error code has its own LockError subclass', () => {
     CANCELLED: [lockgate.CancelledError, false],
     CLOSED: [lockgate.ClosedError, false],
     ALREADY_HELD: [lockgate.AlreadyHeldError, false],
+    UNSUPPORTED: [lockgate.UnsupportedError, false],
   };
   assert.deepEqual([...CORE_CODES].sort(), Object.keys(classes).sort(), 'the core and the JS classes agree');
   for (const [code, [cls, retryable]] of Object.entries(classes)) {
@@ -106,12 +107,12 @@ test('option errors name the option as spelled here, in milliseconds', async () 
   await assert.rejects(lease.extend(5), (e) => isInvalid(e) && e.message === 'ms must be at least 10 ms, got 5 ms');
   await lease.release();
   const redlockSays = async (options, text) =>
-    assert.rejects(lockgate.connectRedlock([redis.url], options), (e) => isInvalid(e) && (e.message === text || assert.fail(e.message)));
+    assert.rejects(lockgate.connect(`redlock://127.0.0.1:${redis.port}`, options), (e) => isInvalid(e) && (e.message === text || assert.fail(e.message)));
   await redlockSays({ maxLeaseMs: 5 }, 'maxLeaseMs must be at least 10 ms, got 5 ms');
   await redlockSays({ nodeTimeoutMs: 0 }, 'nodeTimeoutMs must be at least 1 ms, got 0 ms');
   await redlockSays({ retryDelayMs: 0.5 }, 'retryDelayMs must be at least 1 ms, got 0.5 ms');
   await redlockSays({ driftFixedMs: 20_000 }, 'driftFixedMs must be at most 10000 ms, got 20000 ms');
-  await redlockSays({ driftFactor: 2 }, 'driftFactor must be a number at least 0 and below 0.5, got 2');
+  await redlockSays({ driftFactor: 2 }, 'driftFactor must be at least 0 and below 0.5, got 2');
   await assert.rejects(
     lockgate.connect(redis.url, { replicaAcks: { replicas: 1, timeoutMs: 0 } }),
     (e) => isInvalid(e) && e.message === 'replicaAcks.timeoutMs must be at least 1 ms, got 0 ms',
@@ -127,7 +128,7 @@ test('bad connect arguments', async () => {
   }
 });
 
-test('bad Redis URLs are an InvalidArgumentError from connect and connectRedlock (the rules of core/src/native/url.rs)', async () => {
+test('bad Redis URLs are an InvalidArgumentError from connect, for every Redis scheme (the rules of core/src/connect)', async () => {
   const at = `127.0.0.1:${redis.port}`;
   const bad = [
     `redis://${at}/abc`,
@@ -152,7 +153,10 @@ test('bad Redis URLs are an InvalidArgumentError from connect and connectRedlock
   for (const url of bad) {
     await assert.rejects(lockgate.connect(url), isInvalid, url);
     await assert.rejects(lockgate.connect(url, { cluster: true }), isInvalid, `${url} (cluster)`);
-    await assert.rejects(lockgate.connectRedlock([url]), isInvalid, `${url} (redlock)`);
+    if (url.startsWith('redis://')) {
+      await assert.rejects(lockgate.connect(url.replace('redis://', 'redis+cluster://')), isInvalid, `${url} (redis+cluster)`);
+      await assert.rejects(lockgate.connect(url.replace('redis://', 'redlock://')), isInvalid, `${url} (redlock)`);
+    }
   }
   for (const [url, says] of [
     [`redis://app:hunter2@${at}/x`, 'database number (decimal digits, like /0 or /2), got /x'],

@@ -130,7 +130,7 @@ export async function main(url: string): Promise<void> {
   const client: Client = await connect(url);
   const lock: Lock = client.lock('typed');
   const lease: Lease = await lock.acquire({ timeoutMs: 10 });
-  const token: bigint = lease.fencingToken;
+  const token: bigint | null = lease.fencingToken;
   const held: Lease | null = lock.lease;
   const errors: Array<typeof LockError> = [TimeoutError, AlreadyHeldError, InvalidArgumentError, ClosedError];
   const code: 'ALREADY_HELD' = AlreadyHeldError.code;

@@ -14,10 +14,7 @@ let busy;
 
 before(async () => {
   masters = await Promise.all([startRedis(), startRedis(), startRedis()]);
-  redlock = await lockgate.connectRedlock(
-    masters.map((m) => m.url),
-    { maxLeaseMs: 1000 },
-  );
+  redlock = await lockgate.connect(redlockUrl(masters.map((m) => m.port)), { maxLeaseMs: 1000 });
   busy = await redlock.lock('exit-busy', { leaseMs: 1000 }).acquire({ timeoutMs: 5000 });
 });
 
@@ -27,8 +24,13 @@ after(async () => {
   for (const m of masters) await m.stop();
 });
 
-function run(mode, urls) {
-  return runFixture('redlock-exit-script.js', [mode, ...urls]);
+/** The `redlock://` URL of masters on these loopback ports. */
+function redlockUrl(ports) {
+  return `redlock://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`;
+}
+
+function run(mode, ports) {
+  return runFixture('redlock-exit-script.js', [mode, redlockUrl(ports)]);
 }
 
 async function heldAnywhere(pattern) {
@@ -39,10 +41,10 @@ async function heldAnywhere(pattern) {
 
 for (const mode of ['close', 'idle', 'down', 'abort']) {
   test(`exits by itself after: ${mode}`, async () => {
-    const urls = masters.map((m) => m.url);
-    if (mode === 'down') urls.push(`redis://127.0.0.1:${await freePort()}`);
+    const ports = masters.map((m) => m.port);
+    if (mode === 'down') ports.push(await freePort());
     const t0 = performance.now();
-    await assertExitsByItself(run(mode, urls), 15_000);
+    await assertExitsByItself(run(mode, ports), 15_000);
     const took = performance.now() - t0;
     assert.ok(took < 8000, `exited after ${took.toFixed(0)} ms`);
     assert.deepEqual(await heldAnywhere(`lockgate:{exit-${mode}*`), [], 'nothing left held');
@@ -51,7 +53,7 @@ for (const mode of ['close', 'idle', 'down', 'abort']) {
 }
 
 test('a process holding a renewed Redlock lease stays alive and keeps it', async () => {
-  const { child, exited } = run('hold', masters.map((m) => m.url));
+  const { child, exited } = run('hold', masters.map((m) => m.port));
   try {
     const deadline = Date.now() + 8000;
     while ((await masters[0].admin.exists('lockgate:{exit-hold}:redlock')) === 0) {
@@ -68,7 +70,7 @@ test('a process holding a renewed Redlock lease stays alive and keeps it', async
 });
 
 test('a Redlock holder killed by SIGTERM releases on every master before it ends', async () => {
-  const { child, exited } = run('hold-signal', masters.map((m) => m.url));
+  const { child, exited } = run('hold-signal', masters.map((m) => m.port));
   await new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => String(d).includes('held') && resolve());
     child.once('exit', () => reject(new Error('exited before holding')));

@@ -1,6 +1,6 @@
 'use strict';
-// Redlock over independent masters through the public API, against real redis-servers started
-// here: five for most tests (two and then three of them are stopped at the end), three more
+// Redlock over independent masters through the public API — a client connected with a
+// `redlock://` URL (or an array of ioredis clients) — against real redis-servers started here: five for most tests (two and then three of them are stopped at the end), three more
 // for the loss test. The deployment's maxLeaseMs is 1000, so a fresh master grants nothing for
 // its first ~2-3 s (the delayed-restart rule): the first acquire on each set waits that out.
 
@@ -22,9 +22,14 @@ let three;
 const redlocks = [];
 const stopped = new Set();
 
+/** The `redlock://` URL of these masters (each `{ url }`). */
+function redlockUrl(servers, login = '') {
+  return `redlock://${login}${servers.map((s) => new URL(s.url).host).join(',')}`;
+}
+
 async function connect(servers, options) {
-  const rl = await lockgate.connectRedlock(
-    servers.map((s) => s.url),
+  const rl = await lockgate.connect(
+    redlockUrl(servers),
     {
       maxLeaseMs: MAX_LEASE_MS,
       nodeTimeoutMs: 200,
@@ -75,21 +80,33 @@ after(async () => {
 
 test('acquire and release on 5 masters: the key on every one, no fencing token', async () => {
   const rl = await connect(five);
-  assert.equal(rl.masters, 5);
-  assert.equal(rl.quorum, 3);
+  assert.ok(rl instanceof lockgate.Client, 'a Redlock is a Client like any other');
+  assert.deepEqual(rl.capabilities, {
+    backend: 'Redlock',
+    scheme: 'redlock',
+    fencing: false,
+    fifo: false,
+    semaphore: false,
+    readWrite: false,
+    election: false,
+    observe: false,
+    reentrant: false,
+    replicaAcks: false,
+  });
   const lock = rl.lock('orders', { leaseMs: 1000 });
+  assert.ok(lock instanceof lockgate.Lock);
   assert.equal(lock.name, 'orders');
-  assert.equal(lock.redlock, rl);
+  assert.equal(lock.kind, 'mutex');
+  assert.equal(lock.client, rl);
   assert.deepEqual(lock.options, { leaseMs: 1000, autoRenew: true, waitTimeoutMs: Infinity });
   const lease = await lock.acquire({ timeoutMs: STARTUP_MS });
-  assert.ok(lease instanceof lockgate.RedlockLease);
+  assert.ok(lease instanceof lockgate.Lease);
   assert.equal(lease.lock, lock);
   assert.equal(lease.isHeld, true);
   assert.ok(lease.remainingMs > 0 && lease.remainingMs <= 1000, `remainingMs ${lease.remainingMs}`);
   assert.equal(lease.signal.aborted, false);
   // No fencing token, by design (PROTOCOL.md §8).
-  assert.equal('fencingToken' in lease, false);
-  assert.equal(lease.fencingToken, undefined);
+  assert.equal(lease.fencingToken, null);
   const token = await heldEverywhere(five, 'orders');
   // The owner value: the token and the number of masters this client counts (PROTOCOL.md §8).
   assert.match(token, /^[0-9a-f]{32}:5$/);
@@ -105,7 +122,7 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
   assert.equal(await lease.release(), false, 'releasing twice is harmless');
 });
 
-test('a RedlockLock handle that holds the lock rejects acquire at once (AlreadyHeldError), sending nothing', async () => {
+test('a Redlock lock handle that holds the lock rejects acquire at once (AlreadyHeldError), sending nothing', async () => {
   const rl = await connect(five);
   // No watchdog: nothing at all is sent while the handle refuses itself.
   const lock = rl.lock('held-by-handle', { leaseMs: 1000, autoRenew: false });
@@ -219,23 +236,37 @@ test('bad input is an InvalidArgumentError before anything is sent', async () =>
     return true;
   };
   const url = five[0].url;
-  await assert.rejects(lockgate.connectRedlock([]), isInvalid(/between 1 and 31 masters/));
-  await assert.rejects(lockgate.connectRedlock(url), isInvalid(/array/));
-  await assert.rejects(lockgate.connectRedlock([url, five[1].url, url]), isInvalid(/listed twice/));
-  await assert.rejects(lockgate.connectRedlock([url, `${url}/0`]), isInvalid(/listed twice/));
+  const one = redlockUrl([five[0]]);
+  await assert.rejects(lockgate.connect('redlock://'), isInvalid(/lists its masters/));
+  await assert.rejects(lockgate.connect([]), isInvalid(/between 1 and 31 masters/));
+  await assert.rejects(lockgate.connect(redlockUrl([five[0], five[1], five[0]])), isInvalid(/listed twice/));
+  await assert.rejects(lockgate.connect(`${redlockUrl([five[0], five[0]])}/0`), isInvalid(/listed twice/));
   await assert.rejects(
-    lockgate.connectRedlock(['redis://:s3cret@127.0.0.1:1', 'redis://:s3cret@127.0.0.1:1']),
+    lockgate.connect('redlock://:s3cret@127.0.0.1:1,127.0.0.1:1'),
     (err) => isInvalid(/listed twice/)(err) && !err.message.includes('s3cret'),
   );
-  await assert.rejects(lockgate.connectRedlock(['http://127.0.0.1:1']), isInvalid(/redis:\/\//));
-  await assert.rejects(lockgate.connectRedlock([url], { maxLease: 1000 }), isInvalid(/unknown Redlock option/));
-  await assert.rejects(lockgate.connectRedlock([url], { maxLeaseMs: -1 }), isInvalid());
-  await assert.rejects(lockgate.connectRedlock([url], { driftFactor: 0.7 }), isInvalid(/^driftFactor must be a number at least 0 and below 0\.5, got 0\.7$/));
-  await assert.rejects(lockgate.connectRedlock([url], { commandTimeoutMs: 0 }), isInvalid());
+  await assert.rejects(lockgate.connect('http+redlock://127.0.0.1:1'), isInvalid(/redlock:\/\//));
+  await assert.rejects(lockgate.connect(one, { maxLease: 1000 }), isInvalid(/unknown client option "maxLease"/));
+  await assert.rejects(lockgate.connect(url, { maxLeaseMs: 1000 }), isInvalid(/Redlock setting/));
+  await assert.rejects(lockgate.connect(one, { maxLeaseMs: -1 }), isInvalid());
+  await assert.rejects(lockgate.connect(one, { driftFactor: 0.7 }), isInvalid(/^driftFactor must be/));
+  await assert.rejects(lockgate.connect(one, { commandTimeoutMs: 0 }), isInvalid());
 
   const rl = await connect(five);
   assert.throws(() => rl.lock(''), isInvalid());
-  assert.throws(() => rl.lock('x', { entryTtlMs: 1000 }), isInvalid(/unknown Redlock lock option/));
+  assert.throws(() => rl.lock('x', { entryTtlMs: 1000 }), isInvalid(/not a Redlock setting/));
+  // What only the Redis backends offer is UNSUPPORTED, before anything is sent.
+  const unsupported = (err) => {
+    assert.ok(err instanceof lockgate.UnsupportedError, String(err));
+    assert.equal(err.code, 'UNSUPPORTED');
+    assert.equal(err.retryable, false);
+    assert.match(err.message, /not supported by a Redlock client \(redlock:\/\/\)/);
+    return true;
+  };
+  assert.throws(() => rl.semaphore('x', 2), unsupported);
+  assert.throws(() => rl.readWriteLock('x'), unsupported);
+  assert.throws(() => rl.election('x'), unsupported);
+  assert.throws(() => rl.lock('x', { reentrant: true }), unsupported);
   assert.throws(() => rl.lock('x', { leaseMs: 'long' }), isInvalid());
   // The core's one rule for every binding (issue 14): a lease above the deployment's maxLeaseMs
   // is refused when the handle is made, and a lock without leaseMs gets maxLeaseMs when that is
@@ -251,7 +282,7 @@ test('bad input is an InvalidArgumentError before anything is sent', async () =>
 
 test('no reachable master is a ConnectionError, refused credentials an AuthenticationError; no password in either', async () => {
   const dead = [await freePort(), await freePort()].map((p) => `redis://:s3cret@127.0.0.1:${p}`);
-  await assert.rejects(lockgate.connectRedlock(dead, { maxLeaseMs: MAX_LEASE_MS }), (err) => {
+  await assert.rejects(lockgate.connect(redlockUrl(dead.map((url) => ({ url })), ':s3cret@'), { maxLeaseMs: MAX_LEASE_MS }), (err) => {
     assert.ok(err instanceof lockgate.ConnectionError, String(err));
     assert.equal(err.retryable, true);
     assert.match(err.message, /no master is reachable/);
@@ -260,13 +291,14 @@ test('no reachable master is a ConnectionError, refused credentials an Authentic
   });
   const guarded = await startRedis(['--requirepass', 'right-one']);
   try {
-    const wrong = `redis://:wrong-one@127.0.0.1:${guarded.port}`;
-    await assert.rejects(lockgate.connectRedlock([five[0].url, wrong], { maxLeaseMs: MAX_LEASE_MS }), (err) => {
+    // One login for every master: the one without a password accepts it, the guarded one refuses.
+    const wrong = redlockUrl([five[0], guarded], ':wrong-one@');
+    await assert.rejects(lockgate.connect(wrong, { maxLeaseMs: MAX_LEASE_MS }), (err) => {
       assert.ok(err instanceof lockgate.AuthenticationError, String(err));
       assert.ok(!err.message.includes('wrong-one'), err.message);
       return true;
     });
-    const right = await lockgate.connectRedlock([`redis://:right-one@127.0.0.1:${guarded.port}`], {
+    const right = await lockgate.connect(redlockUrl([guarded], ':right-one@'), {
       maxLeaseMs: MAX_LEASE_MS,
     });
     await right.close();
@@ -279,11 +311,12 @@ test('ioredis clients as masters: used as given and left open by close()', async
   const clients = five.slice(0, 3).map((s) => new Redis(s.port, '127.0.0.1'));
   try {
     await assert.rejects(
-      lockgate.connectRedlock([clients[0], clients[0]]),
+      lockgate.connect([clients[0], clients[0]]),
       lockgate.InvalidArgumentError,
     );
     const listeners = clients.map((c) => c.listenerCount('ready'));
-    const rl = await lockgate.connectRedlock(clients, { maxLeaseMs: MAX_LEASE_MS, keyPrefix: 'byo:' });
+    const rl = await lockgate.connect(clients, { maxLeaseMs: MAX_LEASE_MS, keyPrefix: 'byo:' });
+    assert.equal(rl.capabilities.backend, 'Redlock');
     const lease = await rl.lock('byo', { leaseMs: 800 }).acquire({ timeoutMs: STARTUP_MS });
     const onAll = async () => {
       for (const s of five.slice(0, 3)) if ((await s.admin.exists('byo:{byo}:redlock')) !== 1) return false;

@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const Redis = require('ioredis');
 const lockgate = require('..');
-const { wireEligible } = require('../lib/wire');
+const { wireEligible } = require('../lib/transport/redis-wire');
 const { startRedis, eventually, sleep } = require('./helpers/redis-server');
 
 let redis;

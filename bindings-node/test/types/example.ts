@@ -20,12 +20,10 @@ import {
   type ErrorCode,
   type ClientOptions,
   type ReplicaAcks,
-  connectRedlock,
-  Redlock,
-  RedlockLock,
-  RedlockLease,
   ConnectionError,
-  type RedlockOptions,
+  UnsupportedError,
+  type Capabilities,
+  type RedlockClientOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -33,7 +31,7 @@ async function example(): Promise<void> {
   const lock = client.lock('orders:42', { leaseMs: 10_000, autoRenew: true });
 
   const lease: Lease = await lock.acquire({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) });
-  const token: bigint = lease.fencingToken;
+  const token: bigint | null = lease.fencingToken; // a bigint wherever capabilities.fencing
   const held: boolean = lease.isHeld;
   const left: number = lease.remainingMs;
   await fetch('https://example.invalid/', { signal: lease.signal }).catch(() => undefined);
@@ -48,7 +46,7 @@ async function example(): Promise<void> {
 
   const total: number = await lock.using(async (l) => {
     l.signal.throwIfAborted();
-    return Number(l.fencingToken % 1000n);
+    return Number((l.fencingToken ?? 0n) % 1000n);
   });
 
   try {
@@ -81,7 +79,7 @@ async function example(): Promise<void> {
   const pool: Semaphore = client.semaphore('db-pool', 5, { leaseMs: 10_000 });
   const permits: number = pool.permits;
   const kind: LockKind = pool.kind;
-  const rows: number = await pool.using(async (permit) => Number(permit.fencingToken % 7n), { timeoutMs: 1000 });
+  const rows: number = await pool.using(async (permit) => Number((permit.fencingToken ?? 0n) % 7n), { timeoutMs: 1000 });
   const permit: Lease | null = await pool.tryAcquire();
   if (permit) await permit.release();
 
@@ -161,33 +159,38 @@ async function example(): Promise<void> {
 }
 
 async function redlockExample(): Promise<void> {
-  const options: RedlockOptions = { maxLeaseMs: 10_000, nodeTimeoutMs: 50, retryDelayMs: 200, retryJitterMs: 200, driftFactor: 0.01, driftFixedMs: 2, keyPrefix: 'app:' };
-  const redlock: Redlock = await connectRedlock(['redis://m1:6379', 'redis://m2:6379', new Redis()], options);
-  const n: number = redlock.masters;
-  const q: number = redlock.quorum;
-  const lock: RedlockLock = redlock.lock('orders:42', { leaseMs: 5_000 });
-  const lease: RedlockLease = await lock.acquire({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) });
+  // Redlock is a URL like any other backend: the same Client, Lock and Lease.
+  const options: RedlockClientOptions = { maxLeaseMs: 10_000, nodeTimeoutMs: 50, retryDelayMs: 200, retryJitterMs: 200, driftFactor: 0.01, driftFixedMs: 2, keyPrefix: 'app:' };
+  const redlock: Client = await connect('redlock://m1:6379,m2:6379,m3:6379', options);
+  const caps: Capabilities = redlock.capabilities;
+  const fencing: boolean = caps.fencing; // false: Redlock grants carry no fencing token
+  const lock: Lock = redlock.lock('orders:42', { leaseMs: 5_000 });
+  const lease: Lease = await lock.acquire({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) });
+  const token: bigint | null = lease.fencingToken;
   const held: boolean = lease.isHeld;
   const left: number = lease.remainingMs;
   lease.signal.addEventListener('abort', () => undefined);
   await lease.extend(5_000);
   const wasHeld: boolean = await lease.release();
   try {
-    const maybe: RedlockLease | null = await lock.tryAcquire();
+    const maybe: Lease | null = await lock.tryAcquire();
     if (maybe) await maybe.release();
+    redlock.semaphore('pool', 3);
   } catch (err) {
     if (err instanceof ConnectionError) void err.retryable; // too few masters could vote
+    if (err instanceof UnsupportedError) {
+      const code: 'UNSUPPORTED' = err.code; // no semaphores on Redlock
+      void code;
+    }
   }
   const r: string = await lock.using(async (l) => `${l.remainingMs}`, { timeoutMs: 1000 });
-  // @ts-expect-error Redlock grants carry no fencing token
-  void lease.fencingToken;
-  // @ts-expect-error a Redlock lease is not a mutex Lease
-  const asMutex: Lease = lease;
-  // @ts-expect-error Redlock locks have no queue entries
-  redlock.lock('x', { entryTtlMs: 1000 });
-  // @ts-expect-error one master per list entry: URLs or ioredis clients
-  await connectRedlock('redis://m1:6379');
-  void n, q, held, left, wasHeld, r, asMutex;
+  const byo: Client = await connect([new Redis(6379), new Redis(6380), new Redis(6381)], { maxLeaseMs: 10_000 });
+  await byo.close();
+  // @ts-expect-error Redlock settings belong to redlock:// URLs
+  await connect('redis://m1:6379', { maxLeaseMs: 10_000 });
+  // @ts-expect-error the masters of a Redlock are ioredis clients, not Clusters
+  await connect([new Cluster([])]);
+  void fencing, token, held, left, wasHeld, r;
   await redlock.close();
 }
 

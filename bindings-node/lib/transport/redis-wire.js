@@ -1,5 +1,6 @@
 'use strict';
-// The lean command connection of a client connected from a URL: one plain (or TLS) socket whose
+// Part of the Redis transport (lib/transport/redis.js): the lean command connection of a client
+// connected from a URL, one plain (or TLS) socket whose
 // bytes go straight to and from the engine, which encodes its pipelines as RESP and parses the
 // replies itself (src/wire.rs). It replaces one ioredis `call` per engine request, whose
 // per-command objects, reply conversion and timers made the uncontended acquire+release
@@ -20,10 +21,18 @@
 const net = require('node:net');
 const tls = require('node:tls');
 const { performance } = require('node:perf_hooks');
-const { urlCommandTimeout, urlConnectTimeout, endpointOf } = require('./targets');
-const { NO_PASSWORD_SET, command } = require('./login');
 
 const now = () => performance.now();
+
+/** The reply Redis gives AUTH when no password is configured; ioredis ignores it too. */
+const NO_PASSWORD_SET = /no password is set|without any password configured/;
+
+/** RESP for one command of string arguments (handshakes only; the engine encodes its own). */
+function command(...args) {
+  let s = `*${args.length}\r\n`;
+  for (const a of args) s += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+  return s;
+}
 
 /** redisOptions keys this connection honours; any other key makes connect() use ioredis. */
 const WIRE_REDIS_OPTIONS = [
@@ -38,10 +47,7 @@ const WIRE_REDIS_OPTIONS = [
   'family',
 ];
 
-/**
- * Whether a client with connect()'s `opts` can use this connection: one whose `redisOptions`
- * hold only keys it understands. (Its URL passed checkUrl(): no query, a database number.)
- */
+/** Whether a client with connect()'s `opts` can use this connection: one whose `redisOptions` hold only keys it understands. */
 function wireEligible(opts) {
   const ro = opts.redisOptions;
   return ro === undefined || Object.keys(ro).every((k) => WIRE_REDIS_OPTIONS.includes(k));
@@ -49,30 +55,30 @@ function wireEligible(opts) {
 
 class WireConnection {
   /**
-   * @param {URL} url a checked redis:// or rediss:// URL
-   * @param {object} opts connect()'s options (`connectTimeoutMs`, `commandTimeoutMs`, `redisOptions`)
+   * @param {object} at the server, as the core parsed its URL (`host`, `port`, `username`,
+   *   `password`, `db`, `tls`)
+   * @param {object} opts connect()'s options (`redisOptions`)
+   * @param {{ connect: number, command: number }} timeouts in ms
    * @param {{ wireData(buf: Buffer): number, wireFlush(): void, wireClosed(err: Error): void }} owner
    *   `wireData` hands read bytes to the engine and returns how many requests still wait (-1:
    *   the stream broke), `wireFlush` then performs what the engine made of them, `wireClosed`
    *   fails what was in flight.
    */
-  constructor(url, opts, owner) {
+  constructor(at, opts, timeouts, owner) {
     const ro = opts.redisOptions || {};
     this.owner = owner;
-    const at = endpointOf(url);
     this.host = at.host;
     this.port = at.port;
     this.tls = at.tls || (ro.tls !== undefined && ro.tls !== false);
     this.tlsOptions = typeof ro.tls === 'object' && ro.tls !== null ? ro.tls : {};
     this.username = at.username ?? ro.username;
     this.password = at.password ?? ro.password;
-    const path = url.pathname.replace(/^\//, '');
-    this.db = path !== '' ? Number(path) : ro.db ?? 0;
+    this.db = at.db || ro.db || 0;
     this.family = ro.family;
     this.noDelay = ro.noDelay !== false;
     this.keepAlive = ro.keepAlive ?? 0;
-    this.connectTimeout = urlConnectTimeout(opts);
-    this.commandTimeout = urlCommandTimeout(opts);
+    this.connectTimeout = timeouts.connect;
+    this.commandTimeout = timeouts.command;
     /** The current socket (connecting, handshaking or ready), or null. */
     this.sock = null;
     this.ready = false;
@@ -269,4 +275,4 @@ class WireConnection {
   }
 }
 
-module.exports = { WireConnection, wireEligible, WIRE_REDIS_OPTIONS };
+module.exports = { WireConnection, wireEligible, NO_PASSWORD_SET, command };
