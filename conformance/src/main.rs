@@ -4,7 +4,7 @@
 //! bindings. It starts each variant's servers once per run.
 //!
 //! Usage: `conformance [--bindings rust,python,...] [--variants single,...] [--scenarios
-//! name,...] [--table FILE] [--readme README.md]`, or
+//! name,...] [--jobs N] [--table FILE] [--readme README.md]`, or
 //! `conformance --demo [--bindings ...] [--per-binding N] [--rounds N]` for `./run demo`
 //! (run from the repository root; `./run` does).
 
@@ -15,6 +15,7 @@ mod variant;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -159,37 +160,40 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
         println!("variant {}: servers up in {} ms", v.name, started.elapsed().as_millis());
         variants.push(v);
     }
-    let mut results = Vec::new();
-    let mut timings = Vec::new();
-    for v in variants.iter_mut() {
-        tokio::time::sleep_until(v.ready_at.into()).await;
-        let started = std::time::Instant::now();
-        for (index, scenario) in scenarios.iter().enumerate() {
-            if !Variant::offers(&v.capabilities, &scenario.needs) {
-                continue;
-            }
-            for (label, assignment) in assignments(scenario, &specs, v.name) {
-                let bindings: Vec<String> = assignment.iter().map(|s| s.binding.clone()).collect();
-                let expected_failure = bindings.iter().any(|b| {
-                    failures.get(b).is_some_and(|f| f.contains_key(&scenario.name) || f.contains_key(&format!("{}@{}", scenario.name, v.name)))
-                });
-                let tag = format!("{}.{index}.{}", v.name, results.len());
-                let error = execute(root, v, scenario, &assignment, &tag).await.err();
-                let r = RunResult { variant: v.name, scenario: scenario.name.clone(), label, error, expected_failure };
-                println!(
-                    "{:<8} {:<40} {:<28} {}{}",
-                    r.variant,
-                    r.scenario,
-                    r.label,
-                    r.verdict(),
-                    r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
-                );
-                results.push(r);
-            }
-        }
-        timings.push((v.name, started.elapsed()));
+    // Variants run side by side, `--jobs` at a time (default 2): each has its own servers, and
+    // the scenarios mostly wait, so two streams take about half the time without crowding the
+    // machine's two cores enough to disturb the timing tolerances.
+    let jobs: usize = arg(args, "--jobs").map(|j| j.parse().map_err(|_| format!("--jobs needs a number, got {j:?}"))).transpose()?.unwrap_or(2).max(1);
+    let order: Vec<&'static str> = variants.iter().map(|v| v.name).collect();
+    let plan = Arc::new(Plan { root: root.to_path_buf(), scenarios, specs, failures });
+    let mut groups: Vec<Vec<Variant>> = (0..jobs.min(variants.len().max(1))).map(|_| Vec::new()).collect();
+    let n = groups.len();
+    for (i, v) in variants.into_iter().enumerate() {
+        groups[i % n].push(v);
     }
-    let table = table(&scenarios, &specs, &variants, &results);
+    let mut set = tokio::task::JoinSet::new();
+    for group in groups {
+        let plan = Arc::clone(&plan);
+        set.spawn(async move {
+            let mut done = Vec::new();
+            for mut v in group {
+                let started = std::time::Instant::now();
+                let results = run_variant(&plan, &mut v).await;
+                done.push((v, results, started.elapsed()));
+            }
+            done
+        });
+    }
+    let mut finished = Vec::new();
+    while let Some(done) = set.join_next().await {
+        finished.extend(done.map_err(|e| format!("a variant's run panicked: {e}"))?);
+    }
+    finished.sort_by_key(|(v, _, _)| order.iter().position(|n| *n == v.name));
+    let timings: Vec<(&'static str, Duration)> = finished.iter().map(|(v, _, t)| (v.name, *t)).collect();
+    let (variants, results): (Vec<Variant>, Vec<Vec<RunResult>>) = finished.into_iter().map(|(v, r, _)| (v, r)).unzip();
+    let results: Vec<RunResult> = results.into_iter().flatten().collect();
+    let Plan { scenarios, specs, .. } = &*plan;
+    let table = table(scenarios, specs, &variants, &results);
     println!("\n{table}");
     if let Some(path) = arg(args, "--table") {
         std::fs::write(&path, &table).map_err(|e| format!("{path}: {e}"))?;
@@ -260,6 +264,47 @@ fn select_scenarios(all: Vec<Scenario>, list: &str) -> Result<Vec<Scenario>, Str
     Ok(all.into_iter().filter(|s| names.contains(&s.name.as_str())).collect())
 }
 
+/// What every variant's run shares.
+struct Plan {
+    root: PathBuf,
+    scenarios: Vec<Scenario>,
+    specs: Vec<ActorSpec>,
+    failures: HashMap<String, BTreeMap<String, String>>,
+}
+
+/// Runs every scenario the variant offers what it needs for, with every assignment of bindings.
+async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
+    tokio::time::sleep_until(v.ready_at.into()).await;
+    let mut results = Vec::new();
+    for (index, scenario) in plan.scenarios.iter().enumerate() {
+        if !Variant::offers(&v.capabilities, &scenario.needs) {
+            continue;
+        }
+        for (label, assignment) in assignments(scenario, &plan.specs, v.name) {
+            // A failure list names a scenario (every variant) or `scenario@variant`.
+            let listed = |b: &String| {
+                plan.failures.get(b).is_some_and(|f| f.contains_key(&scenario.name) || f.contains_key(&format!("{}@{}", scenario.name, v.name)))
+            };
+            let expected_failure = assignment.iter().any(|a| listed(&a.binding));
+            let tag = format!("{}.{index}.{}", v.name, results.len());
+            let started = std::time::Instant::now();
+            let error = execute(&plan.root, v, scenario, &assignment, &tag).await.err();
+            let r = RunResult { variant: v.name, scenario: scenario.name.clone(), label, error, expected_failure };
+            println!(
+                "{:<8} {:<42} {:<28} {:>5.1} s  {}{}",
+                r.variant,
+                r.scenario,
+                r.label,
+                started.elapsed().as_secs_f64(),
+                r.verdict(),
+                r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+            );
+            results.push(r);
+        }
+    }
+    results
+}
+
 /// Every binding that runs on `variant` alone; then, for scenarios with several actors and
 /// several such bindings, one rotation per binding spreading the actors across them.
 fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec], variant: &str) -> Vec<(String, Vec<&'a ActorSpec>)> {
@@ -279,7 +324,7 @@ fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec], variant: &str) -> Vec<(
 
 /// Connects actor `a` as `connect` says, in the shape its protocol speaks; checks the
 /// capabilities a protocol-2 actor reports, if it reports any.
-async fn connect(a: &mut Actor, spec: &ActorSpec, c: &Connect, variant: &Variant) -> Result<Value, String> {
+async fn connect(a: &mut Actor, spec: &ActorSpec, c: &Connect, variant: &str, capabilities: &[&str]) -> Result<Value, String> {
     if spec.protocol >= 2 {
         let op = serde_json::json!({"op": "connect", "url": c.url, "options": c.options, "prefix": PREFIX});
         let id = a.send(op).await?;
@@ -287,8 +332,9 @@ async fn connect(a: &mut Actor, spec: &ActorSpec, c: &Connect, variant: &Variant
         if let Some(caps) = r.value.get("capabilities").and_then(Value::as_array) {
             let reported: Vec<String> = caps.iter().filter_map(Value::as_str).map(|c| c.to_ascii_lowercase().replace('-', "_")).collect();
             for name in CLIENT_CAPABILITIES {
-                if reported.iter().any(|r| r == name) != variant.has(name) {
-                    return Err(format!("the client reports capabilities {reported:?}; the {} variant has {:?}", variant.name, variant.client_capabilities()));
+                if reported.iter().any(|r| r == name) != capabilities.contains(&name) {
+                    let expected: Vec<&&str> = capabilities.iter().filter(|c| CLIENT_CAPABILITIES.contains(c)).collect();
+                    return Err(format!("the client reports capabilities {reported:?}; the {variant} variant has {expected:?}"));
                 }
             }
         }
@@ -316,10 +362,11 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
     let conn = tokio::task::block_in_place(|| v.fixture.connect(proxied))?;
     // Protocol-1 actors reach a Redlock through `kind: redlock` locks of their Redlock client.
     let legacy_kind = conn.legacy_redlock.is_some();
+    let capabilities = v.capabilities.clone();
     let mut actors: HashMap<String, (Actor, &ActorSpec)> = HashMap::new();
     for (name, spec) in s.actors.iter().zip(assignment) {
         let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-        let r = connect(&mut a, spec, &conn, v).await?;
+        let r = connect(&mut a, spec, &conn, v.name, &capabilities).await?;
         if r["ok"] != true {
             return Err(format!("{name} ({}) could not connect: {r}", spec.binding));
         }
@@ -352,7 +399,7 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                     // `connect` over some of the masters, by index.
                     let picked = picked.iter().map(|i| i.as_u64().map(|i| i as usize)).collect::<Option<Vec<_>>>().ok_or_else(|| at(format!("bad master indices {picked:?}")))?;
                     let c = v.fixture.connect_masters(&picked).map_err(at)?;
-                    let reply = connect(actor, spec, &c, v).await.map_err(at)?;
+                    let reply = connect(actor, spec, &c, v.name, &capabilities).await.map_err(at)?;
                     let timed = actor::Timed { value: reply, elapsed: Duration::ZERO };
                     ctx.expect(step, &timed, who).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
                     continue;

@@ -64,9 +64,4 @@ impl Variant {
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.contains(&capability)
     }
-
-    /// The capabilities the library's client should report (without the fixture's).
-    pub fn client_capabilities(&self) -> Vec<&'static str> {
-        self.capabilities.iter().copied().filter(|c| !matches!(*c, "redis" | "proxy" | "redlock")).collect()
-    }
 }
