@@ -103,18 +103,26 @@ pub struct LockEngine<B: Backend> {
     leases: BTreeMap<LeaseId, Lease<B::Target>>,
     cleanups: BTreeMap<u64, Cleanup<B::Target>>,
     session: Session,
-    /// When each acquire next has work: its wait deadline or its recheck/retry, the earlier.
-    acquire_timers: Timers<OpId>,
-    /// When each lease next has work: its local expiry or its renewal, the earlier.
-    lease_timers: Timers<LeaseId>,
+    /// When each acquire, lease and cleanup next has work (see [`Due`]), in one ordered table.
+    timers: Timers<Due>,
     /// From when each lease's renewal may go out early, batched with others due (see
     /// [`Backend::renew_window`]). Not a wake-up: only read when `handle_timeout` runs anyway.
     renew_early: Timers<LeaseId>,
-    /// When each cleanup not on the wire is retried.
-    cleanup_timers: Timers<u64>,
     outgoing: VecDeque<B::Request>,
     events: VecDeque<Event<B::Outcome>>,
     answers: Vec<Answer>,
+}
+
+/// What a timer entry is for. The derived order (acquires, leases, cleanups; then by id) is the
+/// order `handle_timeout` handles what is due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Due {
+    /// An acquire's wait deadline or its recheck/retry, the earlier.
+    Acquire(OpId),
+    /// A lease's local expiry or its renewal, the earlier.
+    Lease(LeaseId),
+    /// A cleanup's retry (none while it is on the wire).
+    Cleanup(u64),
 }
 
 /// A [`Ctx`] borrowing the engine's fields (not `self`, so the backend can be borrowed too).
@@ -138,10 +146,8 @@ impl<B: Backend> LockEngine<B> {
             leases: BTreeMap::new(),
             cleanups: BTreeMap::new(),
             session: Session::None,
-            acquire_timers: Timers::default(),
-            lease_timers: Timers::default(),
+            timers: Timers::default(),
             renew_early: Timers::default(),
-            cleanup_timers: Timers::default(),
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
             answers: Vec::new(),
@@ -390,7 +396,7 @@ impl<B: Backend> LockEngine<B> {
         for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
-                self.acquire_timers.set(op, a.timer());
+                self.timers.set(Due::Acquire(op), a.timer());
             }
         }
         if any_waiting {
@@ -404,6 +410,11 @@ impl<B: Backend> LockEngine<B> {
     /// cleanup retries. Only what is due is visited (O(log n) each); calling it early or twice
     /// is a no-op.
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Nothing due anywhere (a driver waking early, a timer already handled): nothing would
+        // change, since every input flushes what it batched, so skip the walk.
+        if self.poll_timeout().is_none_or(|t| t > now) && self.renew_early.next().is_none_or(|t| t > now) {
+            return;
+        }
         let mut answers = std::mem::take(&mut self.answers);
         self.backend.on_timeout(ctx!(self, now), &mut answers);
         for answer in answers.drain(..) {
@@ -415,9 +426,23 @@ impl<B: Backend> LockEngine<B> {
                 self.open_session(now);
             }
         }
-        // Each kind is taken in ascending id order, so a batch of calls goes out in the same
-        // order whatever the timer table's internals.
-        for op in self.acquire_timers.take_due(now) {
+        // Keys come out in `Due` order: acquires, then leases, then cleanups, each kind in
+        // ascending id order, so a batch of calls goes out in the same order whatever the
+        // table's internals. Handling one never makes another kind due at `now`.
+        let mut leases = Vec::new();
+        let mut cleanups = Vec::new();
+        for due in self.timers.take_due(now) {
+            let op = match due {
+                Due::Acquire(op) => op,
+                Due::Lease(id) => {
+                    leases.push(id);
+                    continue;
+                }
+                Due::Cleanup(id) => {
+                    cleanups.push(id);
+                    continue;
+                }
+            };
             let Some(a) = self.acquires.get(&op) else {
                 continue;
             };
@@ -444,10 +469,12 @@ impl<B: Backend> LockEngine<B> {
         }
         // A renewal goes out early when another one is sent anyway (see renew_window), so the
         // leases to visit are those whose expiry or renewal is due plus those in their window.
-        let mut leases = self.lease_timers.take_due(now);
-        leases.extend(self.renew_early.take_due(now));
-        leases.sort_unstable();
-        leases.dedup();
+        let early = self.renew_early.take_due(now);
+        if !early.is_empty() {
+            leases.extend(early);
+            leases.sort_unstable();
+            leases.dedup();
+        }
         for id in leases {
             let Some(l) = self.leases.get(&id) else {
                 continue;
@@ -466,7 +493,7 @@ impl<B: Backend> LockEngine<B> {
             }
             self.sync_lease(id);
         }
-        for id in self.cleanup_timers.take_due(now) {
+        for id in cleanups {
             if let Some(c) = self.cleanups.get_mut(&id) {
                 if !c.in_flight && c.due <= now {
                     c.in_flight = true;
@@ -481,22 +508,17 @@ impl<B: Backend> LockEngine<B> {
     }
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any
-    /// (O(log n): the first entry of each timer table).
+    /// (O(log n): the first entry of the timer table and of the backend's own).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let retry = match self.session {
-            Session::RetryAt(t) => Some(t),
-            _ => None,
-        };
-        [
-            self.backend.poll_timeout(),
-            retry,
-            self.acquire_timers.next(),
-            self.lease_timers.next(),
-            self.cleanup_timers.next(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let mut next = self.timers.next();
+        let mut earliest = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        if let Session::RetryAt(t) = self.session {
+            earliest(t);
+        }
+        if let Some(t) = self.backend.poll_timeout() {
+            earliest(t);
+        }
+        next
     }
 
     /// The next request for the driver to perform, in emission order.
@@ -522,20 +544,20 @@ impl<B: Backend> LockEngine<B> {
     fn take_acquire(&mut self, op: OpId) -> Option<PendingAcquire<B::Target>> {
         let a = self.acquires.remove(&op)?;
         self.waiting_tokens.remove(&a.token);
-        self.acquire_timers.cancel(op);
+        self.timers.cancel(Due::Acquire(op));
         Some(a)
     }
 
     /// Stores an acquire and schedules its timer from its state.
     fn put_acquire(&mut self, op: OpId, a: PendingAcquire<B::Target>) {
-        self.acquire_timers.set(op, a.timer());
+        self.timers.set(Due::Acquire(op), a.timer());
         self.acquires.insert(op, a);
     }
 
     /// Re-schedules `op`'s timer after its state changed in place (or cancels it if gone).
     fn sync_acquire(&mut self, op: OpId) {
         let at = self.acquires.get(&op).and_then(PendingAcquire::timer);
-        self.acquire_timers.set(op, at);
+        self.timers.set(Due::Acquire(op), at);
     }
 
     /// Re-schedules `id`'s expiry, renewal and early-renewal timers from its state (or cancels
@@ -550,7 +572,7 @@ impl<B: Backend> LockEngine<B> {
             }
             None => (None, None),
         };
-        self.lease_timers.set(id, wake);
+        self.timers.set(Due::Lease(id), wake);
         // A backend that never renews early leaves that table empty (no cost per change).
         if early.is_some() || self.backend.renew_window(Duration::ZERO).is_some() {
             self.renew_early.set(id, early);
@@ -560,7 +582,7 @@ impl<B: Backend> LockEngine<B> {
     /// Re-schedules cleanup `id`'s retry (none while it is on the wire or once it is gone).
     fn sync_cleanup(&mut self, id: u64) {
         let at = self.cleanups.get(&id).filter(|c| !c.in_flight).map(|c| c.due);
-        self.cleanup_timers.set(id, at);
+        self.timers.set(Due::Cleanup(id), at);
     }
 
     fn open_session(&mut self, now: Instant) {
@@ -887,7 +909,7 @@ impl<B: Backend> LockEngine<B> {
 
     fn remove_lease(&mut self, id: LeaseId) -> Option<Lease<B::Target>> {
         let l = self.leases.remove(&id)?;
-        self.lease_timers.cancel(id);
+        self.timers.cancel(Due::Lease(id));
         self.renew_early.cancel(id);
         Some(l)
     }

@@ -1,6 +1,8 @@
-//! Redlock: one lock held on a majority of N independent Redis masters (PROTOCOL.md §8), as a
-//! sans-IO engine like [`Engine`](crate::engine::Engine): it never opens a socket, sleeps or
-//! reads a clock; requests go out addressed to a master, replies come back as data.
+//! The Redlock backend (PROTOCOL.md §8): one lock held on a majority of N independent Redis
+//! masters, as a [`Backend`] of the lock engine. Every engine call becomes one *round*: the
+//! same script sent to every master at once, decided by a majority of votes (or the node
+//! timeout); requests go out addressed to a master, replies come back as data. The engine
+//! supplies everything else (deadlines, retries, validity, renewal, loss, cleanups).
 //!
 //! What it promises: at most one holder whose lease is valid, provided the masters' clocks run
 //! at rates within the drift allowance, a master that lost its data (restart without
@@ -12,17 +14,20 @@
 
 mod round;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::engine::timers::Timers;
-use crate::engine::{hex, Command, Event, LeaseId, OpId, RequestId, Wait};
+use crate::engine::{
+    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Pexpire, Purpose, Release, RequestId, Verdict,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
+use crate::primitive::Primitive;
 use crate::random::RandomSource;
 use crate::redis::redlock as scripts;
 use crate::redis::reply::{self, Reply};
-use crate::redis::Script;
+use crate::redis::{Command, Script};
 use crate::time::{Duration, Instant};
 
 use round::{Round, Tally, Vote};
@@ -162,205 +167,281 @@ pub enum RedlockOutcome {
     Failed(Error),
 }
 
-/// Why a round was sent.
-#[derive(Clone, Copy, Debug)]
-enum Purpose {
-    Acquire(OpId),
-    Renew(LeaseId),
-    Extend(OpId, LeaseId),
-    Release(OpId),
-    /// Best-effort removal of a failed, cancelled or lost attempt's keys.
-    Undo,
+impl From<Done> for RedlockOutcome {
+    fn from(done: Done) -> RedlockOutcome {
+        match done {
+            // No fencing token: see the module documentation.
+            Done::Acquired { lease, valid_until, .. } => RedlockOutcome::Acquired { lease, valid_until },
+            Done::NotAcquired => RedlockOutcome::NotAcquired,
+            Done::Released { was_held } => RedlockOutcome::Released { was_held },
+            Done::Extended { valid_until } => RedlockOutcome::Extended { valid_until },
+            // The backend refuses observe_leader before anything starts (check_observe).
+            Done::Observed(_) => RedlockOutcome::Failed(Error::protocol("a Redlock observed an election")),
+            Done::Failed(e) => RedlockOutcome::Failed(e),
+        }
+    }
 }
 
-struct Acquire {
-    key: Arc<str>,
-    token: Arc<str>,
-    lease: Duration,
-    auto_renew: bool,
-    wait: Wait,
-    deadline: Option<Instant>,
-    /// The round on the wire, or when to send the next one.
-    round: Option<u64>,
-    retry_at: Option<Instant>,
-    /// Why the last attempt failed, for the timeout's message.
-    last_failure: Option<String>,
-}
+/// The lock engine over a Redlock deployment. Same driving contract as every
+/// [`LockEngine`], except that every request names the master it goes to, carries one command,
+/// and is answered with one reply (or the transport error). Requests to one master must be
+/// performed in emission order on one connection; masters are independent of each other.
+pub type RedlockEngine = LockEngine<RedlockBackend>;
 
-struct Held {
-    key: Arc<str>,
-    token: Arc<str>,
-    lease: Duration,
-    auto_renew: bool,
-    valid_until: Instant,
-    next_renew: Option<Instant>,
-    renewing: bool,
-    /// Extend/renew rounds on the wire: (round, the bound their PEXPIRE could shorten us to).
-    pexpires: Vec<(u64, Instant, Duration)>,
-}
-
-/// The Redlock protocol engine. Same driving contract as [`Engine`](crate::engine::Engine),
-/// except that every request names the master it goes to, carries one command, and is answered
-/// with one reply (or the transport error). Requests to one master must be performed in
-/// emission order on one connection; masters are independent of each other.
-pub struct RedlockEngine {
-    config: RedlockConfig,
-    quorum: usize,
-    max_lease_ms: String,
-    rng: Box<dyn RandomSource>,
-    next_id: u64,
-    acquires: BTreeMap<OpId, Acquire>,
-    leases: BTreeMap<LeaseId, Held>,
-    rounds: BTreeMap<u64, Round<Purpose>>,
-    /// Node timeouts of the rounds not yet decided.
-    round_timers: Timers<u64>,
-    /// When each acquire next has work: its wait deadline or its retry, the earlier.
-    acquire_timers: Timers<OpId>,
-    /// When each lease next has work: its validity's end or its renewal, the earlier.
-    lease_timers: Timers<LeaseId>,
-    in_flight: HashMap<RequestId, (u64, usize)>,
-    /// Per master, the scripts it answered NOSCRIPT for and has not been sent in full since.
-    missing_scripts: Vec<HashSet<&'static str>>,
-    outgoing: VecDeque<NodeRequest>,
-    events: VecDeque<Event<RedlockOutcome>>,
-}
-
-impl RedlockEngine {
+impl LockEngine<RedlockBackend> {
     /// A new engine for `config.masters` masters. `rng` mints owner tokens and retry jitter.
     pub fn new(config: RedlockConfig, rng: Box<dyn RandomSource>) -> Result<Self> {
-        config.validate()?;
-        Ok(RedlockEngine {
-            quorum: config.masters / 2 + 1,
-            missing_scripts: vec![HashSet::new(); config.masters],
-            max_lease_ms: whole_millis(config.max_lease).to_string(),
-            config,
-            rng,
-            next_id: 1,
-            acquires: BTreeMap::new(),
-            leases: BTreeMap::new(),
-            rounds: BTreeMap::new(),
-            round_timers: Timers::default(),
-            acquire_timers: Timers::default(),
-            lease_timers: Timers::default(),
-            in_flight: HashMap::new(),
-            outgoing: VecDeque::new(),
-            events: VecDeque::new(),
-        })
+        Ok(LockEngine::with_backend(RedlockBackend::new(config)?, rng))
     }
 
     /// How many masters must agree: `masters / 2 + 1`.
     pub fn quorum(&self) -> usize {
-        self.quorum
+        self.backend().quorum
     }
 
     /// The configuration.
     pub fn config(&self) -> &RedlockConfig {
-        &self.config
+        &self.backend().config
+    }
+}
+
+/// One Redlock lock on the wire: its key on every master.
+#[derive(Debug)]
+pub struct RedlockTarget {
+    key: Arc<str>,
+}
+
+/// The Redlock backend: rounds of votes across the masters, quorum, drift, the delayed-restart
+/// rule, retries with jitter.
+pub struct RedlockBackend {
+    config: RedlockConfig,
+    quorum: usize,
+    max_lease_ms: String,
+    rounds: BTreeMap<u64, Round<Purpose>>,
+    /// Node timeouts of the rounds not yet decided.
+    round_timers: Timers<u64>,
+    in_flight: HashMap<RequestId, (u64, usize)>,
+    /// Per master, the scripts it answered NOSCRIPT for and has not been sent in full since.
+    missing_scripts: Vec<HashSet<&'static str>>,
+}
+
+impl RedlockBackend {
+    /// A backend for `config` (validated).
+    pub fn new(config: RedlockConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(RedlockBackend {
+            quorum: config.masters / 2 + 1,
+            missing_scripts: vec![HashSet::new(); config.masters],
+            max_lease_ms: whole_millis(config.max_lease).to_string(),
+            config,
+            rounds: BTreeMap::new(),
+            round_timers: Timers::default(),
+            in_flight: HashMap::new(),
+        })
     }
 
-    /// Starts acquiring lock `name`: every attempt asks all masters at once and succeeds if a
-    /// majority grants within the node timeout with validity left; a failed attempt is undone
-    /// on every master and retried after a jittered delay while `wait` allows. Completes with
-    /// [`RedlockOutcome::Acquired`], [`RedlockOutcome::NotAcquired`] (only [`Wait::Try`]) or
-    /// [`RedlockOutcome::Failed`]. Invalid arguments are rejected here, before anything is sent.
-    pub fn acquire(&mut self, now: Instant, name: &str, options: &LockOptions, wait: Wait) -> Result<OpId> {
-        options::validate_name(name)?;
-        options.validate()?;
-        self.config.check_lease(options.lease)?;
-        let wait = match wait {
-            Wait::For(d) => {
-                options::validate_wait(d)?;
-                if d.is_zero() { Wait::Try } else { Wait::For(d) }
-            }
-            w => w,
-        };
-        let op = OpId(self.fresh_id());
-        let mut token = [0u8; 16];
-        self.rng.fill(&mut token);
-        let acquire = Acquire {
-            key: scripts::key(&self.config.key_prefix, name).into(),
-            // The master count travels in the value, so a client of another deployment size
-            // meeting the key learns that its quorum differs (PROTOCOL.md §8).
-            token: scripts::owner_value(&hex(&token), self.config.masters).into(),
-            lease: options.lease,
-            auto_renew: options.auto_renew,
-            wait,
-            deadline: match wait {
-                Wait::For(d) => Some(now + d),
-                _ => None,
-            },
-            round: None,
-            retry_at: None,
-            last_failure: None,
-        };
-        self.acquires.insert(op, acquire);
-        self.start_attempt(now, op);
-        Ok(op)
+    /// The error text for a holder that counts `theirs` masters.
+    fn mismatch_message(&self, theirs: &str) -> String {
+        format!(
+            "masters mismatch: this lock is held by a client that counts {theirs} masters (recorded on a master), this client counts {} (quorum {}); every client of one Redlock must use the same masters",
+            self.config.masters, self.quorum
+        )
     }
 
-    /// Releases a lease on every master (owner-only). Completes with
-    /// [`RedlockOutcome::Released`] once every master answered, or after the node timeout with
-    /// a `CONNECTION` failure if too few confirmed (their keys then expire with the lease).
-    pub fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
-        let op = OpId(self.fresh_id());
-        match self.leases.remove(&lease) {
-            Some(l) => {
-                self.sync_lease(lease);
-                let args = vec![l.token.to_string()];
-                self.start_round(now, Purpose::Release(op), &scripts::RELEASE, &l.key, args);
+    /// Sends one script to every master as one round of votes.
+    fn start_round(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, script: &'static Script, key: &Arc<str>, args: Vec<String>, lease: Duration) {
+        let id = ctx.ids.fresh();
+        let mut round = Round::new(purpose, script, Arc::clone(key), args, ctx.now, ctx.now + self.config.node_timeout, self.config.masters);
+        round.lease = lease;
+        let command = eval_command(script, key, &round.args, false);
+        for master in 0..self.config.masters {
+            if self.missing_scripts[master].remove(script.name) {
+                round.sent_full[master] = true;
+                self.send(ctx, id, master, eval_command(script, key, &round.args, true));
+            } else {
+                self.send(ctx, id, master, command.clone());
             }
-            None => self.complete(op, RedlockOutcome::Released { was_held: false }),
         }
-        op
+        self.rounds.insert(id, round);
+        self.sync_round(id);
     }
 
-    /// Sets the lease's remaining time to `duration` on every master that still holds it;
-    /// succeeds with a majority, never re-acquires where the key vanished. A majority refusing
-    /// is a `NOT_HELD` failure that also marks the lease lost.
-    pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
-        self.config.check_lease(duration)?;
-        let op = OpId(self.fresh_id());
-        if self.leases.contains_key(&lease) {
-            self.send_pexpire(now, Purpose::Extend(op, lease), lease, duration);
+    fn send(&mut self, ctx: &mut Ctx<'_, NodeRequest>, round: u64, master: usize, command: Command) {
+        let id = ctx.ids.request();
+        self.in_flight.insert(id, (round, master));
+        ctx.out.push_back(NodeRequest { id, master, command });
+    }
+
+    /// Re-schedules round `id`'s node timeout (none once decided or forgotten).
+    fn sync_round(&mut self, id: u64) {
+        let at = self.rounds.get(&id).filter(|r| !r.decided).map(|r| r.deadline);
+        self.round_timers.set(id, at);
+    }
+
+    /// Settles a round once its result is certain (or its time is up); forgets it once every
+    /// master answered.
+    fn decide(&mut self, now: Instant, id: u64, answers: &mut Vec<Answer>) {
+        let quorum = self.quorum;
+        let masters = self.config.masters;
+        let round = self.rounds.get_mut(&id).expect("caller checked");
+        let tally = round.tally();
+        let settled = match round.purpose {
+            // An acquire or extend is settled by a majority either way; a release hears everyone.
+            Purpose::Acquire(_) => {
+                tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
+            }
+            Purpose::Renew(..) | Purpose::Extend(..) => tally.yes >= quorum || tally.yes + tally.pending < quorum,
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) => tally.pending == 0,
+        };
+        let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
+        round.decided |= conclude;
+        let (purpose, sent, lease) = (round.purpose, round.sent, round.lease);
+        let first_error = round.first_error().map(|e| e.message().to_string());
+        let mismatch = round.mismatch().map(str::to_string);
+        if tally.pending == 0 {
+            self.rounds.remove(&id);
+        }
+        self.sync_round(id);
+        if !conclude {
+            return;
+        }
+        let verdict = match purpose {
+            Purpose::Acquire(_) => Verdict::Attempt(match mismatch {
+                // A holder counting other masters: a configuration error, retrying cannot help.
+                Some(theirs) => Attempt::Failed { error: Error::invalid(self.mismatch_message(&theirs)), undo: true },
+                None => self.attempt(now, sent, lease, tally, first_error),
+            }),
+            Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(if tally.yes >= quorum {
+                Pexpire::Confirmed
+            } else if tally.no > masters - quorum {
+                // Too many masters no longer hold our key (expired, taken over, restarted): a
+                // majority cannot come back without re-acquiring, which an extend never does.
+                Pexpire::Refused { subject: "the lock was lost on a majority of masters".into() }
+            } else {
+                Pexpire::Transient(Error::new(
+                    ErrorKind::Connection,
+                    format!("{} of {masters} masters confirmed the extension, {quorum} are needed", tally.yes),
+                ))
+            }),
+            Purpose::Release(..) => {
+                let unconfirmed = tally.failed + tally.pending;
+                Verdict::Release(if tally.yes >= quorum || unconfirmed == 0 {
+                    Release::Done { was_held: tally.yes >= quorum }
+                } else {
+                    Release::Unconfirmed {
+                        error: Error::new(
+                            ErrorKind::Connection,
+                            format!("the release was not confirmed on {unconfirmed} of {masters} masters; they keep the key until the lease ends"),
+                        ),
+                        retry: false,
+                    }
+                })
+            }
+            // An undo is sent once: what it misses expires with the lease.
+            Purpose::Cleanup(_) => Verdict::Release(Release::Done { was_held: tally.yes >= quorum }),
+            Purpose::Observe(_) => Verdict::Observed(Err(Error::protocol("a Redlock observed an election"))),
+        };
+        answers.push(Answer { purpose, sent, verdict });
+    }
+
+    /// What a decided acquire round means: granted with validity left, or why not.
+    fn attempt(&self, now: Instant, sent: Instant, lease: Duration, tally: Tally, first_error: Option<String>) -> Attempt {
+        let quorum = self.quorum;
+        if tally.yes >= quorum {
+            let valid_until = sent + lease.saturating_sub(self.config.drift(lease));
+            if now < valid_until {
+                return Attempt::Granted { fence: None, granted: lease };
+            }
+            let why = format!(
+                "a majority granted, but only after the lease's validity had run out ({} ms after sending)",
+                whole_millis(now.saturating_duration_since(sent))
+            );
+            return Attempt::Transient { error: Error::new(ErrorKind::Connection, why.clone()), why: Some(why), undo: true };
+        }
+        let mut why = format!(
+            "{} of {} masters granted, {} are needed ({} held by another owner, {} restarted less than max_lease ago, {} failed or silent)",
+            tally.yes, self.config.masters, quorum, tally.no, tally.restarting, tally.failed + tally.pending
+        );
+        if let Some(e) = first_error {
+            why.push_str(&format!("; first error: {e}"));
+        }
+        if tally.no > 0 {
+            Attempt::Refused { why }
         } else {
-            self.complete(op, RedlockOutcome::Failed(not_held("the lease is no longer held")));
-        }
-        Ok(op)
-    }
-
-    /// Abandons a pending acquire: it completes with a `CANCELLED` failure and whatever its
-    /// attempt set is removed from every master. Unknown ids are ignored.
-    pub fn cancel(&mut self, now: Instant, op: OpId) {
-        if self.abandon(now, op) {
-            let e = Error::new(ErrorKind::Cancelled, "the acquire was cancelled");
-            self.complete(op, RedlockOutcome::Failed(e));
+            Attempt::Transient { error: Error::new(ErrorKind::Connection, why.clone()), why: Some(why), undo: true }
         }
     }
+}
 
-    /// Cancels every pending acquire and releases every lease (client shutdown).
-    pub fn shutdown(&mut self, now: Instant) {
-        let ops: Vec<OpId> = self.acquires.keys().copied().collect();
-        for op in ops {
-            self.cancel(now, op);
+impl Backend for RedlockBackend {
+    type Target = RedlockTarget;
+    type Request = NodeRequest;
+    type Reply = Result<Reply>;
+    type Outcome = RedlockOutcome;
+
+    fn target(&self, name: &str, primitive: &Primitive, options: &LockOptions) -> Result<RedlockTarget> {
+        if *primitive != Primitive::Mutex {
+            return Err(Error::invalid("a Redlock offers mutexes only"));
         }
-        let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
-        for lease in leases {
-            let _ = self.release(now, lease);
+        self.config.check_lease(options.lease)?;
+        Ok(RedlockTarget { key: scripts::key(&self.config.key_prefix, name).into() })
+    }
+
+    fn check_extend(&self, duration: Duration) -> Result<()> {
+        self.config.check_lease(duration)
+    }
+
+    fn check_observe(&self) -> Result<()> {
+        Err(Error::invalid("a Redlock has no elections to observe"))
+    }
+
+    /// The master count travels in the value, so a client of another deployment size meeting
+    /// the key learns that its quorum differs (PROTOCOL.md §8).
+    fn owner_token(&self, random_hex: String) -> String {
+        scripts::owner_value(&random_hex, self.config.masters)
+    }
+
+    fn drift(&self, d: Duration) -> Duration {
+        self.config.drift(d)
+    }
+
+    /// An undo sent at once queues behind the attempt on every master's connection, so it runs
+    /// after it wherever the attempt ran.
+    fn undo_in_flight_at_once(&self) -> bool {
+        true
+    }
+
+    /// `retry_delay` plus up to `retry_jitter`, so contenders do not retry in step.
+    fn retry_delay(&self, _backoff: &mut Duration, rng: &mut dyn RandomSource) -> Duration {
+        let jitter_ms = whole_millis(self.config.retry_jitter);
+        let jitter = if jitter_ms == 0 { 0 } else { rng.next_u64() % (jitter_ms + 1) };
+        self.config.retry_delay + Duration::from_millis(jitter)
+    }
+
+    fn session_reply(&mut self, _reply: Result<Reply>) -> Result<()> {
+        // A Redlock has no session (open_session returns None): no reply is ever routed here.
+        Ok(())
+    }
+
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>) {
+        match action {
+            Action::Acquire { target, token, lease, .. } => {
+                let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone()];
+                self.start_round(ctx, purpose, &scripts::ACQUIRE, &target.key, args, lease);
+            }
+            Action::Extend { target, token, duration } => {
+                let args = vec![token.to_string(), whole_millis(duration).to_string()];
+                self.start_round(ctx, purpose, &scripts::EXTEND, &target.key, args, duration);
+            }
+            Action::Release { target, token } => {
+                self.start_round(ctx, purpose, &scripts::RELEASE, &target.key, vec![token.to_string()], Duration::ZERO);
+            }
+            // The engine asks check_observe first, which refuses.
+            Action::Observe { .. } => unreachable!("observe on a Redlock"),
         }
     }
 
-    /// The local instant until which `lease` is certainly valid, or `None` if it is not held.
-    pub fn lease_valid_until(&self, lease: LeaseId) -> Option<Instant> {
-        self.leases.get(&lease).map(|l| l.valid_until)
-    }
-
-    /// Whether nothing is pending: no acquire, lease or request in flight.
-    pub fn is_idle(&self) -> bool {
-        self.acquires.is_empty() && self.leases.is_empty() && self.in_flight.is_empty()
-    }
-
-    /// Hands back the reply to request `id`, or the transport error that prevented one.
-    pub fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Reply>) {
+    fn on_reply(&mut self, ctx: &mut Ctx<'_, NodeRequest>, id: RequestId, reply: Result<Reply>, answers: &mut Vec<Answer>) {
         let Some((round_id, master)) = self.in_flight.remove(&id) else {
             return;
         };
@@ -379,12 +460,12 @@ impl RedlockEngine {
             self.missing_scripts[master].insert(round.script.name);
             if !resend {
                 round.votes[master] = Vote::Failed(Error::protocol("NOSCRIPT after the attempt was decided"));
-                self.decide(now, round_id);
+                self.decide(ctx.now, round_id, answers);
                 return;
             }
             round.sent_full[master] = true;
             let command = eval_command(round.script, &round.key, &round.args, true);
-            self.send(round_id, master, command);
+            self.send(ctx, round_id, master, command);
             return;
         }
         let vote = match reply.and_then(|r| parse_vote(round.script, &r)) {
@@ -394,391 +475,36 @@ impl RedlockEngine {
         // A disagreement reported after a majority already granted: the grant was made beside
         // a holder that counts the masters differently, so give it up at once.
         let late_mismatch = match (&vote, round.purpose, round.decided) {
-            (Vote::Mismatch(theirs), Purpose::Acquire(op), true) => Some((op, theirs.clone())),
+            (Vote::Mismatch(theirs), Purpose::Acquire(op), true) => Some((op, round.sent, theirs.clone())),
             _ => None,
         };
         round.votes[master] = vote;
-        self.decide(now, round_id);
-        if let Some((op, theirs)) = late_mismatch {
+        self.decide(ctx.now, round_id, answers);
+        if let Some((op, sent, theirs)) = late_mismatch {
             let why = format!("{}; the grant is given up", self.mismatch_message(&theirs));
-            self.lose(now, LeaseId(op.0), &why);
+            answers.push(Answer { purpose: Purpose::Acquire(op), sent, verdict: Verdict::Revoked(why) });
         }
     }
 
-    /// The error text for a holder that counts `theirs` masters.
-    fn mismatch_message(&self, theirs: &str) -> String {
-        format!(
-            "masters mismatch: this lock is held by a client that counts {theirs} masters (recorded on a master), this client counts {} (quorum {}); every client of one Redlock must use the same masters",
-            self.config.masters, self.quorum
-        )
-    }
-
-    /// Runs every timer due at `now`: node timeouts, retries, wait deadlines, renewals, expiry.
-    /// Only what is due is visited (O(log n) each); calling it early or twice is a no-op.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        // Kind by kind, each in ascending id order (as the engine once scanned its tables); a
-        // kind's due entries are taken only after the kinds before it ran, so what a decided
-        // round left due at `now` (a retry, a renewal) runs in this same call.
-        for id in self.round_timers.take_due(now) {
+    /// Node timeouts: masters silent by then count as failed for the round's decision.
+    fn on_timeout(&mut self, ctx: &mut Ctx<'_, NodeRequest>, answers: &mut Vec<Answer>) {
+        for id in self.round_timers.take_due(ctx.now) {
             if let Some(r) = self.rounds.get_mut(&id) {
-                if !r.decided && r.deadline <= now {
+                if !r.decided && r.deadline <= ctx.now {
                     r.timed_out = true;
-                    self.decide(now, id);
+                    self.decide(ctx.now, id, answers);
                 }
             }
             self.sync_round(id);
         }
-        for op in self.acquire_timers.take_due(now) {
-            let Some(a) = self.acquires.get(&op) else {
-                continue;
-            };
-            if a.deadline.is_some_and(|d| d <= now) {
-                let why = a.last_failure.clone();
-                self.abandon(now, op);
-                let message = match why {
-                    Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),
-                    None => "timed out waiting for the lock".into(),
-                };
-                self.complete(op, RedlockOutcome::Failed(Error::new(ErrorKind::Timeout, message)));
-            } else if a.retry_at.is_some_and(|t| t <= now) {
-                self.start_attempt(now, op);
-            }
-            self.sync_acquire(op);
-        }
-        for id in self.lease_timers.take_due(now) {
-            let Some(l) = self.leases.get(&id) else {
-                continue;
-            };
-            if l.valid_until <= now {
-                self.lose(now, id, "the lease's validity ran out before a majority renewed it");
-            } else if !l.renewing && l.next_renew.is_some_and(|t| t <= now) {
-                let lease = l.lease;
-                self.leases.get_mut(&id).expect("present").renewing = true;
-                self.send_pexpire(now, Purpose::Renew(id), id, lease);
-            }
-            self.sync_lease(id);
-        }
     }
 
-    /// The next instant at which [`handle_timeout`](Self::handle_timeout) has work, if any
-    /// (O(log n): the first entry of each timer table).
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.round_timers.next(), self.acquire_timers.next(), self.lease_timers.next()]
-            .into_iter()
-            .flatten()
-            .min()
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.round_timers.next()
     }
 
-    /// Re-schedules round `id`'s node timeout (none once decided or forgotten).
-    fn sync_round(&mut self, id: u64) {
-        let at = self.rounds.get(&id).filter(|r| !r.decided).map(|r| r.deadline);
-        self.round_timers.set(id, at);
-    }
-
-    /// Re-schedules `op`'s deadline or retry from its state (or cancels it if gone).
-    fn sync_acquire(&mut self, op: OpId) {
-        let at = self.acquires.get(&op).and_then(|a| match (a.deadline, a.retry_at) {
-            (Some(d), Some(r)) => Some(d.min(r)),
-            (d, r) => d.or(r),
-        });
-        self.acquire_timers.set(op, at);
-    }
-
-    /// Re-schedules `id`'s expiry and renewal from its state (or cancels them if it is gone).
-    /// Called after every change to a lease's validity or renewal.
-    fn sync_lease(&mut self, id: LeaseId) {
-        let at = self.leases.get(&id).map(|l| match l.next_renew.filter(|_| !l.renewing) {
-            Some(r) => r.min(l.valid_until),
-            None => l.valid_until,
-        });
-        self.lease_timers.set(id, at);
-    }
-
-    /// The next request to perform, in emission order.
-    pub fn poll_request(&mut self) -> Option<NodeRequest> {
-        self.outgoing.pop_front()
-    }
-
-    /// The next event to deliver.
-    pub fn poll_event(&mut self) -> Option<Event<RedlockOutcome>> {
-        self.events.pop_front()
-    }
-
-    fn start_attempt(&mut self, now: Instant, op: OpId) {
-        let a = self.acquires.get_mut(&op).expect("caller checked");
-        a.retry_at = None;
-        let args = vec![a.token.to_string(), whole_millis(a.lease).to_string(), self.max_lease_ms.clone()];
-        let key = Arc::clone(&a.key);
-        let round = self.start_round(now, Purpose::Acquire(op), &scripts::ACQUIRE, &key, args);
-        self.acquires.get_mut(&op).expect("caller checked").round = Some(round);
-        self.sync_acquire(op);
-    }
-
-    /// Sends one script to every master as one round of votes.
-    fn start_round(&mut self, now: Instant, purpose: Purpose, script: &'static Script, key: &Arc<str>, args: Vec<String>) -> u64 {
-        let id = self.fresh_id();
-        let round = Round::new(purpose, script, Arc::clone(key), args, now, now + self.config.node_timeout, self.config.masters);
-        let command = eval_command(script, key, &round.args, false);
-        let mut round = round;
-        for master in 0..self.config.masters {
-            if self.missing_scripts[master].remove(script.name) {
-                round.sent_full[master] = true;
-                self.send(id, master, eval_command(script, key, &round.args, true));
-            } else {
-                self.send(id, master, command.clone());
-            }
-        }
-        self.rounds.insert(id, round);
-        self.sync_round(id);
-        id
-    }
-
-    fn send(&mut self, round: u64, master: usize, command: Command) {
-        let id = RequestId(self.fresh_id());
-        self.in_flight.insert(id, (round, master));
-        self.outgoing.push_back(NodeRequest { id, master, command });
-    }
-
-    fn send_pexpire(&mut self, now: Instant, purpose: Purpose, lease: LeaseId, d: Duration) {
-        let bound = now + d.saturating_sub(self.config.drift(d));
-        let l = self.leases.get_mut(&lease).expect("caller checked");
-        let args = vec![l.token.to_string(), whole_millis(d).to_string()];
-        let key = Arc::clone(&l.key);
-        let round = self.start_round(now, purpose, &scripts::EXTEND, &key, args);
-        let l = self.leases.get_mut(&lease).expect("caller checked");
-        // Until answered, the PEXPIRE may shorten the lease on the masters when it runs.
-        l.valid_until = l.valid_until.min(bound);
-        l.pexpires.push((round, bound, d));
-        self.sync_lease(lease);
-    }
-
-    /// Acts on a round once its result is certain (or its time is up); forgets it once every
-    /// master answered.
-    fn decide(&mut self, now: Instant, id: u64) {
-        let quorum = self.quorum;
-        let round = self.rounds.get_mut(&id).expect("caller checked");
-        let tally = round.tally();
-        let settled = match round.purpose {
-            // An acquire or extend is settled by a majority either way; a release hears everyone.
-            Purpose::Acquire(_) => {
-                tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
-            }
-            Purpose::Renew(_) | Purpose::Extend(..) => {
-                tally.yes >= quorum || tally.yes + tally.pending < quorum
-            }
-            Purpose::Release(_) | Purpose::Undo => tally.pending == 0,
-        };
-        let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
-        round.decided |= conclude;
-        let (purpose, sent) = (round.purpose, round.sent);
-        let first_error = round.first_error().map(|e| e.message().to_string());
-        let mismatch = round.mismatch().map(str::to_string);
-        if tally.pending == 0 {
-            self.rounds.remove(&id);
-        }
-        self.sync_round(id);
-        if !conclude {
-            return;
-        }
-        match purpose {
-            Purpose::Acquire(op) => {
-                match mismatch {
-                    Some(theirs) => self.refuse_acquire(now, op, id, &theirs),
-                    None => self.conclude_acquire(now, op, id, sent, tally, first_error),
-                }
-                self.sync_acquire(op);
-            }
-            Purpose::Renew(lease) => {
-                self.conclude_pexpire(now, None, lease, id, sent, tally);
-                self.sync_lease(lease);
-            }
-            Purpose::Extend(op, lease) => {
-                self.conclude_pexpire(now, Some(op), lease, id, sent, tally);
-                self.sync_lease(lease);
-            }
-            Purpose::Release(op) => {
-                let unconfirmed = tally.failed + tally.pending;
-                let outcome = if tally.yes >= quorum || unconfirmed == 0 {
-                    RedlockOutcome::Released { was_held: tally.yes >= quorum }
-                } else {
-                    RedlockOutcome::Failed(Error::new(
-                        ErrorKind::Connection,
-                        format!(
-                            "the release was not confirmed on {unconfirmed} of {} masters; they keep the key until the lease ends",
-                            self.config.masters
-                        ),
-                    ))
-                };
-                self.complete(op, outcome);
-            }
-            Purpose::Undo => {}
-        }
-    }
-
-    fn conclude_acquire(&mut self, now: Instant, op: OpId, round: u64, sent: Instant, tally: Tally, first_error: Option<String>) {
-        let Some(a) = self.acquires.get(&op).filter(|a| a.round == Some(round)) else {
-            return; // Cancelled or timed out meanwhile; its undo round is already on the wire.
-        };
-        let quorum = self.quorum;
-        let failure = if tally.yes >= quorum {
-            let valid_until = sent + a.lease.saturating_sub(self.config.drift(a.lease));
-            if now < valid_until {
-                let a = self.acquires.remove(&op).expect("present");
-                self.grant(op, a, sent, valid_until);
-                return;
-            }
-            format!(
-                "a majority granted, but only after the lease's validity had run out ({} ms after sending)",
-                whole_millis(now.saturating_duration_since(sent))
-            )
-        } else {
-            let mut why = format!(
-                "{} of {} masters granted, {} are needed ({} held by another owner, {} restarted less than max_lease ago, {} failed or silent)",
-                tally.yes, self.config.masters, quorum, tally.no, tally.restarting, tally.failed + tally.pending
-            );
-            if let Some(e) = first_error {
-                why.push_str(&format!("; first error: {e}"));
-            }
-            why
-        };
-        let a = self.acquires.get_mut(&op).expect("present");
-        a.round = None;
-        let key = Arc::clone(&a.key);
-        let token = a.token.to_string();
-        self.start_round(now, Purpose::Undo, &scripts::RELEASE, &key, vec![token]);
-        let a = self.acquires.get_mut(&op).expect("present");
-        if a.wait == Wait::Try {
-            let outcome = if tally.no > 0 && tally.yes < quorum {
-                RedlockOutcome::NotAcquired
-            } else {
-                RedlockOutcome::Failed(Error::new(ErrorKind::Connection, failure))
-            };
-            self.acquires.remove(&op);
-            self.complete(op, outcome);
-            return;
-        }
-        let jitter_ms = whole_millis(self.config.retry_jitter);
-        let jitter = if jitter_ms == 0 { 0 } else { self.rng.next_u64() % (jitter_ms + 1) };
-        let a = self.acquires.get_mut(&op).expect("present");
-        let mut at = now + self.config.retry_delay + Duration::from_millis(jitter);
-        if let Some(d) = a.deadline {
-            at = at.min(d);
-        }
-        a.retry_at = Some(at);
-        a.last_failure = Some(failure);
-    }
-
-    /// Ends an attempt that met a holder counting another number of masters: undone on every
-    /// master, failed with INVALID_ARGUMENT (a configuration error; retrying cannot help).
-    fn refuse_acquire(&mut self, now: Instant, op: OpId, round: u64, theirs: &str) {
-        if self.acquires.get(&op).is_none_or(|a| a.round != Some(round)) {
-            return; // Cancelled or timed out meanwhile; its undo round is already on the wire.
-        }
-        let a = self.acquires.remove(&op).expect("present");
-        self.start_round(now, Purpose::Undo, &scripts::RELEASE, &a.key, vec![a.token.to_string()]);
-        let message = self.mismatch_message(theirs);
-        self.complete(op, RedlockOutcome::Failed(Error::invalid(message)));
-    }
-
-    fn grant(&mut self, op: OpId, a: Acquire, sent: Instant, valid_until: Instant) {
-        let lease = LeaseId(op.0);
-        self.leases.insert(
-            lease,
-            Held {
-                key: a.key,
-                token: a.token,
-                lease: a.lease,
-                auto_renew: a.auto_renew,
-                valid_until,
-                next_renew: a.auto_renew.then(|| sent + a.lease / 3),
-                renewing: false,
-                pexpires: Vec::new(),
-            },
-        );
-        self.sync_lease(lease);
-        self.complete(op, RedlockOutcome::Acquired { lease, valid_until });
-    }
-
-    fn conclude_pexpire(&mut self, now: Instant, op: Option<OpId>, lease: LeaseId, round: u64, sent: Instant, tally: Tally) {
-        let quorum = self.quorum;
-        let masters = self.config.masters;
-        let Some(l) = self.leases.get_mut(&lease) else {
-            if let Some(op) = op {
-                self.complete(op, RedlockOutcome::Failed(not_held("the lease is no longer held")));
-            }
-            return;
-        };
-        let Some(i) = l.pexpires.iter().position(|p| p.0 == round) else {
-            return;
-        };
-        let (_, bound, d) = l.pexpires.remove(i);
-        if op.is_none() {
-            l.renewing = false;
-        }
-        if tally.yes >= quorum {
-            // A majority now expires no earlier than `bound`; a PEXPIRE still unanswered may run
-            // after this one and shorten it, so its bound still caps ours.
-            l.valid_until = l.pexpires.iter().map(|p| p.1).fold(bound, Instant::min);
-            l.lease = d;
-            l.next_renew = l.auto_renew.then(|| sent + d / 3);
-            let valid_until = l.valid_until;
-            if valid_until <= now {
-                self.lose(now, lease, "the extension was confirmed only after the lease's validity had run out");
-                if let Some(op) = op {
-                    self.complete(op, RedlockOutcome::Failed(not_held("the lease's validity ran out")));
-                }
-            } else if let Some(op) = op {
-                self.complete(op, RedlockOutcome::Extended { valid_until });
-            } else {
-                self.events.push_back(Event::Renewed { lease, valid_until });
-            }
-        } else if tally.no > masters - quorum {
-            // Too many masters no longer hold our key (expired, taken over, restarted): a
-            // majority cannot come back without re-acquiring, which an extend never does.
-            self.lose(now, lease, "the lock was lost on a majority of masters (extend refused)");
-            if let Some(op) = op {
-                self.complete(op, RedlockOutcome::Failed(not_held("the lock was lost on a majority of masters; extend never re-acquires")));
-            }
-        } else {
-            let message = format!("{} of {} masters confirmed the extension, {} are needed", tally.yes, masters, quorum);
-            match op {
-                Some(op) => self.complete(op, RedlockOutcome::Failed(Error::new(ErrorKind::Connection, message))),
-                None => l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500))),
-            }
-        }
-    }
-
-    /// Marks a lease lost and removes what may remain of it on the masters.
-    fn lose(&mut self, now: Instant, lease: LeaseId, why: &str) {
-        if let Some(l) = self.leases.remove(&lease) {
-            self.lease_timers.cancel(lease);
-            let token = l.token.to_string();
-            self.start_round(now, Purpose::Undo, &scripts::RELEASE, &l.key, vec![token]);
-            self.events.push_back(Event::Lost { lease, error: not_held(why) });
-        }
-    }
-
-    /// Forgets a pending acquire and undoes whatever it may have set; false if unknown.
-    fn abandon(&mut self, now: Instant, op: OpId) -> bool {
-        let Some(a) = self.acquires.remove(&op) else {
-            return false;
-        };
-        self.acquire_timers.cancel(op);
-        if a.round.is_some() {
-            // Queued behind the attempt on every master's connection, so it runs after it.
-            self.start_round(now, Purpose::Undo, &scripts::RELEASE, &a.key, vec![a.token.to_string()]);
-        }
-        true
-    }
-
-    fn complete(&mut self, op: OpId, outcome: RedlockOutcome) {
-        self.events.push_back(Event::Completed { op, outcome });
-    }
-
-    fn fresh_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
+    fn is_idle(&self) -> bool {
+        self.in_flight.is_empty()
     }
 }
 
@@ -796,10 +522,6 @@ fn parse_vote(script: &Script, r: &Reply) -> Result<Vote> {
         },
         other => reply::parse_flag(script.name, other).map(|_| Vote::No),
     }
-}
-
-fn not_held(why: &str) -> Error {
-    Error::new(ErrorKind::NotHeld, why)
 }
 
 fn eval_command(script: &Script, key: &str, args: &[String], full: bool) -> Command {

@@ -38,6 +38,8 @@ pub(super) struct Round<P> {
     pub script: &'static Script,
     pub key: Arc<str>,
     pub args: Vec<String>,
+    /// The lease an acquire or extend round asks for (zero for a release).
+    pub lease: crate::time::Duration,
     /// When the round was sent: every master's lease started no earlier.
     pub sent: Instant,
     /// The node timeout: masters silent by then count as failed for the decision.
@@ -57,6 +59,7 @@ impl<P> Round<P> {
             script,
             key,
             args,
+            lease: crate::time::Duration::ZERO,
             sent,
             deadline,
             votes: vec![Vote::Pending; masters],
