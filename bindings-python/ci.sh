@@ -3,6 +3,7 @@
 #   bindings-python/ci.sh install   install what the build, tests and benchmark need (idempotent)
 #   bindings-python/ci.sh build     build the abi3 wheel and install it (pip install ./bindings-python)
 #   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers
+#                                   (started by target/release/test-servers, built if missing)
 #   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock;
 #                                   writes $LOCKGATE_BENCH_OUT/python.md (default target/bench/)
 set -euo pipefail
@@ -70,7 +71,11 @@ cmd_test() {
   log "stubtest: the .pyi stubs against the compiled module"
   "$PY" -m mypy.stubtest lockgate --concise
   "$PY" -m mypy --strict "$HERE/tests/typing_check.py"
-  log "pytest (real redis-server processes)"
+  if [ -z "${LOCKGATE_TEST_SERVERS:-}" ]; then
+    log "the project's test-server launcher (target/release/test-servers)"
+    (cd "$ROOT" && cargo build --release -q -p lockgate-conformance)
+  fi
+  log "pytest (real redis-servers from the launcher)"
   "$PY" -m pytest -p no:cacheprovider -q "$HERE/tests"
 }
 

@@ -12,14 +12,14 @@ import pytest
 
 import lockgate
 import lockgate.aio
-from conftest import CLUSTER_RANGES, RedisCluster, wait_until
+from conftest import RedisCluster, wait_until
 
 
 def names_on_every_master(cluster: RedisCluster, stem: str) -> list[str]:
     """One lock name per master (`stem-0`, `stem-1`, ... until every slot range is hit)."""
     by_master: dict[int, str] = {}
     i = 0
-    while len(by_master) < len(CLUSTER_RANGES):
+    while len(by_master) < len(cluster.nodes):
         name = f"{stem}-{i}"
         by_master.setdefault(cluster.owner(f"lockgate:{{{name}}}").port, name)
         i += 1
@@ -149,7 +149,7 @@ def test_asyncio_client_on_a_cluster(redis_cluster: RedisCluster) -> None:
 
     async def main() -> None:
         # The cluster as a URL scheme (the same as `cluster=True` on a redis:// URL).
-        url = redis_cluster.url.replace("redis://", "redis+cluster://")
+        url = redis_cluster.cluster_url
         async with lockgate.aio.Client(url) as client:
             assert client.url == url and client.capabilities["fencing"]
             for name in names:

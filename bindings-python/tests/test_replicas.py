@@ -1,13 +1,11 @@
 """`replica_acks=` (the replica-acknowledged mode) against a real primary and replica the tests
 start: a grant counts only once WAIT confirms it reached the replica; with the replica paused
-(SIGSTOP by pid) grants fail as connection errors and leave no lock behind."""
+(SIGSTOP, through the test-server launcher) grants fail as connection errors and leave no lock behind."""
 
 from __future__ import annotations
 
 import asyncio
 import math
-import os
-import signal
 import threading
 import time
 from typing import Any, Iterator
@@ -30,12 +28,12 @@ def live_keys(r: "Any", name: str) -> list[str]:
 
 @pytest.fixture
 def paused(replicated: ReplicatedRedis) -> Iterator[ReplicatedRedis]:
-    """The replica stopped with SIGSTOP (by pid) for the test, resumed with SIGCONT after."""
-    os.kill(replicated.replica_pid, signal.SIGSTOP)
+    """The replica paused (SIGSTOP) for the test, resumed (SIGCONT) after, by the launcher."""
+    replicated.replica.pause()
     try:
         yield replicated
     finally:
-        os.kill(replicated.replica_pid, signal.SIGCONT)
+        replicated.replica.resume()
 
 
 def test_grants_are_confirmed_by_the_replica(replicated: ReplicatedRedis) -> None:
@@ -78,7 +76,7 @@ def test_grant_fails_and_is_undone_while_the_replica_is_paused(paused: Replicate
         wait_until(lambda: live_keys(primary, "unconfirmed") == [], timeout=2,
                    what="the abandoned wait to be undone")
         # Once the replica is back, grants are confirmed again.
-        os.kill(paused.replica_pid, signal.SIGCONT)
+        paused.replica.resume()
         with lock.acquire(timeout=5) as lease:
             assert lease.is_held
             assert paused.replica.raw().exists("lockgate:{unconfirmed}") == 1
