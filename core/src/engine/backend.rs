@@ -250,6 +250,23 @@ pub struct Wake {
     pub fence: u64,
 }
 
+/// What a pushed message (a backend [`Notice`](Backend::Notice)) means to the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// Nothing for the engine (another client's message, one it cannot parse).
+    Nothing,
+    /// The server granted a queued waiter (Redis: a `granted` message on the client channel).
+    Wake(Wake),
+    /// Something the waiter of `token` waits behind changed (ZooKeeper, etcd: its predecessor
+    /// was deleted): re-run its attempt now to learn its place.
+    Recheck(String),
+    /// The session ended on the server (a ZooKeeper session expired, an etcd lease was
+    /// revoked, a database connection dropped): everything bound to it is gone, so every
+    /// lease is lost together and waits are re-checked once a new session is open. A Redis
+    /// lease lives on its own key (a one-lease session) and never ends this way.
+    SessionLost(String),
+}
+
 /// One backend: how the engine's calls are said on its wire and what its replies mean.
 ///
 /// A backend folder (`core/src/<backend>/`) implements this for its wire rules and adds a
@@ -262,6 +279,9 @@ pub trait Backend {
     type Request;
     /// What the driver hands back for a request: its reply or the transport error.
     type Reply;
+    /// A message the server pushed (a pub/sub message, a watch event, a session event), as the
+    /// driver hands it over.
+    type Notice<'a>;
     /// How an operation ends, as this backend's callers see it.
     type Outcome: From<super::io::Done>;
 
@@ -315,6 +335,12 @@ pub trait Backend {
         None
     }
 
+    /// Whether every attempt, a one-shot one too, needs the session (what it creates lives in
+    /// the session, like a ZooKeeper ephemeral node); otherwise only waits need it.
+    fn attempts_need_session(&self) -> bool {
+        false
+    }
+
     /// Opens the session waiting acquires need (a notification subscription, a ZooKeeper
     /// session, an etcd lease) and returns the request whose reply confirms it; `None` if the
     /// backend needs none.
@@ -334,6 +360,10 @@ pub trait Backend {
     /// The reply to request `id`: appends what it settled, in call order. Unknown ids (a reply
     /// handed back twice) are ignored.
     fn on_reply(&mut self, ctx: &mut Ctx<'_, Self::Request>, id: RequestId, reply: Self::Reply, answers: &mut Vec<Answer>);
+
+    /// A pushed message: what it means to the engine. It may also settle calls (appended to
+    /// `answers`) or send requests.
+    fn on_notice(&mut self, ctx: &mut Ctx<'_, Self::Request>, notice: Self::Notice<'_>, answers: &mut Vec<Answer>) -> Signal;
 
     /// Timers of the backend's own (a node timeout) that are due at `ctx.now`: appends what
     /// they settled.

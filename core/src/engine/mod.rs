@@ -24,7 +24,7 @@ use crate::options::{self, whole_millis, LockOptions};
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
-pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Verdict, Wake};
+pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Signal, Verdict, Wake};
 pub use compat::*;
 pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 use cleanup::Cleanup;
@@ -43,7 +43,7 @@ use timers::Timers;
 ///    ([`acquire_primitive`](Self::acquire_primitive), [`release`](Self::release),
 ///    [`extend`](Self::extend), [`cancel`](Self::cancel), ...), a reply
 ///    ([`handle_reply`](Self::handle_reply), keyed by the [`RequestId`] of its request), a
-///    pushed message (the backend's notice entry point, e.g. `Engine::handle_notification`),
+///    pushed message ([`handle_notice`](Self::handle_notice), in the backend's notice type),
 ///    a lost notification connection ([`handle_disconnect`](Self::handle_disconnect)), or an
 ///    expired timer ([`handle_timeout`](Self::handle_timeout); calling it early is harmless).
 /// 2. After *any* input, drain: [`poll_request`](Self::poll_request) until `None` (perform
@@ -212,10 +212,11 @@ impl<B: Backend> LockEngine<B> {
             backoff: FIRST_BACKOFF,
             last_failure: None,
         };
-        if wait != Wait::Try && self.session == Session::None {
+        let needs_session = wait != Wait::Try || self.backend.attempts_need_session();
+        if needs_session && self.session == Session::None {
             self.open_session(now);
         }
-        if wait == Wait::Try || self.session == Session::Active {
+        if !needs_session || self.session == Session::Active {
             self.send_acquire(op, &mut acquire, now);
         }
         self.waiting_tokens.insert(token, op);
@@ -358,8 +359,44 @@ impl<B: Backend> LockEngine<B> {
         self.flush(now);
     }
 
-    /// A waiter was woken by a message the server pushed (the backend parsed it).
-    pub fn handle_wake(&mut self, now: Instant, wake: Wake) {
+    /// Hands over a message the server pushed (a pub/sub message, a watch or session event),
+    /// in the backend's notice type.
+    pub fn handle_notice(&mut self, now: Instant, notice: B::Notice<'_>) {
+        let mut answers = std::mem::take(&mut self.answers);
+        let signal = self.backend.on_notice(ctx!(self, now), notice, &mut answers);
+        for answer in answers.drain(..) {
+            self.dispatch(now, answer);
+        }
+        self.answers = answers;
+        match signal {
+            Signal::Nothing => self.flush(now),
+            Signal::Wake(wake) => self.wake(now, wake),
+            Signal::Recheck(token) => {
+                if let Some(&op) = self.waiting_tokens.get(token.as_str()) {
+                    let a = self.acquires.get_mut(&op).expect("token index matches acquires");
+                    if let AcquireState::Queued { .. } = a.state {
+                        a.state = AcquireState::Queued { recheck_at: now };
+                    }
+                    self.sync_acquire(op);
+                }
+                self.handle_timeout(now);
+            }
+            Signal::SessionLost(why) => {
+                // Every lease lived in the session: all are gone on the server already, so they
+                // are lost together, with nothing to clean up.
+                let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
+                for id in leases {
+                    if self.remove_lease(id).is_some() {
+                        self.events.push_back(Event::Lost { lease: id, error: not_held(&format!("the session ended: {why}")) });
+                    }
+                }
+                self.handle_disconnect(now);
+            }
+        }
+    }
+
+    /// A waiter was woken by a grant the server pushed.
+    fn wake(&mut self, now: Instant, wake: Wake) {
         if let Some(&op) = self.waiting_tokens.get(wake.token.as_str()) {
             let a = self.acquires.get_mut(&op).expect("token index matches acquires");
             let handoff = self.backend.handoff_lease(a.lease, a.entry_ttl);
@@ -463,7 +500,12 @@ impl<B: Backend> LockEngine<B> {
             };
             let mut a = self.acquires.remove(&op).expect("present");
             if due {
-                self.send_acquire(op, &mut a, now);
+                if self.backend.attempts_need_session() && self.session != Session::Active {
+                    // Sent once the session is open again (on_session).
+                    a.state = AcquireState::AwaitSession;
+                } else {
+                    self.send_acquire(op, &mut a, now);
+                }
             }
             self.put_acquire(op, a);
         }

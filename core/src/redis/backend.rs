@@ -16,7 +16,7 @@ use super::Script;
 use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::{
     hex, Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Outcome, Pexpire, Purpose, Release,
-    RequestId, Verdict, Wake,
+    RequestId, Signal, Verdict, Wake,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
@@ -187,6 +187,8 @@ impl Backend for RedisBackend {
     type Target = Target;
     type Request = Request;
     type Reply = Result<Vec<Reply>>;
+    /// A message on a subscribed channel: `(channel, payload)`.
+    type Notice<'a> = (&'a [u8], &'a [u8]);
     type Outcome = Outcome;
 
     fn target(&self, name: &str, primitive: &Primitive, _options: &LockOptions) -> Result<Target> {
@@ -314,6 +316,17 @@ impl Backend for RedisBackend {
         }
     }
 
+    /// A `granted <token> <fence>` message on this client's channel wakes its waiter.
+    fn on_notice(&mut self, _ctx: &mut Ctx<'_, Request>, (channel, payload): (&[u8], &[u8]), _answers: &mut Vec<Answer>) -> Signal {
+        if channel != self.channel.as_bytes() {
+            return Signal::Nothing;
+        }
+        match reply::parse_grant(payload) {
+            Some((token, fence)) => Signal::Wake(Wake { token: token.to_string(), fence }),
+            None => Signal::Nothing,
+        }
+    }
+
     fn is_idle(&self) -> bool {
         self.in_flight.is_empty()
     }
@@ -416,13 +429,9 @@ impl LockEngine<RedisBackend> {
         self.backend().channel()
     }
 
-    /// Hands over a message that arrived on a subscribed channel: a grant wakes its waiter.
+    /// Hands over a message that arrived on a subscribed channel: a grant wakes its waiter
+    /// ([`handle_notice`](LockEngine::handle_notice) with `(channel, payload)`).
     pub fn handle_notification(&mut self, now: Instant, channel: &[u8], payload: &[u8]) {
-        if channel != self.backend().channel().as_bytes() {
-            return;
-        }
-        if let Some((token, fence)) = reply::parse_grant(payload) {
-            self.handle_wake(now, Wake { token: token.to_string(), fence });
-        }
+        self.handle_notice(now, (channel, payload));
     }
 }

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use crate::engine::timers::Timers;
 use crate::engine::{
-    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Pexpire, Purpose, Release, RequestId, Verdict,
+    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Pexpire, Purpose, Release, RequestId, Signal,
+    Verdict,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
@@ -377,11 +378,13 @@ impl Backend for RedlockBackend {
     type Target = RedlockTarget;
     type Request = NodeRequest;
     type Reply = Result<Reply>;
+    /// Masters push nothing: no waiter queues on them.
+    type Notice<'a> = std::convert::Infallible;
     type Outcome = RedlockOutcome;
 
     fn target(&self, name: &str, primitive: &Primitive, options: &LockOptions) -> Result<RedlockTarget> {
         if *primitive != Primitive::Mutex {
-            return Err(Error::invalid("a Redlock offers mutexes only"));
+            return Err(Error::unsupported("a Redlock offers mutexes only (no semaphores, read-write locks or elections)"));
         }
         self.config.check_lease(options.lease)?;
         Ok(RedlockTarget { key: scripts::key(&self.config.key_prefix, name).into() })
@@ -392,7 +395,7 @@ impl Backend for RedlockBackend {
     }
 
     fn check_observe(&self) -> Result<()> {
-        Err(Error::invalid("a Redlock has no elections to observe"))
+        Err(Error::unsupported("observing a leader is not supported by a Redlock: it has no elections"))
     }
 
     /// The master count travels in the value, so a client of another deployment size meeting
@@ -484,6 +487,10 @@ impl Backend for RedlockBackend {
             let why = format!("{}; the grant is given up", self.mismatch_message(&theirs));
             answers.push(Answer { purpose: Purpose::Acquire(op), sent, verdict: Verdict::Revoked(why) });
         }
+    }
+
+    fn on_notice(&mut self, _ctx: &mut Ctx<'_, NodeRequest>, notice: std::convert::Infallible, _answers: &mut Vec<Answer>) -> Signal {
+        match notice {}
     }
 
     /// Node timeouts: masters silent by then count as failed for the round's decision.
