@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use lockgate_core::engine::{Command, EngineConfig};
+use lockgate_core::redis::{Command, EngineConfig};
 use lockgate_core::random::SeededRandom;
 use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::redis::reply::Reply;

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use lockgate_core::engine::Command;
+use lockgate_core::redis::Command;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::Script;
 use lockgate_core::time::Instant;
