@@ -3,6 +3,9 @@
 //! background cleanups, the backend's session and one ordered timer table, driven by one
 //! contract for every backend. A backend ([`Backend`]) says how each step is spoken on its wire.
 //!
+//! `tests/engine_backend.rs` is a complete backend (ZooKeeper-shaped, over an in-memory server)
+//! written against [`Backend`] alone: the template for a new backend folder.
+//!
 //! This folder imports nothing from any backend folder (`tests/engine_layering.rs` checks it);
 //! the one exception is `compat.rs`, which keeps the old paths of the Redis engine
 //! (`engine::Engine`, `engine::EngineConfig`, ...) until their callers move to `crate::redis`.

@@ -1,6 +1,11 @@
-//! The client's session with the backend, which waiting acquires need before they queue: a
-//! notification subscription (Redis), a ZooKeeper session, an etcd lease, a database
-//! connection. A backend without one is always [`Session::Active`].
+//! The client's session with the backend: a notification subscription (Redis), a ZooKeeper
+//! session, an etcd lease, a database connection. Waiting acquires need it before they queue
+//! (every attempt does where [`Backend::attempts_need_session`](super::Backend::attempts_need_session)).
+//! Leases live and die with it: when the backend signals that it ended
+//! ([`Signal::SessionLost`](super::Signal::SessionLost)), every lease is lost at once and the
+//! next wait opens a new one. A Redis lease lives on its own key, a one-lease session of its
+//! own, so the subscription ending loses nothing. A backend without a session is always
+//! [`Session::Active`].
 
 use super::io::RequestId;
 use crate::time::Instant;
