@@ -259,6 +259,7 @@ where
     Box::new(move |py| into_future(py, fut))
 }
 
+/// Where a [`Call`] stands.
 pub(crate) enum State {
     NotStarted(Start),
     /// The asyncio future, and its `__await__` iterator once awaited.
