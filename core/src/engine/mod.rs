@@ -10,6 +10,13 @@
 //! the one exception is `compat.rs`, which keeps the old paths of the Redis engine
 //! (`engine::Engine`, `engine::EngineConfig`, ...) until their callers move to `crate::redis`.
 
+/// A [`Ctx`] borrowing the engine's fields (not `self`, so the backend can be borrowed too).
+macro_rules! ctx {
+    ($self:ident, $now:expr) => {
+        &mut Ctx { now: $now, ids: &mut $self.ids, out: &mut $self.outgoing, rng: $self.rng.as_mut() }
+    };
+}
+
 pub mod backend;
 mod cleanup;
 mod compat;
@@ -18,12 +25,13 @@ mod lease;
 pub mod operation;
 mod session;
 pub(crate) mod timers;
+mod verdicts;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{self, whole_millis, LockOptions};
+use crate::options::{self, LockOptions};
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
@@ -32,7 +40,7 @@ pub use compat::*;
 pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 use cleanup::Cleanup;
 use lease::Lease;
-use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
+use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF};
 use session::Session;
 use timers::Timers;
 
@@ -128,12 +136,6 @@ enum Due {
     Cleanup(u64),
 }
 
-/// A [`Ctx`] borrowing the engine's fields (not `self`, so the backend can be borrowed too).
-macro_rules! ctx {
-    ($self:ident, $now:expr) => {
-        &mut Ctx { now: $now, ids: &mut $self.ids, out: &mut $self.outgoing, rng: $self.rng.as_mut() }
-    };
-}
 
 impl<B: Backend> LockEngine<B> {
     /// An engine over `backend`. `rng` mints owner tokens and jitter (use
@@ -698,299 +700,6 @@ impl<B: Backend> LockEngine<B> {
         self.backend.call(ctx!(self, now), purpose(tag), action);
         self.sync_lease(id);
         tag
-    }
-
-    fn dispatch(&mut self, now: Instant, answer: Answer) {
-        let Answer { purpose, sent, verdict } = answer;
-        match (purpose, verdict) {
-            (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), &why),
-            (Purpose::Acquire(op), Verdict::Attempt(a)) => self.on_attempt(now, sent, op, a),
-            (Purpose::Renew(id, tag), Verdict::Pexpire(p)) => self.on_renewal(now, sent, id, tag, p),
-            (Purpose::Extend(op, id, d, tag), Verdict::Pexpire(p)) => self.on_extend(now, sent, op, id, d, tag, p),
-            (Purpose::Release(op, id), Verdict::Release(r)) => self.on_release(now, op, id, r),
-            (Purpose::Cleanup(id), Verdict::Release(r)) => self.on_cleanup(now, id, r),
-            (Purpose::Observe(op), Verdict::Observed(r)) => {
-                let done = match r {
-                    Ok(leader) => Done::Observed(leader),
-                    Err(e) => Done::Failed(e),
-                };
-                self.complete(op, done);
-            }
-            (purpose, verdict) => {
-                // A backend answered a call with the wrong kind of verdict: a bug in the
-                // backend, reported on the operation rather than by a panic.
-                let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
-                match purpose {
-                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) => {
-                        if let Some(a) = self.take_acquire(op) {
-                            self.abandon(now, op, a);
-                        }
-                        self.complete(op, Done::Failed(e));
-                    }
-                    Purpose::Renew(id, _) => self.lose(now, id, e.message()),
-                    Purpose::Cleanup(id) => {
-                        self.cleanups.remove(&id);
-                        self.sync_cleanup(id);
-                    }
-                }
-            }
-        }
-    }
-
-    fn on_attempt(&mut self, now: Instant, sent: Instant, op: OpId, verdict: Attempt) {
-        let Some(mut a) = self.take_acquire(op) else {
-            // Abandoned (cancelled or timed out) while this was on the wire: undo whatever it
-            // did. An acquire granted by a wake-up meanwhile is no orphan: nothing to do.
-            if let Some(a) = self.orphans.remove(&op) {
-                let span = a.undo_span();
-                self.add_cleanup(now, a.target, a.token, span);
-            }
-            return;
-        };
-        let once = a.wait == Wait::Try;
-        match verdict {
-            Attempt::Granted { fence, granted } => self.grant(op, a, fence, sent, granted),
-            Attempt::Queued { holder_remaining, fence } => {
-                if once {
-                    self.complete(op, Done::NotAcquired);
-                    return;
-                }
-                a.grant_lower_bound = Some(sent);
-                a.seen_fence = a.seen_fence.max(fence);
-                a.backoff = FIRST_BACKOFF;
-                let mut wait = a.recheck_interval();
-                if let Some(p) = holder_remaining {
-                    // Re-check right after the holder's lease ends, so a holder that crashed
-                    // (and never released) cannot stall us past its lease.
-                    wait = wait.min(p + Duration::from_millis(1));
-                }
-                a.state = AcquireState::Queued { recheck_at: now + wait };
-                self.waiting_tokens.insert(Arc::clone(&a.token), op);
-                self.put_acquire(op, a);
-            }
-            Attempt::Refused { why } => {
-                self.undo(now, &mut a);
-                if once {
-                    self.complete(op, Done::NotAcquired);
-                    return;
-                }
-                self.retry(now, op, a, Some(why));
-            }
-            Attempt::Transient { error, why, undo } => {
-                if once {
-                    self.undo(now, &mut a);
-                    self.complete(op, Done::Failed(error));
-                    return;
-                }
-                if undo {
-                    self.undo(now, &mut a);
-                }
-                self.retry(now, op, a, why);
-            }
-            Attempt::Failed { error, undo } => {
-                if undo {
-                    self.undo(now, &mut a);
-                }
-                self.complete(op, Done::Failed(error));
-            }
-        }
-    }
-
-    /// Schedules the next attempt of `a` after the backend's retry delay.
-    fn retry(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>, why: Option<String>) {
-        let delay = self.backend.retry_delay(&mut a.backoff, self.rng.as_mut());
-        a.state = AcquireState::RetryAt(now + delay);
-        if why.is_some() {
-            a.last_failure = why;
-        }
-        self.waiting_tokens.insert(Arc::clone(&a.token), op);
-        self.put_acquire(op, a);
-    }
-
-    /// Removes whatever `a`'s attempts may have left on the server.
-    fn undo(&mut self, now: Instant, a: &mut PendingAcquire<B::Target>) {
-        a.dirty = false;
-        self.add_cleanup(now, Arc::clone(&a.target), Arc::clone(&a.token), a.undo_span());
-    }
-
-    /// Records a grant. `since` is the earliest instant the server lease can have started and
-    /// `granted` its length; a grant shorter than the requested lease (a handoff) is extended
-    /// to the full lease a third of the way into it, like a watchdog renewal.
-    fn grant(&mut self, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
-        let lease = LeaseId(op.0);
-        let span = granted.min(a.lease);
-        let valid_until = since + span.saturating_sub(self.backend.drift(span));
-        let next_renew = if whole_millis(granted) < whole_millis(a.lease) {
-            Some(since + granted / 3)
-        } else {
-            a.auto_renew.then(|| since + a.lease / 3)
-        };
-        self.leases.insert(
-            lease,
-            Lease {
-                target: a.target,
-                token: a.token,
-                lease: a.lease,
-                auto_renew: a.auto_renew,
-                valid_until,
-                next_renew,
-                renewing: false,
-                releasing: false,
-                pexpires: Vec::new(),
-                next_tag: 0,
-                fence,
-                holds: 1,
-            },
-        );
-        self.sync_lease(lease);
-        self.complete(op, Done::Acquired { lease, fencing_token: fence, valid_until });
-    }
-
-    fn on_renewal(&mut self, now: Instant, sent: Instant, id: LeaseId, tag: u64, verdict: Pexpire) {
-        let Some(l) = self.leases.get_mut(&id) else {
-            return;
-        };
-        l.renewing = false;
-        match verdict {
-            Pexpire::Confirmed => {
-                // Not `max` with the old validity: an extend sent before this renewal ran
-                // before it, and this renewal's (possibly shorter) lease is what counts now.
-                let d = l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d)).unwrap_or(l.lease);
-                l.next_renew = l.auto_renew.then(|| sent + d / 3);
-                let valid_until = l.valid_until;
-                if valid_until <= now {
-                    self.lose(now, id, "the renewal was confirmed only after the lease's validity had run out");
-                } else {
-                    self.events.push_back(Event::Renewed { lease: id, valid_until });
-                }
-            }
-            Pexpire::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
-            Pexpire::Transient(_) => {
-                l.settle_pexpire(tag, None, |d| self.backend.drift(d));
-                l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
-            }
-            Pexpire::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
-        }
-        self.sync_lease(id);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn on_extend(&mut self, now: Instant, sent: Instant, op: OpId, id: LeaseId, d: Duration, tag: u64, verdict: Pexpire) {
-        let done = match verdict {
-            Pexpire::Confirmed => match self.leases.get_mut(&id) {
-                Some(l) => {
-                    l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d));
-                    l.lease = d;
-                    if l.auto_renew {
-                        l.next_renew = Some(sent + d / 3);
-                    }
-                    let valid_until = l.valid_until;
-                    if valid_until <= now {
-                        self.lose(now, id, "the extension was confirmed only after the lease's validity had run out");
-                        Done::Failed(not_held("the lease's validity ran out"))
-                    } else {
-                        Done::Extended { valid_until }
-                    }
-                }
-                None => Done::Failed(not_held("the lease is no longer held")),
-            },
-            Pexpire::Refused { subject } => {
-                self.lose(now, id, &format!("{subject} (extend refused)"));
-                Done::Failed(not_held(&format!("{subject}; extend never re-acquires")))
-            }
-            Pexpire::Transient(e) | Pexpire::Failed(e) => {
-                if let Some(l) = self.leases.get_mut(&id) {
-                    l.settle_pexpire(tag, None, |d| self.backend.drift(d));
-                }
-                Done::Failed(e)
-            }
-        };
-        self.sync_lease(id);
-        self.complete(op, done);
-    }
-
-    fn on_release(&mut self, now: Instant, op: OpId, id: LeaseId, verdict: Release) {
-        match verdict {
-            Release::Done { was_held } => {
-                self.remove_lease(id);
-                self.complete(op, Done::Released { was_held });
-            }
-            Release::Unconfirmed { error, retry } => {
-                // The owner gave the lock up: stop renewing it and (where it may help) keep
-                // releasing in the background until it lands or the lease runs out, so a
-                // release that failed in transport (or a dropped handle's release) cannot keep
-                // the lock for ever.
-                if let Some(l) = self.remove_lease(id) {
-                    if retry {
-                        let span = l.span();
-                        self.add_cleanup(now, l.target, l.token, span);
-                    }
-                }
-                self.complete(op, Done::Failed(error));
-            }
-            Release::Failed(e) => {
-                self.remove_lease(id);
-                self.complete(op, Done::Failed(e));
-            }
-        }
-    }
-
-    fn on_cleanup(&mut self, now: Instant, id: u64, verdict: Release) {
-        let Some(c) = self.cleanups.get_mut(&id) else {
-            return;
-        };
-        c.in_flight = false;
-        match verdict {
-            Release::Unconfirmed { retry: true, .. } if now < c.give_up_at => {
-                c.due = now + c.backoff;
-                c.backoff = (c.backoff * 2).min(MAX_BACKOFF);
-            }
-            _ => {
-                self.cleanups.remove(&id);
-            }
-        }
-        self.sync_cleanup(id);
-    }
-
-    fn remove_lease(&mut self, id: LeaseId) -> Option<Lease<B::Target>> {
-        let l = self.leases.remove(&id)?;
-        self.timers.cancel(Due::Lease(id));
-        self.renew_early.cancel(id);
-        Some(l)
-    }
-
-    fn lose(&mut self, now: Instant, id: LeaseId, why: &str) {
-        if let Some(l) = self.remove_lease(id) {
-            // If the server still has our token (we merely failed to renew in time), free it so
-            // nobody waits on a lease its owner has given up. An unanswered extend may have
-            // set a longer expiry than the lease, so keep trying for the longest of them.
-            let span = l.span();
-            self.add_cleanup(now, l.target, l.token, span);
-            self.events.push_back(Event::Lost { lease: id, error: not_held(why) });
-        }
-    }
-
-    /// Removes from the server whatever an abandoned acquire may have left: its queue entry,
-    /// or the lock itself if a grant raced the abandonment.
-    fn abandon(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>) {
-        match a.state {
-            AcquireState::InFlight if !self.backend.undo_in_flight_at_once() => {
-                // The attempt's reply decides (see on_attempt).
-                self.orphans.insert(op, a);
-            }
-            _ if a.dirty => self.undo(now, &mut a),
-            _ => {}
-        }
-    }
-
-    fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) {
-        let id = self.ids.fresh();
-        let action = Action::Release { target: &target, token: &token };
-        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
-        self.cleanups.insert(
-            id,
-            Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF },
-        );
     }
 }
 
