@@ -1,9 +1,7 @@
-//! The JVM binding's native half: uniffi exports over [`lockgate_core::native`], for the Java
-//! API (`io.lockgate.*`, via the Kotlin that uniffi generates).
-//!
-//! Thin by rule: convert arguments, call the core, map errors through [`failure`]. Nothing here
-//! knows a backend: the URL's scheme picks it in the core and client options pass through the
-//! core's setter by their Java names, so a new backend adds no line here. FFI details:
+//! The JVM binding's native half: uniffi exports over [`lockgate_core::native`] for the Java API.
+//! Thin by rule: convert arguments, call the core, map errors through [`failure`]. It knows no
+//! backend (the URL's scheme picks it in the core; client options go to the core's setter by
+//! their Java names), so a new backend adds no line here. FFI details:
 //! - `connect` and `shutdown` run on this library's tokio runtime ([`on_runtime`]); lock and
 //!   lease calls only message the client's driver, so the JVM polls their futures directly.
 //!   Dropping a future (a cancelled coroutine, an interrupted thread) cancels the wait.
@@ -11,8 +9,8 @@
 //!   lease): the caller passes an empty [`NativeLease`] / [`ClientSlot`] that the call fills.
 //! - An FFI call costs microseconds, so an acquisition answers with one integer ([`NO_TOKEN`]).
 //!
-//! Panics are caught by uniffi (`InternalException` on the JVM); a panic inside a runtime task is
-//! re-raised at the await so it takes the same path. Nothing here may abort the process.
+//! Panics are caught by uniffi (`InternalException` on the JVM); one inside a runtime task is
+//! re-raised at the await, the same path. Nothing here may abort the process.
 
 uniffi::setup_scaffolding!();
 

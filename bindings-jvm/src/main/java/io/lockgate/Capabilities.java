@@ -9,11 +9,10 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * What a client's backend can do, as the core reports it: {@code fencing} (grants carry
- * fencing tokens), {@code fifo} (waiters served in arrival order), {@code semaphore},
- * {@code readWrite}, {@code election}, {@code observe}, {@code reentrant}, {@code replicaAcks}
- * (on for this client) and whatever a later backend adds, by name. A handle that needs a
- * missing capability fails with {@link LockUnsupportedException}.
+ * What a client's backend can do, by the core's names in Java spelling ({@code fencing},
+ * {@code fifo}, {@code semaphore}, {@code readWrite}, {@code election}, {@code observe},
+ * {@code reentrant}, {@code replicaAcks}, and whatever a later backend adds). A handle needing a
+ * missing one fails with {@link LockUnsupportedException}.
  *
  * @param backend the backend's name ({@code "Redis"}, {@code "Redis Cluster"}, {@code "Redlock"})
  * @param scheme the URL scheme the client was made with ({@code "redis"}, {@code "rediss+redlock"}, ...)

@@ -12,25 +12,16 @@ import java.util.concurrent.locks.Lock;
 import java.util.function.Supplier;
 
 /**
- * A named distributed mutex on any backend, or one half of a {@link DistributedReadWriteLock}.
- * Two ways to use it, with different owners:
- * <ul>
- *   <li><b>Leases</b> (recommended; what async code needs): {@link #acquire(Duration)},
- *       {@link #tryAcquire()} and their async variants return a {@link Lease} for
- *       try-with-resources. <em>The lease and this handle own the hold, never a thread.</em> A
- *       non-reentrant handle that still holds a live lease refuses another acquisition with
- *       {@link LockAlreadyHeldException}; with {@link LockOptions.Builder#reentrant(Boolean)
- *       reentrant(true)} it re-enters (same fencing token, one more hold).</li>
- *   <li><b>{@link Lock}</b> ({@link #lock()}, {@link #tryLock()}, {@link #unlock()}...):
- *       <em>the thread owns the hold</em>, as with {@code ReentrantLock}, Redisson's {@code RLock}
- *       and Curator's {@code InterProcessMutex}. The client keeps holds per (name, kind, thread):
- *       threads sharing this object exclude each other, {@code unlock()} from a thread that does
- *       not hold it throws {@link IllegalMonitorStateException}, any lock object of the same
- *       client and name unlocks, and a second {@code lock()} by the holder re-enters if
- *       reentrant, else throws {@link LockAlreadyHeldException} (never waits for itself).</li>
- * </ul>
- * Where the backend queues waiters ({@code fifo}) they are served in arrival order and woken by
- * the release; a Redlock retries after a jittered pause. See {@link LockOptions} for leases.
+ * A named distributed mutex on any backend, or one half of a {@link DistributedReadWriteLock},
+ * with two APIs and two owners. <b>Leases</b> ({@link #acquire(Duration)}, {@link #tryAcquire()},
+ * async variants): the {@link Lease} and this handle own the hold, never a thread; a
+ * non-reentrant handle holding a live lease refuses another acquisition
+ * ({@link LockAlreadyHeldException}), a {@code reentrant(true)} one re-enters. <b>{@link Lock}</b>:
+ * the thread owns the hold, as with {@code ReentrantLock}: the client keeps holds per (name, kind,
+ * thread), threads sharing this object exclude each other, a non-holder's {@code unlock()} throws
+ * {@link IllegalMonitorStateException}, any lock object of the client and name unlocks, and the
+ * holder's second {@code lock()} re-enters if reentrant, else throws
+ * {@link LockAlreadyHeldException}. With {@code fifo} waiters are served in arrival order.
  */
 public final class DistributedLock implements Lock {
     private final NativeLock lock;
@@ -96,17 +87,17 @@ public final class DistributedLock implements Lock {
     /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap, Lease::discard);
+        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.async(Bridge.acquire(lock, null), this::wrap, Lease::discard);
+        return Futures.async(Bridge.acquire(lock, null), this::wrap);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases), Lease::discard);
+        return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases));
     }
 
     private Lease wrap(Bridge.Grant g) {

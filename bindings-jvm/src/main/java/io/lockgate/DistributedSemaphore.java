@@ -41,7 +41,7 @@ public final class DistributedSemaphore {
         return permits;
     }
 
-    /** The options this semaphore was made with (the lease of each permit, default waits). */
+    /** The options this semaphore was made with. */
     public LockOptions options() {
         return permitHandle.options();
     }

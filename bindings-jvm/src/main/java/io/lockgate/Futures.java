@@ -4,7 +4,6 @@ import io.lockgate.internal.Bridge;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.function.Consumer;
 import java.util.function.Function;
 
 /** Blocking and async adapters over the bridge. Errors go through {@link Errors#map}. */
@@ -41,39 +40,9 @@ final class Futures {
         }
     }
 
-    /**
-     * {@code op} started without blocking, its result mapped through {@code fn}, errors mapped to
-     * lockgate exceptions. Cancelling the result cancels the call; a value it produced that never
-     * made it into the result (cancelled meanwhile, or {@code fn} failed) goes to {@code abandon}.
-     */
-    static <A, B> CompletableFuture<B> async(Bridge.Op<A> op, Function<A, B> fn, Consumer<A> abandon) {
-        CompletableFuture<A> src = op.async();
-        CompletableFuture<B> out = new CompletableFuture<>();
-        src.whenComplete((a, err) -> {
-            if (err != null) {
-                out.completeExceptionally(Errors.map(err));
-                return;
-            }
-            B b;
-            try {
-                b = fn.apply(a);
-            } catch (Throwable t) {
-                if (a != null) {
-                    abandon.accept(a);
-                }
-                out.completeExceptionally(Errors.map(t));
-                return;
-            }
-            if (!out.complete(b) && a != null) {
-                abandon.accept(a);
-            }
-        });
-        out.whenComplete((b, err) -> {
-            if (out.isCancelled()) {
-                src.cancel(true);
-            }
-        });
-        return out;
+    /** {@code op} started without blocking, its result through {@code fn}, errors mapped; cancelling cancels the call. */
+    static <A, B> CompletableFuture<B> async(Bridge.Op<A> op, Function<A, B> fn) {
+        return op.async(fn, Errors::map);
     }
 
     /** Waits for {@code f} without reacting to interrupts ({@code join} keeps the status); failures mapped. */

@@ -79,14 +79,13 @@ public final class LeaderElection {
 
     /** {@link #campaign(String)} without blocking; cancelling withdraws the candidacy. */
     public CompletableFuture<Lease> campaignAsync(String value) {
-        return Futures.async(campaignOp(value, options.waitTimeout()), g -> Lease.granted(g, name, openLeases),
-            Lease::discard);
+        return Futures.async(campaignOp(value, options.waitTimeout()), g -> Lease.granted(g, name, openLeases));
     }
 
     /** {@link #campaign(String, Duration)} without blocking; cancelling withdraws the candidacy. */
     public CompletableFuture<Lease> campaignAsync(String value, Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.async(campaignOp(value, timeout), g -> Lease.granted(g, name, openLeases), Lease::discard);
+        return Futures.async(campaignOp(value, timeout), g -> Lease.granted(g, name, openLeases));
     }
 
     /** The current leader (value, term, remaining lease) as the server sees it now, if any. */
@@ -97,7 +96,7 @@ public final class LeaderElection {
 
     /** {@link #observe()} without blocking. */
     public CompletableFuture<Optional<Leader>> observeAsync() {
-        return Futures.async(Bridge.observe(election), l -> Optional.ofNullable(l).map(LeaderElection::leader), l -> {});
+        return Futures.async(Bridge.observe(election), l -> Optional.ofNullable(l).map(LeaderElection::leader));
     }
 
     private static Leader leader(NativeLeader l) {

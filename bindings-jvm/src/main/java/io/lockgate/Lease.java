@@ -67,13 +67,6 @@ public final class Lease implements AutoCloseable {
         return Optional.ofNullable(g).map(x -> new Lease(x, name, openLeases));
     }
 
-    /** Frees a grant nobody will use; the native side releases it in the background. */
-    static void discard(Bridge.Grant g) {
-        if (g != null) {
-            g.lease.destroy();
-        }
-    }
-
     /** The name of the lock this lease holds. */
     public String name() {
         return name;
@@ -106,10 +99,7 @@ public final class Lease implements AutoCloseable {
         return Optional.ofNullable(closed ? closedLossReason : lostReasonFromNative());
     }
 
-    /**
-     * Sets the remaining lease to {@code duration} if still held; never re-acquires: an expired or
-     * taken-over lease throws {@link LockNotHeldException} (and counts as lost). Blocking.
-     */
+    /** Sets the remaining lease to {@code duration} if still held, else {@link LockNotHeldException} (never re-acquires). */
     public void extend(Duration duration) {
         Objects.requireNonNull(duration, "duration");
         checkOpen();
@@ -120,7 +110,7 @@ public final class Lease implements AutoCloseable {
     public CompletableFuture<Void> extendAsync(Duration duration) {
         Objects.requireNonNull(duration, "duration");
         checkOpen();
-        return Futures.async(Bridge.extend(lease, Futures.secs(duration)), v -> null, v -> {});
+        return Futures.async(Bridge.extend(lease, Futures.secs(duration)), v -> null);
     }
 
     /**
@@ -149,7 +139,7 @@ public final class Lease implements AutoCloseable {
         if (closed) {
             return CompletableFuture.completedFuture(false);
         }
-        return Futures.async(Bridge.release(lease), b -> b, b -> {});
+        return Futures.async(Bridge.release(lease), b -> b);
     }
 
     /**
@@ -187,10 +177,7 @@ public final class Lease implements AutoCloseable {
         return token == 0 ? "" : " (fencing token " + token + ")";
     }
 
-    /**
-     * Frees the native handle (a held lease is released in the background, renewal stops);
-     * {@code mayBeLost}: keep the loss reason (false after a release that found it held).
-     */
+    /** Frees the native handle (a held lease is released in the background); {@code mayBeLost}: keep the loss reason. */
     void dispose(boolean mayBeLost) {
         if (closed) {
             return;
@@ -242,7 +229,7 @@ public final class Lease implements AutoCloseable {
         }
         LossWatch w = lease.lossWatch();
         CompletableFuture<LockException> target = lossReason;
-        Bridge.lossOutcome(w).async().whenComplete((failure, err) -> {
+        Futures.async(Bridge.lossOutcome(w), f -> f).whenComplete((failure, err) -> {
             if (failure != null) {
                 target.complete(Errors.fromFailure(failure));
             }

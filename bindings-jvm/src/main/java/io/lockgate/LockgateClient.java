@@ -71,7 +71,7 @@ public final class LockgateClient implements AutoCloseable {
     public static CompletableFuture<LockgateClient> connectAsync(String url, ClientOptions options) {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
-        return Futures.async(Bridge.connect(url, options.toNative()), LockgateClient::new, NativeClient::destroy);
+        return Futures.async(Bridge.connect(url, options.toNative()), LockgateClient::new);
     }
 
     /** What this client's backend can do. */
@@ -165,7 +165,7 @@ public final class LockgateClient implements AutoCloseable {
             return closing.get();
         }
         ExitCleanup.forget(this);
-        Bridge.shutdown(client).async().whenComplete((v, err) -> {
+        Futures.async(Bridge.shutdown(client), v -> v).whenComplete((v, err) -> {
             openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
             if (err != null) {
                 mine.completeExceptionally(Errors.map(err));

@@ -254,7 +254,7 @@ class ErrorsTest {
             () -> Futures.block(Bridge.debugPanicAsync("blocking boom (expected by the test)")));
         assertEquals("INTERNAL", blocking.code());
         java.util.concurrent.ExecutionException async = assertThrows(java.util.concurrent.ExecutionException.class,
-            () -> Bridge.debugPanicAsync("async boom (expected by the test)").async().get());
+            () -> Futures.async(Bridge.debugPanicAsync("async boom (expected by the test)"), v -> v).get());
         assertTrue(Errors.map(async) instanceof LockInternalException);
         try (Lease lease = client.getLock("after-panic").acquire(Duration.ofSeconds(1))) {
             assertTrue(lease.isHeld(), "the library still works after panics");

@@ -12,6 +12,7 @@ import io.lockgate.internal.ffi.NativeOptionValue
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
 import java.util.concurrent.CompletableFuture
+import java.util.function.Function
 import java.util.concurrent.LinkedBlockingQueue
 import kotlin.coroutines.CoroutineContext
 import kotlinx.coroutines.CoroutineDispatcher
@@ -59,17 +60,27 @@ object Bridge {
 
     /** One native call, not started yet. A result nobody will take (cancelled meanwhile) goes to [orphan]. */
     class Op<T> internal constructor(private val orphan: (T) -> Unit, private val body: suspend () -> T) {
-        /** Starts the call on the caller's thread (UNDISPATCHED); completion resumes on Default. */
-        fun async(): CompletableFuture<T> {
-            val future = CompletableFuture<T>()
+        /**
+         * Starts the call on the caller's thread (UNDISPATCHED; completion resumes on Default): its
+         * result through [map], errors through [mapError]. A result that does not make it into
+         * the future (cancelled meanwhile, or [map] failed) goes to the orphan handler.
+         */
+        fun <R> async(map: Function<T, R>, mapError: Function<Throwable, Throwable>): CompletableFuture<R> {
+            val future = CompletableFuture<R>()
             val job = scope.launch(start = CoroutineStart.UNDISPATCHED) {
                 val value = try {
                     body()
                 } catch (e: Throwable) {
-                    future.completeExceptionally(e)
+                    future.completeExceptionally(mapError.apply(e))
                     return@launch
                 }
-                if (!future.complete(value)) orphan(value)
+                val done = try {
+                    future.complete(map.apply(value))
+                } catch (e: Throwable) {
+                    future.completeExceptionally(mapError.apply(e))
+                    false
+                }
+                if (!done) orphan(value)
             }
             future.whenComplete { _, _ -> if (future.isCancelled) job.cancel() }
             return future
