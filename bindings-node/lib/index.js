@@ -1,6 +1,7 @@
 'use strict';
 // lockgate for Node.js: Client -> Lock -> Lease, for every backend, over the core engine
 // (WebAssembly) and one transport per backend (lib/transport/<name>.js) that does the I/O.
+// The public API is documented in full in lib/index.d.ts; comments here say what each is for.
 
 const wasm = require('./wasm');
 const errors = require('./errors');
@@ -11,12 +12,8 @@ const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
 
 /**
- * Connects and returns a Client. `target` is a URL whose scheme picks the backend (the core's
- * grammar, the same in every binding): `redis://` / `rediss://` (one server or a primary),
- * `redis+cluster://` / `rediss+cluster://` (any node of a Redis Cluster), `redlock://h1:p1,h2:p2,
- * h3:p3` / `rediss+redlock://...` (Redlock over independent masters). It may also be an
- * existing ioredis client, an ioredis `Cluster`, or an array of ioredis clients (Redlock
- * masters): used as they are and left open by `close()`.
+ * Connects to the backend the URL's scheme picks (or to a caller's ioredis client, Cluster, or
+ * array of clients as Redlock masters, left open by `close()`) and returns a Client.
  */
 async function connect(target, options) {
   const given = typeof target === 'string' ? undefined : target;
@@ -54,63 +51,31 @@ class Client {
     this.#capabilities = Object.freeze(capabilities);
   }
 
-  /**
-   * What this client's backend offers, from the core: `{ backend, scheme, fencing, fifo,
-   * semaphore, readWrite, election, observe, reentrant, replicaAcks }`. Asking for what it lacks
-   * (a semaphore on Redlock, ...) throws UnsupportedError.
-   */
+  /** What this client's backend offers (the core's Capabilities); what it lacks is UnsupportedError. */
   get capabilities() {
     return this.#capabilities;
   }
 
-  /**
-   * A mutex named `name`; the name and options are validated here. With `reentrant: true`,
-   * acquiring it again through this handle while it holds the lock re-enters the same lease (same
-   * fencing token, one more hold); only the last release frees it.
-   * @param {string} name
-   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant }`
-   * @returns {Lock}
-   */
+  /** A mutex named `name` (`{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant }`), validated here. */
   lock(name, options) {
     const driver = open(this);
     return new Lock(INTERNAL, this, wasm.LockSpec.mutex(driver.engine, name, options));
   }
 
-  /**
-   * A counting semaphore named `name` with `permits` permits: each acquisition takes one permit
-   * as a Lease, which returns by itself within one lease if its holder dies. Every client of one
-   * name must use the same `permits`.
-   * @param {string} name
-   * @param {number} permits a whole number from 1 to 1000000
-   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`
-   * @returns {Semaphore}
-   */
+  /** A counting semaphore named `name` with `permits` permits (each Lease is one permit). */
   semaphore(name, permits, options) {
     const driver = open(this);
     return new Semaphore(INTERNAL, this, wasm.LockSpec.semaphore(driver.engine, name, permits, options));
   }
 
-  /**
-   * A read-write lock named `name`: many holders of `.readLock` or one of `.writeLock`. By
-   * default a queued writer blocks readers that arrive after it (`writersFirst: false` lets
-   * readers join current readers past queued writers).
-   * @param {string} name
-   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant, writersFirst }`
-   * @returns {ReadWriteLock}
-   */
+  /** A read-write lock named `name`: many holders of `.readLock` or one of `.writeLock`. */
   readWriteLock(name, options) {
     const { engine } = open(this);
     const read = wasm.LockSpec.readWrite(engine, name, options, false);
     return new ReadWriteLock(INTERNAL, this, read, wasm.LockSpec.readWrite(engine, name, options, true));
   }
 
-  /**
-   * A leader election named `name`. `leaseMs` bounds how long a crashed leader keeps
-   * leadership; the watchdog renews it while the leader lives.
-   * @param {string} name
-   * @param {object} [options] `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`
-   * @returns {Election}
-   */
+  /** A leader election named `name` (`leaseMs` bounds how long a crashed leader keeps leading). */
   election(name, options) {
     const driver = open(this);
     return new Election(INTERNAL, this, wasm.LockSpec.election(driver.engine, name, options));
@@ -121,10 +86,7 @@ class Client {
     return drivers.get(this).closed;
   }
 
-  /**
-   * Releases every lease, cancels every pending acquire, and closes the connections this client
-   * opened. Later calls on the client and its locks and leases fail with ClosedError.
-   */
+  /** Releases every lease, cancels every wait, closes the connections it opened; later calls: ClosedError. */
   close() {
     return drivers.get(this).close();
   }
@@ -239,11 +201,7 @@ class HandleLeases {
   }
 }
 
-/**
- * A handle on a named lock: a mutex (`client.lock`), a semaphore permit (`client.semaphore`),
- * one half of a read-write lock, or (inside `election.campaign`) leadership. Holding it is a
- * Lease, owned by the object that holds it, never by a call stack.
- */
+/** A handle on a named lock (a mutex, a semaphore permit, a read-write half, leadership); holding it is a Lease. */
 class Lock {
   #client;
   #spec;
@@ -287,22 +245,12 @@ class Lock {
     return { ...this.#info.options };
   }
 
-  /**
-   * The most recent Lease acquired through this handle that is still held, or null. The handle
-   * keeps it reachable, so a lease whose acquire() result was dropped can still be released
-   * (`lock.lease.release()`); nothing releases a lease because it became unreachable.
-   */
+  /** The most recent Lease acquired through this handle that is still held (kept reachable here), or null. */
   get lease() {
     return this.#leases.current();
   }
 
-  /**
-   * Waits for the lock and resolves with a Lease. Rejects with TimeoutError after `timeoutMs`
-   * (default: the lock's `waitTimeoutMs`, else no limit) and with CancelledError when `signal`
-   * aborts; either way nothing is left on the server. A reentrant handle that holds the lock
-   * resolves at once with the same lease (one more hold); a non-reentrant one rejects at once
-   * with AlreadyHeldError.
-   */
+  /** Waits for the lock (`{ timeoutMs, signal }`) and resolves with a Lease; a reentrant handle re-enters its own. */
   async acquire(options) {
     const driver = drivers.get(this.#client);
     const signal = checkSignal(options);
@@ -316,11 +264,7 @@ class Lock {
     return this.#granted(driver, acquiredOrTimeout(ev));
   }
 
-  /**
-   * One attempt: a Lease, or null if the lock is held (or others queue for it). Through a
-   * non-reentrant handle that holds the lock it rejects with AlreadyHeldError. On Redlock, too
-   * few masters able to vote is a (retryable) ConnectionError.
-   */
+  /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
   async tryAcquire() {
     const driver = drivers.get(this.#client);
     if (this.#info.reentrant) {
@@ -333,11 +277,7 @@ class Lock {
     return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
   }
 
-  /**
-   * Acquires, runs `fn(lease)`, and releases even if `fn` throws. Resolves with `fn`'s result
-   * only if the lease was still held when `fn` finished; otherwise rejects with NotHeldError,
-   * because the work may have overlapped another holder.
-   */
+  /** Acquires, runs `fn(lease)`, releases even if it throws; NotHeldError if the lease was lost meanwhile. */
   async using(fn, options) {
     if (typeof fn !== 'function') throw invalid('using() takes a function');
     const lease = await this.acquire(options);
@@ -453,10 +393,7 @@ class ReadWriteLock {
   }
 }
 
-/**
- * A leader election: candidates `campaign()` (wait to lead), the leader resigns by releasing its
- * Leadership, and anyone can `observe()` the current leader and its term.
- */
+/** A leader election: candidates campaign, the leader resigns by releasing, anyone can observe. */
 class Election {
   #client;
   #spec;
@@ -482,11 +419,7 @@ class Election {
     return { ...this.#spec.info.options };
   }
 
-  /**
-   * Waits to become leader, publishing `value` (at most 4096 bytes) to observers. Resolves with
-   * the Leadership: its fencing token is the term, its signal aborts when leadership is lost,
-   * and releasing it resigns. Rejects like `lock.acquire()` (TimeoutError, CancelledError).
-   */
+  /** Waits to become leader publishing `value`; resolves with the Leadership (its token is the term). */
   async campaign(value, options) {
     return this.candidate(value).acquire(options);
   }
@@ -496,21 +429,13 @@ class Election {
     return this.candidate(value).tryAcquire();
   }
 
-  /**
-   * A candidate publishing `value` (validated here: at most 4096 bytes of UTF-8): a Lock whose
-   * `acquire()`, `tryAcquire()` and `using()` campaign and whose leases are Leadership.
-   * @param {string} value
-   * @returns {Candidate}
-   */
+  /** A candidate publishing `value` (checked here): a Lock whose acquisitions campaign. */
   candidate(value) {
     open(this.#client);
     return new Candidate(INTERNAL, this.#client, this.#spec.campaign(value), this);
   }
 
-  /**
-   * The current leader as `{ value, term, remainingMs }` (`term` a bigint: the leader's fencing
-   * token; `remainingMs` its lease left on the server), or null if nobody leads.
-   */
+  /** The current leader as `{ value, term, remainingMs }`, or null if nobody leads. */
   async observe() {
     const ev = await drivers.get(this.#client).observe(this.name);
     if (ev.value === undefined) return null;
@@ -545,10 +470,7 @@ function disposable(cls, dispose) {
   if (typeof Symbol.asyncDispose === 'symbol') cls.prototype[Symbol.asyncDispose] = dispose;
 }
 
-/**
- * Proof of holding a lock: the fencing token, the loss signal, release and extend. Releasing a
- * re-entered lease gives back one hold; the last one frees the lock.
- */
+/** Proof of holding a lock: fencing token, loss signal, release, extend (a re-entered lease gives back one hold). */
 class Lease {
   #lock;
   #driver;
@@ -569,10 +491,7 @@ class Lease {
     this.fencingToken = ev.fencingToken ?? null;
   }
 
-  /**
-   * Aborts, with a NotHeldError reason, when the lease is lost, or with a ClosedError when the
-   * client's close() released it; never on release().
-   */
+  /** Aborts when the lease is lost (NotHeldError) or close() released it (ClosedError); never on release(). */
   get signal() {
     return this.#loss.signal;
   }
@@ -592,10 +511,7 @@ class Lease {
     return this.#released ? 0 : this.#driver.remainingMs(this.#id);
   }
 
-  /**
-   * Releases the lock if this lease still holds it. Resolves false if it had already ended (or
-   * was released before).
-   */
+  /** Releases the lock if this lease still holds it; false if it had already ended (or was released). */
   async release() {
     if (this.#released) return false;
     const done = this.#driver.release(this.#id);
@@ -617,10 +533,7 @@ class Lease {
   }
 }
 
-/**
- * Leadership of an election: a Lease whose fencing token is the term. Its signal aborts when
- * leadership is lost; `release()` resigns.
- */
+/** Leadership of an election: a Lease whose fencing token is the term; `release()` resigns. */
 class Leadership extends Lease {
   #election;
   #value;

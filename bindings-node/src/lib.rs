@@ -24,9 +24,8 @@ use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
 
-/// The core engine of one client: the backend's lock protocol. Both have the same driving
-/// methods; what differs is the shape of their requests (a pipeline on the one connection, or
-/// one command for one master) and of their outcomes (a Redlock grant has no fencing token).
+/// The core engine of one client, by backend: the same driving methods, different requests (a
+/// pipeline on one connection, or one command for one master) and outcomes (Redlock: no token).
 enum Core {
     Redis(lockgate_core::Engine),
     Redlock(RedlockEngine),
@@ -385,10 +384,8 @@ impl Engine {
 /// above serve the ioredis transport instead; a driver uses one or the other.
 #[wasm_bindgen]
 impl Engine {
-    /// The engine's next requests: the RESP of every pipeline it has queued, to be written in
-    /// order on the command connection (each now waits for its replies) — a string when that is
-    /// valid UTF-8 (to be written as UTF-8), else a `Uint8Array` —, or a request in
-    /// `pollRequest`'s flat form (an array) for anything else (a subscribe), or `undefined`.
+    /// The RESP of every pipeline queued, to write in order on the command connection (a UTF-8
+    /// string, else a `Uint8Array`), or a request in `pollRequest`'s form (a subscribe), or `undefined`.
     #[wasm_bindgen(js_name = pollWireRequests)]
     pub fn poll_wire_requests(&mut self, now: f64) -> JsValue {
         let Core::Redis(engine) = &mut self.core else { return JsValue::UNDEFINED };
@@ -422,10 +419,8 @@ impl Engine {
         }
     }
 
-    /// Bytes the command connection read. Every request whose replies are now complete goes to
-    /// the engine. Returns how many requests still wait for replies, or -1 if the stream broke
-    /// (a malformed or unexpected reply): those requests have failed, and the driver must drop
-    /// the connection.
+    /// Bytes the command connection read; complete replies go to the engine. Returns how many
+    /// requests still wait, or -1 if the stream broke (they failed; the connection must go).
     #[wasm_bindgen(js_name = handleWireData)]
     pub fn handle_wire_data(&mut self, now: f64, data: &[u8]) -> i32 {
         let Core::Redis(engine) = &mut self.core else { return -1 };
