@@ -26,56 +26,11 @@ import org.junit.jupiter.api.Timeout;
 /** DistributedReadWriteLock: shared readers, exclusive writers, writers first, the JDK interface. */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class ReadWriteLockTest extends RedisTestBase {
-    @Test
-    void readersOverlapAndAWriterExcludesEveryone() throws Exception {
-        DistributedReadWriteLock rw = client.getReadWriteLock("doc");
-        assertSame(rw.readLock(), rw.readLock());
-        try (LockgateClient other = LockgateClient.connect(server.url())) {
-            DistributedReadWriteLock rw2 = other.getReadWriteLock("doc");
-            Lease r1 = rw.readLock().acquire(Duration.ofSeconds(1));
-            Lease r2 = rw2.readLock().acquire(Duration.ofSeconds(1));
-            assertEquals(2L, raw.num("ZCARD", key("doc", ":rw:holders")), "two readers at once");
-            assertTrue(rw2.writeLock().tryAcquire().isEmpty(), "no writer beside readers");
-            assertThrows(LockTimeoutException.class, () -> rw.writeLock().acquire(Duration.ofMillis(100)));
-            assertTrue(r1.release());
-            assertTrue(rw2.writeLock().tryAcquire().isEmpty(), "no writer beside one reader");
-            assertTrue(r2.release());
-            try (Lease w = rw2.writeLock().acquire(Duration.ofSeconds(1))) {
-                assertTrue(w.fencingToken().getAsLong() > r2.fencingToken().getAsLong());
-                assertTrue(rw.readLock().tryAcquire().isEmpty(), "no reader beside a writer");
-                assertTrue(rw.writeLock().tryAcquire().isEmpty(), "no second writer");
-            }
-        }
-        assertEquals(List.of(), liveKeys(raw, "doc"));
-    }
-
-    // A queued writer blocks readers that arrive after it (writers first, the default).
-    @Test
-    void aQueuedWriterBlocksNewReaders() throws Exception {
-        DistributedReadWriteLock rw = client.getReadWriteLock("queued");
-        assertTrue(rw.isWritersFirst());
-        Lease r1 = rw.readLock().acquire(Duration.ofSeconds(1));
-        CompletableFuture<Lease> writer = rw.writeLock().acquireAsync(Duration.ofSeconds(10));
-        assertTrue(zcardAtLeast(raw, key("queued", ":rw:queue"), 1, 5000), "the writer queued");
-        // Another reader (a second handle: this one already holds r1 and would be ALREADY_HELD).
-        assertTrue(client.getReadWriteLock("queued").readLock().tryAcquire().isEmpty(),
-            "a queued writer blocks a new reader");
-        // Every client of a name must agree on writers-first while it is in use (issue 13, item 1).
-        LockInvalidArgumentException mismatch = assertThrows(LockInvalidArgumentException.class,
-            () -> rw.withWritersFirst(false).readLock().tryAcquire());
-        assertTrue(mismatch.getMessage().contains("writers_first"), mismatch.getMessage());
-        assertTrue(r1.release());
-        Lease w = writer.get(5, TimeUnit.SECONDS);
-        assertTrue(w.fencingToken().getAsLong() > r1.fencingToken().getAsLong());
-        assertTrue(client.getReadWriteLock("queued").readLock().tryAcquire().isEmpty());
-        w.close();
-        assertEquals(List.of(), liveKeys(raw, "queued"));
-    }
-
     // Through java.util.concurrent.locks: threads sharing one object; a writer never overlaps anyone.
     @Test
     void jdkInterfaceNeverLetsAWriterOverlap() throws Exception {
-        ReadWriteLock rw = client.getReadWriteLock("stress");
+        DistributedReadWriteLock rw = client.getReadWriteLock("stress");
+        assertSame(rw.readLock(), rw.readLock(), "each half is one object");
         AtomicInteger readers = new AtomicInteger();
         AtomicInteger writers = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
