@@ -1,4 +1,5 @@
-# Shared shell helpers for ./run: idempotent installs and loopback servers stopped by pid.
+# Shared shell helpers for ./run: idempotent installs and loopback servers stopped by pid
+# (through the one test-server launcher, test-servers).
 # Sourced, not executed.
 
 LG_ROOT=${LG_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -44,41 +45,52 @@ ensure_base() {
   ensure_rust
 }
 
-# A loopback port nothing listens on now, below the kernel's ephemeral range (why: see bindings-python/tests/ports.py).
-free_port() {
-  python3 "$LG_ROOT/bindings-python/tests/ports.py"
-}
+# The one test-server launcher (conformance/src/bin/servers.rs, documented in
+# conformance/README.md), shared with every language's tests and the conformance orchestrator.
+LG_TEST_SERVERS=${LOCKGATE_TEST_SERVERS:-$LG_ROOT/target/release/test-servers}
 
-# Starts a throwaway redis-server on a free loopback port and sets REDIS_PORT (a server that
-# exits at once lost its port to another process: it is started again on a new one). Call it
-# directly, not in $(...): the pid must be recorded in this shell for cleanup to stop the server.
-redis_start() {
-  local port dir
-  for _ in 1 2 3 4 5; do
-    port=$(free_port)
-    dir="$LG_TMP/redis-$port"
-    mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
-      --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" "$@" >/dev/null
-    for _ in $(seq 1 100); do
-      redis-cli -p "$port" ping >/dev/null 2>&1 && break
-      sleep 0.05
-    done
-    if redis-cli -p "$port" ping >/dev/null 2>&1; then
-      LG_PIDS+=("$(cat "$dir/redis.pid")")
-      REDIS_PORT=$port
+# Starts `test-servers KIND [ARGS...]` (single, acl, replica, cluster, redlock, proxied) in the
+# background and sets SERVERS_JSON to the one JSON line it prints (URLs, ports, pids). Its pid
+# goes to LG_PIDS: cleanup's kill (SIGTERM) makes it stop exactly the servers it started. Call
+# it directly, not in $(...), so the pid is recorded in this shell.
+servers_start() {
+  [ -x "$LG_TEST_SERVERS" ] || cargo build --release -q -p lockgate-conformance
+  local fifo out pid fd
+  fifo=$(mktemp -u "$LG_TMP/servers.XXXXXX")
+  out="$fifo.json"
+  mkfifo "$fifo"
+  "$LG_TEST_SERVERS" "$@" < "$fifo" > "$out" &
+  pid=$!
+  LG_PIDS+=("$pid")
+  # Hold the launcher's stdin open: it runs until its stdin closes or it gets SIGTERM.
+  exec {fd}> "$fifo"
+  for _ in $(seq 1 1200); do
+    if [ "$(wc -l < "$out")" -ge 1 ]; then
+      SERVERS_JSON=$(head -n 1 "$out")
       return 0
     fi
-    [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null
-    log "redis-server did not start on port $port: $(tail -n 2 "$dir/redis.log" 2>/dev/null | tr '\n' ' ')"
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
   done
+  log "test-servers $* did not start"
   return 1
+}
+
+# Starts a throwaway redis-server (test-servers single; extra arguments go to redis-server) and
+# sets REDIS_PORT. Call it directly, not in $(...).
+redis_start() {
+  servers_start single -- "$@" || return 1
+  REDIS_PORT=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["nodes"][0]["port"])' "$SERVERS_JSON")
 }
 
 # Stops every server this run started, by pid, and removes the temp dir.
 cleanup() {
   for pid in "${LG_PIDS[@]}"; do
     kill "$pid" 2>/dev/null || true
+  done
+  # The launchers are this shell's children: let them stop their servers before the dir goes.
+  for pid in "${LG_PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
   done
   rm -rf "$LG_TMP"
 }

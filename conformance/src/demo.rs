@@ -23,7 +23,7 @@ pub async fn run(root: &Path, specs: &[ActorSpec], per_binding: usize, rounds: u
     for spec in specs {
         for i in 1..=per_binding {
             let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-            let id = a.send(json!({"op": "connect", "url": server.url(), "prefix": PREFIX, "options": {"prefix": PREFIX}})).await?;
+            let id = a.send(json!({"op": "connect", "url": server.url(), "options": {"prefix": PREFIX}})).await?;
             let r = a.wait(id, OP_LIMIT).await?;
             if r.value["ok"] != true {
                 return Err(format!("{} actor could not connect: {}", spec.binding, r.value));

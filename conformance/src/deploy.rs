@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::proxy::Proxy;
 use crate::server::RedisServer;
+use crate::tls::TlsFiles;
 
 /// The slot ranges of the three cluster masters, in node order.
 pub const SLOT_RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
@@ -59,12 +60,15 @@ pub struct Deployment {
     userinfo: Option<String>,
     /// The directory holding the ACL file (acl only).
     acl_dir: Option<std::path::PathBuf>,
+    /// The certificates of TLS-only servers (`--tls`).
+    pub tls: Option<TlsFiles>,
 }
 
 impl Drop for Deployment {
     fn drop(&mut self) {
         self.proxy = None;
         self.nodes.clear();
+        self.tls = None;
         if let Some(d) = &self.acl_dir {
             let _ = std::fs::remove_dir_all(d);
         }
@@ -79,9 +83,27 @@ fn with(base: &[&str], extra: &[String]) -> Vec<String> {
 impl Deployment {
     /// Starts `kind`, each node with the `extra` redis-server arguments too.
     pub fn start(kind: Kind, extra: &[String]) -> Result<Deployment, String> {
-        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxy: None, userinfo: None, acl_dir: None };
+        Self::start_with(kind, extra, false)
+    }
+
+    /// As [`Deployment::start`]; with `tls` every port is TLS-only, with a fresh CA
+    /// ([`Deployment::tls`]). Only for kinds whose servers are independent (single, acl,
+    /// redlock): a TLS replica or cluster bus would need more.
+    pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxy: None, userinfo: None, acl_dir: None, tls: None };
+        let mut extra = extra.to_vec();
+        if tls {
+            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. }) {
+                return Err(format!("--tls is for single, acl and redlock, not {}", kind.name()));
+            }
+            let files = TlsFiles::create()?;
+            extra.extend(files.server_args());
+            d.tls = Some(files);
+        }
+        let extra = &extra[..];
+        let start = |args: Vec<String>| RedisServer::start_as(args, tls);
         match kind {
-            Kind::Single => d.nodes.push(RedisServer::start_with(extra.to_vec())?),
+            Kind::Single => d.nodes.push(start(extra.to_vec())?),
             Kind::Proxied => {
                 d.nodes.push(RedisServer::start_with(extra.to_vec())?);
                 d.proxy = Some(Proxy::start(([127, 0, 0, 1], d.nodes[0].port).into())?);
@@ -93,7 +115,7 @@ impl Deployment {
                 std::fs::write(&file, lines.join("\n") + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
                 let path = file.to_string_lossy().into_owned();
                 let args = with(&["--aclfile", path.as_str()], extra);
-                d.nodes.push(RedisServer::start_with(args)?);
+                d.nodes.push(start(args)?);
                 d.userinfo = Some(format!("{}:{}", enc(&user), enc(&password)));
             }
             Kind::Replica { replicas } => {
@@ -117,7 +139,7 @@ impl Deployment {
             }
             Kind::Redlock { masters } => {
                 for _ in 0..masters {
-                    d.nodes.push(RedisServer::start_with(extra.to_vec())?);
+                    d.nodes.push(start(extra.to_vec())?);
                 }
             }
         }
@@ -175,18 +197,31 @@ impl Deployment {
     pub fn url(&self) -> String {
         match &self.kind {
             Kind::Cluster => format!("redis+cluster://127.0.0.1:{}", self.nodes[0].port),
-            Kind::Redlock { .. } => redlock_url(&self.nodes.iter().collect::<Vec<_>>()),
+            Kind::Redlock { .. } => redlock_url(&self.nodes.iter().collect::<Vec<_>>()).replacen("redlock://", self.scheme("redlock"), 1),
             Kind::Proxied => self.proxy.as_ref().map(Proxy::url).unwrap_or_default(),
             _ => self.node_url(0),
         }
     }
 
-    /// `redis://` URL of node `i` (with the ACL user's credentials where there are some).
+    /// `redis://` (TLS: `rediss://`) URL of node `i`, with the ACL user's credentials where
+    /// there are some.
     pub fn node_url(&self, i: usize) -> String {
         let port = self.nodes[i].port;
+        let scheme = self.scheme("");
         match &self.userinfo {
-            Some(u) => format!("redis://{u}@127.0.0.1:{port}"),
-            None => format!("redis://127.0.0.1:{port}"),
+            Some(u) => format!("{scheme}{u}@127.0.0.1:{port}"),
+            None => format!("{scheme}127.0.0.1:{port}"),
+        }
+    }
+
+    /// The URL scheme with `://`: `redis://` (`variant` "redlock": `redlock://`), and their TLS
+    /// forms `rediss://` / `rediss+redlock://` when the servers speak TLS.
+    fn scheme(&self, variant: &str) -> &'static str {
+        match (self.tls.is_some(), variant) {
+            (false, "redlock") => "redlock://",
+            (true, "redlock") => "rediss+redlock://",
+            (false, _) => "redis://",
+            (true, _) => "rediss://",
         }
     }
 
@@ -221,13 +256,16 @@ impl Deployment {
             })
             .collect();
         let mut out = json!({"kind": self.kind.name(), "url": self.url(), "nodes": nodes, "pids": self.pids()});
+        if let Some(t) = &self.tls {
+            out["ca_file"] = json!(t.ca_file());
+        }
         match &self.kind {
             Kind::Redlock { .. } => out["urls"] = json!((0..self.nodes.len()).map(|i| self.node_url(i)).collect::<Vec<_>>()),
             Kind::Proxied => out["server_url"] = json!(self.node_url(0)),
             Kind::Acl { user, password, .. } => {
                 out["user"] = json!(user);
                 out["password"] = json!(password);
-                out["url_without_credentials"] = json!(format!("redis://127.0.0.1:{}", self.nodes[0].port));
+                out["url_without_credentials"] = json!(format!("{}127.0.0.1:{}", self.scheme(""), self.nodes[0].port));
             }
             _ => {}
         }

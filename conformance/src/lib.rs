@@ -8,3 +8,4 @@ pub mod fixture;
 pub mod ports;
 pub mod proxy;
 pub mod server;
+pub mod tls;

@@ -55,21 +55,6 @@ impl Scenario {
 struct ActorSpec {
     binding: String,
     command: Vec<String>,
-    /// The actor protocol it speaks (conformance/README.md): 1 (absent) runs the single and
-    /// Redlock variants through the old connect shapes; 2 runs every variant.
-    #[serde(default = "protocol_1")]
-    protocol: u8,
-}
-
-fn protocol_1() -> u8 {
-    1
-}
-
-impl ActorSpec {
-    /// Whether this actor can run on `variant`.
-    fn runs_on(&self, variant: &str) -> bool {
-        self.protocol >= 2 || matches!(variant, "single" | "redlock")
-    }
 }
 
 /// One execution of a scenario with a given binding per actor.
@@ -152,7 +137,7 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
         chosen.push(spec);
     }
     // Only variants some scenario and some actor can run on are started.
-    chosen.retain(|v| scenarios.iter().any(|s| Variant::offers(&v.capabilities, &s.needs)) && specs.iter().any(|a| a.runs_on(v.name)));
+    chosen.retain(|v| scenarios.iter().any(|s| Variant::offers(&v.capabilities, &s.needs)));
     let mut variants = Vec::new();
     for spec in chosen {
         let started = std::time::Instant::now();
@@ -280,7 +265,7 @@ async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
         if !Variant::offers(&v.capabilities, &scenario.needs) {
             continue;
         }
-        for (label, assignment) in assignments(scenario, &plan.specs, v.name) {
+        for (label, assignment) in assignments(scenario, &plan.specs) {
             // A failure list names a scenario (every variant) or `scenario@variant`.
             let listed = |b: &String| {
                 plan.failures.get(b).is_some_and(|f| f.contains_key(&scenario.name) || f.contains_key(&format!("{}@{}", scenario.name, v.name)))
@@ -305,10 +290,10 @@ async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
     results
 }
 
-/// Every binding that runs on `variant` alone; then, for scenarios with several actors and
-/// several such bindings, one rotation per binding spreading the actors across them.
-fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec], variant: &str) -> Vec<(String, Vec<&'a ActorSpec>)> {
-    let specs: Vec<&ActorSpec> = specs.iter().filter(|a| a.runs_on(variant)).collect();
+/// Every binding alone; then, for scenarios with several actors and several bindings, one
+/// rotation per binding spreading the actors across them.
+fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec]) -> Vec<(String, Vec<&'a ActorSpec>)> {
+    let specs: Vec<&ActorSpec> = specs.iter().collect();
     let mut out: Vec<(String, Vec<&ActorSpec>)> = specs.iter().map(|spec| (spec.binding.clone(), s.actors.iter().map(|_| *spec).collect())).collect();
     if s.actors.len() > 1 && specs.len() > 1 {
         for shift in 0..specs.len() {
@@ -322,55 +307,35 @@ fn assignments<'a>(s: &Scenario, specs: &'a [ActorSpec], variant: &str) -> Vec<(
     out
 }
 
-/// Connects actor `a` as `connect` says, in the shape its protocol speaks; checks the
-/// capabilities a protocol-2 actor reports, if it reports any.
-async fn connect(a: &mut Actor, spec: &ActorSpec, c: &Connect, variant: &str, capabilities: &[&str]) -> Result<Value, String> {
-    if spec.protocol >= 2 {
-        let op = serde_json::json!({"op": "connect", "url": c.url, "options": c.options, "prefix": PREFIX});
-        let id = a.send(op).await?;
-        let r = a.wait(id, OP_LIMIT).await?;
-        if let Some(caps) = r.value.get("capabilities").and_then(Value::as_array) {
-            let reported: Vec<String> = caps.iter().filter_map(Value::as_str).map(|c| c.to_ascii_lowercase().replace('-', "_")).collect();
-            for name in CLIENT_CAPABILITIES {
-                if reported.iter().any(|r| r == name) != capabilities.contains(&name) {
-                    let expected: Vec<&&str> = capabilities.iter().filter(|c| CLIENT_CAPABILITIES.contains(c)).collect();
-                    return Err(format!("the client reports capabilities {reported:?}; the {variant} variant has {expected:?}"));
-                }
+/// Connects actor `a` as `c` says and checks the capabilities it reports, if it reports any.
+async fn connect(a: &mut Actor, c: &Connect, variant: &str, capabilities: &[&str]) -> Result<Value, String> {
+    let id = a.send(serde_json::json!({"op": "connect", "url": c.url, "options": c.options})).await?;
+    let r = a.wait(id, OP_LIMIT).await?;
+    if let Some(caps) = r.value.get("capabilities").and_then(Value::as_array) {
+        let reported: Vec<String> = caps.iter().filter_map(Value::as_str).map(|c| c.to_ascii_lowercase().replace('-', "_")).collect();
+        for name in CLIENT_CAPABILITIES {
+            if reported.iter().any(|r| r == name) != capabilities.contains(&name) {
+                let expected: Vec<&&str> = capabilities.iter().filter(|c| CLIENT_CAPABILITIES.contains(c)).collect();
+                return Err(format!("the client reports capabilities {reported:?}; the {variant} variant has {expected:?}"));
             }
         }
-        return Ok(r.value);
     }
-    let op = serde_json::json!({"op": "connect", "url": c.legacy_url, "prefix": PREFIX});
-    let id = a.send(op).await?;
-    let r = a.wait(id, OP_LIMIT).await?;
-    if r.value["ok"] != true {
-        return Ok(r.value);
-    }
-    match &c.legacy_redlock {
-        Some((urls, max_lease_ms)) => {
-            let op = serde_json::json!({"op": "connect_redlock", "urls": urls, "prefix": PREFIX, "max_lease_ms": max_lease_ms});
-            let id = a.send(op).await?;
-            Ok(a.wait(id, OP_LIMIT).await?.value)
-        }
-        None => Ok(r.value),
-    }
+    Ok(r.value)
 }
 
 /// Runs one scenario with one assignment of bindings to actors on one variant.
 async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
     let proxied = s.needs("proxy");
     let conn = tokio::task::block_in_place(|| v.fixture.connect(proxied))?;
-    // Protocol-1 actors reach a Redlock through `kind: redlock` locks of their Redlock client.
-    let legacy_kind = conn.legacy_redlock.is_some();
     let capabilities = v.capabilities.clone();
-    let mut actors: HashMap<String, (Actor, &ActorSpec)> = HashMap::new();
+    let mut actors: HashMap<String, Actor> = HashMap::new();
     for (name, spec) in s.actors.iter().zip(assignment) {
         let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
-        let r = connect(&mut a, spec, &conn, v.name, &capabilities).await?;
+        let r = connect(&mut a, &conn, v.name, &capabilities).await?;
         if r["ok"] != true {
             return Err(format!("{name} ({}) could not connect: {r}", spec.binding));
         }
-        actors.insert(name.clone(), (a, spec));
+        actors.insert(name.clone(), a);
     }
     let mut ctx = check::Context::new(&format!("{}.{tag}", s.name), v.has("fencing"));
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
@@ -383,35 +348,26 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                 let op = Op::parse(step, |l| ctx.lock_name(l)).map_err(at)?;
                 tokio::task::block_in_place(|| v.fixture.apply(&op)).map_err(at)?;
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
-                actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.0.crash().await;
+                actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
             } else if let Some(labels) = step.get("check_hammer").and_then(Value::as_array) {
                 let permits = step.get("permits").and_then(Value::as_u64).unwrap_or(1);
                 ctx.check_hammer(labels, permits).map_err(at)?;
             } else if let Some(label) = step.get("await").and_then(Value::as_str) {
                 let (who, id) = pending.remove(label).ok_or_else(|| at(format!("nothing pending as {label}")))?;
-                let (actor, _) = actors.get_mut(&who).expect("pending actor exists");
+                let actor = actors.get_mut(&who).expect("pending actor exists");
                 let reply = actor.wait(id, OP_LIMIT).await.map_err(at)?;
                 ctx.expect(step, &reply, label).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
             } else if let Some(who) = step.get("actor").and_then(Value::as_str) {
-                let (actor, spec) = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
-                let mut op = ctx.operation(step);
+                let actor = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
+                let op = ctx.operation(step);
                 if let Some(picked) = op.get("masters").and_then(Value::as_array).cloned() {
                     // `connect` over some of the masters, by index.
                     let picked = picked.iter().map(|i| i.as_u64().map(|i| i as usize)).collect::<Option<Vec<_>>>().ok_or_else(|| at(format!("bad master indices {picked:?}")))?;
                     let c = v.fixture.connect_masters(&picked).map_err(at)?;
-                    let reply = connect(actor, spec, &c, v.name, &capabilities).await.map_err(at)?;
+                    let reply = connect(actor, &c, v.name, &capabilities).await.map_err(at)?;
                     let timed = actor::Timed { value: reply, elapsed: Duration::ZERO };
                     ctx.expect(step, &timed, who).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
                     continue;
-                }
-                if legacy_kind && spec.protocol < 2 && matches!(op["op"].as_str(), Some("lock" | "acquire" | "try_acquire" | "hammer")) && op.get("kind").is_none() {
-                    op["kind"] = Value::from("redlock");
-                    // No lease given: the library's rule is min(30 s, max_lease), renewed; a
-                    // protocol-1 actor cannot say "no lease" to its Redlock client.
-                    if op.get("lease_ms").is_none() {
-                        op["lease_ms"] = Value::from(variant::REDLOCK_MAX_LEASE_MS);
-                        op["renew"] = Value::from(true);
-                    }
                 }
                 let id = actor.send(op).await.map_err(at)?;
                 match step.get("async").and_then(Value::as_str) {
@@ -434,7 +390,7 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
     // A spell or a pause still running (a failed step) ends before the actors exit, so their
     // releases land.
     let settled = tokio::task::block_in_place(|| v.fixture.settle());
-    for (_, (a, _)) in actors {
+    for (_, a) in actors {
         a.finish().await;
     }
     v.fixture.finish();
@@ -442,11 +398,16 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
 }
 
 /// The scenario × variant table in Markdown. A cell is ✅ when every run of the scenario on
-/// that variant passed (each binding alone and every mixed rotation), names the bindings that
-/// ran when not all of them could (protocol-1 actors run only single and Redlock), lists the
-/// failed runs, and is – where the variant lacks a capability the scenario needs.
+/// that variant passed (each binding alone and every mixed rotation), else lists the failed
+/// runs, and is – where the variant lacks a capability the scenario needs.
 fn table(scenarios: &[Scenario], specs: &[ActorSpec], variants: &[Variant], results: &[RunResult]) -> String {
-    let mut t = String::from("| scenario | needs |");
+    let bindings: Vec<&str> = specs.iter().map(|s| s.binding.as_str()).collect();
+    let runs = results.len();
+    let passed = results.iter().filter(|r| r.ok()).count();
+    let mut t = format!(
+        "Each cell: the scenario on that server variant with every binding ({}) alone and in every mixed rotation; {passed} of {runs} runs as expected.\n\n| scenario | needs |",
+        bindings.join(", ")
+    );
     for v in variants {
         t.push_str(&format!(" {} |", v.name));
     }
@@ -465,17 +426,13 @@ fn table(scenarios: &[Scenario], specs: &[ActorSpec], variants: &[Variant], resu
             } else {
                 let failed: Vec<&str> = rs.iter().filter(|r| !r.ok()).map(|r| r.label.as_str()).collect();
                 let expected = rs.iter().any(|r| r.expected_failure);
-                let mut cell = if !failed.is_empty() {
+                let cell = if !failed.is_empty() {
                     format!("❌ {}", failed.join(", "))
                 } else if expected {
                     "expected failure".to_string()
                 } else {
                     "✅".to_string()
                 };
-                let alone: Vec<&str> = specs.iter().filter(|a| a.runs_on(v.name)).map(|a| a.binding.as_str()).collect();
-                if alone.len() < specs.len() {
-                    cell.push_str(&format!(" ({})", alone.join(", ")));
-                }
                 cell
             };
             t.push_str(&format!(" {cell} |"));

@@ -23,6 +23,8 @@ pub struct RedisServer {
     child: Option<Child>,
     dir: PathBuf,
     extra: Vec<String>,
+    /// The port speaks TLS only (`--port 0 --tls-port P`; `extra` carries the certificates).
+    tls: bool,
 }
 
 /// A fresh directory under `$LOCKGATE_TMP` (or the system temp dir): a counter, not just the
@@ -51,7 +53,13 @@ impl RedisServer {
     /// A server with `extra` command-line arguments. One that exits at once (its port was taken
     /// between the probe and its bind) is started again on a new port.
     pub fn start_with(extra: Vec<String>) -> Result<Self, String> {
-        let mut s = RedisServer { port: 0, child: None, dir: fresh_dir("redis")?, extra };
+        Self::start_as(extra, false)
+    }
+
+    /// As [`RedisServer::start_with`]; with `tls` its port is TLS-only (`extra` must carry the
+    /// certificate arguments, [`crate::tls::TlsFiles::server_args`]).
+    pub fn start_as(extra: Vec<String>, tls: bool) -> Result<Self, String> {
+        let mut s = RedisServer { port: 0, child: None, dir: fresh_dir("redis")?, extra, tls };
         let mut failures = Vec::new();
         for _ in 0..5 {
             s.port = free_port().map_err(|e| e.to_string())?;
@@ -70,7 +78,13 @@ impl RedisServer {
         let log = self.dir.join("redis.log");
         let _ = std::fs::remove_file(&log);
         let mut cmd = Command::new(binary());
-        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+        let port = self.port.to_string();
+        if self.tls {
+            cmd.args(["--port", "0", "--tls-port", &port]);
+        } else {
+            cmd.args(["--port", &port]);
+        }
+        cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(&self.dir)
             .arg("--logfile")
@@ -103,9 +117,9 @@ impl RedisServer {
         }
     }
 
-    /// `redis://127.0.0.1:<port>`.
+    /// `redis://127.0.0.1:<port>` (`rediss://` for a TLS port).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", if self.tls { "rediss" } else { "redis" }, self.port)
     }
 
     /// The process id while it runs.

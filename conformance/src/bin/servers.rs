@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! test-servers single | acl | replica | cluster | redlock | proxied
-//!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P]
+//!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P] [--tls]
 //!              [-- <more redis-server arguments for every node>]
 //! ```
 //!
@@ -21,10 +21,10 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [-- redis-server args]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]";
 
 /// The kind and extra redis-server arguments from the command line.
-fn parse(args: &[String]) -> Result<(Kind, Vec<String>), String> {
+fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
     let (ours, extra) = match args.iter().position(|a| a == "--") {
         Some(i) => (&args[..i], args[i + 1..].to_vec()),
         None => (args, Vec::new()),
@@ -52,7 +52,7 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>), String> {
         }
         other => return Err(format!("unknown kind {other:?}\n{USAGE}")),
     };
-    Ok((kind, extra))
+    Ok((kind, extra, ours.iter().any(|a| a == "--tls")))
 }
 
 fn node(d: &Deployment, words: &[&str]) -> Result<usize, String> {
@@ -96,7 +96,7 @@ fn say(v: &Value) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (kind, extra) = match parse(&args) {
+    let (kind, extra, tls) = match parse(&args) {
         Ok(k) => k,
         Err(e) => {
             eprintln!("test-servers: {e}");
@@ -105,7 +105,7 @@ async fn main() {
     };
     // Servers die with this process even if it is SIGKILLed.
     lockgate_conformance::server::die_with_parent();
-    let mut d = match Deployment::start(kind, &extra) {
+    let mut d = match Deployment::start_with(kind, &extra, tls) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("test-servers: {e}");
@@ -132,4 +132,6 @@ async fn main() {
     }
     // Dropping the deployment kills each server by its own pid and removes its temp dir.
     drop(d);
+    // Exit now: the runtime would otherwise wait for its blocked stdin reader on shutdown.
+    std::process::exit(0);
 }
