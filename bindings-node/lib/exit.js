@@ -1,37 +1,25 @@
 'use strict';
-// Process exit: what lockgate leaves on the server when the process ends without close().
-//
-// - SIGINT / SIGTERM, when nobody else listens for the signal: every open client and Redlock is
-//   closed (queue entries withdrawn, leases released), for at most CLEANUP_MS, and then the
-//   signal is raised again with Node's default action, so the process ends as it would have
-//   without lockgate (killed by that signal: exit status 130 / 143 in a shell). A second signal
-//   during the cleanup ends it at once.
-// - SIGINT / SIGTERM when the application listens for the signal itself: lockgate does nothing.
-//   (Listeners of the `signal-exit` package do not count: it steps aside for others just as
-//   lockgate does, and runs its own exit hooks when lockgate raises the signal again.)
-//   Listening for a signal means taking charge of it in Node (the default action is off), and
-//   the application may not want to exit at all (a REPL, a graceful drain); it calls close(), or
-//   process.exit(), which the next point covers.
-// - process.exit(), an uncaught exception, or the end of the program while something is still
-//   held: Node runs only synchronous code from then on ('exit' event), so each client's releases
-//   and withdrawals are written to its sockets right there and not waited for. A write to a
-//   connected socket reaches the kernel at once, so the server gets them unless the connection
-//   itself was not ready; whatever does not arrive expires as before (a lease at its end, a
-//   queue entry after `entryTtlMs`).
-//
-// The listeners exist only while a client or Redlock is open (its driver registered here), and
-// hold only weak references to drivers: an unreachable, idle client is still collected.
+// Process exit: what lockgate leaves on the server when the process ends without close()
+// (README.md, "Process exit", says it for users). SIGINT / SIGTERM that nobody else listens for
+// (listeners of the `signal-exit` package do not count: they step aside for others, as this does)
+// close every open client for at most CLEANUP_MS, then raise the signal again with Node's
+// default action, so the process ends as killed by it; a second signal ends it at once. An
+// application that listens itself has taken charge of shutdown (Node turns the default action
+// off), so nothing is done. On process.exit(), an uncaught exception or the end of the program
+// only synchronous code runs: each client writes its releases and withdrawals to its sockets
+// there and does not wait. The listeners exist only while a client is open (its driver
+// registered here) and hold only weak references: an unreachable, idle client is collected.
 
 /** How long a signal waits for the releases before the process ends anyway. */
 const CLEANUP_MS = 1500;
 const SIGNALS = ['SIGINT', 'SIGTERM'];
 
-/** @type {Set<WeakRef<object>>} the open drivers (EngineDriver) */
+/** @type {Set<WeakRef<object>>} the open drivers (lib/driver.js) */
 const open = new Set();
 let installed = false;
 let cleaning = false;
 
-/** Registers an open driver (EngineDriver): from now on process exit cleans it up. */
+/** Registers an open driver (lib/driver.js): from now on process exit cleans it up. */
 function register(driver) {
   for (const ref of open) if (ref.deref() === undefined) open.delete(ref);
   open.add(driver.exitRef);
