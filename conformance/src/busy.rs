@@ -1,6 +1,7 @@
-//! A BUSY spell on the test server, for `{"busy_ms": N}` steps: a Lua script that spins for N ms
-//! on its own connection, with `busy-reply-threshold` lowered so every other client is answered
-//! `-BUSY` meanwhile (as a long script or a `SCRIPT KILL`-able stall does in production).
+//! A BUSY spell on a test server, for the Redis fixture's `transient_errors` steps: a Lua
+//! script that spins for N ms on its own connection, with `busy-reply-threshold` lowered so every
+//! other client is answered `-BUSY` meanwhile (as a long script or a `SCRIPT KILL`-able stall
+//! does in production).
 
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
