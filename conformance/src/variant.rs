@@ -15,8 +15,8 @@ const REDLOCK_MASTERS: usize = 3;
 
 /// What the client of a variant can do (the library's `Capabilities`), plus what the variant's
 /// fixture offers: `redis` (Redis-fixture operations such as `forget_fence`), `proxy` (actors
-/// reached through the fault proxy), `redlock` (independent masters: `master: i` steps and
-/// `connect` over some masters).
+/// reached through the fault proxy), `restart` (the one server can be restarted empty),
+/// `redlock` (independent masters: `master: i` steps and `connect` over some masters).
 const EVERYTHING: &[&str] = &["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "redis"];
 
 /// A variant's name, its capabilities and the servers it runs on.
@@ -30,7 +30,7 @@ pub struct Spec {
 pub fn all() -> Vec<Spec> {
     let with = |extra: &[&'static str]| EVERYTHING.iter().chain(extra).copied().collect::<Vec<_>>();
     vec![
-        Spec { name: "single", capabilities: with(&["proxy"]), kind: Kind::Single },
+        Spec { name: "single", capabilities: with(&["proxy", "restart"]), kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(&[]), kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(&["replica_acks"]), kind: Kind::Replica { replicas: 1 } },
         Spec { name: "redlock", capabilities: vec!["redlock", "redis"], kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
