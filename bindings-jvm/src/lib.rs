@@ -346,7 +346,7 @@ pub struct NativeElection {
 
 #[uniffi::export]
 impl NativeElection {
-    /// Campaigns with `value` for up to `timeout_secs` (`None`: until elected, else `TIMEOUT`);
+    /// Campaigns with `value` for up to `timeout_secs` (`None`: the options' wait), else `TIMEOUT`;
     /// the leadership fills `into`, its term (fencing token) is the answer.
     pub async fn campaign(&self, value: String, timeout_secs: Option<f64>, into: Arc<NativeLease>) -> NativeResult<i64> {
         let timeout = opt_secs(duration_from_f64, "timeout", timeout_secs)?;

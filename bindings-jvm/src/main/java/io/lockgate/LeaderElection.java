@@ -54,7 +54,7 @@ public final class LeaderElection {
      * or the options' {@code waitTimeout}. An interrupt withdraws the candidacy and throws.
      */
     public Lease campaign(String value) throws InterruptedException {
-        return Lease.granted(Futures.blockInterruptibly(campaignOp(value, options.waitTimeout())), name, openLeases);
+        return Lease.granted(Futures.blockInterruptibly(campaignOp(value, null)), name, openLeases);
     }
 
     /** Like {@link #campaign(String)} for up to {@code timeout}, else {@link LockTimeoutException}. */
@@ -63,7 +63,7 @@ public final class LeaderElection {
         return Lease.granted(Futures.blockInterruptibly(campaignOp(value, timeout)), name, openLeases);
     }
 
-    /** The campaign for {@code timeout} ({@code null}: until elected). */
+    /** The campaign for {@code timeout} ({@code null}: the options' waitTimeout, else until elected; the core decides). */
     private Bridge.Op<Bridge.Grant> campaignOp(String value, Duration timeout) {
         return Bridge.campaign(election, Objects.requireNonNull(value, "value"), Futures.secsOrNull(timeout));
     }
@@ -79,7 +79,7 @@ public final class LeaderElection {
 
     /** {@link #campaign(String)} without blocking; cancelling withdraws the candidacy. */
     public CompletableFuture<Lease> campaignAsync(String value) {
-        return Futures.async(campaignOp(value, options.waitTimeout()), g -> Lease.granted(g, name, openLeases));
+        return Futures.async(campaignOp(value, null), g -> Lease.granted(g, name, openLeases));
     }
 
     /** {@link #campaign(String, Duration)} without blocking; cancelling withdraws the candidacy. */

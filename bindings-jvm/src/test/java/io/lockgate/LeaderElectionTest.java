@@ -83,6 +83,17 @@ class LeaderElectionTest extends RedisTestBase {
             assertTrue(TestUtil.eventually(1000, () -> raw.num("ZCARD", key("elect-timeout", ":elect:queue")) == 0),
                 "the timed-out candidate left the queue");
             assertEquals("a", election.observe().orElseThrow().value());
+            // campaign(value) without a timeout waits for the options' waitTimeout (the core's rule).
+            LeaderElection limited =
+                client.getElection("elect-timeout", LockOptions.builder().waitTimeout(Duration.ofMillis(200)).build());
+            assertThrows(LockTimeoutException.class, () -> limited.campaign("c"));
+            assertThrows(LockTimeoutException.class, () -> {
+                try {
+                    limited.campaignAsync("c").join();
+                } catch (java.util.concurrent.CompletionException failed) {
+                    throw failed.getCause();
+                }
+            });
         }
         assertEquals(List.of(), liveKeys(raw, "elect-timeout"));
     }
