@@ -4,6 +4,7 @@
 #   ci.sh build     the engine for wasm32 + wasm-bindgen --target nodejs into bindings-node/pkg/
 #   ci.sh test      build, then: tsc on the typed example, the engine cases natively and under
 #                   wasm32 (must agree), and `node --test` against redis-servers the tests start
+#                   through the project's launcher (target/release/test-servers, built here)
 #   ci.sh bench     lockgate vs redlock vs redis-semaphore on one redis-server it starts;
 #                   writes $LOCKGATE_BENCH_OUT/node.md (default target/bench/node.md)
 set -euo pipefail
@@ -87,8 +88,16 @@ engine_cases() {
     cargo test -p lockgate-node --release --test engine_cases --target wasm32-unknown-unknown)
 }
 
+# The project's one test-server launcher (conformance/README.md), which the tests and the
+# benchmark start their redis-servers with.
+build_launcher() {
+  log "cargo build --release -p lockgate-conformance --bin test-servers"
+  (cd "$ROOT" && cargo build --release -p lockgate-conformance --bin test-servers)
+}
+
 cmd_test() {
   cmd_build
+  build_launcher
   cd "$HERE"
   [ -d node_modules/ioredis ] || { echo "npm dependencies missing: run $0 install" >&2; exit 1; }
   step "tsc --noEmit on the typed example (test/types)" npx --no-install tsc -p test/types --noEmit
@@ -106,6 +115,7 @@ cmd_test() {
 cmd_bench() {
   ensure_path
   [ -f "$HERE/pkg/lockgate_node_bg.wasm" ] || cmd_build
+  build_launcher
   cd "$HERE"
   local out_dir=${LOCKGATE_BENCH_OUT:-$ROOT/target/bench}
   mkdir -p "$out_dir"

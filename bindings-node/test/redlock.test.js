@@ -337,14 +337,15 @@ test('ioredis clients as masters: used as given and left open by close()', async
 });
 
 test('a master down at connect fails fast, and is connected once it comes back', async () => {
-  const port = await freePort();
-  const rl = await connect([five[0], five[3], { url: `redis://127.0.0.1:${port}` }]);
+  const late = await startRedis();
+  await late.down(); // its port has no server until late.up()
+  const rl = await connect([five[0], five[3], late]);
   const lock = rl.lock('late-master', { leaseMs: 1000 });
   const t0 = performance.now();
   const lease = await lock.acquire({ timeoutMs: STARTUP_MS });
   assert.ok(performance.now() - t0 < 1000, 'the two reachable masters granted at once');
   assert.equal(await lease.release(), true);
-  const late = await startRedis([], { port });
+  await late.up();
   try {
     // Once up for longer than maxLeaseMs (the delayed-restart rule), it takes part in grants:
     // the Redlock connected to it again without being asked to.

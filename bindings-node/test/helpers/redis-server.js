@@ -1,223 +1,124 @@
 'use strict';
-// Starts a throwaway redis-server for a test file: loopback, a free port, no persistence, its
-// own temp dir, stopped by pid (never by name).
+// Real redis-servers for the tests, started by the project's one test-server launcher
+// (`target/release/test-servers`, conformance/README.md): free loopback ports, no persistence,
+// a temp dir, stopped by pid when its stdin closes. This file only speaks its JSON lines and adds
+// an ioredis `admin` client per server for the tests to inspect keys.
 
-const { spawn, execFileSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
+const readline = require('node:readline');
+const { once } = require('node:events');
 const Redis = require('ioredis');
 
-/** Resolves when `port` on 127.0.0.1 can be bound (nothing listens there), else rejects. */
-function probe(port) {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(port, '127.0.0.1', () => {
-      const bound = srv.address().port;
-      srv.close(() => resolve(bound));
-    });
-  });
-}
+const ROOT = path.join(__dirname, '..', '..', '..');
+const LAUNCHER = path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'release', 'test-servers');
 
-/** The first port of the kernel's ephemeral range (0 where it cannot be read). */
-function firstEphemeralPort() {
-  try {
-    return Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 0;
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * A loopback port nothing listens on now, chosen below the kernel's ephemeral range. Why not
- * port 0: that hands out ephemeral ports, which client sockets also take as their local ports,
- * so one can take the port before redis-server binds it. Below the range only explicit binds
- * take ports; startRedis retries the remaining race (another probe) on a new port.
- */
+/** A port nothing listens on (for connections that must fail). */
 async function freePort() {
-  const top = firstEphemeralPort();
-  for (let i = 0; i < 200 && top > 10000; i++) {
-    const port = 10000 + Math.floor(Math.random() * (top - 10000));
-    try {
-      return await probe(port);
-    } catch {
-      // taken: try another
-    }
-  }
-  return probe(0);
-}
-
-function redisServerBinary() {
-  try {
-    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
-    return 'redis-server';
-  } catch {
-    throw new Error(
-      'redis-server is not installed: the Node tests need a real Redis (apt-get install redis-server)',
-    );
-  }
-}
-
-async function waitReady(port, proc, logFile) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (proc.exitCode !== null) {
-      throw new Error(`redis-server exited early:\n${fs.readFileSync(logFile, 'utf8')}`);
-    }
-    const ok = await new Promise((resolve) => {
-      const sock = net.connect(port, '127.0.0.1');
-      sock.once('connect', () => {
-        sock.end();
-        resolve(true);
-      });
-      sock.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const srv = net.createServer();
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address();
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
 }
 
 /**
- * A throwaway CA and a certificate for 127.0.0.1 it signed, made with the openssl CLI in `dir`;
- * returns the paths and the CA's PEM.
+ * Starts `test-servers <kind> ...args`; resolves with its description (`url`, `nodes`, ...) plus
+ * `command(line)` (one stdin command, resolving with its JSON reply) and `close()` (stops every
+ * server it started).
  */
-function makeTlsFiles(dir) {
-  const run = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=lockgate test CA', '-keyout', 'ca.key', '-out', 'ca.crt');
-  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  run('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'server.key', '-out', 'server.csr');
-  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'server.crt');
-  return {
-    args: [
-      '--tls-cert-file', path.join(dir, 'server.crt'),
-      '--tls-key-file', path.join(dir, 'server.key'),
-      '--tls-ca-cert-file', path.join(dir, 'ca.crt'),
-      '--tls-auth-clients', 'no',
-    ],
-    ca: fs.readFileSync(path.join(dir, 'ca.crt')),
+async function launch(kind, args = []) {
+  if (!fs.existsSync(LAUNCHER)) {
+    throw new Error(`${LAUNCHER} is missing: cargo build --release -p lockgate-conformance (ci.sh test does)`);
+  }
+  const proc = spawn(LAUNCHER, [kind, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const kill = () => proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL');
+  process.once('exit', kill);
+  const lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
+  const next = async () => {
+    const { value, done } = await lines.next();
+    if (done) throw new Error(`test-servers ${kind} ended without a reply`);
+    return JSON.parse(value);
   };
+  const info = await next();
+  let queue = Promise.resolve();
+  info.command = (line) => {
+    queue = queue.then(async () => {
+      proc.stdin.write(`${line}\n`);
+      const reply = await next();
+      if (!reply.ok) throw new Error(`test-servers: ${line}: ${reply.error}`);
+      return reply;
+    });
+    return queue;
+  };
+  info.close = async () => {
+    process.removeListener('exit', kill);
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.stdin.end();
+      await once(proc, 'exit');
+    }
+  };
+  return info;
+}
+
+/** An ioredis client of node `n` of a launcher description (for inspecting keys). */
+async function adminOf(n, password, ca) {
+  const admin = new Redis(n.port, '127.0.0.1', { password, lazyConnect: true, tls: ca ? { ca } : undefined });
+  await admin.connect();
+  return admin;
+}
+
+/** `{ port, url, admin, pid }` of node `i` of a launcher description. */
+async function nodeOf(info, i, password, ca) {
+  const n = info.nodes[i];
+  return { port: n.port, url: n.url, pid: n.pid, admin: await adminOf(n, password, ca) };
 }
 
 /**
- * Starts redis-server; returns `{ port, url, admin, stop() }` where `admin` is a plain ioredis
- * client for inspecting keys. Extra args (e.g. `['--requirepass', 'x']`) are passed through.
- * `options.port` asks for that port (e.g. to bring back a server a client already knows).
- * `options.tls` makes the port TLS-only (a fresh CA and certificate, made with openssl): the
- * url is then `rediss://`, and the result also has `ca` (the CA's PEM, for `tls: { ca }`).
+ * Starts one redis-server; returns `{ port, url, admin, pid, down(), up(), stop() }` where `admin`
+ * is a plain ioredis client for inspecting keys, `down()` stops the server and `up()` starts it
+ * again on the same port (empty). Extra args (e.g. `['--requirepass', 'x']`) go to redis-server.
+ * `options.tls` makes the port TLS-only: the url is then `rediss://`, and the result also has
+ * `ca` (the CA's PEM, for `tls: { ca }`).
  */
 async function startRedis(extraArgs = [], options = {}) {
-  const bin = redisServerBinary();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lockgate-node-redis-'));
-  const logFile = path.join(dir, 'redis.log');
-  const tls = options.tls ? makeTlsFiles(dir) : null;
-  for (let attempt = 0; ; attempt++) {
-    const port = options.port ?? (await freePort());
-    const ports = tls ? ['--port', '0', '--tls-port', String(port), ...tls.args] : ['--port', String(port)];
-    const proc = spawn(
-      bin,
-      [
-        ...ports,
-        '--bind', '127.0.0.1',
-        '--save', '',
-        '--appendonly', 'no',
-        '--dir', dir,
-        '--logfile', logFile,
-        ...extraArgs,
-      ],
-      { stdio: 'ignore' },
-    );
-    const kill = () => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    };
-    process.once('exit', kill);
-    try {
-      await waitReady(port, proc, logFile);
-    } catch (err) {
-      kill();
-      if (attempt < 3 && options.port === undefined) continue; // the port was taken between probe and bind
-      throw err;
-    }
-    const password = passwordOf(extraArgs);
-    const url = `${tls ? 'rediss' : 'redis'}://127.0.0.1:${port}`;
-    const admin = new Redis(port, '127.0.0.1', { password, lazyConnect: true, tls: tls ? { ca: tls.ca } : undefined });
-    await admin.connect();
-    return {
-      port,
-      url,
-      admin,
-      ca: tls ? tls.ca : undefined,
-      pid: proc.pid,
-      async stop() {
-        admin.disconnect();
-        process.removeListener('exit', kill);
-        if (proc.exitCode === null && proc.signalCode === null) {
-          const exited = new Promise((r) => proc.once('exit', r));
-          proc.kill('SIGTERM');
-          const t = setTimeout(() => proc.kill('SIGKILL'), 3000);
-          await exited;
-          clearTimeout(t);
-        }
-        fs.rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  }
+  const info = await launch('single', [...(options.tls ? ['--tls'] : []), '--', ...extraArgs]);
+  const i = extraArgs.indexOf('--requirepass');
+  const password = i >= 0 ? extraArgs[i + 1] : undefined;
+  const ca = info.ca_file ? fs.readFileSync(info.ca_file) : undefined;
+  const server = { ...(await nodeOf(info, 0, password, ca)), ca };
+  server.down = async () => {
+    server.admin.disconnect();
+    await info.command('stop 0');
+  };
+  server.up = async () => {
+    server.pid = (await info.command('start 0')).pid;
+    server.admin = await adminOf(info.nodes[0], password, ca);
+  };
+  server.stop = async () => {
+    server.admin.disconnect();
+    await info.close();
+  };
+  return server;
 }
 
 /**
- * Starts a 3-master Redis Cluster (no replicas): three startRedis() nodes with cluster mode on
- * (each with its own free bus port and config file in its temp dir), slots 0..16383 split in
- * three with CLUSTER ADDSLOTSRANGE, joined with CLUSTER MEET, ready once every node reports
- * `cluster_state:ok` and knows all three. Returns `{ nodes, url, slotOwner(key), stop() }`.
+ * Starts a 3-master Redis Cluster (no replicas). Returns `{ nodes, url, slotOwner(key),
+ * keys(pattern), stop() }`; `url` is node 0's `redis://` URL (connect with `cluster: true`).
  */
 async function startCluster() {
+  const info = await launch('cluster');
   const nodes = [];
-  const busPorts = [];
-  try {
-    for (let i = 0; i < 3; i++) {
-      const bus = await freePort();
-      busPorts.push(bus);
-      nodes.push(
-        await startRedis([
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', 'nodes.conf',
-          '--cluster-port', String(bus),
-          '--cluster-node-timeout', '2000',
-        ]),
-      );
-    }
-    const ranges = [[0, 5460], [5461, 10922], [10923, 16383]];
-    for (let i = 0; i < 3; i++) {
-      await nodes[i].admin.call('CLUSTER', 'ADDSLOTSRANGE', ranges[i][0], ranges[i][1]);
-    }
-    for (let i = 1; i < 3; i++) {
-      await nodes[0].admin.call('CLUSTER', 'MEET', '127.0.0.1', nodes[i].port, busPorts[i]);
-    }
-    await eventually(
-      async () => {
-        for (const n of nodes) {
-          const info = await n.admin.call('CLUSTER', 'INFO');
-          if (!info.includes('cluster_state:ok') || !info.includes('cluster_known_nodes:3')) return false;
-        }
-        return true;
-      },
-      20_000,
-      'cluster_state:ok on every node',
-    );
-  } catch (err) {
-    for (const n of nodes) await n.stop();
-    throw err;
-  }
+  for (let i = 0; i < info.nodes.length; i++) nodes.push(await nodeOf(info, i));
   return {
     nodes,
     url: nodes[0].url,
     /** The node (one of `nodes`) whose slots hold `key`. */
     async slotOwner(key) {
       const slot = await nodes[0].admin.call('CLUSTER', 'KEYSLOT', key);
-      return nodes[slot <= 5460 ? 0 : slot <= 10922 ? 1 : 2];
+      return nodes[info.nodes.findIndex((n) => n.slots[0] <= slot && slot <= n.slots[1])];
     },
     /** Every key on every node matching `pattern`. */
     async keys(pattern) {
@@ -226,44 +127,27 @@ async function startCluster() {
       return all.sort();
     },
     async stop() {
-      for (const n of nodes) await n.stop();
+      for (const n of nodes) n.admin.disconnect();
+      await info.close();
     },
   };
 }
 
-/**
- * Starts a primary and one replica (`--replicaof`), ready once the primary reports the replica
- * online. Returns `{ primary, replica, stop() }` (each as from startRedis()).
- */
+/** Starts a primary and one online replica. Returns `{ primary, replica, stop() }` (each `{ port, url, admin, pid }`). */
 async function startPrimaryReplica() {
-  // No 5 s diskless-sync delay before the first full sync.
-  const primary = await startRedis(['--repl-diskless-sync-delay', '0']);
-  let replica;
-  try {
-    replica = await startRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
-    await eventually(
-      async () => /slave0:.*state=online/.test(await primary.admin.info('replication')),
-      20_000,
-      'the replica to come online',
-    );
-  } catch (err) {
-    if (replica) await replica.stop();
-    await primary.stop();
-    throw err;
-  }
+  const info = await launch('replica');
+  const roles = info.nodes.map((n) => n.role);
+  const primary = await nodeOf(info, roles.indexOf('primary'));
+  const replica = await nodeOf(info, roles.indexOf('replica'));
   return {
     primary,
     replica,
     async stop() {
-      await replica.stop();
-      await primary.stop();
+      primary.admin.disconnect();
+      replica.admin.disconnect();
+      await info.close();
     },
   };
-}
-
-function passwordOf(args) {
-  const i = args.indexOf('--requirepass');
-  return i >= 0 ? args[i + 1] : undefined;
 }
 
 /** Polls `check()` until it returns true (or throws after `ms`). */
