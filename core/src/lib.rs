@@ -27,10 +27,8 @@ pub mod time;
 #[cfg(feature = "tokio")]
 pub mod native;
 
-pub use engine::{
-    Engine, EngineConfig, Event, ReplicaAcks, LeaderInfo, LeaseId, OpId, Outcome, Primitive, Request,
-    RequestId, RequestKind, Wait,
-};
+pub use engine::{Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
+pub use redis::{Engine, EngineConfig, ReplicaAcks, Request, RequestKind};
 pub use capabilities::{Capabilities, Capability};
 pub use connect::Backend;
 pub use error::{Error, ErrorKind, Result};

@@ -9,8 +9,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::{Client, Redlock, RedlockOptions};
-use lockgate_core::redlock::RedlockConfig;
+use lockgate_core::connect::redlock_url;
+use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::{Error, ErrorKind, LockOptions};
 use support::RedisServer;
 
@@ -177,9 +177,10 @@ async fn an_election_leads_at_most_once() {
 #[tokio::test]
 async fn redlock_handle_refuses_to_wait_for_itself() {
     let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let mut o = RedlockOptions::new(servers.iter().map(|s| s.url()));
-    o.config = RedlockConfig { max_lease: Duration::from_millis(1000), ..RedlockConfig::default() };
-    let redlock: Redlock = o.connect().await.unwrap();
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let mut o = ClientOptions::new(redlock_url(&urls).unwrap());
+    o.max_lease = Some(Duration::from_millis(1000));
+    let redlock: Client = o.connect().await.unwrap();
     // Fresh masters refuse grants for max_lease after their start (the restart rule).
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let lock = redlock.lock("self", LockOptions::renewed_lease(Duration::from_millis(900))).unwrap();

@@ -12,7 +12,8 @@ mod support;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::{Client, ClientOptions, RedlockOptions};
+use lockgate_core::connect::redlock_url;
+use lockgate_core::native::{Client, ClientOptions};
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
 use support::proxy::SilentProxy;
@@ -150,7 +151,8 @@ async fn connect_timeout_bounds_the_whole_connect() {
         if timeout == Duration::from_secs(5) {
             continue; // the default is the same code with another number; Redlock once is enough
         }
-        let mut r = RedlockOptions::new([format!("redis://127.0.0.1:{silent}"), format!("redis://127.0.0.1:{}", closed_port())]);
+        let masters = [format!("redis://127.0.0.1:{silent}"), format!("redis://127.0.0.1:{}", closed_port())];
+        let mut r = ClientOptions::new(redlock_url(&masters).unwrap());
         r.connect_timeout = timeout;
         let started = Instant::now();
         let e = r.connect().await.unwrap_err();

@@ -15,8 +15,7 @@ mod url;
 
 pub use self::backend::Backend;
 pub use self::options::{
-    redlock_lock_options, replica_acks, ClientOptions, Masters, RedlockOptions, DEFAULT_REPLICA_ACK_TIMEOUT,
-    DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT,
+    replica_acks, ClientOptions, Masters, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT,
 };
 #[cfg(feature = "tokio")]
 pub(crate) use self::options::lock_options_for;

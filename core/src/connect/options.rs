@@ -1,4 +1,4 @@
-//! Client and Redlock options as pure data, with their defaults and every rule that does not
+//! Client options as pure data, with their defaults and every rule that does not
 //! need a connection: the same checks and messages in every binding (the Node binding runs
 //! them as wasm). The native driver adds `connect()` to these types in `native/`.
 
@@ -8,9 +8,8 @@ use std::fmt;
 use super::backend::Backend;
 use super::spelling::{ClientOption, Spelling};
 use super::target::Target;
-use super::url::RedisUrl;
 use crate::capabilities::Capabilities;
-use crate::engine::{EngineConfig, ReplicaAcks};
+use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
 use crate::redlock::RedlockConfig;
@@ -398,85 +397,8 @@ impl fmt::Debug for ClientOptions {
     }
 }
 
-/// How to reach the masters of a Redlock deployment and its settings, as a list of URLs.
-///
-/// Kept until bindings move: a Redlock is now a `redlock://host1,host2,host3` URL in
-/// [`ClientOptions`] (see [`redlock_url`](super::redlock_url) for a list of URLs); the lead
-/// deletes this type once no binding uses it.
-#[derive(Clone)]
-pub struct RedlockOptions {
-    pub(crate) urls: Vec<String>,
-    /// The protocol settings (prefix, drift, `max_lease`, node timeout, retry delay); its
-    /// `masters` is set from the URLs.
-    pub config: RedlockConfig,
-    /// PEM root certificate(s) to trust for `rediss://` masters instead of the system store.
-    pub tls_ca_pem: Option<Vec<u8>>,
-    /// Limit on establishing the connections: bounds the whole of connecting (the masters
-    /// connect side by side, each with every attempt, DNS, TLS and AUTH inside it), and each
-    /// later reconnect attempt to one master (default 5 s).
-    pub connect_timeout: Duration,
-    /// Limit on one round trip to one master before it counts as a connection failure (the
-    /// engine's `node_timeout` decides an attempt much sooner). A master connection that stays
-    /// silent this long is dropped and replaced (default 5 s).
-    pub response_timeout: Duration,
-}
-
-impl RedlockOptions {
-    /// Options for the masters at `urls` (each `redis://` or `rediss://`, independent servers)
-    /// with the defaults of [`RedlockConfig`].
-    pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
-        let urls: Vec<String> = urls.into_iter().map(Into::into).collect();
-        RedlockOptions {
-            config: RedlockConfig { masters: urls.len(), ..RedlockConfig::default() },
-            urls,
-            tls_ca_pem: None,
-            connect_timeout: DEFAULT_TIMEOUT,
-            response_timeout: DEFAULT_TIMEOUT,
-        }
-    }
-
-    /// Checks URLs and settings without connecting; messages name the Rust fields.
-    pub fn validate(&self) -> Result<()> {
-        self.validate_as(&Spelling::RUST)
-    }
-
-    /// [`validate`](Self::validate) with messages in a binding's `spelling`.
-    pub fn validate_as(&self, spelling: &Spelling) -> Result<()> {
-        let mut masters = Masters::default();
-        for u in &self.urls {
-            let url = RedisUrl::parse(u)?;
-            if self.tls_ca_pem.is_some() && !url.is_tls() {
-                return Err(Error::invalid(format!(
-                    "a TLS CA certificate ({}) was given for a plaintext redis:// URL; use rediss://",
-                    spelling.tls_ca
-                )));
-            }
-            masters.add(&url.identity())?;
-        }
-        check_timeout(spelling, spelling.connect_timeout, self.connect_timeout)?;
-        check_timeout(spelling, spelling.response_timeout, self.response_timeout)?;
-        self.config().validate()
-    }
-
-    /// The settings with `masters` set from the URLs.
-    pub fn config(&self) -> RedlockConfig {
-        RedlockConfig { masters: self.urls.len(), ..self.config.clone() }
-    }
-}
-
-impl fmt::Debug for RedlockOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let urls: Vec<String> = self
-            .urls
-            .iter()
-            .map(|u| RedisUrl::parse(u).map(|u| u.to_string()).unwrap_or_else(|_| "<invalid URL>".into()))
-            .collect();
-        f.debug_struct("RedlockOptions").field("urls", &urls).field("config", &self.config).finish_non_exhaustive()
-    }
-}
-
 /// The masters of one Redlock seen so far, by identity (`host:port/db`, see
-/// [`RedisUrl::identity`]): Redlock's safety needs independent masters, so one listed twice
+/// [`RedisUrl::identity`](super::RedisUrl::identity)): Redlock's safety needs independent masters, so one listed twice
 /// (whatever its credentials) is refused.
 #[derive(Debug, Default)]
 pub struct Masters {
@@ -493,21 +415,6 @@ impl Masters {
         let label = identity.strip_suffix("/0").unwrap_or(identity);
         Err(Error::invalid(format!("master {label} is listed twice; Redlock needs independent masters")))
     }
-}
-
-/// Kept until bindings move (use [`ClientOptions::lock_options`], which applies the same rule).
-///
-/// A Redlock lock's options, the one rule of every binding, applied when the lock handle is
-/// made: a lease the caller did not give (`lease_given` false) is [`options::DEFAULT_LEASE`],
-/// or the deployment's `max_lease` if that is shorter; a lease the caller gave must fit
-/// `max_lease` (and its drift allowance), else `INVALID_ARGUMENT` at once.
-pub fn redlock_lock_options(config: &RedlockConfig, mut lock: LockOptions, lease_given: bool) -> Result<LockOptions> {
-    if !lease_given {
-        lock.lease = options::DEFAULT_LEASE.min(config.max_lease);
-    }
-    lock.validate()?;
-    config.check_lease(lock.lease)?;
-    Ok(lock)
 }
 
 #[cfg(test)]
@@ -538,8 +445,8 @@ mod tests {
             replica_acks(Some(1), Some(250.0), &Spelling::JS).unwrap(),
             Some(ReplicaAcks { replicas: 1, timeout: Duration::from_millis(250) })
         );
-        let r = RedlockOptions::new(["redis://a", "redis://b", "redis://c"]);
-        assert_eq!(r.config().masters, 3);
+        let r = ClientOptions::new("redlock://a,b,c");
+        assert_eq!(r.redlock_config().unwrap().masters, 3);
         r.validate().unwrap();
     }
 
@@ -596,19 +503,19 @@ mod tests {
 
     #[test]
     fn redlock_masters_are_independent() {
-        for (urls, says) in [
-            (vec!["redis://h", "redis://u:pw@H:6379/0"], "master h:6379 is listed twice"),
-            (vec!["redis://h/2", "redis://h:6379/2"], "master h:6379/2 is listed twice"),
-            (vec!["redis://[::1]:7000", "redis://[::1]:7000/0"], "master ::1:7000 is listed twice"),
-            (vec!["redis://h", "http://h2"], "unsupported URL scheme"),
-            (vec![], "between 1 and"),
+        for (url, says) in [
+            ("redlock://u:pw@h,H:6379", "master h:6379 is listed twice"),
+            ("redlock://:pw@h,h:6379/2", "master h:6379/2 is listed twice"),
+            ("redlock://[::1]:7000,[::1]:7000/0", "master ::1:7000 is listed twice"),
+            ("http://h,h2", "unsupported URL scheme"),
+            ("redlock://", "lists its masters"),
         ] {
-            let m = message(RedlockOptions::new(urls.clone()).validate());
-            assert!(m.contains(says), "{urls:?}: {m}");
+            let m = message(ClientOptions::new(url).validate());
+            assert!(m.contains(says), "{url}: {m}");
             assert!(!m.contains("pw"), "{m}");
         }
-        RedlockOptions::new(["redis://h/1", "redis://h/2", "redis://h:6380"]).validate().unwrap();
-        let mut r = RedlockOptions::new(["redis://h"]);
+        ClientOptions::new("redlock://h,h:6380,h:6381/2").validate().unwrap();
+        let mut r = ClientOptions::new("redlock://h");
         r.response_timeout = Duration::ZERO;
         assert_eq!(message(r.validate_as(&Spelling::JS)), "commandTimeoutMs must be positive, got 0 ms");
     }
@@ -651,16 +558,17 @@ mod tests {
     /// more is refused when the handle is made — in every binding (issue 14).
     #[test]
     fn redlock_leases_fit_max_lease() {
-        let config = RedlockConfig { max_lease: Duration::from_secs(10), ..RedlockConfig::default() };
-        let o = redlock_lock_options(&config, LockOptions::default(), false).unwrap();
-        assert_eq!(o.lease, Duration::from_secs(10));
-        let o = redlock_lock_options(&RedlockConfig::default(), LockOptions::default(), false).unwrap();
-        assert_eq!(o.lease, options::DEFAULT_LEASE);
-        let asked = LockOptions::fixed_lease(Duration::from_secs(30));
-        assert!(message(redlock_lock_options(&config, asked, true)).contains("max_lease of 10000 ms"));
-        let fits = LockOptions::fixed_lease(Duration::from_secs(10));
-        assert_eq!(redlock_lock_options(&config, fits, true).unwrap().lease, Duration::from_secs(10));
+        let s = &Spelling::RUST;
+        let mut config = ClientOptions::new("redlock://a,b,c");
+        config.max_lease = Some(Duration::from_secs(10));
+        assert_eq!(config.lock_options(None, None, None, None, s).unwrap().lease, Duration::from_secs(10));
+        let default = ClientOptions::new("redlock://a,b,c");
+        assert_eq!(default.lock_options(None, None, None, None, s).unwrap().lease, options::DEFAULT_LEASE);
+        let asked = config.lock_options(Some(Duration::from_secs(30)), None, None, None, s);
+        assert!(message(asked).contains("max_lease of 10000 ms"));
+        let fits = config.lock_options(Some(Duration::from_secs(10)), None, None, None, s).unwrap();
+        assert_eq!(fits.lease, Duration::from_secs(10));
         // A lease the caller gave is checked as given, even when it equals the default.
-        assert!(redlock_lock_options(&config, LockOptions::default(), true).is_err());
+        assert!(config.lock_options(Some(options::DEFAULT_LEASE), None, None, None, s).is_err());
     }
 }

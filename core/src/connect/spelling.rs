@@ -56,19 +56,6 @@ impl ClientOption {
         ClientOption::RetryDelay,
         ClientOption::RetryJitter,
     ];
-
-    /// Whether this is one of Redlock's protocol settings (refused for other backends).
-    pub fn is_redlock_setting(self) -> bool {
-        matches!(
-            self,
-            ClientOption::MaxLease
-                | ClientOption::DriftFactor
-                | ClientOption::DriftFixed
-                | ClientOption::NodeTimeout
-                | ClientOption::RetryDelay
-                | ClientOption::RetryJitter
-        )
-    }
 }
 
 /// A binding's names for the options and its unit for durations.
@@ -95,8 +82,6 @@ pub struct Spelling {
     pub cluster: &'static str,
     /// The TLS CA certificate.
     pub tls_ca: &'static str,
-    /// A Redlock deployment's maximum lease.
-    pub max_lease: &'static str,
     /// A lock's lease (an argument of the lock call, not a client option).
     pub lease: &'static str,
     /// A lock's waiter-entry lease (an argument of the lock call).
@@ -172,7 +157,6 @@ impl Spelling {
         replica_ack_timeout: "replica_acks.timeout",
         cluster: "cluster",
         tls_ca: "tls_ca_pem",
-        max_lease: "max_lease",
         lease: "lease",
         entry_ttl: "entry_ttl",
         keys: &SNAKE_KEYS,
@@ -195,7 +179,6 @@ impl Spelling {
         replica_ack_timeout: "replicaAcks timeout",
         cluster: "cluster",
         tls_ca: "tlsCaPem",
-        max_lease: "maxLease",
         lease: "lease",
         entry_ttl: "entryTtl",
         keys: &JAVA_KEYS,
@@ -210,7 +193,6 @@ impl Spelling {
         replica_ack_timeout: "replicaAcks.timeoutMs",
         cluster: "cluster",
         tls_ca: "tls",
-        max_lease: "maxLeaseMs",
         lease: "leaseMs",
         entry_ttl: "entryTtlMs",
         keys: &JS_KEYS,

@@ -19,16 +19,13 @@ mod lease_state;
 mod link;
 mod lock;
 mod message;
-mod redlock;
 mod redlock_driver;
 
 pub use client::Client;
 pub use lease::Lease;
 pub use lock::{Election, Lock, ReadWriteLock};
-// Kept until bindings move (a Redlock is a `redlock://` URL of `Client` now).
-pub use redlock::{Redlock, RedlockLease, RedlockLock};
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.
-pub use crate::connect::{ClientOptions, RedisUrl, RedlockOptions};
+pub use crate::connect::{ClientOptions, RedisUrl};
 // The driver's modules name the URL type by its old path.
 use crate::connect as url;
