@@ -328,6 +328,18 @@ test('TLS: rediss:// with the server CA works end to end; an unknown CA is refus
       assert.ok(e instanceof lockgate.ConnectionError, `${e.name}: ${e.message}`);
       return true;
     });
+    // The core's tlsCaPem option: the same CA for every connection, on the lean socket, through
+    // ioredis, and on a Redlock's masters; refused for a plaintext URL.
+    const pem = secure.ca.toString();
+    for (const [url, extra] of [
+      [secure.url, {}],
+      [secure.url, { redisOptions: { enableAutoPipelining: false } }],
+      [secure.url.replace('rediss:', 'rediss+redlock:'), { maxLeaseMs: 1000 }],
+    ]) {
+      const c = await newClient(url, { tlsCaPem: pem, ...extra });
+      await (await c.lock('tls-ca').acquire({ timeoutMs: 5000 })).release();
+    }
+    await assert.rejects(lockgate.connect(secure.url.replace('rediss:', 'redis:'), { tlsCaPem: pem }), lockgate.InvalidArgumentError);
   } finally {
     await secure.stop();
   }

@@ -527,7 +527,7 @@ async function openMasters(servers, given, opts, timeouts) {
  * Opens the connections of a client for `driver` and returns its transport. `plan` is what
  * the core made of connect()'s target and options: `backend` (`redis`, `redis+cluster`,
  * `redlock`), `servers` (each as the core parsed it from the URL: `host`, `port`, `username`,
- * `password`, `tls`, `db`, `identity`, `redacted`; empty for `given`), `connectTimeoutMs`,
+ * `password`, `tls`, `db`, `identity`, `redacted`; for `given`, its clients' addresses), `connectTimeoutMs`,
  * `commandTimeoutMs`. `given` is the caller's ioredis client, Cluster or array of clients
  * (Redlock masters), used as they are and left open by close(). `opts` are connect()'s options
  * (for `redisOptions`); `plan.tlsCaPem`, if set, is the certificate(s) TLS connections trust.
