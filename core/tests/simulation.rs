@@ -15,7 +15,9 @@ use sim::net::Rng;
 use sim::redis::script_of;
 use sim::store::Value;
 use sim::workload::{Runner, Workload};
-use sim::{check, Isolation, NetConfig, Sim};
+use sim::redis::RedisSim as Sim;
+use sim::redis_check as check;
+use sim::{Isolation, NetConfig};
 
 /// Seeds per property; `LOCKGATE_SIM_SEEDS=5000` explores further.
 fn seeds() -> u64 {
@@ -76,12 +78,12 @@ fn acquired_now(
 fn server_end_of_grant(sim: &Sim, name: &str, fence: u64) -> Instant {
     let key = sim.keys(name).lock;
     let g = sim
-        .redis
+        .server
         .grants
         .iter()
         .find(|g| g.key == key && g.fence == fence)
         .expect("grant exists");
-    sim.redis
+    sim.server
         .store
         .holdings(&key, &g.token)
         .iter()
@@ -93,7 +95,7 @@ fn server_end_of_grant(sim: &Sim, name: &str, fence: u64) -> Instant {
 /// Instant at which the server granted the lock with `fence`.
 fn grant_time(sim: &Sim, name: &str, fence: u64) -> Instant {
     let key = sim.keys(name).lock;
-    sim.redis
+    sim.server
         .grants
         .iter()
         .find(|g| g.key == key && g.fence == fence)
@@ -105,13 +107,13 @@ fn grant_time(sim: &Sim, name: &str, fence: u64) -> Instant {
 fn queue_members(sim: &mut Sim, name: &str) -> Vec<String> {
     let k = sim.keys(name);
     let now = sim.now;
-    sim.redis.store.set_now(now);
-    let queue = match sim.redis.store.value(&k.queue) {
+    sim.server.store.set_now(now);
+    let queue = match sim.server.store.value(&k.queue) {
         None => vec![],
         Some(Value::Zset(z)) => z.into_iter().map(|(_, m)| m).collect(),
         other => panic!("queue is {other:?}"),
     };
-    let mut waiters = match sim.redis.store.value(&k.waiters) {
+    let mut waiters = match sim.server.store.value(&k.waiters) {
         None => vec![],
         Some(Value::Hash(h)) => h.into_keys().collect(),
         other => panic!("waiters is {other:?}"),
@@ -433,7 +435,7 @@ fn fences_increase_across_restarts_without_persistence() {
         check::fences_increase(&sim);
         let last_restart = restarts.iter().map(|r| r.0).max().expect("three restarts");
         let after: Vec<_> = sim
-            .redis
+            .server
             .executed
             .iter()
             .filter(|e| e.at >= last_restart)
@@ -462,7 +464,7 @@ fn restart_is_answered_with_eval_and_fences_keep_increasing() {
             acquired_now(&mut sim, a, "r", &LockOptions::renewed_lease(ms(300)));
         let op = sim.acquire(b, "r", &LockOptions::renewed_lease(ms(300)), Wait::Forever);
         sim.run_for(ms(250));
-        let noscript_before = sim.redis.noscript;
+        let noscript_before = sim.server.noscript;
         sim.restart_server(drop_connections, Duration::ZERO);
         let restarted_at = sim.now;
         let (_, out) = outcome_of(&mut sim, b, op, Duration::from_secs(1));
@@ -474,7 +476,7 @@ fn restart_is_answered_with_eval_and_fences_keep_increasing() {
             "seed {seed}: fence {fencing_token} after restart <= {fence_a}"
         );
         assert!(
-            sim.redis.noscript > noscript_before,
+            sim.server.noscript > noscript_before,
             "seed {seed}: no NOSCRIPT after restart"
         );
         let lost = sim.run_until(sim.now + Duration::from_secs(1), |s| {
@@ -488,7 +490,7 @@ fn restart_is_answered_with_eval_and_fences_keep_increasing() {
             "seed {seed}: the old holder never learned it lost the lock"
         );
         let evals = sim
-            .redis
+            .server
             .executed
             .iter()
             .filter(|e| e.at >= restarted_at && e.full)
@@ -610,7 +612,7 @@ fn abandon_scenario(seed: u64, how: Abandon) -> (bool, bool) {
     };
     let key = sim.keys("r").lock;
     let b_tokens: Vec<String> = sim
-        .redis
+        .server
         .grants
         .iter()
         .filter(|g| g.key == key && g.promoted)
@@ -680,7 +682,7 @@ fn release_hands_the_lock_to_waiters_in_fifo_order() {
         );
         let mut current = holder;
         for (i, (&w, &op)) in waiters.iter().zip(&ops).enumerate() {
-            let published_before = sim.redis.published.len();
+            let published_before = sim.server.published.len();
             sim.release(current, lease);
             let (_, out) = outcome_of(&mut sim, w, op, ms(100));
             let Outcome::Acquired { lease: l, .. } = out else {
@@ -693,7 +695,7 @@ fn release_hands_the_lock_to_waiters_in_fifo_order() {
                     "seed {seed}: waiter {other} jumped the queue"
                 );
             }
-            let published = &sim.redis.published[published_before..];
+            let published = &sim.server.published[published_before..];
             assert_eq!(published.len(), 1, "seed {seed}: {published:?}");
             assert_eq!(
                 published[0].channel,
@@ -742,16 +744,16 @@ fn extend_of_a_lost_lease_fails_with_not_held_and_never_recreates_the_key() {
             .iter()
             .any(|(_, e)| matches!(e, Event::Lost { lease, .. } if *lease == lease_a)));
         let now = sim.now;
-        sim.redis.store.set_now(now);
+        sim.server.store.set_now(now);
         if taken_over {
             assert!(
-                sim.redis.store.pttl(&key) <= 500,
+                sim.server.store.pttl(&key) <= 500,
                 "seed {seed}: B's lease was extended"
             );
             sim.release(b, b_lease.expect("taken over"));
         } else {
             assert_eq!(
-                sim.redis.store.pttl(&key),
+                sim.server.store.pttl(&key),
                 -2,
                 "seed {seed}: extend re-created the lock key"
             );
@@ -899,7 +901,7 @@ fn garbage() -> Vec<Reply> {
 
 /// Answers every call of `script` from client `c` with `reply`, without running it.
 fn corrupt(sim: &mut Sim, c: ClientId, script: &'static str, reply: Reply) {
-    sim.fault = Some(Box::new(move |client, cmd| {
+    sim.server.fault = Some(Box::new(move |client, cmd| {
         (client == c && script_of(cmd) == Some(script)).then(|| reply.clone())
     }));
 }
@@ -940,7 +942,7 @@ fn garbage_replies_give_protocol_failures() {
         let (_, out) = outcome_of(&mut sim, a, op, ms(100));
         assert!(is_protocol_failure(&out), "extend {g:?}: {out:?}");
         // Renewal: the lease is reported lost, with the protocol problem in the message.
-        sim.fault = None;
+        sim.server.fault = None;
         let (_, lease, _) = acquired_now(&mut sim, a, "t", &LockOptions::renewed_lease(ms(90)));
         corrupt(&mut sim, a, "extend", g.clone());
         let lost = sim.run_until(sim.now + ms(200), |s| {
@@ -950,7 +952,7 @@ fn garbage_replies_give_protocol_failures() {
                 .any(|(_, e)| matches!(e, Event::Lost { lease: l, .. } if *l == lease))
         });
         assert!(lost, "renewal {g:?}: no Lost");
-        sim.fault = None;
+        sim.server.fault = None;
         release_all(&mut sim, a);
         sim.run_for(ms(300));
         check::safety(&sim);
@@ -964,7 +966,7 @@ fn transient_spell(sim: &mut Sim, error: &str) -> std::rc::Rc<std::cell::Cell<bo
     let on = std::rc::Rc::new(std::cell::Cell::new(false));
     let flag = std::rc::Rc::clone(&on);
     let error = error.to_string();
-    sim.fault = Some(Box::new(move |_, cmd| {
+    sim.server.fault = Some(Box::new(move |_, cmd| {
         (flag.get() && script_of(cmd).is_some()).then(|| Reply::Error(error.clone()))
     }));
     on
@@ -1046,14 +1048,14 @@ fn wrong_number_of_replies_gives_protocol_failures() {
     let mut sim = Sim::new(7, net_for(7));
     let a = sim.add_client();
     // The acquire runs (and takes the lock) but the pipeline comes back with an extra reply.
-    sim.pipeline_fault = Some(Box::new(|_, _, mut r| {
+    sim.server.pipeline_fault = Some(Box::new(|_, _, mut r| {
         r.push(Reply::Int(1));
         r
     }));
     let op = sim.acquire(a, "r", &LockOptions::default(), Wait::Try);
     let (_, out) = outcome_of(&mut sim, a, op, ms(100));
     assert!(is_protocol_failure(&out), "{out:?}");
-    sim.pipeline_fault = None;
+    sim.server.pipeline_fault = None;
     sim.settle(ms(500));
     check::no_lock_state_left(&mut sim);
 }
@@ -1073,7 +1075,7 @@ fn acquire_failing_after_its_script_ran_leaves_nothing_on_the_server() {
                 sim.isolated.insert(a, Isolation::DropReplies);
             } else {
                 // Garble the reply of the acquire after it ran.
-                sim.pipeline_fault = Some(Box::new(move |c, cmds, r| {
+                sim.server.pipeline_fault = Some(Box::new(move |c, cmds, r| {
                     if c == a && cmds.iter().any(|x| script_of(x) == Some("acquire")) {
                         vec![Reply::Int(7); r.len()]
                     } else {
@@ -1092,7 +1094,7 @@ fn acquire_failing_after_its_script_ran_leaves_nothing_on_the_server() {
                 matches!(&out, Outcome::Failed(e) if e.kind() == kind),
                 "seed {seed} case {case}: {out:?}"
             );
-            sim.pipeline_fault = None;
+            sim.server.pipeline_fault = None;
             sim.isolated.clear();
             if let Some(l) = held {
                 sim.release(b, l);
@@ -1111,14 +1113,14 @@ fn keys_of_the_wrong_type_give_protocol_failures() {
     let [a, b] = [sim.add_client(), sim.add_client()];
     let k = sim.keys("r");
     let (_, lease, _) = acquired_now(&mut sim, a, "r", &LockOptions::fixed_lease(ms(300)));
-    sim.redis
+    sim.server
         .store
         .set_raw(&k.queue, Value::Str("not a zset".into()), Some(1000));
     let op = sim.acquire(b, "r", &LockOptions::default(), Wait::Forever);
     let (_, out) = outcome_of(&mut sim, b, op, ms(100));
     assert!(is_protocol_failure(&out), "{out:?}");
     sim.release(a, lease);
-    sim.redis
+    sim.server
         .store
         .set_raw(&k.lock, Value::Hash(Default::default()), Some(1000));
     let op = sim.acquire(b, "r", &LockOptions::default(), Wait::Try);
@@ -1160,7 +1162,7 @@ fn own_grant_in_its_last_millisecond_is_not_a_protocol_error() {
                 .any(|(_, e)| matches!(e, Event::Lost { .. })),
             "{wait:?}"
         );
-        sim.fault = None;
+        sim.server.fault = None;
         sim.settle(ms(500));
     }
 }
@@ -1172,7 +1174,7 @@ fn holder_in_its_last_millisecond_is_rechecked_right_after() {
     let [a, b] = [sim.add_client(), sim.add_client()];
     let (_, lease, _) = acquired_now(&mut sim, a, "r", &LockOptions::fixed_lease(ms(500)));
     let mut first = true;
-    sim.fault = Some(Box::new(move |c, cmd| {
+    sim.server.fault = Some(Box::new(move |c, cmd| {
         let hit = c == b && script_of(cmd) == Some("acquire") && std::mem::take(&mut first);
         hit.then(|| {
             Reply::Array(vec![
@@ -1290,7 +1292,7 @@ fn shared_workload(seed: u64, cfg: Workload, faults: Faults) -> (Sim, Runner) {
         check::safety(&sim);
     }
     assert!(
-        sim.redis
+        sim.server
             .executed
             .iter()
             .all(|e| !matches!(e.reply, Reply::Error(ref m) if !m.starts_with("NOSCRIPT"))),
@@ -1443,15 +1445,15 @@ fn acquired_primitive(
 fn shared_queue(sim: &mut Sim, kind: &str, name: &str) -> Vec<String> {
     let k = sim.shared_keys(kind, name);
     let now = sim.now;
-    sim.redis.store.set_now(now);
+    sim.server.store.set_now(now);
     let queue: Vec<String> = sim
-        .redis
+        .server
         .store
         .zmembers(&k.queue)
         .into_iter()
         .map(|m| m.1)
         .collect();
-    let mut waiters = match sim.redis.store.value(&k.waiters) {
+    let mut waiters = match sim.server.store.value(&k.waiters) {
         None => vec![],
         Some(Value::Hash(h)) => h.into_keys().collect(),
         other => panic!("waiters is {other:?}"),
@@ -1481,7 +1483,7 @@ fn semaphore_permits_of_crashed_holders_come_back_within_one_lease() {
         let op_c = sim.acquire_primitive(c, "pool", &sem, &wopts, Wait::Forever);
         // d queues behind c.
         assert!(sim.run_until(sim.now + ms(200), |s| s
-            .redis
+            .server
             .store
             .peek_zcard(&s.shared_keys("sem", "pool").queue)
             == 1));
@@ -1539,7 +1541,7 @@ fn queued_writer_blocks_later_readers_only_with_writers_first() {
             assert!(
                 sim.run_until(sim.now + ms(200), |s| {
                     s.clients[w].requests.len() >= 2
-                    && s.redis.executed.iter().any(|e| e.script == "shared_acquire"
+                    && s.server.executed.iter().any(|e| e.script == "shared_acquire"
                         && matches!(&e.reply, Reply::Array(a) if a.first() == Some(&Reply::Int(0))))
                 }),
                 "seed {seed}: the writer never queued"
@@ -1819,7 +1821,7 @@ fn cancelled_waiters_of_every_primitive_leave_nothing() {
                 other => panic!("seed {seed}: {other:?}"),
             }
             sim.settle(Duration::from_secs(5));
-            let kind = sim::harness::shared_kind(&p);
+            let kind = sim::redis::shared_kind(&p);
             if let Some(kind) = kind {
                 assert!(
                     shared_queue(&mut sim, kind, "c").is_empty(),
@@ -1865,7 +1867,7 @@ fn each_grant_wakes_exactly_one_waiter() {
             "seed {seed}"
         );
         for (i, (&w, &op)) in waiters.iter().zip(&ops).enumerate() {
-            let before = sim.redis.published.len();
+            let before = sim.server.published.len();
             let (h, l) = leases.remove(0);
             sim.release(h, l);
             let (_, out) = outcome_of(&mut sim, w, op, ms(100));
@@ -1873,7 +1875,7 @@ fn each_grant_wakes_exactly_one_waiter() {
                 panic!("seed {seed}: {out:?}")
             };
             sim.run_for(ms(20));
-            let woken = &sim.redis.published[before..];
+            let woken = &sim.server.published[before..];
             assert_eq!(woken.len(), 1, "seed {seed}: {woken:?}");
             assert_eq!(woken[0].channel, sim.clients[w].engine.channel());
             for (&o, &oop) in waiters.iter().zip(&ops).skip(i + 1) {
@@ -1906,10 +1908,10 @@ fn each_grant_wakes_exactly_one_waiter() {
             })
             .collect();
         assert_eq!(shared_queue(&mut sim, "rw", "doc").len(), 5, "seed {seed}");
-        let before = sim.redis.published.len();
+        let before = sim.server.published.len();
         sim.release(w0, lw0);
         sim.run_for(ms(60));
-        let woken: Vec<&str> = sim.redis.published[before..]
+        let woken: Vec<&str> = sim.server.published[before..]
             .iter()
             .map(|p| p.channel.as_str())
             .collect();
@@ -1927,12 +1929,12 @@ fn each_grant_wakes_exactly_one_waiter() {
         assert!(sim.outcome(queue[3].0, rw_ops[3]).is_none());
         assert!(sim.outcome(queue[4].0, rw_ops[4]).is_none());
         for (i, l) in readers.into_iter().enumerate() {
-            let before = sim.redis.published.len();
+            let before = sim.server.published.len();
             sim.release(queue[i].0, l);
             sim.run_for(ms(30));
             // Only the last reader's release makes room, for the writer alone.
             let expect = usize::from(i == 2);
-            assert_eq!(sim.redis.published.len() - before, expect, "seed {seed}");
+            assert_eq!(sim.server.published.len() - before, expect, "seed {seed}");
         }
         let (_, lw) = sim
             .acquired(queue[3].0, rw_ops[3])

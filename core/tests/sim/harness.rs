@@ -1,67 +1,44 @@
-//! The simulator: several engines, one `SimRedis`, a network, and one virtual clock that jumps
-//! straight to the next delivery or engine timer. It drives each engine exactly as the
-//! `Engine` docs require and records what each client believed, for the checks.
+//! The simulator: several engines over one backend, that backend's server model (`Model`), a
+//! network, and one virtual clock that jumps straight to the next delivery or timer. It drives
+//! each engine exactly as the `LockEngine` docs require and records what each client believed,
+//! for the checks. Nothing here knows a backend's wire: requests, replies and pushes are the
+//! model's types, routed by the connection the model names (`Conn`).
 
 use std::collections::{BTreeMap, HashMap};
 
-use lockgate_core::redis::{Command, EngineConfig};
+use lockgate_core::engine::{Done, LockEngine};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
-use lockgate_core::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{
-    Engine, Error, ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Primitive, Request,
-    RequestId, RequestKind, Wait,
-};
+use lockgate_core::{Error, ErrorKind, Event, LeaseId, LockOptions, OpId, Primitive, RequestId, Wait};
 
+use super::model::{Conn, Model, SimOutcome};
 use super::net::{mix, NetConfig, Rng};
-use super::redis::SimRedis;
 use super::store::far_future;
 
-pub type ClientId = usize;
+pub use super::model::ClientId;
 
-/// Key prefix of every simulated engine.
-pub const PREFIX: &str = "lockgate:";
+type Reply<M> = Result<<M as Model>::Answer, Error>;
 
 /// Something in transit, delivered at a virtual instant.
-#[derive(Debug)]
-enum Delivery {
-    /// A pipeline reaches the server and runs.
-    Execute {
-        client: ClientId,
-        id: RequestId,
-        commands: Vec<Command>,
-    },
-    /// A SUBSCRIBE reaches the server.
-    Subscribe {
-        client: ClientId,
-        id: RequestId,
-        channel: String,
-    },
+enum Delivery<M: Model> {
+    /// A request reaches its server and runs.
+    Request { client: ClientId, conn: Conn, req: M::Request },
     /// A reply (or transport error) reaches the client.
-    Reply {
-        client: ClientId,
-        id: RequestId,
-        result: Result<Vec<Reply>, Error>,
-    },
+    Reply { client: ClientId, conn: Conn, id: RequestId, result: Reply<M> },
     /// A pushed message reaches the client.
-    Notify {
-        client: ClientId,
-        channel: String,
-        payload: String,
-    },
-    /// The client notices its notification connection dropped.
+    Notify { client: ClientId, push: M::Push },
+    /// The client notices its session connection dropped.
     Disconnect { client: ClientId },
     /// Nothing: stops the clock so a test or workload can act at this instant.
     Wake,
 }
 
-impl Delivery {
+impl<M: Model> Delivery<M> {
     fn recipient(&self) -> Option<ClientId> {
         match self {
-            Delivery::Reply { client, .. }
-            | Delivery::Notify { client, .. }
-            | Delivery::Disconnect { client } => Some(*client),
+            Delivery::Reply { client, .. } | Delivery::Notify { client, .. } | Delivery::Disconnect { client } => {
+                Some(*client)
+            }
             _ => None,
         }
     }
@@ -76,28 +53,19 @@ enum OpKind {
     Observe,
 }
 
-/// The `kind` part of the keys of a shared primitive (`None` for the mutex).
-pub fn shared_kind(p: &Primitive) -> Option<&'static str> {
-    match p {
-        Primitive::Mutex => None,
-        Primitive::Semaphore { .. } => Some("sem"),
-        Primitive::Read { .. } | Primitive::Write => Some("rw"),
-        Primitive::Leader { .. } => Some("elect"),
-    }
-}
-
 /// One simulated client process.
-pub struct Client {
-    pub engine: Engine,
+pub struct Client<M: Model> {
+    pub engine: LockEngine<M::Backend>,
     pub crashed: bool,
     /// Every event, with the instant the engine emitted it.
-    pub events: Vec<(Instant, Event)>,
+    pub events: Vec<(Instant, Event<M::Outcome>)>,
     /// Every request, with the instant the engine emitted it.
-    pub requests: Vec<(Instant, Request)>,
+    pub requests: Vec<(Instant, M::Request)>,
     ops: HashMap<OpId, OpKind>,
-    /// Arrival time of the last command / reply / pushed message: each connection is FIFO.
-    cmd_fifo: Instant,
-    reply_fifo: Instant,
+    /// Per server, arrival time of the last request / reply on its command connection, and of
+    /// the last pushed message: each connection is FIFO.
+    cmd_fifo: Vec<Instant>,
+    reply_fifo: Vec<Instant>,
     notify_fifo: Instant,
 }
 
@@ -108,7 +76,8 @@ pub struct Belief {
     pub client: ClientId,
     pub lease: LeaseId,
     pub key: String,
-    pub fence: u64,
+    /// The grant's fencing token (`None` where the backend issues none).
+    pub fence: Option<u64>,
     pub claims: Vec<(Instant, Instant)>,
     pub end: Option<Instant>,
     /// Reentrant holds not yet given back (the belief ends with the last).
@@ -132,32 +101,29 @@ impl Belief {
     }
 }
 
-pub struct Sim {
+pub struct Sim<M: Model> {
     pub now: Instant,
-    pub redis: SimRedis,
+    /// The backend's server(s).
+    pub server: M,
     pub net: NetConfig,
-    pub clients: Vec<Client>,
+    pub clients: Vec<Client<M>>,
     pub beliefs: Vec<Belief>,
     belief_index: HashMap<(ClientId, LeaseId), usize>,
-    /// Server-side pub/sub registrations.
-    subscribers: HashMap<String, Vec<ClientId>>,
-    agenda: BTreeMap<(Instant, u64), Delivery>,
+    agenda: BTreeMap<(Instant, u64), Delivery<M>>,
     seq: u64,
     pub rng: Rng,
     seed: u64,
-    /// Replaces the server's handling of a command: `Some(reply)` is answered without running it.
-    pub fault: Option<CommandFault>,
-    /// Rewrites a whole pipeline's replies after it ran (e.g. to return the wrong number).
-    pub pipeline_fault: Option<PipelineFault>,
     /// Events not yet taken with [`take_events`](Self::take_events).
-    fresh: Vec<(ClientId, Event)>,
+    fresh: Vec<(ClientId, Event<M::Outcome>)>,
     pub dropped_notifications: usize,
-    pub engine_config: EngineConfig,
-    /// Clients whose command connection is broken (see [`Isolation`]).
+    /// Clients whose command connections are broken (see [`Isolation`]).
     pub isolated: HashMap<ClientId, Isolation>,
+    /// Servers paused until the instant given: what reaches them waits (see
+    /// [`pause_server`](Self::pause_server)).
+    paused: HashMap<usize, Instant>,
 }
 
-/// How a client's command connection fails: every pipeline gets a transport error, either
+/// How a client's command connection fails: every request gets a transport error, either
 /// before reaching the server or after running there (only the reply is lost).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isolation {
@@ -165,51 +131,49 @@ pub enum Isolation {
     DropReplies,
 }
 
-/// Answers a command in the server's place (`None`: run it normally).
-pub type CommandFault = Box<dyn FnMut(ClientId, &Command) -> Option<Reply>>;
-/// Rewrites the replies of a pipeline that ran.
-pub type PipelineFault = Box<dyn FnMut(ClientId, &[Command], Vec<Reply>) -> Vec<Reply>>;
-
 pub fn connection_error(why: &str) -> Error {
     Error::new(ErrorKind::Connection, why)
 }
 
-impl Sim {
-    pub fn new(seed: u64, net: NetConfig) -> Sim {
+impl<M: Model + Default> Sim<M> {
+    pub fn new(seed: u64, net: NetConfig) -> Sim<M> {
+        Sim::with_model(M::default(), seed, net)
+    }
+}
+
+impl<M: Model> Sim<M> {
+    pub fn with_model(server: M, seed: u64, net: NetConfig) -> Sim<M> {
         Sim {
             now: Instant::from_origin(Duration::from_secs(1)),
-            redis: SimRedis::default(),
+            server,
             net,
             clients: Vec::new(),
             beliefs: Vec::new(),
             belief_index: HashMap::new(),
-            subscribers: HashMap::new(),
             agenda: BTreeMap::new(),
             seq: 0,
             rng: Rng::new(seed),
             seed,
-            fault: None,
-            pipeline_fault: None,
             fresh: Vec::new(),
             dropped_notifications: 0,
-            engine_config: EngineConfig::default(),
             isolated: HashMap::new(),
+            paused: HashMap::new(),
         }
     }
 
     pub fn add_client(&mut self) -> ClientId {
         let id = self.clients.len();
         let rng = SeededRandom::new(mix(self.seed, id as u64 + 1));
-        let engine =
-            Engine::new(self.engine_config.clone(), Box::new(rng)).expect("valid engine config");
+        let engine = self.server.engine(rng);
+        let servers = self.server.servers();
         self.clients.push(Client {
             engine,
             crashed: false,
             events: Vec::new(),
             requests: Vec::new(),
             ops: HashMap::new(),
-            cmd_fifo: self.now,
-            reply_fifo: self.now,
+            cmd_fifo: vec![self.now; servers],
+            reply_fifo: vec![self.now; servers],
             notify_fifo: self.now,
         });
         id
@@ -219,36 +183,10 @@ impl Sim {
         (0..n).map(|_| self.add_client()).collect()
     }
 
-    pub fn keys(&self, name: &str) -> MutexKeys {
-        MutexKeys::new(PREFIX, name)
-    }
-
-    /// The keys of shared primitive `kind` (`sem`, `rw`, `elect`) named `name`.
-    pub fn shared_keys(&self, kind: &str, name: &str) -> SharedKeys {
-        SharedKeys::new(PREFIX, kind, name)
-    }
-
-    /// The key a belief about `primitive` named `name` refers to: the mutex's lock key or the
-    /// primitive's holders set.
-    pub fn belief_key(&self, name: &str, primitive: &Primitive) -> String {
-        match shared_kind(primitive) {
-            None => self.keys(name).lock,
-            Some(kind) => self.shared_keys(kind, name).holders,
-        }
-    }
-
     // ---- caller operations (at the current virtual instant) ----
 
     pub fn acquire(&mut self, c: ClientId, name: &str, opts: &LockOptions, wait: Wait) -> OpId {
-        let now = self.now;
-        let op = self.clients[c]
-            .engine
-            .acquire(now, name, opts, wait)
-            .expect("valid acquire arguments");
-        let key = self.keys(name).lock;
-        self.clients[c].ops.insert(op, OpKind::Acquire { key });
-        self.drain(c);
-        op
+        self.acquire_primitive(c, name, &Primitive::Mutex, opts, wait)
     }
 
     /// Acquires a semaphore permit, a read or write hold, leadership or the mutex.
@@ -265,7 +203,7 @@ impl Sim {
             .engine
             .acquire_primitive(now, name, primitive, opts, wait)
             .expect("valid acquire arguments");
-        let key = self.belief_key(name, primitive);
+        let key = self.server.belief_key(name, primitive);
         self.clients[c].ops.insert(op, OpKind::Acquire { key });
         self.drain(c);
         op
@@ -281,10 +219,7 @@ impl Sim {
 
     /// Asks who leads election `name`.
     pub fn observe_leader(&mut self, c: ClientId, name: &str) -> OpId {
-        let op = self.clients[c]
-            .engine
-            .observe_leader(self.now, name)
-            .expect("valid name");
+        let op = self.clients[c].engine.observe_leader(self.now, name).expect("valid name");
         self.clients[c].ops.insert(op, OpKind::Observe);
         self.drain(c);
         op
@@ -307,10 +242,7 @@ impl Sim {
     }
 
     pub fn extend(&mut self, c: ClientId, lease: LeaseId, d: Duration) -> OpId {
-        let op = self.clients[c]
-            .engine
-            .extend(self.now, lease, d)
-            .expect("valid extend arguments");
+        let op = self.clients[c].engine.extend(self.now, lease, d).expect("valid extend arguments");
         self.clients[c].ops.insert(op, OpKind::Extend(lease));
         self.drain(c);
         op
@@ -322,12 +254,7 @@ impl Sim {
     }
 
     pub fn shutdown(&mut self, c: ClientId) {
-        let leases: Vec<LeaseId> = self
-            .beliefs
-            .iter()
-            .filter(|b| b.client == c)
-            .map(|b| b.lease)
-            .collect();
+        let leases: Vec<LeaseId> = self.beliefs.iter().filter(|b| b.client == c).map(|b| b.lease).collect();
         leases.into_iter().for_each(|l| self.end_belief(c, l));
         self.clients[c].engine.shutdown(self.now);
         self.drain(c);
@@ -336,119 +263,112 @@ impl Sim {
     // ---- faults ----
 
     /// The client process dies: it never drives its engine again and releases nothing.
-    /// Commands already on the wire still reach the server.
+    /// Requests already on the wire still reach the server.
     pub fn crash(&mut self, c: ClientId) {
         self.clients[c].crashed = true;
-        let leases: Vec<LeaseId> = self
-            .beliefs
-            .iter()
-            .filter(|b| b.client == c)
-            .map(|b| b.lease)
-            .collect();
+        let leases: Vec<LeaseId> = self.beliefs.iter().filter(|b| b.client == c).map(|b| b.lease).collect();
         leases.into_iter().for_each(|l| self.end_belief(c, l));
-        self.subscribers
-            .values_mut()
-            .for_each(|v| v.retain(|&s| s != c));
+        self.server.client_crashed(c);
         self.agenda.retain(|_, d| d.recipient() != Some(c));
     }
 
-    /// The server restarts without persistence. With `drop_connections` (a real restart) every
-    /// command and reply in transit fails, subscriptions vanish and clients see a disconnect;
-    /// without it (a proxy in front of a failover) in-flight commands just meet the empty server.
+    /// Server 0 restarts without persistence (see [`restart`](Self::restart)).
     pub fn restart_server(&mut self, drop_connections: bool, clock_jump: Duration) {
+        self.restart(0, drop_connections, clock_jump);
+    }
+
+    /// Server `server` restarts without persistence. With `drop_connections` (a real restart)
+    /// every request and reply in transit on its connections fails, what the connections
+    /// registered vanishes and clients with a session on it see a disconnect; without it (a
+    /// proxy in front of a failover) requests in flight just meet the empty server.
+    pub fn restart(&mut self, server: usize, drop_connections: bool, clock_jump: Duration) {
         let now = self.now;
-        self.redis
-            .restart_without_persistence(now, clock_jump.as_micros() as u64);
+        self.server.restart(server, now, drop_connections, clock_jump);
         if !drop_connections {
             return;
         }
-        self.subscribers.clear();
+        let session = server == 0 && self.server.has_session();
+        let on_it = |conn: Conn| conn == Conn::Server(server) || (session && conn == Conn::Session);
         let pending = std::mem::take(&mut self.agenda);
         for ((at, seq), d) in pending {
+            let reset = || Err(connection_error("connection reset by server restart"));
             let d = match d {
-                Delivery::Execute { client, id, .. } | Delivery::Subscribe { client, id, .. } => {
-                    Delivery::Reply {
-                        client,
-                        id,
-                        result: Err(connection_error("connection reset by server restart")),
-                    }
+                Delivery::Request { client, conn, req } if on_it(conn) => {
+                    Delivery::Reply { client, conn, id: M::request_id(&req), result: reset() }
                 }
-                Delivery::Reply { client, id, .. } => Delivery::Reply {
-                    client,
-                    id,
-                    result: Err(connection_error("connection reset by server restart")),
-                },
-                Delivery::Notify { .. } => continue,
+                Delivery::Reply { client, conn, id, .. } if on_it(conn) => {
+                    Delivery::Reply { client, conn, id, result: reset() }
+                }
+                Delivery::Notify { .. } if session => continue,
                 other => other,
             };
             self.agenda.insert((at.max(now), seq), d);
         }
-        for c in 0..self.clients.len() {
-            if !self.clients[c].crashed {
-                let at = now + self.rng.duration(self.net.notify_latency);
-                self.schedule(at, Delivery::Disconnect { client: c });
+        if session {
+            for c in 0..self.clients.len() {
+                if !self.clients[c].crashed {
+                    let at = now + self.rng.duration(self.net.notify_latency);
+                    self.schedule(at, Delivery::Disconnect { client: c });
+                }
             }
         }
     }
 
-    /// The client's notification connection breaks: its subscription and any message in
-    /// transit are gone, and the driver reports the disconnect to the engine right away.
-    pub fn drop_notification_connection(&mut self, c: ClientId) {
-        self.subscribers
-            .values_mut()
-            .for_each(|v| v.retain(|&s| s != c));
-        self.agenda.retain(|_, d| !matches!(d, Delivery::Notify { client, .. } | Delivery::Subscribe { client, .. } if *client == c));
-        let now = self.now;
-        self.schedule(now, Delivery::Disconnect { client: c });
+    /// Server `server` stops answering until `until` (a stalled process, a long GC): what
+    /// reaches it meanwhile runs, in arrival order, when it resumes; its clock keeps running.
+    pub fn pause_server(&mut self, server: usize, until: Instant) {
+        self.paused.insert(server, until);
     }
 
-    /// Someone deletes a key behind the engines' backs.
-    pub fn delete_key(&mut self, key: &str) {
-        self.redis.store.set_now(self.now);
-        self.redis.store.del(key);
+    /// The client's session connection breaks: what it registered and any message in transit
+    /// are gone, and the driver reports the disconnect to the engine right away.
+    pub fn drop_notification_connection(&mut self, c: ClientId) {
+        self.server.session_dropped(c);
+        self.agenda.retain(|_, d| {
+            !matches!(d, Delivery::Notify { client, .. } | Delivery::Request { client, conn: Conn::Session, .. } if *client == c)
+        });
+        let now = self.now;
+        self.schedule(now, Delivery::Disconnect { client: c });
     }
 
     // ---- observing ----
 
     /// The outcome of `op` and when it was reported.
-    pub fn outcome(&self, c: ClientId, op: OpId) -> Option<(Instant, Outcome)> {
+    pub fn outcome(&self, c: ClientId, op: OpId) -> Option<(Instant, M::Outcome)> {
         self.clients[c].events.iter().find_map(|(at, e)| match e {
             Event::Completed { op: o, outcome } if *o == op => Some((*at, outcome.clone())),
             _ => None,
         })
     }
 
-    pub fn acquired(&self, c: ClientId, op: OpId) -> Option<(Instant, LeaseId, u64)> {
-        match self.outcome(c, op)? {
-            (
-                at,
-                Outcome::Acquired {
-                    lease,
-                    fencing_token,
-                    ..
-                },
-            ) => Some((at, lease, fencing_token)),
+    /// The outcome of `op` in the engine's generic words.
+    pub fn done(&self, c: ClientId, op: OpId) -> Option<(Instant, Done)> {
+        self.outcome(c, op).map(|(at, o)| (at, o.done()))
+    }
+
+    /// When `op` acquired, its lease and fencing token (if the backend issues them).
+    pub fn granted(&self, c: ClientId, op: OpId) -> Option<(Instant, LeaseId, Option<u64>)> {
+        match self.done(c, op)? {
+            (at, Done::Acquired { lease, fencing_token, .. }) => Some((at, lease, fencing_token)),
             _ => None,
         }
     }
 
     /// Events since the last call, in order.
-    pub fn take_events(&mut self) -> Vec<(ClientId, Event)> {
+    pub fn take_events(&mut self) -> Vec<(ClientId, Event<M::Outcome>)> {
         std::mem::take(&mut self.fresh)
     }
 
     /// Every live engine is idle and nothing is in transit to one.
     pub fn quiescent(&self) -> bool {
         self.clients.iter().all(|c| c.crashed || c.engine.is_idle())
-            && self
-                .agenda
-                .values()
-                .all(|d| matches!(d, Delivery::Wake | Delivery::Notify { .. }))
+            && self.agenda.values().all(|d| matches!(d, Delivery::Wake | Delivery::Notify { .. }))
     }
 
+    /// What is left on the servers that must not outlive its users.
     pub fn lock_state_keys(&mut self) -> Vec<String> {
         let now = self.now;
-        self.redis.lock_state_keys(now)
+        self.server.lock_state_left(now)
     }
 
     // ---- running ----
@@ -467,6 +387,7 @@ impl Sim {
             .iter()
             .filter(|c| !c.crashed)
             .filter_map(|c| c.engine.poll_timeout())
+            .chain(self.server.poll_timeout())
             .min();
         let next = match (next_delivery, next_timer) {
             (Some(a), Some(b)) => a.min(b),
@@ -485,11 +406,14 @@ impl Sim {
         self.now = self.now.max(next);
         let now = self.now;
         for round in 0.. {
-            assert!(
-                round < 10_000,
-                "livelock: the engines keep asking for work at {now:?}"
-            );
+            assert!(round < 10_000, "livelock: the engines keep asking for work at {now:?}");
             let mut worked = false;
+            if self.server.poll_timeout().is_some_and(|t| t <= now) {
+                let mut pushes = Vec::new();
+                self.server.on_timeout(now, &mut pushes);
+                self.push_all(pushes);
+                worked = true;
+            }
             while let Some(entry) = self.agenda.first_entry() {
                 if entry.key().0 > now {
                     break;
@@ -499,11 +423,7 @@ impl Sim {
                 worked = true;
             }
             for c in 0..self.clients.len() {
-                let due = !self.clients[c].crashed
-                    && self.clients[c]
-                        .engine
-                        .poll_timeout()
-                        .is_some_and(|t| t <= now);
+                let due = !self.clients[c].crashed && self.clients[c].engine.poll_timeout().is_some_and(|t| t <= now);
                 if due {
                     self.clients[c].engine.handle_timeout(now);
                     self.drain(c);
@@ -518,7 +438,7 @@ impl Sim {
     }
 
     /// Runs until `done` holds (checked after every step) or `limit`; returns whether it held.
-    pub fn run_until(&mut self, limit: Instant, mut done: impl FnMut(&Sim) -> bool) -> bool {
+    pub fn run_until(&mut self, limit: Instant, mut done: impl FnMut(&Sim<M>) -> bool) -> bool {
         loop {
             if done(self) {
                 return true;
@@ -543,58 +463,41 @@ impl Sim {
 
     // ---- internals ----
 
-    fn schedule(&mut self, at: Instant, d: Delivery) {
+    fn schedule(&mut self, at: Instant, d: Delivery<M>) {
         self.seq += 1;
         self.agenda.insert((at, self.seq), d);
     }
 
-    fn deliver(&mut self, d: Delivery) {
+    fn deliver(&mut self, d: Delivery<M>) {
         let now = self.now;
         if d.recipient().is_some_and(|c| self.clients[c].crashed) {
             return;
         }
         match d {
-            Delivery::Execute {
-                client,
-                id,
-                commands,
-            } => self.execute(client, id, commands),
-            Delivery::Subscribe {
-                client,
-                id,
-                channel,
-            } => {
-                if self.clients[client].crashed {
-                    return;
+            Delivery::Request { client, conn, req } => {
+                let server = match conn {
+                    Conn::Server(i) => i,
+                    Conn::Session => 0,
+                };
+                if let Some(&until) = self.paused.get(&server) {
+                    if until > now {
+                        // Runs when the server resumes, behind what reached it earlier.
+                        self.schedule(until, Delivery::Request { client, conn, req });
+                        return;
+                    }
+                    self.paused.remove(&server);
                 }
-                let subs = self.subscribers.entry(channel).or_default();
-                if !subs.contains(&client) {
-                    subs.push(client);
+                match conn {
+                    Conn::Server(i) => self.execute(client, i, req),
+                    Conn::Session => self.open_session(client, req),
                 }
-                let at = self.notify_slot(client);
-                self.schedule(
-                    at,
-                    Delivery::Reply {
-                        client,
-                        id,
-                        result: Ok(vec![]),
-                    },
-                );
             }
-            Delivery::Reply { client, id, result } => {
+            Delivery::Reply { client, id, result, .. } => {
                 self.clients[client].engine.handle_reply(now, id, result);
                 self.drain(client);
             }
-            Delivery::Notify {
-                client,
-                channel,
-                payload,
-            } => {
-                self.clients[client].engine.handle_notification(
-                    now,
-                    channel.as_bytes(),
-                    payload.as_bytes(),
-                );
+            Delivery::Notify { client, push } => {
+                M::notify(&mut self.clients[client].engine, now, &push);
                 self.drain(client);
             }
             Delivery::Disconnect { client } => {
@@ -605,52 +508,55 @@ impl Sim {
         }
     }
 
-    fn execute(&mut self, client: ClientId, id: RequestId, commands: Vec<Command>) {
-        let now = self.now;
-        let mut replies = Vec::with_capacity(commands.len());
-        for cmd in &commands {
-            let injected = self.fault.as_mut().and_then(|f| f(client, cmd));
-            let reply = injected.unwrap_or_else(|| self.redis.exec(now, cmd));
-            replies.push(reply);
-            for (channel, payload) in self.redis.take_outbox() {
-                let subs = self.subscribers.get(&channel).cloned().unwrap_or_default();
-                for s in subs {
-                    if self.rng.chance(self.net.drop_notification) {
-                        self.dropped_notifications += 1;
-                        continue;
-                    }
-                    let at = self.notify_slot(s);
-                    self.schedule(
-                        at,
-                        Delivery::Notify {
-                            client: s,
-                            channel: channel.clone(),
-                            payload: payload.clone(),
-                        },
-                    );
-                }
-            }
-        }
+    /// A request on the session connection (a subscription, a session open) reaches server 0.
+    fn open_session(&mut self, client: ClientId, req: M::Request) {
         if self.clients[client].crashed {
             return;
         }
-        if let Some(f) = self.pipeline_fault.as_mut() {
-            replies = f(client, &commands, replies);
+        let id = M::request_id(&req);
+        let mut pushes = Vec::new();
+        let answer = self.server.serve(self.now, client, false, req, &mut pushes);
+        self.push_all(pushes);
+        let at = self.notify_slot(client);
+        self.schedule(at, Delivery::Reply { client, conn: Conn::Session, id, result: Ok(answer) });
+    }
+
+    /// A request on the command connection reaches server `i` and runs.
+    fn execute(&mut self, client: ClientId, i: usize, req: M::Request) {
+        let now = self.now;
+        let id = M::request_id(&req);
+        let crashed = self.clients[client].crashed;
+        let mut pushes = Vec::new();
+        let answer = self.server.serve(now, client, crashed, req, &mut pushes);
+        self.push_all(pushes);
+        if crashed {
+            return;
         }
         let lose = self.isolated.get(&client) == Some(&Isolation::DropReplies);
         let result = if lose || self.rng.chance(self.net.drop_reply) {
             Err(connection_error("reply lost"))
         } else {
-            Ok(replies)
+            Ok(answer)
         };
-        let at = (now + self.rng.duration(self.net.latency)).max(self.clients[client].reply_fifo);
-        self.clients[client].reply_fifo = at;
-        self.schedule(at, Delivery::Reply { client, id, result });
+        let at = (now + self.rng.duration(self.net.latency)).max(self.clients[client].reply_fifo[i]);
+        self.clients[client].reply_fifo[i] = at;
+        self.schedule(at, Delivery::Reply { client, conn: Conn::Server(i), id, result });
+    }
+
+    /// Sends what a server pushed, each message to its client's session connection (or lost).
+    fn push_all(&mut self, pushes: Vec<(ClientId, M::Push)>) {
+        for (s, push) in pushes {
+            if self.rng.chance(self.net.drop_notification) {
+                self.dropped_notifications += 1;
+                continue;
+            }
+            let at = self.notify_slot(s);
+            self.schedule(at, Delivery::Notify { client: s, push });
+        }
     }
 
     fn notify_slot(&mut self, c: ClientId) -> Instant {
-        let at = (self.now + self.rng.duration(self.net.notify_latency))
-            .max(self.clients[c].notify_fifo);
+        let at = (self.now + self.rng.duration(self.net.notify_latency)).max(self.clients[c].notify_fifo);
         self.clients[c].notify_fifo = at;
         at
     }
@@ -660,47 +566,26 @@ impl Sim {
         let now = self.now;
         while let Some(req) = self.clients[c].engine.poll_request() {
             self.clients[c].requests.push((now, req.clone()));
-            match req.kind {
-                RequestKind::Pipeline(commands) => {
+            match self.server.route(&req) {
+                Conn::Server(i) => {
                     let lose = self.isolated.get(&c) == Some(&Isolation::DropRequests);
                     if lose || self.rng.chance(self.net.drop_request) {
                         let at = now + self.rng.duration(self.net.latency) * 2;
-                        let at = at.max(self.clients[c].reply_fifo);
-                        self.clients[c].reply_fifo = at;
-                        self.schedule(
-                            at,
-                            Delivery::Reply {
-                                client: c,
-                                id: req.id,
-                                result: Err(connection_error("request lost")),
-                            },
-                        );
+                        let at = at.max(self.clients[c].reply_fifo[i]);
+                        self.clients[c].reply_fifo[i] = at;
+                        let result = Err(connection_error("request lost"));
+                        let id = M::request_id(&req);
+                        self.schedule(at, Delivery::Reply { client: c, conn: Conn::Server(i), id, result });
                     } else {
-                        let at = (now + self.rng.duration(self.net.latency))
-                            .max(self.clients[c].cmd_fifo);
-                        self.clients[c].cmd_fifo = at;
-                        self.schedule(
-                            at,
-                            Delivery::Execute {
-                                client: c,
-                                id: req.id,
-                                commands,
-                            },
-                        );
+                        let at = (now + self.rng.duration(self.net.latency)).max(self.clients[c].cmd_fifo[i]);
+                        self.clients[c].cmd_fifo[i] = at;
+                        self.schedule(at, Delivery::Request { client: c, conn: Conn::Server(i), req });
                     }
                 }
-                RequestKind::Subscribe(channel) => {
+                Conn::Session => {
                     let at = now + self.rng.duration(self.net.notify_latency);
-                    self.schedule(
-                        at,
-                        Delivery::Subscribe {
-                            client: c,
-                            id: req.id,
-                            channel,
-                        },
-                    );
+                    self.schedule(at, Delivery::Request { client: c, conn: Conn::Session, req });
                 }
-                other => panic!("the simulator does not know request {other:?}"),
             }
         }
         while let Some(ev) = self.clients[c].engine.poll_event() {
@@ -715,11 +600,7 @@ impl Sim {
     /// the lease caps it when sent): record it as a claim too.
     fn poll_validity(&mut self, c: ClientId) {
         let now = self.now;
-        for b in self
-            .beliefs
-            .iter_mut()
-            .filter(|b| b.client == c && b.end.is_none())
-        {
+        for b in self.beliefs.iter_mut().filter(|b| b.client == c && b.end.is_none()) {
             if let Some(v) = self.clients[c].engine.lease_valid_until(b.lease) {
                 if b.claims.last().map(|cl| cl.1) != Some(v) {
                     b.claims.push((now, v));
@@ -728,43 +609,32 @@ impl Sim {
         }
     }
 
-    fn observe(&mut self, c: ClientId, ev: &Event) {
+    fn observe(&mut self, c: ClientId, ev: &Event<M::Outcome>) {
         let now = self.now;
         match ev {
-            Event::Completed { op, outcome } => {
-                match (self.clients[c].ops.get(op).cloned(), outcome) {
-                    (
-                        Some(OpKind::Acquire { key }),
-                        Outcome::Acquired {
-                            lease,
-                            fencing_token,
-                            valid_until,
-                        },
-                    ) => {
-                        self.belief_index.insert((c, *lease), self.beliefs.len());
-                        self.beliefs.push(Belief {
-                            client: c,
-                            lease: *lease,
-                            key,
-                            fence: *fencing_token,
-                            claims: vec![(now, *valid_until)],
-                            end: None,
-                            holds: 1,
-                        });
-                    }
-                    (Some(OpKind::Reacquire(lease)), Outcome::Acquired { .. }) => {
-                        if let Some(&i) = self.belief_index.get(&(c, lease)) {
-                            if self.beliefs[i].end.is_none() {
-                                self.beliefs[i].holds += 1;
-                            }
+            Event::Completed { op, outcome } => match (self.clients[c].ops.get(op).cloned(), outcome.done()) {
+                (Some(OpKind::Acquire { key }), Done::Acquired { lease, fencing_token, valid_until }) => {
+                    self.belief_index.insert((c, lease), self.beliefs.len());
+                    self.beliefs.push(Belief {
+                        client: c,
+                        lease,
+                        key,
+                        fence: fencing_token,
+                        claims: vec![(now, valid_until)],
+                        end: None,
+                        holds: 1,
+                    });
+                }
+                (Some(OpKind::Reacquire(lease)), Done::Acquired { .. }) => {
+                    if let Some(&i) = self.belief_index.get(&(c, lease)) {
+                        if self.beliefs[i].end.is_none() {
+                            self.beliefs[i].holds += 1;
                         }
                     }
-                    (Some(OpKind::Extend(lease)), Outcome::Extended { valid_until }) => {
-                        self.claim(c, lease, *valid_until)
-                    }
-                    _ => {}
                 }
-            }
+                (Some(OpKind::Extend(lease)), Done::Extended { valid_until }) => self.claim(c, lease, valid_until),
+                _ => {}
+            },
             Event::Renewed { lease, valid_until } => self.claim(c, *lease, *valid_until),
             Event::Lost { lease, .. } => self.end_belief(c, *lease),
         }

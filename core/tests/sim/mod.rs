@@ -1,13 +1,18 @@
-//! Support code for the deterministic simulation tests (`tests/simulation.rs`): a simulated
-//! Redis that runs lockgate's scripts, a lossy network, a virtual clock, and safety checks.
+//! Support code for the deterministic simulation tests (`tests/simulation.rs`,
+//! `tests/simulation_redlock.rs`, coming next): one harness (virtual clock, lossy network, clients,
+//! crashes, restarts, beliefs) and one set of checks over any backend's engine, and one
+//! server model per backend (`Model`): Redis, Redlock.
 #![allow(dead_code)]
 
 pub mod check;
 pub mod harness;
+pub mod model;
 pub mod net;
 pub mod redis;
+pub mod redis_check;
+pub mod redlock;
 pub mod store;
 pub mod workload;
 
-pub use harness::{Isolation, Sim};
+pub use harness::Isolation;
 pub use net::NetConfig;

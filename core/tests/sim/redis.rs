@@ -1,20 +1,48 @@
-//! `SimRedis`: runs the seven lockgate scripts against the simulated key space, re-implementing
-//! in Rust exactly what the Lua in `core/src/redis/mutex.rs` (mutex) and
+//! The Redis model: `SimRedis` runs the seven lockgate scripts against the simulated key space,
+//! re-implementing in Rust exactly what the Lua in `core/src/redis/mutex.rs` (mutex) and
 //! `core/src/redis/holders.rs` (semaphore, read-write lock, election) does (statement by
 //! statement, including Redis's script cache, NOSCRIPT, WRONGTYPE and the removal of empty
-//! sets/hashes).
+//! sets/hashes), plus the three Redlock scripts of each master (`redlock.rs`). It is the
+//! simulator's [`Model`] of the Redis backend: one server, pipelines on the command connection,
+//! subscriptions on the session connection, `granted` messages pushed to the subscribers.
 //!
 //! The model is tied to the script texts by their digests ([`MODELLED`]): when a script
 //! changes, `sim_models_the_current_scripts` fails until this file is brought up to date.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use lockgate_core::redis::Command;
+use lockgate_core::engine::LockEngine;
+use lockgate_core::random::SeededRandom;
+use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::Script;
-use lockgate_core::time::Instant;
+use lockgate_core::redis::{Command, Engine, EngineConfig, RedisBackend, Request, RequestKind, Script};
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{LeaseId, OpId, Outcome, Primitive, RequestId};
 
+use super::harness::Sim;
+use super::model::{ClientId, Conn, Model};
 use super::store::{Res, Store};
+
+/// Key prefix of every simulated engine.
+pub const PREFIX: &str = "lockgate:";
+
+/// The simulator over the Redis model.
+pub type RedisSim = Sim<SimRedis>;
+
+/// Answers a command in the server's place (`None`: run it normally).
+pub type CommandFault = Box<dyn FnMut(ClientId, &Command) -> Option<Reply>>;
+/// Rewrites the replies of a pipeline that ran.
+pub type PipelineFault = Box<dyn FnMut(ClientId, &[Command], Vec<Reply>) -> Vec<Reply>>;
+
+/// The `kind` part of the keys of a shared primitive (`None` for the mutex).
+pub fn shared_kind(p: &Primitive) -> Option<&'static str> {
+    match p {
+        Primitive::Mutex => None,
+        Primitive::Semaphore { .. } => Some("sem"),
+        Primitive::Read { .. } | Primitive::Write => Some("rw"),
+        Primitive::Leader { .. } => Some("elect"),
+    }
+}
 
 /// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 4), in the
 /// order of `lockgate_core::redis::all()`.
@@ -63,6 +91,8 @@ pub struct Executed {
 
 #[derive(Default)]
 pub struct SimRedis {
+    /// The engines' configuration (set before adding clients).
+    pub config: EngineConfig,
     pub store: Store,
     loaded: HashSet<String>,
     pub grants: Vec<Grant>,
@@ -73,6 +103,152 @@ pub struct SimRedis {
     pub restarts: usize,
     /// EVALSHA calls answered NOSCRIPT.
     pub noscript: usize,
+    /// Pub/sub registrations of the clients' session connections.
+    subscribers: HashMap<String, Vec<ClientId>>,
+    /// Replaces the server's handling of a command: `Some(reply)` is answered without running it.
+    pub fault: Option<CommandFault>,
+    /// Rewrites a whole pipeline's replies after it ran (e.g. to return the wrong number).
+    pub pipeline_fault: Option<PipelineFault>,
+    /// When the server process last started (INFO server's `uptime_in_seconds` counts from it).
+    pub started: Instant,
+    /// Uptime it already had at `started` (a master up long before the simulation began).
+    pub uptime_before: Duration,
+}
+
+impl Model for SimRedis {
+    type Backend = RedisBackend;
+    type Request = Request;
+    type Answer = Vec<Reply>;
+    /// A published message: `(channel, payload)`.
+    type Push = (String, String);
+    type Outcome = Outcome;
+
+    fn engine(&self, rng: SeededRandom) -> Engine {
+        Engine::new(self.config.clone(), Box::new(rng)).expect("valid engine config")
+    }
+
+    fn has_session(&self) -> bool {
+        true
+    }
+
+    fn request_id(req: &Request) -> RequestId {
+        req.id
+    }
+
+    fn route(&self, req: &Request) -> Conn {
+        match &req.kind {
+            RequestKind::Pipeline(_) => Conn::Server(0),
+            RequestKind::Subscribe(_) => Conn::Session,
+            other => panic!("the simulator does not know request {other:?}"),
+        }
+    }
+
+    fn serve(
+        &mut self,
+        now: Instant,
+        client: ClientId,
+        crashed: bool,
+        req: Request,
+        pushes: &mut Vec<(ClientId, (String, String))>,
+    ) -> Vec<Reply> {
+        match req.kind {
+            RequestKind::Pipeline(commands) => {
+                let mut replies = Vec::with_capacity(commands.len());
+                for cmd in &commands {
+                    let injected = self.fault.as_mut().and_then(|f| f(client, cmd));
+                    let reply = injected.unwrap_or_else(|| self.exec(now, cmd));
+                    replies.push(reply);
+                    for (channel, payload) in self.take_outbox() {
+                        for &s in self.subscribers.get(&channel).into_iter().flatten() {
+                            pushes.push((s, (channel.clone(), payload.clone())));
+                        }
+                    }
+                }
+                if let (false, Some(f)) = (crashed, self.pipeline_fault.as_mut()) {
+                    replies = f(client, &commands, replies);
+                }
+                replies
+            }
+            RequestKind::Subscribe(channel) => {
+                let subs = self.subscribers.entry(channel).or_default();
+                if !subs.contains(&client) {
+                    subs.push(client);
+                }
+                vec![]
+            }
+            other => panic!("the simulator does not know request {other:?}"),
+        }
+    }
+
+    fn notify(engine: &mut LockEngine<RedisBackend>, now: Instant, (channel, payload): &(String, String)) {
+        engine.handle_notification(now, channel.as_bytes(), payload.as_bytes());
+    }
+
+    fn restart(&mut self, _server: usize, now: Instant, drop_connections: bool, clock_jump: Duration) {
+        self.restart_without_persistence(now, clock_jump.as_micros() as u64);
+        if drop_connections {
+            self.subscribers.clear();
+        }
+    }
+
+    fn client_crashed(&mut self, client: ClientId) {
+        self.subscribers.values_mut().for_each(|v| v.retain(|&s| s != client));
+    }
+
+    fn session_dropped(&mut self, client: ClientId) {
+        self.client_crashed(client);
+    }
+
+    /// The mutex's lock key or the primitive's holders set.
+    fn belief_key(&self, name: &str, primitive: &Primitive) -> String {
+        match shared_kind(primitive) {
+            None => MutexKeys::new(PREFIX, name).lock,
+            Some(kind) => SharedKeys::new(PREFIX, kind, name).holders,
+        }
+    }
+
+    fn hold_mode(&self, key: &str, fence: Option<u64>) -> (char, u64) {
+        self.grants
+            .iter()
+            .find(|g| g.key == key && Some(g.fence) == fence)
+            .map_or(('w', 0), |g| (g.kind, g.limit))
+    }
+
+    fn lock_state_left(&mut self, now: Instant) -> Vec<String> {
+        self.lock_state_keys(now)
+    }
+}
+
+/// What only the Redis model knows: its key layout and fencing tokens as plain numbers.
+impl Sim<SimRedis> {
+    pub fn keys(&self, name: &str) -> MutexKeys {
+        MutexKeys::new(PREFIX, name)
+    }
+
+    /// The keys of shared primitive `kind` (`sem`, `rw`, `elect`) named `name`.
+    pub fn shared_keys(&self, kind: &str, name: &str) -> SharedKeys {
+        SharedKeys::new(PREFIX, kind, name)
+    }
+
+    /// The key a belief about `primitive` named `name` refers to: the mutex's lock key or the
+    /// primitive's holders set.
+    pub fn belief_key(&self, name: &str, primitive: &Primitive) -> String {
+        self.server.belief_key(name, primitive)
+    }
+
+    /// Someone deletes a key behind the engines' backs.
+    pub fn delete_key(&mut self, key: &str) {
+        self.server.store.set_now(self.now);
+        self.server.store.del(key);
+    }
+
+    /// When `op` acquired, its lease and fencing token.
+    pub fn acquired(&self, c: ClientId, op: OpId) -> Option<(Instant, LeaseId, u64)> {
+        match self.outcome(c, op)? {
+            (at, Outcome::Acquired { lease, fencing_token, .. }) => Some((at, lease, fencing_token)),
+            _ => None,
+        }
+    }
 }
 
 impl SimRedis {
@@ -89,8 +265,7 @@ impl SimRedis {
             .map(|s| s.to_ascii_uppercase())
             .unwrap_or_default();
         let (script, full) = match (name.as_str(), args.get(1)) {
-            ("EVALSHA", Some(sha)) => match lockgate_core::redis::all()
-                .into_iter()
+            ("EVALSHA", Some(sha)) => match every_script()
                 .find(|s| s.sha1() == sha.to_ascii_lowercase())
             {
                 Some(s) if self.loaded.contains(s.sha1()) => (s, false),
@@ -99,7 +274,7 @@ impl SimRedis {
                     return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
                 }
             },
-            ("EVAL", Some(body)) => match lockgate_core::redis::all().into_iter().find(|s| s.source == body) {
+            ("EVAL", Some(body)) => match every_script().find(|s| s.source == body) {
                 Some(s) => {
                     self.loaded.insert(s.sha1().to_string());
                     (s, true)
@@ -126,6 +301,10 @@ impl SimRedis {
                     "shared_release" => ctx.shared_release(),
                     "shared_extend" => ctx.shared_extend(),
                     "shared_observe" => ctx.shared_observe(),
+                    "REDLOCK_ACQUIRE" | "REDLOCK_RELEASE" | "REDLOCK_EXTEND" => {
+                        let (keys, argv) = (std::mem::take(&mut ctx.keys), std::mem::take(&mut ctx.argv));
+                        super::redlock::run_script(self, now, script.name, &keys, &argv)
+                    }
                     other => Err(format!("ERR unknown script {other}")),
                 };
                 result.unwrap_or_else(|e| script_error(script, &e))
@@ -148,6 +327,8 @@ impl SimRedis {
     /// A restart without persistence (or a failover to an empty replica): every key and the
     /// script cache are gone; the server clock keeps running (`clock_jump` moves it forward).
     pub fn restart_without_persistence(&mut self, now: Instant, clock_jump_us: u64) {
+        self.started = now;
+        self.uptime_before = Duration::ZERO;
         self.store.set_now(now);
         self.store.wipe();
         self.store.clock_jump_us += clock_jump_us;
@@ -164,6 +345,16 @@ impl SimRedis {
             .filter(|k| !k.ends_with(":fence"))
             .collect()
     }
+
+    /// INFO server's `uptime_in_seconds`.
+    pub fn uptime_secs(&self, now: Instant) -> u64 {
+        (self.uptime_before + now.saturating_duration_since(self.started)).as_secs()
+    }
+}
+
+/// The scripts a simulated server runs: lockgate's seven and the three of a Redlock master.
+fn every_script() -> impl Iterator<Item = &'static Script> {
+    lockgate_core::redis::all().into_iter().chain(lockgate_core::redis::redlock::all())
 }
 
 /// Which lockgate script a command runs (by digest or body), if any.

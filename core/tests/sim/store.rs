@@ -63,6 +63,9 @@ pub struct Store {
     now: Instant,
     /// Extra server-clock offset (a forward jump, e.g. at a restart).
     pub clock_jump_us: u64,
+    /// How fast the server's clock runs, in parts per million beyond real (virtual) time: its
+    /// keys expire that much early. Set it before the first command.
+    pub fast_ppm: u64,
     history: Vec<Interval>,
     open: HashMap<String, usize>,
     memberships: Vec<Membership>,
@@ -77,7 +80,12 @@ impl Store {
 
     /// The server's `TIME` in microseconds.
     pub fn server_us(&self) -> u64 {
-        EPOCH_US + self.clock_jump_us + self.now.since_origin().as_micros() as u64
+        EPOCH_US + self.clock_jump_us + self.fast(self.now.since_origin().as_micros() as u64)
+    }
+
+    /// Virtual microseconds as the server's clock counts them.
+    fn fast(&self, us: u64) -> u64 {
+        us + (us as u128 * self.fast_ppm as u128 / 1_000_000) as u64
     }
 
     fn server_ms(&self) -> u64 {
@@ -86,7 +94,15 @@ impl Store {
 
     /// The first virtual instant at which a key with expiry `when_ms` no longer exists.
     pub fn expiry_instant(&self, when_ms: u64) -> Instant {
-        let us = ((when_ms + 1) * 1000).saturating_sub(EPOCH_US + self.clock_jump_us);
+        let target = ((when_ms + 1) * 1000).saturating_sub(EPOCH_US + self.clock_jump_us);
+        // The first virtual µs the server's clock counts as `target` or later.
+        let mut us = (target as u128 * 1_000_000 / (1_000_000 + self.fast_ppm as u128)) as u64;
+        while self.fast(us) < target {
+            us += 1;
+        }
+        while us > 0 && self.fast(us - 1) >= target {
+            us -= 1;
+        }
         Instant::from_origin(Duration::from_micros(us))
     }
 

@@ -2,9 +2,11 @@
 //! lock names with random options, waits, cancels, extends and (optionally) crashes.
 
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{ErrorKind, Event, LeaseId, LockOptions, OpId, Outcome, Primitive, Wait};
+use lockgate_core::engine::Done as Outcome;
+use lockgate_core::{ErrorKind, Event, LeaseId, LockOptions, OpId, Primitive, Wait};
 
 use super::harness::{ClientId, Sim};
+use super::model::{Model, SimOutcome};
 use super::net::Rng;
 
 #[derive(Clone, Debug)]
@@ -108,7 +110,7 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(sim: &mut Sim, cfg: Workload, seed: u64) -> Runner {
+    pub fn new<M: Model>(sim: &mut Sim<M>, cfg: Workload, seed: u64) -> Runner {
         let clients = sim.add_clients(cfg.clients);
         let mut rng = Rng::new(seed ^ 0xA5A5);
         let states = clients
@@ -129,13 +131,13 @@ impl Runner {
     }
 
     /// Runs the workload, then winds down: cancels waits, releases leases, lets engines settle.
-    pub fn run(&mut self, sim: &mut Sim) {
+    pub fn run<M: Model>(&mut self, sim: &mut Sim<M>) {
         self.run_with(sim, |_| {});
     }
 
     /// Like [`run`](Self::run), calling `hook` at every instant of the active phase (tests use
     /// it to inject faults at chosen times, after `sim.wake_at`).
-    pub fn run_with(&mut self, sim: &mut Sim, mut hook: impl FnMut(&mut Sim)) {
+    pub fn run_with<M: Model>(&mut self, sim: &mut Sim<M>, mut hook: impl FnMut(&mut Sim<M>)) {
         let end = sim.now + self.cfg.duration;
         while sim.now < end {
             hook(sim);
@@ -167,7 +169,7 @@ impl Runner {
         );
     }
 
-    fn react(&mut self, sim: &mut Sim, stopping: bool) {
+    fn react<M: Model>(&mut self, sim: &mut Sim<M>, stopping: bool) {
         for (c, ev) in sim.take_events() {
             let Some(i) = self.clients.iter().position(|&x| x == c) else {
                 continue;
@@ -179,12 +181,12 @@ impl Runner {
         }
     }
 
-    fn on_event(&mut self, sim: &mut Sim, i: usize, ev: Event) {
+    fn on_event<M: Model>(&mut self, sim: &mut Sim<M>, i: usize, ev: Event<M::Outcome>) {
         let now = sim.now;
         let pause = Duration::from_micros(self.rng.between(0, 10_000));
         match (self.states[i].clone(), ev) {
             (State::Acquiring { op, .. }, Event::Completed { op: o, outcome }) if o == op => {
-                self.states[i] = match outcome {
+                self.states[i] = match outcome.done() {
                     Outcome::Acquired {
                         lease, valid_until, ..
                     } => {
@@ -240,7 +242,7 @@ impl Runner {
                 self.states[i] = State::Idle { next: now + pause };
             }
             (State::Releasing { op, lease }, Event::Completed { op: o, outcome }) if o == op => {
-                match outcome {
+                match outcome.done() {
                     Outcome::Failed(e) if e.kind() == ErrorKind::Connection => {
                         // Transport failure: the engine still holds the lease; try again.
                         let op = sim.release(self.clients[i], lease);
@@ -257,7 +259,7 @@ impl Runner {
         }
     }
 
-    fn on_time(&mut self, sim: &mut Sim, i: usize, stopping: bool) {
+    fn on_time<M: Model>(&mut self, sim: &mut Sim<M>, i: usize, stopping: bool) {
         let now = sim.now;
         let c = self.clients[i];
         match self.states[i].clone() {
@@ -300,7 +302,7 @@ impl Runner {
                 for _ in 0..extra {
                     // Gives back one reentrant hold: completes at once and keeps the lease.
                     let op = sim.release(c, lease);
-                    match sim.outcome(c, op) {
+                    match sim.done(c, op) {
                         Some((_, Outcome::Released { .. })) => {}
                         o => self
                             .stats
@@ -330,7 +332,7 @@ impl Runner {
                         .iter()
                         .find(|b| b.client == c && b.lease == lease)
                         .map(|b| b.fence);
-                    match sim.outcome(c, op) {
+                    match sim.done(c, op) {
                         Some((
                             _,
                             Outcome::Acquired {
@@ -341,7 +343,7 @@ impl Runner {
                         )) => {
                             if l != lease || Some(fencing_token) != held_fence {
                                 self.stats.other_failures.push(format!(
-                                    "reacquire gave {l:?}/{fencing_token}, held {lease:?}/{held_fence:?}"
+                                    "reacquire gave {l:?}/{fencing_token:?}, held {lease:?}/{held_fence:?}"
                                 ));
                             }
                             self.stats.reentered += 1;
@@ -384,7 +386,7 @@ impl Runner {
         }
     }
 
-    fn start_acquire(&mut self, sim: &mut Sim, i: usize) {
+    fn start_acquire<M: Model>(&mut self, sim: &mut Sim<M>, i: usize) {
         let cfg = &self.cfg;
         let rng = &mut self.rng;
         let name = *rng.pick(&cfg.names);
