@@ -1,5 +1,5 @@
 //! Support code for the deterministic simulation tests (`tests/simulation.rs`,
-//! `tests/simulation_redlock.rs`, coming next): one harness (virtual clock, lossy network, clients,
+//! `tests/simulation_redlock.rs`): one harness (virtual clock, lossy network, clients,
 //! crashes, restarts, beliefs) and one set of checks over any backend's engine, and one
 //! server model per backend (`Model`): Redis, Redlock.
 #![allow(dead_code)]
@@ -14,5 +14,6 @@ pub mod redlock;
 pub mod store;
 pub mod workload;
 
+#[allow(unused_imports)]
 pub use harness::Isolation;
 pub use net::NetConfig;

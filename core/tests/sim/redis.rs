@@ -348,7 +348,10 @@ impl SimRedis {
 
     /// INFO server's `uptime_in_seconds`.
     pub fn uptime_secs(&self, now: Instant) -> u64 {
-        (self.uptime_before + now.saturating_duration_since(self.started)).as_secs()
+        // Counted by the server's own clock, which may run fast.
+        let up = now.saturating_duration_since(self.started).as_micros() as u64;
+        let fast_us = up + (up as u128 * self.store.fast_ppm as u128 / 1_000_000) as u64;
+        (self.uptime_before + Duration::from_micros(fast_us)).as_secs()
     }
 }
 
