@@ -515,10 +515,10 @@ impl<M: Model> Sim<M> {
         }
         let id = M::request_id(&req);
         let mut pushes = Vec::new();
-        let answer = self.server.serve(self.now, client, false, req, &mut pushes);
+        let result = self.server.serve(self.now, client, false, req, &mut pushes);
         self.push_all(pushes);
         let at = self.notify_slot(client);
-        self.schedule(at, Delivery::Reply { client, conn: Conn::Session, id, result: Ok(answer) });
+        self.schedule(at, Delivery::Reply { client, conn: Conn::Session, id, result });
     }
 
     /// A request on the command connection reaches server `i` and runs.
@@ -536,7 +536,7 @@ impl<M: Model> Sim<M> {
         let result = if lose || self.rng.chance(self.net.drop_reply) {
             Err(connection_error("reply lost"))
         } else {
-            Ok(answer)
+            answer
         };
         let at = (now + self.rng.duration(self.net.latency)).max(self.clients[client].reply_fifo[i]);
         self.clients[client].reply_fifo[i] = at;

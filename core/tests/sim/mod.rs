@@ -13,6 +13,7 @@ pub mod redis_check;
 pub mod redlock;
 pub mod store;
 pub mod workload;
+pub mod zk;
 
 #[allow(unused_imports)]
 pub use harness::Isolation;

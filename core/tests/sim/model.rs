@@ -65,6 +65,7 @@ pub trait Model {
 
     /// `req` reached its server at `now` and runs there (a crashed client's request still
     /// runs; its reply is then thrown away). Messages it makes the server push go to `pushes`.
+    /// `Err`: what the client library reports instead of an answer (no session, say).
     fn serve(
         &mut self,
         now: Instant,
@@ -72,7 +73,7 @@ pub trait Model {
         crashed: bool,
         req: Self::Request,
         pushes: &mut Vec<(ClientId, Self::Push)>,
-    ) -> Self::Answer;
+    ) -> Result<Self::Answer, Error>;
 
     /// Hands a pushed message to a client's engine.
     fn notify(engine: &mut LockEngine<Self::Backend>, now: Instant, push: &Self::Push);

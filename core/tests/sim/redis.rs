@@ -17,7 +17,7 @@ use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{Command, Engine, EngineConfig, RedisBackend, Request, RequestKind, Script};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{LeaseId, OpId, Outcome, Primitive, RequestId};
+use lockgate_core::{Error, LeaseId, OpId, Outcome, Primitive, RequestId};
 
 use super::harness::Sim;
 use super::model::{ClientId, Conn, Model};
@@ -150,7 +150,7 @@ impl Model for SimRedis {
         crashed: bool,
         req: Request,
         pushes: &mut Vec<(ClientId, (String, String))>,
-    ) -> Vec<Reply> {
+    ) -> Result<Vec<Reply>, Error> {
         match req.kind {
             RequestKind::Pipeline(commands) => {
                 let mut replies = Vec::with_capacity(commands.len());
@@ -167,14 +167,14 @@ impl Model for SimRedis {
                 if let (false, Some(f)) = (crashed, self.pipeline_fault.as_mut()) {
                     replies = f(client, &commands, replies);
                 }
-                replies
+                Ok(replies)
             }
             RequestKind::Subscribe(channel) => {
                 let subs = self.subscribers.entry(channel).or_default();
                 if !subs.contains(&client) {
                     subs.push(client);
                 }
-                vec![]
+                Ok(vec![])
             }
             other => panic!("the simulator does not know request {other:?}"),
         }

@@ -12,7 +12,7 @@ use lockgate_core::redis::redlock as scripts;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{Primitive, RequestId};
+use lockgate_core::{Error, Primitive, RequestId};
 
 use super::harness::Sim;
 use super::model::{ClientId, Conn, Model};
@@ -80,8 +80,8 @@ impl Model for SimRedlock {
         Conn::Server(req.master)
     }
 
-    fn serve(&mut self, now: Instant, _client: ClientId, _crashed: bool, req: NodeRequest, _pushes: &mut Vec<(ClientId, Infallible)>) -> Reply {
-        self.masters[req.master].exec(now, &req.command)
+    fn serve(&mut self, now: Instant, _client: ClientId, _crashed: bool, req: NodeRequest, _pushes: &mut Vec<(ClientId, Infallible)>) -> Result<Reply, Error> {
+        Ok(self.masters[req.master].exec(now, &req.command))
     }
 
     fn notify(_engine: &mut LockEngine<RedlockBackend>, _now: Instant, push: &Infallible) {
