@@ -9,9 +9,10 @@ use lockgate_core::connect::{ClientOptions, Spelling};
 use lockgate_core::engine::{LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::redis::reply::Reply;
+use lockgate_core::redis::{Request, RequestKind};
 use lockgate_core::redlock::{NodeRequest, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Request, RequestKind, Result};
+use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 

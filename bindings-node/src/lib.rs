@@ -12,11 +12,12 @@ mod errors;
 mod random;
 mod wire;
 
-use lockgate_core::engine::{EngineConfig, LeaseId, OpId, RequestId};
+use lockgate_core::engine::{LeaseId, OpId, RequestId};
 use lockgate_core::redis::reply::Reply;
+use lockgate_core::redis::{EngineConfig, Request, RequestKind};
 use lockgate_core::redlock::RedlockEngine;
 use lockgate_core::time::Instant;
-use lockgate_core::{Backend, Capability, Error, LockOptions, Primitive, Request, RequestKind, Result};
+use lockgate_core::{Backend, Capability, Error, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
@@ -27,7 +28,7 @@ pub use errors::{error_kinds, set_error_factory};
 /// The core engine of one client, by backend: the same driving methods, different requests (a
 /// pipeline on one connection, or one command for one master) and outcomes (Redlock: no token).
 enum Core {
-    Redis(lockgate_core::Engine),
+    Redis(lockgate_core::redis::Engine),
     Redlock(RedlockEngine),
 }
 
@@ -176,7 +177,7 @@ impl Engine {
                 split_pipelines,
                 ..EngineConfig::default()
             };
-            Core::Redis(js(lockgate_core::Engine::new(config, rng))?)
+            Core::Redis(js(lockgate_core::redis::Engine::new(config, rng))?)
         };
         Ok(Engine { core, client, shapes, strings: StrCache::default(), wire: wire::Wire::default(), stash: None })
     }

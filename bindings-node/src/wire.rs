@@ -13,7 +13,8 @@
 
 use std::collections::VecDeque;
 
-use lockgate_core::engine::{Command, RequestId};
+use lockgate_core::engine::RequestId;
+use lockgate_core::redis::Command;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::{Error, ErrorKind, Result};
 

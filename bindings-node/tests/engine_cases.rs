@@ -42,7 +42,9 @@ mod sim;
 use std::fmt::Write as _;
 
 use sim::workload::{Runner, Workload};
-use sim::{check, NetConfig, Sim};
+use sim::redis::RedisSim as Sim;
+use sim::redis_check as check;
+use sim::NetConfig;
 
 /// Seeds per workload variant.
 const SEEDS: u64 = 40;
