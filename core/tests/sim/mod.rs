@@ -1,7 +1,15 @@
-//! Support code for the deterministic simulation tests (`tests/simulation.rs`,
-//! `tests/simulation_redlock.rs`): one harness (virtual clock, lossy network, clients,
-//! crashes, restarts, beliefs) and one set of checks over any backend's engine, and one
-//! server model per backend (`Model`): Redis, Redlock.
+//! Support code for the deterministic simulation tests: one harness (`harness.rs`: virtual
+//! clock, lossy network, clients driving `LockEngine<B>`, crashes, server restarts and pauses,
+//! the beliefs each client held), one workload (`workload.rs`) and one set of checks
+//! (`check.rs`) for every backend, and one server model per backend implementing [`Model`]
+//! (`model.rs`): `redis.rs` (+ its server-side checks in `redis_check.rs`; tests in
+//! `tests/simulation.rs`), `redlock.rs` (`tests/simulation_redlock.rs`) and `zk.rs`, a
+//! ZooKeeper-shaped model for issue 15 (`tests/simulation_zk.rs`).
+//!
+//! Adding a backend to the simulator: one file here with its server model (`impl Model`: which
+//! connection each request takes, what the server does with it and pushes, restart and
+//! crash semantics, what a grant was, what must not be left behind) and one
+//! `tests/simulation_<backend>.rs` that runs the workload and the checks over it.
 #![allow(dead_code)]
 
 pub mod check;
@@ -17,4 +25,6 @@ pub mod zk;
 
 #[allow(unused_imports)]
 pub use harness::Isolation;
+#[allow(unused_imports)]
+pub use model::Model;
 pub use net::NetConfig;
