@@ -7,7 +7,8 @@
 //! - [`request`]: what the driver is asked to do (pipelines, a subscription);
 //! - [`keys`], [`target`]: the key layout and what one lock is on the wire;
 //! - [`mutex`], [`holders`], [`redlock`], [`script`]: the Lua scripts;
-//! - [`reply`]: reply shapes and their parsing.
+//! - [`reply`]: reply shapes and their parsing;
+//! - [`resp`]: the RESP2 byte codec, for drivers that own their socket.
 
 pub mod backend;
 pub mod holders;
@@ -16,6 +17,7 @@ pub mod mutex;
 pub mod redlock;
 pub mod reply;
 pub mod request;
+pub mod resp;
 pub mod script;
 pub mod target;
 
