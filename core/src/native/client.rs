@@ -9,20 +9,15 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::cluster_link::ClusterLink;
-use super::driver::{Conn, Driver};
 use super::holder::Holder;
-use super::link::Link;
 use super::lock::{Election, Lock, ReadWriteLock};
 use super::message::Msg;
-use super::redlock_driver;
+use super::transport;
 use crate::capabilities::{Capabilities, Capability};
 use crate::connect::{self, Backend, ClientOptions, RedisUrl, Spelling};
 use crate::engine::Primitive;
-use crate::redis::{Engine, EngineConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
-use crate::random::OsRandom;
 use crate::redlock::RedlockConfig;
 use crate::time::Duration;
 
@@ -37,63 +32,25 @@ impl ClientOptions {
         self.validate()?;
         let target = self.target()?;
         let backend = self.backend()?;
-        let capabilities = self.capabilities()?;
-        let shown = target.to_string();
-        let servers = target.servers().to_vec();
-        match backend {
-            Backend::Redlock => {
-                let config = self.redlock_config()?;
-                let tx = redlock_driver::connect(
-                    servers.clone(),
-                    config.clone(),
-                    self.tls_ca_pem.as_deref(),
-                    self.connect_timeout,
-                    self.response_timeout,
-                )
-                .await?;
-                Ok(Client::new(tx, shown, servers, capabilities, Some(config)))
-            }
-            _ => {
-                let cluster = backend == Backend::RedisCluster;
-                let url = &servers[0];
-                let (push_tx, push_rx) = mpsc::unbounded_channel();
-                let conn = if cluster {
-                    let link = ClusterLink::connect(
-                        url,
-                        self.tls_ca_pem.as_deref(),
-                        self.connect_timeout,
-                        self.response_timeout,
-                        push_tx,
-                    )
-                    .await?;
-                    Conn::Cluster(link)
-                } else {
-                    let link = Link::connect(
-                        url,
-                        self.tls_ca_pem.as_deref(),
-                        self.connect_timeout,
-                        self.response_timeout,
-                        Some(push_tx),
-                    )
-                    .await?;
-                    Conn::Single(link)
-                };
-                let config = EngineConfig {
-                    key_prefix: self.key_prefix.clone(),
-                    replica_acks: self.replica_acks,
-                    split_pipelines: cluster,
-                    ..EngineConfig::default()
-                };
-                let engine = Engine::new(config, Box::new(OsRandom))?;
-                let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(Driver::new(engine, conn).run(rx, push_rx));
-                Ok(Client::new(tx, shown, servers, capabilities, None))
-            }
-        }
+        // The one place a backend picks its transport (which connects and starts the driver).
+        let tx = match backend {
+            Backend::Redis | Backend::RedisCluster => transport::redis::start(&self, &target).await?,
+            Backend::Redlock => transport::redlock::start(&self, &target).await?,
+        };
+        let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
+        let inner = Inner {
+            tx,
+            shown: target.to_string(),
+            servers: target.servers().to_vec(),
+            capabilities: self.capabilities()?,
+            redlock,
+            tickets: AtomicU64::new(1),
+        };
+        Ok(Client { inner: Arc::new(inner) })
     }
 }
 
-pub(crate) struct Inner {
+struct Inner {
     tx: mpsc::UnboundedSender<Msg>,
     /// The URL with its password redacted.
     shown: String,
@@ -117,16 +74,6 @@ pub struct Client {
 }
 
 impl Client {
-    pub(crate) fn new(
-        tx: mpsc::UnboundedSender<Msg>,
-        shown: String,
-        servers: Vec<RedisUrl>,
-        capabilities: Capabilities,
-        redlock: Option<RedlockConfig>,
-    ) -> Client {
-        Client { inner: Arc::new(Inner { tx, shown, servers, capabilities, redlock, tickets: AtomicU64::new(1) }) }
-    }
-
     /// Connects to `url` with the default options: `redis://[user:password@]host[:port][/db]`
     /// or `rediss://...` (TLS, verified against the system roots; see
     /// [`ClientOptions::tls_ca_pem`]), `redis+cluster://` / `rediss+cluster://` (a Redis Cluster

@@ -1,79 +1,66 @@
-//! The Redis driver: the task that owns one [`Engine`] and one connection (a server or a
-//! Redis Cluster), and performs the engine's requests.
+//! The driver: the task that owns one client's engine and its backend's [`Transport`], and runs
+//! the engine's driving contract for every backend: feed one input (a handle's message, a
+//! reply, a push, a due timer), drain requests and events until none is left, sleep until the
+//! next timer. What handles see (lease watches, loss, cancel-on-drop, grants nobody waits for,
+//! shutdown) is written here once.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::convert;
-use super::cluster_link::ClusterLink;
-use super::link::Link;
 use super::lease_state::LeaseState;
 use super::message::{Acquired, Msg};
-use crate::engine::{Event, LeaderInfo, LeaseId, OpId, Outcome, RequestId};
-use crate::redis::{Engine, Request, RequestKind};
+use super::transport::{ReplyFuture, Transport};
+use crate::engine::{Done, Event, LeaderInfo, LeaseId, LockEngine, OpId};
 use crate::error::{Error, Result};
-use crate::redis::reply::Reply;
 use crate::time::Instant;
 
-/// The connection the driver performs requests on: one server (replaced when it breaks or goes
-/// silent, see [`Link`]), or a Redis Cluster (which routes each script by its first key; all
-/// keys of one lock share a slot; replaced when a node goes silent, see [`ClusterLink`]).
-#[derive(Clone)]
-pub(crate) enum Conn {
-    Single(Link),
-    Cluster(ClusterLink),
-}
+/// Longest time a shutdown waits for releases to reach the servers.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Who waits for an operation's outcome.
 enum Pending {
-    Acquire {
-        ticket: u64,
-        reply: oneshot::Sender<Result<Option<Acquired>>>,
-    },
-    Release {
-        lease: LeaseId,
-        reply: Option<oneshot::Sender<Result<bool>>>,
-    },
-    Extend {
-        lease: LeaseId,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    Observe {
-        reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
-    },
+    Acquire { ticket: u64, reply: oneshot::Sender<Result<Option<Acquired>>> },
+    Release { lease: LeaseId, reply: Option<oneshot::Sender<Result<bool>>> },
+    Extend { lease: LeaseId, reply: oneshot::Sender<Result<()>> },
+    Observe { reply: oneshot::Sender<Result<Option<LeaderInfo>>> },
 }
 
-type ReplyFuture = Pin<Box<dyn Future<Output = (RequestId, Result<Vec<Reply>>)> + Send>>;
+/// Starts the driver task of `engine` over `transport` (whose servers' pushes arrive on
+/// `pushes`, if it has any) and returns the channel its handles send to.
+pub(crate) fn spawn<T: Transport>(
+    engine: LockEngine<T::Backend>,
+    transport: T,
+    pushes: Option<mpsc::UnboundedReceiver<T::Push>>,
+) -> mpsc::UnboundedSender<Msg> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let driver = Driver {
+        engine,
+        transport,
+        origin: tokio::time::Instant::now(),
+        pending: HashMap::new(),
+        tickets: HashMap::new(),
+        leases: HashMap::new(),
+        in_flight: FuturesUnordered::new(),
+    };
+    tokio::spawn(driver.run(rx, pushes));
+    tx
+}
 
-/// Longest time a shutdown waits for releases to reach the server.
-pub(crate) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-pub(crate) struct Driver {
-    engine: Engine,
-    conn: Conn,
+struct Driver<T: Transport> {
+    engine: LockEngine<T::Backend>,
+    transport: T,
     origin: tokio::time::Instant,
     pending: HashMap<OpId, Pending>,
+    /// The acquire each handle's ticket started (to cancel it when its future is dropped).
     tickets: HashMap<u64, OpId>,
+    /// What every handle of a held lease watches.
     leases: HashMap<LeaseId, watch::Sender<LeaseState>>,
-    in_flight: FuturesUnordered<ReplyFuture>,
+    in_flight: FuturesUnordered<ReplyFuture<T::Backend>>,
 }
 
-impl Driver {
-    pub(crate) fn new(engine: Engine, conn: Conn) -> Self {
-        Driver {
-            engine,
-            conn,
-            origin: tokio::time::Instant::now(),
-            pending: HashMap::new(),
-            tickets: HashMap::new(),
-            leases: HashMap::new(),
-            in_flight: FuturesUnordered::new(),
-        }
-    }
-
+impl<T: Transport> Driver<T> {
     fn now(&self) -> Instant {
         Instant::from_origin(self.origin.elapsed())
     }
@@ -82,12 +69,9 @@ impl Driver {
         self.origin + i.since_origin()
     }
 
-    /// Runs until every handle is gone (or shutdown was asked) and the engine is idle.
-    pub(crate) async fn run(
-        mut self,
-        mut rx: mpsc::UnboundedReceiver<Msg>,
-        mut pushes: mpsc::UnboundedReceiver<redis::PushInfo>,
-    ) {
+    /// Runs until every handle is gone (or shutdown was asked) and the engine is idle, or the
+    /// shutdown grace ran out.
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>, mut pushes: Option<mpsc::UnboundedReceiver<T::Push>>) {
         let mut closing: Option<(tokio::time::Instant, Option<oneshot::Sender<()>>)> = None;
         loop {
             self.drain();
@@ -100,24 +84,28 @@ impl Driver {
             let close_at = closing.as_ref().map(|(d, _)| *d);
             tokio::select! {
                 biased;
-                Some((id, result)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                Some((id, reply)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
                     let now = self.now();
-                    self.engine.handle_reply(now, id, result);
+                    self.engine.handle_reply(now, id, reply);
                 }
-                Some(push) = pushes.recv() => self.on_push(push),
-                msg = rx.recv(), if closing.is_none() => match msg {
-                    Some(Msg::Shutdown { reply }) => {
-                        let now = self.now();
-                        self.engine.shutdown(now);
-                        closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, Some(reply)));
+                Some(push) = recv(&mut pushes) => {
+                    let now = self.now();
+                    T::push(&mut self.engine, now, push);
+                }
+                msg = rx.recv(), if closing.is_none() => {
+                    let now = self.now();
+                    match msg {
+                        Some(Msg::Shutdown { reply }) => {
+                            self.engine.shutdown(now);
+                            closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, Some(reply)));
+                        }
+                        Some(msg) => self.on_msg(now, msg),
+                        None => {
+                            self.engine.shutdown(now);
+                            closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, None));
+                        }
                     }
-                    Some(msg) => self.on_msg(msg),
-                    None => {
-                        let now = self.now();
-                        self.engine.shutdown(now);
-                        closing = Some((tokio::time::Instant::now() + SHUTDOWN_GRACE, None));
-                    }
-                },
+                }
                 _ = sleep_until(timer) => {
                     let now = self.now();
                     self.engine.handle_timeout(now);
@@ -126,7 +114,7 @@ impl Driver {
             }
         }
         // The driver stops: no lease of this client is held any more (shutdown released them,
-        // or they expire on the server). Say so, rather than leave handles showing `Held`.
+        // or they expire on the servers). Say so, rather than leave handles showing `Held`.
         for (_, tx) in self.leases.drain() {
             tx.send_replace(LeaseState::Released);
         }
@@ -135,25 +123,19 @@ impl Driver {
         }
     }
 
-    fn on_msg(&mut self, msg: Msg) {
-        let now = self.now();
+    fn on_msg(&mut self, now: Instant, msg: Msg) {
         match msg {
-            Msg::Acquire {
-                ticket,
-                name,
-                primitive,
-                options,
-                wait,
-                reply,
-            } => match self.engine.acquire_primitive(now, &name, &primitive, &options, wait) {
-                Ok(op) => {
-                    self.tickets.insert(ticket, op);
-                    self.pending.insert(op, Pending::Acquire { ticket, reply });
+            Msg::Acquire { ticket, name, primitive, options, wait, reply } => {
+                match self.engine.acquire_primitive(now, &name, &primitive, &options, wait) {
+                    Ok(op) => {
+                        self.tickets.insert(ticket, op);
+                        self.pending.insert(op, Pending::Acquire { ticket, reply });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
                 }
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
+            }
             Msg::Reacquire { lease, reply } => {
                 let op = self.engine.reacquire(now, lease);
                 self.pending.insert(op, Pending::Acquire { ticket: 0, reply });
@@ -176,11 +158,7 @@ impl Driver {
                 let op = self.engine.release(now, lease);
                 self.pending.insert(op, Pending::Release { lease, reply });
             }
-            Msg::Extend {
-                lease,
-                duration,
-                reply,
-            } => match self.engine.extend(now, lease, duration) {
+            Msg::Extend { lease, duration, reply } => match self.engine.extend(now, lease, duration) {
                 Ok(op) => {
                     self.pending.insert(op, Pending::Extend { lease, reply });
                 }
@@ -192,107 +170,57 @@ impl Driver {
         }
     }
 
-    fn on_push(&mut self, push: redis::PushInfo) {
-        let now = self.now();
-        match push.kind {
-            redis::PushKind::Message => {
-                if let [redis::Value::BulkString(ch), redis::Value::BulkString(payload)] =
-                    push.data.as_slice()
-                {
-                    self.engine.handle_notification(now, ch, payload);
-                }
-            }
-            redis::PushKind::Disconnection => self.engine.handle_disconnect(now),
-            _ => {}
-        }
-    }
-
-    /// Performs every queued request and delivers every queued event.
+    /// The driving contract's drain: performs every queued request and delivers every queued
+    /// event until neither is left (delivering can emit requests: a grant nobody waits for is
+    /// released).
     fn drain(&mut self) {
-        while let Some(req) = self.engine.poll_request() {
-            self.perform(req);
-        }
-        while let Some(ev) = self.engine.poll_event() {
-            self.deliver(ev);
-        }
-        // Delivering can emit new requests (a release for an acquisition nobody awaits).
-        while let Some(req) = self.engine.poll_request() {
-            self.perform(req);
-        }
-    }
-
-    fn perform(&mut self, req: Request) {
-        let mut conn = self.conn.clone();
-        let Request { id, kind } = req;
-        let fut: ReplyFuture = match kind {
-            RequestKind::Pipeline(commands) => {
-                let mut pipe = redis::pipe();
-                for c in &commands {
-                    let mut cmd = redis::Cmd::new();
-                    for a in &c.0 {
-                        cmd.arg(a.as_slice());
+        loop {
+            while let Some(request) = self.engine.poll_request() {
+                self.in_flight.push(self.transport.perform(request));
+            }
+            let Some(event) = self.engine.poll_event() else { break };
+            match event {
+                Event::Completed { op, outcome } => self.complete(op, outcome.into()),
+                Event::Renewed { lease, valid_until } => {
+                    let held = LeaseState::Held(self.to_tokio(valid_until));
+                    if let Some(tx) = self.leases.get(&lease) {
+                        tx.send_replace(held);
                     }
-                    pipe.add_command(cmd);
                 }
-                let n = commands.len();
-                Box::pin(async move {
-                    let r = match &mut conn {
-                        Conn::Single(link) => link.pipeline(&pipe, n).await,
-                        Conn::Cluster(link) => link.pipeline(&pipe).await,
-                    };
-                    (id, r.map(|vals| vals.into_iter().map(convert::reply).collect()))
-                })
-            }
-            RequestKind::Subscribe(channel) => Box::pin(async move {
-                let r = match &mut conn {
-                    Conn::Single(link) => link.subscribe(channel.as_bytes()).await,
-                    Conn::Cluster(link) => link.subscribe(channel.as_bytes()).await,
-                };
-                (id, r.map(|()| Vec::new()))
-            }),
-        };
-        self.in_flight.push(fut);
-    }
-
-    fn deliver(&mut self, ev: Event) {
-        match ev {
-            Event::Completed { op, outcome } => self.complete(op, outcome),
-            Event::Renewed { lease, valid_until } => {
-                let at = self.to_tokio(valid_until);
-                if let Some(tx) = self.leases.get(&lease) {
-                    tx.send_replace(LeaseState::Held(at));
-                }
-            }
-            Event::Lost { lease, error } => {
-                if let Some(tx) = self.leases.remove(&lease) {
-                    tx.send_replace(LeaseState::Lost(error));
+                Event::Lost { lease, error } => {
+                    if let Some(tx) = self.leases.remove(&lease) {
+                        tx.send_replace(LeaseState::Lost(error));
+                    }
                 }
             }
         }
     }
 
-    fn complete(&mut self, op: OpId, outcome: Outcome) {
+    /// Releases a grant nobody will hold (its acquire was cancelled or its caller is gone); its
+    /// watch says `Released` once the engine forgets it.
+    fn give_back(&mut self, now: Instant, lease: LeaseId) {
+        let op = self.engine.release(now, lease);
+        self.pending.insert(op, Pending::Release { lease, reply: None });
+    }
+
+    fn complete(&mut self, op: OpId, done: Done) {
         let now = self.now();
         let Some(pending) = self.pending.remove(&op) else {
             // Nobody waits for this op (a cancelled acquire that was granted anyway): undo it.
-            if let Outcome::Acquired { lease, .. } = outcome {
-                let _ = self.engine.release(now, lease);
+            if let Done::Acquired { lease, .. } = done {
+                self.give_back(now, lease);
             }
             return;
         };
+        let unexpected = |what: &str, d: Done| Error::protocol(format!("unexpected outcome for {what}: {d:?}"));
         match pending {
             Pending::Acquire { ticket, reply } => {
                 self.tickets.remove(&ticket);
-                let result = match outcome {
-                    Outcome::Acquired {
-                        lease,
-                        fencing_token,
-                        valid_until,
-                    } => {
-                        let fencing_token = Some(fencing_token);
+                let result = match done {
+                    Done::Acquired { lease, fencing_token, valid_until } => {
                         let held = LeaseState::Held(self.to_tokio(valid_until));
                         // A reentered lease shares the state its first hold already watches.
-                        let rx = match self.leases.get(&lease) {
+                        let state = match self.leases.get(&lease) {
                             Some(tx) => tx.subscribe(),
                             None => {
                                 let (tx, rx) = watch::channel(held);
@@ -300,33 +228,24 @@ impl Driver {
                                 rx
                             }
                         };
-                        Ok(Some(Acquired {
-                            lease,
-                            fencing_token,
-                            state: rx,
-                        }))
+                        Ok(Some(Acquired { lease, fencing_token, state }))
                     }
-                    Outcome::NotAcquired => Ok(None),
-                    Outcome::Failed(e) => Err(e),
-                    other => Err(Error::protocol(format!(
-                        "unexpected outcome for acquire: {other:?}"
-                    ))),
+                    Done::NotAcquired => Ok(None),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("acquire", d)),
                 };
-                if let Err(Ok(Some(acquired))) = reply.send(result) {
-                    let _ = self.engine.release(now, acquired.lease);
-                    if self.engine.lease_valid_until(acquired.lease).is_none() {
-                        self.leases.remove(&acquired.lease);
-                    }
+                // The caller is gone (its future was dropped between the grant and now).
+                if let Err(Ok(Some(a))) = reply.send(result) {
+                    self.give_back(now, a.lease);
                 }
             }
             Pending::Release { lease, reply } => {
-                let result = match outcome {
-                    Outcome::Released { was_held } => Ok(was_held),
-                    Outcome::Failed(e) => Err(e),
-                    other => Err(Error::protocol(format!(
-                        "unexpected outcome for release: {other:?}"
-                    ))),
+                let result = match done {
+                    Done::Released { was_held } => Ok(was_held),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("release", d)),
                 };
+                // A reentered lease stays held until its last hold is given back.
                 if self.engine.lease_valid_until(lease).is_none() {
                     if let Some(tx) = self.leases.remove(&lease) {
                         tx.send_replace(LeaseState::Released);
@@ -336,30 +255,25 @@ impl Driver {
                     let _ = reply.send(result);
                 }
             }
-            Pending::Observe { reply } => {
-                let result = match outcome {
-                    Outcome::Observed(leader) => Ok(leader),
-                    Outcome::Failed(e) => Err(e),
-                    other => Err(Error::protocol(format!(
-                        "unexpected outcome for observe: {other:?}"
-                    ))),
-                };
-                let _ = reply.send(result);
-            }
             Pending::Extend { lease, reply } => {
-                let result = match outcome {
-                    Outcome::Extended { valid_until } => {
+                let result = match done {
+                    Done::Extended { valid_until } => {
+                        let held = LeaseState::Held(self.to_tokio(valid_until));
                         if let Some(tx) = self.leases.get(&lease) {
-                            tx.send_replace(LeaseState::Held(
-                                self.origin + valid_until.since_origin(),
-                            ));
+                            tx.send_replace(held);
                         }
                         Ok(())
                     }
-                    Outcome::Failed(e) => Err(e),
-                    other => Err(Error::protocol(format!(
-                        "unexpected outcome for extend: {other:?}"
-                    ))),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("extend", d)),
+                };
+                let _ = reply.send(result);
+            }
+            Pending::Observe { reply } => {
+                let result = match done {
+                    Done::Observed(leader) => Ok(leader),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("observe", d)),
                 };
                 let _ = reply.send(result);
             }
@@ -367,8 +281,16 @@ impl Driver {
     }
 }
 
+/// The next push, or never for a transport without pushes.
+async fn recv<P>(pushes: &mut Option<mpsc::UnboundedReceiver<P>>) -> Option<P> {
+    match pushes {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Sleeps until `at`, or forever without one (a `select!` arm that never fires).
-pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
+async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

@@ -16,9 +16,9 @@ pub(crate) struct Acquired {
     pub state: watch::Receiver<LeaseState>,
 }
 
-/// Requests from handles to the driver task: the same for every backend's driver, so the
-/// handles ([`Lock`](super::Lock), [`Lease`](super::Lease)) are one type for every backend. A
-/// driver answers what its backend cannot do with `UNSUPPORTED` (the handles refuse it first).
+/// Requests from handles to the driver task, the same for every backend, so the handles
+/// ([`Lock`](super::Lock), [`Lease`](super::Lease)) are one type for every backend. What a
+/// backend cannot do is `UNSUPPORTED` from its engine (the handles refuse it first).
 pub(crate) enum Msg {
     Acquire {
         ticket: u64,

@@ -4,22 +4,19 @@
 //! `redis+cluster://`, `redlock://`, ...) and returns the same [`Client`]; its [`Lock`],
 //! [`ReadWriteLock`], [`Election`] and [`Lease`] are one set of types whatever the backend, and
 //! what a backend cannot do is `UNSUPPORTED` when the handle is made (see
-//! [`Client::capabilities`]). Behind a client runs one driver task per backend kind, taking the
-//! same messages from the handles: `driver` (one Redis server over one RESP3 connection that
-//! carries commands and grant notifications, or a Redis Cluster) and `redlock_driver` (one
-//! connection per master).
+//! [`Client::capabilities`]). Behind a client runs one `driver` task, the same for every
+//! backend: it runs the engine's driving contract and takes the handles' messages; only how
+//! requests reach the servers is per backend (`transport`: a Redis server or Cluster, the
+//! masters of a Redlock).
 
 mod client;
-mod cluster_link;
-mod convert;
 mod driver;
 mod holder;
 mod lease;
 mod lease_state;
-mod link;
 mod lock;
 mod message;
-mod redlock_driver;
+mod transport;
 
 pub use client::Client;
 pub use lease::Lease;
@@ -27,5 +24,3 @@ pub use lock::{Election, Lock, ReadWriteLock};
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.
 pub use crate::connect::{ClientOptions, RedisUrl};
-// The driver's modules name the URL type by its old path.
-use crate::connect as url;

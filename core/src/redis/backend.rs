@@ -416,6 +416,22 @@ impl From<Done> for Outcome {
     }
 }
 
+impl From<Outcome> for Done {
+    /// The engine's backend-agnostic view, for drivers written once for every backend.
+    fn from(outcome: Outcome) -> Done {
+        match outcome {
+            Outcome::Acquired { lease, fencing_token, valid_until } => {
+                Done::Acquired { lease, fencing_token: Some(fencing_token), valid_until }
+            }
+            Outcome::NotAcquired => Done::NotAcquired,
+            Outcome::Released { was_held } => Done::Released { was_held },
+            Outcome::Extended { valid_until } => Done::Extended { valid_until },
+            Outcome::Observed(leader) => Done::Observed(leader),
+            Outcome::Failed(e) => Done::Failed(e),
+        }
+    }
+}
+
 impl LockEngine<RedisBackend> {
     /// A Redis engine. `rng` mints the client id and owner tokens (use
     /// [`OsRandom`](crate::random::OsRandom) outside tests).

@@ -183,6 +183,19 @@ impl From<Done> for RedlockOutcome {
     }
 }
 
+impl From<RedlockOutcome> for Done {
+    /// The engine's backend-agnostic view, for drivers written once for every backend.
+    fn from(outcome: RedlockOutcome) -> Done {
+        match outcome {
+            RedlockOutcome::Acquired { lease, valid_until } => Done::Acquired { lease, fencing_token: None, valid_until },
+            RedlockOutcome::NotAcquired => Done::NotAcquired,
+            RedlockOutcome::Released { was_held } => Done::Released { was_held },
+            RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
+            RedlockOutcome::Failed(e) => Done::Failed(e),
+        }
+    }
+}
+
 /// The lock engine over a Redlock deployment. Same driving contract as every
 /// [`LockEngine`], except that every request names the master it goes to, carries one command,
 /// and is answered with one reply (or the transport error). Requests to one master must be

@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 use super::convert;
 use super::link::{backoff, tcp_settings, FIRST_CONNECT_ATTEMPTS};
-use super::url::RedisUrl;
+use crate::connect::RedisUrl;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A self-replacing connection to a Redis Cluster. Cheap to clone; clones share the connection.

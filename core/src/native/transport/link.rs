@@ -31,7 +31,7 @@ use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc;
 
 use super::convert;
-use super::url::RedisUrl;
+use crate::connect::RedisUrl;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most attempts [`Link::connect`] makes before giving up (within `connect_timeout`).

@@ -1,0 +1,43 @@
+//! How each backend's requests reach its servers: the one per-backend part of the native
+//! driver. The [driver](super::driver) runs the engine's driving contract for every backend; a
+//! [`Transport`] performs the requests of one backend and hands over what its servers push.
+//!
+//! - [`redis`]: one Redis server or a Redis Cluster, over self-replacing connections
+//!   ([`link`], [`cluster_link`]; `redis` crate values through [`convert`]);
+//! - [`redlock`]: one self-replacing connection per Redlock master.
+//!
+//! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
+//! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
+
+pub(crate) mod cluster_link;
+pub(crate) mod convert;
+pub(crate) mod link;
+pub(crate) mod redis;
+pub(crate) mod redlock;
+
+use futures_util::future::BoxFuture;
+
+use crate::engine::{Backend, Done, LockEngine, RequestId};
+use crate::time::Instant;
+
+/// A request's reply, with its id, once the transport has it.
+pub(crate) type ReplyFuture<B> = BoxFuture<'static, (RequestId, <B as Backend>::Reply)>;
+
+/// Performs one backend's requests and delivers what its servers push.
+pub(crate) trait Transport: Send + 'static {
+    /// The engine's backend.
+    type Backend: Backend<Request: Send, Reply: Send + 'static, Outcome: Send + Into<Done>, Target: Send + Sync>
+        + Send
+        + 'static;
+    /// What the servers push, as the transport receives it (a notification, a replaced
+    /// connection); `Infallible` for a backend whose servers push nothing.
+    type Push: Send + 'static;
+
+    /// The future that performs `request` and resolves to its id and reply (a transport
+    /// failure as the error reply). The driver polls these futures in the order it made them,
+    /// so requests on one connection go out in emission order.
+    fn perform(&self, request: <Self::Backend as Backend>::Request) -> ReplyFuture<Self::Backend>;
+
+    /// Hands one push to the engine.
+    fn push(engine: &mut LockEngine<Self::Backend>, now: Instant, push: Self::Push);
+}
