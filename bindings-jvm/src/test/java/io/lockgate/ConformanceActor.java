@@ -27,8 +27,6 @@ import java.util.function.Supplier;
  */
 public final class ConformanceActor {
     private LockgateClient client;
-    /** The protocol-1 Redlock client ({@code connect_redlock}), used by {@code kind: redlock}. */
-    private LockgateClient redlock;
     /** The actor's library handles by {@code handle} name (default: the lock name). */
     private final Map<String, Handle> handles = new HashMap<>();
 
@@ -141,13 +139,8 @@ public final class ConformanceActor {
         LockOptions options = optionsOf(op);
         String kind = String.valueOf(op.getOrDefault("kind", "mutex"));
         switch (kind) {
-            case "mutex":
-            case "redlock": {
-                LockgateClient c = kind.equals("mutex") ? client : redlock;
-                if (c == null) {
-                    throw new Refused("connect_redlock was not sent");
-                }
-                DistributedLock lock = c.getLock(name, options);
+            case "mutex": {
+                DistributedLock lock = client.getLock(name, options);
                 return new Handle(lock::acquire, lock::tryAcquire);
             }
             case "semaphore": {
@@ -206,12 +199,11 @@ public final class ConformanceActor {
         try {
             switch (kind) {
                 case "connect": {
-                    // Protocol 2: any URL, options by name; protocol 1: a top-level prefix.
+                    // Any URL (its scheme picks the backend), the options by their Java names.
                     Map<String, Object> o = op.get("options") instanceof Map<?, ?> m ? cast(m) : Map.of();
                     ClientOptions.Builder b = ClientOptions.builder();
-                    Object prefix = o.containsKey("prefix") ? o.get("prefix") : op.get("prefix");
-                    if (prefix != null) {
-                        b.keyPrefix(String.valueOf(prefix));
+                    if (o.get("prefix") != null) {
+                        b.keyPrefix(String.valueOf(o.get("prefix")));
                     }
                     if (o.get("replica_acks") != null) {
                         b.set("replicaAcks", o.get("replica_acks"));
@@ -233,30 +225,6 @@ public final class ConformanceActor {
                     });
                     r.put("capabilities", caps);
                     return r;
-                }
-                case "connect_redlock": {
-                    // Protocol 1 (until the orchestrator stops sending it): the masters' redis://
-                    // URLs as one redlock:// URL.
-                    ClientOptions.Builder b = ClientOptions.builder();
-                    if (op.get("prefix") != null) {
-                        b.keyPrefix(String.valueOf(op.get("prefix")));
-                    }
-                    Duration maxLease = millis(op, "max_lease_ms");
-                    if (maxLease != null) {
-                        b.set("maxLease", maxLease);
-                    }
-                    List<String> hosts = new ArrayList<>();
-                    if (op.get("urls") instanceof List) {
-                        for (Object u : (List<?>) op.get("urls")) {
-                            hosts.add(String.valueOf(u).replaceFirst("^redis://", ""));
-                        }
-                    }
-                    LockgateClient r = LockgateClient.connect("redlock://" + String.join(",", hosts), b.build());
-                    if (redlock != null) {
-                        redlock.close();
-                    }
-                    redlock = r;
-                    return ok();
                 }
                 case "lock":
                     handleFor(name, op);
@@ -402,9 +370,6 @@ public final class ConformanceActor {
         }
         if (client != null) {
             client.close();
-        }
-        if (redlock != null) {
-            redlock.close();
         }
     }
 
