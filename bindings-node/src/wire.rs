@@ -1,29 +1,23 @@
-//! The lean transport of URL-connected clients (`lib/wire.js`): the engine's pipelines are
-//! encoded as RESP here and the server's reply bytes parsed here, so that JavaScript only moves
-//! bytes between one socket and the engine. Going through ioredis instead costs a `Command`
-//! object, a reply object graph and a JS→wasm conversion of it per call, which made the
-//! uncontended acquire+release CPU-bound on the Node side.
+//! The lean transport of URL-connected clients (`lib/transport/redis-wire.js`): the engine's
+//! pipelines leave as RESP bytes and the server's bytes come back as replies through the core's
+//! codec (`lockgate_core::redis::resp`), so JavaScript only moves bytes between one socket and
+//! the engine. (Through ioredis, each call costs a `Command` object, a reply object graph and a
+//! JS→wasm conversion of it, which made the uncontended acquire+release CPU-bound in Node.)
 //!
-//! One [`Wire`] serves one connection at a time; replies arrive in the order the requests were
-//! written, so a FIFO of in-flight requests is all the bookkeeping there is. When the connection
-//! goes (closed, timed out, or a reply that does not parse), every request still in flight fails
+//! What is left here is the connection's bookkeeping: replies arrive in the order the requests
+//! were written, so a FIFO of in-flight requests matches them up. When the connection goes
+//! (closed, timed out, or a reply stream the codec refuses), every request still in flight fails
 //! with a retryable `CONNECTION` error — the engine then treats each command as unanswered, as it
 //! does for a failed ioredis pipeline — and the next connection starts with an empty FIFO.
-//! Nothing here decides anything about locks.
 
 use std::collections::VecDeque;
 
 use lockgate_core::engine::RequestId;
-use lockgate_core::redis::Command;
 use lockgate_core::redis::reply::Reply;
+use lockgate_core::redis::{resp, Command};
 use lockgate_core::{Error, ErrorKind, Result};
 
 use crate::convert::request_level;
-
-/// Arrays nested deeper than this are refused (lockgate's replies nest at most two levels).
-const MAX_DEPTH: usize = 32;
-/// The largest bulk string or array length accepted (Redis' own `proto-max-bulk-len` default).
-const MAX_LEN: usize = 512 * 1024 * 1024;
 
 /// A request written to the connection whose replies have not all arrived.
 struct InFlight {
@@ -33,12 +27,11 @@ struct InFlight {
     replies: Vec<Reply>,
 }
 
-/// The RESP codec and the in-flight FIFO of one connection.
+/// The in-flight FIFO of one connection, with the core's decoder and an encoding buffer.
 #[derive(Default)]
 pub struct Wire {
     in_flight: VecDeque<InFlight>,
-    /// Received bytes that do not yet make a whole reply.
-    partial: Vec<u8>,
+    decoder: resp::Decoder,
     /// Encoding buffer, reused between requests.
     out: Vec<u8>,
 }
@@ -48,7 +41,7 @@ pub struct Wire {
 pub type Delivery = (RequestId, Result<Vec<Reply>>);
 
 impl Wire {
-    /// Starts a batch of encoded requests (see [`Wire::encode`] and [`Wire::take`]).
+    /// Starts a batch of encoded requests (see [`Wire::encode`] and [`Wire::batch`]).
     pub fn begin(&mut self) {
         self.out.clear();
     }
@@ -59,18 +52,7 @@ impl Wire {
         if commands.is_empty() {
             return Some((id, Ok(Vec::new())));
         }
-        for c in commands {
-            self.out.push(b'*');
-            push_decimal(&mut self.out, c.0.len());
-            self.out.extend_from_slice(b"\r\n");
-            for arg in &c.0 {
-                self.out.push(b'$');
-                push_decimal(&mut self.out, arg.len());
-                self.out.extend_from_slice(b"\r\n");
-                self.out.extend_from_slice(arg);
-                self.out.extend_from_slice(b"\r\n");
-            }
-        }
+        resp::encode(commands, &mut self.out);
         self.in_flight.push_back(InFlight { id, left: commands.len(), replies: Vec::with_capacity(commands.len()) });
         None
     }
@@ -85,51 +67,33 @@ impl Wire {
         self.in_flight.len()
     }
 
-    /// Parses `data` (any slice of the byte stream: partial replies are kept for the next call)
+    /// Decodes `data` (any slice of the byte stream: partial replies are kept for the next call)
     /// and calls `deliver` for every request whose replies are all in. An `Err` means the stream
     /// cannot be trusted any more (a malformed or unexpected reply): the caller must drop the
     /// connection and [`Wire::fail_all`].
     pub fn feed(&mut self, data: &[u8], mut deliver: impl FnMut(Delivery)) -> Result<()> {
-        if self.partial.is_empty() {
-            let used = self.parse_all(data, &mut deliver)?;
-            self.partial.extend_from_slice(&data[used..]);
-        } else {
-            self.partial.extend_from_slice(data);
-            let buf = std::mem::take(&mut self.partial);
-            let used = self.parse_all(&buf, &mut deliver);
-            // Keep the allocation for the next partial reply.
-            self.partial = buf;
-            let used = used?;
-            self.partial.drain(..used);
-        }
-        Ok(())
-    }
-
-    /// Parses every whole reply at the start of `buf`; returns how many bytes they took.
-    fn parse_all(&mut self, buf: &[u8], deliver: &mut impl FnMut(Delivery)) -> Result<usize> {
-        let mut pos = 0;
-        while pos < buf.len() {
-            let Some((reply, used)) = parse(&buf[pos..], 0)? else {
-                break;
-            };
-            pos += used;
-            let Some(head) = self.in_flight.front_mut() else {
-                return Err(broken("a reply arrived with no request waiting for it"));
-            };
-            head.replies.push(reply);
-            head.left -= 1;
-            if head.left == 0 {
-                let done = self.in_flight.pop_front().expect("front exists");
-                deliver((done.id, settle(done.replies)));
-            }
-        }
-        Ok(pos)
+        let in_flight = &mut self.in_flight;
+        self.decoder
+            .feed(data, |reply| {
+                let Some(head) = in_flight.front_mut() else {
+                    return Err(Error::protocol("a reply arrived with no request waiting for it"));
+                };
+                head.replies.push(reply);
+                head.left -= 1;
+                if head.left == 0 {
+                    let done = in_flight.pop_front().expect("front exists");
+                    deliver((done.id, settle(done.replies)));
+                }
+                Ok(())
+            })
+            // Retryable, like any lost connection: the request may go again on a new one.
+            .map_err(|e| Error::new(ErrorKind::Connection, format!("unusable reply stream from the server: {}", e.message())))
     }
 
     /// The connection is gone: every request in flight fails with `error` (whatever of it the
-    /// server ran is the engine's to clean up), and unparsed bytes are dropped.
+    /// server ran is the engine's to clean up), and undecoded bytes are dropped.
     pub fn fail_all(&mut self, error: &Error, mut deliver: impl FnMut(Delivery)) {
-        self.partial.clear();
+        self.decoder.clear();
         while let Some(f) = self.in_flight.pop_front() {
             deliver((f.id, Err(error.clone())));
         }
@@ -147,98 +111,6 @@ fn settle(replies: Vec<Reply>) -> Result<Vec<Reply>> {
         }
     }
     Ok(replies)
-}
-
-/// The error of a stream that went wrong: retryable, like any lost connection.
-fn broken(why: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::Connection, format!("unusable reply stream from the server: {why}"))
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
-/// The line at the start of `buf` (without its CRLF) and the bytes it took with the CRLF, or
-/// `None` if its end has not arrived.
-fn line(buf: &[u8]) -> Option<(&[u8], usize)> {
-    let end = buf.windows(2).position(|w| w == b"\r\n")?;
-    Some((&buf[..end], end + 2))
-}
-
-fn integer(text: &[u8]) -> Result<i64> {
-    std::str::from_utf8(text)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| broken(format!("bad integer {:?}", String::from_utf8_lossy(text))))
-}
-
-/// A length header (`$` or `*`): `None` for the RESP2 null (-1).
-fn length(text: &[u8]) -> Result<Option<usize>> {
-    match integer(text)? {
-        -1 => Ok(None),
-        n if (0..=MAX_LEN as i64).contains(&n) => Ok(Some(n as usize)),
-        n => Err(broken(format!("bad length {n}"))),
-    }
-}
-
-/// One RESP2 reply at the start of `buf` and the bytes it took, or `None` if it has not fully
-/// arrived. (The connection never sends `HELLO 3`, so RESP3 types are refused.)
-fn parse(buf: &[u8], depth: usize) -> Result<Option<(Reply, usize)>> {
-    let Some(&kind) = buf.first() else {
-        return Ok(None);
-    };
-    let Some((text, head)) = line(&buf[1..]) else {
-        return Ok(None);
-    };
-    let head = head + 1;
-    let lossy = |t: &[u8]| String::from_utf8_lossy(t).into_owned();
-    Ok(Some(match kind {
-        b'+' => (Reply::Status(lossy(text)), head),
-        b'-' => (Reply::Error(lossy(text)), head),
-        b':' => (Reply::Int(integer(text)?), head),
-        b'$' => match length(text)? {
-            None => (Reply::Nil, head),
-            Some(n) => {
-                let end = head + n;
-                if buf.len() < end + 2 {
-                    return Ok(None);
-                }
-                if &buf[end..end + 2] != b"\r\n" {
-                    return Err(broken("a bulk string does not end with CRLF"));
-                }
-                (Reply::Data(buf[head..end].to_vec()), end + 2)
-            }
-        },
-        b'*' => match length(text)? {
-            None => (Reply::Nil, head),
-            Some(n) => {
-                if depth >= MAX_DEPTH {
-                    return Err(broken("arrays nested too deeply"));
-                }
-                let mut items = Vec::with_capacity(n.min(64));
-                let mut pos = head;
-                for _ in 0..n {
-                    let Some((item, used)) = parse(&buf[pos..], depth + 1)? else {
-                        return Ok(None);
-                    };
-                    items.push(item);
-                    pos += used;
-                }
-                (Reply::Array(items), pos)
-            }
-        },
-        other => return Err(broken(format!("unknown reply type byte 0x{other:02x}"))),
-    }))
 }
 
 #[cfg(test)]
@@ -296,23 +168,6 @@ mod tests {
     }
 
     #[test]
-    fn byte_by_byte() {
-        let stream = b"*2\r\n$5\r\nhello\r\n:-42\r\n";
-        let mut w = Wire::default();
-        w.begin();
-        let _ = w.encode(RequestId(7), &[cmd(&["X"])]);
-        let mut got = Vec::new();
-        for b in stream.iter() {
-            w.feed(std::slice::from_ref(b), |d| got.push(d)).unwrap();
-        }
-        assert_eq!(got.len(), 1);
-        assert_eq!(
-            got[0].1.as_ref().unwrap(),
-            &vec![Reply::Array(vec![Reply::Data(b"hello".to_vec()), Reply::Int(-42)])]
-        );
-    }
-
-    #[test]
     fn refused_credentials_fail_the_whole_request() {
         let mut w = Wire::default();
         w.begin();
@@ -344,15 +199,6 @@ mod tests {
             w.begin();
             let _ = w.encode(RequestId(1), &[cmd(&["A"])]);
             assert!(w.feed(bad, |_| {}).is_err(), "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn decimal() {
-        for n in [0usize, 7, 10, 99, 12345, usize::MAX] {
-            let mut v = Vec::new();
-            push_decimal(&mut v, n);
-            assert_eq!(v, n.to_string().into_bytes());
         }
     }
 }
