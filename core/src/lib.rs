@@ -1,7 +1,7 @@
 //! lockgate-core: distributed-lock protocols as an I/O-agnostic engine, plus a native tokio
 //! driver (feature `tokio`, on by default).
 //!
-//! The [`engine::Engine`] decides; drivers move bytes and keep time. The same engine runs
+//! The [`engine::LockEngine`] decides; drivers move bytes and keep time. The same engine runs
 //! natively under tokio (`native`) and as WebAssembly in Node with JavaScript doing the I/O.
 //!
 //! One client for every backend: a URL's scheme picks it (`redis://`, `redis+cluster://`,

@@ -1,6 +1,5 @@
 //! The backend-agnostic layer (core/src/engine) names no backend (issue 14: a new backend is a
-//! new folder, and the engine never learns of it). `compat.rs` is the one listed exception: it
-//! keeps the Redis engine's old paths and may hold nothing but re-exports.
+//! new folder, and the engine never learns of it).
 
 use std::fs;
 use std::path::Path;
@@ -27,17 +26,8 @@ fn the_engine_folder_imports_no_backend() {
     let mut offending = Vec::new();
     for file in &files {
         let text = fs::read_to_string(file).expect("readable source");
-        let is_compat = file.file_name().is_some_and(|n| n == "compat.rs");
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            if is_compat {
-                // Only `pub use crate::redis::{...};` re-exports (and comments).
-                let trimmed = code.trim();
-                if !trimmed.is_empty() && !trimmed.starts_with("pub use crate::redis::") {
-                    offending.push(format!("{}:{}: {line}", file.display(), i + 1));
-                }
-                continue;
-            }
             if BACKENDS.iter().any(|b| code.contains(b)) {
                 offending.push(format!("{}:{}: {line}", file.display(), i + 1));
             }

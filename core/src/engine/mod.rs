@@ -6,9 +6,7 @@
 //! `tests/engine_backend.rs` is a complete backend (ZooKeeper-shaped, over an in-memory server)
 //! written against [`Backend`] alone: the template for a new backend folder.
 //!
-//! This folder imports nothing from any backend folder (`tests/engine_layering.rs` checks it);
-//! the one exception is `compat.rs`, which keeps the old paths of the Redis engine
-//! (`engine::Engine`, `engine::EngineConfig`, ...) until their callers move to `crate::redis`.
+//! This folder imports nothing from any backend folder (`tests/engine_layering.rs` checks it).
 
 /// A [`Ctx`] borrowing the engine's fields (not `self`, so the backend can be borrowed too).
 macro_rules! ctx {
@@ -19,7 +17,6 @@ macro_rules! ctx {
 
 pub mod backend;
 mod cleanup;
-mod compat;
 pub mod io;
 mod lease;
 pub mod operation;
@@ -36,7 +33,6 @@ use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
 pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Signal, Verdict, Wake};
-pub use compat::*;
 pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 use cleanup::Cleanup;
 use lease::Lease;
