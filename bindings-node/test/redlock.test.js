@@ -90,7 +90,7 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
     readWrite: false,
     election: false,
     observe: false,
-    reentrant: false,
+    reentrant: true,
     replicaAcks: false,
   });
   const lock = rl.lock('orders', { leaseMs: 1000 });
@@ -266,7 +266,7 @@ test('bad input is an InvalidArgumentError before anything is sent', async () =>
   assert.throws(() => rl.semaphore('x', 2), unsupported);
   assert.throws(() => rl.readWriteLock('x'), unsupported);
   assert.throws(() => rl.election('x'), unsupported);
-  assert.throws(() => rl.lock('x', { reentrant: true }), unsupported);
+  assert.equal(rl.lock('x', { reentrant: true }).reentrant, true); // reentrant too (PROTOCOL.md §8)
   assert.throws(() => rl.lock('x', { leaseMs: 'long' }), isInvalid());
   // The core's one rule for every binding (issue 14): a lease above the deployment's maxLeaseMs
   // is refused when the handle is made, and a lock without leaseMs gets maxLeaseMs when that is

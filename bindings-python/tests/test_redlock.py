@@ -58,7 +58,8 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
         assert redlock.url == masters.url and redlock.key_prefix == "lockgate:"
         assert repr(redlock) == f"<lockgate.Client url={masters.url!r} key_prefix='lockgate:'>"
         caps = redlock.capabilities
-        assert not any(caps.values()), caps  # mutexes only: no fencing, queue, semaphore, ...
+        # Mutexes, reentrant too (PROTOCOL.md §8): no fencing, queue, semaphore, ...
+        assert [name for name, on in caps.items() if on] == ["reentrant"], caps
         assert set(caps) >= {"fencing", "fifo", "semaphore", "read_write", "election", "reentrant"}
         lock = redlock.lock("orders", 0.8)
         assert (lock.name, lock.lease, lock.renew, lock.timeout) == ("orders", 0.8, False, None)
@@ -272,7 +273,6 @@ def test_bad_input_raises_invalid_argument(masters: RedisMasters) -> None:
             lambda: redlock.semaphore("s", 2),
             lambda: redlock.read_write_lock("rw"),
             lambda: redlock.election("e"),
-            lambda: redlock.lock("r", reentrant=True),
         ):
             with pytest.raises(lockgate.UnsupportedError, match="Redlock") as u:
                 make()

@@ -33,7 +33,7 @@ pub fn all() -> Vec<Spec> {
         Spec { name: "single", capabilities: with(&["proxy", "restart"]), kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(&[]), kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(&["replica_acks"]), kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: vec!["redlock", "redis"], kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "redlock", capabilities: vec!["redlock", "redis", "reentrant"], kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
     ]
 }
 

@@ -161,7 +161,8 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
 
-    fn redlock() -> Capabilities {
+    /// A backend that offers mutexes and nothing more.
+    fn bare() -> Capabilities {
         Capabilities {
             backend: "Redlock",
             scheme: "redlock",
@@ -176,6 +177,11 @@ mod tests {
         }
     }
 
+    /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).
+    fn redlock() -> Capabilities {
+        Capabilities { reentrant: true, ..bare() }
+    }
+
     #[test]
     fn pairs_name_every_field_once() {
         let all = Capabilities {
@@ -187,18 +193,18 @@ mod tests {
             observe: true,
             reentrant: true,
             replica_acks: true,
-            ..redlock()
+            ..bare()
         };
         let pairs = all.pairs();
         assert_eq!(pairs.len(), Capability::ALL.len());
         assert!(pairs.iter().all(|(_, on)| *on));
-        assert!(redlock().pairs().iter().all(|(_, on)| !*on));
+        assert!(bare().pairs().iter().all(|(_, on)| !*on));
         let names: std::collections::HashSet<_> = pairs.iter().map(|(n, _)| *n).collect();
         assert_eq!(names.len(), pairs.len());
         for c in Capability::ALL {
             assert_eq!(Capability::from_name(c.name()), Some(c));
             // One field on, the rest off: `has` and `pairs` read the same field.
-            let mut one = redlock();
+            let mut one = bare();
             match c {
                 Capability::Fencing => one.fencing = true,
                 Capability::Fifo => one.fifo = true,
@@ -216,16 +222,17 @@ mod tests {
 
     #[test]
     fn require_names_the_backend_and_scheme() {
+        assert_eq!(redlock(), crate::connect::Backend::Redlock.capabilities(false, false));
         let e = redlock().require(Capability::Semaphore).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert!(!e.retryable());
         assert_eq!(
             e.message(),
-            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes"
+            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks"
         );
         let e = redlock().require(Capability::Observe).unwrap_err();
         assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");
-        let single = Capabilities { backend: "Redis Cluster", scheme: "redis+cluster", fencing: true, ..redlock() };
+        let single = Capabilities { backend: "Redis Cluster", scheme: "redis+cluster", fencing: true, ..bare() };
         single.require(Capability::Fencing).unwrap();
         assert_eq!(
             single.require(Capability::ReplicaAcks).unwrap_err().message(),

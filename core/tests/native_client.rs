@@ -1,6 +1,7 @@
 //! The one client family over real redis-servers: a `redlock://` URL gives the same `Client`,
 //! `Lock` and `Lease` as a `redis://` one; what the Redlock lacks is `UNSUPPORTED` when the
-//! handle is made, before anything reaches a master; its leases carry no fencing token.
+//! handle is made, before anything reaches a master; its leases carry no fencing token; a
+//! reentrant handle counts its holds on one majority grant.
 #![cfg(feature = "tokio")]
 
 mod support;
@@ -49,7 +50,8 @@ async fn a_redlock_url_gives_the_one_client_family() {
 
     let caps = client.capabilities();
     assert_eq!((caps.backend, caps.scheme), ("Redlock", "redlock"));
-    assert!(caps.pairs().iter().all(|(_, on)| !on), "{caps:?}");
+    let offered: Vec<_> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
+    assert_eq!(offered, ["reentrant"], "{caps:?}");
 
     // What a Redlock lacks is refused when the handle is made, before any master is touched.
     let lease = LockOptions::fixed_lease(MAX_LEASE);
@@ -57,7 +59,6 @@ async fn a_redlock_url_gives_the_one_client_family() {
         ("semaphore", client.semaphore("s", 2, lease.clone()).map(drop)),
         ("read_write", client.read_write_lock("rw", lease.clone()).map(drop)),
         ("election", client.election("e", lease.clone()).map(drop)),
-        ("reentrant", client.reentrant_lock("r", lease.clone()).map(drop)),
         ("leader", client.primitive("e", Primitive::Leader { value: "x".into() }, lease.clone(), false).map(drop)),
     ] {
         let e = result.expect_err(what);
@@ -95,6 +96,26 @@ async fn a_redlock_url_gives_the_one_client_family() {
     let again = other.try_acquire().await.unwrap().expect("free after the release");
     assert_eq!(again.fencing_token(), None);
     drop(again);
+
+    // A reentrant handle: the second acquire is a second hold on the same majority grant (no
+    // round); the first release gives one hold back and sends nothing, the last one releases
+    // it on the masters (PROTOCOL.md §8).
+    let reentrant = client.reentrant_lock("re", LockOptions::renewed_lease(MAX_LEASE)).unwrap();
+    assert!(reentrant.is_reentrant());
+    let first = reentrant.acquire(Duration::from_secs(10)).await.unwrap();
+    let second = reentrant.try_acquire().await.unwrap().expect("re-entered at once");
+    assert_eq!((first.fencing_token(), second.fencing_token()), (None, None));
+    assert!(holders(&servers, "re") >= 2);
+    let rival = client.lock("re", LockOptions::fixed_lease(MAX_LEASE)).unwrap();
+    assert!(first.release().await.unwrap(), "one hold given back");
+    assert!(second.is_held(), "the other hold keeps the lease");
+    assert!(holders(&servers, "re") >= 2, "nothing was released on the masters");
+    assert!(rival.try_acquire().await.unwrap().is_none());
+    assert!(second.release().await.unwrap(), "the last hold releases it");
+    assert!(!second.is_held());
+    assert_eq!(holders(&servers, "re"), 0);
+    let free = rival.try_acquire().await.unwrap().expect("free after the last release");
+    drop(free);
     client.close().await;
     assert_eq!(lock.try_acquire().await.unwrap_err().kind(), ErrorKind::Closed);
 }

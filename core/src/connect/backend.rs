@@ -76,7 +76,10 @@ impl Backend {
             read_write: redis_family,
             election: redis_family,
             observe: redis_family,
-            reentrant: redis_family,
+            // A reentrant hold is the engine's count of holds on a lease the backend already
+            // granted: nothing on the wire changes, so every backend offers it (PROTOCOL.md §8
+            // says why that is sound for a Redlock too).
+            reentrant: true,
             replica_acks: replica_acks && self == Backend::Redis,
         }
     }
@@ -118,6 +121,7 @@ mod tests {
         assert!(c.fencing && c.election && !c.replica_acks);
         assert_eq!(c.scheme, "rediss+cluster");
         let l = Backend::Redlock.capabilities(false, false);
-        assert!(l.pairs().iter().all(|(_, on)| !on), "{l:?}");
+        let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
+        assert_eq!(offered, ["reentrant"], "{l:?}");
     }
 }

@@ -1,0 +1,134 @@
+//! `Capabilities` (core/src/connect/backend.rs) is the single source of what a backend offers:
+//! for every `connect::Backend`, its engine must accept exactly what the capabilities promise
+//! and refuse the rest with `UNSUPPORTED` before sending anything. Checked on the sans-IO
+//! engines with a stand-in server that grants everything: semaphores, read-write locks,
+//! elections, observing a leader, reentrant holds and fencing tokens.
+
+use lockgate_core::connect::Backend as Scheme;
+use lockgate_core::engine::{Backend, Done, LockEngine, RequestId};
+use lockgate_core::random::SeededRandom;
+use lockgate_core::redis::reply::Reply;
+use lockgate_core::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
+use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
+
+/// A server that grants every attempt and confirms everything else, for one backend.
+trait GrantAll: Backend {
+    fn grant(request: Self::Request) -> (RequestId, Self::Reply);
+}
+
+impl GrantAll for RedisBackend {
+    fn grant(Request { id, kind }: Request) -> (RequestId, Self::Reply) {
+        let replies = match kind {
+            RequestKind::Pipeline(commands) => commands
+                .iter()
+                .map(|_| Reply::Array(vec![Reply::Int(1), Reply::Data(b"7".to_vec()), Reply::Int(5000)]))
+                .collect(),
+            _ => Vec::new(),
+        };
+        (id, Ok(replies))
+    }
+}
+
+impl GrantAll for RedlockBackend {
+    fn grant(NodeRequest { id, .. }: NodeRequest) -> (RequestId, Self::Reply) {
+        (id, Ok(Reply::Int(1)))
+    }
+}
+
+/// Feeds every request to the granting server and returns how the operations ended.
+fn serve<B: GrantAll>(engine: &mut LockEngine<B>, now: Instant) -> Vec<Done>
+where
+    B::Outcome: Into<Done>,
+{
+    let mut done = Vec::new();
+    loop {
+        while let Some(request) = engine.poll_request() {
+            let (id, reply) = B::grant(request);
+            engine.handle_reply(now, id, reply);
+        }
+        let Some(event) = engine.poll_event() else { break };
+        if let Event::Completed { outcome, .. } = event {
+            done.push(outcome.into());
+        }
+    }
+    done
+}
+
+/// What `caps` promises is what `engine` accepts.
+fn agrees<B: GrantAll>(mut engine: LockEngine<B>, caps: Capabilities)
+where
+    B::Outcome: Into<Done>,
+{
+    let what = caps.backend;
+    let now = Instant::from_origin(Duration::from_secs(1));
+    let options = LockOptions::fixed_lease(Duration::from_secs(5));
+    let primitives = [
+        (Primitive::Semaphore { permits: 2 }, caps.semaphore),
+        (Primitive::Read { writers_first: true }, caps.read_write),
+        (Primitive::Write, caps.read_write),
+        (Primitive::Leader { value: "v".into() }, caps.election),
+    ];
+    for (primitive, offered) in primitives {
+        let r = engine.acquire_primitive(now, "p", &primitive, &options, Wait::Try);
+        match r {
+            Ok(_) => assert!(offered, "{what}: the engine accepts {primitive:?}, the capabilities refuse it"),
+            Err(e) => {
+                assert!(!offered, "{what}: the capabilities offer {primitive:?}, the engine refuses it: {e}");
+                assert_eq!(e.kind(), ErrorKind::Unsupported, "{what} {primitive:?}: {e}");
+                assert!(engine.poll_request().is_none(), "{what}: a refusal sends nothing");
+            }
+        }
+        serve(&mut engine, now);
+    }
+    match engine.observe_leader(now, "p") {
+        Ok(_) => assert!(caps.observe, "{what}: the engine observes, the capabilities refuse it"),
+        Err(e) => {
+            assert!(!caps.observe, "{what}: the capabilities offer observe, the engine refuses it: {e}");
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{what}: {e}");
+            assert!(engine.poll_request().is_none(), "{what}: a refusal sends nothing");
+        }
+    }
+    serve(&mut engine, now);
+
+    // A mutex, always offered: its grant carries a fencing token exactly where promised, and
+    // a second hold of it is taken exactly where reentrant holds are promised.
+    engine.acquire(now, "m", &options, Wait::Try).unwrap();
+    let lease = match serve(&mut engine, now).as_slice() {
+        [Done::Acquired { lease, fencing_token, .. }] => {
+            assert_eq!(fencing_token.is_some(), caps.fencing, "{what}: fencing token {fencing_token:?}");
+            *lease
+        }
+        other => panic!("{what}: the mutex was not granted: {other:?}"),
+    };
+    engine.reacquire(now, lease);
+    match serve(&mut engine, now).as_slice() {
+        [Done::Acquired { lease: again, .. }] => {
+            assert!(caps.reentrant, "{what}: the engine re-enters, the capabilities refuse it");
+            assert_eq!(*again, lease);
+        }
+        [Done::Failed(e)] => {
+            assert!(!caps.reentrant, "{what}: the capabilities offer reentrant holds, the engine refuses: {e}");
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{what}: {e}");
+        }
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+#[test]
+fn every_backend_offers_what_its_capabilities_say() {
+    let rng = || Box::new(SeededRandom::new(7));
+    for scheme in Scheme::ALL {
+        let caps = scheme.capabilities(false, false);
+        match scheme {
+            Scheme::Redis => agrees(Engine::new(EngineConfig::default(), rng()).unwrap(), caps),
+            Scheme::RedisCluster => {
+                let config = EngineConfig { split_pipelines: true, ..EngineConfig::default() };
+                agrees(Engine::new(config, rng()).unwrap(), caps)
+            }
+            Scheme::Redlock => agrees(RedlockEngine::new(RedlockConfig::default(), rng()).unwrap(), caps),
+            other => panic!("{other}: add its engine here, so its capabilities are checked"),
+        }
+    }
+}
