@@ -8,155 +8,14 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use lockgate_core::engine::{
-    Action, Answer, Attempt, Backend, Ctx, Done, Event, LeaseId, LockEngine, OpId, Pexpire, Purpose, Release,
-    RequestId, Signal, Verdict, Wait,
-};
-use lockgate_core::random::{RandomSource, SeededRandom};
+use lockgate_core::engine::{Done, Event, LeaseId, LockEngine, OpId, Wait};
+use lockgate_core::random::SeededRandom;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, ErrorKind, LockOptions, Primitive, Result};
 
-// ---- the backend ----
-
-/// What the model server is asked to do.
-#[derive(Clone, Debug, PartialEq)]
-enum Op {
-    OpenSession,
-    /// Create the token's sequential node under `path` (or find it) and say whether it is first.
-    Enqueue { path: String, token: String },
-    Delete { path: String, token: String },
-    /// The session heartbeat: a renewal of every lease.
-    Ping,
-}
-
-#[derive(Debug)]
-struct Req {
-    id: RequestId,
-    op: Op,
-}
-
-#[derive(Debug)]
-enum Rep {
-    Session,
-    Place { seq: u64, first: bool },
-    Deleted(bool),
-    Pong(bool),
-}
-
-/// What the server pushes.
-#[derive(Debug)]
-enum Push {
-    /// The node the waiter `token` watched is gone.
-    PredecessorGone { token: String },
-    SessionExpired,
-}
-
-struct SeqBackend {
-    /// Validity of every lease: the fraction of the session timeout a client counts on.
-    lease: Duration,
-    in_flight: HashMap<RequestId, (Purpose, Instant)>,
-}
-
-impl Backend for SeqBackend {
-    type Target = String;
-    type Request = Req;
-    type Reply = Result<Rep>;
-    type Notice<'a> = Push;
-    type Outcome = Done;
-
-    fn target(&self, name: &str, primitive: &Primitive, _options: &LockOptions) -> Result<String> {
-        match primitive {
-            Primitive::Mutex => Ok(format!("/locks/{name}")),
-            _ => Err(Error::unsupported("this backend offers mutexes only")),
-        }
-    }
-
-    fn check_observe(&self) -> Result<()> {
-        Err(Error::unsupported("no elections here"))
-    }
-
-    fn attempts_need_session(&self) -> bool {
-        true
-    }
-
-    fn retry_delay(&self, backoff: &mut Duration, _rng: &mut dyn RandomSource) -> Duration {
-        let d = *backoff;
-        *backoff = (*backoff * 2).min(Duration::from_secs(1));
-        d
-    }
-
-    fn open_session(&mut self, ctx: &mut Ctx<'_, Req>) -> Option<RequestId> {
-        let id = ctx.ids.request();
-        ctx.out.push_back(Req { id, op: Op::OpenSession });
-        Some(id)
-    }
-
-    fn session_reply(&mut self, reply: Result<Rep>) -> Result<()> {
-        match reply? {
-            Rep::Session => Ok(()),
-            other => Err(Error::protocol(format!("session answered with {other:?}"))),
-        }
-    }
-
-    fn call(&mut self, ctx: &mut Ctx<'_, Req>, purpose: Purpose, action: Action<'_, String>) {
-        let op = match action {
-            Action::Acquire { target, token, .. } => Op::Enqueue { path: target.to_string(), token: token.into() },
-            Action::Extend { .. } => Op::Ping,
-            Action::Release { target, token } => Op::Delete { path: target.to_string(), token: token.into() },
-            Action::Observe { .. } => unreachable!("check_observe refuses"),
-        };
-        let id = ctx.ids.request();
-        self.in_flight.insert(id, (purpose, ctx.now));
-        ctx.out.push_back(Req { id, op });
-    }
-
-    fn on_reply(&mut self, _ctx: &mut Ctx<'_, Req>, id: RequestId, reply: Result<Rep>, answers: &mut Vec<Answer>) {
-        let Some((purpose, sent)) = self.in_flight.remove(&id) else {
-            return;
-        };
-        let verdict = match (purpose, reply) {
-            (Purpose::Acquire(_), Ok(Rep::Place { seq, first: true })) => {
-                Verdict::Attempt(Attempt::Granted { fence: Some(seq), granted: self.lease })
-            }
-            // Behind another node: woken when the predecessor goes (Signal::Recheck).
-            (Purpose::Acquire(_), Ok(Rep::Place { .. })) => {
-                Verdict::Attempt(Attempt::Queued { holder_remaining: None, fence: 0 })
-            }
-            (Purpose::Acquire(_), Err(e)) => Verdict::Attempt(Attempt::Transient { error: e, why: None, undo: false }),
-            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(true))) => Verdict::Pexpire(Pexpire::Confirmed),
-            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(false))) => {
-                Verdict::Pexpire(Pexpire::Refused { subject: "the session expired".into() })
-            }
-            (Purpose::Renew(..) | Purpose::Extend(..), Err(e)) => Verdict::Pexpire(Pexpire::Transient(e)),
-            (Purpose::Release(..) | Purpose::Cleanup(_), Ok(Rep::Deleted(was_held))) => {
-                Verdict::Release(Release::Done { was_held })
-            }
-            (Purpose::Release(..) | Purpose::Cleanup(_), Err(e)) => {
-                Verdict::Release(Release::Unconfirmed { error: e, retry: true })
-            }
-            (purpose, reply) => {
-                let e = Error::protocol(format!("{purpose:?} answered with {reply:?}"));
-                match purpose {
-                    Purpose::Acquire(_) => Verdict::Attempt(Attempt::Failed { error: e, undo: true }),
-                    Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(Pexpire::Failed(e)),
-                    _ => Verdict::Release(Release::Failed(e)),
-                }
-            }
-        };
-        answers.push(Answer { purpose, sent, verdict });
-    }
-
-    fn on_notice(&mut self, _ctx: &mut Ctx<'_, Req>, notice: Push, _answers: &mut Vec<Answer>) -> Signal {
-        match notice {
-            Push::PredecessorGone { token } => Signal::Recheck(token),
-            Push::SessionExpired => Signal::SessionLost("the server expired it".into()),
-        }
-    }
-
-    fn is_idle(&self) -> bool {
-        self.in_flight.is_empty()
-    }
-}
+#[path = "sim/seq_backend.rs"]
+mod seq_backend;
+use seq_backend::{Op, Push, Rep, SeqBackend};
 
 // ---- the model server and a synchronous driver ----
 
@@ -249,7 +108,7 @@ impl World {
             server: Server::default(),
             clients: (0..clients)
                 .map(|i| {
-                    let backend = SeqBackend { lease: LEASE, in_flight: HashMap::new() };
+                    let backend = SeqBackend::new(LEASE);
                     LockEngine::with_backend(backend, Box::new(SeededRandom::new(i as u64)))
                 })
                 .collect(),

@@ -19,6 +19,7 @@ pub mod net;
 pub mod redis;
 pub mod redis_check;
 pub mod redlock;
+pub mod seq_backend;
 pub mod store;
 pub mod workload;
 pub mod zk;
