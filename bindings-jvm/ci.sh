@@ -2,7 +2,8 @@
 # The JVM binding's entry point for ./run and CI.
 #   ci.sh install   prerequisites (idempotent): JDK 17+, Maven, redis-server, cargo
 #   ci.sh test      builds the native library + Kotlin + Java, runs the JUnit suite against
-#                   real redis-server processes, installs io.lockgate:lockgate into ~/.m2
+#                   real redis-server processes (started by target/release/test-servers, built
+#                   if missing), installs io.lockgate:lockgate into ~/.m2
 #   ci.sh build     the same build without tests (for the conformance actor / demo)
 #   ci.sh bench     issue 7's benchmark; writes $LOCKGATE_BENCH_OUT/jvm.md (default target/bench)
 set -euo pipefail
@@ -34,8 +35,17 @@ install() {
   echo "ci.sh install: $(javac -version 2>&1), $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'), $(redis-server --version | cut -d' ' -f1-3), $(cargo --version)"
 }
 
+# The project's one test-server launcher (conformance/README.md), which the tests run.
+ensure_launcher() {
+  if [[ -z ${LOCKGATE_TEST_SERVERS:-} && ! -x ${CARGO_TARGET_DIR:-$root/target}/release/test-servers ]]; then
+    echo "ci.sh: building the test-server launcher (target/release/test-servers)"
+    (cd "$root" && cargo build --release -q -p lockgate-conformance)
+  fi
+}
+
 run_test() {
   cd "$here"
+  ensure_launcher
   # install = build native + generate Kotlin + compile + test (Surefire summary) + jar + ~/.m2
   mvn "${mvn_flags[@]}" install
   write_classpath
@@ -60,6 +70,7 @@ run_bench() {
   mkdir -p "$out_dir"
   out_dir=$(cd "$out_dir" && pwd)
   run_build
+  ensure_launcher
   (cd "$root" && cargo build --release -p lockgate-jvm --example native_bench)
   local cp="$here/target/classes:$here/target/test-classes:$(cat "$here/target/test-classpath.txt")"
   java -cp "$cp" io.lockgate.JvmBench \

@@ -52,7 +52,7 @@ class ClusterTest {
     /** One lock name per master, in node order ({@code stem-0}, {@code stem-1}, ... until all are hit). */
     private static List<String> namesOnEveryMaster(String stem) {
         Map<Integer, String> byMaster = new LinkedHashMap<>();
-        for (int i = 0; byMaster.size() < RedisCluster.RANGES.length; i++) {
+        for (int i = 0; byMaster.size() < cluster.nodes.size(); i++) {
             String name = stem + "-" + i;
             byMaster.putIfAbsent(cluster.owner(lockKey(name)).port, name);
         }

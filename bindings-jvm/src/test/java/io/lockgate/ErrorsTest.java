@@ -150,7 +150,7 @@ class ErrorsTest {
 
     @Test
     void unreachableServerIsARetryableConnectionError() {
-        int port = RedisServer.freePort();
+        int port = TestUtil.freePort();
         LockConnectionException e = assertThrows(LockConnectionException.class, () -> LockgateClient.connect(
             "redis://127.0.0.1:" + port, ClientOptions.builder().connectTimeout(Duration.ofSeconds(1)).build()));
         assertEquals("CONNECTION", e.code());
@@ -202,7 +202,7 @@ class ErrorsTest {
     // ACL users: the right password works; a wrong one is AUTHENTICATION; no password is ever shown.
     @Test
     void credentialsAreCheckedAndNeverShown() throws Exception {
-        try (RedisServer acl = RedisServer.startWithAcl("user app on >s3cret-pw ~* &* +@all", "user default off")) {
+        try (RedisServer acl = RedisServer.startAcl()) {
             try (LockgateClient ok = LockgateClient.connect("redis://app:s3cret-pw@127.0.0.1:" + acl.port)) {
                 assertFalse(ok.toString().contains("s3cret-pw"), ok.toString());
                 assertFalse(ok.url().contains("s3cret-pw"));

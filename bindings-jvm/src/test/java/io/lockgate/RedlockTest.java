@@ -49,12 +49,9 @@ class RedlockTest {
             .build();
     }
 
+    /** {@code n} masters of one launcher ({@code redlock --masters n}). */
     static List<RedisServer> start(int n) {
-        List<RedisServer> servers = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            servers.add(RedisServer.start());
-        }
-        return servers;
+        return TestServers.start("redlock", "--masters", String.valueOf(n)).nodes;
     }
 
     /** The Redlock URL of {@code servers}: {@code redlock://127.0.0.1:p1,127.0.0.1:p2,...}. */
@@ -89,8 +86,9 @@ class RedlockTest {
         throw new AssertionError("INFO server has no uptime_in_seconds");
     }
 
+    /** Stops the launcher of {@code servers} (from {@link #start}) with every master it started. */
     static void stopAll(List<RedisServer> servers) {
-        servers.forEach(RedisServer::close);
+        servers.get(0).deployment.close();
     }
 
     @BeforeAll
@@ -174,14 +172,14 @@ class RedlockTest {
             assertHeldOn(servers, "minority", 5);
             assertTrue(lease.release());
 
-            servers.get(1).close();
-            servers.get(4).close();
+            servers.get(1).stop();
+            servers.get(4).stop();
             Lease again = lock.tryAcquire().orElseThrow(() -> new AssertionError("3 of 5 are a majority"));
             assertTrue(again.isHeld());
             assertHeldOn(List.of(servers.get(0), servers.get(2), servers.get(3)), "minority", 3);
             assertTrue(again.release());
 
-            servers.get(2).close();
+            servers.get(2).stop();
             LockConnectionException e = assertThrows(LockConnectionException.class, lock::tryAcquire);
             assertTrue(e.isRetryable());
             assertEquals("CONNECTION", e.code());
@@ -273,8 +271,8 @@ class RedlockTest {
             assertTrue(lease.isHeld());
             assertFalse(lost.isDone());
 
-            servers.get(0).close();
-            servers.get(2).close();
+            servers.get(0).stop();
+            servers.get(2).stop();
             LockException e = heard.get(10, TimeUnit.SECONDS);
             assertNotNull(e);
             lost.get(1, TimeUnit.SECONDS);

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.function.Executable;
 /**
  * {@code ClientOptions.builder().replicaAcks(n, timeout)} against a real primary and replica
  * started by each test: a grant counts only once WAIT confirms it reached the replica; with the
- * replica paused (SIGSTOP by pid) grants fail as connection errors and leave no lock behind.
+ * replica paused (SIGSTOP, sent by the test-server launcher) grants fail as connection errors and leave no lock behind.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ReplicaAcksTest {
@@ -27,6 +27,7 @@ class ReplicaAcksTest {
         .responseTimeout(Duration.ofSeconds(2))
         .build();
 
+    TestServers pair;
     RedisServer primary;
     RedisServer replica;
     Resp primaryRaw;
@@ -34,9 +35,11 @@ class ReplicaAcksTest {
 
     @BeforeEach
     void startPair() {
-        // Diskless full sync without Redis's default 5 s wait for more replicas to join.
-        primary = RedisServer.startWith("--repl-diskless-sync-delay", "0");
-        replica = RedisServer.startWith("--replicaof", "127.0.0.1", String.valueOf(primary.port));
+        // The launcher's primary syncs disklessly without Redis's default 5 s wait for more replicas.
+        pair = TestServers.start("replica");
+        primary = pair.nodes.get(0);
+        replica = pair.nodes.get(1);
+        assertEquals("replica", replica.info.get("role"));
         primaryRaw = primary.raw();
         replicaRaw = replica.raw();
         assertTrue(TestUtil.eventually(10_000, () -> {
@@ -49,8 +52,7 @@ class ReplicaAcksTest {
     void stopPair() {
         primaryRaw.close();
         replicaRaw.close();
-        replica.close(); // SIGKILL by pid ends a paused replica too
-        primary.close();
+        pair.close(); // the launcher stops a paused replica too
     }
 
     @Test
@@ -80,7 +82,7 @@ class ReplicaAcksTest {
     void grantFailsAndIsUndoneWhileTheReplicaIsPaused() throws Exception {
         try (LockgateClient client = LockgateClient.connect(primary.url(), ACKED)) {
             DistributedLock lock = client.getLock("unconfirmed");
-            replica.signal("STOP");
+            replica.pause();
             try {
                 long t0 = System.nanoTime();
                 LockConnectionException e = assertThrows(LockConnectionException.class, lock::tryAcquire);
@@ -94,7 +96,7 @@ class ReplicaAcksTest {
                 assertTrue(TestUtil.eventually(2000, () -> TestUtil.liveKeys(primaryRaw, "unconfirmed").isEmpty()),
                     "the abandoned wait was undone: " + TestUtil.liveKeys(primaryRaw, "unconfirmed"));
             } finally {
-                replica.signal("CONT");
+                replica.resume();
             }
             // Once the replica is back, grants are confirmed again.
             try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
@@ -109,11 +111,11 @@ class ReplicaAcksTest {
     @Test
     void withoutReplicaAcksAPausedReplicaGoesUnnoticed() throws Exception {
         try (LockgateClient client = LockgateClient.connect(primary.url())) {
-            replica.signal("STOP");
+            replica.pause();
             try (Lease lease = client.getLock("plain").acquire(Duration.ofSeconds(2))) {
                 assertTrue(lease.isHeld());
             } finally {
-                replica.signal("CONT");
+                replica.resume();
             }
         }
     }
