@@ -210,16 +210,26 @@ impl Engine {
     /// lease and fencing token and one more hold, or `failed` (`NOT_HELD`); returns the op id.
     pub fn reacquire(&mut self, now: f64, lease: f64) -> JsResult<f64> {
         js(self.require(Capability::Reentrant))?;
-        let Core::Redis(e) = &mut self.core else { unreachable!("checked by require") };
-        Ok(id_to_js(e.reacquire(instant(now), LeaseId(id_from_js(lease))).0))
+        let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
+        Ok(id_to_js(
+            match &mut self.core {
+                Core::Redis(e) => e.reacquire(now, lease),
+                Core::Redlock(e) => e.reacquire(now, lease),
+            }
+            .0,
+        ))
     }
 
     /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
     pub fn observe(&mut self, now: f64, name: JsValue) -> JsResult<f64> {
         js(self.require(Capability::Observe))?;
         let name = js(convert::name(&name))?;
-        let Core::Redis(e) = &mut self.core else { unreachable!("checked by require") };
-        Ok(id_to_js(js(e.observe_leader(instant(now), &name))?.0))
+        // Each engine refuses what its backend cannot do (UNSUPPORTED): never a panic in wasm.
+        let op = js(match &mut self.core {
+            Core::Redis(e) => e.observe_leader(instant(now), &name),
+            Core::Redlock(e) => e.observe_leader(instant(now), &name),
+        })?;
+        Ok(id_to_js(op.0))
     }
 
     /// Releases a lease (owner-only; on every master for Redlock); returns the op id.

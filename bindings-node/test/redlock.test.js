@@ -122,6 +122,20 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
   assert.equal(await lease.release(), false, 'releasing twice is harmless');
 });
 
+test('a reentrant Redlock lock re-enters its majority grant: held until the last release (PROTOCOL.md §8)', async () => {
+  const rl = await connect(three);
+  const lock = rl.lock('reentrant-redlock', { leaseMs: 1000, reentrant: true });
+  const first = await lock.acquire({ timeoutMs: STARTUP_MS });
+  const token = await heldEverywhere(three, 'reentrant-redlock');
+  const second = await lock.acquire({ timeoutMs: 1000 });
+  assert.equal(second.fencingToken, null);
+  assert.equal(await first.release(), true);
+  assert.equal(second.isHeld, true, 'one hold left');
+  assert.deepEqual(await values(three, 'reentrant-redlock'), Array(3).fill(token), 'still held on every master');
+  assert.equal(await second.release(), true);
+  assert.deepEqual(await values(three, 'reentrant-redlock'), Array(3).fill(null), 'released on every master by the last release');
+});
+
 test('a Redlock lock handle that holds the lock rejects acquire at once (AlreadyHeldError), sending nothing', async () => {
   const rl = await connect(five);
   // No watchdog: nothing at all is sent while the handle refuses itself.
