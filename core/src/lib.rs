@@ -23,6 +23,7 @@ pub mod random;
 pub mod redis;
 pub mod redlock;
 pub mod time;
+pub mod zookeeper;
 
 #[cfg(feature = "tokio")]
 pub mod native;

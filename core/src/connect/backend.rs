@@ -15,20 +15,24 @@ pub enum Backend {
     RedisCluster,
     /// Redlock over N independent Redis masters (`redlock://`, `rediss+redlock://`).
     Redlock,
+    /// A ZooKeeper ensemble (`zookeeper://`, `zookeeper+tls://`): one session per client.
+    ZooKeeper,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 3] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock];
+    pub const ALL: [Backend; 4] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock, Backend::ZooKeeper];
 
     /// Every accepted scheme with its backend and whether it uses TLS.
-    const SCHEMES: [(&'static str, Backend, bool); 6] = [
+    const SCHEMES: [(&'static str, Backend, bool); 8] = [
         ("redis", Backend::Redis, false),
         ("rediss", Backend::Redis, true),
         ("redis+cluster", Backend::RedisCluster, false),
         ("rediss+cluster", Backend::RedisCluster, true),
         ("redlock", Backend::Redlock, false),
         ("rediss+redlock", Backend::Redlock, true),
+        ("zookeeper", Backend::ZooKeeper, false),
+        ("zookeeper+tls", Backend::ZooKeeper, true),
     ];
 
     /// The backend a URL scheme selects and whether it uses TLS (`None`: not a lockgate scheme).
@@ -60,12 +64,14 @@ impl Backend {
             Backend::Redis => "Redis",
             Backend::RedisCluster => "Redis Cluster",
             Backend::Redlock => "Redlock",
+            Backend::ZooKeeper => "ZooKeeper",
         }
     }
 
     /// What a client of this backend can do; `replica_acks` says whether this client waits for
     /// replica acknowledgements (only a single Redis primary can).
     pub fn capabilities(self, tls: bool, replica_acks: bool) -> Capabilities {
+        // Redlock has no server-side queue or counter; every other backend has both.
         let redis_family = !matches!(self, Backend::Redlock);
         Capabilities {
             backend: self.name(),
@@ -103,12 +109,13 @@ mod tests {
             }
         }
         assert_eq!(Backend::from_scheme("REDIS+Cluster"), Some((Backend::RedisCluster, false)));
-        for other in ["http", "redis+sentinel", "unix", "", "zookeeper"] {
+        for other in ["http", "redis+sentinel", "unix", "", "zk"] {
             assert_eq!(Backend::from_scheme(other), None, "{other}");
         }
         assert_eq!(
             Backend::all_schemes(),
-            "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://"
+            "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://, \
+             zookeeper://, zookeeper+tls://"
         );
     }
 

@@ -6,6 +6,8 @@
 //! - `redlock://[user:password@]host1[:port],host2[:port],...[/db][?protocol=...]` and
 //!   `rediss+redlock://...` (TLS): the independent masters of a Redlock, one login and database
 //!   for all of them; a master listed twice is refused (see [`Masters`]).
+//! - `zookeeper://[user:password@]host1[:port],...[/chroot]` and `zookeeper+tls://...`: the
+//!   members of a ZooKeeper ensemble ([`ZkAddress`]).
 
 use std::fmt;
 
@@ -14,6 +16,7 @@ use super::options::Masters;
 use super::url::RedisUrl;
 use crate::error::{Error, Result};
 use crate::redlock::MAX_MASTERS;
+use crate::zookeeper::ZkAddress;
 
 /// A validated URL of any scheme; its `Display` and `Debug` redact the password.
 #[derive(Clone)]
@@ -21,8 +24,10 @@ pub struct Target {
     backend: Backend,
     tls: bool,
     /// The one server (Redis), the seed node (Redis Cluster) or every master (Redlock), each as
-    /// a plain `redis://` / `rediss://` URL.
+    /// a plain `redis://` / `rediss://` URL; empty for other backends.
     servers: Vec<RedisUrl>,
+    /// A ZooKeeper ensemble's members, chroot and login.
+    zookeeper: Option<ZkAddress>,
     /// The URL as given with the password replaced by `***`.
     shown: String,
 }
@@ -58,9 +63,13 @@ impl Target {
                 let server = RedisUrl::parse(&format!("{base}://{rest}"))?;
                 let shown = server.to_string();
                 let shown = format!("{}{}", backend.scheme(tls), &shown[base.len()..]);
-                Target { backend, tls, servers: vec![server], shown }
+                Target { backend, tls, servers: vec![server], zookeeper: None, shown }
             }
             Backend::Redlock => Self::parse_redlock(backend.scheme(tls), base, rest)?,
+            Backend::ZooKeeper => {
+                let address = ZkAddress::parse(rest, tls)?;
+                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: Some(address) }
+            }
         };
         Ok(Target { backend, tls, ..target })
     }
@@ -102,7 +111,7 @@ impl Target {
             },
         };
         let shown = format!("{scheme}://{shown_login}{hosts}{tail}");
-        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, shown })
+        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, zookeeper: None, shown })
     }
 
     /// The backend the scheme selects.
@@ -126,9 +135,18 @@ impl Target {
         &self.servers
     }
 
+    /// A ZooKeeper URL's ensemble (`None` for other backends).
+    pub fn zookeeper(&self) -> Option<&ZkAddress> {
+        self.zookeeper.as_ref()
+    }
+
     /// Replaces every password of the URL in `message` (server and I/O errors may echo input).
     pub fn scrub(&self, message: &str) -> String {
-        self.servers.iter().fold(message.to_string(), |m, s| s.scrub(&m))
+        let scrubbed = self.servers.iter().fold(message.to_string(), |m, s| s.scrub(&m));
+        match self.zookeeper.as_ref().and_then(|z| z.digest.as_ref()) {
+            Some((_, password)) if !password.is_empty() => scrubbed.replace(password.as_str(), "***"),
+            _ => scrubbed,
+        }
     }
 }
 
@@ -204,6 +222,8 @@ mod tests {
             ("redlock://u:hunter2@a,b:6380,[::1]:7000/3", Backend::Redlock, false, 3, "redlock://u:***@a,b:6380,[::1]:7000/3"),
             ("rediss+redlock://:p%40ss@a,b,c?protocol=resp3", Backend::Redlock, true, 3, "rediss+redlock://:***@a,b,c?protocol=resp3"),
             ("redlock://a", Backend::Redlock, false, 1, "redlock://a"),
+            ("zookeeper://u:hunter2@a,b:2182/app", Backend::ZooKeeper, false, 0, "zookeeper://u:***@a:2181,b:2182/app"),
+            ("zookeeper+tls://a", Backend::ZooKeeper, true, 0, "zookeeper+tls://a:2181"),
         ] {
             let t = Target::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!((t.backend(), t.is_tls(), t.servers().len()), (backend, tls, servers), "{url}");
@@ -231,7 +251,8 @@ mod tests {
             ("h:6379", "has no scheme"),
             ("u:hunter2@h", "has no scheme"),
             ("http://h", "unsupported URL scheme \"http\": use one of redis://, rediss://, redis+cluster://"),
-            ("zookeeper://h", "unsupported URL scheme \"zookeeper\""),
+            ("zk://h", "unsupported URL scheme \"zk\""),
+            ("zookeeper://u:hunter2@", "lists its servers"),
             ("u:hunter2@h://x", "no valid scheme"),
             ("redis://h/abc", "database number"),
             ("redis://app@h", "gives no password"),
