@@ -77,6 +77,17 @@ pub enum ZkOp {
         /// Whether to set a watch.
         watch: bool,
     },
+    /// Checks, through the ensemble's leader, that `path` exists (with `version` if given):
+    /// ZooKeeper's `multi` holding one `check` op. Being a write, it is refused with
+    /// [`ZkFailure::SessionExpired`] once the leader has expired the session, which a read
+    /// served by a follower may not be; it changes nothing and fires no watch. Reply
+    /// [`ZkReply::Checked`], or [`ZkFailure::NoNode`] / [`ZkFailure::BadVersion`].
+    Check {
+        /// The node.
+        path: String,
+        /// The version the node must have (`None`: any).
+        version: Option<i32>,
+    },
     /// The data and stat of `path`. With `watch`, one data watch is set (fires on change or
     /// deletion). Reply [`ZkReply::Data`] or [`ZkFailure::NoNode`].
     GetData {
@@ -124,6 +135,8 @@ pub enum ZkReply {
     },
     /// The node was deleted.
     Deleted,
+    /// The check held.
+    Checked,
     /// The child names.
     Children(Vec<String>),
     /// Whether the node exists.
