@@ -42,14 +42,21 @@ ensure_wasm_target() {
 
 ensure_base() {
   ensure_apt redis-server redis-tools openssl python3 ca-certificates
+  ensure_zookeeper
   ensure_rust
+}
+
+# Debian's ZooKeeper (the server jar and its libraries; it pulls in a Java runtime). No service
+# is started: the launcher (test-servers zookeeper) runs its own members on free loopback ports.
+ensure_zookeeper() {
+  ensure_apt zookeeper default-jre-headless
 }
 
 # The one test-server launcher (conformance/src/bin/servers.rs, documented in
 # conformance/README.md), shared with every language's tests and the conformance orchestrator.
 LG_TEST_SERVERS=${LOCKGATE_TEST_SERVERS:-$LG_ROOT/target/release/test-servers}
 
-# Starts `test-servers KIND [ARGS...]` (single, acl, replica, cluster, redlock, proxied) in the
+# Starts `test-servers KIND [ARGS...]` (single, acl, replica, cluster, redlock, proxied, zookeeper) in the
 # background and sets SERVERS_JSON to the one JSON line it prints (URLs, ports, pids). Its pid
 # goes to LG_PIDS: cleanup's kill (SIGTERM) makes it stop exactly the servers it started. Call
 # it directly, not in $(...), so the pid is recorded in this shell.

@@ -1,7 +1,9 @@
-//! The server kinds every test needs, each a set of real redis-servers on loopback: one server
+//! The server kinds every test needs, each a set of real servers on loopback: one redis-server
 //! (optionally with users from an ACL file), a primary with replicas, a 3-master Redis Cluster,
-//! N independent Redlock masters, and one server behind the fault proxy. The launcher binary
-//! (`src/bin/servers.rs`) and the orchestrator's server variants both start them from here.
+//! N independent Redlock masters, one redis-server behind the fault proxy, and ZooKeeper (one
+//! standalone server or an ensemble, optionally each member behind a fault proxy). The launcher
+//! binary (`src/bin/servers.rs`) and the orchestrator's server variants both start them from
+//! here.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +12,7 @@ use serde_json::{json, Value};
 use crate::proxy::Proxy;
 use crate::server::RedisServer;
 use crate::tls::TlsFiles;
+use crate::zookeeper::{ZkEnsemble, MAX_SESSION_MS, MIN_SESSION_MS, TICK_MS};
 
 /// The slot ranges of the three cluster masters, in node order.
 pub const SLOT_RANGES: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
@@ -30,6 +33,9 @@ pub enum Kind {
     Redlock { masters: usize },
     /// One server reached through the fault proxy (connections can be silenced).
     Proxied,
+    /// ZooKeeper: one standalone server (`members: 1`) or an ensemble; with `proxied` every
+    /// member is reached through its own fault proxy. Extra arguments are `zoo.cfg` lines.
+    ZooKeeper { members: usize, proxied: bool },
 }
 
 impl Kind {
@@ -42,6 +48,7 @@ impl Kind {
             Kind::Cluster => "cluster",
             Kind::Redlock { .. } => "redlock",
             Kind::Proxied => "proxied",
+            Kind::ZooKeeper { .. } => "zookeeper",
         }
     }
 }
@@ -54,8 +61,11 @@ pub struct Deployment {
     pub nodes: Vec<RedisServer>,
     /// Cluster bus ports, node for node (cluster only).
     pub bus_ports: Vec<u16>,
-    /// The fault proxy (proxied only).
-    pub proxy: Option<Proxy>,
+    /// The fault proxies: the one of `proxied`, or one per ZooKeeper member (`zookeeper
+    /// --proxied`), member for member.
+    pub proxies: Vec<Proxy>,
+    /// The ZooKeeper server or ensemble (zookeeper only; `nodes` is then empty).
+    pub zookeeper: Option<ZkEnsemble>,
     /// `user:password` for connections of the fixture and the URL (acl only).
     userinfo: Option<String>,
     /// The directory holding the ACL file (acl only).
@@ -66,8 +76,9 @@ pub struct Deployment {
 
 impl Drop for Deployment {
     fn drop(&mut self) {
-        self.proxy = None;
+        self.proxies.clear();
         self.nodes.clear();
+        self.zookeeper = None;
         self.tls = None;
         if let Some(d) = &self.acl_dir {
             let _ = std::fs::remove_dir_all(d);
@@ -90,7 +101,7 @@ impl Deployment {
     /// ([`Deployment::tls`]). Only for kinds whose servers are independent (single, acl,
     /// redlock): a TLS replica or cluster bus would need more.
     pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
-        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxy: None, userinfo: None, acl_dir: None, tls: None };
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
             if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. }) {
@@ -106,7 +117,16 @@ impl Deployment {
             Kind::Single => d.nodes.push(start(extra.to_vec())?),
             Kind::Proxied => {
                 d.nodes.push(RedisServer::start_with(extra.to_vec())?);
-                d.proxy = Some(Proxy::start(([127, 0, 0, 1], d.nodes[0].port).into())?);
+                d.proxies.push(Proxy::start(([127, 0, 0, 1], d.nodes[0].port).into())?);
+            }
+            Kind::ZooKeeper { members, proxied } => {
+                let zk = ZkEnsemble::start(members, extra)?;
+                if proxied {
+                    for m in &zk.members {
+                        d.proxies.push(Proxy::start(([127, 0, 0, 1], m.port).into())?);
+                    }
+                }
+                d.zookeeper = Some(zk);
             }
             Kind::Acl { lines, user, password } => {
                 let dir = crate::server::fresh_dir("acl")?;
@@ -198,7 +218,9 @@ impl Deployment {
         match &self.kind {
             Kind::Cluster => format!("redis+cluster://127.0.0.1:{}", self.nodes[0].port),
             Kind::Redlock { .. } => redlock_url(&self.nodes.iter().collect::<Vec<_>>()).replacen("redlock://", self.scheme("redlock"), 1),
-            Kind::Proxied => self.proxy.as_ref().map(Proxy::url).unwrap_or_default(),
+            Kind::Proxied => self.proxies.first().map(Proxy::url).unwrap_or_default(),
+            Kind::ZooKeeper { proxied: true, .. } => crate::zookeeper::zookeeper_url(&self.proxies.iter().map(|p| p.addr().port()).collect::<Vec<_>>()),
+            Kind::ZooKeeper { .. } => self.zookeeper.as_ref().map(ZkEnsemble::url).unwrap_or_default(),
             _ => self.node_url(0),
         }
     }
@@ -232,12 +254,101 @@ impl Deployment {
 
     /// The pids of every running server (the launcher stops exactly these).
     pub fn pids(&self) -> Vec<u32> {
-        self.nodes.iter().filter_map(RedisServer::pid).collect()
+        let mut pids: Vec<u32> = self.nodes.iter().filter_map(RedisServer::pid).collect();
+        if let Some(zk) = &self.zookeeper {
+            pids.extend(zk.pids());
+        }
+        pids
+    }
+
+    /// How many servers (Redis nodes or ZooKeeper members) the launcher's `I` may name.
+    pub fn node_count(&self) -> usize {
+        self.zookeeper.as_ref().map_or(self.nodes.len(), |zk| zk.members.len())
+    }
+
+    fn index(&self, i: usize) -> Result<usize, String> {
+        if i < self.node_count() {
+            Ok(i)
+        } else {
+            Err(format!("no node {i}"))
+        }
+    }
+
+    /// Kills node `i` (SIGKILL, by pid).
+    pub fn stop_node(&mut self, i: usize) -> Result<(), String> {
+        let i = self.index(i)?;
+        match &mut self.zookeeper {
+            Some(zk) => zk.stop_member(i),
+            None => self.nodes[i].stop(),
+        }
+        Ok(())
+    }
+
+    /// Starts node `i` again on its port (killing it first if it runs): a redis-server comes
+    /// back empty (a restart without persistence); a ZooKeeper member comes back with its data
+    /// (it rejoins the ensemble from its log; a standalone server keeps its sessions). Returns
+    /// the new pid.
+    pub fn start_node(&mut self, i: usize) -> Result<Option<u32>, String> {
+        let i = self.index(i)?;
+        match &mut self.zookeeper {
+            Some(zk) => {
+                zk.start_member(i)?;
+                Ok(zk.members[i].pid())
+            }
+            None => {
+                self.nodes[i].restart()?;
+                Ok(self.nodes[i].pid())
+            }
+        }
+    }
+
+    /// Sends `signal` (SIGSTOP / SIGCONT) to node `i`'s own pid.
+    pub fn signal_node(&self, i: usize, signal: i32) -> Result<(), String> {
+        let i = self.index(i)?;
+        match &self.zookeeper {
+            Some(zk) => zk.members[i].signal(signal),
+            None => self.nodes[i].signal(signal),
+        }
+    }
+
+    /// The ZooKeeper description: the members with their ports, pids, dirs and `srvr` modes,
+    /// the leader's index, the session limits.
+    fn describe_zookeeper(&self, zk: &ZkEnsemble) -> Value {
+        let modes = zk.modes();
+        let nodes: Vec<Value> = zk
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let mut v = json!({"url": crate::zookeeper::zookeeper_url(&[m.port]), "port": m.port, "pid": m.pid(), "dir": m.dir(), "myid": m.id, "mode": modes[i]});
+                if zk.members.len() > 1 {
+                    v["quorum_port"] = json!(m.quorum_port);
+                    v["election_port"] = json!(m.election_port);
+                }
+                if let Some(p) = self.proxies.get(i) {
+                    v["proxy_port"] = json!(p.addr().port());
+                }
+                v
+            })
+            .collect();
+        let leader = modes.iter().position(|m| matches!(m.as_deref(), Some("leader" | "standalone")));
+        let mut out = json!({
+            "kind": self.kind.name(), "url": self.url(), "members": zk.members.len(), "nodes": nodes, "pids": self.pids(),
+            "leader": leader, "tick_ms": zk.setting("tickTime", TICK_MS),
+            "min_session_ms": zk.setting("minSessionTimeout", MIN_SESSION_MS), "max_session_ms": zk.setting("maxSessionTimeout", MAX_SESSION_MS),
+        });
+        if !self.proxies.is_empty() {
+            out["server_url"] = json!(zk.url());
+        }
+        out
     }
 
     /// The launcher's description: kind, `url`, every node's url/port/pid (and role), and the
     /// kind's extras (Redlock master URLs, the proxied server, the ACL user).
     pub fn describe(&self) -> Value {
+        if let Some(zk) = &self.zookeeper {
+            return self.describe_zookeeper(zk);
+        }
         let nodes: Vec<Value> = self
             .nodes
             .iter()

@@ -9,3 +9,4 @@ pub mod ports;
 pub mod proxy;
 pub mod server;
 pub mod tls;
+pub mod zookeeper;

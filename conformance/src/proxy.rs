@@ -47,6 +47,11 @@ impl Proxy {
         format!("redis://{}", self.addr)
     }
 
+    /// The proxy's loopback address (for URLs of other schemes, e.g. `zookeeper://`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// Every connection accepted so far stops forwarding in both directions (sockets stay open).
     pub fn silence(&self) {
         let mut st = self.shared.0.lock().expect("proxy state");

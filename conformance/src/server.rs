@@ -17,6 +17,21 @@ pub fn die_with_parent() {
     DIE_WITH_PARENT.store(true, Ordering::SeqCst);
 }
 
+/// Makes `cmd`'s process die with the thread starting it if [`die_with_parent`] was called
+/// (every server kind: redis-server, ZooKeeper's java).
+pub fn die_with_parent_if_asked(cmd: &mut Command) {
+    if DIE_WITH_PARENT.load(Ordering::SeqCst) {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+}
+
 /// A running (or stopped, see [`RedisServer::stop`]) redis-server.
 pub struct RedisServer {
     pub port: u16,
@@ -93,16 +108,7 @@ impl RedisServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if DIE_WITH_PARENT.load(Ordering::SeqCst) {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
+        die_with_parent_if_asked(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| format!("cannot start {} (apt-get install redis-server): {e}", binary()))?;
         match await_listening(&mut child, self.port) {
             Ok(()) => {

@@ -1,18 +1,20 @@
 //! `test-servers`: the one test-server launcher every language's tests call. Starts real
-//! redis-servers on free loopback ports (data in temp dirs, no persistence), prints ONE JSON
-//! line describing them, then runs until stdin closes or it gets SIGTERM/SIGINT, and stops
-//! exactly the servers it started, by pid. See conformance/README.md ("Test servers").
+//! redis-servers or ZooKeeper servers on free loopback ports (data in temp dirs), prints ONE
+//! JSON line describing them, then runs until stdin closes or it gets SIGTERM/SIGINT, and
+//! stops exactly the servers it started, by pid. See conformance/README.md ("Test servers").
 //!
 //! ```text
 //! test-servers single | acl | replica | cluster | redlock | proxied
 //!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P] [--tls]
 //!              [-- <more redis-server arguments for every node>]
+//! test-servers zookeeper [--members N] [--proxied] [-- <more zoo.cfg key=value lines>]
 //! ```
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
-//! `stop I`, `start I`, `restart I` (kill node I and start it again on its port, empty),
-//! `pause I`, `resume I` (SIGSTOP / SIGCONT), `silence`, `restore` (the fault proxy of
-//! `proxied`), `describe`.
+//! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
+//! redis-server empty, a ZooKeeper member with its data), `pause I`, `resume I` (SIGSTOP /
+//! SIGCONT), `silence`, `restore` (the fault proxies of `proxied` / `zookeeper --proxied`),
+//! `leader` (ZooKeeper: waits for the ensemble's leader and names it), `describe`.
 
 use std::io::Write;
 
@@ -21,7 +23,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied] [-- zoo.cfg key=value lines]";
 
 /// The kind and extra redis-server arguments from the command line.
 fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
@@ -40,6 +42,7 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
         "cluster" => Kind::Cluster,
         "replica" => Kind::Replica { replicas: count("--replicas", 1)? },
         "redlock" => Kind::Redlock { masters: count("--masters", 3)? },
+        "zookeeper" => Kind::ZooKeeper { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
         "acl" => {
             let user = value("--user").unwrap_or_else(|| "app".into());
             let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());
@@ -57,12 +60,15 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
 
 fn node(d: &Deployment, words: &[&str]) -> Result<usize, String> {
     let i: usize = words.get(1).and_then(|w| w.parse().ok()).ok_or("which node? (an index)")?;
-    if i < d.nodes.len() {
+    if i < d.node_count() {
         Ok(i)
     } else {
         Err(format!("no node {i}"))
     }
 }
+
+/// How long `leader` waits for an ensemble to elect one (a few ticks after a leader is lost).
+const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs one stdin command.
 fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
@@ -71,18 +77,24 @@ fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
         Some("describe") => return Ok(d.describe()),
         Some("stop") => {
             let i = node(d, &words)?;
-            d.nodes[i].stop();
+            d.stop_node(i)?;
         }
         Some("start" | "restart") => {
             let i = node(d, &words)?;
-            d.nodes[i].restart()?;
-            return Ok(json!({"ok": true, "pid": d.nodes[i].pid()}));
+            let pid = d.start_node(i)?;
+            return Ok(json!({"ok": true, "pid": pid}));
         }
-        Some("pause") => d.nodes[node(d, &words)?].signal(libc::SIGSTOP)?,
-        Some("resume") => d.nodes[node(d, &words)?].signal(libc::SIGCONT)?,
-        Some("silence") => d.proxy.as_ref().ok_or("no proxy (kind proxied has one)")?.silence(),
-        Some("restore") => d.proxy.as_ref().ok_or("no proxy (kind proxied has one)")?.restore(),
-        _ => return Err(format!("unknown command {line:?}: stop|start|restart|pause|resume I, silence, restore, describe")),
+        Some("pause") => d.signal_node(node(d, &words)?, libc::SIGSTOP)?,
+        Some("resume") => d.signal_node(node(d, &words)?, libc::SIGCONT)?,
+        Some("silence" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied and zookeeper --proxied have them)".into()),
+        Some("silence") => d.proxies.iter().for_each(|p| p.silence()),
+        Some("restore") => d.proxies.iter().for_each(|p| p.restore()),
+        Some("leader") => {
+            let zk = d.zookeeper.as_ref().ok_or("leader is for a zookeeper kind")?;
+            let i = zk.await_leader(LEADER_WAIT)?;
+            return Ok(json!({"ok": true, "leader": i, "port": zk.members[i].port, "pid": zk.members[i].pid()}));
+        }
+        _ => return Err(format!("unknown command {line:?}: stop|start|restart|pause|resume I, silence, restore, leader, describe")),
     }
     Ok(json!({"ok": true}))
 }
