@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The JVM binding's entry point for ./run and CI.
-#   ci.sh install   prerequisites (idempotent): JDK 17+, Maven, redis-server, cargo
+#   ci.sh install   prerequisites (idempotent): JDK 17+, Maven, redis-server, zookeeper, cargo
 #   ci.sh test      builds the native library + Kotlin + Java, runs the JUnit suite against
-#                   real redis-server processes (started by target/release/test-servers, built
-#                   if missing), installs io.lockgate:lockgate into ~/.m2
+#                   real redis-server and ZooKeeper processes (started by target/release/test-servers,
+#                   built if missing; Curator from Maven Central for the interop tests), installs
+#                   io.lockgate:lockgate into ~/.m2
 #   ci.sh build     the same build without tests (for the conformance actor / demo)
-#   ci.sh bench     issue 7's benchmark; writes $LOCKGATE_BENCH_OUT/jvm.md (default target/bench)
+#   ci.sh bench     issue 7's benchmark (Java vs the core on Redis; $LOCKGATE_BENCH_OUT/jvm.md, default
+#                   target/bench), then issue 15's (lockgate vs Curator InterProcessMutex on ZooKeeper;
+#                   $LOCKGATE_BENCH_OUT/jvm-zookeeper.md)
+#   ci.sh bench-zookeeper   only issue 15's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,6 +27,8 @@ install() {
   java_ok || need+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || need+=(maven)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  # Debian's ZooKeeper 3.8 (the launcher's zookeeper kind runs its jar; no service is started).
+  [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
   if ((${#need[@]})); then
     echo "ci.sh install: installing ${need[*]}"
     apt-get update -qq
@@ -79,6 +85,27 @@ run_bench() {
     "bindings-jvm/ci.sh bench" \
     "${LOCKGATE_BENCH_PAIRS:-3000}" 4 "${LOCKGATE_BENCH_SECONDS:-3}"
   echo "ci.sh bench: wrote $out_dir/jvm.md"
+  zookeeper_bench
+}
+
+run_bench_zookeeper() {
+  run_build
+  zookeeper_bench
+}
+
+# lockgate vs Curator InterProcessMutex on one ZooKeeper server from the launcher (built classes).
+zookeeper_bench() {
+  cd "$here"
+  local out_dir=${LOCKGATE_BENCH_OUT:-$root/target/bench}
+  mkdir -p "$out_dir"
+  out_dir=$(cd "$out_dir" && pwd)
+  ensure_launcher
+  local cp="$here/target/classes:$here/target/test-classes:$(cat "$here/target/test-classpath.txt")"
+  java -cp "$cp" -Dlockgate.test.tmp="$here/target/test-tmp" io.lockgate.ZkBench \
+    "$out_dir/jvm-zookeeper.md" \
+    "bindings-jvm/ci.sh bench" \
+    "${LOCKGATE_BENCH_ZK_PAIRS:-1000}" "${LOCKGATE_BENCH_ZK_ROUNDS:-3}" "${LOCKGATE_BENCH_SECONDS:-3}"
+  echo "ci.sh bench: wrote $out_dir/jvm-zookeeper.md"
 }
 
 case ${1:-} in
@@ -86,8 +113,9 @@ case ${1:-} in
   test) run_test ;;
   build) run_build ;;
   bench) run_bench ;;
+  bench-zookeeper) run_bench_zookeeper ;;
   *)
-    echo "usage: $0 install|test|build|bench" >&2
+    echo "usage: $0 install|test|build|bench|bench-zookeeper" >&2
     exit 2
     ;;
 esac

@@ -2,16 +2,17 @@
 # The Python binding's entry point for ./run and for people:
 #   bindings-python/ci.sh install   install what the build, tests and benchmark need (idempotent)
 #   bindings-python/ci.sh build     build the abi3 wheel and install it (pip install ./bindings-python)
-#   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers
-#                                   (started by target/release/test-servers, built if missing)
-#   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock;
-#                                   writes $LOCKGATE_BENCH_OUT/python.md (default target/bench/)
+#   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers and
+#                                   ZooKeeper (started by target/release/test-servers, built if missing)
+#   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock
+#                                   ($LOCKGATE_BENCH_OUT/python.md, default target/bench/) and the one vs
+#                                   kazoo on ZooKeeper ($LOCKGATE_BENCH_OUT/python-zookeeper.md)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PY=${PYTHON:-python3}
 # Python packages and the versions they must satisfy (checked before installing, to stay fast).
-PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4")
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10")
 
 log() { printf '==> [python] %s\n' "$*" >&2; }
 
@@ -43,6 +44,14 @@ cmd_install() {
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+  fi
+  if [ ! -f /usr/share/java/zookeeper.jar ]; then
+    # Debian's ZooKeeper 3.8, for the kazoo interop tests and benchmark (the launcher runs its jar).
+    log "installing zookeeper"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
   fi
   command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] ||
     { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
@@ -86,6 +95,11 @@ cmd_bench() {
   cd "$HERE/tests"
   "$PY" "$HERE/bench/bench.py" --out "$out/python.md" "$@"
   log "wrote $out/python.md"
+  if [ -z "${LOCKGATE_TEST_SERVERS:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q -p lockgate-conformance)
+  fi
+  "$PY" "$HERE/bench/bench_zookeeper.py" --out "$out/python-zookeeper.md"
+  log "wrote $out/python-zookeeper.md"
 }
 
 case "${1:-}" in
