@@ -4,7 +4,8 @@
 //!
 //! - [`redis`]: one Redis server or a Redis Cluster, over self-replacing connections
 //!   ([`link`], [`cluster_link`]; `redis` crate values through [`convert`]);
-//! - [`redlock`]: one self-replacing connection per Redlock master.
+//! - [`redlock`]: one self-replacing connection per Redlock master;
+//! - [`zookeeper`]: one ZooKeeper session on the `zookeeper-client` crate.
 //!
 //! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
 //! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
@@ -14,6 +15,7 @@ pub(crate) mod convert;
 pub(crate) mod link;
 pub(crate) mod redis;
 pub(crate) mod redlock;
+pub(crate) mod zookeeper;
 
 use futures_util::future::BoxFuture;
 

@@ -1,0 +1,443 @@
+#![allow(dead_code)] // Wired to the driver once the ZooKeeper backend lands.
+//! The ZooKeeper transport: one session per client on the `zookeeper-client` crate, performing
+//! the backend's [`ZkOp`]s and handing over what the ensemble pushes ([`ZkNotice`]s: fired
+//! watches, session state changes). It decides nothing about recipes: which node to create or
+//! watch, and what a reply means, are the backend's (`crate::zookeeper`).
+//!
+//! What the crate already does and this file relies on: it moves to another member when its
+//! server goes silent or drops the connection (a connection with nothing received for the
+//! connection timeout, here `response_timeout`, is given up), re-registers watches on the new
+//! connection, and gives the session up itself (as expired) when no member takes it back
+//! within 7/5 of the negotiated timeout. What is added here: the chroot node and lock parents
+//! made as containers, `response_timeout` on every request, the state changes as notices, and
+//! a new session (a new crate client) when the backend opens one after an expiry.
+//!
+//! `zookeeper+tls://` is refused with `UNSUPPORTED`: the crate's `tls` feature pulls rustls with
+//! its default aws-lc-rs provider next to the ring provider the rest of the core pins, and with
+//! two providers compiled in rustls has no process default, so the `redis` crate's `rediss://`
+//! configuration (`ClientConfig::builder()`) would panic; Debian's ZooKeeper package also ships
+//! no Netty, which a TLS client port needs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use futures_util::future::{self, BoxFuture, FutureExt};
+use tokio::sync::{mpsc, watch};
+use zookeeper_client as zk;
+
+use crate::connect::ClientOptions;
+use crate::error::{Error, ErrorKind, Result};
+use crate::time::Duration;
+use crate::zookeeper::{CreateMode, SessionEvent, Stat, WatchEvent, ZkAddress, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkResult};
+
+/// Curator's default session timeout, until `ClientOptions` carries one.
+const CURATOR_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many times a create whose parent vanished (a container the server reaped between
+/// making it and creating in it) makes the parents again before it reports `NoNode`.
+const PARENT_ATTEMPTS: usize = 3;
+
+/// What a session needs to connect: the members, chroot and login of the URL and the client's
+/// timeouts. Never shown: it holds the password.
+#[derive(Clone)]
+pub(crate) struct Config {
+    /// `host:port,host:port` (without the chroot: the chroot node is made through a client
+    /// rooted at `/`).
+    hosts: String,
+    chroot: Option<String>,
+    digest: Option<(String, String)>,
+    /// The URL with its password redacted, for messages.
+    shown: String,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl Config {
+    /// The settings of `options` for the ensemble `address`.
+    pub(crate) fn new(options: &ClientOptions, address: &ZkAddress) -> Result<Config> {
+        if address.tls {
+            return Err(Error::unsupported(
+                "zookeeper+tls:// is not supported by the native client yet: its ZooKeeper client's TLS \
+                 needs a second rustls crypto provider, which breaks rediss:// in the same process; \
+                 use zookeeper:// on a trusted network",
+            ));
+        }
+        let hosts: Vec<String> = address
+            .hosts
+            .iter()
+            .map(|(h, p)| if h.contains(':') { format!("[{h}]:{p}") } else { format!("{h}:{p}") })
+            .collect();
+        Ok(Config {
+            hosts: hosts.join(","),
+            chroot: address.chroot.clone(),
+            digest: address.digest.clone(),
+            shown: address.shown(),
+            session_timeout: CURATOR_SESSION_TIMEOUT,
+            connect_timeout: options.connect_timeout,
+            response_timeout: options.response_timeout,
+        })
+    }
+}
+
+/// One session of the crate: its client rooted at the URL's chroot, the same session rooted at
+/// `/` (to make the chroot node itself), and when the task forwarding its state changes ended.
+#[derive(Clone)]
+struct Session {
+    client: zk::Client,
+    root: zk::Client,
+    /// Closed (its sender dropped) once the state task has pushed the session's end and stopped.
+    forwarded: watch::Receiver<()>,
+}
+
+/// What every request of the transport shares.
+struct Shared {
+    config: Config,
+    /// The current session (replaced only after it ended, by an `OpenSession`).
+    current: Mutex<Session>,
+    /// One `OpenSession` at a time, so two never open two sessions.
+    opening: tokio::sync::Mutex<()>,
+    /// Where watch events and state changes go (the driver's push channel).
+    notices: mpsc::UnboundedSender<ZkNotice>,
+}
+
+/// The ZooKeeper transport of one client. Clones share the session.
+#[derive(Clone)]
+pub(crate) struct ZkTransport {
+    shared: Arc<Shared>,
+}
+
+impl ZkTransport {
+    /// Opens the first session (so a wrong address or login fails `connect`, not the first
+    /// lock) and forwards its state changes and fired watches to `notices`.
+    pub(crate) async fn connect(config: Config, notices: mpsc::UnboundedSender<ZkNotice>) -> std::result::Result<ZkTransport, ZkFailure> {
+        let session = open(&config, &notices).await?;
+        let shared = Shared { config, current: Mutex::new(session), opening: tokio::sync::Mutex::new(()), notices };
+        Ok(ZkTransport { shared: Arc::new(shared) })
+    }
+
+    /// Performs `op`. The crate puts a request on its session when the operation is called,
+    /// so the operation is called here, before this returns: requests reach the ensemble in
+    /// the order the backend emitted them (ZooKeeper answers one session's requests in order).
+    pub(crate) fn perform_op(&self, op: ZkOp) -> BoxFuture<'static, ZkResult> {
+        let shared = self.shared.clone();
+        let session = self.session();
+        let limit = shared.config.response_timeout;
+        match op {
+            ZkOp::OpenSession => open_session(shared).boxed(),
+            op => sent(bounded(limit, describe(&op), perform(session, shared.notices.clone(), op))),
+        }
+    }
+
+    fn session(&self) -> Session {
+        self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Answers `OpenSession`: the current session while it lives (once connected again, if it is
+/// reconnecting), else a new one. A session that ended is replaced only after its last state
+/// change (the `Expired` notice) was pushed, so no notice of the old session follows the reply.
+async fn open_session(shared: Arc<Shared>) -> ZkResult {
+    let _one = shared.opening.lock().await;
+    let config = &shared.config;
+    let current = shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut states = current.client.state_watcher();
+    let deadline = tokio::time::Instant::now() + config.connect_timeout;
+    loop {
+        match states.peek_state() {
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(session_reply(&current.client)),
+            zk::SessionState::Disconnected => {
+                if tokio::time::timeout_at(deadline, states.changed()).await.is_err() {
+                    return Err(ZkFailure::ConnectionLoss(format!(
+                        "the session did not reconnect to any member of {} within the connect timeout ({:?})",
+                        config.shown, config.connect_timeout
+                    )));
+                }
+            }
+            zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => break,
+        }
+    }
+    let mut forwarded = current.forwarded.clone();
+    while forwarded.changed().await.is_ok() {}
+    let session = open(config, &shared.notices).await?;
+    let reply = session_reply(&session.client);
+    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = session;
+    Ok(reply)
+}
+
+fn session_reply(client: &zk::Client) -> ZkReply {
+    ZkReply::Session { id: client.session_id().0, timeout: client.session_timeout() }
+}
+
+/// Connects a new session (within `connect_timeout`) and starts forwarding its state changes.
+async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>) -> std::result::Result<Session, ZkFailure> {
+    // The crate's connection timeout is how long a connection may stay silent before the
+    // client leaves it for another member: what `response_timeout` means for every backend.
+    let mut connector = zk::Client::connector()
+        .with_session_timeout(config.session_timeout)
+        .with_connection_timeout(config.response_timeout);
+    if let Some((user, password)) = &config.digest {
+        connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+    }
+    let what = format!("connecting to {}", config.shown);
+    let root = match tokio::time::timeout(config.connect_timeout, connector.connect(&config.hosts)).await {
+        Err(_) => {
+            return Err(ZkFailure::ConnectionLoss(format!(
+                "no member of {} answered within the connect timeout ({:?})",
+                config.shown, config.connect_timeout
+            )))
+        }
+        Ok(Err(e)) => return Err(failure(e, &what)),
+        Ok(Ok(root)) => root,
+    };
+    let client = match &config.chroot {
+        None => root.clone(),
+        Some(chroot) => root
+            .clone()
+            .chroot(chroot.as_str())
+            .map_err(|_| ZkFailure::Other(Error::invalid(format!("the chroot {chroot:?} is not a valid ZooKeeper path"))))?,
+    };
+    let (done, forwarded) = watch::channel(());
+    forward_states(&client, notices.clone(), done);
+    Ok(Session { client, root, forwarded })
+}
+
+/// Pushes the session's state changes until it ends (then `Expired`, and the task stops,
+/// dropping `done`) or the driver is gone.
+fn forward_states(client: &zk::Client, notices: mpsc::UnboundedSender<ZkNotice>, done: watch::Sender<()>) {
+    let mut states = client.state_watcher();
+    tokio::spawn(async move {
+        let _done = done;
+        let mut connected = true;
+        loop {
+            let state = tokio::select! {
+                s = states.changed() => s,
+                _ = notices.closed() => return,
+            };
+            let events: &[SessionEvent] = match state {
+                zk::SessionState::Disconnected => &[SessionEvent::Disconnected],
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly if !connected => {
+                    &[SessionEvent::Reconnected]
+                }
+                // Connected again after connected: a disconnection came and went between two
+                // looks at the state.
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                    &[SessionEvent::Disconnected, SessionEvent::Reconnected]
+                }
+                // An authentication refused on reconnect ends the session for this client too.
+                zk::SessionState::Expired | zk::SessionState::AuthFailed => &[SessionEvent::Expired],
+                // Closed by this client (the transport was dropped): nobody listens.
+                zk::SessionState::Closed => return,
+            };
+            for event in events {
+                if notices.send(ZkNotice::Session(*event)).is_err() {
+                    return;
+                }
+            }
+            if state.is_terminated() {
+                return;
+            }
+            connected = state != zk::SessionState::Disconnected;
+        }
+    });
+}
+
+/// Pushes the event of one watch once it fires (a session event instead means the session
+/// ended, which `forward_states` says).
+fn forward_watch(watcher: zk::OneshotWatcher, notices: mpsc::UnboundedSender<ZkNotice>) {
+    tokio::spawn(async move {
+        let event = tokio::select! {
+            e = watcher.changed() => e,
+            _ = notices.closed() => return,
+        };
+        let kind = match event.event_type {
+            zk::EventType::NodeCreated => WatchEvent::Created,
+            zk::EventType::NodeDeleted => WatchEvent::Deleted,
+            zk::EventType::NodeDataChanged => WatchEvent::DataChanged,
+            zk::EventType::NodeChildrenChanged => WatchEvent::ChildrenChanged,
+            zk::EventType::Session => return,
+        };
+        // The crate gives paths relative to the chroot; the chroot node itself is "/".
+        let path = if event.path.is_empty() { "/".to_string() } else { event.path };
+        let _ = notices.send(ZkNotice::Watch { path, event: kind });
+    });
+}
+
+/// Performs one node operation on `session`.
+async fn perform(session: Session, notices: mpsc::UnboundedSender<ZkNotice>, op: ZkOp) -> ZkResult {
+    let what = describe(&op);
+    let client = &session.client;
+    let fail = |e: zk::Error| failure(e, &what);
+    match op {
+        ZkOp::OpenSession => unreachable!("answered by open_session"),
+        ZkOp::Create { path, data, mode } => create(&session, &path, &data, mode).await.map_err(fail),
+        ZkOp::Delete { path, version } => client.delete(&path, version).await.map(|()| ZkReply::Deleted).map_err(fail),
+        ZkOp::Children { path, watch: false } => client.list_children(&path).await.map(ZkReply::Children).map_err(fail),
+        ZkOp::Children { path, watch: true } => {
+            let (children, watcher) = client.list_and_watch_children(&path).await.map_err(fail)?;
+            forward_watch(watcher, notices);
+            Ok(ZkReply::Children(children))
+        }
+        ZkOp::Exists { path, watch: false } => {
+            client.check_stat(&path).await.map(|s| ZkReply::Exists(s.as_ref().map(stat))).map_err(fail)
+        }
+        ZkOp::Exists { path, watch: true } => {
+            let (found, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
+            forward_watch(watcher, notices);
+            Ok(ZkReply::Exists(found.as_ref().map(stat)))
+        }
+        ZkOp::GetData { path, watch: false } => {
+            client.get_data(&path).await.map(|(data, s)| ZkReply::Data(data, stat(&s))).map_err(fail)
+        }
+        ZkOp::GetData { path, watch: true } => {
+            let (data, s, watcher) = client.get_and_watch_data(&path).await.map_err(fail)?;
+            forward_watch(watcher, notices);
+            Ok(ZkReply::Data(data, stat(&s)))
+        }
+        ZkOp::Check { path, version } => {
+            let mut multi = client.new_multi_writer();
+            multi.add_check_version(&path, version.unwrap_or(-1)).map_err(fail)?;
+            match multi.commit().await {
+                Ok(_) => Ok(ZkReply::Checked),
+                Err(zk::MultiWriteError::RequestFailed { source } | zk::MultiWriteError::OperationFailed { source, .. }) => {
+                    Err(fail(source))
+                }
+            }
+        }
+    }
+}
+
+/// Creates `path`; if its parent is missing, makes the parents (and the chroot) as containers
+/// and tries again.
+async fn create(session: &Session, path: &str, data: &[u8], mode: CreateMode) -> std::result::Result<ZkReply, zk::Error> {
+    let acls = zk::Acls::anyone_all();
+    let options = match mode {
+        CreateMode::Persistent => zk::CreateMode::Persistent,
+        CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+        CreateMode::Container => zk::CreateMode::Container,
+    }
+    .with_acls(acls);
+    let mut result = session.client.create(path, data, &options).await;
+    for _ in 0..PARENT_ATTEMPTS {
+        if !matches!(result, Err(zk::Error::NoNode)) {
+            break;
+        }
+        make_parents(session, path).await?;
+        result = session.client.create(path, data, &options).await;
+    }
+    let (s, sequence) = result?;
+    let created = match mode {
+        CreateMode::EphemeralSequential => format!("{path}{sequence}"),
+        _ => path.to_string(),
+    };
+    Ok(ZkReply::Created { path: created, stat: stat(&s) })
+}
+
+/// Makes every missing ancestor of `path` a container, the chroot node included.
+async fn make_parents(session: &Session, path: &str) -> std::result::Result<(), zk::Error> {
+    let containers = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+    let parent = &path[..path.rfind('/').unwrap_or(0)];
+    let chroot = session.client.path();
+    let made = if parent.is_empty() { Err(zk::Error::NoNode) } else { session.client.mkdir(parent, &containers).await };
+    match made {
+        // The chroot node itself is missing: make it through the client rooted at `/`.
+        Err(zk::Error::NoNode) if chroot != "/" => {
+            session.root.mkdir(chroot, &containers).await?;
+            if parent.is_empty() {
+                Ok(())
+            } else {
+                session.client.mkdir(parent, &containers).await
+            }
+        }
+        other => other,
+    }
+}
+
+/// Bounds `op` by the response timeout: no reply in time is a connection loss (the request
+/// may still be applied, which is what `ConnectionLoss` says).
+async fn bounded(limit: Duration, what: String, op: impl Future<Output = ZkResult>) -> ZkResult {
+    match tokio::time::timeout(limit, op).await {
+        Ok(r) => r,
+        Err(_) => Err(ZkFailure::ConnectionLoss(format!("no reply to {what} within the response timeout ({limit:?})"))),
+    }
+}
+
+/// Polls `op` once now, which puts its request on the session (see
+/// [`ZkTransport::perform_op`]), and returns what is left of it.
+fn sent(op: impl Future<Output = ZkResult> + Send + 'static) -> BoxFuture<'static, ZkResult> {
+    let mut op: Pin<Box<dyn Future<Output = ZkResult> + Send>> = Box::pin(op);
+    // The driver polls the returned future again with its own waker; this poll only starts it.
+    match op.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(r) => future::ready(r).boxed(),
+        Poll::Pending => op,
+    }
+}
+
+/// The operation in words, for messages (paths are not secret).
+fn describe(op: &ZkOp) -> String {
+    match op {
+        ZkOp::OpenSession => "opening the session".into(),
+        ZkOp::Create { path, .. } => format!("create {path}"),
+        ZkOp::Delete { path, .. } => format!("delete {path}"),
+        ZkOp::Children { path, .. } => format!("children of {path}"),
+        ZkOp::Exists { path, .. } => format!("exists {path}"),
+        ZkOp::Check { path, .. } => format!("check {path}"),
+        ZkOp::GetData { path, .. } => format!("get data of {path}"),
+    }
+}
+
+fn stat(s: &zk::Stat) -> Stat {
+    Stat {
+        czxid: s.czxid,
+        mzxid: s.mzxid,
+        version: s.version,
+        cversion: s.cversion,
+        ephemeral_owner: s.ephemeral_owner,
+        num_children: s.num_children,
+    }
+}
+
+/// The crate's error as the backend decides on it: `ConnectionLoss` for whatever may or may
+/// not have been applied (or reached no member), `SessionExpired` once the session is gone.
+fn failure(e: zk::Error, what: &str) -> ZkFailure {
+    use zk::Error as E;
+    match e {
+        E::NoNode => ZkFailure::NoNode,
+        E::NodeExists => ZkFailure::NodeExists,
+        E::BadVersion => ZkFailure::BadVersion,
+        E::NotEmpty => ZkFailure::NotEmpty,
+        // Closed: the crate ended the session (dropped without expiry being seen): gone too.
+        E::SessionExpired | E::ClientClosed => ZkFailure::SessionExpired,
+        // Custom: a silent or broken connection (I/O errors, "no response from connection").
+        // SessionMoved, Throttled, NotReadOnly: not applied, and worth another try.
+        E::ConnectionLoss | E::Timeout | E::NoHosts | E::SessionMoved | E::Throttled | E::NotReadOnly | E::Custom(_) => {
+            ZkFailure::ConnectionLoss(format!("{what}: {e}"))
+        }
+        E::NoAuth => ZkFailure::Other(Error::new(
+            ErrorKind::Authentication,
+            format!("{what}: not authorized (NoAuth): the URL's digest login, or its absence, lacks the node's ACL permission"),
+        )),
+        E::AuthFailed => ZkFailure::Other(Error::new(
+            ErrorKind::Authentication,
+            format!("{what}: the ensemble refused the URL's login (AuthFailed)"),
+        )),
+        E::BadArguments(why) => ZkFailure::Other(Error::invalid(format!("{what}: {why}"))),
+        other => ZkFailure::Other(Error::protocol(format!("{what}: {other}"))),
+    }
+}
+
+/// The failure of connecting, as the error `connect` returns.
+pub(crate) fn into_error(failure: ZkFailure) -> Error {
+    match failure {
+        ZkFailure::ConnectionLoss(why) => Error::new(ErrorKind::Connection, why),
+        ZkFailure::SessionExpired => Error::new(ErrorKind::Connection, "the session expired while connecting"),
+        ZkFailure::Other(e) => e,
+        other => Error::protocol(format!("unexpected failure while connecting: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;
