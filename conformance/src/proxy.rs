@@ -5,6 +5,10 @@
 //! A silenced connection forwards nothing until it is restored, and restoring closes it (both
 //! sockets) with whatever it held back: delivering those bytes late would replay requests the
 //! client has long given up on (an ACQUIRE granting a lock to a token nobody holds any more).
+//!
+//! A deafened connection still forwards requests to the server but holds back its replies: the
+//! server applies what it is sent and the client never learns the outcome (a reply lost on the
+//! way back). Restoring closes it the same way.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -15,6 +19,8 @@ use std::thread;
 struct State {
     /// Connections are numbered in accept order; those up to this number are silenced.
     silenced_upto: Option<u64>,
+    /// Those up to this number forward requests but hold back replies.
+    deaf_upto: Option<u64>,
     /// Connections up to this number were closed by a restore.
     closed_upto: u64,
     accepted: u64,
@@ -58,12 +64,19 @@ impl Proxy {
         st.silenced_upto = Some(st.accepted);
     }
 
-    /// Ends the silence: the silenced connections are closed (dropping what they held back),
-    /// as a hung proxy finally gives up on them; later connections are unaffected.
+    /// Every connection accepted so far keeps forwarding requests but holds back the server's
+    /// replies (sockets stay open): the server applies them, the client hears nothing.
+    pub fn deafen(&self) {
+        let mut st = self.shared.0.lock().expect("proxy state");
+        st.deaf_upto = Some(st.accepted);
+    }
+
+    /// Ends the silence (or deafness): the silenced connections are closed (dropping what they
+    /// held back), as a hung proxy finally gives up on them; later connections are unaffected.
     pub fn restore(&self) {
         let sockets = {
             let mut st = self.shared.0.lock().expect("proxy state");
-            let Some(upto) = st.silenced_upto.take() else { return };
+            let Some(upto) = st.silenced_upto.take().into_iter().chain(st.deaf_upto.take()).max() else { return };
             st.closed_upto = upto;
             let (dead, live): (Vec<_>, Vec<_>) = std::mem::take(&mut st.sockets).into_iter().partition(|(id, _)| *id <= upto);
             st.sockets = live;
@@ -115,16 +128,17 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Shared) {
             }
             id
         };
-        for (from, to) in [(&client, &server), (&server, &client)] {
+        for (from, to, reply) in [(&client, &server, false), (&server, &client, true)] {
             let (Ok(from), Ok(to)) = (from.try_clone(), to.try_clone()) else { continue };
             let s = Arc::clone(&shared);
-            thread::spawn(move || pump(id, from, to, s));
+            thread::spawn(move || pump(id, from, to, reply, s));
         }
     }
 }
 
-/// Copies `from` to `to`, holding each chunk while connection `id` is silenced.
-fn pump(id: u64, mut from: TcpStream, mut to: TcpStream, shared: Shared) {
+/// Copies `from` to `to`, holding each chunk while connection `id` is silenced (or, for the
+/// server's `reply` direction, deafened).
+fn pump(id: u64, mut from: TcpStream, mut to: TcpStream, reply: bool, shared: Shared) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -134,7 +148,8 @@ fn pump(id: u64, mut from: TcpStream, mut to: TcpStream, shared: Shared) {
         {
             let (lock, cv) = &*shared;
             let mut st = lock.lock().expect("proxy state");
-            while !st.closed && st.silenced_upto.is_some_and(|upto| id <= upto) {
+            let held = |st: &State| st.silenced_upto.is_some_and(|upto| id <= upto) || (reply && st.deaf_upto.is_some_and(|upto| id <= upto));
+            while !st.closed && held(&st) {
                 st = cv.wait(st).expect("proxy state");
             }
             if st.closed || id <= st.closed_upto {

@@ -99,9 +99,9 @@ fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error>
     Ok(Handle { lock, election, leases: Vec::new() })
 }
 
-/// Client options from a `connect` step: `options.{prefix, replica_acks, max_lease_ms}` (and
-/// the top-level `prefix` of protocol 1), each handed to the library's one setter under the
-/// Rust name; the library rejects bad values.
+/// Client options from a `connect` step: `options.{prefix, replica_acks, max_lease_ms,
+/// session_timeout_ms}` (and the top-level `prefix` of protocol 1), each handed to the
+/// library's one setter under the Rust name; the library rejects bad values.
 fn client_options(url: &str, op: &Value) -> Result<ClientOptions, Error> {
     let mut o = ClientOptions::new(url);
     let given = op.get("options").cloned().unwrap_or_else(|| json!({}));
@@ -114,6 +114,9 @@ fn client_options(url: &str, op: &Value) -> Result<ClientOptions, Error> {
     }
     if let Some(ms) = given.get("max_lease_ms").or_else(|| op.get("max_lease_ms")).and_then(Value::as_f64) {
         o.set("max_lease", OptionValue::Number(ms / 1000.0), &Spelling::RUST)?;
+    }
+    if let Some(ms) = given.get("session_timeout_ms").and_then(Value::as_f64) {
+        o.set("session_timeout", OptionValue::Number(ms / 1000.0), &Spelling::RUST)?;
     }
     Ok(o)
 }

@@ -13,7 +13,8 @@
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
 //! redis-server empty, a ZooKeeper member with its data), `pause I`, `resume I` (SIGSTOP /
-//! SIGCONT), `silence`, `restore` (the fault proxies of `proxied` / `zookeeper --proxied`),
+//! SIGCONT), `silence`, `deafen` (replies held back, requests still forwarded), `restore`
+//! (the fault proxies of `proxied` / `zookeeper --proxied`),
 //! `leader` (ZooKeeper: waits for the ensemble's leader and names it), `describe`.
 
 use std::io::Write;
@@ -86,15 +87,16 @@ fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
         }
         Some("pause") => d.signal_node(node(d, &words)?, libc::SIGSTOP)?,
         Some("resume") => d.signal_node(node(d, &words)?, libc::SIGCONT)?,
-        Some("silence" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied and zookeeper --proxied have them)".into()),
+        Some("silence" | "deafen" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied and zookeeper --proxied have them)".into()),
         Some("silence") => d.proxies.iter().for_each(|p| p.silence()),
+        Some("deafen") => d.proxies.iter().for_each(|p| p.deafen()),
         Some("restore") => d.proxies.iter().for_each(|p| p.restore()),
         Some("leader") => {
             let zk = d.zookeeper.as_ref().ok_or("leader is for a zookeeper kind")?;
             let i = zk.await_leader(LEADER_WAIT)?;
             return Ok(json!({"ok": true, "leader": i, "port": zk.members[i].port, "pid": zk.members[i].pid()}));
         }
-        _ => return Err(format!("unknown command {line:?}: stop|start|restart|pause|resume I, silence, restore, leader, describe")),
+        _ => return Err(format!("unknown command {line:?}: stop|start|restart|pause|resume I, silence, deafen, restore, leader, describe")),
     }
     Ok(json!({"ok": true}))
 }
