@@ -29,11 +29,19 @@ pub enum Capability {
     Reentrant,
     /// This client confirms grants and renewals on replicas before trusting them.
     ReplicaAcks,
+    /// Read-write locks whose readers may pass queued writers (`writers_first: false`).
+    ReadersFirst,
+    /// The server checks parameters every client of one lock must agree on (a semaphore's
+    /// permits, a read-write lock's `writers_first`) and refuses a mismatch.
+    AgreedParameters,
+    /// Waiters' queue entries have a lease of their own (`entry_ttl`): a crashed waiter is
+    /// skipped after it, not after a session timeout.
+    EntryTtl,
 }
 
 impl Capability {
     /// Every capability, in the order of [`Capabilities::pairs`].
-    pub const ALL: [Capability; 8] = [
+    pub const ALL: [Capability; 11] = [
         Capability::Fencing,
         Capability::Fifo,
         Capability::Semaphore,
@@ -42,6 +50,9 @@ impl Capability {
         Capability::Observe,
         Capability::Reentrant,
         Capability::ReplicaAcks,
+        Capability::ReadersFirst,
+        Capability::AgreedParameters,
+        Capability::EntryTtl,
     ];
 
     /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
@@ -55,6 +66,9 @@ impl Capability {
             Capability::Observe => "observe",
             Capability::Reentrant => "reentrant",
             Capability::ReplicaAcks => "replica_acks",
+            Capability::ReadersFirst => "readers_first",
+            Capability::AgreedParameters => "agreed_parameters",
+            Capability::EntryTtl => "entry_ttl",
         }
     }
 
@@ -74,6 +88,9 @@ impl Capability {
             Capability::Observe => "observing a leader",
             Capability::Reentrant => "reentrant locks",
             Capability::ReplicaAcks => "replica acknowledgements",
+            Capability::ReadersFirst => "readers-first read-write locks",
+            Capability::AgreedParameters => "server-checked lock parameters",
+            Capability::EntryTtl => "waiter entry leases",
         }
     }
 }
@@ -108,6 +125,12 @@ pub struct Capabilities {
     pub reentrant: bool,
     /// See [`Capability::ReplicaAcks`]: on for this client, not merely possible.
     pub replica_acks: bool,
+    /// See [`Capability::ReadersFirst`].
+    pub readers_first: bool,
+    /// See [`Capability::AgreedParameters`].
+    pub agreed_parameters: bool,
+    /// See [`Capability::EntryTtl`].
+    pub entry_ttl: bool,
 }
 
 impl Capabilities {
@@ -122,6 +145,9 @@ impl Capabilities {
             Capability::Observe => self.observe,
             Capability::Reentrant => self.reentrant,
             Capability::ReplicaAcks => self.replica_acks,
+            Capability::ReadersFirst => self.readers_first,
+            Capability::AgreedParameters => self.agreed_parameters,
+            Capability::EntryTtl => self.entry_ttl,
         }
     }
 
@@ -174,6 +200,9 @@ mod tests {
             observe: false,
             reentrant: false,
             replica_acks: false,
+            readers_first: false,
+            agreed_parameters: false,
+            entry_ttl: false,
         }
     }
 
@@ -193,6 +222,9 @@ mod tests {
             observe: true,
             reentrant: true,
             replica_acks: true,
+            readers_first: true,
+            agreed_parameters: true,
+            entry_ttl: true,
             ..bare()
         };
         let pairs = all.pairs();
@@ -214,6 +246,9 @@ mod tests {
                 Capability::Observe => one.observe = true,
                 Capability::Reentrant => one.reentrant = true,
                 Capability::ReplicaAcks => one.replica_acks = true,
+                Capability::ReadersFirst => one.readers_first = true,
+                Capability::AgreedParameters => one.agreed_parameters = true,
+                Capability::EntryTtl => one.entry_ttl = true,
             }
             assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
         }

@@ -2,7 +2,10 @@
 //! for every `connect::Backend`, its engine must accept exactly what the capabilities promise
 //! and refuse the rest with `UNSUPPORTED` before sending anything. Checked on the sans-IO
 //! engines with a stand-in server that grants everything: semaphores, read-write locks,
-//! elections, observing a leader, reentrant holds and fencing tokens.
+//! elections, observing a leader, reentrant holds and fencing tokens (ZooKeeper's over the
+//! in-memory server of `engine_zk`).
+
+mod engine_zk;
 
 use lockgate_core::connect::Backend as Scheme;
 use lockgate_core::engine::{Backend, Done, LockEngine, RequestId};
@@ -11,15 +14,19 @@ use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
 use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
 use lockgate_core::time::{Duration, Instant};
+use lockgate_core::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
 use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
 
 /// A server that grants every attempt and confirms everything else, for one backend.
 trait GrantAll: Backend {
-    fn grant(request: Self::Request) -> (RequestId, Self::Reply);
+    /// What the server remembers between requests.
+    type Server: Default;
+    fn grant(server: &mut Self::Server, request: Self::Request) -> (RequestId, Self::Reply);
 }
 
 impl GrantAll for RedisBackend {
-    fn grant(Request { id, kind }: Request) -> (RequestId, Self::Reply) {
+    type Server = ();
+    fn grant(_: &mut (), Request { id, kind }: Request) -> (RequestId, Self::Reply) {
         let replies = match kind {
             RequestKind::Pipeline(commands) => commands
                 .iter()
@@ -32,20 +39,40 @@ impl GrantAll for RedisBackend {
 }
 
 impl GrantAll for RedlockBackend {
-    fn grant(NodeRequest { id, .. }: NodeRequest) -> (RequestId, Self::Reply) {
+    type Server = ();
+    fn grant(_: &mut (), NodeRequest { id, .. }: NodeRequest) -> (RequestId, Self::Reply) {
         (id, Ok(Reply::Int(1)))
     }
 }
 
+/// One client's session on an in-memory ZooKeeper server (every lock is free at first, so
+/// every attempt is granted).
+struct ZkServer(engine_zk::Server, Option<i64>);
+
+impl Default for ZkServer {
+    fn default() -> Self {
+        ZkServer(engine_zk::Server::new(Duration::from_secs(30)), None)
+    }
+}
+
+impl GrantAll for ZooKeeperBackend {
+    type Server = ZkServer;
+    fn grant(server: &mut ZkServer, ZkRequest { id, op }: ZkRequest) -> (RequestId, Self::Reply) {
+        (id, server.0.serve(0, &mut server.1, &op))
+    }
+}
+
 /// Feeds every request to the granting server and returns how the operations ended.
-fn serve<B: GrantAll>(engine: &mut LockEngine<B>, now: Instant) -> Vec<Done>
+fn serve<B: GrantAll>(engine: &mut LockEngine<B>, server: &mut B::Server, now: Instant) -> Vec<Done>
 where
     B::Outcome: Into<Done>,
 {
     let mut done = Vec::new();
     loop {
+        // Answers a backend settled without a request come with a timeout due now.
+        engine.handle_timeout(now);
         while let Some(request) = engine.poll_request() {
-            let (id, reply) = B::grant(request);
+            let (id, reply) = B::grant(server, request);
             engine.handle_reply(now, id, reply);
         }
         let Some(event) = engine.poll_event() else { break };
@@ -62,11 +89,13 @@ where
     B::Outcome: Into<Done>,
 {
     let what = caps.backend;
+    let server = &mut B::Server::default();
     let now = Instant::from_origin(Duration::from_secs(1));
     let options = LockOptions::fixed_lease(Duration::from_secs(5));
     let primitives = [
         (Primitive::Semaphore { permits: 2 }, caps.semaphore),
         (Primitive::Read { writers_first: true }, caps.read_write),
+        (Primitive::Read { writers_first: false }, caps.read_write && caps.readers_first),
         (Primitive::Write, caps.read_write),
         (Primitive::Leader { value: "v".into() }, caps.election),
     ];
@@ -80,7 +109,7 @@ where
                 assert!(engine.poll_request().is_none(), "{what}: a refusal sends nothing");
             }
         }
-        serve(&mut engine, now);
+        serve(&mut engine, server, now);
     }
     match engine.observe_leader(now, "p") {
         Ok(_) => assert!(caps.observe, "{what}: the engine observes, the capabilities refuse it"),
@@ -90,12 +119,12 @@ where
             assert!(engine.poll_request().is_none(), "{what}: a refusal sends nothing");
         }
     }
-    serve(&mut engine, now);
+    serve(&mut engine, server, now);
 
     // A mutex, always offered: its grant carries a fencing token exactly where promised, and
     // a second hold of it is taken exactly where reentrant holds are promised.
     engine.acquire(now, "m", &options, Wait::Try).unwrap();
-    let lease = match serve(&mut engine, now).as_slice() {
+    let lease = match serve(&mut engine, server, now).as_slice() {
         [Done::Acquired { lease, fencing_token, .. }] => {
             assert_eq!(fencing_token.is_some(), caps.fencing, "{what}: fencing token {fencing_token:?}");
             *lease
@@ -103,7 +132,7 @@ where
         other => panic!("{what}: the mutex was not granted: {other:?}"),
     };
     engine.reacquire(now, lease);
-    match serve(&mut engine, now).as_slice() {
+    match serve(&mut engine, server, now).as_slice() {
         [Done::Acquired { lease: again, .. }] => {
             assert!(caps.reentrant, "{what}: the engine re-enters, the capabilities refuse it");
             assert_eq!(*again, lease);
@@ -128,6 +157,10 @@ fn every_backend_offers_what_its_capabilities_say() {
                 agrees(Engine::new(config, rng()).unwrap(), caps)
             }
             Scheme::Redlock => agrees(RedlockEngine::new(RedlockConfig::default(), rng()).unwrap(), caps),
+            Scheme::ZooKeeper => {
+                let backend = ZooKeeperBackend::new(ZkConfig::default()).unwrap();
+                agrees::<ZooKeeperBackend>(ZooKeeperEngine::with_backend(backend, rng()), caps)
+            }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),
         }
     }

@@ -127,7 +127,10 @@ async fn a_redis_url_gives_every_capability_and_tokens() {
     let caps = client.capabilities();
     assert_eq!((caps.backend, caps.scheme), ("Redis", "redis"));
     let on: Vec<&str> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-    assert_eq!(on, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"]);
+    assert_eq!(
+        on,
+        ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "readers_first", "agreed_parameters", "entry_ttl"]
+    );
     let lock = client.lock("plain", client.lock_options(None, None, None, None, &Spelling::RUST).unwrap()).unwrap();
     let lease = lock.try_acquire().await.unwrap().expect("free");
     assert!(lease.fencing_token().is_some_and(|t| t > 0));

@@ -72,21 +72,27 @@ impl Backend {
     /// replica acknowledgements (only a single Redis primary can).
     pub fn capabilities(self, tls: bool, replica_acks: bool) -> Capabilities {
         // Redlock has no server-side queue or counter; every other backend has both.
-        let redis_family = !matches!(self, Backend::Redlock);
+        let queued = !matches!(self, Backend::Redlock);
+        // The Redis scripts keep what the ZooKeeper recipes (Curator's) cannot: readers passing
+        // queued writers, parameters agreed by the server, queue entries with their own lease.
+        let scripted = matches!(self, Backend::Redis | Backend::RedisCluster);
         Capabilities {
             backend: self.name(),
             scheme: self.scheme(tls),
-            fencing: redis_family,
-            fifo: redis_family,
-            semaphore: redis_family,
-            read_write: redis_family,
-            election: redis_family,
-            observe: redis_family,
+            fencing: queued,
+            fifo: queued,
+            semaphore: queued,
+            read_write: queued,
+            election: queued,
+            observe: queued,
             // A reentrant hold is the engine's count of holds on a lease the backend already
             // granted: nothing on the wire changes, so every backend offers it (PROTOCOL.md §8
             // says why that is sound for a Redlock too).
             reentrant: true,
             replica_acks: replica_acks && self == Backend::Redis,
+            readers_first: scripted,
+            agreed_parameters: scripted,
+            entry_ttl: scripted,
         }
     }
 }
@@ -127,8 +133,15 @@ mod tests {
         let c = Backend::RedisCluster.capabilities(true, true);
         assert!(c.fencing && c.election && !c.replica_acks);
         assert_eq!(c.scheme, "rediss+cluster");
+        assert!(c.readers_first && c.agreed_parameters && c.entry_ttl);
         let l = Backend::Redlock.capabilities(false, false);
         let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
         assert_eq!(offered, ["reentrant"], "{l:?}");
+        // Curator's recipes: every primitive, fenced and first-come-first-served; no
+        // readers-first locks, no server-checked parameters, no waiter entry leases.
+        let z = Backend::ZooKeeper.capabilities(true, false);
+        let offered: Vec<_> = z.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
+        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{z:?}");
+        assert_eq!((z.backend, z.scheme), ("ZooKeeper", "zookeeper+tls"));
     }
 }

@@ -15,7 +15,8 @@ mod url;
 
 pub use self::backend::Backend;
 pub use self::options::{
-    replica_acks, ClientOptions, Masters, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT,
+    lock_options_for_backend, replica_acks, ClientOptions, Masters, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT,
+    MIN_REPLICA_ACK_TIMEOUT,
 };
 #[cfg(feature = "tokio")]
 pub(crate) use self::options::lock_options_for;

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
 use crate::redlock::RedlockConfig;
 use crate::time::Duration;
+use crate::zookeeper::{ZkConfig, DEFAULT_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
 
 /// Default connect and response timeouts (5 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,6 +115,11 @@ pub struct ClientOptions {
     pub retry_delay: Option<Duration>,
     /// ... plus a random part up to this (default 200 ms).
     pub retry_jitter: Option<Duration>,
+    /// ZooKeeper only: the session timeout to ask the ensemble for (default 60 s, Curator's).
+    /// Every lease lives in the client's one session; the ensemble may grant less, and a lease
+    /// is counted valid for two thirds of what it granted after each confirmation (PROTOCOL.md
+    /// "ZooKeeper").
+    pub session_timeout: Option<Duration>,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
     /// applied when the count comes, refused by `validate` if it never does.
     pub(crate) replica_ack_timeout_alone: Option<Duration>,
@@ -136,6 +142,7 @@ impl ClientOptions {
             node_timeout: None,
             retry_delay: None,
             retry_jitter: None,
+            session_timeout: None,
             replica_ack_timeout_alone: None,
         }
     }
@@ -222,6 +229,22 @@ impl ClientOptions {
                 }
             }
         }
+        if let Some(t) = self.session_timeout {
+            if backend != Backend::ZooKeeper {
+                return Err(Error::invalid(format!(
+                    "{} is a ZooKeeper setting (zookeeper:// URLs); a {backend} client has no such setting",
+                    spelling.key(ClientOption::SessionTimeout)
+                )));
+            }
+            session_timeout_in_range(spelling, t)?;
+        }
+        if backend == Backend::ZooKeeper && self.key_prefix != EngineConfig::default().key_prefix {
+            return Err(Error::invalid(format!(
+                "{} is a Redis setting; a ZooKeeper client names locks by path (a name starting with '/' \
+                 is used as given, any other lives under /lockgate/<kind>/; a chroot goes in the URL)",
+                spelling.key(ClientOption::KeyPrefix)
+            )));
+        }
         if backend == Backend::Redlock {
             // The URL's grammar already counted the masters (1 to MAX_MASTERS).
             self.redlock_settings(1).validate()?;
@@ -262,6 +285,18 @@ impl ClientOptions {
             retry_delay: self.retry_delay.unwrap_or(d.retry_delay),
             retry_jitter: self.retry_jitter.unwrap_or(d.retry_jitter),
         }
+    }
+
+    /// The ZooKeeper engine's settings of a `zookeeper://` URL (the session timeout asked for,
+    /// 60 s unless given); `INVALID_ARGUMENT` for any other backend.
+    pub fn zookeeper_config(&self) -> Result<ZkConfig> {
+        let target = self.target()?;
+        if target.backend() != Backend::ZooKeeper {
+            return Err(Error::invalid(format!("a {}:// URL is not a ZooKeeper ensemble", target.scheme())));
+        }
+        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT) };
+        config.validate()?;
+        Ok(config)
     }
 
     /// The URL, parsed (it may contain a password: show it with `Display`, which redacts).
@@ -313,7 +348,8 @@ impl ClientOptions {
     ///   made, not at its first acquire;
     /// - `auto_renew`: default on (a watchdog renews every third of the lease);
     /// - `wait_timeout`: default none (`acquire_default` waits until acquired);
-    /// - `entry_ttl`: default 10 s; a Redlock has no wait queue, so giving it there is refused.
+    /// - `entry_ttl`: default 10 s; a Redlock has no wait queue, so giving it there is refused;
+    ///   a ZooKeeper waiter's node lives as long as its session, so it is refused there too.
     ///
     /// Values are checked against the limits of [`LockOptions::validate`]; messages name the
     /// lease and entry TTL as `spelling` does.
@@ -327,12 +363,48 @@ impl ClientOptions {
     ) -> Result<LockOptions> {
         let backend = self.backend_of(&self.target()?, spelling)?;
         let redlock = (backend == Backend::Redlock).then(|| self.redlock_settings(1));
-        lock_options_for(redlock.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
+        lock_options_for_backend(backend, redlock.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
     }
 }
 
-/// [`ClientOptions::lock_options`] for a client whose Redlock settings are `redlock` (`None`
-/// for every other backend): the one place of the rule, for the native client too.
+/// [`ClientOptions::lock_options`] for a client of `backend` whose Redlock settings are
+/// `redlock` (`None` for every other backend): the one place of the rule.
+pub fn lock_options_for_backend(
+    backend: Backend,
+    redlock: Option<&RedlockConfig>,
+    lease: Option<Duration>,
+    auto_renew: Option<bool>,
+    wait_timeout: Option<Duration>,
+    entry_ttl: Option<Duration>,
+    spelling: &Spelling,
+) -> Result<LockOptions> {
+    if backend == Backend::ZooKeeper && entry_ttl.is_some() {
+        return Err(Error::invalid(format!(
+            "{} is not a ZooKeeper setting (a waiter's node lives as long as its session: a crashed \
+             waiter is skipped once its session expires, see {})",
+            spelling.entry_ttl,
+            spelling.key(ClientOption::SessionTimeout)
+        )));
+    }
+    lock_options_for(redlock, lease, auto_renew, wait_timeout, entry_ttl, spelling)
+}
+
+/// A session timeout between [`MIN_SESSION_TIMEOUT`] and [`MAX_SESSION_TIMEOUT`].
+fn session_timeout_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
+    if t < MIN_SESSION_TIMEOUT || t > MAX_SESSION_TIMEOUT {
+        return Err(Error::invalid(format!(
+            "{} must be between {} and {}, got {}",
+            spelling.key(ClientOption::SessionTimeout),
+            spelling.show(MIN_SESSION_TIMEOUT),
+            spelling.show(MAX_SESSION_TIMEOUT),
+            spelling.show(t)
+        )));
+    }
+    Ok(())
+}
+
+/// [`ClientOptions::lock_options`] for a Redis or Redlock client whose Redlock settings are
+/// `redlock` (`None` for Redis); [`lock_options_for_backend`] covers every backend.
 pub(crate) fn lock_options_for(
     redlock: Option<&RedlockConfig>,
     lease: Option<Duration>,
@@ -393,6 +465,7 @@ impl fmt::Debug for ClientOptions {
             .field("cluster", &self.cluster)
             .field("replica_acks", &self.replica_acks)
             .field("max_lease", &self.max_lease)
+            .field("session_timeout", &self.session_timeout)
             .finish_non_exhaustive()
     }
 }

@@ -13,6 +13,7 @@ use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, duration_in_range, MAX_DURATION, MIN_LEASE};
 use crate::time::Duration;
+use crate::zookeeper::{MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
 
 /// A value as a binding received it, before the core checks it.
 #[derive(Clone, PartialEq)]
@@ -183,6 +184,9 @@ impl ClientOptions {
             ClientOption::RetryJitter => {
                 self.retry_jitter = if unset { None } else { Some(number(Duration::ZERO, MAX_DURATION)?) }
             }
+            ClientOption::SessionTimeout => {
+                self.session_timeout = if unset { None } else { Some(number(MIN_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT)?) }
+            }
         }
         Ok(())
     }
@@ -262,7 +266,7 @@ mod tests {
         let mut o = ClientOptions::new("redis://h");
         let m = refused(&mut o, "connectTimeout", Number(1.0), &Spelling::PYTHON);
         assert!(m.starts_with("unknown client option \"connectTimeout\"; the options are: key_prefix, tls_ca_file, connect_timeout"), "{m}");
-        assert!(m.ends_with("retry_jitter"), "{m}");
+        assert!(m.ends_with("retry_jitter, session_timeout"), "{m}");
         assert!(refused(&mut o, "bogus", Bool(true), &Spelling::JS).contains("keyPrefix, tlsCaPem, connectTimeoutMs, commandTimeoutMs"));
         for (key, value, spelling, says) in [
             ("connectTimeoutMs", Str("5".into()), Spelling::JS, "connectTimeoutMs must be a number of milliseconds, got a string"),

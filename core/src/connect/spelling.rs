@@ -37,11 +37,14 @@ pub enum ClientOption {
     RetryDelay,
     /// Random part added to that pause (a duration; Redlock only).
     RetryJitter,
+    /// The session timeout asked of a ZooKeeper ensemble (a duration; default 60 s; ZooKeeper
+    /// only).
+    SessionTimeout,
 }
 
 impl ClientOption {
     /// Every option, in the order messages list them.
-    pub const ALL: [ClientOption; 13] = [
+    pub const ALL: [ClientOption; 14] = [
         ClientOption::KeyPrefix,
         ClientOption::TlsCa,
         ClientOption::ConnectTimeout,
@@ -55,6 +58,7 @@ impl ClientOption {
         ClientOption::NodeTimeout,
         ClientOption::RetryDelay,
         ClientOption::RetryJitter,
+        ClientOption::SessionTimeout,
     ];
 }
 
@@ -90,7 +94,7 @@ pub struct Spelling {
     pub keys: &'static [(ClientOption, &'static str)],
 }
 
-const SNAKE_KEYS: [(ClientOption, &str); 13] = [
+const SNAKE_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::KeyPrefix, "key_prefix"),
     (ClientOption::TlsCa, "tls_ca_pem"),
     (ClientOption::ConnectTimeout, "connect_timeout"),
@@ -104,16 +108,17 @@ const SNAKE_KEYS: [(ClientOption, &str); 13] = [
     (ClientOption::NodeTimeout, "node_timeout"),
     (ClientOption::RetryDelay, "retry_delay"),
     (ClientOption::RetryJitter, "retry_jitter"),
+    (ClientOption::SessionTimeout, "session_timeout"),
 ];
 
-const PYTHON_KEYS: [(ClientOption, &str); 13] = {
+const PYTHON_KEYS: [(ClientOption, &str); 14] = {
     let mut k = SNAKE_KEYS;
     // Python takes a path and hands the file's bytes to the core under its own name.
     k[1] = (ClientOption::TlsCa, "tls_ca_file");
     k
 };
 
-const JAVA_KEYS: [(ClientOption, &str); 13] = [
+const JAVA_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeout"),
@@ -127,9 +132,10 @@ const JAVA_KEYS: [(ClientOption, &str); 13] = [
     (ClientOption::NodeTimeout, "nodeTimeout"),
     (ClientOption::RetryDelay, "retryDelay"),
     (ClientOption::RetryJitter, "retryJitter"),
+    (ClientOption::SessionTimeout, "sessionTimeout"),
 ];
 
-const JS_KEYS: [(ClientOption, &str); 13] = [
+const JS_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeoutMs"),
@@ -144,6 +150,7 @@ const JS_KEYS: [(ClientOption, &str); 13] = [
     (ClientOption::NodeTimeout, "nodeTimeoutMs"),
     (ClientOption::RetryDelay, "retryDelayMs"),
     (ClientOption::RetryJitter, "retryJitterMs"),
+    (ClientOption::SessionTimeout, "sessionTimeoutMs"),
 ];
 
 impl Spelling {

@@ -257,9 +257,11 @@ pub enum Signal {
     Nothing,
     /// The server granted a queued waiter (Redis: a `granted` message on the client channel).
     Wake(Wake),
-    /// Something the waiter of `token` waits behind changed (ZooKeeper, etcd: its predecessor
-    /// was deleted): re-run its attempt now to learn its place.
-    Recheck(String),
+    /// Something the waiters of these tokens wait behind changed (ZooKeeper, etcd: a
+    /// predecessor was deleted, a watched directory changed): re-run their attempts now to
+    /// learn their places. A token whose attempt is on the wire re-runs right after its answer
+    /// (the change may postdate what that attempt read).
+    Recheck(Vec<String>),
     /// The session ended on the server (a ZooKeeper session expired, an etcd lease was
     /// revoked, a database connection dropped): everything bound to it is gone, so every
     /// lease is lost together and waits are re-checked once a new session is open. A Redis
@@ -308,6 +310,15 @@ pub trait Backend {
     /// (deducted from every validity; zero where the server's clock alone decides).
     fn drift(&self, _d: Duration) -> Duration {
         Duration::ZERO
+    }
+
+    /// The longest validity one confirmation (a grant, a renewal, an extend) gives, whatever
+    /// lease was asked for; `None` where a confirmation holds for the whole lease it set (a
+    /// Redis `PEXPIRE`). A ZooKeeper session proves itself only for a part of its timeout:
+    /// with a span shorter than the lease, the engine renews every third of the span, and a
+    /// fixed (not renewed) lease is still confirmed that often until its end.
+    fn confirmation_span(&self) -> Option<Duration> {
+        None
     }
 
     /// How long before its due instant a renewal may go out with others sent anyway (so

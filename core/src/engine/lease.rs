@@ -24,6 +24,11 @@ pub(crate) struct Lease<T> {
     pub fence: Option<u64>,
     /// Reentrant acquisitions not yet released; the lease is released when the last one is.
     pub holds: u32,
+    /// Where a confirmation is worth less than the lease ([`Backend::confirmation_span`]), the
+    /// instant a fixed (not renewed) lease ends: it is confirmed until then, never beyond.
+    ///
+    /// [`Backend::confirmation_span`]: super::Backend::confirmation_span
+    pub end: Option<Instant>,
 }
 
 impl<T> Lease<T> {
@@ -38,14 +43,15 @@ impl<T> Lease<T> {
     }
 
     /// Settles expiry change `tag` and returns its duration. If it succeeded in a request sent
-    /// at `sent`, the server expiry is now at least `sent + d − drift(d)`; a change still
+    /// at `sent`, the lease is certain until `confirmed(sent, d)` (the server expiry is at least
+    /// `sent + d − drift(d)`, or what the backend's confirmation span allows); a change still
     /// unanswered may run after it and set its own, so the lease is certain until the smaller
     /// of those.
-    pub fn settle_pexpire(&mut self, tag: u64, succeeded: Option<Instant>, drift: impl Fn(Duration) -> Duration) -> Option<Duration> {
+    pub fn settle_pexpire(&mut self, tag: u64, succeeded: Option<Instant>, confirmed: impl Fn(Instant, Duration) -> Instant) -> Option<Duration> {
         let i = self.pexpires.iter().position(|p| p.0 == tag)?;
         let (_, d, _) = self.pexpires.remove(i);
         if let Some(sent) = succeeded {
-            let bound = sent + d.saturating_sub(drift(d));
+            let bound = confirmed(sent, d);
             self.valid_until = self.pexpires.iter().map(|p| p.2).fold(bound, Instant::min);
         }
         Some(d)

@@ -212,6 +212,7 @@ impl<B: Backend> LockEngine<B> {
             seen_fence: 0,
             backoff: FIRST_BACKOFF,
             last_failure: None,
+            recheck_soon: false,
         };
         let needs_session = wait != Wait::Try || self.backend.attempts_need_session();
         if needs_session && self.session == Session::None {
@@ -287,7 +288,7 @@ impl<B: Backend> LockEngine<B> {
         self.backend.check_extend(duration)?;
         let op = OpId(self.ids.fresh());
         if self.leases.get(&lease).is_some_and(|l| !l.releasing) {
-            let tag = self.send_pexpire(now, lease, duration, |tag| Purpose::Extend(op, lease, duration, tag));
+            let tag = self.send_pexpire(now, lease, duration, false, |tag| Purpose::Extend(op, lease, duration, tag));
             let _ = tag;
         } else {
             self.complete(op, Done::Failed(not_held("the lease is no longer held")));
@@ -372,13 +373,18 @@ impl<B: Backend> LockEngine<B> {
         match signal {
             Signal::Nothing => self.flush(now),
             Signal::Wake(wake) => self.wake(now, wake),
-            Signal::Recheck(token) => {
-                if let Some(&op) = self.waiting_tokens.get(token.as_str()) {
-                    let a = self.acquires.get_mut(&op).expect("token index matches acquires");
-                    if let AcquireState::Queued { .. } = a.state {
-                        a.state = AcquireState::Queued { recheck_at: now };
+            Signal::Recheck(tokens) => {
+                for token in tokens {
+                    if let Some(&op) = self.waiting_tokens.get(token.as_str()) {
+                        let a = self.acquires.get_mut(&op).expect("token index matches acquires");
+                        match a.state {
+                            AcquireState::Queued { .. } => a.state = AcquireState::Queued { recheck_at: now },
+                            // What the attempt on the wire read may predate the change.
+                            AcquireState::InFlight => a.recheck_soon = true,
+                            _ => {}
+                        }
+                        self.sync_acquire(op);
                     }
-                    self.sync_acquire(op);
                 }
                 self.handle_timeout(now);
             }
@@ -531,7 +537,7 @@ impl<B: Backend> LockEngine<B> {
                 if !l.renewing && !l.releasing && at <= now + window {
                     let d = l.lease;
                     self.leases.get_mut(&id).expect("present").renewing = true;
-                    self.send_pexpire(now, id, d, |tag| Purpose::Renew(id, tag));
+                    self.send_pexpire(now, id, d, true, |tag| Purpose::Renew(id, tag));
                 }
             }
             self.sync_lease(id);
@@ -676,6 +682,7 @@ impl<B: Backend> LockEngine<B> {
         }
         a.state = AcquireState::InFlight;
         a.dirty = true;
+        a.recheck_soon = false;
         let action = Action::Acquire {
             target: &a.target,
             token: &a.token,
@@ -686,10 +693,12 @@ impl<B: Backend> LockEngine<B> {
         self.backend.call(ctx!(self, now), Purpose::Acquire(op), action);
     }
 
-    /// Sends a renewal or extend of `lease` to `d` and notes it on the lease.
-    fn send_pexpire(&mut self, now: Instant, id: LeaseId, d: Duration, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
-        let bound = now + d.saturating_sub(self.backend.drift(d));
+    /// Sends a renewal or extend of `lease` to `d` and notes it on the lease. A renewal of a
+    /// fixed lease confirms it up to its end at most; an extend sets a new end.
+    fn send_pexpire(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
         let l = self.leases.get_mut(&id).expect("caller checked");
+        let end = if renewal { l.end } else { None };
+        let bound = verdicts::confirmed_until(&self.backend, now, d, end);
         let tag = l.send_pexpire(d, bound);
         let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
         let action = Action::Extend { target: &target, token: &token, duration: d };

@@ -45,6 +45,9 @@ pub(crate) struct PendingAcquire<T> {
     pub backoff: Duration,
     /// Why the last attempt failed, for the timeout's message.
     pub last_failure: Option<String>,
+    /// A re-check was asked for while an attempt was on the wire: if that attempt answers
+    /// "queued", re-check at once.
+    pub recheck_soon: bool,
 }
 
 impl<T> PendingAcquire<T> {

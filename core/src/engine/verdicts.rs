@@ -75,6 +75,9 @@ impl<B: Backend> LockEngine<B> {
                 a.seen_fence = a.seen_fence.max(fence);
                 a.backoff = FIRST_BACKOFF;
                 let mut wait = a.recheck_interval();
+                if std::mem::take(&mut a.recheck_soon) {
+                    wait = Duration::ZERO;
+                }
                 if let Some(p) = holder_remaining {
                     // Re-check right after the holder's lease ends, so a holder that crashed
                     // (and never released) cannot stall us past its lease.
@@ -135,11 +138,18 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn grant(&mut self, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
         let lease = LeaseId(op.0);
         let span = granted.min(a.lease);
-        let valid_until = since + span.saturating_sub(self.backend.drift(span));
+        let cap = self.backend.confirmation_span();
+        // A fixed lease outlasting one confirmation ends `lease` after the grant, and is
+        // confirmed until then.
+        let end = match cap {
+            Some(_) if !a.auto_renew => Some(since + a.lease.saturating_sub(self.backend.drift(a.lease))),
+            _ => None,
+        };
+        let valid_until = confirmed_until(&self.backend, since, span, end);
         let next_renew = if whole_millis(granted) < whole_millis(a.lease) {
-            Some(since + granted / 3)
+            Some(since + cap.map_or(granted, |c| granted.min(c)) / 3)
         } else {
-            a.auto_renew.then(|| since + a.lease / 3)
+            next_renewal(&self.backend, a.auto_renew, since, a.lease, end)
         };
         self.leases.insert(
             lease,
@@ -156,6 +166,7 @@ impl<B: Backend> LockEngine<B> {
                 next_tag: 0,
                 fence,
                 holds: 1,
+                end,
             },
         );
         self.sync_lease(lease);
@@ -171,8 +182,9 @@ impl<B: Backend> LockEngine<B> {
             Pexpire::Confirmed => {
                 // Not `max` with the old validity: an extend sent before this renewal ran
                 // before it, and this renewal's (possibly shorter) lease is what counts now.
-                let d = l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d)).unwrap_or(l.lease);
-                l.next_renew = l.auto_renew.then(|| sent + d / 3);
+                let (backend, end) = (&self.backend, l.end);
+                let d = l.settle_pexpire(tag, Some(sent), |s, d| confirmed_until(backend, s, d, end)).unwrap_or(l.lease);
+                l.next_renew = next_renewal(backend, l.auto_renew, sent, d, end);
                 let valid_until = l.valid_until;
                 if valid_until <= now {
                     self.lose(now, id, "the renewal was confirmed only after the lease's validity had run out");
@@ -182,7 +194,7 @@ impl<B: Backend> LockEngine<B> {
             }
             Pexpire::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
             Pexpire::Transient(_) => {
-                l.settle_pexpire(tag, None, |d| self.backend.drift(d));
+                l.settle_pexpire(tag, None, |s, _| s);
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
             }
             Pexpire::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
@@ -195,10 +207,19 @@ impl<B: Backend> LockEngine<B> {
         let done = match verdict {
             Pexpire::Confirmed => match self.leases.get_mut(&id) {
                 Some(l) => {
-                    l.settle_pexpire(tag, Some(sent), |d| self.backend.drift(d));
+                    let backend = &self.backend;
+                    l.settle_pexpire(tag, Some(sent), |s, d| confirmed_until(backend, s, d, None));
                     l.lease = d;
-                    if l.auto_renew {
-                        l.next_renew = Some(sent + d / 3);
+                    if backend.confirmation_span().is_none() {
+                        if l.auto_renew {
+                            l.next_renew = Some(sent + d / 3);
+                        }
+                    } else {
+                        // A fixed lease now ends `d` after the extend was sent.
+                        if !l.auto_renew {
+                            l.end = Some(sent + d.saturating_sub(backend.drift(d)));
+                        }
+                        l.next_renew = next_renewal(backend, l.auto_renew, sent, d, l.end);
                     }
                     let valid_until = l.valid_until;
                     if valid_until <= now {
@@ -216,7 +237,7 @@ impl<B: Backend> LockEngine<B> {
             }
             Pexpire::Transient(e) | Pexpire::Failed(e) => {
                 if let Some(l) = self.leases.get_mut(&id) {
-                    l.settle_pexpire(tag, None, |d| self.backend.drift(d));
+                    l.settle_pexpire(tag, None, |s, _| s);
                 }
                 Done::Failed(e)
             }
@@ -307,5 +328,28 @@ impl<B: Backend> LockEngine<B> {
             id,
             Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF },
         );
+    }
+}
+
+/// The validity a confirmation of a lease of `d`, sent at `sent`, gives: `d` (at most the
+/// backend's [confirmation span](Backend::confirmation_span)) less the drift allowance, and
+/// never past `end` (a fixed lease's end).
+pub(super) fn confirmed_until<B: Backend>(backend: &B, sent: Instant, d: Duration, end: Option<Instant>) -> Instant {
+    let span = backend.confirmation_span().map_or(d, |c| d.min(c));
+    let until = sent + span.saturating_sub(backend.drift(span));
+    end.map_or(until, |e| until.min(e))
+}
+
+/// When a lease confirmed by a request sent at `sent` for `d` is renewed next: a third of the
+/// way into what that confirmation gives; a fixed lease only while one confirmation does not
+/// reach its `end`.
+pub(super) fn next_renewal<B: Backend>(backend: &B, auto_renew: bool, sent: Instant, d: Duration, end: Option<Instant>) -> Option<Instant> {
+    let cap = backend.confirmation_span();
+    if auto_renew {
+        return Some(sent + cap.map_or(d, |c| d.min(c)) / 3);
+    }
+    match (cap, end) {
+        (Some(c), Some(end)) if sent + c < end => Some(sent + c / 3),
+        _ => None,
     }
 }

@@ -79,10 +79,10 @@ impl Backend for SeqBackend {
     }
 
     /// A session promises only `lease` after each heartbeat, whatever a grant or an extend
-    /// asked for: the rest of a longer lease cannot be counted on. (tests/engine_backend.rs's
-    /// copy lacks this; the simulator showed two holders without it, see simulation_zk.rs.)
-    fn drift(&self, d: Duration) -> Duration {
-        d.saturating_sub(self.lease)
+    /// asked for: the rest of a longer lease cannot be counted on (the simulator showed two
+    /// holders without this cap, see simulation_zk.rs).
+    fn confirmation_span(&self) -> Option<Duration> {
+        Some(self.lease)
     }
 
     fn attempts_need_session(&self) -> bool {
@@ -158,7 +158,7 @@ impl Backend for SeqBackend {
 
     fn on_notice(&mut self, _ctx: &mut Ctx<'_, Req>, notice: Push, _answers: &mut Vec<Answer>) -> Signal {
         match notice {
-            Push::PredecessorGone { token } => Signal::Recheck(token),
+            Push::PredecessorGone { token } => Signal::Recheck(vec![token]),
             Push::SessionExpired => Signal::SessionLost("the server expired it".into()),
         }
     }

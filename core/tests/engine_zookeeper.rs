@@ -1,0 +1,360 @@
+//! The ZooKeeper backend driven through the engine, synchronously, over an in-memory server
+//! (`engine_zk`): Curator's layouts and orders for every primitive, the requests each step
+//! costs, a create whose reply is lost, cancelled and timed-out waiters, releases that delete
+//! only their own node, session expiry losing every lease, and validity capped by the
+//! negotiated session timeout whatever lease was asked for.
+
+mod engine_zk;
+
+use engine_zk::World;
+use lockgate_core::engine::{Done, Event, Wait};
+use lockgate_core::time::Duration;
+use lockgate_core::zookeeper::layout;
+use lockgate_core::zookeeper::{SessionEvent, ZkNotice, ZkOp};
+use lockgate_core::{ErrorKind, LockOptions, Primitive};
+
+const SESSION: Duration = Duration::from_secs(6);
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn renewed() -> LockOptions {
+    LockOptions::renewed_lease(secs(30))
+}
+
+const MUTEX: Primitive = Primitive::Mutex;
+
+/// The only node under `dir` owned by client `c`'s acquire (by its protected prefix).
+fn nodes_of(w: &World, dir: &str) -> Vec<String> {
+    let mut kids = w.server.children(dir);
+    kids.sort();
+    kids
+}
+
+#[test]
+fn a_mutex_is_curators_layout_served_in_order_with_czxid_fences() {
+    let mut w = World::new(3, SESSION);
+    let a = w.acquire(0, "orders", &MUTEX, &renewed(), Wait::Forever);
+    let (la, fa) = w.acquired(0, a);
+    // Uncontended: open the session, create, list (Curator's InterProcessMutex costs the same).
+    assert_eq!(w.ops_since(0, 0), ["session", "create", "children"]);
+    let kids = nodes_of(&w, "/lockgate/mutex/orders");
+    assert_eq!(kids.len(), 1);
+    let child = layout::parse_child(&kids[0]);
+    assert_eq!(child.kind, Some(layout::NodeKind::Lock));
+    assert!(kids[0].starts_with("_c_") && kids[0].ends_with("-lock-0000000000"), "{kids:?}");
+    assert_eq!(child.owner.as_ref().map(String::len), Some(36), "a UUID: {kids:?}");
+    assert_eq!(fa, w.server.nodes[&format!("/lockgate/mutex/orders/{}", kids[0])].czxid as u64);
+
+    let b = w.acquire(1, "orders", &MUTEX, &renewed(), Wait::Forever);
+    let c = w.acquire(2, "orders", &MUTEX, &renewed(), Wait::Forever);
+    assert!(w.outcome(1, b).is_none() && w.outcome(2, c).is_none());
+    // Each waiter watches only its predecessor.
+    let watched = |w: &World, c: usize| -> Vec<String> {
+        w.sent[c].iter().filter_map(|op| match op {
+            ZkOp::GetData { path, watch: true } => Some(layout::node_name(path).to_string()),
+            _ => None,
+        }).collect()
+    };
+    let mut kids = nodes_of(&w, "/lockgate/mutex/orders");
+    layout::sort_children(&mut kids, &[layout::LOCK_NAME]);
+    assert_eq!(kids.len(), 3);
+    assert_eq!(watched(&w, 1), [kids[0].clone()]);
+    assert_eq!(watched(&w, 2), [kids[1].clone()]);
+
+    assert_eq!(w.release(0, la), Some(Done::Released { was_held: true }));
+    let (lb, fb) = w.acquired(1, b);
+    assert!(fb > fa, "fences increase: {fa} then {fb}");
+    assert!(w.outcome(2, c).is_none(), "the third waits for the second");
+    assert_eq!(w.release(1, lb), Some(Done::Released { was_held: true }));
+    let (lc, fc) = w.acquired(2, c);
+    assert!(fc > fb);
+    w.release(2, lc);
+    assert!(w.server.ephemerals().is_empty(), "{:?}", w.server.ephemerals());
+    assert!(!w.server.nodes.contains_key("/lockgate/mutex/orders"), "the container parent goes with its last child");
+}
+
+#[test]
+fn an_absolute_name_is_the_curator_path_itself_and_bad_paths_are_refused() {
+    let mut w = World::new(1, SESSION);
+    let a = w.acquire(0, "/locks/orders", &MUTEX, &renewed(), Wait::Try);
+    w.acquired(0, a);
+    assert_eq!(w.server.children("/locks/orders").len(), 1);
+    for bad in ["/", "/a/", "a//b", "/zookeeper/x", "/a/../b"] {
+        let e = w.clients[0].acquire(w.now, bad, &renewed(), Wait::Try).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}: {e}");
+    }
+    let readers_first = Primitive::Read { writers_first: false };
+    let e = w.clients[0].acquire_primitive(w.now, "rw", &readers_first, &renewed(), Wait::Try).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(w.clients[0].poll_request().is_none(), "a refusal sends nothing");
+}
+
+#[test]
+fn a_lost_create_reply_is_found_again_by_its_prefix_and_leaves_no_orphan() {
+    let mut w = World::new(2, SESSION);
+    // The server applies the create, the client never hears: it must find its node again.
+    w.drop_reply[0] = Some(|op| matches!(op, ZkOp::Create { .. }));
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    assert!(w.outcome(0, a).is_none(), "a lost reply is retried, not a failure");
+    w.advance(ms(100));
+    let (la, _) = w.acquired(0, a);
+    let creates = w.sent[0].iter().filter(|op| matches!(op, ZkOp::Create { .. })).count();
+    assert_eq!(creates, 1, "the node the lost create made is adopted, no second one: {:?}", w.ops_since(0, 0));
+    assert_eq!(w.server.children("/lockgate/mutex/m").len(), 1);
+    // Someone else queues behind it and gets it on release: nothing blocks the queue.
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Forever);
+    w.release(0, la);
+    let (lb, _) = w.acquired(1, b);
+    w.release(1, lb);
+    assert!(w.server.ephemerals().is_empty());
+
+    // A one-shot attempt whose create reply is lost fails, and its node is deleted anyway.
+    w.drop_reply[0] = Some(|op| matches!(op, ZkOp::Create { .. }));
+    let t = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Try);
+    match w.outcome(0, t) {
+        Some(Done::Failed(e)) => assert_eq!(e.kind(), ErrorKind::Connection, "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(w.server.ephemerals().is_empty(), "the unknown node was swept: {:?}", w.server.ephemerals());
+}
+
+#[test]
+fn cancelled_and_timed_out_waiters_delete_their_own_node_only() {
+    let mut w = World::new(3, SESSION);
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Forever);
+    let c = w.acquire(2, "m", &MUTEX, &renewed(), Wait::For(secs(2)));
+    assert_eq!(w.server.children("/lockgate/mutex/m").len(), 3);
+    w.clients[1].cancel(w.now, b);
+    w.settle();
+    assert!(matches!(w.outcome(1, b), Some(Done::Failed(e)) if e.kind() == ErrorKind::Cancelled));
+    assert_eq!(w.server.children("/lockgate/mutex/m").len(), 2, "the cancelled waiter's node went");
+    // The third now watches the holder (its predecessor went) and times out.
+    w.advance(secs(3));
+    assert!(matches!(w.outcome(2, c), Some(Done::Failed(e)) if e.kind() == ErrorKind::Timeout));
+    let left = w.server.children("/lockgate/mutex/m");
+    assert_eq!(left.len(), 1, "only the holder's node is left: {left:?}");
+    assert!(w.clients[0].is_held(w.now, la));
+    // Deletes by path: nobody deleted the holder's node but its owner.
+    let deletes: Vec<_> = w.server.writes.iter().filter(|(k, _)| k == "delete").collect();
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    w.release(0, la);
+    assert!(w.server.ephemerals().is_empty());
+}
+
+#[test]
+fn a_one_shot_attempt_on_a_held_lock_leaves_nothing() {
+    let mut w = World::new(2, SESSION);
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Try);
+    w.acquired(0, a);
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Try);
+    assert_eq!(w.outcome(1, b), Some(&Done::NotAcquired));
+    assert_eq!(w.server.children("/lockgate/mutex/m").len(), 1);
+}
+
+#[test]
+fn session_expiry_loses_every_lease_with_a_loss_signal() {
+    let mut w = World::new(2, SESSION);
+    let m = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    let s = w.acquire(0, "s", &Primitive::Semaphore { permits: 2 }, &renewed(), Wait::Forever);
+    let r = w.acquire(0, "rw", &Primitive::Read { writers_first: true }, &renewed(), Wait::Forever);
+    let leases = [w.acquired(0, m).0, w.acquired(0, s).0, w.acquired(0, r).0];
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Forever);
+    let sid = w.sessions[0].unwrap();
+    w.server.expire(sid);
+    w.settle();
+    let mut lost = w.lost(0);
+    lost.sort();
+    assert_eq!(lost, leases, "every lease of the session is lost");
+    for l in leases {
+        assert!(!w.clients[0].is_held(w.now, l));
+    }
+    w.acquired(1, b);
+    // The client opens a new session for its next acquire and works on.
+    let again = w.acquire(0, "m2", &MUTEX, &renewed(), Wait::Forever);
+    w.acquired(0, again);
+    assert_ne!(w.sessions[0], Some(sid));
+}
+
+#[test]
+fn renewal_validity_is_capped_by_the_negotiated_session_timeout() {
+    // The ensemble grants 6 s: one confirmation counts for 4 s, whatever lease was asked for.
+    let mut w = World::new(1, SESSION);
+    let t0 = w.now;
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    match w.outcome(0, a) {
+        Some(Done::Acquired { valid_until, .. }) => assert_eq!(*valid_until, t0 + secs(4)),
+        other => panic!("{other:?}"),
+    }
+    // Renewed by a leader check a third of the way in: 4/3 s, not the 10 s of a 30 s lease.
+    let before = w.sent[0].len();
+    w.advance(ms(1_400));
+    assert_eq!(w.ops_since(0, before), ["check"]);
+    let renewed_until = w.events[0].iter().find_map(|e| match e {
+        Event::Renewed { valid_until, .. } => Some(*valid_until),
+        _ => None,
+    });
+    let until = renewed_until.expect("renewed");
+    assert!(until > t0 + secs(5) && until <= t0 + ms(1_400) + secs(4), "{until:?}");
+    // Cut off from the server: renewals fail; the loss comes when the last confirmation's 4 s
+    // run out, before the server could expire the 6 s session.
+    w.cut_off[0] = true;
+    let cut = w.now;
+    w.advance(secs(5));
+    assert_eq!(w.lost(0), [la]);
+    assert!(!w.clients[0].is_held(w.now, la));
+    assert!(cut < until && until < cut + SESSION, "lost before the session could expire");
+}
+
+#[test]
+fn a_fixed_lease_longer_than_a_confirmation_is_confirmed_until_its_end_and_no_longer() {
+    let mut w = World::new(2, SESSION);
+    let t0 = w.now;
+    let a = w.acquire(0, "m", &MUTEX, &LockOptions::fixed_lease(secs(10)), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    match w.outcome(0, a) {
+        Some(Done::Acquired { valid_until, .. }) => assert_eq!(*valid_until, t0 + secs(4)),
+        other => panic!("{other:?}"),
+    }
+    w.advance(secs(9));
+    assert!(w.clients[0].is_held(w.now, la), "confirmed while the fixed lease runs");
+    let valid = w.clients[0].lease_valid_until(la).unwrap();
+    assert_eq!(valid, t0 + secs(10), "never beyond the lease's end");
+    let checks = w.sent[0].iter().filter(|op| matches!(op, ZkOp::Check { .. })).count();
+    assert!((5..=8).contains(&checks), "a check every 4/3 s: {checks}");
+    // At its end it is lost, and its node deleted so the next waiter gets it.
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Forever);
+    w.advance(secs(2));
+    assert_eq!(w.lost(0), [la]);
+    w.acquired(1, b);
+}
+
+#[test]
+fn disconnection_keeps_leases_and_a_reconnect_rechecks_waiters() {
+    let mut w = World::new(2, SESSION);
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::Forever);
+    // The waiter is cut off while the holder releases: it misses the watch event.
+    w.cut_off[1] = true;
+    w.clients[1].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.release(0, la);
+    assert!(w.outcome(1, b).is_none());
+    w.advance(ms(500));
+    w.reconnect(1);
+    w.acquired(1, b);
+}
+
+#[test]
+fn read_write_locks_follow_curators_rules() {
+    let mut w = World::new(4, SESSION);
+    let read = Primitive::Read { writers_first: true };
+    let r1 = w.acquire(0, "doc", &read, &renewed(), Wait::Forever);
+    let r2 = w.acquire(1, "doc", &read, &renewed(), Wait::Forever);
+    let (l1, _) = w.acquired(0, r1);
+    let (l2, _) = w.acquired(1, r2);
+    let wr = w.acquire(2, "doc", &Primitive::Write, &renewed(), Wait::Forever);
+    assert!(w.outcome(2, wr).is_none(), "a writer waits for readers");
+    // A reader after a queued writer waits (Curator's read lock: behind any earlier writer).
+    let r3 = w.acquire(3, "doc", &read, &renewed(), Wait::Forever);
+    assert!(w.outcome(3, r3).is_none());
+    let kids = w.server.children("/lockgate/rw/doc");
+    assert_eq!(kids.iter().filter(|k| k.contains("__READ__")).count(), 3, "{kids:?}");
+    assert_eq!(kids.iter().filter(|k| k.contains("__WRITE__")).count(), 1, "{kids:?}");
+    w.release(0, l1);
+    assert!(w.outcome(2, wr).is_none());
+    w.release(1, l2);
+    let (lw, fw) = w.acquired(2, wr);
+    assert!(w.outcome(3, r3).is_none(), "the later reader waits for the writer");
+    w.release(2, lw);
+    let (l3, f3) = w.acquired(3, r3);
+    assert!(f3 > fw);
+    w.release(3, l3);
+    assert!(w.server.ephemerals().is_empty());
+}
+
+#[test]
+fn a_semaphore_is_interprocess_semaphore_v2() {
+    let mut w = World::new(4, SESSION);
+    let sem = Primitive::Semaphore { permits: 2 };
+    let a = w.acquire(0, "pool", &sem, &renewed(), Wait::Forever);
+    let b = w.acquire(1, "pool", &sem, &renewed(), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let (lb, _) = w.acquired(1, b);
+    assert_eq!(w.server.children("/lockgate/semaphore/pool/leases").len(), 2);
+    assert!(w.server.children("/lockgate/semaphore/pool/locks").is_empty(), "the internal mutex is given back");
+    let c = w.acquire(2, "pool", &sem, &renewed(), Wait::Forever);
+    let d = w.acquire(3, "pool", &sem, &renewed(), Wait::Forever);
+    assert!(w.outcome(2, c).is_none() && w.outcome(3, d).is_none());
+    // The first waiter holds the internal mutex and has a lease node; the second waits on it.
+    assert_eq!(w.server.children("/lockgate/semaphore/pool/locks").len(), 2);
+    assert_eq!(w.server.children("/lockgate/semaphore/pool/leases").len(), 3);
+    let t = w.acquire(3, "pool", &sem, &renewed(), Wait::Try);
+    assert_eq!(w.outcome(3, t), Some(&Done::NotAcquired));
+    w.release(0, la);
+    let (lc, _) = w.acquired(2, c);
+    assert!(w.outcome(3, d).is_none());
+    w.release(1, lb);
+    let (ld, _) = w.acquired(3, d);
+    w.release(2, lc);
+    w.release(3, ld);
+    assert!(w.server.ephemerals().is_empty(), "{:?}", w.server.ephemerals());
+}
+
+#[test]
+fn an_election_is_a_leader_latch_observed_with_value_and_term() {
+    let mut w = World::new(3, SESSION);
+    let lead = |v: &str| Primitive::Leader { value: v.into() };
+    let a = w.acquire(0, "svc", &lead("10.0.0.1:80"), &renewed(), Wait::Forever);
+    let (la, fa) = w.acquired(0, a);
+    let b = w.acquire(1, "svc", &lead("10.0.0.2:80"), &renewed(), Wait::Forever);
+    assert!(w.outcome(1, b).is_none());
+    let kids = w.server.children("/lockgate/election/svc");
+    assert!(kids.iter().all(|k| k.contains("-latch-")), "{kids:?}");
+    // The observer's session (observing needs none of its own, but the transport has one).
+    let o = w.acquire(2, "other", &MUTEX, &renewed(), Wait::Try);
+    w.acquired(2, o);
+    let observe = |w: &mut World| {
+        let op = w.clients[2].observe_leader(w.now, "svc").unwrap();
+        w.settle();
+        match w.outcome(2, op) {
+            Some(Done::Observed(leader)) => leader.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let leader = observe(&mut w).expect("a leader");
+    assert_eq!((leader.value.as_str(), leader.term), ("10.0.0.1:80", fa));
+    w.release(0, la);
+    let (lb, fb) = w.acquired(1, b);
+    let leader = observe(&mut w).expect("a leader");
+    assert_eq!((leader.value.as_str(), leader.term), ("10.0.0.2:80", fb));
+    w.release(1, lb);
+    assert_eq!(observe(&mut w), None);
+}
+
+#[test]
+fn a_stale_confirmation_is_refreshed_by_a_check_before_a_grant() {
+    let mut w = World::new(2, SESSION);
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "m", &MUTEX, &LockOptions::fixed_lease(secs(3)), Wait::Forever);
+    // The waiter's last leader contact (its create) is 2 s old when the lock comes free: a
+    // grant counted from it would be mostly spent, so it checks its node first.
+    w.advance(secs(2));
+    let before = w.sent[1].len();
+    let t = w.now;
+    w.release(0, la);
+    assert_eq!(w.ops_since(1, before), ["children", "check"]);
+    match w.outcome(1, b) {
+        Some(Done::Acquired { valid_until, .. }) => assert_eq!(*valid_until, t + secs(3)),
+        other => panic!("{other:?}"),
+    }
+}
