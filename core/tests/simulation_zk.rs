@@ -1,29 +1,50 @@
-//! The ZooKeeper-shaped backend (sequential nodes in expiring sessions, `sim/zk.rs`) in the
-//! deterministic simulator: the same harness, workload and checks as `simulation.rs`. Issue 15's
-//! real ZooKeeper backend starts from this model.
+//! The real ZooKeeper backend (`LockEngine<ZooKeeperBackend>`, core/src/zookeeper) in the
+//! deterministic simulator, over the ensemble model of `sim/zk.rs`: the same harness, workload
+//! and checks as `simulation.rs`, with ZooKeeper's faults — connections that drop at a request
+//! (before it ran, or after: a create applied whose reply is lost), partitions longer than the
+//! session, followers that answer reads from behind the leader, leader failovers, crashed and
+//! paused (SIGSTOP) clients, sessions expiring.
 //!
-//! Checked: no two clients believe they hold one lock at the same instant (the holder's
-//! validity is counted from a heartbeat's send, the server keeps the session `session_timeout`
-//! after hearing it, and the lease is no longer than that timeout); fencing tokens (sequence
-//! numbers) strictly increase in holding order; crashed clients' sessions expire and their
-//! nodes go; nothing is left once the run winds down and those sessions expired.
+//! Checked on every run (`*_is_safe`):
+//! - **exclusion**: no two clients believe they hold one mutex, write lock or leadership at the
+//!   same virtual instant, readers share only with readers, a semaphore never has more holders
+//!   than permits — a belief lasting from the grant to its `valid_until` (moved by confirmed
+//!   renewals), its release, loss or crash. Strict: no tolerance.
+//! - **fencing**: the tokens (the holder node's `czxid`) of two holds of one lock of which one is
+//!   exclusive increase in the order they started to hold, across leader failovers (new
+//!   epochs).
 //!
-//! Run: `cargo test -p lockgate-core --no-default-features --test simulation_zk`.
+//! And on the same runs (`*_leave(s)_no_node_and_no_stuck_waiter`):
+//! - **no stuck waiter**: the head of a mutex's or election's queue, owned by a running,
+//!   connected client, is never left unclaimed (nobody believing it holds) for long.
+//! - **no orphans**: once every engine is idle, no node is left in the session of a client that
+//!   is still running (a lost create reply adopted by its protected prefix, or deleted); once
+//!   the crashed clients' sessions expired and the leader reaped the containers, nothing at all.
+//!
+//! Dedicated runs: a holder paused (SIGSTOP) past its session is told of the loss before the
+//! next grant; a create whose reply is lost is adopted, never orphaned; the exclusion check
+//! fails on an ensemble that expires sessions early (it has teeth).
+//!
+//! Run: `cargo test -p lockgate-core --no-default-features --test simulation_zk`
+//! (`LOCKGATE_SIM_SEEDS=2000` explores further).
 
 mod sim;
 
-use lockgate_core::time::Duration;
-use lockgate_core::Primitive;
+use std::collections::HashMap;
+
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{Event, LockOptions, Primitive, Wait};
 
 use sim::check;
+use sim::harness::ClientId;
 use sim::net::Rng;
 use sim::workload::{Runner, Workload};
-use sim::zk::{SimZk, ZkSim as Sim};
+use sim::zk::{EnsembleConfig, ZkSim as Sim};
 use sim::NetConfig;
 
-/// Seeds per property; `LOCKGATE_SIM_SEEDS=5000` explores further.
+/// Seeds per property; `LOCKGATE_SIM_SEEDS=2000` explores further.
 fn seeds() -> u64 {
-    std::env::var("LOCKGATE_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(40)
+    std::env::var("LOCKGATE_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
 }
 
 /// Seeds for the tests that show a check failing: at least the 40 whose counts the comments
@@ -36,6 +57,11 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The session timeout clients ask for (the ensemble's tick is 50 ms: it grants it as is).
+const SESSION: u64 = 600;
+
+/// Latencies that vary with the seed, well below the session timeout; no loss on the harness's
+/// side (the model drops whole connections itself).
 fn net_for(seed: u64) -> NetConfig {
     let mut rng = Rng::new(seed ^ 0xBEEF);
     let max = Duration::from_micros(rng.between(100, 5_000));
@@ -43,50 +69,370 @@ fn net_for(seed: u64) -> NetConfig {
     NetConfig { latency: (Duration::from_micros(50), max), notify_latency: (Duration::from_micros(50), nmax), ..NetConfig::default() }
 }
 
-/// One run: sessions time out after 300 ms of silence; clients count on `lease` after each
-/// heartbeat and ask for leases of 100-500 ms (extends up to 1 s).
-fn run(seed: u64, lease: Duration) -> (Sim, Runner) {
-    let model = SimZk::new(ms(300), lease);
-    let mut sim = Sim::with_model(model, seed, net_for(seed).lossy(0.05, 0.05, 0.2));
-    let cfg = Workload {
+/// A 3-member ensemble (1 for every fourth seed) whose followers lag up to 30 ms, whose
+/// connections drop at 3 % of requests, and whose outages are partitions of 0.3-1.2 s (up to
+/// twice the session) one time in five.
+fn ensemble(seed: u64) -> EnsembleConfig {
+    EnsembleConfig {
+        members: if seed % 4 == 3 { 1 } else { 3 },
+        session_timeout: ms(SESSION),
+        follower_lag: (Duration::ZERO, ms(30)),
+        p_drop: 0.03,
+        p_long_outage: 0.2,
+        ..EnsembleConfig::default()
+    }
+}
+
+/// Faults injected at chosen instants: one leader failover (every other seed) and a partition
+/// of one client.
+struct Faults {
+    failover: Option<(Instant, Duration)>,
+    partition: (Instant, ClientId, Duration),
+    done: (bool, bool),
+}
+
+impl Faults {
+    fn pick(sim: &mut Sim, seed: u64, clients: usize) -> Faults {
+        let mut rng = Rng::new(seed ^ 0xFA11);
+        let failover = (seed % 2 == 0).then(|| (sim.now + ms(rng.between(200, 1500)), ms(rng.between(20, 400))));
+        let partition =
+            (sim.now + ms(rng.between(100, 1500)), rng.between(0, clients as u64 - 1) as usize, ms(rng.between(100, 1500)));
+        if let Some((at, _)) = failover {
+            sim.wake_at(at);
+        }
+        sim.wake_at(partition.0);
+        Faults { failover, partition, done: (false, false) }
+    }
+
+    fn inject(&mut self, sim: &mut Sim) {
+        if let Some((at, election)) = self.failover {
+            if !self.done.0 && sim.now >= at {
+                self.done.0 = true;
+                sim.fail_leader(election);
+            }
+        }
+        let (at, c, outage) = self.partition;
+        if !self.done.1 && sim.now >= at {
+            self.done.1 = true;
+            if !sim.clients[c].crashed {
+                sim.drop_zk_connection(c, Some(outage));
+            }
+        }
+    }
+}
+
+/// Watches the queue heads of mutexes and elections: a head owned by a running, connected
+/// client that nobody believes holds, for longer than `patience`, is a stuck waiter.
+struct StuckWatch {
+    patience: Duration,
+    unclaimed: HashMap<String, Instant>,
+    stuck: Vec<String>,
+}
+
+impl StuckWatch {
+    fn new(patience: Duration) -> StuckWatch {
+        StuckWatch { patience, unclaimed: HashMap::new(), stuck: Vec::new() }
+    }
+
+    fn sample(&mut self, sim: &Sim) {
+        let now = sim.now;
+        let held: Vec<u64> = sim
+            .beliefs
+            .iter()
+            .filter(|b| b.end.is_none() && b.claims.last().is_some_and(|c| c.1 > now))
+            .filter_map(|b| b.fence)
+            .collect();
+        let mut seen = Vec::new();
+        for (path, czxid, owner) in sim.server.heads(now) {
+            if owner.is_none() || held.contains(&(czxid as u64)) {
+                continue;
+            }
+            let since = *self.unclaimed.entry(path.clone()).or_insert(now);
+            if now.saturating_duration_since(since) > self.patience {
+                self.stuck.push(format!("{path} (czxid {czxid:#x}, client {owner:?}) unclaimed since {since:?}, now {now:?}"));
+                self.unclaimed.insert(path.clone(), now);
+            }
+            seen.push(path);
+        }
+        self.unclaimed.retain(|p, _| seen.contains(p));
+    }
+}
+
+/// Runs `run` for every seed, and fails with the list of every seed that failed (each with the
+/// first line of its failure), so one run shows how widespread a problem is.
+fn every_seed(seeds: impl Iterator<Item = u64>, mut run: impl FnMut(u64)) {
+    let mut failed = Vec::new();
+    for seed in seeds {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(seed)));
+        if let Err(e) = r {
+            let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
+            let msg = msg.unwrap_or_default();
+            let first = msg.lines().next().unwrap_or("");
+            failed.push(if first.starts_with("seed ") { first.to_string() } else { format!("seed {seed}: {first}") });
+        }
+    }
+    assert!(failed.is_empty(), "{} seed(s) failed:\n{}", failed.len(), failed.join("\n"));
+}
+
+/// What one run saw, for the assertions made over all seeds.
+#[derive(Default)]
+struct Totals {
+    lost: usize,
+    stats: Vec<sim::zk::ZkStats>,
+}
+
+impl Totals {
+    fn sum(&self, f: impl Fn(&sim::zk::ZkStats) -> usize) -> usize {
+        self.stats.iter().map(f).sum()
+    }
+}
+
+/// One run of `workload` over the faulty ensemble (with the faults of [`Faults`] if `faults`),
+/// and the stuck waiters seen during it.
+fn run_checked(seed: u64, cfg: EnsembleConfig, workload: Workload, faults: bool) -> (Sim, Runner, Vec<String>) {
+    let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+    let clients = workload.clients;
+    let mut runner = Runner::new(&mut sim, workload, seed);
+    let mut faults = faults.then(|| Faults::pick(&mut sim, seed, clients));
+    let mut stuck = StuckWatch::new(ms(2 * SESSION));
+    runner.run_with(&mut sim, |s| {
+        if let Some(f) = faults.as_mut() {
+            f.inject(s);
+        }
+        stuck.sample(s);
+    });
+    (sim, runner, stuck.stuck)
+}
+
+/// Everything client `c` asked for and was told, in order (for a failure's message).
+fn history(sim: &Sim, c: ClientId) -> String {
+    let mut lines: Vec<(Instant, String)> = sim.clients[c].requests.iter().map(|(at, r)| (*at, format!("-> {:?} {:?}", r.id, r.op))).collect();
+    lines.extend(sim.clients[c].events.iter().map(|(at, e)| (*at, format!("   {e:?}"))));
+    lines.sort_by_key(|l| l.0);
+    lines.iter().map(|(at, l)| format!("{at:?} {l}")).collect::<Vec<_>>().join("\n")
+}
+
+/// After the workload wound down (every engine idle): nothing of a running client is left;
+/// once the crashed clients' sessions expired and containers were reaped, nothing at all.
+fn check_nothing_left(sim: &mut Sim, seed: u64) {
+    let orphans = sim.server.orphans();
+    if !orphans.is_empty() && std::env::var("ZK_TRACE").is_ok() {
+        for c in 0..sim.clients.len() {
+            eprintln!("client {c}:\n{}", history(sim, c));
+        }
+    }
+    assert!(orphans.is_empty(), "seed {seed}: nodes left in running clients' sessions: {orphans:?}");
+    // A crashed client's session lives a session timeout (plus an election) after its last
+    // ping; containers go one level per reaping round.
+    sim.run_for(ms(SESSION + 500) + sim.server.cfg.container_check * 6);
+    check::nothing_left(sim);
+}
+
+fn mutex_workload() -> Workload {
+    Workload {
         clients: 5,
+        duration: Duration::from_secs(4),
         lease_ms: (100, 500),
-        p_crash: 0.15,
+        wait_ms: (20, 800),
+        p_crash: 0.1,
         p_reenter: 0.1,
         primitives: vec![Primitive::Mutex],
         ..Workload::default()
-    };
-    let mut runner = Runner::new(&mut sim, cfg, seed);
-    runner.run(&mut sim);
-    (sim, runner)
-}
-
-// Contention with lost requests, replies and watch events, and crashing clients.
-#[test]
-fn zk_contention_with_loss_and_crashes_is_safe() {
-    let mut expired = 0;
-    for seed in 0..seeds() {
-        let (mut sim, runner) = run(seed, ms(300));
-        check::mutual_exclusion(&sim);
-        check::fences_follow_holding_order(&sim);
-        assert!(runner.stats.acquired > 0, "seed {seed}: nothing was acquired");
-        // The sessions of crashed clients expire one session timeout after they were last heard.
-        sim.run_for(ms(400));
-        check::nothing_left(&mut sim);
-        expired += sim.server.expired;
     }
-    assert!(expired > 0, "no session ever expired: crashes were not exercised");
 }
 
-/// Whether the exclusion check fails on the run.
-fn exclusion_fails(sim: &Sim) -> bool {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check::mutual_exclusion(sim))).is_err()
-}
-
-// The check has teeth: clients that count on more than the session timeout after a heartbeat
-// believe they hold nodes the server already deleted with their session.
+// Mutex contention on a faulty ensemble: connections dropping before and after requests ran,
+// partitions longer than the session, stale follower reads, a leader failover, crashes. Never
+// two holders, tokens in holding order, progress on every seed, and every fault happened.
 #[test]
-fn zk_checks_catch_a_lease_longer_than_the_session() {
-    let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails(&run(seed, ms(600)).0)).count();
-    assert!(caught > 0, "no run showed two holders with leases twice the session timeout");
+fn zk_mutex_under_drops_partitions_lag_failover_and_crashes_is_safe() {
+    let mut totals = Totals::default();
+    every_seed(0..seeds(), |seed| {
+        let (sim, runner, _) = run_checked(seed, ensemble(seed), mutex_workload(), true);
+        totals.lost += runner.stats.lost;
+        totals.stats.push(sim.server.stats.clone());
+        check::mutual_exclusion(&sim);
+        check::fences_order_exclusive_holds(&sim);
+        assert!(runner.stats.acquired > 0, "seed {seed}: nothing was acquired");
+    });
+    if std::env::var("ZK_STATS").is_ok() {
+        eprintln!("lost leases {}, per seed: {:#?}", totals.lost, totals.stats);
+    }
+    // The faults really happened.
+    assert!(totals.sum(|s| s.lost_create_replies) > 0, "no create lost its reply");
+    assert!(totals.sum(|s| s.stale_reads) > 0, "no follower answered from behind");
+    assert!(totals.sum(|s| s.sessions_expired) > 0, "no session expired");
+    assert!(totals.sum(|s| s.failovers) > 0, "no leader failed");
+    assert!(totals.sum(|s| s.reconnects) > 0, "no client reconnected");
+    assert!(totals.sum(|s| s.watches_fired) > 0, "no watch fired");
+    assert!(totals.sum(|s| s.containers_reaped) > 0, "no container was reaped");
+    assert!(totals.lost > 0, "no lease was lost: partitions past the session were not exercised");
+}
+
+// The same runs: no waiter stuck behind a queue head nobody holds, no node left in a running
+// client's session once every engine is idle, nothing at all once crashed clients' sessions
+// expired. FAILS on the backend as of this commit (see the ignore reason).
+#[test]
+#[ignore = "ZooKeeper backend bug (reported to H-zkcore): the engine's background deletes give up after the lease span, \
+            so a node whose delete failed during an outage stays in the live session for ever; `-- --ignored` shows the seeds"]
+fn zk_mutex_under_faults_leaves_no_node_and_no_stuck_waiter() {
+    every_seed(0..seeds(), |seed| {
+        let (mut sim, _, stuck) = run_checked(seed, ensemble(seed), mutex_workload(), true);
+        assert!(stuck.is_empty(), "seed {seed}: waiters stuck while the lock was free: {}", stuck.join("; "));
+        check_nothing_left(&mut sim, seed);
+    });
+}
+
+fn shared_workload() -> Workload {
+    Workload {
+        clients: 6,
+        primitives: vec![
+            Primitive::Read { writers_first: true },
+            Primitive::Write,
+            Primitive::Semaphore { permits: 2 },
+            Primitive::Leader { value: String::new() },
+        ],
+        ..mutex_workload()
+    }
+}
+
+// Read-write locks, semaphores and elections on the same faulty ensemble: writers and leaders
+// alone, readers together, never more semaphore holders than permits, tokens in holding order
+// wherever a hold is exclusive.
+#[test]
+fn zk_shared_primitives_under_faults_are_safe() {
+    let mut shared_reads = 0;
+    let mut full_semaphores = 0;
+    every_seed(0..seeds(), |seed| {
+        let (sim, runner, _) = run_checked(seed, ensemble(seed), shared_workload(), true);
+        for name in ["alpha", "beta"] {
+            if check::max_concurrent_beliefs(&sim, &format!("rw:{name}")) > 1 {
+                shared_reads += 1;
+            }
+            if check::max_concurrent_beliefs(&sim, &format!("sem2:{name}")) == 2 {
+                full_semaphores += 1;
+            }
+        }
+        check::mutual_exclusion(&sim);
+        check::fences_order_exclusive_holds(&sim);
+        assert!(runner.stats.acquired > 0, "seed {seed}: nothing was acquired");
+    });
+    assert!(shared_reads > 0, "readers never shared a read-write lock");
+    assert!(full_semaphores > 0, "no semaphore ever had both its permits taken");
+}
+
+// The same runs leave nothing behind and no election waits behind a head nobody holds.
+#[test]
+#[ignore = "ZooKeeper backend bug (reported to H-zkcore): the engine's background deletes give up after the lease span \
+            (nodes of readers, writers, semaphore leases and locks left in live sessions); `-- --ignored` shows the seeds"]
+fn zk_shared_primitives_under_faults_leave_no_node_and_no_stuck_waiter() {
+    every_seed(0..seeds(), |seed| {
+        let (mut sim, _, stuck) = run_checked(seed, ensemble(seed), shared_workload(), true);
+        assert!(stuck.is_empty(), "seed {seed}: waiters stuck while the lock was free: {}", stuck.join("; "));
+        check_nothing_left(&mut sim, seed);
+    });
+}
+
+/// Runs until `done` holds, or panics after `within`.
+fn run_until(sim: &mut Sim, within: Duration, what: &str, done: impl FnMut(&Sim) -> bool) {
+    let limit = sim.now + within;
+    assert!(sim.run_until(limit, done), "{what} did not happen within {within:?}");
+}
+
+// A holder stopped (SIGSTOP) past its session timeout: its lease ends, by its own clock, before
+// the ensemble expires its session, so before the next holder is granted; when it runs again
+// it is told the lease is lost; the next holder's token is larger.
+#[test]
+fn zk_paused_holder_loses_its_lease_before_the_next_grant() {
+    every_seed(0..seeds(), |seed| {
+        let mut rng = Rng::new(seed ^ 0x5709);
+        let cfg = EnsembleConfig { session_timeout: ms(SESSION), ..ensemble(seed) };
+        let mut sim = Sim::zookeeper(EnsembleConfig { p_drop: 0.0, p_long_outage: 0.0, ..cfg }, seed, net_for(seed));
+        let [a, b, c] = [sim.add_client(), sim.add_client(), sim.add_client()];
+        let opts = LockOptions { auto_renew: true, ..LockOptions::fixed_lease(ms(300)) };
+        let first = sim.acquire(a, "paused", &opts, Wait::Forever);
+        run_until(&mut sim, ms(1000), "the first grant", |s| s.granted(a, first).is_some());
+        let (_, lease_a, fence_a) = sim.granted(a, first).expect("granted");
+        let waits = [sim.acquire(b, "paused", &opts, Wait::Forever), sim.acquire(c, "paused", &opts, Wait::Forever)];
+        // Hold a while (renewals go on), then stop for one to three session timeouts.
+        sim.run_for(ms(rng.between(50, 900)));
+        assert!(sim.clients[a].engine.is_held(sim.now, lease_a), "seed {seed}: the holder lost its lease before the pause");
+        let stop = ms(rng.between(SESSION + 50, 3 * SESSION));
+        let resume = sim.now + stop;
+        sim.pause_client(a, resume);
+        run_until(&mut sim, stop + ms(2000), "the next grant", |s| {
+            s.granted(b, waits[0]).is_some() || s.granted(c, waits[1]).is_some()
+        });
+        let (who, op) = if sim.granted(b, waits[0]).is_some() { (b, waits[0]) } else { (c, waits[1]) };
+        let (granted_at, _, fence) = sim.granted(who, op).expect("granted");
+        let a_until = sim.beliefs.iter().find(|x| x.client == a && x.lease == lease_a).expect("a's belief");
+        let a_end = a_until.segments().last().map(|s| s.1).expect("a held");
+        assert!(a_end <= granted_at, "seed {seed}: the paused holder believed it held until {a_end:?}, past the next grant at {granted_at:?}");
+        assert!(fence.is_some() && fence > fence_a, "seed {seed}: the next token {fence:?} does not exceed the paused holder's {fence_a:?}");
+        // It runs again and is told.
+        let left = resume.saturating_duration_since(sim.now) + ms(10);
+        run_until(&mut sim, left, "the paused holder's resumption", |s| s.now >= resume);
+        sim.run_for(ms(50));
+        let told = sim.clients[a].events.iter().any(|(at, e)| matches!(e, Event::Lost { lease, .. } if *lease == lease_a) && *at >= resume);
+        assert!(told, "seed {seed}: the paused holder was not told its lease was lost when it ran again");
+        check::mutual_exclusion(&sim);
+        check::fences_order_exclusive_holds(&sim);
+    });
+}
+
+// A create applied whose reply is lost with the connection: the backend finds its node again
+// by its protected prefix after reconnecting (it holds with that node's token, or deletes it),
+// and never leaves it behind. The reconnect may land on a follower that has not applied the
+// create yet (the client never saw its zxid).
+#[test]
+#[ignore = "ZooKeeper backend bug (reported to H-zkcore): the search for a lost create's node lists the children on \
+            a follower that may not have applied it (seed 74 of 200): a second node is created behind the first, \
+            which is orphaned ahead of it"]
+fn zk_lost_create_reply_is_adopted_never_orphaned() {
+    every_seed(0..seeds(), |seed| {
+        let cfg = EnsembleConfig { p_drop: 0.0, p_long_outage: 0.0, ..ensemble(seed) };
+        let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+        let [a, b] = [sim.add_client(), sim.add_client()];
+        let opts = LockOptions::fixed_lease(ms(300));
+        // b holds, so a's node waits in the queue.
+        let held = sim.acquire(b, "lost", &opts, Wait::Try);
+        run_until(&mut sim, ms(1000), "b's grant", |s| s.granted(b, held).is_some());
+        let (_, lease_b, _) = sim.granted(b, held).expect("granted");
+        sim.server.drop_after_create.insert(a);
+        let wait = sim.acquire(a, "lost", &opts, Wait::For(ms(3000)));
+        run_until(&mut sim, ms(1000), "the lost create", |s| s.server.stats.lost_create_replies > 0);
+        sim.run_for(ms(100));
+        let mine: Vec<String> = sim.server.children("/lockgate/mutex/lost");
+        assert_eq!(mine.len(), 2, "seed {seed}: a's retry made a second node instead of finding its own: {mine:?}");
+        let release = sim.release(b, lease_b);
+        run_until(&mut sim, ms(1000), "a's grant", |s| s.granted(a, wait).is_some() && s.done(b, release).is_some());
+        let (_, lease_a, fence) = sim.granted(a, wait).expect("granted");
+        let first = sim.server.created.iter().filter(|(_, (p, who))| *who == Some(a) && p.contains("/lost/")).map(|(z, _)| *z).min();
+        assert_eq!(fence.map(|f| f as i64), first, "seed {seed}: a did not hold with the node its lost create made");
+        sim.release(a, lease_a);
+        sim.settle(ms(2000));
+        check_nothing_left(&mut sim, seed);
+    });
+}
+
+/// The mutex workload over an ensemble that expires silent sessions after `expiry_pct` % of
+/// their timeout; whether the exclusion check fails.
+fn exclusion_fails_with_early_expiry(seed: u64, expiry_pct: u32) -> bool {
+    let cfg = EnsembleConfig { expiry_pct, ..ensemble(seed) };
+    let (sim, _) = {
+        let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+        let mut runner = Runner::new(&mut sim, Workload { p_crash: 0.0, ..mutex_workload() }, seed);
+        let mut faults = Faults::pick(&mut sim, seed, 5);
+        runner.run_with(&mut sim, |s| faults.inject(s));
+        (sim, runner)
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check::mutual_exclusion(&sim))).is_err()
+}
+
+// The check has teeth: an ensemble that expires a silent session after a third of the timeout
+// it granted lets a second client in while a partitioned holder still believes it holds.
+#[test]
+fn zk_checks_catch_an_ensemble_that_expires_sessions_early() {
+    let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails_with_early_expiry(seed, 30)).count();
+    assert!(caught > 0, "no run showed two holders with sessions expiring at 30 % of their timeout");
 }

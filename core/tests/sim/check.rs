@@ -119,6 +119,41 @@ pub fn fences_follow_holding_order<M: Model>(sim: &Sim<M>) {
     }
 }
 
+/// Fencing tokens order every hold of a lock that excludes another: for each two holds of one
+/// key of which at least one is exclusive (`w`), the one that started to hold first has the
+/// smaller token. Shared holds (readers, semaphore permits) may start in any order among
+/// themselves (two readers' grants race), which [`fences_follow_holding_order`] would not allow.
+pub fn fences_order_exclusive_holds<M: Model>(sim: &Sim<M>) {
+    let mut by_key: BTreeMap<&str, Vec<(Instant, u64, char, &Belief)>> = BTreeMap::new();
+    for b in &sim.beliefs {
+        let mode = sim.server.hold_mode(&b.key, b.fence).0;
+        let fence = b.fence.unwrap_or_else(|| panic!("a grant without a fencing token: {}", describe(b)));
+        if let Some(s) = b.segments().first() {
+            by_key.entry(&b.key).or_default().push((s.0, fence, mode, b));
+        }
+    }
+    for (key, mut holds) in by_key {
+        holds.sort_by_key(|h| (h.0, h.1));
+        for (i, later) in holds.iter().enumerate() {
+            for earlier in &holds[..i] {
+                if earlier.2 == 'w' || later.2 == 'w' {
+                    assert!(
+                        later.1 > earlier.1,
+                        "{key}: token {} ({}) from {:?} does not exceed the token {} ({}) of a hold that started earlier:\n{}\n{}",
+                        later.1,
+                        later.2,
+                        later.0,
+                        earlier.1,
+                        earlier.2,
+                        describe(earlier.3),
+                        describe(later.3)
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// No grant came with a fencing token (a backend that cannot give one, like Redlock).
 pub fn no_fencing_tokens<M: Model>(sim: &Sim<M>) {
     for b in &sim.beliefs {

@@ -11,7 +11,7 @@ use lockgate_core::random::SeededRandom;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, ErrorKind, Event, LeaseId, LockOptions, OpId, Primitive, RequestId, Wait};
 
-use super::model::{Conn, Model, SimOutcome};
+use super::model::{Conn, Model, SimOutcome, WireReply};
 use super::net::{mix, NetConfig, Rng};
 use super::store::far_future;
 
@@ -121,6 +121,8 @@ pub struct Sim<M: Model> {
     /// Servers paused until the instant given: what reaches them waits (see
     /// [`pause_server`](Self::pause_server)).
     paused: HashMap<usize, Instant>,
+    /// Client processes stopped until the instant given (see [`pause_client`](Self::pause_client)).
+    paused_clients: HashMap<ClientId, Instant>,
 }
 
 /// How a client's command connection fails: every request gets a transport error, either
@@ -158,6 +160,7 @@ impl<M: Model> Sim<M> {
             dropped_notifications: 0,
             isolated: HashMap::new(),
             paused: HashMap::new(),
+            paused_clients: HashMap::new(),
         }
     }
 
@@ -268,7 +271,7 @@ impl<M: Model> Sim<M> {
         self.clients[c].crashed = true;
         let leases: Vec<LeaseId> = self.beliefs.iter().filter(|b| b.client == c).map(|b| b.lease).collect();
         leases.into_iter().for_each(|l| self.end_belief(c, l));
-        self.server.client_crashed(c);
+        self.server.client_crashed_at(c, self.now);
         self.agenda.retain(|_, d| d.recipient() != Some(c));
     }
 
@@ -318,6 +321,27 @@ impl<M: Model> Sim<M> {
     /// reaches it meanwhile runs, in arrival order, when it resumes; its clock keeps running.
     pub fn pause_server(&mut self, server: usize, until: Instant) {
         self.paused.insert(server, until);
+    }
+
+    /// Client `c`'s process stops now until `until` (SIGSTOP, a long GC pause): what reaches it
+    /// meanwhile waits, its engine's timers do not run, and the model learns it (no heartbeats).
+    /// Its clock keeps running: when it resumes, its engine sees the time that passed. A test
+    /// must not drive a paused client's engine itself (the process cannot act).
+    pub fn pause_client(&mut self, c: ClientId, until: Instant) {
+        let now = self.now;
+        self.paused_clients.insert(c, until);
+        self.server.client_paused(c, now, until);
+        self.schedule(until, Delivery::Wake);
+    }
+
+    /// Whether client `c`'s process is stopped at the current instant.
+    pub fn client_is_paused(&self, c: ClientId) -> bool {
+        self.paused_clients.get(&c).is_some_and(|&u| u > self.now)
+    }
+
+    /// Sends messages the model pushed outside any request (a fault a test injected).
+    pub fn push(&mut self, pushes: Vec<(ClientId, M::Push)>) {
+        self.push_all(pushes);
     }
 
     /// The client's session connection breaks: what it registered and any message in transit
@@ -385,8 +409,12 @@ impl<M: Model> Sim<M> {
         let next_timer = self
             .clients
             .iter()
-            .filter(|c| !c.crashed)
-            .filter_map(|c| c.engine.poll_timeout())
+            .enumerate()
+            .filter(|(_, c)| !c.crashed)
+            .filter_map(|(i, c)| {
+                let t = c.engine.poll_timeout()?;
+                Some(self.paused_clients.get(&i).map_or(t, |&until| t.max(until)))
+            })
             .chain(self.server.poll_timeout())
             .min();
         let next = match (next_delivery, next_timer) {
@@ -423,7 +451,9 @@ impl<M: Model> Sim<M> {
                 worked = true;
             }
             for c in 0..self.clients.len() {
-                let due = !self.clients[c].crashed && self.clients[c].engine.poll_timeout().is_some_and(|t| t <= now);
+                let due = !self.clients[c].crashed
+                    && !self.client_is_paused(c)
+                    && self.clients[c].engine.poll_timeout().is_some_and(|t| t <= now);
                 if due {
                     self.clients[c].engine.handle_timeout(now);
                     self.drain(c);
@@ -473,6 +503,13 @@ impl<M: Model> Sim<M> {
         if d.recipient().is_some_and(|c| self.clients[c].crashed) {
             return;
         }
+        if let Some(&until) = d.recipient().and_then(|c| self.paused_clients.get(&c)) {
+            if until > now {
+                // The stopped process reads it when it runs again, in arrival order.
+                self.schedule(until, d);
+                return;
+            }
+        }
         match d {
             Delivery::Request { client, conn, req } => {
                 let server = match conn {
@@ -493,7 +530,7 @@ impl<M: Model> Sim<M> {
                 }
             }
             Delivery::Reply { client, id, result, .. } => {
-                self.clients[client].engine.handle_reply(now, id, result);
+                self.clients[client].engine.handle_reply(now, id, WireReply::from_sim(result));
                 self.drain(client);
             }
             Delivery::Notify { client, push } => {
@@ -566,6 +603,7 @@ impl<M: Model> Sim<M> {
         let now = self.now;
         while let Some(req) = self.clients[c].engine.poll_request() {
             self.clients[c].requests.push((now, req.clone()));
+            self.server.on_send(now, c, &req);
             match self.server.route(&req) {
                 Conn::Server(i) => {
                     let lose = self.isolated.get(&c) == Some(&Isolation::DropRequests);

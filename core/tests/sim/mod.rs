@@ -4,7 +4,7 @@
 //! (`check.rs`) for every backend, and one server model per backend implementing [`Model`]
 //! (`model.rs`): `redis.rs` (+ its server-side checks in `redis_check.rs`; tests in
 //! `tests/simulation.rs`), `redlock.rs` (`tests/simulation_redlock.rs`) and `zk.rs`, a
-//! ZooKeeper-shaped model for issue 15 (`tests/simulation_zk.rs`).
+//! ZooKeeper ensemble serving the real ZooKeeper backend's wire types (`tests/simulation_zk.rs`).
 //!
 //! Adding a backend to the simulator: one file here with its server model (`impl Model`: which
 //! connection each request takes, what the server does with it and pushes, restart and

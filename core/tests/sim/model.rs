@@ -31,8 +31,9 @@ pub enum Conn {
 
 /// A backend's server(s), as the simulator runs them.
 pub trait Model {
-    /// The engine's backend.
-    type Backend: Backend<Request = Self::Request, Reply = Result<Self::Answer, Error>, Outcome = Self::Outcome>;
+    /// The engine's backend; its replies are what the model answers, or the harness's
+    /// transport failure, in the backend's words ([`WireReply`]).
+    type Backend: Backend<Request = Self::Request, Reply: WireReply<Self::Answer>, Outcome = Self::Outcome>;
     /// What the engine asks the driver to do.
     type Request: Clone + Debug;
     /// A successful reply to a request (a transport failure is the `Err` of the reply).
@@ -87,6 +88,20 @@ pub trait Model {
     /// Sessions with a server-side timeout are left to expire.
     fn client_crashed(&mut self, _client: ClientId) {}
 
+    /// The client crashed at `now` (what the harness calls; models whose sessions count from
+    /// the client's last heartbeat need the instant).
+    fn client_crashed_at(&mut self, client: ClientId, _now: Instant) {
+        self.client_crashed(client);
+    }
+
+    /// The client process stops at `now` (SIGSTOP, a long GC) until `until`: it sends nothing
+    /// and handles nothing meanwhile (the harness defers what reaches it).
+    fn client_paused(&mut self, _client: ClientId, _now: Instant, _until: Instant) {}
+
+    /// `req` leaves the client at `now` (before any loss the harness applies): for models
+    /// whose connections fail every request sent on them when they drop.
+    fn on_send(&mut self, _now: Instant, _client: ClientId, _req: &Self::Request) {}
+
     /// The client's session connection broke.
     fn session_dropped(&mut self, _client: ClientId) {}
 
@@ -110,6 +125,21 @@ pub trait Model {
     /// Keys, nodes or rows still on the servers that must not outlive their users (empty once
     /// everything was released and cleaned up).
     fn lock_state_left(&mut self, now: Instant) -> Vec<String>;
+}
+
+/// A backend's reply, made from what the model answered or the transport failure the harness
+/// reports instead (a lost request or reply, a reset connection). Every backend whose reply is
+/// `Result<Answer, Error>` has it as is; a backend with failures of its own (ZooKeeper's
+/// `ZkFailure`) says how a transport error reads in its words (`zk.rs`).
+pub trait WireReply<A>: Sized {
+    /// The reply the engine gets.
+    fn from_sim(result: Result<A, Error>) -> Self;
+}
+
+impl<A> WireReply<A> for Result<A, Error> {
+    fn from_sim(result: Result<A, Error>) -> Self {
+        result
+    }
 }
 
 /// A backend's outcome type, read in the engine's generic words ([`Done`]).
