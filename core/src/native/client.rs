@@ -36,8 +36,7 @@ impl ClientOptions {
         let tx = match backend {
             Backend::Redis | Backend::RedisCluster => transport::redis::start(&self, &target).await?,
             Backend::Redlock => transport::redlock::start(&self, &target).await?,
-            // Issue 15 in progress: replaced by transport::zookeeper::start.
-            Backend::ZooKeeper => return Err(crate::error::Error::unsupported("the ZooKeeper transport is being built")),
+            Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
         };
         let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
         let inner = Inner {
@@ -46,6 +45,7 @@ impl ClientOptions {
             servers: target.servers().to_vec(),
             capabilities: self.capabilities()?,
             redlock,
+            backend,
             tickets: AtomicU64::new(1),
         };
         Ok(Client { inner: Arc::new(inner) })
@@ -61,6 +61,8 @@ struct Inner {
     capabilities: Capabilities,
     /// A Redlock's settings (`max_lease` bounds every lease, and defaults one not given).
     redlock: Option<RedlockConfig>,
+    /// Which backend the URL named (its lock options' rules differ: no `entry_ttl` on ZooKeeper).
+    backend: Backend,
     tickets: AtomicU64,
 }
 
@@ -80,7 +82,9 @@ impl Client {
     /// or `rediss://...` (TLS, verified against the system roots; see
     /// [`ClientOptions::tls_ca_pem`]), `redis+cluster://` / `rediss+cluster://` (a Redis Cluster
     /// seed node), `redlock://[user:password@]host1[:port],host2[:port],...[/db]` /
-    /// `rediss+redlock://...` (a Redlock over independent masters). See [`crate::connect::Target`].
+    /// `rediss+redlock://...` (a Redlock over independent masters),
+    /// `zookeeper://[user:password@]host1[:port],host2[:port],...[/chroot]` (a ZooKeeper ensemble,
+    /// one session per client). See [`crate::connect::Target`].
     pub async fn connect(url: &str) -> Result<Client> {
         ClientOptions::new(url).connect().await
     }
@@ -109,7 +113,8 @@ impl Client {
     /// A lock's options from the values a caller gave (`None`: not given), with this client's
     /// defaults and rules, the same in every binding (see [`ClientOptions::lock_options`]): on
     /// a Redlock a lease not given is 30 s or `max_lease` if shorter, and one that does not fit
-    /// `max_lease` is refused.
+    /// `max_lease` is refused; on ZooKeeper an `entry_ttl` is refused (a waiter lives as long as
+    /// its session).
     pub fn lock_options(
         &self,
         lease: Option<Duration>,
@@ -118,7 +123,8 @@ impl Client {
         entry_ttl: Option<Duration>,
         spelling: &Spelling,
     ) -> Result<LockOptions> {
-        connect::lock_options_for(self.inner.redlock.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
+        let (backend, redlock) = (self.inner.backend, self.inner.redlock.as_ref());
+        connect::lock_options_for_backend(backend, redlock, lease, auto_renew, wait_timeout, entry_ttl, spelling)
     }
 
     /// A mutex named `name` with `options`; both are validated here.

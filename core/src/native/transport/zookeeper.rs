@@ -1,4 +1,3 @@
-#![allow(dead_code)] // Wired to the driver once the ZooKeeper backend lands.
 //! The ZooKeeper transport: one session per client on the `zookeeper-client` crate, performing
 //! the backend's [`ZkOp`]s and handing over what the ensemble pushes ([`ZkNotice`]s: fired
 //! watches, session state changes). It decides nothing about recipes: which node to create or
@@ -13,10 +12,10 @@
 //! a new session (a new crate client) when the backend opens one after an expiry.
 //!
 //! `zookeeper+tls://` is refused with `UNSUPPORTED`: the crate's `tls` feature pulls rustls with
-//! its default aws-lc-rs provider next to the ring provider the rest of the core pins, and with
-//! two providers compiled in rustls has no process default, so the `redis` crate's `rediss://`
-//! configuration (`ClientConfig::builder()`) would panic; Debian's ZooKeeper package also ships
-//! no Netty, which a TLS client port needs.
+//! its default aws-lc-rs provider (a C build) next to the ring provider the rest of the core
+//! pins, and with two providers compiled in rustls has no process default, so the `redis`
+//! crate's `rediss://` configuration (`ClientConfig::builder()`) would panic unless every
+//! process installed one first.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,17 +26,36 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use tokio::sync::{mpsc, watch};
 use zookeeper_client as zk;
 
-use crate::connect::ClientOptions;
+use super::{ReplyFuture, Transport};
+use crate::connect::{ClientOptions, Target};
+use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind, Result};
-use crate::time::Duration;
-use crate::zookeeper::{CreateMode, SessionEvent, Stat, WatchEvent, ZkAddress, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkResult};
-
-/// Curator's default session timeout, until `ClientOptions` carries one.
-const CURATOR_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::native::driver;
+use crate::native::message::Msg;
+use crate::random::OsRandom;
+use crate::time::{Duration, Instant};
+use crate::zookeeper::{
+    CreateMode, SessionEvent, Stat, WatchEvent, ZkAddress, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult,
+    ZooKeeperBackend, ZooKeeperEngine,
+};
 
 /// How many times a create whose parent vanished (a container the server reaped between
 /// making it and creating in it) makes the parents again before it reports `NoNode`.
 const PARENT_ATTEMPTS: usize = 3;
+
+/// Connects to the ensemble of `target` (one session, shared by every lock of the client) and
+/// starts a ZooKeeper client's driver. Fails with `CONNECTION` if no member answers within
+/// `connect_timeout`, `AUTHENTICATION` if the ensemble refuses the login, `UNSUPPORTED` for
+/// `zookeeper+tls://`.
+pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
+    let address = target.zookeeper().ok_or_else(|| Error::invalid("not a zookeeper:// URL"))?;
+    let engine_config = options.zookeeper_config()?;
+    let config = Config::new(options, address, engine_config.session_timeout)?;
+    let engine = ZooKeeperEngine::with_backend(ZooKeeperBackend::new(engine_config)?, Box::new(OsRandom));
+    let (notices, pushes) = mpsc::unbounded_channel();
+    let transport = ZkTransport::connect(config, notices).await.map_err(into_error)?;
+    Ok(driver::spawn(engine, transport, Some(pushes)))
+}
 
 /// What a session needs to connect: the members, chroot and login of the URL and the client's
 /// timeouts. Never shown: it holds the password.
@@ -56,8 +74,8 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    /// The settings of `options` for the ensemble `address`.
-    pub(crate) fn new(options: &ClientOptions, address: &ZkAddress) -> Result<Config> {
+    /// The settings of `options` for the ensemble `address`, asking for `session_timeout`.
+    pub(crate) fn new(options: &ClientOptions, address: &ZkAddress, session_timeout: Duration) -> Result<Config> {
         if address.tls {
             return Err(Error::unsupported(
                 "zookeeper+tls:// is not supported by the native client yet: its ZooKeeper client's TLS \
@@ -75,7 +93,7 @@ impl Config {
             chroot: address.chroot.clone(),
             digest: address.digest.clone(),
             shown: address.shown(),
-            session_timeout: CURATOR_SESSION_TIMEOUT,
+            session_timeout,
             connect_timeout: options.connect_timeout,
             response_timeout: options.response_timeout,
         })
@@ -133,6 +151,19 @@ impl ZkTransport {
 
     fn session(&self) -> Session {
         self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Transport for ZkTransport {
+    type Backend = ZooKeeperBackend;
+    type Push = ZkNotice;
+
+    fn perform(&self, ZkRequest { id, op }: ZkRequest) -> ReplyFuture<ZooKeeperBackend> {
+        self.perform_op(op).map(move |r| (id, r)).boxed()
+    }
+
+    fn push(engine: &mut LockEngine<ZooKeeperBackend>, now: Instant, push: ZkNotice) {
+        engine.handle_notice(now, push);
     }
 }
 
