@@ -33,6 +33,7 @@ mod sim;
 use std::collections::HashMap;
 
 use lockgate_core::time::{Duration, Instant};
+use lockgate_core::engine::{Done, LeaderInfo};
 use lockgate_core::{Event, LockOptions, Primitive, Wait};
 
 use sim::check;
@@ -435,4 +436,56 @@ fn exclusion_fails_with_early_expiry(seed: u64, expiry_pct: u32) -> bool {
 fn zk_checks_catch_an_ensemble_that_expires_sessions_early() {
     let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails_with_early_expiry(seed, 30)).count();
     assert!(caught > 0, "no run showed two holders with sessions expiring at 30 % of their timeout");
+}
+
+/// Observes election `name` from `c` until it reports `term` (reads may be served by a lagging
+/// follower: an older leader, or none, until it catches up); panics after a second.
+fn observe_until(sim: &mut Sim, c: ClientId, name: &str, term: u64) -> LeaderInfo {
+    let limit = sim.now + ms(1000);
+    let mut seen = Vec::new();
+    while sim.now < limit {
+        let op = sim.observe_leader(c, name);
+        run_until(sim, ms(500), "an observation", |s| s.done(c, op).is_some());
+        match sim.done(c, op).expect("done").1 {
+            Done::Observed(Some(info)) if info.term == term => return info,
+            other => seen.push(format!("{other:?}")),
+        }
+        sim.run_for(ms(10));
+    }
+    panic!("the observer never saw term {term}: {seen:?}");
+}
+
+// Observers read the leader's value and term (its node's czxid, the grant's fencing token); a
+// later leader's term is larger; once nobody campaigns there is no leader.
+#[test]
+fn zk_observers_see_each_leader_and_its_term() {
+    every_seed(0..teeth_seeds(), |seed| {
+        let cfg = EnsembleConfig { p_drop: 0.0, p_long_outage: 0.0, ..ensemble(seed) };
+        let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+        let [a, b, observer] = [sim.add_client(), sim.add_client(), sim.add_client()];
+        let opts = LockOptions { auto_renew: true, ..LockOptions::fixed_lease(ms(300)) };
+        let campaign = |sim: &mut Sim, c: ClientId, value: &str| {
+            sim.acquire_primitive(c, "e", &Primitive::Leader { value: value.into() }, &opts, Wait::Forever)
+        };
+        let ops = [campaign(&mut sim, a, "at-a"), campaign(&mut sim, b, "at-b")];
+        run_until(&mut sim, ms(1000), "a leader", |s| s.granted(a, ops[0]).is_some() || s.granted(b, ops[1]).is_some());
+        let (first, second) = if sim.granted(a, ops[0]).is_some() { ((a, ops[0], "at-a"), (b, ops[1], "at-b")) } else { ((b, ops[1], "at-b"), (a, ops[0], "at-a")) };
+        let (_, lease, term) = sim.granted(first.0, first.1).expect("granted");
+        let term = term.expect("a leader has a term");
+        let seen = observe_until(&mut sim, observer, "e", term);
+        assert_eq!(seen.value, first.2, "seed {seed}: the observer read another value for the leader");
+        sim.release(first.0, lease);
+        run_until(&mut sim, ms(1000), "the next leader", |s| s.granted(second.0, second.1).is_some());
+        let (_, lease, next) = sim.granted(second.0, second.1).expect("granted");
+        let next = next.expect("a leader has a term");
+        assert!(next > term, "seed {seed}: the next term {next} does not exceed {term}");
+        let seen = observe_until(&mut sim, observer, "e", next);
+        assert_eq!(seen.value, second.2, "seed {seed}: the observer read another value for the next leader");
+        sim.release(second.0, lease);
+        sim.run_for(ms(100));
+        let op = sim.observe_leader(observer, "e");
+        run_until(&mut sim, ms(500), "an observation", |s| s.done(observer, op).is_some());
+        assert!(matches!(sim.done(observer, op).expect("done").1, Done::Observed(None)), "seed {seed}: a leader after everyone resigned");
+        check::mutual_exclusion(&sim);
+    });
 }

@@ -36,9 +36,11 @@
 //!   (also those sent while it is down); it reconnects after an outage (`reconnect`, now and
 //!   then `long_outage`: a partition), to a member that has seen the client's last zxid, and
 //!   says `Reconnected` if the session lived, else `Expired` (requests then fail with
-//!   `SessionExpired` until an `OpenSession` opens a new session). `OpenSession` on a live
-//!   session answers that session; while the connection is down it fails with
-//!   `ConnectionLoss` (the library is reconnecting and will say how that ended).
+//!   `SessionExpired` until an `OpenSession` opens a new session). As the native transport
+//!   does, the first session opens when the client connects (here: its first request);
+//!   `OpenSession` on a live session answers that session; while the connection is down it
+//!   fails with `ConnectionLoss` at once (the native transport waits up to its connect timeout
+//!   for the reconnect; the engine retries either way).
 //! - **Faults**: a connection drops with `p_drop` at a request, half the time before the
 //!   request ran (request lost) and half after (applied, reply lost: the create a backend must
 //!   find again by its protected prefix); the tests add partitions, crashes, client pauses
@@ -919,8 +921,13 @@ impl Model for SimZk {
         Conn::Server(0)
     }
 
-    fn on_send(&mut self, _now: Instant, client: ClientId, req: &ZkRequest) {
-        let gen = self.link(client).gen;
+    fn on_send(&mut self, now: Instant, client: ClientId, req: &ZkRequest) {
+        if self.link(client).state == (LinkState::Closed { expired: false }) && self.election_until.is_none() {
+            // The transport opened the client's first session when it connected.
+            let mut none = Vec::new();
+            let _ = self.open_session(now, client, &mut none);
+        }
+        let gen = self.links[client].gen;
         self.sent_on.insert((client, req.id), gen);
     }
 
