@@ -99,7 +99,7 @@ fn an_absolute_name_is_the_curator_path_itself_and_bad_paths_are_refused() {
 fn a_lost_create_reply_is_found_again_by_its_prefix_and_leaves_no_orphan() {
     let mut w = World::new(2, SESSION);
     // The server applies the create, the client never hears: it must find its node again.
-    w.drop_reply[0] = Some(|op| matches!(op, ZkOp::Create { .. }));
+    w.drop_reply[0].push(|op| matches!(op, ZkOp::Create { .. }));
     let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
     assert!(w.outcome(0, a).is_none(), "a lost reply is retried, not a failure");
     w.advance(ms(100));
@@ -114,14 +114,21 @@ fn a_lost_create_reply_is_found_again_by_its_prefix_and_leaves_no_orphan() {
     w.release(1, lb);
     assert!(w.server.ephemerals().is_empty());
 
-    // A one-shot attempt whose create reply is lost fails, and its node is deleted anyway.
-    w.drop_reply[0] = Some(|op| matches!(op, ZkOp::Create { .. }));
+    // A one-shot attempt whose create reply is lost fails, and its node is deleted anyway,
+    // found after a check through the leader (a follower's listing could miss it); the first
+    // delete's reply is lost too, and the cleanup's retry deletes the node it found by path.
+    w.drop_reply[0].push(|op| matches!(op, ZkOp::Create { .. }));
+    w.drop_reply[0].push(|op| matches!(op, ZkOp::Delete { .. }));
+    let before = w.sent[0].len();
     let t = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Try);
     match w.outcome(0, t) {
         Some(Done::Failed(e)) => assert_eq!(e.kind(), ErrorKind::Connection, "{e}"),
         other => panic!("{other:?}"),
     }
+    w.advance(ms(100));
+    assert_eq!(w.ops_since(0, before), ["create", "check", "children", "delete", "delete"]);
     assert!(w.server.ephemerals().is_empty(), "the unknown node was swept: {:?}", w.server.ephemerals());
+    assert!(w.clients[0].is_idle());
 }
 
 #[test]
@@ -319,9 +326,6 @@ fn an_election_is_a_leader_latch_observed_with_value_and_term() {
     assert!(w.outcome(1, b).is_none());
     let kids = w.server.children("/lockgate/election/svc");
     assert!(kids.iter().all(|k| k.contains("-latch-")), "{kids:?}");
-    // The observer's session (observing needs none of its own, but the transport has one).
-    let o = w.acquire(2, "other", &MUTEX, &renewed(), Wait::Try);
-    w.acquired(2, o);
     let observe = |w: &mut World| {
         let op = w.clients[2].observe_leader(w.now, "svc").unwrap();
         w.settle();
@@ -330,8 +334,10 @@ fn an_election_is_a_leader_latch_observed_with_value_and_term() {
             other => panic!("{other:?}"),
         }
     };
+    // The observer has no session yet: observing opens it first.
     let leader = observe(&mut w).expect("a leader");
     assert_eq!((leader.value.as_str(), leader.term), ("10.0.0.1:80", fa));
+    assert_eq!(w.ops_since(2, 0), ["session", "children", "get"]);
     w.release(0, la);
     let (lb, fb) = w.acquired(1, b);
     let leader = observe(&mut w).expect("a leader");

@@ -321,6 +321,13 @@ pub trait Backend {
         None
     }
 
+    /// Whether what an attempt or a lease leaves on the server lives until the session ends,
+    /// not until a lease runs out (a ZooKeeper node): a background release is then retried
+    /// until it is done or the session is gone, never given up when the lease would have ended.
+    fn leftovers_live_with_session(&self) -> bool {
+        false
+    }
+
     /// How long before its due instant a renewal may go out with others sent anyway (so
     /// renewals due close together share one request); `None` for never early.
     fn renew_window(&self, _lease: Duration) -> Option<Duration> {

@@ -118,6 +118,9 @@ pub struct LockEngine<B: Backend> {
     outgoing: VecDeque<B::Request>,
     events: VecDeque<Event<B::Outcome>>,
     answers: Vec<Answer>,
+    /// Observes waiting for the session, where every request needs it
+    /// ([`Backend::attempts_need_session`]); sent once it is open.
+    observes: Vec<(OpId, Arc<B::Target>)>,
 }
 
 /// What a timer entry is for. The derived order (acquires, leases, cleanups; then by id) is the
@@ -152,6 +155,7 @@ impl<B: Backend> LockEngine<B> {
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
             answers: Vec::new(),
+            observes: Vec::new(),
         }
     }
 
@@ -245,14 +249,23 @@ impl<B: Backend> LockEngine<B> {
     }
 
     /// Reads who leads election `name` (the value it published, its term and remaining lease),
-    /// where the backend can. Completes with an observed outcome.
+    /// where the backend can. Completes with an observed outcome. Where every request needs the
+    /// session ([`Backend::attempts_need_session`]) it opens it first if need be.
     pub fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
         options::validate_name(name)?;
         self.backend.check_observe()?;
         let leader = Primitive::Leader { value: String::new() };
         let target = Arc::new(self.backend.target(name, &leader, &LockOptions::default())?);
         let op = OpId(self.ids.fresh());
-        self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
+        if self.backend.attempts_need_session() && self.session != Session::Active {
+            // Sent once the session is open (on_session).
+            if self.session == Session::None {
+                self.open_session(now);
+            }
+            self.observes.push((op, target));
+        } else {
+            self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
+        }
         self.flush(now);
         Ok(op)
     }
@@ -310,6 +323,9 @@ impl<B: Backend> LockEngine<B> {
 
     /// Cancels every pending acquire and releases every lease (client shutdown).
     pub fn shutdown(&mut self, now: Instant) {
+        for (op, _) in std::mem::take(&mut self.observes) {
+            self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
+        }
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
         for op in ops {
             self.cancel(now, op);
@@ -338,6 +354,7 @@ impl<B: Backend> LockEngine<B> {
     /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
     pub fn is_idle(&self) -> bool {
         self.acquires.is_empty()
+            && self.observes.is_empty()
             && self.leases.is_empty()
             && self.cleanups.is_empty()
             && self.backend.is_idle()
@@ -436,7 +453,7 @@ impl<B: Backend> LockEngine<B> {
     /// engine opens the session again and re-checks every queued wait at once.
     pub fn handle_disconnect(&mut self, now: Instant) {
         self.session = Session::None;
-        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try);
+        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty();
         for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
@@ -645,6 +662,9 @@ impl<B: Backend> LockEngine<B> {
         match result {
             Ok(()) => {
                 self.session = Session::Active;
+                for (op, target) in std::mem::take(&mut self.observes) {
+                    self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
+                }
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
                     let mut a = self.acquires.remove(&op).expect("listed above");
@@ -667,6 +687,9 @@ impl<B: Backend> LockEngine<B> {
                     for op in ops {
                         let a = self.take_acquire(op).expect("listed above");
                         self.abandon(now, op, a);
+                        self.complete(op, Done::Failed(e.clone()));
+                    }
+                    for (op, _) in std::mem::take(&mut self.observes) {
                         self.complete(op, Done::Failed(e.clone()));
                     }
                 }

@@ -324,6 +324,9 @@ impl<B: Backend> LockEngine<B> {
         let id = self.ids.fresh();
         let action = Action::Release { target: &target, token: &token };
         self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
+        // What lives until the session ends is worth removing until then (the backend answers
+        // "done" once the session is gone).
+        let span = if self.backend.leftovers_live_with_session() { crate::options::MAX_DURATION } else { span };
         self.cleanups.insert(
             id,
             Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF },

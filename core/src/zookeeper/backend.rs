@@ -180,6 +180,10 @@ struct Owned {
 /// The step a call's request is on.
 #[derive(Clone, Debug)]
 enum Step {
+    /// A `Check` through the leader before `op`: its reply comes only once the server this
+    /// client reads from has applied everything the leader ordered before it, so a listing
+    /// that follows sees a create whose reply was lost (a follower's own view may lag).
+    Sync { next: Box<Step>, op: ZkOp },
     /// Listing the queue directory for a node a lost create may have made.
     FindNode,
     /// Listing a semaphore's leases for a lease a lost create may have made.
@@ -403,14 +407,20 @@ impl ZooKeeperBackend {
         if let Some(leases) = target.leases_dir() {
             match owned.lease {
                 Slot::Known { .. } => return self.send_count(ctx, job),
-                Slot::Uncertain => return self.send(ctx, job, Step::FindLease, ZkOp::Children { path: leases, watch: false }),
+                Slot::Uncertain => {
+                    let list = ZkOp::Children { path: leases.clone(), watch: false };
+                    return self.send_synced(ctx, job, &leases, Step::FindLease, list);
+                }
                 Slot::None => {}
             }
         }
         let dir = target.queue_dir();
         match owned.node {
             Slot::Known { .. } => self.send(ctx, job, Step::List, ZkOp::Children { path: dir, watch: false }),
-            Slot::Uncertain => self.send(ctx, job, Step::FindNode, ZkOp::Children { path: dir, watch: false }),
+            Slot::Uncertain => {
+                let list = ZkOp::Children { path: dir.clone(), watch: false };
+                self.send_synced(ctx, job, &dir, Step::FindNode, list);
+            }
             Slot::None => {
                 let path = layout::create_path(&dir, &job.token, target.kind().lock_name());
                 self.slots(&job.token).node = Slot::Uncertain;
@@ -422,6 +432,12 @@ impl ZooKeeperBackend {
 
     fn slots(&mut self, token: &Arc<str>) -> &mut Owned {
         self.owned.entry(Arc::clone(token)).or_default()
+    }
+
+    /// Sends `op` for `step` after a [`Step::Sync`] on `path`.
+    fn send_synced(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, path: &str, step: Step, op: ZkOp) {
+        let sync = Step::Sync { next: Box::new(step), op };
+        self.send(ctx, job, sync, ZkOp::Check { path: path.to_string(), version: None });
     }
 
     fn send_count(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job) {
@@ -731,6 +747,11 @@ impl ZooKeeperBackend {
         if let Some(p) = owned.node.path() {
             deletes.push((p.to_string(), !semaphore));
         }
+        if let Some(dir) = dirs.first().cloned() {
+            // A create whose fate is unknown: find its node once this server has caught up.
+            let op = ZkOp::Children { path: dir.clone(), watch: false };
+            return self.send_synced(ctx, job, &dir, Step::Sweep { dirs, deletes }, op);
+        }
         self.release_next(ctx, job, dirs, deletes, false, answers);
     }
 
@@ -768,18 +789,22 @@ impl ZooKeeperBackend {
             (Step::Sweep { mut dirs, mut deletes }, Ok(ZkReply::Children(kids))) => {
                 let dir = dirs.remove(0);
                 let holds = job.target.leases_dir().is_none_or(|l| l == dir);
+                let mut found = None;
                 for name in layout::owned_by(&kids, &job.token) {
                     let path = layout::child_path(&dir, name);
+                    found.get_or_insert_with(|| path.clone());
                     if !deletes.iter().any(|(p, _)| *p == path) {
                         deletes.push((path, holds));
                     }
                 }
-                self.forget_uncertain(&job, &dir);
+                // What the lost create made is known now: a retry of this release deletes it
+                // by path even if this delete's reply is lost too.
+                self.resolve_uncertain(&job, &dir, found);
                 self.release_next(ctx, job, dirs, deletes, false, answers);
             }
             (Step::Sweep { mut dirs, deletes }, Err(ZkFailure::NoNode)) => {
                 let dir = dirs.remove(0);
-                self.forget_uncertain(&job, &dir);
+                self.resolve_uncertain(&job, &dir, None);
                 self.release_next(ctx, job, dirs, deletes, false, answers);
             }
             (Step::Delete { mut rest, was_held }, reply @ (Ok(ZkReply::Deleted) | Err(ZkFailure::NoNode))) => {
@@ -813,13 +838,15 @@ impl ZooKeeperBackend {
         }
     }
 
-    /// A sweep of `dir` found whatever a lost create there left: the slot is no longer unknown.
-    fn forget_uncertain(&mut self, job: &Job, dir: &str) {
+    /// A sweep of `dir` found what a lost create there left (`found`, or nothing): the slot is
+    /// no longer unknown.
+    fn resolve_uncertain(&mut self, job: &Job, dir: &str, found: Option<String>) {
         let lease = job.target.leases_dir().is_some_and(|l| l == dir);
         if let Some(owned) = self.owned.get_mut(&job.token) {
             let slot = if lease { &mut owned.lease } else { &mut owned.node };
             if *slot == Slot::Uncertain {
-                *slot = Slot::None;
+                // Its czxid is not needed to delete it (it holds nothing any more).
+                *slot = found.map_or(Slot::None, |path| Slot::Known { path, czxid: 0 });
             }
         }
     }
@@ -949,6 +976,11 @@ impl Backend for ZooKeeperBackend {
         true
     }
 
+    /// Every node is ephemeral: it lives as long as the session, whatever the lease.
+    fn leftovers_live_with_session(&self) -> bool {
+        true
+    }
+
     fn open_session(&mut self, ctx: &mut Ctx<'_, ZkRequest>) -> Option<RequestId> {
         let id = ctx.ids.request();
         ctx.out.push_back(ZkRequest { id, op: ZkOp::OpenSession });
@@ -1017,6 +1049,15 @@ impl Backend for ZooKeeperBackend {
         let Some(job) = self.in_flight.remove(&id) else {
             return;
         };
+        if let Step::Sync { next, op } = &job.step {
+            // Answered by the leader (the path exists or not): the session was alive, and this
+            // server has caught up. Anything else goes to the call's own handling below.
+            if job.epoch == self.epoch && matches!(reply, Ok(ZkReply::Checked) | Err(ZkFailure::NoNode | ZkFailure::BadVersion)) {
+                self.confirm(job.sent);
+                let (next, op) = ((**next).clone(), op.clone());
+                return self.send(ctx, job, next, op);
+            }
+        }
         match job.purpose {
             // The semaphore's internal mutex given back (the only step without a purpose).
             None => {

@@ -252,9 +252,9 @@ pub struct World {
     pub events: Vec<Vec<Event<Done>>>,
     /// Every request sent, per client.
     pub sent: Vec<Vec<ZkOp>>,
-    /// Per client: drop the reply of the next request matching this (the server applies it;
-    /// the client sees a connection loss).
-    pub drop_reply: Vec<Option<fn(&ZkOp) -> bool>>,
+    /// Per client: drop the reply of the next request matching each of these (the server
+    /// applies it; the client sees a connection loss); each is used once.
+    pub drop_reply: Vec<Vec<fn(&ZkOp) -> bool>>,
     /// Per client: hold every request instead of serving it (a client cut off from the server).
     pub cut_off: Vec<bool>,
     /// Requests held for cut-off clients.
@@ -276,7 +276,7 @@ impl World {
             sessions: vec![None; clients],
             events: vec![Vec::new(); clients],
             sent: vec![Vec::new(); clients],
-            drop_reply: vec![None; clients],
+            drop_reply: vec![Vec::new(); clients],
             cut_off: vec![false; clients],
             held: vec![VecDeque::new(); clients],
         }
@@ -302,10 +302,10 @@ impl World {
                     let mut session = self.sessions[c];
                     let reply = self.server.serve(c, &mut session, &req.op);
                     self.sessions[c] = session;
-                    let dropped = self.drop_reply[c].is_some_and(|f| f(&req.op));
+                    let dropped = self.drop_reply[c].iter().position(|f| f(&req.op));
                     self.sent[c].push(req.op);
-                    let reply = if dropped {
-                        self.drop_reply[c] = None;
+                    let reply = if let Some(i) = dropped {
+                        self.drop_reply[c].remove(i);
                         Err(ZkFailure::ConnectionLoss("reply dropped by the test".into()))
                     } else {
                         reply
