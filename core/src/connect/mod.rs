@@ -19,6 +19,7 @@ pub use self::options::{
     MIN_REPLICA_ACK_TIMEOUT,
 };
 #[cfg(feature = "tokio")]
+#[allow(unused_imports)] // the native client moves to lock_options_for_backend (issue 15)
 pub(crate) use self::options::lock_options_for;
 pub use self::setter::OptionValue;
 pub use self::spelling::{ClientOption, Spelling};

@@ -627,6 +627,65 @@ mod tests {
         assert!(message(ClientOptions::new("http://h").lock_options(None, None, None, None, s)).contains("scheme"));
     }
 
+    /// ZooKeeper: the session timeout is its setting (Curator's 60 s unless given), and what a
+    /// ZooKeeper client does not have is refused, in the caller's words.
+    #[test]
+    fn zookeeper_settings_and_refusals() {
+        use super::super::setter::OptionValue::{Number, Str};
+        let zk = ClientOptions::new("zookeeper://u:secret@h1:2181,h2/app");
+        zk.validate().unwrap();
+        assert_eq!(zk.zookeeper_config().unwrap().session_timeout, Duration::from_secs(60));
+        let caps = zk.capabilities().unwrap();
+        assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
+        assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);
+        for (s, key, value, secs) in [
+            (Spelling::PYTHON, "session_timeout", Number(10.0), 10.0),
+            (Spelling::JAVA, "sessionTimeout", Number(4.5), 4.5),
+            (Spelling::JS, "sessionTimeoutMs", Number(15_000.0), 15.0),
+        ] {
+            let mut o = zk.clone();
+            o.set(key, value, &s).unwrap();
+            o.validate_as(&s).unwrap();
+            assert_eq!(o.zookeeper_config().unwrap().session_timeout, Duration::from_secs_f64(secs));
+            assert_eq!(
+                message(o.set(key, Number(0.0), &s).map(|_| ())),
+                format!("{key} must be at least {} {}, got 0 {}", if s.unit == options::Unit::Millis { "100" } else { "0.1" }, s.unit.symbol(), s.unit.symbol())
+            );
+            // A Redis URL has no session timeout.
+            o.url = "redis://h".into();
+            assert_eq!(
+                message(o.validate_as(&s)),
+                format!("{key} is a ZooKeeper setting (zookeeper:// URLs); a Redis client has no such setting")
+            );
+        }
+        assert!(message(ClientOptions::new("redis://h").zookeeper_config()).contains("not a ZooKeeper ensemble"));
+        // Redis and Redlock settings on a ZooKeeper URL.
+        let mut o = zk.clone();
+        o.set("keyPrefix", Str("app:".into()), &Spelling::JS).unwrap();
+        assert!(message(o.validate_as(&Spelling::JS)).starts_with("keyPrefix is a Redis setting; a ZooKeeper client names locks by path"));
+        let mut o = zk.clone();
+        o.set("replica_acks", super::super::setter::OptionValue::Int(1), &Spelling::PYTHON).unwrap();
+        assert!(message(o.validate_as(&Spelling::PYTHON)).starts_with("replica_acks is not supported on a ZooKeeper"));
+        let mut o = zk.clone();
+        o.set("maxLease", Number(10.0), &Spelling::JAVA).unwrap();
+        assert_eq!(
+            message(o.validate_as(&Spelling::JAVA)),
+            "maxLease is a Redlock setting (redlock:// URLs); a ZooKeeper client has no such setting"
+        );
+        let mut o = zk.clone();
+        o.cluster = true;
+        assert!(message(o.validate()).starts_with("cluster applies to redis:// URLs"));
+        // Lock options: the lease and its defaults as everywhere; no waiter entry lease.
+        assert_eq!(zk.lock_options(None, None, None, None, &Spelling::RUST).unwrap(), LockOptions::default());
+        assert_eq!(
+            message(zk.lock_options(None, None, None, Some(Duration::from_secs(1)), &Spelling::JS)),
+            "entryTtlMs is not a ZooKeeper setting (a waiter's node lives as long as its session: a crashed waiter \
+             is skipped once its session expires, see sessionTimeoutMs)"
+        );
+        // The password never shows.
+        assert!(!format!("{zk:?}").contains("secret"));
+    }
+
     /// A deployment with a 10 s `max_lease`: a lock without a lease gets 10 s, one asking for
     /// more is refused when the handle is made — in every binding (issue 14).
     #[test]

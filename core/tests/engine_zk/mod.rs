@@ -243,6 +243,9 @@ impl Server {
     }
 }
 
+/// Which request a fault applies to.
+pub type OpMatch = fn(&ZkOp) -> bool;
+
 /// Clients over one server, with virtual time.
 pub struct World {
     pub now: Instant,
@@ -254,7 +257,7 @@ pub struct World {
     pub sent: Vec<Vec<ZkOp>>,
     /// Per client: drop the reply of the next request matching each of these (the server
     /// applies it; the client sees a connection loss); each is used once.
-    pub drop_reply: Vec<Vec<fn(&ZkOp) -> bool>>,
+    pub drop_reply: Vec<Vec<OpMatch>>,
     /// Per client: hold every request instead of serving it (a client cut off from the server).
     pub cut_off: Vec<bool>,
     /// Requests held for cut-off clients.
