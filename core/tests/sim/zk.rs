@@ -44,9 +44,12 @@
 //! - **Faults**: a connection drops with `p_drop` at a request, half the time before the
 //!   request ran (request lost) and half after (applied, reply lost: the create a backend must
 //!   find again by its protected prefix); the tests add partitions, crashes, client pauses
-//!   (SIGSTOP: no pings, nothing handled until it resumes) and leader failovers (every
-//!   connection drops, nothing is served during the election, the new leader restarts every
-//!   session's timer, as ZooKeeper's does).
+//!   (SIGSTOP: no pings, nothing handled until it resumes), stopped followers (their clients'
+//!   pings no longer reach the leader; each client gives the connection up after its read
+//!   timeout, two thirds of the session timeout, and moves to another member, or carries on if
+//!   the follower resumes first) and leader failovers (every connection drops, nothing is
+//!   served during the election, the new leader restarts every session's timer, as
+//!   ZooKeeper's does).
 //!
 //! Everything travels on the client's one connection to the ensemble (`Conn::Server(0)`, the
 //! harness's own request/reply loss switched off: a TCP connection loses nothing without
@@ -175,12 +178,14 @@ struct Member {
     zxid: i64,
     /// When it applies each of the log's transactions from `applied` on.
     due: VecDeque<Instant>,
+    /// Stopped (SIGSTOP) until then: it applies nothing and answers nobody.
+    stopped_until: Option<Instant>,
 }
 
 impl Member {
     fn new() -> Member {
         let root = Znode { data: Vec::new(), stat: Stat::default(), pzxid: 0, children: BTreeSet::new(), container: false };
-        Member { nodes: BTreeMap::from([("/".to_string(), root)]), applied: 0, zxid: 0, due: VecDeque::new() }
+        Member { nodes: BTreeMap::from([("/".to_string(), root)]), applied: 0, zxid: 0, due: VecDeque::new(), stopped_until: None }
     }
 
     fn apply(&mut self, txn: &Txn) -> Fired {
@@ -274,6 +279,9 @@ struct Link {
     watches: BTreeSet<(String, Kind)>,
     /// Stopped (SIGSTOP) until then: no pings, no reconnects.
     paused_until: Option<Instant>,
+    /// The member it is connected to stopped answering: the library gives the connection up
+    /// then (its read timeout, two thirds of the session timeout), unless the member resumes.
+    stalled_at: Option<Instant>,
     crashed: bool,
 }
 
@@ -286,6 +294,7 @@ impl Default for Link {
             last_zxid: 0,
             watches: BTreeSet::new(),
             paused_until: None,
+            stalled_at: None,
             crashed: false,
         }
     }
@@ -302,6 +311,8 @@ pub struct ZkStats {
     /// Creates applied whose reply was lost.
     pub lost_create_replies: usize,
     pub reconnects: usize,
+    /// Connections given up because their member stopped answering.
+    pub stalls: usize,
     pub failovers: usize,
     /// Reads a follower answered from behind the leader.
     pub stale_reads: usize,
@@ -376,7 +387,10 @@ impl SimZk {
     /// Whether the client library pings: connected, running.
     fn live(&self, c: ClientId, now: Instant) -> bool {
         let l = &self.links[c];
-        matches!(l.state, LinkState::Up { .. }) && !l.crashed && l.paused_until.is_none_or(|u| u <= now)
+        matches!(l.state, LinkState::Up { .. })
+            && !l.crashed
+            && l.stalled_at.is_none()
+            && l.paused_until.is_none_or(|u| u <= now)
     }
 
     /// The leader last heard from session `id` at its stored instant or at the last ping its
@@ -473,6 +487,9 @@ impl SimZk {
     /// Applies whatever each member has due by `now`.
     fn advance(&mut self, now: Instant, pushes: &mut Vec<(ClientId, ZkNotice)>) {
         for m in 0..self.members.len() {
+            if self.members[m].stopped_until.is_some() {
+                continue;
+            }
             let mut upto = self.members[m].applied;
             for at in &self.members[m].due {
                 if *at > now {
@@ -523,6 +540,7 @@ impl SimZk {
         }
         let l = &mut self.links[c];
         l.state = LinkState::Down { retry_at };
+        l.stalled_at = None;
         l.gen += 1;
         pushes.push((c, ZkNotice::Session(SessionEvent::Disconnected)));
     }
@@ -544,7 +562,9 @@ impl SimZk {
         };
         // A member that has seen what the client saw (the leader always has).
         let last = self.links[c].last_zxid;
-        let fit: Vec<usize> = (0..self.members.len()).filter(|&m| self.members[m].zxid >= last).collect();
+        let fit: Vec<usize> = (0..self.members.len())
+            .filter(|&m| self.members[m].zxid >= last && self.members[m].stopped_until.is_none())
+            .collect();
         let member = *self.rng.pick(&fit);
         self.stats.reconnects += 1;
         let l = &mut self.links[c];
@@ -748,7 +768,8 @@ impl SimZk {
         self.stats.sessions_opened += 1;
         // createSession is a transaction too.
         self.commit(now, Vec::new(), pushes);
-        let member = self.rng.between(0, self.members.len() as u64 - 1) as usize;
+        let running: Vec<usize> = (0..self.members.len()).filter(|&m| self.members[m].stopped_until.is_none()).collect();
+        let member = *self.rng.pick(&running);
         let upto = self.log.len();
         self.catch_up(member, upto, now, pushes);
         let l = &mut self.links[c];
@@ -791,11 +812,32 @@ impl SimZk {
             self.catch_up(m, upto, now, pushes);
         }
         if self.members.len() > 1 {
-            let others: Vec<usize> = (0..self.members.len()).filter(|&m| m != self.leader).collect();
+            let others: Vec<usize> =
+                (0..self.members.len()).filter(|&m| m != self.leader && self.members[m].stopped_until.is_none()).collect();
             self.leader = *self.rng.pick(&others);
         }
         self.epoch += 1;
         self.counter = 0;
+    }
+
+    /// Member `m` (a follower) stops (SIGSTOP) until `until`: it applies and answers nothing;
+    /// the clients connected to it are silent to the leader and give the connection up after
+    /// their read timeout (then reconnect to another member) unless it resumes first.
+    pub fn stop_member(&mut self, m: usize, now: Instant, until: Instant) {
+        assert_ne!(m, self.leader, "a stopped leader is a failover: use fail_leader");
+        self.members[m].stopped_until = Some(until);
+        let give_up = now + self.cfg.negotiated_timeout() * 2 / 3;
+        for c in 0..self.links.len() {
+            if matches!(self.links[c].state, LinkState::Up { member, .. } if member == m) {
+                self.freeze_pings(c, now);
+                self.links[c].stalled_at = Some(give_up);
+            }
+        }
+    }
+
+    /// The leader, and the followers (members that may be stopped).
+    pub fn leader(&self) -> usize {
+        self.leader
     }
 
     /// The client process stops (SIGSTOP) until `until`: its library sends no pings.
@@ -955,6 +997,11 @@ impl Model for SimZk {
             LinkState::Down { .. } => return Ok(Err(ZkFailure::ConnectionLoss("disconnected".into()))),
             LinkState::Up { member, .. } => member,
         };
+        if self.members[member].stopped_until.is_some() {
+            // Never read by the stopped member: the library fails it when it gives the
+            // connection up (here at once; the engine retries either way).
+            return Ok(Err(ZkFailure::ConnectionLoss("the server does not answer".into())));
+        }
         // The client never sees the reply of a request whose connection drops: the last zxid it
         // saw stays what it was (its reconnect may land on a follower that has not applied it).
         let seen = self.links[client].last_zxid;
@@ -1006,8 +1053,13 @@ impl Model for SimZk {
         let mut next: Option<Instant> = None;
         let mut at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
         for m in &self.members {
-            if let Some(&t) = m.due.front() {
-                at(t);
+            match m.stopped_until {
+                Some(u) => at(u),
+                None => {
+                    if let Some(&t) = m.due.front() {
+                        at(t);
+                    }
+                }
             }
         }
         if let Some(t) = self.election_until {
@@ -1023,6 +1075,9 @@ impl Model for SimZk {
             }
         }
         for l in &self.links {
+            if let Some(t) = l.stalled_at {
+                at(t);
+            }
             if l.crashed {
                 continue;
             }
@@ -1038,6 +1093,26 @@ impl Model for SimZk {
     }
 
     fn on_timeout(&mut self, now: Instant, pushes: &mut Vec<(ClientId, ZkNotice)>) {
+        for m in 0..self.members.len() {
+            if self.members[m].stopped_until.is_some_and(|u| u <= now) {
+                self.members[m].stopped_until = None;
+                // Its connections that the clients did not give up work again: pings resume.
+                for c in 0..self.links.len() {
+                    if let LinkState::Up { member, .. } = self.links[c].state {
+                        if member == m && self.links[c].stalled_at.take().is_some() {
+                            self.links[c].state = LinkState::Up { member, since: now };
+                            self.touch(c, now);
+                        }
+                    }
+                }
+            }
+        }
+        for c in 0..self.links.len() {
+            if self.links[c].stalled_at.is_some_and(|t| t <= now) {
+                self.stats.stalls += 1;
+                self.drop_link(c, now, pushes);
+            }
+        }
         self.advance(now, pushes);
         if self.election_until.is_some_and(|u| u <= now) {
             self.election_until = None;
@@ -1126,7 +1201,7 @@ impl SimZk {
     /// which `poll_timeout` reads without an instant: a paused link counts as silent).
     fn live_at_any(&self, c: ClientId) -> bool {
         let l = &self.links[c];
-        matches!(l.state, LinkState::Up { .. }) && !l.crashed && l.paused_until.is_none()
+        matches!(l.state, LinkState::Up { .. }) && !l.crashed && l.stalled_at.is_none() && l.paused_until.is_none()
     }
 }
 
@@ -1155,6 +1230,12 @@ impl Sim<SimZk> {
         let now = self.now;
         self.server.drop_connection(c, now, outage, &mut pushes);
         self.push(pushes);
+    }
+
+    /// Follower `m` stops now until `until` (SIGSTOP).
+    pub fn stop_member(&mut self, m: usize, until: Instant) {
+        let now = self.now;
+        self.server.stop_member(m, now, until);
     }
 
     /// The ensemble's leader fails now; a new one serves after `election`.
