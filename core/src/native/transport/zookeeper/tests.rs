@@ -1,6 +1,7 @@
 //! The ZooKeeper transport against real ZooKeeper servers from the project's test-server
 //! launcher: every operation's reply and failure, watches as pushes, chroot and digest login,
-//! session state changes (a paused server: disconnected, reconnected, expired) and a client
+//! session state changes (a paused server: disconnected, reconnected, expired), a reply held
+//! back (a connection loss, though applied; a new connection in the same session) and a client
 //! leaving a paused ensemble member for another within its session.
 
 use std::io::{Read, Write};
@@ -294,4 +295,27 @@ async fn a_client_leaves_a_paused_member_for_another_within_its_session() {
     let now = member_of(&ensemble, id);
     assert!(now.is_some() && now != Some(member), "served by {now:?}, paused {member}");
     ensemble.command(&format!("resume {member}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_held_back_is_a_connection_loss_and_the_session_moves_to_a_new_connection() {
+    let mut proxied = TestServers::start(&["zookeeper", "--proxied"]);
+    let (zk, mut notices) = connect(&format!("{}/deaf", proxied.url()), SESSION, Duration::from_secs(1)).await;
+    let (id, _) = open(&zk).await;
+    assert!(matches!(zk.perform_op(create("/d/first", b"", CreateMode::Ephemeral)).await, Ok(ZkReply::Created { .. })));
+
+    // The server applies the create but its reply never comes back: ConnectionLoss after the
+    // response timeout, which is what it says (maybe applied).
+    proxied.command("deafen");
+    let started = std::time::Instant::now();
+    let r = zk.perform_op(create("/d/n", b"", CreateMode::Ephemeral)).await;
+    assert!(matches!(r, Err(ZkFailure::ConnectionLoss(_))), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // The silent connection is left for a new one (new connections are heard) within the session.
+    session_event(&mut notices, SessionEvent::Disconnected, Duration::from_secs(3)).await;
+    session_event(&mut notices, SessionEvent::Reconnected, Duration::from_secs(5)).await;
+    assert_eq!(open(&zk).await.0, id);
+    assert_eq!(exists(&zk, "/d/n").await.map(|s| s.ephemeral_owner), Some(id), "the create was applied");
+    assert_eq!(exists(&zk, "/d/first").await.map(|s| s.ephemeral_owner), Some(id));
+    proxied.command("restore");
 }
