@@ -319,3 +319,40 @@ async fn a_reply_held_back_is_a_connection_loss_and_the_session_moves_to_a_new_c
     assert_eq!(exists(&zk, "/d/first").await.map(|s| s.ephemeral_owner), Some(id));
     proxied.command("restore");
 }
+
+#[test]
+fn the_crates_errors_map_to_what_a_recipe_decides_on() {
+    use zk::Error as E;
+    let cases = [
+        (E::NoNode, ZkFailure::NoNode),
+        (E::NodeExists, ZkFailure::NodeExists),
+        (E::BadVersion, ZkFailure::BadVersion),
+        (E::NotEmpty, ZkFailure::NotEmpty),
+        (E::SessionExpired, ZkFailure::SessionExpired),
+        (E::ClientClosed, ZkFailure::SessionExpired),
+    ];
+    for (e, want) in cases {
+        assert_eq!(failure(e.clone(), "op"), want, "{e:?}");
+    }
+    // Maybe applied, or no member reached: retryable within the session.
+    for e in [E::ConnectionLoss, E::Timeout, E::NoHosts, E::SessionMoved, E::Throttled, E::NotReadOnly] {
+        assert!(matches!(failure(e.clone(), "op"), ZkFailure::ConnectionLoss(_)), "{e:?}");
+    }
+    for (e, kind) in [
+        (E::NoAuth, ErrorKind::Authentication),
+        (E::AuthFailed, ErrorKind::Authentication),
+        (E::BadArguments(&"bad path"), ErrorKind::InvalidArgument),
+        (E::InvalidAcl, ErrorKind::Protocol),
+        (E::NoChildrenForEphemerals, ErrorKind::Protocol),
+        (E::UnexpectedErrorCode(-999), ErrorKind::Protocol),
+    ] {
+        match failure(e.clone(), "create /a") {
+            ZkFailure::Other(err) => {
+                assert_eq!(err.kind(), kind, "{e:?}: {err}");
+                assert!(err.message().starts_with("create /a: "), "{err}");
+            }
+            other => panic!("{e:?}: {other:?}"),
+        }
+    }
+    assert_eq!(into_error(ZkFailure::ConnectionLoss("x".into())).kind(), ErrorKind::Connection);
+}
