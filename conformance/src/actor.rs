@@ -87,6 +87,18 @@ impl Actor {
         Ok(Timed { value, elapsed: arrived.saturating_duration_since(sent) })
     }
 
+    /// Freezes (`SIGSTOP`) or thaws (`SIGCONT`) the process: a holder that stops running while
+    /// its leases and sessions run out on the server.
+    pub fn signal(&self, signal: i32) -> Result<(), String> {
+        let pid = self.child.id().ok_or_else(|| format!("the {} actor exited", self.binding))?;
+        // SAFETY: kill(2) on the pid of a child this process started and has not reaped.
+        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
+        }
+    }
+
     /// Kills the process without letting it release anything.
     pub async fn crash(&mut self) {
         let _ = self.child.kill().await;

@@ -30,8 +30,10 @@ const PREFIX: &str = "lockgate-conf:";
 /// Longest any single operation may take before the run fails.
 const OP_LIMIT: Duration = Duration::from_secs(60);
 /// Capabilities a client reports in its `connect` reply that the orchestrator compares with
-/// the variant's (other names are ignored).
-const CLIENT_CAPABILITIES: [&str; 8] = ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "replica_acks"];
+/// the variant's: every one the library has (other names are ignored).
+fn client_capabilities() -> impl Iterator<Item = &'static str> {
+    lockgate_core::Capability::ALL.into_iter().map(|c| c.name())
+}
 
 #[derive(Deserialize)]
 struct Scenario {
@@ -133,11 +135,12 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     }
     let mut chosen = Vec::new();
     for name in &names {
-        let spec = variant::all().into_iter().find(|v| v.name == name).ok_or(format!("no variant {name:?} (single, cluster, replica, redlock)"))?;
+        let known: Vec<&str> = variant::all().iter().map(|v| v.name).collect();
+        let spec = variant::all().into_iter().find(|v| v.name == name).ok_or(format!("no variant {name:?} ({})", known.join(", ")))?;
         chosen.push(spec);
     }
     // Only variants some scenario and some actor can run on are started.
-    chosen.retain(|v| scenarios.iter().any(|s| Variant::offers(&v.capabilities, &s.needs)));
+    chosen.retain(|v| scenarios.iter().any(|s| Variant::runs(&v.capabilities, v.subset, &s.name, &s.needs)));
     let mut variants = Vec::new();
     for spec in chosen {
         let started = std::time::Instant::now();
@@ -262,7 +265,7 @@ async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
     tokio::time::sleep_until(v.ready_at.into()).await;
     let mut results = Vec::new();
     for (index, scenario) in plan.scenarios.iter().enumerate() {
-        if !Variant::offers(&v.capabilities, &scenario.needs) {
+        if !Variant::runs(&v.capabilities, v.subset, &scenario.name, &scenario.needs) {
             continue;
         }
         for (label, assignment) in assignments(scenario, &plan.specs) {
@@ -313,9 +316,9 @@ async fn connect(a: &mut Actor, c: &Connect, variant: &str, capabilities: &[&str
     let r = a.wait(id, OP_LIMIT).await?;
     if let Some(caps) = r.value.get("capabilities").and_then(Value::as_array) {
         let reported: Vec<String> = caps.iter().filter_map(Value::as_str).map(|c| c.to_ascii_lowercase().replace('-', "_")).collect();
-        for name in CLIENT_CAPABILITIES {
+        for name in client_capabilities() {
             if reported.iter().any(|r| r == name) != capabilities.contains(&name) {
-                let expected: Vec<&&str> = capabilities.iter().filter(|c| CLIENT_CAPABILITIES.contains(c)).collect();
+                let expected: Vec<&&str> = capabilities.iter().filter(|c| client_capabilities().any(|n| n == **c)).collect();
                 return Err(format!("the client reports capabilities {reported:?}; the {variant} variant has {expected:?}"));
             }
         }
@@ -339,6 +342,8 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
     }
     let mut ctx = check::Context::new(&format!("{}.{tag}", s.name), v.has("fencing"));
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
+    // Actors frozen by a `pause` step and not thawed yet (a failed step): thawed before they exit.
+    let mut paused: Vec<String> = Vec::new();
     let result = async {
         for (i, step) in s.steps.iter().enumerate() {
             let at = |e: String| format!("step {}: {e}", i + 1);
@@ -349,6 +354,12 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                 tokio::task::block_in_place(|| v.fixture.apply(&op)).map_err(at)?;
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
                 actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
+            } else if let Some(who) = step.get("pause").and_then(Value::as_str) {
+                actors.get(who).ok_or_else(|| at(format!("unknown actor {who}")))?.signal(libc::SIGSTOP).map_err(at)?;
+                paused.push(who.to_string());
+            } else if let Some(who) = step.get("resume").and_then(Value::as_str) {
+                actors.get(who).ok_or_else(|| at(format!("unknown actor {who}")))?.signal(libc::SIGCONT).map_err(at)?;
+                paused.retain(|p| p != who);
             } else if let Some(labels) = step.get("check_hammer").and_then(Value::as_array) {
                 let permits = step.get("permits").and_then(Value::as_u64).unwrap_or(1);
                 ctx.check_hammer(labels, permits).map_err(at)?;
@@ -390,6 +401,11 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
     // A spell or a pause still running (a failed step) ends before the actors exit, so their
     // releases land.
     let settled = tokio::task::block_in_place(|| v.fixture.settle());
+    for who in paused {
+        if let Some(a) = actors.get(&who) {
+            let _ = a.signal(libc::SIGCONT);
+        }
+    }
     for (_, a) in actors {
         a.finish().await;
     }

@@ -5,35 +5,80 @@ use std::time::{Duration, Instant};
 
 use lockgate_conformance::deploy::{Deployment, Kind};
 use lockgate_conformance::fixture::redis::RedisFixture;
+use lockgate_conformance::fixture::zookeeper::ZooKeeperFixture;
 use lockgate_conformance::fixture::Fixture;
+use lockgate_core::connect::Backend;
 
 /// The Redlock deployment's max lease: every actor is told it, and a fresh master grants nothing
 /// until it has been up this long plus a second (PROTOCOL.md §8).
 pub const REDLOCK_MAX_LEASE_MS: u64 = 5000;
 /// Independent masters of the Redlock variant.
 const REDLOCK_MASTERS: usize = 3;
+/// The session timeout every actor of a ZooKeeper variant asks for. A crashed client's nodes go
+/// when its session expires, so this is the ZooKeeper counterpart of the short leases the
+/// crash scenarios give (a crashed holder is replaced within 1.5 s); the test servers' 200 ms
+/// tick lets the ensemble grant it.
+pub const ZOOKEEPER_SESSION_MS: u64 = 1000;
+/// Members of the `zookeeper-ensemble` variant.
+const ZOOKEEPER_MEMBERS: usize = 3;
+/// The scenarios the ensemble runs besides its own (`needs: ["ensemble"]`): a mixed-language
+/// subset of every primitive on three members, where reads may come from followers.
+const ENSEMBLE_SUBSET: &[&str] = &[
+    "mutual_exclusion",
+    "waiters_served_in_arrival_order",
+    "holder_crash_frees_within_lease",
+    "paused_holder_loses_before_next_grant",
+    "semaphore_never_exceeds_permits",
+    "writers_exclusive_under_contention",
+    "election_resign_hands_over",
+];
 
-/// What the client of a variant can do (the library's `Capabilities`), plus what the variant's
-/// fixture offers: `redis` (Redis-fixture operations such as `forget_fence`), `proxy` (actors
-/// reached through the fault proxy), `restart` (the one server can be restarted empty),
-/// `redlock` (independent masters: `master: i` steps and `connect` over some masters).
-const EVERYTHING: &[&str] = &["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "redis"];
+/// What the library says a client of `backend` can do (`Capabilities`, by name): the variant's
+/// capabilities come from the core, so a backend gaining one runs the scenarios needing it.
+fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
+    backend.capabilities(false, replica_acks).pairs().into_iter().filter(|(_, on)| *on).map(|(name, _)| name).collect()
+}
+
+/// The library's capabilities plus what the variant's fixture offers: `redis` (Redis-fixture
+/// operations such as `forget_fence`), `transient_errors` (the server can answer "try again"
+/// for a while), `proxy` (actors reached through the fault proxy), `restart` (the one server
+/// can be restarted empty), `redlock` (independent masters: `master: i` steps and `connect` over
+/// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members).
+fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
+    library.extend(fixture);
+    library
+}
 
 /// A variant's name, its capabilities and the servers it runs on.
 pub struct Spec {
     pub name: &'static str,
     pub capabilities: Vec<&'static str>,
+    /// Only these scenarios (and those needing something only this variant offers) run here;
+    /// `None`: every scenario whose needs it meets.
+    pub subset: Option<&'static [&'static str]>,
     kind: Kind,
 }
 
 /// Every variant, in run order (the Redlock masters' delayed-restart wait passes meanwhile).
 pub fn all() -> Vec<Spec> {
-    let with = |extra: &[&'static str]| EVERYTHING.iter().chain(extra).copied().collect::<Vec<_>>();
+    let redis = &["redis", "transient_errors"];
     vec![
-        Spec { name: "single", capabilities: with(&["proxy", "restart"]), kind: Kind::Single },
-        Spec { name: "cluster", capabilities: with(&[]), kind: Kind::Cluster },
-        Spec { name: "replica", capabilities: with(&["replica_acks"]), kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: vec!["redlock", "redis", "reentrant"], kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart"]), subset: None, kind: Kind::Single },
+        Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: None, kind: Kind::Cluster },
+        Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: None, kind: Kind::Replica { replicas: 1 } },
+        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis"]), subset: None, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec {
+            name: "zookeeper",
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy"]),
+            subset: None,
+            kind: Kind::ZooKeeper { members: 1, proxied: false },
+        },
+        Spec {
+            name: "zookeeper-ensemble",
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble"]),
+            subset: Some(ENSEMBLE_SUBSET),
+            kind: Kind::ZooKeeper { members: ZOOKEEPER_MEMBERS, proxied: false },
+        },
     ]
 }
 
@@ -41,24 +86,37 @@ pub fn all() -> Vec<Spec> {
 pub struct Variant {
     pub name: &'static str,
     pub capabilities: Vec<&'static str>,
+    pub subset: Option<&'static [&'static str]>,
     pub fixture: Box<dyn Fixture>,
     /// When its servers may be used (Redlock masters refuse grants for a while after a start).
     pub ready_at: Instant,
 }
 
 impl Variant {
-    /// Starts the variant's servers; actors will put their keys under `prefix`.
+    /// Starts the variant's servers; actors will put their keys under `prefix` (on Redis).
     pub fn start(spec: Spec, prefix: &str) -> Result<Variant, String> {
         let redlock = matches!(spec.kind, Kind::Redlock { .. });
+        let zookeeper = matches!(spec.kind, Kind::ZooKeeper { .. });
         let servers = Deployment::start(spec.kind, &[]).map_err(|e| format!("{}: {e}", spec.name))?;
         let ready_at = if redlock { Instant::now() + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000) } else { Instant::now() };
-        let fixture = Box::new(RedisFixture::new(servers, prefix, REDLOCK_MAX_LEASE_MS));
-        Ok(Variant { name: spec.name, capabilities: spec.capabilities, fixture, ready_at })
+        let fixture: Box<dyn Fixture> = if zookeeper {
+            Box::new(ZooKeeperFixture::new(servers, ZOOKEEPER_SESSION_MS))
+        } else {
+            Box::new(RedisFixture::new(servers, prefix, REDLOCK_MAX_LEASE_MS))
+        };
+        Ok(Variant { name: spec.name, capabilities: spec.capabilities, subset: spec.subset, fixture, ready_at })
     }
 
     /// Whether the variant offers everything in `needs`.
     pub fn offers(capabilities: &[&str], needs: &[String]) -> bool {
         needs.iter().all(|n| capabilities.contains(&n.as_str()))
+    }
+
+    /// Whether scenario `name` needing `needs` runs on a variant with these `capabilities` and
+    /// `subset`: it needs nothing the variant lacks, and a variant running a subset runs it if
+    /// it is listed or needs what only such a variant offers (`ensemble`).
+    pub fn runs(capabilities: &[&str], subset: Option<&[&str]>, name: &str, needs: &[String]) -> bool {
+        Self::offers(capabilities, needs) && subset.is_none_or(|s| s.contains(&name) || needs.iter().any(|n| n == "ensemble"))
     }
 
     pub fn has(&self, capability: &str) -> bool {

@@ -6,7 +6,8 @@
 //! (200 ms) so sessions can be short, `minSessionTimeout` 400 ms (two ticks) and `maxSessionTimeout` 60 s
 //! (else ZooKeeper caps sessions at 20 ticks: 4 s), no admin server (it would take port 8080),
 //! every four-letter word allowed (readiness and the leader are read with `srvr`), no fsync (a
-//! killed process loses nothing the kernel already has; only a machine crash would).
+//! killed process loses nothing the kernel already has; only a machine crash would), and empty
+//! container nodes swept every 500 ms (`znode.container.checkIntervalMs`; the default is 60 s).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -112,6 +113,9 @@ impl ZkMember {
             // A dead member's election port refuses at once on loopback; a paused one would
             // hold the others' election connects for the default 5 s.
             .arg("-Dzookeeper.cnxTimeout=1000")
+            // Empty container nodes (lock parents) are swept every 500 ms instead of every
+            // minute, so "nothing is left" can be checked: a parent made persistent would stay.
+            .arg("-Dznode.container.checkIntervalMs=500")
             .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
             .arg(format!("-Dlog4j.configuration=file:{}", log_config.display()))
             .arg("-cp")
