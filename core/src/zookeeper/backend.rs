@@ -1130,3 +1130,54 @@ impl Backend for ZooKeeperBackend {
         self.in_flight.is_empty() && self.ready.is_empty() && self.busy.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_timeouts_are_checked_and_two_thirds_count() {
+        assert_eq!(ZkConfig::default().session_timeout, Duration::from_secs(60));
+        ZkConfig::default().validate().unwrap();
+        for bad in [Duration::from_millis(99), MAX_SESSION_TIMEOUT + Duration::from_millis(1)] {
+            let e = ZooKeeperBackend::new(ZkConfig { session_timeout: bad }).err().expect("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+        }
+        assert_eq!(safe_validity(Duration::from_secs(6)), Duration::from_secs(4));
+        let b = ZooKeeperBackend::new(ZkConfig { session_timeout: Duration::from_secs(3) }).unwrap();
+        // Before any session: what was asked for; the negotiated timeout replaces it.
+        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(2)));
+        let mut b = b;
+        b.session_reply(Ok(ZkReply::Session { id: 7, timeout: Duration::from_millis(1500) })).unwrap();
+        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(1)));
+        assert_eq!(b.session(), Some((7, Duration::from_millis(1500))));
+        assert!(b.session_reply(Ok(ZkReply::Deleted)).is_err());
+        assert!(b.session_reply(Ok(ZkReply::Session { id: 8, timeout: Duration::ZERO })).is_err());
+    }
+
+    #[test]
+    fn failures_map_to_the_engines_verdicts() {
+        let loss = attempt_failure(ZkFailure::ConnectionLoss("reset".into()));
+        assert!(matches!(&loss, Attempt::Transient { error, undo: false, .. } if error.kind() == ErrorKind::Connection && error.retryable()), "{loss:?}");
+        let expired = attempt_failure(ZkFailure::SessionExpired);
+        assert!(matches!(&expired, Attempt::Transient { undo: false, .. }), "{expired:?}");
+        let auth = attempt_failure(ZkFailure::Other(Error::new(ErrorKind::Authentication, "no auth")));
+        assert!(matches!(&auth, Attempt::Failed { error, undo: true } if error.kind() == ErrorKind::Authentication), "{auth:?}");
+        assert_eq!(failure_error(ZkFailure::NotEmpty).kind(), ErrorKind::Protocol);
+    }
+
+    #[test]
+    fn targets_follow_the_layout_and_refuse_what_curator_lacks() {
+        let b = ZooKeeperBackend::new(ZkConfig::default()).unwrap();
+        let o = LockOptions::default();
+        let t = b.target("pool", &Primitive::Semaphore { permits: 3 }, &o).unwrap();
+        assert_eq!((t.path.as_str(), t.queue_dir(), t.leases_dir()), ("/lockgate/semaphore/pool", "/lockgate/semaphore/pool/locks".to_string(), Some("/lockgate/semaphore/pool/leases".to_string())));
+        assert_eq!(t.kind(), NodeKind::Lock);
+        let l = b.target("/svc/leader", &Primitive::Leader { value: "me".into() }, &o).unwrap();
+        assert_eq!((l.path.as_str(), l.kind(), l.data()), ("/svc/leader", NodeKind::Latch, b"me".to_vec()));
+        let e = b.target("rw", &Primitive::Read { writers_first: false }, &o).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert_eq!(b.target("a//b", &Primitive::Mutex, &o).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(b.owner_token("0123456789abcdef0123456789abcdef".into()), "01234567-89ab-cdef-0123-456789abcdef");
+    }
+}
