@@ -16,6 +16,7 @@
 pub mod capabilities;
 pub mod connect;
 pub mod engine;
+pub mod erased;
 pub mod error;
 pub mod options;
 pub mod primitive;
