@@ -117,7 +117,7 @@ pub struct ClientOptions {
     pub retry_jitter: Option<Duration>,
     /// ZooKeeper only: the session timeout to ask the ensemble for (default 60 s, Curator's).
     /// Every lease lives in the client's one session; the ensemble may grant less, and a lease
-    /// is counted valid for two thirds of what it granted after each confirmation (PROTOCOL.md
+    /// is counted valid for half of what it granted after each confirmation (PROTOCOL.md
     /// "ZooKeeper").
     pub session_timeout: Option<Duration>,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:

@@ -69,10 +69,14 @@ impl ZkConfig {
     }
 }
 
-/// The part of the negotiated session timeout one confirmation is counted for: two thirds.
-/// Why that is safe: PROTOCOL.md "ZooKeeper", "Sessions are leases".
+/// The part of the negotiated session timeout one confirmation is counted for: half. The
+/// leader learns of a client's requests through its follower's next ping report (up to half a
+/// tick later), and the client may have been silent for a third of the timeout before (the
+/// client library's ping period), so a session confirmed at `t` may expire as early as
+/// `t + T − T/3 − tick/2`; half of `T` stays below that while `tick ≤ T/4`. PROTOCOL.md §9,
+/// "Sessions are leases".
 pub fn safe_validity(session_timeout: Duration) -> Duration {
-    session_timeout * 2 / 3
+    session_timeout / 2
 }
 
 /// Which Curator recipe a lock uses.
@@ -960,7 +964,7 @@ impl Backend for ZooKeeperBackend {
     }
 
     /// One confirmation proves the session alive at its send time, and the session (with every
-    /// node in it) then lives at least the negotiated timeout: two thirds of it count.
+    /// node in it) then lives about the negotiated timeout more: half of it counts.
     fn confirmation_span(&self) -> Option<Duration> {
         Some(safe_validity(self.session_timeout()))
     }
@@ -1136,20 +1140,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_timeouts_are_checked_and_two_thirds_count() {
+    fn session_timeouts_are_checked_and_half_counts() {
         assert_eq!(ZkConfig::default().session_timeout, Duration::from_secs(60));
         ZkConfig::default().validate().unwrap();
         for bad in [Duration::from_millis(99), MAX_SESSION_TIMEOUT + Duration::from_millis(1)] {
             let e = ZooKeeperBackend::new(ZkConfig { session_timeout: bad }).err().expect("refused");
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
-        assert_eq!(safe_validity(Duration::from_secs(6)), Duration::from_secs(4));
+        assert_eq!(safe_validity(Duration::from_secs(6)), Duration::from_secs(3));
         let b = ZooKeeperBackend::new(ZkConfig { session_timeout: Duration::from_secs(3) }).unwrap();
         // Before any session: what was asked for; the negotiated timeout replaces it.
-        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(2)));
+        assert_eq!(b.confirmation_span(), Some(Duration::from_millis(1500)));
         let mut b = b;
         b.session_reply(Ok(ZkReply::Session { id: 7, timeout: Duration::from_millis(1500) })).unwrap();
-        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(1)));
+        assert_eq!(b.confirmation_span(), Some(Duration::from_millis(750)));
         assert_eq!(b.session(), Some((7, Duration::from_millis(1500))));
         assert!(b.session_reply(Ok(ZkReply::Deleted)).is_err());
         assert!(b.session_reply(Ok(ZkReply::Session { id: 8, timeout: Duration::ZERO })).is_err());
