@@ -3,7 +3,7 @@
 #   ci.sh install   rustup target, wasm-bindgen-cli at the pinned version, npm deps (npm ci); idempotent
 #   ci.sh build     the engine for wasm32 + wasm-bindgen --target nodejs into bindings-node/pkg/
 #   ci.sh test      build, then: tsc on the typed example, the engine cases natively and under
-#                   wasm32 (must agree), and `node --test` against redis-servers the tests start
+#                   wasm32 (must agree), and `node --test` against redis-servers (and a ZooKeeper) the tests start
 #                   through the project's launcher (target/release/test-servers, built here)
 #   ci.sh bench     lockgate vs redlock vs redis-semaphore on one redis-server it starts;
 #                   writes $LOCKGATE_BENCH_OUT/node.md (default target/bench/node.md)
@@ -55,6 +55,16 @@ cmd_install() {
       log "WARNING: redis-server is missing; the tests will fail loudly without it"
     fi
   fi
+  if [ ! -f /usr/share/java/zookeeper.jar ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+      local sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      log "installing zookeeper (test/zookeeper.test.js starts its own through the launcher)"
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq zookeeper default-jre-headless >/dev/null
+    else
+      log "WARNING: Debian's zookeeper is missing; test/zookeeper.test.js will fail loudly without it"
+    fi
+  fi
   log "npm ci"
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 }
@@ -102,7 +112,7 @@ cmd_test() {
   [ -d node_modules/ioredis ] || { echo "npm dependencies missing: run $0 install" >&2; exit 1; }
   step "tsc --noEmit on the typed example (test/types)" npx --no-install tsc -p test/types --noEmit
   step "engine cases: native, then wasm32 under Node (wasm-bindgen-test-runner)" engine_cases
-  step "node --test (real redis-servers)" node --test --test-reporter=spec test/*.test.js
+  step "node --test (real redis-servers and ZooKeeper)" node --test --test-reporter=spec test/*.test.js
   echo
   if [ ${#FAILED[@]} -eq 0 ]; then
     log "bindings-node: all test steps passed"

@@ -9,7 +9,10 @@
 // A transport (lib/transport/<backend>.js) performs requests and hands back what came of them:
 // `perform(req)` with `req` flat as `[id, node, n, argc, name, ...args, ...]` (see pollRequest in
 // src/lib.rs), answered through `replied`, `failed` or `input`; optionally `performRequests()`
-// instead (it polls the engine itself); `holdOpen()` and `close()` for shutdown.
+// instead (it polls the engine itself); `holdOpen()` and `close()` for shutdown. The engine of
+// every backend but the Redis ones speaks plain data (`engine.speaksData`): `perform(req)` then
+// gets a plain object `{ id, ... }`, answered through `answer(id, reply)` (or `failed`), and the
+// transport hands pushed notices to `notice(data)`; the forms are the core's (src/lib.rs).
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
@@ -59,6 +62,8 @@ class Driver {
   /** @param {import('../pkg/lockgate_node').Engine} engine */
   constructor(engine) {
     this.engine = engine;
+    /** Whether the engine's requests are plain objects (pollData) rather than flat arrays. */
+    this.speaksData = engine.speaksData;
     /** Set by connect() once the transport is open. */
     this.transport = null;
     /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
@@ -179,6 +184,20 @@ class Driver {
     this.pump();
   }
 
+  /** The reply to data request `id`, a plain object in the core's form for its backend. */
+  answer(id, reply) {
+    if (!this.accepting) return;
+    this.engine.handleData(now(), id, reply);
+    this.pump();
+  }
+
+  /** A notice the server pushed (a watch, a session change), a plain object in the core's form. */
+  notice(data) {
+    if (!this.accepting) return;
+    this.engine.handleNoticeData(now(), data);
+    this.pump();
+  }
+
   // ---- outputs ----
 
   pump() {
@@ -206,6 +225,10 @@ class Driver {
     if (t === null) return;
     if (t.performRequests) return t.performRequests();
     let req;
+    if (this.speaksData) {
+      while ((req = this.engine.pollData()) !== undefined) t.perform(req);
+      return;
+    }
     while ((req = this.engine.pollRequest()) !== undefined) t.perform(req);
   }
 

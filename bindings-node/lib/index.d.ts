@@ -120,18 +120,43 @@ export interface RedlockClientOptions extends BaseClientOptions {
   driftFixedMs?: number;
 }
 
+/**
+ * A ZooKeeper client (`zookeeper://` URLs): one session for all its locks. Leases are the
+ * session's: valid while the ensemble confirms the session (a lost session loses every lease),
+ * so `leaseMs` and renewal concern only how often the session is proven alive.
+ */
+export interface ZooKeeperClientOptions extends Omit<BaseClientOptions, 'redisOptions' | 'keyPrefix' | 'tlsCaPem'> {
+  /**
+   * The session timeout asked of the ensemble, in ms (default 60000, Curator's); the ensemble
+   * may grant another within its own bounds. A holder that loses contact learns its lease is
+   * lost before the ensemble could expire its session and grant the lock to someone else.
+   */
+  sessionTimeoutMs?: number;
+  /** How long connect() and each session open wait for a member to answer (default 5000). */
+  connectTimeoutMs?: number;
+  /** A request unanswered this long (ms, default 5000) drops its connection for another member's. */
+  commandTimeoutMs?: number;
+}
+
 /** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions;
+export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions;
 
 /** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
 export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
+
+/**
+ * A ZooKeeper URL: `zookeeper://[user:password@]host1[:port],host2[:port][/chroot]` (port 2181
+ * by default; the login is ZooKeeper's digest scheme; the chroot must exist).
+ * `zookeeper+tls://` is refused in Node (UnsupportedError): node-zookeeper-client has no TLS.
+ */
+export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`;
 
 /**
  * What a client's backend offers, from the core (the same record in every binding). Every
  * backend offers mutexes with acquire, tryAcquire, extend, release, renewal and loss signals.
  */
 export interface Capabilities {
-  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`. */
+  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`, `ZooKeeper`. */
   readonly backend: string;
   /** The URL scheme of the client (`redis`, `rediss+redlock`, ...). */
   readonly scheme: string;
@@ -146,6 +171,12 @@ export interface Capabilities {
   readonly reentrant: boolean;
   /** This client confirms grants on replicas (`replicaAcks`). */
   readonly replicaAcks: boolean;
+  /** Read-write locks whose readers may pass queued writers (`writersFirst: false`). */
+  readonly readersFirst: boolean;
+  /** The server checks what every client of one lock must agree on (a semaphore's permits, `writersFirst`). */
+  readonly agreedParameters: boolean;
+  /** Waiters' queue entries have a lease of their own (`entryTtlMs`): a crashed waiter is skipped after it. */
+  readonly entryTtl: boolean;
 }
 
 /** Options every kind of lock takes: the lease and the wait. */
@@ -160,7 +191,7 @@ export interface LeaseOptions {
   entryTtlMs?: number;
 }
 
-/** A handle's effective options (defaults filled in; no `entryTtlMs` where waiters do not queue: Redlock). */
+/** A handle's effective options (defaults filled in; `entryTtlMs` only where queue entries have a lease of their own: Redis). */
 export type EffectiveOptions = Required<Omit<LeaseOptions, 'entryTtlMs'>> & Pick<LeaseOptions, 'entryTtlMs'>;
 
 /** Options of `client.lock()`. */
@@ -204,6 +235,13 @@ export interface AcquireOptions {
  * (ConnectionError) or one refuses the credentials (AuthenticationError).
  */
 export function connect(target: RedlockUrl, options?: RedlockClientOptions): Promise<Client>;
+/**
+ * Connects to a ZooKeeper ensemble and opens the client's session (ConnectionError if no member
+ * answers within `connectTimeoutMs`). Locks use Apache Curator's znode layouts, so Curator
+ * processes and lockgate clients contend on the same paths; fencing tokens are the holder
+ * node's creation zxid.
+ */
+export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions): Promise<Client>;
 /**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
  * connection plus one subscriber connection, opened on the first waiting acquire),

@@ -107,6 +107,9 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
     o.validate_as(spelling)?;
     let target = o.target()?;
     let backend = o.backend()?;
+    if !redis_options.is_undefined() && !matches!(backend, Backend::Redis | Backend::RedisCluster | Backend::Redlock) {
+        return Err(Error::invalid(format!("redisOptions are ioredis options, for Redis URLs; not for {}", backend.name())));
+    }
     // Not (yet) among the core's rules: a cluster has database 0 only (SELECT is refused there).
     if backend == Backend::RedisCluster && target.servers()[0].endpoint().db != 0 {
         return Err(Error::invalid("a Redis Cluster has only database 0: remove the database from the URL"));
@@ -156,7 +159,8 @@ impl Connected {
     }
 
     /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
-    /// readWrite, election, observe, reentrant, replicaAcks }` (names in JavaScript's case).
+    /// readWrite, election, observe, reentrant, replicaAcks, readersFirst, agreedParameters,
+    /// entryTtl }` (names in JavaScript's case).
     pub fn capabilities(&self) -> Result<Object> {
         let c = self.options.capabilities()?;
         let out = Object::new();

@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use lockgate_core::connect::{ClientOptions, Spelling};
-use lockgate_core::engine::{LeaseId, OpId, Wait};
+use lockgate_core::engine::{Done, LeaderInfo, LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{Request, RequestKind};
@@ -126,8 +126,8 @@ pub struct HandleOptions {
     pub reentrant: bool,
     /// `writersFirst` (read-write locks; default true).
     pub writers_first: bool,
-    /// Whether waiters queue on the server (`entryTtlMs` applies; not on Redlock).
-    pub queued: bool,
+    /// Whether waiters' queue entries have a lease of their own (`entryTtlMs` applies: Redis).
+    pub entry_ttl: bool,
 }
 
 fn boolean(what: &str, v: &JsValue) -> Result<bool> {
@@ -156,8 +156,8 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str], client: &ClientOp
         }
     }
     let lock = client.lock_options(lease, renew, wait, ttl, &Spelling::JS)?;
-    let queued = client.capabilities()?.fifo;
-    Ok(HandleOptions { lock, reentrant, writers_first, queued })
+    let entry_ttl = client.capabilities()?.entry_ttl;
+    Ok(HandleOptions { lock, reentrant, writers_first, entry_ttl })
 }
 
 /// A semaphore's permit count: a whole JS number (the core checks the range).
@@ -406,17 +406,7 @@ fn any_event_to_js<'a, O>(
 /// `lease`).
 pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
     if let Event::Completed { op, outcome: Outcome::Observed(leader) } = ev {
-        let op = JsValue::from_f64(id_to_js(op.0));
-        let none = JsValue::UNDEFINED;
-        return match leader {
-            None => shapes.observed(&op, &none, &none, &none),
-            Some(leader) => shapes.observed(
-                &op,
-                &JsValue::from_str(&leader.value),
-                &JsValue::from(leader.term),
-                &JsValue::from_f64(duration_ms(leader.remaining)),
-            ),
-        };
+        return observed_to_js(*op, leader.as_ref(), shapes);
     }
     any_event_to_js(ev, shapes, cache, |outcome| match outcome {
         Outcome::Acquired { lease, fencing_token, valid_until } => {
@@ -427,6 +417,37 @@ pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue
         Outcome::Extended { valid_until } => EventFields::extended(*valid_until),
         Outcome::Failed(e) => EventFields::failed(e),
         Outcome::Observed(_) => unreachable!("converted above"),
+    })
+}
+
+/// `{ kind: 'observed', op, value, term, remainingMs }` (no leader: `value` etc. `undefined`).
+fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, shapes: &Shapes) -> JsValue {
+    let op = JsValue::from_f64(id_to_js(op.0));
+    let none = JsValue::UNDEFINED;
+    match leader {
+        None => shapes.observed(&op, &none, &none, &none),
+        Some(leader) => shapes.observed(
+            &op,
+            &JsValue::from_str(&leader.value),
+            &JsValue::from(leader.term),
+            &JsValue::from_f64(duration_ms(leader.remaining)),
+        ),
+    }
+}
+
+/// A data engine's event (the engine's backend-neutral [`Done`]) as the same flat object as
+/// [`event_to_js`]'s; `fencingToken` is `undefined` where the backend issues none.
+pub fn done_event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    if let Event::Completed { op, outcome: Done::Observed(leader) } = ev {
+        return observed_to_js(*op, leader.as_ref(), shapes);
+    }
+    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
+        Done::Acquired { lease, fencing_token, valid_until } => EventFields::acquired(*lease, *fencing_token, *valid_until),
+        Done::NotAcquired => EventFields::not_acquired(),
+        Done::Released { was_held } => EventFields::released(*was_held),
+        Done::Extended { valid_until } => EventFields::extended(*valid_until),
+        Done::Failed(e) => EventFields::failed(e),
+        Done::Observed(_) => unreachable!("converted above"),
     })
 }
 

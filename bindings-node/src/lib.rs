@@ -8,11 +8,13 @@
 
 mod connect;
 mod convert;
+mod data;
 mod errors;
 mod random;
 mod wire;
 
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
+use lockgate_core::erased::DynEngine;
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{EngineConfig, Request, RequestKind};
 use lockgate_core::redlock::RedlockEngine;
@@ -27,9 +29,12 @@ pub use errors::{error_kinds, set_error_factory};
 
 /// The core engine of one client, by backend: the same driving methods, different requests (a
 /// pipeline on one connection, or one command for one master) and outcomes (Redlock: no token).
+/// Every other backend is one type-erased engine whose requests, replies and notices are plain
+/// data (`lockgate_core::erased`), converted by `data.rs`: a new backend adds nothing here.
 enum Core {
     Redis(lockgate_core::redis::Engine),
     Redlock(RedlockEngine),
+    Data(Box<dyn DynEngine>),
 }
 
 /// A validated lock name, its primitive and its options, made once per handle
@@ -42,8 +47,9 @@ pub struct LockSpec {
     primitive: Primitive,
     options: LockOptions,
     reentrant: bool,
-    /// Whether waiters queue on the server (they do not on Redlock: no `entryTtlMs`).
-    queued: bool,
+    /// Whether queue entries have a lease of their own (`entryTtlMs`: Redis, not Redlock or
+    /// ZooKeeper).
+    entry_ttl: bool,
 }
 
 #[wasm_bindgen]
@@ -91,14 +97,15 @@ impl LockSpec {
             primitive,
             options: self.options.clone(),
             reentrant: false,
-            queued: self.queued,
+            entry_ttl: self.entry_ttl,
         })
     }
 
     /// What the handle is, read once by JavaScript: `{ name, kind, reentrant, options }` plus
     /// `permits` (a semaphore), `writersFirst` (a read half) or `value` (leadership). `kind` is
     /// `mutex`, `semaphore`, `read`, `write` or `leader`; `options` the effective lease options
-    /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (`entryTtlMs` only where waiters queue).
+    /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (`entryTtlMs` only where queue entries
+    /// have a lease of their own: Redis).
     #[wasm_bindgen(getter)]
     pub fn info(&self) -> js_sys::Object {
         let (o, set) = (&self.options, convert::set);
@@ -106,7 +113,7 @@ impl LockSpec {
         set(&options, "leaseMs", convert::duration_ms(o.lease).into());
         set(&options, "autoRenew", o.auto_renew.into());
         set(&options, "waitTimeoutMs", convert::wait_ms(o.wait_timeout).into());
-        if self.queued {
+        if self.entry_ttl {
             set(&options, "entryTtlMs", convert::duration_ms(o.entry_ttl).into());
         }
         let out = js_sys::Object::new();
@@ -138,7 +145,7 @@ impl LockSpec {
     fn checked(name: &JsValue, primitive: Primitive, o: convert::HandleOptions) -> JsResult<LockSpec> {
         let name = js(convert::name(name))?;
         js(lockgate_core::options::validate_primitive(&primitive))?;
-        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, queued: o.queued })
+        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, entry_ttl: o.entry_ttl })
     }
 }
 
@@ -156,6 +163,8 @@ pub struct Engine {
     /// A request `pollWireRequests` took from the engine but could not put in its batch (a
     /// subscribe after pipelines): handed out by the next call.
     stash: Option<Request>,
+    /// The transport plan of a data engine, from the core.
+    data_plan: Option<JsValue>,
 }
 
 #[wasm_bindgen]
@@ -166,6 +175,11 @@ impl Engine {
     pub fn connect(url: JsValue, options: JsValue, given: JsValue, shapes: Shapes) -> JsResult<Engine> {
         let client = js(connect::connect(&url, &options, &given))?;
         let o = &client.options;
+        // Every backend but the Redis ones: one engine speaking plain data, with its plan.
+        if let Some(erased) = js(lockgate_core::erased::connect(o, Box::new(random::BufferedOsRandom::new())))? {
+            let plan = Some(data::to_js(&erased.plan));
+            return Ok(Engine::with(Core::Data(erased.engine), plan, client, shapes));
+        }
         let rng = Box::new(random::BufferedOsRandom::new());
         let core = if client.backend == Backend::Redlock {
             Core::Redlock(js(RedlockEngine::new(js(o.redlock_config())?, rng))?)
@@ -179,13 +193,24 @@ impl Engine {
             };
             Core::Redis(js(lockgate_core::redis::Engine::new(config, rng))?)
         };
-        Ok(Engine { core, client, shapes, strings: StrCache::default(), wire: wire::Wire::default(), stash: None })
+        Ok(Engine::with(core, None, client, shapes))
     }
 
-    /// What the transport opens (see `connect::Connected::plan`).
+    /// What the transport opens: the core's plan for a data engine's backend (e.g.
+    /// `lockgate_core::erased::zookeeper::plan`), else `connect::Connected::plan`.
     #[wasm_bindgen(getter)]
-    pub fn plan(&self) -> js_sys::Object {
-        self.client.plan()
+    pub fn plan(&self) -> JsValue {
+        match &self.data_plan {
+            Some(plan) => plan.clone(),
+            None => self.client.plan().into(),
+        }
+    }
+
+    /// Whether requests come from `pollData` as plain objects (answered through `handleData`,
+    /// notices through `handleNoticeData`) rather than from `pollRequest` as flat arrays.
+    #[wasm_bindgen(getter, js_name = speaksData)]
+    pub fn speaks_data(&self) -> bool {
+        matches!(self.core, Core::Data(_))
     }
 
     /// What this client's backend offers (see `connect::Connected::capabilities`).
@@ -202,6 +227,7 @@ impl Engine {
         let op = js(match &mut self.core {
             Core::Redis(e) => e.acquire_primitive(now, &lock.name, &lock.primitive, o, wait),
             Core::Redlock(e) => e.acquire(now, &lock.name, o, wait),
+            Core::Data(e) => e.acquire(now, &lock.name, &lock.primitive, o, wait),
         })?;
         Ok(id_to_js(op.0))
     }
@@ -215,6 +241,7 @@ impl Engine {
             match &mut self.core {
                 Core::Redis(e) => e.reacquire(now, lease),
                 Core::Redlock(e) => e.reacquire(now, lease),
+                Core::Data(e) => e.reacquire(now, lease),
             }
             .0,
         ))
@@ -228,6 +255,7 @@ impl Engine {
         let op = js(match &mut self.core {
             Core::Redis(e) => e.observe_leader(instant(now), &name),
             Core::Redlock(e) => e.observe_leader(instant(now), &name),
+            Core::Data(e) => e.observe_leader(instant(now), &name),
         })?;
         Ok(id_to_js(op.0))
     }
@@ -239,6 +267,7 @@ impl Engine {
             match &mut self.core {
                 Core::Redis(e) => e.release(now, lease),
                 Core::Redlock(e) => e.release(now, lease),
+                Core::Data(e) => e.release(now, lease),
             }
             .0,
         )
@@ -251,6 +280,7 @@ impl Engine {
         let op = js(match &mut self.core {
             Core::Redis(e) => e.extend(now, lease, d),
             Core::Redlock(e) => e.extend(now, lease, d),
+            Core::Data(e) => e.extend(now, lease, d),
         })?;
         Ok(id_to_js(op.0))
     }
@@ -261,6 +291,7 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.cancel(now, op),
             Core::Redlock(e) => e.cancel(now, op),
+            Core::Data(e) => e.cancel(now, op),
         }
     }
 
@@ -269,6 +300,7 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.shutdown(instant(now)),
             Core::Redlock(e) => e.shutdown(instant(now)),
+            Core::Data(e) => e.shutdown(instant(now)),
         }
     }
 
@@ -284,6 +316,7 @@ impl Engine {
         match &self.core {
             Core::Redis(e) => e.is_held(instant(now), LeaseId(id_from_js(lease))),
             Core::Redlock(_) => self.valid_until(lease).is_some_and(|until| instant(now) < until),
+            Core::Data(e) => e.is_held(instant(now), LeaseId(id_from_js(lease))),
         }
     }
 
@@ -293,6 +326,7 @@ impl Engine {
         match &self.core {
             Core::Redis(e) => e.is_idle(),
             Core::Redlock(e) => e.is_idle(),
+            Core::Data(e) => e.is_idle(),
         }
     }
 
@@ -302,6 +336,7 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.handle_timeout(instant(now)),
             Core::Redlock(e) => e.handle_timeout(instant(now)),
+            Core::Data(e) => e.handle_timeout(instant(now)),
         }
     }
 
@@ -311,6 +346,7 @@ impl Engine {
         match &self.core {
             Core::Redis(e) => e.poll_timeout(),
             Core::Redlock(e) => e.poll_timeout(),
+            Core::Data(e) => e.poll_timeout(),
         }
         .map(convert::millis)
     }
@@ -324,6 +360,7 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.poll_request().map(|r| convert::request_to_js(&r, &mut self.strings)),
             Core::Redlock(e) => e.poll_request().map(|r| convert::node_request_to_js(&r, &mut self.strings)),
+            Core::Data(_) => None,
         }
     }
 
@@ -334,6 +371,7 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.poll_event().map(|ev| convert::event_to_js(&ev, shapes, strings)),
             Core::Redlock(e) => e.poll_event().map(|ev| convert::redlock_event_to_js(&ev, shapes, strings)),
+            Core::Data(e) => e.poll_event().map(|ev| convert::done_event_to_js(&ev, shapes, strings)),
         }
         .unwrap_or(JsValue::UNDEFINED)
     }
@@ -383,8 +421,46 @@ impl Engine {
     /// The subscriber connection dropped (grants may have been missed).
     #[wasm_bindgen(js_name = handleDisconnect)]
     pub fn handle_disconnect(&mut self, now: f64) {
-        if let Core::Redis(e) = &mut self.core {
-            e.handle_disconnect(instant(now));
+        match &mut self.core {
+            Core::Redis(e) => e.handle_disconnect(instant(now)),
+            Core::Data(e) => e.handle_disconnect(instant(now)),
+            Core::Redlock(_) => {}
+        }
+    }
+}
+
+/// A data engine's side (`speaksData`): its requests leave as plain objects and what came of
+/// them comes back as plain objects, in the forms its backend's data module in the core
+/// documents (`lockgate_core::erased::zookeeper` for ZooKeeper).
+#[wasm_bindgen]
+impl Engine {
+    /// The next request as a plain object with its `id`, or `undefined`.
+    #[wasm_bindgen(js_name = pollData)]
+    pub fn poll_data(&mut self) -> JsValue {
+        match &mut self.core {
+            Core::Data(e) => e.poll_request().map_or(JsValue::UNDEFINED, |r| data::to_js(&r)),
+            _ => JsValue::UNDEFINED,
+        }
+    }
+
+    /// The reply to request `id` as a plain object; one that is no plain data is a `PROTOCOL`
+    /// failure of the request.
+    #[wasm_bindgen(js_name = handleData)]
+    pub fn handle_data(&mut self, now: f64, id: f64, reply: JsValue) {
+        let (now, id) = (instant(now), RequestId(id_from_js(id)));
+        if let Core::Data(e) = &mut self.core {
+            match data::from_js(&reply) {
+                Ok(d) => e.handle_reply(now, id, &d),
+                Err(why) => e.handle_failure(now, id, Error::protocol(format!("the transport's reply: {why}"))),
+            }
+        }
+    }
+
+    /// A notice the server pushed, as a plain object (anything else is ignored).
+    #[wasm_bindgen(js_name = handleNoticeData)]
+    pub fn handle_notice_data(&mut self, now: f64, notice: JsValue) {
+        if let (Core::Data(e), Ok(d)) = (&mut self.core, data::from_js(&notice)) {
+            e.handle_notice(instant(now), &d);
         }
     }
 }
@@ -456,11 +532,17 @@ impl Engine {
 }
 
 impl Engine {
+    fn with(core: Core, data_plan: Option<JsValue>, client: connect::Connected, shapes: Shapes) -> Engine {
+        let (strings, wire) = (StrCache::default(), wire::Wire::default());
+        Engine { core, client, shapes, strings, wire, stash: None, data_plan }
+    }
+
     fn valid_until(&self, lease: f64) -> Option<Instant> {
         let lease = LeaseId(id_from_js(lease));
         match &self.core {
             Core::Redis(e) => e.lease_valid_until(lease),
             Core::Redlock(e) => e.lease_valid_until(lease),
+            Core::Data(e) => e.lease_valid_until(lease),
         }
     }
 
@@ -470,6 +552,11 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.handle_reply(now, id, replies),
             Core::Redlock(e) => e.handle_reply(now, id, replies.and_then(convert::one_reply)),
+            // A data engine's transport answers through handleData; an error is a failure.
+            Core::Data(e) => match replies {
+                Err(error) => e.handle_failure(now, id, error),
+                Ok(_) => e.handle_failure(now, id, Error::protocol("a data engine's reply must come through handleData")),
+            },
         }
     }
 

@@ -92,6 +92,9 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
     observe: false,
     reentrant: true,
     replicaAcks: false,
+    readersFirst: false,
+    agreedParameters: false,
+    entryTtl: false,
   });
   const lock = rl.lock('orders', { leaseMs: 1000 });
   assert.ok(lock instanceof lockgate.Lock);

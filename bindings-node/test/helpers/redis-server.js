@@ -162,4 +162,4 @@ async function eventually(check, ms = 3000, what = 'condition') {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { startRedis, startCluster, startPrimaryReplica, eventually, sleep, freePort };
+module.exports = { launch, startRedis, startCluster, startPrimaryReplica, eventually, sleep, freePort };

@@ -24,6 +24,7 @@ import {
   UnsupportedError,
   type Capabilities,
   type RedlockClientOptions,
+  type ZooKeeperClientOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -194,5 +195,19 @@ async function redlockExample(): Promise<void> {
   await redlock.close();
 }
 
+async function zookeeperExample(): Promise<void> {
+  // ZooKeeper is a URL like any other backend: the same Client, Lock and Lease.
+  const options: ZooKeeperClientOptions = { sessionTimeoutMs: 30_000, connectTimeoutMs: 2_000 };
+  const zk: Client = await connect('zookeeper://app:secret@zk1:2181,zk2:2181,zk3:2181/services', options);
+  const lease: Lease = await zk.lock('orders:42').acquire({ timeoutMs: 1_000 });
+  const token: bigint | null = lease.fencingToken; // the holder node's creation zxid
+  await lease.release();
+  // @ts-expect-error ioredis options belong to Redis URLs
+  await connect('zookeeper://zk1:2181', { sessionTimeoutMs: 30_000, redisOptions: {} });
+  void token;
+  await zk.close();
+}
+
 void example;
 void redlockExample;
+void zookeeperExample;

@@ -1,0 +1,188 @@
+'use strict';
+// ZooKeeper through the public API (`zookeeper://` URLs) and through its transport
+// (lib/transport/zookeeper.js on node-zookeeper-client), against one real ZooKeeper started by
+// the project's launcher (`test-servers zookeeper`). What every binding must do alike is the
+// conformance suite's (its zookeeper variants); this file keeps what is Node's: the transport's
+// own work (a created node's stat, container parents, version checks, watches), the Promise API
+// end to end, and typed errors.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const lockgate = require('..');
+const transport = require('../lib/transport/zookeeper');
+const { launch, freePort, eventually } = require('./helpers/redis-server');
+
+/** Short sessions keep the tests short (the launcher's servers accept 1 s and up). */
+const SESSION_MS = 4000;
+
+let zk;
+const clients = [];
+
+before(async () => {
+  zk = await launch('zookeeper');
+});
+
+after(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  if (zk) await zk.close();
+});
+
+async function connect(options = {}) {
+  const c = await lockgate.connect(zk.url, { sessionTimeoutMs: SESSION_MS, ...options });
+  clients.push(c);
+  return c;
+}
+
+test('a mutex: exclusion, a waiter woken by the release, increasing fencing tokens', async () => {
+  const [a, b] = [await connect(), await connect()];
+  assert.equal(a.capabilities.backend, 'ZooKeeper');
+  assert.equal(a.capabilities.fencing, true);
+  const first = await a.lock('zk-orders').acquire({ timeoutMs: 5000 });
+  assert.equal(typeof first.fencingToken, 'bigint');
+  assert.ok(first.fencingToken > 0n);
+  assert.equal(first.isHeld, true);
+  assert.equal(await b.lock('zk-orders').tryAcquire(), null);
+  const waiting = b.lock('zk-orders').acquire({ timeoutMs: 5000 });
+  assert.equal(await first.release(), true);
+  const second = await waiting;
+  assert.ok(second.fencingToken > first.fencingToken, `${second.fencingToken} > ${first.fencingToken}`);
+  assert.equal(second.signal.aborted, false);
+  assert.equal(await second.release(), true);
+  assert.equal(await second.release(), false);
+});
+
+test('an election: the leader is observed with its value and term; the next term is larger', async () => {
+  const [a, b] = [await connect(), await connect()];
+  assert.equal(await b.election('zk-scheduler').observe(), null);
+  const leading = await a.election('zk-scheduler').campaign('10.0.0.7:8080', { timeoutMs: 5000 });
+  const seen = await b.election('zk-scheduler').observe();
+  assert.equal(seen.value, '10.0.0.7:8080');
+  assert.equal(seen.term, leading.term);
+  const next = b.election('zk-scheduler').campaign('10.0.0.8:8080', { timeoutMs: 5000 });
+  await leading.release();
+  const successor = await next;
+  assert.ok(successor.term > leading.term);
+  assert.equal((await a.election('zk-scheduler').observe()).value, '10.0.0.8:8080');
+  await successor.release();
+});
+
+test('bad URLs and options are typed errors before any connection; an unreachable ensemble is CONNECTION', async () => {
+  const invalid = [
+    ['zookeeper://user@127.0.0.1:2181', {}],
+    ['zookeeper://127.0.0.1:2181/app/', {}],
+    ['zookeeper://127.0.0.1:99999', {}],
+    [zk.url, { sessionTimeoutMs: 'soon' }],
+    [zk.url, { sessionTimeoutMs: 1 }],
+    [zk.url, { maxLeaseMs: 1000 }],
+    [zk.url, { redisOptions: {} }],
+    [zk.url, { sessionTimeout: 4000 }],
+  ];
+  for (const [url, options] of invalid) {
+    await assert.rejects(lockgate.connect(url, options), (e) => {
+      assert.ok(e instanceof lockgate.InvalidArgumentError, `${url} ${JSON.stringify(options)}: ${e}`);
+      assert.equal(e.code, 'INVALID_ARGUMENT');
+      assert.equal(e.retryable, false);
+      return true;
+    });
+  }
+  await assert.rejects(lockgate.connect(zk.url.replace('zookeeper:', 'zookeeper+tls:')), { code: 'UNSUPPORTED' });
+  const dead = `zookeeper://app:hunter2@127.0.0.1:${await freePort()}`;
+  await assert.rejects(lockgate.connect(dead, { connectTimeoutMs: 300 }), (e) => {
+    assert.equal(e.code, 'CONNECTION');
+    assert.equal(e.retryable, true);
+    assert.ok(!e.message.includes('hunter2'), e.message);
+    return true;
+  });
+});
+
+test('the transport: real stats for creates, container parents, version checks, watches', async () => {
+  const [host, port] = new URL(zk.url).host.split(':');
+  const answers = new Map();
+  const notices = [];
+  const driver = { answer: (id, reply) => answers.get(id)(reply), notice: (n) => notices.push(n) };
+  const plan = { connectString: `${host}:${port}`, sessionTimeoutMs: SESSION_MS, connectTimeoutMs: 3000, commandTimeoutMs: 5000, digest: null, tls: false, redacted: zk.url };
+  const t = await transport.open(driver, plan);
+  let next = 1;
+  const perform = (req) =>
+    new Promise((resolve) => {
+      const id = next++;
+      answers.set(id, resolve);
+      t.perform({ id, ...req });
+    });
+  try {
+    const session = await perform({ op: 'openSession' });
+    assert.equal(session.reply, 'session');
+    assert.equal(session.timeoutMs, SESSION_MS);
+    const created = await perform({ op: 'create', path: '/zk-test/a/b/n-', data: new Uint8Array([7]), mode: 'ephemeralSequential' });
+    assert.equal(created.reply, 'created');
+    assert.match(created.path, /^\/zk-test\/a\/b\/n-\d{10}$/);
+    assert.equal(created.stat.ephemeralOwner, session.sessionId);
+    // The stat made from the reply's zxid is the node's own.
+    const seen = await perform({ op: 'exists', path: created.path, watch: true });
+    assert.deepEqual(seen.stat, created.stat);
+    const data = await perform({ op: 'getData', path: created.path, watch: false });
+    assert.deepEqual([...data.data], [7]);
+    // The parents were made (as containers: the same create as the one below, whose result
+    // only a createContainer op has).
+    const parent = await perform({ op: 'exists', path: '/zk-test/a/b', watch: false });
+    assert.equal(parent.stat.numChildren, 1);
+    const container = await perform({ op: 'create', path: '/zk-test/c', mode: 'container' });
+    assert.equal(container.reply, 'created');
+    assert.ok(container.stat.czxid > created.stat.czxid);
+    assert.deepEqual((await perform({ op: 'children', path: '/zk-test/a/b', watch: false })).children, [created.path.slice(13)]);
+    // Version 0 is checked as 0, not as "any".
+    assert.deepEqual(await perform({ op: 'check', path: created.path, version: 0 }), { reply: 'checked' });
+    assert.equal((await perform({ op: 'check', path: created.path, version: 1 })).failure, 'badVersion');
+    assert.equal((await perform({ op: 'delete', path: created.path, version: 1 })).failure, 'badVersion');
+    assert.equal((await perform({ op: 'create', path: '/zk-test/a/b', mode: 'persistent' })).failure, 'nodeExists');
+    assert.deepEqual(await perform({ op: 'delete', path: created.path, version: 0 }), { reply: 'deleted' });
+    await eventually(() => notices.some((n) => n.notice === 'watch' && n.event === 'deleted' && n.path === created.path));
+    assert.equal((await perform({ op: 'delete', path: created.path, version: null })).failure, 'noNode');
+    assert.equal((await perform({ op: 'getData', path: created.path, watch: false })).failure, 'noNode');
+  } finally {
+    await t.close();
+  }
+});
+
+test('the transport: an expired session is told, and the next open starts a new one', async () => {
+  const zookeeper = require('node-zookeeper-client');
+  const [host, port] = new URL(zk.url).host.split(':');
+  const answers = new Map();
+  const notices = [];
+  const driver = { answer: (id, reply) => answers.get(id)(reply), notice: (n) => notices.push(n) };
+  const plan = { connectString: `${host}:${port}`, sessionTimeoutMs: SESSION_MS, connectTimeoutMs: 3000, commandTimeoutMs: 5000, digest: null, tls: false, redacted: zk.url };
+  const t = await transport.open(driver, plan);
+  let next = 1;
+  const perform = (req) =>
+    new Promise((resolve) => {
+      const id = next++;
+      answers.set(id, resolve);
+      t.perform({ id, ...req });
+    });
+  try {
+    const first = await perform({ op: 'openSession' });
+    const node = await perform({ op: 'create', path: '/zk-expiry-', mode: 'ephemeralSequential' });
+    // End the session behind the transport's back: another connection resumes it and closes
+    // it while this one reads nothing (its socket paused, as a stalled process's would be);
+    // reading on, it finds its connection closed and the session gone.
+    const c = t.client;
+    c.socket.pause();
+    const killer = zookeeper.createClient(plan.connectString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: SESSION_MS });
+    await new Promise((resolve) => {
+      killer.once('connected', () => {
+        killer.connectionManager.socket.once('close', resolve);
+        killer.close();
+      });
+      killer.connect();
+    });
+    c.socket.resume();
+    await eventually(() => notices.some((n) => n.notice === 'session' && n.event === 'expired'), 5000, 'the expired notice');
+    assert.equal((await perform({ op: 'exists', path: node.path, watch: false })).failure, 'sessionExpired');
+    const second = await perform({ op: 'openSession' });
+    assert.equal(second.reply, 'session');
+    assert.notEqual(second.sessionId, first.sessionId);
+    assert.equal((await perform({ op: 'exists', path: node.path, watch: false })).stat, null);
+  } finally {
+    await t.close();
+  }
+});
