@@ -2,8 +2,9 @@
 //! `ClientOptions::new("zookeeper://...").connect()`, then a mutex, a read-write lock, a
 //! semaphore and an election acquired, waited for, released and observed end to end through the
 //! native driver and the ZooKeeper transport, with fencing tokens (creation zxids) increasing;
-//! nodes live under the URL's chroot and none is left once released. A holder whose server goes
-//! silent past its session is told it lost the lock, and the next holder's token is larger.
+//! nodes live under the URL's chroot and none is left once released or once the clients close. A
+//! holder whose server goes silent is told it lost the lock within the session timeout, and the
+//! next holder's token is larger.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -135,8 +136,18 @@ async fn every_primitive_end_to_end_with_increasing_fencing_tokens() {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens increase: {tokens:?}");
     let left = ephemerals(&raw, &chroot).await;
     assert!(left.is_empty(), "released: no node left: {left:?}");
-    a.close().await;
+
+    // A clean shutdown leaves nothing either: a held lease and a waiter of the closing client.
+    let (ma, mb) = (a.lock("m", options.clone()).unwrap(), b.lock("m", options.clone()).unwrap());
+    let _held = mb.acquire(WAIT).await.unwrap();
+    let waiting = tokio::spawn(async move { ma.acquire(WAIT).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ephemerals(&raw, &chroot).await.len(), 2);
     b.close().await;
+    assert!(waiting.await.unwrap().is_ok(), "a is granted once b's client closed");
+    a.close().await;
+    let left = ephemerals(&raw, &chroot).await;
+    assert!(left.is_empty(), "closed: no node left: {left:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
