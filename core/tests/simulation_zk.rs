@@ -206,7 +206,10 @@ fn run_checked(seed: u64, cfg: EnsembleConfig, workload: Workload, faults: bool)
     let clients = workload.clients;
     let mut runner = Runner::new(&mut sim, workload, seed);
     let mut faults = faults.then(|| Faults::pick(&mut sim, seed, clients));
-    let mut stuck = StuckWatch::new(ms(2 * SESSION));
+    // A head's owner may be between a failed attempt and its retry (the engine backs off up to
+    // a second) or reconnecting after an outage of up to twice the session: longer than that,
+    // and it is stuck.
+    let mut stuck = StuckWatch::new(ms(1000 + 2 * SESSION));
     runner.run_with(&mut sim, |s| {
         if let Some(f) = faults.as_mut() {
             f.inject(s);
@@ -505,5 +508,37 @@ fn zk_observers_see_each_leader_and_its_term() {
         run_until(&mut sim, ms(500), "an observation", |s| s.done(observer, op).is_some());
         assert!(matches!(sim.done(observer, op).expect("done").1, Done::Observed(None)), "seed {seed}: a leader after everyone resigned");
         check::mutual_exclusion(&sim);
+    });
+}
+
+// The liveness checks have teeth: a node in a running client's session that its engine does not
+// know (what a lost create without adoption leaves) is reported as a stuck queue head while a
+// waiter queues behind it, and as an orphan once every engine is idle.
+#[test]
+fn zk_checks_catch_a_node_its_owner_does_not_know() {
+    every_seed(0..teeth_seeds().min(40), |seed| {
+        let cfg = EnsembleConfig { p_drop: 0.0, p_long_outage: 0.0, ..ensemble(seed) };
+        let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+        let [a, b] = [sim.add_client(), sim.add_client()];
+        let opts = LockOptions::fixed_lease(ms(300));
+        let first = sim.acquire(a, "planted", &opts, Wait::Try);
+        run_until(&mut sim, ms(1000), "a's grant", |s| s.granted(a, first).is_some());
+        let (_, lease, _) = sim.granted(a, first).expect("granted");
+        sim.release(a, lease);
+        sim.settle(ms(1000));
+        let planted = sim.plant_node(a, "/lockgate/mutex/planted/_c_00000000-0000-0000-0000-000000000000-lock-");
+        let wait = sim.acquire(b, "planted", &opts, Wait::For(ms(4000)));
+        let mut stuck = StuckWatch::new(ms(1000 + 2 * SESSION));
+        let limit = sim.now + ms(3500);
+        while sim.now < limit {
+            stuck.sample(&sim);
+            sim.step(limit);
+        }
+        assert!(sim.granted(b, wait).is_none(), "seed {seed}: b was granted behind a node nobody released");
+        assert!(stuck.stuck.iter().any(|s| s.starts_with(&planted)), "seed {seed}: the stuck head {planted} was not reported: {:?}", stuck.stuck);
+        sim.cancel(b, wait);
+        sim.settle(ms(2000));
+        let orphans = sim.server.orphans();
+        assert!(orphans.iter().any(|o| o.starts_with(&planted)), "seed {seed}: the orphan {planted} was not reported: {orphans:?}");
     });
 }

@@ -1232,6 +1232,25 @@ impl Sim<SimZk> {
         self.push(pushes);
     }
 
+    /// Creates an ephemeral sequential node at `prefix` in client `c`'s session behind its
+    /// engine's back (a node its owner does not know: what a recipe bug would leave). Returns
+    /// its path.
+    pub fn plant_node(&mut self, c: ClientId, prefix: &str) -> String {
+        let mut pushes = Vec::new();
+        let now = self.now;
+        let op = ZkOp::Create { path: prefix.to_string(), data: Vec::new(), mode: CreateMode::EphemeralSequential };
+        let member = match self.server.links[c].state {
+            LinkState::Up { member, .. } => member,
+            ref other => panic!("client {c} is not connected: {other:?}"),
+        };
+        let created = self.server.perform(now, c, member, op, &mut pushes);
+        self.push(pushes);
+        match created {
+            Ok(ZkReply::Created { path, .. }) => path,
+            other => panic!("planting a node failed: {other:?}"),
+        }
+    }
+
     /// Follower `m` stops now until `until` (SIGSTOP).
     pub fn stop_member(&mut self, m: usize, until: Instant) {
         let now = self.now;
