@@ -72,10 +72,13 @@ fn net_for(seed: u64) -> NetConfig {
 
 /// A 3-member ensemble (1 for every fourth seed) whose followers lag up to 30 ms, whose
 /// connections drop at 3 % of requests, and whose outages are partitions of 0.3-1.2 s (up to
-/// twice the session) one time in five.
+/// twice the session) one time in five. Every fifth seed's ensemble has a 20 ms tick, so it
+/// grants 400 ms sessions to clients asking for 600 ms: validity must count from the
+/// negotiated timeout.
 fn ensemble(seed: u64) -> EnsembleConfig {
     EnsembleConfig {
         members: if seed % 4 == 3 { 1 } else { 3 },
+        tick: if seed % 5 == 4 { ms(20) } else { ms(50) },
         session_timeout: ms(SESSION),
         follower_lag: (Duration::ZERO, ms(30)),
         p_drop: 0.03,
@@ -437,10 +440,8 @@ fn zk_lost_create_reply_is_adopted_never_orphaned() {
     });
 }
 
-/// The mutex workload over an ensemble that expires silent sessions after `expiry_pct` % of
-/// their timeout; whether the exclusion check fails.
-fn exclusion_fails_with_early_expiry(seed: u64, expiry_pct: u32) -> bool {
-    let cfg = EnsembleConfig { expiry_pct, ..ensemble(seed) };
+/// The mutex workload over `cfg`; whether the exclusion check fails.
+fn exclusion_fails(seed: u64, cfg: EnsembleConfig) -> bool {
     let (sim, _) = {
         let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
         let mut runner = Runner::new(&mut sim, Workload { p_crash: 0.0, ..mutex_workload() }, seed);
@@ -452,11 +453,24 @@ fn exclusion_fails_with_early_expiry(seed: u64, expiry_pct: u32) -> bool {
 }
 
 // The check has teeth: an ensemble that expires a silent session after a third of the timeout
-// it granted lets a second client in while a partitioned holder still believes it holds.
+// it granted lets a second client in while a partitioned holder still believes it holds (57 of
+// the first 200 seeds).
 #[test]
 fn zk_checks_catch_an_ensemble_that_expires_sessions_early() {
-    let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails_with_early_expiry(seed, 30)).count();
+    let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails(seed, EnsembleConfig { expiry_pct: 30, ..ensemble(seed) })).count();
     assert!(caught > 0, "no run showed two holders with sessions expiring at 30 % of their timeout");
+}
+
+// The check has teeth: a transport that reports the session timeout it asked for (1.2 s) where
+// the ensemble granted less (400 ms: 20 ticks of 20 ms) makes clients count on more than the
+// session lives: a second client gets in while a partitioned holder still believes it holds
+// (3 of the first 200 seeds).
+#[test]
+fn zk_checks_catch_a_session_timeout_longer_than_granted() {
+    let asked = ms(2 * SESSION);
+    let cfg = |seed| EnsembleConfig { tick: ms(20), session_timeout: asked, reported_timeout: Some(asked), ..ensemble(seed) };
+    let caught = (0..teeth_seeds()).filter(|&seed| exclusion_fails(seed, cfg(seed))).count();
+    assert!(caught > 0, "no run showed two holders with validity counted from a timeout the ensemble did not grant");
 }
 
 /// Observes election `name` from `c` until it reports `term` (reads may be served by a lagging

@@ -98,6 +98,10 @@ pub struct EnsembleConfig {
     /// 100 is ZooKeeper; less breaks the promise sessions make (for the tests that show the
     /// checks catch what follows).
     pub expiry_pct: u32,
+    /// The timeout `OpenSession` reports, if not the negotiated one: a transport that reports
+    /// what it asked for rather than what the ensemble granted (for the tests that show the
+    /// checks catch what follows).
+    pub reported_timeout: Option<Duration>,
 }
 
 impl Default for EnsembleConfig {
@@ -113,6 +117,7 @@ impl Default for EnsembleConfig {
             long_outage: (Duration::from_millis(300), Duration::from_millis(1200)),
             container_check: Duration::from_millis(200),
             expiry_pct: 100,
+            reported_timeout: None,
         }
     }
 }
@@ -752,7 +757,8 @@ impl SimZk {
             LinkState::Up { .. } => {
                 if let Some(id) = self.links[c].session.filter(|id| self.sessions.contains_key(id)) {
                     self.touch(c, now);
-                    return Ok(ZkReply::Session { id, timeout: self.sessions[&id].timeout });
+                    let timeout = self.cfg.reported_timeout.unwrap_or(self.sessions[&id].timeout);
+                    return Ok(ZkReply::Session { id, timeout });
                 }
                 // Up on a session the leader expired without closing the connection cannot
                 // happen (expiry drops the connection); fall through to a new session.
@@ -778,7 +784,7 @@ impl SimZk {
         l.gen += 1;
         l.watches.clear();
         l.last_zxid = l.last_zxid.max(self.members[member].zxid);
-        Ok(ZkReply::Session { id, timeout })
+        Ok(ZkReply::Session { id, timeout: self.cfg.reported_timeout.unwrap_or(timeout) })
     }
 
     // ---- faults the tests inject ----
