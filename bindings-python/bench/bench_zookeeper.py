@@ -248,6 +248,8 @@ def ratio(ours: float, theirs: float, higher_is_better: bool) -> str:
         return "—"
     better = ours >= theirs if higher_is_better else ours <= theirs
     r = ours / theirs if higher_is_better else theirs / ours
+    if abs(r - 1) < 0.005:
+        return "equal"
     return f"{r:.2f}× better" if better else f"{1 / r:.2f}× worse"
 
 

@@ -6,14 +6,16 @@ lockgate's ZooKeeper primitives use Apache Curator's layout (a mutex's contender
 `_c_<uuid>-lock-<sequence>` children of the lock's path). kazoo's `Lock` names its nodes
 `<uuid>__lock__<sequence>` and, by default, counts only nodes named that way as contenders;
 since kazoo 2.7.1 `extra_lock_patterns` adds other names (kazoo's way to share a lock with
-Curator), and with `("-lock-",)` it queues behind lockgate's nodes by sequence number. lockgate,
-like Curator, does not read kazoo's names: the two do not exclude each other, so a path must
-not be shared between them (these tests pin down exactly what happens).
+Curator), and with `("-lock-",)` it queues behind lockgate's nodes by sequence number.
+lockgate orders every child whose name ends in a sequence number by that number, kazoo's
+included, so it always waits for kazoo's holders. Mutex interoperability with kazoo therefore
+needs `extra_lock_patterns=("-lock-",)` on kazoo's side; without it kazoo ignores lockgate.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+import threading
+from typing import Any, Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -66,6 +68,32 @@ def children(kz: KazooClient, p: str) -> list[str]:
     return kz.get_children(p) if kz.exists(p) else []
 
 
+class Waiter:
+    """A blocking acquire on its own thread; `done` is set once it returns (or fails)."""
+
+    def __init__(self, acquire: Callable[[], Any], grants: list[str], label: str) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.result = acquire()
+                grants.append(label)
+            except BaseException as e:  # re-raised by wait()
+                self.error = e
+            finally:
+                self.done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def wait(self, timeout: float = 10.0) -> Any:
+        assert self.done.wait(timeout), "the waiter was not served"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 def test_kazoo_lock_with_curator_pattern_waits_for_a_lockgate_holder(lg: lockgate.Client, kz: KazooClient) -> None:
     p = path("mutex")
     lease = lg.lock(p).acquire(timeout=5)
@@ -79,20 +107,57 @@ def test_kazoo_lock_with_curator_pattern_waits_for_a_lockgate_holder(lg: lockgat
     wait_until(lambda: children(kz, p) == [], what="no nodes left")
 
 
-def test_lockgate_does_not_wait_for_a_kazoo_holder(lg: lockgate.Client, kz: KazooClient) -> None:
-    """The other direction does not hold: lockgate sorts children as Curator does (by what follows
-    `lock-`), so a kazoo node (`<uuid>__lock__<seq>`, no `lock-`) sorts after every lockgate node
-    and never blocks it. A kazoo holder and a lockgate holder at once: NOT interoperable."""
+@pytest.mark.parametrize("patterns", [CURATOR_PATTERN, ()], ids=["kazoo-with-pattern", "kazoo-default"])
+def test_lockgate_waits_for_a_kazoo_holder(lg: lockgate.Client, kz: KazooClient, patterns: tuple[str, ...]) -> None:
+    """lockgate orders every child ending in a sequence number by it, kazoo's included: it waits
+    for a kazoo holder whatever kazoo's own settings."""
     p = path("reverse")
-    klock = kz.Lock(p, "kazoo", extra_lock_patterns=CURATOR_PATTERN)
+    klock = kz.Lock(p, "kazoo", extra_lock_patterns=patterns)
     assert klock.acquire(timeout=5)
-    try:
-        lease = lg.lock(p).try_acquire()
-        assert lease is not None, "lockgate now waits for kazoo's nodes: update the README's kazoo section"
-        assert len(children(kz, p)) == 2  # both hold: the kazoo node and lockgate's
-        lease.release()
-    finally:
-        klock.release()
+    lock = lg.lock(p)
+    with pytest.raises(lockgate.LockTimeoutError):
+        lock.acquire(timeout=0.3)
+    assert lock.try_acquire() is None
+    assert len(children(kz, p)) == 1  # lockgate withdrew its nodes
+    waiter = Waiter(lambda: lock.acquire(timeout=10), [], "L")
+    wait_until(lambda: len(children(kz, p)) == 2, what="lockgate queued")
+    assert not waiter.done.wait(0.2), "lockgate was granted beside kazoo's holder"
+    klock.release()
+    waiter.wait().release()
+    wait_until(lambda: children(kz, p) == [], what="no nodes left")
+
+
+def test_mixed_queue_is_served_in_arrival_order(lg: lockgate.Client, kz: KazooClient, zk: Deployment) -> None:
+    """With `extra_lock_patterns=("-lock-",)` on kazoo's side, a queue mixing both is one FIFO."""
+    p = path("queue")
+    grants: list[str] = []
+    first = lg.lock(p).acquire(timeout=5)
+    grants.append("L0")
+    k1 = kz.Lock(p, "K1", extra_lock_patterns=CURATOR_PATTERN)
+    w1 = Waiter(lambda: k1.acquire(timeout=10), grants, "K1")
+    wait_until(lambda: len(children(kz, p)) == 2, what="K1 queued")
+    with lockgate.Client(zk.url) as lg2:
+        l2 = lg2.lock(p)
+        w2 = Waiter(lambda: l2.acquire(timeout=10), grants, "L2")
+        wait_until(lambda: len(children(kz, p)) == 3, what="L2 queued")
+        k3 = kz.Lock(p, "K3", extra_lock_patterns=CURATOR_PATTERN)
+        w3 = Waiter(lambda: k3.acquire(timeout=10), grants, "K3")
+        wait_until(lambda: len(children(kz, p)) == 4, what="K3 queued")
+        assert not w1.done.wait(0.2)
+        assert grants == ["L0"]
+
+        first.release()
+        assert w1.wait() is True
+        assert grants == ["L0", "K1"]
+        assert not w2.done.wait(0.2), "lockgate was granted beside kazoo's holder"
+        k1.release()
+        lease2 = w2.wait()
+        assert grants == ["L0", "K1", "L2"]
+        assert not w3.done.wait(0.2), "kazoo was granted beside lockgate's holder"
+        lease2.release()
+        assert w3.wait() is True
+        k3.release()
+    assert grants == ["L0", "K1", "L2", "K3"]
     wait_until(lambda: children(kz, p) == [], what="no nodes left")
 
 
@@ -106,3 +171,17 @@ def test_kazoo_lock_by_default_does_not_see_lockgate(lg: lockgate.Client, kz: Ka
         klock.release()
     finally:
         lease.release()
+
+
+def test_kazoo_write_lock_does_not_exclude_lockgate_readers(lg: lockgate.Client, kz: KazooClient) -> None:
+    """Read-write locks do not interoperate: lockgate's readers wait only for Curator-named writer
+    nodes, and kazoo's writer is `<uuid>__lock__<seq>`."""
+    p = path("rw")
+    writer = kz.WriteLock(p, "kazoo")
+    assert writer.acquire(timeout=5)
+    try:
+        lease = lg.read_write_lock(p).read_lock.try_acquire()
+        assert lease is not None, "lockgate's readers now wait for kazoo's writers: update the README"
+        lease.release()
+    finally:
+        writer.release()

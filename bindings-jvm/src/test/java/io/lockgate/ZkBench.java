@@ -314,6 +314,9 @@ public final class ZkBench {
         }
         boolean better = higherIsBetter ? ours >= theirs : ours <= theirs;
         double r = higherIsBetter ? ours / theirs : theirs / ours;
+        if (Math.abs(r - 1) < 0.005) {
+            return "equal";
+        }
         return String.format(Locale.ROOT, "%.2f× %s", better ? r : 1 / r, better ? "better" : "worse");
     }
 
