@@ -146,7 +146,7 @@ export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
 
 /**
  * A ZooKeeper URL: `zookeeper://[user:password@]host1[:port],host2[:port][/chroot]` (port 2181
- * by default; the login is ZooKeeper's digest scheme; the chroot must exist).
+ * by default; the login is ZooKeeper's digest scheme; a missing chroot node is made).
  * `zookeeper+tls://` is refused in Node (UnsupportedError): node-zookeeper-client has no TLS.
  */
 export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`;

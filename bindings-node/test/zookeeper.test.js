@@ -27,10 +27,31 @@ after(async () => {
   if (zk) await zk.close();
 });
 
-async function connect(options = {}) {
-  const c = await lockgate.connect(zk.url, { sessionTimeoutMs: SESSION_MS, ...options });
+async function connect(options = {}, url = zk.url) {
+  const c = await lockgate.connect(url, { sessionTimeoutMs: SESSION_MS, ...options });
   clients.push(c);
   return c;
+}
+
+/**
+ * The ZooKeeper transport on its own, with a driver that only records: `{ t, plan, perform(req)
+ * → Promise<reply>, notices }`.
+ */
+async function rawTransport() {
+  const [host, port] = new URL(zk.url).host.split(':');
+  const answers = new Map();
+  const notices = [];
+  const driver = { answer: (id, reply) => answers.get(id)(reply), notice: (n) => notices.push(n) };
+  const plan = { connectString: `${host}:${port}`, sessionTimeoutMs: SESSION_MS, connectTimeoutMs: 3000, commandTimeoutMs: 5000, digest: null, tls: false, redacted: zk.url };
+  const t = await transport.open(driver, plan);
+  let next = 1;
+  const perform = (req) =>
+    new Promise((resolve) => {
+      const id = next++;
+      answers.set(id, resolve);
+      t.perform({ id, ...req });
+    });
+  return { t, plan, perform, notices };
 }
 
 test('a mutex: exclusion, a waiter woken by the release, increasing fencing tokens', async () => {
@@ -66,6 +87,21 @@ test('an election: the leader is observed with its value and term; the next term
   await successor.release();
 });
 
+test('a chroot (made if it is missing) and a digest login', async () => {
+  const { host } = new URL(zk.url);
+  const c = await connect({}, `zookeeper://app:s3cret@${host}/zk-chroot/app`);
+  const lease = await c.lock('chrooted').acquire({ timeoutMs: 5000 });
+  const { t, perform } = await rawTransport();
+  try {
+    const seen = await perform({ op: 'children', path: '/zk-chroot/app/lockgate/mutex/chrooted', watch: false });
+    assert.equal(seen.children.length, 1, 'the holder node, under the chroot');
+    assert.equal((await perform({ op: 'exists', path: '/lockgate/mutex/chrooted', watch: false })).stat, null);
+  } finally {
+    await t.close();
+  }
+  assert.equal(await lease.release(), true);
+});
+
 test('bad URLs and options are typed errors before any connection; an unreachable ensemble is CONNECTION', async () => {
   const invalid = [
     ['zookeeper://user@127.0.0.1:2181', {}],
@@ -96,19 +132,7 @@ test('bad URLs and options are typed errors before any connection; an unreachabl
 });
 
 test('the transport: real stats for creates, container parents, version checks, watches', async () => {
-  const [host, port] = new URL(zk.url).host.split(':');
-  const answers = new Map();
-  const notices = [];
-  const driver = { answer: (id, reply) => answers.get(id)(reply), notice: (n) => notices.push(n) };
-  const plan = { connectString: `${host}:${port}`, sessionTimeoutMs: SESSION_MS, connectTimeoutMs: 3000, commandTimeoutMs: 5000, digest: null, tls: false, redacted: zk.url };
-  const t = await transport.open(driver, plan);
-  let next = 1;
-  const perform = (req) =>
-    new Promise((resolve) => {
-      const id = next++;
-      answers.set(id, resolve);
-      t.perform({ id, ...req });
-    });
+  const { t, perform, notices } = await rawTransport();
   try {
     const session = await perform({ op: 'openSession' });
     assert.equal(session.reply, 'session');
@@ -146,19 +170,7 @@ test('the transport: real stats for creates, container parents, version checks, 
 
 test('the transport: an expired session is told, and the next open starts a new one', async () => {
   const zookeeper = require('node-zookeeper-client');
-  const [host, port] = new URL(zk.url).host.split(':');
-  const answers = new Map();
-  const notices = [];
-  const driver = { answer: (id, reply) => answers.get(id)(reply), notice: (n) => notices.push(n) };
-  const plan = { connectString: `${host}:${port}`, sessionTimeoutMs: SESSION_MS, connectTimeoutMs: 3000, commandTimeoutMs: 5000, digest: null, tls: false, redacted: zk.url };
-  const t = await transport.open(driver, plan);
-  let next = 1;
-  const perform = (req) =>
-    new Promise((resolve) => {
-      const id = next++;
-      answers.set(id, resolve);
-      t.perform({ id, ...req });
-    });
+  const { t, plan, perform, notices } = await rawTransport();
   try {
     const first = await perform({ op: 'openSession' });
     const node = await perform({ op: 'create', path: '/zk-expiry-', mode: 'ephemeralSequential' });

@@ -156,9 +156,14 @@ function queue(c, type, payload, cb) {
   c.connectionManager.queue(new jute.Request(header, payload), cb);
 }
 
-/** A multi of `ops` (the library's op objects); `cb(err, results)` with the first op's error. */
-function multi(c, ops, cb) {
-  queue(c, OP.MULTI, new jute.TransactionRequest(ops), (err, response) => {
+/**
+ * A multi of `ops` (the library's op objects); `cb(err, results)` with the first op's error.
+ * `absolute`: the paths are not under the URL's chroot (to make the chroot node itself).
+ */
+function multi(c, ops, cb, absolute = false) {
+  const payload = new jute.TransactionRequest(ops);
+  if (absolute) payload.setChrootPath = () => {};
+  queue(c, OP.MULTI, payload, (err, response) => {
     if (err) return cb(err);
     const { results } = response.payload;
     const failed = results.find((r) => r.type === OP.ERROR && r.err !== Exception.OK);
@@ -166,8 +171,11 @@ function multi(c, ops, cb) {
   });
 }
 
-/** Creates `path` with `flags`; the reply carries the new node's stat (see the top). */
-function createNode(c, path, data, flags, cb) {
+/**
+ * Creates `path` with `flags`; the reply carries the new node's stat (see the top). A
+ * container may be `absolute` (see `multi`).
+ */
+function createNode(c, path, data, flags, cb, absolute = false) {
   if (flags === MODES.container) {
     const op = { type: OP.CREATE, path, data, acls: ACL.OPEN_ACL_UNSAFE, mode: flags };
     return multi(c, [op], (err, results) => {
@@ -176,7 +184,7 @@ function createNode(c, path, data, flags, cb) {
       // A plain create's result has no stat: the server made no container (an old server).
       if (r.stat === undefined) return cb(new Error(`${path}: the server did not create a container node`));
       cb(null, { reply: 'created', path: r.path, stat: statData(r.stat) });
-    });
+    }, absolute);
   }
   const payload = new jute.protocol.CreateRequest();
   payload.path = path;
@@ -197,6 +205,9 @@ function parents(path) {
   const parts = path.split('/').slice(1, -1);
   return parts.map((_, i) => `/${parts.slice(0, i + 1).join('/')}`);
 }
+
+/** `path` and its parents, outermost first (`/a/b` → `/a`, `/a/b`). */
+const lineage = (path) => [...parents(path), path];
 
 const call = (fn) => new Promise((resolve) => fn((err, value) => resolve([err, value])));
 
@@ -253,16 +264,28 @@ class ZooKeeperTransport {
     }
   }
 
-  /** A create; missing parents are made as containers first (ZkOp::Create's contract). */
+  /**
+   * A create; missing parents are made as containers first (ZkOp::Create's contract), the
+   * URL's chroot node too (as the native transport does).
+   */
   async create(c, req, done) {
     const flags = MODES[req.mode];
     if (flags === undefined) return done(null, { failure: 'other', message: `unknown create mode ${req.mode}` });
     const data = buffer(req.data);
+    const container = (path, absolute) => call((cb) => createNode(c, path, EMPTY, MODES.container, cb, absolute));
     for (let round = 0; ; round++) {
       const [err, reply] = await call((cb) => createNode(c, req.path, data, flags, cb));
       if (!err || err.code !== Exception.NO_NODE || round === PARENT_ROUNDS) return done(err, reply);
       for (const parent of parents(req.path)) {
-        const [perr] = await call((cb) => createNode(c, parent, EMPTY, MODES.container, cb));
+        let [perr] = await container(parent, false);
+        if (perr && perr.code === Exception.NO_NODE && this.plan.chroot) {
+          // The chroot node itself is missing.
+          for (const node of lineage(this.plan.chroot)) {
+            [perr] = await container(node, true);
+            if (perr && perr.code !== Exception.NODE_EXISTS) return done(perr);
+          }
+          [perr] = await container(parent, false);
+        }
         if (perr && perr.code !== Exception.NODE_EXISTS) return done(perr);
       }
     }
