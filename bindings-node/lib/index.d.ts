@@ -266,7 +266,7 @@ export function connect(target: Redis, options?: Omit<ServerClientOptions, 'clus
  */
 export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
-/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment), shared by every lock made from it. */
+/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble), shared by every lock made from it. */
 export class Client {
   private constructor();
   /** What this client's backend offers; asking for anything else throws UnsupportedError. */

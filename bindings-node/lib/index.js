@@ -41,7 +41,7 @@ async function connect(target, options) {
 /** Each client's driver, kept out of sight of users and of util.inspect. */
 const drivers = new WeakMap();
 
-/** A client of one lock service (a Redis server, a Redis Cluster, a Redlock deployment). */
+/** A client of one lock service (a Redis server, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble). */
 class Client {
   #capabilities;
 
