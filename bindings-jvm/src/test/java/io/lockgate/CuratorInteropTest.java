@@ -215,6 +215,37 @@ class CuratorInteropTest {
         }
     }
 
+    /**
+     * The migration table's connection calls: Curator's {@code namespace("…")} is the URL's chroot
+     * and its {@code sessionTimeoutMs} lockgate's {@code sessionTimeout}; lockgate, connecting
+     * first, meets the Curator client of the same namespace on the same path.
+     */
+    @Test
+    void chrootIsCuratorsNamespace() throws Exception {
+        String ns = "interop-ns-" + SEQ.incrementAndGet();
+        String path = "/locks/orders";
+        Occupancy occ = new Occupancy(1);
+        try (LockgateClient chrooted = LockgateClient.connect(zk.url() + "/" + ns,
+                 ClientOptions.builder().set("sessionTimeout", Duration.ofSeconds(10)).build())) {
+            List<ZkParty> parties = List.of(
+                ZkParty.LockgateLock.mutex("L0", chrooted, path),
+                new ZkParty.CuratorMutex("C1", curator[0].usingNamespace(ns), path));
+            try {
+                get(parties.get(0).begin(occ));
+                awaitChildren("/" + ns + path, 1);
+                assertFalse(parties.get(1).attempt(Duration.ofMillis(300), occ), "Curator acquired beside a lockgate holder");
+                parties.get(0).end(occ);
+                assertTrue(parties.get(1).attempt(Duration.ofSeconds(5), occ));
+                assertFalse(parties.get(0).attempt(Duration.ZERO, occ), "lockgate acquired beside a Curator holder");
+                parties.get(1).end(occ);
+                assertEquals(List.of(), occ.violations());
+                awaitChildren("/" + ns + path, 0);
+            } finally {
+                closeAll(parties);
+            }
+        }
+    }
+
     // ------------------------------------------------------------------------- read-write lock
 
     /**
