@@ -74,11 +74,12 @@ fn net_for(seed: u64) -> NetConfig {
 /// connections drop at 3 % of requests, and whose outages are partitions of 0.3-1.2 s (up to
 /// twice the session) one time in five. Every fifth seed's ensemble has a 20 ms tick, so it
 /// grants 400 ms sessions to clients asking for 600 ms: validity must count from the
-/// negotiated timeout.
+/// negotiated timeout. Every third seed's client library forgets its watches on a reconnect.
 fn ensemble(seed: u64) -> EnsembleConfig {
     EnsembleConfig {
         members: if seed % 4 == 3 { 1 } else { 3 },
         tick: if seed % 5 == 4 { ms(20) } else { ms(50) },
+        rewatch: seed % 3 != 1,
         session_timeout: ms(SESSION),
         follower_lag: (Duration::ZERO, ms(30)),
         p_drop: 0.03,

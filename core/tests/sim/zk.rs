@@ -102,6 +102,10 @@ pub struct EnsembleConfig {
     /// what it asked for rather than what the ensemble granted (for the tests that show the
     /// checks catch what follows).
     pub reported_timeout: Option<Duration>,
+    /// Whether the client library sets its watches again after a reconnect (ZooKeeper's
+    /// `SetWatches`, as the Java client does); without it they are gone, silently, and only the
+    /// `Reconnected` notice says something may have been missed.
+    pub rewatch: bool,
 }
 
 impl Default for EnsembleConfig {
@@ -118,6 +122,7 @@ impl Default for EnsembleConfig {
             container_check: Duration::from_millis(200),
             expiry_pct: 100,
             reported_timeout: None,
+            rewatch: true,
         }
     }
 }
@@ -577,7 +582,11 @@ impl SimZk {
         l.gen += 1;
         self.sessions.get_mut(&id).expect("alive").heard = now;
         pushes.push((c, ZkNotice::Session(SessionEvent::Reconnected)));
-        self.set_watches(c, member, pushes);
+        if self.cfg.rewatch {
+            self.set_watches(c, member, pushes);
+        } else {
+            self.links[c].watches.clear();
+        }
     }
 
     /// `SetWatches` after a reconnect: the watches whose node changed after the client's last
