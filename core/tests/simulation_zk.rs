@@ -22,7 +22,7 @@
 //!   the crashed clients' sessions expired and the leader reaped the containers, nothing at all.
 //!
 //! Dedicated runs: a holder paused (SIGSTOP) past its session is told of the loss before the
-//! next grant; a create whose reply is lost is adopted, never orphaned; the exclusion check
+//! next grant; clients stopped at random moments (holding, waiting or idle) never overlap; a create whose reply is lost is adopted, never orphaned; the exclusion check
 //! fails on an ensemble that expires sessions early (it has teeth).
 //!
 //! Run: `cargo test -p lockgate-core --no-default-features --test simulation_zk`
@@ -561,4 +561,110 @@ fn zk_checks_catch_a_node_its_owner_does_not_know() {
         let orphans = sim.server.orphans();
         assert!(orphans.iter().any(|o| o.starts_with(&planted)), "seed {seed}: the orphan {planted} was not reported: {orphans:?}");
     });
+}
+
+/// What one client of [`paused_contention`] is doing.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Idle(Instant),
+    Acquiring(lockgate_core::OpId),
+    Holding(lockgate_core::LeaseId, Instant),
+    Releasing(lockgate_core::OpId),
+}
+
+/// Clients contending for one mutex (waits of up to a second, holds of up to 600 ms, renewed)
+/// while, now and then, one of them is stopped (SIGSTOP) for up to three session timeouts, as a
+/// holder, a waiter or between the two. A stopped client does nothing: its next move waits for
+/// it to run again. Returns the run, how many stops outlasted the session and how many leases
+/// were lost.
+fn paused_contention(seed: u64) -> (Sim, usize, usize) {
+    let cfg = EnsembleConfig { p_drop: 0.01, p_long_outage: 0.0, ..ensemble(seed) };
+    let mut sim = Sim::zookeeper(cfg, seed, net_for(seed));
+    let mut rng = Rng::new(seed ^ 0x9A05E);
+    let clients = sim.add_clients(4);
+    let mut steps: Vec<Step> = clients.iter().map(|_| Step::Idle(sim.now)).collect();
+    let opts = LockOptions { auto_renew: true, ..LockOptions::fixed_lease(ms(300)) };
+    let end = sim.now + ms(5000);
+    let (mut long_stops, mut lost) = (0, 0);
+    let mut next_stop = sim.now + ms(rng.between(100, 600));
+    sim.wake_at(next_stop);
+    let mut stopping = false;
+    loop {
+        let now = sim.now;
+        for (c, ev) in sim.take_events() {
+            match (steps[c], ev) {
+                (Step::Acquiring(op), Event::Completed { op: o, outcome }) if o == op => {
+                    steps[c] = match outcome {
+                        Done::Acquired { lease, .. } => Step::Holding(lease, now + ms(rng.between(0, 600))),
+                        _ => Step::Idle(now + ms(rng.between(0, 50))),
+                    };
+                }
+                (Step::Holding(l, _), Event::Lost { lease, .. }) if l == lease => {
+                    lost += 1;
+                    steps[c] = Step::Idle(now + ms(rng.between(0, 50)));
+                }
+                (Step::Releasing(op), Event::Completed { op: o, .. }) if o == op => {
+                    steps[c] = Step::Idle(now + ms(rng.between(0, 50)));
+                }
+                _ => {}
+            }
+        }
+        if now >= end && !stopping {
+            stopping = true;
+        }
+        if !stopping && now >= next_stop {
+            let c = rng.between(0, clients.len() as u64 - 1) as usize;
+            if !sim.client_is_paused(c) {
+                let length = ms(rng.between(50, 3 * SESSION));
+                if length > ms(SESSION) {
+                    long_stops += 1;
+                }
+                sim.pause_client(c, now + length);
+            }
+            next_stop = now + ms(rng.between(100, 800));
+            sim.wake_at(next_stop);
+        }
+        for c in 0..clients.len() {
+            if sim.client_is_paused(c) {
+                continue;
+            }
+            match steps[c] {
+                Step::Idle(at) if at <= now && !stopping => {
+                    let op = sim.acquire(c, "paused", &opts, Wait::For(ms(rng.between(100, 1000))));
+                    steps[c] = Step::Acquiring(op);
+                }
+                Step::Idle(at) if !stopping => sim.wake_at(at),
+                Step::Acquiring(op) if stopping => sim.cancel(c, op),
+                Step::Holding(lease, at) if at <= now || stopping => steps[c] = Step::Releasing(sim.release(c, lease)),
+                Step::Holding(_, at) => sim.wake_at(at),
+                _ => {}
+            }
+        }
+        let idle = steps.iter().all(|s| matches!(s, Step::Idle(_)));
+        if stopping && idle && clients.iter().all(|&c| !sim.client_is_paused(c)) && sim.quiescent() {
+            break;
+        }
+        assert!(now < end + ms(20_000), "seed {seed}: the run did not wind down: {steps:?}");
+        sim.step(end + ms(20_000));
+    }
+    (sim, long_stops, lost)
+}
+
+// Clients stopped (SIGSTOP) at random moments, as holders, waiters or neither, some past their
+// session: never two holders (each stopped holder's lease ends, by its own clock, before its
+// session can expire), tokens in holding order, nothing left once all is released.
+#[test]
+fn zk_clients_stopped_at_random_moments_never_overlap() {
+    let (mut long_stops, mut lost) = (0, 0);
+    every_seed(0..seeds(), |seed| {
+        let (mut sim, long, l) = paused_contention(seed);
+        long_stops += long;
+        lost += l;
+        check::mutual_exclusion(&sim);
+        check::fences_order_exclusive_holds(&sim);
+        assert!(sim.beliefs.len() > 2, "seed {seed}: hardly anything was acquired");
+        check_nothing_left(&mut sim, seed);
+    });
+    assert!(long_stops > 0, "no client was stopped past its session");
+    assert!(lost > 0, "no stopped holder lost its lease");
 }
