@@ -8,6 +8,8 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
 const lockgate = require('..');
 const transport = require('../lib/transport/zookeeper');
 const { launch, freePort, eventually } = require('./helpers/redis-server');
@@ -102,6 +104,27 @@ test('a chroot (made if it is missing) and a digest login', async () => {
   assert.equal(await lease.release(), true);
 });
 
+test('an idle client never holds the process open, even with its ensemble down', async () => {
+  const own = await launch('zookeeper');
+  const script = `
+    const lockgate = require(${JSON.stringify(path.join(__dirname, '..'))});
+    lockgate.connect(${JSON.stringify(own.url)}, { sessionTimeoutMs: ${SESSION_MS} }).then(async (c) => {
+      await (await c.lock('idle').acquire()).release();
+      console.log('idle');
+    });`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    await own.command('stop 0');
+    const late = new Promise((resolve) => setTimeout(resolve, 3000, 'still running'));
+    assert.equal(await Promise.race([exited, late]), 0, 'the process ends by itself while the library retries');
+  } finally {
+    child.kill('SIGKILL');
+    await own.close();
+  }
+});
+
 test('bad URLs and options are typed errors before any connection; an unreachable ensemble is CONNECTION', async () => {
   const invalid = [
     ['zookeeper://user@127.0.0.1:2181', {}],
@@ -174,11 +197,16 @@ test('the transport: an expired session is told, and the next open starts a new 
   try {
     const first = await perform({ op: 'openSession' });
     const node = await perform({ op: 'create', path: '/zk-expiry-', mode: 'ephemeralSequential' });
-    // End the session behind the transport's back: another connection resumes it and closes
-    // it while this one reads nothing (its socket paused, as a stalled process's would be);
-    // reading on, it finds its connection closed and the session gone.
+    // End the session behind the transport's back: its connection drops and, while the
+    // library's reconnect is held back, another connection resumes the session and closes it;
+    // reconnecting then finds the session gone.
     const c = t.client;
-    c.socket.pause();
+    const cm = c.connectionManager;
+    const reconnect = cm.connect;
+    let held = false;
+    cm.connect = () => (held = true);
+    c.socket.destroy();
+    await eventually(() => held, 5000, 'the dropped connection');
     const killer = zookeeper.createClient(plan.connectString, { sessionId: c.getSessionId(), sessionPassword: c.getSessionPassword(), sessionTimeout: SESSION_MS });
     await new Promise((resolve) => {
       killer.once('connected', () => {
@@ -187,8 +215,11 @@ test('the transport: an expired session is told, and the next open starts a new 
       });
       killer.connect();
     });
-    c.socket.resume();
+    cm.connect = reconnect;
+    cm.connect();
     await eventually(() => notices.some((n) => n.notice === 'session' && n.event === 'expired'), 5000, 'the expired notice');
+    const told = notices.filter((n) => n.notice === 'session').map((n) => n.event);
+    assert.deepEqual(told, ['disconnected', 'expired']);
     assert.equal((await perform({ op: 'exists', path: node.path, watch: false })).failure, 'sessionExpired');
     const second = await perform({ op: 'openSession' });
     assert.equal(second.reply, 'session');

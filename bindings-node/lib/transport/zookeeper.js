@@ -24,6 +24,8 @@
 //   does, and so is one with a request unanswered for `commandTimeoutMs` (as the native
 //   transport and the Redis socket do); the library then fails what was in flight with a
 //   connection loss and moves on to the next member within the session.
+// - Its reconnect loop keeps ref'd timers and sockets, so an idle process whose ensemble is
+//   down would never end: its member rotation is replaced per client by the same one unref'd.
 // - No TLS: `zookeeper+tls://` is refused at connect with UnsupportedError.
 
 const zookeeper = require('node-zookeeper-client');
@@ -379,7 +381,8 @@ class ZooKeeperTransport {
 
   /** Session changes as the core's notices; an expired or refused session is finished. */
   onState(c, s) {
-    if (c !== this.client) return;
+    // Nothing of a session follows its end (the library still reports its socket closing).
+    if (c !== this.client || c.dead) return;
     const session = (event) => this.driver.notice({ notice: 'session', event });
     if (s === State.SYNC_CONNECTED) {
       if (c.everConnected) session('reconnected');
@@ -395,11 +398,36 @@ class ZooKeeperTransport {
   }
 
   /**
-   * The read timeout the library lacks (see the top), and the sockets' refs: each socket is
-   * unref'd (an idle client never holds the process open) until holdOpen().
+   * The read timeout the library lacks (see the top), and the refs of its sockets and timers:
+   * all unref'd until holdOpen(), so an idle client never holds the process open, even while
+   * the ensemble is unreachable (the driver's timer keeps it alive while locks are held or
+   * awaited).
    */
   watchSockets(c) {
     const cm = c.connectionManager;
+    const transport = this;
+    // The library's own member rotation (index.js 1.1.3), with its timers and sockets unref'd.
+    cm.findNextServer = function (callback) {
+      this.nextServerIndex %= this.servers.length;
+      const next = () => {
+        callback(this.servers[this.nextServerIndex]);
+        this.nextServerIndex += 1;
+        if (!transport.held) {
+          if (this.socket) this.socket.unref();
+          if (this.connectTimeoutHandler) this.connectTimeoutHandler.unref();
+        }
+      };
+      if (this.serverAttempts === this.servers.length) {
+        const spin = setTimeout(() => {
+          next();
+          this.serverAttempts = 0;
+        }, Math.random() * this.spinDelay);
+        if (!transport.held) spin.unref();
+      } else {
+        this.serverAttempts += 1;
+        process.nextTick(next);
+      }
+    };
     const onSocketConnected = cm.onSocketConnected;
     cm.onSocketConnected = function () {
       // A frame left half-read by a dropped socket must not prefix the next handshake.
