@@ -344,7 +344,10 @@ class ZooKeeperTransport {
     }
   }
 
-  /** Resolves with `c`'s state once it is connected, expired or refused, or after `ms`. */
+  /**
+   * Resolves with `c`'s state once it is connected, expired or refused, or after `ms` (at once
+   * if the client is discarded meanwhile: its timer must not outlive close()).
+   */
   connected(c, ms) {
     const now = c.getState();
     if (now === State.SYNC_CONNECTED || c.dead) return Promise.resolve(c.dead ? State.EXPIRED : now);
@@ -352,13 +355,16 @@ class ZooKeeperTransport {
       const done = (state) => {
         clearTimeout(timer);
         c.removeListener('state', onState);
+        c.removeListener('discarded', onDiscard);
         resolve(state);
       };
       const onState = (s) => {
         if (s === State.SYNC_CONNECTED || s === State.EXPIRED || s === State.AUTH_FAILED) done(s);
       };
-      const timer = setTimeout(() => done(c.getState()), Math.max(0, ms));
+      const onDiscard = () => done(c.getState());
+      const timer = setTimeout(onDiscard, Math.max(0, ms));
       c.on('state', onState);
+      c.once('discarded', onDiscard);
     });
   }
 
@@ -463,11 +469,14 @@ class ZooKeeperTransport {
 
   /** Closes a client that never connected, so it stops trying in the background. */
   discard(c) {
+    if (c.discarded) return;
+    c.discarded = true;
     c.dead = true;
     clearInterval(c.lockgateTick);
     if (this.client === c) this.client = null;
     c.close();
     if (c.socket) c.socket.destroy();
+    c.emit('discarded');
   }
 
   /** Keeps the session's socket ref'd while close() releases. */
