@@ -3,7 +3,8 @@
 //! process started here and stopped by its own pid (never by name).
 //!
 //! Settings every member gets (conformance/README.md, "ZooKeeper kinds"): a short `tickTime`
-//! (200 ms) so sessions can be short, `minSessionTimeout` 400 ms (two ticks) and `maxSessionTimeout` 60 s
+//! (200 ms) so sessions can be short, `minSessionTimeout` 800 ms (four ticks: PROTOCOL.md §9's
+//! assumption) and `maxSessionTimeout` 60 s
 //! (else ZooKeeper caps sessions at 20 ticks: 4 s), no admin server (it would take port 8080),
 //! every four-letter word allowed (readiness and the leader are read with `srvr`), no fsync (a
 //! killed process loses nothing the kernel already has; only a machine crash would), and empty
@@ -19,8 +20,10 @@ use crate::ports::free_port;
 
 /// The tick every member runs with.
 pub const TICK_MS: u64 = 200;
-/// The shortest session a client may ask for (two ticks, ZooKeeper's own floor).
-pub const MIN_SESSION_MS: u64 = 400;
+/// The shortest session the servers grant: four ticks (a shorter ask gets this). The core counts
+/// a confirmation valid for half the session, which is safe while the tick is at most a quarter
+/// of it (PROTOCOL.md §9).
+pub const MIN_SESSION_MS: u64 = 800;
 /// The longest session a client may ask for (Curator's default session timeout is 60 s).
 pub const MAX_SESSION_MS: u64 = 60_000;
 /// How long a member may take from `java` to serving (a JVM on a loaded 2-core machine).
