@@ -38,7 +38,12 @@ Handle = Union[lockgate.Lock, lockgate.Election]
 AnyLease = lockgate.Lease
 
 # The actor protocol's connect options → the library's keyword arguments.
-OPTIONS = {"prefix": "key_prefix", "replica_acks": "replica_acks", "max_lease_ms": "max_lease"}
+OPTIONS = {
+    "prefix": "key_prefix",
+    "replica_acks": "replica_acks",
+    "max_lease_ms": "max_lease",
+    "session_timeout_ms": "session_timeout",
+}
 
 
 def client_options(fields: dict[str, Any]) -> dict[str, Any]:

@@ -211,6 +211,9 @@ public final class ConformanceActor {
                     if (o.get("max_lease_ms") != null) {
                         b.set("maxLease", millis(o, "max_lease_ms"));
                     }
+                    if (o.get("session_timeout_ms") != null) {
+                        b.set("sessionTimeout", millis(o, "session_timeout_ms"));
+                    }
                     LockgateClient c = LockgateClient.connect(String.valueOf(op.getOrDefault("url", "")), b.build());
                     if (client != null) {
                         client.close();
