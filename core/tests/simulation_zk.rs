@@ -15,8 +15,9 @@
 //!   epochs).
 //!
 //! And on the same runs (`*_leave(s)_no_node_and_no_stuck_waiter`):
-//! - **no stuck waiter**: the head of a mutex's or election's queue, owned by a running,
-//!   connected client, is never left unclaimed (nobody believing it holds) for long.
+//! - **no stuck waiter**: a node that holds by the recipe's rules (a mutex's or election's
+//!   head, a read-write lock's leading readers or writer), owned by a running, connected
+//!   client, is never left unclaimed (nobody believing it holds) for long.
 //! - **no orphans**: once every engine is idle, no node is left in the session of a client that
 //!   is still running (a lost create reply adopted by its protected prefix, or deleted); once
 //!   the crashed clients' sessions expired and the leader reaped the containers, nothing at all.
@@ -135,7 +136,8 @@ impl Faults {
     }
 }
 
-/// Watches the queue heads of mutexes and elections: a head owned by a running, connected
+/// Watches the nodes that hold by the recipes' rules (mutex and election heads, the readers
+/// before a read-write lock's first writer or that writer): one owned by a running, connected
 /// client that nobody believes holds, for longer than `patience`, is a stuck waiter.
 struct StuckWatch {
     patience: Duration,

@@ -916,26 +916,36 @@ impl SimZk {
             .collect()
     }
 
-    /// The queue heads of every mutex and election (the child with the lowest sequence under
-    /// `/lockgate/mutex/*` and `/lockgate/election/*`): (its path, czxid, and its owner if that
-    /// client runs, is connected and has the session: one that should know it holds).
+    /// The nodes that hold by the recipes' rules, of every mutex, election and read-write lock
+    /// (under `/lockgate/mutex/*`, `/lockgate/election/*`, `/lockgate/rw/*`): the child with the
+    /// lowest sequence, or for a read-write lock every reader (`__READ__`) before the first
+    /// writer. Each as (its path, czxid, and its owner if that client runs, is connected and has
+    /// the session: one that should know it holds).
     pub fn heads(&self, now: Instant) -> Vec<(String, i64, Option<ClientId>)> {
         let nodes = &self.members[self.leader].nodes;
+        let seq = |name: &String| name.get(name.len().saturating_sub(10)..).and_then(|d| d.parse::<i64>().ok());
         let mut out = Vec::new();
         for (dir, n) in nodes {
-            if !(dir.starts_with("/lockgate/mutex/") || dir.starts_with("/lockgate/election/")) || n.children.is_empty() {
+            let exclusive = dir.starts_with("/lockgate/mutex/") || dir.starts_with("/lockgate/election/");
+            let rw = dir.starts_with("/lockgate/rw/");
+            if !(exclusive || rw) {
                 continue;
             }
-            let seq = |name: &String| name.get(name.len().saturating_sub(10)..).and_then(|d| d.parse::<i64>().ok());
-            let Some(first) = n.children.iter().filter(|c| seq(c).is_some()).min_by_key(|c| seq(c)) else {
-                continue;
+            let mut queue: Vec<&String> = n.children.iter().filter(|c| seq(c).is_some()).collect();
+            queue.sort_by_key(|c| seq(c));
+            let holders: Vec<&String> = match queue.first() {
+                None => continue,
+                Some(first) if exclusive || !first.contains("__READ__") => vec![*first],
+                Some(_) => queue.iter().take_while(|c| c.contains("__READ__")).copied().collect(),
             };
-            let path = join(dir, first);
-            let node = &nodes[&path];
-            let owner = self.sessions.get(&node.stat.ephemeral_owner).map(|s| s.client).filter(|&c| {
-                self.live(c, now) && self.links[c].session == Some(node.stat.ephemeral_owner)
-            });
-            out.push((path, node.stat.czxid, owner));
+            for name in holders {
+                let path = join(dir, name);
+                let node = &nodes[&path];
+                let owner = self.sessions.get(&node.stat.ephemeral_owner).map(|s| s.client).filter(|&c| {
+                    self.live(c, now) && self.links[c].session == Some(node.stat.ephemeral_owner)
+                });
+                out.push((path, node.stat.czxid, owner));
+            }
         }
         out
     }
