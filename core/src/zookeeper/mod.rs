@@ -4,18 +4,29 @@
 //!
 //! - [`layout`]: where a lock lives and how its nodes are named and ordered (Curator's).
 //! - [`recipe`]: who holds, given the children (Curator's predicates).
-//! - [`backend`]: the engine's calls as chains of [`ZkOp`]s, and what each reply means.
+//! - [`config`]: a client's settings and how long a session confirmation counts.
+//! - [`target`]: a lock's recipe and paths.
+//! - [`backend`]: the backend's state and the engine's calls handed to the modules below:
+//!   `job` (calls as chains of [`ZkOp`]s, one token's calls in order), `acquire`, `confirm`
+//!   (renewals and extends), `release`, `observe`, and `failure` (what a failed request means).
 //! - [`request`]: the wire types every transport performs; [`address`]: the URL.
 
+mod acquire;
 pub mod address;
 pub mod backend;
+pub mod config;
+mod confirm;
+mod failure;
+mod job;
 pub mod layout;
+mod observe;
 pub mod recipe;
+mod release;
 pub mod request;
+pub mod target;
 
 pub use address::ZkAddress;
-pub use backend::{
-    safe_validity, Recipe, ZkConfig, ZkTarget, ZooKeeperBackend, ZooKeeperEngine, DEFAULT_SESSION_TIMEOUT,
-    MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT,
-};
+pub use backend::{ZooKeeperBackend, ZooKeeperEngine};
+pub use config::{safe_validity, ZkConfig, DEFAULT_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
 pub use request::{CreateMode, SessionEvent, Stat, WatchEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult};
+pub use target::{Recipe, ZkTarget};
