@@ -16,6 +16,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntUnaryOperator;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -382,6 +385,52 @@ class CuratorInteropTest {
             closeAll(parties);
             closeAll(probes);
         }
+    }
+
+    /** The migration table's claim: Curator's InterProcessSemaphoreMutex is a lockgate semaphore of 1. */
+    @Test
+    void semaphoreMutexIsASemaphoreOfOne() throws Exception {
+        String path = path("sem-mutex");
+        InterProcessSemaphoreMutex curatorLock = new InterProcessSemaphoreMutex(curator[0], path);
+        DistributedSemaphore ours = lockgate(0).getSemaphore(path, 1);
+        assertTrue(curatorLock.acquire(5, TimeUnit.SECONDS));
+        assertTrue(ours.tryAcquire().isEmpty(), "lockgate's permit beside Curator's semaphore mutex");
+        curatorLock.release();
+        try (Lease lease = ours.acquire(Duration.ofSeconds(5))) {
+            assertTrue(lease.isHeld());
+            assertFalse(curatorLock.acquire(300, TimeUnit.MILLISECONDS), "Curator's semaphore mutex beside lockgate's permit");
+        }
+        awaitChildren(path + "/leases", 0);
+    }
+
+    /** The migration table's claim: Curator's LeaderSelector queues on a mutex, so it shares lockgate's mutex. */
+    @Test
+    void leaderSelectorSharesTheMutex() throws Exception {
+        String path = path("selector");
+        java.util.concurrent.CountDownLatch leading = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch resign = new java.util.concurrent.CountDownLatch(1);
+        DistributedLock ours = lockgate(0).getLock(path);
+        try (LeaderSelector selector = new LeaderSelector(curator[0], path, new LeaderSelectorListenerAdapter() {
+            @Override
+            public void takeLeadership(CuratorFramework client) throws Exception {
+                leading.countDown();
+                resign.await(); // leads until the test lets go
+            }
+        })) {
+            selector.start();
+            assertTrue(leading.await(10, TimeUnit.SECONDS));
+            assertTrue(ours.tryAcquire().isEmpty(), "lockgate's mutex beside Curator's leader");
+            java.util.concurrent.CompletableFuture<Lease> waiting = ours.acquireAsync(Duration.ofSeconds(10));
+            awaitChildren(path, 2);
+            Thread.sleep(QUIET_MS);
+            assertFalse(waiting.isDone(), "lockgate granted while Curator leads");
+            resign.countDown();
+            try (Lease lease = waiting.get(10, TimeUnit.SECONDS)) {
+                assertTrue(lease.isHeld());
+                assertFalse(selector.hasLeadership());
+            }
+        }
+        awaitChildren(path, 0);
     }
 
     // -------------------------------------------------------------------------------- election
