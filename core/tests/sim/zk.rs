@@ -29,8 +29,11 @@
 //!   member touches the session, and so does the client library's own ping, sent every
 //!   `timeout / 3` on a live connection from when it connected (the real transports ping when
 //!   idle; pinging on a fixed schedule means the last ping before a connection dies may be up
-//!   to a third of the timeout old, the adversarial case). The engine never sees pings: its
-//!   leases can count only on its own requests' replies.
+//!   to a third of the timeout old, the adversarial case). The leader learns of activity on a
+//!   follower only from that follower's reports, every half tick (a request the follower
+//!   forwards to the leader does not refresh the session there); a stopped follower never
+//!   reports what it had not yet. The engine never sees pings: its leases can count only on
+//!   its own requests' replies.
 //! - **The client library's connection** (state in [`Link`]): on a drop it tells the engine
 //!   `Disconnected` and fails every request sent on that connection with `ConnectionLoss`
 //!   (also those sent while it is down); it reconnects after an outage (`reconnect`, now and
@@ -349,6 +352,9 @@ pub struct SimZk {
     /// Every node ever created, by czxid: (path, owning client) (what a fencing token was).
     pub created: HashMap<i64, (String, Option<ClientId>)>,
     next_reap: Instant,
+    /// Touches of sessions that followers will report to the leader: (when, follower,
+    /// session). A follower tells the leader of its clients' activity every half tick.
+    reports: Vec<(Instant, usize, i64)>,
     /// Clients whose next create is applied and then loses its reply with the connection.
     pub drop_after_create: BTreeSet<ClientId>,
     pub stats: ZkStats,
@@ -372,6 +378,7 @@ impl SimZk {
             sent_on: HashMap::new(),
             created: HashMap::new(),
             next_reap: Instant::from_origin(Duration::from_secs(1)) + cfg.container_check,
+            reports: Vec::new(),
             drop_after_create: BTreeSet::new(),
             stats: ZkStats::default(),
             cfg,
@@ -403,36 +410,111 @@ impl SimZk {
             && l.paused_until.is_none_or(|u| u <= now)
     }
 
-    /// The leader last heard from session `id` at its stored instant or at the last ping its
-    /// live connection sent before `now`.
-    fn heard(&self, id: i64, now: Instant) -> Instant {
-        let s = &self.sessions[&id];
-        match self.links.get(s.client) {
-            Some(l) if l.session == Some(id) && self.live(s.client, now) => {
-                let LinkState::Up { since, .. } = l.state else { unreachable!("live") };
-                let every = Self::ping_interval(s.timeout);
-                let n = now.saturating_duration_since(since).as_nanos() / every.as_nanos().max(1);
-                s.heard.max(since + every * n as u32)
-            }
-            _ => s.heard,
+    /// When the leader learns of activity at `t` on a follower: at the follower's next report
+    /// (every half tick).
+    fn report_at(&self, t: Instant) -> Instant {
+        let half = (self.cfg.tick / 2).as_nanos().max(1);
+        let at = t.since_origin().as_nanos().div_ceil(half) * half;
+        Instant::from_origin(Duration::from_nanos(at as u64))
+    }
+
+    /// The member client `c` is connected to, if it is a follower (whose activity the leader
+    /// learns only from that follower's reports).
+    fn follower_of(&self, c: ClientId) -> Option<usize> {
+        match self.links.get(c)?.state {
+            LinkState::Up { member, .. } if member != self.leader => Some(member),
+            _ => None,
         }
     }
 
-    /// The client's pings stop now (a drop, a pause, a crash): the last one is what the leader
-    /// heard.
+    /// The last ping the live connection of session `id` sent by `now`, and when the leader
+    /// learns of it (at once, or at its follower's report).
+    fn last_ping(&self, id: i64, now: Instant) -> Option<(Instant, Instant)> {
+        let s = &self.sessions[&id];
+        let l = self.links.get(s.client)?;
+        if l.session != Some(id) || !self.live(s.client, now) {
+            return None;
+        }
+        let LinkState::Up { since, .. } = l.state else { unreachable!("live") };
+        let every = Self::ping_interval(s.timeout);
+        let n = now.saturating_duration_since(since).as_nanos() / every.as_nanos().max(1);
+        let ping = since + every * n as u32;
+        let known = if self.follower_of(s.client).is_some() { self.report_at(ping) } else { ping };
+        Some((ping, known))
+    }
+
+    /// What the leader knows at `now` of session `id`'s last activity: its stored instant, or
+    /// the last ping of its live connection that reached the leader.
+    fn heard(&self, id: i64, now: Instant) -> Instant {
+        let s = &self.sessions[&id];
+        match self.last_ping(id, now) {
+            Some((_, known)) if known <= now => s.heard.max(known),
+            Some((ping, _)) => {
+                // The last ping is not reported yet: the one before it is.
+                let every = Self::ping_interval(s.timeout);
+                let LinkState::Up { since, .. } = self.links[s.client].state else { unreachable!("live") };
+                if ping >= since + every {
+                    s.heard.max(self.report_at(ping - every))
+                } else {
+                    s.heard
+                }
+            }
+            None => s.heard,
+        }
+    }
+
+    /// The client's pings stop now (a drop, a pause, a crash): what the leader learned of them
+    /// stays; with `reported`, a ping its follower has not reported yet still will be (not if
+    /// that follower is what stopped).
     fn freeze_pings(&mut self, c: ClientId, now: Instant) {
+        self.freeze(c, now, true);
+    }
+
+    fn freeze(&mut self, c: ClientId, now: Instant, reported: bool) {
         if let Some(id) = self.links.get(c).and_then(|l| l.session) {
             if self.sessions.contains_key(&id) {
                 let heard = self.heard(id, now);
+                let pending = self.last_ping(id, now).filter(|&(_, known)| known > now);
+                if let (true, Some((_, known)), Some(m)) = (reported, pending, self.follower_of(c)) {
+                    self.reports.push((known, m, id));
+                }
                 self.sessions.get_mut(&id).expect("checked").heard = heard;
             }
         }
     }
 
+    /// Client `c`'s request or ping reaches its member now: the leader learns of it at once if
+    /// that is the leader, else at the follower's next report. (A request the follower forwards
+    /// to the leader does not refresh the session there.)
     fn touch(&mut self, c: ClientId, now: Instant) {
-        if let Some(id) = self.links[c].session {
-            if let Some(s) = self.sessions.get_mut(&id) {
-                s.heard = s.heard.max(now);
+        if let Some(id) = self.links[c].session.filter(|id| self.sessions.contains_key(id)) {
+            match self.follower_of(c) {
+                Some(m) => {
+                    let at = self.report_at(now);
+                    self.reports.push((at, m, id));
+                }
+                None => {
+                    let s = self.sessions.get_mut(&id).expect("checked");
+                    s.heard = s.heard.max(now);
+                }
+            }
+        }
+    }
+
+    /// Followers' reports due by `now` reach the leader (a stopped follower's never do).
+    fn take_reports(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.reports.len() {
+            let (at, m, id) = self.reports[i];
+            if at <= now {
+                self.reports.swap_remove(i);
+                if self.members[m].stopped_until.is_none() {
+                    if let Some(s) = self.sessions.get_mut(&id) {
+                        s.heard = s.heard.max(at);
+                    }
+                }
+            } else {
+                i += 1;
             }
         }
     }
@@ -815,6 +897,8 @@ impl SimZk {
         for c in 0..self.links.len() {
             self.drop_link(c, now, pushes);
         }
+        // The new leader restarts every session's timer at the election's end anyway.
+        self.reports.clear();
         let until = now + election;
         self.election_until = Some(until);
         for c in 0..self.links.len() {
@@ -840,11 +924,14 @@ impl SimZk {
     /// their read timeout (then reconnect to another member) unless it resumes first.
     pub fn stop_member(&mut self, m: usize, now: Instant, until: Instant) {
         assert_ne!(m, self.leader, "a stopped leader is a failover: use fail_leader");
+        self.take_reports(now);
+        // What it has not reported yet, the leader never learns.
+        self.reports.retain(|r| r.1 != m);
         self.members[m].stopped_until = Some(until);
         let give_up = now + self.cfg.negotiated_timeout() * 2 / 3;
         for c in 0..self.links.len() {
             if matches!(self.links[c].state, LinkState::Up { member, .. } if member == m) {
-                self.freeze_pings(c, now);
+                self.freeze(c, now, false);
                 self.links[c].stalled_at = Some(give_up);
             }
         }
@@ -1007,6 +1094,7 @@ impl Model for SimZk {
         pushes: &mut Vec<(ClientId, ZkNotice)>,
     ) -> Result<ZkResult, Error> {
         self.link(client);
+        self.take_reports(now);
         self.advance(now, pushes);
         let sent_on = self.sent_on.remove(&(client, req.id));
         if req.op == ZkOp::OpenSession {
@@ -1118,6 +1206,7 @@ impl Model for SimZk {
     }
 
     fn on_timeout(&mut self, now: Instant, pushes: &mut Vec<(ClientId, ZkNotice)>) {
+        self.take_reports(now);
         for m in 0..self.members.len() {
             if self.members[m].stopped_until.is_some_and(|u| u <= now) {
                 self.members[m].stopped_until = None;
