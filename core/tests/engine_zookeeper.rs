@@ -276,7 +276,7 @@ fn read_write_locks_follow_curators_rules() {
     assert!(w.outcome(3, r3).is_none());
     let kids = w.server.children("/lockgate/rw/doc");
     assert_eq!(kids.iter().filter(|k| k.contains("__READ__")).count(), 3, "{kids:?}");
-    assert_eq!(kids.iter().filter(|k| k.contains("__WRITE__")).count(), 1, "{kids:?}");
+    assert_eq!(kids.iter().filter(|k| k.contains("__WRIT__")).count(), 1, "{kids:?}");
     w.release(0, l1);
     assert!(w.outcome(2, wr).is_none());
     w.release(1, l2);

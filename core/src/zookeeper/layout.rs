@@ -9,7 +9,7 @@
 //! - Every node lockgate creates carries Curator's protected-mode prefix `_c_<uuid>-`, the uuid
 //!   being the owner token: a create whose reply was lost is found again by it.
 //! - Children are ordered as Curator orders them: by what follows the last occurrence of the
-//!   recipe's lock name(s) (`lock-`, `__READ__`/`__WRITE__`, `latch-`), i.e. the 10-digit
+//!   recipe's lock name(s) (`lock-`, `__READ__`/`__WRIT__`, `latch-`), i.e. the 10-digit
 //!   sequence number the server appended.
 
 use crate::error::{Error, Result};
@@ -27,8 +27,9 @@ pub const PROTECTED_PREFIX: &str = "_c_";
 pub const LOCK_NAME: &str = "lock-";
 /// A reader's node name (`InterProcessReadWriteLock.READ_LOCK_NAME`).
 pub const READ_NAME: &str = "__READ__";
-/// A writer's node name (`InterProcessReadWriteLock.WRITE_LOCK_NAME`).
-pub const WRITE_NAME: &str = "__WRITE__";
+/// A writer's node name (`InterProcessReadWriteLock.WRITE_LOCK_NAME`: `__WRIT__`, as long as
+/// `__READ__` on purpose, so Curator's sort cuts both names at the same place).
+pub const WRITE_NAME: &str = "__WRIT__";
 /// A semaphore lease's node name (`InterProcessSemaphoreV2.LEASE_BASE_NAME`).
 pub const LEASE_NAME: &str = "lease-";
 /// An election candidate's node name (`LeaderLatch.LOCK_NAME`).
@@ -107,7 +108,7 @@ pub enum NodeKind {
     Lock,
     /// A reader (`__READ__`).
     Read,
-    /// A writer (`__WRITE__`).
+    /// A writer (`__WRIT__`).
     Write,
     /// A semaphore lease (`lease-`).
     Lease,
@@ -186,7 +187,7 @@ pub fn fix_for_sorting<'a>(name: &'a str, lock_name: &str) -> &'a str {
 
 /// Sorts `children` as Curator's recipe with lock names `lock_names` does: by the key left
 /// after stripping through each lock name in turn (a read-write lock strips `__READ__` then
-/// `__WRITE__`, as its `SortingLockInternalsDriver`), compared as strings; stable.
+/// `__WRIT__`, as its `SortingLockInternalsDriver`), compared as strings; stable.
 pub fn sort_children(children: &mut [String], lock_names: &[&str]) {
     children.sort_by(|a, b| sort_key(a, lock_names).cmp(sort_key(b, lock_names)));
 }
@@ -272,20 +273,20 @@ mod tests {
         assert_eq!((c.kind, c.sequence), (Some(NodeKind::Lock), Some(12)));
         let r = parse_child("_c_01234567-89ab-cdef-0123-456789abcdef-__READ__0000000003");
         assert_eq!((r.kind, r.sequence), (Some(NodeKind::Read), Some(3)));
-        let w = parse_child("__WRITE__0000000004");
+        let w = parse_child("__WRIT__0000000004");
         assert_eq!((w.owner, w.kind, w.sequence), (None, Some(NodeKind::Write), Some(4)));
         let foreign = parse_child("x");
         assert_eq!((foreign.owner, foreign.kind, foreign.sequence), (None, None, None));
         assert_eq!(parse_child("_c_short-lock-0000000001").owner, None);
 
         let mut rw = vec![
-            "_c_b-__WRITE__0000000007".to_string(),
+            "_c_b-__WRIT__0000000007".to_string(),
             "_c_a-__READ__0000000002".to_string(),
             "__READ__0000000005".to_string(),
-            "_c_c-__WRITE__0000000001".to_string(),
+            "_c_c-__WRIT__0000000001".to_string(),
         ];
         sort_children(&mut rw, sort_names(NodeKind::Write));
-        assert_eq!(rw, ["_c_c-__WRITE__0000000001", "_c_a-__READ__0000000002", "__READ__0000000005", "_c_b-__WRITE__0000000007"]);
+        assert_eq!(rw, ["_c_c-__WRIT__0000000001", "_c_a-__READ__0000000002", "__READ__0000000005", "_c_b-__WRIT__0000000007"]);
         let mut m = vec!["_c_z-lock-0000000010".to_string(), "_c_a-lock-0000000009".to_string()];
         sort_children(&mut m, sort_names(NodeKind::Lock));
         assert_eq!(m, ["_c_a-lock-0000000009", "_c_z-lock-0000000010"]);

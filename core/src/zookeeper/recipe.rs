@@ -79,16 +79,16 @@ mod tests {
 
     #[test]
     fn readers_wait_only_behind_writers() {
-        let kids = v(&["_c_r1-__READ__0000000001", "_c_w-__WRITE__0000000002", "_c_r2-__READ__0000000003", "_c_r0-__READ__0000000000"]);
+        let kids = v(&["_c_r1-__READ__0000000001", "_c_w-__WRIT__0000000002", "_c_r2-__READ__0000000003", "_c_r0-__READ__0000000000"]);
         assert_eq!(place(NodeKind::Read, kids.clone(), "_c_r1-__READ__0000000001"), Place::Holds);
         assert_eq!(place(NodeKind::Read, kids.clone(), "_c_r0-__READ__0000000000"), Place::Holds);
         assert_eq!(
             place(NodeKind::Read, kids.clone(), "_c_r2-__READ__0000000003"),
-            Place::Waits { watch: "_c_w-__WRITE__0000000002".into() }
+            Place::Waits { watch: "_c_w-__WRIT__0000000002".into() }
         );
         // The writer waits behind the reader just before it.
         assert_eq!(
-            place(NodeKind::Write, kids.clone(), "_c_w-__WRITE__0000000002"),
+            place(NodeKind::Write, kids.clone(), "_c_w-__WRIT__0000000002"),
             Place::Waits { watch: "_c_r1-__READ__0000000001".into() }
         );
         assert_eq!(place(NodeKind::Read, kids, "_c_x-__READ__0000000009"), Place::Missing);

@@ -150,12 +150,13 @@ class LeaseTest extends RedisTestBase {
         Capabilities c = client.capabilities();
         assertEquals("Redis", c.backend());
         assertEquals("redis", c.scheme());
-        for (String name : java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant")) {
+        for (String name : java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
+                "readersFirst", "agreedParameters", "entryTtl")) {
             assertTrue(c.has(name), name + " in " + c);
         }
         assertFalse(c.has("replicaAcks"));
         assertFalse(c.has("no-such-capability"));
         assertEquals(java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
-            "replicaAcks"), java.util.List.copyOf(c.all().keySet()));
+            "replicaAcks", "readersFirst", "agreedParameters", "entryTtl"), java.util.List.copyOf(c.all().keySet()));
     }
 }
