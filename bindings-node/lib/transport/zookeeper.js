@@ -6,7 +6,8 @@
 // whose forms the core defines (core/src/erased/zookeeper.rs); which node to create, whom to
 // watch and what a reply means are the core's. Nothing here decides anything about locks.
 //
-// Where node-zookeeper-client 1.1 falls short, and what this file does instead:
+// Where node-zookeeper-client 1.1 falls short, and what this file does instead (some of it
+// through the library's internals, hence package.json's ~1.1.3: patch releases only):
 // - No create2 (a create answered with the new node's stat): a create goes out as a plain
 //   CREATE on the library's connection, and the new node's stat is what a creation sets —
 //   czxid = mzxid = the zxid of the reply (ZooKeeper applies writes one at a time and stamps a
