@@ -241,7 +241,7 @@ class Driver {
       }
       return;
     }
-    if (ev.kind === 'renewed') return;
+    if (ev.kind === 'renewed' || ev.kind === 'atRisk') return; // atRisk: surfaced to leases by issue 15's lease-at-risk work
     const p = this.pending.get(ev.op);
     if (!p) {
       // Nobody waits for this operation (one started by shutdown, or a grant whose caller is

@@ -378,7 +378,7 @@ impl<'a> EventFields<'a> {
 }
 
 /// Any engine's event as one flat object with a `kind`: a completion (`op` and what `outcome`
-/// makes of how it ended), `renewed` or `lost` (these carry `lease`).
+/// makes of how it ended), `renewed`, `atRisk` or `lost` (these carry `lease`).
 fn any_event_to_js<'a, O>(
     ev: &'a Event<O>,
     shapes: &Shapes,
@@ -393,6 +393,9 @@ fn any_event_to_js<'a, O>(
         }
         Event::Renewed { lease, valid_until } => {
             ("renewed", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..EventFields::default() })
+        }
+        Event::AtRisk { lease, valid_until } => {
+            ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..EventFields::default() })
         }
         Event::Lost { lease, error } => {
             ("lost", EventFields { lease: Some(*lease), error: Some(error), ..EventFields::default() })

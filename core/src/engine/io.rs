@@ -109,6 +109,16 @@ pub enum Event<O = Outcome> {
         /// The new local validity.
         valid_until: Instant,
     },
+    /// A lease is at risk: the engine cannot confirm it right now (its server is unreachable, its
+    /// session disconnected, its renewals fail), so it stays valid only until `valid_until`
+    /// unless contact returns first. A later `Renewed` means it is safe again; `Lost` that it
+    /// ended. Emitted once per spell, not per failed attempt.
+    AtRisk {
+        /// Which lease.
+        lease: LeaseId,
+        /// Until when it is certainly still valid, however the spell ends.
+        valid_until: Instant,
+    },
     /// A lease is no longer held (renewal refused, expired locally, deleted behind its back).
     Lost {
         /// Which lease.

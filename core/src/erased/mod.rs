@@ -163,6 +163,7 @@ where
         LockEngine::poll_event(self).map(|ev| match ev {
             Event::Completed { op, outcome } => Event::Completed { op, outcome: outcome.into() },
             Event::Renewed { lease, valid_until } => Event::Renewed { lease, valid_until },
+            Event::AtRisk { lease, valid_until } => Event::AtRisk { lease, valid_until },
             Event::Lost { lease, error } => Event::Lost { lease, error },
         })
     }

@@ -187,6 +187,8 @@ impl<T: Transport> Driver<T> {
                         tx.send_replace(held);
                     }
                 }
+                // Surfaced to handles by the lease-at-risk work (issue 15); validity is unchanged.
+                Event::AtRisk { .. } => {}
                 Event::Lost { lease, error } => {
                     if let Some(tx) = self.leases.remove(&lease) {
                         tx.send_replace(LeaseState::Lost(error));

@@ -675,6 +675,8 @@ impl<M: Model> Sim<M> {
             },
             Event::Renewed { lease, valid_until } => self.claim(c, *lease, *valid_until),
             Event::Lost { lease, .. } => self.end_belief(c, *lease),
+            // A lease at risk is still believed held until its validity ends (checked as claimed).
+            Event::AtRisk { .. } => {}
         }
     }
 
