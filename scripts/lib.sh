@@ -43,6 +43,7 @@ ensure_wasm_target() {
 ensure_base() {
   ensure_apt redis-server redis-tools openssl python3 ca-certificates
   ensure_zookeeper
+  ensure_etcd
   ensure_rust
 }
 
@@ -52,11 +53,18 @@ ensure_zookeeper() {
   ensure_apt zookeeper default-jre-headless
 }
 
+# Debian's etcd 3.4 (server and etcdctl) and what the etcd-client crate needs at build time
+# (protoc and protobuf's well-known .proto files). No service is started: the launcher
+# (test-servers etcd) runs its own members on free loopback ports.
+ensure_etcd() {
+  ensure_apt etcd-server etcd-client protobuf-compiler libprotobuf-dev
+}
+
 # The one test-server launcher (conformance/src/bin/servers.rs, documented in
 # conformance/README.md), shared with every language's tests and the conformance orchestrator.
 LG_TEST_SERVERS=${LOCKGATE_TEST_SERVERS:-$LG_ROOT/target/release/test-servers}
 
-# Starts `test-servers KIND [ARGS...]` (single, acl, replica, cluster, redlock, proxied, zookeeper) in the
+# Starts `test-servers KIND [ARGS...]` (single, acl, replica, cluster, redlock, proxied, zookeeper, etcd) in the
 # background and sets SERVERS_JSON to the one JSON line it prints (URLs, ports, pids). Its pid
 # goes to LG_PIDS: cleanup's kill (SIGTERM) makes it stop exactly the servers it started. Call
 # it directly, not in $(...), so the pid is recorded in this shell.
