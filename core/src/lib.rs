@@ -18,6 +18,7 @@ pub mod connect;
 pub mod engine;
 pub mod erased;
 pub mod error;
+pub mod etcd;
 pub mod options;
 pub mod primitive;
 pub mod random;

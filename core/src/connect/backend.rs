@@ -17,14 +17,16 @@ pub enum Backend {
     Redlock,
     /// A ZooKeeper ensemble (`zookeeper://`, `zookeeper+tls://`): one session per client.
     ZooKeeper,
+    /// An etcd cluster (`etcd://`, `etcds://`): one lease per client (the session).
+    Etcd,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 4] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock, Backend::ZooKeeper];
+    pub const ALL: [Backend; 5] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock, Backend::ZooKeeper, Backend::Etcd];
 
     /// Every accepted scheme with its backend and whether it uses TLS.
-    const SCHEMES: [(&'static str, Backend, bool); 8] = [
+    const SCHEMES: [(&'static str, Backend, bool); 10] = [
         ("redis", Backend::Redis, false),
         ("rediss", Backend::Redis, true),
         ("redis+cluster", Backend::RedisCluster, false),
@@ -33,6 +35,8 @@ impl Backend {
         ("rediss+redlock", Backend::Redlock, true),
         ("zookeeper", Backend::ZooKeeper, false),
         ("zookeeper+tls", Backend::ZooKeeper, true),
+        ("etcd", Backend::Etcd, false),
+        ("etcds", Backend::Etcd, true),
     ];
 
     /// The backend a URL scheme selects and whether it uses TLS (`None`: not a lockgate scheme).
@@ -65,6 +69,7 @@ impl Backend {
             Backend::RedisCluster => "Redis Cluster",
             Backend::Redlock => "Redlock",
             Backend::ZooKeeper => "ZooKeeper",
+            Backend::Etcd => "etcd",
         }
     }
 
@@ -73,7 +78,8 @@ impl Backend {
     pub fn capabilities(self, tls: bool, replica_acks: bool) -> Capabilities {
         // Redlock has no server-side queue or counter; every other backend has both.
         let queued = !matches!(self, Backend::Redlock);
-        // The Redis scripts keep what the ZooKeeper recipes (Curator's) cannot: readers passing
+        // The Redis scripts keep what the ZooKeeper and etcd recipes (Curator's, etcd's
+        // concurrency package's) cannot: readers passing
         // queued writers, parameters agreed by the server, queue entries with their own lease.
         let scripted = matches!(self, Backend::Redis | Backend::RedisCluster);
         Capabilities {
@@ -121,7 +127,7 @@ mod tests {
         assert_eq!(
             Backend::all_schemes(),
             "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://, \
-             zookeeper://, zookeeper+tls://"
+             zookeeper://, zookeeper+tls://, etcd://, etcds://"
         );
     }
 
@@ -143,5 +149,12 @@ mod tests {
         let offered: Vec<_> = z.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
         assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{z:?}");
         assert_eq!((z.backend, z.scheme), ("ZooKeeper", "zookeeper+tls"));
+        // etcd: the same recipes' guarantees (FIFO by create revision, the create revision as
+        // the fencing token), nothing the Redis scripts add.
+        let e = Backend::Etcd.capabilities(true, false);
+        let offered: Vec<_> = e.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
+        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{e:?}");
+        assert_eq!((e.backend, e.scheme), ("etcd", "etcds"));
+        assert_eq!(Backend::from_scheme("ETCD"), Some((Backend::Etcd, false)));
     }
 }

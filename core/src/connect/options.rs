@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
 use crate::redlock::RedlockConfig;
 use crate::time::Duration;
+use crate::etcd::{EtcdConfig, DEFAULT_SESSION_TTL, MAX_SESSION_TTL, MIN_SESSION_TTL};
 use crate::zookeeper::{ZkConfig, DEFAULT_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
 
 /// Default connect and response timeouts (5 s).
@@ -119,6 +120,12 @@ pub struct ClientOptions {
     /// Every lease lives in the client's one session; the ensemble may grant less, and a lease
     /// is counted valid for half of what it granted after each confirmation (PROTOCOL.md
     /// "ZooKeeper").
+    ///
+    /// etcd: the TTL of the client's session lease (default 60 s, `concurrency.NewSession`'s),
+    /// asked in whole seconds (rounded up); the cluster may grant more, and a lease is counted
+    /// valid for two thirds of what it granted after each acknowledged keepalive (PROTOCOL.md
+    /// "etcd"). One option for both: it is the same thing, how long the backend keeps a silent
+    /// client's locks.
     pub session_timeout: Option<Duration>,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
     /// applied when the count comes, refused by `validate` if it never does.
@@ -222,21 +229,27 @@ impl ClientOptions {
                 }
                 other => {
                     return Err(Error::invalid(format!(
-                        "{} is not supported on a {other} (it has no replicas to wait for; only a \
+                        "{} is not supported on {} (it has no replicas to wait for; only a \
                          redis:// primary does)",
-                        spelling.replica_acks
+                        spelling.replica_acks,
+                        a(other)
                     )))
                 }
             }
         }
         if let Some(t) = self.session_timeout {
-            if backend != Backend::ZooKeeper {
-                return Err(Error::invalid(format!(
-                    "{} is a ZooKeeper setting (zookeeper:// URLs); a {backend} client has no such setting",
-                    spelling.key(ClientOption::SessionTimeout)
-                )));
+            match backend {
+                Backend::ZooKeeper => session_timeout_in_range(spelling, t)?,
+                Backend::Etcd => session_ttl_in_range(spelling, t)?,
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "{} is a ZooKeeper and etcd setting (zookeeper:// and etcd:// URLs); {} client \
+                         has no such setting",
+                        spelling.key(ClientOption::SessionTimeout),
+                        a(backend)
+                    )))
+                }
             }
-            session_timeout_in_range(spelling, t)?;
         }
         if backend == Backend::ZooKeeper && self.key_prefix != EngineConfig::default().key_prefix {
             return Err(Error::invalid(format!(
@@ -245,13 +258,21 @@ impl ClientOptions {
                 spelling.key(ClientOption::KeyPrefix)
             )));
         }
+        if backend == Backend::Etcd && self.key_prefix != EngineConfig::default().key_prefix {
+            return Err(Error::invalid(format!(
+                "{} is a Redis setting; an etcd client names locks by key prefix (a name starting with '/' \
+                 is used as given, as `etcdctl lock` uses it; any other lives under lockgate/<kind>/)",
+                spelling.key(ClientOption::KeyPrefix)
+            )));
+        }
         if backend == Backend::Redlock {
             // The URL's grammar already counted the masters (1 to MAX_MASTERS).
             self.redlock_settings(1).validate()?;
         } else if let Some(o) = self.redlock_settings_given().first() {
             return Err(Error::invalid(format!(
-                "{} is a Redlock setting (redlock:// URLs); a {backend} client has no such setting",
-                spelling.key(*o)
+                "{} is a Redlock setting (redlock:// URLs); {} client has no such setting",
+                spelling.key(*o),
+                a(backend)
             )));
         }
         Ok(())
@@ -295,6 +316,18 @@ impl ClientOptions {
             return Err(Error::invalid(format!("a {}:// URL is not a ZooKeeper ensemble", target.scheme())));
         }
         let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT) };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The etcd engine's settings of an `etcd://` URL (the session lease's TTL, 60 s unless
+    /// given); `INVALID_ARGUMENT` for any other backend.
+    pub fn etcd_config(&self) -> Result<EtcdConfig> {
+        let target = self.target()?;
+        if target.backend() != Backend::Etcd {
+            return Err(Error::invalid(format!("a {}:// URL is not an etcd cluster", target.scheme())));
+        }
+        let config = EtcdConfig { session_ttl: self.session_timeout.unwrap_or(DEFAULT_SESSION_TTL) };
         config.validate()?;
         Ok(config)
     }
@@ -386,6 +419,14 @@ pub fn lock_options_for_backend(
             spelling.key(ClientOption::SessionTimeout)
         )));
     }
+    if backend == Backend::Etcd && entry_ttl.is_some() {
+        return Err(Error::invalid(format!(
+            "{} is not an etcd setting (a waiter's key lives as long as its session lease: a crashed \
+             waiter is skipped once the lease expires, see {})",
+            spelling.entry_ttl,
+            spelling.key(ClientOption::SessionTimeout)
+        )));
+    }
     lock_options_for(redlock, lease, auto_renew, wait_timeout, entry_ttl, spelling)
 }
 
@@ -397,6 +438,28 @@ fn session_timeout_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
             spelling.key(ClientOption::SessionTimeout),
             spelling.show(MIN_SESSION_TIMEOUT),
             spelling.show(MAX_SESSION_TIMEOUT),
+            spelling.show(t)
+        )));
+    }
+    Ok(())
+}
+
+/// `backend`'s name with its indefinite article, for messages: "a Redis", "an etcd".
+fn a(backend: Backend) -> String {
+    match backend {
+        Backend::Etcd => format!("an {backend}"),
+        _ => format!("a {backend}"),
+    }
+}
+
+/// An etcd session TTL between [`MIN_SESSION_TTL`] and [`MAX_SESSION_TTL`].
+fn session_ttl_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
+    if t < MIN_SESSION_TTL || t > MAX_SESSION_TTL {
+        return Err(Error::invalid(format!(
+            "{} (the etcd session lease's TTL) must be between {} and {}, got {}",
+            spelling.key(ClientOption::SessionTimeout),
+            spelling.show(MIN_SESSION_TTL),
+            spelling.show(MAX_SESSION_TTL),
             spelling.show(t)
         )));
     }
@@ -655,7 +718,10 @@ mod tests {
             o.url = "redis://h".into();
             assert_eq!(
                 message(o.validate_as(&s)),
-                format!("{key} is a ZooKeeper setting (zookeeper:// URLs); a Redis client has no such setting")
+                format!(
+                    "{key} is a ZooKeeper and etcd setting (zookeeper:// and etcd:// URLs); a Redis client has no \
+                     such setting"
+                )
             );
         }
         assert!(message(ClientOptions::new("redis://h").zookeeper_config()).contains("not a ZooKeeper ensemble"));
@@ -684,6 +750,40 @@ mod tests {
         );
         // The password never shows.
         assert!(!format!("{zk:?}").contains("secret"));
+    }
+
+    /// etcd: `session_timeout` is the session lease's TTL (60 s, `concurrency.NewSession`'s,
+    /// unless given; at least 1 s), and what an etcd client does not have is refused.
+    #[test]
+    fn etcd_settings_and_refusals() {
+        use super::super::setter::OptionValue::{Number, Str};
+        let etcd = ClientOptions::new("etcd://u:secret@h1:2379,h2");
+        etcd.validate().unwrap();
+        assert_eq!(etcd.etcd_config().unwrap().session_ttl, Duration::from_secs(60));
+        let caps = etcd.capabilities().unwrap();
+        assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
+        assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);
+        let mut o = etcd.clone();
+        o.set("sessionTimeoutMs", Number(5_000.0), &Spelling::JS).unwrap();
+        o.validate_as(&Spelling::JS).unwrap();
+        assert_eq!(o.etcd_config().unwrap().session_ttl, Duration::from_secs(5));
+        o.set("sessionTimeoutMs", Number(500.0), &Spelling::JS).unwrap();
+        assert_eq!(
+            message(o.validate_as(&Spelling::JS)),
+            "sessionTimeoutMs (the etcd session lease's TTL) must be between 1000 ms and 2147483647 ms, got 500 ms"
+        );
+        assert!(message(ClientOptions::new("redis://h").etcd_config()).contains("not an etcd cluster"));
+        assert!(message(ClientOptions::new("zookeeper://h").etcd_config()).contains("not an etcd cluster"));
+        let mut o = etcd.clone();
+        o.set("key_prefix", Str("app:".into()), &Spelling::PYTHON).unwrap();
+        assert!(message(o.validate_as(&Spelling::PYTHON)).starts_with("key_prefix is a Redis setting; an etcd client names locks by key prefix"));
+        let mut o = etcd.clone();
+        o.set("maxLease", Number(10.0), &Spelling::JAVA).unwrap();
+        assert_eq!(message(o.validate_as(&Spelling::JAVA)), "maxLease is a Redlock setting (redlock:// URLs); an etcd client has no such setting");
+        assert_eq!(etcd.lock_options(None, None, None, None, &Spelling::RUST).unwrap(), LockOptions::default());
+        assert!(message(etcd.lock_options(None, None, None, Some(Duration::from_secs(1)), &Spelling::PYTHON))
+            .starts_with("entry_ttl is not an etcd setting"));
+        assert!(!format!("{etcd:?}").contains("secret"));
     }
 
     /// A deployment with a 10 s `max_lease`: a lock without a lease gets 10 s, one asking for

@@ -8,6 +8,8 @@
 //!   for all of them; a master listed twice is refused (see [`Masters`]).
 //! - `zookeeper://[user:password@]host1[:port],...[/chroot]` and `zookeeper+tls://...`: the
 //!   members of a ZooKeeper ensemble ([`ZkAddress`]).
+//! - `etcd://[user:password@]host1[:port],...` and `etcds://...`: the members of an etcd
+//!   cluster ([`EtcdAddress`]).
 
 use std::fmt;
 
@@ -16,6 +18,7 @@ use super::options::Masters;
 use super::url::RedisUrl;
 use crate::error::{Error, Result};
 use crate::redlock::MAX_MASTERS;
+use crate::etcd::EtcdAddress;
 use crate::zookeeper::ZkAddress;
 
 /// A validated URL of any scheme; its `Display` and `Debug` redact the password.
@@ -28,6 +31,8 @@ pub struct Target {
     servers: Vec<RedisUrl>,
     /// A ZooKeeper ensemble's members, chroot and login.
     zookeeper: Option<ZkAddress>,
+    /// An etcd cluster's members and login.
+    etcd: Option<EtcdAddress>,
     /// The URL as given with the password replaced by `***`.
     shown: String,
 }
@@ -63,12 +68,16 @@ impl Target {
                 let server = RedisUrl::parse(&format!("{base}://{rest}"))?;
                 let shown = server.to_string();
                 let shown = format!("{}{}", backend.scheme(tls), &shown[base.len()..]);
-                Target { backend, tls, servers: vec![server], zookeeper: None, shown }
+                Target { backend, tls, servers: vec![server], zookeeper: None, etcd: None, shown }
             }
             Backend::Redlock => Self::parse_redlock(backend.scheme(tls), base, rest)?,
             Backend::ZooKeeper => {
                 let address = ZkAddress::parse(rest, tls)?;
-                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: Some(address) }
+                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: Some(address), etcd: None }
+            }
+            Backend::Etcd => {
+                let address = EtcdAddress::parse(rest, tls)?;
+                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: None, etcd: Some(address) }
             }
         };
         Ok(Target { backend, tls, ..target })
@@ -111,7 +120,7 @@ impl Target {
             },
         };
         let shown = format!("{scheme}://{shown_login}{hosts}{tail}");
-        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, zookeeper: None, shown })
+        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, zookeeper: None, etcd: None, shown })
     }
 
     /// The backend the scheme selects.
@@ -140,9 +149,18 @@ impl Target {
         self.zookeeper.as_ref()
     }
 
+    /// An etcd URL's cluster (`None` for other backends).
+    pub fn etcd(&self) -> Option<&EtcdAddress> {
+        self.etcd.as_ref()
+    }
+
     /// Replaces every password of the URL in `message` (server and I/O errors may echo input).
     pub fn scrub(&self, message: &str) -> String {
         let scrubbed = self.servers.iter().fold(message.to_string(), |m, s| s.scrub(&m));
+        let scrubbed = match &self.etcd {
+            Some(e) => e.scrub(&scrubbed),
+            None => scrubbed,
+        };
         match self.zookeeper.as_ref().and_then(|z| z.digest.as_ref()) {
             Some((_, password)) if !password.is_empty() => scrubbed.replace(password.as_str(), "***"),
             _ => scrubbed,
@@ -224,6 +242,8 @@ mod tests {
             ("redlock://a", Backend::Redlock, false, 1, "redlock://a"),
             ("zookeeper://u:hunter2@a,b:2182/app", Backend::ZooKeeper, false, 0, "zookeeper://u:***@a:2181,b:2182/app"),
             ("zookeeper+tls://a", Backend::ZooKeeper, true, 0, "zookeeper+tls://a:2181"),
+            ("etcd://u:hunter2@a,b:2380", Backend::Etcd, false, 0, "etcd://u:***@a:2379,b:2380"),
+            ("ETCDS://a", Backend::Etcd, true, 0, "etcds://a:2379"),
         ] {
             let t = Target::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!((t.backend(), t.is_tls(), t.servers().len()), (backend, tls, servers), "{url}");
@@ -242,6 +262,9 @@ mod tests {
             [("a", 6379, 3, Some("hunter2")), ("b", 6380, 3, Some("hunter2")), ("::1", 7000, 3, Some("hunter2"))]
         );
         assert_eq!(t.scrub("no hunter2 here"), "no *** here");
+        let t = Target::parse("etcds://u:hunter2@a").unwrap();
+        assert_eq!(t.etcd().map(|e| e.endpoints()), Some(vec!["https://a:2379".to_string()]));
+        assert_eq!(t.scrub("no hunter2 here"), "no *** here");
     }
 
     #[test]
@@ -253,6 +276,8 @@ mod tests {
             ("http://h", "unsupported URL scheme \"http\": use one of redis://, rediss://, redis+cluster://"),
             ("zk://h", "unsupported URL scheme \"zk\""),
             ("zookeeper://u:hunter2@", "lists its servers"),
+            ("etcd://u:hunter2@", "lists its members"),
+            ("etcd://u:hunter2@h/app", "takes no path"),
             ("u:hunter2@h://x", "no valid scheme"),
             ("redis://h/abc", "database number"),
             ("redis://app@h", "gives no password"),
