@@ -2,6 +2,12 @@
 //! never shown with a password:
 //! `zookeeper://[user:password@]host1[:port],host2[:port],...[/chroot]` (and `zookeeper+tls://`).
 //! The login is ZooKeeper's `digest` scheme; the port defaults to 2181.
+//!
+//! A `zookeeper+tls://` URL may name PEM files in its query: `?ca=<path>` (the CA that signed
+//! the servers' certificates; else the client's TLS CA option, else the system's roots) and
+//! `?cert=<path>&key=<path>` (a client certificate for servers that ask for one, ZooKeeper's
+//! `ssl.clientAuth`). Only the paths are parsed here (this runs in the wasm build too); the
+//! native transport reads the files.
 
 use std::fmt;
 
@@ -24,19 +30,43 @@ pub struct ZkAddress {
     pub digest: Option<(String, String)>,
     /// Whether the connections use TLS.
     pub tls: bool,
+    /// The PEM files a `zookeeper+tls://` URL's query names (all `None` without TLS).
+    pub tls_files: ZkTlsFiles,
+}
+
+/// The PEM files of a `zookeeper+tls://` URL's query (paths, percent-decoded; never read here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZkTlsFiles {
+    /// `ca=`: the CA certificate(s) to trust instead of the system's roots.
+    pub ca: Option<String>,
+    /// `cert=` and `key=`: the client's certificate chain and its private key (both or neither).
+    pub identity: Option<(String, String)>,
 }
 
 impl ZkAddress {
     /// Parses what follows `scheme://` of a ZooKeeper URL.
     pub fn parse(rest: &str, tls: bool) -> Result<ZkAddress> {
         let scheme = if tls { "zookeeper+tls" } else { "zookeeper" };
-        let (authority, chroot) = match rest.find(['/', '?', '#']) {
+        if rest.contains('#') {
+            return Err(Error::invalid(format!("a {scheme}:// URL takes no fragment ('#')")));
+        }
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (rest, None),
+        };
+        let tls_files = match query {
+            None => ZkTlsFiles::default(),
+            Some(_) if !tls => {
+                return Err(Error::invalid(
+                    "a zookeeper:// URL takes no query: give options as options (ca=, cert= and key= are for zookeeper+tls://)",
+                ))
+            }
+            Some(q) => parse_tls_query(q)?,
+        };
+        let (authority, chroot) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
-        if chroot.contains(['?', '#']) {
-            return Err(Error::invalid(format!("a {scheme}:// URL takes no query or fragment: give options as options")));
-        }
         let (login, hosts) = match authority.rfind('@') {
             Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
             None => (None, authority),
@@ -73,7 +103,7 @@ impl ZkAddress {
                 Some(path.to_string())
             }
         };
-        Ok(ZkAddress { hosts: parsed, chroot, digest, tls })
+        Ok(ZkAddress { hosts: parsed, chroot, digest, tls, tls_files })
     }
 
     /// The connect string ZooKeeper clients take: `host1:port,host2:port[/chroot]`.
@@ -82,11 +112,21 @@ impl ZkAddress {
         format!("{}{}", hosts.join(","), self.chroot.as_deref().unwrap_or(""))
     }
 
-    /// The URL with the password replaced by `***`.
+    /// The URL with the password replaced by `***` (file paths are shown: they are not secret;
+    /// what the files hold never is).
     pub fn shown(&self) -> String {
         let scheme = if self.tls { "zookeeper+tls" } else { "zookeeper" };
         let login = self.digest.as_ref().map(|(u, _)| format!("{u}:***@")).unwrap_or_default();
-        format!("{scheme}://{login}{}", self.connect_string())
+        let mut query = Vec::new();
+        if let Some(ca) = &self.tls_files.ca {
+            query.push(format!("ca={ca}"));
+        }
+        if let Some((cert, key)) = &self.tls_files.identity {
+            query.push(format!("cert={cert}"));
+            query.push(format!("key={key}"));
+        }
+        let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+        format!("{scheme}://{login}{}{query}", self.connect_string())
     }
 }
 
@@ -94,6 +134,40 @@ impl fmt::Debug for ZkAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown())
     }
+}
+
+/// The query of a `zookeeper+tls://` URL: `ca`, `cert` and `key`, each at most once, each a
+/// non-empty path; `cert` and `key` together or not at all.
+fn parse_tls_query(query: &str) -> Result<ZkTlsFiles> {
+    let (mut ca, mut cert, mut key) = (None, None, None);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let slot = match name {
+            "ca" => &mut ca,
+            "cert" => &mut cert,
+            "key" => &mut key,
+            other => {
+                return Err(Error::invalid(format!(
+                    "a zookeeper+tls:// URL takes the query parameters ca, cert and key (PEM file paths), not {other:?}"
+                )))
+            }
+        };
+        if slot.is_some() {
+            return Err(Error::invalid(format!("a zookeeper+tls:// URL gives {name}= twice")));
+        }
+        let value = decode_part(value, &format!("{name}= path of a zookeeper+tls:// URL"))?;
+        if value.is_empty() {
+            return Err(Error::invalid(format!("the {name}= of a zookeeper+tls:// URL is empty: give a PEM file's path")));
+        }
+        *slot = Some(value);
+    }
+    let identity = match (cert, key) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        (Some(_), None) => return Err(Error::invalid("a zookeeper+tls:// URL gives cert= without key= (the client certificate's private key)")),
+        (None, Some(_)) => return Err(Error::invalid("a zookeeper+tls:// URL gives key= without cert= (the client certificate)")),
+    };
+    Ok(ZkTlsFiles { ca, identity })
 }
 
 /// `host:port`, with brackets around an IPv6 address.
@@ -165,6 +239,11 @@ pub fn check_path(path: &str) -> std::result::Result<(), String> {
 
 /// Percent-decodes one part of the login.
 fn decode(part: &str, what: &str) -> Result<String> {
+    decode_part(part, &format!("{what} of a zookeeper:// login"))
+}
+
+/// Percent-decodes `part`; `what` names it in errors (never its value: it may be a password).
+fn decode_part(part: &str, what: &str) -> Result<String> {
     let bytes = part.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -172,7 +251,7 @@ fn decode(part: &str, what: &str) -> Result<String> {
         if bytes[i] == b'%' {
             let hex = part.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
             let Some(b) = hex else {
-                return Err(Error::invalid(format!("the {what} of a zookeeper:// login has a malformed %-escape")));
+                return Err(Error::invalid(format!("the {what} has a malformed %-escape")));
             };
             out.push(b);
             i += 3;
@@ -181,7 +260,7 @@ fn decode(part: &str, what: &str) -> Result<String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| Error::invalid(format!("the {what} of a zookeeper:// login is not UTF-8")))
+    String::from_utf8(out).map_err(|_| Error::invalid(format!("the {what} is not UTF-8")))
 }
 
 #[cfg(test)]
@@ -207,5 +286,37 @@ mod tests {
         }
         let e = ZkAddress::parse("u:topsecret@h:x", false).unwrap_err();
         assert!(!e.message().contains("topsecret"), "{e}");
+    }
+
+    #[test]
+    fn tls_query_names_the_pem_files() {
+        let a = ZkAddress::parse("h:2281/app?ca=/etc/zk/ca.pem&cert=/c%20d/client.pem&key=k.pem", true).unwrap();
+        assert_eq!(a.chroot.as_deref(), Some("/app"));
+        assert_eq!(a.tls_files.ca.as_deref(), Some("/etc/zk/ca.pem"));
+        assert_eq!(a.tls_files.identity, Some(("/c d/client.pem".into(), "k.pem".into())));
+        assert_eq!(a.connect_string(), "h:2281/app");
+        assert_eq!(a.shown(), "zookeeper+tls://h:2281/app?ca=/etc/zk/ca.pem&cert=/c d/client.pem&key=k.pem");
+        let b = ZkAddress::parse("h?ca=/x", true).unwrap();
+        assert_eq!((b.chroot, b.tls_files.ca.as_deref(), b.tls_files.identity), (None, Some("/x"), None));
+        assert_eq!(ZkAddress::parse("h", true).unwrap().tls_files, ZkTlsFiles::default());
+    }
+
+    #[test]
+    fn refuses_bad_tls_queries() {
+        let cases = [
+            ("h?ca=/x", false, "are for zookeeper+tls://"),
+            ("h?x=1", true, "not \"x\""),
+            ("h?ca=/a&ca=/b", true, "ca= twice"),
+            ("h?cert=/c", true, "cert= without key="),
+            ("h?key=/k", true, "key= without cert="),
+            ("h?ca=", true, "ca= of a zookeeper+tls:// URL is empty"),
+            ("h?ca=%zz", true, "malformed %-escape"),
+            ("h?ca=/x#f", true, "no fragment"),
+        ];
+        for (url, tls, says) in cases {
+            let e = ZkAddress::parse(url, tls).expect_err(url);
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{url}");
+            assert!(e.message().contains(says), "{url}: {e}");
+        }
     }
 }

@@ -11,11 +11,9 @@
 //! made as containers, `response_timeout` on every request, the state changes as notices, and
 //! a new session (a new crate client) when the backend opens one after an expiry.
 //!
-//! `zookeeper+tls://` is refused with `UNSUPPORTED`: the crate's `tls` feature pulls rustls with
-//! its default aws-lc-rs provider (a C build) next to the ring provider the rest of the core
-//! pins, and with two providers compiled in rustls has no process default, so the `redis`
-//! crate's `rediss://` configuration (`ClientConfig::builder()`) would panic unless every
-//! process installed one first.
+//! `zookeeper+tls://` connects every member over TLS with the crate's rustls client; what it
+//! trusts and shows, and how a refused certificate is told apart from an unreachable member,
+//! is [`tls`]'s.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -45,8 +43,9 @@ const PARENT_ATTEMPTS: usize = 3;
 
 /// Connects to the ensemble of `target` (one session, shared by every lock of the client) and
 /// starts a ZooKeeper client's driver. Fails with `CONNECTION` if no member answers within
-/// `connect_timeout`, `AUTHENTICATION` if the ensemble refuses the login, `UNSUPPORTED` for
-/// `zookeeper+tls://`.
+/// `connect_timeout` or (`zookeeper+tls://`) a server's certificate is not trusted,
+/// `AUTHENTICATION` if the ensemble refuses the login or the client's certificate,
+/// `INVALID_ARGUMENT` if a TLS file cannot be read or used.
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let address = target.zookeeper().ok_or_else(|| Error::invalid("not a zookeeper:// URL"))?;
     let engine_config = options.zookeeper_config()?;
@@ -68,6 +67,10 @@ pub(crate) struct Config {
     digest: Option<(String, String)>,
     /// The URL with its password redacted, for messages.
     shown: String,
+    /// Every member, in URL order (what the TLS probe tries).
+    members: Vec<(String, u16)>,
+    /// `zookeeper+tls://`: trust and identity.
+    tls: Option<tls::Tls>,
     session_timeout: Duration,
     connect_timeout: Duration,
     response_timeout: Duration,
@@ -76,13 +79,10 @@ pub(crate) struct Config {
 impl Config {
     /// The settings of `options` for the ensemble `address`, asking for `session_timeout`.
     pub(crate) fn new(options: &ClientOptions, address: &ZkAddress, session_timeout: Duration) -> Result<Config> {
-        if address.tls {
-            return Err(Error::unsupported(
-                "zookeeper+tls:// is not supported by the native client yet: its ZooKeeper client's TLS \
-                 needs a second rustls crypto provider, which breaks rediss:// in the same process; \
-                 use zookeeper:// on a trusted network",
-            ));
-        }
+        let tls = match address.tls {
+            true => Some(tls::Tls::new(&address.tls_files, options.tls_ca_pem.as_deref())?),
+            false => None,
+        };
         let hosts: Vec<String> = address
             .hosts
             .iter()
@@ -93,6 +93,8 @@ impl Config {
             chroot: address.chroot.clone(),
             digest: address.digest.clone(),
             shown: address.shown(),
+            members: address.hosts.clone(),
+            tls,
             session_timeout,
             connect_timeout: options.connect_timeout,
             response_timeout: options.response_timeout,
@@ -213,14 +215,26 @@ async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>) -> std
         connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
     }
     let what = format!("connecting to {}", config.shown);
-    let root = match tokio::time::timeout(config.connect_timeout, connector.connect(&config.hosts)).await {
+    let attempt = async {
+        match &config.tls {
+            None => connector.connect(&config.hosts).await.map_err(|e| failure(e, &what)),
+            Some(tls) => {
+                let connector = connector.with_tls(tls.options());
+                tokio::select! {
+                    r = connector.secure_connect(&config.hosts) => r.map_err(|e| failure(e, &what)),
+                    refused = tls.probe(&config.members, &config.shown) => Err(refused),
+                }
+            }
+        }
+    };
+    let root = match tokio::time::timeout(config.connect_timeout, attempt).await {
         Err(_) => {
             return Err(ZkFailure::ConnectionLoss(format!(
                 "no member of {} answered within the connect timeout ({:?})",
                 config.shown, config.connect_timeout
             )))
         }
-        Ok(Err(e)) => return Err(failure(e, &what)),
+        Ok(Err(e)) => return Err(e),
         Ok(Ok(root)) => root,
     };
     let client = match &config.chroot {
@@ -469,6 +483,8 @@ pub(crate) fn into_error(failure: ZkFailure) -> Error {
         other => Error::protocol(format!("unexpected failure while connecting: {other}")),
     }
 }
+
+mod tls;
 
 #[cfg(test)]
 mod tests;

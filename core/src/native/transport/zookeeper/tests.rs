@@ -41,6 +41,8 @@ fn config(url: &str, session: Duration, response: Duration) -> Config {
         chroot: address.chroot.clone(),
         digest: address.digest.clone(),
         shown: address.shown(),
+        members: address.hosts.clone(),
+        tls: None,
         session_timeout: session,
         connect_timeout: Duration::from_secs(10),
         response_timeout: response,
