@@ -365,3 +365,107 @@ fn a_stale_confirmation_is_refreshed_by_a_check_before_a_grant() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The events of client `c` from index `from` on that speak of risk, with their lease.
+fn risk_events(w: &World, c: usize, from: usize) -> Vec<(&'static str, lockgate_core::LeaseId)> {
+    w.events[c][from..]
+        .iter()
+        .filter_map(|e| match e {
+            Event::AtRisk { lease, .. } => Some(("at risk", *lease)),
+            Event::Renewed { lease, .. } => Some(("renewed", *lease)),
+            Event::Lost { lease, .. } => Some(("lost", *lease)),
+            Event::Completed { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_disconnection_puts_every_lease_at_risk_once_and_a_reconnect_confirms_them_at_once() {
+    let mut w = World::new(2, SESSION);
+    let a = w.acquire(0, "a", &MUTEX, &renewed(), Wait::Forever);
+    let b = w.acquire(0, "b", &Primitive::Semaphore { permits: 2 }, &renewed(), Wait::Forever);
+    let (la, lb) = (w.acquired(0, a).0, w.acquired(0, b).0);
+    let other = w.acquire(1, "c", &MUTEX, &renewed(), Wait::Forever);
+    let lc = w.acquired(1, other).0;
+
+    // Disconnected (told twice: once per spell): each lease of the session is at risk, with
+    // the validity its last confirmation gave; another client's lease is not.
+    let from = w.events[0].len();
+    w.cut_off[0] = true;
+    for _ in 0..2 {
+        w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+        w.settle();
+    }
+    assert_eq!(risk_events(&w, 0, from), [("at risk", la), ("at risk", lb)]);
+    for e in &w.events[0][from..] {
+        if let Event::AtRisk { lease, valid_until } = e {
+            assert_eq!(Some(*valid_until), w.clients[0].lease_valid_until(*lease));
+        }
+    }
+    assert!(w.clients[0].is_at_risk(la) && w.clients[0].is_at_risk(lb) && !w.clients[1].is_at_risk(lc));
+    assert!(risk_events(&w, 1, 0).is_empty());
+
+    // Renewals fail meanwhile (no new spell); reconnected within the session, both are
+    // confirmed at once, not at their next renewal, and are safe again.
+    w.advance(ms(1_200));
+    let from = w.events[0].len();
+    let before = w.sent[0].len();
+    w.reconnect(0);
+    assert_eq!(w.ops_since(0, before).iter().filter(|op| *op == "check").count(), 2, "{:?}", w.ops_since(0, before));
+    let mut told = risk_events(&w, 0, from);
+    told.sort();
+    assert_eq!(told, [("renewed", la), ("renewed", lb)]);
+    assert!(!w.clients[0].is_at_risk(la) && !w.clients[0].is_at_risk(lb));
+
+    // A lease acquired after the reconnect is not at risk; the next spell puts all three at
+    // risk once, and an expiry ends it with one loss each.
+    let d = w.acquire(0, "d", &MUTEX, &renewed(), Wait::Forever);
+    let ld = w.acquired(0, d).0;
+    w.advance(ms(300));
+    let from = w.events[0].len();
+    assert!(!w.clients[0].is_at_risk(ld));
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Expired));
+    w.settle();
+    assert_eq!(risk_events(&w, 0, from), [("at risk", la), ("at risk", lb), ("at risk", ld), ("lost", la), ("lost", lb), ("lost", ld)]);
+    assert!(!w.clients[0].is_at_risk(la) && !w.clients[0].is_held(w.now, ld));
+}
+
+#[test]
+fn a_lease_at_risk_is_lost_when_its_validity_runs_out_before_the_session_could_expire() {
+    let mut w = World::new(1, SESSION);
+    let a = w.acquire(0, "a", &MUTEX, &renewed(), Wait::Forever);
+    let la = w.acquired(0, a).0;
+    let confirmed = w.clients[0].backend().confirmed().expect("confirmed by the grant");
+    w.cut_off[0] = true;
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.settle();
+    let until = match w.events[0].last() {
+        Some(Event::AtRisk { lease, valid_until }) if *lease == la => *valid_until,
+        other => panic!("{other:?}"),
+    };
+    w.advance(until.saturating_duration_since(w.now) - ms(1));
+    assert!(w.clients[0].is_held(w.now, la) && w.clients[0].is_at_risk(la), "at risk, still held");
+    assert!(w.lost(0).is_empty());
+    w.advance(ms(1));
+    assert_eq!(w.lost(0), [la], "lost when the validity ran out");
+    assert!(w.now < confirmed + SESSION, "before the server could expire the session");
+    assert_eq!(risk_events(&w, 0, 0), [("at risk", la), ("lost", la)]);
+}
+
+#[test]
+fn an_extend_confirming_a_lease_at_risk_makes_it_safe_again() {
+    let mut w = World::new(1, SESSION);
+    let a = w.acquire(0, "a", &MUTEX, &renewed(), Wait::Forever);
+    let la = w.acquired(0, a).0;
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.settle();
+    assert!(w.clients[0].is_at_risk(la));
+    // Contact is back before the client said so: the extend's confirmation ends the spell.
+    let from = w.events[0].len();
+    let op = w.clients[0].extend(w.now, la, secs(20)).unwrap();
+    w.settle();
+    assert!(matches!(w.outcome(0, op), Some(Done::Extended { .. })), "{:?}", w.outcome(0, op));
+    assert_eq!(risk_events(&w, 0, from), [("renewed", la)]);
+    assert!(!w.clients[0].is_at_risk(la));
+}

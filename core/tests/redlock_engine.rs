@@ -806,6 +806,7 @@ fn the_next_timeout_follows_rounds_renewals_and_retries() {
     // Nobody answers: the round times out without a majority and the renewal is retried after
     // a tenth of the lease (at most 500 ms).
     engine.handle_timeout(ms(1050));
+    assert!(matches!(engine.poll_event(), Some(Event::AtRisk { .. })), "at risk, not lost: the validity has not run out");
     assert!(engine.poll_event().is_none(), "not lost: the validity has not run out");
     assert_eq!(engine.poll_timeout(), Some(ms(1350)));
     engine.handle_timeout(ms(1350));

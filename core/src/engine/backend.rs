@@ -267,6 +267,14 @@ pub enum Signal {
     /// lease is lost together and waits are re-checked once a new session is open. A Redis
     /// lease lives on its own key (a one-lease session) and never ends this way.
     SessionLost(String),
+    /// The session lives on but this client cannot reach it now (ZooKeeper's `Disconnected`):
+    /// every lease in it is at risk ([`Event::AtRisk`](super::Event::AtRisk)) until a
+    /// confirmation comes back or its validity runs out.
+    Unreachable,
+    /// The session is reachable again (ZooKeeper's `Reconnected`): every lease at risk is
+    /// confirmed at once, and these tokens' waiters re-check their places (a change may have
+    /// been missed), as with [`Recheck`](Signal::Recheck).
+    Reachable(Vec<String>),
 }
 
 /// One backend: how the engine's calls are said on its wire and what its replies mean.

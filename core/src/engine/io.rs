@@ -102,7 +102,8 @@ pub enum Event<O = Outcome> {
         /// Its result.
         outcome: O,
     },
-    /// A watchdog renewal succeeded.
+    /// A watchdog renewal succeeded (or an extend confirmed a lease at risk): the lease is
+    /// confirmed until `valid_until` and no longer at risk.
     Renewed {
         /// Which lease.
         lease: LeaseId,

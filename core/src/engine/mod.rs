@@ -21,10 +21,11 @@ pub mod io;
 mod lease;
 pub mod operation;
 mod session;
+mod risk;
 pub(crate) mod timers;
 mod verdicts;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -108,6 +109,8 @@ pub struct LockEngine<B: Backend> {
     /// it did (backends that do not undo at once; see [`Backend::undo_in_flight_at_once`]).
     orphans: HashMap<OpId, PendingAcquire<B::Target>>,
     leases: BTreeMap<LeaseId, Lease<B::Target>>,
+    /// Leases at risk, each told once per spell (see `risk.rs`).
+    at_risk: BTreeSet<LeaseId>,
     cleanups: BTreeMap<u64, Cleanup<B::Target>>,
     session: Session,
     /// When each acquire, lease and cleanup next has work (see [`Due`]), in one ordered table.
@@ -148,6 +151,7 @@ impl<B: Backend> LockEngine<B> {
             waiting_tokens: HashMap::new(),
             orphans: HashMap::new(),
             leases: BTreeMap::new(),
+            at_risk: BTreeSet::new(),
             cleanups: BTreeMap::new(),
             session: Session::None,
             timers: Timers::default(),
@@ -390,20 +394,14 @@ impl<B: Backend> LockEngine<B> {
         match signal {
             Signal::Nothing => self.flush(now),
             Signal::Wake(wake) => self.wake(now, wake),
-            Signal::Recheck(tokens) => {
-                for token in tokens {
-                    if let Some(&op) = self.waiting_tokens.get(token.as_str()) {
-                        let a = self.acquires.get_mut(&op).expect("token index matches acquires");
-                        match a.state {
-                            AcquireState::Queued { .. } => a.state = AcquireState::Queued { recheck_at: now },
-                            // What the attempt on the wire read may predate the change.
-                            AcquireState::InFlight => a.recheck_soon = true,
-                            _ => {}
-                        }
-                        self.sync_acquire(op);
-                    }
-                }
-                self.handle_timeout(now);
+            Signal::Recheck(tokens) => self.recheck(now, tokens),
+            Signal::Unreachable => {
+                self.session_unreachable(now);
+                self.flush(now);
+            }
+            Signal::Reachable(tokens) => {
+                self.session_reachable(now);
+                self.recheck(now, tokens);
             }
             Signal::SessionLost(why) => {
                 // Every lease lived in the session: all are gone on the server already, so they
@@ -417,6 +415,24 @@ impl<B: Backend> LockEngine<B> {
                 self.handle_disconnect(now);
             }
         }
+    }
+
+    /// Something the waiters of `tokens` wait behind changed: each re-runs its attempt now (or
+    /// right after the one on the wire), then every due timer runs.
+    fn recheck(&mut self, now: Instant, tokens: Vec<String>) {
+        for token in tokens {
+            if let Some(&op) = self.waiting_tokens.get(token.as_str()) {
+                let a = self.acquires.get_mut(&op).expect("token index matches acquires");
+                match a.state {
+                    AcquireState::Queued { .. } => a.state = AcquireState::Queued { recheck_at: now },
+                    // What the attempt on the wire read may predate the change.
+                    AcquireState::InFlight => a.recheck_soon = true,
+                    _ => {}
+                }
+                self.sync_acquire(op);
+            }
+        }
+        self.handle_timeout(now);
     }
 
     /// A waiter was woken by a grant the server pushed.

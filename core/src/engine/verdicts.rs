@@ -189,6 +189,8 @@ impl<B: Backend> LockEngine<B> {
                 if valid_until <= now {
                     self.lose(now, id, "the renewal was confirmed only after the lease's validity had run out");
                 } else {
+                    // Told after every renewal; it also ends a spell at risk.
+                    self.end_risk(id);
                     self.events.push_back(Event::Renewed { lease: id, valid_until });
                 }
             }
@@ -196,6 +198,8 @@ impl<B: Backend> LockEngine<B> {
             Pexpire::Transient(_) => {
                 l.settle_pexpire(tag, None, |s, _| s);
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
+                // Not lost yet, but not confirmable now: the holder is told once per spell.
+                self.put_at_risk(now, id);
             }
             Pexpire::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
         }
@@ -226,6 +230,10 @@ impl<B: Backend> LockEngine<B> {
                         self.lose(now, id, "the extension was confirmed only after the lease's validity had run out");
                         Done::Failed(not_held("the lease's validity ran out"))
                     } else {
+                        // A lease at risk confirmed by an extend is safe again: said as a renewal.
+                        if self.end_risk(id) {
+                            self.events.push_back(Event::Renewed { lease: id, valid_until });
+                        }
                         Done::Extended { valid_until }
                     }
                 }
@@ -291,6 +299,7 @@ impl<B: Backend> LockEngine<B> {
 
     pub(super) fn remove_lease(&mut self, id: LeaseId) -> Option<Lease<B::Target>> {
         let l = self.leases.remove(&id)?;
+        self.at_risk.remove(&id);
         self.timers.cancel(Due::Lease(id));
         self.renew_early.cancel(id);
         Some(l)

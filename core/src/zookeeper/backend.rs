@@ -263,9 +263,14 @@ impl Backend for ZooKeeperBackend {
                 self.unsignalled_end = false;
                 Signal::SessionLost("the ZooKeeper session expired".into())
             }
+            // The session may live on, but nothing can be confirmed until the client reconnects:
+            // every lease is at risk (it is lost when its validity, counted for half the
+            // session from the last confirmation, runs out first).
+            ZkNotice::Session(SessionEvent::Disconnected) if self.session.is_some() => Signal::Unreachable,
             ZkNotice::Session(SessionEvent::Disconnected) => Signal::Nothing,
-            // Within the same session: nodes are kept, but a watch event may have been missed
-            // while disconnected, so every waiter looks at its place again.
+            // Within the same session: nodes are kept and leases are confirmed again at once,
+            // but a watch event may have been missed while disconnected, so every waiter looks
+            // at its place again.
             ZkNotice::Session(SessionEvent::Reconnected) => {
                 let mut tokens: HashSet<String> = HashSet::new();
                 for (_, ts) in self.watchers.drain() {
@@ -273,11 +278,7 @@ impl Backend for ZooKeeperBackend {
                 }
                 let mut tokens: Vec<String> = tokens.into_iter().collect();
                 tokens.sort();
-                if tokens.is_empty() {
-                    Signal::Nothing
-                } else {
-                    Signal::Recheck(tokens)
-                }
+                Signal::Reachable(tokens)
             }
         }
     }
