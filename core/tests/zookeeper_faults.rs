@@ -8,7 +8,9 @@
 //! - the reply of a create is lost (the proxy holds back replies): the node is found again, so
 //!   nothing is left that blocks the queue until the session expires, and a waiter that gave up
 //!   meanwhile leaves no node behind;
-//! - 1,000 waiters with random timeouts and cancellations leave no node.
+//! - 1,000 waiters with random timeouts and cancellations leave no node;
+//! - a holder whose connection goes deaf or whose server freezes is told its lease is at risk
+//!   (still held), and safe again once it reconnects within its session, the same lease.
 //!
 //! A holder frozen past its session is the conformance scenario
 //! `paused_holder_loses_before_next_grant` (every binding, on the zookeeper variants).
@@ -281,6 +283,70 @@ async fn a_lost_create_reply_leaves_no_orphan() {
     expect_no_nodes(&zk, "faults-gave-up", Duration::from_secs(3)).await;
     a.close().await;
     b.close().await;
+}
+
+/// Polls `cond` every 5 ms for up to `limit`; whether it held.
+async fn eventually(limit: Duration, cond: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnected_holder_is_told_its_lease_is_at_risk_and_keeps_it_by_reconnecting_within_the_session() {
+    let _one = serial();
+    let mut servers = TestServers::start(&["zookeeper", "--proxied"]);
+    let url = servers.url();
+    // A confirmation counts for 6 s and renewals go every 2 s: a 2 s disconnection is well
+    // within the lease, and the 800 ms response timeout notices it.
+    let session = Duration::from_secs(12);
+    let c = client(&url, session, Some(Duration::from_millis(800))).await;
+    let name = "faults-at-risk";
+    let lease = c.lock(name, LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let token = lease.fencing_token();
+    assert!(lease.is_held() && !lease.is_at_risk());
+    let mut spells = lease.at_risk_spells();
+
+    // 1. The connection's replies are held back: the client leaves it (Disconnected: at risk)
+    // and reconnects within the session on a new one (confirmed again: safe).
+    servers.command("deafen");
+    let deafened = Instant::now();
+    let told = tokio::time::timeout(Duration::from_secs(5), spells.next()).await;
+    assert_eq!(told, Ok(true), "the at-risk signal fired");
+    eprintln!("deafened: told at risk after {:?}", deafened.elapsed());
+    assert!(eventually(Duration::from_secs(5), || !lease.is_at_risk()).await, "safe again after reconnecting");
+    servers.command("restore");
+    assert!(lease.is_held() && lease.lost_reason().is_none());
+
+    // 2. The server freezes for 2 s: at risk (still held) while the client cannot reach it,
+    // safe again once it can, the same lease all along.
+    let signal = tokio::spawn(lease.at_risk_signal());
+    servers.command("pause 0");
+    let paused = Instant::now();
+    let at_risk = eventually(Duration::from_millis(1800), || lease.is_at_risk()).await;
+    let seen_after = paused.elapsed();
+    let held_meanwhile = lease.is_held();
+    tokio::time::sleep(Duration::from_millis(2000).saturating_sub(paused.elapsed())).await;
+    servers.command("resume 0");
+    assert!(at_risk, "is_at_risk() while the server was frozen");
+    assert!(held_meanwhile, "at risk is still held");
+    assert!(seen_after >= Duration::from_millis(700), "at risk after {seen_after:?}: before the response timeout?");
+    assert_eq!(tokio::time::timeout(Duration::from_secs(1), signal).await.expect("fired").unwrap(), true);
+    assert!(eventually(Duration::from_secs(5), || !lease.is_at_risk()).await, "safe again after the server resumed");
+    assert!(lease.is_held() && lease.lost_reason().is_none(), "kept: {:?}", lease.lost_reason());
+    assert_eq!(lease.fencing_token(), token);
+    // Its node is still the holder: another client is refused.
+    let other = client(&servers.info["server_url"].as_str().unwrap().to_string(), session, None).await;
+    assert!(other.lock(name, LockOptions::default()).unwrap().try_acquire().await.unwrap().is_none(), "kept across the reconnect");
+    lease.release().await.unwrap();
+    assert!(!spells.next().await, "no spell after the release");
+    c.close().await;
+    other.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

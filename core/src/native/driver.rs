@@ -181,20 +181,22 @@ impl<T: Transport> Driver<T> {
             let Some(event) = self.engine.poll_event() else { break };
             match event {
                 Event::Completed { op, outcome } => self.complete(op, outcome.into()),
-                Event::Renewed { lease, valid_until } => {
-                    let held = LeaseState::Held(self.to_tokio(valid_until));
-                    if let Some(tx) = self.leases.get(&lease) {
-                        tx.send_replace(held);
-                    }
-                }
-                // Surfaced to handles by the lease-at-risk work (issue 15); validity is unchanged.
-                Event::AtRisk { .. } => {}
+                Event::Renewed { lease, valid_until } => self.update(lease, valid_until, Some(false)),
+                Event::AtRisk { lease, valid_until } => self.update(lease, valid_until, Some(true)),
                 Event::Lost { lease, error } => {
                     if let Some(tx) = self.leases.remove(&lease) {
                         tx.send_replace(LeaseState::Lost(error));
                     }
                 }
             }
+        }
+    }
+
+    /// A held lease's new validity, and whether a spell at risk begins or ends (`None`: unchanged).
+    fn update(&self, lease: LeaseId, valid_until: Instant, risk: Option<bool>) {
+        let until = self.to_tokio(valid_until);
+        if let Some(tx) = self.leases.get(&lease) {
+            tx.send_modify(|s| s.update(until, risk));
         }
     }
 
@@ -220,7 +222,7 @@ impl<T: Transport> Driver<T> {
                 self.tickets.remove(&ticket);
                 let result = match done {
                     Done::Acquired { lease, fencing_token, valid_until } => {
-                        let held = LeaseState::Held(self.to_tokio(valid_until));
+                        let held = LeaseState::held(self.to_tokio(valid_until));
                         // A reentered lease shares the state its first hold already watches.
                         let state = match self.leases.get(&lease) {
                             Some(tx) => tx.subscribe(),
@@ -260,10 +262,7 @@ impl<T: Transport> Driver<T> {
             Pending::Extend { lease, reply } => {
                 let result = match done {
                     Done::Extended { valid_until } => {
-                        let held = LeaseState::Held(self.to_tokio(valid_until));
-                        if let Some(tx) = self.leases.get(&lease) {
-                            tx.send_replace(held);
-                        }
+                        self.update(lease, valid_until, None);
                         Ok(())
                     }
                     Done::Failed(e) => Err(e),

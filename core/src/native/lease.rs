@@ -8,7 +8,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::client::{closed, Client};
 use super::holder::Holder;
-use super::lease_state::{LeaseState, LeaseWatch};
+use super::lease_state::{AtRiskSpells, LeaseState, LeaseWatch};
 use super::message::{Acquired, Msg};
 use crate::engine::LeaseId;
 use crate::error::{Error, ErrorKind, Result};
@@ -56,6 +56,16 @@ impl Lease {
     /// Whether the lease is certainly still held now (local view: renewed, not expired, not lost).
     pub fn is_held(&self) -> bool {
         self.watch().is_held()
+    }
+
+    /// Whether the lease is held but cannot be confirmed now (its server unreachable, its
+    /// session disconnected, its renewals failing): it stays valid only for [`remaining`]
+    /// unless contact returns first (then it is safe again) — finish or pause the protected
+    /// work. A loss is still told as a loss.
+    ///
+    /// [`remaining`]: Self::remaining
+    pub fn is_at_risk(&self) -> bool {
+        self.watch().is_at_risk()
     }
 
     /// How long the lease is certainly still valid, if held.
@@ -114,6 +124,20 @@ impl Lease {
     /// `None` once it is released normally or its client is gone.
     pub fn lost_signal(&self) -> impl std::future::Future<Output = Option<Error>> + Send + 'static {
         self.watch().lost_signal()
+    }
+
+    /// The at-risk signal as a `'static` future that does not keep the lease alive: `true`
+    /// once the lease is at risk (at once if it is now), `false` if it ends first (lost,
+    /// released, its client gone).
+    pub fn at_risk_signal(&self) -> impl std::future::Future<Output = bool> + Send + 'static {
+        let mut spells = self.at_risk_spells();
+        async move { spells.next().await }
+    }
+
+    /// Every spell at risk of this lease, one after another (the one under way first, if
+    /// any), until it ends: for a listener told once per spell. Does not keep the lease alive.
+    pub fn at_risk_spells(&self) -> AtRiskSpells {
+        self.watch().at_risk_spells()
     }
 
     fn watch(&self) -> LeaseWatch {

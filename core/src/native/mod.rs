@@ -20,6 +20,7 @@ mod transport;
 
 pub use client::Client;
 pub use lease::Lease;
+pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.
