@@ -4,6 +4,7 @@
 
 pub mod busy;
 pub mod deploy;
+pub mod etcd;
 pub mod fixture;
 pub mod ports;
 pub mod proxy;
