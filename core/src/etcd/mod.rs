@@ -1,19 +1,39 @@
-//! The etcd backend (PROTOCOL.md "etcd"): keys attached to a lease per client (the session),
-//! kept alive by keepalives; each waiter watches only the deletion of the key just before it
-//! (by create revision); the holder key's create revision is the fencing token; and the key
-//! layouts of etcd's own `concurrency.Mutex` and `concurrency.Election`, so `etcdctl lock` and
-//! `etcdctl elect` interoperate.
+//! The etcd backend (PROTOCOL.md §10): keys attached to the client's session lease, kept alive
+//! by keepalives; each waiter watches only the deletion of the key just before it (by create
+//! revision); the holder key's create revision is the fencing token; and the key layouts of
+//! etcd's own `concurrency.Mutex` and `concurrency.Election`, so `etcdctl lock` and `etcdctl
+//! elect` interoperate.
 //!
-//! - [`request`]: the wire types every transport performs; [`address`]: the URL.
+//! - [`layout`]: where a lock lives and how its keys are named (etcd's concurrency package's).
+//! - [`recipe`]: who holds, and whom a waiter waits behind, given what etcd answered.
 //! - [`config`]: a client's settings and how long an acknowledged keepalive counts.
+//! - [`target`]: a lock's recipe and key prefixes.
+//! - [`backend`]: the backend's state and the engine's calls handed to the modules below:
+//!   `job` (calls as chains of [`EtcdOp`]s, one token's calls in order), `session` (the
+//!   leases and their keepalives), `acquire`, `confirm` (renewals and extends), `release`,
+//!   `observe`, and `failure` (what a failed request means).
+//! - [`request`]: the wire types every transport performs; [`address`]: the URL.
 
+mod acquire;
 pub mod address;
+pub mod backend;
 pub mod config;
+mod confirm;
+mod failure;
+mod job;
+pub mod layout;
+mod observe;
+pub mod recipe;
+mod release;
 pub mod request;
+mod session;
+pub mod target;
 
 pub use address::EtcdAddress;
+pub use backend::{EtcdBackend, EtcdEngine};
 pub use config::{safe_validity, EtcdConfig, DEFAULT_SESSION_TTL, MAX_SESSION_TTL, MIN_SESSION_TTL};
 pub use request::{
     Compare, CompareOp, CompareTarget, EtcdFailure, EtcdNotice, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, EventKind,
     KeyValue, LeaseId, Order, Range, Txn, TxnOp, TxnReply, WatchEvent, WatchId,
 };
+pub use target::{EtcdTarget, Recipe};
