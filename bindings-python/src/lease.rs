@@ -1,5 +1,5 @@
 //! Held leases: [`LeaseCell`] is one as both APIs keep it (release, extend, leaving a `with`
-//! block, the loss signal), [`Holds`] the leases a lock handle keeps, and `Lease` /
+//! block, the loss and at-risk signals), [`Holds`] the leases a lock handle keeps, and `Lease` /
 //! `lockgate.aio.Lease` the Python classes over a cell (what they share is `_LeaseBase`).
 
 use std::collections::HashMap;
@@ -83,18 +83,28 @@ impl LeaseCell {
             }
         });
     }
+
+    /// At the start of every spell at risk until the lease ends (at once if one is under way),
+    /// runs `deliver` on a blocking-pool thread holding the GIL, one spell after another.
+    fn on_risk(&self, deliver: impl for<'py> Fn(Python<'py>) + Send + Sync + 'static) {
+        let mut spells = self.lease.at_risk_spells();
+        let deliver = Arc::new(deliver);
+        runtime().spawn(async move {
+            while spells.next().await {
+                let deliver = deliver.clone();
+                let _ = tokio::task::spawn_blocking(move || Python::try_attach(|py| deliver(py))).await;
+            }
+        });
+    }
 }
 
 /// Rejects a callback that could never be called at once (`TypeError`), rather than failing
 /// later on a background thread where nobody sees it.
-fn check_callable(callback: &Bound<'_, PyAny>) -> PyResult<()> {
+fn check_callable(callback: &Bound<'_, PyAny>, needs: &str) -> PyResult<()> {
     if callback.is_callable() {
         return Ok(());
     }
-    Err(PyTypeError::new_err(format!(
-        "on_lost needs a callable taking the reason, got {}",
-        callback.get_type().name()?
-    )))
+    Err(PyTypeError::new_err(format!("{needs}, got {}", callback.get_type().name()?)))
 }
 
 /// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
@@ -246,6 +256,14 @@ impl LeaseBase {
         self.cell.lease.remaining().map(|d| d.as_secs_f64())
     }
 
+    /// Whether the lease is held but cannot be confirmed now (its server unreachable, its
+    /// session disconnected, its renewals failing): it stays valid only for :attr:`remaining`
+    /// unless contact returns first. Finish or pause the protected work.
+    #[getter]
+    fn at_risk(&self) -> bool {
+        self.cell.lease.is_at_risk()
+    }
+
     /// Why the lease was lost (a :class:`lockgate.LockError`), or ``None``.
     #[getter]
     fn lost_reason<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -271,7 +289,7 @@ impl LeaseBase {
     /// lost; never after a release. ``lockgate``: on a background thread (keep it short and
     /// thread-safe); ``lockgate.aio``: scheduled on the running event loop.
     fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
-        check_callable(&callback)?;
+        check_callable(&callback, "on_lost needs a callable taking the reason")?;
         let callback = callback.unbind();
         if self.cell.conn.api == Api::Asyncio {
             let event_loop = running_loop(py)?.unbind();
@@ -282,6 +300,28 @@ impl LeaseBase {
         } else {
             self.cell.on_loss(move |py, reason| {
                 if let Err(e) = reason.and_then(|r| callback.call1(py, (r,))) {
+                    e.write_unraisable(py, Some(callback.bind(py)));
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Calls ``callback()`` once per spell at risk (at once if the lease is at risk now) until
+    /// the lease ends; a loss is still told by :meth:`on_lost`. ``lockgate``: on a background
+    /// thread (keep it short and thread-safe); ``lockgate.aio``: scheduled on the running loop.
+    fn on_at_risk(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
+        check_callable(&callback, "on_at_risk needs a callable taking no arguments")?;
+        let callback = callback.unbind();
+        if self.cell.conn.api == Api::Asyncio {
+            let event_loop = running_loop(py)?.unbind();
+            // Fails only if the loop was closed meanwhile: nobody is left to tell.
+            self.cell.on_risk(move |py| {
+                let _ = event_loop.bind(py).call_method1("call_soon_threadsafe", (callback.clone_ref(py),));
+            });
+        } else {
+            self.cell.on_risk(move |py| {
+                if let Err(e) = callback.call0(py) {
                     e.write_unraisable(py, Some(callback.bind(py)));
                 }
             });

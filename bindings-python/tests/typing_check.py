@@ -11,6 +11,8 @@ def sync_use(url: str) -> Optional[int]:
         with lock.acquire(timeout=5) as lease:
             lease.extend(10)
             lease.on_lost(lambda e: print(e.code))
+            lease.on_at_risk(lambda: print("at risk"))
+            risky: bool = lease.at_risk
             t: Optional[int] = lease.fencing_token
         maybe = lock.try_acquire()
         if maybe is not None:

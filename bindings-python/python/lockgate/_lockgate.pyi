@@ -142,10 +142,15 @@ class _LeaseBase:
     def remaining(self) -> Optional[float]:
         """Seconds the lease is certainly still valid, or ``None``."""
     @property
+    def at_risk(self) -> bool:
+        """Whether the lease is held but cannot be confirmed now (valid only for ``remaining``)."""
+    @property
     def lost_reason(self) -> Optional[LockError]:
         """Why the lease was lost, or ``None``."""
     def on_lost(self, callback: Callable[[LockError], object]) -> None:
         """Calls ``callback(reason)`` once if the lease is lost."""
+    def on_at_risk(self, callback: Callable[[], object]) -> None:
+        """Calls ``callback()`` once per spell at risk (at once if at risk now)."""
 
 @final
 class LeaderInfo:
