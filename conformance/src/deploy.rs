@@ -99,16 +99,20 @@ impl Deployment {
 
     /// As [`Deployment::start`]; with `tls` every port is TLS-only, with a fresh CA
     /// ([`Deployment::tls`]). Only for kinds whose servers are independent (single, acl,
-    /// redlock): a TLS replica or cluster bus would need more.
+    /// redlock): a TLS replica or cluster bus would need more. ZooKeeper members (not proxied)
+    /// serve TLS on a second port beside their plain one, with a client certificate to try.
     pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
         let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
-            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. }) {
-                return Err(format!("--tls is for single, acl and redlock, not {}", kind.name()));
+            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. }) {
+                return Err(format!("--tls is for single, acl, redlock and zookeeper (not proxied), not {}", kind.name()));
             }
             let files = TlsFiles::create()?;
-            extra.extend(files.server_args());
+            match kind {
+                Kind::ZooKeeper { .. } => files.add_zookeeper_files()?,
+                _ => extra.extend(files.server_args()),
+            }
             d.tls = Some(files);
         }
         let extra = &extra[..];
@@ -120,7 +124,7 @@ impl Deployment {
                 d.proxies.push(Proxy::start(([127, 0, 0, 1], d.nodes[0].port).into())?);
             }
             Kind::ZooKeeper { members, proxied } => {
-                let zk = ZkEnsemble::start(members, extra)?;
+                let zk = ZkEnsemble::start_with_tls(members, extra, d.tls.as_ref().map(|t| t.dir.as_path()))?;
                 if proxied {
                     for m in &zk.members {
                         d.proxies.push(Proxy::start(([127, 0, 0, 1], m.port).into())?);
@@ -328,6 +332,9 @@ impl Deployment {
                 if let Some(p) = self.proxies.get(i) {
                     v["proxy_port"] = json!(p.addr().port());
                 }
+                if let Some(p) = m.secure_port {
+                    v["secure_port"] = json!(p);
+                }
                 v
             })
             .collect();
@@ -339,6 +346,12 @@ impl Deployment {
         });
         if !self.proxies.is_empty() {
             out["server_url"] = json!(zk.url());
+        }
+        if let Some(t) = &self.tls {
+            out["ca_file"] = json!(t.ca_file());
+            out["client_cert_file"] = json!(t.file("client.crt"));
+            out["client_key_file"] = json!(t.file("client.key"));
+            out["plain_url"] = json!(zk.plain_url());
         }
         out
     }

@@ -1,5 +1,6 @@
 //! A throwaway certificate authority and a server certificate for 127.0.0.1, made with the
-//! openssl CLI, for TLS-only test servers (`test-servers single --tls`).
+//! openssl CLI, for TLS-only test servers (`test-servers single --tls`, `zookeeper --tls`);
+//! for ZooKeeper also a client certificate and the server's key store as one PEM file.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -15,19 +16,38 @@ impl TlsFiles {
     pub fn create() -> Result<TlsFiles, String> {
         let dir = crate::server::fresh_dir("tls")?;
         let files = TlsFiles { dir };
-        let run = |args: &[&str]| -> Result<(), String> {
-            let out = Command::new("openssl").args(args).current_dir(&files.dir).output().map_err(|e| format!("openssl (apt-get install openssl): {e}"))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(format!("openssl {}: {}", args[0], String::from_utf8_lossy(&out.stderr)))
-            }
-        };
+        let run = |args: &[&str]| files.openssl(args);
         run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=lockgate test CA", "-keyout", "ca.key", "-out", "ca.crt"])?;
         std::fs::write(files.dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").map_err(|e| e.to_string())?;
         run(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"])?;
         run(&["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "server.crt"])?;
         Ok(files)
+    }
+
+    /// Runs the openssl CLI in the files' directory.
+    fn openssl(&self, args: &[&str]) -> Result<(), String> {
+        let out = Command::new("openssl").args(args).current_dir(&self.dir).output().map_err(|e| format!("openssl (apt-get install openssl): {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("openssl {}: {}", args[0], String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+
+    /// Adds what a ZooKeeper server and its clients need besides: `server.pem` (the server's
+    /// PKCS#8 key and certificate in one file: ZooKeeper's PEM key store) and a client
+    /// certificate `client.crt`/`client.key` the CA signed (for 127.0.0.1, as the server's).
+    pub fn add_zookeeper_files(&self) -> Result<(), String> {
+        let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).map_err(|e| format!("{f}: {e}"));
+        let pem = read("server.key")? + &read("server.crt")?;
+        std::fs::write(self.dir.join("server.pem"), pem).map_err(|e| e.to_string())?;
+        self.openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=lockgate test client", "-keyout", "client.key", "-out", "client.csr"])?;
+        self.openssl(&["x509", "-req", "-in", "client.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "client.crt"])
+    }
+
+    /// A file of these, by name (`server.pem`, `client.crt`, ...).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
 
     /// The CA certificate clients trust.

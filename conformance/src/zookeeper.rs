@@ -9,6 +9,11 @@
 //! every four-letter word allowed (readiness and the leader are read with `srvr`), no fsync (a
 //! killed process loses nothing the kernel already has; only a machine crash would), and empty
 //! container nodes swept every 500 ms (`znode.container.checkIntervalMs`; the default is 60 s).
+//!
+//! With TLS (`test-servers zookeeper --tls`) every member also serves a TLS-only
+//! `secureClientPort` (Netty, a PEM key store of the launcher's throwaway CA), asking clients
+//! for a certificate but not requiring one (`ssl.clientAuth=want`: one presented must be
+//! signed by that CA); the plain client port stays for `srvr` and the fixtures.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -28,6 +33,10 @@ pub const MIN_SESSION_MS: u64 = 800;
 pub const MAX_SESSION_MS: u64 = 60_000;
 /// How long a member may take from `java` to serving (a JVM on a loaded 2-core machine).
 const READY_LIMIT: Duration = Duration::from_secs(60);
+
+/// The Netty jars a TLS member adds to the class path (Debian's `libnetty-java`): the codec
+/// and resolver the server's Netty factory needs beside those zookeeper.jar's manifest names.
+const NETTY_JARS: [&str; 3] = ["netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar"];
 
 /// The java binary (`LOCKGATE_JAVA` overrides it).
 fn java() -> String {
@@ -73,6 +82,8 @@ pub struct ZkMember {
     pub quorum_port: u16,
     /// The leader-election port (ensembles only).
     pub election_port: u16,
+    /// The TLS client port (`secureClientPort`; TLS ensembles only).
+    pub secure_port: Option<u16>,
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -108,8 +119,15 @@ impl ZkMember {
         tail.join(" | ")
     }
 
-    /// Starts the java process on the member's config (already written).
-    fn spawn(&mut self) -> Result<(), String> {
+    /// Starts the java process on the member's config (already written); `tls`: the Netty
+    /// factory's jars too (Debian's zookeeper.jar manifest lists only some of Netty's).
+    fn spawn(&mut self, tls: bool) -> Result<(), String> {
+        let mut classpath = classpath();
+        if tls {
+            for jar in NETTY_JARS {
+                classpath.push_str(&format!(":/usr/share/java/{jar}"));
+            }
+        }
         let log_config = self.dir.join("log4j.properties");
         let mut cmd = Command::new(java());
         cmd.args(["-Xmx192m", "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"])
@@ -122,7 +140,7 @@ impl ZkMember {
             .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
             .arg(format!("-Dlog4j.configuration=file:{}", log_config.display()))
             .arg("-cp")
-            .arg(classpath())
+            .arg(classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(self.dir.join("zoo.cfg"))
             .stdin(Stdio::null())
@@ -167,6 +185,9 @@ pub struct ZkEnsemble {
     pub members: Vec<ZkMember>,
     /// Extra `key=value` lines for every member's `zoo.cfg` (they override the defaults).
     settings: Vec<String>,
+    /// The directory of the TLS files (`server.pem`, `ca.crt`; [`crate::tls::TlsFiles`]) when
+    /// the members serve TLS too.
+    tls: Option<PathBuf>,
 }
 
 impl ZkEnsemble {
@@ -174,6 +195,12 @@ impl ZkEnsemble {
     /// waits until every one serves (`srvr` reports a `Mode:`). Ports are picked now; if a
     /// member cannot take its port (taken meanwhile) the whole start is retried on new ports.
     pub fn start(members: usize, settings: &[String]) -> Result<ZkEnsemble, String> {
+        Self::start_with_tls(members, settings, None)
+    }
+
+    /// As [`start`](Self::start); with `tls` (a directory holding `server.pem` and `ca.crt`)
+    /// every member serves TLS on a `secureClientPort` too.
+    pub fn start_with_tls(members: usize, settings: &[String], tls: Option<&Path>) -> Result<ZkEnsemble, String> {
         if members == 0 {
             return Err("a ZooKeeper ensemble needs at least one member".into());
         }
@@ -182,7 +209,7 @@ impl ZkEnsemble {
         }
         let mut failures = Vec::new();
         for _ in 0..3 {
-            let mut e = ZkEnsemble { members: Vec::new(), settings: settings.to_vec() };
+            let mut e = ZkEnsemble { members: Vec::new(), settings: settings.to_vec(), tls: tls.map(Path::to_path_buf) };
             match e.launch(members) {
                 Ok(()) => return Ok(e),
                 Err(why) => failures.push(why),
@@ -203,15 +230,17 @@ impl ZkEnsemble {
             }
         };
         for id in 1..=n {
+            let secure_port = if self.tls.is_some() { Some(port()?) } else { None };
             let (port, quorum_port, election_port) = (port()?, if n > 1 { port()? } else { 0 }, if n > 1 { port()? } else { 0 });
             let dir = crate::server::fresh_dir("zookeeper")?;
-            self.members.push(ZkMember { id, port, quorum_port, election_port, dir, child: None });
+            self.members.push(ZkMember { id, port, quorum_port, election_port, secure_port, dir, child: None });
         }
         for i in 0..n {
             self.write_config(i)?;
         }
+        let tls = self.tls.is_some();
         for m in &mut self.members {
-            m.spawn()?;
+            m.spawn(tls)?;
         }
         let all: Vec<usize> = (0..n).collect();
         self.await_serving(&all, READY_LIMIT)
@@ -239,6 +268,21 @@ impl ZkEnsemble {
             "preAllocSize=1024".into(),
             "maxClientCnxns=0".into(),
         ];
+        if let (Some(tls), Some(secure_port)) = (&self.tls, m.secure_port) {
+            // zoo.cfg keys ZooKeeper does not know become `zookeeper.<key>` system properties,
+            // which is where the Netty factory and the TLS settings are read from.
+            let file = |f: &str| tls.join(f).display().to_string();
+            cfg.extend([
+                format!("secureClientPort={secure_port}"),
+                "secureClientPortAddress=127.0.0.1".into(),
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory".into(),
+                format!("ssl.keyStore.location={}", file("server.pem")),
+                "ssl.keyStore.type=PEM".into(),
+                format!("ssl.trustStore.location={}", file("ca.crt")),
+                "ssl.trustStore.type=PEM".into(),
+                "ssl.clientAuth=want".into(),
+            ]);
+        }
         if self.members.len() > 1 {
             for o in &self.members {
                 cfg.push(format!("server.{}=127.0.0.1:{}:{}", o.id, o.quorum_port, o.election_port));
@@ -289,8 +333,17 @@ impl ZkEnsemble {
         Ok(())
     }
 
-    /// `zookeeper://127.0.0.1:P1,127.0.0.1:P2,...` (every member, in order).
+    /// `zookeeper://127.0.0.1:P1,127.0.0.1:P2,...` (every member, in order); with TLS
+    /// `zookeeper+tls://` over the secure ports.
     pub fn url(&self) -> String {
+        match self.tls {
+            None => self.plain_url(),
+            Some(_) => zookeeper_url(&self.members.iter().filter_map(|m| m.secure_port).collect::<Vec<_>>()).replacen("zookeeper://", "zookeeper+tls://", 1),
+        }
+    }
+
+    /// `zookeeper://` over the plain client ports (TLS or not).
+    pub fn plain_url(&self) -> String {
         zookeeper_url(&self.members.iter().map(|m| m.port).collect::<Vec<_>>())
     }
 
@@ -316,7 +369,7 @@ impl ZkEnsemble {
         self.members[i].stop();
         let mut failures = Vec::new();
         for _ in 0..5 {
-            self.members[i].spawn()?;
+            self.members[i].spawn(self.tls.is_some())?;
             let running = self.members.iter().filter(|m| m.child.is_some()).count();
             let r = if running * 2 > self.members.len() { self.await_serving(&[i], READY_LIMIT) } else { self.await_listening(i) };
             match r {
