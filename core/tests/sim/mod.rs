@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub mod check;
+pub mod etcd;
 pub mod harness;
 pub mod model;
 pub mod net;
