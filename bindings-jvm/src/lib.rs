@@ -16,7 +16,6 @@ uniffi::setup_scaffolding!();
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
@@ -420,29 +419,34 @@ impl NativeLease {
         Ok(self.acquired()?.release().await?)
     }
 
-    /// A watch on this lease's loss that does not keep the lease alive.
-    pub fn loss_watch(&self) -> Arc<LossWatch> {
-        let signal = self.get().map(|l| Box::pin(l.lost_signal()) as LostSignal);
-        Arc::new(LossWatch(Mutex::new(signal)))
+    /// Whether the lease is held but cannot be confirmed now (its session disconnected, its renewals failing).
+    pub fn is_at_risk(&self) -> bool {
+        self.get().is_some_and(|l| l.is_at_risk())
+    }
+
+    /// Tells `listener` of every spell at risk (the one under way first), then of the lease's
+    /// end, each on a blocking thread of the runtime; keeps only watches, never the lease.
+    pub fn listen(&self, listener: Arc<dyn LeaseListener>) {
+        let Some(lease) = self.get() else { return listener.ended(None) };
+        let (mut spells, lost) = (lease.at_risk_spells(), lease.lost_signal());
+        RUNTIME.spawn(async move {
+            while spells.next().await {
+                let l = listener.clone();
+                let _ = tokio::task::spawn_blocking(move || l.at_risk()).await;
+            }
+            let lost = lost.await.as_ref().map(failure);
+            let _ = tokio::task::spawn_blocking(move || listener.ended(lost)).await;
+        });
     }
 }
 
-type LostSignal = Pin<Box<dyn Future<Output = Option<Error>> + Send>>;
-
-/// Resolves once: the loss reason, or `None` when the lease ended normally. Separate from the
-/// lease, so awaiting it never keeps a forgotten lease alive.
-#[derive(uniffi::Object)]
-pub struct LossWatch(Mutex<Option<LostSignal>>);
-
-#[uniffi::export]
-impl LossWatch {
-    /// Waits for the outcome; a second call resolves `None` at once.
-    pub async fn outcome(&self) -> NativeResult<Option<Failure>> {
-        Ok(match take(&self.0) {
-            Some(signal) => signal.await.as_ref().map(failure),
-            None => None,
-        })
-    }
+/// What the JVM hears of a lease after its grant (implemented there).
+#[uniffi::export(with_foreign)]
+pub trait LeaseListener: Send + Sync {
+    /// A spell at risk began.
+    fn at_risk(&self);
+    /// The lease ended: lost with `lost`, or `None` (released, its client gone).
+    fn ended(&self, lost: Option<Failure>);
 }
 
 /// Panics inside the library (used by the JVM tests to prove a panic never crashes the JVM).

@@ -201,13 +201,7 @@ public final class DistributedLock implements Lock {
         }
         threadHolds.remove(name, holdKind);
         Lease l = h.lease;
-        boolean wasHeld;
-        try {
-            wasHeld = l.release();
-        } catch (RuntimeException e) {
-            l.dispose(true); // stops renewal now; the core retries the release in the background
-            throw e;
-        }
+        boolean wasHeld = l.release(); // a failed release disposes of the lease itself
         l.dispose(!wasHeld);
         if (!wasHeld) {
             IllegalMonitorStateException e = new IllegalMonitorStateException(

@@ -2,7 +2,7 @@ package io.lockgate;
 
 import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.Failure;
-import io.lockgate.internal.ffi.LossWatch;
+import io.lockgate.internal.ffi.LeaseListener;
 import io.lockgate.internal.ffi.NativeLease;
 import java.time.Duration;
 import java.util.Objects;
@@ -15,7 +15,7 @@ import java.util.function.Consumer;
 /**
  * Proof of holding a lock on any backend: a mutex or read/write hold, a semaphore permit, or
  * leadership (whose fencing token is the term; releasing resigns). Carries the fencing token,
- * extends, releases, reports loss; not tied to a thread.
+ * extends, releases, reports risk and loss; not tied to a thread.
  *
  * <pre>{@code
  * try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
@@ -88,6 +88,15 @@ public final class Lease implements AutoCloseable {
         return !closed && lease.isHeld();
     }
 
+    /**
+     * Whether the lease is held but cannot be confirmed now (its server unreachable, its session
+     * disconnected, its renewals failing): it stays valid only for {@link #remaining()} unless
+     * contact returns first. Finish or pause the protected work; a loss is still a loss.
+     */
+    public boolean isAtRisk() {
+        return !closed && lease.isAtRisk();
+    }
+
     /** How long the lease is certainly still valid, if held: finish the protected work within it. */
     public Optional<Duration> remaining() {
         Long nanos = closed ? null : lease.remainingNanos();
@@ -157,13 +166,7 @@ public final class Lease implements AutoCloseable {
             dispose(true);
             return;
         }
-        boolean wasHeld;
-        try {
-            wasHeld = Futures.block(Bridge.release(lease));
-        } catch (RuntimeException e) {
-            dispose(true); // stops renewal at once; the core retries the release in the background
-            throw e;
-        }
+        boolean wasHeld = release(); // a failure disposes of it: renewal stops, the core retries the release
         dispose(!wasHeld);
         if (!wasHeld) {
             LockException reason = closedLossReason;
@@ -215,6 +218,14 @@ public final class Lease implements AutoCloseable {
         lossReason.thenAccept(listener);
     }
 
+    /** Runs {@code listener} once per spell at risk (at once if at risk now) until the lease ends, on a lockgate thread. */
+    public void onAtRisk(Runnable listener) {
+        Objects.requireNonNull(listener, "listener");
+        if (!closed) {
+            lease.listen(new Listener(listener, new CompletableFuture<>()));
+        }
+    }
+
     /** Starts watching for loss once. The watch does not keep this lease reachable. */
     private void watch() {
         if (closed) {
@@ -222,18 +233,24 @@ public final class Lease implements AutoCloseable {
             if (reason != null) {
                 lossReason.complete(reason);
             }
-            return;
+        } else if (watching.compareAndSet(false, true)) {
+            lease.listen(new Listener(() -> {}, lossReason));
         }
-        if (!watching.compareAndSet(false, true)) {
-            return;
+    }
+
+    /** Hears the native lease's spells at risk and its end (the loss completes {@code loss}); holds no lease. */
+    private record Listener(Runnable onRisk, CompletableFuture<LockException> loss) implements LeaseListener {
+        @Override
+        public void atRisk() {
+            onRisk.run();
         }
-        LossWatch w = lease.lossWatch();
-        CompletableFuture<LockException> target = lossReason;
-        Futures.async(Bridge.lossOutcome(w), f -> f).whenComplete((failure, err) -> {
-            if (failure != null) {
-                target.complete(Errors.fromFailure(failure));
+
+        @Override
+        public void ended(Failure lost) {
+            if (lost != null) {
+                loss.complete(Errors.fromFailure(lost));
             }
-        });
+        }
     }
 
     @Override

@@ -1,8 +1,6 @@
 package io.lockgate.internal
 
 import io.lockgate.internal.ffi.ClientSlot
-import io.lockgate.internal.ffi.Failure
-import io.lockgate.internal.ffi.LossWatch
 import io.lockgate.internal.ffi.NativeClient
 import io.lockgate.internal.ffi.NativeElection
 import io.lockgate.internal.ffi.NativeLeader
@@ -177,17 +175,6 @@ object Bridge {
 
     @JvmStatic
     fun shutdown(client: NativeClient): Op<Void?> = op { client.shutdown(); null }
-
-    /** Completes with the loss reason, or `null` once the lease ended normally. */
-    @JvmStatic
-    fun lossOutcome(watch: LossWatch): Op<Failure?> =
-        op {
-            try {
-                watch.outcome()
-            } finally {
-                watch.destroy()
-            }
-        }
 
     /** Panics inside the native library, synchronously (tests prove the JVM survives). */
     @JvmStatic
