@@ -37,12 +37,7 @@ impl ClientOptions {
             Backend::Redis | Backend::RedisCluster => transport::redis::start(&self, &target).await?,
             Backend::Redlock => transport::redlock::start(&self, &target).await?,
             Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
-            Backend::Etcd => {
-                return Err(Error::unsupported(format!(
-                    "the native {}:// transport is not built yet (issue 16)",
-                    target.scheme()
-                )))
-            }
+            Backend::Etcd => transport::etcd::start(&self, &target).await?,
         };
         let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
         let inner = Inner {

@@ -5,13 +5,15 @@
 //! - [`redis`]: one Redis server or a Redis Cluster, over self-replacing connections
 //!   ([`link`], [`cluster_link`]; `redis` crate values through [`convert`]);
 //! - [`redlock`]: one self-replacing connection per Redlock master;
-//! - [`zookeeper`]: one ZooKeeper session on the `zookeeper-client` crate.
+//! - [`zookeeper`]: one ZooKeeper session on the `zookeeper-client` crate;
+//! - [`etcd`]: one `etcd-client` channel per client, with one keepalive and one watch stream.
 //!
 //! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
 //! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
 
 pub(crate) mod cluster_link;
 pub(crate) mod convert;
+pub(crate) mod etcd;
 pub(crate) mod link;
 pub(crate) mod redis;
 pub(crate) mod redlock;
