@@ -1,7 +1,8 @@
 //! The server kinds every test needs, each a set of real servers on loopback: one redis-server
 //! (optionally with users from an ACL file), a primary with replicas, a 3-master Redis Cluster,
-//! N independent Redlock masters, one redis-server behind the fault proxy, and ZooKeeper (one
-//! standalone server or an ensemble, optionally each member behind a fault proxy). The launcher
+//! N independent Redlock masters, one redis-server behind the fault proxy, ZooKeeper (one
+//! standalone server or an ensemble, optionally each member behind a fault proxy), and etcd (one
+//! member or a Raft cluster). The launcher
 //! binary (`src/bin/servers.rs`) and the orchestrator's server variants both start them from
 //! here.
 
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::etcd::{EtcdCluster, ELECTION_MS, HEARTBEAT_MS};
 use crate::proxy::Proxy;
 use crate::server::RedisServer;
 use crate::tls::TlsFiles;
@@ -36,6 +38,9 @@ pub enum Kind {
     /// ZooKeeper: one standalone server (`members: 1`) or an ensemble; with `proxied` every
     /// member is reached through its own fault proxy. Extra arguments are `zoo.cfg` lines.
     ZooKeeper { members: usize, proxied: bool },
+    /// etcd: one member (`members: 1`) or a Raft cluster; with `proxied` every member is
+    /// reached through its own fault proxy. Extra arguments are etcd flags.
+    Etcd { members: usize, proxied: bool },
 }
 
 impl Kind {
@@ -49,6 +54,7 @@ impl Kind {
             Kind::Redlock { .. } => "redlock",
             Kind::Proxied => "proxied",
             Kind::ZooKeeper { .. } => "zookeeper",
+            Kind::Etcd { .. } => "etcd",
         }
     }
 }
@@ -66,6 +72,8 @@ pub struct Deployment {
     pub proxies: Vec<Proxy>,
     /// The ZooKeeper server or ensemble (zookeeper only; `nodes` is then empty).
     pub zookeeper: Option<ZkEnsemble>,
+    /// The etcd member or cluster (etcd only; `nodes` is then empty).
+    pub etcd: Option<EtcdCluster>,
     /// `user:password` for connections of the fixture and the URL (acl only).
     userinfo: Option<String>,
     /// The directory holding the ACL file (acl only).
@@ -79,6 +87,7 @@ impl Drop for Deployment {
         self.proxies.clear();
         self.nodes.clear();
         self.zookeeper = None;
+        self.etcd = None;
         self.tls = None;
         if let Some(d) = &self.acl_dir {
             let _ = std::fs::remove_dir_all(d);
@@ -102,7 +111,7 @@ impl Deployment {
     /// redlock): a TLS replica or cluster bus would need more. ZooKeeper members (not proxied)
     /// serve TLS on a second port beside their plain one, with a client certificate to try.
     pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
-        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, userinfo: None, acl_dir: None, tls: None };
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
             if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. }) {
@@ -131,6 +140,15 @@ impl Deployment {
                     }
                 }
                 d.zookeeper = Some(zk);
+            }
+            Kind::Etcd { members, proxied } => {
+                let etcd = EtcdCluster::start(members, extra)?;
+                if proxied {
+                    for m in &etcd.members {
+                        d.proxies.push(Proxy::start(([127, 0, 0, 1], m.port).into())?);
+                    }
+                }
+                d.etcd = Some(etcd);
             }
             Kind::Acl { lines, user, password } => {
                 let dir = crate::server::fresh_dir("acl")?;
@@ -225,6 +243,8 @@ impl Deployment {
             Kind::Proxied => self.proxies.first().map(Proxy::url).unwrap_or_default(),
             Kind::ZooKeeper { proxied: true, .. } => crate::zookeeper::zookeeper_url(&self.proxies.iter().map(|p| p.addr().port()).collect::<Vec<_>>()),
             Kind::ZooKeeper { .. } => self.zookeeper.as_ref().map(ZkEnsemble::url).unwrap_or_default(),
+            Kind::Etcd { proxied: true, .. } => crate::etcd::etcd_url(&self.proxies.iter().map(|p| p.addr().port()).collect::<Vec<_>>()),
+            Kind::Etcd { .. } => self.etcd.as_ref().map(EtcdCluster::url).unwrap_or_default(),
             _ => self.node_url(0),
         }
     }
@@ -262,12 +282,19 @@ impl Deployment {
         if let Some(zk) = &self.zookeeper {
             pids.extend(zk.pids());
         }
+        if let Some(etcd) = &self.etcd {
+            pids.extend(etcd.pids());
+        }
         pids
     }
 
-    /// How many servers (Redis nodes or ZooKeeper members) the launcher's `I` may name.
+    /// How many servers (Redis nodes, ZooKeeper or etcd members) the launcher's `I` may name.
     pub fn node_count(&self) -> usize {
-        self.zookeeper.as_ref().map_or(self.nodes.len(), |zk| zk.members.len())
+        match (&self.zookeeper, &self.etcd) {
+            (Some(zk), _) => zk.members.len(),
+            (_, Some(etcd)) => etcd.members.len(),
+            _ => self.nodes.len(),
+        }
     }
 
     fn index(&self, i: usize) -> Result<usize, String> {
@@ -281,6 +308,10 @@ impl Deployment {
     /// Kills node `i` (SIGKILL, by pid).
     pub fn stop_node(&mut self, i: usize) -> Result<(), String> {
         let i = self.index(i)?;
+        if let Some(etcd) = &mut self.etcd {
+            etcd.stop_member(i);
+            return Ok(());
+        }
         match &mut self.zookeeper {
             Some(zk) => zk.stop_member(i),
             None => self.nodes[i].stop(),
@@ -290,10 +321,14 @@ impl Deployment {
 
     /// Starts node `i` again on its port (killing it first if it runs): a redis-server comes
     /// back empty (a restart without persistence); a ZooKeeper member comes back with its data
-    /// (it rejoins the ensemble from its log; a standalone server keeps its sessions). Returns
-    /// the new pid.
+    /// (it rejoins the ensemble from its log; a standalone server keeps its sessions); so does an
+    /// etcd member (a single member keeps its keys and leases). Returns the new pid.
     pub fn start_node(&mut self, i: usize) -> Result<Option<u32>, String> {
         let i = self.index(i)?;
+        if let Some(etcd) = &mut self.etcd {
+            etcd.start_member(i)?;
+            return Ok(etcd.members[i].pid());
+        }
         match &mut self.zookeeper {
             Some(zk) => {
                 zk.start_member(i)?;
@@ -309,6 +344,9 @@ impl Deployment {
     /// Sends `signal` (SIGSTOP / SIGCONT) to node `i`'s own pid.
     pub fn signal_node(&self, i: usize, signal: i32) -> Result<(), String> {
         let i = self.index(i)?;
+        if let Some(etcd) = &self.etcd {
+            return etcd.members[i].signal(signal);
+        }
         match &self.zookeeper {
             Some(zk) => zk.members[i].signal(signal),
             None => self.nodes[i].signal(signal),
@@ -356,11 +394,43 @@ impl Deployment {
         out
     }
 
+    /// The etcd description: the members with their ports, pids, dirs, member ids and roles
+    /// read now, the leader's index, the Raft timings and the shortest lease the members grant.
+    fn describe_etcd(&self, etcd: &EtcdCluster) -> Value {
+        let roles = etcd.roles();
+        let nodes: Vec<Value> = etcd
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let mut v = json!({"url": crate::etcd::etcd_url(&[m.port]), "port": m.port, "peer_port": m.peer_port, "pid": m.pid(), "dir": m.dir(),
+                                   "name": m.name, "member_id": m.member_id, "role": roles[i]});
+                if let Some(p) = self.proxies.get(i) {
+                    v["proxy_port"] = json!(p.addr().port());
+                }
+                v
+            })
+            .collect();
+        let mut out = json!({
+            "kind": self.kind.name(), "url": self.url(), "endpoints": etcd.endpoints(), "members": etcd.members.len(), "nodes": nodes,
+            "pids": self.pids(), "leader": roles.iter().position(|r| *r == Some("leader")),
+            "heartbeat_ms": etcd.setting("heartbeat-interval", HEARTBEAT_MS), "election_ms": etcd.setting("election-timeout", ELECTION_MS),
+            "min_ttl_s": etcd.min_ttl_s(),
+        });
+        if !self.proxies.is_empty() {
+            out["server_url"] = json!(etcd.url());
+        }
+        out
+    }
+
     /// The launcher's description: kind, `url`, every node's url/port/pid (and role), and the
     /// kind's extras (Redlock master URLs, the proxied server, the ACL user).
     pub fn describe(&self) -> Value {
         if let Some(zk) = &self.zookeeper {
             return self.describe_zookeeper(zk);
+        }
+        if let Some(etcd) = &self.etcd {
+            return self.describe_etcd(etcd);
         }
         let nodes: Vec<Value> = self
             .nodes

@@ -1,5 +1,5 @@
 //! `test-servers`: the one test-server launcher every language's tests call. Starts real
-//! redis-servers or ZooKeeper servers on free loopback ports (data in temp dirs), prints ONE
+//! redis-servers, ZooKeeper or etcd servers on free loopback ports (data in temp dirs), prints ONE
 //! JSON line describing them, then runs until stdin closes or it gets SIGTERM/SIGINT, and
 //! stops exactly the servers it started, by pid. See conformance/README.md ("Test servers").
 //!
@@ -8,14 +8,16 @@
 //!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P] [--tls]
 //!              [-- <more redis-server arguments for every node>]
 //! test-servers zookeeper [--members N] [--proxied | --tls] [-- <more zoo.cfg key=value lines>]
+//! test-servers etcd [--members N] [--proxied] [-- <more etcd flags for every member>]
 //! ```
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
-//! redis-server empty, a ZooKeeper member with its data), `pause I`, `resume I` (SIGSTOP /
+//! redis-server empty, a ZooKeeper or etcd member with its data), `pause I`, `resume I` (SIGSTOP /
 //! SIGCONT), `silence`, `deafen` (replies held back, requests still forwarded), `restore`
-//! (the fault proxies of `proxied` / `zookeeper --proxied`),
-//! `leader` (ZooKeeper: waits for the ensemble's leader and names it), `describe`.
+//! (the fault proxies of `proxied` / `zookeeper --proxied` / `etcd --proxied`),
+//! `leader` (ZooKeeper, etcd: waits for the ensemble's or cluster's leader and names it),
+//! `describe`.
 
 use std::io::Write;
 
@@ -24,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied] [-- etcd flags]";
 
 /// The kind and extra redis-server arguments from the command line.
 fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
@@ -44,6 +46,7 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
         "replica" => Kind::Replica { replicas: count("--replicas", 1)? },
         "redlock" => Kind::Redlock { masters: count("--masters", 3)? },
         "zookeeper" => Kind::ZooKeeper { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
+        "etcd" => Kind::Etcd { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
         "acl" => {
             let user = value("--user").unwrap_or_else(|| "app".into());
             let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());
@@ -68,7 +71,8 @@ fn node(d: &Deployment, words: &[&str]) -> Result<usize, String> {
     }
 }
 
-/// How long `leader` waits for an ensemble to elect one (a few ticks after a leader is lost).
+/// How long `leader` waits for an ensemble or cluster to elect one (a few ticks after a leader
+/// is lost).
 const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs one stdin command.
@@ -87,12 +91,18 @@ fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
         }
         Some("pause") => d.signal_node(node(d, &words)?, libc::SIGSTOP)?,
         Some("resume") => d.signal_node(node(d, &words)?, libc::SIGCONT)?,
-        Some("silence" | "deafen" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied and zookeeper --proxied have them)".into()),
+        Some("silence" | "deafen" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied, zookeeper --proxied and etcd --proxied have them)".into()),
         Some("silence") => d.proxies.iter().for_each(|p| p.silence()),
         Some("deafen") => d.proxies.iter().for_each(|p| p.deafen()),
         Some("restore") => d.proxies.iter().for_each(|p| p.restore()),
+        Some("leader") if d.etcd.is_some() => {
+            let etcd = d.etcd.as_ref().ok_or("no etcd")?;
+            let i = etcd.await_leader(LEADER_WAIT)?;
+            let m = &etcd.members[i];
+            return Ok(json!({"ok": true, "leader": i, "port": m.port, "pid": m.pid(), "member_id": m.member_id}));
+        }
         Some("leader") => {
-            let zk = d.zookeeper.as_ref().ok_or("leader is for a zookeeper kind")?;
+            let zk = d.zookeeper.as_ref().ok_or("leader is for the zookeeper and etcd kinds")?;
             let i = zk.await_leader(LEADER_WAIT)?;
             return Ok(json!({"ok": true, "leader": i, "port": zk.members[i].port, "pid": zk.members[i].pid()}));
         }
