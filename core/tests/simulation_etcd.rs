@@ -14,17 +14,22 @@
 //!   which one is exclusive increase in the order they started to hold.
 //! - **nothing left**: once the workload wound down and crashed clients' leases expired, no
 //!   key is left.
+//! - **no stuck waiter**: a key that holds by the recipe's rules, on the lease of a running
+//!   client, is never left unclaimed (nobody believing it holds) for long.
 //!
 //! Dedicated runs: a holder paused past its lease's TTL is told of the loss before the next
-//! grant; the exclusion check fails on a cluster that expires leases early (it has teeth).
+//! grant, and that check fails on a cluster that expires leases early (it has teeth); one
+//! client's concurrent acquires of one name (a key and a lease each) exclude each other.
 //!
 //! Run: `cargo test -p lockgate-core --no-default-features --test simulation_etcd`
 //! (`LOCKGATE_SIM_SEEDS=2000` explores further).
 
 mod sim;
 
-use lockgate_core::time::Duration;
-use lockgate_core::{Event, LockOptions, Primitive, Wait};
+use std::collections::HashMap;
+
+use lockgate_core::time::{Duration, Instant};
+use lockgate_core::{Event, LeaseId, LockOptions, OpId, Primitive, Wait};
 
 use sim::check;
 use sim::etcd::{ClusterConfig, EtcdSim as Sim};
@@ -73,7 +78,46 @@ fn every_seed(seeds: impl Iterator<Item = u64>, mut run: impl FnMut(u64)) {
     assert!(failed.is_empty(), "{} seed(s) failed:\n{}", failed.len(), failed.join("\n"));
 }
 
-/// One run of `workload`, with a leader failover during contention on every other seed.
+/// Watches the keys that hold by the recipes' rules: one whose owner runs (not crashed, not
+/// paused) that nobody believes holds, for longer than `patience`, is a stuck waiter.
+struct StuckWatch {
+    patience: Duration,
+    unclaimed: HashMap<String, Instant>,
+    stuck: Vec<String>,
+}
+
+impl StuckWatch {
+    fn new(patience: Duration) -> StuckWatch {
+        StuckWatch { patience, unclaimed: HashMap::new(), stuck: Vec::new() }
+    }
+
+    fn sample(&mut self, sim: &Sim) {
+        let now = sim.now;
+        let held: Vec<u64> = sim
+            .beliefs
+            .iter()
+            .filter(|b| b.end.is_none() && b.claims.last().is_some_and(|c| c.1 > now))
+            .filter_map(|b| b.fence)
+            .collect();
+        let mut seen = Vec::new();
+        for (key, rev, owner) in sim.server.heads() {
+            let running = owner.is_some_and(|c| !sim.clients[c].crashed && !sim.client_is_paused(c));
+            if !running || held.contains(&(rev as u64)) {
+                continue;
+            }
+            let since = *self.unclaimed.entry(key.clone()).or_insert(now);
+            if now.saturating_duration_since(since) > self.patience {
+                self.stuck.push(format!("{key} (rev {rev}, client {owner:?}) unclaimed since {since:?}, now {now:?}"));
+                self.unclaimed.insert(key.clone(), now);
+            }
+            seen.push(key);
+        }
+        self.unclaimed.retain(|k, _| seen.contains(k));
+    }
+}
+
+/// One run of `workload`, with a leader failover during contention on every other seed; fails
+/// on a stuck waiter.
 fn run(seed: u64, cfg: ClusterConfig, workload: Workload) -> (Sim, Runner) {
     let mut sim = Sim::etcd(cfg, seed, net_for(seed));
     let mut rng = Rng::new(seed ^ 0xFA11);
@@ -83,6 +127,9 @@ fn run(seed: u64, cfg: ClusterConfig, workload: Workload) -> (Sim, Runner) {
     }
     let mut runner = Runner::new(&mut sim, workload, seed);
     let mut done = false;
+    // A head's owner may be between a failed attempt and its retry (backoff up to a second),
+    // or waiting out an election: longer than that, and it is stuck.
+    let mut stuck = StuckWatch::new(ms(1000 + 2 * TTL));
     runner.run_with(&mut sim, |s| {
         if let Some((at, election)) = failover {
             if !done && s.now >= at {
@@ -90,7 +137,9 @@ fn run(seed: u64, cfg: ClusterConfig, workload: Workload) -> (Sim, Runner) {
                 s.fail_etcd_leader(election);
             }
         }
+        stuck.sample(s);
     });
+    assert!(stuck.stuck.is_empty(), "seed {seed}: waiters stuck while the lock was free: {}", stuck.stuck.join("; "));
     (sim, runner)
 }
 
@@ -239,4 +288,81 @@ fn etcd_paused_holder_check_fails_when_leases_expire_early() {
         }
     }
     assert!(caught > 0, "early lease expiry was never caught");
+}
+
+/// One of a client's concurrent acquires of one name.
+#[derive(Clone, Copy, Debug)]
+enum Handle {
+    Idle(Instant),
+    Waiting(OpId),
+    Holding(LeaseId, Instant),
+}
+
+// One key per waiter: each of two clients keeps three acquires of one mutex going at once (as
+// three handles of one client would), under lost requests and replies and a failover. They get
+// a key each (a lease each beyond the first) and exclude each other and the other client's.
+#[test]
+fn etcd_concurrent_acquires_of_one_client_on_one_name_exclude_each_other() {
+    let mut extra_leases = 0;
+    every_seed(0..seeds(), |seed| {
+        let mut sim = Sim::etcd(cluster(), seed, net_for(seed));
+        let mut rng = Rng::new(seed ^ 0xC0C0);
+        let clients = sim.add_clients(2);
+        let opts = LockOptions::renewed_lease(ms(1000));
+        let mut handles: Vec<(ClientId, Handle)> = clients.iter().flat_map(|&c| (0..3).map(move |_| (c, Handle::Idle(Instant::default())))).collect();
+        let end = sim.now + Duration::from_secs(3);
+        // A leader failover on every other seed.
+        let mut failover = (seed % 2 == 0).then(|| (sim.now + ms(rng.between(200, 2500)), ms(rng.between(20, 600))));
+        if let Some((at, _)) = failover {
+            sim.wake_at(at);
+        }
+        let mut acquired = 0;
+        while sim.now < end {
+            if let Some((at, election)) = failover.filter(|(at, _)| sim.now >= *at) {
+                let _ = at;
+                failover = None;
+                sim.fail_etcd_leader(election);
+            }
+            let now = sim.now;
+            for (c, h) in handles.iter_mut() {
+                *h = match *h {
+                    Handle::Idle(t) if t <= now => Handle::Waiting(sim.acquire(*c, "alpha", &opts, Wait::Forever)),
+                    Handle::Waiting(op) => match (sim.granted(*c, op), sim.done(*c, op)) {
+                        (Some((_, lease, _)), _) => {
+                            acquired += 1;
+                            let at = now + ms(rng.between(5, 200));
+                            sim.wake_at(at);
+                            Handle::Holding(lease, at)
+                        }
+                        (None, Some(_)) => Handle::Idle(now + ms(10)),
+                        (None, None) => Handle::Waiting(op),
+                    },
+                    Handle::Holding(lease, t) if t <= now => {
+                        sim.release(*c, lease);
+                        let at = now + ms(rng.between(0, 50));
+                        sim.wake_at(at);
+                        Handle::Idle(at)
+                    }
+                    other => other,
+                };
+            }
+            sim.step(end);
+        }
+        for (c, h) in &handles {
+            match *h {
+                Handle::Waiting(op) => sim.cancel(*c, op),
+                Handle::Holding(lease, _) => {
+                    sim.release(*c, lease);
+                }
+                Handle::Idle(_) => {}
+            }
+        }
+        sim.run_for(Duration::from_secs(2));
+        check::mutual_exclusion(&sim);
+        check::fences_order_exclusive_holds(&sim);
+        assert!(acquired > 3, "seed {seed}: only {acquired} grants");
+        extra_leases += clients.iter().filter(|&&c| sim.clients[c].engine.backend().leases().len() > 1).count();
+        check_nothing_left(&mut sim);
+    });
+    assert!(extra_leases > 0, "no client needed a lease of its own for a second key");
 }

@@ -92,6 +92,8 @@ pub struct SimEtcd {
     election_until: Option<Instant>,
     /// Create revision → key, for what a grant was.
     created: HashMap<i64, String>,
+    /// Lease → the client it was granted to.
+    owners: HashMap<i64, ClientId>,
     pub stats: EtcdStats,
 }
 
@@ -107,6 +109,7 @@ impl SimEtcd {
             watches: HashMap::new(),
             election_until: None,
             created: HashMap::new(),
+            owners: HashMap::new(),
             stats: EtcdStats::default(),
         }
     }
@@ -248,6 +251,7 @@ impl SimEtcd {
                 let id = 0x3f00_0000 + self.next_lease * 7919;
                 let ttl = Duration::from_secs((*ttl_secs).max(1) as u64);
                 self.leases.insert(id, Lease { ttl, expiry: now + self.lifetime(ttl) });
+                self.owners.insert(id, client);
                 Ok(EtcdReply::LeaseGranted { lease: id, ttl_secs: ttl.as_secs() as i64 })
             }
             EtcdOp::LeaseKeepAlive { lease } => {
@@ -315,6 +319,43 @@ impl SimEtcd {
     /// Every key on the cluster.
     pub fn key_names(&self) -> Vec<String> {
         self.keys.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect()
+    }
+
+    /// The keys that hold by the recipes' rules (the workload's names: `/lockgate/<kind>/<name>`,
+    /// semaphores of 2 permits), each with its create revision and the client whose lease it is
+    /// on: a mutex's or an election's first key, a read-write lock's readers before its first
+    /// writer or that writer, a semaphore's first two keys.
+    pub fn heads(&self) -> Vec<(String, i64, Option<ClientId>)> {
+        let mut bases: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
+        for kv in self.keys.values() {
+            let key = String::from_utf8_lossy(&kv.key).into_owned();
+            let parts: Vec<&str> = key.split('/').collect();
+            // ["", "lockgate", kind, name, ...]
+            if parts.len() < 5 || parts[1] != "lockgate" {
+                continue;
+            }
+            bases.entry(format!("{}/{}", parts[2], parts[3])).or_default().push(kv);
+        }
+        let mut out = Vec::new();
+        for (base, mut kvs) in bases {
+            kvs.sort_by_key(|kv| kv.create_revision);
+            let holding: Vec<&KeyValue> = if base.starts_with("rw/") {
+                let first_writer = kvs.iter().position(|kv| kv.key.windows(7).any(|w| w == b"/write/"));
+                match first_writer {
+                    Some(0) => kvs[..1].to_vec(),
+                    Some(w) => kvs[..w].to_vec(),
+                    None => kvs.clone(),
+                }
+            } else if base.starts_with("semaphore/") {
+                kvs.iter().take(2).copied().collect()
+            } else {
+                kvs.iter().take(1).copied().collect()
+            };
+            for kv in holding {
+                out.push((String::from_utf8_lossy(&kv.key).into_owned(), kv.create_revision, self.owners.get(&kv.lease).copied()));
+            }
+        }
+        out
     }
 
     /// The store's revision.
