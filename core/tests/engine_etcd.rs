@@ -3,7 +3,10 @@
 //! `concurrency.Election`'s key layouts and orders, create revisions as fences, one key per
 //! waiter (a second handle of one client gets a lease of its own), releases conditional on the
 //! create revision (etcd #22082), renewals that notice a deleted key, a revoked lease losing
-//! every hold, and a silent client told of the loss before the server expires its lease.
+//! every hold, a silent client told of the loss before the server expires its lease, a create
+//! whose reply is lost adopted by the retry, one-shot attempts that take their key back out,
+//! waiters kept alive past the TTL by the backend's keepalives, a broken watch re-read, and
+//! extends capped by what one keepalive is worth.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -585,4 +588,76 @@ fn a_silent_client_is_told_of_the_loss_before_the_server_expires_its_lease() {
     assert!(lost_at < granted_at, "lost at {lost_at:?}, next grant at {granted_at:?}");
     assert!(lost_at.saturating_duration_since(cut) <= TTL * 2 / 3 + Duration::from_millis(100), "{lost_at:?}");
     assert!(granted_at.saturating_duration_since(cut) >= TTL - secs(1), "the server expired the lease only after its TTL");
+}
+
+#[test]
+fn a_lost_create_reply_is_found_by_the_retry_and_a_one_shot_attempt_leaves_no_key() {
+    let mut w = World::new(2, TTL);
+    // The transaction that creates the key is applied, its reply lost: the retry's transaction
+    // finds the key (create_revision != 0: the else branch reads it) and adopts it.
+    w.drop_reply[0].push(|op| matches!(op, EtcdOp::Txn(t) if t.success.iter().any(|o| matches!(o, TxnOp::Put { .. }))));
+    let a = w.acquire(0, "m", &MUTEX, Wait::Forever);
+    assert!(w.outcome(0, a).is_none(), "a lost reply is retried, not a failure");
+    w.advance(Duration::from_millis(200));
+    let (la, fa) = w.acquired(0, a);
+    let keys = w.server.keys_under("/lockgate/mutex/m/");
+    assert_eq!(keys.len(), 1, "the key the lost reply made is adopted, no second one: {keys:?}");
+    assert_eq!(w.server.kv(&keys[0]).map(|kv| kv.create_revision as u64), Some(fa));
+    // A one-shot attempt of another client finds it held and takes its key back out.
+    let b = w.clients[1].acquire(w.now, "m", &LockOptions::renewed_lease(secs(30)), Wait::Try).unwrap();
+    w.settle();
+    assert_eq!(w.outcome(1, b), Some(&Done::NotAcquired));
+    w.advance(Duration::from_millis(100));
+    assert_eq!(w.server.keys_under("/lockgate/mutex/m/"), keys, "the one-shot attempt's key is gone");
+    w.release(0, la);
+    assert!(w.server.keys_under("/").is_empty());
+}
+
+#[test]
+fn a_waiter_outlives_the_ttl_by_keepalives_and_a_broken_watch_makes_it_look_again() {
+    let mut w = World::new(2, TTL);
+    let a = w.acquire(0, "m", &MUTEX, Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "m", &MUTEX, Wait::Forever);
+    let waiter_key = format!("/lockgate/mutex/m/{:x}", w.leases(1)[0]);
+    // Four TTLs of waiting: the waiter's lease is kept alive by its backend (about every 2/9
+    // of the TTL), so its key and its place stay.
+    let before = w.sent[1].len();
+    w.advance(TTL * 4);
+    assert!(w.server.kv(&waiter_key).is_some(), "the waiter's key outlived its TTL");
+    let keepalives = w.sent[1][before..].iter().filter(|op| matches!(op, EtcdOp::LeaseKeepAlive { .. })).count();
+    assert!((12..=24).contains(&keepalives), "{keepalives} keepalives in 4 TTLs");
+    assert!(w.clients[0].is_held(w.now, la), "the holder renews");
+    // The watch stream breaks: the waiter reads its place again and watches anew.
+    let watch = w.sent[1].iter().rev().find_map(|op| match op {
+        EtcdOp::Watch { watch, .. } => Some(*watch),
+        _ => None,
+    });
+    let watches = w.watched(1).len();
+    w.clients[1].handle_notice(w.now, EtcdNotice::WatchEnded { watch: watch.unwrap(), why: "stream broke".into() });
+    w.settle();
+    assert_eq!(w.watched(1).len(), watches + 1, "a new watch after the broken one");
+    w.release(0, la);
+    let (lb, _) = w.acquired(1, b);
+    w.release(1, lb);
+}
+
+#[test]
+fn an_extend_keeps_the_lease_alive_and_counts_from_the_keepalive() {
+    let mut w = World::new(1, TTL);
+    let options = LockOptions::fixed_lease(secs(2));
+    let a = w.clients[0].acquire(w.now, "m", &options, Wait::Try).unwrap();
+    w.settle();
+    let (la, _) = w.acquired(0, a);
+    w.advance(secs(1));
+    let sent = w.now;
+    let e = w.clients[0].extend(w.now, la, secs(30)).unwrap();
+    w.settle();
+    match w.outcome(0, e) {
+        // Capped by what one keepalive is worth: two thirds of the 6 s TTL.
+        Some(Done::Extended { valid_until }) => assert_eq!(*valid_until, sent + secs(4)),
+        other => panic!("{other:?}"),
+    }
+    let n = w.sent[0].len();
+    assert_eq!(w.ops(0)[n - 2..], ["keepalive", "range"]);
 }
