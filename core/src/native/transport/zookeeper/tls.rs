@@ -139,7 +139,7 @@ fn refusal(e: &std::io::Error, at: &str, shown: &str) -> Option<ZkFailure> {
             ErrorKind::Authentication,
             format!(
                 "{at} ({shown}) refused the TLS handshake ({alert:?}): it wants a client certificate its CA \
-                 signed (the URL's cert= and key=)"
+                 signed (the URL's cert= and key=), or has no TLS version or cipher in common with this client"
             ),
         ),
         other => Error::new(ErrorKind::Connection, format!("the TLS handshake with {at} ({shown}) failed: {other}")),
