@@ -12,7 +12,6 @@
 #[path = "support/test_servers.rs"]
 mod test_servers;
 
-#[allow(dead_code)]
 mod support;
 
 use std::path::PathBuf;
@@ -109,7 +108,7 @@ async fn refused_certificates_fail_at_once_with_what_was_refused() {
     let mut options = ClientOptions::new(server.url(&chroot, ""));
     options.tls_ca_pem = Some(stranger.ca_pem.clone());
     let started = Instant::now();
-    let e = connect(options).await.err().expect("a server certificate from another CA is refused");
+    let e = connect(options).await.expect_err("a server certificate from another CA is refused");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     // (BadSignature here: both throwaway CAs carry one name, so the other one is taken for the
     // issuer and its key does not verify the certificate.)
@@ -117,7 +116,7 @@ async fn refused_certificates_fail_at_once_with_what_was_refused() {
     assert!(started.elapsed() < CONNECT_TIMEOUT / 2, "took {:?}: {e}", started.elapsed());
 
     // No CA at all: the system's roots do not know the throwaway CA either.
-    let e = connect(ClientOptions::new(server.url(&chroot, ""))).await.err().expect("untrusted without a CA");
+    let e = connect(ClientOptions::new(server.url(&chroot, ""))).await.expect_err("untrusted without a CA");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(e.message().contains("is not trusted"), "{e}");
 
@@ -129,7 +128,7 @@ async fn refused_certificates_fail_at_once_with_what_was_refused() {
         stranger.dir.join("server.key").display()
     );
     let started = Instant::now();
-    let e = connect(ClientOptions::new(server.url(&chroot, &query))).await.err().expect("an untrusted client certificate is refused");
+    let e = connect(ClientOptions::new(server.url(&chroot, &query))).await.expect_err("an untrusted client certificate is refused");
     assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
     assert!(e.message().contains("refused the TLS handshake"), "{e}");
     assert!(started.elapsed() < CONNECT_TIMEOUT / 2, "took {:?}: {e}", started.elapsed());
@@ -168,10 +167,10 @@ async fn bad_tls_input_is_refused_before_connecting_without_quoting_files() {
     // The CA given twice, in the URL and as the option.
     let mut options = ClientOptions::new(format!("zookeeper+tls://127.0.0.1:{port}?ca={}", tls_files.dir.join("ca.crt").display()));
     options.tls_ca_pem = Some(tls_files.ca_pem.clone());
-    let e = connect(options).await.err().expect("two CAs");
+    let e = connect(options).await.expect_err("two CAs");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     // A query on a plaintext URL.
-    let e = connect(ClientOptions::new(format!("zookeeper://127.0.0.1:{port}?ca={junk}"))).await.err().expect("plain with ca=");
+    let e = connect(ClientOptions::new(format!("zookeeper://127.0.0.1:{port}?ca={junk}"))).await.expect_err("plain with ca=");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
