@@ -7,12 +7,13 @@
 // expiry or queue decision is made here.
 //
 // A transport (lib/transport/<backend>.js) performs requests and hands back what came of them:
-// `perform(req)` with `req` flat as `[id, node, n, argc, name, ...args, ...]` (see pollRequest in
+// `perform(req)` with `req` flat as `[id, 0, n, argc, name, ...args, ...]` (see pollRequest in
 // src/lib.rs), answered through `replied`, `failed` or `input`; optionally `performRequests()`
 // instead (it polls the engine itself); `holdOpen()` and `close()` for shutdown. The engine of
-// every backend but the Redis ones speaks plain data (`engine.speaksData`): `perform(req)` then
-// gets a plain object `{ id, ... }`, answered through `answer(id, reply)` (or `failed`), and the
-// transport hands pushed notices to `notice(data)`; the forms are the core's (src/lib.rs).
+// every backend but single-server and cluster Redis speaks plain data (`engine.speaksData`):
+// `perform(req)` then gets a plain object `{ id, ... }`, answered through `answer(id, reply)`
+// (or `failed`), and the transport hands pushed notices to `notice(data)`; the forms are the
+// core's (lockgate_core::erased::<backend>).
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');

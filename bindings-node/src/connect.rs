@@ -1,23 +1,22 @@
 //! `connect(target, options)`'s rules, all from the core (core/src/connect): the URL's scheme
 //! picks the backend, every option is handed to the core's one setter under its JS name
-//! ([`ClientOptions::set`] with [`Spelling::JS`]) and checked there, and the transport gets a
-//! plan of what to open. Only `redisOptions` (ioredis's own options) and the nesting of
-//! `replicaAcks: { replicas, timeoutMs }` are this binding's.
+//! ([`ClientOptions::set`] with [`Spelling::JS`]) and checked there (the transport's plan of
+//! what to open is the core's too: `lockgate_core::erased`). Only `redisOptions` (ioredis's own
+//! options) and the nesting of `replicaAcks: { replicas, timeoutMs }` are this binding's.
 
 use js_sys::{Array, Object, Reflect};
-use lockgate_core::connect::{redlock_url, Backend, ClientOptions, OptionValue, Spelling, Target};
+use lockgate_core::connect::{redlock_url, Backend, ClientOptions, OptionValue, Spelling};
 use lockgate_core::options::MAX_DURATION;
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::convert::{self, duration_ms, set};
+use crate::convert::{self, set};
 
 /// What the core made of a target and its options.
 pub struct Connected {
     pub options: ClientOptions,
-    pub target: Target,
     pub backend: Backend,
 }
 
@@ -114,50 +113,10 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
     if backend == Backend::RedisCluster && target.servers()[0].endpoint().db != 0 {
         return Err(Error::invalid("a Redis Cluster has only database 0: remove the database from the URL"));
     }
-    Ok(Connected { options: o, target, backend })
+    Ok(Connected { options: o, backend })
 }
 
 impl Connected {
-    /// What the transport opens: `{ transport, backend, servers, connectTimeoutMs,
-    /// commandTimeoutMs, tlsCaPem? }`; `transport` names lib/transport/<transport>.js, `servers` holds each
-    /// server as the core parsed it (`host`, `port`, `username`, `password`, `tls`, `db`,
-    /// `identity`, `redacted`: the URL with its password as `***`).
-    pub fn plan(&self) -> Object {
-        let out = Object::new();
-        // Every Redis-protocol backend shares one transport; any later backend is its own.
-        let transport = match self.backend {
-            Backend::Redis | Backend::RedisCluster | Backend::Redlock => "redis",
-            other => other.scheme(false),
-        };
-        set(&out, "transport", transport.into());
-        set(&out, "backend", self.backend.scheme(false).into());
-        let servers: Array = self
-            .target
-            .servers()
-            .iter()
-            .map(|s| {
-                let e = s.endpoint();
-                let o = Object::new();
-                set(&o, "host", e.host.into());
-                set(&o, "port", e.port.into());
-                set(&o, "username", e.username.into());
-                set(&o, "password", e.password.into());
-                set(&o, "tls", e.tls.into());
-                set(&o, "db", e.db.into());
-                set(&o, "identity", s.identity().into());
-                set(&o, "redacted", s.to_string().into());
-                JsValue::from(o)
-            })
-            .collect();
-        set(&out, "servers", servers.into());
-        set(&out, "connectTimeoutMs", duration_ms(self.options.connect_timeout).into());
-        set(&out, "commandTimeoutMs", duration_ms(self.options.response_timeout).into());
-        if let Some(pem) = &self.options.tls_ca_pem {
-            set(&out, "tlsCaPem", String::from_utf8_lossy(pem).into_owned().into());
-        }
-        out
-    }
-
     /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
     /// readWrite, election, observe, reentrant, replicaAcks, readersFirst, agreedParameters,
     /// entryTtl }` (names in JavaScript's case).

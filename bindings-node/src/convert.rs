@@ -10,9 +10,8 @@ use lockgate_core::engine::{Done, LeaderInfo, LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{Request, RequestKind};
-use lockgate_core::redlock::{NodeRequest, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{Error, ErrorKind, Event, LockOptions, Outcome, Result};
+use lockgate_core::{Error, ErrorKind, Event, LockOptions, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -336,33 +335,7 @@ struct EventFields<'a> {
     error: Option<&'a Error>,
 }
 
-/// An event's `kind` and its fields.
-type Shaped<'a> = (&'static str, EventFields<'a>);
-
-impl<'a> EventFields<'a> {
-    fn acquired(lease: LeaseId, fencing_token: Option<u64>, valid_until: Instant) -> Shaped<'a> {
-        let lease = Some(lease);
-        let valid_until = Some(valid_until);
-        let f = EventFields { lease, fencing_token, valid_until, ..EventFields::default() };
-        ("acquired", f)
-    }
-
-    fn not_acquired() -> Shaped<'a> {
-        ("notAcquired", EventFields::default())
-    }
-
-    fn released(was_held: bool) -> Shaped<'a> {
-        ("released", EventFields { was_held: Some(was_held), ..EventFields::default() })
-    }
-
-    fn extended(valid_until: Instant) -> Shaped<'a> {
-        ("extended", EventFields { valid_until: Some(valid_until), ..EventFields::default() })
-    }
-
-    fn failed(error: &'a Error) -> Shaped<'a> {
-        ("failed", EventFields { error: Some(error), ..EventFields::default() })
-    }
-
+impl EventFields<'_> {
     fn to_js(&self, kind: &str, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
         let id = |x: Option<u64>| x.map_or(JsValue::UNDEFINED, |x| JsValue::from_f64(id_to_js(x)));
         shapes.event(
@@ -377,50 +350,36 @@ impl<'a> EventFields<'a> {
     }
 }
 
-/// Any engine's event as one flat object with a `kind`: a completion (`op` and what `outcome`
-/// makes of how it ended), `renewed`, `atRisk` or `lost` (these carry `lease`).
-fn any_event_to_js<'a, O>(
-    ev: &'a Event<O>,
-    shapes: &Shapes,
-    cache: &mut StrCache,
-    outcome: impl FnOnce(&'a O) -> Shaped<'a>,
-) -> JsValue {
+/// An engine's event (its outcome in the backend-neutral [`Done`]) as one flat object with a
+/// `kind`: `acquired`, `notAcquired`, `released`, `extended`, `observed`, `failed` (these carry
+/// `op`), `renewed`, `atRisk` and `lost` (these carry `lease`). `fencingToken` is `undefined`
+/// where the backend issues none (Redlock).
+pub fn event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    let none = EventFields::default();
     let (kind, fields) = match ev {
-        Event::Completed { op, outcome: o } => {
-            let (kind, fields) = outcome(o);
-            let op = Some(*op);
-            (kind, EventFields { op, ..fields })
+        Event::Completed { op, outcome } => {
+            let (kind, fields) = match outcome {
+                Done::Acquired { lease, fencing_token, valid_until } => {
+                    let (lease, valid_until) = (Some(*lease), Some(*valid_until));
+                    ("acquired", EventFields { lease, fencing_token: *fencing_token, valid_until, ..none })
+                }
+                Done::NotAcquired => ("notAcquired", none),
+                Done::Released { was_held } => ("released", EventFields { was_held: Some(*was_held), ..none }),
+                Done::Extended { valid_until } => ("extended", EventFields { valid_until: Some(*valid_until), ..none }),
+                Done::Failed(e) => ("failed", EventFields { error: Some(e), ..none }),
+                Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), shapes),
+            };
+            (kind, EventFields { op: Some(*op), ..fields })
         }
         Event::Renewed { lease, valid_until } => {
-            ("renewed", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..EventFields::default() })
+            ("renewed", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..none })
         }
         Event::AtRisk { lease, valid_until } => {
-            ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..EventFields::default() })
+            ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..none })
         }
-        Event::Lost { lease, error } => {
-            ("lost", EventFields { lease: Some(*lease), error: Some(error), ..EventFields::default() })
-        }
+        Event::Lost { lease, error } => ("lost", EventFields { lease: Some(*lease), error: Some(error), ..none }),
     };
     fields.to_js(kind, shapes, cache)
-}
-
-/// An engine event as one flat object with a `kind`: `acquired`, `notAcquired`, `released`,
-/// `extended`, `observed`, `failed` (these carry `op`), `renewed` and `lost` (these carry
-/// `lease`).
-pub fn event_to_js(ev: &Event, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    if let Event::Completed { op, outcome: Outcome::Observed(leader) } = ev {
-        return observed_to_js(*op, leader.as_ref(), shapes);
-    }
-    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
-        Outcome::Acquired { lease, fencing_token, valid_until } => {
-            EventFields::acquired(*lease, Some(*fencing_token), *valid_until)
-        }
-        Outcome::NotAcquired => EventFields::not_acquired(),
-        Outcome::Released { was_held } => EventFields::released(*was_held),
-        Outcome::Extended { valid_until } => EventFields::extended(*valid_until),
-        Outcome::Failed(e) => EventFields::failed(e),
-        Outcome::Observed(_) => unreachable!("converted above"),
-    })
 }
 
 /// `{ kind: 'observed', op, value, term, remainingMs }` (no leader: `value` etc. `undefined`).
@@ -436,22 +395,6 @@ fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, shapes: &Shapes) -> JsV
             &JsValue::from_f64(duration_ms(leader.remaining)),
         ),
     }
-}
-
-/// A data engine's event (the engine's backend-neutral [`Done`]) as the same flat object as
-/// [`event_to_js`]'s; `fencingToken` is `undefined` where the backend issues none.
-pub fn done_event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    if let Event::Completed { op, outcome: Done::Observed(leader) } = ev {
-        return observed_to_js(*op, leader.as_ref(), shapes);
-    }
-    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
-        Done::Acquired { lease, fencing_token, valid_until } => EventFields::acquired(*lease, *fencing_token, *valid_until),
-        Done::NotAcquired => EventFields::not_acquired(),
-        Done::Released { was_held } => EventFields::released(*was_held),
-        Done::Extended { valid_until } => EventFields::extended(*valid_until),
-        Done::Failed(e) => EventFields::failed(e),
-        Done::Observed(_) => unreachable!("converted above"),
-    })
 }
 
 /// Bytes of a channel or payload given as a string or a Buffer.
@@ -576,41 +519,9 @@ pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
     Ok(out)
 }
 
-/// The replies of a one-command request (a Redlock master's) as its one reply.
-pub fn one_reply(mut replies: Vec<Reply>) -> Result<Reply> {
-    match replies.len() {
-        1 => Ok(replies.remove(0)),
-        n => Err(Error::protocol(format!("expected one reply, got {n}"))),
-    }
-}
-
 /// Sets a plain data property on a fresh object (which cannot fail).
 pub fn set(obj: &Object, key: &str, value: JsValue) {
     let _ = Reflect::set(obj, &JsValue::from_str(key), &value);
-}
-
-/// A Redlock request in the same flat form: `[id, master, 1, argc, name, ...args]` (one
-/// command each, for the master of that index).
-pub fn node_request_to_js(r: &NodeRequest, cache: &mut StrCache) -> Vec<JsValue> {
-    let mut out = Vec::with_capacity(4 + r.command.0.len());
-    out.push(JsValue::from_f64(id_to_js(r.id.0)));
-    out.push(JsValue::from_f64(r.master as f64));
-    out.push(JsValue::from_f64(1.0));
-    out.push(JsValue::from_f64(r.command.0.len() as f64));
-    out.extend(r.command.0.iter().map(|a| cache.arg(a)));
-    out
-}
-
-/// A Redlock event as the same flat object as the mutex engine's (see [`event_to_js`]), with
-/// `fencingToken` always `undefined`: Redlock grants carry none (PROTOCOL.md §8).
-pub fn redlock_event_to_js(ev: &Event<RedlockOutcome>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
-    any_event_to_js(ev, shapes, cache, |outcome| match outcome {
-        RedlockOutcome::Acquired { lease, valid_until } => EventFields::acquired(*lease, None, *valid_until),
-        RedlockOutcome::NotAcquired => EventFields::not_acquired(),
-        RedlockOutcome::Released { was_held } => EventFields::released(*was_held),
-        RedlockOutcome::Extended { valid_until } => EventFields::extended(*valid_until),
-        RedlockOutcome::Failed(e) => EventFields::failed(e),
-    })
 }
 
 /// What ioredis rejected a one-command request with, as the engine's one reply: a server error

@@ -1,6 +1,6 @@
 //! The Node binding's WebAssembly half: lockgate's sans-IO engines exported to JavaScript as ONE
-//! `Engine` class, whatever the backend (Redis single or Cluster, Redlock). The JavaScript driver
-//! (`lib/driver.js`) follows the engines' driving contract: it feeds inputs with
+//! `Engine` class, whatever the backend (Redis single or Cluster, Redlock, ZooKeeper). The
+//! JavaScript driver (`lib/driver.js`) follows the engines' driving contract: it feeds inputs with
 //! `performance.now()` timestamps, hands each request to its backend's transport
 //! (`lib/transport/<name>.js`), gives the replies back by request id, delivers events and keeps one
 //! timer at `pollTimeout()`. Every export converts arguments, calls the core and maps errors
@@ -14,10 +14,9 @@ mod random;
 mod wire;
 
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
-use lockgate_core::erased::DynEngine;
+use lockgate_core::erased::{neutral, DynEngine};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{EngineConfig, Request, RequestKind};
-use lockgate_core::redlock::RedlockEngine;
 use lockgate_core::time::Instant;
 use lockgate_core::{Backend, Capability, Error, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
@@ -27,13 +26,12 @@ use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
 
-/// The core engine of one client, by backend: the same driving methods, different requests (a
-/// pipeline on one connection, or one command for one master) and outcomes (Redlock: no token).
-/// Every other backend is one type-erased engine whose requests, replies and notices are plain
-/// data (`lockgate_core::erased`), converted by `data.rs`: a new backend adds nothing here.
+/// The core engine of one client: the typed Redis engine (single server or Cluster: its
+/// pipelines go to the lean RESP socket as bytes, or to ioredis as flat arrays), or, for every
+/// other backend, one type-erased engine whose requests, replies and notices are plain data
+/// (`lockgate_core::erased`), converted by `data.rs`: a new backend adds nothing here.
 enum Core {
-    Redis(lockgate_core::redis::Engine),
-    Redlock(RedlockEngine),
+    Redis(Box<lockgate_core::redis::Engine>),
     Data(Box<dyn DynEngine>),
 }
 
@@ -163,8 +161,8 @@ pub struct Engine {
     /// A request `pollWireRequests` took from the engine but could not put in its batch (a
     /// subscribe after pipelines): handed out by the next call.
     stash: Option<Request>,
-    /// The transport plan of a data engine, from the core.
-    data_plan: Option<JsValue>,
+    /// What the transport opens, from the core (see [`Engine::plan`]).
+    plan: JsValue,
 }
 
 #[wasm_bindgen]
@@ -177,33 +175,26 @@ impl Engine {
         let o = &client.options;
         // Every backend but the Redis ones: one engine speaking plain data, with its plan.
         if let Some(erased) = js(lockgate_core::erased::connect(o, Box::new(random::BufferedOsRandom::new())))? {
-            let plan = Some(data::to_js(&erased.plan));
+            let plan = data::to_js(&erased.plan);
             return Ok(Engine::with(Core::Data(erased.engine), plan, client, shapes));
         }
-        let rng = Box::new(random::BufferedOsRandom::new());
-        let core = if client.backend == Backend::Redlock {
-            Core::Redlock(js(RedlockEngine::new(js(o.redlock_config())?, rng))?)
-        } else {
-            let split_pipelines = client.backend == Backend::RedisCluster;
-            let config = EngineConfig {
-                key_prefix: o.key_prefix.clone(),
-                replica_acks: o.replica_acks,
-                split_pipelines,
-                ..EngineConfig::default()
-            };
-            Core::Redis(js(lockgate_core::redis::Engine::new(config, rng))?)
+        let config = EngineConfig {
+            key_prefix: o.key_prefix.clone(),
+            replica_acks: o.replica_acks,
+            split_pipelines: client.backend == Backend::RedisCluster,
+            ..EngineConfig::default()
         };
-        Ok(Engine::with(core, None, client, shapes))
+        let engine = js(lockgate_core::redis::Engine::new(config, Box::new(random::BufferedOsRandom::new())))?;
+        let plan = data::to_js(&js(lockgate_core::erased::redlock::plan(o))?);
+        Ok(Engine::with(Core::Redis(Box::new(engine)), plan, client, shapes))
     }
 
-    /// What the transport opens: the core's plan for a data engine's backend (e.g.
-    /// `lockgate_core::erased::zookeeper::plan`), else `connect::Connected::plan`.
+    /// What the transport opens, from the core: its backend's data module documents the form
+    /// (`lockgate_core::erased::redlock::plan` for every Redis-protocol URL,
+    /// `lockgate_core::erased::zookeeper::plan`); `transport` names `lib/transport/<transport>.js`.
     #[wasm_bindgen(getter)]
     pub fn plan(&self) -> JsValue {
-        match &self.data_plan {
-            Some(plan) => plan.clone(),
-            None => self.client.plan().into(),
-        }
+        self.plan.clone()
     }
 
     /// Whether requests come from `pollData` as plain objects (answered through `handleData`,
@@ -226,7 +217,6 @@ impl Engine {
         let (now, o) = (instant(now), &lock.options);
         let op = js(match &mut self.core {
             Core::Redis(e) => e.acquire_primitive(now, &lock.name, &lock.primitive, o, wait),
-            Core::Redlock(e) => e.acquire(now, &lock.name, o, wait),
             Core::Data(e) => e.acquire(now, &lock.name, &lock.primitive, o, wait),
         })?;
         Ok(id_to_js(op.0))
@@ -240,7 +230,6 @@ impl Engine {
         Ok(id_to_js(
             match &mut self.core {
                 Core::Redis(e) => e.reacquire(now, lease),
-                Core::Redlock(e) => e.reacquire(now, lease),
                 Core::Data(e) => e.reacquire(now, lease),
             }
             .0,
@@ -254,7 +243,6 @@ impl Engine {
         // Each engine refuses what its backend cannot do (UNSUPPORTED): never a panic in wasm.
         let op = js(match &mut self.core {
             Core::Redis(e) => e.observe_leader(instant(now), &name),
-            Core::Redlock(e) => e.observe_leader(instant(now), &name),
             Core::Data(e) => e.observe_leader(instant(now), &name),
         })?;
         Ok(id_to_js(op.0))
@@ -266,7 +254,6 @@ impl Engine {
         id_to_js(
             match &mut self.core {
                 Core::Redis(e) => e.release(now, lease),
-                Core::Redlock(e) => e.release(now, lease),
                 Core::Data(e) => e.release(now, lease),
             }
             .0,
@@ -279,7 +266,6 @@ impl Engine {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
         let op = js(match &mut self.core {
             Core::Redis(e) => e.extend(now, lease, d),
-            Core::Redlock(e) => e.extend(now, lease, d),
             Core::Data(e) => e.extend(now, lease, d),
         })?;
         Ok(id_to_js(op.0))
@@ -290,7 +276,6 @@ impl Engine {
         let (now, op) = (instant(now), OpId(id_from_js(op)));
         match &mut self.core {
             Core::Redis(e) => e.cancel(now, op),
-            Core::Redlock(e) => e.cancel(now, op),
             Core::Data(e) => e.cancel(now, op),
         }
     }
@@ -299,7 +284,6 @@ impl Engine {
     pub fn shutdown(&mut self, now: f64) {
         match &mut self.core {
             Core::Redis(e) => e.shutdown(instant(now)),
-            Core::Redlock(e) => e.shutdown(instant(now)),
             Core::Data(e) => e.shutdown(instant(now)),
         }
     }
@@ -313,10 +297,10 @@ impl Engine {
     /// Whether `lease` is held at `now` by the engine's knowledge.
     #[wasm_bindgen(js_name = isHeld)]
     pub fn is_held(&self, now: f64, lease: f64) -> bool {
+        let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
         match &self.core {
-            Core::Redis(e) => e.is_held(instant(now), LeaseId(id_from_js(lease))),
-            Core::Redlock(_) => self.valid_until(lease).is_some_and(|until| instant(now) < until),
-            Core::Data(e) => e.is_held(instant(now), LeaseId(id_from_js(lease))),
+            Core::Redis(e) => e.is_held(now, lease),
+            Core::Data(e) => e.is_held(now, lease),
         }
     }
 
@@ -325,7 +309,6 @@ impl Engine {
     pub fn is_idle(&self) -> bool {
         match &self.core {
             Core::Redis(e) => e.is_idle(),
-            Core::Redlock(e) => e.is_idle(),
             Core::Data(e) => e.is_idle(),
         }
     }
@@ -335,7 +318,6 @@ impl Engine {
     pub fn handle_timeout(&mut self, now: f64) {
         match &mut self.core {
             Core::Redis(e) => e.handle_timeout(instant(now)),
-            Core::Redlock(e) => e.handle_timeout(instant(now)),
             Core::Data(e) => e.handle_timeout(instant(now)),
         }
     }
@@ -345,21 +327,18 @@ impl Engine {
     pub fn poll_timeout(&self) -> Option<f64> {
         match &self.core {
             Core::Redis(e) => e.poll_timeout(),
-            Core::Redlock(e) => e.poll_timeout(),
             Core::Data(e) => e.poll_timeout(),
         }
         .map(convert::millis)
     }
 
-    /// The next request as one flat array, or `undefined`: `[id, node, n, argc₁, name₁,
-    /// args₁…, argc₂, …]` for `n` commands to send on connection `node` (the master's index for
-    /// Redlock, else 0) in order, `[id, 0, -1, channel]` for a subscription, `[id, 0, -2,
-    /// description]` for a kind the driver cannot perform.
+    /// The next request as one flat array, or `undefined`: `[id, 0, n, argc₁, name₁, args₁…,
+    /// argc₂, …]` for `n` commands to send in order, `[id, 0, -1, channel]` for a subscription,
+    /// `[id, 0, -2, description]` for a kind the driver cannot perform.
     #[wasm_bindgen(js_name = pollRequest)]
     pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
         match &mut self.core {
             Core::Redis(e) => e.poll_request().map(|r| convert::request_to_js(&r, &mut self.strings)),
-            Core::Redlock(e) => e.poll_request().map(|r| convert::node_request_to_js(&r, &mut self.strings)),
             Core::Data(_) => None,
         }
     }
@@ -369,9 +348,8 @@ impl Engine {
     pub fn poll_event(&mut self) -> JsValue {
         let (shapes, strings) = (&self.shapes, &mut self.strings);
         match &mut self.core {
-            Core::Redis(e) => e.poll_event().map(|ev| convert::event_to_js(&ev, shapes, strings)),
-            Core::Redlock(e) => e.poll_event().map(|ev| convert::redlock_event_to_js(&ev, shapes, strings)),
-            Core::Data(e) => e.poll_event().map(|ev| convert::done_event_to_js(&ev, shapes, strings)),
+            Core::Redis(e) => e.poll_event().map(|ev| convert::event_to_js(&neutral(ev), shapes, strings)),
+            Core::Data(e) => e.poll_event().map(|ev| convert::event_to_js(&ev, shapes, strings)),
         }
         .unwrap_or(JsValue::UNDEFINED)
     }
@@ -424,7 +402,6 @@ impl Engine {
         match &mut self.core {
             Core::Redis(e) => e.handle_disconnect(instant(now)),
             Core::Data(e) => e.handle_disconnect(instant(now)),
-            Core::Redlock(_) => {}
         }
     }
 }
@@ -532,26 +509,24 @@ impl Engine {
 }
 
 impl Engine {
-    fn with(core: Core, data_plan: Option<JsValue>, client: connect::Connected, shapes: Shapes) -> Engine {
+    fn with(core: Core, plan: JsValue, client: connect::Connected, shapes: Shapes) -> Engine {
         let (strings, wire) = (StrCache::default(), wire::Wire::default());
-        Engine { core, client, shapes, strings, wire, stash: None, data_plan }
+        Engine { core, client, shapes, strings, wire, stash: None, plan }
     }
 
     fn valid_until(&self, lease: f64) -> Option<Instant> {
         let lease = LeaseId(id_from_js(lease));
         match &self.core {
             Core::Redis(e) => e.lease_valid_until(lease),
-            Core::Redlock(e) => e.lease_valid_until(lease),
             Core::Data(e) => e.lease_valid_until(lease),
         }
     }
 
-    /// Hands the replies of request `id` to the engine (a Redlock request is one command).
+    /// Hands the replies of request `id` to the engine.
     fn deliver(&mut self, now: Instant, id: f64, replies: Result<Vec<Reply>>) {
         let id = RequestId(id_from_js(id));
         match &mut self.core {
             Core::Redis(e) => e.handle_reply(now, id, replies),
-            Core::Redlock(e) => e.handle_reply(now, id, replies.and_then(convert::one_reply)),
             // A data engine's transport answers through handleData; an error is a failure.
             Core::Data(e) => match replies {
                 Err(error) => e.handle_failure(now, id, error),
@@ -591,12 +566,4 @@ pub fn make_error(code: &str, message: &str) -> JsValue {
         .find(|k| k.code() == code)
         .unwrap_or(lockgate_core::ErrorKind::Protocol);
     errors::to_js(&Error::new(kind, message))
-}
-
-/// The Lua sources of the Redlock scripts, for the transport to `SCRIPT LOAD` on each master
-/// when its connection becomes ready. Only an optimisation: the engine handles `NOSCRIPT` itself,
-/// so preloading only spares a fresh master the one attempt it would otherwise sit out.
-#[wasm_bindgen(js_name = redlockScripts)]
-pub fn redlock_scripts() -> Vec<JsValue> {
-    lockgate_core::redis::redlock::all().iter().map(|s| JsValue::from_str(s.source)).collect()
 }

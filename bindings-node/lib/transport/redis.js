@@ -10,10 +10,11 @@
 //   of one engine pipeline go one by one (each routed to its slot's primary; the engine batches
 //   several locks) and their replies are handed back in order; the subscriber is a plain
 //   connection to one node (PUBLISH is cluster-wide), replaced by another node's when it drops.
-// - Redlock: one ioredis connection per master; each request names a master and carries one
-//   command, answered exactly once. A master this package connected to that is down fails its
-//   requests at once, and the first request for it starts one connection attempt in the
-//   background (never on a timer, so an idle process with a dead master still exits).
+// - Redlock: one ioredis connection per master; each request (plain data, the core's form:
+//   `{ id, master, command }`) names a master and carries one command, answered exactly once.
+//   A master this package connected to that is down fails its requests at once, and the first
+//   request for it starts one connection attempt in the background (never on a timer, so an
+//   idle process with a dead master still exits).
 //
 // Passwords never reach ioredis's options for connections opened from URLs: ioredis prints every
 // command it writes under `DEBUG=ioredis:*`, AUTH included, so a small connector logs in first
@@ -27,8 +28,6 @@ const wasm = require('../wasm');
 const { makeError, invalid } = require('../errors');
 const { now } = require('../driver');
 const { WireConnection, wireEligible, NO_PASSWORD_SET, command } = require('./redis-wire');
-
-const SCRIPTS = wasm.redlockScripts();
 
 /** Whether `x` looks like an ioredis client (or Cluster). */
 function isIoredis(x) {
@@ -424,7 +423,7 @@ function ownIoredis(at, opts, timeouts, cluster) {
 
 /** One Redlock master: its connection, whether this package owns it, and its name for messages. */
 class Master {
-  constructor(redis, owned, label) {
+  constructor(redis, owned, label, scripts) {
     this.redis = redis;
     this.owned = owned;
     this.label = label;
@@ -437,7 +436,7 @@ class Master {
       if (this.owned && !this.keepRef) unrefSocket(this.redis);
       // An optimisation only: the engine handles NOSCRIPT itself; this spares a fresh master
       // the one attempt it would otherwise sit out.
-      for (const source of SCRIPTS) this.redis.script('LOAD', source).catch(() => {});
+      for (const source of scripts) this.redis.script('LOAD', source).catch(() => {});
     };
     redis.on('ready', this.onReady);
     if (redis.status === 'ready') this.onReady();
@@ -466,16 +465,19 @@ class Master {
   }
 }
 
-/** The transport of a Redlock client: request `[id, master, 1, argc, name, ...args]` goes to that master. */
+/**
+ * The transport of a Redlock client: request `{ id, master, command }` goes to that master; the
+ * reply is handed back as it came, a server's error reply as `{ error: message }` (the core's
+ * forms: lockgate_core::erased::redlock).
+ */
 class RedlockTransport {
   constructor(driver, masters) {
     this.driver = driver;
     this.masters = masters;
   }
 
-  perform(req) {
-    const id = req[0];
-    const master = this.masters[req[1]];
+  perform({ id, master: index, command }) {
+    const master = this.masters[index];
     const d = this.driver;
     if (!master.usable) {
       // Down: answer at once (after this pump) and try to connect in the background.
@@ -484,7 +486,10 @@ class RedlockTransport {
       Promise.resolve().then(() => d.failed(id, err));
       return;
     }
-    master.redis.call(...req.slice(4)).then((v) => d.replied(id, v), (e) => d.failed(id, e));
+    master.redis.call(...command).then(
+      (v) => d.answer(id, v),
+      (e) => (e instanceof ReplyError ? d.answer(id, { error: e.message }) : d.failed(id, e)),
+    );
   }
 
   holdOpen() {
@@ -500,12 +505,14 @@ class RedlockTransport {
 }
 
 /**
- * Redlock's masters: `servers` from the URL (each connected here; those down now count as failed
+ * Redlock's masters: the plan's `servers` (each connected here; those down now count as failed
  * votes and are connected again when next needed; it fails only if none is reachable or one
- * refuses the credentials) or the caller's ioredis clients in `given`.
+ * refuses the credentials) or the caller's ioredis clients in `given`; each loads the plan's
+ * `scripts` whenever its connection becomes ready.
  */
-async function openMasters(servers, given, opts, timeouts) {
-  if (given) return given.map((c, i) => new Master(c, false, servers[i].identity.replace(/\/0$/, '')));
+async function openMasters({ servers, scripts }, given, opts, timeouts) {
+  const label = (i) => servers[i].identity.replace(/\/0$/, '');
+  if (given) return given.map((c, i) => new Master(c, false, label(i), scripts));
   const ro = opts.redisOptions || {};
   const redises = servers.map((at) => {
     const options = { ...serverOptions(at, ro), connectTimeout: timeouts.connect, commandTimeout: timeouts.command };
@@ -518,19 +525,19 @@ async function openMasters(servers, given, opts, timeouts) {
     for (const r of redises) r.disconnect();
     throw refused || makeError('CONNECTION', `no master is reachable: ${failures[0] && failures[0].message}`);
   }
-  return redises.map((r, i) => new Master(r, true, servers[i].identity.replace(/\/0$/, '')));
+  return redises.map((r, i) => new Master(r, true, label(i), scripts));
 }
 
 // ---- opening ----
 
 /**
  * Opens the connections of a client for `driver` and returns its transport. `plan` is what
- * the core made of connect()'s target and options: `backend` (`redis`, `redis+cluster`,
- * `redlock`), `servers` (each as the core parsed it from the URL: `host`, `port`, `username`,
- * `password`, `tls`, `db`, `identity`, `redacted`; for `given`, its clients' addresses), `connectTimeoutMs`,
- * `commandTimeoutMs`. `given` is the caller's ioredis client, Cluster or array of clients
- * (Redlock masters), used as they are and left open by close(). `opts` are connect()'s options
- * (for `redisOptions`); `plan.tlsCaPem`, if set, is the certificate(s) TLS connections trust.
+ * the core made of connect()'s target and options (its form: lockgate_core::erased::redlock::plan):
+ * `backend` (`redis`, `redis+cluster`, `redlock`), `servers` (for `given`, its clients'
+ * addresses), `connectTimeoutMs`, `commandTimeoutMs`, `tlsCaPem` (if set, the certificate(s) TLS
+ * connections trust) and, for Redlock, `scripts`. `given` is the caller's ioredis client,
+ * Cluster or array of clients (Redlock masters), used as they are and left open by close().
+ * `opts` are connect()'s options (for `redisOptions`).
  */
 async function open(driver, plan, given, opts) {
   if (plan.tlsCaPem !== undefined) {
@@ -540,7 +547,7 @@ async function open(driver, plan, given, opts) {
   }
   const timeouts = { connect: plan.connectTimeoutMs, command: plan.commandTimeoutMs };
   if (plan.backend === 'redlock') {
-    return new RedlockTransport(driver, await openMasters(plan.servers, given, opts, timeouts));
+    return new RedlockTransport(driver, await openMasters(plan, given, opts, timeouts));
   }
   if (given) return new RedisTransport(driver, given, false);
   const at = plan.servers[0];

@@ -5,11 +5,13 @@
 //! then converts `Data` once, instead of one request/reply/event conversion per backend.
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
-//! data; the ZooKeeper backend's are in [`zookeeper`]) and one arm of [`connect`]. The Redis
-//! backends keep their typed engines in the Node binding (its lean RESP socket hands the core
-//! bytes, not values); nothing stops them from joining too.
+//! data; the ZooKeeper backend's are in [`zookeeper`], Redlock's in [`redlock`]) and one arm of
+//! [`connect`]. The single-server and Cluster Redis backends keep their typed engines in the Node
+//! binding (its lean RESP socket hands the core bytes, not values); nothing stops them from
+//! joining too.
 
 pub mod data;
+pub mod redlock;
 pub mod zookeeper;
 
 pub use data::Data;
@@ -32,11 +34,23 @@ pub struct Connected {
 
 /// The data engine of the backend `options`' URL selects, with its transport plan (`options`
 /// already validated for that backend); `None` for the backends bindings drive through their
-/// typed engines (Redis, Redis Cluster, Redlock).
+/// typed engines (Redis, Redis Cluster).
 pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Option<Connected>> {
     match options.backend()? {
         connect::Backend::ZooKeeper => zookeeper::connect(options, rng).map(Some),
+        connect::Backend::Redlock => redlock::connect(options, rng).map(Some),
         _ => Ok(None),
+    }
+}
+
+/// An event with its outcome in the backend-neutral [`Done`], for drivers written once for every
+/// backend (a data engine's events; the Node binding's typed Redis engine's too).
+pub fn neutral<O: Into<Done>>(ev: Event<O>) -> Event<Done> {
+    match ev {
+        Event::Completed { op, outcome } => Event::Completed { op, outcome: outcome.into() },
+        Event::Renewed { lease, valid_until } => Event::Renewed { lease, valid_until },
+        Event::AtRisk { lease, valid_until } => Event::AtRisk { lease, valid_until },
+        Event::Lost { lease, error } => Event::Lost { lease, error },
     }
 }
 
@@ -160,12 +174,7 @@ where
     }
 
     fn poll_event(&mut self) -> Option<Event<Done>> {
-        LockEngine::poll_event(self).map(|ev| match ev {
-            Event::Completed { op, outcome } => Event::Completed { op, outcome: outcome.into() },
-            Event::Renewed { lease, valid_until } => Event::Renewed { lease, valid_until },
-            Event::AtRisk { lease, valid_until } => Event::AtRisk { lease, valid_until },
-            Event::Lost { lease, error } => Event::Lost { lease, error },
-        })
+        LockEngine::poll_event(self).map(neutral)
     }
 
     fn handle_reply(&mut self, now: Instant, id: RequestId, reply: &Data) {
