@@ -449,6 +449,9 @@ fn two_handles_of_one_client_on_one_name_get_a_key_each_and_exclude_each_other()
     let (lc, _) = w.acquired(0, c);
     w.release(0, lc);
     assert!(w.server.keys_under("/").is_empty());
+    // The second lease lived only while a second key needed it: revoked, the client's own kept.
+    assert_eq!(w.leases(0), [leases[0]]);
+    assert!(!w.server.leases.contains_key(&leases[1]) && w.server.leases.contains_key(&leases[0]));
 }
 
 #[test]

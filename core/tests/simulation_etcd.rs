@@ -32,6 +32,7 @@ use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Event, LeaseId, LockOptions, OpId, Primitive, Wait};
 
 use sim::check;
+use lockgate_core::etcd::EtcdOp;
 use sim::etcd::{ClusterConfig, EtcdSim as Sim};
 use sim::harness::ClientId;
 use sim::net::Rng;
@@ -361,7 +362,21 @@ fn etcd_concurrent_acquires_of_one_client_on_one_name_exclude_each_other() {
         check::mutual_exclusion(&sim);
         check::fences_order_exclusive_holds(&sim);
         assert!(acquired > 3, "seed {seed}: only {acquired} grants");
-        extra_leases += clients.iter().filter(|&&c| sim.clients[c].engine.backend().leases().len() > 1).count();
+        // Every client needed more than its own lease at some point; once all is released, each
+        // keeps only its own (the extra ones were revoked when their last key went).
+        extra_leases += clients
+            .iter()
+            .filter(|&&c| sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. })).count() > 1)
+            .count();
+        for &c in &clients {
+            let kept = sim.clients[c].engine.backend().leases();
+            if kept.len() > 1 && std::env::var("ETCD_TRACE").is_ok() {
+                let reqs: Vec<String> = sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. } | EtcdOp::LeaseRevoke { .. })).map(|(at, r)| format!("{at:?} {:?} {:?}", r.id, r.op)).collect();
+                let evs: Vec<String> = sim.clients[c].events.iter().map(|(at, e)| format!("{at:?} {e:?}")).collect();
+                eprintln!("seed {seed} client {c} kept {kept:?} keys {:?}\n{}\n{}", sim.server.key_names(), reqs.join("\n"), evs.join("\n"));
+            }
+            assert!(kept.len() <= 1, "seed {seed}: client {c} keeps {} leases alive after releasing everything", kept.len());
+        }
         check_nothing_left(&mut sim);
     });
     assert!(extra_leases > 0, "no client needed a lease of its own for a second key");

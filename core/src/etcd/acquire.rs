@@ -67,6 +67,9 @@ impl EtcdBackend {
         match (job.step.clone(), reply) {
             (Step::Grant, Ok(EtcdReply::LeaseGranted { lease, ttl_secs })) if ttl_secs > 0 => {
                 self.leases.push(SessionLease::new(lease, ttl_secs, job.sent));
+                // Another lease may have come free meanwhile and be taken instead: then this one
+                // carries no key and is revoked at the next settle.
+                self.freed.push(lease);
                 self.acquire_next(ctx, job, answers);
             }
             (Step::Create, Ok(EtcdReply::Txn { revision, succeeded, replies })) => {

@@ -48,6 +48,8 @@ pub struct EtcdBackend {
     pub(super) used: HashMap<(String, LeaseId), Arc<str>>,
     /// Tokens granted, with the acquire that got the grant (its lease id is the op's).
     pub(super) held: HashMap<Arc<str>, OpId>,
+    /// Leases whose key in some family went since the last `retire_idle`.
+    pub(super) freed: Vec<LeaseId>,
     /// Each live watch and the token it wakes.
     pub(super) watches: HashMap<WatchId, Arc<str>>,
     pub(super) next_watch: u64,
@@ -72,6 +74,7 @@ impl EtcdBackend {
             owned: HashMap::new(),
             used: HashMap::new(),
             held: HashMap::new(),
+            freed: Vec::new(),
             watches: HashMap::new(),
             next_watch: 1,
             in_flight: HashMap::new(),

@@ -149,6 +149,7 @@ impl EtcdBackend {
             return;
         };
         answers.push(Answer { purpose, sent: sent.unwrap_or(job.sent), verdict });
+        self.retire_idle(ctx);
         if !matches!(purpose, Purpose::Observe(_)) {
             self.finished(ctx, &job.token, answers);
         }
@@ -171,8 +172,25 @@ impl EtcdBackend {
                 let k = (job.target.family_prefix(), lease);
                 if self.used.get(&k).is_some_and(|t| *t == job.token) {
                     self.used.remove(&k);
+                    self.freed.push(lease);
                 }
             }
+        }
+    }
+
+    /// Revokes the leases freed since the last call that are not the client's own and carry
+    /// no key any more: a lease granted for a second key of one name lives only as long as it
+    /// is needed (the next such key grants another), so a burst of concurrent acquires does
+    /// not leave the client keeping many leases alive for ever.
+    pub(super) fn retire_idle(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
+        for lease in std::mem::take(&mut self.freed) {
+            let own = self.leases.first().is_some_and(|l| l.id == lease);
+            if own || self.used.keys().any(|(_, l)| *l == lease) {
+                continue;
+            }
+            let Some(i) = self.leases.iter().position(|l| l.id == lease) else { continue };
+            self.leases.remove(i);
+            self.send_background(ctx, super::session::Background::Ignore, EtcdOp::LeaseRevoke { lease });
         }
     }
 }

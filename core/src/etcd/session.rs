@@ -155,6 +155,7 @@ impl EtcdBackend {
         }
         self.owned.clear();
         self.used.clear();
+        self.freed.clear();
         self.epoch += 1;
     }
 }
