@@ -3,8 +3,9 @@
 //! the beliefs each client held), one workload (`workload.rs`) and one set of checks
 //! (`check.rs`) for every backend, and one server model per backend implementing [`Model`]
 //! (`model.rs`): `redis.rs` (+ its server-side checks in `redis_check.rs`; tests in
-//! `tests/simulation.rs`), `redlock.rs` (`tests/simulation_redlock.rs`) and `zk.rs`, a
-//! ZooKeeper ensemble serving the real ZooKeeper backend's wire types (`tests/simulation_zk.rs`).
+//! `tests/simulation.rs`), `redlock.rs` (`tests/simulation_redlock.rs`), `zk.rs`, a
+//! ZooKeeper ensemble serving the real ZooKeeper backend's wire types (`tests/simulation_zk.rs`),
+//! and `etcd.rs`, an etcd cluster serving the real etcd backend's (`tests/simulation_etcd.rs`).
 //!
 //! Adding a backend to the simulator: one file here with its server model (`impl Model`: which
 //! connection each request takes, what the server does with it and pushes, restart and
