@@ -3,7 +3,7 @@
 //! and refuse the rest with `UNSUPPORTED` before sending anything. Checked on the sans-IO
 //! engines with a stand-in server that grants everything: semaphores, read-write locks,
 //! elections, observing a leader, reentrant holds and fencing tokens (ZooKeeper's over the
-//! in-memory server of `engine_zk`).
+//! in-memory server of `engine_zk`, etcd's over a small in-memory store here).
 
 mod engine_zk;
 
@@ -14,6 +14,7 @@ use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
 use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
 use lockgate_core::time::{Duration, Instant};
+use lockgate_core::etcd::{EtcdBackend, EtcdConfig, EtcdEngine, EtcdOp, EtcdReply, EtcdRequest, KeyValue, Order, TxnOp, TxnReply};
 use lockgate_core::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
 use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
 
@@ -59,6 +60,66 @@ impl GrantAll for ZooKeeperBackend {
     type Server = ZkServer;
     fn grant(server: &mut ZkServer, ZkRequest { id, op }: ZkRequest) -> (RequestId, Self::Reply) {
         (id, server.0.serve(0, &mut server.1, &op))
+    }
+}
+
+/// One client's keys on an in-memory etcd store: every transaction's compares hold where the
+/// key is absent (as on a fresh store), ranges read what was put, by create revision.
+#[derive(Default)]
+struct EtcdStore {
+    revision: i64,
+    keys: std::collections::BTreeMap<Vec<u8>, KeyValue>,
+}
+
+impl EtcdStore {
+    fn range(&self, r: &lockgate_core::etcd::Range) -> Vec<KeyValue> {
+        let mut kvs: Vec<KeyValue> =
+            self.keys.values().filter(|kv| if r.prefix { kv.key.starts_with(&r.key) } else { kv.key == r.key }).cloned().collect();
+        kvs.retain(|kv| r.max_create_revision == 0 || kv.create_revision <= r.max_create_revision);
+        match r.order {
+            Order::CreateDescending => kvs.sort_by_key(|kv| -kv.create_revision),
+            _ => kvs.sort_by_key(|kv| kv.create_revision),
+        }
+        if r.limit > 0 {
+            kvs.truncate(r.limit as usize);
+        }
+        kvs
+    }
+}
+
+impl GrantAll for EtcdBackend {
+    type Server = EtcdStore;
+    fn grant(store: &mut EtcdStore, EtcdRequest { id, op }: EtcdRequest) -> (RequestId, Self::Reply) {
+        let reply = match op {
+            EtcdOp::LeaseGrant { ttl_secs } => EtcdReply::LeaseGranted { lease: 0x51, ttl_secs },
+            EtcdOp::LeaseKeepAlive { lease } => EtcdReply::KeptAlive { lease, ttl_secs: 30 },
+            EtcdOp::LeaseRevoke { .. } => EtcdReply::LeaseRevoked,
+            EtcdOp::Range(r) => EtcdReply::Range { revision: store.revision, kvs: store.range(&r), count: 0 },
+            EtcdOp::Watch { .. } => EtcdReply::Watching,
+            EtcdOp::CancelWatch { .. } => EtcdReply::WatchCanceled,
+            EtcdOp::Txn(t) => {
+                let succeeded = t.compares.iter().all(|c| {
+                    let rev = store.keys.get(&c.key).map_or(0, |kv| kv.create_revision);
+                    c.target == lockgate_core::etcd::CompareTarget::CreateRevision(rev)
+                });
+                store.revision += 1;
+                let mut replies = Vec::new();
+                for op in if succeeded { t.success } else { t.failure } {
+                    replies.push(match op {
+                        TxnOp::Put { key, value, lease } => {
+                            let create_revision = store.keys.get(&key).map_or(store.revision, |kv| kv.create_revision);
+                            let kv = KeyValue { key: key.clone(), value, create_revision, mod_revision: store.revision, version: 1, lease };
+                            store.keys.insert(key, kv);
+                            TxnReply::Put
+                        }
+                        TxnOp::Delete { key, .. } => TxnReply::Delete { deleted: store.keys.remove(&key).map_or(0, |_| 1) },
+                        TxnOp::Range(r) => TxnReply::Range { kvs: store.range(&r), count: 0 },
+                    });
+                }
+                EtcdReply::Txn { revision: store.revision, succeeded, replies }
+            }
+        };
+        (id, Ok(reply))
     }
 }
 
@@ -160,6 +221,10 @@ fn every_backend_offers_what_its_capabilities_say() {
             Scheme::ZooKeeper => {
                 let backend = ZooKeeperBackend::new(ZkConfig::default()).unwrap();
                 agrees::<ZooKeeperBackend>(ZooKeeperEngine::with_backend(backend, rng()), caps)
+            }
+            Scheme::Etcd => {
+                let backend = EtcdBackend::new(EtcdConfig::default()).unwrap();
+                agrees::<EtcdBackend>(EtcdEngine::with_backend(backend, rng()), caps)
             }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),
         }
