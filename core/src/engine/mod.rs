@@ -1,7 +1,8 @@
 //! The backend-agnostic, sans-IO lock engine: pending acquires (deadline, cancel, backoff),
 //! held leases (validity from send time, renewal, extends on the wire, spells at risk, loss,
 //! reentrant holds), background cleanups, the backend's session and one ordered timer table,
-//! driven by one contract for every backend. A backend ([`Backend`]) says how each step is spoken on its wire.
+//! driven by one contract for every backend. A backend ([`Backend`]) says how each step is
+//! spoken on its wire.
 //!
 //! `tests/engine_backend.rs` is a complete backend (ZooKeeper-shaped, over an in-memory server)
 //! written against [`Backend`] alone: the template for a new backend folder.
