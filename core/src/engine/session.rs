@@ -3,8 +3,11 @@
 //! (every attempt does where [`Backend::attempts_need_session`](super::Backend::attempts_need_session)).
 //! Leases live and die with it: when the backend signals that it ended
 //! ([`Signal::SessionLost`](super::Signal::SessionLost)), every lease is lost at once and the
-//! next wait opens a new one. A Redis lease lives on its own key, a one-lease session of its
-//! own, so the subscription ending loses nothing. A backend without a session is always
+//! next wait opens a new one. While the session lives on but cannot be reached
+//! ([`Signal::Unreachable`](super::Signal::Unreachable), until
+//! [`Signal::Reachable`](super::Signal::Reachable)) every lease is at risk (`risk.rs`). A Redis
+//! lease lives on its own key, a one-lease session of its own, so the subscription ending loses
+//! nothing. A backend without a session is always
 //! [`Session::Active`].
 
 use super::io::RequestId;
