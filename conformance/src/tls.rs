@@ -34,12 +34,16 @@ impl TlsFiles {
         }
     }
 
-    /// Adds what a ZooKeeper server and its clients need besides: `server.pem` (the server's
-    /// PKCS#8 key and certificate in one file: ZooKeeper's PEM key store) and a client
-    /// certificate `client.crt`/`client.key` the CA signed (for 127.0.0.1, as the server's).
+    /// Adds what a ZooKeeper server and its clients need besides: `server.pem` (a server
+    /// certificate for IP 127.0.0.1 only, so a client naming the server `localhost` must refuse
+    /// it, with its PKCS#8 key, in one file: ZooKeeper's PEM key store) and a client certificate
+    /// `client.crt`/`client.key` the CA signed.
     pub fn add_zookeeper_files(&self) -> Result<(), String> {
+        std::fs::write(self.dir.join("ip-only.cnf"), "subjectAltName=IP:127.0.0.1\n").map_err(|e| e.to_string())?;
+        self.openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "zk-server.key", "-out", "zk-server.csr"])?;
+        self.openssl(&["x509", "-req", "-in", "zk-server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ip-only.cnf", "-out", "zk-server.crt"])?;
         let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).map_err(|e| format!("{f}: {e}"));
-        let pem = read("server.key")? + &read("server.crt")?;
+        let pem = read("zk-server.key")? + &read("zk-server.crt")?;
         std::fs::write(self.dir.join("server.pem"), pem).map_err(|e| e.to_string())?;
         self.openssl(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=lockgate test client", "-keyout", "client.key", "-out", "client.csr"])?;
         self.openssl(&["x509", "-req", "-in", "client.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "client.crt"])

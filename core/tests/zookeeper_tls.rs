@@ -2,11 +2,12 @@
 //! (`test-servers zookeeper --tls`: a throwaway CA, a secure client port asking for, not
 //! requiring, a client certificate): a mutex acquired and released over TLS with the CA given
 //! either way (client option, the URL's `ca=`) and with a client certificate; a server
-//! certificate from another CA (or with no CA given, the system's roots) and a client
-//! certificate the server does not trust each refused at once with the error that says so (no
-//! hang until the connect timeout, no panic); bad TLS input refused before any connection, never quoting a
-//! file; and `rediss://` in the same process (the redis crate's rustls configuration and the
-//! ZooKeeper crate's share one crypto provider).
+//! certificate from another CA (or with no CA given, the system's roots), a certificate for
+//! another name than the URL's and a client certificate the server does not trust each refused
+//! at once with the error that says so (no hang until the connect timeout, no panic); bad TLS
+//! input refused before any connection, never quoting a file; and `rediss://` in the same
+//! process (the redis crate's rustls configuration and the ZooKeeper crate's share one crypto
+//! provider).
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -41,6 +42,10 @@ impl TlsServer {
 
     fn file(&self, key: &str) -> String {
         self.servers.info[key].as_str().unwrap_or_else(|| panic!("test-servers says {key}")).to_string()
+    }
+
+    fn secure_port(&self) -> u64 {
+        self.servers.info["nodes"][0]["secure_port"].as_u64().expect("a secure port")
     }
 
     /// `zookeeper+tls://127.0.0.1:<secure port><chroot>` (and `query`, if any).
@@ -119,6 +124,13 @@ async fn refused_certificates_fail_at_once_with_what_was_refused() {
     let e = connect(ClientOptions::new(server.url(&chroot, ""))).await.expect_err("untrusted without a CA");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(e.message().contains("is not trusted"), "{e}");
+
+    // The right CA, but the server named by a name its certificate does not carry (the
+    // launcher's ZooKeeper certificate is for IP 127.0.0.1 only).
+    let url = format!("zookeeper+tls://localhost:{}{chroot}?ca={ca}", server.secure_port());
+    let e = connect(ClientOptions::new(url)).await.expect_err("a certificate for another name is refused");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("NotValidForName"), "{e}");
 
     // A client certificate the server's CA did not sign: the server refuses the handshake:
     // AUTHENTICATION, at once.
