@@ -128,7 +128,8 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     }
     let names: Vec<String> = match arg(args, "--variants") {
         Some(list) => list.split(',').map(str::to_string).filter(|s| !s.is_empty()).collect(),
-        None => variant::all().iter().map(|v| v.name.to_string()).collect(),
+        // Without --variants: the default set (the etcd variants run only when named).
+        None => variant::defaults().iter().map(|v| v.name.to_string()).collect(),
     };
     if arg(args, "--readme").is_some() && arg(args, "--variants").is_some() {
         return Err("--readme needs the whole matrix: drop --variants".into());
@@ -263,12 +264,14 @@ struct Plan {
 /// Runs every scenario the variant offers what it needs for, with every assignment of bindings.
 async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
     tokio::time::sleep_until(v.ready_at.into()).await;
+    // Bindings that cannot reach the variant's backend yet take no part, alone or mixed.
+    let specs: Vec<ActorSpec> = plan.specs.iter().filter(|s| v.serves(&s.binding)).cloned().collect();
     let mut results = Vec::new();
     for (index, scenario) in plan.scenarios.iter().enumerate() {
         if !Variant::runs(&v.capabilities, v.subset, &scenario.name, &scenario.needs) {
             continue;
         }
-        for (label, assignment) in assignments(scenario, &plan.specs) {
+        for (label, assignment) in assignments(scenario, &specs) {
             // A failure list names a scenario (every variant) or `scenario@variant`.
             let listed = |b: &String| {
                 plan.failures.get(b).is_some_and(|f| f.contains_key(&scenario.name) || f.contains_key(&format!("{}@{}", scenario.name, v.name)))
@@ -370,6 +373,13 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                 ctx.expect(step, &reply, label).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
             } else if let Some(who) = step.get("actor").and_then(Value::as_str) {
                 let actor = actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?;
+                // The permit count actors give a semaphore: a fixture whose backend stores none
+                // (etcd) needs it to tell the semaphore's holders from its waiters.
+                let get = |k: &str| step.get(k).and_then(Value::as_str);
+                let permits = step.get("permits").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0);
+                if let (Some("semaphore"), Some(lock), Some(permits)) = (get("kind"), get("lock"), permits) {
+                    v.fixture.note_permits(&ctx.lock_name(lock), permits);
+                }
                 let op = ctx.operation(step);
                 if let Some(picked) = op.get("masters").and_then(Value::as_array).cloned() {
                     // `connect` over some of the masters, by index.
