@@ -242,7 +242,8 @@ public final class Lease implements AutoCloseable {
     private record Listener(Runnable onRisk, CompletableFuture<LockException> loss) implements LeaseListener {
         @Override
         public void atRisk() {
-            onRisk.run();
+            // As onLost's thenAccept: what the listener throws stays in a dropped future, never reaches native code.
+            CompletableFuture.completedFuture(null).thenRun(onRisk);
         }
 
         @Override

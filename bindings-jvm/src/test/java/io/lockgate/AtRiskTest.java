@@ -37,6 +37,8 @@ class AtRiskTest {
             assertFalse(lease.isAtRisk());
             List<Long> spells = new CopyOnWriteArrayList<>();
             lease.onAtRisk(() -> spells.add(System.nanoTime()));
+            // A listener that throws harms neither the process nor the other listeners.
+            lease.onAtRisk(() -> { throw new IllegalStateException("a listener's bug"); });
             CompletableFuture<Void> lost = lease.lost();
 
             // Replies held back: the client leaves the connection (at risk) and reconnects.
