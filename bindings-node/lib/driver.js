@@ -35,13 +35,18 @@ const SHAPES = {
 };
 
 /**
- * A lease's loss signal. The AbortController is only made when someone asks for the signal
- * (most leases are released without anyone looking at it); a loss before that is remembered.
+ * A lease's signals: its loss (an AbortSignal) and its spells at risk (the engine cannot confirm
+ * it now: `atRisk` events, each spell ended by `renewed`). The AbortController is only made when
+ * someone asks for the signal (most leases are released without anyone looking at it); a loss
+ * before that is remembered.
  */
-class LossSignal {
+class LeaseSignals {
   constructor(lostWith) {
     this.controller = null;
     this.lostWith = lostWith;
+    this.atRisk = false;
+    /** `lease.onAtRisk` callbacks, each called at the start of every spell until the lease ends. */
+    this.riskCallbacks = [];
   }
 
   get signal() {
@@ -55,7 +60,21 @@ class LossSignal {
   abort(reason) {
     if (this.lostWith !== undefined) return;
     this.lostWith = reason;
+    this.atRisk = false;
+    this.riskCallbacks = [];
     if (this.controller !== null) this.controller.abort(reason);
+  }
+
+  /** A spell at risk starts (`on`) or ends. */
+  risk(on) {
+    if (on && !this.atRisk) for (const callback of this.riskCallbacks) queueMicrotask(callback);
+    this.atRisk = on;
+  }
+
+  onAtRisk(callback) {
+    if (this.lostWith !== undefined) return;
+    this.riskCallbacks.push(callback);
+    if (this.atRisk) queueMicrotask(callback);
   }
 }
 
@@ -69,7 +88,7 @@ class Driver {
     this.transport = null;
     /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
     this.pending = new Map();
-    /** lease id -> LossSignal of a lease the engine holds */
+    /** lease id -> LeaseSignals of a lease the engine holds */
     this.leases = new Map();
     this.timer = null;
     this.timerAt = undefined;
@@ -154,9 +173,9 @@ class Driver {
     return until === undefined ? 0 : Math.max(0, until - now());
   }
 
-  /** The loss signal of `lease`, made when its acquisition was delivered. */
-  lossSignal(lease) {
-    return this.leases.get(lease) || new LossSignal(makeError('NOT_HELD', 'the lease is no longer held'));
+  /** The signals of `lease`, made when its acquisition was delivered. */
+  signals(lease) {
+    return this.leases.get(lease) || new LeaseSignals(makeError('NOT_HELD', 'the lease is no longer held'));
   }
 
   /** Feeds one input (a reply, a message, a timer) and drains the outputs. */
@@ -242,7 +261,11 @@ class Driver {
       }
       return;
     }
-    if (ev.kind === 'renewed' || ev.kind === 'atRisk') return; // atRisk: surfaced to leases by issue 15's lease-at-risk work
+    if (ev.kind === 'renewed' || ev.kind === 'atRisk') {
+      const signals = this.leases.get(ev.lease);
+      if (signals) signals.risk(ev.kind === 'atRisk');
+      return;
+    }
     const p = this.pending.get(ev.op);
     if (!p) {
       // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
@@ -266,7 +289,7 @@ class Driver {
       return;
     }
     // A re-entered lease keeps the loss signal of its first hold.
-    if (ev.kind === 'acquired' && !this.leases.has(ev.lease)) this.leases.set(ev.lease, new LossSignal());
+    if (ev.kind === 'acquired' && !this.leases.has(ev.lease)) this.leases.set(ev.lease, new LeaseSignals());
     p.resolve(ev);
   }
 

@@ -414,6 +414,14 @@ export class Lease {
   /** Milliseconds the lease is certainly still valid (0 if not held). */
   readonly remainingMs: number;
   /**
+   * Whether the lease is held but cannot be confirmed now (its server unreachable, its session
+   * disconnected, its renewals failing): it stays valid only for `remainingMs` unless contact
+   * returns first. Finish or pause the protected work.
+   */
+  readonly atRisk: boolean;
+  /** Calls `callback()` once per spell at risk (at once if at risk now) until the lease ends; a loss still aborts `signal`. */
+  onAtRisk(callback: () => void): void;
+  /**
    * Releases the lock if still held; resolves false if the lease had already ended (or this
    * object was released before). A re-entered lease gives back one hold; the last frees the lock.
    */

@@ -470,12 +470,12 @@ function disposable(cls, dispose) {
   if (typeof Symbol.asyncDispose === 'symbol') cls.prototype[Symbol.asyncDispose] = dispose;
 }
 
-/** Proof of holding a lock: fencing token, loss signal, release, extend (a re-entered lease gives back one hold). */
+/** Proof of holding a lock: fencing token, loss and at-risk signals, release, extend (a re-entered lease gives back one hold). */
 class Lease {
   #lock;
   #driver;
   #id;
-  #loss;
+  #signals;
   #released = false;
 
   constructor(token, lock, driver, ev) {
@@ -483,7 +483,7 @@ class Lease {
     this.#lock = lock;
     this.#driver = driver;
     this.#id = ev.lease;
-    this.#loss = driver.lossSignal(ev.lease);
+    this.#signals = driver.signals(ev.lease);
     /**
      * Strictly greater than every token issued before for this lock name (a bigint); null where
      * the backend cannot give one (Redlock: a majority of independent masters is no counter).
@@ -493,7 +493,18 @@ class Lease {
 
   /** Aborts when the lease is lost (NotHeldError) or close() released it (ClosedError); never on release(). */
   get signal() {
-    return this.#loss.signal;
+    return this.#signals.signal;
+  }
+
+  /** Whether the lease is held but cannot be confirmed now: valid for `remainingMs` unless contact returns. */
+  get atRisk() {
+    return this.isHeld && this.#signals.atRisk;
+  }
+
+  /** Calls `callback()` at the start of every spell at risk (at once if at risk now) until the lease ends. */
+  onAtRisk(callback) {
+    if (typeof callback !== 'function') throw invalid('onAtRisk needs a function taking no arguments');
+    if (!this.#released) this.#signals.onAtRisk(callback);
   }
 
   /** The lock this lease holds. */

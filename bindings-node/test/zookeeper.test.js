@@ -12,7 +12,7 @@ const { spawn } = require('node:child_process');
 const path = require('node:path');
 const lockgate = require('..');
 const transport = require('../lib/transport/zookeeper');
-const { launch, freePort, eventually } = require('./helpers/redis-server');
+const { launch, freePort, eventually, sleep } = require('./helpers/redis-server');
 
 /** Short sessions keep the tests short (the launcher's servers accept 1 s and up). */
 const SESSION_MS = 4000;
@@ -102,6 +102,34 @@ test('a chroot (made if it is missing) and a digest login', async () => {
     await t.close();
   }
   assert.equal(await lease.release(), true);
+});
+
+test('a lease is at risk while its connection answers nothing, and safe again once the client reconnects within the session', async () => {
+  // As core/tests/zookeeper_faults.rs: a 12 s session and an 800 ms response timeout, so a
+  // deafened connection is given up on and replaced well within the session.
+  const own = await launch('zookeeper', ['--proxied']);
+  const c = await lockgate.connect(own.url, { sessionTimeoutMs: 12_000, commandTimeoutMs: 800 });
+  try {
+    const lease = await c.lock('zk-at-risk').acquire({ timeoutMs: 5000 });
+    assert.equal(lease.atRisk, false);
+    const spells = [];
+    const told = new Promise((resolve) => lease.onAtRisk(() => resolve(spells.push(lease.atRisk))));
+    assert.throws(() => lease.onAtRisk('soon'), lockgate.InvalidArgumentError);
+    await own.command('deafen');
+    const late = sleep(5000).then(() => 'not told');
+    assert.equal(await Promise.race([told, late]), 1, 'onAtRisk called within 5 s');
+    assert.deepEqual(spells, [true], 'called while at risk');
+    await eventually(() => !lease.atRisk, 5000, 'safe again after reconnecting');
+    await own.command('restore');
+    assert.equal(lease.isHeld, true);
+    assert.equal(lease.signal.aborted, false);
+    assert.equal(spells.length, 1, 'once per spell');
+    assert.equal(await lease.release(), true);
+    assert.equal(lease.atRisk, false);
+  } finally {
+    await c.close();
+    await own.close();
+  }
 });
 
 test('an idle client never holds the process open, even with its ensemble down', async () => {

@@ -35,6 +35,8 @@ async function example(): Promise<void> {
   const token: bigint | null = lease.fencingToken; // a bigint wherever capabilities.fencing
   const held: boolean = lease.isHeld;
   const left: number = lease.remainingMs;
+  const risky: boolean = lease.atRisk;
+  lease.onAtRisk(() => console.log('finish or pause the work: the lease may not be confirmed', risky));
   await fetch('https://example.invalid/', { signal: lease.signal }).catch(() => undefined);
   await lease.extend(20_000);
   const wasHeld: boolean = await lease.release();
@@ -170,6 +172,8 @@ async function redlockExample(): Promise<void> {
   const token: bigint | null = lease.fencingToken;
   const held: boolean = lease.isHeld;
   const left: number = lease.remainingMs;
+  const risky: boolean = lease.atRisk;
+  lease.onAtRisk(() => console.log('finish or pause the work: the lease may not be confirmed', risky));
   lease.signal.addEventListener('abort', () => undefined);
   await lease.extend(5_000);
   const wasHeld: boolean = await lease.release();
