@@ -19,7 +19,8 @@
 //!
 //! Dedicated runs: a holder paused past its lease's TTL is told of the loss before the next
 //! grant, and that check fails on a cluster that expires leases early (it has teeth); one
-//! client's concurrent acquires of one name (a key and a lease each) exclude each other.
+//! client's concurrent acquires of one name (a key and a lease each) exclude each other, and
+//! many concurrent waiters cancelling at random leave no key and no extra lease behind.
 //!
 //! Run: `cargo test -p lockgate-core --no-default-features --test simulation_etcd`
 //! (`LOCKGATE_SIM_SEEDS=2000` explores further).
@@ -299,85 +300,109 @@ enum Handle {
     Holding(LeaseId, Instant),
 }
 
+/// A run where each of `clients` clients keeps `per_client` acquires of one mutex going at
+/// once (as that many handles of one client would), under lost requests and replies and a
+/// failover on every other seed; a waiter gives up (cancels) with `p_cancel` at each instant it
+/// looks. Checks exclusion, fencing order, that every client keeps at most its own lease once
+/// all is released, and that nothing is left. Returns how many clients needed a second lease.
+fn concurrent_run(seed: u64, clients: usize, per_client: usize, p_cancel: f64) -> usize {
+    let mut sim = Sim::etcd(cluster(), seed, net_for(seed));
+    let mut rng = Rng::new(seed ^ 0xC0C0);
+    let clients = sim.add_clients(clients);
+    let opts = LockOptions::renewed_lease(ms(1000));
+    let mut handles: Vec<(ClientId, Handle)> =
+        clients.iter().flat_map(|&c| (0..per_client).map(move |_| (c, Handle::Idle(Instant::default())))).collect();
+    let end = sim.now + Duration::from_secs(3);
+    let mut failover = (seed % 2 == 0).then(|| (sim.now + ms(rng.between(200, 2500)), ms(rng.between(20, 600))));
+    if let Some((at, _)) = failover {
+        sim.wake_at(at);
+    }
+    let (mut acquired, mut cancelled) = (0, 0);
+    while sim.now < end {
+        if let Some((_, election)) = failover.filter(|(at, _)| sim.now >= *at) {
+            failover = None;
+            sim.fail_etcd_leader(election);
+        }
+        let now = sim.now;
+        for (c, h) in handles.iter_mut() {
+            *h = match *h {
+                Handle::Idle(t) if t <= now => Handle::Waiting(sim.acquire(*c, "alpha", &opts, Wait::Forever)),
+                Handle::Waiting(op) => match (sim.granted(*c, op), sim.done(*c, op)) {
+                    (Some((_, lease, _)), _) => {
+                        acquired += 1;
+                        let at = now + ms(rng.between(5, 200));
+                        sim.wake_at(at);
+                        Handle::Holding(lease, at)
+                    }
+                    (None, Some(_)) => Handle::Idle(now + ms(10)),
+                    (None, None) if rng.chance(p_cancel) => {
+                        cancelled += 1;
+                        sim.cancel(*c, op);
+                        Handle::Idle(now + ms(rng.between(0, 100)))
+                    }
+                    (None, None) => Handle::Waiting(op),
+                },
+                Handle::Holding(lease, t) if t <= now => {
+                    sim.release(*c, lease);
+                    let at = now + ms(rng.between(0, 50));
+                    sim.wake_at(at);
+                    Handle::Idle(at)
+                }
+                other => other,
+            };
+        }
+        sim.step(end);
+    }
+    for (c, h) in &handles {
+        match *h {
+            Handle::Waiting(op) => sim.cancel(*c, op),
+            Handle::Holding(lease, _) => {
+                sim.release(*c, lease);
+            }
+            Handle::Idle(_) => {}
+        }
+    }
+    sim.run_for(Duration::from_secs(2));
+    check::mutual_exclusion(&sim);
+    check::fences_order_exclusive_holds(&sim);
+    assert!(acquired > 3, "seed {seed}: only {acquired} grants");
+    assert!(p_cancel == 0.0 || cancelled > 0, "seed {seed}: no waiter gave up");
+    for &c in &clients {
+        let kept = sim.clients[c].engine.backend().leases();
+        if kept.len() > 1 && std::env::var("ETCD_TRACE").is_ok() {
+            let reqs: Vec<String> = sim.clients[c]
+                .requests
+                .iter()
+                .filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. } | EtcdOp::LeaseRevoke { .. }))
+                .map(|(at, r)| format!("{at:?} {:?} {:?}", r.id, r.op))
+                .collect();
+            eprintln!("seed {seed} client {c} kept {kept:?} keys {:?}\n{}", sim.server.key_names(), reqs.join("\n"));
+        }
+        assert!(kept.len() <= 1, "seed {seed}: client {c} keeps {} leases alive after releasing everything", kept.len());
+    }
+    check_nothing_left(&mut sim);
+    clients
+        .iter()
+        .filter(|&&c| sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. })).count() > 1)
+        .count()
+}
+
 // One key per waiter: each of two clients keeps three acquires of one mutex going at once (as
-// three handles of one client would), under lost requests and replies and a failover. They get
-// a key each (a lease each beyond the first) and exclude each other and the other client's.
+// three handles of one client would). They get a key each (a lease each beyond the first) and
+// exclude each other and the other client's; the extra leases go with their last key.
 #[test]
 fn etcd_concurrent_acquires_of_one_client_on_one_name_exclude_each_other() {
     let mut extra_leases = 0;
-    every_seed(0..seeds(), |seed| {
-        let mut sim = Sim::etcd(cluster(), seed, net_for(seed));
-        let mut rng = Rng::new(seed ^ 0xC0C0);
-        let clients = sim.add_clients(2);
-        let opts = LockOptions::renewed_lease(ms(1000));
-        let mut handles: Vec<(ClientId, Handle)> = clients.iter().flat_map(|&c| (0..3).map(move |_| (c, Handle::Idle(Instant::default())))).collect();
-        let end = sim.now + Duration::from_secs(3);
-        // A leader failover on every other seed.
-        let mut failover = (seed % 2 == 0).then(|| (sim.now + ms(rng.between(200, 2500)), ms(rng.between(20, 600))));
-        if let Some((at, _)) = failover {
-            sim.wake_at(at);
-        }
-        let mut acquired = 0;
-        while sim.now < end {
-            if let Some((at, election)) = failover.filter(|(at, _)| sim.now >= *at) {
-                let _ = at;
-                failover = None;
-                sim.fail_etcd_leader(election);
-            }
-            let now = sim.now;
-            for (c, h) in handles.iter_mut() {
-                *h = match *h {
-                    Handle::Idle(t) if t <= now => Handle::Waiting(sim.acquire(*c, "alpha", &opts, Wait::Forever)),
-                    Handle::Waiting(op) => match (sim.granted(*c, op), sim.done(*c, op)) {
-                        (Some((_, lease, _)), _) => {
-                            acquired += 1;
-                            let at = now + ms(rng.between(5, 200));
-                            sim.wake_at(at);
-                            Handle::Holding(lease, at)
-                        }
-                        (None, Some(_)) => Handle::Idle(now + ms(10)),
-                        (None, None) => Handle::Waiting(op),
-                    },
-                    Handle::Holding(lease, t) if t <= now => {
-                        sim.release(*c, lease);
-                        let at = now + ms(rng.between(0, 50));
-                        sim.wake_at(at);
-                        Handle::Idle(at)
-                    }
-                    other => other,
-                };
-            }
-            sim.step(end);
-        }
-        for (c, h) in &handles {
-            match *h {
-                Handle::Waiting(op) => sim.cancel(*c, op),
-                Handle::Holding(lease, _) => {
-                    sim.release(*c, lease);
-                }
-                Handle::Idle(_) => {}
-            }
-        }
-        sim.run_for(Duration::from_secs(2));
-        check::mutual_exclusion(&sim);
-        check::fences_order_exclusive_holds(&sim);
-        assert!(acquired > 3, "seed {seed}: only {acquired} grants");
-        // Every client needed more than its own lease at some point; once all is released, each
-        // keeps only its own (the extra ones were revoked when their last key went).
-        extra_leases += clients
-            .iter()
-            .filter(|&&c| sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. })).count() > 1)
-            .count();
-        for &c in &clients {
-            let kept = sim.clients[c].engine.backend().leases();
-            if kept.len() > 1 && std::env::var("ETCD_TRACE").is_ok() {
-                let reqs: Vec<String> = sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, EtcdOp::LeaseGrant { .. } | EtcdOp::LeaseRevoke { .. })).map(|(at, r)| format!("{at:?} {:?} {:?}", r.id, r.op)).collect();
-                let evs: Vec<String> = sim.clients[c].events.iter().map(|(at, e)| format!("{at:?} {e:?}")).collect();
-                eprintln!("seed {seed} client {c} kept {kept:?} keys {:?}\n{}\n{}", sim.server.key_names(), reqs.join("\n"), evs.join("\n"));
-            }
-            assert!(kept.len() <= 1, "seed {seed}: client {c} keeps {} leases alive after releasing everything", kept.len());
-        }
-        check_nothing_left(&mut sim);
-    });
+    every_seed(0..seeds(), |seed| extra_leases += concurrent_run(seed, 2, 3, 0.0));
     assert!(extra_leases > 0, "no client needed a lease of its own for a second key");
+}
+
+// Many waiters that give up at random: three clients with twelve acquires of one mutex each
+// going at once, waiters cancelling as they wait. Never two holders, and no key and no extra
+// lease is left once all is released.
+#[test]
+fn etcd_many_waiters_with_random_cancels_leave_no_key() {
+    every_seed(0..seeds() / 10, |seed| {
+        concurrent_run(seed, 3, 12, 0.003);
+    });
 }
