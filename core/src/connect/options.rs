@@ -116,7 +116,8 @@ pub struct ClientOptions {
     pub retry_delay: Option<Duration>,
     /// ... plus a random part up to this (default 200 ms).
     pub retry_jitter: Option<Duration>,
-    /// ZooKeeper only: the session timeout to ask the ensemble for (default 60 s, Curator's).
+    /// ZooKeeper and etcd only. ZooKeeper: the session timeout to ask the ensemble for (default
+    /// 60 s, Curator's).
     /// Every lease lives in the client's one session; the ensemble may grant less, and a lease
     /// is counted valid for half of what it granted after each confirmation (PROTOCOL.md
     /// "ZooKeeper").
@@ -382,7 +383,8 @@ impl ClientOptions {
     /// - `auto_renew`: default on (a watchdog renews every third of the lease);
     /// - `wait_timeout`: default none (`acquire_default` waits until acquired);
     /// - `entry_ttl`: default 10 s; a Redlock has no wait queue, so giving it there is refused;
-    ///   a ZooKeeper waiter's node lives as long as its session, so it is refused there too.
+    ///   a ZooKeeper waiter's node lives as long as its session, and an etcd waiter's key as long
+    ///   as its lease, so it is refused there too.
     ///
     /// Values are checked against the limits of [`LockOptions::validate`]; messages name the
     /// lease and entry TTL as `spelling` does.

@@ -37,8 +37,8 @@ pub enum ClientOption {
     RetryDelay,
     /// Random part added to that pause (a duration; Redlock only).
     RetryJitter,
-    /// The session timeout asked of a ZooKeeper ensemble (a duration; default 60 s; ZooKeeper
-    /// only).
+    /// The session timeout asked of a ZooKeeper ensemble, or the TTL of an etcd client's session
+    /// lease (a duration; default 60 s; ZooKeeper and etcd only).
     SessionTimeout,
 }
 
