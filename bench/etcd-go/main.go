@@ -10,6 +10,8 @@
 //	    the lines lockgate-cli's own worker prints.
 //	etcd-go pairs  --endpoints E --name N --pairs P
 //	    uncontended: P Lock+Unlock pairs on one session after 50 warm-up pairs; prints pairs/s.
+//	etcd-go version
+//	    the etcd client module's version this program was built with.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,7 +30,11 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: etcd-go hold|worker|pairs --endpoints E --name N ...")
+		fail("usage: etcd-go hold|worker|pairs|version --endpoints E --name N ...")
+	}
+	if os.Args[1] == "version" {
+		fmt.Println(clientVersion())
+		return
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	endpoints := fs.String("endpoints", "", "comma-separated http://host:port of the members")
@@ -120,6 +127,18 @@ func uncontended(cli *clientv3.Client, name string, pairs int) {
 		pair()
 	}
 	fmt.Printf("%.1f\n", float64(pairs)/time.Since(t).Seconds())
+}
+
+// clientVersion is go.etcd.io/etcd/client/v3's version in this build.
+func clientVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == "go.etcd.io/etcd/client/v3" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
 }
 
 func check(err error) {

@@ -2,6 +2,7 @@
 //! spawn. `./run bench` starts a Redis and calls it.
 
 mod bench;
+mod bench_etcd;
 mod bench_redlock;
 mod bench_timers;
 mod stats;
@@ -61,6 +62,7 @@ fn main() {
     let code = match cmd.as_str() {
         "bench" => rt.block_on(bench::run(&args)),
         "worker" => rt.block_on(worker::run(&args)),
+        "bench-etcd" => rt.block_on(bench_etcd::run(&args)),
         "bench-timers" => {
             print!("{}", bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers"));
             0
