@@ -5,12 +5,13 @@
 //! then converts `Data` once, instead of one request/reply/event conversion per backend.
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
-//! data; the ZooKeeper backend's are in [`zookeeper`], Redlock's in [`redlock`]) and one arm of
-//! [`connect`]. The single-server and Cluster Redis backends keep their typed engines in the Node
-//! binding (its lean RESP socket hands the core bytes, not values); nothing stops them from
-//! joining too.
+//! data; the ZooKeeper backend's are in [`zookeeper`], Redlock's in [`redlock`], etcd's in
+//! [`etcd`]) and one arm of [`connect`]. The single-server and Cluster Redis backends keep their
+//! typed engines in the Node binding (its lean RESP socket hands the core bytes, not values);
+//! nothing stops them from joining too.
 
 pub mod data;
+pub mod etcd;
 pub mod redlock;
 pub mod zookeeper;
 
@@ -39,6 +40,7 @@ pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Op
     match options.backend()? {
         connect::Backend::ZooKeeper => zookeeper::connect(options, rng).map(Some),
         connect::Backend::Redlock => redlock::connect(options, rng).map(Some),
+        connect::Backend::Etcd => etcd::connect(options, rng).map(Some),
         _ => Ok(None),
     }
 }
