@@ -227,6 +227,9 @@ struct World {
     events: Vec<Vec<Event<Done>>>,
     sent: Vec<Vec<EtcdOp>>,
     drop_reply: Vec<Vec<OpMatch>>,
+    /// Requests matching one of these are kept unanswered in `stashed` (the test answers).
+    stash: Vec<Vec<OpMatch>>,
+    stashed: Vec<Vec<lockgate_core::etcd::EtcdRequest>>,
     cut_off: Vec<bool>,
 }
 
@@ -244,6 +247,8 @@ impl World {
             events: vec![Vec::new(); clients],
             sent: vec![Vec::new(); clients],
             drop_reply: vec![Vec::new(); clients],
+            stash: vec![Vec::new(); clients],
+            stashed: vec![Vec::new(); clients],
             cut_off: vec![false; clients],
         }
     }
@@ -257,6 +262,11 @@ impl World {
                 }
                 while let Some(req) = self.clients[c].poll_request() {
                     progressed = true;
+                    if let Some(i) = self.stash[c].iter().position(|f| f(&req.op)) {
+                        self.stash[c].remove(i);
+                        self.stashed[c].push(req);
+                        continue;
+                    }
                     let reply = if self.cut_off[c] {
                         Err(EtcdFailure::ConnectionLost("cut off by the test".into()))
                     } else {
@@ -663,4 +673,30 @@ fn an_extend_keeps_the_lease_alive_and_counts_from_the_keepalive() {
     }
     let n = w.sent[0].len();
     assert_eq!(w.ops(0)[n - 2..], ["keepalive", "range"]);
+}
+
+#[test]
+fn a_keepalive_answered_after_its_extra_lease_was_retired_loses_nothing() {
+    let mut w = World::new(1, TTL);
+    let a = w.acquire(0, "m", &MUTEX, Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(0, "m", &MUTEX, Wait::Forever);
+    let extra = w.leases(0)[1];
+    // The backend's own keepalive of the extra lease goes out; its answer is held back.
+    w.stash[0].push(|op| matches!(op, EtcdOp::LeaseKeepAlive { lease } if *lease != 0x694d_0000 + 1));
+    w.advance(TTL * 2 / 9 + Duration::from_millis(10));
+    let keepalive = w.stashed[0].pop().expect("the extra lease's keepalive");
+    assert_eq!(keepalive.op, EtcdOp::LeaseKeepAlive { lease: extra });
+    // The second acquire is cancelled, its key deleted, the extra lease retired (revoked) ...
+    w.clients[0].cancel(w.now, b);
+    w.settle();
+    assert_eq!(w.leases(0).len(), 1);
+    assert!(!w.server.leases.contains_key(&extra), "revoked");
+    // ... and only then is the keepalive answered (its stream slower than the revoke's call):
+    // LeaseNotFound about a retired lease loses nothing.
+    w.clients[0].handle_reply(w.now, keepalive.id, Err(EtcdFailure::LeaseNotFound));
+    w.advance(secs(2));
+    assert!(w.lost(0).is_empty(), "{:?}", w.lost(0));
+    assert!(w.clients[0].is_held(w.now, la));
+    w.release(0, la);
 }

@@ -128,7 +128,9 @@ impl EtcdBackend {
             if let Some(l) = self.leases.iter_mut().find(|l| l.id == lease) {
                 l.keeping = false;
             }
-            if epoch == self.epoch {
+            // A lease revoked meanwhile (an extra one with no key left: its revoke may overtake
+            // this keepalive on another stream) says nothing about the session.
+            if epoch == self.epoch && self.lease(lease).is_some() {
                 // Failures are retried by the timer (`retry_at`); a loss is handled inside.
                 let _ = self.kept_alive(ctx, lease, sent, reply, answers);
             }
