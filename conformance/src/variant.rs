@@ -54,7 +54,8 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// operations such as `forget_fence`), `transient_errors` (the server can answer "try again"
 /// for a while), `proxy` (actors reached through the fault proxy), `restart` (the one server
 /// can be restarted empty), `redlock` (independent masters: `master: i` steps and `connect` over
-/// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members).
+/// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members),
+/// `etcd` (an etcd fixture).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
