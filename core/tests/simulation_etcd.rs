@@ -3,7 +3,8 @@
 //! `simulation.rs` and `simulation_zk.rs`, with etcd's faults — requests and replies lost (a
 //! create applied whose reply is lost), a Raft leader failover during contention (nothing
 //! served, every watch stream broken, leases extended), crashed and paused (SIGSTOP) clients,
-//! leases expiring exactly a TTL after the last keepalive the leader took.
+//! leases expiring exactly a TTL after the last keepalive the leader took, one client cut off
+//! from the cluster for up to 2.5 TTLs (its lease may expire meanwhile).
 //!
 //! Checked on every run:
 //! - **exclusion**: no two clients believe they hold one mutex, write lock or leadership at the
@@ -38,7 +39,7 @@ use sim::etcd::{ClusterConfig, EtcdSim as Sim};
 use sim::harness::ClientId;
 use sim::net::Rng;
 use sim::workload::{Runner, Workload};
-use sim::NetConfig;
+use sim::{Isolation, NetConfig};
 
 /// Seeds per property; `LOCKGATE_SIM_SEEDS=2000` explores further.
 fn seeds() -> u64 {
@@ -123,20 +124,40 @@ impl StuckWatch {
 fn run(seed: u64, cfg: ClusterConfig, workload: Workload) -> (Sim, Runner) {
     let mut sim = Sim::etcd(cfg, seed, net_for(seed));
     let mut rng = Rng::new(seed ^ 0xFA11);
+    let clients = workload.clients;
     let failover = (seed % 2 == 0).then(|| (sim.now + ms(rng.between(200, 2500)), ms(rng.between(20, 600))));
-    if let Some((at, _)) = failover {
+    // Two seeds in three: one client cut off from the cluster (its requests lost) for 0.3 to
+    // 2.5 TTLs, so its lease may expire on the server while it is away.
+    // It heals before the workload ends (the hook runs only until then).
+    let last = sim.now + workload.duration - ms(100);
+    let partition = (seed % 3 != 0).then(|| {
+        let at = sim.now + ms(rng.between(100, 1500));
+        (at, rng.between(0, clients as u64 - 1) as usize, (at + ms(rng.between(300, 5 * TTL / 2))).min(last))
+    });
+    for at in failover.map(|f| f.0).into_iter().chain(partition.iter().flat_map(|p| [p.0, p.2])) {
         sim.wake_at(at);
     }
     let mut runner = Runner::new(&mut sim, workload, seed);
-    let mut done = false;
+    let (mut failed_over, mut cut, mut healed) = (false, false, false);
     // A head's owner may be between a failed attempt and its retry (backoff up to a second),
-    // or waiting out an election: longer than that, and it is stuck.
-    let mut stuck = StuckWatch::new(ms(1000 + 2 * TTL));
+    // waiting out an election, or cut off (its key then goes with its lease): longer than
+    // that, and it is stuck.
+    let mut stuck = StuckWatch::new(ms(1000 + 3 * TTL));
     runner.run_with(&mut sim, |s| {
         if let Some((at, election)) = failover {
-            if !done && s.now >= at {
-                done = true;
+            if !failed_over && s.now >= at {
+                failed_over = true;
                 s.fail_etcd_leader(election);
+            }
+        }
+        if let Some((at, c, until)) = partition {
+            if !cut && s.now >= at {
+                cut = true;
+                s.isolated.insert(c, Isolation::DropRequests);
+            }
+            if !healed && s.now >= until {
+                healed = true;
+                s.isolated.remove(&c);
             }
         }
         stuck.sample(s);
