@@ -2,7 +2,8 @@
 //! launcher) through the native driver and the etcd transport: a mutex acquired and released
 //! with its key gone afterwards, two clients contending with increasing fencing tokens (each
 //! holder key's create revision), and a holder told of its loss when its lease is revoked
-//! behind the client's back with Debian's `etcdctl`.
+//! behind the client's back with Debian's `etcdctl`; two handles of one client on one name (a
+//! lease each, kept alive on the client's one keepalive stream) outlive their TTL several times.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -157,4 +158,36 @@ async fn a_holder_whose_lease_is_revoked_behind_its_back_is_told_it_lost() {
     holder.close().await;
     other.close().await;
     assert!(keys(&mut raw, &prefix).await.is_empty(), "no key left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_handles_of_one_client_keep_their_own_leases_alive_past_the_ttl() {
+    let server = TestServers::start(&["etcd"]);
+    let mut raw = raw_client(&server).await;
+    let name = unique("two-leases");
+    let prefix = format!("/lockgate/mutex/{name}/");
+    // A 1 s lease: the test servers' shortest; three of them pass while the test waits.
+    let c = connect(&server.url(), 1).await;
+    let (h1, h2) = (c.lock(&name, LockOptions::default()).unwrap(), c.lock(&name, LockOptions::default()).unwrap());
+    let held = h1.acquire(WAIT).await.unwrap();
+    let waiter = tokio::spawn(async move { h2.acquire(WAIT).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let found = keys(&mut raw, &prefix).await;
+    assert_eq!(found.len(), 2, "the holder's key and the waiter's: {found:?}");
+    assert_ne!(found[0].2, found[1].2, "one lease per key of one client on one name: {found:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(held.is_held(), "kept alive past three TTLs");
+    assert!(!waiter.is_finished(), "the second handle still waits");
+    let still = keys(&mut raw, &prefix).await;
+    assert_eq!(still, found, "both keys (and so both leases) lived on");
+    assert!(held.release().await.unwrap());
+    let next = waiter.await.unwrap().unwrap();
+    assert!(token(&next) > token(&held));
+    assert!(next.release().await.unwrap());
+    c.close().await;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !keys(&mut raw, &prefix).await.is_empty() {
+        assert!(Instant::now() < deadline, "no key left once closed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
