@@ -114,12 +114,14 @@ impl Deployment {
         let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
-            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. }) {
-                return Err(format!("--tls is for single, acl, redlock and zookeeper (not proxied), not {}", kind.name()));
+            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. }) {
+                return Err(format!("--tls is for single, acl, redlock, zookeeper and etcd (not proxied), not {}", kind.name()));
             }
             let files = TlsFiles::create()?;
             match kind {
                 Kind::ZooKeeper { .. } => files.add_zookeeper_files()?,
+                // etcd takes the files' paths itself (`EtcdCluster::start_with_tls`).
+                Kind::Etcd { .. } => {}
                 _ => extra.extend(files.server_args()),
             }
             d.tls = Some(files);
@@ -142,7 +144,7 @@ impl Deployment {
                 d.zookeeper = Some(zk);
             }
             Kind::Etcd { members, proxied } => {
-                let etcd = EtcdCluster::start(members, extra)?;
+                let etcd = EtcdCluster::start_with_tls(members, extra, d.tls.as_ref().map(|t| t.dir.as_path()))?;
                 if proxied {
                     for m in &etcd.members {
                         d.proxies.push(Proxy::start(([127, 0, 0, 1], m.port).into())?);
@@ -408,6 +410,9 @@ impl Deployment {
                 if let Some(p) = self.proxies.get(i) {
                     v["proxy_port"] = json!(p.addr().port());
                 }
+                if let Some(p) = m.secure_port {
+                    v["secure_port"] = json!(p);
+                }
                 v
             })
             .collect();
@@ -419,6 +424,10 @@ impl Deployment {
         });
         if !self.proxies.is_empty() {
             out["server_url"] = json!(etcd.url());
+        }
+        if let Some(t) = &self.tls {
+            out["ca_file"] = json!(t.ca_file());
+            out["plain_url"] = json!(etcd.plain_url());
         }
         out
     }

@@ -8,6 +8,10 @@
 //! use 1 s sessions as on the ZooKeeper test servers. Readiness, roles and the leader are read
 //! over the members' own HTTP endpoints (`/health`, the gRPC gateway's
 //! `/v3/maintenance/status`), so no client library is needed here.
+//!
+//! With TLS (`test-servers etcd --tls`) every member also serves its clients over TLS on a
+//! second port (`https://`, the CA's certificate for 127.0.0.1), beside the plain one the
+//! launcher's own probes, the fixtures and `etcdctl` use.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -76,6 +80,8 @@ pub struct EtcdMember {
     pub port: u16,
     /// The Raft peer port.
     pub peer_port: u16,
+    /// The TLS client port (with TLS only).
+    pub secure_port: Option<u16>,
     /// The member id the cluster gave it (in decimal, as the gateway prints it), once known.
     pub member_id: Option<String>,
     dir: PathBuf,
@@ -123,8 +129,11 @@ impl EtcdMember {
     /// Starts the process with `cluster`'s `--initial-cluster` and `token` (every member of one
     /// cluster has the same; etcd ignores both once the data dir holds a log: a restarted member
     /// rejoins from it) and the extra flags.
-    fn spawn(&mut self, cluster: &str, token: &str, extra: &[String]) -> Result<(), String> {
-        let client = format!("http://127.0.0.1:{}", self.port);
+    fn spawn(&mut self, cluster: &str, token: &str, tls: Option<&Path>, extra: &[String]) -> Result<(), String> {
+        let mut client = format!("http://127.0.0.1:{}", self.port);
+        if let Some(s) = self.secure_port {
+            client.push_str(&format!(",https://127.0.0.1:{s}"));
+        }
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let mut cmd = Command::new(etcd());
         cmd.arg("--name")
@@ -134,6 +143,10 @@ impl EtcdMember {
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", token])
+            .args(tls.map(|d| {
+                let f = |name: &str| d.join(name).to_string_lossy().into_owned();
+                vec!["--cert-file".to_string(), f("server.crt"), "--key-file".to_string(), f("server.key")]
+            }).unwrap_or_default())
             .arg(format!("--heartbeat-interval={HEARTBEAT_MS}"))
             .arg(format!("--election-timeout={ELECTION_MS}"))
             .args(["--logger", "zap", "--log-level", "warn"])
@@ -182,6 +195,8 @@ pub struct EtcdCluster {
     pub members: Vec<EtcdMember>,
     /// Extra etcd flags for every member (they override the defaults).
     extra: Vec<String>,
+    /// The directory of the TLS files (`server.crt`, `server.key`, `ca.crt`), with TLS.
+    tls: Option<PathBuf>,
 }
 
 impl EtcdCluster {
@@ -189,12 +204,19 @@ impl EtcdCluster {
     /// healthy. Ports are picked now; if a member cannot take its ports (taken meanwhile) the
     /// whole start is retried on new ones.
     pub fn start(members: usize, extra: &[String]) -> Result<EtcdCluster, String> {
+        Self::start_with_tls(members, extra, None)
+    }
+
+    /// As [`EtcdCluster::start`]; with `tls` (the directory of a CA's `server.crt` and
+    /// `server.key` for 127.0.0.1) every member also serves its clients over TLS on a port of
+    /// its own.
+    pub fn start_with_tls(members: usize, extra: &[String], tls: Option<&Path>) -> Result<EtcdCluster, String> {
         if members == 0 {
             return Err("an etcd cluster needs at least one member".into());
         }
         let mut failures = Vec::new();
         for _ in 0..3 {
-            let mut c = EtcdCluster { members: Vec::new(), extra: extra.to_vec() };
+            let mut c = EtcdCluster { members: Vec::new(), extra: extra.to_vec(), tls: tls.map(Path::to_path_buf) };
             match c.launch(members) {
                 Ok(()) => return Ok(c),
                 Err(why) => failures.push(why),
@@ -215,13 +237,14 @@ impl EtcdCluster {
             }
         };
         for i in 1..=n {
+            let secure_port = if self.tls.is_some() { Some(port()?) } else { None };
             let (port, peer_port) = (port()?, port()?);
             let dir = crate::server::fresh_dir("etcd")?;
-            self.members.push(EtcdMember { name: format!("m{i}"), port, peer_port, member_id: None, dir, child: None });
+            self.members.push(EtcdMember { name: format!("m{i}"), port, peer_port, secure_port, member_id: None, dir, child: None });
         }
         let (cluster, token) = (self.initial_cluster(), self.token());
         for m in &mut self.members {
-            m.spawn(&cluster, &token, &self.extra)?;
+            m.spawn(&cluster, &token, self.tls.as_deref(), &self.extra)?;
         }
         let all: Vec<usize> = (0..n).collect();
         self.await_healthy(&all, READY_LIMIT)?;
@@ -270,8 +293,17 @@ impl EtcdCluster {
         Ok(())
     }
 
-    /// `etcd://127.0.0.1:P1,127.0.0.1:P2,...` (every member, in order).
+    /// `etcd://127.0.0.1:P1,127.0.0.1:P2,...` (every member, in order); with TLS
+    /// `etcds://` over the TLS ports.
     pub fn url(&self) -> String {
+        match self.members.iter().map(|m| m.secure_port).collect::<Option<Vec<u16>>>() {
+            Some(secure) if self.tls.is_some() => etcd_url(&secure).replacen("etcd://", "etcds://", 1),
+            _ => self.plain_url(),
+        }
+    }
+
+    /// `etcd://` over the plain client ports (with or without TLS).
+    pub fn plain_url(&self) -> String {
         etcd_url(&self.members.iter().map(|m| m.port).collect::<Vec<_>>())
     }
 
@@ -294,7 +326,7 @@ impl EtcdCluster {
         let (cluster, token) = (self.initial_cluster(), self.token());
         let mut failures = Vec::new();
         for _ in 0..5 {
-            self.members[i].spawn(&cluster, &token, &self.extra)?;
+            self.members[i].spawn(&cluster, &token, self.tls.as_deref(), &self.extra)?;
             let running = self.members.iter().filter(|m| m.running()).count();
             let r = if running * 2 > self.members.len() { self.await_healthy(&[i], READY_LIMIT) } else { self.await_listening(i) };
             match r {

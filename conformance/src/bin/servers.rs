@@ -8,7 +8,7 @@
 //!              [--replicas N] [--masters N] [--acl LINE]... [--user U --password P] [--tls]
 //!              [-- <more redis-server arguments for every node>]
 //! test-servers zookeeper [--members N] [--proxied | --tls] [-- <more zoo.cfg key=value lines>]
-//! test-servers etcd [--members N] [--proxied] [-- <more etcd flags for every member>]
+//! test-servers etcd [--members N] [--proxied | --tls] [-- <more etcd flags for every member>]
 //! ```
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied] [-- etcd flags]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]";
 
 /// The kind and extra redis-server arguments from the command line.
 fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
