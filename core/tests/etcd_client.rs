@@ -4,6 +4,8 @@
 //! holder key's create revision), and a holder told of its loss when its lease is revoked
 //! behind the client's back with Debian's `etcdctl`; two handles of one client on one name (a
 //! lease each, kept alive on the client's one keepalive stream) outlive their TTL several times.
+//! With etcd's user authentication on, the URL's login is used; a wrong password is an
+//! `AUTHENTICATION` error at connect that never shows it, and no login is refused too.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -190,4 +192,40 @@ async fn two_handles_of_one_client_keep_their_own_leases_alive_past_the_ttl() {
         assert!(Instant::now() < deadline, "no key left once closed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_is_used_and_a_wrong_password_is_an_authentication_error_without_it() {
+    let server = TestServers::start(&["etcd"]);
+    // etcd's own user authentication: root (required to enable it) and an app user allowed
+    // every key.
+    for args in [
+        &["user", "add", "root:root-pw-1"][..],
+        &["user", "add", "app:app-pw-secret"],
+        &["role", "add", "locks"],
+        &["role", "grant-permission", "locks", "readwrite", "--prefix=true", "/"],
+        &["user", "grant-role", "app", "locks"],
+        &["auth", "enable"],
+    ] {
+        etcdctl(&server, args);
+    }
+    let hosts = server.url().trim_start_matches("etcd://").to_string();
+    let c = connect(&format!("etcd://app:app-pw-secret@{hosts}"), 5).await;
+    let name = unique("auth");
+    let lock = c.lock(&name, LockOptions::default()).unwrap();
+    let held = lock.acquire(WAIT).await.unwrap();
+    assert!(held.is_held());
+    assert!(held.release().await.unwrap());
+    c.close().await;
+
+    let mut options = ClientOptions::new(format!("etcd://app:wrong-pw-secret@{hosts}"));
+    options.connect_timeout = Duration::from_secs(3);
+    let e = options.connect().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
+    assert!(!e.message().contains("wrong-pw-secret"), "{e}");
+    // No login at all on a cluster that asks for one: refused too, on the first request.
+    let anonymous = connect(&server.url(), 5).await;
+    let e = anonymous.lock(&name, LockOptions::default()).unwrap().acquire(Duration::from_secs(3)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Authentication, "{e}");
+    anonymous.close().await;
 }
