@@ -184,9 +184,19 @@ async fn killing_the_raft_leader_during_contention_never_gives_two_holders() {
     }
     let holdings = holdings.lock().unwrap().clone();
     let after = holdings.iter().filter(|h| h.granted > killed).count();
-    eprintln!("{} holdings ({before} before the leader was killed, {after} after), {} acquires told of a fault", holdings.len(), told.load(Ordering::Relaxed));
+    // The writes stalled while the cluster had no leader: the longest pause between grants.
+    let mut grants: Vec<Instant> = holdings.iter().map(|h| h.granted).collect();
+    grants.sort();
+    let stall = grants.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    eprintln!(
+        "{} holdings ({before} before the leader was killed, {after} after), {} acquires told of a fault, longest pause between grants {stall:?}",
+        holdings.len(),
+        told.load(Ordering::Relaxed)
+    );
     assert!(before > 0, "nobody held before the fault");
     assert!(after > 0, "nobody held after the leader was killed");
+    // No write commits without a leader, and a new one takes at least an election timeout.
+    assert!(stall >= Duration::from_millis(400), "grants never paused ({stall:?}): was the leader killed during contention?");
     assert_eq!(section.overlaps.load(Ordering::SeqCst), 0, "a holder saw another inside the critical section while it still held");
     check_exclusive(holdings);
     let mut raw = ec::Client::connect(endpoints(&servers), None).await.unwrap();
