@@ -457,3 +457,54 @@ pub(crate) fn into_error(failure: EtcdFailure) -> Error {
         other => Error::protocol(format!("unexpected failure while connecting: {other}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(url: &str) -> EtcdAddress {
+        let (scheme, rest) = url.split_once("://").unwrap();
+        EtcdAddress::parse(rest, scheme == "etcds").unwrap()
+    }
+
+    #[test]
+    fn crate_errors_become_the_backends_failures_without_the_password() {
+        let a = address("etcd://app:pw-secret@h1:2379");
+        let lost = failure(ec::Error::LeaseKeepAliveError("lease not found".into()), "a keepalive", &a);
+        assert_eq!(lost, EtcdFailure::LeaseNotFound);
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset talking as app:pw-secret");
+        match failure(ec::Error::IoError(io), "a read of k", &a) {
+            EtcdFailure::ConnectionLost(why) => assert!(why.starts_with("a read of k") && !why.contains("pw-secret"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        match failure(ec::Error::WatchError("stream closed".into()), "a watch", &a) {
+            EtcdFailure::ConnectionLost(_) => {}
+            other => panic!("{other:?}"),
+        }
+        match failure(ec::Error::InvalidArgs("empty endpoints".into()), "connecting", &a) {
+            EtcdFailure::Other(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(into_error(EtcdFailure::Unavailable("no leader".into())).kind(), ErrorKind::Connection);
+        assert_eq!(into_error(EtcdFailure::ConnectionLost("gone".into())).kind(), ErrorKind::Connection);
+    }
+
+    #[test]
+    fn a_tls_ca_needs_etcds_and_pem() {
+        let mut options = ClientOptions::new("etcd://h1");
+        options.tls_ca_pem = Some(b"-----BEGIN CERTIFICATE-----\n".to_vec());
+        let e = Config::new(&options, &address("etcd://h1")).err().expect("a CA for a plain URL is refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        options.tls_ca_pem = Some(b"not pem".to_vec());
+        let config = Config::new(&options, &address("etcds://h1")).unwrap();
+        assert_eq!(config.connect_options().err().expect("no PEM").kind(), ErrorKind::InvalidArgument);
+        options.tls_ca_pem = None;
+        assert!(Config::new(&options, &address("etcds://h1")).unwrap().connect_options().is_ok());
+    }
+
+    #[test]
+    fn operations_are_described_by_their_keys() {
+        assert_eq!(describe(&EtcdOp::LeaseKeepAlive { lease: 255 }), "a keepalive of lease ff");
+        assert_eq!(describe(&EtcdOp::Range(Range::prefix("/lockgate/mutex/m/", Order::CreateAscending, 1))), "a read of /lockgate/mutex/m/*");
+    }
+}
