@@ -10,7 +10,8 @@
 //! - `etcdctl elect` leads: lockgate's observe sees its proposal, lockgate's campaign wins once
 //!   it resigns, and `etcdctl elect -l` sees lockgate's leader value;
 //! - a Go program holding `concurrency.Mutex` (bench/etcd-go, go.etcd.io/etcd/client/v3 v3.5)
-//!   and lockgate exclude each other both ways.
+//!   and lockgate exclude each other both ways, and Go workers and lockgate clients looping on
+//!   one lock never hold it at once.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -401,4 +402,65 @@ async fn gos_concurrency_mutex_and_lockgate_exclude_each_other() {
     assert!(go.wait().success());
     assert!(keys(&mut raw, &name).await.is_empty());
     c.close().await;
+}
+
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_and_lockgate_workers_contending_on_one_lock_never_hold_at_once() {
+    let name = unique("mixed");
+    let bin = tokio::task::spawn_blocking(etcd_go).await.unwrap();
+    let mut raw = raw().await;
+    // Two Go workers and two lockgate clients loop acquire → hold ~2 ms → release for 1.5 s,
+    // from one wall-clock start; every holding is (acquired, release started) in wall ns.
+    let start = wall_ns() + 700_000_000;
+    let end = start + 1_500_000_000;
+    let mut gos = Vec::new();
+    for _ in 0..2 {
+        let mut cmd = Command::new(&bin);
+        cmd.args(["worker", "--endpoints", &endpoints(), "--name", &name, "--hold-us", "2000"]);
+        cmd.args(["--start-ns", &start.to_string(), "--duration-ms", "1500"]);
+        gos.push(Proc::spawn(cmd));
+    }
+    let mut ours = Vec::new();
+    for _ in 0..2 {
+        let name = name.clone();
+        ours.push(tokio::spawn(async move {
+            let c = connect().await;
+            let lock = c.lock(&name, LockOptions::default()).unwrap();
+            tokio::time::sleep(Duration::from_nanos(start.saturating_sub(wall_ns()) as u64)).await;
+            let mut held = Vec::new();
+            while wall_ns() < end {
+                let lease = lock.acquire(WAIT).await.unwrap();
+                let acquired = wall_ns();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                held.push((acquired, wall_ns(), "lockgate"));
+                assert!(lease.release().await.unwrap(), "held until released");
+            }
+            c.close().await;
+            held
+        }));
+    }
+    let mut holdings = Vec::new();
+    for t in ours {
+        holdings.extend(t.await.unwrap());
+    }
+    let lockgate = holdings.len();
+    for mut go in gos {
+        assert!(go.wait().success(), "etcd-go worker");
+        while let Some((_, line)) = go.line(Duration::from_millis(100)) {
+            let v: Vec<u128> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+            holdings.push((v[3], v[4], "go"));
+        }
+    }
+    let go = holdings.len() - lockgate;
+    assert!(lockgate > 0 && go > 0, "both sides held: lockgate {lockgate}, Go {go}");
+    holdings.sort();
+    for w in holdings.windows(2) {
+        assert!(w[1].0 >= w[0].1, "two holders at once: {:?} then {:?}", w[0], w[1]);
+    }
+    eprintln!("mixed contention: {lockgate} lockgate and {go} Go holdings, none overlapping");
+    assert!(keys(&mut raw, &name).await.is_empty());
 }
