@@ -122,7 +122,9 @@ impl Deployment {
                 Kind::ZooKeeper { .. } => files.add_zookeeper_files()?,
                 // etcd takes the files' paths itself (`EtcdCluster::start_with_tls`).
                 Kind::Etcd { .. } => {}
-                _ => extra.extend(files.server_args()),
+                // The certificates first: arguments after `--` come later and so may name
+                // other certificate files (a test bringing its own CA).
+                _ => extra = files.server_args().into_iter().chain(extra).collect(),
             }
             d.tls = Some(files);
         }
