@@ -44,6 +44,7 @@ ensure_base() {
   ensure_apt redis-server redis-tools openssl python3 ca-certificates
   ensure_zookeeper
   ensure_etcd
+  ensure_go
   ensure_rust
 }
 
@@ -58,6 +59,21 @@ ensure_zookeeper() {
 # (test-servers etcd) runs its own members on free loopback ports.
 ensure_etcd() {
   ensure_apt etcd-server etcd-client protobuf-compiler libprotobuf-dev
+}
+
+# Go, for etcd's own concurrency package as an interop and benchmark peer (bench/etcd-go, built
+# by core/tests/etcd_interop.rs and scripts/bench_etcd.sh through the Go module proxy). The
+# project's machines have Go under /usr/local/go; elsewhere Debian's golang-go fetches the
+# toolchain bench/etcd-go/go.mod asks for (GOTOOLCHAIN=auto, through the same proxy).
+ensure_go() {
+  if ! command -v go >/dev/null 2>&1; then
+    if [ -x /usr/local/go/bin/go ]; then
+      export PATH="/usr/local/go/bin:$PATH"
+    else
+      ensure_apt golang-go
+      export GOTOOLCHAIN=auto
+    fi
+  fi
 }
 
 # The one test-server launcher (conformance/src/bin/servers.rs, documented in

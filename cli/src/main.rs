@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
