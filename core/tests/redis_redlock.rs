@@ -39,11 +39,6 @@ fn options(servers: &[RedisServer]) -> ClientOptions {
     o
 }
 
-fn signal(pid: u32, sig: &str) {
-    let ok = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
-    assert!(ok, "kill {sig} {pid}");
-}
-
 /// How many reachable masters have a key for lock `name`.
 fn holders(servers: &[RedisServer], name: &str) -> usize {
     let k = key("lockgate:", name);
@@ -128,7 +123,7 @@ async fn replies_held_past_the_validity_never_grant() {
 
     // Two of three masters stall for longer than the lease; their grants arrive too late.
     for s in &servers[1..] {
-        signal(s.pid(), "-STOP");
+        s.pause();
     }
     let attempt = tokio::spawn({
         let lock = lock.clone();
@@ -136,7 +131,7 @@ async fn replies_held_past_the_validity_never_grant() {
     });
     tokio::time::sleep(Duration::from_millis(600)).await;
     for s in &servers[1..] {
-        signal(s.pid(), "-CONT");
+        s.resume();
     }
     let e = attempt.await.unwrap().unwrap_err();
     assert!(e.message().contains("after the lease's validity had run out"), "{e:?}");

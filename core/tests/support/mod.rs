@@ -1,168 +1,100 @@
-//! Real `redis-server` processes for integration tests: free loopback port, data in a temp
-//! dir, stopped by pid on drop. No mocks.
+//! Real `redis-server` processes for integration tests, started and stopped by the project's one
+//! test-server launcher (`target/release/test-servers`, through [`test_servers::TestServers`]):
+//! free loopback ports, data in temp dirs, stopped by pid when the last handle on a launcher
+//! drops. No mocks, and no redis-server started here.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A running redis-server owned by the test.
+pub mod proxy;
+// Some test files (zookeeper_tls.rs) also include it by path for their own launcher runs.
+#[allow(clippy::duplicate_mod)]
+pub mod test_servers;
+
+use test_servers::TestServers;
+
+/// One redis-server of a launcher run: the only one of `single`/`acl`, or a node of `cluster`.
 pub struct RedisServer {
     pub port: u16,
-    child: Option<Child>,
-    dir: PathBuf,
-    extra: Vec<String>,
+    /// The node's index in the launcher's `nodes` (what its commands name).
+    index: usize,
+    /// The launcher run, shared by a cluster's nodes; it stops its servers when the last
+    /// handle drops.
+    servers: Arc<Mutex<TestServers>>,
     tls: bool,
-    acl_dir: Option<PathBuf>,
     /// `user:password` for `raw` connections to a server whose default user is off.
     admin: Option<String>,
 }
 
-pub mod proxy;
-
-#[path = "../../../conformance/src/ports.rs"]
-mod ports;
-
-fn free_port() -> u16 {
-    ports::free_port().expect("a free loopback port")
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let base = std::env::var_os("LOCKGATE_TMP")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    // A counter, not just a probed port: a port can come back within one process, and two
-    // live servers in one dir collide (a cluster node refuses a nodes.conf another node locks).
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = base.join(format!(
-        "lockgate-{tag}-{}-{n}-{}",
-        std::process::id(),
-        free_port()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 impl RedisServer {
-    /// A plain server with `--save "" --appendonly no`.
+    /// A plain server (the launcher's: `--save "" --appendonly no`).
     pub fn start() -> Self {
         Self::start_with(Vec::new(), false)
     }
 
-    /// A server with extra arguments; `tls` makes its port a TLS port (certs from `tls_files`).
+    /// A server with extra redis-server arguments; `tls` makes its port TLS-only, serving the
+    /// certificates `extra` names (e.g. [`TlsFiles::server_args`]; they come after the
+    /// launcher's own and so replace them).
     pub fn start_with(extra: Vec<String>, tls: bool) -> Self {
-        let mut s = RedisServer {
-            port: free_port(),
-            child: None,
-            dir: temp_dir("redis"),
-            extra,
-            tls,
-            acl_dir: None,
-            admin: None,
-        };
-        s.spawn(false);
-        s
-    }
-
-    /// Starts redis-server on `self.port`. A server that exits at once (its port was taken
-    /// between the probe and its bind) is started again on a new port; on `restart` the port
-    /// must stay, so it is tried again as it is.
-    fn spawn(&mut self, keep_port: bool) {
-        let mut failures = Vec::new();
-        for attempt in 0..5 {
-            if attempt > 0 {
-                if keep_port {
-                    std::thread::sleep(Duration::from_millis(200));
-                } else {
-                    self.port = free_port();
-                }
-            }
-            match self.try_spawn() {
-                Ok(()) => return,
-                Err(e) => failures.push(e),
-            }
+        let mut args = vec!["single".to_string()];
+        if tls {
+            args.push("--tls".into());
         }
-        panic!("redis-server did not start: {}", failures.join("; "));
-    }
-
-    /// One start: Ok once the port accepts connections, Err (with the server's log) if the
-    /// process exits first or the port stays closed for 10 s.
-    fn try_spawn(&mut self) -> Result<(), String> {
-        let log = self.dir.join("redis.log");
-        let _ = std::fs::remove_file(&log);
-        let mut cmd = Command::new(redis_server_bin());
-        cmd.arg("--bind")
-            .arg("127.0.0.1")
-            .arg("--save")
-            .arg("")
-            .arg("--appendonly")
-            .arg("no");
-        cmd.arg("--dir").arg(&self.dir).arg("--daemonize").arg("no");
-        cmd.arg("--logfile").arg(&log);
-        if self.tls {
-            cmd.arg("--port")
-                .arg("0")
-                .arg("--tls-port")
-                .arg(self.port.to_string());
-        } else {
-            cmd.arg("--port").arg(self.port.to_string());
-        }
-        cmd.args(&self.extra);
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        let mut child = cmd
-            .spawn()
-            .expect("redis-server must be installed (./run test installs it)");
-        match ports::await_listening(&mut child, self.port) {
-            Ok(()) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Err(why) => {
-                let tail = std::fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = tail.lines().rev().take(3).collect();
-                Err(format!("{why}: {}", tail.join(" | ")))
-            }
-        }
+        Self::launch(args, extra, tls)
     }
 
     /// A server whose users come from an ACL file with `lines` (e.g. `user app on >pw ~* &* +@all`).
     pub fn start_with_acl(lines: &[&str]) -> Self {
-        Self::start_with_acl_and(lines, Vec::new(), None)
-    }
-
-    /// As `start_with_acl`, with `extra` arguments, and `admin` (`user:password`) for `raw`.
-    fn start_with_acl_and(lines: &[&str], mut extra: Vec<String>, admin: Option<&str>) -> Self {
-        let dir = temp_dir("acl");
-        let file = dir.join("users.acl");
-        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-        extra.extend(["--aclfile".into(), file.to_string_lossy().into_owned()]);
-        let mut s = Self::start_with(extra, false);
-        s.acl_dir = Some(dir);
-        s.admin = admin.map(String::from);
-        s
-    }
-
-    /// The server's process id (to pause it with SIGSTOP in tests).
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Kills the process (SIGKILL by pid) and starts it again on the same port, empty.
-    pub fn restart(&mut self) {
-        self.stop();
-        self.spawn(true);
-    }
-
-    pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        let mut args = vec!["acl".to_string()];
+        for line in lines {
+            args.extend(["--acl".into(), line.to_string()]);
         }
+        Self::launch(args, Vec::new(), false)
+    }
+
+    /// `test-servers <args> -- <extra>`, one server.
+    fn launch(mut args: Vec<String>, extra: Vec<String>, tls: bool) -> Self {
+        if !extra.is_empty() {
+            args.push("--".into());
+            args.extend(extra);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let servers = TestServers::start(&args);
+        RedisServer { port: servers.port(0), index: 0, servers: Arc::new(Mutex::new(servers)), tls, admin: None }
+    }
+
+    /// Sends the launcher a command about this node (`stop`, `restart`, `pause`, `resume`).
+    fn command(&self, verb: &str) {
+        self.servers.lock().unwrap().command(&format!("{verb} {}", self.index));
+    }
+
+    /// `redis://127.0.0.1:<port>` (`rediss://` for a TLS port).
+    pub fn url(&self) -> String {
+        format!("{}://127.0.0.1:{}", if self.tls { "rediss" } else { "redis" }, self.port)
+    }
+
+    /// Kills the process (SIGKILL by pid) and starts it again on the same port, empty (a
+    /// cluster node keeps its `nodes.conf`: same node id and slots).
+    pub fn restart(&mut self) {
+        self.command("restart");
+    }
+
+    /// Kills the process (SIGKILL by pid); `restart` brings it back.
+    pub fn stop(&mut self) {
+        self.command("stop");
+    }
+
+    /// Freezes the process (SIGSTOP): its port accepts connections, nothing answers.
+    pub fn pause(&self) {
+        self.command("pause");
+    }
+
+    /// Thaws a paused process (SIGCONT).
+    pub fn resume(&self) {
+        self.command("resume");
     }
 
     /// A synchronous connection for test assertions (raw commands).
@@ -176,24 +108,19 @@ impl RedisServer {
             .get_connection()
             .unwrap()
     }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
 }
 
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-        if let Some(d) = &self.acl_dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
-fn redis_server_bin() -> String {
-    std::env::var("LOCKGATE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+/// A fresh directory for [`TlsFiles`] under `$LOCKGATE_TMP` (or the system temp dir), named
+/// by a counter so two in one process never share one.
+fn temp_dir(tag: &str) -> PathBuf {
+    let base = std::env::var_os("LOCKGATE_TMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = base.join(format!("lockgate-{tag}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// A throwaway CA plus a server certificate for 127.0.0.1, made with the openssl CLI.
@@ -291,75 +218,49 @@ impl Drop for TlsFiles {
     }
 }
 
-/// A local Redis Cluster of three masters (no replicas), slots split evenly, on loopback ports
-/// with their data in temp dirs; stopped by pid on drop.
+/// A local Redis Cluster of three masters (no replicas), slots split evenly: the launcher's
+/// `cluster` kind.
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
+    /// Each node's slot range (`lo`, `hi`), node for node, as the launcher assigned them.
+    slots: Vec<(i64, i64)>,
 }
-
-/// The slot ranges `RedisCluster::start` assigns to nodes 0, 1 and 2.
-const SLOT_RANGES: [(i64, i64); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
 
 impl RedisCluster {
     pub fn start() -> Self {
-        Self::start_nodes(|args| RedisServer::start_with(args, false))
-    }
-
-    /// A cluster whose nodes all take their users from an ACL file with `lines`; `admin`
-    /// (`user:password`, a user of `lines` allowed every command) sets the cluster up.
-    pub fn start_with_acl(lines: &[&str], admin: &str) -> Self {
-        Self::start_nodes(|args| RedisServer::start_with_acl_and(lines, args, Some(admin)))
-    }
-
-    /// Starts three nodes with `start(cluster arguments)`, assigns the slots and joins them.
-    fn start_nodes(start: impl Fn(Vec<String>) -> RedisServer) -> Self {
-        let bus_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let nodes: Vec<RedisServer> = bus_ports
-            .iter()
-            .map(|bus| {
-                start(vec![
-                    "--cluster-enabled".into(),
-                    "yes".into(),
-                    "--cluster-config-file".into(),
-                    "nodes.conf".into(),
-                    "--cluster-port".into(),
-                    bus.to_string(),
-                ])
+        let servers = TestServers::start(&["cluster"]);
+        let slots = (0..servers.node_count())
+            .map(|i| {
+                let r = &servers.info["nodes"][i]["slots"];
+                (r[0].as_i64().expect("a slot range"), r[1].as_i64().expect("a slot range"))
             })
             .collect();
-        for (node, (lo, hi)) in nodes.iter().zip(SLOT_RANGES) {
-            let mut c = node.raw();
-            let _: () = redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(lo).arg(hi).query(&mut c).unwrap();
-        }
-        let mut first = nodes[0].raw();
-        for (other, bus) in nodes[1..].iter().zip(&bus_ports[1..]) {
-            let _: () = redis::cmd("CLUSTER")
-                .arg("MEET")
-                .arg("127.0.0.1")
-                .arg(other.port)
-                .arg(*bus)
-                .query(&mut first)
-                .unwrap();
-        }
-        let cluster = RedisCluster { nodes };
-        cluster.wait_ready();
-        cluster
+        let ports: Vec<u16> = (0..servers.node_count()).map(|i| servers.port(i)).collect();
+        let servers = Arc::new(Mutex::new(servers));
+        let nodes = ports
+            .into_iter()
+            .enumerate()
+            .map(|(index, port)| RedisServer { port, index, servers: Arc::clone(&servers), tls: false, admin: None })
+            .collect();
+        RedisCluster { nodes, slots }
     }
 
-    /// Waits until every node reports `cluster_state:ok` and knows all three masters.
-    fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        for node in &self.nodes {
+    /// A cluster whose nodes all have the users of `lines` (ACL file syntax, `user <name>
+    /// <rules>`), set on every node once the cluster is up (the launcher sets clusters up as
+    /// the default user); `admin` (`user:password`, a user of `lines` allowed every command)
+    /// is what `raw` connections then log in as.
+    pub fn start_with_acl(lines: &[&str], admin: &str) -> Self {
+        let mut cluster = Self::start();
+        for node in &mut cluster.nodes {
             let mut c = node.raw();
-            loop {
-                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
-                if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "cluster never became ready: {info}");
-                std::thread::sleep(Duration::from_millis(50));
+            for line in lines {
+                let mut words = line.split_whitespace();
+                assert_eq!(words.next(), Some("user"), "an ACL file line: {line}");
+                let _: () = redis::cmd("ACL").arg("SETUSER").arg(words.collect::<Vec<_>>()).query(&mut c).unwrap();
             }
+            node.admin = Some(admin.to_string());
         }
+        cluster
     }
 
     /// A seed URL (any node).
@@ -376,7 +277,7 @@ impl RedisCluster {
     /// The index in `nodes` of the master that owns `key`'s slot.
     pub fn owner(&self, key: &str) -> usize {
         let slot = self.slot(key);
-        SLOT_RANGES
+        self.slots
             .iter()
             .position(|(lo, hi)| (*lo..=*hi).contains(&slot))
             .expect("every slot is assigned")
