@@ -54,6 +54,31 @@ const libs = {
       };
     },
   },
+  'lockgate-redlock': {
+    label: 'lockgate Redlock (one master: the same server)',
+    settings:
+      'as lockgate, over a redlock:// URL of that one server: its rounds, retries (200 ms + up to 200 ms) and no waiter ' +
+      'queue; nodeTimeoutMs 500 (the default 50 ms fails rounds whenever the shared machine stalls the process)',
+    async open(url) {
+      const lockgate = require('..');
+      const client = await lockgate.connect(url.replace(/^redis:/, 'redlock:'), { nodeTimeoutMs: 500 });
+      return {
+        lock(name) {
+          const lock = client.lock(name, { leaseMs: LEASE_MS });
+          let lease = null;
+          return {
+            async acquire() {
+              lease = await lock.acquire();
+            },
+            async release() {
+              await lease.release();
+            },
+          };
+        },
+        close: () => client.close(),
+      };
+    },
+  },
   redlock: {
     label: `redlock ${require('redlock/package.json').version}`,
     settings: 'defaults (retryDelay 200 ms, retryJitter 100 ms) with retryCount -1 (never give up)',
