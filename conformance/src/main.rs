@@ -128,7 +128,7 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     }
     let names: Vec<String> = match arg(args, "--variants") {
         Some(list) => list.split(',').map(str::to_string).filter(|s| !s.is_empty()).collect(),
-        // Without --variants: the default set (the etcd variants run only when named).
+        // Without --variants: the default set (a variant marked `default: false` runs only when named).
         None => variant::defaults().iter().map(|v| v.name.to_string()).collect(),
     };
     if arg(args, "--readme").is_some() && arg(args, "--variants").is_some() {
