@@ -241,6 +241,40 @@ test('etcds://: a CA needs it and must be PEM (INVALID_ARGUMENT); a handshake wi
   assert.ok(Date.now() - started < 5000, 'within the connect timeout');
 });
 
+test("etcd's user authentication: the URL's login is used; a wrong password or none is AUTHENTICATION, never shown", async () => {
+  const own = await launch('etcd');
+  const ctl = (...args) => promisify(execFile)('etcdctl', ['--endpoints', own.endpoints, ...args], { env: ETCDCTL_ENV });
+  try {
+    // root (required to enable it) and an app user allowed every key.
+    await ctl('user', 'add', 'root:root-pw-1');
+    await ctl('user', 'add', 'app:app-pw-secret');
+    await ctl('role', 'add', 'locks');
+    await ctl('role', 'grant-permission', 'locks', 'readwrite', '--prefix=true', '/');
+    await ctl('user', 'grant-role', 'app', 'locks');
+    await ctl('auth', 'enable');
+    const hosts = own.url.slice('etcd://'.length);
+    const c = await connect({}, `etcd://app:app-pw-secret@${hosts}`);
+    const held = await c.lock('auth').acquire({ timeoutMs: 5000 });
+    const waiting = (await connect({}, `etcd://app:app-pw-secret@${hosts}`)).lock('auth').acquire({ timeoutMs: 5000 });
+    await sleep(100);
+    const released = Date.now();
+    assert.equal(await held.release(), true);
+    const next = await waiting;
+    // Its watch told it (a re-check without one comes only after 3 s).
+    assert.ok(Date.now() - released < 2000, `woken after ${Date.now() - released} ms`);
+    assert.equal(await next.release(), true);
+    await assert.rejects(lockgate.connect(`etcd://app:wrong-pw-secret@${hosts}`, { connectTimeoutMs: 3000 }), (e) => {
+      assert.equal(e.code, 'AUTHENTICATION', e.message);
+      assert.ok(!e.message.includes('wrong-pw-secret'), e.message);
+      return true;
+    });
+    const anonymous = await connect({}, own.url);
+    await assert.rejects(anonymous.lock('auth').acquire({ timeoutMs: 3000 }), { code: 'AUTHENTICATION' });
+  } finally {
+    await own.close();
+  }
+});
+
 test('bad URLs and options are typed errors before any connection; an unreachable cluster is CONNECTION', async () => {
   for (const [url, options] of [
     ['etcd://127.0.0.1:2379/app', {}],
