@@ -440,8 +440,9 @@ class EtcdTransport {
   }
 
   /**
-   * Checks that a member answers (a Status within connectTimeoutMs, trying the members in
-   * turn), so a wrong address or login fails connect(), not the first lock.
+   * Checks that a member answers (a Status within connectTimeoutMs, asked again of a member
+   * picked at random after each failure), so a wrong address or login fails connect(), not the
+   * first lock.
    */
   async check() {
     const { plan } = this;
