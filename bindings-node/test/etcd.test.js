@@ -241,6 +241,29 @@ test('etcds://: a CA needs it and must be PEM (INVALID_ARGUMENT); a handshake wi
   assert.ok(Date.now() - started < 5000, 'within the connect timeout');
 });
 
+test('a lease is at risk while its connection answers nothing, and safe again once the transport replaced it', async () => {
+  // As the ZooKeeper test: a 6 s lease TTL (4 s of validity per keepalive) and an 800 ms
+  // response timeout, so a deafened connection is replaced well within the validity.
+  const own = await launch('etcd', ['--proxied']);
+  const c = await lockgate.connect(own.url, { sessionTimeoutMs: 6000, commandTimeoutMs: 800 });
+  try {
+    const lease = await c.lock('at-risk').acquire({ timeoutMs: 5000 });
+    assert.equal(lease.atRisk, false);
+    const told = new Promise((resolve) => lease.onAtRisk(() => resolve(lease.atRisk)));
+    await own.command('deafen');
+    const late = sleep(5000).then(() => 'not told');
+    assert.equal(await Promise.race([told, late]), true, 'onAtRisk called within 5 s, while at risk');
+    await eventually(() => !lease.atRisk, 5000, 'safe again on the new connection');
+    await own.command('restore');
+    assert.equal(lease.isHeld, true);
+    assert.equal(lease.signal.aborted, false);
+    assert.equal(await lease.release(), true);
+  } finally {
+    await c.close();
+    await own.close();
+  }
+});
+
 test("etcd's user authentication: the URL's login is used; a wrong password or none is AUTHENTICATION, never shown", async () => {
   const own = await launch('etcd');
   const ctl = (...args) => promisify(execFile)('etcdctl', ['--endpoints', own.endpoints, ...args], { env: ETCDCTL_ENV });
