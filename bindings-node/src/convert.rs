@@ -8,7 +8,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use lockgate_core::connect::{ClientOptions, Spelling};
 use lockgate_core::engine::{Done, LeaderInfo, LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
-use lockgate_core::redis::reply::Reply;
+use lockgate_core::redis::reply::{self, Reply};
 use lockgate_core::redis::{Request, RequestKind};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, ErrorKind, Event, LockOptions, Result};
@@ -456,21 +456,13 @@ fn is_reply_error(err: &JsValue) -> bool {
     Reflect::get(err, &"name".into()).ok().and_then(|n| n.as_string()).is_some_and(|n| n == "ReplyError")
 }
 
-/// Server error codes that mean the credentials were refused (never retried).
-const AUTH_REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
-
-fn first_word(s: &str) -> &str {
-    s.split(' ').next().unwrap_or("")
-}
-
 /// A server error reply (ioredis `ReplyError`, or one parsed by `wire.rs`) that must fail the
 /// whole request rather than stay in place as [`Reply::Error`]: refused credentials and an
 /// unavailable server.
 pub(crate) fn request_level(message: &str) -> Option<ErrorKind> {
-    let code = first_word(message);
-    if AUTH_REFUSED.contains(&code) {
+    if reply::is_auth_refused(message) {
         Some(ErrorKind::Authentication)
-    } else if lockgate_core::redis::reply::is_transient_error(message) {
+    } else if reply::is_transient_error(message) {
         // The core's list (PROTOCOL.md §4): BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, ...
         Some(ErrorKind::Connection)
     } else {
@@ -484,7 +476,7 @@ pub fn client_error(err: &JsValue) -> Error {
     let message = error_message(err);
     let kind = if is_reply_error(err) {
         request_level(&message).unwrap_or(ErrorKind::Protocol)
-    } else if AUTH_REFUSED.iter().any(|c| message.contains(c)) {
+    } else if reply::mentions_auth_refused(&message) {
         ErrorKind::Authentication
     } else {
         ErrorKind::Connection

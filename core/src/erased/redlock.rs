@@ -23,10 +23,6 @@ use crate::redis::reply::Reply;
 use crate::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
 use crate::time::Duration;
 
-/// Server error codes that mean the credentials were refused: they fail the request (never
-/// retried) instead of counting as the master's answer.
-const AUTH_REFUSED: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
-
 /// How deeply a reply may nest (Redlock's scripts answer two levels at most).
 const MAX_DEPTH: usize = 8;
 
@@ -71,8 +67,9 @@ pub fn request_data(r: &NodeRequest) -> Data {
 pub fn reply_from_data(d: &Data) -> Result<Reply> {
     if let Some(message) = d.get("error") {
         let message = message.as_str().unwrap_or("(an error reply without a message)");
-        let code = message.split(' ').next().unwrap_or("");
-        if AUTH_REFUSED.contains(&code) {
+        // Refused credentials fail the request (never retried) instead of counting as the
+        // master's answer.
+        if crate::redis::reply::is_auth_refused(message) {
             return Err(Error::new(ErrorKind::Authentication, message));
         }
         return Ok(Reply::Error(message.to_string()));

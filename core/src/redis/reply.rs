@@ -65,6 +65,21 @@ pub fn is_transient_error(text: &str) -> bool {
     TRANSIENT_ERROR_CODES.contains(&code)
 }
 
+/// Server error codes that mean the credentials were refused: a request answered with one fails
+/// as `AUTHENTICATION` and is never retried (PROTOCOL.md §4). The one list every transport reads.
+pub const AUTH_REFUSED_CODES: [&str; 3] = ["NOAUTH", "WRONGPASS", "NOPERM"];
+
+/// Whether a server error reply's code (its first word) says the credentials were refused.
+pub fn is_auth_refused(text: &str) -> bool {
+    AUTH_REFUSED_CODES.contains(&text.split(' ').next().unwrap_or(""))
+}
+
+/// Whether a client library's error message names a refused credential anywhere (clients wrap
+/// the server's reply in words of their own).
+pub fn mentions_auth_refused(text: &str) -> bool {
+    AUTH_REFUSED_CODES.iter().any(|c| text.contains(c))
+}
+
 fn unexpected(script: &str, r: &Reply) -> Error {
     match r {
         Reply::Error(e) if is_transient_error(e) => Error::new(

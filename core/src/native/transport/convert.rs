@@ -32,10 +32,7 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
     use redis::ErrorKind as K;
     let code = e.code().unwrap_or("");
     let text = e.to_string();
-    let auth_refused = matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM")
-        || ["WRONGPASS", "NOAUTH", "NOPERM"]
-            .iter()
-            .any(|c| text.contains(c));
+    let auth_refused = crate::redis::reply::is_auth_refused(code) || crate::redis::reply::mentions_auth_refused(&text);
     let kind = if auth_refused {
         ErrorKind::Authentication
     } else {
