@@ -138,8 +138,17 @@ export interface ZooKeeperClientOptions extends Omit<BaseClientOptions, 'redisOp
   commandTimeoutMs?: number;
 }
 
+/**
+ * An etcd client (`etcd://` / `etcds://` URLs): one etcd lease (the session) for all its locks,
+ * kept alive by the core's keepalives. `tlsCaPem` is the CA an `etcds://` member must chain to.
+ */
+export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'sessionTimeoutMs'>, Pick<BaseClientOptions, 'tlsCaPem'> {
+  /** The session lease's TTL in ms (default 60000, as `concurrency.NewSession`; whole seconds, at least 1000). */
+  sessionTimeoutMs?: number;
+}
+
 /** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions;
+export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions;
 
 /** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
 export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
@@ -151,12 +160,15 @@ export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
  */
 export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`;
 
+/** An etcd URL: `etcd://[user:password@]host1[:port],host2[:port]` (port 2379), `etcds://` with TLS. */
+export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
+
 /**
  * What a client's backend offers, from the core (the same record in every binding). Every
  * backend offers mutexes with acquire, tryAcquire, extend, release, renewal and loss signals.
  */
 export interface Capabilities {
-  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`, `ZooKeeper`. */
+  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`, `ZooKeeper`, `etcd`. */
   readonly backend: string;
   /** The URL scheme of the client (`redis`, `rediss+redlock`, ...). */
   readonly scheme: string;
@@ -243,6 +255,12 @@ export function connect(target: RedlockUrl, options?: RedlockClientOptions): Pro
  */
 export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions): Promise<Client>;
 /**
+ * Connects to an etcd cluster and grants the client's session lease. Mutexes and elections use
+ * the keys of etcd's `concurrency` package (`etcdctl lock` / `etcdctl elect` interoperate);
+ * fencing tokens are the holder key's create revision.
+ */
+export function connect(target: EtcdUrl, options?: EtcdClientOptions): Promise<Client>;
+/**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
  * connection plus one subscriber connection, opened on the first waiting acquire),
  * `redis+cluster://` / `rediss+cluster://` (any node of a Redis Cluster, or a `redis://` URL with
@@ -266,7 +284,7 @@ export function connect(target: Redis, options?: Omit<ServerClientOptions, 'clus
  */
 export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
-/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble), shared by every lock made from it. */
+/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble, an etcd cluster), shared by every lock made from it. */
 export class Client {
   private constructor();
   /** What this client's backend offers; asking for anything else throws UnsupportedError. */

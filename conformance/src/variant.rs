@@ -28,9 +28,6 @@ const ZOOKEEPER_MEMBERS: usize = 3;
 pub const ETCD_SESSION_MS: u64 = 1000;
 /// Members of the `etcd-cluster` variant.
 const ETCD_MEMBERS: usize = 3;
-/// Bindings without an etcd transport yet, left out of the etcd variants' runs (alone and
-/// mixed): Node's (`bindings-node/lib/transport/etcd.js`) is still to come.
-const NO_ETCD_TRANSPORT: &[&str] = &["node"];
 
 /// The scenarios the ensemble runs besides its own (`needs: ["ensemble"]`): a mixed-language
 /// subset of every primitive on three members, where reads may come from followers.
@@ -71,9 +68,6 @@ pub struct Spec {
     /// Whether a run without `--variants` (`./run test`) includes it; the others run only when
     /// named.
     pub default: bool,
-    /// Bindings that cannot reach this variant's backend yet: their actors take no part in its
-    /// runs (neither alone nor mixed).
-    pub without: &'static [&'static str],
     kind: Kind,
 }
 
@@ -84,16 +78,16 @@ pub struct Spec {
 pub fn all() -> Vec<Spec> {
     let redis = &["redis", "transient_errors"];
     vec![
-        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart"]), subset: None, default: true, without: &[], kind: Kind::Single },
-        Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: None, default: true, without: &[], kind: Kind::Cluster },
-        Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: None, default: true, without: &[], kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis"]), subset: None, default: true, without: &[], kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart"]), subset: None, default: true, kind: Kind::Single },
+        Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: None, default: true, kind: Kind::Cluster },
+        Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: None, default: true, kind: Kind::Replica { replicas: 1 } },
+        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis"]), subset: None, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
         Spec {
             name: "zookeeper-ensemble",
             capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble"]),
             subset: Some(ENSEMBLE_SUBSET),
             default: true,
-            without: &[],
+           
             kind: Kind::ZooKeeper { members: ZOOKEEPER_MEMBERS, proxied: false },
         },
         Spec {
@@ -101,17 +95,15 @@ pub fn all() -> Vec<Spec> {
             capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy"]),
             subset: None,
             default: true,
-            without: &[],
+           
             kind: Kind::ZooKeeper { members: 1, proxied: false },
         },
-        // etcd (issue 16): every scenario passes there for rust, python and jvm, alone and
-        // mixed; Node has no etcd transport yet and is left out of both.
+        // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
             capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy"]),
             subset: None,
             default: true,
-            without: NO_ETCD_TRANSPORT,
             kind: Kind::Etcd { members: 1, proxied: false },
         },
         Spec {
@@ -119,7 +111,6 @@ pub fn all() -> Vec<Spec> {
             capabilities: with(library(Backend::Etcd, false), &["etcd"]),
             subset: Some(ENSEMBLE_SUBSET),
             default: true,
-            without: NO_ETCD_TRANSPORT,
             kind: Kind::Etcd { members: ETCD_MEMBERS, proxied: false },
         },
     ]
@@ -135,8 +126,6 @@ pub struct Variant {
     pub name: &'static str,
     pub capabilities: Vec<&'static str>,
     pub subset: Option<&'static [&'static str]>,
-    /// Bindings left out of its runs ([`Spec::without`]).
-    pub without: &'static [&'static str],
     pub fixture: Box<dyn Fixture>,
     /// When its servers may be used (Redlock masters refuse grants for a while after a start).
     pub ready_at: Instant,
@@ -157,7 +146,7 @@ impl Variant {
         } else {
             Box::new(RedisFixture::new(servers, prefix, REDLOCK_MAX_LEASE_MS))
         };
-        Ok(Variant { name: spec.name, capabilities: spec.capabilities, subset: spec.subset, without: spec.without, fixture, ready_at })
+        Ok(Variant { name: spec.name, capabilities: spec.capabilities, subset: spec.subset, fixture, ready_at })
     }
 
     /// Whether the variant offers everything in `needs`.
@@ -170,11 +159,6 @@ impl Variant {
     /// it is listed or needs what only such a variant offers (`ensemble`).
     pub fn runs(capabilities: &[&str], subset: Option<&[&str]>, name: &str, needs: &[String]) -> bool {
         Self::offers(capabilities, needs) && subset.is_none_or(|s| s.contains(&name) || needs.iter().any(|n| n == "ensemble"))
-    }
-
-    /// Whether actors of `binding` take part in this variant's runs.
-    pub fn serves(&self, binding: &str) -> bool {
-        !self.without.contains(&binding)
     }
 
     pub fn has(&self, capability: &str) -> bool {

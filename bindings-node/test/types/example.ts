@@ -25,6 +25,7 @@ import {
   type Capabilities,
   type RedlockClientOptions,
   type ZooKeeperClientOptions,
+  type EtcdClientOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -212,6 +213,20 @@ async function zookeeperExample(): Promise<void> {
   await zk.close();
 }
 
+async function etcdExample(): Promise<void> {
+  // etcd too: a session lease TTL and, for etcds://, the CA the members chain to.
+  const options: EtcdClientOptions = { sessionTimeoutMs: 10_000, tlsCaPem: '-----BEGIN CERTIFICATE-----' };
+  const etcd: Client = await connect('etcds://app:secret@etcd1:2379,etcd2:2379', options);
+  const lease: Lease = await etcd.lock('/jobs/nightly').acquire({ timeoutMs: 1_000 }); // etcdctl lock's prefix
+  const revision: bigint | null = lease.fencingToken; // the holder key's create revision
+  await lease.release();
+  // @ts-expect-error keyPrefix belongs to Redis URLs
+  await connect('etcd://etcd1:2379', { sessionTimeoutMs: 10_000, keyPrefix: 'x' });
+  void revision;
+  await etcd.close();
+}
+
 void example;
+void etcdExample;
 void redlockExample;
 void zookeeperExample;
