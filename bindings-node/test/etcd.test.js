@@ -216,7 +216,29 @@ test('a lease revoked behind the client (etcdctl lease revoke) is signalled lost
   assert.equal(await again.release(), true);
 });
 
-// The launcher's etcd has no TLS: etcds:// is checked up to the handshake.
+test('etcds:// with the CA the members chain to: a mutex over TLS, and no CA (the system roots) is CONNECTION', async () => {
+  const secure = await launch('etcd', ['--tls']);
+  try {
+    assert.match(secure.url, /^etcds:\/\//);
+    const tlsCaPem = require('node:fs').readFileSync(secure.ca_file, 'utf8');
+    const c = await lockgate.connect(secure.url, { sessionTimeoutMs: SESSION_MS, tlsCaPem });
+    try {
+      const lease = await c.lock('over-tls').acquire({ timeoutMs: 5000 });
+      assert.ok(lease.fencingToken > 0n);
+      assert.equal(await lease.release(), true);
+    } finally {
+      await c.close();
+    }
+    await assert.rejects(lockgate.connect(secure.url, { connectTimeoutMs: 1000 }), (e) => {
+      assert.equal(e.code, 'CONNECTION', e.message);
+      return true;
+    });
+  } finally {
+    await secure.close();
+  }
+});
+
+// The shared etcd has no TLS: etcds:// against it is checked up to the handshake.
 test('etcds://: a CA needs it and must be PEM (INVALID_ARGUMENT); a handshake with a plaintext member is CONNECTION', async () => {
   const pem = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUW\n-----END CERTIFICATE-----\n';
   await assert.rejects(lockgate.connect(etcd.url, { tlsCaPem: pem }), (e) => {
