@@ -391,7 +391,10 @@ fn markdown(
          revision joins the server's unsynced watchers, which a loop catches up every 100 ms, and the deletion it waits for is delivered \
          only then. `concurrency.Mutex` (its `waitDelete`) always watches its predecessor from the revision of its own read, so every \
          wait lands there; lockgate watches from that revision + 1 (PROTOCOL.md §10), which the server serves at once unless another \
-         write (a waiter queueing) came in between.\n",
+         write (a waiter queueing) came in between.\n\nUncontended, both send the same two requests per pair (a \
+         transaction that creates the key and reads the holder, then a delete, conditional on the create revision in lockgate; the table's requests per pair), so a \
+         difference on that row is each client's own cost per request (Rust's tonic under tokio against grpc-go) and the shared \
+         machine's noise, not the protocol: repeated runs here have put lockgate from 1.15× better to 1.12× worse on it.\n",
     );
     let _ = writeln!(
         md,
