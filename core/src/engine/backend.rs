@@ -262,10 +262,11 @@ pub enum Signal {
     /// learn their places. A token whose attempt is on the wire re-runs right after its answer
     /// (the change may postdate what that attempt read).
     Recheck(Vec<String>),
-    /// The session ended on the server (a ZooKeeper session expired, an etcd lease was
-    /// revoked, a database connection dropped): everything bound to it is gone, so every
-    /// lease is lost together and waits are re-checked once a new session is open. A Redis
-    /// lease lives on its own key (a one-lease session) and never ends this way.
+    /// The session ended on the server (a ZooKeeper session expired, a database connection
+    /// dropped): everything bound to it is gone, so every lease is lost together and waits are
+    /// re-checked once a new session is open. A Redis lease lives on its own key (a one-lease
+    /// session) and never ends this way; an etcd lease found gone is learnt from a reply, so
+    /// the etcd backend revokes each hold (`Verdict::Revoked`) instead.
     SessionLost(String),
     /// The session lives on but this client cannot reach it now (ZooKeeper's `Disconnected`):
     /// every lease in it is at risk ([`Event::AtRisk`](super::Event::AtRisk)) until a
