@@ -21,6 +21,7 @@ pub use self::options::{
 #[cfg(feature = "tokio")]
 #[allow(unused_imports)] // the native client moves to lock_options_for_backend (issue 15)
 pub(crate) use self::options::lock_options_for;
+pub(crate) use self::url::percent_decode;
 pub use self::setter::OptionValue;
 pub use self::spelling::{ClientOption, Spelling};
 pub use self::target::{redlock_url, Target};

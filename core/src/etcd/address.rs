@@ -150,23 +150,7 @@ fn parse_host(entry: &str) -> std::result::Result<(String, u16), String> {
 
 /// Percent-decodes one part of the login; errors never show it.
 fn decode(part: &str, what: &str, scheme: &str) -> Result<String> {
-    let bytes = part.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = part.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(b) = hex else {
-                return Err(Error::invalid(format!("the {what} of a {scheme}:// login has a malformed %-escape")));
-            };
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| Error::invalid(format!("the {what} of a {scheme}:// login is not UTF-8")))
+    crate::connect::percent_decode(part, &format!("{what} of a {scheme}:// login"))
 }
 
 #[cfg(test)]

@@ -155,7 +155,7 @@ fn parse_tls_query(query: &str) -> Result<ZkTlsFiles> {
         if slot.is_some() {
             return Err(Error::invalid(format!("a zookeeper+tls:// URL gives {name}= twice")));
         }
-        let value = decode_part(value, &format!("{name}= path of a zookeeper+tls:// URL"))?;
+        let value = crate::connect::percent_decode(value, &format!("{name}= path of a zookeeper+tls:// URL"))?;
         if value.is_empty() {
             return Err(Error::invalid(format!("the {name}= of a zookeeper+tls:// URL is empty: give a PEM file's path")));
         }
@@ -239,28 +239,7 @@ pub fn check_path(path: &str) -> std::result::Result<(), String> {
 
 /// Percent-decodes one part of the login.
 fn decode(part: &str, what: &str) -> Result<String> {
-    decode_part(part, &format!("{what} of a zookeeper:// login"))
-}
-
-/// Percent-decodes `part`; `what` names it in errors (never its value: it may be a password).
-fn decode_part(part: &str, what: &str) -> Result<String> {
-    let bytes = part.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = part.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(b) = hex else {
-                return Err(Error::invalid(format!("the {what} has a malformed %-escape")));
-            };
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| Error::invalid(format!("the {what} is not UTF-8")))
+    crate::connect::percent_decode(part, &format!("{what} of a zookeeper:// login"))
 }
 
 #[cfg(test)]
