@@ -378,6 +378,12 @@ pub trait Backend {
     /// The reply to the session request: `Ok` once the session is usable.
     fn session_reply(&mut self, reply: Self::Reply) -> Result<()>;
 
+    /// The client is shutting down and every lease was released: end the session now (what
+    /// lives in it goes with it, as `concurrency.Session.Close` revokes its lease) rather than
+    /// leave it to expire on the server. Requests sent here keep the backend busy
+    /// ([`is_idle`](Self::is_idle)) until answered, so the driver waits for them.
+    fn close_session(&mut self, _ctx: &mut Ctx<'_, Self::Request>) {}
+
     /// Queues one call. It may go out at once or wait for [`flush`](Self::flush).
     fn call(&mut self, ctx: &mut Ctx<'_, Self::Request>, purpose: Purpose, action: Action<'_, Self::Target>);
 

@@ -343,6 +343,7 @@ impl<B: Backend> LockEngine<B> {
             }
             let _ = self.release(now, lease);
         }
+        self.backend.close_session(ctx!(self, now));
         self.flush(now);
     }
 

@@ -13,7 +13,7 @@ use super::failure::{attempt_failure, attempt_transient};
 use super::job::{Job, Slot, Step, MAX_STEPS};
 use super::recipe::{self, Wait};
 use super::request::{Compare, EtcdFailure, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, KeyValue, Range, Txn, TxnOp, TxnReply};
-use super::session::SessionLease;
+use super::session::{Background, SessionLease};
 use crate::engine::{Answer, Attempt, Ctx, Purpose, Verdict};
 use crate::error::{Error, ErrorKind};
 
@@ -58,6 +58,16 @@ impl EtcdBackend {
 
     /// Handles the reply to one step of an acquire.
     pub(super) fn acquire_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, job: Job, reply: EtcdResult, answers: &mut Vec<Answer>) {
+        if self.closed {
+            // The client closed while this step was on the wire: a lease granted now would be
+            // kept by nobody, so it goes at once; the attempt ends (its caller is gone).
+            if let Ok(EtcdReply::LeaseGranted { lease, .. }) = reply {
+                self.send_background(ctx, Background::Closing, EtcdOp::LeaseRevoke { lease });
+            }
+            self.forget(&job);
+            let e = Error::new(ErrorKind::Closed, "the client is closed");
+            return self.settle_attempt(ctx, job, Attempt::Failed { error: e, undo: false }, answers);
+        }
         if job.epoch != self.epoch {
             // The session was lost meanwhile: start over in the new one.
             let job = Job { epoch: self.epoch, ..job };

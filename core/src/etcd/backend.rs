@@ -61,6 +61,8 @@ pub struct EtcdBackend {
     /// Answers settled without a request, handed over at the next `on_timeout`.
     pub(super) ready: Vec<Answer>,
     pub(super) ready_at: Option<Instant>,
+    /// The client closed: no lease is granted or kept alive any more.
+    pub(super) closed: bool,
 }
 
 impl EtcdBackend {
@@ -82,6 +84,7 @@ impl EtcdBackend {
             busy: HashMap::new(),
             ready: Vec::new(),
             ready_at: None,
+            closed: false,
         })
     }
 
@@ -275,8 +278,15 @@ impl Backend for EtcdBackend {
         }
     }
 
+    fn close_session(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
+        self.close(ctx);
+    }
+
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.ready.is_empty() && self.busy.is_empty()
+        self.in_flight.is_empty()
+            && self.ready.is_empty()
+            && self.busy.is_empty()
+            && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }
 

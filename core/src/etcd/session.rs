@@ -57,6 +57,8 @@ pub(super) enum Background {
     KeepAlive { lease: LeaseId, sent: Instant, epoch: u64 },
     /// Nothing to learn from the reply (a watch cancel, a revoke after a loss).
     Ignore,
+    /// A revoke of the client's close: the backend stays busy until it is answered.
+    Closing,
 }
 
 impl EtcdBackend {
@@ -135,6 +137,21 @@ impl EtcdBackend {
                 let _ = self.kept_alive(ctx, lease, sent, reply, answers);
             }
         }
+    }
+
+    /// The client closes (every lease was released): revokes every lease of the session so
+    /// that no key of the client outlives `close`, and ends every watch. Later attempts are
+    /// refused; a lease whose grant is answered after this is revoked at once.
+    pub(super) fn close(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
+        self.closed = true;
+        for lease in std::mem::take(&mut self.leases) {
+            self.send_background(ctx, Background::Closing, EtcdOp::LeaseRevoke { lease: lease.id });
+        }
+        let watches: Vec<_> = self.watches.drain().map(|(w, _)| w).collect();
+        for watch in watches {
+            self.send_background(ctx, Background::Ignore, EtcdOp::CancelWatch { watch });
+        }
+        self.epoch += 1;
     }
 
     /// The session is lost: every grant on it is reported lost, every other lease revoked (its
