@@ -24,6 +24,7 @@ pub mod primitive;
 pub mod random;
 pub mod redis;
 pub mod redlock;
+pub mod sql;
 pub mod time;
 pub mod zookeeper;
 
