@@ -392,7 +392,7 @@ fn a_mutex_is_concurrency_mutexs_layout_served_in_order_with_create_revision_fen
     assert_eq!(w.ops(0), ["grant", "txn"]);
     let lease = w.leases(0)[0];
     let key = format!("/lockgate/mutex/orders/{lease:x}");
-    assert_eq!(w.server.keys_under("/lockgate/mutex/orders/"), [key.clone()]);
+    assert_eq!(w.server.keys_under("/lockgate/mutex/orders/"), std::slice::from_ref(&key));
     let kv = w.server.kv(&key).unwrap();
     assert_eq!((kv.lease, kv.create_revision as u64), (lease, fa));
 
