@@ -401,7 +401,7 @@ fn a_mutex_is_concurrency_mutexs_layout_served_in_order_with_create_revision_fen
     assert!(w.outcome(1, b).is_none() && w.outcome(2, c).is_none());
     // Each waiter watches only the key created just before its own.
     let kb = format!("/lockgate/mutex/orders/{:x}", w.leases(1)[0]);
-    assert_eq!(w.watched(1), [key.clone()]);
+    assert_eq!(w.watched(1), std::slice::from_ref(&key));
     assert_eq!(w.watched(2), [kb.clone()]);
 
     assert_eq!(w.release(0, la), Some(Done::Released { was_held: true }));

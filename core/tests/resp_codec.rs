@@ -87,15 +87,15 @@ fn partial_frames_wait_for_the_rest() {
     for split in 0..=stream.len() {
         let mut d = Decoder::default();
         let mut got = Vec::new();
-        d.feed(&stream[..split], |r| Ok(got.push(r))).unwrap();
-        d.feed(&stream[split..], |r| Ok(got.push(r))).unwrap();
+        d.feed(&stream[..split], |r| { got.push(r); Ok(()) }).unwrap();
+        d.feed(&stream[split..], |r| { got.push(r); Ok(()) }).unwrap();
         assert_eq!(got, replies, "split at {split}");
         assert_eq!(d.buffered(), 0);
     }
     let mut d = Decoder::default();
     let mut got = Vec::new();
     for b in &stream {
-        d.feed(std::slice::from_ref(b), |r| Ok(got.push(r))).unwrap();
+        d.feed(std::slice::from_ref(b), |r| { got.push(r); Ok(()) }).unwrap();
     }
     assert_eq!(got, replies);
 }
@@ -143,7 +143,7 @@ fn malformed_streams_are_protocol_errors() {
     // Replies before the bad one are delivered; the error stops the stream.
     let mut d = Decoder::default();
     let mut got = Vec::new();
-    assert!(d.feed(b":1\r\n+OK\r\n!x\r\n:2\r\n", |r| Ok(got.push(r))).is_err());
+    assert!(d.feed(b":1\r\n+OK\r\n!x\r\n:2\r\n", |r| { got.push(r); Ok(()) }).is_err());
     assert_eq!(got, vec![Reply::Int(1), Reply::Status("OK".into())]);
     // Status and error lines with invalid UTF-8 are kept, the bad bytes replaced.
     assert_eq!(resp::decode(b"-ERR \xff\r\n").unwrap(), Some((Reply::Error("ERR \u{fffd}".into()), 8)));

@@ -24,7 +24,7 @@ fn compatible(active: &[(char, u64)]) -> bool {
         return false;
     }
     let limit = active.iter().map(|a| a.1).filter(|&l| l > 0).min();
-    limit.map_or(true, |l| active.len() as u64 <= l)
+    limit.is_none_or(|l| active.len() as u64 <= l)
 }
 
 /// One stretch of a hold on one lock: (from, to, owner, mode, limit).

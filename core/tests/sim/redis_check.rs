@@ -56,7 +56,7 @@ pub fn one_wakeup_per_grant(sim: &Sim) {
                         let n: usize = String::from_utf8_lossy(&cmd.0[2]).parse().expect("numkeys");
                         let token = String::from_utf8_lossy(&cmd.0[3 + n]).into_owned();
                         let prev = owner.insert(token.clone(), c);
-                        assert!(prev.map_or(true, |p| p == c), "token {token} used by two clients");
+                        assert!(prev.is_none_or(|p| p == c), "token {token} used by two clients");
                     }
                 }
             }

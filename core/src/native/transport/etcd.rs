@@ -497,7 +497,7 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         options.tls_ca_pem = Some(b"not pem".to_vec());
         let config = Config::new(&options, &address("etcds://h1")).unwrap();
-        assert_eq!(config.connect_options().err().expect("no PEM").kind(), ErrorKind::InvalidArgument);
+        assert_eq!(config.connect_options().expect_err("no PEM").kind(), ErrorKind::InvalidArgument);
         options.tls_ca_pem = None;
         assert!(Config::new(&options, &address("etcds://h1")).unwrap().connect_options().is_ok());
     }
