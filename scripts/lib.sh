@@ -44,6 +44,8 @@ ensure_base() {
   ensure_apt redis-server redis-tools openssl python3 ca-certificates
   ensure_zookeeper
   ensure_etcd
+  ensure_postgres
+  ensure_mariadb
   ensure_go
   ensure_rust
 }
@@ -59,6 +61,23 @@ ensure_zookeeper() {
 # (test-servers etcd) runs its own members on free loopback ports.
 ensure_etcd() {
   ensure_apt etcd-server etcd-client protobuf-compiler libprotobuf-dev
+}
+
+# Debian's PostgreSQL 15 (server binaries under /usr/lib/postgresql/15/bin, and psql) and
+# MariaDB 10.11 (mariadbd, mariadb-install-db, the mariadb client). Installing them starts no
+# service here (policy-rc.d denies it); where a package's own service does start, nothing uses
+# it: the launcher (test-servers postgres / mariadb) runs its own servers, as the postgres and
+# mysql users, on free loopback ports with data in temp dirs.
+ensure_postgres() {
+  ensure_apt postgresql postgresql-client
+  if [ -z "${LOCKGATE_PG_BIN:-}" ] && [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+    echo "PostgreSQL 15 is not under /usr/lib/postgresql/15/bin: set LOCKGATE_PG_BIN to its bin dir" >&2
+    return 1
+  fi
+}
+
+ensure_mariadb() {
+  ensure_apt mariadb-server mariadb-client
 }
 
 # Go, for etcd's own concurrency package as an interop and benchmark peer (bench/etcd-go, built
