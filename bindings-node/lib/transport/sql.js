@@ -13,8 +13,10 @@
 //   wait connection, a new one opened if none is idle, at most `maxWaitConnections`).
 // - A connection runs one batch at a time, its statements in order, each in autocommit, and
 //   stops at the first failing statement: the batch's reply is that failure (a server error
-//   with its SQLSTATE or MySQL error number, credentials scrubbed). Batches on one connection
-//   run in the order they were asked for.
+//   with its SQLSTATE or MySQL error number, credentials scrubbed). A batch that began a
+//   transaction (`BEGIN` first) and failed inside it is rolled back before anything else runs
+//   on its connection (the backend's acquire holds row or advisory locks until COMMIT). Batches
+//   on one connection run in the order they were asked for.
 // - Every batch gets exactly one reply; nothing is retried here. A batch unanswered within its
 //   time limit (`timeoutMs`: the response timeout, a wait batch's own wait on top) fails as
 //   connectionLost and its connection is dropped; so does the batch on a connection that
@@ -358,6 +360,23 @@ class Slot {
         results.push(await line.query(s.sql, s.params || []));
       } catch (err) {
         reply = t.failure(err, t.describe(err));
+        // Anything but a statement the server refused leaves the connection in a state
+        // unknown here: it is not used again (as the native transport closes it).
+        if (reply.failure !== 'server') {
+          t.settle(batch, reply);
+          return this.drop(line, err, true);
+        }
+        // A failure inside the batch's own transaction leaves it open (PostgreSQL: aborted;
+        // MySQL: holding its row locks): it is rolled back before anything else runs here,
+        // or, if that fails too, the connection is dropped (the server rolls back then).
+        if (results.length > 0 && /^\s*BEGIN\b/i.test(batch.statements[0].sql)) {
+          try {
+            await line.query('ROLLBACK', []);
+          } catch (rollback) {
+            t.settle(batch, reply);
+            return this.drop(line, rollback, true);
+          }
+        }
         break;
       }
     }
