@@ -13,6 +13,7 @@
 pub mod data;
 pub mod etcd;
 pub mod redlock;
+pub mod sql;
 pub mod zookeeper;
 
 pub use data::Data;
