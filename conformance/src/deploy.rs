@@ -1,8 +1,8 @@
 //! The server kinds every test needs, each a set of real servers on loopback: one redis-server
 //! (optionally with users from an ACL file), a primary with replicas, a 3-master Redis Cluster,
 //! N independent Redlock masters, one redis-server behind the fault proxy, ZooKeeper (one
-//! standalone server or an ensemble, optionally each member behind a fault proxy), and etcd (one
-//! member or a Raft cluster). The launcher
+//! standalone server or an ensemble, optionally each member behind a fault proxy), etcd (one
+//! member or a Raft cluster), and one PostgreSQL or MariaDB server. The launcher
 //! binary (`src/bin/servers.rs`) and the orchestrator's server variants both start them from
 //! here.
 
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::etcd::{EtcdCluster, ELECTION_MS, HEARTBEAT_MS};
 use crate::proxy::Proxy;
 use crate::server::RedisServer;
+use crate::sql::{Engine, SqlServer};
 use crate::tls::TlsFiles;
 use crate::zookeeper::{ZkEnsemble, MAX_SESSION_MS, MIN_SESSION_MS, TICK_MS};
 
@@ -41,6 +42,9 @@ pub enum Kind {
     /// etcd: one member (`members: 1`) or a Raft cluster; with `proxied` every member is
     /// reached through its own fault proxy. Extra arguments are etcd flags.
     Etcd { members: usize, proxied: bool },
+    /// One PostgreSQL or MariaDB server with a database and user for the tests. Extra
+    /// arguments are server settings (`key=value`).
+    Sql { engine: Engine },
 }
 
 impl Kind {
@@ -55,6 +59,7 @@ impl Kind {
             Kind::Proxied => "proxied",
             Kind::ZooKeeper { .. } => "zookeeper",
             Kind::Etcd { .. } => "etcd",
+            Kind::Sql { engine } => engine.name(),
         }
     }
 }
@@ -74,6 +79,8 @@ pub struct Deployment {
     pub zookeeper: Option<ZkEnsemble>,
     /// The etcd member or cluster (etcd only; `nodes` is then empty).
     pub etcd: Option<EtcdCluster>,
+    /// The database server (postgres and mariadb only; `nodes` is then empty).
+    pub sql: Option<SqlServer>,
     /// `user:password` for connections of the fixture and the URL (acl only).
     userinfo: Option<String>,
     /// The directory holding the ACL file (acl only).
@@ -88,6 +95,7 @@ impl Drop for Deployment {
         self.nodes.clear();
         self.zookeeper = None;
         self.etcd = None;
+        self.sql = None;
         self.tls = None;
         if let Some(d) = &self.acl_dir {
             let _ = std::fs::remove_dir_all(d);
@@ -109,19 +117,20 @@ impl Deployment {
     /// As [`Deployment::start`]; with `tls` every port is TLS-only, with a fresh CA
     /// ([`Deployment::tls`]). Only for kinds whose servers are independent (single, acl,
     /// redlock): a TLS replica or cluster bus would need more. ZooKeeper members (not proxied)
-    /// serve TLS on a second port beside their plain one, with a client certificate to try.
+    /// serve TLS on a second port beside their plain one, with a client certificate to try; a
+    /// PostgreSQL or MariaDB server serves TLS beside plaintext on its one port.
     pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
-        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, userinfo: None, acl_dir: None, tls: None };
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, sql: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
-            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. }) {
-                return Err(format!("--tls is for single, acl, redlock, zookeeper and etcd (not proxied), not {}", kind.name()));
+            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. } | Kind::Sql { .. }) {
+                return Err(format!("--tls is for single, acl, redlock, zookeeper, etcd (not proxied), postgres and mariadb, not {}", kind.name()));
             }
             let files = TlsFiles::create()?;
             match kind {
                 Kind::ZooKeeper { .. } => files.add_zookeeper_files()?,
-                // etcd takes the files' paths itself (`EtcdCluster::start_with_tls`).
-                Kind::Etcd { .. } => {}
+                // etcd and the SQL servers take the files' paths themselves.
+                Kind::Etcd { .. } | Kind::Sql { .. } => {}
                 // The certificates first: arguments after `--` come later and so may name
                 // other certificate files (a test bringing its own CA).
                 _ => extra = files.server_args().into_iter().chain(extra).collect(),
@@ -154,6 +163,7 @@ impl Deployment {
                 }
                 d.etcd = Some(etcd);
             }
+            Kind::Sql { engine } => d.sql = Some(SqlServer::start(engine, extra, d.tls.as_ref().map(|t| t.dir.as_path()))?),
             Kind::Acl { lines, user, password } => {
                 let dir = crate::server::fresh_dir("acl")?;
                 let file = dir.join("users.acl");
@@ -249,6 +259,7 @@ impl Deployment {
             Kind::ZooKeeper { .. } => self.zookeeper.as_ref().map(ZkEnsemble::url).unwrap_or_default(),
             Kind::Etcd { proxied: true, .. } => crate::etcd::etcd_url(&self.proxies.iter().map(|p| p.addr().port()).collect::<Vec<_>>()),
             Kind::Etcd { .. } => self.etcd.as_ref().map(EtcdCluster::url).unwrap_or_default(),
+            Kind::Sql { .. } => self.sql.as_ref().map(SqlServer::url).unwrap_or_default(),
             _ => self.node_url(0),
         }
     }
@@ -289,14 +300,17 @@ impl Deployment {
         if let Some(etcd) = &self.etcd {
             pids.extend(etcd.pids());
         }
+        pids.extend(self.sql.as_ref().and_then(SqlServer::pid));
         pids
     }
 
-    /// How many servers (Redis nodes, ZooKeeper or etcd members) the launcher's `I` may name.
+    /// How many servers (Redis nodes, ZooKeeper or etcd members, the one SQL server) the
+    /// launcher's `I` may name.
     pub fn node_count(&self) -> usize {
-        match (&self.zookeeper, &self.etcd) {
-            (Some(zk), _) => zk.members.len(),
-            (_, Some(etcd)) => etcd.members.len(),
+        match (&self.zookeeper, &self.etcd, &self.sql) {
+            (Some(zk), _, _) => zk.members.len(),
+            (_, Some(etcd), _) => etcd.members.len(),
+            (_, _, Some(_)) => 1,
             _ => self.nodes.len(),
         }
     }
@@ -316,6 +330,10 @@ impl Deployment {
             etcd.stop_member(i);
             return Ok(());
         }
+        if let Some(sql) = &mut self.sql {
+            sql.stop();
+            return Ok(());
+        }
         match &mut self.zookeeper {
             Some(zk) => zk.stop_member(i),
             None => self.nodes[i].stop(),
@@ -326,9 +344,14 @@ impl Deployment {
     /// Starts node `i` again on its port (killing it first if it runs): a redis-server comes
     /// back empty (a restart without persistence); a ZooKeeper member comes back with its data
     /// (it rejoins the ensemble from its log; a standalone server keeps its sessions); so does an
-    /// etcd member (a single member keeps its keys and leases). Returns the new pid.
+    /// etcd member (a single member keeps its keys and leases), and a SQL server (its rows and
+    /// sequences: a crash recovery). Returns the new pid.
     pub fn start_node(&mut self, i: usize) -> Result<Option<u32>, String> {
         let i = self.index(i)?;
+        if let Some(sql) = &mut self.sql {
+            sql.restart()?;
+            return Ok(sql.pid());
+        }
         if let Some(etcd) = &mut self.etcd {
             etcd.start_member(i)?;
             return Ok(etcd.members[i].pid());
@@ -345,9 +368,13 @@ impl Deployment {
         }
     }
 
-    /// Sends `signal` (SIGSTOP / SIGCONT) to node `i`'s own pid.
+    /// Sends `signal` (SIGSTOP / SIGCONT) to node `i`'s own pid (a PostgreSQL server's every
+    /// process).
     pub fn signal_node(&self, i: usize, signal: i32) -> Result<(), String> {
         let i = self.index(i)?;
+        if let Some(sql) = &self.sql {
+            return sql.signal(signal);
+        }
         if let Some(etcd) = &self.etcd {
             return etcd.members[i].signal(signal);
         }
@@ -434,9 +461,31 @@ impl Deployment {
         out
     }
 
+    /// The SQL server's description: the user's and the administrator's URLs, the login, the
+    /// socket, and with TLS the CA and a URL that asks for verified TLS.
+    fn describe_sql(&self, sql: &SqlServer) -> Value {
+        let node = json!({"url": sql.url(), "port": sql.port, "pid": sql.pid(), "dir": sql.dir(), "socket": sql.socket()});
+        let mut out = json!({
+            "kind": self.kind.name(), "url": sql.url(), "admin_url": sql.admin_url(), "url_without_credentials": sql.url_without_credentials(),
+            "database": crate::sql::DATABASE, "user": crate::sql::USER, "password": crate::sql::PASSWORD,
+            "admin_user": sql.engine.admin_user(), "admin_password": crate::sql::ADMIN_PASSWORD,
+            "nodes": [node], "pids": self.pids(),
+        });
+        if let Some(t) = &self.tls {
+            out["ca_file"] = json!(t.ca_file());
+            if sql.engine == Engine::Postgres {
+                out["tls_url"] = json!(format!("{}?sslmode=verify-full", sql.url()));
+            }
+        }
+        out
+    }
+
     /// The launcher's description: kind, `url`, every node's url/port/pid (and role), and the
     /// kind's extras (Redlock master URLs, the proxied server, the ACL user).
     pub fn describe(&self) -> Value {
+        if let Some(sql) = &self.sql {
+            return self.describe_sql(sql);
+        }
         if let Some(zk) = &self.zookeeper {
             return self.describe_zookeeper(zk);
         }

@@ -16,12 +16,12 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::ports::free_port;
+use crate::process::{Ports, ServerProcess};
 
 /// The Raft heartbeat every member runs with (ms).
 pub const HEARTBEAT_MS: u64 = 50;
@@ -84,37 +84,35 @@ pub struct EtcdMember {
     pub secure_port: Option<u16>,
     /// The member id the cluster gave it (in decimal, as the gateway prints it), once known.
     pub member_id: Option<String>,
-    dir: PathBuf,
-    child: Option<Child>,
+    process: ServerProcess,
 }
 
 impl EtcdMember {
     /// The process id while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.process.pid()
     }
 
     /// The member's directory (`data/`, `etcd.log`, `stderr.log`).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.process.dir()
     }
 
     /// Whether the process runs (started and not stopped; a paused one runs).
     pub fn running(&self) -> bool {
-        self.child.is_some()
+        self.process.running()
     }
 
     /// Whether the process has exited (it is then reaped), and why, from its log.
     fn exited(&mut self) -> Option<String> {
-        let status = self.child.as_mut()?.try_wait().ok()??;
-        self.child = None;
+        let status = self.process.exited()?;
         Some(format!("member {} exited with {status}: {}", self.name, self.log_tail()))
     }
 
     /// The last error lines of the member's logs, for errors.
     pub fn log_tail(&self) -> String {
-        let mut text = std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
-        text.push_str(&std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default());
+        let mut text = std::fs::read_to_string(self.dir().join("etcd.log")).unwrap_or_default();
+        text.push_str(&std::fs::read_to_string(self.dir().join("stderr.log")).unwrap_or_default());
         let mut tail: Vec<String> = text
             .lines()
             .filter(|l| l.contains("\"level\":\"error\"") || l.contains("\"level\":\"fatal\"") || l.contains("panic") || !l.starts_with('{'))
@@ -135,11 +133,12 @@ impl EtcdMember {
             client.push_str(&format!(",https://127.0.0.1:{s}"));
         }
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let dir = self.dir().to_path_buf();
         let mut cmd = Command::new(etcd());
         cmd.arg("--name")
             .arg(&self.name)
             .arg("--data-dir")
-            .arg(self.dir.join("data"))
+            .arg(dir.join("data"))
             .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token", token])
@@ -150,42 +149,23 @@ impl EtcdMember {
             .arg(format!("--heartbeat-interval={HEARTBEAT_MS}"))
             .arg(format!("--election-timeout={ELECTION_MS}"))
             .args(["--logger", "zap", "--log-level", "warn"])
-            .arg(format!("--log-outputs={}", self.dir.join("etcd.log").display()))
+            .arg(format!("--log-outputs={}", dir.join("etcd.log").display()))
             // Extra flags come last: Go's flag package keeps the last value of a repeated flag.
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.dir.join("stderr.log")).map(Stdio::from).unwrap_or_else(|_| Stdio::null()));
-        crate::server::die_with_parent_if_asked(&mut cmd);
-        let child = cmd.spawn().map_err(|e| format!("cannot start {} (apt-get install etcd-server): {e}", etcd()))?;
-        self.child = Some(child);
-        Ok(())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).map(Stdio::from).unwrap_or_else(|_| Stdio::null()));
+        self.process.spawn(cmd, "apt-get install etcd-server")
     }
 
     /// Kills the process (SIGKILL, by its pid) and reaps it; the data stays.
     pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.process.stop();
     }
 
     /// Sends `signal` (SIGSTOP to pause, SIGCONT to resume) to this member's own pid.
     pub fn signal(&self, signal: i32) -> Result<(), String> {
-        let pid = self.pid().ok_or("the member is stopped")?;
-        // SAFETY: kill(2) on a pid this process started and has not reaped.
-        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
-        }
-    }
-}
-
-impl Drop for EtcdMember {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.process.signal(signal)
     }
 }
 
@@ -226,21 +206,12 @@ impl EtcdCluster {
     }
 
     fn launch(&mut self, n: usize) -> Result<(), String> {
-        let mut taken = Vec::new();
-        let mut port = || -> Result<u16, String> {
-            loop {
-                let p = free_port().map_err(|e| e.to_string())?;
-                if !taken.contains(&p) {
-                    taken.push(p);
-                    return Ok(p);
-                }
-            }
-        };
+        let mut ports = Ports::default();
         for i in 1..=n {
-            let secure_port = if self.tls.is_some() { Some(port()?) } else { None };
-            let (port, peer_port) = (port()?, port()?);
-            let dir = crate::server::fresh_dir("etcd")?;
-            self.members.push(EtcdMember { name: format!("m{i}"), port, peer_port, secure_port, member_id: None, dir, child: None });
+            let secure_port = if self.tls.is_some() { Some(ports.pick()?) } else { None };
+            let (port, peer_port) = (ports.pick()?, ports.pick()?);
+            let process = ServerProcess::new("etcd")?;
+            self.members.push(EtcdMember { name: format!("m{i}"), port, peer_port, secure_port, member_id: None, process });
         }
         let (cluster, token) = (self.initial_cluster(), self.token());
         for m in &mut self.members {
@@ -341,19 +312,8 @@ impl EtcdCluster {
     }
 
     fn await_listening(&mut self, i: usize) -> Result<(), String> {
-        let deadline = Instant::now() + READY_LIMIT;
-        loop {
-            if TcpStream::connect(("127.0.0.1", self.members[i].port)).is_ok() {
-                return Ok(());
-            }
-            if let Some(why) = self.members[i].exited() {
-                return Err(why);
-            }
-            if Instant::now() >= deadline {
-                return Err(format!("member {}: port {} closed", self.members[i].name, self.members[i].port));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let m = &mut self.members[i];
+        m.process.await_listening(m.port, READY_LIMIT).map_err(|why| format!("member {}: {why}: {}", m.name, m.log_tail()))
     }
 
     /// Every member's role now: `leader` (it names itself leader), `follower` (it names

@@ -18,10 +18,10 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::ports::free_port;
+use crate::process::{Ports, ServerProcess};
 
 /// The tick every member runs with.
 pub const TICK_MS: u64 = 200;
@@ -84,19 +84,18 @@ pub struct ZkMember {
     pub election_port: u16,
     /// The TLS client port (`secureClientPort`; TLS ensembles only).
     pub secure_port: Option<u16>,
-    dir: PathBuf,
-    child: Option<Child>,
+    process: ServerProcess,
 }
 
 impl ZkMember {
     /// The process id while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.process.pid()
     }
 
     /// The member's directory (`zoo.cfg`, `data/`, `zookeeper.log`).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.process.dir()
     }
 
     /// `127.0.0.1:<client port>`.
@@ -106,14 +105,13 @@ impl ZkMember {
 
     /// Whether the process has exited (it is then reaped).
     fn exited(&mut self) -> Option<String> {
-        let status = self.child.as_mut()?.try_wait().ok()??;
-        self.child = None;
+        let status = self.process.exited()?;
         Some(format!("member {} exited with {status}: {}", self.id, self.log_tail()))
     }
 
     /// The last lines of the member's log, for errors.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.join("zookeeper.log")).unwrap_or_default();
+        let text = std::fs::read_to_string(self.dir().join("zookeeper.log")).unwrap_or_default();
         let mut tail: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("WARN") || l.contains("Exception")).rev().take(3).collect();
         tail.reverse();
         tail.join(" | ")
@@ -128,7 +126,8 @@ impl ZkMember {
                 classpath.push_str(&format!(":/usr/share/java/{jar}"));
             }
         }
-        let log_config = self.dir.join("log4j.properties");
+        let dir = self.dir().to_path_buf();
+        let log_config = dir.join("log4j.properties");
         let mut cmd = Command::new(java());
         cmd.args(["-Xmx192m", "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"])
             // A dead member's election port refuses at once on loopback; a paused one would
@@ -137,45 +136,26 @@ impl ZkMember {
             // Empty container nodes (lock parents) are swept every 500 ms instead of every
             // minute, so "nothing is left" can be checked: a parent made persistent would stay.
             .arg("-Dznode.container.checkIntervalMs=500")
-            .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+            .arg(format!("-Dzookeeper.log.dir={}", dir.display()))
             .arg(format!("-Dlog4j.configuration=file:{}", log_config.display()))
             .arg("-cp")
             .arg(classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(self.dir.join("zoo.cfg"))
+            .arg(dir.join("zoo.cfg"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.dir.join("stderr.log")).map(Stdio::from).unwrap_or_else(|_| Stdio::null()));
-        crate::server::die_with_parent_if_asked(&mut cmd);
-        let child = cmd.spawn().map_err(|e| format!("cannot start {} (apt-get install zookeeper): {e}", java()))?;
-        self.child = Some(child);
-        Ok(())
+            .stderr(std::fs::File::create(dir.join("stderr.log")).map(Stdio::from).unwrap_or_else(|_| Stdio::null()));
+        self.process.spawn(cmd, "apt-get install zookeeper")
     }
 
     /// Kills the process (SIGKILL, by its pid) and reaps it; the data stays.
     pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.process.stop();
     }
 
     /// Sends `signal` (SIGSTOP to pause, SIGCONT to resume) to this member's own pid.
     pub fn signal(&self, signal: i32) -> Result<(), String> {
-        let pid = self.pid().ok_or("the member is stopped")?;
-        // SAFETY: kill(2) on a pid this process started and has not reaped.
-        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
-        }
-    }
-}
-
-impl Drop for ZkMember {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.process.signal(signal)
     }
 }
 
@@ -219,21 +199,12 @@ impl ZkEnsemble {
     }
 
     fn launch(&mut self, n: usize) -> Result<(), String> {
-        let mut taken = Vec::new();
-        let mut port = || -> Result<u16, String> {
-            loop {
-                let p = free_port().map_err(|e| e.to_string())?;
-                if !taken.contains(&p) {
-                    taken.push(p);
-                    return Ok(p);
-                }
-            }
-        };
+        let mut ports = Ports::default();
         for id in 1..=n {
-            let secure_port = if self.tls.is_some() { Some(port()?) } else { None };
-            let (port, quorum_port, election_port) = (port()?, if n > 1 { port()? } else { 0 }, if n > 1 { port()? } else { 0 });
-            let dir = crate::server::fresh_dir("zookeeper")?;
-            self.members.push(ZkMember { id, port, quorum_port, election_port, secure_port, dir, child: None });
+            let secure_port = if self.tls.is_some() { Some(ports.pick()?) } else { None };
+            let (port, quorum_port, election_port) = (ports.pick()?, if n > 1 { ports.pick()? } else { 0 }, if n > 1 { ports.pick()? } else { 0 });
+            let process = ServerProcess::new("zookeeper")?;
+            self.members.push(ZkMember { id, port, quorum_port, election_port, secure_port, process });
         }
         for i in 0..n {
             self.write_config(i)?;
@@ -249,7 +220,7 @@ impl ZkEnsemble {
     /// Writes member `i`'s `zoo.cfg`, `data/myid` and `log4j.properties`.
     fn write_config(&self, i: usize) -> Result<(), String> {
         let m = &self.members[i];
-        let data = m.dir.join("data");
+        let data = m.dir().join("data");
         std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
         let mut cfg = vec![
             format!("tickTime={TICK_MS}"),
@@ -295,14 +266,14 @@ impl ZkEnsemble {
             cfg.retain(|l| l.split('=').next() != Some(key));
             cfg.push(s.clone());
         }
-        std::fs::write(m.dir.join("zoo.cfg"), cfg.join("\n") + "\n").map_err(|e| e.to_string())?;
-        let log = m.dir.join("zookeeper.log");
+        std::fs::write(m.dir().join("zoo.cfg"), cfg.join("\n") + "\n").map_err(|e| e.to_string())?;
+        let log = m.dir().join("zookeeper.log");
         let log4j = format!(
             "log4j.rootLogger=INFO, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\nlog4j.appender.FILE.File={}\n\
              log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\nlog4j.appender.FILE.layout.ConversionPattern=%d{{ISO8601}} %-5p [%t] %c{{1}} - %m%n\n",
             log.display()
         );
-        std::fs::write(m.dir.join("log4j.properties"), log4j).map_err(|e| e.to_string())
+        std::fs::write(m.dir().join("log4j.properties"), log4j).map_err(|e| e.to_string())
     }
 
     /// Waits until each of `which` reports a `Mode:`; a member that exits or is still not
@@ -370,7 +341,7 @@ impl ZkEnsemble {
         let mut failures = Vec::new();
         for _ in 0..5 {
             self.members[i].spawn(self.tls.is_some())?;
-            let running = self.members.iter().filter(|m| m.child.is_some()).count();
+            let running = self.members.iter().filter(|m| m.process.running()).count();
             let r = if running * 2 > self.members.len() { self.await_serving(&[i], READY_LIMIT) } else { self.await_listening(i) };
             match r {
                 Ok(()) => return Ok(()),
@@ -384,24 +355,13 @@ impl ZkEnsemble {
     }
 
     fn await_listening(&mut self, i: usize) -> Result<(), String> {
-        let deadline = Instant::now() + READY_LIMIT;
-        loop {
-            if TcpStream::connect(("127.0.0.1", self.members[i].port)).is_ok() {
-                return Ok(());
-            }
-            if let Some(why) = self.members[i].exited() {
-                return Err(why);
-            }
-            if Instant::now() >= deadline {
-                return Err(format!("member {}: port {} closed", self.members[i].id, self.members[i].port));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let m = &mut self.members[i];
+        m.process.await_listening(m.port, READY_LIMIT).map_err(|why| format!("member {}: {why}: {}", m.id, m.log_tail()))
     }
 
     /// Every member's mode now (`None`: not serving, stopped or paused).
     pub fn modes(&self) -> Vec<Option<String>> {
-        self.members.iter().map(|m| if m.child.is_some() { mode(m.port, Duration::from_millis(500)) } else { None }).collect()
+        self.members.iter().map(|m| if m.process.running() { mode(m.port, Duration::from_millis(500)) } else { None }).collect()
     }
 
     /// The member serving as leader now (a standalone server is its own leader), if any.

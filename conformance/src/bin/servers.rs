@@ -1,5 +1,5 @@
 //! `test-servers`: the one test-server launcher every language's tests call. Starts real
-//! redis-servers, ZooKeeper or etcd servers on free loopback ports (data in temp dirs), prints ONE
+//! redis-servers, ZooKeeper, etcd, PostgreSQL or MariaDB servers on free loopback ports (data in temp dirs), prints ONE
 //! JSON line describing them, then runs until stdin closes or it gets SIGTERM/SIGINT, and
 //! stops exactly the servers it started, by pid. See conformance/README.md ("Test servers").
 //!
@@ -9,11 +9,12 @@
 //!              [-- <more redis-server arguments for every node>]
 //! test-servers zookeeper [--members N] [--proxied | --tls] [-- <more zoo.cfg key=value lines>]
 //! test-servers etcd [--members N] [--proxied | --tls] [-- <more etcd flags for every member>]
+//! test-servers postgres | mariadb [--tls] [-- <more server settings, key=value>]
 //! ```
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
-//! redis-server empty, a ZooKeeper or etcd member with its data), `pause I`, `resume I` (SIGSTOP /
+//! redis-server empty, a ZooKeeper or etcd member or a SQL server with its data), `pause I`, `resume I` (SIGSTOP /
 //! SIGCONT), `silence`, `deafen` (replies held back, requests still forwarded), `restore`
 //! (the fault proxies of `proxied` / `zookeeper --proxied` / `etcd --proxied`),
 //! `leader` (ZooKeeper, etcd: waits for the ensemble's or cluster's leader and names it),
@@ -22,11 +23,12 @@
 use std::io::Write;
 
 use lockgate_conformance::deploy::{Deployment, Kind};
+use lockgate_conformance::sql::Engine;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--tls] [-- server settings key=value]";
 
 /// The kind and extra redis-server arguments from the command line.
 fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
@@ -47,6 +49,8 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
         "redlock" => Kind::Redlock { masters: count("--masters", 3)? },
         "zookeeper" => Kind::ZooKeeper { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
         "etcd" => Kind::Etcd { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
+        "postgres" => Kind::Sql { engine: Engine::Postgres },
+        "mariadb" => Kind::Sql { engine: Engine::MariaDb },
         "acl" => {
             let user = value("--user").unwrap_or_else(|| "app".into());
             let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());

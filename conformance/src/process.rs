@@ -1,0 +1,138 @@
+//! One server process of a test deployment with its own temp dir: started here, watched, paused
+//! and resumed, and stopped by its own pid (never by name). The ZooKeeper and etcd members and
+//! the SQL servers are each one of these plus their ports and settings; what differs between
+//! them (the command line, when it is ready) stays in their own modules.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::ports::free_port;
+
+/// A server process (running or stopped) and its directory, removed on drop.
+pub struct ServerProcess {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl ServerProcess {
+    /// A stopped process with a fresh directory under `$LOCKGATE_TMP` named for `tag`.
+    pub fn new(tag: &str) -> Result<ServerProcess, String> {
+        Ok(ServerProcess { dir: crate::server::fresh_dir(tag)?, child: None })
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The directory (configuration, data, logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the process runs (started and not stopped; a paused one runs).
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Starts `cmd` (dying with the launcher if it asked, [`crate::server::die_with_parent`]);
+    /// `install` says what provides the binary, for the error when it is missing.
+    pub fn spawn(&mut self, mut cmd: Command, install: &str) -> Result<(), String> {
+        crate::server::die_with_parent_if_asked(&mut cmd);
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let child = cmd.spawn().map_err(|e| format!("cannot start {program} ({install}): {e}"))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// The exit status if the process has exited (it is then reaped and counts as stopped).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        Some(status)
+    }
+
+    /// Kills the process (SIGKILL, by its pid) and reaps it; the directory stays.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Waits up to `limit` for the process to exit by itself (after a shutdown signal), then
+    /// kills it; reaped either way.
+    pub fn stop_within(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.running() && self.exited().is_none() {
+            if Instant::now() >= deadline {
+                self.stop();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends `signal` (SIGSTOP to pause, SIGCONT to resume, ...) to this process's own pid.
+    pub fn signal(&self, signal: i32) -> Result<(), String> {
+        let pid = self.pid().ok_or("the server is stopped")?;
+        send(pid, signal)
+    }
+
+    /// Waits until `port` on 127.0.0.1 accepts connections; an error (the process's exit status,
+    /// or a closed port at `limit`) if not. The process is left as it is either way.
+    pub fn await_listening(&mut self, port: u16, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = self.exited() {
+                return Err(format!("exited with {status}"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("port {port} closed after {} s", limit.as_secs()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// kill(2) of a pid this process started (or one its server forked).
+pub fn send(pid: u32, signal: i32) -> Result<(), String> {
+    // SAFETY: kill(2) on a pid of a process this launcher started and has not reaped.
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Free loopback ports, none handed out twice (a deployment's ports must differ even though
+/// nothing listens on any of them yet).
+#[derive(Default)]
+pub struct Ports {
+    taken: Vec<u16>,
+}
+
+impl Ports {
+    /// A free port not handed out before by this picker.
+    pub fn pick(&mut self) -> Result<u16, String> {
+        loop {
+            let p = free_port().map_err(|e| e.to_string())?;
+            if !self.taken.contains(&p) {
+                self.taken.push(p);
+                return Ok(p);
+            }
+        }
+    }
+}
