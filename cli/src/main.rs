@@ -4,6 +4,7 @@
 mod bench;
 mod bench_etcd;
 mod bench_redlock;
+mod bench_sql;
 mod bench_timers;
 mod stats;
 mod worker;
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S] [--pairs P] [--rounds R] [--runs N] [--libs lockgate,naive,peer] [--pg-url URL] [--mysql-url URL]   (PostgreSQL and MariaDB: vs the naive table lock and the peers; scripts/bench_sql.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
@@ -63,6 +64,7 @@ fn main() {
         "bench" => rt.block_on(bench::run(&args)),
         "worker" => rt.block_on(worker::run(&args)),
         "bench-etcd" => rt.block_on(bench_etcd::run(&args)),
+        "bench-sql" => rt.block_on(bench_sql::run(&args)),
         "bench-timers" => {
             print!("{}", bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers"));
             0
