@@ -47,14 +47,6 @@ impl Db {
             Db::MySql => "MariaDB",
         }
     }
-
-    /// What the server's counter counts, for the tables' column.
-    fn counted(self) -> &'static str {
-        match self {
-            Db::Postgres => "server transactions",
-            Db::MySql => "server statements",
-        }
-    }
 }
 
 /// The libraries measured on each database.
@@ -127,12 +119,47 @@ impl Peers {
     }
 }
 
+/// The server's own count of what its clients had it execute.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Counter {
+    /// PostgreSQL's `pg_stat_statements` (loaded by the launcher's `shared_preload_libraries`):
+    /// the sum of `calls`, every statement a client sent (utility ones too: LISTEN, NOTIFY,
+    /// BEGIN), counted when it completes.
+    PgStatements,
+    /// PostgreSQL without it (a `--pg-url` server): `pg_stat_database`'s committed + rolled-back
+    /// transactions; a statement outside BEGIN is one, a batch in one transaction counts once.
+    PgTransactions,
+    /// MariaDB's `Questions`: every statement a client sent.
+    Questions,
+}
+
+impl Counter {
+    /// What it counts, for the tables' columns.
+    fn counted(self) -> &'static str {
+        match self {
+            Counter::PgStatements | Counter::Questions => "statements",
+            Counter::PgTransactions => "transactions",
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Counter::PgStatements => "`pg_stat_statements` (the sum of `calls`; loaded with the launcher's `-- shared_preload_libraries=pg_stat_statements`)",
+            Counter::PgTransactions => "`pg_stat_database` (`xact_commit + xact_rollback`: a batch sent as one transaction counts once)",
+            Counter::Questions => "`Questions` (global status)",
+        }
+    }
+}
+
 /// One database server: from the launcher (stopped with it on drop), or a URL given.
 struct Server {
     db: Db,
     launcher: Option<Child>,
     /// lockgate's URL of it (postgres:// or mysql:// as the launcher prints it).
     url: String,
+    /// The administrator's URL (the counters; `pg_stat_statements`' extension), else `url`.
+    admin_url: String,
+    counter: Counter,
     /// What one reading of the counter adds to it (its own statement, a connection's set-up),
     /// measured once by two readings in a row.
     overhead: std::cell::Cell<f64>,
@@ -140,27 +167,39 @@ struct Server {
 
 impl Server {
     async fn start(db: Db, launcher: &PathBuf, given: Option<String>) -> Result<Server, String> {
-        if let Some(url) = given {
-            return Ok(Server { db, launcher: None, url, overhead: Default::default() });
+        let (launcher, url, admin_url) = match given {
+            Some(url) => (None, url.clone(), url),
+            None => {
+                let mut cmd = Command::new(launcher);
+                match db {
+                    Db::Postgres => cmd.args(["postgres", "--", "shared_preload_libraries=pg_stat_statements"]),
+                    Db::MySql => cmd.arg("mariadb"),
+                };
+                let mut child = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| format!("{}: {e}", launcher.display()))?;
+                let mut line = String::new();
+                BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).await.map_err(|e| e.to_string())?;
+                let (Some(url), Some(admin_url)) = (json_str(&line, "url"), json_str(&line, "admin_url")) else {
+                    return Err(format!("test-servers {db:?} said {line:?}"));
+                };
+                (Some(child), url, admin_url)
+            }
+        };
+        let mut server = Server { db, launcher, url, admin_url, counter: Counter::Questions, overhead: Default::default() };
+        if db == Db::Postgres {
+            server.counter = Counter::PgTransactions;
+            let (client, conn) = tokio_postgres::connect(&server.admin_url, tokio_postgres::NoTls).await.map_err(|e| e.to_string())?;
+            tokio::spawn(conn);
+            if client.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT sum(calls) FROM pg_stat_statements").await.is_ok() {
+                server.counter = Counter::PgStatements;
+            }
         }
-        let kind = match db {
-            Db::Postgres => "postgres",
-            Db::MySql => "mariadb",
-        };
-        let mut child = Command::new(launcher)
-            .arg(kind)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("{}: {e}", launcher.display()))?;
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).await.map_err(|e| e.to_string())?;
-        let Some(url) = json_str(&line, "url") else {
-            return Err(format!("test-servers {kind} said {line:?}"));
-        };
-        Ok(Server { db, launcher: Some(child), url, overhead: Default::default() })
+        Ok(server)
     }
 
     /// The URL for sqlx and the Python peer, which know `mysql://` only.
@@ -180,26 +219,27 @@ impl Server {
         }
     }
 
-    /// What the server has executed so far, from a connection of its own: PostgreSQL's
-    /// committed + rolled-back transactions (pg_stat_database, every database; a statement
-    /// outside BEGIN is one transaction; a backend's counts reach the view when its transaction
-    /// ends, at most once a second, or when it exits: so callers read after their clients
-    /// closed), MariaDB's `Questions` (every statement a client sent, this read included).
+    /// What the server has executed so far (its [`Counter`]), read on a connection of its own.
     async fn executed(&self) -> Result<f64, String> {
         match self.db {
             Db::Postgres => {
-                let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await.map_err(|e| e.to_string())?;
+                let (client, conn) = tokio_postgres::connect(&self.admin_url, tokio_postgres::NoTls).await.map_err(|e| e.to_string())?;
                 let task = tokio::spawn(conn);
-                let row = client
-                    .query_one("SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database", &[])
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let sql = match self.counter {
+                    Counter::PgStatements => "SELECT sum(calls)::bigint FROM pg_stat_statements",
+                    _ => "SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database",
+                };
+                let row = client.query_one(sql, &[]).await.map_err(|e| e.to_string())?;
                 drop(client);
                 let _ = task.await;
-                Ok(row.get::<_, i64>(0) as f64)
+                Ok(row.get::<_, Option<i64>>(0).unwrap_or(0) as f64)
             }
             Db::MySql => {
-                let mut c = sqlx::MySqlConnection::connect(&self.mysql_url()).await.map_err(|e| e.to_string())?;
+                let admin = match self.admin_url.strip_prefix("mariadb://") {
+                    Some(rest) => format!("mysql://{rest}"),
+                    None => self.admin_url.clone(),
+                };
+                let mut c = sqlx::MySqlConnection::connect(&admin).await.map_err(|e| e.to_string())?;
                 let v: String = sqlx::query_scalar("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'")
                     .fetch_one(&mut c)
                     .await
@@ -210,9 +250,10 @@ impl Server {
         }
     }
 
-    /// Waits until PostgreSQL's closed backends have flushed their counts (MariaDB's are live).
+    /// Waits until closed connections' counts are in: `pg_stat_database`'s when their backends
+    /// exited (each flushes then, or at most once a second); the others count at once.
     async fn settle(&self) {
-        tokio::time::sleep(Duration::from_millis(if self.db == Db::Postgres { 600 } else { 50 })).await;
+        tokio::time::sleep(Duration::from_millis(if self.counter == Counter::PgTransactions { 600 } else { 100 })).await;
     }
 
     /// Measures what one reading adds to the counter.
@@ -261,6 +302,7 @@ struct Contended {
 /// Everything measured on one database.
 struct Measured {
     db: Db,
+    counter: Counter,
     libs: Vec<Lib>,
     version: String,
     /// Uncontended pairs/s per round, per library (`libs` order).
@@ -380,7 +422,7 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
                     c.p99_us,
                     c.jain,
                     c.executed,
-                    db.counted()
+                    server.counter.counted()
                 );
                 if best[i].as_ref().is_none_or(|b| c.n > b.n) {
                     best[i] = Some(c);
@@ -389,7 +431,7 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
         }
         rows.push((workers, best.into_iter().map(|c| c.expect("measured")).collect()));
     }
-    Ok(Measured { db, libs, version, rates, pair_executed, rows })
+    Ok(Measured { db, counter: server.counter, libs, version, rates, pair_executed, rows })
 }
 
 async fn server_version(server: &Server) -> Result<String, String> {
@@ -717,11 +759,12 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         NAIVE_RETRY.as_millis()
     );
+    let sources: Vec<String> = all.iter().map(|m| format!("{}: {}", m.db.title(), m.counter.source())).collect();
     let _ = writeln!(
         md,
-        "What the server executed, from its own counters read before and after each measurement (all of its clients closed), divided by the acquisitions (contended: every acquisition of the run; \
-         connecting and lockgate's session set-up included): on PostgreSQL **transactions** (`pg_stat_database` `xact_commit + xact_rollback`; each statement sent outside `BEGIN` is one, \
-         so a batch sent as one transaction counts once: `pg_stat_statements` is not loaded by Debian's default configuration), on MariaDB **statements** (`Questions`: every statement a client sent).\n"
+        "Statements per acquisition: what the server itself counted, read before and after each measurement with every client of it closed, divided by the acquisitions \
+         (contended: every acquisition of the run; connecting and lockgate's session set-up included). {}.\n",
+        sources.join("; ")
     );
     for m in all {
         let db = m.db;
@@ -730,9 +773,9 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             "### {} {}\n\n**Uncontended acquire + release**, one client, one task: {rounds} interleaved rounds of {pairs} pairs per library after 50 warm-up pairs, best and median round (higher is better); {} per pair over one run of 250 pairs, connecting included.\n",
             db.title(),
             m.version,
-            db.counted()
+            m.counter.counted()
         );
-        let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate is (median) |\n|---|---:|---:|---:|---:|", db.counted());
+        let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate is (median) |\n|---|---:|---:|---:|---:|", m.counter.counted());
         let best = |v: &[f64]| v.iter().cloned().fold(0f64, f64::max);
         let ours = m.libs[0] == Lib::Lockgate;
         for (i, lib) in m.libs.iter().enumerate() {
@@ -743,13 +786,15 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             md,
             "\n**Contended**: one lock, {} worker processes (one client / connection each) loop acquire → hold ~{HOLD_US} µs (spinning) → release → acquire again at once, measured for {seconds} s; \
              {runs} runs per row (libraries in rotating order), the row shows the run with more acquisitions. Handoff = one holder starting its release → the next holder's acquire returning. \
-             Jain = (Σx)² / (n·Σx²) over the workers' acquisition counts (1.0 = perfectly even).\n",
+             Jain = (Σx)² / (n·Σx²) over the workers' acquisition counts (1.0 = perfectly even). Re-taken by releaser: the share of acquisitions by the process that held the lock just before; \
+             the naive lock lets its releaser insert again at once while the others sleep between tries, so most of its handoffs stay inside one process with nobody woken \
+             (its high acquisitions/s and short handoffs come from that: a first-come lock hands the lock to another process every time).\n",
             WORKERS.iter().map(|w| w.to_string()).collect::<Vec<_>>().join(" or ")
         );
         let _ = writeln!(
             md,
             "| workers | library | acquisitions/s | handoff p50 | handoff p99 | Jain | {} per acquisition | re-taken by releaser |\n|---:|---|---:|---:|---:|---:|---:|---:|",
-            db.counted()
+            m.counter.counted()
         );
         for (workers, libs) in &m.rows {
             for (i, c) in libs.iter().enumerate() {
@@ -786,7 +831,7 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                     ratio(a.p99_us, b.p99_us, false),
                     a.jain,
                     b.jain,
-                    db.counted(),
+                    m.counter.counted(),
                     ratio(a.executed, b.executed, false)
                 ));
                 for (what, worse) in [
