@@ -59,16 +59,19 @@ enum Lib {
     Naive,
     /// The database's most used peer library, in its own language (bench/sql-peers).
     Peer,
+    /// lockgate through the binding of the peer's language (Node on PostgreSQL, Python on
+    /// MariaDB), so the peer is also compared in its own language.
+    Binding,
 }
 
-const LIBS: [Lib; 3] = [Lib::Lockgate, Lib::Naive, Lib::Peer];
+const LIBS: [Lib; 4] = [Lib::Lockgate, Lib::Naive, Lib::Peer, Lib::Binding];
 
 /// The libraries `--libs a,b` names (all by default), in LIBS' order (lockgate first).
 fn chosen_libs(args: &Args) -> Result<Vec<Lib>, String> {
     let Some(list) = args.opt("libs") else { return Ok(LIBS.to_vec()) };
     let names: Vec<&str> = list.split(',').map(str::trim).collect();
     if let Some(bad) = names.iter().find(|n| !LIBS.iter().any(|l| l.slug() == **n)) {
-        return Err(format!("--libs: no library {bad:?} (lockgate, naive, peer)"));
+        return Err(format!("--libs: no library {bad:?} (lockgate, naive, peer, binding)"));
     }
     Ok(LIBS.into_iter().filter(|l| names.contains(&l.slug())).collect())
 }
@@ -80,6 +83,8 @@ impl Lib {
             (Lib::Naive, _) => "naive table lock (Rust, seed 004)",
             (Lib::Peer, Db::Postgres) => "npm `advisory-lock` 2.0.0 (Node)",
             (Lib::Peer, Db::MySql) => "PyPI `PyMySQLLock` 0.2.0 (Python)",
+            (Lib::Binding, Db::Postgres) => "lockgate (Node binding)",
+            (Lib::Binding, Db::MySql) => "lockgate (Python binding)",
         }
     }
 
@@ -88,6 +93,7 @@ impl Lib {
             Lib::Lockgate => "lockgate",
             Lib::Naive => "naive",
             Lib::Peer => "peer",
+            Lib::Binding => "binding",
         }
     }
 }
@@ -96,25 +102,23 @@ impl Lib {
 struct Peers {
     node: String,
     python: String,
+    /// The Python that has lockgate's binding installed (bindings-python/ci.sh build).
+    binding_python: String,
     dir: PathBuf,
 }
 
 impl Peers {
-    /// The peer harness command of `db`, before its mode's own arguments.
-    fn command(&self, db: Db, mode: &str) -> Command {
-        let mut c = match db {
-            Db::Postgres => {
-                let mut c = Command::new(&self.node);
-                c.arg(self.dir.join("pg_advisory_lock.js"));
-                c
-            }
-            Db::MySql => {
-                let mut c = Command::new(&self.python);
-                c.arg(self.dir.join("mysql_pymysqllock.py"));
-                c
-            }
+    /// The harness command of `lib` (the peer or the binding) on `db`, before its mode's own
+    /// arguments.
+    fn command(&self, lib: Lib, db: Db, mode: &str) -> Command {
+        let (program, script) = match (lib, db) {
+            (Lib::Binding, Db::Postgres) => (&self.node, "lockgate_node.js"),
+            (Lib::Binding, Db::MySql) => (&self.binding_python, "lockgate_python.py"),
+            (_, Db::Postgres) => (&self.node, "pg_advisory_lock.js"),
+            (_, Db::MySql) => (&self.python, "mysql_pymysqllock.py"),
         };
-        c.arg(mode);
+        let mut c = Command::new(program);
+        c.arg(self.dir.join(script)).arg(mode);
         c
     }
 }
@@ -213,7 +217,7 @@ impl Server {
     /// The URL each library is given (the same server, user and database for all).
     fn url_for(&self, lib: Lib) -> String {
         match (lib, self.db) {
-            (Lib::Lockgate, _) => self.url.clone(),
+            (Lib::Lockgate | Lib::Binding, _) => self.url.clone(),
             (_, Db::MySql) => self.mysql_url(),
             (_, Db::Postgres) => self.url.clone(),
         }
@@ -359,7 +363,7 @@ struct Plan {
 }
 
 async fn bench(args: &Args) -> Result<String, String> {
-    let peers = Peers { node: args.str("node"), python: args.str("python"), dir: PathBuf::from(args.str("peers")) };
+    let peers = Peers { node: args.str("node"), python: args.str("python"), binding_python: args.opt("binding-python").unwrap_or_else(|| "python3".into()), dir: PathBuf::from(args.str("peers")) };
     let plan = Plan { seconds: args.num("seconds", 2), pairs: args.num("pairs", 300), rounds: args.num("rounds", 3), runs: args.num("runs", 2), libs: chosen_libs(args)? };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let launcher = args.opt("launcher").map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
@@ -625,8 +629,8 @@ async fn pairs(server: &Server, peers: &Peers, lib: Lib, name: &str, pairs: u64)
             }
             Ok(pairs as f64 / t.elapsed().as_secs_f64())
         }
-        Lib::Peer => {
-            let out = output(peers.command(server.db, "pairs").args(["--url", &url, "--name", name, "--pairs", &pairs.to_string()])).await?;
+        Lib::Peer | Lib::Binding => {
+            let out = output(peers.command(lib, server.db, "pairs").args(["--url", &url, "--name", name, "--pairs", &pairs.to_string()])).await?;
             out.trim().parse().map_err(|_| format!("the {} harness said {out:?}", lib.name(server.db)))
         }
     }
@@ -646,7 +650,7 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
     let db = server.db;
     let url = server.url_for(lib);
     // Python and Node start slower than a Rust process: half a second each before the window.
-    let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * if lib == Lib::Peer { 150_000_000 } else { 100_000_000 };
+    let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * if matches!(lib, Lib::Peer | Lib::Binding) { 150_000_000 } else { 100_000_000 };
     let end_ns = start_ns + seconds as u128 * 1_000_000_000;
     let (start, duration) = (start_ns.to_string(), (seconds * 1000).to_string());
     let before = server.executed().await?;
@@ -663,7 +667,7 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
                 c.args(["bench-sql", "--worker", "naive"]);
                 c
             }
-            Lib::Peer => peers.command(db, "worker"),
+            Lib::Peer | Lib::Binding => peers.command(lib, db, "worker"),
         };
         cmd.args(["--url", &url, "--name", name, "--hold-us", &HOLD_US.to_string(), "--start-ns", &start, "--duration-ms", &duration]);
         children.push(cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true).spawn().map_err(|e| e.to_string())?);
@@ -687,7 +691,8 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
     recs.sort_by_key(|r| r.3);
     // Holding order: never two at once; lockgate's tokens (its rows' ids) also increase. The
     // naive lock's and the peers' "tokens" are each process's own count.
-    if recs.windows(2).any(|w| w[1].3 < w[0].4 || (lib == Lib::Lockgate && w[1].1 <= w[0].1)) {
+    let fenced = matches!(lib, Lib::Lockgate | Lib::Binding);
+    if recs.windows(2).any(|w| w[1].3 < w[0].4 || (fenced && w[1].1 <= w[0].1)) {
         return Err(format!("{}: two holders overlapped, or tokens did not increase in holding order", lib.name(db)));
     }
     let total = recs.len();
@@ -754,7 +759,8 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
          (`ON CONFLICT DO NOTHING` / `INSERT IGNORE`) rather than as a duplicate-key error, so the server does not log an error per retry. \
          **Peers**, the most used lock library for each database, in its own language (bench/sql-peers): on PostgreSQL npm `advisory-lock` 2.0.0 on `pg` (Node {node_version}): \
          `lock()` opens a connection and runs `pg_advisory_lock`, `unlock()` runs `pg_advisory_unlock` and closes it; on MariaDB PyPI `PyMySQLLock` 0.2.0 on PyMySQL 1.2.4 ({python_version}): \
-         `acquire()` opens a connection and runs `GET_LOCK`, `release()` runs `RELEASE_LOCK` and closes it (plaintext, as every row: `ssl_disabled`).\n",
+         `acquire()` opens a connection and runs `GET_LOCK`, `release()` runs `RELEASE_LOCK` and closes it (plaintext, as every row: `ssl_disabled`). \
+         **lockgate in the peer's language**: its Node binding on PostgreSQL and its Python binding on MariaDB, defaults (bench/sql-peers/lockgate_node.js, lockgate_python.py).\n",
         versions.join(" and "),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         NAIVE_RETRY.as_millis()
@@ -775,11 +781,11 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             m.version,
             m.counter.counted()
         );
-        let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate is (median) |\n|---|---:|---:|---:|---:|", m.counter.counted());
+        let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate (native) is (median) |\n|---|---:|---:|---:|---:|", m.counter.counted());
         let best = |v: &[f64]| v.iter().cloned().fold(0f64, f64::max);
-        let ours = m.libs[0] == Lib::Lockgate;
+        let native = m.libs[0] == Lib::Lockgate;
         for (i, lib) in m.libs.iter().enumerate() {
-            let vs = if i == 0 || !ours { "—".to_string() } else { ratio(median(&m.rates[0]), median(&m.rates[i]), true) };
+            let vs = if i == 0 || !native || *lib == Lib::Binding { "—".to_string() } else { ratio(median(&m.rates[0]), median(&m.rates[i]), true) };
             let _ = writeln!(md, "| {} | {:.0} | {:.0} | {:.2} | {vs} |", lib.name(db), best(&m.rates[i]), median(&m.rates[i]), m.pair_executed[i]);
         }
         let _ = writeln!(
@@ -811,19 +817,19 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                 );
             }
         }
-        if !ours {
-            md.push_str("\n(lockgate not measured in this run: `--libs`.)\n\n");
-            continue;
-        }
+        let at = |lib: Lib| m.libs.iter().position(|&l| l == lib);
         let mut behind = Vec::new();
-        for (i, lib) in m.libs.iter().enumerate().skip(1) {
-            let (ours, theirs) = (median(&m.rates[0]), median(&m.rates[i]));
-            let mut parts = vec![format!("uncontended {}", ratio(ours, theirs, true))];
-            if ours < theirs {
-                behind.push(format!("uncontended pairs/s vs {}", lib.name(db)));
+        let pairs_to_compare = [(Lib::Lockgate, Lib::Naive), (Lib::Lockgate, Lib::Peer), (Lib::Binding, Lib::Peer)];
+        for (ours, theirs) in pairs_to_compare {
+            let (Some(i), Some(j)) = (at(ours), at(theirs)) else { continue };
+            let (mine, other) = (median(&m.rates[i]), median(&m.rates[j]));
+            let mut parts = vec![format!("uncontended {}", ratio(mine, other, true))];
+            let vs = format!("{} vs {}", ours.name(db), theirs.name(db));
+            if mine < other {
+                behind.push(format!("uncontended pairs/s ({vs})"));
             }
             for (workers, libs) in &m.rows {
-                let (a, b) = (&libs[0], &libs[i]);
+                let (a, b) = (&libs[i], &libs[j]);
                 parts.push(format!(
                     "{workers} workers: acquisitions/s {}, handoff p50 {}, p99 {}, Jain {:.3} vs {:.3}, {} {}",
                     ratio(a.per_s, b.per_s, true),
@@ -841,15 +847,19 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                     ("Jain index", a.jain + 0.0005 < b.jain),
                 ] {
                     if worse {
-                        behind.push(format!("{what} at {workers} workers vs {}", lib.name(db)));
+                        behind.push(format!("{what} at {workers} workers ({vs})"));
                     }
                 }
             }
-            let _ = writeln!(md, "\nlockgate against {}, row by row: {}.", lib.name(db), parts.join("; "));
+            let _ = writeln!(md, "\n{} against {}, row by row: {}.", ours.name(db), theirs.name(db), parts.join("; "));
+        }
+        if at(Lib::Lockgate).is_none() && at(Lib::Binding).is_none() {
+            md.push_str("\n(lockgate not measured in this run: `--libs`.)\n\n");
+            continue;
         }
         let _ = writeln!(
             md,
-            "\nTarget (issue 17): faster than the naive table lock on every row and at least as fast as the peer. {}\n",
+            "\nTarget (issue 17): faster than the naive table lock on every row and at least as fast as the peer (natively and in the peer's own language). {}\n",
             if behind.is_empty() { "Met on every row in this run.".to_string() } else { format!("Not met in this run on: {}.", behind.join(", ")) }
         );
     }
