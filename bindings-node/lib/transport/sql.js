@@ -121,6 +121,7 @@ class PgLine {
       types: PG_TYPES,
     });
     const line = new PgLine(client);
+    if (hooks.background) line.socket.unref();
     // Before connect(): a failed connect also emits 'error' on some paths.
     client.on('error', (err) => hooks.dropped(line, err));
     client.on('end', () => hooks.dropped(line, new Error('the server closed the connection')));
@@ -195,6 +196,7 @@ class MySqlLine {
       flags: ['-LOCAL_FILES', '-MULTI_STATEMENTS'],
     });
     const line = new MySqlLine(conn);
+    if (hooks.background) line.socket.unref();
     // Before connect(): an 'error' without a listener would be thrown.
     conn.on('error', (err) => hooks.dropped(line, err));
     conn.on('end', () => hooks.dropped(line, new Error('the server closed the connection')));
@@ -296,11 +298,14 @@ class Slot {
     this.t.refs(line);
   }
 
-  /** Opens a line; batches queued meanwhile run on it, or fail if it cannot be opened. */
-  connect() {
+  /**
+   * Opens a line; batches queued meanwhile run on it, or fail if it cannot be opened. A
+   * `background` attempt (the keeper's, which nobody waits for) does not hold the process open.
+   */
+  connect(background = false) {
     if (this.opening || this.t.closed) return;
     this.opening = true;
-    this.t.openLine(this).then(
+    this.t.openLine(this, background && !this.t.held).then(
       (line) => {
         this.opening = false;
         if (this.t.closed) return void line.end().catch(() => {});
@@ -335,7 +340,7 @@ class Slot {
     this.keeper = setTimeout(() => {
       this.keeper = null;
       if (this.t.closed || this.opening) return;
-      if (this.line === null) return this.connect();
+      if (this.line === null) return this.connect(true);
       if (!this.idle) return this.keep();
       const statements = [{ sql: 'SELECT 1', params: [] }];
       this.submit({ id: null, statements, timeoutMs: this.t.plan.commandTimeoutMs, internal: () => this.keep() });
@@ -448,8 +453,9 @@ class SqlTransport {
   }
 
   /** Opens a line for `slot`: the plan's hosts in order, the first that accepts. */
-  async openLine(slot) {
+  async openLine(slot, background = false) {
     const hooks = {
+      background,
       dropped: (line, err) => slot.drop(line, err),
       notified: (channel, payload) => {
         if (!this.closed) this.driver.notice({ notice: 'notified', channel, payload });
