@@ -308,6 +308,8 @@ struct Measured {
     db: Db,
     counter: Counter,
     libs: Vec<Lib>,
+    /// Libraries left out, with why.
+    skipped: Vec<(Lib, String)>,
     version: String,
     /// Uncontended pairs/s per round, per library (`libs` order).
     rates: Vec<Vec<f64>>,
@@ -381,18 +383,29 @@ async fn bench(args: &Args) -> Result<String, String> {
 
 async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> Result<Measured, String> {
     let db = server.db;
-    let libs = plan.libs.clone();
+    let mut libs = plan.libs.clone();
     let version = server_version(server).await?;
     naive_table(server).await?;
     server.calibrate().await?;
     // What the server executes per pair: one run of 50 + 200 pairs each, counted whole (each
     // library's connecting and session set-up included).
+    // A library that cannot do this (not built, or failing at once) is left out of the run and
+    // named in the section; a failure later on fails the bench.
     let mut pair_executed = Vec::new();
-    for &lib in &libs {
+    let mut skipped = Vec::new();
+    for lib in std::mem::take(&mut libs) {
         server.settle().await;
         let before = server.executed().await?;
-        pairs(server, peers, lib, &format!("bench-u-x-{}", lib.slug()), 200).await?;
+        if let Err(e) = pairs(server, peers, lib, &format!("bench-u-x-{}", lib.slug()), 200).await {
+            eprintln!("{}: {} left out: {e}", db.title(), lib.name(db));
+            skipped.push((lib, e));
+            continue;
+        }
         pair_executed.push(server.executed_since(before).await? / 250.0);
+        libs.push(lib);
+    }
+    if libs.is_empty() {
+        return Err(format!("{}: no library could run", db.title()));
     }
     let mut rates = vec![Vec::new(); libs.len()];
     for r in 0..plan.rounds {
@@ -435,7 +448,7 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
         }
         rows.push((workers, best.into_iter().map(|c| c.expect("measured")).collect()));
     }
-    Ok(Measured { db, counter: server.counter, libs, version, rates, pair_executed, rows })
+    Ok(Measured { db, counter: server.counter, libs, skipped, version, rates, pair_executed, rows })
 }
 
 async fn server_version(server: &Server) -> Result<String, String> {
@@ -636,10 +649,19 @@ async fn pairs(server: &Server, peers: &Peers, lib: Lib, name: &str, pairs: u64)
     }
 }
 
+/// Runs `cmd` to its end: its stdout, else its last stderr line. Messages name the program and
+/// its script only (the arguments hold URLs with passwords).
 async fn output(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd.stderr(Stdio::inherit()).output().await.map_err(|e| format!("{cmd:?}: {e}"))?;
+    let std = cmd.as_std();
+    let mut shown = std.get_program().to_string_lossy().into_owned();
+    if let Some(first) = std.get_args().next() {
+        shown = format!("{shown} {}", first.to_string_lossy().rsplit('/').next().unwrap_or(""));
+    }
+    let out = cmd.stdin(Stdio::null()).output().await.map_err(|e| format!("{shown}: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprint!("{err}");
     if !out.status.success() {
-        return Err(format!("{cmd:?} failed"));
+        return Err(format!("{shown}: {}", err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("failed").trim()));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -649,7 +671,8 @@ async fn output(cmd: &mut Command) -> Result<String, String> {
 async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
     let db = server.db;
     let url = server.url_for(lib);
-    // Python and Node start slower than a Rust process: half a second each before the window.
+    // Time for every worker to start and connect before the window opens: 100 ms a process for
+    // Rust, 150 ms for Node and Python (slower to start; 2 cores shared).
     let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * if matches!(lib, Lib::Peer | Lib::Binding) { 150_000_000 } else { 100_000_000 };
     let end_ns = start_ns + seconds as u128 * 1_000_000_000;
     let (start, duration) = (start_ns.to_string(), (seconds * 1000).to_string());
@@ -782,6 +805,9 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             m.counter.counted()
         );
         let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate (native) is (median) |\n|---|---:|---:|---:|---:|", m.counter.counted());
+        for (lib, why) in &m.skipped {
+            let _ = writeln!(md, "**{} left out of this run**: it failed its first measurement ({}).\n", lib.name(db), why.replace('|', "/"));
+        }
         let best = |v: &[f64]| v.iter().cloned().fold(0f64, f64::max);
         let native = m.libs[0] == Lib::Lockgate;
         for (i, lib) in m.libs.iter().enumerate() {
