@@ -42,9 +42,10 @@ pub enum Kind {
     /// etcd: one member (`members: 1`) or a Raft cluster; with `proxied` every member is
     /// reached through its own fault proxy. Extra arguments are etcd flags.
     Etcd { members: usize, proxied: bool },
-    /// One PostgreSQL or MariaDB server with a database and user for the tests. Extra
-    /// arguments are server settings (`key=value`).
-    Sql { engine: Engine },
+    /// One PostgreSQL or MariaDB server with a database and user for the tests; with `proxied`
+    /// clients reach it through the fault proxy. Extra arguments are server settings
+    /// (`key=value`).
+    Sql { engine: Engine, proxied: bool },
 }
 
 impl Kind {
@@ -59,7 +60,7 @@ impl Kind {
             Kind::Proxied => "proxied",
             Kind::ZooKeeper { .. } => "zookeeper",
             Kind::Etcd { .. } => "etcd",
-            Kind::Sql { engine } => engine.name(),
+            Kind::Sql { engine, .. } => engine.name(),
         }
     }
 }
@@ -123,8 +124,8 @@ impl Deployment {
         let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, sql: None, userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
-            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. } | Kind::Sql { .. }) {
-                return Err(format!("--tls is for single, acl, redlock, zookeeper, etcd (not proxied), postgres and mariadb, not {}", kind.name()));
+            if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. } | Kind::Sql { proxied: false, .. }) {
+                return Err(format!("--tls is for single, acl, redlock, zookeeper, etcd, postgres and mariadb (not proxied), not {}", kind.name()));
             }
             let files = TlsFiles::create()?;
             match kind {
@@ -163,7 +164,13 @@ impl Deployment {
                 }
                 d.etcd = Some(etcd);
             }
-            Kind::Sql { engine } => d.sql = Some(SqlServer::start(engine, extra, d.tls.as_ref().map(|t| t.dir.as_path()))?),
+            Kind::Sql { engine, proxied } => {
+                let sql = SqlServer::start(engine, extra, d.tls.as_ref().map(|t| t.dir.as_path()))?;
+                if proxied {
+                    d.proxies.push(Proxy::start(([127, 0, 0, 1], sql.port).into())?);
+                }
+                d.sql = Some(sql);
+            }
             Kind::Acl { lines, user, password } => {
                 let dir = crate::server::fresh_dir("acl")?;
                 let file = dir.join("users.acl");
@@ -259,7 +266,11 @@ impl Deployment {
             Kind::ZooKeeper { .. } => self.zookeeper.as_ref().map(ZkEnsemble::url).unwrap_or_default(),
             Kind::Etcd { proxied: true, .. } => crate::etcd::etcd_url(&self.proxies.iter().map(|p| p.addr().port()).collect::<Vec<_>>()),
             Kind::Etcd { .. } => self.etcd.as_ref().map(EtcdCluster::url).unwrap_or_default(),
-            Kind::Sql { .. } => self.sql.as_ref().map(SqlServer::url).unwrap_or_default(),
+            Kind::Sql { .. } => match (&self.sql, self.proxies.first()) {
+                (Some(sql), Some(p)) => sql.url_on(p.addr().port()),
+                (Some(sql), None) => sql.url(),
+                (None, _) => String::new(),
+            },
             _ => self.node_url(0),
         }
     }
@@ -466,11 +477,15 @@ impl Deployment {
     fn describe_sql(&self, sql: &SqlServer) -> Value {
         let node = json!({"url": sql.url(), "port": sql.port, "pid": sql.pid(), "dir": sql.dir(), "socket": sql.socket()});
         let mut out = json!({
-            "kind": self.kind.name(), "url": sql.url(), "admin_url": sql.admin_url(), "url_without_credentials": sql.url_without_credentials(),
+            "kind": self.kind.name(), "url": self.url(), "admin_url": sql.admin_url(), "url_without_credentials": sql.url_without_credentials(),
             "database": crate::sql::DATABASE, "user": crate::sql::USER, "password": crate::sql::PASSWORD,
             "admin_user": sql.engine.admin_user(), "admin_password": crate::sql::ADMIN_PASSWORD,
             "nodes": [node], "pids": self.pids(),
         });
+        if let Some(p) = self.proxies.first() {
+            out["server_url"] = json!(sql.url());
+            out["nodes"][0]["proxy_port"] = json!(p.addr().port());
+        }
         if let Some(t) = &self.tls {
             out["ca_file"] = json!(t.ca_file());
             if sql.engine == Engine::Postgres {

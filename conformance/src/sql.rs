@@ -546,6 +546,11 @@ impl SqlServer {
         format!("{}://127.0.0.1:{}/{DATABASE}", self.engine.scheme(), self.port)
     }
 
+    /// The user's URL on another port (the fault proxy's in front of this server).
+    pub fn url_on(&self, port: u16) -> String {
+        format!("{}://{USER}:{PASSWORD}@127.0.0.1:{port}/{DATABASE}", self.engine.scheme())
+    }
+
     fn url_as(&self, user: &str, password: &str) -> String {
         format!("{}://{user}:{password}@127.0.0.1:{}/{DATABASE}", self.engine.scheme(), self.port)
     }

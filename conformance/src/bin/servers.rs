@@ -9,14 +9,15 @@
 //!              [-- <more redis-server arguments for every node>]
 //! test-servers zookeeper [--members N] [--proxied | --tls] [-- <more zoo.cfg key=value lines>]
 //! test-servers etcd [--members N] [--proxied | --tls] [-- <more etcd flags for every member>]
-//! test-servers postgres | mariadb [--tls] [-- <more server settings, key=value>]
+//! test-servers postgres | mariadb [--proxied | --tls] [-- <more server settings, key=value>]
 //! ```
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
 //! redis-server empty, a ZooKeeper or etcd member or a SQL server with its data), `pause I`, `resume I` (SIGSTOP /
 //! SIGCONT), `silence`, `deafen` (replies held back, requests still forwarded), `restore`
-//! (the fault proxies of `proxied` / `zookeeper --proxied` / `etcd --proxied`),
+//! (the fault proxies of `proxied` / `zookeeper --proxied` / `etcd --proxied` /
+//! `postgres --proxied` / `mariadb --proxied`),
 //! `leader` (ZooKeeper, etcd: waits for the ensemble's or cluster's leader and names it),
 //! `describe`.
 
@@ -28,7 +29,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--tls] [-- server settings key=value]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--proxied | --tls] [-- server settings key=value]";
 
 /// The kind and extra redis-server arguments from the command line.
 fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
@@ -49,8 +50,8 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
         "redlock" => Kind::Redlock { masters: count("--masters", 3)? },
         "zookeeper" => Kind::ZooKeeper { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
         "etcd" => Kind::Etcd { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
-        "postgres" => Kind::Sql { engine: Engine::Postgres },
-        "mariadb" => Kind::Sql { engine: Engine::MariaDb },
+        "postgres" => Kind::Sql { engine: Engine::Postgres, proxied: ours.iter().any(|a| a == "--proxied") },
+        "mariadb" => Kind::Sql { engine: Engine::MariaDb, proxied: ours.iter().any(|a| a == "--proxied") },
         "acl" => {
             let user = value("--user").unwrap_or_else(|| "app".into());
             let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());
@@ -95,7 +96,7 @@ fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
         }
         Some("pause") => d.signal_node(node(d, &words)?, libc::SIGSTOP)?,
         Some("resume") => d.signal_node(node(d, &words)?, libc::SIGCONT)?,
-        Some("silence" | "deafen" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied, zookeeper --proxied and etcd --proxied have them)".into()),
+        Some("silence" | "deafen" | "restore") if d.proxies.is_empty() => return Err("no proxy (kinds proxied, zookeeper --proxied, etcd --proxied, postgres --proxied and mariadb --proxied have them)".into()),
         Some("silence") => d.proxies.iter().for_each(|p| p.silence()),
         Some("deafen") => d.proxies.iter().for_each(|p| p.deafen()),
         Some("restore") => d.proxies.iter().for_each(|p| p.restore()),
