@@ -8,7 +8,12 @@
 //! Rules every transport follows:
 //! - A batch runs its statements in order, each in autocommit (no transaction wraps a batch
 //!   unless its first statement is `BEGIN`), on the one connection [`Conn`] names, and stops at
-//!   the first failing statement: its reply is that failure.
+//!   the first failing statement: its reply is that failure. A batch that opened a transaction
+//!   (its first statement is `BEGIN`, e.g. `BEGIN ISOLATION LEVEL READ COMMITTED`) and fails
+//!   before its `COMMIT` is rolled back by the transport (`ROLLBACK` on that connection) before
+//!   the reply, so no lock taken in it outlives the batch and the next batch starts clean.
+//! - PostgreSQL integer parameters are written `$n::BIGINT` (they bind as 8-byte integers);
+//!   `pg_notify` results are cast to text, so no column is of type `void`.
 //! - Every batch gets exactly one reply. A transport never retries a batch on its own: a
 //!   connection that drops with a batch on the wire fails it with
 //!   [`SqlFailure::ConnectionLost`] (it may or may not have been applied).

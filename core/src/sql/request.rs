@@ -1,0 +1,911 @@
+//! What the SQL backend asks a driver to do, as structured operations ([`SqlOp`]), and what they
+//! mean when answered ([`SqlReply`]). A transport renders an operation to the server's dialect
+//! with [`SqlOp::render`], runs the [`Batch`] (see `statement.rs`) and turns the statements'
+//! [`Rows`] back into a reply with [`SqlOp::parse`]; the in-memory simulator of the tests works
+//! on the operations directly. Which operation to send and what a reply means for a lock is the
+//! backend's; the SQL text is here, once, for both dialects.
+//!
+//! The table (PROTOCOL.md §11), one per table prefix (and PostgreSQL schema):
+//! `<prefix>entry (id, lock_key, owner, kind, permits, value, expires_ms)`, `id` an identity /
+//! `AUTO_INCREMENT` key (the queue order and the fencing token), `UNIQUE (lock_key, owner)`,
+//! an index on `(lock_key, id)`. `expires_ms` is on the SERVER's clock (milliseconds since the
+//! epoch): every expiry is set and compared in SQL, and only remaining times (integers) come
+//! back. On MySQL/MariaDB one more row per lock name, the *anchor* (`owner = ''`, kind
+//! `anchor`), is the row an acquire locks to serialize the inserts of one name.
+
+use std::fmt::Write as _;
+
+use super::statement::{Batch, Conn, Dialect, Rows, SqlFailure, Statement, Value};
+use crate::engine::RequestId;
+use crate::error::{Error, Result};
+
+/// One request for the driver.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlRequest {
+    /// Pass back with the reply.
+    pub id: RequestId,
+    /// What to do.
+    pub op: SqlOp,
+}
+
+/// The table prefix unless configured.
+pub const DEFAULT_TABLE_PREFIX: &str = "lockgate_";
+/// The longest table prefix (the table's name, `<prefix>entry_key_owner`, must fit in
+/// PostgreSQL's 63-byte identifiers).
+pub const MAX_PREFIX_LEN: usize = 40;
+/// The longest PostgreSQL schema name.
+pub const MAX_SCHEMA_LEN: usize = 63;
+/// The longest `lock_key` (`<kind>/<name>`), in characters (the column's `VARCHAR(255)`).
+pub const MAX_LOCK_KEY_CHARS: usize = 255;
+/// The prefix of a MySQL doorbell's name: `lockgate:<owner token>` (at most 64 characters,
+/// MySQL's limit for a named lock).
+pub const DOORBELL_PREFIX: &str = "lockgate:";
+/// The `owner` of a MySQL anchor row (never an owner token, which is hex).
+pub const ANCHOR_OWNER: &str = "";
+/// PostgreSQL's advisory-lock class for serializing one lock name's inserts (`'lkga'`).
+pub const ADVISORY_CLASS: i32 = 0x6c6b_6761;
+
+/// Where lockgate's table lives and how its identifiers are written in one dialect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// The dialect.
+    pub dialect: Dialect,
+    /// The table prefix (`[a-z_][a-z0-9_]*`, at most [`MAX_PREFIX_LEN`]).
+    pub table_prefix: String,
+    /// The PostgreSQL schema (`None`: the connection's `search_path`, normally `public`);
+    /// always `None` for MySQL (the URL's database is the schema).
+    pub pg_schema: Option<String>,
+}
+
+/// Checks one identifier part: lower-case ASCII letters, digits and `_`, not starting with a
+/// digit, so it means the same quoted or not in both dialects.
+fn check_identifier(what: &str, s: &str, max: usize, may_be_empty: bool) -> Result<()> {
+    if s.is_empty() && may_be_empty {
+        return Ok(());
+    }
+    let ok = !s.is_empty()
+        && s.len() <= max
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !s.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} must be 1 to {max} lower-case ASCII letters, digits or '_', not starting with a digit, got {s:?}"
+        )))
+    }
+}
+
+impl Schema {
+    /// A schema for `dialect`, checking the identifiers (`INVALID_ARGUMENT`: nothing is ever
+    /// spliced into SQL that is not a plain identifier).
+    pub fn new(dialect: Dialect, table_prefix: &str, pg_schema: Option<&str>) -> Result<Schema> {
+        check_identifier("table_prefix", table_prefix, MAX_PREFIX_LEN, true)?;
+        if let Some(s) = pg_schema {
+            if dialect == Dialect::MySql {
+                return Err(Error::invalid("schema is a PostgreSQL setting: on MySQL/MariaDB the URL's database is the schema"));
+            }
+            check_identifier("schema", s, MAX_SCHEMA_LEN, false)?;
+        }
+        Ok(Schema { dialect, table_prefix: table_prefix.to_string(), pg_schema: pg_schema.map(str::to_string) })
+    }
+
+    /// The default schema of `dialect` (prefix `lockgate_`).
+    pub fn default_for(dialect: Dialect) -> Schema {
+        Schema { dialect, table_prefix: DEFAULT_TABLE_PREFIX.to_string(), pg_schema: None }
+    }
+
+    /// An identifier quoted for the dialect (`"x"` or `` `x` ``); identifiers are checked, so
+    /// no quote can occur inside.
+    pub fn quote(&self, ident: &str) -> String {
+        match self.dialect {
+            Dialect::Postgres => format!("\"{ident}\""),
+            Dialect::MySql => format!("`{ident}`"),
+        }
+    }
+
+    /// The table's unqualified name, `<prefix>entry`.
+    pub fn table_name(&self) -> String {
+        format!("{}entry", self.table_prefix)
+    }
+
+    /// The table, qualified and quoted.
+    pub fn table(&self) -> String {
+        match &self.pg_schema {
+            Some(s) => format!("{}.{}", self.quote(s), self.quote(&self.table_name())),
+            None => self.quote(&self.table_name()),
+        }
+    }
+
+    /// PostgreSQL's notification channel, `<prefix>wake` (as `pg_notify` takes it, unquoted).
+    pub fn channel(&self) -> String {
+        format!("{}wake", self.table_prefix)
+    }
+
+    /// A placeholder for parameter `n` (1-based): `$n` or `?`.
+    fn ph(&self, n: usize) -> String {
+        match self.dialect {
+            Dialect::Postgres => format!("${n}"),
+            Dialect::MySql => "?".to_string(),
+        }
+    }
+
+    /// An integer placeholder: PostgreSQL infers `BIGINT` so an `i64` binds as is.
+    fn int(&self, n: usize) -> String {
+        match self.dialect {
+            Dialect::Postgres => format!("${n}::BIGINT"),
+            Dialect::MySql => "?".to_string(),
+        }
+    }
+
+    /// The server's clock in milliseconds since the epoch, as an SQL expression:
+    /// `clock_timestamp()` (the actual time, not the transaction's start) on PostgreSQL; on
+    /// MySQL the statement's start, whole seconds from `UNIX_TIMESTAMP()` and the fraction
+    /// from `NOW(6)` (both the same instant, and neither depends on the session's time zone
+    /// — `UNIX_TIMESTAMP(NOW(3))` would be off by an hour around a DST change).
+    pub fn now_ms(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Postgres => "(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)",
+            Dialect::MySql => "(UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000)",
+        }
+    }
+
+    /// The statements creating the table and its index if absent (never `DROP`): what session
+    /// open runs when the table is missing, and what `lockgate-cli sql-schema` prints.
+    pub fn ddl(&self) -> Vec<String> {
+        let t = self.table();
+        let p = &self.table_prefix;
+        match self.dialect {
+            Dialect::Postgres => vec![
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {t} (\n  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  \
+                     lock_key VARCHAR(255) NOT NULL,\n  owner VARCHAR(64) NOT NULL,\n  kind VARCHAR(16) NOT NULL,\n  \
+                     permits INTEGER NOT NULL,\n  value TEXT NULL,\n  expires_ms BIGINT NOT NULL,\n  \
+                     CONSTRAINT {} UNIQUE (lock_key, owner)\n)",
+                    self.quote(&format!("{p}entry_key_owner"))
+                ),
+                format!("CREATE INDEX IF NOT EXISTS {} ON {t} (lock_key, id)", self.quote(&format!("{p}entry_key_id"))),
+            ],
+            Dialect::MySql => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n  \
+                 lock_key VARCHAR(255) NOT NULL,\n  owner VARCHAR(64) NOT NULL,\n  kind VARCHAR(16) NOT NULL,\n  \
+                 permits INT NOT NULL,\n  value TEXT NULL,\n  expires_ms BIGINT NOT NULL,\n  \
+                 UNIQUE KEY {} (lock_key, owner),\n  KEY {} (lock_key, id)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 \
+                 COLLATE=utf8mb4_bin",
+                self.quote(&format!("{p}entry_key_owner")),
+                self.quote(&format!("{p}entry_key_id"))
+            )],
+        }
+    }
+
+    /// The DDL as one script (statements ended by `;`), for a DBA.
+    pub fn ddl_script(&self) -> String {
+        let mut s = String::new();
+        for stmt in self.ddl() {
+            let _ = writeln!(s, "{stmt};");
+        }
+        s
+    }
+}
+
+/// What kind of entry a row is (the `kind` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// A mutex holder or waiter.
+    Mutex,
+    /// A reader of a read-write lock.
+    Read,
+    /// A writer of a read-write lock.
+    Write,
+    /// A semaphore permit holder or waiter.
+    Semaphore,
+    /// An election candidate (the first one is the leader).
+    Leader,
+}
+
+impl EntryKind {
+    /// The `kind` column's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Mutex => "mutex",
+            EntryKind::Read => "read",
+            EntryKind::Write => "write",
+            EntryKind::Semaphore => "semaphore",
+            EntryKind::Leader => "leader",
+        }
+    }
+
+    /// The kind a `kind` column's text names.
+    pub fn parse(s: &str) -> Option<EntryKind> {
+        Some(match s {
+            "mutex" => EntryKind::Mutex,
+            "read" => EntryKind::Read,
+            "write" => EntryKind::Write,
+            "semaphore" => EntryKind::Semaphore,
+            "leader" => EntryKind::Leader,
+            _ => return None,
+        })
+    }
+}
+
+/// One acquire attempt (or a queued waiter's re-check): everything its batch writes and reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcquireOp {
+    /// `<kind>/<name>`.
+    pub lock_key: String,
+    /// The owner token.
+    pub owner: String,
+    /// The entry's kind.
+    pub kind: EntryKind,
+    /// A semaphore's permits (1 for every other kind).
+    pub permits: u32,
+    /// An election candidate's published value.
+    pub value: Option<String>,
+    /// The lease: the row's expiry, from the server's now, if it holds after this batch.
+    pub lease_ms: u64,
+    /// A waiter's entry lease: the row's expiry if it does not hold.
+    pub entry_ttl_ms: u64,
+}
+
+impl AcquireOp {
+    /// The entry holds while fewer than this many live entries that block it are ahead: the
+    /// permits for a semaphore, else 1 (a reader counts only the writers ahead).
+    pub fn holds_below(&self) -> u32 {
+        match self.kind {
+            EntryKind::Semaphore => self.permits.max(1),
+            _ => 1,
+        }
+    }
+}
+
+/// One structured operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlOp {
+    /// Whether the table exists with lockgate's columns: a query of every column that returns
+    /// nothing (Main). Reply [`SqlReply::Done`]; a missing table fails with the server's
+    /// "undefined table" (`42P01`, `1146`), see [`is_missing_table`].
+    Probe,
+    /// Creates the table and its index if absent (Main; [`Schema::ddl`]). Reply
+    /// [`SqlReply::Done`].
+    CreateSchema,
+    /// PostgreSQL: `LISTEN` on the channel (Listen). Reply [`SqlReply::Done`].
+    Listen,
+    /// PostgreSQL: a notification to our own channel with `payload` (Main): the check at
+    /// session open that notifications reach the listening connection (they do not behind
+    /// PgBouncer in transaction mode). Reply [`SqlReply::Done`].
+    NotifySelf {
+        /// A payload no release sends (`check:<nonce>`).
+        payload: String,
+    },
+    /// A round trip that changes nothing (`SELECT 1` on Main). Reply [`SqlReply::Done`].
+    Ping,
+    /// One attempt, in one transaction holding the name's serialization lock (PostgreSQL: a
+    /// transaction-scoped advisory lock on the name; MySQL: the name's anchor row, locked by
+    /// an upsert), so rows of one name commit in id order: take the doorbell (MySQL), insert
+    /// the own row if absent, delete the name's expired rows (PostgreSQL: notifying their ids),
+    /// set the own row's expiry to `now + lease` if it holds by the recipe's count, else
+    /// `now + entry_ttl`, and read the name's live rows. Reply [`SqlReply::Entries`].
+    Acquire(AcquireOp),
+    /// Sets the expiry of row `id` to `now + ttl` if it is still `owner`'s and live (an
+    /// expired row is never revived: someone may hold after it). Reply [`SqlReply::Renewed`].
+    Renew {
+        /// The row (the fence).
+        id: i64,
+        /// The owner token.
+        owner: String,
+        /// The new remaining lease.
+        ttl_ms: u64,
+    },
+    /// Deletes `owner`'s row of `lock_key`, if any, and rings: PostgreSQL notifies its id,
+    /// MySQL releases the owner's doorbell. Reply [`SqlReply::Released`].
+    Release {
+        /// `<kind>/<name>`.
+        lock_key: String,
+        /// The owner token.
+        owner: String,
+    },
+    /// Reads the first live row of `lock_key` (an election's leader). Reply
+    /// [`SqlReply::Leader`].
+    Observe {
+        /// `<kind>/<name>`.
+        lock_key: String,
+    },
+    /// MySQL: waits up to `timeout_secs` for `owner`'s doorbell (`GET_LOCK` then
+    /// `RELEASE_LOCK` at once, on a Wait connection). Reply [`SqlReply::Rang`].
+    WaitDoorbell {
+        /// The predecessor's owner token.
+        owner: String,
+        /// How long to block, in whole seconds (at least 1).
+        timeout_secs: u64,
+    },
+    /// MySQL: takes the doorbells of these owners again on Main (after it was replaced, its
+    /// named locks went with the old connection). Reply [`SqlReply::Doorbells`].
+    TakeDoorbells {
+        /// The owner tokens whose rows this client has.
+        owners: Vec<String>,
+    },
+    /// Deletes every row of these owners (a client closing) and rings for each; MySQL also
+    /// releases every named lock of Main. Reply [`SqlReply::Deleted`].
+    DeleteOwners {
+        /// The owner tokens.
+        owners: Vec<String>,
+    },
+}
+
+/// A live row of a lock name, as an acquire or observe reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryRow {
+    /// The id: queue order and fencing token.
+    pub id: i64,
+    /// The owner token.
+    pub owner: String,
+    /// The kind (`None`: a kind this version does not know, which blocks like a writer).
+    pub kind: Option<EntryKind>,
+    /// A semaphore's permits as its entry said.
+    pub permits: i64,
+    /// An election candidate's value.
+    pub value: Option<String>,
+    /// Its remaining lease on the server's clock when read (positive: only live rows are
+    /// read).
+    pub remaining_ms: i64,
+}
+
+/// A successful reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlReply {
+    /// Done, nothing to read.
+    Done,
+    /// The name's live rows in id order, after the attempt (the own row among them unless it
+    /// expired meanwhile).
+    Entries {
+        /// The rows.
+        rows: Vec<EntryRow>,
+    },
+    /// Whether the renewal found the row live and set its expiry.
+    Renewed {
+        /// 1 row updated.
+        renewed: bool,
+    },
+    /// What the release deleted.
+    Released {
+        /// A row was deleted.
+        deleted: bool,
+        /// It was live when deleted.
+        was_held: bool,
+    },
+    /// The first live row, if any.
+    Leader(Option<EntryRow>),
+    /// Whether the doorbell was free (rung: its owner released it or its connection died)
+    /// within the wait, or the wait timed out.
+    Rang {
+        /// Free within the wait.
+        rang: bool,
+    },
+    /// Which doorbells were taken, in the order asked.
+    Doorbells {
+        /// Taken (or already ours) per owner.
+        taken: Vec<bool>,
+    },
+    /// How many rows were deleted.
+    Deleted {
+        /// The count.
+        count: u64,
+    },
+}
+
+/// What the driver hands back for a [`SqlRequest`].
+pub type SqlResult = std::result::Result<SqlReply, SqlFailure>;
+
+/// The doorbell (MySQL named lock) of an owner token.
+pub fn doorbell(owner: &str) -> String {
+    format!("{DOORBELL_PREFIX}{owner}")
+}
+
+/// Whether a failure says the table (or one of its columns) does not exist.
+pub fn is_missing_table(f: &SqlFailure) -> bool {
+    matches!(f, SqlFailure::Server { code, .. } if code == "42P01" || code == "1146" || code == "3F000")
+}
+
+/// A statement builder: SQL text with its parameters, numbered as they are added.
+struct Stmt<'s> {
+    schema: &'s Schema,
+    sql: String,
+    params: Vec<Value>,
+}
+
+impl<'s> Stmt<'s> {
+    fn new(schema: &'s Schema) -> Self {
+        Stmt { schema, sql: String::new(), params: Vec::new() }
+    }
+
+    /// Appends SQL text.
+    fn s(mut self, text: &str) -> Self {
+        self.sql.push_str(text);
+        self
+    }
+
+    /// Appends a text parameter.
+    fn text(mut self, v: &str) -> Self {
+        self.params.push(Value::Text(v.to_string()));
+        let ph = self.schema.ph(self.params.len());
+        self.sql.push_str(&ph);
+        self
+    }
+
+    /// Appends a nullable text parameter.
+    fn opt_text(mut self, v: Option<&str>) -> Self {
+        self.params.push(v.map_or(Value::Null, |v| Value::Text(v.to_string())));
+        let ph = match self.schema.dialect {
+            Dialect::Postgres => format!("${}::TEXT", self.params.len()),
+            Dialect::MySql => "?".to_string(),
+        };
+        self.sql.push_str(&ph);
+        self
+    }
+
+    /// Appends an integer parameter.
+    fn int(mut self, v: i64) -> Self {
+        self.params.push(Value::Int(v));
+        let ph = self.schema.int(self.params.len());
+        self.sql.push_str(&ph);
+        self
+    }
+
+    /// Appends the server's clock.
+    fn now(self) -> Self {
+        let now = self.schema.now_ms();
+        self.s(now)
+    }
+
+    fn done(self) -> Statement {
+        Statement { sql: self.sql, params: self.params }
+    }
+}
+
+fn plain(sql: &str) -> Statement {
+    Statement { sql: sql.to_string(), params: Vec::new() }
+}
+
+fn ms(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The columns an acquire or observe reads, in [`EntryRow`]'s order.
+const ROW_COLUMNS: &str = "id, owner, kind, permits, value, ";
+
+impl SqlOp {
+    /// The batch that performs this operation on `schema`'s table, in its dialect.
+    pub fn render(&self, schema: &Schema) -> Batch {
+        let t = schema.table();
+        let pg = schema.dialect == Dialect::Postgres;
+        let main = |statements| Batch { conn: Conn::Main, statements };
+        match self {
+            SqlOp::Probe => main(vec![plain(&format!(
+                "SELECT id, lock_key, owner, kind, permits, value, expires_ms FROM {t} WHERE 1 = 0"
+            ))]),
+            SqlOp::CreateSchema => main(schema.ddl().iter().map(|s| plain(s)).collect()),
+            SqlOp::Listen => Batch { conn: Conn::Listen, statements: vec![plain(&format!("LISTEN {}", schema.quote(&schema.channel())))] },
+            SqlOp::NotifySelf { payload } => {
+                main(vec![Stmt::new(schema).s("SELECT pg_notify(").text(&schema.channel()).s(", ").text(payload).s(")::TEXT").done()])
+            }
+            SqlOp::Ping => main(vec![plain("SELECT 1")]),
+            SqlOp::Acquire(a) => main(render_acquire(schema, a)),
+            SqlOp::Renew { id, owner, ttl_ms } => main(vec![Stmt::new(schema)
+                .s(&format!("UPDATE {t} SET expires_ms = "))
+                .now()
+                .s(" + ")
+                .int(ms(*ttl_ms))
+                .s(" WHERE id = ")
+                .int(*id)
+                .s(" AND owner = ")
+                .text(owner)
+                .s(" AND expires_ms > ")
+                .now()
+                .done()]),
+            SqlOp::Release { lock_key, owner } => {
+                if pg {
+                    main(vec![Stmt::new(schema)
+                        .s(&format!("WITH d AS (DELETE FROM {t} WHERE lock_key = "))
+                        .text(lock_key)
+                        .s(" AND owner = ")
+                        .text(owner)
+                        .s(" RETURNING id, expires_ms) SELECT d.id, CASE WHEN d.expires_ms > ")
+                        .now()
+                        .s(" THEN 1 ELSE 0 END, pg_notify(")
+                        .text(&schema.channel())
+                        .s(", d.id::TEXT)::TEXT FROM d")
+                        .done()])
+                } else {
+                    main(vec![
+                        Stmt::new(schema)
+                            .s("SELECT id, CASE WHEN expires_ms > ")
+                            .now()
+                            .s(&format!(" THEN 1 ELSE 0 END FROM {t} WHERE lock_key = "))
+                            .text(lock_key)
+                            .s(" AND owner = ")
+                            .text(owner)
+                            .done(),
+                        Stmt::new(schema).s(&format!("DELETE FROM {t} WHERE lock_key = ")).text(lock_key).s(" AND owner = ").text(owner).done(),
+                        Stmt::new(schema).s("SELECT RELEASE_LOCK(").text(&doorbell(owner)).s(")").done(),
+                    ])
+                }
+            }
+            SqlOp::Observe { lock_key } => main(vec![Stmt::new(schema)
+                .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+                .now()
+                .s(&format!(" FROM {t} WHERE lock_key = "))
+                .text(lock_key)
+                .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+                .now()
+                .s(" ORDER BY id LIMIT 1")
+                .done()]),
+            SqlOp::WaitDoorbell { owner, timeout_secs } => {
+                let name = doorbell(owner);
+                Batch {
+                    conn: Conn::Wait,
+                    statements: vec![
+                        Stmt::new(schema).s("SELECT GET_LOCK(").text(&name).s(", ").int(ms(*timeout_secs).max(1)).s(")").done(),
+                        Stmt::new(schema).s("SELECT RELEASE_LOCK(").text(&name).s(")").done(),
+                    ],
+                }
+            }
+            SqlOp::TakeDoorbells { owners } => main(owners.iter().map(|o| take_doorbell(schema, o)).collect()),
+            SqlOp::DeleteOwners { owners } => {
+                let mut stmt = Stmt::new(schema);
+                stmt = if pg { stmt.s(&format!("WITH d AS (DELETE FROM {t} WHERE owner IN (")) } else { stmt.s(&format!("DELETE FROM {t} WHERE owner IN (")) };
+                for (i, o) in owners.iter().enumerate() {
+                    if i > 0 {
+                        stmt = stmt.s(", ");
+                    }
+                    stmt = stmt.text(o);
+                }
+                if owners.is_empty() {
+                    // `IN ()` is no SQL: an owner no row can have.
+                    stmt = stmt.text(ANCHOR_OWNER);
+                }
+                if pg {
+                    stmt = stmt.s(") RETURNING id) SELECT pg_notify(").text(&schema.channel()).s(", d.id::TEXT)::TEXT FROM d");
+                    main(vec![stmt.done()])
+                } else {
+                    main(vec![stmt.s(")").done(), plain("SELECT RELEASE_ALL_LOCKS()")])
+                }
+            }
+        }
+    }
+
+    /// What the statements' results mean: the reply, or a failure if they make no sense. Reads
+    /// results by their place from the end of the batch, so it needs no dialect.
+    pub fn parse(&self, rows: Vec<Rows>) -> SqlResult {
+        let bad = |why: String| Err(SqlFailure::Other(Error::protocol(format!("the database answered {why}"))));
+        match self {
+            SqlOp::Probe | SqlOp::CreateSchema | SqlOp::Listen | SqlOp::NotifySelf { .. } | SqlOp::Ping => Ok(SqlReply::Done),
+            SqlOp::Acquire(_) => {
+                // [.., SELECT rows, COMMIT]
+                let Some(select) = rows.len().checked_sub(2).and_then(|i| rows.get(i)) else {
+                    return bad(format!("an acquire with {} results", rows.len()));
+                };
+                let mut out = Vec::with_capacity(select.rows.len());
+                for r in &select.rows {
+                    match entry_row(r) {
+                        Some(e) => out.push(e),
+                        None => return bad(format!("an acquire with the row {r:?}")),
+                    }
+                }
+                Ok(SqlReply::Entries { rows: out })
+            }
+            SqlOp::Renew { .. } => match rows.first() {
+                Some(r) => Ok(SqlReply::Renewed { renewed: r.affected >= 1 }),
+                None => bad("a renewal with no result".into()),
+            },
+            SqlOp::Release { .. } => match rows.first() {
+                Some(r) => {
+                    let was_held = r.rows.iter().any(|row| row.get(1).and_then(Value::as_int) == Some(1));
+                    Ok(SqlReply::Released { deleted: !r.rows.is_empty(), was_held })
+                }
+                None => bad("a release with no result".into()),
+            },
+            SqlOp::Observe { .. } => match rows.first() {
+                Some(r) => match r.rows.first() {
+                    None => Ok(SqlReply::Leader(None)),
+                    Some(row) => match entry_row(row) {
+                        Some(e) => Ok(SqlReply::Leader(Some(e))),
+                        None => bad(format!("an observe with the row {row:?}")),
+                    },
+                },
+                None => bad("an observe with no result".into()),
+            },
+            SqlOp::WaitDoorbell { .. } => {
+                let got = rows.first().and_then(|r| r.rows.first()).and_then(|row| row.first()).and_then(Value::as_int);
+                Ok(SqlReply::Rang { rang: got == Some(1) })
+            }
+            SqlOp::TakeDoorbells { owners } => {
+                let taken: Vec<bool> = (0..owners.len())
+                    .map(|i| rows.get(i).and_then(|r| r.rows.first()).and_then(|row| row.first()).and_then(Value::as_int) == Some(1))
+                    .collect();
+                Ok(SqlReply::Doorbells { taken })
+            }
+            SqlOp::DeleteOwners { .. } => match rows.first() {
+                Some(r) => Ok(SqlReply::Deleted { count: r.affected.max(r.rows.len() as u64) }),
+                None => bad("a delete with no result".into()),
+            },
+        }
+    }
+}
+
+/// MySQL: takes `owner`'s doorbell unless this connection has it already (`GET_LOCK` nests: a
+/// second take would need a second release).
+fn take_doorbell(schema: &Schema, owner: &str) -> Statement {
+    let name = doorbell(owner);
+    Stmt::new(schema)
+        .s("SELECT CASE WHEN IS_USED_LOCK(")
+        .text(&name)
+        .s(") = CONNECTION_ID() THEN 1 ELSE GET_LOCK(")
+        .text(&name)
+        .s(", 0) END")
+        .done()
+}
+
+/// The acquire batch: `BEGIN`, serialize on the name, (MySQL: doorbell), insert if absent,
+/// reap, set the expiry by the recipe's count, read the live rows, `COMMIT`.
+fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
+    let t = schema.table();
+    let pg = schema.dialect == Dialect::Postgres;
+    let mut out = vec![plain(if pg { "BEGIN ISOLATION LEVEL READ COMMITTED" } else { "BEGIN" })];
+    if pg {
+        // Serializes the name's inserts until COMMIT: ids of one name commit in id order, so a
+        // row read as first cannot be overtaken by a smaller id committing later.
+        out.push(
+            Stmt::new(schema)
+                .s("SELECT pg_advisory_xact_lock(")
+                .int(i64::from(ADVISORY_CLASS))
+                .s("::INTEGER, hashtext(")
+                .text(&format!("{}{}", schema.table_name(), a.lock_key))
+                .s("))")
+                .done(),
+        );
+    } else {
+        // The anchor row, created or locked by the upsert (an exclusive lock until COMMIT;
+        // `INSERT IGNORE` would take a shared one, and two shared lockers would deadlock).
+        out.push(
+            Stmt::new(schema)
+                .s(&format!("INSERT INTO {t} (lock_key, owner, kind, permits, value, expires_ms) VALUES ("))
+                .text(&a.lock_key)
+                .s(&format!(", '{ANCHOR_OWNER}', 'anchor', 0, NULL, 0) ON DUPLICATE KEY UPDATE expires_ms = 0"))
+                .done(),
+        );
+        out.push(take_doorbell(schema, &a.owner));
+    }
+    let insert = Stmt::new(schema)
+        .s(if pg { "INSERT INTO " } else { "INSERT IGNORE INTO " })
+        .s(&format!("{t} (lock_key, owner, kind, permits, value, expires_ms) VALUES ("))
+        .text(&a.lock_key)
+        .s(", ")
+        .text(&a.owner)
+        .s(", ")
+        .text(a.kind.as_str())
+        .s(", ")
+        .int(i64::from(a.permits))
+        .s(", ")
+        .opt_text(a.value.as_deref())
+        .s(", ")
+        .now()
+        .s(" + ")
+        .int(ms(a.entry_ttl_ms))
+        .s(if pg { ") ON CONFLICT (lock_key, owner) DO NOTHING" } else { ")" })
+        .done();
+    out.push(insert);
+    // Reap the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
+    // behind them.
+    if pg {
+        out.push(
+            Stmt::new(schema)
+                .s(&format!("WITH d AS (DELETE FROM {t} WHERE lock_key = "))
+                .text(&a.lock_key)
+                .s(" AND expires_ms <= ")
+                .now()
+                .s(" RETURNING id) SELECT pg_notify(")
+                .text(&schema.channel())
+                .s(", d.id::TEXT)::TEXT FROM d")
+                .done(),
+        );
+    } else {
+        out.push(
+            Stmt::new(schema)
+                .s(&format!("DELETE FROM {t} WHERE lock_key = "))
+                .text(&a.lock_key)
+                .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms <= "))
+                .now()
+                .done(),
+        );
+    }
+    // The own row's expiry: the lease if fewer than `allowed` blocking entries are ahead of it
+    // (the recipe's predicate), else the entry lease. The count reads a derived table, which
+    // MySQL materializes (it refuses a plain subquery on the table being updated).
+    let blocking = if a.kind == EntryKind::Read { " AND b.kind <> 'read'" } else { "" };
+    let below = i64::from(a.holds_below());
+    let update = Stmt::new(schema);
+    let update = if pg {
+        update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM ")
+    } else {
+        update.s(&format!("UPDATE {t} AS me JOIN (SELECT COUNT(*) AS ahead FROM "))
+    };
+    let update = update
+        .s(&format!("{t} AS b WHERE b.lock_key = "))
+        .text(&a.lock_key)
+        .s(&format!(" AND b.owner <> '{ANCHOR_OWNER}'{blocking} AND b.expires_ms > "))
+        .now()
+        .s(&format!(" AND b.id < (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
+        .text(&a.lock_key)
+        .s(" AND o.owner = ")
+        .text(&a.owner)
+        .s("))");
+    let update = if pg {
+        update.s(" < ").int(below).s(" THEN ")
+    } else {
+        update.s(" AS q SET me.expires_ms = ").now().s(" + CASE WHEN q.ahead < ").int(below).s(" THEN ")
+    };
+    let update = update
+        .int(ms(a.lease_ms))
+        .s(" ELSE ")
+        .int(ms(a.entry_ttl_ms))
+        .s(" END WHERE me.lock_key = ")
+        .text(&a.lock_key)
+        .s(" AND me.owner = ")
+        .text(&a.owner)
+        .done();
+    out.push(update);
+    out.push(
+        Stmt::new(schema)
+            .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+            .now()
+            .s(&format!(" FROM {t} WHERE lock_key = "))
+            .text(&a.lock_key)
+            .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+            .now()
+            .s(" ORDER BY id")
+            .done(),
+    );
+    out.push(plain("COMMIT"));
+    out
+}
+
+/// A row of [`ROW_COLUMNS`] + remaining.
+fn entry_row(r: &[Value]) -> Option<EntryRow> {
+    let [id, owner, kind, permits, value, remaining] = r else { return None };
+    Some(EntryRow {
+        id: id.as_int()?,
+        owner: owner.as_text()?.to_string(),
+        kind: EntryKind::parse(kind.as_text()?),
+        permits: permits.as_int()?,
+        value: match value {
+            Value::Null => None,
+            Value::Text(t) => Some(t.clone()),
+            Value::Int(i) => Some(i.to_string()),
+        },
+        remaining_ms: remaining.as_int()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn op() -> AcquireOp {
+        AcquireOp {
+            lock_key: "mutex/orders".into(),
+            owner: "ab12".into(),
+            kind: EntryKind::Mutex,
+            permits: 1,
+            value: None,
+            lease_ms: 30_000,
+            entry_ttl_ms: 10_000,
+        }
+    }
+
+    fn placeholders(dialect: Dialect, s: &Statement) -> usize {
+        match dialect {
+            Dialect::Postgres => (1..=s.params.len() + 1).filter(|n| s.sql.contains(&format!("${n}"))).count(),
+            Dialect::MySql => s.sql.matches('?').count(),
+        }
+    }
+
+    #[test]
+    fn every_statement_binds_each_parameter_once_in_both_dialects() {
+        let ops = [
+            SqlOp::Probe,
+            SqlOp::CreateSchema,
+            SqlOp::NotifySelf { payload: "check:1".into() },
+            SqlOp::Acquire(op()),
+            SqlOp::Acquire(AcquireOp { kind: EntryKind::Semaphore, permits: 3, ..op() }),
+            SqlOp::Acquire(AcquireOp { kind: EntryKind::Leader, value: Some("me".into()), ..op() }),
+            SqlOp::Renew { id: 7, owner: "ab12".into(), ttl_ms: 5000 },
+            SqlOp::Release { lock_key: "mutex/orders".into(), owner: "ab12".into() },
+            SqlOp::Observe { lock_key: "election/e".into() },
+            SqlOp::DeleteOwners { owners: vec!["a".into(), "b".into()] },
+            SqlOp::DeleteOwners { owners: vec![] },
+        ];
+        for dialect in [Dialect::Postgres, Dialect::MySql] {
+            let schema = Schema::default_for(dialect);
+            for o in &ops {
+                for s in o.render(&schema).statements {
+                    assert_eq!(placeholders(dialect, &s), s.params.len(), "{dialect:?} {s:?}");
+                    if dialect == Dialect::MySql {
+                        assert!(!s.sql.contains('$'), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dialects_differ_where_they_must() {
+        let pg = Schema::new(Dialect::Postgres, "app_", Some("locks")).unwrap();
+        let my = Schema::new(Dialect::MySql, "app_", None).unwrap();
+        assert_eq!(pg.table(), "\"locks\".\"app_entry\"");
+        assert_eq!(my.table(), "`app_entry`");
+        let a = SqlOp::Acquire(op());
+        let pgs = a.render(&pg);
+        let mys = a.render(&my);
+        assert_eq!(pgs.conn, Conn::Main);
+        let pg_sql: Vec<&str> = pgs.statements.iter().map(|s| s.sql.as_str()).collect();
+        let my_sql: Vec<&str> = mys.statements.iter().map(|s| s.sql.as_str()).collect();
+        assert!(pg_sql.iter().any(|s| s.contains("ON CONFLICT (lock_key, owner) DO NOTHING")), "{pg_sql:?}");
+        assert!(pg_sql.iter().any(|s| s.contains("pg_advisory_xact_lock")));
+        assert!(pg_sql.iter().any(|s| s.contains("clock_timestamp()")));
+        assert!(my_sql.iter().any(|s| s.starts_with("INSERT IGNORE INTO `app_entry`")), "{my_sql:?}");
+        assert!(my_sql.iter().any(|s| s.contains("GET_LOCK(?, 0)")));
+        assert!(my_sql.iter().any(|s| s.contains("NOW(6)")));
+        assert_eq!((pg_sql.first(), pg_sql.last()), (Some(&"BEGIN ISOLATION LEVEL READ COMMITTED"), Some(&"COMMIT")));
+        assert_eq!((my_sql.first(), my_sql.last()), (Some(&"BEGIN"), Some(&"COMMIT")));
+        let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
+        assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
+        assert_eq!(rel.render(&my).statements[2].params, vec![Value::Text("lockgate:o".into())]);
+        assert_eq!(SqlOp::Listen.render(&pg).conn, Conn::Listen);
+        assert_eq!(SqlOp::Listen.render(&pg).statements[0].sql, "LISTEN \"app_wake\"");
+        assert_eq!(SqlOp::WaitDoorbell { owner: "o".into(), timeout_secs: 0 }.render(&my).conn, Conn::Wait);
+        assert!(pg.ddl_script().contains("GENERATED ALWAYS AS IDENTITY") && !pg.ddl_script().contains("DROP"));
+        assert!(my.ddl_script().contains("AUTO_INCREMENT") && my.ddl_script().contains("utf8mb4_bin"));
+    }
+
+    #[test]
+    fn bad_identifiers_are_refused() {
+        for bad in ["App_", "a-b", "1x", "x;drop", "a\"b", "a`b", &"x".repeat(MAX_PREFIX_LEN + 1)] {
+            let e = Schema::new(Dialect::Postgres, bad, None).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+        }
+        assert!(Schema::new(Dialect::Postgres, "", None).is_ok());
+        assert_eq!(Schema::new(Dialect::Postgres, "p_", Some("")).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(Schema::new(Dialect::Postgres, "p_", Some("Locks")).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(Schema::new(Dialect::MySql, "p_", Some("locks")).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn replies_parse_from_the_end_of_the_batch() {
+        let row = vec![
+            Value::Int(5),
+            Value::Text("ab12".into()),
+            Value::Text("mutex".into()),
+            Value::Text("1".into()),
+            Value::Null,
+            Value::Text("29999".into()),
+        ];
+        let mut results = vec![Rows::default(); 6];
+        results.push(Rows { affected: 0, rows: vec![row] });
+        results.push(Rows::default());
+        let got = SqlOp::Acquire(op()).parse(results).unwrap();
+        let SqlReply::Entries { rows } = got else { panic!("{got:?}") };
+        assert_eq!((rows[0].id, rows[0].kind, rows[0].permits, rows[0].remaining_ms), (5, Some(EntryKind::Mutex), 1, 29999));
+        assert!(SqlOp::Acquire(op()).parse(vec![]).is_err());
+        let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
+        let held = Rows { affected: 0, rows: vec![vec![Value::Int(5), Value::Int(1)]] };
+        assert_eq!(rel.parse(vec![held]).unwrap(), SqlReply::Released { deleted: true, was_held: true });
+        assert_eq!(rel.parse(vec![Rows::default()]).unwrap(), SqlReply::Released { deleted: false, was_held: false });
+        let renew = SqlOp::Renew { id: 1, owner: "o".into(), ttl_ms: 1 };
+        assert_eq!(renew.parse(vec![Rows { affected: 1, rows: vec![] }]).unwrap(), SqlReply::Renewed { renewed: true });
+        let wait = SqlOp::WaitDoorbell { owner: "o".into(), timeout_secs: 1 };
+        assert_eq!(wait.parse(vec![Rows { affected: 0, rows: vec![vec![Value::Int(0)]] }]).unwrap(), SqlReply::Rang { rang: false });
+        assert!(is_missing_table(&SqlFailure::Server { code: "42P01".into(), message: String::new() }));
+    }
+}
