@@ -6,7 +6,9 @@
 //!   ([`link`], [`cluster_link`]; `redis` crate values through [`convert`]);
 //! - [`redlock`]: one self-replacing connection per Redlock master;
 //! - [`zookeeper`]: one ZooKeeper session on the `zookeeper-client` crate;
-//! - [`etcd`]: one `etcd-client` channel per client, with one keepalive and one watch stream.
+//! - [`etcd`]: one `etcd-client` channel per client, with one keepalive and one watch stream;
+//! - [`sql`]: PostgreSQL (`tokio-postgres`) or MySQL/MariaDB (`sqlx`): one statement connection
+//!   per client plus a listening one (PostgreSQL) or up to four wait connections (MySQL).
 //!
 //! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
 //! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
@@ -17,6 +19,7 @@ pub(crate) mod etcd;
 pub(crate) mod link;
 pub(crate) mod redis;
 pub(crate) mod redlock;
+pub(crate) mod sql;
 pub(crate) mod zookeeper;
 
 use futures_util::future::BoxFuture;

@@ -1,0 +1,373 @@
+//! The SQL transport against real servers (PostgreSQL 15 and MariaDB 10.11 from Debian): batches
+//! in order with values bound and converted, the first failure ending a batch with the server's
+//! code, one main connection replaced (with a notice) after the server killed it or it left a
+//! batch unanswered for the response timeout, PostgreSQL notifications on the listening
+//! connection and its replacement, MySQL blocking waits on wait connections woken by a release
+//! or by the holder's death, and no password in any error or `Debug` output.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::*;
+use crate::sql::Value::{Int, Null, Text};
+
+#[path = "server.rs"]
+mod server;
+use server::Server;
+
+const PASSWORD: &str = "pw-Secret-42";
+
+fn postgres() -> &'static Server {
+    static S: OnceLock<Server> = OnceLock::new();
+    S.get_or_init(|| Server::postgres(PASSWORD))
+}
+
+fn mariadb() -> &'static Server {
+    static S: OnceLock<Server> = OnceLock::new();
+    S.get_or_init(|| Server::mariadb(PASSWORD))
+}
+
+fn endpoint(server: &Server, response_ms: u64) -> Endpoint {
+    Endpoint {
+        dialect: server.dialect,
+        host: "127.0.0.1".into(),
+        port: server.port,
+        user: server.user.clone(),
+        password: Some(PASSWORD.into()),
+        database: server.database.clone(),
+        tls: TlsMode::Off,
+        tls_ca_pem: None,
+        connect_timeout: Duration::from_secs(5),
+        response_timeout: Duration::from_millis(response_ms),
+    }
+}
+
+async fn transport(server: &Server, response_ms: u64) -> (SqlTransport, mpsc::UnboundedReceiver<SqlNotice>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (SqlTransport::connect(endpoint(server, response_ms), tx).await.expect("connect"), rx)
+}
+
+fn st(sql: &str, params: Vec<Value>) -> Statement {
+    Statement { sql: sql.into(), params }
+}
+
+fn batch(conn: Conn, statements: Vec<Statement>) -> Batch {
+    Batch { conn, statements }
+}
+
+/// A table name no other test or run uses.
+fn table(tag: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("t_{tag}_{}_{n}", std::process::id())
+}
+
+/// The placeholder of parameter `i` (1-based) in `dialect`.
+fn ph(dialect: Dialect, i: usize) -> String {
+    match dialect {
+        Dialect::Postgres => format!("${i}"),
+        Dialect::MySql => "?".into(),
+    }
+}
+
+async fn one(t: &SqlTransport, conn: Conn, sql: &str, params: Vec<Value>) -> Rows {
+    let mut r = t.execute(batch(conn, vec![st(sql, params)])).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    r.remove(0)
+}
+
+/// This session's id on the server (`pg_backend_pid()` / `CONNECTION_ID()`).
+async fn session_id(t: &SqlTransport, conn: Conn) -> i64 {
+    let sql = match t.dialect() {
+        Dialect::Postgres => "SELECT pg_backend_pid()",
+        Dialect::MySql => "SELECT CONNECTION_ID()",
+    };
+    one(t, conn, sql, vec![]).await.rows[0][0].as_int().expect("an id")
+}
+
+async fn kill(admin: &SqlTransport, id: i64) {
+    match admin.dialect() {
+        Dialect::Postgres => {
+            let r = one(admin, Conn::Main, "SELECT pg_terminate_backend($1)", vec![Int(id)]).await;
+            assert_eq!(r.rows[0][0], Text("true".into()));
+        }
+        Dialect::MySql => {
+            one(admin, Conn::Main, &format!("KILL {id}"), vec![]).await;
+        }
+    }
+}
+
+async fn next_notice(rx: &mut mpsc::UnboundedReceiver<SqlNotice>, within: Duration) -> Option<SqlNotice> {
+    tokio::time::timeout(within, rx.recv()).await.ok().flatten()
+}
+
+async fn batches_run_in_order_with_values_bound_and_converted(server: &Server) {
+    let (t, _rx) = transport(server, 5000).await;
+    let d = server.dialect;
+    let name = table("values");
+    let key = match d {
+        Dialect::Postgres => "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        Dialect::MySql => "BIGINT AUTO_INCREMENT PRIMARY KEY",
+    };
+    let r = t
+        .execute(batch(
+            Conn::Main,
+            vec![
+                st(&format!("CREATE TABLE {name} (id {key}, k VARCHAR(255) NOT NULL UNIQUE, n INT, v TEXT NULL)"), vec![]),
+                st(&format!("INSERT INTO {name} (k, n, v) VALUES ({}, {}, {})", ph(d, 1), ph(d, 2), ph(d, 3)), vec![Text("a".into()), Int(7), Null]),
+                st(&format!("INSERT INTO {name} (k, n, v) VALUES ({}, {}, {})", ph(d, 1), ph(d, 2), ph(d, 3)), vec![Text("b".into()), Int(-3), Text("x y".into())]),
+                st(&format!("UPDATE {name} SET n = n + 1 WHERE n > {}", ph(d, 1)), vec![Int(-100)]),
+                st(&format!("SELECT id, k, n, v, n * 1.5, n > 0 FROM {name} ORDER BY id"), vec![]),
+                st(&format!("SELECT COUNT(*) FROM {name} WHERE k = {}", ph(d, 1)), vec![Text("b".into())]),
+            ],
+        ))
+        .await
+        .expect("the batch");
+    assert_eq!(r.len(), 6);
+    assert_eq!((r[1].affected, r[2].affected, r[3].affected), (1, 1, 2));
+    assert_eq!(r[4].affected, 0, "a query changes nothing");
+    let rows = &r[4].rows;
+    assert_eq!(rows.len(), 2);
+    let id = rows[0][0].as_int().expect("an integer id");
+    assert_eq!(rows[1][0], Int(id + 1), "ids grow");
+    assert_eq!(rows[0][1..4], [Text("a".into()), Int(8), Null]);
+    assert_eq!(rows[1][1..4], [Text("b".into()), Int(-2), Text("x y".into())]);
+    // A decimal comes back as text that reads as a number; a boolean as text (PostgreSQL) or an
+    // integer (MySQL has no boolean type).
+    assert_eq!(rows[0][4].as_text().map(|t| t.trim_end_matches('0')), Some("12."), "{:?}", rows[0][4]);
+    match d {
+        Dialect::Postgres => assert_eq!((&rows[0][5], &rows[1][5]), (&Text("true".into()), &Text("false".into()))),
+        Dialect::MySql => assert_eq!((&rows[0][5], &rows[1][5]), (&Int(1), &Int(0))),
+    }
+    assert_eq!(r[5].rows, vec![vec![Int(1)]]);
+}
+
+async fn the_first_failure_ends_a_batch_with_the_servers_code(server: &Server) {
+    let (t, _rx) = transport(server, 5000).await;
+    let d = server.dialect;
+    let name = table("fail");
+    one(&t, Conn::Main, &format!("CREATE TABLE {name} (k VARCHAR(64) PRIMARY KEY)"), vec![]).await;
+    let insert = |k: &str| st(&format!("INSERT INTO {name} (k) VALUES ({})", ph(d, 1)), vec![Text(k.into())]);
+    let e = t.execute(batch(Conn::Main, vec![insert("a"), insert("a"), insert("b")])).await.expect_err("a duplicate key");
+    let code = match d {
+        Dialect::Postgres => "23505",
+        Dialect::MySql => "1062",
+    };
+    match &e {
+        SqlFailure::Server { code: c, message } => assert!(c == code && !message.is_empty(), "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    // Autocommit: the first insert stays, the one after the failure never ran.
+    let r = one(&t, Conn::Main, &format!("SELECT k FROM {name} ORDER BY k"), vec![]).await;
+    assert_eq!(r.rows, vec![vec![Text("a".into())]]);
+    // A failure inside a batch's transaction rolls it back: its first insert is gone, and the
+    // next batch runs outside any transaction.
+    let tx = vec![st("BEGIN", vec![]), insert("c"), insert("a"), st("COMMIT", vec![])];
+    match t.execute(batch(Conn::Main, tx)).await {
+        Err(SqlFailure::Server { code: c, .. }) => assert_eq!(c, code),
+        other => panic!("{other:?}"),
+    }
+    let r = t.execute(batch(Conn::Main, vec![insert("d"), st("ROLLBACK", vec![])])).await;
+    assert!(r.is_ok(), "{r:?}");
+    let r = one(&t, Conn::Main, &format!("SELECT k FROM {name} ORDER BY k"), vec![]).await;
+    assert_eq!(r.rows, vec![vec![Text("a".into())], vec![Text("d".into())]], "c rolled back, d committed on its own");
+    // A syntax error is the server's refusal too, and the connection stays usable.
+    let id = session_id(&t, Conn::Main).await;
+    match t.execute(batch(Conn::Main, vec![st("SELEKT 1", vec![])])).await {
+        Err(SqlFailure::Server { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(session_id(&t, Conn::Main).await, id);
+}
+
+async fn a_killed_main_connection_is_replaced_with_a_notice(server: &Server) {
+    let (t, mut rx) = transport(server, 5000).await;
+    let (admin, _arx) = transport(server, 5000).await;
+    let first = session_id(&t, Conn::Main).await;
+    assert_eq!(session_id(&t, Conn::Main).await, first, "one main connection");
+    kill(&admin, first).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The batch that finds the connection gone fails as lost (never retried), or the
+    // transport already knew and opened a new one; either way a later batch runs on a new
+    // connection, announced first.
+    let second = match t.execute(batch(Conn::Main, vec![st("SELECT 1", vec![])])).await {
+        Err(SqlFailure::ConnectionLost(why)) => {
+            assert!(!why.contains(PASSWORD), "{why}");
+            session_id(&t, Conn::Main).await
+        }
+        Ok(_) => session_id(&t, Conn::Main).await,
+        Err(other) => panic!("{other:?}"),
+    };
+    assert_ne!(second, first);
+    assert_eq!(next_notice(&mut rx, Duration::from_secs(1)).await, Some(SqlNotice::Reconnected { conn: Conn::Main }));
+    assert_eq!(session_id(&t, Conn::Main).await, second);
+    assert!(rx.try_recv().is_err(), "one notice per replacement");
+}
+
+async fn an_unanswered_batch_is_lost_in_the_response_timeout(server: &Server) {
+    let (t, mut rx) = transport(server, 400).await;
+    let first = session_id(&t, Conn::Main).await;
+    let sleep = match server.dialect {
+        Dialect::Postgres => "SELECT pg_sleep(3)",
+        Dialect::MySql => "SELECT SLEEP(3)",
+    };
+    let started = Instant::now();
+    match t.execute(batch(Conn::Main, vec![st(sleep, vec![])])).await {
+        Err(SqlFailure::ConnectionLost(why)) => assert!(why.contains("response timeout"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert_ne!(session_id(&t, Conn::Main).await, first, "the silent connection was replaced");
+    assert_eq!(next_notice(&mut rx, Duration::from_secs(1)).await, Some(SqlNotice::Reconnected { conn: Conn::Main }));
+}
+
+async fn passwords_never_show(server: &Server) {
+    let mut e = endpoint(server, 2000);
+    e.password = Some("Wrong-pw-77".into());
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let err = SqlTransport::connect(e.clone(), tx.clone()).await.expect_err("a wrong password");
+    assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
+    let shown = format!("{err} {err:?} {e:?}");
+    assert!(!shown.contains("Wrong-pw-77"), "{shown}");
+    let (t, _rx) = transport(server, 2000).await;
+    let shown = format!("{t:?}");
+    assert!(!shown.contains(PASSWORD) && shown.contains(&server.port.to_string()), "{shown}");
+    // Nothing listens on port 1: a connection failure, with the server named but no password.
+    e.port = 1;
+    e.password = Some(PASSWORD.into());
+    let err = SqlTransport::connect(e, tx).await.expect_err("nothing listens");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(!format!("{err} {err:?}").contains(PASSWORD), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_batches() {
+    let s = postgres();
+    batches_run_in_order_with_values_bound_and_converted(s).await;
+    the_first_failure_ends_a_batch_with_the_servers_code(s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_batches() {
+    let s = mariadb();
+    batches_run_in_order_with_values_bound_and_converted(s).await;
+    the_first_failure_ends_a_batch_with_the_servers_code(s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections() {
+    let s = postgres();
+    a_killed_main_connection_is_replaced_with_a_notice(s).await;
+    an_unanswered_batch_is_lost_in_the_response_timeout(s).await;
+    passwords_never_show(s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_connections() {
+    let s = mariadb();
+    a_killed_main_connection_is_replaced_with_a_notice(s).await;
+    an_unanswered_batch_is_lost_in_the_response_timeout(s).await;
+    passwords_never_show(s).await;
+}
+
+/// PostgreSQL: a DBA's statement timeout surfaces as SQLSTATE 57014 and leaves the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_statement_timeout_is_the_servers_code() {
+    let (t, _rx) = transport(postgres(), 5000).await;
+    let id = session_id(&t, Conn::Main).await;
+    let r = t.execute(batch(Conn::Main, vec![st("SET statement_timeout = 100", vec![]), st("SELECT pg_sleep(2)", vec![])])).await;
+    match r {
+        Err(SqlFailure::Server { code, .. }) => assert_eq!(code, "57014"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(session_id(&t, Conn::Main).await, id);
+}
+
+/// PostgreSQL: notifications on the listening connection are pushed; when the server ends that
+/// connection the transport opens another at once and says so (the backend listens again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_notifications_and_a_replaced_listener() {
+    let (t, mut rx) = transport(postgres(), 2000).await;
+    let (admin, _arx) = transport(postgres(), 2000).await;
+    let channel = table("wake");
+    one(&t, Conn::Listen, &format!("LISTEN {channel}"), vec![]).await;
+    one(&t, Conn::Main, "SELECT pg_notify($1, $2)", vec![Text(channel.clone()), Text("mutex/a".into())]).await;
+    let n = next_notice(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(n, Some(SqlNotice::Notified { channel: channel.clone(), payload: "mutex/a".into() }));
+    let listener = session_id(&t, Conn::Listen).await;
+    assert_ne!(listener, session_id(&t, Conn::Main).await, "two connections");
+    kill(&admin, listener).await;
+    let n = next_notice(&mut rx, Duration::from_secs(3)).await;
+    assert_eq!(n, Some(SqlNotice::Reconnected { conn: Conn::Listen }), "replaced at once, without a batch");
+    // The new connection listens once told to.
+    one(&t, Conn::Listen, &format!("LISTEN {channel}"), vec![]).await;
+    assert_ne!(session_id(&t, Conn::Listen).await, listener);
+    one(&admin, Conn::Main, "SELECT pg_notify($1, $2)", vec![Text(channel.clone()), Text("mutex/b".into())]).await;
+    let n = next_notice(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(n, Some(SqlNotice::Notified { channel, payload: "mutex/b".into() }));
+    // MySQL has no listening connection.
+    let (my, _mrx) = transport(mariadb(), 2000).await;
+    match my.execute(batch(Conn::Listen, vec![st("SELECT 1", vec![])])).await {
+        Err(SqlFailure::Other(e)) => assert_eq!(e.kind(), ErrorKind::InvalidArgument),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// MySQL/MariaDB: a blocking `GET_LOCK` on a wait connection is woken by the holder's
+/// `RELEASE_LOCK` and by the holder's connection being killed; at most
+/// `MAX_WAIT_CONNECTIONS` idle wait connections are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_waits_are_woken_by_release_and_by_death() {
+    let (holder, _hrx) = transport(mariadb(), 2000).await;
+    let (waiter, _wrx) = transport(mariadb(), 500).await;
+    let (admin, _arx) = transport(mariadb(), 2000).await;
+    let bell = format!("lockgate:{}", table("bell"));
+    let take = |t: i64| st("SELECT GET_LOCK(?, ?)", vec![Text(bell.clone()), Int(t)]);
+    let r = holder.execute(batch(Conn::Main, vec![take(0)])).await.unwrap();
+    assert_eq!(r[0].rows, vec![vec![Int(1)]]);
+    // Woken by the release, long before its own 20 s (and far past the response timeout:
+    // a wait's limit is its own wait plus the response timeout).
+    let wait = waiter.execute(batch(Conn::Wait, vec![take(20), st("SELECT RELEASE_LOCK(?)", vec![Text(bell.clone())])]));
+    let wait = tokio::spawn(wait);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(!wait.is_finished(), "blocked while held");
+    let released = Instant::now();
+    holder.execute(batch(Conn::Main, vec![st("SELECT RELEASE_LOCK(?)", vec![Text(bell.clone())])])).await.unwrap();
+    let r = wait.await.unwrap().expect("the wait");
+    assert_eq!(r[0].rows, vec![vec![Int(1)]]);
+    assert!(released.elapsed() < Duration::from_millis(500), "{:?}", released.elapsed());
+    // Woken by the holder's death.
+    holder.execute(batch(Conn::Main, vec![take(0)])).await.unwrap();
+    let wait = tokio::spawn(waiter.execute(batch(Conn::Wait, vec![take(20), st("SELECT RELEASE_LOCK(?)", vec![Text(bell.clone())])])));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let killed = Instant::now();
+    kill(&admin, session_id(&holder, Conn::Main).await).await;
+    let r = wait.await.unwrap().expect("the wait");
+    assert_eq!(r[0].rows, vec![vec![Int(1)]]);
+    assert!(killed.elapsed() < Duration::from_millis(500), "{:?}", killed.elapsed());
+    // A timed-out wait answers 0 (the server's own timeout).
+    admin.execute(batch(Conn::Main, vec![take(0)])).await.unwrap();
+    let r = waiter.execute(batch(Conn::Wait, vec![take(1)])).await.expect("a timed-out wait");
+    assert_eq!(r[0].rows, vec![vec![Int(0)]]);
+    // Six waits at once: six connections, of which four stay idle afterwards.
+    let waits: Vec<_> = (0..6).map(|_| tokio::spawn(waiter.execute(batch(Conn::Wait, vec![take(1)])))).collect();
+    for w in waits {
+        assert_eq!(w.await.unwrap().expect("a wait")[0].rows, vec![vec![Int(0)]]);
+    }
+    assert_eq!(waiter.shared.waits.lock().unwrap().len(), MAX_WAIT_CONNECTIONS);
+}
+
+#[test]
+fn a_wait_is_bounded_by_its_own_wait_and_the_response_timeout() {
+    let s = |params: Vec<Value>| st("SELECT GET_LOCK(?, ?)", params);
+    let response = Duration::from_millis(500);
+    assert_eq!(wait_limit(&[s(vec![Text("lockgate:x".into()), Int(7)])], response), Duration::from_millis(7500));
+    assert_eq!(wait_limit(&[s(vec![Text("lockgate:x".into()), Text("0.25".into())])], response), Duration::from_millis(750));
+    assert_eq!(wait_limit(&[s(vec![Null, Int(-1)])], response), response);
+}
+
+#[test]
+fn transactions_are_recognized_by_their_first_statement() {
+    assert!(begins_transaction("BEGIN") && begins_transaction(" begin;") && begins_transaction("START TRANSACTION"));
+    assert!(begins_transaction("BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    assert!(!begins_transaction("SELECT 1") && !begins_transaction("START SLAVE") && !begins_transaction("BEGINNING"));
+}
