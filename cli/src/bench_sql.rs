@@ -671,9 +671,9 @@ async fn output(cmd: &mut Command) -> Result<String, String> {
 async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
     let db = server.db;
     let url = server.url_for(lib);
-    // Time for every worker to start and connect before the window opens: 100 ms a process for
-    // Rust, 150 ms for Node and Python (slower to start; 2 cores shared).
-    let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * if matches!(lib, Lib::Peer | Lib::Binding) { 150_000_000 } else { 100_000_000 };
+    // Time for every worker to start and connect before the window opens: 60 ms a process for
+    // Rust, 130 ms for Node and Python (slower to start); a late worker is reported below.
+    let start_ns = wall_ns() + 500_000_000 + workers as u128 * if matches!(lib, Lib::Peer | Lib::Binding) { 130_000_000 } else { 60_000_000 };
     let end_ns = start_ns + seconds as u128 * 1_000_000_000;
     let (start, duration) = (start_ns.to_string(), (seconds * 1000).to_string());
     let before = server.executed().await?;
@@ -706,6 +706,14 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
             let v: Vec<u128> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
             if v.len() == 5 {
                 recs.push((w, v[1] as u64, v[2], v[3], v[4]));
+            }
+        }
+    }
+    // Each worker's first acquire starts at start_ns unless it was not ready by then.
+    for w in 0..workers as usize {
+        if let Some(first) = recs.iter().filter(|r| r.0 == w).map(|r| r.2).min() {
+            if first > start_ns + 20_000_000 {
+                eprintln!("{}: {} worker {w} started {} ms late", db.title(), lib.name(db), (first - start_ns) / 1_000_000);
             }
         }
     }
