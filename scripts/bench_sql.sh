@@ -7,7 +7,8 @@
 # Needs Debian's postgresql and mariadb-server (scripts/lib.sh installs them), node/npm and
 # python3 (the peers are installed here, idempotently: npm into bench/sql-peers/node_modules,
 # pip into the venv target/sql-peers-venv). Extra arguments go to lockgate-cli bench-sql
-# (--seconds S per contended run, --pairs P per uncontended round, --rounds R, --runs N).
+# (--seconds S per contended run, --pairs P per uncontended round, --rounds R, --runs N,
+# --libs lockgate,naive,peer,binding).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${LOCKGATE_BENCH_OUT:-target/bench}/sql.md}
@@ -26,5 +27,9 @@ if ! cmp -s "$peers/requirements.txt" "$venv/.bench-sql-requirements.txt" 2>/dev
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$peers/requirements.txt"
   cp "$peers/requirements.txt" "$venv/.bench-sql-requirements.txt"
 fi
-./target/release/lockgate-cli bench-sql --node node --python "$venv/bin/python" --peers "$peers" --out "$out" \
+# lockgate's own Node and Python rows use the bindings as their ci.sh builds them (bindings-node/pkg;
+# the Python that bindings-python/ci.sh installs into, $PYTHON else python3); a binding not built
+# (or without SQL) is left out of the section with its error.
+./target/release/lockgate-cli bench-sql --node node --python "$venv/bin/python" --binding-python "${PYTHON:-python3}" \
+  --peers "$peers" --out "$out" \
   --command "scripts/bench_sql.sh (lockgate-cli bench-sql --node node --python $venv/bin/python --peers $peers)" "$@"
