@@ -1,5 +1,5 @@
 //! Which backend a URL selects, by its scheme. Issues 15-17 add `zookeeper://`, `etcd://` and
-//! `postgres://` here: a variant, its schemes and its capabilities; the bindings need nothing.
+//! `postgres://` / `mysql://` here: a variant, its schemes and its capabilities; the bindings need nothing.
 
 use std::fmt;
 
@@ -19,14 +19,29 @@ pub enum Backend {
     ZooKeeper,
     /// An etcd cluster (`etcd://`, `etcds://`): one lease per client (the session).
     Etcd,
+    /// A PostgreSQL database (`postgres://`, `postgresql://`; TLS by the URL's `sslmode`): one
+    /// row per holder or waiter, notifications as wake-ups.
+    Postgres,
+    /// A MySQL or MariaDB database (`mysql://`, `mariadb://`; TLS by the URL's `ssl-mode`): one
+    /// row per holder or waiter, named locks as doorbells.
+    MySql,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 5] = [Backend::Redis, Backend::RedisCluster, Backend::Redlock, Backend::ZooKeeper, Backend::Etcd];
+    pub const ALL: [Backend; 7] = [
+        Backend::Redis,
+        Backend::RedisCluster,
+        Backend::Redlock,
+        Backend::ZooKeeper,
+        Backend::Etcd,
+        Backend::Postgres,
+        Backend::MySql,
+    ];
 
-    /// Every accepted scheme with its backend and whether it uses TLS.
-    const SCHEMES: [(&'static str, Backend, bool); 10] = [
+    /// Every accepted scheme with its backend and whether it uses TLS (a SQL URL's TLS is its
+    /// `sslmode` / `ssl-mode` parameter, not its scheme).
+    const SCHEMES: [(&'static str, Backend, bool); 14] = [
         ("redis", Backend::Redis, false),
         ("rediss", Backend::Redis, true),
         ("redis+cluster", Backend::RedisCluster, false),
@@ -37,6 +52,10 @@ impl Backend {
         ("zookeeper+tls", Backend::ZooKeeper, true),
         ("etcd", Backend::Etcd, false),
         ("etcds", Backend::Etcd, true),
+        ("postgres", Backend::Postgres, false),
+        ("postgresql", Backend::Postgres, false),
+        ("mysql", Backend::MySql, false),
+        ("mariadb", Backend::MySql, false),
     ];
 
     /// The backend a URL scheme selects and whether it uses TLS (`None`: not a lockgate scheme).
@@ -48,13 +67,16 @@ impl Backend {
             .map(|(_, b, tls)| (*b, *tls))
     }
 
-    /// The scheme of this backend, plain or TLS (`rediss+redlock` for a TLS Redlock).
+    /// The scheme of this backend, plain or TLS (`rediss+redlock` for a TLS Redlock); a SQL
+    /// backend has one scheme for both (`postgres`, `mysql`).
     pub fn scheme(self, tls: bool) -> &'static str {
-        Self::SCHEMES
-            .iter()
-            .find(|(_, b, t)| *b == self && *t == tls)
-            .map(|(s, _, _)| *s)
-            .expect("every backend has a plain and a TLS scheme")
+        let find = |tls: bool| Self::SCHEMES.iter().find(|(_, b, t)| *b == self && *t == tls).map(|(s, _, _)| *s);
+        find(tls).or_else(|| find(false)).expect("every backend has a plain scheme")
+    }
+
+    /// Whether this backend is a SQL database.
+    pub fn is_sql(self) -> bool {
+        matches!(self, Backend::Postgres | Backend::MySql)
     }
 
     /// Every accepted scheme, for messages: `redis://, rediss://, ...`.
@@ -70,6 +92,8 @@ impl Backend {
             Backend::Redlock => "Redlock",
             Backend::ZooKeeper => "ZooKeeper",
             Backend::Etcd => "etcd",
+            Backend::Postgres => "PostgreSQL",
+            Backend::MySql => "MySQL",
         }
     }
 
@@ -82,6 +106,8 @@ impl Backend {
         // concurrency package's) cannot: readers passing
         // queued writers, parameters agreed by the server, queue entries with their own lease.
         let scripted = matches!(self, Backend::Redis | Backend::RedisCluster);
+        // A SQL waiter's row has a lease of its own (`entry_ttl`), refreshed by its re-checks.
+        let entry_ttl = scripted || self.is_sql();
         Capabilities {
             backend: self.name(),
             scheme: self.scheme(tls),
@@ -98,7 +124,7 @@ impl Backend {
             replica_acks: replica_acks && self == Backend::Redis,
             readers_first: scripted,
             agreed_parameters: scripted,
-            entry_ttl: scripted,
+            entry_ttl,
         }
     }
 }
@@ -117,9 +143,13 @@ mod tests {
     fn schemes_round_trip() {
         for b in Backend::ALL {
             for tls in [false, true] {
+                let tls = tls && !b.is_sql();
                 assert_eq!(Backend::from_scheme(b.scheme(tls)), Some((b, tls)));
             }
         }
+        assert_eq!(Backend::from_scheme("PostgreSQL"), Some((Backend::Postgres, false)));
+        assert_eq!(Backend::from_scheme("mariadb"), Some((Backend::MySql, false)));
+        assert_eq!(Backend::Postgres.scheme(true), "postgres");
         assert_eq!(Backend::from_scheme("REDIS+Cluster"), Some((Backend::RedisCluster, false)));
         for other in ["http", "redis+sentinel", "unix", "", "zk"] {
             assert_eq!(Backend::from_scheme(other), None, "{other}");
@@ -127,7 +157,7 @@ mod tests {
         assert_eq!(
             Backend::all_schemes(),
             "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://, \
-             zookeeper://, zookeeper+tls://, etcd://, etcds://"
+             zookeeper://, zookeeper+tls://, etcd://, etcds://, postgres://, postgresql://, mysql://, mariadb://"
         );
     }
 
@@ -156,5 +186,11 @@ mod tests {
         assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{e:?}");
         assert_eq!((e.backend, e.scheme), ("etcd", "etcds"));
         assert_eq!(Backend::from_scheme("ETCD"), Some((Backend::Etcd, false)));
+        // SQL: the same recipes over rows, and waiter rows with a lease of their own.
+        for b in [Backend::Postgres, Backend::MySql] {
+            let c = b.capabilities(false, true);
+            let offered: Vec<_> = c.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
+            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl"], "{c:?}");
+        }
     }
 }

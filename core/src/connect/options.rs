@@ -266,6 +266,13 @@ impl ClientOptions {
                 spelling.key(ClientOption::KeyPrefix)
             )));
         }
+        if backend.is_sql() && self.key_prefix != EngineConfig::default().key_prefix {
+            return Err(Error::invalid(format!(
+                "{} is a Redis setting; a SQL client keeps its locks in a table, named by the URL's \
+                 table_prefix parameter (and schema=, on PostgreSQL)",
+                spelling.key(ClientOption::KeyPrefix)
+            )));
+        }
         if backend == Backend::Redlock {
             // The URL's grammar already counted the masters (1 to MAX_MASTERS).
             self.redlock_settings(1).validate()?;
@@ -331,6 +338,16 @@ impl ClientOptions {
         let config = EtcdConfig { session_ttl: self.session_timeout.unwrap_or(DEFAULT_SESSION_TTL) };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The SQL engine's settings of a `postgres://` or `mysql://` URL (its dialect, table
+    /// prefix and schema); `INVALID_ARGUMENT` for any other backend.
+    pub fn sql_config(&self) -> Result<crate::sql::SqlConfig> {
+        let target = self.target()?;
+        match target.sql() {
+            Some(address) => Ok(crate::sql::SqlConfig::new(address.schema.clone())),
+            None => Err(Error::invalid(format!("a {}:// URL is not a SQL database", target.scheme()))),
+        }
     }
 
     /// The URL, parsed (it may contain a password: show it with `Display`, which redacts).
@@ -449,7 +466,7 @@ fn session_timeout_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
 /// `backend`'s name with its indefinite article, for messages: "a Redis", "an etcd".
 fn a(backend: Backend) -> String {
     match backend {
-        Backend::Etcd => format!("an {backend}"),
+        Backend::Etcd | Backend::MySql => format!("an {backend}"),
         _ => format!("a {backend}"),
     }
 }

@@ -10,6 +10,7 @@
 //!   members of a ZooKeeper ensemble ([`ZkAddress`]).
 //! - `etcd://[user:password@]host1[:port],...` and `etcds://...`: the members of an etcd
 //!   cluster ([`EtcdAddress`]).
+//! - `postgres://`, `postgresql://`, `mysql://`, `mariadb://`: a SQL database ([`SqlAddress`]).
 
 use std::fmt;
 
@@ -19,6 +20,7 @@ use super::url::RedisUrl;
 use crate::error::{Error, Result};
 use crate::redlock::MAX_MASTERS;
 use crate::etcd::EtcdAddress;
+use crate::sql::SqlAddress;
 use crate::zookeeper::ZkAddress;
 
 /// A validated URL of any scheme; its `Display` and `Debug` redact the password.
@@ -33,6 +35,8 @@ pub struct Target {
     zookeeper: Option<ZkAddress>,
     /// An etcd cluster's members and login.
     etcd: Option<EtcdAddress>,
+    /// A SQL database's hosts, login, TLS mode and table.
+    sql: Option<SqlAddress>,
     /// The URL as given with the password replaced by `***`.
     shown: String,
 }
@@ -68,16 +72,21 @@ impl Target {
                 let server = RedisUrl::parse(&format!("{base}://{rest}"))?;
                 let shown = server.to_string();
                 let shown = format!("{}{}", backend.scheme(tls), &shown[base.len()..]);
-                Target { backend, tls, servers: vec![server], zookeeper: None, etcd: None, shown }
+                Target { backend, tls, servers: vec![server], zookeeper: None, etcd: None, sql: None, shown }
             }
             Backend::Redlock => Self::parse_redlock(backend.scheme(tls), base, rest)?,
             Backend::ZooKeeper => {
                 let address = ZkAddress::parse(rest, tls)?;
-                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: Some(address), etcd: None }
+                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: Some(address), etcd: None, sql: None }
+            }
+            Backend::Postgres | Backend::MySql => {
+                let address = SqlAddress::parse(url)?;
+                let shown = address.shown();
+                Target { backend, tls, servers: Vec::new(), zookeeper: None, etcd: None, sql: Some(address), shown }
             }
             Backend::Etcd => {
                 let address = EtcdAddress::parse(rest, tls)?;
-                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: None, etcd: Some(address) }
+                Target { backend, tls, servers: Vec::new(), shown: address.shown(), zookeeper: None, etcd: Some(address), sql: None }
             }
         };
         Ok(Target { backend, tls, ..target })
@@ -120,7 +129,7 @@ impl Target {
             },
         };
         let shown = format!("{scheme}://{shown_login}{hosts}{tail}");
-        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, zookeeper: None, etcd: None, shown })
+        Ok(Target { backend: Backend::Redlock, tls: base == "rediss", servers, zookeeper: None, etcd: None, sql: None, shown })
     }
 
     /// The backend the scheme selects.
@@ -154,9 +163,18 @@ impl Target {
         self.etcd.as_ref()
     }
 
+    /// A SQL URL's database (`None` for other backends).
+    pub fn sql(&self) -> Option<&SqlAddress> {
+        self.sql.as_ref()
+    }
+
     /// Replaces every password of the URL in `message` (server and I/O errors may echo input).
     pub fn scrub(&self, message: &str) -> String {
         let scrubbed = self.servers.iter().fold(message.to_string(), |m, s| s.scrub(&m));
+        let scrubbed = match &self.sql {
+            Some(a) => a.scrub(&scrubbed),
+            None => scrubbed,
+        };
         let scrubbed = match &self.etcd {
             Some(e) => e.scrub(&scrubbed),
             None => scrubbed,

@@ -398,6 +398,14 @@ pub trait Backend {
     /// `answers`) or send requests.
     fn on_notice(&mut self, ctx: &mut Ctx<'_, Self::Request>, notice: Self::Notice<'_>, answers: &mut Vec<Answer>) -> Signal;
 
+    /// A signal the backend raised outside a notice, drained by the engine after every reply
+    /// and notice: a reply can say what a notice says elsewhere (a MySQL waiter's blocking
+    /// `GET_LOCK` on its predecessor's named lock returned: re-check it; a listener set up
+    /// again after a reconnect: re-check every waiter). `None` when there is none.
+    fn take_signal(&mut self) -> Option<Signal> {
+        None
+    }
+
     /// Timers of the backend's own (a node timeout) that are due at `ctx.now`: appends what
     /// they settled.
     fn on_timeout(&mut self, _ctx: &mut Ctx<'_, Self::Request>, _answers: &mut Vec<Answer>) {}

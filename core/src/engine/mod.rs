@@ -381,7 +381,16 @@ impl<B: Backend> LockEngine<B> {
             self.dispatch(now, answer);
         }
         self.answers = answers;
+        self.raised_signals(now);
         self.flush(now);
+    }
+
+    /// Handles what the backend signalled outside a notice (a blocking wait that returned, a
+    /// listener set up again), as a pushed notice's signal would be handled.
+    fn raised_signals(&mut self, now: Instant) {
+        while let Some(signal) = self.backend.take_signal() {
+            self.on_signal(now, signal);
+        }
     }
 
     /// Hands over a message the server pushed (a pub/sub message, a watch or session event),
@@ -393,6 +402,12 @@ impl<B: Backend> LockEngine<B> {
             self.dispatch(now, answer);
         }
         self.answers = answers;
+        self.on_signal(now, signal);
+        self.raised_signals(now);
+    }
+
+    /// What a backend's signal does.
+    fn on_signal(&mut self, now: Instant, signal: Signal) {
         match signal {
             Signal::Nothing => self.flush(now),
             Signal::Wake(wake) => self.wake(now, wake),
@@ -697,10 +712,12 @@ impl<B: Backend> LockEngine<B> {
                 self.handle_timeout(now);
             }
             Err(e) => {
-                if e.kind() == ErrorKind::Authentication {
-                    // Refused credentials or a user without the right to open the session:
-                    // waiting would only end in TIMEOUT and hide the cause, so every acquire
-                    // ends now with the refusal (later ones try the session again).
+                if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::Unsupported) {
+                    // Refused credentials or a user without the right to open the session, or a
+                    // server that cannot give this backend its session (PostgreSQL behind a
+                    // pooler that drops notifications): waiting would only end in TIMEOUT and
+                    // hide the cause, so every acquire ends now with the refusal (later ones try
+                    // the session again).
                     let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                     for op in ops {
                         let a = self.take_acquire(op).expect("listed above");

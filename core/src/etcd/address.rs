@@ -102,7 +102,7 @@ impl fmt::Debug for EtcdAddress {
 }
 
 /// `host:port`, with brackets around an IPv6 address.
-fn host_port(host: &str, port: u16) -> String {
+pub(crate) fn host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
@@ -110,8 +110,15 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-/// One `host[:port]` entry (IPv6 in brackets).
+/// One `host[:port]` entry (IPv6 in brackets), etcd's port unless given.
 fn parse_host(entry: &str) -> std::result::Result<(String, u16), String> {
+    parse_host_port(entry, DEFAULT_PORT)
+}
+
+/// One `host[:port]` entry of a host list (IPv6 in brackets), `default_port` unless given:
+/// shared by the URLs that list hosts (etcd's members, PostgreSQL's libpq host lists). The
+/// error is the end of a sentence ("an invalid port in member ...").
+pub(crate) fn parse_host_port(entry: &str, default_port: u16) -> std::result::Result<(String, u16), String> {
     if entry.is_empty() {
         return Err("an empty entry in its list of members".into());
     }
@@ -139,7 +146,7 @@ fn parse_host(entry: &str) -> std::result::Result<(String, u16), String> {
         return Err(format!("an invalid host in member {entry:?}"));
     }
     let port = match port {
-        None => DEFAULT_PORT,
+        None => default_port,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 && !p.starts_with('+') => n,
             _ => return Err(format!("an invalid port in member {entry:?} (1 to 65535)")),

@@ -38,6 +38,10 @@ impl ClientOptions {
             Backend::Redlock => transport::redlock::start(&self, &target).await?,
             Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
             Backend::Etcd => transport::etcd::start(&self, &target).await?,
+            // H-sqlnative replaces this arm with the SQL transport's start.
+            Backend::Postgres | Backend::MySql => {
+                return Err(crate::error::Error::unsupported(format!("{} has no native transport in this build yet", backend.name())))
+            }
         };
         let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
         let inner = Inner {

@@ -1,0 +1,533 @@
+//! The SQL backend of the lock engine (PROTOCOL.md §11): every engine call is one
+//! [`SqlOp`] (one batch on the client's main connection), its reply decided by the recipes of
+//! [`recipe`](super::recipe) over the lock name's live rows; waiters are woken by their
+//! predecessor's release or death — PostgreSQL notifications on the listening connection, MySQL
+//! doorbells (named locks) waited on from wait connections — and re-check by timer at the
+//! predecessor's expiry or a third of their entry lease, whichever comes first.
+//!
+//! What the backend keeps is wire state only: each owner token's row (its lock name and id once
+//! read), what each waiter waits behind, the doorbell waits on the wire, the session open's
+//! steps.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use super::config::SqlConfig;
+use super::failure::{attempt_failure, attempt_transient, failure_error, pexpire_failure, release_failure};
+use super::recipe::{self, Place};
+use super::request::{is_missing_table, SqlOp, SqlReply, SqlRequest, SqlResult};
+use super::statement::{Conn, Dialect, SqlNotice, MAX_WAIT_CONNECTIONS};
+use super::target::SqlTarget;
+use crate::engine::operation::MAX_BACKOFF;
+use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Pexpire, Purpose, Release, RequestId, Signal, Verdict};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::LockOptions;
+use crate::primitive::Primitive;
+use crate::random::RandomSource;
+use crate::time::{Duration, Instant};
+
+/// The lock engine over a PostgreSQL or MySQL/MariaDB database. See [`LockEngine`] for the
+/// driving contract; requests are [`SqlRequest`]s, replies [`SqlResult`]s, pushes
+/// [`SqlNotice`]s.
+pub type SqlEngine = LockEngine<SqlBackend>;
+
+/// The payload prefix of the session open's own notification.
+const CHECK_PAYLOAD: &str = "check:";
+
+/// One engine call on the wire.
+#[derive(Debug)]
+struct Call {
+    purpose: Purpose,
+    target: Arc<SqlTarget>,
+    token: Arc<str>,
+    sent: Instant,
+    entry_ttl: Duration,
+    once: bool,
+}
+
+/// A request no engine call waits for.
+#[derive(Debug)]
+enum Background {
+    /// A step of the session open of generation `gen`.
+    Open { gen: u64, step: OpenStep },
+    /// `LISTEN` again after the listening connection was replaced.
+    Relisten,
+    /// A MySQL waiter's blocking wait on `owner`'s doorbell.
+    Doorbell { token: Arc<str>, owner: String },
+    /// Doorbells taken again after the main connection was replaced.
+    Retake,
+    /// The close's delete of every row of this client.
+    Closing,
+}
+
+/// The steps of a session open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpenStep {
+    Probe,
+    Create,
+    Listen,
+    Notify,
+}
+
+/// The session open in progress.
+#[derive(Debug, Default)]
+struct Opening {
+    gen: u64,
+    /// The request whose reply the engine takes as the open's (sent last).
+    confirm: Option<RequestId>,
+    /// Why the open failed, handed over with the confirming reply.
+    error: Option<Error>,
+    /// PostgreSQL: the payload of the notification sent to ourselves, and when we give up.
+    check: Option<(String, Instant)>,
+}
+
+/// What a queued waiter waits behind.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// The ids whose deletion wakes it (PostgreSQL notifications).
+    ids: Vec<i64>,
+    /// The doorbell owner a wait is on the wire for (MySQL).
+    doorbell_on_wire: Option<String>,
+}
+
+/// What the backend knows of an owner token's row.
+#[derive(Debug)]
+struct RowInfo {
+    /// Its id, once read.
+    id: Option<i64>,
+}
+
+/// The SQL backend.
+pub struct SqlBackend {
+    config: SqlConfig,
+    in_flight: HashMap<RequestId, Call>,
+    background: HashMap<RequestId, Background>,
+    /// Each owner token that may have a row.
+    rows: HashMap<Arc<str>, RowInfo>,
+    waits: HashMap<Arc<str>, Waiting>,
+    /// MySQL: doorbell waits on the wire.
+    doorbell_waits: usize,
+    /// MySQL: the doorbell owner whose ring woke each token last.
+    rang: HashMap<Arc<str>, String>,
+    /// MySQL: owners whose doorbell rang while their row lived on (their client reconnected):
+    /// their rows are waited out by timer.
+    silent: HashSet<String>,
+    signals: VecDeque<Signal>,
+    ready: Vec<Answer>,
+    ready_at: Option<Instant>,
+    opening: Opening,
+    /// Whether the session (schema, listener) is set up.
+    open: bool,
+    closed: bool,
+}
+
+impl SqlBackend {
+    /// A backend for `config`.
+    pub fn new(config: SqlConfig) -> SqlBackend {
+        SqlBackend {
+            config,
+            in_flight: HashMap::new(),
+            background: HashMap::new(),
+            rows: HashMap::new(),
+            waits: HashMap::new(),
+            doorbell_waits: 0,
+            rang: HashMap::new(),
+            silent: HashSet::new(),
+            signals: VecDeque::new(),
+            ready: Vec::new(),
+            ready_at: None,
+            opening: Opening::default(),
+            open: false,
+            closed: false,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SqlConfig {
+        &self.config
+    }
+
+    /// The row id `token` holds or waits with, if read (for tests and tools).
+    pub fn row_of(&self, token: &str) -> Option<i64> {
+        self.rows.get(token).and_then(|r| r.id)
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.config.dialect()
+    }
+
+    fn send_background(&mut self, ctx: &mut Ctx<'_, SqlRequest>, what: Background, op: SqlOp) {
+        let id = ctx.ids.request();
+        self.background.insert(id, what);
+        ctx.out.push_back(SqlRequest { id, op });
+    }
+
+    /// Settles a call without a request: handed over at the next timeout, due at once.
+    fn settle_later(&mut self, now: Instant, answer: Answer) {
+        self.ready.push(answer);
+        self.ready_at = Some(self.ready_at.map_or(now, |t| t.min(now)));
+    }
+
+    /// Ends the session open: the confirming request goes out, and its reply carries `error`.
+    fn finish_open(&mut self, ctx: &mut Ctx<'_, SqlRequest>, error: Option<Error>) {
+        self.opening.check = None;
+        let Some(id) = self.opening.confirm.take() else { return };
+        self.opening.error = error;
+        ctx.out.push_back(SqlRequest { id, op: SqlOp::Ping });
+    }
+
+    fn open_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, gen: u64, step: OpenStep, reply: SqlResult) {
+        if gen != self.opening.gen || self.opening.confirm.is_none() {
+            return;
+        }
+        let pg = self.dialect() == Dialect::Postgres;
+        match (step, reply) {
+            (OpenStep::Probe, Err(f)) if is_missing_table(&f) => {
+                self.send_background(ctx, Background::Open { gen, step: OpenStep::Create }, SqlOp::CreateSchema);
+            }
+            (OpenStep::Probe | OpenStep::Create, Ok(_)) if pg => {
+                self.send_background(ctx, Background::Open { gen, step: OpenStep::Listen }, SqlOp::Listen);
+            }
+            (OpenStep::Probe | OpenStep::Create, Ok(_)) => self.finish_open(ctx, None),
+            (OpenStep::Listen, Ok(_)) => {
+                let payload = format!("{CHECK_PAYLOAD}{:016x}", ctx.rng.next_u64());
+                self.opening.check = Some((payload.clone(), ctx.now + self.config.notify_check));
+                self.send_background(ctx, Background::Open { gen, step: OpenStep::Notify }, SqlOp::NotifySelf { payload });
+            }
+            // The notification itself confirms.
+            (OpenStep::Notify, Ok(_)) => {}
+            (step, Err(f)) => {
+                let mut e = failure_error(f);
+                if step == OpenStep::Create && e.kind() == ErrorKind::Protocol {
+                    // Two clients creating the table at once collide in PostgreSQL's catalog
+                    // (23505, 42P07): the next open finds the table.
+                    e = Error::new(ErrorKind::Connection, format!("creating lockgate's table failed, trying again: {}", e.message()));
+                }
+                self.finish_open(ctx, Some(e));
+            }
+        }
+    }
+
+    fn background_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, what: Background, reply: SqlResult) {
+        match what {
+            Background::Open { gen, step } => self.open_reply(ctx, gen, step, reply),
+            Background::Relisten => match reply {
+                // Notifications sent while no one listened were lost: every waiter looks again.
+                Ok(_) => {
+                    let tokens: Vec<String> = self.waits.keys().map(|t| t.to_string()).collect();
+                    self.waits.clear();
+                    self.signals.push_back(Signal::Recheck(tokens));
+                }
+                Err(_) => self.send_background(ctx, Background::Relisten, SqlOp::Listen),
+            },
+            Background::Doorbell { token, owner } => {
+                self.doorbell_waits = self.doorbell_waits.saturating_sub(1);
+                let still = self.waits.get_mut(&token).is_some_and(|w| {
+                    let on = w.doorbell_on_wire.as_deref() == Some(owner.as_str());
+                    if on {
+                        w.doorbell_on_wire = None;
+                    }
+                    on
+                });
+                if let Ok(SqlReply::Rang { rang: true }) = reply {
+                    if still {
+                        self.rang.insert(Arc::clone(&token), owner);
+                        self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
+                    }
+                }
+            }
+            Background::Retake | Background::Closing => {}
+        }
+    }
+
+    /// An acquire's rows: granted, queued behind someone, or the own row gone.
+    fn decide(&mut self, ctx: &mut Ctx<'_, SqlRequest>, call: Call, rows: Vec<super::request::EntryRow>) -> Verdict {
+        let target = &call.target;
+        let token = &call.token;
+        match recipe::place(target.kind, target.permits, &rows, token) {
+            Place::Missing => {
+                // Expired between its refresh and the read (a stalled client), or deleted by
+                // hand: the next attempt inserts a new row at the back.
+                let e = Error::new(ErrorKind::Connection, "the lock's row vanished; trying again");
+                Verdict::Attempt(attempt_transient(e))
+            }
+            Place::Holds(own) => {
+                self.rows.insert(Arc::clone(token), RowInfo { id: Some(own.id) });
+                self.waits.remove(token);
+                self.rang.remove(token);
+                let granted = Duration::from_millis(own.remaining_ms.max(0) as u64);
+                Verdict::Attempt(Attempt::Granted { fence: Some(own.id as u64), granted })
+            }
+            Place::Waits { own, behind } => {
+                self.rows.insert(Arc::clone(token), RowInfo { id: Some(own.id) });
+                if call.once {
+                    let why = match target.permits {
+                        p if target.kind == super::request::EntryKind::Semaphore => format!("all {p} permits are taken"),
+                        _ => "another owner holds it".to_string(),
+                    };
+                    return Verdict::Attempt(Attempt::Refused { why });
+                }
+                let soonest = behind.iter().map(|r| r.remaining_ms).min().unwrap_or(0).max(0) as u64;
+                let ids: Vec<i64> = behind.iter().map(|r| r.id).collect();
+                // MySQL waits on one doorbell: the nearest row (a semaphore: the oldest).
+                let bell = behind.last().map(|r| r.owner.clone()).filter(|_| self.dialect() == Dialect::MySql);
+                let entry = self.waits.entry(Arc::clone(token)).or_default();
+                entry.ids = ids;
+                if let Some(owner) = bell {
+                    if self.rang.get(token) == Some(&owner) {
+                        // Its doorbell rang, yet its row lives: its client reconnected (named
+                        // locks die with their connection). Wait its row out by timer.
+                        self.silent.insert(owner.clone());
+                    }
+                    let free_slot = self.doorbell_waits < MAX_WAIT_CONNECTIONS;
+                    if entry.doorbell_on_wire.is_none() && free_slot && !self.silent.contains(&owner) {
+                        entry.doorbell_on_wire = Some(owner.clone());
+                        self.doorbell_waits += 1;
+                        let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3);
+                        let timeout_secs = cap.div_ceil(1000).max(1);
+                        let what = Background::Doorbell { token: Arc::clone(token), owner: owner.clone() };
+                        self.send_background(ctx, what, SqlOp::WaitDoorbell { owner, timeout_secs });
+                    }
+                }
+                let holder_remaining = Some(Duration::from_millis(soonest));
+                Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
+            }
+        }
+    }
+
+    fn acquire_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, call: Call, reply: SqlResult) -> Verdict {
+        if self.closed {
+            let e = Error::new(ErrorKind::Closed, "the client is closed");
+            return Verdict::Attempt(Attempt::Failed { error: e, undo: true });
+        }
+        match reply {
+            Ok(SqlReply::Entries { rows }) => self.decide(ctx, call, rows),
+            Ok(other) => Verdict::Attempt(Attempt::Failed { error: Error::protocol(format!("an acquire answered {other:?}")), undo: true }),
+            Err(f) => Verdict::Attempt(attempt_failure(f)),
+        }
+    }
+
+    fn confirm_reply(&mut self, reply: SqlResult) -> Verdict {
+        Verdict::Pexpire(match reply {
+            Ok(SqlReply::Renewed { renewed: true }) => Pexpire::Confirmed,
+            Ok(SqlReply::Renewed { renewed: false }) => {
+                Pexpire::Refused { subject: "the lock's row expired or was deleted".to_string() }
+            }
+            Ok(other) => Pexpire::Failed(Error::protocol(format!("a renewal answered {other:?}"))),
+            Err(f) => pexpire_failure(f),
+        })
+    }
+
+    fn release_reply(&mut self, call: &Call, reply: SqlResult) -> Verdict {
+        Verdict::Release(match reply {
+            Ok(SqlReply::Released { was_held, .. }) => {
+                self.rows.remove(&call.token);
+                self.waits.remove(&call.token);
+                self.rang.remove(&call.token);
+                Release::Done { was_held }
+            }
+            Ok(other) => Release::Failed(Error::protocol(format!("a release answered {other:?}"))),
+            Err(f) => release_failure(f),
+        })
+    }
+}
+
+impl Backend for SqlBackend {
+    type Target = SqlTarget;
+    type Request = SqlRequest;
+    type Reply = SqlResult;
+    type Notice<'a> = SqlNotice;
+    type Outcome = Done;
+
+    fn target(&self, name: &str, primitive: &Primitive, _options: &LockOptions) -> Result<SqlTarget> {
+        SqlTarget::new(name, primitive)
+    }
+
+    fn check_observe(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Expiry is the server's clock, validity the client's from the send time: a hundredth
+    /// covers the two clocks' rates drifting apart.
+    fn drift(&self, d: Duration) -> Duration {
+        d / 100
+    }
+
+    fn retry_delay(&self, backoff: &mut Duration, rng: &mut dyn RandomSource) -> Duration {
+        let jitter = Duration::from_millis(rng.next_u64() % 20);
+        let delay = *backoff + jitter;
+        *backoff = (*backoff * 2).min(MAX_BACKOFF);
+        delay
+    }
+
+    /// The table must exist (and PostgreSQL's listener be up) before the first attempt.
+    fn attempts_need_session(&self) -> bool {
+        true
+    }
+
+    fn open_session(&mut self, ctx: &mut Ctx<'_, SqlRequest>) -> Option<RequestId> {
+        let confirm = ctx.ids.request();
+        self.opening = Opening { gen: self.opening.gen + 1, confirm: Some(confirm), error: None, check: None };
+        if self.open {
+            // The table exists already: only the listener (PostgreSQL) needs setting up again.
+            let gen = self.opening.gen;
+            self.open_reply(ctx, gen, OpenStep::Probe, Ok(SqlReply::Done));
+        } else {
+            let gen = self.opening.gen;
+            self.send_background(ctx, Background::Open { gen, step: OpenStep::Probe }, SqlOp::Probe);
+        }
+        Some(confirm)
+    }
+
+    fn session_reply(&mut self, reply: SqlResult) -> Result<()> {
+        if let Some(e) = self.opening.error.take() {
+            return Err(e);
+        }
+        match reply {
+            Ok(_) => {
+                self.open = true;
+                Ok(())
+            }
+            Err(f) => Err(failure_error(f)),
+        }
+    }
+
+    fn close_session(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
+        self.closed = true;
+        let owners: Vec<String> = self.rows.keys().map(|t| t.to_string()).collect();
+        self.rows.clear();
+        self.waits.clear();
+        if !owners.is_empty() {
+            for chunk in owners.chunks(100) {
+                self.send_background(ctx, Background::Closing, SqlOp::DeleteOwners { owners: chunk.to_vec() });
+            }
+        }
+    }
+
+    fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>) {
+        let (target, token, op, entry_ttl, once) = match action {
+            Action::Acquire { target, token, lease, entry_ttl, once } => {
+                self.rows.entry(Arc::from(token)).or_insert(RowInfo { id: None });
+                (target, token, SqlOp::Acquire(target.acquire(token, lease, entry_ttl)), entry_ttl, once)
+            }
+            Action::Extend { target, token, duration } => {
+                let Some(id) = self.row_of(token) else {
+                    let subject = "the lock's row is not known to this client".to_string();
+                    let answer = Answer { purpose, sent: ctx.now, verdict: Verdict::Pexpire(Pexpire::Refused { subject }) };
+                    return self.settle_later(ctx.now, answer);
+                };
+                let op = SqlOp::Renew { id, owner: token.to_string(), ttl_ms: duration.as_millis() as u64 };
+                (target, token, op, Duration::ZERO, false)
+            }
+            Action::Release { target, token } => {
+                let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
+                (target, token, op, Duration::ZERO, false)
+            }
+            Action::Observe { target } => {
+                let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
+                (target, "", op, Duration::ZERO, false)
+            }
+        };
+        let id = ctx.ids.request();
+        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once };
+        self.in_flight.insert(id, call);
+        ctx.out.push_back(SqlRequest { id, op });
+    }
+
+    fn on_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, id: RequestId, reply: SqlResult, answers: &mut Vec<Answer>) {
+        if let Some(what) = self.background.remove(&id) {
+            return self.background_reply(ctx, what, reply);
+        }
+        let Some(call) = self.in_flight.remove(&id) else { return };
+        let (purpose, sent) = (call.purpose, call.sent);
+        let verdict = match purpose {
+            Purpose::Acquire(_) => self.acquire_reply(ctx, call, reply),
+            Purpose::Renew(..) | Purpose::Extend(..) => self.confirm_reply(reply),
+            Purpose::Release(..) | Purpose::Cleanup(_) => self.release_reply(&call, reply),
+            Purpose::Observe(_) => Verdict::Observed(match reply {
+                Ok(SqlReply::Leader(row)) => Ok(row.map(|r| LeaderInfo {
+                    value: r.value.unwrap_or_default(),
+                    term: r.id as u64,
+                    remaining: Duration::from_millis(r.remaining_ms.max(0) as u64),
+                })),
+                Ok(other) => Err(Error::protocol(format!("an observe answered {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            }),
+        };
+        answers.push(Answer { purpose, sent, verdict });
+    }
+
+    fn on_notice(&mut self, ctx: &mut Ctx<'_, SqlRequest>, notice: SqlNotice, _answers: &mut Vec<Answer>) -> Signal {
+        match notice {
+            SqlNotice::Notified { channel, payload } => {
+                if channel != self.config.schema.channel() {
+                    return Signal::Nothing;
+                }
+                if let Some(check) = payload.strip_prefix(CHECK_PAYLOAD) {
+                    let ours = self.opening.check.as_ref().is_some_and(|(p, _)| p.strip_prefix(CHECK_PAYLOAD) == Some(check));
+                    if ours {
+                        self.finish_open(ctx, None);
+                    }
+                    return Signal::Nothing;
+                }
+                let Ok(gone) = payload.trim().parse::<i64>() else { return Signal::Nothing };
+                let woken: Vec<Arc<str>> = self.waits.iter().filter(|(_, w)| w.ids.contains(&gone)).map(|(t, _)| Arc::clone(t)).collect();
+                if woken.is_empty() {
+                    return Signal::Nothing;
+                }
+                for t in &woken {
+                    self.waits.remove(t);
+                }
+                Signal::Recheck(woken.iter().map(|t| t.to_string()).collect())
+            }
+            SqlNotice::Reconnected { conn: Conn::Listen } => {
+                if self.open && self.dialect() == Dialect::Postgres {
+                    self.send_background(ctx, Background::Relisten, SqlOp::Listen);
+                }
+                Signal::Nothing
+            }
+            SqlNotice::Reconnected { conn: Conn::Main } => {
+                if self.dialect() == Dialect::MySql && !self.rows.is_empty() && !self.closed {
+                    // Named locks die with their connection: take this client's doorbells again
+                    // (waiters that rang meanwhile wait its rows out by timer).
+                    let owners: Vec<String> = self.rows.keys().map(|t| t.to_string()).collect();
+                    self.send_background(ctx, Background::Retake, SqlOp::TakeDoorbells { owners });
+                }
+                Signal::Nothing
+            }
+            SqlNotice::Reconnected { conn: Conn::Wait } => Signal::Nothing,
+        }
+    }
+
+    fn take_signal(&mut self) -> Option<Signal> {
+        self.signals.pop_front()
+    }
+
+    fn on_timeout(&mut self, ctx: &mut Ctx<'_, SqlRequest>, answers: &mut Vec<Answer>) {
+        if self.ready_at.is_some_and(|t| t <= ctx.now) {
+            answers.append(&mut self.ready);
+            self.ready_at = None;
+        }
+        if self.opening.check.as_ref().is_some_and(|(_, at)| *at <= ctx.now) {
+            let e = Error::unsupported(format!(
+                "PostgreSQL notifications do not reach this client's listening connection (no notification \
+                 within {:?} of sending one to itself): a pooler in transaction or statement mode (PgBouncer) \
+                 cannot carry LISTEN; connect to PostgreSQL directly or through a session-mode pool",
+                self.config.notify_check
+            ));
+            self.finish_open(ctx, Some(e));
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let check = self.opening.check.as_ref().map(|(_, at)| *at);
+        match (self.ready_at, check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.in_flight.is_empty() && self.ready.is_empty() && !self.background.values().any(|b| matches!(b, Background::Closing))
+    }
+}
