@@ -20,10 +20,16 @@
 //! What a transport must do with a batch (in order, autocommit, stop at the first failure, one
 //! reply, nothing retried) is [`crate::sql::statement`]'s contract.
 
-use super::Data;
-use crate::error::{Error, ErrorKind};
-use crate::sql::{Batch, BatchResult, Conn, Rows, SqlFailure, SqlNotice, Statement, Value};
-use crate::time::Duration;
+use std::collections::HashMap;
+
+use super::{neutral, Data, DynEngine};
+use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::LockOptions;
+use crate::sql::{
+    Batch, BatchResult, Conn, Rows, Schema, SqlFailure, SqlNotice, SqlOp, SqlRequest, SqlResult, Statement, Value,
+};
+use crate::time::{Duration, Instant};
 
 /// Most items a list in a reply may hold before it counts as nonsense (a batch has a few
 /// statements; a lock's rows are its holders and waiters).
@@ -42,6 +48,138 @@ fn value_data(v: &Value) -> Data {
         Value::Null => Data::Null,
         Value::Int(i) => Data::Int(*i),
         Value::Text(t) => Data::from(t.as_str()),
+    }
+}
+
+/// A SQL client's engine with the data face of [`DynEngine`]: each request's operation is
+/// rendered to its batch with the client's [`Schema`] on the way out, and kept until its reply
+/// comes back to be parsed by it ([`SqlOp::render`], [`SqlOp::parse`]: what the native
+/// transport does around its execution).
+pub struct SqlDataEngine<B: Backend> {
+    engine: LockEngine<B>,
+    schema: Schema,
+    response_timeout: Duration,
+    /// The operations on the wire, by request id.
+    in_flight: HashMap<RequestId, SqlOp>,
+}
+
+impl<B> SqlDataEngine<B>
+where
+    B: for<'a> Backend<Request = SqlRequest, Reply = SqlResult, Notice<'a> = SqlNotice>,
+    B::Outcome: Into<Done>,
+{
+    /// `engine` rendering on `schema`; batches may go unanswered for `response_timeout` (a
+    /// doorbell wait for its own wait on top).
+    pub fn new(engine: LockEngine<B>, schema: Schema, response_timeout: Duration) -> Self {
+        SqlDataEngine { engine, schema, response_timeout, in_flight: HashMap::new() }
+    }
+
+    /// Feeds the reply to request `id`, parsed by its operation (a reply nobody waits for is
+    /// dropped, as the engine drops one itself).
+    fn reply(&mut self, now: Instant, id: RequestId, result: BatchResult) {
+        if let Some(op) = self.in_flight.remove(&id) {
+            let reply = result.and_then(|rows| op.parse(rows));
+            self.engine.handle_reply(now, id, reply);
+        }
+    }
+}
+
+/// How long a batch of `op` may go unanswered: the response timeout, plus the wait a doorbell
+/// wait asks the server for.
+pub fn time_limit(op: &SqlOp, response_timeout: Duration) -> Duration {
+    match op {
+        SqlOp::WaitDoorbell { timeout_secs, .. } => response_timeout + Duration::from_secs(*timeout_secs),
+        _ => response_timeout,
+    }
+}
+
+impl<B> DynEngine for SqlDataEngine<B>
+where
+    B: for<'a> Backend<Request = SqlRequest, Reply = SqlResult, Notice<'a> = SqlNotice>,
+    B::Outcome: Into<Done>,
+{
+    fn acquire(
+        &mut self,
+        now: Instant,
+        name: &str,
+        primitive: &Primitive,
+        options: &LockOptions,
+        wait: Wait,
+    ) -> Result<OpId> {
+        self.engine.acquire_primitive(now, name, primitive, options, wait)
+    }
+
+    fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId {
+        self.engine.reacquire(now, lease)
+    }
+
+    fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
+        self.engine.observe_leader(now, name)
+    }
+
+    fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
+        self.engine.release(now, lease)
+    }
+
+    fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
+        self.engine.extend(now, lease, duration)
+    }
+
+    fn cancel(&mut self, now: Instant, op: OpId) {
+        self.engine.cancel(now, op)
+    }
+
+    fn shutdown(&mut self, now: Instant) {
+        self.engine.shutdown(now)
+    }
+
+    fn lease_valid_until(&self, lease: LeaseId) -> Option<Instant> {
+        self.engine.lease_valid_until(lease)
+    }
+
+    fn is_held(&self, now: Instant, lease: LeaseId) -> bool {
+        self.engine.is_held(now, lease)
+    }
+
+    fn is_idle(&self) -> bool {
+        self.engine.is_idle()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.engine.handle_timeout(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.engine.poll_timeout()
+    }
+
+    fn handle_disconnect(&mut self, now: Instant) {
+        self.engine.handle_disconnect(now)
+    }
+
+    fn poll_request(&mut self) -> Option<Data> {
+        let SqlRequest { id, op } = self.engine.poll_request()?;
+        let data = batch_data(id.0, &op.render(&self.schema), time_limit(&op, self.response_timeout));
+        self.in_flight.insert(id, op);
+        Some(data)
+    }
+
+    fn poll_event(&mut self) -> Option<Event<Done>> {
+        self.engine.poll_event().map(neutral)
+    }
+
+    fn handle_reply(&mut self, now: Instant, id: RequestId, reply: &Data) {
+        self.reply(now, id, result_from_data(reply))
+    }
+
+    fn handle_failure(&mut self, now: Instant, id: RequestId, error: Error) {
+        self.reply(now, id, result_from_error(error))
+    }
+
+    fn handle_notice(&mut self, now: Instant, notice: &Data) {
+        if let Some(n) = notice_from_data(notice) {
+            self.engine.handle_notice(now, n);
+        }
     }
 }
 
@@ -264,6 +402,14 @@ mod tests {
         assert_eq!(notice_from_data(&r), Some(SqlNotice::Reconnected { conn: Conn::Listen }));
         assert_eq!(notice_from_data(&Data::map([("notice", "reconnected".into()), ("conn", "x".into())])), None);
         assert_eq!(notice_from_data(&Data::map([("notice", "notified".into())])), None);
+    }
+
+    #[test]
+    fn a_doorbell_wait_may_take_its_wait_longer() {
+        let response = Duration::from_millis(2500);
+        let wait = SqlOp::WaitDoorbell { owner: "ab".into(), timeout_secs: 4 };
+        assert_eq!(time_limit(&wait, response), Duration::from_millis(6500));
+        assert_eq!(time_limit(&SqlOp::Ping, response), response);
     }
 
     #[test]
