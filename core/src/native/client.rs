@@ -38,10 +38,7 @@ impl ClientOptions {
             Backend::Redlock => transport::redlock::start(&self, &target).await?,
             Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
             Backend::Etcd => transport::etcd::start(&self, &target).await?,
-            // H-sqlnative replaces this arm with the SQL transport's start.
-            Backend::Postgres | Backend::MySql => {
-                return Err(crate::error::Error::unsupported(format!("{} has no native transport in this build yet", backend.name())))
-            }
+            Backend::Postgres | Backend::MySql => transport::sql::start(&self, &target).await?,
         };
         let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
         let inner = Inner {

@@ -21,10 +21,6 @@
 //! [`SqlFailure::ConnectionLost`] and its connection is closed. The transport never retries a
 //! batch. No error or `Debug` output shows the password.
 
-// Until the SQL backend's client arm (native/client.rs) starts this transport, only its tests
-// use it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 mod mysql;
 mod postgres;
 #[cfg(test)]
@@ -36,9 +32,33 @@ use std::sync::{Arc, Mutex, Weak};
 use futures_util::future::{BoxFuture, FutureExt};
 use tokio::sync::mpsc;
 
+use super::{ReplyFuture, Transport};
+use crate::connect::{ClientOptions, Target};
+use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind};
-use crate::sql::{Batch, BatchResult, Conn, Dialect, Rows, SqlFailure, SqlNotice, Statement, Value, MAX_WAIT_CONNECTIONS};
-use crate::time::Duration;
+use crate::native::driver;
+use crate::native::message::Msg;
+use crate::random::OsRandom;
+use crate::sql::address::{SqlAddress, SslMode};
+use crate::sql::{
+    Batch, BatchResult, Conn, Dialect, Rows, Schema, SqlBackend, SqlEngine, SqlFailure, SqlNotice, SqlOp, SqlRequest, Statement, Value,
+    MAX_WAIT_CONNECTIONS,
+};
+use crate::time::{Duration, Instant};
+
+/// Connects to the database of `target` (the main connection, so a wrong address or login
+/// fails here) and starts a SQL client's driver. `CONNECTION` if the server cannot be reached
+/// in the connect timeout or its TLS certificate is not trusted, `AUTHENTICATION` if it refuses
+/// the login, `INVALID_ARGUMENT` for a CA that cannot be read or used.
+pub(crate) async fn start(options: &ClientOptions, target: &Target) -> crate::error::Result<mpsc::UnboundedSender<Msg>> {
+    let address = target.sql().ok_or_else(|| Error::invalid("not a postgres:// or mysql:// URL"))?;
+    let config = options.sql_config()?;
+    let endpoint = Endpoint::new(options, address)?;
+    let (notices, pushes) = mpsc::unbounded_channel();
+    let transport = SqlTransport::connect(endpoint, config.schema.clone(), notices).await?;
+    let engine = SqlEngine::with_backend(SqlBackend::new(config), Box::new(OsRandom));
+    Ok(driver::spawn(engine, transport, Some(pushes)))
+}
 
 /// How often the listening connection is pinged (`SELECT 1`, answered within the response
 /// timeout) while it carries nothing else.
@@ -72,8 +92,11 @@ pub(crate) enum TlsMode {
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     pub(crate) dialect: Dialect,
+    /// The server; PostgreSQL URLs may list more, tried in order (`others`).
     pub(crate) host: String,
     pub(crate) port: u16,
+    pub(crate) others: Vec<(String, u16)>,
+    pub(crate) application_name: Option<String>,
     pub(crate) user: String,
     pub(crate) password: Option<String>,
     pub(crate) database: Option<String>,
@@ -96,6 +119,49 @@ impl fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// Where `address` points, with the client's TLS CA option and timeouts. The URL's CA file
+    /// (`sslrootcert`, `ssl-ca`) and the CA option are one trust: giving both is refused.
+    pub(crate) fn new(options: &ClientOptions, address: &SqlAddress) -> crate::error::Result<Endpoint> {
+        let dialect = address.dialect();
+        let (host, port) = address.hosts.first().cloned().ok_or_else(|| Error::invalid("a SQL URL needs a host"))?;
+        let tls_ca_pem = match (&address.ssl_root_cert, &options.tls_ca_pem) {
+            (Some(_), Some(_)) => return Err(Error::invalid("the URL's CA file and the client's TLS CA option were both given: give one")),
+            (Some(path), None) => {
+                Some(std::fs::read(path).map_err(|e| Error::invalid(format!("cannot read the URL's CA file {path}: {}", e.kind())))?)
+            }
+            (None, ca) => ca.clone(),
+        };
+        let tls = match address.ssl_mode {
+            SslMode::Disable => TlsMode::Off,
+            SslMode::Prefer => TlsMode::Prefer,
+            SslMode::Require => TlsMode::Require,
+            SslMode::VerifyCa => TlsMode::VerifyCa,
+            SslMode::VerifyFull => TlsMode::VerifyFull,
+        };
+        let user = address.user.clone().or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| match dialect {
+            Dialect::Postgres => "postgres".into(),
+            Dialect::MySql => "root".into(),
+        });
+        let connect_timeout = match address.connect_timeout_secs {
+            Some(s) if s > 0 => Duration::from_secs(s).min(options.connect_timeout),
+            _ => options.connect_timeout,
+        };
+        Ok(Endpoint {
+            dialect,
+            host,
+            port,
+            others: address.hosts[1..].to_vec(),
+            application_name: address.application_name.clone(),
+            user,
+            password: address.password.clone(),
+            database: address.database.clone(),
+            tls,
+            tls_ca_pem,
+            connect_timeout,
+            response_timeout: options.response_timeout,
+        })
+    }
+
     /// `user@host:port` for messages (never the password).
     pub(crate) fn shown(&self) -> String {
         let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
@@ -204,6 +270,8 @@ struct Idle {
 /// What every batch of the transport shares.
 struct Shared {
     endpoint: Endpoint,
+    /// Where lockgate's table lives (what operations render against).
+    schema: Schema,
     notices: mpsc::UnboundedSender<SqlNotice>,
     /// The main connection; its lock is held for a whole batch, so batches run one at a time in
     /// the order they asked (tokio's mutex is fair).
@@ -230,11 +298,16 @@ impl SqlTransport {
     /// Opens the main connection (so a wrong address or login fails here, not at the first
     /// lock); notices go to `notices`. `CONNECTION` if the server cannot be reached in the
     /// connect timeout, `AUTHENTICATION` if it refuses the login.
-    pub(crate) async fn connect(endpoint: Endpoint, notices: mpsc::UnboundedSender<SqlNotice>) -> crate::error::Result<SqlTransport> {
+    pub(crate) async fn connect(
+        endpoint: Endpoint,
+        schema: Schema,
+        notices: mpsc::UnboundedSender<SqlNotice>,
+    ) -> crate::error::Result<SqlTransport> {
         let conn = DbConn::open(&endpoint, None).await.map_err(into_error)?;
         let main = Slot { conn: Some(conn), opened: 1, busy: false };
         let shared = Shared {
             endpoint,
+            schema,
             notices,
             main: tokio::sync::Mutex::new(main),
             listen: tokio::sync::Mutex::new(Slot::default()),
@@ -245,6 +318,7 @@ impl SqlTransport {
     }
 
     /// The dialect of the server.
+    #[cfg(test)]
     pub(crate) fn dialect(&self) -> Dialect {
         self.shared.endpoint.dialect
     }
@@ -252,7 +326,14 @@ impl SqlTransport {
     /// Runs `batch` on the connection it names. A batch takes its place in the main
     /// connection's line when its future is first polled (the driver polls them in the order it
     /// made them).
+    #[cfg(test)]
     pub(crate) fn execute(&self, batch: Batch) -> BoxFuture<'static, BatchResult> {
+        self.execute_within(batch, None)
+    }
+
+    /// Runs `batch`; a Wait batch within `wait` plus the response timeout (without `wait`:
+    /// its largest numeric parameter, see [`wait_limit`]).
+    fn execute_within(&self, batch: Batch, wait: Option<Duration>) -> BoxFuture<'static, BatchResult> {
         let shared = self.shared.clone();
         async move {
             match batch.conn {
@@ -265,10 +346,36 @@ impl SqlTransport {
                     start_keeper(&shared);
                     r
                 }
-                Conn::Wait => on_wait(&shared, &batch.statements).await,
+                Conn::Wait => {
+                    let response = shared.endpoint.response_timeout;
+                    let limit = wait.map_or_else(|| wait_limit(&batch.statements, response), |w| w + response);
+                    on_wait(&shared, &batch.statements, limit).await
+                }
             }
         }
         .boxed()
+    }
+}
+
+impl Transport for SqlTransport {
+    type Backend = SqlBackend;
+    type Push = SqlNotice;
+
+    /// Renders the operation in the server's dialect, runs it and parses its rows (all three
+    /// the core's: `SqlOp::render` / `parse`). A doorbell wait is bounded by its own wait plus
+    /// the response timeout.
+    fn perform(&self, SqlRequest { id, op }: SqlRequest) -> ReplyFuture<SqlBackend> {
+        let batch = op.render(&self.shared.schema);
+        let wait = match &op {
+            SqlOp::WaitDoorbell { timeout_secs, .. } => Some(Duration::from_secs(*timeout_secs)),
+            _ => None,
+        };
+        let running = self.execute_within(batch, wait);
+        async move { (id, running.await.and_then(|rows| op.parse(rows))) }.boxed()
+    }
+
+    fn push(engine: &mut LockEngine<SqlBackend>, now: Instant, push: SqlNotice) {
+        engine.handle_notice(now, push);
     }
 }
 
@@ -380,7 +487,7 @@ async fn keep_listening(weak: Weak<Shared>) {
 }
 
 /// Runs a wait batch on an idle wait connection (or a new one), bounded by [`wait_limit`].
-async fn on_wait(shared: &Arc<Shared>, statements: &[Statement]) -> BatchResult {
+async fn on_wait(shared: &Arc<Shared>, statements: &[Statement], limit: Duration) -> BatchResult {
     let idle = {
         let mut waits = shared.waits.lock().unwrap_or_else(|p| p.into_inner());
         let now = tokio::time::Instant::now();
@@ -391,7 +498,6 @@ async fn on_wait(shared: &Arc<Shared>, statements: &[Statement]) -> BatchResult 
         Some(i) if !i.conn.is_closed() => i.conn,
         _ => DbConn::open(&shared.endpoint, None).await?,
     };
-    let limit = wait_limit(statements, shared.endpoint.response_timeout);
     let result = match tokio::time::timeout(limit, conn.run(statements)).await {
         Ok(r) => r,
         Err(_) => Err(SqlFailure::ConnectionLost(format!(

@@ -44,7 +44,7 @@ impl PgConn {
             .host(&endpoint.host)
             .port(endpoint.port)
             .user(&endpoint.user)
-            .application_name("lockgate")
+            .application_name(endpoint.application_name.as_deref().unwrap_or("lockgate"))
             .connect_timeout(endpoint.connect_timeout)
             // A connection whose sent data goes unacknowledged, or whose peer vanished, is given
             // up by the kernel; a server that acknowledges but never answers is the response
@@ -54,6 +54,9 @@ impl PgConn {
             .keepalives_idle(crate::time::Duration::from_secs(5))
             .keepalives_interval(crate::time::Duration::from_secs(2))
             .keepalives_retries(3);
+        for (host, port) in &endpoint.others {
+            config.host(host).port(*port);
+        }
         if let Some(p) = &endpoint.password {
             config.password(p.as_bytes());
         }
@@ -177,8 +180,18 @@ pub(super) fn failure(e: &pg::Error, closed: bool, what: &str, endpoint: &Endpoi
         if let Some(bad) = s.downcast_ref::<BadColumn>() {
             return SqlFailure::Other(Error::protocol(text(bad)));
         }
-        if s.downcast_ref::<rustls::Error>().is_some() {
-            return SqlFailure::Other(Error::new(ErrorKind::Connection, text(&format!("TLS: {e}: {s}"))));
+        // rustls' error arrives wrapped in an `io::Error` (whose `source()` skips it).
+        let tls = s.downcast_ref::<rustls::Error>().or_else(|| {
+            s.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(tls) = tls {
+            return SqlFailure::Other(Error::new(
+                ErrorKind::Connection,
+                text(&format!(
+                    "the TLS handshake failed ({tls}); with sslmode=verify-ca or verify-full trust the CA that signed the \
+                     server's certificate (the client's TLS CA option) and name the server as its certificate does"
+                )),
+            ));
         }
         source = s.source();
     }

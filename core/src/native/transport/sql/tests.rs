@@ -3,7 +3,8 @@
 //! code, one main connection replaced (with a notice) after the server killed it or it left a
 //! batch unanswered for the response timeout, PostgreSQL notifications on the listening
 //! connection and its replacement, MySQL blocking waits on wait connections woken by a release
-//! or by the holder's death, and no password in any error or `Debug` output.
+//! or by the holder's death, and no password in any error or `Debug` output. Servers from the
+//! project's launcher (`test-servers postgres|mariadb`), one of each shared by the tests.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -15,16 +16,14 @@ use crate::sql::Value::{Int, Null, Text};
 mod server;
 use server::Server;
 
-const PASSWORD: &str = "pw-Secret-42";
-
 fn postgres() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
-    S.get_or_init(|| Server::postgres(PASSWORD))
+    S.get_or_init(Server::postgres)
 }
 
 fn mariadb() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
-    S.get_or_init(|| Server::mariadb(PASSWORD))
+    S.get_or_init(Server::mariadb)
 }
 
 fn endpoint(server: &Server, response_ms: u64) -> Endpoint {
@@ -32,8 +31,10 @@ fn endpoint(server: &Server, response_ms: u64) -> Endpoint {
         dialect: server.dialect,
         host: "127.0.0.1".into(),
         port: server.port,
+        others: vec![],
+        application_name: None,
         user: server.user.clone(),
-        password: Some(PASSWORD.into()),
+        password: Some(server.password.clone()),
         database: server.database.clone(),
         tls: TlsMode::Off,
         tls_ca_pem: None,
@@ -44,7 +45,7 @@ fn endpoint(server: &Server, response_ms: u64) -> Endpoint {
 
 async fn transport(server: &Server, response_ms: u64) -> (SqlTransport, mpsc::UnboundedReceiver<SqlNotice>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (SqlTransport::connect(endpoint(server, response_ms), tx).await.expect("connect"), rx)
+    (SqlTransport::connect(endpoint(server, response_ms), Schema::default_for(server.dialect), tx).await.expect("connect"), rx)
 }
 
 fn st(sql: &str, params: Vec<Value>) -> Statement {
@@ -191,7 +192,7 @@ async fn a_killed_main_connection_is_replaced_with_a_notice(server: &Server) {
     // connection, announced first.
     let second = match t.execute(batch(Conn::Main, vec![st("SELECT 1", vec![])])).await {
         Err(SqlFailure::ConnectionLost(why)) => {
-            assert!(!why.contains(PASSWORD), "{why}");
+            assert!(!why.contains(&server.password), "{why}");
             session_id(&t, Conn::Main).await
         }
         Ok(_) => session_id(&t, Conn::Main).await,
@@ -224,19 +225,19 @@ async fn passwords_never_show(server: &Server) {
     let mut e = endpoint(server, 2000);
     e.password = Some("Wrong-pw-77".into());
     let (tx, _rx) = mpsc::unbounded_channel();
-    let err = SqlTransport::connect(e.clone(), tx.clone()).await.expect_err("a wrong password");
+    let err = SqlTransport::connect(e.clone(), Schema::default_for(e.dialect), tx.clone()).await.expect_err("a wrong password");
     assert_eq!(err.kind(), ErrorKind::Authentication, "{err}");
     let shown = format!("{err} {err:?} {e:?}");
     assert!(!shown.contains("Wrong-pw-77"), "{shown}");
     let (t, _rx) = transport(server, 2000).await;
     let shown = format!("{t:?}");
-    assert!(!shown.contains(PASSWORD) && shown.contains(&server.port.to_string()), "{shown}");
+    assert!(!shown.contains(&server.password) && shown.contains(&server.port.to_string()), "{shown}");
     // Nothing listens on port 1: a connection failure, with the server named but no password.
     e.port = 1;
-    e.password = Some(PASSWORD.into());
-    let err = SqlTransport::connect(e, tx).await.expect_err("nothing listens");
+    e.password = Some(server.password.clone());
+    let err = SqlTransport::connect(e, Schema::default_for(Dialect::Postgres), tx).await.expect_err("nothing listens");
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
-    assert!(!format!("{err} {err:?}").contains(PASSWORD), "{err:?}");
+    assert!(!format!("{err} {err:?}").contains(&server.password), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -370,4 +371,38 @@ fn transactions_are_recognized_by_their_first_statement() {
     assert!(begins_transaction("BEGIN") && begins_transaction(" begin;") && begins_transaction("START TRANSACTION"));
     assert!(begins_transaction("BEGIN ISOLATION LEVEL SERIALIZABLE"));
     assert!(!begins_transaction("SELECT 1") && !begins_transaction("START SLAVE") && !begins_transaction("BEGINNING"));
+}
+
+/// PostgreSQL over TLS: `verify-full` with the CA that signed the server's certificate is
+/// encrypted; without it (the system's roots) the handshake is refused as a `CONNECTION` error
+/// that says so; `require` encrypts without checking; `Off` stays plain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tls_is_verified_when_asked() {
+    let server = Server::postgres_tls();
+    let ca = std::fs::read(server.ca_file.as_deref().expect("the launcher's CA")).unwrap();
+    let encrypted = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+    let with = |tls: TlsMode, ca: Option<Vec<u8>>| {
+        let mut e = endpoint(&server, 5000);
+        e.tls = tls;
+        e.tls_ca_pem = ca;
+        e
+    };
+    for (mode, ca, ssl) in [
+        (TlsMode::VerifyFull, Some(ca.clone()), "true"),
+        (TlsMode::VerifyCa, Some(ca.clone()), "true"),
+        (TlsMode::Require, None, "true"),
+        (TlsMode::Prefer, None, "true"),
+        (TlsMode::Off, None, "false"),
+    ] {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let t = SqlTransport::connect(with(mode.clone(), ca), Schema::default_for(Dialect::Postgres), tx).await.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_eq!(one(&t, Conn::Main, encrypted, vec![]).await.rows, vec![vec![Text(ssl.into())]], "{mode:?}");
+    }
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let e = SqlTransport::connect(with(TlsMode::VerifyFull, None), Schema::default_for(Dialect::Postgres), tx).await.expect_err("not signed by a system root");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("TLS") && !e.message().contains(&server.password), "{e}");
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let e = SqlTransport::connect(with(TlsMode::VerifyFull, Some(b"not pem".to_vec())), Schema::default_for(Dialect::Postgres), tx).await.expect_err("no CA");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
