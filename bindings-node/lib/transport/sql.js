@@ -84,6 +84,20 @@ function param(v) {
   throw new Error(`a parameter that is ${typeof v}, not null, an integer or text`);
 }
 
+/** The URL's CA file (`sslrootcert`, `ssl-ca`); INVALID_ARGUMENT if it cannot be read. */
+function readCaFile(file) {
+  try {
+    return require('node:fs').readFileSync(file, 'utf8');
+  } catch (err) {
+    throw makeError('INVALID_ARGUMENT', `cannot read the URL's CA file ${file}: ${err.code || err.message}`);
+  }
+}
+
+/** The login's user: the URL's, else the OS user's (as libpq and the native transport). */
+function userOf(plan) {
+  return plan.user || process.env.USER || (plan.dialect === 'postgres' ? 'postgres' : 'root');
+}
+
 // ---- PostgreSQL ----
 
 /** Result parsers: integers as integers, everything else as the server's text. */
@@ -91,7 +105,7 @@ const PG_TYPES = {
   getTypeParser: (oid) => (PG_INTEGERS.has(oid) ? integer : (text) => text),
 };
 
-/** `pg`'s TLS options for the plan's `tls` (null: none). */
+/** The TLS options (of `pg` and `mysql2` alike) for the plan's `tls` (null: none). */
 function tlsOptions(tls) {
   if (!tls) return undefined;
   const options = { rejectUnauthorized: tls.verify !== 'none' };
@@ -109,8 +123,8 @@ class PgLine {
     const client = new pg.Client({
       host,
       port,
-      user: plan.user,
-      database: plan.database,
+      user: userOf(plan),
+      database: plan.database || undefined,
       // A function: pg would otherwise look for a password in PGPASSWORD and ~/.pgpass, which
       // the URL (the one source of a client's settings in every binding) did not name.
       password: () => (plan.password === null || plan.password === undefined ? '' : plan.password),
@@ -180,7 +194,7 @@ class MySqlLine {
     const conn = mysql.createConnection({
       host,
       port,
-      user: plan.user,
+      user: userOf(plan),
       password: plan.password === null || plan.password === undefined ? undefined : plan.password,
       database: plan.database || undefined,
       ssl: ssl || undefined,
@@ -609,6 +623,7 @@ class SqlTransport {
  * core's `plan` says where and how.
  */
 async function open(driver, plan) {
+  if (plan.tls && !plan.tls.caPem && plan.tls.caFile) plan = { ...plan, tls: { ...plan.tls, caPem: readCaFile(plan.tls.caFile) } };
   const t = new SqlTransport(driver, plan);
   try {
     t.main.adopt(await t.openLine(t.main));

@@ -42,6 +42,7 @@ pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Op
         connect::Backend::ZooKeeper => zookeeper::connect(options, rng).map(Some),
         connect::Backend::Redlock => redlock::connect(options, rng).map(Some),
         connect::Backend::Etcd => etcd::connect(options, rng).map(Some),
+        connect::Backend::Postgres | connect::Backend::MySql => sql::connect(options, rng).map(Some),
         _ => Ok(None),
     }
 }

@@ -16,18 +16,23 @@
 //!   if absent).
 //! - notice: `{ notice: 'notified', channel, payload }` (a PostgreSQL notification on the
 //!   listening connection) or `{ notice: 'reconnected', conn }` (that connection was replaced).
+//! - plan: see [`plan`].
 //!
 //! What a transport must do with a batch (in order, autocommit, stop at the first failure, one
 //! reply, nothing retried) is [`crate::sql::statement`]'s contract.
 
 use std::collections::HashMap;
 
-use super::{neutral, Data, DynEngine};
+use super::{neutral, Connected, Data, DynEngine};
+use crate::connect::ClientOptions;
 use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
+use crate::random::RandomSource;
+use crate::sql::address::SslMode;
 use crate::sql::{
-    Batch, BatchResult, Conn, Rows, Schema, SqlFailure, SqlNotice, SqlOp, SqlRequest, SqlResult, Statement, Value,
+    Batch, BatchResult, Conn, Dialect, Rows, Schema, SqlAddress, SqlBackend, SqlEngine, SqlFailure, SqlNotice, SqlOp,
+    SqlRequest, SqlResult, Statement, Value, MAX_WAIT_CONNECTIONS,
 };
 use crate::time::{Duration, Instant};
 
@@ -49,6 +54,18 @@ fn value_data(v: &Value) -> Data {
         Value::Int(i) => Data::Int(*i),
         Value::Text(t) => Data::from(t.as_str()),
     }
+}
+
+/// The SQL engine of a `postgres://`, `postgresql://`, `mysql://` or `mariadb://` client and its
+/// transport plan.
+pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Connected> {
+    let target = options.target()?;
+    let address = target.sql().ok_or_else(|| Error::protocol("a SQL target without its address"))?;
+    let config = options.sql_config()?;
+    let schema = config.schema.clone();
+    let engine = SqlEngine::with_backend(SqlBackend::new(config), rng);
+    let plan = plan(address, options)?;
+    Ok(Connected { engine: Box::new(SqlDataEngine::new(engine, schema, options.response_timeout)), plan })
 }
 
 /// A SQL client's engine with the data face of [`DynEngine`]: each request's operation is
@@ -285,6 +302,77 @@ pub fn notice_from_data(d: &Data) -> Option<SqlNotice> {
     }
 }
 
+// ---- the plan ----
+
+/// What a transport opens for `address` with `options`: `{ transport: 'sql', backend, dialect:
+/// 'postgres' | 'mysql', hosts: [{ host, port }] (tried in order), user: string | null,
+/// password: string | null, database: string | null, applicationName: string | null, tls,
+/// connectTimeoutMs, commandTimeoutMs, maxWaitConnections, redacted }` with `tls` null (plain
+/// TCP) or `{ verify: 'none' | 'ca' | 'full', optional, caPem: string | null, caFile: string |
+/// null }`: `verify` how the server's certificate is checked (`ca`: the chain, `full`: the
+/// chain and the host name), `optional` whether a server without TLS is spoken to in plaintext
+/// (`sslmode=prefer`), the CA as the client's TLS CA option's PEM or the URL's file
+/// (`sslrootcert`, `ssl-ca`; the transport reads it), none meaning the system's roots. A null
+/// user is the OS user's. `connectTimeoutMs` is the URL's `connect_timeout` where shorter than
+/// the client's; `redacted` is the URL with its password as `***`. `INVALID_ARGUMENT` for both
+/// a CA file and the CA option, or a CA option that holds no PEM certificate.
+pub fn plan(address: &SqlAddress, options: &ClientOptions) -> Result<Data> {
+    let ca_pem = match (&address.ssl_root_cert, &options.tls_ca_pem) {
+        (Some(_), Some(_)) => {
+            return Err(Error::invalid("the URL's CA file and the client's TLS CA option were both given: give one"))
+        }
+        (None, Some(pem)) if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") => {
+            return Err(Error::invalid(
+                "the client's TLS CA option holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            ));
+        }
+        (_, pem) => pem.as_ref().map(|p| String::from_utf8_lossy(p).into_owned()),
+    };
+    let ca_given = ca_pem.is_some() || address.ssl_root_cert.is_some();
+    let tls = |verify: &str, optional: bool| {
+        Data::map([
+            ("verify", verify.into()),
+            ("optional", optional.into()),
+            ("caPem", ca_pem.clone().into()),
+            ("caFile", address.ssl_root_cert.clone().into()),
+        ])
+    };
+    let tls = match address.ssl_mode {
+        SslMode::Disable => Data::Null,
+        SslMode::Prefer => tls("none", true),
+        // libpq: `require` with a CA given checks the chain as `verify-ca` does.
+        SslMode::Require if ca_given => tls("ca", false),
+        SslMode::Require => tls("none", false),
+        SslMode::VerifyCa => tls("ca", false),
+        SslMode::VerifyFull => tls("full", false),
+    };
+    let connect_timeout = match address.connect_timeout_secs {
+        Some(s) if s > 0 => Duration::from_secs(s).min(options.connect_timeout),
+        _ => options.connect_timeout,
+    };
+    let (backend, dialect) = match address.dialect() {
+        Dialect::Postgres => ("postgres", "postgres"),
+        Dialect::MySql => ("mysql", "mysql"),
+    };
+    let hosts =
+        address.hosts.iter().map(|(h, p)| Data::map([("host", h.as_str().into()), ("port", i64::from(*p).into())]));
+    Ok(Data::map([
+        ("transport", "sql".into()),
+        ("backend", backend.into()),
+        ("dialect", dialect.into()),
+        ("hosts", Data::List(hosts.collect())),
+        ("user", address.user.clone().into()),
+        ("password", address.password.clone().into()),
+        ("database", address.database.clone().into()),
+        ("applicationName", address.application_name.clone().into()),
+        ("tls", tls),
+        ("connectTimeoutMs", millis(connect_timeout)),
+        ("commandTimeoutMs", millis(options.response_timeout)),
+        ("maxWaitConnections", (MAX_WAIT_CONNECTIONS as u64).into()),
+        ("redacted", address.shown().into()),
+    ]))
+}
+
 fn millis(d: Duration) -> Data {
     Data::from(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -410,6 +498,59 @@ mod tests {
         let wait = SqlOp::WaitDoorbell { owner: "ab".into(), timeout_secs: 4 };
         assert_eq!(time_limit(&wait, response), Duration::from_millis(6500));
         assert_eq!(time_limit(&SqlOp::Ping, response), response);
+    }
+
+    fn plan_of(url: &str, ca: Option<&str>) -> Result<Data> {
+        let mut o = ClientOptions::new(url);
+        o.tls_ca_pem = ca.map(|c| c.as_bytes().to_vec());
+        plan(o.target()?.sql().unwrap(), &o)
+    }
+
+    #[test]
+    fn the_plan_names_what_to_open_and_how() {
+        let p = plan_of("postgresql://app:pw@h1:5433,h2/orders?sslmode=verify-full&connect_timeout=2", None).unwrap();
+        assert_eq!((p.str_field("", "transport"), p.str_field("", "dialect")), (Ok("sql"), Ok("postgres")));
+        let hosts = p.get("hosts").and_then(Data::as_list).unwrap();
+        assert_eq!((hosts[1].str_field("", "host"), hosts[1].int_field("", "port")), (Ok("h2"), Ok(5432)));
+        assert_eq!((p.str_field("", "user"), p.str_field("", "password")), (Ok("app"), Ok("pw")));
+        assert_eq!(p.str_field("", "database"), Ok("orders"));
+        assert_eq!(p.get("tls").map(|t| t.str_field("", "verify")), Some(Ok("full")));
+        assert_eq!(p.int_field("", "connectTimeoutMs"), Ok(2000), "the URL's connect_timeout, shorter");
+        assert_eq!(p.int_field("", "maxWaitConnections"), Ok(MAX_WAIT_CONNECTIONS as i64));
+        assert_eq!(
+            p.str_field("", "redacted"),
+            Ok("postgresql://app:***@h1:5433,h2:5432/orders?sslmode=verify-full&connect_timeout=2")
+        );
+        // TLS by the URL's mode: libpq's default prefer falls back to plaintext; require checks
+        // the chain once a CA is given.
+        let tls = |url: &str| plan_of(url, None).unwrap().get("tls").cloned();
+        assert_eq!(tls("postgres://h?sslmode=disable"), None);
+        let prefer = tls("postgres://h").unwrap();
+        assert_eq!((prefer.str_field("", "verify"), prefer.get("optional")), (Ok("none"), Some(&Data::Bool(true))));
+        assert_eq!(tls("postgres://h?sslmode=require").unwrap().str_field("", "verify"), Ok("none"));
+        let with_file = tls("postgres://h?sslmode=require&sslrootcert=/etc/ca.pem").unwrap();
+        assert_eq!(
+            (with_file.str_field("", "verify"), with_file.str_field("", "caFile")),
+            (Ok("ca"), Ok("/etc/ca.pem"))
+        );
+        assert_eq!(tls("mysql://h/db?ssl-mode=VERIFY_IDENTITY").unwrap().str_field("", "verify"), Ok("full"));
+        let my = plan_of("mariadb://h/db", None).unwrap();
+        assert_eq!((my.str_field("", "dialect"), my.get("user")), (Ok("mysql"), None));
+    }
+
+    #[test]
+    fn a_ca_is_pem_and_given_once() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let p = plan_of("postgres://h?sslmode=verify-ca", Some(pem)).unwrap();
+        assert_eq!(p.get("tls").and_then(|t| t.get("caPem")), Some(&Data::from(pem)));
+        for (url, ca, says) in [
+            ("postgres://h?sslmode=verify-ca", "/etc/ca.pem", "no PEM certificate"),
+            ("postgres://h?sslmode=verify-ca&sslrootcert=/etc/ca.pem", pem, "both given"),
+        ] {
+            let e = plan_of(url, Some(ca)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.message().contains(says), "{e}");
+        }
     }
 
     #[test]
