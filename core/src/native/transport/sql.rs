@@ -179,8 +179,8 @@ impl Endpoint {
 
 /// One open connection of either dialect.
 enum DbConn {
-    Pg(postgres::PgConn),
-    My(mysql::MyConn),
+    Pg(Box<postgres::PgConn>),
+    My(Box<mysql::MyConn>),
 }
 
 impl DbConn {
@@ -188,8 +188,8 @@ impl DbConn {
         let limit = endpoint.connect_timeout;
         let opening = async {
             match endpoint.dialect {
-                Dialect::Postgres => postgres::PgConn::open(endpoint, notices.cloned()).await.map(DbConn::Pg),
-                Dialect::MySql => mysql::MyConn::open(endpoint).await.map(DbConn::My),
+                Dialect::Postgres => postgres::PgConn::open(endpoint, notices.cloned()).await.map(|c| DbConn::Pg(Box::new(c))),
+                Dialect::MySql => mysql::MyConn::open(endpoint).await.map(|c| DbConn::My(Box::new(c))),
             }
         };
         match tokio::time::timeout(limit, opening).await {
@@ -244,7 +244,7 @@ impl DbConn {
     fn close(self) {
         match self {
             DbConn::Pg(c) => drop(c),
-            DbConn::My(c) => c.close(),
+            DbConn::My(c) => (*c).close(),
         }
     }
 }

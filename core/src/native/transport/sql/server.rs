@@ -3,6 +3,9 @@
 
 use std::sync::Mutex;
 
+// The ZooKeeper transport's tests load the same file: one copy per test module is what a
+// `#[path]` module gives.
+#[allow(clippy::duplicate_mod)]
 #[path = "../../../../tests/support/test_servers.rs"]
 mod test_servers;
 use test_servers::TestServers;
