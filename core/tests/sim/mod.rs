@@ -5,7 +5,8 @@
 //! (`model.rs`): `redis.rs` (+ its server-side checks in `redis_check.rs`; tests in
 //! `tests/simulation.rs`), `redlock.rs` (`tests/simulation_redlock.rs`), `zk.rs`, a
 //! ZooKeeper ensemble serving the real ZooKeeper backend's wire types (`tests/simulation_zk.rs`),
-//! and `etcd.rs`, an etcd cluster serving the real etcd backend's (`tests/simulation_etcd.rs`).
+//! and `etcd.rs`, an etcd cluster serving the real etcd backend's (`tests/simulation_etcd.rs`), and
+//! `sql.rs`, a database serving the SQL backend's operations (`tests/simulation_sql.rs`).
 //!
 //! Adding a backend to the simulator: one file here with its server model (`impl Model`: which
 //! connection each request takes, what the server does with it and pushes, restart and
@@ -22,6 +23,7 @@ pub mod redis;
 pub mod redis_check;
 pub mod redlock;
 pub mod seq_backend;
+pub mod sql;
 pub mod store;
 pub mod workload;
 pub mod zk;
