@@ -30,28 +30,38 @@ pub(super) struct MyConn {
 }
 
 impl MyConn {
-    /// Connects and logs in. TLS is not offered for MySQL/MariaDB yet: a URL asking for it is
-    /// refused (`INVALID_ARGUMENT`) rather than connected in the clear.
+    /// Connects and logs in, over TLS as the endpoint's mode asks (sqlx's rustls: `Prefer` falls
+    /// back to plain TCP when the server offers no TLS; `Require` does not check the
+    /// certificate; `VerifyCa` checks its chain to the CA given, else Mozilla's roots;
+    /// `VerifyFull` also its name).
     pub(super) async fn open(endpoint: &Endpoint) -> Result<MyConn, SqlFailure> {
-        if !matches!(endpoint.tls, TlsMode::Off | TlsMode::Prefer) {
-            return Err(SqlFailure::Other(Error::invalid(
-                "TLS to MySQL/MariaDB is not supported by the native transport yet: connect without ssl-mode",
-            )));
-        }
+        let mode = match endpoint.tls {
+            TlsMode::Off => MySqlSslMode::Disabled,
+            TlsMode::Prefer => MySqlSslMode::Preferred,
+            TlsMode::Require => MySqlSslMode::Required,
+            TlsMode::VerifyCa => MySqlSslMode::VerifyCa,
+            TlsMode::VerifyFull => MySqlSslMode::VerifyIdentity,
+        };
         let mut options = MySqlConnectOptions::new()
             .host(&endpoint.host)
             .port(endpoint.port)
             .username(&endpoint.user)
-            .ssl_mode(MySqlSslMode::Disabled)
+            .ssl_mode(mode)
             .statement_cache_capacity(STATEMENT_CACHE);
+        if let Some(pem) = &endpoint.tls_ca_pem {
+            if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") {
+                return Err(SqlFailure::Other(Error::invalid("the TLS CA holds no PEM certificate")));
+            }
+            options = options.ssl_ca_from_pem(pem.clone());
+        }
         if let Some(p) = &endpoint.password {
             options = options.password(p);
         }
         if let Some(db) = &endpoint.database {
             options = options.database(db);
         }
-        let what = format!("connecting to {}", endpoint.shown());
-        let conn = MySqlConnection::connect_with(&options).await.map_err(|e| failure(&e, &what, endpoint))?;
+        let what = "connecting";
+        let conn = MySqlConnection::connect_with(&options).await.map_err(|e| failure(&e, what, endpoint))?;
         Ok(MyConn { conn, endpoint: endpoint.clone() })
     }
 
@@ -132,6 +142,17 @@ fn describe(sql: &str) -> String {
     format!("the statement `{} ...`", words.join(" "))
 }
 
+/// A TLS handshake the client or server refused: not retryable.
+fn tls_refused(text: &dyn Fn(&dyn std::fmt::Display) -> String, why: &dyn std::fmt::Display) -> SqlFailure {
+    SqlFailure::Other(Error::new(
+        ErrorKind::Connection,
+        text(&format!(
+            "the TLS handshake failed ({why}); with ssl-mode=VERIFY_CA or VERIFY_IDENTITY trust the CA that signed the \
+             server's certificate (the URL's ssl-ca or the client's TLS CA option) and name the server as its certificate does"
+        )),
+    ))
+}
+
 /// The failure `e` means: the server's error number for a refused statement, `ConnectionLost`
 /// for a connection that is gone or in an unknown state (I/O, protocol, the server ended it),
 /// `AUTHENTICATION` for a refused login. Messages never carry the password.
@@ -147,7 +168,12 @@ pub(super) fn failure(e: &sqlx::Error, what: &str, endpoint: &Endpoint) -> SqlFa
             Some(my) => SqlFailure::Server { code: my.number().to_string(), message: endpoint.scrub(my.message()) },
             None => SqlFailure::Other(Error::protocol(text(db))),
         },
-        sqlx::Error::Configuration(_) | sqlx::Error::Tls(_) => SqlFailure::Other(Error::invalid(text(e))),
+        sqlx::Error::Tls(why) => tls_refused(&text, why),
+        // A refused certificate arrives as rustls' error inside an I/O error.
+        sqlx::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+            tls_refused(&text, io.get_ref().expect("checked"))
+        }
+        sqlx::Error::Configuration(_) => SqlFailure::Other(Error::invalid(text(e))),
         sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) | sqlx::Error::Encode(_) | sqlx::Error::TypeNotFound { .. } => {
             SqlFailure::Other(Error::protocol(text(e)))
         }

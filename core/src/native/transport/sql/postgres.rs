@@ -69,8 +69,7 @@ impl PgConn {
             _ => pg::config::SslMode::Require,
         });
         let connector = tls::connector(endpoint).map_err(SqlFailure::Other)?;
-        let what = format!("connecting to {}", endpoint.shown());
-        let (client, mut connection) = config.connect(connector).await.map_err(|e| failure(&e, true, &what, endpoint))?;
+        let (client, mut connection) = config.connect(connector).await.map_err(|e| failure(&e, true, "connecting", endpoint))?;
         let (end, ended) = watch::channel(());
         let task = tokio::spawn(async move {
             let _end = end;

@@ -48,6 +48,11 @@ impl Server {
         Server::start(&["postgres", "--tls"], Dialect::Postgres)
     }
 
+    /// MariaDB with TLS on (a certificate for 127.0.0.1 signed by `ca_file`).
+    pub(super) fn mariadb_tls() -> Server {
+        Server::start(&["mariadb", "--tls"], Dialect::MySql)
+    }
+
     pub(super) fn mariadb() -> Server {
         Server::start(&["mariadb"], Dialect::MySql)
     }

@@ -406,3 +406,35 @@ async fn postgres_tls_is_verified_when_asked() {
     let e = SqlTransport::connect(with(TlsMode::VerifyFull, Some(b"not pem".to_vec())), Schema::default_for(Dialect::Postgres), tx).await.expect_err("no CA");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
+
+/// MariaDB over TLS (sqlx's rustls): `VERIFY_IDENTITY` and `VERIFY_CA` with the CA that signed
+/// the server's certificate, `REQUIRED` and `PREFERRED` encrypted, `DISABLED` plain; without
+/// the CA (Mozilla's roots) the handshake is refused as a `CONNECTION` error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_tls_is_verified_when_asked() {
+    let server = Server::mariadb_tls();
+    let ca = std::fs::read(server.ca_file.as_deref().expect("the launcher's CA")).unwrap();
+    let with = |tls: TlsMode, ca: Option<Vec<u8>>| {
+        let mut e = endpoint(&server, 5000);
+        e.tls = tls;
+        e.tls_ca_pem = ca;
+        e
+    };
+    for (mode, ca, encrypted) in [
+        (TlsMode::VerifyFull, Some(ca.clone()), true),
+        (TlsMode::VerifyCa, Some(ca.clone()), true),
+        (TlsMode::Require, None, true),
+        (TlsMode::Prefer, None, true),
+        (TlsMode::Off, None, false),
+    ] {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let t = SqlTransport::connect(with(mode.clone(), ca), Schema::default_for(Dialect::MySql), tx).await.unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let r = one(&t, Conn::Main, "SHOW SESSION STATUS LIKE 'Ssl_cipher'", vec![]).await;
+        let cipher = r.rows[0][1].as_text().unwrap_or_default().to_string();
+        assert_eq!(!cipher.is_empty(), encrypted, "{mode:?}: {cipher:?}");
+    }
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let e = SqlTransport::connect(with(TlsMode::VerifyFull, None), Schema::default_for(Dialect::MySql), tx).await.expect_err("not signed by Mozilla's roots");
+    assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("TLS") && !e.message().contains(&server.password), "{e}");
+}
