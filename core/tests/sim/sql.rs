@@ -169,7 +169,7 @@ impl SimSql {
         self.notify_ids(&ids, pushes);
     }
 
-    fn perform(&mut self, now: Instant, client: ClientId, op: &SqlOp, pushes: &mut Vec<(ClientId, SqlNotice)>) -> SqlResult {
+    pub fn perform(&mut self, now: Instant, client: ClientId, op: &SqlOp, pushes: &mut Vec<(ClientId, SqlNotice)>) -> SqlResult {
         let t = self.server_now(now);
         let missing = || Err(SqlFailure::Server { code: "42P01".into(), message: "relation does not exist".into() });
         match op {
