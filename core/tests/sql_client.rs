@@ -5,7 +5,7 @@
 //! server: `pg_stat_statements` calls, MariaDB's `Questions`); a read-write lock and a
 //! semaphore; an election with observe; a holder whose connections the server kills
 //! (`pg_terminate_backend` / `KILL`) keeps its lease on a new connection and its release still
-//! wakes the waiter at once.
+//! wakes the waiter at once; TLS and the login as the URL gives them.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -293,4 +293,43 @@ async fn postgres_connections_killed_by_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_connections_killed_by_the_server() {
     a_holder_keeps_its_lease_when_the_server_kills_its_connections(Db::MariaDb).await;
+}
+
+/// The URL's TLS settings reach the transport: `sslmode=verify-full` / `ssl-mode=VERIFY_IDENTITY`
+/// with the launcher's CA as the URL's CA file (`sslrootcert` / `ssl-ca`) locks over TLS; the
+/// same URL without the CA is a `CONNECTION` error about the TLS handshake that never shows the
+/// password; a wrong password is `AUTHENTICATION`, not shown either.
+async fn tls_and_login_from_the_url(db: Db) {
+    let (kind, mode, ca_key) = match db {
+        Db::Postgres => ("postgres", "sslmode=verify-full", "sslrootcert"),
+        Db::MariaDb => ("mariadb", "ssl-mode=VERIFY_IDENTITY", "ssl-ca"),
+    };
+    let own = TestServers::start(&[kind, "--tls"]);
+    let (url, password) = (own.url(), own.info["password"].as_str().unwrap().to_string());
+    let ca_file = own.info["ca_file"].as_str().expect("ca_file").to_string();
+    let client = connect(&format!("{url}?{mode}&{ca_key}={ca_file}")).await;
+    let name = unique("tls");
+    let lease = client.lock(&name, options(30)).unwrap().acquire(WAIT).await.unwrap();
+    assert!(lease.release().await.unwrap());
+    client.close().await;
+
+    let e = ClientOptions::new(format!("{url}?{mode}")).connect().await.expect_err("the launcher's CA is no system root");
+    assert_eq!(e.kind(), lockgate_core::ErrorKind::Connection, "{e}");
+    assert!(e.message().contains("TLS") && !e.message().contains(&password), "{e}");
+
+    let wrong = url.replacen(&password, "Wrong-pw-77", 1);
+    assert_ne!(wrong, url);
+    let e = ClientOptions::new(wrong).connect().await.expect_err("a wrong password");
+    assert_eq!(e.kind(), lockgate_core::ErrorKind::Authentication, "{e}");
+    assert!(!format!("{e} {e:?}").contains("Wrong-pw-77"), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tls_and_login_from_the_url() {
+    tls_and_login_from_the_url(Db::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_tls_and_login_from_the_url() {
+    tls_and_login_from_the_url(Db::MariaDb).await;
 }
