@@ -6,6 +6,7 @@ mod bench_etcd;
 mod bench_redlock;
 mod bench_sql;
 mod bench_timers;
+mod sql_schema;
 mod stats;
 mod worker;
 
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 
 fn usage() -> ! {
     eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S] [--pairs P] [--rounds R] [--runs N] [--libs lockgate,naive,peer] [--pg-url URL] [--mysql-url URL]   (PostgreSQL and MariaDB: vs the naive table lock and the peers; scripts/bench_sql.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
+        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli sql-schema URL   (prints the DDL of lockgate's table for a postgres:// or mysql:// URL; connects nowhere)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S] [--pairs P] [--rounds R] [--runs N] [--libs lockgate,naive,peer] [--pg-url URL] [--mysql-url URL]   (PostgreSQL and MariaDB: vs the naive table lock and the peers; scripts/bench_sql.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
     );
     std::process::exit(2)
 }
@@ -58,6 +59,9 @@ impl Args {
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let Some(cmd) = argv.get(1) else { usage() };
+    if cmd == "sql-schema" {
+        std::process::exit(sql_schema::run(&argv[2..]));
+    }
     let args = Args::parse(&argv[2..]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = match cmd.as_str() {
