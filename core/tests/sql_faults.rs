@@ -104,7 +104,7 @@ impl Admin {
 
     async fn exec(&mut self, sql: &str) {
         match self {
-            Admin::Pg(c) => c.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Admin::Pg(c) => c.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}")),
             Admin::My(c) => {
                 c.execute(sqlx::AssertSqlSafe(sql.to_string())).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
             }
@@ -587,6 +587,9 @@ async fn a_timeout_set_by_a_dba_is_a_typed_error(db: Db) {
         admin.exec(case.set).await;
         let c = client(&url, Duration::from_secs(5)).await;
         let lock = c.lock(&name, lease_of(5000)).unwrap();
+        // The client's session is open (its table there) before the DBA takes it.
+        let warm = c.lock(&unique("dba-warm"), lease_of(5000)).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+        assert!(warm.release().await.unwrap());
         // The DBA's own transaction holds what the acquire must take: PostgreSQL's table (a
         // migration's lock; reads go on), MariaDB's anchor row of the name.
         let mut dba = Admin::connect(&servers).await;
