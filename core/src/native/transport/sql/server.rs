@@ -8,7 +8,7 @@ use std::sync::Mutex;
 #[allow(clippy::duplicate_mod)]
 #[path = "../../../../tests/support/test_servers.rs"]
 mod test_servers;
-use test_servers::TestServers;
+pub(super) use test_servers::TestServers;
 
 use crate::sql::Dialect;
 

@@ -3,7 +3,8 @@
 //! code, one main connection replaced (with a notice) after the server killed it or it left a
 //! batch unanswered for the response timeout, PostgreSQL notifications on the listening
 //! connection and its replacement, MySQL blocking waits on wait connections woken by a release
-//! or by the holder's death, and no password in any error or `Debug` output. Servers from the
+//! or by the holder's death, silent connections (the launcher's fault proxy) replaced, TLS as
+//! asked, and no password in any error or `Debug` output. Servers from the
 //! project's launcher (`test-servers postgres|mariadb`), one of each shared by the tests.
 
 use std::sync::OnceLock;
@@ -14,7 +15,7 @@ use crate::sql::Value::{Int, Null, Text};
 
 #[path = "server.rs"]
 mod server;
-use server::Server;
+use server::{Server, TestServers};
 
 fn postgres() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
@@ -437,4 +438,53 @@ async fn mariadb_tls_is_verified_when_asked() {
     let e = SqlTransport::connect(with(TlsMode::VerifyFull, None), Schema::default_for(Dialect::MySql), tx).await.expect_err("not signed by Mozilla's roots");
     assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
     assert!(e.message().contains("TLS") && !e.message().contains(&server.password), "{e}");
+}
+
+/// PostgreSQL through the launcher's fault proxy, whose `silence` leaves the connections open
+/// but forwards nothing: a main batch is lost within the response timeout and the next one runs
+/// on a new connection; the listening connection, which carries no batch, is found silent by
+/// its ping and replaced by itself, and notifications flow again once the backend listens anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_silent_connections_are_replaced() {
+    let mut servers = TestServers::start(&["postgres", "--proxied"]);
+    let e = Endpoint {
+        dialect: Dialect::Postgres,
+        host: "127.0.0.1".into(),
+        port: servers.info["nodes"][0]["proxy_port"].as_u64().expect("proxy_port") as u16,
+        others: vec![],
+        application_name: None,
+        user: servers.info["user"].as_str().unwrap().into(),
+        password: servers.info["password"].as_str().map(str::to_string),
+        database: servers.info["database"].as_str().map(str::to_string),
+        tls: TlsMode::Off,
+        tls_ca_pem: None,
+        connect_timeout: Duration::from_secs(2),
+        response_timeout: Duration::from_millis(500),
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let t = SqlTransport::connect(e, Schema::default_for(Dialect::Postgres), tx).await.expect("connect through the proxy");
+    let channel = table("silent");
+    one(&t, Conn::Listen, &format!("LISTEN {channel}"), vec![]).await;
+    let main = session_id(&t, Conn::Main).await;
+    servers.command("silence");
+    let started = Instant::now();
+    match t.execute(batch(Conn::Main, vec![st("SELECT 1", vec![])])).await {
+        Err(SqlFailure::ConnectionLost(why)) => assert!(why.contains("response timeout"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert_ne!(session_id(&t, Conn::Main).await, main, "a new main connection");
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + PING_INTERVAL + Duration::from_secs(4);
+    while seen.len() < 2 && Instant::now() < deadline {
+        if let Some(n) = next_notice(&mut rx, Duration::from_millis(200)).await {
+            seen.push(n);
+        }
+    }
+    assert!(seen.contains(&SqlNotice::Reconnected { conn: Conn::Main }), "{seen:?}");
+    assert!(seen.contains(&SqlNotice::Reconnected { conn: Conn::Listen }), "the silent listener replaced by its ping: {seen:?}");
+    one(&t, Conn::Listen, &format!("LISTEN {channel}"), vec![]).await;
+    one(&t, Conn::Main, "SELECT pg_notify($1, $2)", vec![Text(channel.clone()), Text("again".into())]).await;
+    let n = next_notice(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(n, Some(SqlNotice::Notified { channel, payload: "again".into() }));
 }
