@@ -308,6 +308,8 @@ async fn tls_and_login_from_the_url(db: Db) {
     let (url, password) = (own.url(), own.info["password"].as_str().unwrap().to_string());
     let ca_file = own.info["ca_file"].as_str().expect("ca_file").to_string();
     let client = connect(&format!("{url}?{mode}&{ca_key}={ca_file}")).await;
+    let shown = format!("{client:?} {} {:?}", client.url(), client.server_urls());
+    assert!(!shown.contains(&password) && shown.contains(&own.port(0).to_string()), "{shown}");
     let name = unique("tls");
     let lease = client.lock(&name, options(30)).unwrap().acquire(WAIT).await.unwrap();
     assert!(lease.release().await.unwrap());
