@@ -16,10 +16,12 @@
 //!   (MySQL's `GET_LOCK`), opened when none is idle; no notice when one is replaced (no session
 //!   state outlives a wait batch).
 //!
-//! Every batch is bounded by the response timeout (a Wait batch by its own wait plus the
-//! response timeout, see [`wait_limit`]); a batch left unanswered fails with
-//! [`SqlFailure::ConnectionLost`] and its connection is closed. The transport never retries a
-//! batch. No error or `Debug` output shows the password.
+//! Every batch is bounded by the response timeout (a doorbell wait by its own wait plus the
+//! response timeout); a batch left unanswered fails with [`SqlFailure::ConnectionLost`] and its
+//! connection is closed. A batch that began a transaction and failed inside it is rolled back
+//! before its reply. The transport never retries a batch. TLS follows the URL's `sslmode` /
+//! `ssl-mode` (rustls on aws-lc-rs for both dialects). No error or `Debug` output shows the
+//! password.
 
 mod mysql;
 mod postgres;
