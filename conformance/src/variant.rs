@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use lockgate_conformance::deploy::{Deployment, Kind};
 use lockgate_conformance::fixture::etcd::EtcdFixture;
 use lockgate_conformance::fixture::redis::RedisFixture;
+use lockgate_conformance::fixture::sql::SqlFixture;
 use lockgate_conformance::fixture::zookeeper::ZooKeeperFixture;
 use lockgate_conformance::fixture::Fixture;
+use lockgate_conformance::sql::Engine;
 use lockgate_core::connect::Backend;
 
 /// The Redlock deployment's max lease: every actor is told it, and a fresh master grants nothing
@@ -52,7 +54,7 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// for a while), `proxy` (actors reached through the fault proxy), `restart` (the one server
 /// can be restarted empty), `redlock` (independent masters: `master: i` steps and `connect` over
 /// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members),
-/// `etcd` (an etcd fixture).
+/// `etcd` (an etcd fixture), `sql` (a SQL fixture: PostgreSQL or MariaDB).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -74,7 +76,7 @@ pub struct Spec {
 /// Every variant, in run order (the Redlock masters' delayed-restart wait passes meanwhile).
 /// With `--jobs 2` the variants alternate between two streams: single, replica, the ensemble
 /// and etcd in one, cluster, Redlock, the standalone ZooKeeper and etcd-cluster in the other,
-/// so both take about as long.
+/// so both take about as long; PostgreSQL joins the first and MariaDB the second.
 pub fn all() -> Vec<Spec> {
     let redis = &["redis", "transient_errors"];
     vec![
@@ -113,6 +115,22 @@ pub fn all() -> Vec<Spec> {
             default: true,
             kind: Kind::Etcd { members: ETCD_MEMBERS, proxied: false },
         },
+        // SQL (issue 17): one PostgreSQL and one MariaDB server, actors reach them through the
+        // fault proxy where a scenario needs it.
+        Spec {
+            name: "postgres",
+            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy"]),
+            subset: None,
+            default: true,
+            kind: Kind::Sql { engine: Engine::Postgres, proxied: false },
+        },
+        Spec {
+            name: "mariadb",
+            capabilities: with(library(Backend::MySql, false), &["sql", "proxy"]),
+            subset: None,
+            default: true,
+            kind: Kind::Sql { engine: Engine::MariaDb, proxied: false },
+        },
     ]
 }
 
@@ -137,12 +155,15 @@ impl Variant {
         let redlock = matches!(spec.kind, Kind::Redlock { .. });
         let zookeeper = matches!(spec.kind, Kind::ZooKeeper { .. });
         let etcd = matches!(spec.kind, Kind::Etcd { .. });
+        let sql = matches!(spec.kind, Kind::Sql { .. });
         let servers = Deployment::start(spec.kind, &[]).map_err(|e| format!("{}: {e}", spec.name))?;
         let ready_at = if redlock { Instant::now() + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000) } else { Instant::now() };
         let fixture: Box<dyn Fixture> = if zookeeper {
             Box::new(ZooKeeperFixture::new(servers, ZOOKEEPER_SESSION_MS))
         } else if etcd {
             Box::new(EtcdFixture::new(servers, ETCD_SESSION_MS))
+        } else if sql {
+            Box::new(SqlFixture::new(servers))
         } else {
             Box::new(RedisFixture::new(servers, prefix, REDLOCK_MAX_LEASE_MS))
         };
