@@ -474,6 +474,11 @@ async fn a_database_restart_under_contention_keeps_tokens_growing(db: Db) {
     c.close().await;
 }
 
+/// How long the thousand-waiters test's patient waiters wait.
+const LONG: Duration = Duration::from_secs(20);
+/// A hand-over this slow was not a wake-up by the predecessor's release.
+const SLOW_HANDOFF: Duration = Duration::from_millis(500);
+
 async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     let servers = server(db);
     let url = servers.url();
@@ -488,6 +493,7 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     let section = Arc::new(Section::default());
     let holdings = Arc::new(Mutex::new(Vec::new()));
     let (granted, timed_out, cancelled) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let starved = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
@@ -500,11 +506,13 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
         let lock: Lock = clients[i % clients.len()].lock(&name, options.clone()).unwrap();
         let r = next();
         let (section, holdings, granted, timed_out, cancelled) = (section.clone(), holdings.clone(), granted.clone(), timed_out.clone(), cancelled.clone());
+        let starved = starved.clone();
         tasks.push(tokio::spawn(async move {
             // A third give up by their own timeout, a third are cancelled (the future dropped)
-            // at a random moment, a third wait until granted.
+            // at a random moment, a third wait until granted (LONG is far more than a third of
+            // a thousand hand-overs take when each is woken by its predecessor's release).
             let wait = Duration::from_millis(50 + r % 1500);
-            let fut = lock.acquire(if r % 3 == 0 { wait } else { Duration::from_secs(60) });
+            let fut = lock.acquire(if r % 3 == 0 { wait } else { LONG });
             let res = if r % 3 == 1 {
                 match tokio::time::timeout(wait, fut).await {
                     Ok(res) => res,
@@ -527,6 +535,9 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
                 Err(e) => {
                     assert_eq!(e.code(), "TIMEOUT", "waiter {i}: {e}");
                     timed_out.fetch_add(1, Ordering::Relaxed);
+                    if r % 3 == 2 {
+                        starved.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         }));
@@ -538,7 +549,7 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     let released = Instant::now();
     holder.release().await.unwrap();
     for t in tasks {
-        tokio::time::timeout(Duration::from_secs(60), t).await.expect("every waiter ends").unwrap();
+        tokio::time::timeout(LONG + Duration::from_secs(10), t).await.expect("every waiter ends").unwrap();
     }
     let (g, t, c) = (granted.load(Ordering::Relaxed), timed_out.load(Ordering::Relaxed), cancelled.load(Ordering::Relaxed));
     eprintln!(
@@ -546,9 +557,22 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
         released.elapsed(),
         queued_at.elapsed()
     );
+    let mut grants: Vec<Instant> = holdings.lock().unwrap().iter().map(|h| h.granted).collect();
+    grants.sort();
+    let mut gaps: Vec<Duration> = grants.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort();
+    let slow = gaps.iter().filter(|g| **g >= SLOW_HANDOFF).count();
+    if !gaps.is_empty() {
+        eprintln!(
+            "{db:?} 1000 waiters: hand-overs p50 {:?} p90 {:?} max {:?}, {slow} of {} took {SLOW_HANDOFF:?} or more",
+            gaps[gaps.len() / 2],
+            gaps[gaps.len() * 9 / 10],
+            gaps[gaps.len() - 1],
+            gaps.len()
+        );
+    }
     assert_eq!(g + t + c, 1000);
     assert!(g > 0 && t > 0 && c > 0, "{g} granted, {t} timed out, {c} cancelled");
-    assert!(during > 1, "the waiters had rows while they waited");
     assert_eq!(section.overlaps.load(Ordering::SeqCst), 0, "two holders at once");
     check_exclusive(holdings.lock().unwrap().clone());
     // No row is left once everyone ended (a cancelled waiter's delete may still be on its way).
@@ -557,6 +581,58 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
         c.close().await;
     }
     admin.expect_rows(&name, 0, Duration::from_secs(1)).await;
+    let starved = starved.load(Ordering::Relaxed);
+    assert_eq!(starved, 0, "{starved} waiter(s) that waited {LONG:?} were never granted ({g} were)");
+    // Once the holder released, every remaining waiter is woken by its predecessor's release;
+    // a hand-over as slow as the waiters' capped re-check (a third of their 6 s entry lease)
+    // means a waiter missed its wake-up and was found by its timer.
+    assert_eq!(slow, 0, "{slow} hand-over(s) took {SLOW_HANDOFF:?} or more (longest {:?})", gaps.last());
+    assert!(during > 1, "the waiters had rows while they waited");
+}
+
+/// More waiters on one client than it has wait connections (MySQL: 4 doorbell waits at once)
+/// are still handed the lock one after another by their predecessors' releases, each within
+/// [`SLOW_HANDOFF`], not by their capped re-checks (a third of their 6 s entry lease).
+async fn a_long_queue_on_one_client_is_handed_over_by_releases(db: Db) {
+    let servers = server(db);
+    let url = servers.url();
+    let mut admin = Admin::connect(&servers).await;
+    let name = unique("long-queue");
+    let (a, b) = (client(&url, Duration::from_secs(2)).await, client(&url, Duration::from_secs(2)).await);
+    let options = LockOptions { entry_ttl: Duration::from_secs(6), ..lease_of(10_000) };
+    let held = a.lock(&name, options.clone()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    const WAITERS: usize = 8;
+    let mut waiting = Vec::new();
+    for i in 0..WAITERS {
+        let lock = b.lock(&name, options.clone()).unwrap();
+        waiting.push(tokio::spawn(async move {
+            let lease = lock.acquire(Duration::from_secs(30)).await.unwrap_or_else(|e| panic!("waiter {i}: {e}"));
+            let at = Instant::now();
+            let t = token(&lease);
+            assert!(lease.release().await.unwrap());
+            (at, t)
+        }));
+        // Queued in this order: its row is there before the next one asks.
+        admin.expect_rows(&name, i + 2, Duration::from_secs(5)).await;
+    }
+    let released = Instant::now();
+    assert!(held.release().await.unwrap());
+    let mut grants = Vec::new();
+    for w in waiting {
+        grants.push(tokio::time::timeout(Duration::from_secs(40), w).await.expect("every waiter is granted").unwrap());
+    }
+    let mut last = (released, token(&held));
+    let mut gaps = Vec::new();
+    for (at, t) in &grants {
+        assert!(*t > last.1, "FIFO: token {t} after {}", last.1);
+        gaps.push(*at - last.0);
+        last = (*at, *t);
+    }
+    eprintln!("{db:?} {WAITERS} waiters on one client: hand-overs {gaps:?}");
+    assert!(gaps.iter().all(|g| *g < SLOW_HANDOFF), "a hand-over took {SLOW_HANDOFF:?} or more: {gaps:?}");
+    a.close().await;
+    b.close().await;
+    admin.expect_rows(&name, 0, Duration::from_secs(3)).await;
 }
 
 /// What the DBA sets, and how they hold the name meanwhile.
@@ -633,22 +709,25 @@ async fn a_timeout_set_by_a_dba_is_a_typed_error(db: Db) {
     }
 }
 
+// The two dialects' tests of one fault are named next to each other, so the test harness
+// (which starts tests in name order) runs them side by side on their two servers.
 macro_rules! both {
-    ($test:ident, $pg:ident, $my:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $pg() {
-            $test(Db::Postgres).await;
-        }
-
+    ($test:ident, $my:ident, $pg:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $my() {
             $test(Db::MariaDb).await;
         }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $pg() {
+            $test(Db::Postgres).await;
+        }
     };
 }
 
-both!(a_killed_holder_is_succeeded_when_its_row_expires, postgres_killed_holder, mariadb_killed_holder);
-both!(a_frozen_holder_knows_it_lost_before_the_next_grant, postgres_frozen_holder, mariadb_frozen_holder);
-both!(a_database_restart_under_contention_keeps_tokens_growing, postgres_restart_under_load, mariadb_restart_under_load);
-both!(a_thousand_waiters_with_random_cancels_leave_no_rows, postgres_thousand_waiters, mariadb_thousand_waiters);
-both!(a_timeout_set_by_a_dba_is_a_typed_error, postgres_dba_timeout, mariadb_dba_timeout);
+both!(a_killed_holder_is_succeeded_when_its_row_expires, killed_holder_mariadb, killed_holder_postgres);
+both!(a_frozen_holder_knows_it_lost_before_the_next_grant, frozen_holder_mariadb, frozen_holder_postgres);
+both!(a_database_restart_under_contention_keeps_tokens_growing, restart_under_load_mariadb, restart_under_load_postgres);
+both!(a_thousand_waiters_with_random_cancels_leave_no_rows, thousand_waiters_mariadb, thousand_waiters_postgres);
+both!(a_timeout_set_by_a_dba_is_a_typed_error, dba_timeout_mariadb, dba_timeout_postgres);
+both!(a_long_queue_on_one_client_is_handed_over_by_releases, long_queue_mariadb, long_queue_postgres);
