@@ -466,7 +466,7 @@ fn session_timeout_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
 /// `backend`'s name with its indefinite article, for messages: "a Redis", "an etcd".
 fn a(backend: Backend) -> String {
     match backend {
-        Backend::Etcd | Backend::MySql => format!("an {backend}"),
+        Backend::Etcd => format!("an {backend}"),
         _ => format!("a {backend}"),
     }
 }
@@ -803,6 +803,43 @@ mod tests {
         assert!(message(etcd.lock_options(None, None, None, Some(Duration::from_secs(1)), &Spelling::PYTHON))
             .starts_with("entry_ttl is not an etcd setting"));
         assert!(!format!("{etcd:?}").contains("secret"));
+    }
+
+    /// SQL: the table (prefix, PostgreSQL schema) comes from the URL; waiter entries have a
+    /// lease of their own (`entry_ttl` accepted); what a SQL client does not have is refused.
+    #[test]
+    fn sql_settings_and_refusals() {
+        use super::super::setter::OptionValue::{Number, Str};
+        let pg = ClientOptions::new("postgresql://app:secret@db1,db2:5433/orders?schema=locks&table_prefix=app_");
+        pg.validate().unwrap();
+        assert_eq!(pg.backend().unwrap(), Backend::Postgres);
+        let config = pg.sql_config().unwrap();
+        assert_eq!(config.schema.table(), "\"locks\".\"app_entry\"");
+        let caps = pg.capabilities().unwrap();
+        assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe && caps.entry_ttl);
+        assert!(!caps.readers_first && !caps.agreed_parameters && !caps.replica_acks);
+        assert_eq!((caps.backend, caps.scheme), ("PostgreSQL", "postgres"));
+        let my = ClientOptions::new("mariadb://root@h/app");
+        assert_eq!(my.backend().unwrap(), Backend::MySql);
+        assert_eq!(my.sql_config().unwrap().schema.table(), "`lockgate_entry`");
+        assert!(message(ClientOptions::new("etcd://h").sql_config()).contains("not a SQL database"));
+        let mut o = pg.clone();
+        o.set("sessionTimeoutMs", Number(5_000.0), &Spelling::JS).unwrap();
+        assert_eq!(
+            message(o.validate_as(&Spelling::JS)),
+            "sessionTimeoutMs is a ZooKeeper and etcd setting (zookeeper:// and etcd:// URLs); a PostgreSQL client has no such setting"
+        );
+        let mut o = my.clone();
+        o.set("key_prefix", Str("app:".into()), &Spelling::PYTHON).unwrap();
+        assert!(message(o.validate_as(&Spelling::PYTHON)).starts_with("key_prefix is a Redis setting; a SQL client keeps its locks in a table"));
+        let mut o = my.clone();
+        o.set("maxLease", Number(10.0), &Spelling::JAVA).unwrap();
+        assert_eq!(message(o.validate_as(&Spelling::JAVA)), "maxLease is a Redlock setting (redlock:// URLs); a MySQL client has no such setting");
+        let opts = pg.lock_options(None, None, None, Some(Duration::from_secs(3)), &Spelling::RUST).unwrap();
+        assert_eq!(opts.entry_ttl, Duration::from_secs(3));
+        assert!(message(ClientOptions::new("postgres://u:secret@h?table_prefix=X").validate()).starts_with("table_prefix must be"));
+        assert!(!format!("{pg:?}").contains("secret"));
+        assert!(!message(ClientOptions::new("postgres://u:secret@h?sslmode=on").validate()).contains("secret"));
     }
 
     /// A deployment with a 10 s `max_lease`: a lock without a lease gets 10 s, one asking for
