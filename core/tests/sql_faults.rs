@@ -635,7 +635,7 @@ async fn a_long_queue_on_one_client_is_handed_over_by_releases(db: Db) {
     admin.expect_rows(&name, 0, Duration::from_secs(3)).await;
 }
 
-/// What the DBA sets, and how they hold the name meanwhile.
+/// A timeout a DBA sets on the server, and how it is undone.
 struct DbaTimeout {
     /// The setting, before the client connects.
     set: &'static str,
@@ -684,11 +684,7 @@ async fn a_timeout_set_by_a_dba_is_a_typed_error(db: Db) {
         let res = tokio::time::timeout(Duration::from_secs(15), lock.acquire(Duration::from_secs(10))).await;
         let took = started.elapsed();
         // Undo before judging, so a failure here leaves the server as the other tests need it.
-        dba.exec(match db {
-            Db::Postgres => "ROLLBACK",
-            Db::MariaDb => "ROLLBACK",
-        })
-        .await;
+        dba.exec("ROLLBACK").await;
         drop(dba);
         admin.exec(case.reset).await;
         let res = res.unwrap_or_else(|_| panic!("{}: the acquire hung", case.set));
