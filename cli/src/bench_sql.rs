@@ -310,12 +310,29 @@ struct Measured {
     libs: Vec<Lib>,
     /// Libraries left out, with why.
     skipped: Vec<(Lib, String)>,
+    /// Contended runs that failed (a worker's error).
+    failures: Vec<String>,
     version: String,
     /// Uncontended pairs/s per round, per library (`libs` order).
     rates: Vec<Vec<f64>>,
     /// Server transactions / statements per uncontended pair, per library.
     pair_executed: Vec<f64>,
-    rows: Vec<(u64, Vec<Contended>)>,
+    /// Per worker count, each library's best run (None: every run failed).
+    rows: Vec<(u64, Vec<Option<Contended>>)>,
+}
+
+/// Why a contended run produced no figures.
+enum Failure {
+    /// A worker process failed (the library's own error): reported in the section.
+    Worker(String),
+    /// The bench itself could not measure, or the library broke mutual exclusion.
+    Bench(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Failure {
+        Failure::Bench(e)
+    }
 }
 
 /// `lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S]
@@ -418,6 +435,7 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
         eprintln!("{} round {}: {} pairs/s", db.title(), r + 1, said.join(", "));
     }
     let mut rows = Vec::new();
+    let mut failures = Vec::new();
     for workers in WORKERS {
         // `runs` runs per library, in rotating order; a row keeps the run with more
         // acquisitions (the one the rest of the shared machine disturbed least).
@@ -428,7 +446,17 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
                 let lib = libs[i];
                 let name = format!("bench-c-{}-{workers}-{run}", lib.slug());
                 server.settle().await;
-                let c = contended(server, exe, peers, lib, &name, workers, plan.seconds).await?;
+                let c = match contended(server, exe, peers, lib, &name, workers, plan.seconds).await {
+                    Ok(c) => c,
+                    // A library failing under contention is a result too: the section says so
+                    // (a wrong holding order is not: it fails the bench).
+                    Err(Failure::Worker(e)) => {
+                        eprintln!("{} contended {}, {workers} workers, run {}: failed: {e}", db.title(), lib.name(db), run + 1);
+                        failures.push(format!("{} at {workers} workers, run {}: {e}", lib.name(db), run + 1));
+                        continue;
+                    }
+                    Err(Failure::Bench(e)) => return Err(e),
+                };
                 eprintln!(
                     "{} contended {}, {workers} workers, run {}: {:.0} acq/s, p50 {:.0} µs, p99 {:.0} µs, Jain {:.3}, {:.2} {} per acquisition",
                     db.title(),
@@ -446,9 +474,9 @@ async fn measure(server: &Server, exe: &PathBuf, peers: &Peers, plan: &Plan) -> 
                 }
             }
         }
-        rows.push((workers, best.into_iter().map(|c| c.expect("measured")).collect()));
+        rows.push((workers, best));
     }
-    Ok(Measured { db, counter: server.counter, libs, skipped, version, rates, pair_executed, rows })
+    Ok(Measured { db, counter: server.counter, libs, skipped, failures, version, rates, pair_executed, rows })
 }
 
 async fn server_version(server: &Server) -> Result<String, String> {
@@ -668,7 +696,7 @@ async fn output(cmd: &mut Command) -> Result<String, String> {
 
 /// `workers` processes (one client / connection each) loop acquire → hold ~1 ms (spinning) →
 /// release → at once again on one lock for `seconds`.
-async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
+async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name: &str, workers: u64, seconds: u64) -> Result<Contended, Failure> {
     let db = server.db;
     let url = server.url_for(lib);
     // Time for every worker to start and connect before the window opens: 60 ms a process for
@@ -693,14 +721,17 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
             Lib::Peer | Lib::Binding => peers.command(lib, db, "worker"),
         };
         cmd.args(["--url", &url, "--name", name, "--hold-us", &HOLD_US.to_string(), "--start-ns", &start, "--duration-ms", &duration]);
-        children.push(cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true).spawn().map_err(|e| e.to_string())?);
+        children.push(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn().map_err(|e| e.to_string())?);
     }
     // (worker, token, wait_start, acquired, release_start)
     let mut recs: Vec<(usize, u64, u128, u128, u128)> = Vec::new();
     for (w, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprint!("{err}");
         if !out.status.success() {
-            return Err(format!("{} bench worker {w} ({}) failed", db.title(), lib.name(db)));
+            let last = err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("failed").trim().to_string();
+            return Err(Failure::Worker(format!("worker {w}: {last}")));
         }
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let v: Vec<u128> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
@@ -724,13 +755,13 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
     // naive lock's and the peers' "tokens" are each process's own count.
     let fenced = matches!(lib, Lib::Lockgate | Lib::Binding);
     if recs.windows(2).any(|w| w[1].3 < w[0].4 || (fenced && w[1].1 <= w[0].1)) {
-        return Err(format!("{}: two holders overlapped, or tokens did not increase in holding order", lib.name(db)));
+        return Err(Failure::Bench(format!("{}: two holders overlapped, or tokens did not increase in holding order", lib.name(db))));
     }
     let total = recs.len();
     let window: Vec<_> = recs.iter().filter(|r| r.3 >= start_ns && r.3 < end_ns).cloned().collect();
     let n = window.len();
     if n < 2 {
-        return Err(format!("{}: too few acquisitions", lib.name(db)));
+        return Err(Failure::Worker(format!("{} acquisitions in the window", n)));
     }
     let mut gaps: Vec<f64> = window.windows(2).map(|w| (w[1].3 as f64 - w[0].4 as f64) / 1e3).collect();
     gaps.sort_by(f64::total_cmp);
@@ -838,6 +869,10 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
         );
         for (workers, libs) in &m.rows {
             for (i, c) in libs.iter().enumerate() {
+                let Some(c) = c else {
+                    let _ = writeln!(md, "| {workers} | {} | failed | | | | | |", m.libs[i].name(db));
+                    continue;
+                };
                 let _ = writeln!(
                     md,
                     "| {workers} | {} | {:.0} | {:.0} µs | {:.0} µs | {:.3} | {:.2} | {:.1}% |",
@@ -851,6 +886,9 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                 );
             }
         }
+        if !m.failures.is_empty() {
+            let _ = writeln!(md, "\nFailed contended runs (the row shows the other run, if any): {}.", m.failures.join("; ").replace('|', "/"));
+        }
         let at = |lib: Lib| m.libs.iter().position(|&l| l == lib);
         let mut behind = Vec::new();
         let pairs_to_compare = [(Lib::Lockgate, Lib::Naive), (Lib::Lockgate, Lib::Peer), (Lib::Binding, Lib::Peer)];
@@ -863,7 +901,13 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                 behind.push(format!("uncontended pairs/s ({vs})"));
             }
             for (workers, libs) in &m.rows {
-                let (a, b) = (&libs[i], &libs[j]);
+                let (Some(a), Some(b)) = (&libs[i], &libs[j]) else {
+                    let failed = format!("{} failed at {workers} workers", ours.name(db));
+                    if libs[i].is_none() && !behind.contains(&failed) {
+                        behind.push(failed);
+                    }
+                    continue;
+                };
                 parts.push(format!(
                     "{workers} workers: acquisitions/s {}, handoff p50 {}, p99 {}, Jain {:.3} vs {:.3}, {} {}",
                     ratio(a.per_s, b.per_s, true),
