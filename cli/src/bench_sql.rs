@@ -896,15 +896,14 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             let (Some(i), Some(j)) = (at(ours), at(theirs)) else { continue };
             let (mine, other) = (median(&m.rates[i]), median(&m.rates[j]));
             let mut parts = vec![format!("uncontended {}", ratio(mine, other, true))];
-            let vs = format!("{} vs {}", ours.name(db), theirs.name(db));
+            let mut short = Vec::new();
             if mine < other {
-                behind.push(format!("uncontended pairs/s ({vs})"));
+                short.push("uncontended pairs/s".to_string());
             }
             for (workers, libs) in &m.rows {
                 let (Some(a), Some(b)) = (&libs[i], &libs[j]) else {
-                    let failed = format!("{} failed at {workers} workers", ours.name(db));
-                    if libs[i].is_none() && !behind.contains(&failed) {
-                        behind.push(failed);
+                    if libs[i].is_none() {
+                        short.push(format!("failed at {workers} workers"));
                     }
                     continue;
                 };
@@ -925,11 +924,14 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
                     ("Jain index", a.jain + 0.0005 < b.jain),
                 ] {
                     if worse {
-                        behind.push(format!("{what} at {workers} workers ({vs})"));
+                        short.push(format!("{what} at {workers} workers"));
                     }
                 }
             }
             let _ = writeln!(md, "\n{} against {}, row by row: {}.", ours.name(db), theirs.name(db), parts.join("; "));
+            if !short.is_empty() {
+                behind.push(format!("{} vs {}: {}", ours.name(db), theirs.name(db), short.join(", ")));
+            }
         }
         if at(Lib::Lockgate).is_none() && at(Lib::Binding).is_none() {
             md.push_str("\n(lockgate not measured in this run: `--libs`.)\n\n");
@@ -938,7 +940,7 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
         let _ = writeln!(
             md,
             "\nTarget (issue 17): faster than the naive table lock on every row and at least as fast as the peer (natively and in the peer's own language). {}\n",
-            if behind.is_empty() { "Met on every row in this run.".to_string() } else { format!("Not met in this run on: {}.", behind.join(", ")) }
+            if behind.is_empty() { "Met on every row in this run.".to_string() } else { format!("Not met in this run: {}.", behind.join("; ")) }
         );
     }
     md
