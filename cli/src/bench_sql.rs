@@ -382,8 +382,19 @@ struct Plan {
 }
 
 async fn bench(args: &Args) -> Result<String, String> {
-    let peers = Peers { node: args.str("node"), python: args.str("python"), binding_python: args.opt("binding-python").unwrap_or_else(|| "python3".into()), dir: PathBuf::from(args.str("peers")) };
-    let plan = Plan { seconds: args.num("seconds", 2), pairs: args.num("pairs", 300), rounds: args.num("rounds", 3), runs: args.num("runs", 2), libs: chosen_libs(args)? };
+    let peers = Peers {
+        node: args.str("node"),
+        python: args.str("python"),
+        binding_python: args.opt("binding-python").unwrap_or_else(|| "python3".into()),
+        dir: PathBuf::from(args.str("peers")),
+    };
+    let plan = Plan {
+        seconds: args.num("seconds", 2),
+        pairs: args.num("pairs", 300),
+        rounds: args.num("rounds", 3),
+        runs: args.num("runs", 2),
+        libs: chosen_libs(args)?,
+    };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let launcher = args.opt("launcher").map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
     let node_version = output(Command::new(&peers.node).arg("--version")).await?.trim().to_string();
@@ -843,7 +854,11 @@ fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, 
             m.version,
             m.counter.counted()
         );
-        let _ = writeln!(md, "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate (native) is (median) |\n|---|---:|---:|---:|---:|", m.counter.counted());
+        let _ = writeln!(
+            md,
+            "| library | pairs/s, best | pairs/s, median | {} per pair | lockgate (native) is (median) |\n|---|---:|---:|---:|---:|",
+            m.counter.counted()
+        );
         for (lib, why) in &m.skipped {
             let _ = writeln!(md, "**{} left out of this run**: it failed its first measurement ({}).\n", lib.name(db), why.replace('|', "/"));
         }
