@@ -700,7 +700,7 @@ async fn output(cmd: &mut Command) -> Result<String, String> {
     let err = String::from_utf8_lossy(&out.stderr);
     eprint!("{err}");
     if !out.status.success() {
-        return Err(format!("{shown}: {}", err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("failed").trim()));
+        return Err(format!("{shown}: {}", err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("failed").trim()));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -741,7 +741,7 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
         let err = String::from_utf8_lossy(&out.stderr);
         eprint!("{err}");
         if !out.status.success() {
-            let last = err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("failed").trim().to_string();
+            let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("failed").trim().to_string();
             return Err(Failure::Worker(format!("worker {w}: {last}")));
         }
         for line in String::from_utf8_lossy(&out.stdout).lines() {
