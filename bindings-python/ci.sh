@@ -2,8 +2,9 @@
 # The Python binding's entry point for ./run and for people:
 #   bindings-python/ci.sh install   install what the build, tests and benchmark need (idempotent)
 #   bindings-python/ci.sh build     build the abi3 wheel and install it (pip install ./bindings-python)
-#   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers and
-#                                   ZooKeeper (started by target/release/test-servers, built if missing)
+#   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers,
+#                                   ZooKeeper, PostgreSQL and MariaDB (started by target/release/test-servers,
+#                                   built if missing)
 #   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock
 #                                   ($LOCKGATE_BENCH_OUT/python.md, default target/bench/) and the one vs
 #                                   kazoo on ZooKeeper ($LOCKGATE_BENCH_OUT/python-zookeeper.md)
@@ -12,7 +13,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PY=${PYTHON:-python3}
 # Python packages and the versions they must satisfy (checked before installing, to stay fast).
-PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10")
+# psycopg and PyMySQL: the application's own connections in tests/test_sql_fence.py (psycopg 3.3
+# is pure Python over the system's libpq, which Debian's postgresql brings).
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10"
+  "psycopg>=3.3,<3.4" "PyMySQL>=1.1,<2")
 
 log() { printf '==> [python] %s\n' "$*" >&2; }
 
@@ -52,6 +56,14 @@ cmd_install() {
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
+  fi
+  if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || [ ! -x /usr/sbin/mariadbd ]; then
+    # Debian's PostgreSQL 15 and MariaDB 10.11 (the launcher runs its own servers, no service).
+    log "installing postgresql and mariadb-server"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql mariadb-server >/dev/null
   fi
   command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] ||
     { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
