@@ -65,6 +65,16 @@ cmd_install() {
       log "WARNING: Debian's zookeeper is missing; test/zookeeper.test.js will fail loudly without it"
     fi
   fi
+  if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || ! command -v mariadbd >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+      local sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      log "installing postgresql and mariadb-server (test/sql*.test.js start their own through the launcher)"
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql mariadb-server >/dev/null
+    else
+      log "WARNING: postgresql or mariadb-server is missing; test/sql*.test.js will fail loudly without them"
+    fi
+  fi
   log "npm ci"
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 }
