@@ -15,6 +15,7 @@ use lockgate_core::redis::{Engine, EngineConfig, RedisBackend, Request, RequestK
 use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::etcd::{EtcdBackend, EtcdConfig, EtcdEngine, EtcdOp, EtcdReply, EtcdRequest, KeyValue, Order, TxnOp, TxnReply};
+use lockgate_core::sql::{Dialect, EntryRow, Schema, SqlBackend, SqlConfig, SqlEngine, SqlOp, SqlReply, SqlRequest};
 use lockgate_core::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
 use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
 
@@ -123,6 +124,25 @@ impl GrantAll for EtcdBackend {
     }
 }
 
+impl GrantAll for SqlBackend {
+    /// The next row id.
+    type Server = i64;
+    fn grant(next: &mut i64, SqlRequest { id, op }: SqlRequest) -> (RequestId, Self::Reply) {
+        let reply = match op {
+            SqlOp::Acquire(a) => {
+                *next += 1;
+                let row = EntryRow { id: *next, owner: a.owner, kind: Some(a.kind), permits: 1, value: a.value, remaining_ms: 5000 };
+                SqlReply::Entries { rows: vec![row] }
+            }
+            SqlOp::Renew { .. } => SqlReply::Renewed { renewed: true },
+            SqlOp::Release { .. } => SqlReply::Released { deleted: true, was_held: true },
+            SqlOp::Observe { .. } => SqlReply::Leader(None),
+            _ => SqlReply::Done,
+        };
+        (id, Ok(reply))
+    }
+}
+
 /// Feeds every request to the granting server and returns how the operations ended.
 fn serve<B: GrantAll>(engine: &mut LockEngine<B>, server: &mut B::Server, now: Instant) -> Vec<Done>
 where
@@ -225,6 +245,12 @@ fn every_backend_offers_what_its_capabilities_say() {
             Scheme::Etcd => {
                 let backend = EtcdBackend::new(EtcdConfig::default()).unwrap();
                 agrees::<EtcdBackend>(EtcdEngine::with_backend(backend, rng()), caps)
+            }
+            // The recipes are the same in both dialects; the MySQL one needs no pushed
+            // notification to open its session (this granting server pushes nothing).
+            Scheme::Postgres | Scheme::MySql => {
+                let backend = SqlBackend::new(SqlConfig::new(Schema::default_for(Dialect::MySql)));
+                agrees::<SqlBackend>(SqlEngine::with_backend(backend, rng()), caps)
             }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),
         }
