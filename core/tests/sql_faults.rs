@@ -635,6 +635,80 @@ async fn a_long_queue_on_one_client_is_handed_over_by_releases(db: Db) {
     admin.expect_rows(&name, 0, Duration::from_secs(3)).await;
 }
 
+/// PostgreSQL: a waiter's predecessor leaves (its waiter cancelled: row deleted, notification
+/// sent) after the waiter's acquire read the rows but before the client has the reply: the
+/// waiter must still be woken by the holder's release, not by its capped re-check (2 s here).
+/// The window is made wide and certain by a DBA's deferred trigger that sleeps a second in
+/// the COMMIT of an insert of this name (the waiter's first batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notification_during_an_acquire_postgres() {
+    let servers = server(Db::Postgres);
+    let url = servers.url();
+    let mut admin = Admin::connect(&servers).await;
+    let name = unique("notify-race");
+    let (a, b, c) = (client(&url, Duration::from_secs(3)).await, client(&url, Duration::from_secs(3)).await, client(&url, Duration::from_secs(3)).await);
+    let options = LockOptions { entry_ttl: Duration::from_secs(6), ..lease_of(10_000) };
+    let held = a.lock(&name, options.clone()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let lb = b.lock(&name, options.clone()).unwrap();
+    let predecessor = tokio::spawn(async move { lb.acquire(Duration::from_secs(30)).await });
+    admin.expect_rows(&name, 2, Duration::from_secs(5)).await;
+    admin
+        .exec(&format!(
+            "CREATE OR REPLACE FUNCTION lg_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER lg_test_slow_commit AFTER INSERT ON lockgate_entry DEFERRABLE INITIALLY DEFERRED \
+             FOR EACH ROW WHEN (NEW.lock_key = 'mutex/{name}') EXECUTE FUNCTION lg_test_slow_commit()"
+        ))
+        .await;
+    let lc = c.lock(&name, options.clone()).unwrap();
+    let waiter = tokio::spawn(async move { lc.acquire(Duration::from_secs(30)).await.map(|l| (Instant::now(), l)) });
+    // The waiter's batch has read the rows (holder, predecessor) and sleeps in its COMMIT.
+    let watch = Admin::connect(&servers).await;
+    let sleeping = || async {
+        let Admin::Pg(pg) = &watch else { unreachable!() };
+        pg.query_one("SELECT count(*) FROM pg_stat_activity WHERE usename = 'lockgate' AND wait_event = 'PgSleep'", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sleeping().await == 0 {
+        assert!(Instant::now() < deadline, "the waiter's COMMIT never slept");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The predecessor gives up meanwhile: its row goes, its notification goes out.
+    predecessor.abort();
+    let cancelled = Instant::now();
+    loop {
+        let rows = admin.rows(&name).await;
+        if rows.len() == 1 {
+            break;
+        }
+        assert!(cancelled.elapsed() < Duration::from_secs(3), "the cancelled predecessor's row stays: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let still_sleeping = sleeping().await > 0;
+    while sleeping().await > 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    admin.exec("DROP TRIGGER lg_test_slow_commit ON lockgate_entry; DROP FUNCTION lg_test_slow_commit()").await;
+    assert!(still_sleeping, "the predecessor left only after the waiter's batch ended: no race made");
+    // The waiter's reply is in (its row committed): the holder releases.
+    admin.expect_rows(&name, 2, Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let released = Instant::now();
+    assert!(held.release().await.unwrap());
+    let (at, lease) = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("the waiter is granted").unwrap().unwrap();
+    let took = at - released;
+    eprintln!("Postgres waiter whose predecessor left during its acquire: granted {took:?} after the release");
+    assert!(took < SLOW_HANDOFF, "granted {took:?} after the holder's release: the wake-up was missed");
+    assert!(token(&lease) > token(&held));
+    assert!(lease.release().await.unwrap());
+    for cl in [a, b, c] {
+        cl.close().await;
+    }
+    admin.expect_rows(&name, 0, Duration::from_secs(3)).await;
+}
+
 /// A timeout a DBA sets on the server, and how it is undone.
 struct DbaTimeout {
     /// The setting, before the client connects.
