@@ -31,6 +31,10 @@ use crate::time::{Duration, Instant};
 /// [`SqlNotice`]s.
 pub type SqlEngine = LockEngine<SqlBackend>;
 
+/// How many notified ids are remembered (ids never come back; a waiter's attempt reads its
+/// predecessor within one round trip of the notification, so a few thousand cover any burst).
+const GONE_KEPT: usize = 4096;
+
 /// The payload prefix of the session open's own notification.
 const CHECK_PAYLOAD: &str = "check:";
 
@@ -88,6 +92,9 @@ struct Waiting {
     ids: Vec<i64>,
     /// The doorbell owner a wait is on the wire for (MySQL).
     doorbell_on_wire: Option<String>,
+    /// The doorbell to wait on when a wait connection is free (MySQL): its owner, the wait in
+    /// seconds, and the waiter's own row id (the earliest waiters get free connections first).
+    bell: Option<(String, u64, i64)>,
 }
 
 /// What the backend knows of an owner token's row.
@@ -113,6 +120,10 @@ pub struct SqlBackend {
     /// their rows are waited out by timer.
     silent: HashSet<String>,
     signals: VecDeque<Signal>,
+    /// PostgreSQL: ids whose deletion was notified lately (a notification can overtake the
+    /// reply of the attempt that read the row as live: that waiter re-checks at once).
+    gone: HashSet<i64>,
+    gone_order: VecDeque<i64>,
     ready: Vec<Answer>,
     ready_at: Option<Instant>,
     opening: Opening,
@@ -134,6 +145,8 @@ impl SqlBackend {
             rang: HashMap::new(),
             silent: HashSet::new(),
             signals: VecDeque::new(),
+            gone: HashSet::new(),
+            gone_order: VecDeque::new(),
             ready: Vec::new(),
             ready_at: None,
             opening: Opening::default(),
@@ -225,7 +238,11 @@ impl SqlBackend {
                 let still = self.waits.get_mut(&token).is_some_and(|w| {
                     let on = w.doorbell_on_wire.as_deref() == Some(owner.as_str());
                     if on {
+                        // Rung or timed out, the wait is over: the waiter's next attempt says
+                        // whom to wait on next (a doorbell that timed out is not waited on
+                        // again before then, nor one that rang).
                         w.doorbell_on_wire = None;
+                        w.bell = None;
                     }
                     on
                 });
@@ -235,6 +252,7 @@ impl SqlBackend {
                         self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
                     }
                 }
+                self.start_waits(ctx);
             }
             Background::Retake | Background::Closing => {}
         }
@@ -269,29 +287,58 @@ impl SqlBackend {
                 }
                 let soonest = behind.iter().map(|r| r.remaining_ms).min().unwrap_or(0).max(0) as u64;
                 let ids: Vec<i64> = behind.iter().map(|r| r.id).collect();
+                let holder_remaining = Some(Duration::from_millis(soonest));
+                if ids.iter().any(|id| self.gone.contains(id)) {
+                    // What it waits behind was deleted after this attempt read it: look again.
+                    self.waits.remove(token);
+                    self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
+                    return Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 });
+                }
                 // MySQL waits on one doorbell: the nearest row (a semaphore: the oldest).
                 let bell = behind.last().map(|r| r.owner.clone()).filter(|_| self.dialect() == Dialect::MySql);
-                let entry = self.waits.entry(Arc::clone(token)).or_default();
-                entry.ids = ids;
-                if let Some(owner) = bell {
-                    if self.rang.get(token) == Some(&owner) {
+                if let Some(owner) = &bell {
+                    if self.rang.get(token) == Some(owner) {
                         // Its doorbell rang, yet its row lives: its client reconnected (named
                         // locks die with their connection). Wait its row out by timer.
                         self.silent.insert(owner.clone());
                     }
-                    let free_slot = self.doorbell_waits < MAX_WAIT_CONNECTIONS;
-                    if entry.doorbell_on_wire.is_none() && free_slot && !self.silent.contains(&owner) {
-                        entry.doorbell_on_wire = Some(owner.clone());
-                        self.doorbell_waits += 1;
-                        let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3);
-                        let timeout_secs = cap.div_ceil(1000).max(1);
-                        let what = Background::Doorbell { token: Arc::clone(token), owner: owner.clone() };
-                        self.send_background(ctx, what, SqlOp::WaitDoorbell { owner, timeout_secs });
-                    }
                 }
-                let holder_remaining = Some(Duration::from_millis(soonest));
+                let own_id = own.id;
+                let entry = self.waits.entry(Arc::clone(token)).or_default();
+                entry.ids = ids;
+                entry.bell = bell.map(|owner| {
+                    let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3);
+                    (owner, cap.div_ceil(1000).max(1), own_id)
+                });
+                self.start_waits(ctx);
                 Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
             }
+        }
+    }
+
+    /// MySQL: starts doorbell waits for queued waiters without one, earliest rows first, while
+    /// wait connections are free (the others re-check by timer meanwhile).
+    fn start_waits(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
+        if self.doorbell_waits >= MAX_WAIT_CONNECTIONS {
+            return;
+        }
+        let mut ready: Vec<(i64, Arc<str>)> = self
+            .waits
+            .iter()
+            .filter(|(_, w)| w.doorbell_on_wire.is_none())
+            .filter_map(|(t, w)| w.bell.as_ref().filter(|(o, _, _)| !self.silent.contains(o)).map(|(_, _, id)| (*id, Arc::clone(t))))
+            .collect();
+        ready.sort();
+        for (_, token) in ready {
+            if self.doorbell_waits >= MAX_WAIT_CONNECTIONS {
+                break;
+            }
+            let Some(w) = self.waits.get_mut(&token) else { continue };
+            let Some((owner, timeout_secs, _)) = w.bell.clone() else { continue };
+            w.doorbell_on_wire = Some(owner.clone());
+            self.doorbell_waits += 1;
+            let what = Background::Doorbell { token, owner: owner.clone() };
+            self.send_background(ctx, what, SqlOp::WaitDoorbell { owner, timeout_secs });
         }
     }
 
@@ -471,6 +518,14 @@ impl Backend for SqlBackend {
                     return Signal::Nothing;
                 }
                 let Ok(gone) = payload.trim().parse::<i64>() else { return Signal::Nothing };
+                if self.gone.insert(gone) {
+                    self.gone_order.push_back(gone);
+                    if self.gone_order.len() > GONE_KEPT {
+                        if let Some(old) = self.gone_order.pop_front() {
+                            self.gone.remove(&old);
+                        }
+                    }
+                }
                 let woken: Vec<Arc<str>> = self.waits.iter().filter(|(_, w)| w.ids.contains(&gone)).map(|(t, _)| Arc::clone(t)).collect();
                 if woken.is_empty() {
                     return Signal::Nothing;
