@@ -36,7 +36,7 @@ fn both() -> [Dialect; 2] {
 
 /// How many acquire batches client `c` has sent.
 fn acquires_sent(sim: &Sim, c: ClientId) -> usize {
-    sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, SqlOp::Acquire(_))).count()
+    sim.clients[c].requests.iter().filter(|(_, r)| matches!(r.op, SqlOp::Acquire(_) | SqlOp::Check(_))).count()
 }
 
 fn run_until(sim: &mut Sim, within: Duration, what: &str, done: impl FnMut(&Sim) -> bool) {
@@ -338,8 +338,8 @@ fn row(id: i64, owner: &str, remaining_ms: i64) -> lockgate_core::sql::EntryRow 
     }
 }
 
-// MySQL: a queued waiter blocks on its predecessor's doorbell on a wait connection, capped at a
-// third of its entry lease; the doorbell ringing re-checks it at once; a doorbell found free
+// MySQL: a queued waiter blocks on its predecessor's doorbell on a wait connection, one second
+// at a time; the doorbell ringing re-checks it at once; a doorbell found free
 // while the predecessor's row lives on (its client reconnected) is not waited on again: the
 // row is waited out by timer.
 #[test]
@@ -354,13 +354,14 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
     h.engine.handle_reply(h.now, attempt.id, Ok(SqlReply::Entries { rows: rows.clone() }));
     let waits = h.requests();
     assert_eq!(waits.len(), 1, "{waits:?}");
-    assert_eq!(waits[0].op, SqlOp::WaitDoorbell { owner: "pred".into(), timeout_secs: 3 });
+    assert_eq!(waits[0].op, SqlOp::WaitDoorbell { owner: "pred".into(), timeout_secs: 1 });
     assert_eq!(waits[0].op.render(&Schema::default_for(Dialect::MySql)).conn, Conn::Wait);
     // The predecessor released: the doorbell rings, the waiter re-checks at once.
     h.now = h.now + ms(100);
     h.engine.handle_reply(h.now, waits[0].id, Ok(SqlReply::Rang { rang: true }));
     let again = h.requests();
-    assert!(matches!(again.as_slice(), [r] if matches!(r.op, SqlOp::Acquire(_))), "{again:?}");
+    // A re-check of a known row: no insert transaction.
+    assert!(matches!(again.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "{again:?}");
     // Yet its row lives on: no second wait on that doorbell (it would ring at once, forever).
     h.engine.handle_reply(h.now, again[0].id, Ok(SqlReply::Entries { rows }));
     assert!(h.requests().is_empty(), "waited again on a doorbell that rang while its row lived");
@@ -368,7 +369,7 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
     h.now = h.now + Duration::from_secs(3) + ms(1);
     h.engine.handle_timeout(h.now);
     let recheck = h.requests();
-    assert!(matches!(recheck.as_slice(), [r] if matches!(r.op, SqlOp::Acquire(_))), "{recheck:?}");
+    assert!(matches!(recheck.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "{recheck:?}");
     h.engine.handle_reply(h.now, recheck[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
     let ev = h.engine.poll_event();
     assert!(matches!(ev, Some(lockgate_core::Event::Completed { op: o, outcome: Done::Acquired { fencing_token: Some(4), .. } }) if o == op), "{ev:?}");

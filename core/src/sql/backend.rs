@@ -35,6 +35,9 @@ pub type SqlEngine = LockEngine<SqlBackend>;
 /// predecessor within one round trip of the notification, so a few thousand cover any burst).
 const GONE_KEPT: usize = 4096;
 
+/// How long one doorbell wait blocks, in MySQL's whole seconds.
+const DOORBELL_WAIT_SECS: u64 = 1;
+
 /// The payload prefix of the session open's own notification.
 const CHECK_PAYLOAD: &str = "check:";
 
@@ -45,7 +48,6 @@ struct Call {
     target: Arc<SqlTarget>,
     token: Arc<str>,
     sent: Instant,
-    entry_ttl: Duration,
     once: bool,
 }
 
@@ -264,6 +266,9 @@ impl SqlBackend {
         let token = &call.token;
         match recipe::place(target.kind, target.permits, &rows, token) {
             Place::Missing => {
+                if let Some(r) = self.rows.get_mut(token) {
+                    r.id = None;
+                }
                 // Expired between its refresh and the read (a stalled client), or deleted by
                 // hand: the next attempt inserts a new row at the back.
                 let e = Error::new(ErrorKind::Connection, "the lock's row vanished; trying again");
@@ -306,10 +311,10 @@ impl SqlBackend {
                 let own_id = own.id;
                 let entry = self.waits.entry(Arc::clone(token)).or_default();
                 entry.ids = ids;
-                entry.bell = bell.map(|owner| {
-                    let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3);
-                    (owner, cap.div_ceil(1000).max(1), own_id)
-                });
+                // One second, MySQL's shortest: a wait connection held by a waiter that gave
+                // up meanwhile (a wait cannot be called off) comes free soon for the front
+                // waiters; the waiter's timer re-check starts its next wait.
+                entry.bell = bell.map(|owner| (owner, DOORBELL_WAIT_SECS, own_id));
                 self.start_waits(ctx);
                 Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
             }
@@ -452,10 +457,13 @@ impl Backend for SqlBackend {
     }
 
     fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>) {
-        let (target, token, op, entry_ttl, once) = match action {
+        let (target, token, op, once) = match action {
             Action::Acquire { target, token, lease, entry_ttl, once } => {
-                self.rows.entry(Arc::from(token)).or_insert(RowInfo { id: None });
-                (target, token, SqlOp::Acquire(target.acquire(token, lease, entry_ttl)), entry_ttl, once)
+                let known = self.rows.entry(Arc::from(token)).or_insert(RowInfo { id: None }).id.is_some();
+                let a = target.acquire(token, lease, entry_ttl);
+                // A waiter whose row was read re-checks without the insert's transaction.
+                let op = if known { SqlOp::Check(a) } else { SqlOp::Acquire(a) };
+                (target, token, op, once)
             }
             Action::Extend { target, token, duration } => {
                 let Some(id) = self.row_of(token) else {
@@ -464,11 +472,11 @@ impl Backend for SqlBackend {
                     return self.settle_later(ctx.now, answer);
                 };
                 let op = SqlOp::Renew { id, owner: token.to_string(), ttl_ms: duration.as_millis() as u64 };
-                (target, token, op, Duration::ZERO, false)
+                (target, token, op, false)
             }
             Action::Release { target, token } => {
                 let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
-                (target, token, op, Duration::ZERO, false)
+                (target, token, op, false)
             }
             Action::Observe { target } => {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
@@ -476,7 +484,7 @@ impl Backend for SqlBackend {
             }
         };
         let id = ctx.ids.request();
-        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once };
+        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, once };
         self.in_flight.insert(id, call);
         ctx.out.push_back(SqlRequest { id, op });
     }

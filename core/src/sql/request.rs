@@ -287,6 +287,14 @@ pub enum SqlOp {
     /// set the own row's expiry to `now + lease` if it holds by the recipe's count, else
     /// `now + entry_ttl`, and read the name's live rows. Reply [`SqlReply::Entries`].
     Acquire(AcquireOp),
+    /// A queued waiter's re-check of a row it knows it has (its id was read): without the
+    /// transaction, the serialization or the insert of [`Acquire`](Self::Acquire) — every row
+    /// with a smaller id committed before this row was inserted, so the read is safe alone —
+    /// delete the name's dead rows, set the own row's expiry by the recipe's count as `Acquire`
+    /// does (only while it is live: an expired row is never revived), and read the name's
+    /// live rows. Reply
+    /// [`SqlReply::Entries`] (without the own row if it expired).
+    Check(AcquireOp),
     /// Sets the expiry of row `id` to `now + ttl` if it is still `owner`'s and live (an
     /// expired row is never revived: someone may hold after it). Reply [`SqlReply::Renewed`].
     Renew {
@@ -491,6 +499,7 @@ impl SqlOp {
             }
             SqlOp::Ping => main(vec![plain("SELECT 1")]),
             SqlOp::Acquire(a) => main(render_acquire(schema, a)),
+            SqlOp::Check(a) => main(vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, &a.lock_key)]),
             SqlOp::Renew { id, owner, ttl_ms } => main(vec![Stmt::new(schema)
                 .s(&format!("UPDATE {t} SET expires_ms = "))
                 .now()
@@ -580,9 +589,10 @@ impl SqlOp {
         let bad = |why: String| Err(SqlFailure::Other(Error::protocol(format!("the database answered {why}"))));
         match self {
             SqlOp::Probe | SqlOp::CreateSchema | SqlOp::Listen | SqlOp::NotifySelf { .. } | SqlOp::Ping => Ok(SqlReply::Done),
-            SqlOp::Acquire(_) => {
-                // [.., SELECT rows, COMMIT]
-                let Some(select) = rows.len().checked_sub(2).and_then(|i| rows.get(i)) else {
+            SqlOp::Acquire(_) | SqlOp::Check(_) => {
+                // [.., SELECT rows, COMMIT] or [UPDATE, SELECT rows]
+                let from_end = if matches!(self, SqlOp::Check(_)) { 1 } else { 2 };
+                let Some(select) = rows.len().checked_sub(from_end).and_then(|i| rows.get(i)) else {
                     return bad(format!("an acquire with {} results", rows.len()));
                 };
                 let mut out = Vec::with_capacity(select.rows.len());
@@ -695,33 +705,21 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
         .s(if pg { ") ON CONFLICT (lock_key, owner) DO NOTHING" } else { ")" })
         .done();
     out.push(insert);
-    // Reap the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
-    // behind them.
-    if pg {
-        out.push(
-            Stmt::new(schema)
-                .s(&format!("WITH d AS (DELETE FROM {t} WHERE lock_key = "))
-                .text(&a.lock_key)
-                .s(" AND expires_ms <= ")
-                .now()
-                .s(" RETURNING id) SELECT pg_notify(")
-                .text(&schema.channel())
-                .s(", d.id::TEXT)::TEXT FROM d")
-                .done(),
-        );
-    } else {
-        out.push(
-            Stmt::new(schema)
-                .s(&format!("DELETE FROM {t} WHERE lock_key = "))
-                .text(&a.lock_key)
-                .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms <= "))
-                .now()
-                .done(),
-        );
-    }
-    // The own row's expiry: the lease if fewer than `allowed` blocking entries are ahead of it
-    // (the recipe's predicate), else the entry lease. The count reads a derived table, which
-    // MySQL materializes (it refuses a plain subquery on the table being updated).
+    out.push(reap(schema, &a.lock_key));
+    out.push(set_expiry(schema, a, false));
+    out.push(read_rows(schema, &a.lock_key));
+    out.push(plain("COMMIT"));
+    out
+}
+
+
+/// The own row's expiry: the lease if fewer than `holds_below` blocking entries are ahead of it
+/// (the recipe's predicate), else the entry lease; `live_only`: only if the row is live. The
+/// count reads a derived table, which MySQL materializes (it refuses a plain subquery on the
+/// table being updated).
+fn set_expiry(schema: &Schema, a: &AcquireOp, live_only: bool) -> Statement {
+    let t = schema.table();
+    let pg = schema.dialect == Dialect::Postgres;
     let blocking = if a.kind == EntryKind::Read { " AND b.kind <> 'read'" } else { "" };
     let below = i64::from(a.holds_below());
     let update = Stmt::new(schema);
@@ -752,22 +750,47 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
         .s(" END WHERE me.lock_key = ")
         .text(&a.lock_key)
         .s(" AND me.owner = ")
-        .text(&a.owner)
-        .done();
-    out.push(update);
-    out.push(
+        .text(&a.owner);
+    let update = if live_only { update.s(" AND me.expires_ms > ").now() } else { update };
+    update.done()
+}
+
+/// Deletes the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
+/// behind them (their ids notified).
+fn reap(schema: &Schema, lock_key: &str) -> Statement {
+    let t = schema.table();
+    if schema.dialect == Dialect::Postgres {
         Stmt::new(schema)
-            .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+            .s(&format!("WITH d AS (DELETE FROM {t} WHERE lock_key = "))
+            .text(lock_key)
+            .s(" AND expires_ms <= ")
             .now()
-            .s(&format!(" FROM {t} WHERE lock_key = "))
-            .text(&a.lock_key)
-            .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+            .s(" RETURNING id) SELECT pg_notify(")
+            .text(&schema.channel())
+            .s(", d.id::TEXT)::TEXT FROM d")
+            .done()
+    } else {
+        Stmt::new(schema)
+            .s(&format!("DELETE FROM {t} WHERE lock_key = "))
+            .text(lock_key)
+            .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms <= "))
             .now()
-            .s(" ORDER BY id")
-            .done(),
-    );
-    out.push(plain("COMMIT"));
-    out
+            .done()
+    }
+}
+
+/// The name's live rows in id order, with their remaining milliseconds.
+fn read_rows(schema: &Schema, lock_key: &str) -> Statement {
+    let t = schema.table();
+    Stmt::new(schema)
+        .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+        .now()
+        .s(&format!(" FROM {t} WHERE lock_key = "))
+        .text(lock_key)
+        .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+        .now()
+        .s(" ORDER BY id")
+        .done()
 }
 
 /// A row of [`ROW_COLUMNS`] + remaining.
@@ -818,6 +841,7 @@ mod tests {
             SqlOp::CreateSchema,
             SqlOp::NotifySelf { payload: "check:1".into() },
             SqlOp::Acquire(op()),
+            SqlOp::Check(op()),
             SqlOp::Acquire(AcquireOp { kind: EntryKind::Semaphore, permits: 3, ..op() }),
             SqlOp::Acquire(AcquireOp { kind: EntryKind::Leader, value: Some("me".into()), ..op() }),
             SqlOp::Renew { id: 7, owner: "ab12".into(), ttl_ms: 5000 },

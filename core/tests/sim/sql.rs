@@ -239,6 +239,19 @@ impl SimSql {
                 let rows = self.live(now, &a.lock_key).iter().map(|r| self.entry(r, t)).collect();
                 Ok(SqlReply::Entries { rows })
             }
+            SqlOp::Check(a) => {
+                let expired: Vec<i64> = self.rows.values().filter(|r| r.lock_key == a.lock_key && r.expires <= t).map(|r| r.id).collect();
+                self.stats.reaped += expired.len();
+                self.delete(expired, pushes);
+                let live: Vec<EntryRow> = self.live(now, &a.lock_key).iter().map(|r| self.entry(r, t)).collect();
+                let holds = matches!(place(a.kind, a.permits, &live, &a.owner), Place::Holds(_));
+                let expires = self.expiry(t, if holds { a.lease_ms } else { a.entry_ttl_ms });
+                if let Some(r) = self.rows.values_mut().find(|r| r.lock_key == a.lock_key && r.owner == a.owner && r.expires > t) {
+                    r.expires = expires;
+                }
+                let rows = self.live(now, &a.lock_key).iter().map(|r| self.entry(r, t)).collect();
+                Ok(SqlReply::Entries { rows })
+            }
             SqlOp::Renew { id, owner, ttl_ms } => match self.rows.get_mut(id) {
                 Some(r) if &r.owner == owner && r.expires > t => {
                     r.expires = t + Duration::from_millis(*ttl_ms) * self.expiry_pct / 100;
