@@ -480,7 +480,7 @@ impl Backend for SqlBackend {
             }
             Action::Observe { target } => {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
-                (target, "", op, Duration::ZERO, false)
+                (target, "", op, false)
             }
         };
         let id = ctx.ids.request();
