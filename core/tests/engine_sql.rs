@@ -338,8 +338,8 @@ fn row(id: i64, owner: &str, remaining_ms: i64) -> lockgate_core::sql::EntryRow 
     }
 }
 
-// MySQL: a queued waiter blocks on its predecessor's doorbell on a wait connection, one second
-// at a time; the doorbell ringing re-checks it at once; a doorbell found free
+// MySQL: a queued waiter blocks on its predecessor's doorbell on a wait connection, capped at a
+// third of its entry lease (one second while more waiters than wait connections queue); the doorbell ringing re-checks it at once; a doorbell found free
 // while the predecessor's row lives on (its client reconnected) is not waited on again: the
 // row is waited out by timer.
 #[test]
@@ -354,7 +354,7 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
     h.engine.handle_reply(h.now, attempt.id, Ok(SqlReply::Entries { rows: rows.clone() }));
     let waits = h.requests();
     assert_eq!(waits.len(), 1, "{waits:?}");
-    assert_eq!(waits[0].op, SqlOp::WaitDoorbell { owner: "pred".into(), timeout_secs: 1 });
+    assert_eq!(waits[0].op, SqlOp::WaitDoorbell { owner: "pred".into(), timeout_secs: 3 });
     assert_eq!(waits[0].op.render(&Schema::default_for(Dialect::MySql)).conn, Conn::Wait);
     // The predecessor released: the doorbell rings, the waiter re-checks at once.
     h.now = h.now + ms(100);

@@ -35,7 +35,8 @@ pub type SqlEngine = LockEngine<SqlBackend>;
 /// predecessor within one round trip of the notification, so a few thousand cover any burst).
 const GONE_KEPT: usize = 4096;
 
-/// How long one doorbell wait blocks, in MySQL's whole seconds.
+/// How long one doorbell wait blocks, in MySQL's whole seconds, while more waiters than wait
+/// connections queue.
 const DOORBELL_WAIT_SECS: u64 = 1;
 
 /// The payload prefix of the session open's own notification.
@@ -48,6 +49,8 @@ struct Call {
     target: Arc<SqlTarget>,
     token: Arc<str>,
     sent: Instant,
+    /// An acquire's entry lease (its re-check cap is a third of it).
+    entry_ttl: Duration,
     once: bool,
 }
 
@@ -311,10 +314,16 @@ impl SqlBackend {
                 let own_id = own.id;
                 let entry = self.waits.entry(Arc::clone(token)).or_default();
                 entry.ids = ids;
-                // One second, MySQL's shortest: a wait connection held by a waiter that gave
+                entry.bell = bell.map(|owner| (owner, 0, own_id));
+                // Until its re-check is due; but one second (MySQL's shortest) while more
+                // waiters than wait connections queue: a connection held for a waiter that gave
                 // up meanwhile (a wait cannot be called off) comes free soon for the front
-                // waiters; the waiter's timer re-check starts its next wait.
-                entry.bell = bell.map(|owner| (owner, DOORBELL_WAIT_SECS, own_id));
+                // waiters, whose timer re-checks start their next waits.
+                let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3).div_ceil(1000).max(1);
+                let crowded = self.waits.len() > MAX_WAIT_CONNECTIONS;
+                if let Some(b) = self.waits.get_mut(token).and_then(|w| w.bell.as_mut()) {
+                    b.1 = if crowded { DOORBELL_WAIT_SECS } else { cap };
+                }
                 self.start_waits(ctx);
                 Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
             }
@@ -457,13 +466,13 @@ impl Backend for SqlBackend {
     }
 
     fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>) {
-        let (target, token, op, once) = match action {
+        let (target, token, op, entry_ttl, once) = match action {
             Action::Acquire { target, token, lease, entry_ttl, once } => {
                 let known = self.rows.entry(Arc::from(token)).or_insert(RowInfo { id: None }).id.is_some();
                 let a = target.acquire(token, lease, entry_ttl);
                 // A waiter whose row was read re-checks without the insert's transaction.
                 let op = if known { SqlOp::Check(a) } else { SqlOp::Acquire(a) };
-                (target, token, op, once)
+                (target, token, op, entry_ttl, once)
             }
             Action::Extend { target, token, duration } => {
                 let Some(id) = self.row_of(token) else {
@@ -472,19 +481,19 @@ impl Backend for SqlBackend {
                     return self.settle_later(ctx.now, answer);
                 };
                 let op = SqlOp::Renew { id, owner: token.to_string(), ttl_ms: duration.as_millis() as u64 };
-                (target, token, op, false)
+                (target, token, op, Duration::ZERO, false)
             }
             Action::Release { target, token } => {
                 let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
-                (target, token, op, false)
+                (target, token, op, Duration::ZERO, false)
             }
             Action::Observe { target } => {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
-                (target, "", op, false)
+                (target, "", op, Duration::ZERO, false)
             }
         };
         let id = ctx.ids.request();
-        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, once };
+        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once };
         self.in_flight.insert(id, call);
         ctx.out.push_back(SqlRequest { id, op });
     }
