@@ -306,7 +306,8 @@ pub enum SqlOp {
         ttl_ms: u64,
     },
     /// Deletes `owner`'s row of `lock_key`, if any, and rings: PostgreSQL notifies its id,
-    /// MySQL releases the owner's doorbell. Reply [`SqlReply::Released`].
+    /// MySQL releases the owner's doorbell (and deletes in a transaction that locks the name's
+    /// anchor first, as an acquire does, so the two cannot deadlock). Reply [`SqlReply::Released`].
     Release {
         /// `<kind>/<name>`.
         lock_key: String,
@@ -526,7 +527,15 @@ impl SqlOp {
                         .s(", d.id::TEXT)::TEXT FROM d")
                         .done()])
                 } else {
+                    // The name's anchor is locked first, as an acquire locks it: a delete
+                    // outside it deadlocks with an acquire's upsert of the anchor and insert.
                     main(vec![
+                        plain("BEGIN"),
+                        Stmt::new(schema)
+                            .s(&format!("SELECT id FROM {t} WHERE lock_key = "))
+                            .text(lock_key)
+                            .s(&format!(" AND owner = '{ANCHOR_OWNER}' FOR UPDATE"))
+                            .done(),
                         Stmt::new(schema)
                             .s("SELECT id, CASE WHEN expires_ms > ")
                             .now()
@@ -536,6 +545,7 @@ impl SqlOp {
                             .text(owner)
                             .done(),
                         Stmt::new(schema).s(&format!("DELETE FROM {t} WHERE lock_key = ")).text(lock_key).s(" AND owner = ").text(owner).done(),
+                        plain("COMMIT"),
                         Stmt::new(schema).s("SELECT RELEASE_LOCK(").text(&doorbell(owner)).s(")").done(),
                     ])
                 }
@@ -608,7 +618,9 @@ impl SqlOp {
                 Some(r) => Ok(SqlReply::Renewed { renewed: r.affected >= 1 }),
                 None => bad("a renewal with no result".into()),
             },
-            SqlOp::Release { .. } => match rows.first() {
+            // PostgreSQL: [DELETE .. RETURNING]; MySQL: [BEGIN, anchor, SELECT, DELETE, COMMIT,
+            // RELEASE_LOCK].
+            SqlOp::Release { .. } => match rows.get(if rows.len() > 1 { 2 } else { 0 }) {
                 Some(r) => {
                     let was_held = r.rows.iter().any(|row| row.get(1).and_then(Value::as_int) == Some(1));
                     Ok(SqlReply::Released { deleted: !r.rows.is_empty(), was_held })
@@ -885,7 +897,9 @@ mod tests {
         assert_eq!((my_sql.first(), my_sql.last()), (Some(&"BEGIN"), Some(&"COMMIT")));
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
-        assert_eq!(rel.render(&my).statements[2].params, vec![Value::Text("lockgate:o".into())]);
+        let my_rel = rel.render(&my).statements;
+        assert_eq!(my_rel.last().unwrap().params, vec![Value::Text("lockgate:o".into())]);
+        assert!(my_rel[0].sql == "BEGIN" && my_rel[1].sql.ends_with("FOR UPDATE") && my_rel[4].sql == "COMMIT", "{my_rel:?}");
         assert_eq!(SqlOp::Listen.render(&pg).conn, Conn::Listen);
         assert_eq!(SqlOp::Listen.render(&pg).statements[0].sql, "LISTEN \"app_wake\"");
         assert_eq!(SqlOp::WaitDoorbell { owner: "o".into(), timeout_secs: 0 }.render(&my).conn, Conn::Wait);
@@ -924,7 +938,9 @@ mod tests {
         assert!(SqlOp::Acquire(op()).parse(vec![]).is_err());
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         let held = Rows { affected: 0, rows: vec![vec![Value::Int(5), Value::Int(1)]] };
-        assert_eq!(rel.parse(vec![held]).unwrap(), SqlReply::Released { deleted: true, was_held: true });
+        assert_eq!(rel.parse(vec![held.clone()]).unwrap(), SqlReply::Released { deleted: true, was_held: true });
+        let my_held = vec![Rows::default(), Rows::default(), held, Rows::default(), Rows::default(), Rows::default()];
+        assert_eq!(rel.parse(my_held).unwrap(), SqlReply::Released { deleted: true, was_held: true });
         assert_eq!(rel.parse(vec![Rows::default()]).unwrap(), SqlReply::Released { deleted: false, was_held: false });
         let renew = SqlOp::Renew { id: 1, owner: "o".into(), ttl_ms: 1 };
         assert_eq!(renew.parse(vec![Rows { affected: 1, rows: vec![] }]).unwrap(), SqlReply::Renewed { renewed: true });
