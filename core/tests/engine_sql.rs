@@ -380,7 +380,8 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
 }
 
 // A statement timeout set by a DBA (PostgreSQL 57014, MySQL 1205/3024) ends an acquire at once
-// with TIMEOUT naming the server's limit; a deadlock is retried.
+// with TIMEOUT naming the server's limit; a deadlock or serialization victim is sent again at
+// once by the backend (the server rolled it back), so no caller sees it, not even a one-shot.
 #[test]
 fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
     for (code, retried) in [("57014", false), ("3024", false), ("1213", true), ("40P01", true)] {
@@ -390,9 +391,9 @@ fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
         let failure = SqlFailure::Server { code: code.into(), message: "canceling statement due to statement timeout".into() };
         h.engine.handle_reply(h.now, attempt.id, Err(failure));
         if retried {
-            h.now = h.now + Duration::from_secs(2);
-            h.engine.handle_timeout(h.now);
-            assert!(h.requests().iter().any(|r| matches!(r.op, SqlOp::Acquire(_))), "{code}: not retried");
+            let again = h.requests();
+            assert!(matches!(again.as_slice(), [r] if r.op == attempt.op), "{code}: not sent again at once: {again:?}");
+            assert!(h.engine.poll_event().is_none(), "{code}: a caller saw the deadlock");
         } else {
             let ev = std::iter::from_fn(|| h.engine.poll_event()).find(|e| matches!(e, lockgate_core::Event::Completed { op: o, .. } if *o == op));
             let Some(lockgate_core::Event::Completed { outcome: Done::Failed(e), .. }) = ev else { panic!("{code}: {ev:?}") };
@@ -400,4 +401,19 @@ fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
             assert!(e.message().contains("timeout set on the server") && e.message().contains(code), "{e}");
         }
     }
+    // A one-shot attempt that lost a deadlock is sent again, not failed with CONNECTION.
+    let mut h = Hand::mysql();
+    let op = h.engine.acquire(h.now, "t", &LockOptions::renewed_lease(Duration::from_secs(5)), Wait::Try).unwrap();
+    let attempt = h.open();
+    for _ in 0..3 {
+        let failure = SqlFailure::Server { code: "1213".into(), message: "Deadlock found when trying to get lock".into() };
+        let id = h.requests().pop().map_or(attempt.id, |r| r.id);
+        h.engine.handle_reply(h.now, id, Err(failure));
+        assert!(h.engine.poll_event().is_none(), "a one-shot attempt failed on a deadlock");
+    }
+    let last = h.requests().pop().expect("sent again");
+    let SqlOp::Acquire(a) = &last.op else { panic!("{last:?}") };
+    h.engine.handle_reply(h.now, last.id, Ok(SqlReply::Entries { rows: vec![row(8, &a.owner, 5000)] }));
+    let ev = std::iter::from_fn(|| h.engine.poll_event()).find(|e| matches!(e, lockgate_core::Event::Completed { op: o, .. } if *o == op));
+    assert!(matches!(ev, Some(lockgate_core::Event::Completed { outcome: Done::Acquired { fencing_token: Some(8), .. }, .. })), "{ev:?}");
 }

@@ -35,9 +35,22 @@ pub type SqlEngine = LockEngine<SqlBackend>;
 /// predecessor within one round trip of the notification, so a few thousand cover any burst).
 const GONE_KEPT: usize = 4096;
 
-/// How long one doorbell wait blocks, in MySQL's whole seconds, while more waiters than wait
-/// connections queue.
+/// How long one doorbell wait blocks, in MySQL's whole seconds, for a waiter that is not its
+/// client's first on its lock name while more waiters than wait connections queue: the wait
+/// connections rotate toward the front within a second (a wait cannot be called off).
 const DOORBELL_WAIT_SECS: u64 = 1;
+
+/// How many times one call is sent again after the server rolled it back as a deadlock or
+/// serialization victim, before its failure goes to the engine (which retries an attempt
+/// while the wait lasts, or fails a one-shot attempt).
+const MAX_RERUNS: u32 = 50;
+
+/// Whether a failure is a deadlock or serialization failure: the server rolled the whole
+/// transaction (or the single statement) back, and no call's batch does anything unsafe to run
+/// twice, so sending the same operation again is safe.
+fn rolled_back(f: &super::statement::SqlFailure) -> bool {
+    matches!(f, super::statement::SqlFailure::Server { code, .. } if matches!(code.as_str(), "1213" | "40001" | "40P01"))
+}
 
 /// The payload prefix of the session open's own notification.
 const CHECK_PAYLOAD: &str = "check:";
@@ -52,6 +65,10 @@ struct Call {
     /// An acquire's entry lease (its re-check cap is a third of it).
     entry_ttl: Duration,
     once: bool,
+    /// The operation, sent again if the server rolled it back as a deadlock victim.
+    op: SqlOp,
+    /// How many times it was sent again so.
+    rerun: u32,
 }
 
 /// A request no engine call waits for.
@@ -97,9 +114,21 @@ struct Waiting {
     ids: Vec<i64>,
     /// The doorbell owner a wait is on the wire for (MySQL).
     doorbell_on_wire: Option<String>,
-    /// The doorbell to wait on when a wait connection is free (MySQL): its owner, the wait in
-    /// seconds, and the waiter's own row id (the earliest waiters get free connections first).
-    bell: Option<(String, u64, i64)>,
+    /// The doorbell to wait on when a wait connection is free (MySQL).
+    bell: Option<Bell>,
+}
+
+/// A MySQL waiter's doorbell wait, on the wire or to start when a wait connection is free.
+#[derive(Clone, Debug)]
+struct Bell {
+    /// The predecessor whose doorbell it is.
+    owner: String,
+    /// How long a wait may block, in seconds: until the waiter's re-check is due.
+    cap_secs: u64,
+    /// The waiter's lock name and own row id: of one client's waiters on one name, the
+    /// earliest rows are nearest the front and get the wait connections first.
+    lock_key: String,
+    id: i64,
 }
 
 /// What the backend knows of an owner token's row.
@@ -240,18 +269,25 @@ impl SqlBackend {
             },
             Background::Doorbell { token, owner } => {
                 self.doorbell_waits = self.doorbell_waits.saturating_sub(1);
+                let rang = matches!(reply, Ok(SqlReply::Rang { rang: true }));
                 let still = self.waits.get_mut(&token).is_some_and(|w| {
                     let on = w.doorbell_on_wire.as_deref() == Some(owner.as_str());
                     if on {
-                        // Rung or timed out, the wait is over: the waiter's next attempt says
-                        // whom to wait on next (a doorbell that timed out is not waited on
-                        // again before then, nor one that rang).
                         w.doorbell_on_wire = None;
-                        w.bell = None;
+                        // A doorbell that rang is not waited on again before the waiter's
+                        // re-check says whom to wait on next (it would ring at once while a
+                        // reconnected owner's row lives on). One that timed out is still its
+                        // predecessor's: waited on again as soon as a wait connection is free
+                        // for it, so a waiter near the front is never left to its timer.
+                        // A wait that failed (its connection lost) is not retried in a loop
+                        // either: the re-check starts the next one.
+                        if rang || reply.is_err() {
+                            w.bell = None;
+                        }
                     }
                     on
                 });
-                if let Ok(SqlReply::Rang { rang: true }) = reply {
+                if rang {
                     if still {
                         self.rang.insert(Arc::clone(&token), owner);
                         self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
@@ -311,44 +347,52 @@ impl SqlBackend {
                         self.silent.insert(owner.clone());
                     }
                 }
-                let own_id = own.id;
+                // A wait blocks until the waiter's re-check is due at most (see start_waits).
+                let cap_secs = soonest.min(call.entry_ttl.as_millis() as u64 / 3).div_ceil(1000).max(1);
                 let entry = self.waits.entry(Arc::clone(token)).or_default();
                 entry.ids = ids;
-                entry.bell = bell.map(|owner| (owner, 0, own_id));
-                // Until its re-check is due; but one second (MySQL's shortest) while more
-                // waiters than wait connections queue: a connection held for a waiter that gave
-                // up meanwhile (a wait cannot be called off) comes free soon for the front
-                // waiters, whose timer re-checks start their next waits.
-                let cap = soonest.min(call.entry_ttl.as_millis() as u64 / 3).div_ceil(1000).max(1);
-                let crowded = self.waits.len() > MAX_WAIT_CONNECTIONS;
-                if let Some(b) = self.waits.get_mut(token).and_then(|w| w.bell.as_mut()) {
-                    b.1 = if crowded { DOORBELL_WAIT_SECS } else { cap };
-                }
+                entry.bell = bell.map(|owner| Bell { owner, cap_secs, lock_key: target.lock_key.clone(), id: own.id });
                 self.start_waits(ctx);
                 Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
             }
         }
     }
 
-    /// MySQL: starts doorbell waits for queued waiters without one, earliest rows first, while
-    /// wait connections are free (the others re-check by timer meanwhile).
+    /// MySQL: starts doorbell waits while wait connections are free, for the waiters nearest
+    /// the front first: each one's rank is how many of this client's waiters on its lock name
+    /// have smaller rows (0: this client's first there, directly behind the holder unless
+    /// another client's waiter is between), ties by row id. A waiter of rank 0 blocks until its
+    /// re-check is due; the others, while more waiters than wait connections queue, one second
+    /// (MySQL's shortest), so connections held for waiters further back, or for waiters that
+    /// gave up meanwhile, come free for the front within a second.
     fn start_waits(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
         if self.doorbell_waits >= MAX_WAIT_CONNECTIONS {
             return;
         }
-        let mut ready: Vec<(i64, Arc<str>)> = self
+        let mut by_name: HashMap<&str, Vec<i64>> = HashMap::new();
+        for b in self.waits.values().filter_map(|w| w.bell.as_ref()) {
+            by_name.entry(b.lock_key.as_str()).or_default().push(b.id);
+        }
+        for ids in by_name.values_mut() {
+            ids.sort_unstable();
+        }
+        let rank = |b: &Bell| by_name.get(b.lock_key.as_str()).map_or(0, |ids| ids.partition_point(|id| *id < b.id));
+        let crowded = self.waits.values().filter(|w| w.bell.is_some()).count() > MAX_WAIT_CONNECTIONS;
+        let mut ready: Vec<(usize, i64, Arc<str>, u64)> = self
             .waits
             .iter()
             .filter(|(_, w)| w.doorbell_on_wire.is_none())
-            .filter_map(|(t, w)| w.bell.as_ref().filter(|(o, _, _)| !self.silent.contains(o)).map(|(_, _, id)| (*id, Arc::clone(t))))
+            .filter_map(|(t, w)| w.bell.as_ref().filter(|b| !self.silent.contains(&b.owner)).map(|b| (rank(b), b.id, Arc::clone(t), b.cap_secs)))
             .collect();
-        ready.sort();
-        for (_, token) in ready {
+        drop(by_name);
+        ready.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        for (rank, _, token, cap_secs) in ready {
             if self.doorbell_waits >= MAX_WAIT_CONNECTIONS {
                 break;
             }
             let Some(w) = self.waits.get_mut(&token) else { continue };
-            let Some((owner, timeout_secs, _)) = w.bell.clone() else { continue };
+            let Some(owner) = w.bell.as_ref().map(|b| b.owner.clone()) else { continue };
+            let timeout_secs = if crowded && rank > 0 { DOORBELL_WAIT_SECS.min(cap_secs) } else { cap_secs };
             w.doorbell_on_wire = Some(owner.clone());
             self.doorbell_waits += 1;
             let what = Background::Doorbell { token, owner: owner.clone() };
@@ -493,7 +537,7 @@ impl Backend for SqlBackend {
             }
         };
         let id = ctx.ids.request();
-        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once };
+        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once, op: op.clone(), rerun: 0 };
         self.in_flight.insert(id, call);
         ctx.out.push_back(SqlRequest { id, op });
     }
@@ -502,7 +546,22 @@ impl Backend for SqlBackend {
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply);
         }
-        let Some(call) = self.in_flight.remove(&id) else { return };
+        let Some(mut call) = self.in_flight.remove(&id) else { return };
+        if let Err(f) = &reply {
+            if rolled_back(f) && call.rerun < MAX_RERUNS && !self.closed {
+                // A deadlock victim (InnoDB's 1213 between one name's acquires, re-checks'
+                // reaps and releases) is no caller's business: the same call goes again at
+                // once (every one is a transaction or a single statement, rolled back whole),
+                // its send time kept (validity counts from the first send: never later than
+                // the truth).
+                call.rerun += 1;
+                let again = ctx.ids.request();
+                let op = call.op.clone();
+                self.in_flight.insert(again, call);
+                ctx.out.push_back(SqlRequest { id: again, op });
+                return;
+            }
+        }
         let (purpose, sent) = (call.purpose, call.sent);
         let verdict = match purpose {
             Purpose::Acquire(_) => self.acquire_reply(ctx, call, reply),
