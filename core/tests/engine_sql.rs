@@ -5,7 +5,8 @@
 //! observed with its value and term (the leader row's id), a lost reply adopted by the retry,
 //! a crashed holder's row expiring by the server's clock, a dead waiter's row skipped, releases
 //! that delete only their own row, a closing client deleting its rows, PgBouncer's transaction
-//! mode refused; and, driven by hand, MySQL's doorbell waits and a DBA's statement timeout.
+//! mode refused; and, driven by hand, MySQL's doorbell waits, a DBA's statement timeout, a deadlock
+//! sent again, and a PostgreSQL notification that overtakes the reply of the attempt it concerns.
 
 mod sim;
 
@@ -310,6 +311,27 @@ impl Hand {
         Hand { engine: LockEngine::with_backend(SqlBackend::new(config), Box::new(SeededRandom::new(1))), now: Instant::default() }
     }
 
+    fn postgres() -> Hand {
+        let config = SqlConfig::new(Schema::default_for(Dialect::Postgres));
+        Hand { engine: LockEngine::with_backend(SqlBackend::new(config), Box::new(SeededRandom::new(1))), now: Instant::default() }
+    }
+
+    /// PostgreSQL's session open: the probe, `LISTEN`, the notification to itself arriving,
+    /// the confirmation; returns the acquire's request.
+    fn open_postgres(&mut self) -> SqlRequest {
+        let probe = self.requests().pop().expect("a probe");
+        assert_eq!(probe.op, SqlOp::Probe);
+        self.engine.handle_reply(self.now, probe.id, Ok(SqlReply::Done));
+        let listen = self.requests().pop().expect("a listen");
+        assert_eq!(listen.op, SqlOp::Listen);
+        self.engine.handle_reply(self.now, listen.id, Ok(SqlReply::Done));
+        let notify = self.requests().pop().expect("the notification to itself");
+        let SqlOp::NotifySelf { payload } = notify.op.clone() else { panic!("{notify:?}") };
+        self.engine.handle_reply(self.now, notify.id, Ok(SqlReply::Done));
+        self.engine.handle_notice(self.now, SqlNotice::Notified { channel: "lockgate_wake".into(), payload });
+        self.confirm()
+    }
+
     fn requests(&mut self) -> Vec<SqlRequest> {
         std::iter::from_fn(|| self.engine.poll_request()).collect()
     }
@@ -319,6 +341,11 @@ impl Hand {
         let probe = self.requests().pop().expect("a probe");
         assert_eq!(probe.op, SqlOp::Probe);
         self.engine.handle_reply(self.now, probe.id, Ok(SqlReply::Done));
+        self.confirm()
+    }
+
+    /// Answers the session open's confirmation and returns the acquire's request.
+    fn confirm(&mut self) -> SqlRequest {
         let ping = self.requests().pop().expect("the session's confirmation");
         self.engine.handle_reply(self.now, ping.id, Ok(SqlReply::Done));
         let mut reqs = self.requests();
@@ -416,4 +443,42 @@ fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
     h.engine.handle_reply(h.now, last.id, Ok(SqlReply::Entries { rows: vec![row(8, &a.owner, 5000)] }));
     let ev = std::iter::from_fn(|| h.engine.poll_event()).find(|e| matches!(e, lockgate_core::Event::Completed { op: o, .. } if *o == op));
     assert!(matches!(ev, Some(lockgate_core::Event::Completed { outcome: Done::Acquired { fencing_token: Some(8), .. }, .. })), "{ev:?}");
+}
+
+// PostgreSQL: the notification of the predecessor's deletion (listening connection) overtakes
+// the reply of the waiter's attempt that read it as live (main connection): the waiter
+// re-checks at once instead of waiting for its capped re-check; a notification of an id it
+// does not wait behind changes nothing.
+#[test]
+fn a_notification_that_overtakes_the_attempts_reply_rechecks_at_once() {
+    let mut h = Hand::postgres();
+    let opts = LockOptions { entry_ttl: Duration::from_secs(9), ..LockOptions::renewed_lease(Duration::from_secs(30)) };
+    let op = h.engine.acquire(h.now, "m", &opts, Wait::Forever).unwrap();
+    let attempt = h.open_postgres();
+    let SqlOp::Acquire(a) = &attempt.op else { panic!("{attempt:?}") };
+    let me = a.owner.clone();
+    let notify = |h: &mut Hand, id: i64| {
+        let n = SqlNotice::Notified { channel: "lockgate_wake".into(), payload: id.to_string() };
+        h.engine.handle_notice(h.now, n);
+    };
+    // The predecessor (row 3) is deleted and notified while the attempt is on the wire.
+    h.now = h.now + ms(5);
+    notify(&mut h, 3);
+    notify(&mut h, 1);
+    assert!(h.requests().is_empty(), "nothing waits yet");
+    h.now = h.now + ms(5);
+    h.engine.handle_reply(h.now, attempt.id, Ok(SqlReply::Entries { rows: vec![row(2, "holder", 20_000), row(3, "pred", 20_000), row(4, &me, 9_000)] }));
+    let again = h.requests();
+    assert!(matches!(again.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "not re-checked at once: {again:?}");
+    // Now it waits behind the holder (row 2): an unrelated id's notification does nothing.
+    h.engine.handle_reply(h.now, again[0].id, Ok(SqlReply::Entries { rows: vec![row(2, "holder", 20_000), row(4, &me, 9_000)] }));
+    notify(&mut h, 7);
+    assert!(h.requests().is_empty(), "woken by a row it does not wait behind");
+    // The holder's release is notified: re-checked at once, and granted.
+    notify(&mut h, 2);
+    let woken = h.requests();
+    assert!(matches!(woken.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "{woken:?}");
+    h.engine.handle_reply(h.now, woken[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
+    let ev = h.engine.poll_event();
+    assert!(matches!(ev, Some(lockgate_core::Event::Completed { op: o, outcome: Done::Acquired { fencing_token: Some(4), .. } }) if o == op), "{ev:?}");
 }
