@@ -285,7 +285,8 @@ pub enum SqlOp {
     /// an upsert), so rows of one name commit in id order: take the doorbell (MySQL), insert
     /// the own row if absent, delete the name's expired rows (PostgreSQL: notifying their ids),
     /// set the own row's expiry to `now + lease` if it holds by the recipe's count, else
-    /// `now + entry_ttl`, and read the name's live rows. Reply [`SqlReply::Entries`].
+    /// `now + entry_ttl`, and read the name's live rows up to the own one. Reply
+    /// [`SqlReply::Entries`].
     Acquire(AcquireOp),
     /// A queued waiter's re-check of a row it knows it has (its id was read): without the
     /// transaction, the serialization or the insert of [`Acquire`](Self::Acquire) — every row
@@ -365,8 +366,8 @@ pub struct EntryRow {
 pub enum SqlReply {
     /// Done, nothing to read.
     Done,
-    /// The name's live rows in id order, after the attempt (the own row among them unless it
-    /// expired meanwhile).
+    /// The name's live rows in id order up to the own row, after the attempt (none if the own
+    /// row expired meanwhile).
     Entries {
         /// The rows.
         rows: Vec<EntryRow>,
@@ -500,7 +501,7 @@ impl SqlOp {
             }
             SqlOp::Ping => main(vec![plain("SELECT 1")]),
             SqlOp::Acquire(a) => main(render_acquire(schema, a)),
-            SqlOp::Check(a) => main(vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, &a.lock_key)]),
+            SqlOp::Check(a) => main(vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)]),
             SqlOp::Renew { id, owner, ttl_ms } => main(vec![Stmt::new(schema)
                 .s(&format!("UPDATE {t} SET expires_ms = "))
                 .now()
@@ -719,7 +720,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     out.push(insert);
     out.push(reap(schema, &a.lock_key));
     out.push(set_expiry(schema, a, false));
-    out.push(read_rows(schema, &a.lock_key));
+    out.push(read_rows(schema, a));
     out.push(plain("COMMIT"));
     out
 }
@@ -791,17 +792,23 @@ fn reap(schema: &Schema, lock_key: &str) -> Statement {
     }
 }
 
-/// The name's live rows in id order, with their remaining milliseconds.
-fn read_rows(schema: &Schema, lock_key: &str) -> Statement {
+/// The name's live rows up to the own one, in id order, with their remaining milliseconds:
+/// the recipes look only at the rows ahead (none if the own row is gone), and a waiter far back
+/// in a long queue would otherwise read the whole queue on every re-check.
+fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
     let t = schema.table();
     Stmt::new(schema)
         .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
         .now()
         .s(&format!(" FROM {t} WHERE lock_key = "))
-        .text(lock_key)
+        .text(&a.lock_key)
         .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
         .now()
-        .s(" ORDER BY id")
+        .s(&format!(" AND id <= (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
+        .text(&a.lock_key)
+        .s(" AND o.owner = ")
+        .text(&a.owner)
+        .s(") ORDER BY id")
         .done()
 }
 
