@@ -52,6 +52,11 @@ fn rolled_back(f: &super::statement::SqlFailure) -> bool {
     matches!(f, super::statement::SqlFailure::Server { code, .. } if matches!(code.as_str(), "1213" | "40001" | "40P01"))
 }
 
+/// How many routine re-checks (a waiter's timer: its row's refresh and the fallback look) may
+/// be on the statement connection at once; the rest wait in the backend, so a woken waiter's
+/// re-check is never queued behind hundreds of them (one connection runs batches in order).
+const ROUTINE_CHECKS: usize = 4;
+
 /// The payload prefix of the session open's own notification.
 const CHECK_PAYLOAD: &str = "check:";
 
@@ -160,6 +165,12 @@ pub struct SqlBackend {
     gone_order: VecDeque<i64>,
     ready: Vec<Answer>,
     ready_at: Option<Instant>,
+    /// Tokens told to re-check by a wake-up (their next re-check goes out at once).
+    urgent: HashSet<Arc<str>>,
+    /// Routine re-checks sent and not answered yet.
+    routine: HashSet<RequestId>,
+    /// Routine re-checks waiting for one of those to be answered, in order.
+    parked: VecDeque<SqlRequest>,
     opening: Opening,
     /// Whether the session (schema, listener) is set up.
     open: bool,
@@ -183,6 +194,9 @@ impl SqlBackend {
             gone_order: VecDeque::new(),
             ready: Vec::new(),
             ready_at: None,
+            urgent: HashSet::new(),
+            routine: HashSet::new(),
+            parked: VecDeque::new(),
             opening: Opening::default(),
             open: false,
             closed: false,
@@ -207,6 +221,34 @@ impl SqlBackend {
         let id = ctx.ids.request();
         self.background.insert(id, what);
         ctx.out.push_back(SqlRequest { id, op });
+    }
+
+    /// Tells the engine to re-check `tokens` at once (a wake-up): their re-checks skip the
+    /// routine queue, and one parked already goes out now.
+    fn wake(&mut self, ctx: &mut Ctx<'_, SqlRequest>, tokens: Vec<Arc<str>>) {
+        if tokens.is_empty() {
+            return;
+        }
+        for t in &tokens {
+            let in_flight = &self.in_flight;
+            if let Some(i) = self.parked.iter().position(|r| in_flight.get(&r.id).is_some_and(|c| c.token == *t)) {
+                if let Some(r) = self.parked.remove(i) {
+                    ctx.out.push_back(r);
+                }
+            } else {
+                self.urgent.insert(Arc::clone(t));
+            }
+        }
+        self.signals.push_back(Signal::Recheck(tokens.iter().map(|t| t.to_string()).collect()));
+    }
+
+    /// Sends parked routine re-checks while fewer than [`ROUTINE_CHECKS`] are out.
+    fn unpark(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
+        while self.routine.len() < ROUTINE_CHECKS {
+            let Some(r) = self.parked.pop_front() else { break };
+            self.routine.insert(r.id);
+            ctx.out.push_back(r);
+        }
     }
 
     /// Settles a call without a request: handed over at the next timeout, due at once.
@@ -261,9 +303,9 @@ impl SqlBackend {
             Background::Relisten => match reply {
                 // Notifications sent while no one listened were lost: every waiter looks again.
                 Ok(_) => {
-                    let tokens: Vec<String> = self.waits.keys().map(|t| t.to_string()).collect();
+                    let tokens: Vec<Arc<str>> = self.waits.keys().cloned().collect();
                     self.waits.clear();
-                    self.signals.push_back(Signal::Recheck(tokens));
+                    self.wake(ctx, tokens);
                 }
                 Err(_) => self.send_background(ctx, Background::Relisten, SqlOp::Listen),
             },
@@ -290,7 +332,7 @@ impl SqlBackend {
                 if rang {
                     if still {
                         self.rang.insert(Arc::clone(&token), owner);
-                        self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
+                        self.wake(ctx, vec![Arc::clone(&token)]);
                     }
                 }
                 self.start_waits(ctx);
@@ -335,7 +377,7 @@ impl SqlBackend {
                 if ids.iter().any(|id| self.gone.contains(id)) {
                     // What it waits behind was deleted after this attempt read it: look again.
                     self.waits.remove(token);
-                    self.signals.push_back(Signal::Recheck(vec![token.to_string()]));
+                    self.wake(ctx, vec![Arc::clone(token)]);
                     return Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 });
                 }
                 // MySQL waits on one doorbell: the nearest row (a semaphore: the oldest).
@@ -429,6 +471,7 @@ impl SqlBackend {
                 self.rows.remove(&call.token);
                 self.waits.remove(&call.token);
                 self.rang.remove(&call.token);
+                self.urgent.remove(&call.token);
                 Release::Done { was_held }
             }
             Ok(other) => Release::Failed(Error::protocol(format!("a release answered {other:?}"))),
@@ -499,6 +542,8 @@ impl Backend for SqlBackend {
 
     fn close_session(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
         self.closed = true;
+        // Nothing waits in the backend past the close: the engine waits for their replies.
+        ctx.out.extend(self.parked.drain(..));
         let owners: Vec<String> = self.rows.keys().map(|t| t.to_string()).collect();
         self.rows.clear();
         self.waits.clear();
@@ -537,14 +582,27 @@ impl Backend for SqlBackend {
             }
         };
         let id = ctx.ids.request();
-        let call = Call { purpose, target: Arc::clone(target), token: Arc::from(token), sent: ctx.now, entry_ttl, once, op: op.clone(), rerun: 0 };
+        let token: Arc<str> = Arc::from(token);
+        let routine = matches!(op, SqlOp::Check(_)) && !self.urgent.remove(&token) && !self.closed;
+        let call = Call { purpose, target: Arc::clone(target), token, sent: ctx.now, entry_ttl, once, op: op.clone(), rerun: 0 };
         self.in_flight.insert(id, call);
-        ctx.out.push_back(SqlRequest { id, op });
+        let request = SqlRequest { id, op };
+        if !routine {
+            ctx.out.push_back(request);
+        } else {
+            // Sent when its turn comes (its send time is when the engine asked: validity is
+            // never counted from later than the truth).
+            self.parked.push_back(request);
+            self.unpark(ctx);
+        }
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, id: RequestId, reply: SqlResult, answers: &mut Vec<Answer>) {
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply);
+        }
+        if self.routine.remove(&id) {
+            self.unpark(ctx);
         }
         let Some(mut call) = self.in_flight.remove(&id) else { return };
         if let Err(f) = &reply {
@@ -609,7 +667,9 @@ impl Backend for SqlBackend {
                 for t in &woken {
                     self.waits.remove(t);
                 }
-                Signal::Recheck(woken.iter().map(|t| t.to_string()).collect())
+                // Through the signal queue (the engine takes it right after this returns).
+                self.wake(ctx, woken);
+                Signal::Nothing
             }
             SqlNotice::Reconnected { conn: Conn::Listen } => {
                 if self.open && self.dialect() == Dialect::Postgres {
