@@ -14,7 +14,8 @@
 //!   grant, and once thawed it knows it lost;
 //! - 1,000 waiters with random timeouts and cancellations over four clients leave no row of
 //!   theirs once the holder released, and none after close; the patient third is granted
-//!   within 20 s and every hand-over after the release is a wake-up (under 500 ms);
+//!   within 20 s and every hand-over after the release is a wake-up (under 500 ms; MariaDB 1.5 s,
+//!   the reason at the assertion);
 //! - hand-overs are wake-ups, not re-checks: 8 waiters on one client (more than MySQL's 4 wait
 //!   connections) and, on PostgreSQL, a predecessor that leaves while the waiter's acquire is
 //!   between reading the rows and its reply (a DBA's deferred trigger holds that COMMIT);
@@ -550,8 +551,27 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     let queued_at = Instant::now();
     tokio::time::sleep(Duration::from_millis(1700)).await;
     let during = admin.rows(&name).await.len();
+    // The release comes once every waiter still waiting has its row and every one that gave up
+    // has none: 1,000 acquire transactions of one name take turns on its serialization lock
+    // (seconds in all), each client's batches one after another on its one statement
+    // connection, and a release or a wake-up's re-check sent while that queue drains waits its
+    // turn behind it (measured: the release itself took 0.9 to 2 s, and the second grant came
+    // 0.6 to 1.1 s after the first) — a wait for the connection, not a missed wake-up. The
+    // hand-overs measured below are the queue's, not the inserts'.
+    let settle = Instant::now() + Duration::from_secs(15);
+    loop {
+        let waiting = tasks.iter().filter(|t| !t.is_finished()).count();
+        let rows = admin.rows(&name).await.len();
+        if rows == waiting + 1 {
+            break;
+        }
+        assert!(Instant::now() < settle, "{rows} rows for {waiting} waiters and the holder after 15 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let released = Instant::now();
     holder.release().await.unwrap();
+    // The release's own round trip: it queues behind the holder's client's other batches.
+    let release_took = released.elapsed();
     for t in tasks {
         tokio::time::timeout(LONG + Duration::from_secs(10), t).await.expect("every waiter ends").unwrap();
     }
@@ -564,11 +584,37 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     let mut grants: Vec<Instant> = holdings.lock().unwrap().iter().map(|h| h.granted).collect();
     grants.sort();
     let mut gaps: Vec<Duration> = grants.windows(2).map(|w| w[1] - w[0]).collect();
+    // When the slow ones ended, after the release, and which grant they were (for a failure's
+    // diagnosis).
+    let slow_at: Vec<(usize, Duration, Duration)> = grants
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[1] - w[0] >= SLOW_HANDOFF)
+        .map(|(i, w)| (i + 1, w[1].saturating_duration_since(released), w[1] - w[0]))
+        .collect();
+    eprintln!(
+        "{db:?} 1000 waiters: the release took {release_took:?}, the first grant came {:?} after it",
+        grants.first().map(|g| g.saturating_duration_since(released))
+    );
+    if !slow_at.is_empty() {
+        eprintln!("{db:?} 1000 waiters: slow hand-overs (grant number, ended after the release, took): {slow_at:?}");
+    }
     gaps.sort();
-    let slow = gaps.iter().filter(|g| **g >= SLOW_HANDOFF).count();
+    // MariaDB's bound is 1.5 s, and why (measured with the PostgreSQL run beside it, as the
+    // suite runs them): the hand-overs are wake-ups (p50 2.5 to 3 ms, p90 4.4 to 5.3 ms), but
+    // in the first seconds after the release a few take 0.66 to 0.99 s, and the holder's
+    // release itself takes 1.2 s there — with at most 4 of the client's routine re-checks
+    // queued ahead of it on its connection, so the time is spent in the server: 334 waiters'
+    // rows are each refreshed every 2 s (a third of the 6 s entry lease) by a re-check whose
+    // reap DELETE and expiry UPDATE scan the name's rows under REPEATABLE READ, and our guess
+    // (not proven) is that the release's and the woken waiter's statements wait on those row
+    // locks. PostgreSQL keeps 500 ms (its longest: 8 to 80 ms). A missed wake-up still shows:
+    // it waits for the 2 s re-check, and the p90 bound below catches any systematic miss.
+    let slow_handoff = if db == Db::MariaDb { Duration::from_millis(1500) } else { SLOW_HANDOFF };
+    let slow = gaps.iter().filter(|g| **g >= slow_handoff).count();
     if !gaps.is_empty() {
         eprintln!(
-            "{db:?} 1000 waiters: hand-overs p50 {:?} p90 {:?} max {:?}, {slow} of {} took {SLOW_HANDOFF:?} or more",
+            "{db:?} 1000 waiters: hand-overs p50 {:?} p90 {:?} max {:?}, {slow} of {} took {slow_handoff:?} or more",
             gaps[gaps.len() / 2],
             gaps[gaps.len() * 9 / 10],
             gaps[gaps.len() - 1],
@@ -590,7 +636,10 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_rows(db: Db) {
     // Once the holder released, every remaining waiter is woken by its predecessor's release;
     // a hand-over as slow as the waiters' capped re-check (a third of their 6 s entry lease)
     // means a waiter missed its wake-up and was found by its timer.
-    assert_eq!(slow, 0, "{slow} hand-over(s) took {SLOW_HANDOFF:?} or more (longest {:?})", gaps.last());
+    assert_eq!(slow, 0, "{slow} hand-over(s) took {slow_handoff:?} or more (longest {:?})", gaps.last());
+    // And they are wake-ups throughout, not the odd one: a waiter found by its re-check would
+    // take up to 2 s.
+    assert!(gaps.is_empty() || gaps[gaps.len() * 9 / 10] < Duration::from_millis(100), "hand-overs p90 {:?}", gaps[gaps.len() * 9 / 10]);
     assert!(during > 1, "the waiters had rows while they waited");
 }
 
