@@ -329,11 +329,9 @@ impl SqlBackend {
                     }
                     on
                 });
-                if rang {
-                    if still {
-                        self.rang.insert(Arc::clone(&token), owner);
-                        self.wake(ctx, vec![Arc::clone(&token)]);
-                    }
+                if rang && still {
+                    self.rang.insert(Arc::clone(&token), owner);
+                    self.wake(ctx, vec![Arc::clone(&token)]);
                 }
                 self.start_waits(ctx);
             }
@@ -427,7 +425,7 @@ impl SqlBackend {
             .filter_map(|(t, w)| w.bell.as_ref().filter(|b| !self.silent.contains(&b.owner)).map(|b| (rank(b), b.id, Arc::clone(t), b.cap_secs)))
             .collect();
         drop(by_name);
-        ready.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        ready.sort_unstable_by_key(|r| (r.0, r.1));
         for (rank, _, token, cap_secs) in ready {
             if self.doorbell_waits >= MAX_WAIT_CONNECTIONS {
                 break;
