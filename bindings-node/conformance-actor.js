@@ -15,12 +15,18 @@ const err = (e) => {
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Wall clock in ns, comparable across processes (and with the server's TIME) to well under a
-// millisecond. Date.now() reads the system clock but only to the millisecond; the monotonic
-// clock (performance.now, hrtime) does not follow steps of the system clock, so an offset taken
-// once at start-up (performance.timeOrigin) drifts from it whenever the clock is adjusted. So:
-// anchor hrtime to the wall clock at the instant Date.now() ticks over to a new millisecond, and
-// re-anchor whenever a reading disagrees with Date.now() about the current millisecond.
+// millisecond. Date.now() reads the system clock but only to the millisecond, and anchoring
+// hrtime at the instant it ticks is off by however long the process was descheduled between
+// the two reads (a millisecond and more on a loaded CI machine: enough for two actors' 5 ms
+// holdings to seem to overlap). performance.timeOrigin is the wall clock Node read at start-up
+// to the microsecond, so timeOrigin + performance.now() is the wall clock to the microsecond —
+// until the system clock is stepped, which the monotonic clock does not follow: a reading more
+// than 2 ms away from Date.now() re-anchors (then to the millisecond, by the tick).
 function anchor() {
+  const wallNs = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+  return { wallNs, hr: process.hrtime.bigint() };
+}
+function anchorAtTick() {
   const start = Date.now();
   let ms = start;
   while (ms === start) ms = Date.now();
@@ -30,8 +36,8 @@ let wallAnchor = anchor();
 function wallNs() {
   let ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
   const drift = Number(ns / 1_000_000n) - Date.now();
-  if (drift < 0 || drift > 1) {
-    wallAnchor = anchor();
+  if (drift < -2 || drift > 2) {
+    wallAnchor = anchorAtTick();
     ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
   }
   return ns.toString();
