@@ -40,6 +40,16 @@ ensure_wasm_target() {
   rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
 }
 
+# Says so up front when the build directory's disk has less than $1 GB free: a full test
+# build needs about 6 GB, and running out shows up later as unrelated-looking failures.
+warn_low_disk() {
+  local free_kb
+  free_kb=$(df -Pk "${CARGO_TARGET_DIR:-$LG_ROOT}" 2>/dev/null | awk 'NR==2 {print $4}')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $(($1 * 1024 * 1024)) ]; then
+    log "warning: only $((free_kb / 1024)) MB free on the build disk; the test build needs about $1 GB"
+  fi
+}
+
 ensure_base() {
   ensure_apt redis-server redis-tools openssl python3 ca-certificates
   ensure_zookeeper
