@@ -501,7 +501,7 @@ impl SqlOp {
             }
             SqlOp::Ping => main(vec![plain("SELECT 1")]),
             SqlOp::Acquire(a) => main(render_acquire(schema, a)),
-            SqlOp::Check(a) => main(vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)]),
+            SqlOp::Check(a) => main(render_check(schema, a)),
             SqlOp::Renew { id, owner, ttl_ms } => main(vec![Stmt::new(schema)
                 .s(&format!("UPDATE {t} SET expires_ms = "))
                 .now()
@@ -601,9 +601,8 @@ impl SqlOp {
         match self {
             SqlOp::Probe | SqlOp::CreateSchema | SqlOp::Listen | SqlOp::NotifySelf { .. } | SqlOp::Ping => Ok(SqlReply::Done),
             SqlOp::Acquire(_) | SqlOp::Check(_) => {
-                // [.., SELECT rows, COMMIT] or [UPDATE, SELECT rows]
-                let from_end = if matches!(self, SqlOp::Check(_)) { 1 } else { 2 };
-                let Some(select) = rows.len().checked_sub(from_end).and_then(|i| rows.get(i)) else {
+                // Both end with the re-check, whose last statement reads the rows.
+                let Some(select) = rows.last() else {
                     return bad(format!("an acquire with {} results", rows.len()));
                 };
                 let mut out = Vec::with_capacity(select.rows.len());
@@ -669,73 +668,116 @@ fn take_doorbell(schema: &Schema, owner: &str) -> Statement {
         .done()
 }
 
-/// The acquire batch: `BEGIN`, serialize on the name, (MySQL: doorbell), insert if absent,
-/// reap, set the expiry by the recipe's count, read the live rows, `COMMIT`.
+/// The acquire batch. The insert is serialized per name so that rows of one name commit in id
+/// order (a row read as first cannot be overtaken by a smaller id committing later); what
+/// follows the insert is the re-check ([`render_check`]), after the serialization has ended:
+/// every row with a smaller id committed before the own row was inserted, so reading after
+/// the commit is as safe as a waiter's re-check, and the name's lock is held for the insert
+/// alone.
+/// - PostgreSQL, two autocommit statements a transport may pipeline: the advisory lock and the
+///   insert in one statement (the lock is taken in a materialized CTE before the insert draws
+///   its id; the lock ends with the statement's commit), then the one-statement re-check. The
+///   re-check cannot share the insert's statement: a statement's snapshot is taken before it
+///   waits for the lock, and would miss rows committed meanwhile.
+/// - MySQL/MariaDB: `BEGIN`, the name's anchor row upserted (an exclusive row lock until
+///   `COMMIT`; `INSERT IGNORE` would take a shared one, and two shared lockers would deadlock),
+///   the own doorbell taken, the insert, `COMMIT`, then the re-check's statements.
 fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     let t = schema.table();
-    let pg = schema.dialect == Dialect::Postgres;
-    let mut out = vec![plain(if pg { "BEGIN ISOLATION LEVEL READ COMMITTED" } else { "BEGIN" })];
-    if pg {
-        // Serializes the name's inserts until COMMIT: ids of one name commit in id order, so a
-        // row read as first cannot be overtaken by a smaller id committing later.
-        out.push(
-            Stmt::new(schema)
-                .s("SELECT pg_advisory_xact_lock(")
+    let columns = "(lock_key, owner, kind, permits, value, expires_ms)";
+    fn values<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+        stmt.text(&a.lock_key)
+            .s(", ")
+            .text(&a.owner)
+            .s(", ")
+            .text(a.kind.as_str())
+            .s(", ")
+            .int(i64::from(a.permits))
+            .s(", ")
+            .opt_text(a.value.as_deref())
+            .s(", ")
+            .now()
+            .s(" + ")
+            .int(ms(a.entry_ttl_ms))
+    }
+    let mut out = match schema.dialect {
+        Dialect::Postgres => {
+            let insert = Stmt::new(schema)
+                .s("WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(")
                 .int(i64::from(ADVISORY_CLASS))
                 .s("::INTEGER, hashtext(")
                 .text(&format!("{}{}", schema.table_name(), a.lock_key))
-                .s("))")
-                .done(),
-        );
-    } else {
-        // The anchor row, created or locked by the upsert (an exclusive lock until COMMIT;
-        // `INSERT IGNORE` would take a shared one, and two shared lockers would deadlock).
-        out.push(
-            Stmt::new(schema)
-                .s(&format!("INSERT INTO {t} (lock_key, owner, kind, permits, value, expires_ms) VALUES ("))
+                .s(&format!(")) AS locked) INSERT INTO {t} {columns} SELECT "));
+            vec![values(insert, a).s(" FROM l ON CONFLICT (lock_key, owner) DO NOTHING").done()]
+        }
+        Dialect::MySql => {
+            let anchor = Stmt::new(schema)
+                .s(&format!("INSERT INTO {t} {columns} VALUES ("))
                 .text(&a.lock_key)
                 .s(&format!(", '{ANCHOR_OWNER}', 'anchor', 0, NULL, 0) ON DUPLICATE KEY UPDATE expires_ms = 0"))
-                .done(),
-        );
-        out.push(take_doorbell(schema, &a.owner));
-    }
-    let insert = Stmt::new(schema)
-        .s(if pg { "INSERT INTO " } else { "INSERT IGNORE INTO " })
-        .s(&format!("{t} (lock_key, owner, kind, permits, value, expires_ms) VALUES ("))
-        .text(&a.lock_key)
-        .s(", ")
-        .text(&a.owner)
-        .s(", ")
-        .text(a.kind.as_str())
-        .s(", ")
-        .int(i64::from(a.permits))
-        .s(", ")
-        .opt_text(a.value.as_deref())
-        .s(", ")
-        .now()
-        .s(" + ")
-        .int(ms(a.entry_ttl_ms))
-        .s(if pg { ") ON CONFLICT (lock_key, owner) DO NOTHING" } else { ")" })
-        .done();
-    out.push(insert);
-    out.push(reap(schema, &a.lock_key));
-    out.push(set_expiry(schema, a, false));
-    out.push(read_rows(schema, a));
-    out.push(plain("COMMIT"));
+                .done();
+            let insert = values(Stmt::new(schema).s(&format!("INSERT IGNORE INTO {t} {columns} VALUES (")), a).s(")").done();
+            vec![plain("BEGIN"), anchor, take_doorbell(schema, &a.owner), insert, plain("COMMIT")]
+        }
+    };
+    out.extend(render_check(schema, a));
     out
 }
 
+/// A re-check of a row the client has (after an acquire's insert, or a waiter's): delete the
+/// name's dead rows (PostgreSQL: notifying their ids), set the own row's expiry by the
+/// recipe's count while it is live, and read the name's live rows up to the own one, in id
+/// order (none if the own row expired). PostgreSQL does it in one statement; MySQL, which
+/// has neither data-modifying CTEs nor `UPDATE .. RETURNING`, in three.
+fn render_check(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
+    match schema.dialect {
+        Dialect::Postgres => vec![check_pg(schema, a)],
+        Dialect::MySql => vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)],
+    }
+}
+
+/// PostgreSQL's re-check in one statement. Every part sees the statement's one snapshot: the
+/// rows the reap deletes are expired, so neither the count nor the read would take them
+/// anyway, and the own row comes from the update's `RETURNING` (its new expiry), appended to
+/// the live rows ahead of it. Data-modifying CTEs run to completion whether read or not.
+fn check_pg(schema: &Schema, a: &AcquireOp) -> Statement {
+    let t = schema.table();
+    let reap = Stmt::new(schema)
+        .s(&format!("WITH d AS (DELETE FROM {t} WHERE lock_key = "))
+        .text(&a.lock_key)
+        .s(" AND expires_ms <= ")
+        .now()
+        .s(" RETURNING pg_notify(")
+        .text(&schema.channel())
+        .s(", id::TEXT)::TEXT), u AS (");
+    let update = expiry_update(reap, a, true)
+        .s(&format!(" RETURNING me.{}, me.expires_ms - ", ROW_COLUMNS.trim_end_matches(", ").replace(", ", ", me.")))
+        .now()
+        .s(&format!(") SELECT {ROW_COLUMNS}expires_ms - "))
+        .now()
+        .s(&format!(" FROM {t} WHERE lock_key = "))
+        .text(&a.lock_key)
+        .s(" AND expires_ms > ")
+        .now()
+        .s(" AND id < (SELECT id FROM u) UNION ALL SELECT * FROM u ORDER BY 1");
+    update.done()
+}
 
 /// The own row's expiry: the lease if fewer than `holds_below` blocking entries are ahead of it
 /// (the recipe's predicate), else the entry lease; `live_only`: only if the row is live. The
 /// count reads a derived table, which MySQL materializes (it refuses a plain subquery on the
 /// table being updated).
 fn set_expiry(schema: &Schema, a: &AcquireOp, live_only: bool) -> Statement {
+    expiry_update(Stmt::new(schema), a, live_only).done()
+}
+
+/// [`set_expiry`]'s `UPDATE`, appended to `update`.
+fn expiry_update<'s>(update: Stmt<'s>, a: &AcquireOp, live_only: bool) -> Stmt<'s> {
+    let schema = update.schema;
     let t = schema.table();
     let pg = schema.dialect == Dialect::Postgres;
     let blocking = if a.kind == EntryKind::Read { " AND b.kind <> 'read'" } else { "" };
     let below = i64::from(a.holds_below());
-    let update = Stmt::new(schema);
     let update = if pg {
         update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM ")
     } else {
@@ -764,8 +806,11 @@ fn set_expiry(schema: &Schema, a: &AcquireOp, live_only: bool) -> Statement {
         .text(&a.lock_key)
         .s(" AND me.owner = ")
         .text(&a.owner);
-    let update = if live_only { update.s(" AND me.expires_ms > ").now() } else { update };
-    update.done()
+    if live_only {
+        update.s(" AND me.expires_ms > ").now()
+    } else {
+        update
+    }
 }
 
 /// Deletes the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
@@ -900,8 +945,14 @@ mod tests {
         assert!(my_sql.iter().any(|s| s.starts_with("INSERT IGNORE INTO `app_entry`")), "{my_sql:?}");
         assert!(my_sql.iter().any(|s| s.contains("GET_LOCK(?, 0)")));
         assert!(my_sql.iter().any(|s| s.contains("NOW(6)")));
-        assert_eq!((pg_sql.first(), pg_sql.last()), (Some(&"BEGIN ISOLATION LEVEL READ COMMITTED"), Some(&"COMMIT")));
-        assert_eq!((my_sql.first(), my_sql.last()), (Some(&"BEGIN"), Some(&"COMMIT")));
+        // PostgreSQL: the locked insert, then the one-statement re-check; no transaction.
+        assert_eq!(pg_sql.len(), 2, "{pg_sql:?}");
+        assert!(pg_sql[0].starts_with("WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock("), "{pg_sql:?}");
+        assert!(pg_sql[1].starts_with("WITH d AS (DELETE") && pg_sql[1].contains("UNION ALL SELECT * FROM u"), "{pg_sql:?}");
+        assert_eq!(SqlOp::Check(op()).render(&pg).statements, pgs.statements[1..].to_vec());
+        // MySQL: the insert inside the anchor's transaction, the re-check after its COMMIT.
+        assert_eq!((my_sql.first(), my_sql.get(4)), (Some(&"BEGIN"), Some(&"COMMIT")), "{my_sql:?}");
+        assert_eq!(SqlOp::Check(op()).render(&my).statements, mys.statements[5..].to_vec());
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
         let my_rel = rel.render(&my).statements;
@@ -936,9 +987,8 @@ mod tests {
             Value::Null,
             Value::Text("29999".into()),
         ];
-        let mut results = vec![Rows::default(); 6];
+        let mut results = vec![Rows::default(); 7];
         results.push(Rows { affected: 0, rows: vec![row] });
-        results.push(Rows::default());
         let got = SqlOp::Acquire(op()).parse(results).unwrap();
         let SqlReply::Entries { rows } = got else { panic!("{got:?}") };
         assert_eq!((rows[0].id, rows[0].kind, rows[0].permits, rows[0].remaining_ms), (5, Some(EntryKind::Mutex), 1, 29999));

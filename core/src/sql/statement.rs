@@ -7,8 +7,13 @@
 //!
 //! Rules every transport follows:
 //! - A batch runs its statements in order, each in autocommit (no transaction wraps a batch
-//!   unless its first statement is `BEGIN`), on the one connection [`Conn`] names, and stops at
-//!   the first failing statement: its reply is that failure. A batch that opened a transaction
+//!   unless its first statement is `BEGIN`), on the one connection [`Conn`] names; its reply is
+//!   the first failing statement's failure. A transport may pipeline the statements of a batch
+//!   that opens no transaction (send each before the previous one's reply arrives; the server
+//!   still runs them in order, each with its own snapshot), so the statements after a failing
+//!   one may or may not run: the backend renders such batches only where running the rest is
+//!   harmless (a re-check after a failed insert). A batch that opens a transaction runs one
+//!   statement at a time and stops at its first failure. A batch that opened a transaction
 //!   (its first statement is `BEGIN`, e.g. `BEGIN ISOLATION LEVEL READ COMMITTED`) and fails
 //!   before its `COMMIT` is rolled back by the transport (`ROLLBACK` on that connection) before
 //!   the reply, so no lock taken in it outlives the batch and the next batch starts clean.

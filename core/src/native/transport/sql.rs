@@ -211,6 +211,16 @@ impl DbConn {
     async fn run(&mut self, statements: &[Statement]) -> BatchResult {
         let mut out = Vec::with_capacity(statements.len());
         let transaction = statements.first().is_some_and(|s| begins_transaction(&s.sql));
+        if let (DbConn::Pg(c), false, true) = (&mut *self, transaction, statements.len() > 1) {
+            // Autocommit statements, pipelined (the batch contract allows it: see
+            // `sql::statement`): the first failure is the reply.
+            if let Some(results) = c.run_pipelined(statements).await {
+                for result in results {
+                    out.push(result?);
+                }
+                return Ok(out);
+            }
+        }
         for statement in statements {
             match self.run_one(statement).await {
                 Ok(rows) => out.push(rows),

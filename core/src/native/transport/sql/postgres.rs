@@ -120,6 +120,27 @@ impl PgConn {
         }
     }
 
+    /// Runs statements pipelined if every one is prepared already: each is sent before the
+    /// previous one's reply is read (one round trip for the lot), and the server runs them in
+    /// order, each in its own autocommit transaction with its own snapshot; every statement
+    /// runs, whatever an earlier one's outcome. `None` if one is not prepared yet: preparing
+    /// needs its tables to exist, which an earlier statement of the batch may be creating, so
+    /// the caller runs such a batch one statement at a time (the first time only).
+    pub(super) async fn run_pipelined(&mut self, statements: &[Statement]) -> Option<Vec<Result<Rows, SqlFailure>>> {
+        let prepared: Vec<pg::Statement> = statements.iter().map(|s| self.statements.get(&s.sql).cloned()).collect::<Option<_>>()?;
+        // `join_all` polls every query once before waiting on any: each is written to the
+        // connection when first polled, so all are on the wire before the first reply.
+        let replies = futures_util::future::join_all(prepared.iter().zip(statements).map(|(p, s)| self.query(p, s))).await;
+        let mut out = Vec::with_capacity(replies.len());
+        for (reply, statement) in replies.into_iter().zip(statements) {
+            out.push(reply.map_err(|e| {
+                self.statements.remove(&statement.sql);
+                self.failure(&e, &describe(&statement.sql))
+            }));
+        }
+        Some(out)
+    }
+
     async fn query(&self, prepared: &pg::Statement, statement: &Statement) -> Result<Rows, pg::Error> {
         let params: Vec<Param<'_>> = statement.params.iter().map(Param).collect();
         let stream = self.client.query_raw(prepared, params.iter().map(|p| p as &dyn ToSql)).await?;
