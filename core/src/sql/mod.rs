@@ -16,6 +16,7 @@ pub mod config;
 pub mod failure;
 pub mod recipe;
 pub mod request;
+pub mod script;
 pub mod statement;
 pub mod target;
 
