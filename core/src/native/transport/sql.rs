@@ -204,8 +204,9 @@ impl DbConn {
         }
     }
 
-    /// Runs the statements in order, stopping at the first failure. A batch that began a
-    /// transaction and failed inside it is rolled back, so the connection is left as the next
+    /// Runs the statements in order, stopping at the first failure (MySQL: a batch of several
+    /// as one script, in one round trip). A batch that began a transaction and failed inside it
+    /// is rolled back, so the connection is left as the next
     /// batch expects it (no transaction open, no row or advisory lock held); a connection that
     /// cannot even roll back is reported lost.
     async fn run(&mut self, statements: &[Statement]) -> BatchResult {
@@ -221,21 +222,35 @@ impl DbConn {
                 return Ok(out);
             }
         }
+        if let (DbConn::My(c), true) = (&mut *self, statements.len() > 1) {
+            // One script, one round trip (the batch contract allows it: see `sql::statement`);
+            // the server stops at the first failing statement, which is the reply.
+            return match c.run_script(statements).await {
+                Ok(results) => Ok(results),
+                Err(SqlFailure::ConnectionLost(why)) => Err(SqlFailure::ConnectionLost(why)),
+                Err(failure) if transaction => Err(self.roll_back(failure).await),
+                Err(failure) => Err(failure),
+            };
+        }
         for statement in statements {
             match self.run_one(statement).await {
                 Ok(rows) => out.push(rows),
                 Err(SqlFailure::ConnectionLost(why)) => return Err(SqlFailure::ConnectionLost(why)),
-                Err(failure) if transaction => {
-                    let rollback = Statement { sql: "ROLLBACK".into(), params: vec![] };
-                    return match self.run_one(&rollback).await {
-                        Ok(_) => Err(failure),
-                        Err(e) => Err(SqlFailure::ConnectionLost(format!("{failure}; then the rollback failed: {e}"))),
-                    };
-                }
+                Err(failure) if transaction => return Err(self.roll_back(failure).await),
                 Err(failure) => return Err(failure),
             }
         }
         Ok(out)
+    }
+
+    /// Rolls back the transaction a batch opened and failed in: `failure` if that works, else
+    /// `ConnectionLost` (a connection that cannot roll back is in no state to be used again).
+    async fn roll_back(&mut self, failure: SqlFailure) -> SqlFailure {
+        let rollback = Statement { sql: "ROLLBACK".into(), params: vec![] };
+        match self.run_one(&rollback).await {
+            Ok(_) => failure,
+            Err(e) => SqlFailure::ConnectionLost(format!("{failure}; then the rollback failed: {e}")),
+        }
     }
 
     async fn run_one(&mut self, statement: &Statement) -> Result<Rows, SqlFailure> {

@@ -1,7 +1,7 @@
-//! One MySQL/MariaDB connection on `sqlx`'s MySQL driver: statements with parameters prepared
-//! (sqlx keeps them per connection), statements without any sent as text (so `BEGIN` and the
-//! like, which the server will not prepare, run too), rows converted to [`Value`]s by column
-//! type, errors classified (a killed connection or a server shutting down is
+//! One MySQL/MariaDB connection on `sqlx`'s MySQL driver: a single statement with parameters
+//! prepared (sqlx keeps them per connection), one without any sent as text (so `BEGIN` and the
+//! like, which the server will not prepare, run too), a batch of several as one text script
+//! (one round trip), rows converted to [`Value`]s by column type, errors classified (a killed connection or a server shutting down is
 //! `ConnectionLost`, a refused statement its error number).
 
 use futures_util::TryStreamExt;
@@ -10,6 +10,7 @@ use sqlx::{AssertSqlSafe, Column, Connection, Either, Executor, Row, TypeInfo, V
 
 use super::{rows, Endpoint, TlsMode};
 use crate::error::{Error, ErrorKind};
+use crate::sql::script::mysql_script;
 use crate::sql::{Rows, SqlFailure, Statement, Value};
 
 /// How many prepared statements a connection keeps (the backend renders a small fixed set).
@@ -92,6 +93,40 @@ impl MyConn {
             }
         }
         Ok(rows(affected, out))
+    }
+
+    /// Runs `statements` as one multi-statement script ([`mysql_script`]: parameters as
+    /// literals, text protocol) in one round trip; sqlx logs in with `CLIENT_MULTI_STATEMENTS`.
+    /// The server answers each statement in turn and stops at the first that fails, whose
+    /// error is the reply; each statement's answer ends with one `Either::Left` (its OK packet,
+    /// or the end of its rows), which is how the results are split. Rows come back in the text
+    /// format and convert as the prepared ones do ([`values`] reads by column type).
+    pub(super) async fn run_script(&mut self, statements: &[Statement]) -> Result<Vec<Rows>, SqlFailure> {
+        let script = mysql_script(statements).map_err(SqlFailure::Other)?;
+        // The statement the server is answering, for messages (parameters are left out).
+        let at = |n: usize| match statements.get(n) {
+            Some(s) => format!("{} (statement {} of a script of {})", describe(&s.sql), n + 1, statements.len()),
+            None => format!("a script of {} statements", statements.len()),
+        };
+        let mut stream = (&mut self.conn).fetch_many(sqlx::raw_sql(AssertSqlSafe(script)));
+        let mut out = Vec::with_capacity(statements.len());
+        let mut current = Vec::new();
+        loop {
+            match stream.try_next().await {
+                Ok(None) => break,
+                Ok(Some(Either::Left(done))) => out.push(rows(done.rows_affected(), std::mem::take(&mut current))),
+                Ok(Some(Either::Right(row))) => {
+                    let row = values(&row).map_err(|e| SqlFailure::Other(Error::protocol(format!("{}: {e}", at(out.len())))))?;
+                    current.push(row);
+                }
+                Err(e) => return Err(failure(&e, &at(out.len()), &self.endpoint)),
+            }
+        }
+        if out.len() != statements.len() || !current.is_empty() {
+            let why = format!("the server answered {} results to {} statements", out.len(), statements.len());
+            return Err(SqlFailure::Other(Error::protocol(format!("{}: {why}", at(usize::MAX)))));
+        }
+        Ok(out)
     }
 
     /// Closes it in the background (a polite `QUIT`, given up after a second).

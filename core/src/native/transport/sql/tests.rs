@@ -358,6 +358,79 @@ async fn mariadb_waits_are_woken_by_release_and_by_death() {
     assert_eq!(waiter.shared.waits.lock().unwrap().len(), MAX_WAIT_CONNECTIONS);
 }
 
+/// MySQL/MariaDB: a batch of several statements is one script (parameters as literals, the text
+/// protocol) whose results come back per statement, in order, converted as a prepared
+/// statement's are; the first failing statement ends it (the rest never run) and a transaction
+/// it opened is rolled back; text of any kind round-trips.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_batches_are_one_script() {
+    let (t, _rx) = transport(mariadb(), 5000).await;
+    let name = table("script");
+    one(&t, Conn::Main, &format!("CREATE TABLE {name} (id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(255) NOT NULL UNIQUE, n BIGINT NULL, v TEXT NULL) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"), vec![]).await;
+    let prepared = |t: &SqlTransport| {
+        let t = t.clone();
+        async move {
+            let r = one(&t, Conn::Main, "SHOW SESSION STATUS LIKE 'Com_stmt_execute'", vec![]).await;
+            r.rows[0][1].as_int().expect("a count")
+        }
+    };
+    let texts = ["it's", "a \"quote\"", "back\\slash\\", "`tick`", "what?", "semi; -- colon /* */ #", "é 鍵 🔒", "", "nul\0byte", "\\' OR 1=1 -- "];
+    let insert = |k: &str, n: Value| st(&format!("INSERT INTO {name} (k, n, v) VALUES (?, ?, ?)"), vec![Text(k.into()), n, Text(k.into())]);
+    let before = prepared(&t).await;
+    let mut statements: Vec<Statement> = texts.iter().enumerate().map(|(i, k)| insert(k, Int(i as i64 - 5))).collect();
+    statements.push(insert("min", Int(i64::MIN)));
+    statements.push(insert("max", Int(i64::MAX)));
+    statements.push(insert("null", Null));
+    let select = format!("SELECT k, n, v, n * 1.5, n > 0, CHAR_LENGTH(k), k = ? FROM {name} WHERE k IN (?, ?) ORDER BY id");
+    statements.push(st(&select, vec![Text("é 鍵 🔒".into()), Text("é 鍵 🔒".into()), Text("min".into())]));
+    statements.push(st(&format!("SELECT COUNT(*) FROM {name}"), vec![]));
+    let r = t.execute(batch(Conn::Main, statements.clone())).await.expect("the script");
+    assert_eq!(prepared(&t).await, before, "the script ran as text: no statement executed prepared");
+    assert_eq!(r.len(), statements.len());
+    assert!(r[..texts.len() + 3].iter().all(|x| x.affected == 1 && x.rows.is_empty()), "{r:?}");
+    let n = texts.len() + 3;
+    assert_eq!(r[n + 1].rows, vec![vec![Int(n as i64)]]);
+    // Every text reads back as it went in, through a prepared statement (the binary protocol).
+    for (i, k) in texts.iter().enumerate() {
+        let got = one(&t, Conn::Main, &format!("SELECT v, n FROM {name} WHERE k = ?"), vec![Text(k.to_string())]).await;
+        assert_eq!(got.rows, vec![vec![Text(k.to_string()), Int(i as i64 - 5)]], "{k:?}");
+    }
+    // The script's rows convert exactly as the prepared statement's do.
+    let before = prepared(&t).await;
+    let alone = t.execute(batch(Conn::Main, vec![statements[n].clone()])).await.expect("one prepared statement");
+    assert_eq!(r[n].rows, alone[0].rows);
+    assert_eq!(prepared(&t).await, before + 1, "a statement alone runs prepared (so the count above means something)");
+    assert_eq!(r[n].rows[1][..3], [Text("min".into()), Int(i64::MIN), Text("min".into())]);
+    assert_eq!(r[n].rows[0][5..], [Int(5), Int(1)], "{:?}", r[n].rows[0]);
+    let r = t.execute(batch(Conn::Main, vec![st(&format!("SELECT n, v FROM {name} WHERE k = ?"), vec![Text("max".into())]), st(&format!("SELECT n, v FROM {name} WHERE k = ?"), vec![Text("null".into())])])).await.unwrap();
+    assert_eq!((r[0].rows.clone(), r[1].rows.clone()), (vec![vec![Int(i64::MAX), Text("max".into())]], vec![vec![Null, Text("null".into())]]));
+
+    // A failing middle statement ends the script: the statements after it never run; a
+    // transaction the batch opened is rolled back (its first insert gone, no transaction left
+    // open, its row locks released).
+    let tx = vec![st("BEGIN", vec![]), insert("tx-a", Null), insert("it's", Null), insert("tx-b", Null), st("COMMIT", vec![])];
+    match t.execute(batch(Conn::Main, tx)).await {
+        Err(SqlFailure::Server { code, .. }) => assert_eq!(code, "1062"),
+        other => panic!("{other:?}"),
+    }
+    let r = t.execute(batch(Conn::Main, vec![st("SELECT @@in_transaction", vec![]), st(&format!("SELECT COUNT(*) FROM {name} WHERE k LIKE 'tx-%'"), vec![])])).await.unwrap();
+    assert_eq!((r[0].rows.clone(), r[1].rows.clone()), (vec![vec![Int(0)]], vec![vec![Int(0)]]));
+    let (other, _orx) = transport(mariadb(), 5000).await;
+    let r = other.execute(batch(Conn::Main, vec![st("SET SESSION innodb_lock_wait_timeout = 1", vec![]), insert("tx-a", Null)])).await;
+    assert!(r.is_ok(), "the rolled-back insert's lock was released: {r:?}");
+    // Without a transaction the statements before the failure stay.
+    let r = t.execute(batch(Conn::Main, vec![insert("auto-a", Null), insert("it's", Null), insert("auto-b", Null)])).await;
+    assert!(matches!(&r, Err(SqlFailure::Server { code, .. }) if code == "1062"), "{r:?}");
+    let r = one(&t, Conn::Main, &format!("SELECT k FROM {name} WHERE k LIKE 'auto-%'"), vec![]).await;
+    assert_eq!(r.rows, vec![vec![Text("auto-a".into())]]);
+    // A statement that is not one statement, or whose parameters do not fit, is refused before
+    // anything is sent.
+    match t.execute(batch(Conn::Main, vec![st("SELECT 1", vec![]), st("SELECT ?", vec![])])).await {
+        Err(SqlFailure::Other(e)) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_wait_is_bounded_by_its_own_wait_and_the_response_timeout() {
     let s = |params: Vec<Value>| st("SELECT GET_LOCK(?, ?)", params);
