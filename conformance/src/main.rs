@@ -155,17 +155,23 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     let jobs: usize = arg(args, "--jobs").map(|j| j.parse().map_err(|_| format!("--jobs needs a number, got {j:?}"))).transpose()?.unwrap_or(2).max(1);
     let order: Vec<&'static str> = variants.iter().map(|v| v.name).collect();
     let plan = Arc::new(Plan { root: root.to_path_buf(), scenarios, specs, failures });
-    let mut groups: Vec<Vec<Variant>> = (0..jobs.min(variants.len().max(1))).map(|_| Vec::new()).collect();
-    let n = groups.len();
-    for (i, v) in variants.into_iter().enumerate() {
-        groups[i % n].push(v);
-    }
+    // One queue, taken in order by whichever stream is free: a fixed round-robin split left one
+    // stream idle for minutes while the other still had three variants to run.
+    // The variants with the most scenarios go first, so no long one starts last.
+    let mut variants = variants;
+    let runnable = |v: &Variant| plan.scenarios.iter().filter(|s| Variant::runs(&v.capabilities, v.subset, &s.name, &s.needs)).count();
+    variants.sort_by_key(|v| std::cmp::Reverse(runnable(v)));
+    let streams = jobs.min(variants.len().max(1));
+    let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(variants)));
     let mut set = tokio::task::JoinSet::new();
-    for group in groups {
+    for _ in 0..streams {
         let plan = Arc::clone(&plan);
+        let queue = Arc::clone(&queue);
         set.spawn(async move {
             let mut done = Vec::new();
-            for mut v in group {
+            loop {
+                let next = queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop_front();
+                let Some(mut v) = next else { break };
                 let started = std::time::Instant::now();
                 let results = run_variant(&plan, &mut v).await;
                 done.push((v, results, started.elapsed()));
