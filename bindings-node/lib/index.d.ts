@@ -147,8 +147,22 @@ export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'session
   sessionTimeoutMs?: number;
 }
 
+/**
+ * A SQL client (`postgres://`, `mysql://` / `mariadb://` URLs): its locks are rows of one table
+ * (`<table_prefix>entry`, created if absent), the table's settings are the URL's parameters
+ * (`table_prefix`, PostgreSQL's `schema` and `sslmode`, MySQL's `ssl-mode` and `ssl-ca`), and
+ * every expiry is on the database's clock. `tlsCaPem` is the CA a verified TLS server must
+ * chain to (instead of the URL's `sslrootcert` / `ssl-ca` file).
+ */
+export interface SqlClientOptions extends Omit<BaseClientOptions, 'redisOptions' | 'keyPrefix'> {
+  /** Limit on opening a connection (default 5000; the URL's `connect_timeout` wins where shorter). */
+  connectTimeoutMs?: number;
+  /** A batch of statements unanswered this long (ms, default 5000) drops its connection for a new one. */
+  commandTimeoutMs?: number;
+}
+
 /** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions;
+export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions;
 
 /** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
 export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
@@ -164,11 +178,18 @@ export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`
 export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
 
 /**
+ * A PostgreSQL URL, libpq's form: `postgres://[user[:password]@]host[:port][,host2..]/database?sslmode=..`
+ * (`postgresql://` too); or a MySQL/MariaDB URL: `mysql://[user[:password]@]host[:port]/database?ssl-mode=..`
+ * (`mariadb://` too).
+ */
+export type SqlUrl = `postgres://${string}` | `postgresql://${string}` | `mysql://${string}` | `mariadb://${string}`;
+
+/**
  * What a client's backend offers, from the core (the same record in every binding). Every
  * backend offers mutexes with acquire, tryAcquire, extend, release, renewal and loss signals.
  */
 export interface Capabilities {
-  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`, `ZooKeeper`, `etcd`. */
+  /** The backend's name: `Redis`, `Redis Cluster`, `Redlock`, `ZooKeeper`, `etcd`, `PostgreSQL`, `MySQL`. */
   readonly backend: string;
   /** The URL scheme of the client (`redis`, `rediss+redlock`, ...). */
   readonly scheme: string;
@@ -203,7 +224,7 @@ export interface LeaseOptions {
   entryTtlMs?: number;
 }
 
-/** A handle's effective options (defaults filled in; `entryTtlMs` only where queue entries have a lease of their own: Redis). */
+/** A handle's effective options (defaults filled in; `entryTtlMs` only where queue entries have a lease of their own: Redis and SQL). */
 export type EffectiveOptions = Required<Omit<LeaseOptions, 'entryTtlMs'>> & Pick<LeaseOptions, 'entryTtlMs'>;
 
 /** Options of `client.lock()`. */
@@ -260,6 +281,13 @@ export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions):
  * fencing tokens are the holder key's create revision.
  */
 export function connect(target: EtcdUrl, options?: EtcdClientOptions): Promise<Client>;
+/**
+ * Connects to PostgreSQL or MySQL/MariaDB and checks (or creates) lockgate's table. Locks are
+ * rows: the row id is the queue order and the fencing token; waiters are woken by `NOTIFY`
+ * (PostgreSQL) or `GET_LOCK` doorbells (MySQL), never by polling. Behind PgBouncer in
+ * transaction mode the first acquire fails with UnsupportedError.
+ */
+export function connect(target: SqlUrl, options?: SqlClientOptions): Promise<Client>;
 /**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
  * connection plus one subscriber connection, opened on the first waiting acquire),

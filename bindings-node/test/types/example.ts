@@ -26,6 +26,7 @@ import {
   type RedlockClientOptions,
   type ZooKeeperClientOptions,
   type EtcdClientOptions,
+  type SqlClientOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -226,7 +227,21 @@ async function etcdExample(): Promise<void> {
   await etcd.close();
 }
 
+async function sqlExample(): Promise<void> {
+  // PostgreSQL and MySQL/MariaDB: the table's settings are URL parameters.
+  const options: SqlClientOptions = { connectTimeoutMs: 2_000, commandTimeoutMs: 3_000 };
+  const pg: Client = await connect('postgres://app:secret@db1:5432/app?sslmode=verify-full&table_prefix=jobs_', options);
+  const lease: Lease = await pg.lock('invoice:7', { entryTtlMs: 10_000 }).acquire({ timeoutMs: 1_000 });
+  const rowId: bigint | null = lease.fencingToken; // the holder row's id
+  await lease.release();
+  const my: Client = await connect('mariadb://app:secret@db2/app', { tlsCaPem: '-----BEGIN CERTIFICATE-----' });
+  void rowId;
+  await my.close();
+  await pg.close();
+}
+
 void example;
+void sqlExample;
 void etcdExample;
 void redlockExample;
 void zookeeperExample;
