@@ -148,18 +148,10 @@ export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'session
 }
 
 /**
- * A SQL client (`postgres://`, `mysql://` / `mariadb://` URLs): its locks are rows of one table
- * (`<table_prefix>entry`, created if absent), the table's settings are the URL's parameters
- * (`table_prefix`, PostgreSQL's `schema` and `sslmode`, MySQL's `ssl-mode` and `ssl-ca`), and
- * every expiry is on the database's clock. `tlsCaPem` is the CA a verified TLS server must
- * chain to (instead of the URL's `sslrootcert` / `ssl-ca` file).
+ * A SQL client (`postgres://`, `mysql://` URLs): locks are rows of one table, configured by the URL's
+ * parameters (`table_prefix`, `schema`, `sslmode` / `ssl-mode`); `commandTimeoutMs` bounds one batch.
  */
-export interface SqlClientOptions extends Omit<BaseClientOptions, 'redisOptions' | 'keyPrefix'> {
-  /** Limit on opening a connection (default 5000; the URL's `connect_timeout` wins where shorter). */
-  connectTimeoutMs?: number;
-  /** A batch of statements unanswered this long (ms, default 5000) drops its connection for a new one. */
-  commandTimeoutMs?: number;
-}
+export type SqlClientOptions = Pick<BaseClientOptions, 'connectTimeoutMs' | 'commandTimeoutMs' | 'tlsCaPem'>;
 
 /** Options of `connect(url, options)`. */
 export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions;
@@ -177,11 +169,7 @@ export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`
 /** An etcd URL: `etcd://[user:password@]host1[:port],host2[:port]` (port 2379), `etcds://` with TLS. */
 export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
 
-/**
- * A PostgreSQL URL, libpq's form: `postgres://[user[:password]@]host[:port][,host2..]/database?sslmode=..`
- * (`postgresql://` too); or a MySQL/MariaDB URL: `mysql://[user[:password]@]host[:port]/database?ssl-mode=..`
- * (`mariadb://` too).
- */
+/** A PostgreSQL URL (libpq's form) or a MySQL/MariaDB one: `postgres://user:pw@host/db?sslmode=..`, `mysql://..`. */
 export type SqlUrl = `postgres://${string}` | `postgresql://${string}` | `mysql://${string}` | `mariadb://${string}`;
 
 /**
@@ -281,12 +269,7 @@ export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions):
  * fencing tokens are the holder key's create revision.
  */
 export function connect(target: EtcdUrl, options?: EtcdClientOptions): Promise<Client>;
-/**
- * Connects to PostgreSQL or MySQL/MariaDB and checks (or creates) lockgate's table. Locks are
- * rows: the row id is the queue order and the fencing token; waiters are woken by `NOTIFY`
- * (PostgreSQL) or `GET_LOCK` doorbells (MySQL), never by polling. Behind PgBouncer in
- * transaction mode the first acquire fails with UnsupportedError.
- */
+/** Connects to PostgreSQL or MySQL/MariaDB; row ids are fencing tokens, waiters are woken by NOTIFY / GET_LOCK. */
 export function connect(target: SqlUrl, options?: SqlClientOptions): Promise<Client>;
 /**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
