@@ -12,7 +12,9 @@
 //   it is pushed as a `notified` notice) or `wait` (a MySQL blocking GET_LOCK: run on an idle
 //   wait connection, a new one opened if none is idle, at most `maxWaitConnections`).
 // - A connection runs one batch at a time, its statements in order, each in autocommit, and
-//   stops at the first failing statement: the batch's reply is that failure (a server error
+//   stops at the first failing statement (a MySQL batch of several: as the one multi-statement
+//   script the core rendered, `script`, in one round trip; the server stops at the first
+//   failure): the batch's reply is that failure (a server error
 //   with its SQLSTATE or MySQL error number, credentials scrubbed). A batch that began a
 //   transaction (`BEGIN` first) and failed inside it is rolled back before anything else runs
 //   on its connection (the backend's acquire holds row or advisory locks until COMMIT). Batches
@@ -186,6 +188,14 @@ function mysqlCast(field, next) {
   return field.string();
 }
 
+/** A mysql2 result (rows of a query, or a change's header) as the core's per-statement form. */
+function mysqlResult(result) {
+  if (Array.isArray(result)) return { affected: 0, rows: result };
+  // mysql2's default FOUND_ROWS flag: affectedRows counts the rows an UPDATE matched, as
+  // PostgreSQL does, not only those whose value it changed.
+  return { affected: (result && result.affectedRows) || 0, rows: [] };
+}
+
 /** One MySQL/MariaDB connection. */
 class MySqlLine {
   /** Opens a connection to `host`:`port` with `ssl` (false or TLS options). */
@@ -206,8 +216,11 @@ class MySqlLine {
       dateStrings: true,
       rowsAsArray: true,
       typeCast: mysqlCast,
-      // No LOAD DATA LOCAL (a server could ask for a client file) and one statement per query.
-      flags: ['-LOCAL_FILES', '-MULTI_STATEMENTS'],
+      // Several statements per query: the core hands a MySQL batch of several as one script
+      // (parameters already in place as literals) that runs in one round trip.
+      multipleStatements: true,
+      // No LOAD DATA LOCAL (a server could ask for a client file).
+      flags: ['-LOCAL_FILES'],
     });
     const line = new MySqlLine(conn);
     if (hooks.background) line.socket.unref();
@@ -232,10 +245,28 @@ class MySqlLine {
     return new Promise((resolve, reject) => {
       this.conn.query({ sql, values: params.map(param) }, (err, result) => {
         if (err) return reject(err);
-        if (Array.isArray(result)) return resolve({ affected: 0, rows: result });
-        // mysql2's default FOUND_ROWS flag: affectedRows counts the rows an UPDATE matched,
-        // as PostgreSQL does, not only those whose value it changed.
-        resolve({ affected: result.affectedRows || 0, rows: [] });
+        resolve(mysqlResult(result));
+      });
+    });
+  }
+
+  /**
+   * Runs the core's multi-statement `script` of `count` statements as one query (one round
+   * trip): the server answers each statement in turn and stops at the first failure, which
+   * rejects; else one result per statement, in order.
+   */
+  script(script, count) {
+    return new Promise((resolve, reject) => {
+      this.conn.query({ sql: script }, (err, results, fields) => {
+        if (err) return reject(err);
+        // mysql2 nests the results (and their fields: a list per result set, nothing for a
+        // change) once the server sent several; a single result comes back unnested.
+        const nested = Array.isArray(results) && Array.isArray(fields) && fields.every((f) => f === undefined || Array.isArray(f));
+        const got = nested ? results.length : 1;
+        if (!nested || got !== count) {
+          return reject(new ScriptMismatch(`the server answered ${got} results to a script of ${count} statements`));
+        }
+        resolve(results.map(mysqlResult));
       });
     });
   }
@@ -245,8 +276,12 @@ class MySqlLine {
   }
 }
 
+/** A script's results that do not match its statements: a PROTOCOL failure, not the server's. */
+class ScriptMismatch extends Error {}
+
 /** A mysql2 or server error as the core's failure (see pgFailure). */
 function mysqlFailure(err) {
+  if (err instanceof ScriptMismatch) return { failure: 'other', code: 'PROTOCOL' };
   const errno = err && err.errno;
   if (err && err.fatal && !MYSQL_REFUSED.has(errno)) return { failure: 'connectionLost' };
   if (typeof errno !== 'number' || (err.sqlState === undefined && errno < 1000)) return { failure: 'connectionLost' };
@@ -362,7 +397,10 @@ class Slot {
     this.keeper.unref();
   }
 
-  /** Runs `batch`'s statements in order on `line`, stopping at the first failure. */
+  /**
+   * Runs `batch`'s statements in order on `line`, stopping at the first failure: a MySQL batch
+   * of several as the one script the core rendered for it (one round trip), else one at a time.
+   */
   async run(line, batch) {
     const { t } = this;
     const ms = batch.timeoutMs;
@@ -371,32 +409,41 @@ class Slot {
       this.drop(line, new Error(why), true);
     }, ms);
     batch.timer.unref();
-    const results = [];
+    let results = [];
     let reply;
-    for (const s of batch.statements) {
+    // Whether the batch's own transaction may be open (its BEGIN was sent and ran or may have).
+    let began = false;
+    const transaction = batch.statements.length > 0 && /^\s*BEGIN\b/i.test(batch.statements[0].sql);
+    try {
+      if (typeof batch.script === 'string' && line.script) {
+        began = transaction;
+        results = await line.script(batch.script, batch.statements.length);
+      } else {
+        for (const s of batch.statements) {
+          if (batch.settled) return;
+          results.push(await line.query(s.sql, s.params || []));
+          began = transaction;
+        }
+      }
+    } catch (err) {
       if (batch.settled) return;
-      try {
-        results.push(await line.query(s.sql, s.params || []));
-      } catch (err) {
-        reply = t.failure(err, t.describe(err));
-        // Anything but a statement the server refused leaves the connection in a state
-        // unknown here: it is not used again (as the native transport closes it).
-        if (reply.failure !== 'server') {
+      reply = t.failure(err, t.describe(err));
+      // Anything but a statement the server refused leaves the connection in a state
+      // unknown here: it is not used again (as the native transport closes it).
+      if (reply.failure !== 'server') {
+        t.settle(batch, reply);
+        return this.drop(line, err, true);
+      }
+      // A failure inside the batch's own transaction leaves it open (PostgreSQL: aborted;
+      // MySQL: holding its row locks): it is rolled back before anything else runs here,
+      // or, if that fails too, the connection is dropped (the server rolls back then).
+      if (began) {
+        try {
+          await line.query('ROLLBACK', []);
+        } catch (rollback) {
           t.settle(batch, reply);
-          return this.drop(line, err, true);
+          return this.drop(line, rollback, true);
         }
-        // A failure inside the batch's own transaction leaves it open (PostgreSQL: aborted;
-        // MySQL: holding its row locks): it is rolled back before anything else runs here,
-        // or, if that fails too, the connection is dropped (the server rolls back then).
-        if (results.length > 0 && /^\s*BEGIN\b/i.test(batch.statements[0].sql)) {
-          try {
-            await line.query('ROLLBACK', []);
-          } catch (rollback) {
-            t.settle(batch, reply);
-            return this.drop(line, rollback, true);
-          }
-        }
-        break;
       }
     }
     if (batch.settled) return;
@@ -534,11 +581,13 @@ class SqlTransport {
   // ---- requests ----
 
   perform(req) {
-    const batch = { id: req.id, statements: req.statements, timeoutMs: req.timeoutMs || this.plan.commandTimeoutMs };
+    const batch = { id: req.id, statements: req.statements, script: req.script, timeoutMs: req.timeoutMs || this.plan.commandTimeoutMs };
     if (this.closed) return this.later(batch, { failure: 'connectionLost', message: 'the client is closed' });
     if (!Array.isArray(req.statements)) {
       return this.later(batch, { failure: 'other', code: 'PROTOCOL', message: 'a batch without statements' });
     }
+    // Statements the core could not render as one script: its failure is the reply.
+    if (req.refused) return this.later(batch, req.refused);
     switch (req.conn) {
       case 'main':
         return this.main.submit(batch);

@@ -6,9 +6,13 @@
 //! execution: the transport only ever sees SQL text, parameters and rows. The forms:
 //!
 //! - request: `{ id, conn: 'main' | 'listen' | 'wait', statements: [{ sql, params: [null |
-//!   integer | string] }], timeoutMs }` (`timeoutMs`: how long the batch may go unanswered
-//!   before the transport fails it as connectionLost and drops its connection: the response
-//!   timeout, plus the wait a wait batch asks the server for).
+//!   integer | string] }], timeoutMs, script?, refused? }` (`timeoutMs`: how long the batch may
+//!   go unanswered before the transport fails it as connectionLost and drops its connection:
+//!   the response timeout, plus the wait a wait batch asks the server for; `script`: a MySQL
+//!   batch of several statements as one multi-statement script with the parameters in place,
+//!   [`mysql_script`], which the transport may send instead of the statements, in one round
+//!   trip, its results one per statement; `refused`: instead of `script` when the statements
+//!   cannot be one, the failure the transport replies with, running nothing).
 //! - reply: `{ reply: 'rows', results: [{ affected, rows: [[null | integer | string]] }] }`
 //!   (one result per statement, in order); or a failure `{ failure, code?, message? }` with
 //!   `failure` one of `connectionLost` (may have been applied), `server` (`code`: the SQLSTATE
@@ -34,6 +38,7 @@ use crate::sql::{
     Batch, BatchResult, Conn, Dialect, Rows, Schema, SqlAddress, SqlBackend, SqlEngine, SqlFailure, SqlNotice, SqlOp,
     SqlRequest, SqlResult, Statement, Value, MAX_WAIT_CONNECTIONS,
 };
+use crate::sql::script::mysql_script;
 use crate::time::{Duration, Instant};
 
 /// Most items a list in a reply may hold before it counts as nonsense (a batch has a few
@@ -176,7 +181,7 @@ where
 
     fn poll_request(&mut self) -> Option<Data> {
         let SqlRequest { id, op } = self.engine.poll_request()?;
-        let data = batch_data(id.0, &op.render(&self.schema), time_limit(&op, self.response_timeout));
+        let data = batch_data(id.0, &op.render(&self.schema), time_limit(&op, self.response_timeout), self.schema.dialect);
         self.in_flight.insert(id, op);
         Some(data)
     }
@@ -200,17 +205,29 @@ where
     }
 }
 
-/// Batch `batch` of request `id` as data, `limit` its time limit.
-pub fn batch_data(id: u64, batch: &Batch, limit: Duration) -> Data {
+/// Batch `batch` of request `id` as data, `limit` its time limit, for a server of `dialect`: a
+/// MySQL batch of several statements also carries them as one script ([`mysql_script`]) for the
+/// transport to send in one round trip, or, if they cannot be one, the failure to reply with.
+pub fn batch_data(id: u64, batch: &Batch, limit: Duration, dialect: Dialect) -> Data {
     let statements = batch.statements.iter().map(|s: &Statement| {
         Data::map([("sql", s.sql.as_str().into()), ("params", Data::List(s.params.iter().map(value_data).collect()))])
     });
-    Data::map([
+    let mut fields = vec![
         ("id", id.into()),
         ("conn", conn_name(batch.conn).into()),
         ("statements", Data::List(statements.collect())),
         ("timeoutMs", millis(limit)),
-    ])
+    ];
+    if dialect == Dialect::MySql && batch.statements.len() > 1 {
+        match mysql_script(&batch.statements) {
+            Ok(script) => fields.push(("script", script.into())),
+            Err(e) => fields.push((
+                "refused",
+                Data::map([("failure", "other".into()), ("code", e.kind().code().into()), ("message", e.message().into())]),
+            )),
+        }
+    }
+    Data::map(fields)
 }
 
 /// A transport's reply as a [`BatchResult`]; data that makes no sense is a `PROTOCOL` failure.
@@ -393,7 +410,7 @@ mod tests {
                 Statement { sql: "SELECT RELEASE_LOCK(?)".into(), params: vec![Value::Null] },
             ],
         };
-        let d = batch_data(7, &batch, Duration::from_millis(4500));
+        let d = batch_data(7, &batch, Duration::from_millis(4500), Dialect::MySql);
         assert_eq!(
             (d.int_field("", "id"), d.str_field("", "conn"), d.int_field("", "timeoutMs")),
             (Ok(7), Ok("wait"), Ok(4500))
@@ -403,10 +420,31 @@ mod tests {
         assert_eq!(statements[0].get("params"), Some(&Data::List(vec!["lockgate:ab".into(), Data::Int(3)])));
         // A null parameter stays in its place (Data::get treats null as absent, lists keep it).
         assert_eq!(statements[1].get("params"), Some(&Data::List(vec![Data::Null])));
+        // A MySQL batch of several statements is also one script, the core's rendering.
+        assert_eq!(d.str_field("", "script"), Ok("SELECT GET_LOCK(_utf8mb4 X'6C6F636B676174653A6162', 3);\nSELECT RELEASE_LOCK(NULL)"));
+        assert_eq!(d.get("refused"), None);
         assert_eq!(
-            batch_data(1, &Batch { conn: Conn::Listen, statements: vec![] }, Duration::ZERO).str_field("", "conn"),
+            batch_data(1, &Batch { conn: Conn::Listen, statements: vec![] }, Duration::ZERO, Dialect::Postgres).str_field("", "conn"),
             Ok("listen")
         );
+    }
+
+    #[test]
+    fn only_mysql_batches_of_several_statements_carry_a_script() {
+        let st = |sql: &str, params: Vec<Value>| Statement { sql: sql.into(), params };
+        let two = Batch { conn: Conn::Main, statements: vec![st("SELECT 1", vec![]), st("SELECT 2", vec![])] };
+        assert_eq!(batch_data(1, &two, Duration::ZERO, Dialect::Postgres).get("script"), None);
+        assert_eq!(batch_data(1, &two, Duration::ZERO, Dialect::MySql).str_field("", "script"), Ok("SELECT 1;\nSELECT 2"));
+        let one = Batch { conn: Conn::Main, statements: vec![st("SELECT ?", vec![Value::Int(1)])] };
+        assert_eq!(batch_data(1, &one, Duration::ZERO, Dialect::MySql).get("script"), None);
+        // Statements that cannot be one script: the failure to reply with, as a reply parses it.
+        let bad = Batch { conn: Conn::Main, statements: vec![st("SELECT 1", vec![]), st("SELECT ?", vec![])] };
+        let d = batch_data(1, &bad, Duration::ZERO, Dialect::MySql);
+        assert_eq!(d.get("script"), None);
+        match result_from_data(d.get("refused").expect("refused")) {
+            Err(SqlFailure::Other(e)) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
