@@ -70,7 +70,7 @@ cmd_install() {
       local sudo=""
       [ "$(id -u)" -ne 0 ] && sudo="sudo"
       log "installing postgresql and mariadb-server (test/sql*.test.js start their own through the launcher)"
-      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql mariadb-server >/dev/null
+      $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql pgbouncer mariadb-server >/dev/null
     else
       log "WARNING: postgresql or mariadb-server is missing; test/sql*.test.js will fail loudly without them"
     fi

@@ -73,13 +73,14 @@ ensure_etcd() {
   ensure_apt etcd-server etcd-client protobuf-compiler libprotobuf-dev
 }
 
-# Debian's PostgreSQL 15 (server binaries under /usr/lib/postgresql/15/bin, and psql) and
-# MariaDB 10.11 (mariadbd, mariadb-install-db, the mariadb client). Installing them starts no
-# service here (policy-rc.d denies it); where a package's own service does start, nothing uses
-# it: the launcher (test-servers postgres / mariadb) runs its own servers, as the postgres and
-# mysql users, on free loopback ports with data in temp dirs.
+# Debian's PostgreSQL 15 (server binaries under /usr/lib/postgresql/15/bin, and psql), PgBouncer
+# 1.18 (/usr/sbin/pgbouncer, for `test-servers postgres --pgbouncer MODE`) and MariaDB 10.11
+# (mariadbd, mariadb-install-db, the mariadb client). Installing them starts no service here
+# (policy-rc.d denies it); where a package's own service does start, nothing uses it: the
+# launcher (test-servers postgres / mariadb) runs its own servers and pgbouncers, as the
+# postgres and mysql users, on free loopback ports with data in temp dirs.
 ensure_postgres() {
-  ensure_apt postgresql postgresql-client
+  ensure_apt postgresql postgresql-client pgbouncer
   if [ -z "${LOCKGATE_PG_BIN:-}" ] && [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
     echo "PostgreSQL 15 is not under /usr/lib/postgresql/15/bin: set LOCKGATE_PG_BIN to its bin dir" >&2
     return 1

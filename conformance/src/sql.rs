@@ -22,6 +22,10 @@
 //! Run as root (this machine, CI), the servers run as Debian's `postgres` / `mysql` accounts
 //! (PostgreSQL refuses to run as root): the data directory is theirs, and the temp dirs above it
 //! must let them pass (see [`traversable`]). Run as anyone else, they run as that user.
+//!
+//! A PostgreSQL server may get a [`PgBouncer`] in front of it (Debian's `pgbouncer` 1.18, in
+//! session or transaction mode): the pooler real deployments put between clients and the
+//! server, whose transaction mode cannot carry `LISTEN` (PROTOCOL.md §11).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -304,6 +308,132 @@ fn init_mariadb(work: &Path, who: Option<(u32, u32)>) -> Result<(), String> {
 /// log than the default 100 MB, so a copy is quick).
 const MARIADB_STORAGE: &[&str] = &["--innodb-log-file-size=8M"];
 
+/// How a [`PgBouncer`] hands server connections to its clients (its `pool_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolMode {
+    /// A client connection keeps one server connection for its whole life, so `LISTEN` works.
+    Session,
+    /// A client connection borrows a server connection per transaction: a `LISTEN`'s server
+    /// connection goes back to the pool after it, so notifications never reach that client.
+    Transaction,
+}
+
+impl PoolMode {
+    /// PgBouncer's name for it (`session`, `transaction`), as the launcher takes it too.
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolMode::Session => "session",
+            PoolMode::Transaction => "transaction",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn parse(name: &str) -> Result<PoolMode, String> {
+        match name {
+            "session" => Ok(PoolMode::Session),
+            "transaction" => Ok(PoolMode::Transaction),
+            other => Err(format!("--pgbouncer takes session or transaction, not {other:?}")),
+        }
+    }
+}
+
+/// The pgbouncer binary (`LOCKGATE_PGBOUNCER` overrides Debian's, which is in /usr/sbin: a
+/// normal user's PATH may lack it).
+fn pgbouncer_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("LOCKGATE_PGBOUNCER") {
+        return PathBuf::from(p);
+    }
+    let debian = PathBuf::from("/usr/sbin/pgbouncer");
+    if debian.exists() {
+        debian
+    } else {
+        PathBuf::from("pgbouncer")
+    }
+}
+
+/// How many server connections PgBouncer may open for the test user: a session-mode client
+/// holds two (its statement and its listening connection), and the server allows 300.
+const PGBOUNCER_POOL: u32 = 200;
+
+/// Debian's PgBouncer in front of one PostgreSQL server: one process on a free loopback port,
+/// its configuration, login file, log and Unix socket in a temp dir of its own, run as the
+/// server's account when the launcher is root (PgBouncer refuses to run as root), stopped by
+/// its pid. Clients log in as [`USER`] with [`PASSWORD`] (`scram-sha-256`, as the server asks);
+/// PgBouncer logs in to the server with the same password, read from its login file.
+pub struct PgBouncer {
+    /// Its TCP port on 127.0.0.1.
+    pub port: u16,
+    /// How it hands out server connections.
+    pub mode: PoolMode,
+    process: ServerProcess,
+}
+
+impl PgBouncer {
+    /// Starts one in front of the PostgreSQL server on `server_port`; waits until it listens. One
+    /// that loses its port meanwhile is started again on a new one.
+    fn start(server_port: u16, mode: PoolMode, who: Option<(u32, u32)>) -> Result<PgBouncer, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let process = ServerProcess::new("pgbouncer")?;
+        let dir = process.dir().to_path_buf();
+        traversable(&dir, who)?;
+        let users = dir.join("users.txt");
+        // A plain-text password (not a SCRAM secret): PgBouncer needs the password itself to
+        // log in to the server with SCRAM on the client's behalf.
+        std::fs::write(&users, format!("\"{USER}\" \"{PASSWORD}\"\n")).map_err(|e| format!("{}: {e}", users.display()))?;
+        std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+        let mut bouncer = PgBouncer { port: 0, mode, process };
+        let mut failures = Vec::new();
+        let mut ports = Ports::default();
+        for _ in 0..5 {
+            bouncer.port = ports.pick()?;
+            let ini = dir.join("pgbouncer.ini");
+            let config = format!(
+                "[databases]\n{DATABASE} = host=127.0.0.1 port={server_port} dbname={DATABASE}\n\n[pgbouncer]\n\
+                 listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir = {dir}\n\
+                 auth_type = scram-sha-256\nauth_file = {users}\npool_mode = {mode}\n\
+                 max_client_conn = 300\ndefault_pool_size = {PGBOUNCER_POOL}\n",
+                port = bouncer.port,
+                dir = dir.display(),
+                users = users.display(),
+                mode = mode.name(),
+            );
+            std::fs::write(&ini, config).map_err(|e| format!("{}: {e}", ini.display()))?;
+            chown_tree(&dir, who)?;
+            let mut cmd = command(&pgbouncer_bin(), who);
+            cmd.arg(&ini);
+            let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("pgbouncer.log"));
+            cmd.stdout(Stdio::null()).stderr(log.map(Stdio::from).unwrap_or_else(|_| Stdio::null()));
+            bouncer.process.spawn(cmd, "apt-get install pgbouncer")?;
+            match bouncer.process.await_listening(bouncer.port, READY_LIMIT) {
+                Ok(()) => return Ok(bouncer),
+                Err(why) => {
+                    bouncer.process.stop();
+                    failures.push(format!("port {}: {why}: {}", bouncer.port, bouncer.log_tail()));
+                }
+            }
+        }
+        Err(format!("pgbouncer did not start: {}", failures.join("; ")))
+    }
+
+    /// The last lines of its log that say what went wrong.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.process.dir().join("pgbouncer.log")).unwrap_or_default();
+        let mut tail: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("FATAL") || l.contains("WARNING")).rev().take(3).collect();
+        tail.reverse();
+        tail.join(" | ")
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    /// `postgres://lockgate:<pw>@127.0.0.1:P/lockgate` through the pooler.
+    pub fn url(&self) -> String {
+        format!("{}://{USER}:{PASSWORD}@127.0.0.1:{}/{DATABASE}", Engine::Postgres.scheme(), self.port)
+    }
+}
+
 /// One running (or stopped) database server.
 pub struct SqlServer {
     /// Which server.
@@ -318,6 +448,8 @@ pub struct SqlServer {
     /// Extra server settings (PostgreSQL `-c key=value` values as `key=value`; MariaDB
     /// `--key=value` flags), after the defaults.
     extra: Vec<String>,
+    /// The pooler in front of it, once [`SqlServer::start_pgbouncer`] started one.
+    pgbouncer: Option<PgBouncer>,
     process: ServerProcess,
 }
 
@@ -330,7 +462,7 @@ impl SqlServer {
         let template = template(engine, who)?;
         let process = ServerProcess::new(engine.name())?;
         let dir = process.dir().to_path_buf();
-        let mut s = SqlServer { engine, port: 0, tls: tls.is_some(), who, extra: extra.to_vec(), process };
+        let mut s = SqlServer { engine, port: 0, tls: tls.is_some(), who, extra: extra.to_vec(), pgbouncer: None, process };
         traversable(&dir, who)?;
         let mut cp = Command::new("cp");
         cp.arg("-a").arg(&template).arg(dir.join("data"));
@@ -484,6 +616,24 @@ impl SqlServer {
         }
     }
 
+
+    /// Starts a [`PgBouncer`] in `mode` in front of this PostgreSQL server (it stays up across
+    /// the server's stops and restarts, reconnecting as a real one does). One per server.
+    pub fn start_pgbouncer(&mut self, mode: PoolMode) -> Result<(), String> {
+        if self.engine != Engine::Postgres {
+            return Err(format!("PgBouncer is for PostgreSQL, not {}", self.engine.name()));
+        }
+        if self.pgbouncer.is_some() {
+            return Err("this server has a PgBouncer already".into());
+        }
+        self.pgbouncer = Some(PgBouncer::start(self.port, mode, self.who)?);
+        Ok(())
+    }
+
+    /// The pooler in front of it, if one was started.
+    pub fn pgbouncer(&self) -> Option<&PgBouncer> {
+        self.pgbouncer.as_ref()
+    }
 
     /// Kills the server (SIGKILL, by pid: a crash) and reaps it; its data stays for
     /// [`SqlServer::restart`]. PostgreSQL's backends are killed with the postmaster (frozen

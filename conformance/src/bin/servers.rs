@@ -10,7 +10,13 @@
 //! test-servers zookeeper [--members N] [--proxied | --tls] [-- <more zoo.cfg key=value lines>]
 //! test-servers etcd [--members N] [--proxied | --tls] [-- <more etcd flags for every member>]
 //! test-servers postgres | mariadb [--proxied | --tls] [-- <more server settings, key=value>]
+//! test-servers postgres [--pgbouncer session|transaction] [--proxied | --tls] [-- ...]
 //! ```
+//!
+//! `postgres --pgbouncer MODE` also starts Debian's PgBouncer in front of the server in that pool
+//! mode; the description gains `pgbouncer_url` (clients through the pooler; `url` and
+//! `admin_url` stay direct), `pgbouncer_port`, `pgbouncer_pid`, `pgbouncer_mode`, and its pid
+//! is in `pids`.
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
@@ -24,15 +30,26 @@
 use std::io::Write;
 
 use lockgate_conformance::deploy::{Deployment, Kind};
-use lockgate_conformance::sql::Engine;
+use lockgate_conformance::sql::{Engine, PoolMode};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--proxied | --tls] [-- server settings key=value]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--proxied | --tls] [-- server settings key=value]\n       test-servers postgres --pgbouncer session|transaction [--proxied | --tls] [-- server settings key=value]";
 
-/// The kind and extra redis-server arguments from the command line.
-fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
+/// What the command line asks for.
+struct Request {
+    kind: Kind,
+    /// Extra server arguments (after `--`).
+    extra: Vec<String>,
+    /// `--tls`: serve TLS too.
+    tls: bool,
+    /// `postgres --pgbouncer MODE`: a PgBouncer in front of the server.
+    pgbouncer: Option<PoolMode>,
+}
+
+/// The kind, its options and extra server arguments from the command line.
+fn parse(args: &[String]) -> Result<Request, String> {
     let (ours, extra) = match args.iter().position(|a| a == "--") {
         Some(i) => (&args[..i], args[i + 1..].to_vec()),
         None => (args, Vec::new()),
@@ -64,7 +81,27 @@ fn parse(args: &[String]) -> Result<(Kind, Vec<String>, bool), String> {
         }
         other => return Err(format!("unknown kind {other:?}\n{USAGE}")),
     };
-    Ok((kind, extra, ours.iter().any(|a| a == "--tls")))
+    let pgbouncer = match ours.iter().position(|a| a == "--pgbouncer") {
+        None => None,
+        Some(_) if !matches!(kind, Kind::Sql { engine: Engine::Postgres, .. }) => return Err(format!("--pgbouncer is for postgres, not {}", kind.name())),
+        Some(_) => Some(PoolMode::parse(&value("--pgbouncer").ok_or("--pgbouncer needs session or transaction")?)?),
+    };
+    Ok(Request { kind, extra, tls: ours.iter().any(|a| a == "--tls"), pgbouncer })
+}
+
+/// The deployment's description plus its PgBouncer's, if it has one.
+fn describe(d: &Deployment) -> Value {
+    let mut out = d.describe();
+    if let Some(b) = d.sql.as_ref().and_then(|s| s.pgbouncer()) {
+        out["pgbouncer_url"] = json!(b.url());
+        out["pgbouncer_port"] = json!(b.port);
+        out["pgbouncer_pid"] = json!(b.pid());
+        out["pgbouncer_mode"] = json!(b.mode.name());
+        if let (Some(pids), Some(pid)) = (out["pids"].as_array_mut(), b.pid()) {
+            pids.push(json!(pid));
+        }
+    }
+    out
 }
 
 fn node(d: &Deployment, words: &[&str]) -> Result<usize, String> {
@@ -84,7 +121,7 @@ const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 fn command(d: &mut Deployment, line: &str) -> Result<Value, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.first().copied() {
-        Some("describe") => return Ok(d.describe()),
+        Some("describe") => return Ok(describe(d)),
         Some("stop") => {
             let i = node(d, &words)?;
             d.stop_node(i)?;
@@ -125,8 +162,8 @@ fn say(v: &Value) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (kind, extra, tls) = match parse(&args) {
-        Ok(k) => k,
+    let request = match parse(&args) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("test-servers: {e}");
             std::process::exit(2);
@@ -134,14 +171,20 @@ async fn main() {
     };
     // Servers die with this process even if it is SIGKILLed.
     lockgate_conformance::server::die_with_parent();
-    let mut d = match Deployment::start_with(kind, &extra, tls) {
+    let started = Deployment::start_with(request.kind, &request.extra, request.tls).and_then(|mut d| {
+        if let (Some(mode), Some(sql)) = (request.pgbouncer, d.sql.as_mut()) {
+            sql.start_pgbouncer(mode)?;
+        }
+        Ok(d)
+    });
+    let mut d = match started {
         Ok(d) => d,
         Err(e) => {
             eprintln!("test-servers: {e}");
             std::process::exit(1);
         }
     };
-    say(&d.describe());
+    say(&describe(&d));
     let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         eprintln!("test-servers: cannot watch signals");
         std::process::exit(1);
