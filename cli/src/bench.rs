@@ -159,7 +159,7 @@ async fn fairness(url: &str, seconds: u64, fair_rows: &[Contended]) -> Result<St
     ));
     let mut scaling = Vec::new();
     // Split W waiters evenly over up to 4 processes.
-    let split = |w: u64| [4u64, 2, 1].into_iter().find(|p| w % p == 0).unwrap_or(1);
+    let split = |w: u64| [4u64, 2, 1].into_iter().find(|p| w.is_multiple_of(*p)).unwrap_or(1);
     for w in [1u64, 10, 100, 1000] {
         let processes = split(w);
         let c = contended(url, Spec { plain: false, processes, tasks: w / processes, seconds: 3 }).await?;
