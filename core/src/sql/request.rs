@@ -280,12 +280,14 @@ pub enum SqlOp {
     },
     /// A round trip that changes nothing (`SELECT 1` on Main). Reply [`SqlReply::Done`].
     Ping,
-    /// One attempt, in one transaction holding the name's serialization lock (PostgreSQL: a
-    /// transaction-scoped advisory lock on the name; MySQL: the name's anchor row, locked by
-    /// an upsert), so rows of one name commit in id order: take the doorbell (MySQL), insert
-    /// the own row if absent, delete the name's expired rows (PostgreSQL: notifying their ids),
-    /// set the own row's expiry to `now + lease` if it holds by the recipe's count, else
-    /// `now + entry_ttl`, and read the name's live rows up to the own one. Reply
+    /// One attempt: under the name's serialization lock (PostgreSQL: a transaction-scoped
+    /// advisory lock on the name, for the insert's one statement; MySQL: the name's anchor
+    /// row, locked by an upsert in a transaction), so rows of one name commit in id order,
+    /// take the doorbell (MySQL) and insert the own row if absent; then, after the commit, the
+    /// re-check of [`Check`](Self::Check): delete the name's expired rows (PostgreSQL:
+    /// notifying their ids), set the own row's expiry to `now + lease` if it holds by the
+    /// recipe's count, else `now + entry_ttl` (MySQL sets it at the insert from a count read
+    /// under the anchor), and read the name's live rows up to the own one. Reply
     /// [`SqlReply::Entries`].
     Acquire(AcquireOp),
     /// A queued waiter's re-check of a row it knows it has (its id was read): without the
