@@ -15,30 +15,34 @@ const err = (e) => {
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Wall clock in ns, comparable across processes (and with the server's TIME) to well under a
-// millisecond. Date.now() reads the system clock but only to the millisecond, and anchoring
-// hrtime at the instant it ticks is off by however long the process was descheduled between
-// the two reads (a millisecond and more on a loaded CI machine: enough for two actors' 5 ms
-// holdings to seem to overlap). performance.timeOrigin is the wall clock Node read at start-up
-// to the microsecond, so timeOrigin + performance.now() is the wall clock to the microsecond —
-// until the system clock is stepped, which the monotonic clock does not follow: a reading more
-// than 2 ms away from Date.now() re-anchors (then to the millisecond, by the tick).
-function anchor() {
-  const wallNs = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-  return { wallNs, hr: process.hrtime.bigint() };
+// millisecond: the monotonic clock (process.hrtime, one clock for the whole machine) minus its
+// offset from the system clock. Node reads the system clock only to the millisecond
+// (Date.now()), so the offset is taken at the instant Date.now() ticks; a read delayed by the
+// process being descheduled between the tick and hrtime only makes the offset larger, so the
+// smallest of several such samples is the true one. (performance.timeOrigin is one such
+// sample taken at start-up, and on a loaded CI machine it was once off by 0.6 ms: enough for
+// two actors' holdings to seem to overlap.)
+function calibrate(samples) {
+  let best = null;
+  for (let i = 0; i < samples; i++) {
+    const start = Date.now();
+    let ms = start;
+    while (ms === start) ms = Date.now();
+    const offset = process.hrtime.bigint() - BigInt(ms) * 1_000_000n;
+    if (best === null || offset < best) best = offset;
+  }
+  return best;
 }
-function anchorAtTick() {
-  const start = Date.now();
-  let ms = start;
-  while (ms === start) ms = Date.now();
-  return { wallNs: BigInt(ms) * 1_000_000n, hr: process.hrtime.bigint() };
-}
-let wallAnchor = anchor();
+let clockOffset = calibrate(5);
+// More than 2 ms from Date.now(): the system clock was stepped (the monotonic clock does not
+// follow), unless this process was descheduled between the two reads; re-calibrate only when
+// a second look agrees.
+const drifted = (ns) => Math.abs(Number(ns / 1_000_000n) - Date.now()) > 2;
 function wallNs() {
-  let ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
-  const drift = Number(ns / 1_000_000n) - Date.now();
-  if (drift < -2 || drift > 2) {
-    wallAnchor = anchorAtTick();
-    ns = wallAnchor.wallNs + (process.hrtime.bigint() - wallAnchor.hr);
+  let ns = process.hrtime.bigint() - clockOffset;
+  if (drifted(ns) && drifted(process.hrtime.bigint() - clockOffset)) {
+    clockOffset = calibrate(5);
+    ns = process.hrtime.bigint() - clockOffset;
   }
   return ns.toString();
 }
