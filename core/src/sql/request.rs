@@ -687,6 +687,7 @@ fn take_doorbell(schema: &Schema, owner: &str) -> Statement {
 fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     let t = schema.table();
     let columns = "(lock_key, owner, kind, permits, value, expires_ms)";
+    /// The own row's values up to its expiry's `now`, which the caller completes.
     fn values<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
         stmt.text(&a.lock_key)
             .s(", ")
@@ -699,8 +700,6 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
             .opt_text(a.value.as_deref())
             .s(", ")
             .now()
-            .s(" + ")
-            .int(ms(a.entry_ttl_ms))
     }
     let mut out = match schema.dialect {
         Dialect::Postgres => {
@@ -710,7 +709,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
                 .s("::INTEGER, hashtext(")
                 .text(&format!("{}{}", schema.table_name(), a.lock_key))
                 .s(&format!(")) AS locked) INSERT INTO {t} {columns} SELECT "));
-            vec![values(insert, a).s(" FROM l ON CONFLICT (lock_key, owner) DO NOTHING").done()]
+            vec![values(insert, a).s(" + ").int(ms(a.entry_ttl_ms)).s(" FROM l ON CONFLICT (lock_key, owner) DO NOTHING").done()]
         }
         Dialect::MySql => {
             let anchor = Stmt::new(schema)
@@ -733,19 +732,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
                 .s(&format!(" AND owner <> '{ANCHOR_OWNER}'{blocking} AND expires_ms > "))
                 .now()
                 .done();
-            let insert = Stmt::new(schema)
-                .s(&format!("INSERT IGNORE INTO {t} {columns} VALUES ("))
-                .text(&a.lock_key)
-                .s(", ")
-                .text(&a.owner)
-                .s(", ")
-                .text(a.kind.as_str())
-                .s(", ")
-                .int(i64::from(a.permits))
-                .s(", ")
-                .opt_text(a.value.as_deref())
-                .s(", ")
-                .now()
+            let insert = values(Stmt::new(schema).s(&format!("INSERT IGNORE INTO {t} {columns} VALUES (")), a)
                 .s(" + CASE WHEN @lockgate_ahead < ")
                 .int(i64::from(a.holds_below()))
                 .s(" THEN ")
