@@ -127,7 +127,7 @@ export interface RedlockClientOptions extends BaseClientOptions {
  */
 export interface ZooKeeperClientOptions extends Omit<BaseClientOptions, 'redisOptions' | 'keyPrefix' | 'tlsCaPem'> {
   /**
-   * The session timeout asked of the ensemble, in ms (default 60000, Curator's); the ensemble
+   * The session timeout asked of the ensemble, in ms (default 30000, the default lease); the ensemble
    * may grant another within its own bounds. A holder that loses contact learns its lease is
    * lost before the ensemble could expire its session and grant the lock to someone else.
    */
@@ -143,7 +143,7 @@ export interface ZooKeeperClientOptions extends Omit<BaseClientOptions, 'redisOp
  * kept alive by the core's keepalives. `tlsCaPem` is the CA an `etcds://` member must chain to.
  */
 export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'sessionTimeoutMs'>, Pick<BaseClientOptions, 'tlsCaPem'> {
-  /** The session lease's TTL in ms (default 60000, as `concurrency.NewSession`; whole seconds, at least 1000). */
+  /** The session lease's TTL in ms (default 30000, the default lease; whole seconds, at least 1000), and the longest TTL of the lease a lock's key is on (its lease). */
   sessionTimeoutMs?: number;
 }
 

@@ -385,6 +385,21 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                     v.fixture.note_permits(&ctx.lock_name(lock), permits);
                 }
                 let op = ctx.operation(step);
+                if let (Some("connect"), None, Some(given)) = (get("op"), get("url"), op.get("options").and_then(Value::as_object)) {
+                    // `connect` to the variant again with some options changed (`null`: the
+                    // library's default), e.g. the default session instead of the variant's.
+                    let mut c = tokio::task::block_in_place(|| v.fixture.connect(proxied)).map_err(at)?;
+                    for (k, value) in given {
+                        match value {
+                            Value::Null => c.options.remove(k),
+                            _ => c.options.insert(k.clone(), value.clone()),
+                        };
+                    }
+                    let reply = connect(actor, &c, v.name, &capabilities).await.map_err(at)?;
+                    let timed = actor::Timed { value: reply, elapsed: Duration::ZERO };
+                    ctx.expect(step, &timed, who).map_err(|e| at(format!("{who} ({}): {e}", actor.binding)))?;
+                    continue;
+                }
                 if let Some(picked) = op.get("masters").and_then(Value::as_array).cloned() {
                     // `connect` over some of the masters, by index.
                     let picked = picked.iter().map(|i| i.as_u64().map(|i| i as usize)).collect::<Option<Vec<_>>>().ok_or_else(|| at(format!("bad master indices {picked:?}")))?;

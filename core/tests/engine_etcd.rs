@@ -658,7 +658,8 @@ fn a_waiter_outlives_the_ttl_by_keepalives_and_a_broken_watch_makes_it_look_agai
 #[test]
 fn an_extend_keeps_the_lease_alive_and_counts_from_the_keepalive() {
     let mut w = World::new(1, TTL);
-    let options = LockOptions::fixed_lease(secs(2));
+    // A lease of the session's TTL: its key is on the client's own lease (6 s).
+    let options = LockOptions::fixed_lease(TTL);
     let a = w.clients[0].acquire(w.now, "m", &options, Wait::Try).unwrap();
     w.settle();
     let (la, _) = w.acquired(0, a);
@@ -699,4 +700,30 @@ fn a_keepalive_answered_after_its_extra_lease_was_retired_loses_nothing() {
     assert!(w.lost(0).is_empty(), "{:?}", w.lost(0));
     assert!(w.clients[0].is_held(w.now, la));
     w.release(0, la);
+}
+
+/// Issue 23: a key lives on a lease whose TTL is its lock's lease (in whole seconds), not the
+/// client's session lease, so a holder that stops (a SIGKILL) frees the lock within its lease
+/// even when its session TTL is longer; locks of the session's TTL share the client's own lease.
+#[test]
+fn a_key_lives_on_a_lease_of_its_locks_lease_not_the_sessions() {
+    let mut w = World::new(1, secs(60));
+    for (name, options) in [("r", LockOptions::renewed_lease(secs(2))), ("f", LockOptions::fixed_lease(Duration::from_millis(1500)))] {
+        let a = w.clients[0].acquire(w.now, name, &options, Wait::Forever).unwrap();
+        w.settle();
+        w.acquired(0, a);
+        let keys = w.server.keys_under(&format!("/lockgate/mutex/{name}/"));
+        let lease = w.server.kv(&keys[0]).unwrap().lease;
+        let (ttl, expiry) = w.server.leases[&lease];
+        assert_eq!(ttl, 2, "{name}: the key's lease has the lock's lease as its TTL");
+        assert!(expiry <= w.now + secs(2), "{name}: nothing keeps the key past its lease");
+    }
+    // Both 2 s keys share one extra lease; a lock of the session's TTL uses the client's own.
+    assert_eq!(w.leases(0).len(), 2);
+    let s = w.clients[0].acquire(w.now, "s", &LockOptions::renewed_lease(secs(60)), Wait::Forever).unwrap();
+    w.settle();
+    w.acquired(0, s);
+    let key = w.server.keys_under("/lockgate/mutex/s/")[0].clone();
+    assert_eq!(w.server.kv(&key).unwrap().lease, w.leases(0)[0]);
+    assert_eq!(w.leases(0).len(), 2);
 }

@@ -117,13 +117,14 @@ pub struct ClientOptions {
     /// ... plus a random part up to this (default 200 ms).
     pub retry_jitter: Option<Duration>,
     /// ZooKeeper and etcd only. ZooKeeper: the session timeout to ask the ensemble for (default
-    /// 60 s, Curator's).
+    /// 30 s, the default lease; a crashed client's nodes go when it expires).
     /// Every lease lives in the client's one session; the ensemble may grant less, and a lease
     /// is counted valid for half of what it granted after each confirmation (PROTOCOL.md
     /// "ZooKeeper").
     ///
-    /// etcd: the TTL of the client's session lease (default 60 s, `concurrency.NewSession`'s),
-    /// asked in whole seconds (rounded up); the cluster may grant more, and a lease is counted
+    /// etcd: the TTL of the client's session lease (default 30 s, the default lease), asked in
+    /// whole seconds (rounded up), and the longest TTL of the lease a lock's key is attached to
+    /// (the lock's lease, in whole seconds); the cluster may grant more, and a lease is counted
     /// valid for two thirds of what it granted after each acknowledged keepalive (PROTOCOL.md
     /// "etcd"). One option for both: it is the same thing, how long the backend keeps a silent
     /// client's locks.
@@ -317,7 +318,7 @@ impl ClientOptions {
     }
 
     /// The ZooKeeper engine's settings of a `zookeeper://` URL (the session timeout asked for,
-    /// 60 s unless given); `INVALID_ARGUMENT` for any other backend.
+    /// 30 s unless given); `INVALID_ARGUMENT` for any other backend.
     pub fn zookeeper_config(&self) -> Result<ZkConfig> {
         let target = self.target()?;
         if target.backend() != Backend::ZooKeeper {
@@ -328,7 +329,7 @@ impl ClientOptions {
         Ok(config)
     }
 
-    /// The etcd engine's settings of an `etcd://` URL (the session lease's TTL, 60 s unless
+    /// The etcd engine's settings of an `etcd://` URL (the session lease's TTL, 30 s unless
     /// given); `INVALID_ARGUMENT` for any other backend.
     pub fn etcd_config(&self) -> Result<EtcdConfig> {
         let target = self.target()?;
@@ -709,14 +710,14 @@ mod tests {
         assert!(message(ClientOptions::new("http://h").lock_options(None, None, None, None, s)).contains("scheme"));
     }
 
-    /// ZooKeeper: the session timeout is its setting (Curator's 60 s unless given), and what a
+    /// ZooKeeper: the session timeout is its setting (30 s, the default lease, unless given), and what a
     /// ZooKeeper client does not have is refused, in the caller's words.
     #[test]
     fn zookeeper_settings_and_refusals() {
         use super::super::setter::OptionValue::{Number, Str};
         let zk = ClientOptions::new("zookeeper://u:secret@h1:2181,h2/app");
         zk.validate().unwrap();
-        assert_eq!(zk.zookeeper_config().unwrap().session_timeout, Duration::from_secs(60));
+        assert_eq!(zk.zookeeper_config().unwrap().session_timeout, Duration::from_secs(30));
         let caps = zk.capabilities().unwrap();
         assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
         assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);
@@ -771,14 +772,14 @@ mod tests {
         assert!(!format!("{zk:?}").contains("secret"));
     }
 
-    /// etcd: `session_timeout` is the session lease's TTL (60 s, `concurrency.NewSession`'s,
+    /// etcd: `session_timeout` is the session lease's TTL (30 s, the default lease,
     /// unless given; at least 1 s), and what an etcd client does not have is refused.
     #[test]
     fn etcd_settings_and_refusals() {
         use super::super::setter::OptionValue::{Number, Str};
         let etcd = ClientOptions::new("etcd://u:secret@h1:2379,h2");
         etcd.validate().unwrap();
-        assert_eq!(etcd.etcd_config().unwrap().session_ttl, Duration::from_secs(60));
+        assert_eq!(etcd.etcd_config().unwrap().session_ttl, Duration::from_secs(30));
         let caps = etcd.capabilities().unwrap();
         assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
         assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);

@@ -1,5 +1,6 @@
 //! Acquiring: `concurrency.Mutex`'s recipe as steps. An attempt picks the token's key (a lease
-//! of the session with no key of this client in the family yet, or a new lease), creates it in
+//! of the session whose TTL is the lock's lease, in whole seconds, with no key of this client in
+//! the family yet, or a new lease of that TTL), creates it in
 //! one transaction that also reads the holder (`create_revision == 0` → put, else get: a retry
 //! after a lost reply finds its own key), and either holds, or reads the key with the greatest
 //! create revision below its own and watches that key's deletion — granted, after a keepalive
@@ -29,11 +30,17 @@ impl EtcdBackend {
         match self.slot(&job.token) {
             Slot::None => {
                 let family = target.family_prefix();
-                let free = self.leases.iter().map(|l| l.id).find(|id| !self.used.contains_key(&(family.clone(), *id)));
+                // The key's lease has the lock's lease as its TTL, so a crashed holder's key goes
+                // within it; one key per waiter: a lease of that TTL with no key here yet.
+                let ttl = self.config.key_ttl_secs(job.lease);
+                let free = self
+                    .leases
+                    .iter()
+                    .filter(|l| l.asked == ttl)
+                    .map(|l| l.id)
+                    .find(|id| !self.used.contains_key(&(family.clone(), *id)));
                 let Some(lease) = free else {
-                    // One key per waiter: every lease of the session has a key here already.
-                    let op = EtcdOp::LeaseGrant { ttl_secs: self.config.ttl_secs() };
-                    return self.send(ctx, job, Step::Grant, op);
+                    return self.send(ctx, job, Step::Grant, EtcdOp::LeaseGrant { ttl_secs: ttl });
                 };
                 self.used.insert((family, lease), Arc::clone(&job.token));
                 let key = target.key(lease);
@@ -76,7 +83,8 @@ impl EtcdBackend {
         let token = Arc::clone(&job.token);
         match (job.step.clone(), reply) {
             (Step::Grant, Ok(EtcdReply::LeaseGranted { lease, ttl_secs })) if ttl_secs > 0 => {
-                self.leases.push(SessionLease::new(lease, ttl_secs, job.sent));
+                let asked = self.config.key_ttl_secs(job.lease);
+                self.leases.push(SessionLease::new(lease, asked, ttl_secs, job.sent));
                 // Another lease may have come free meanwhile and be taken instead: then this one
                 // carries no key and is revoked at the next settle.
                 self.freed.push(lease);

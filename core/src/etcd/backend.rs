@@ -36,7 +36,8 @@ pub type EtcdEngine = LockEngine<EtcdBackend>;
 pub struct EtcdBackend {
     pub(super) config: EtcdConfig,
     /// The session's leases, the first one the client's own (`concurrency.Session`'s); more
-    /// are granted when a token needs a key under a family where every lease has one already.
+    /// are granted when a token needs a key under a family where every lease of its TTL (its
+    /// lock's lease, [`EtcdConfig::key_ttl_secs`]) has one already.
     pub(super) leases: Vec<SessionLease>,
     /// Incremented whenever the session is lost: replies to calls of an older epoch speak of
     /// keys that died with their lease.
@@ -165,8 +166,8 @@ impl Backend for EtcdBackend {
         true
     }
 
-    /// Every key is attached to a session lease: it lives as long as the lease, whatever the
-    /// lock's lease.
+    /// Every key is attached to a lease of the client: it lives as long as that lease is kept
+    /// alive, whatever the lock's lease (a fixed lease's key is deleted at its end).
     fn leftovers_live_with_session(&self) -> bool {
         true
     }
@@ -189,7 +190,7 @@ impl Backend for EtcdBackend {
         match reply {
             Ok(EtcdReply::LeaseGranted { lease, ttl_secs }) if ttl_secs > 0 => {
                 let sent = sent.unwrap_or_default();
-                self.leases.push(SessionLease::new(lease, ttl_secs, sent));
+                self.leases.push(SessionLease::new(lease, self.config.ttl_secs(), ttl_secs, sent));
                 Ok(())
             }
             Ok(other) => Err(Error::protocol(format!("etcd answered the lease grant with {other:?}"))),

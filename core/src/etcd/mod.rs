@@ -1,5 +1,5 @@
-//! The etcd backend (PROTOCOL.md §10): keys attached to the client's session lease, kept alive
-//! by keepalives; each waiter watches only the deletion of the key just before it (by create
+//! The etcd backend (PROTOCOL.md §10): each key attached to a lease of the client whose TTL is
+//! its lock's lease (so a crashed holder's key goes within that lease), kept alive by keepalives; each waiter watches only the deletion of the key just before it (by create
 //! revision); the holder key's create revision is the fencing token; and the key layouts of
 //! etcd's own `concurrency.Mutex` and `concurrency.Election`, so `etcdctl lock` and `etcdctl
 //! elect` interoperate.

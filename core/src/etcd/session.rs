@@ -24,6 +24,9 @@ const KEEPALIVE_RETRY: Duration = Duration::from_millis(500);
 #[derive(Clone, Debug)]
 pub(super) struct SessionLease {
     pub(super) id: LeaseId,
+    /// The TTL asked for, in whole seconds: which locks' keys it carries
+    /// ([`EtcdConfig::key_ttl_secs`](super::config::EtcdConfig::key_ttl_secs) of their lease).
+    pub(super) asked: i64,
     /// The TTL granted (or last set by a keepalive).
     pub(super) ttl: Duration,
     /// The send time of the latest acknowledged keepalive (or of the grant).
@@ -35,8 +38,9 @@ pub(super) struct SessionLease {
 }
 
 impl SessionLease {
-    pub(super) fn new(id: LeaseId, ttl_secs: i64, sent: Instant) -> Self {
-        SessionLease { id, ttl: Duration::from_secs(ttl_secs.max(1) as u64), confirmed: sent, keeping: false, retry_at: None }
+    pub(super) fn new(id: LeaseId, asked: i64, ttl_secs: i64, sent: Instant) -> Self {
+        let ttl = Duration::from_secs(ttl_secs.max(1) as u64);
+        SessionLease { id, asked, ttl, confirmed: sent, keeping: false, retry_at: None }
     }
 
     /// When the backend's own keepalive of this lease is due (`None` while one is on the wire).

@@ -5,9 +5,11 @@
 use crate::error::{Error, Result};
 use crate::time::Duration;
 
-/// The session timeout a client asks for unless told otherwise: Curator's default (60 s). The
-/// ensemble may grant less (by default at most 20 ticks: 40 s with a 2 s tick).
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// The session timeout a client asks for unless told otherwise: the default lock lease (30 s),
+/// since a crashed client's nodes go only when its session expires, so the default lock's crash
+/// bound is the 30 s its lease promises (Curator's default is 60 s). The ensemble may grant
+/// less (by default at most 20 ticks: 40 s with a 2 s tick) or more (at least 2 ticks).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = crate::options::DEFAULT_LEASE;
 /// The shortest session timeout a client may ask for.
 pub const MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(100);
 /// The longest session timeout a client may ask for (ZooKeeper counts it in an `int` of ms).
@@ -57,7 +59,7 @@ mod tests {
 
     #[test]
     fn session_timeouts_are_checked_and_half_counts() {
-        assert_eq!(ZkConfig::default().session_timeout, Duration::from_secs(60));
+        assert_eq!(ZkConfig::default().session_timeout, crate::options::DEFAULT_LEASE);
         ZkConfig::default().validate().unwrap();
         for bad in [Duration::from_millis(99), MAX_SESSION_TIMEOUT + Duration::from_millis(1)] {
             let e = ZkConfig { session_timeout: bad }.validate().expect_err("refused");
