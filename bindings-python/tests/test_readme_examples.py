@@ -75,3 +75,20 @@ def test_readme_example_runs(index: int, servers: dict[str, Launched], tmp_path:
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, f"example {index} ({kind}) failed:\n{code}\n{run.stderr}"
     assert run.stdout.strip(), "the example printed nothing"
+
+
+def test_the_top_readme_python_example_runs(servers: dict[str, Launched], tmp_path: Path) -> None:
+    """The top README's Python section (issue 23, item 11): its snippet, as written, from a clean
+    directory, with the same URL substitution."""
+    top = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = top[top.index("## Python\n") : top.index("## Node\n")]
+    blocks = re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
+    assert blocks, "the top README's Python section has no example"
+    if "single" not in servers:
+        servers["single"] = Launched("single")
+    for code in blocks:
+        script = tmp_path / "top.py"
+        script.write_text(URL.sub(lambda m: m.group(1) + servers["single"].url + m.group(1), code))
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, f"{code}\n{run.stderr}"
+        assert "fencing token" in run.stdout
