@@ -154,7 +154,7 @@ pub(crate) fn client_options(
     Ok((opts, shown))
 }
 
-/// `lock(name, lease=None, *, renew=None, timeout=None, entry_ttl=None)` → the lock's options,
+/// `lock(name, lease=None, *, renew=None, wait=None, entry_ttl=None)` → the lock's options,
 /// with the defaults and rules of `conn`'s backend (`lease=None`: its renewed lease).
 pub(crate) fn lock_options(
     py: Python<'_>,
