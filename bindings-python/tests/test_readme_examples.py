@@ -6,7 +6,6 @@ is replaced, whole, by the launched server's URL of that backend."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -71,8 +70,8 @@ def test_readme_example_runs(index: int, servers: dict[str, Launched], tmp_path:
     code = URL.sub(lambda m: m.group(1) + servers[kind].url + m.group(1), code)
     script = tmp_path / "example.py"
     script.write_text(code)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    # The same interpreter and environment as this test: the lockgate under test.
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, f"example {index} ({kind}) failed:\n{code}\n{run.stderr}"
     assert run.stdout.strip(), "the example printed nothing"
 
