@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
-use lockgate_core::native::{Client, Election, Lease, Lock};
+use lockgate_core::native::{Client, Election, Lease, Lock, Owner};
 use lockgate_core::options::{duration_from_f64, entry_ttl_from_f64, lease_from_f64, Unit, MAX_PERMITS};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, ErrorKind, LeaderInfo, Primitive};
@@ -311,20 +311,21 @@ pub struct NativeLock {
 
 #[uniffi::export]
 impl NativeLock {
-    /// Waits up to `timeout_secs` (else `TIMEOUT`); the lease fills `into`.
-    pub async fn acquire(&self, timeout_secs: f64, into: Arc<NativeLease>) -> NativeResult<i64> {
+    /// Waits up to `timeout_secs` (else `TIMEOUT`) as the Java thread `owner`; the lease fills `into`.
+    pub async fn acquire(&self, timeout_secs: f64, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
         let timeout = secs(duration_from_f64, "timeout", timeout_secs)?;
-        Ok(into.fill(self.inner.acquire(timeout).await?))
+        Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire(timeout).await?))
     }
 
-    /// Waits with the lock's default timeout (forever unless the options set one).
-    pub async fn acquire_default(&self, into: Arc<NativeLease>) -> NativeResult<i64> {
-        Ok(into.fill(self.inner.acquire_default().await?))
+    /// Waits with the lock's default timeout (forever unless the options set one), as `owner`.
+    pub async fn acquire_default(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
+        Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire_default().await?))
     }
 
-    /// One attempt: `NOT_GRANTED` if the lock is held or waiters are queued.
-    pub async fn try_acquire(&self, into: Arc<NativeLease>) -> NativeResult<i64> {
-        Ok(self.inner.try_acquire().await?.map_or(NOT_GRANTED, |lease| into.fill(lease)))
+    /// One attempt as `owner`: `NOT_GRANTED` if the lock is held or waiters are queued.
+    pub async fn try_acquire(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
+        let lock = self.inner.as_owner(Owner::thread(owner));
+        Ok(lock.try_acquire().await?.map_or(NOT_GRANTED, |lease| into.fill(lease)))
     }
 }
 

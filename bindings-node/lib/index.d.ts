@@ -295,11 +295,15 @@ export function connect(target: Redis, options?: Omit<ServerClientOptions, 'clus
  */
 export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
-/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble, an etcd cluster), shared by every lock made from it. */
+/** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble, an etcd cluster, a PostgreSQL or MySQL/MariaDB database), shared by every lock made from it. */
 export class Client {
   private constructor();
   /** What this client's backend offers; asking for anything else throws UnsupportedError. */
   readonly capabilities: Capabilities;
+  /** The URL with passwords replaced by `***`; null for a caller's own ioredis connection(s). */
+  readonly url: string | null;
+  /** `Client(<redacted URL>)`. */
+  toString(): string;
   /** A mutex named `name`; throws InvalidArgumentError for a bad name or options. */
   lock(name: string, options?: LockOptions): Lock;
   /**

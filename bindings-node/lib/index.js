@@ -35,7 +35,7 @@ async function connect(target, options) {
     engine.free();
     throw err;
   }
-  return new Client(INTERNAL, driver, engine.capabilities);
+  return new Client(INTERNAL, driver, engine.capabilities, engine.url);
 }
 
 /** Each client's driver, kept out of sight of users and of util.inspect. */
@@ -44,11 +44,28 @@ const drivers = new WeakMap();
 /** A client of one lock service (a Redis server, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble). */
 class Client {
   #capabilities;
+  #url;
 
-  constructor(token, driver, capabilities) {
+  constructor(token, driver, capabilities, url) {
     if (token !== INTERNAL) throw new TypeError('use lockgate.connect() to create a Client');
     drivers.set(this, driver);
     this.#capabilities = Object.freeze(capabilities);
+    this.#url = url === undefined ? null : url;
+  }
+
+  /** The URL with passwords replaced by `***` (the core's redaction); null for a caller's own ioredis connection(s). */
+  get url() {
+    return this.#url;
+  }
+
+  /** `Client(<redacted URL>)`, as Python's and Java's clients show themselves. */
+  toString() {
+    return `Client(${this.#url === null ? 'a caller-provided ioredis connection' : this.#url})`;
+  }
+
+  /** What console.log and util.inspect show: the same as toString(). */
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    return this.toString();
   }
 
   /** What this client's backend offers (the core's Capabilities); what it lacks is UnsupportedError. */
@@ -129,8 +146,9 @@ function alreadyHeld(lock) {
   return makeError(
     'ALREADY_HELD',
     `this handle already holds the ${HELD_WHAT[lock.kind]} ${JSON.stringify(lock.name)} and is not reentrant: ` +
-      'acquiring again through it would wait for itself; release its lease first, or give ' +
-      'each task that waits its own handle',
+      'acquiring again through it would wait for itself (a handle is one owner for every async flow ' +
+      'that uses it: JavaScript cannot tell two flows from one flow acquiring twice); release its ' +
+      'lease first, or give each concurrent flow its own handle (client.lock(name) again)',
   );
 }
 

@@ -204,6 +204,14 @@ impl Engine {
         matches!(self.core, Core::Data(_))
     }
 
+    /// The URL with its passwords redacted, as the core shows it (what `client.url` and
+    /// `String(client)` show, as Python's and Java's clients do); `undefined` for a caller's
+    /// own ioredis connection(s), which have no URL.
+    #[wasm_bindgen(getter)]
+    pub fn url(&self) -> Option<String> {
+        self.client.options.target().ok().map(|t| t.to_string())
+    }
+
     /// What this client's backend offers (see `connect::Connected::capabilities`).
     #[wasm_bindgen(getter)]
     pub fn capabilities(&self) -> JsResult<js_sys::Object> {

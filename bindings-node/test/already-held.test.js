@@ -182,3 +182,33 @@ test('a lease whose acquire() result was dropped is not released by garbage coll
   assert.equal(await kept.release(), true);
   assert.equal(await redis.admin.exists('lockgate:{held-dropped}'), 0);
 });
+
+test('concurrent async flows on one handle: the handle is one owner, and the refusal says so (issue 23, item 3)', async () => {
+  // JavaScript cannot tell two flows from one flow acquiring twice, so a Node handle is one
+  // owner: a second flow is refused at once rather than risking a wait for itself, and the
+  // message names that case. Flows with a handle each wait their turn.
+  const shared = client.lock('flows-shared');
+  const lease = await shared.acquire();
+  const t0 = performance.now();
+  const e = await shared.acquire({ timeoutMs: 5000 }).then(() => assert.fail('refused'), (err) => err);
+  isAlreadyHeld(e);
+  assert.ok(performance.now() - t0 < 500);
+  assert.match(e.message, /would wait for itself/);
+  assert.match(e.message, /one owner for every async flow/);
+  await lease.release();
+
+  const order = [];
+  let inside = 0;
+  await Promise.all([0, 1, 2, 3, 4].map(async (i) => {
+    const mine = client.lock('flows-shared');
+    const l = await mine.acquire({ timeoutMs: 20000 });
+    inside += 1;
+    assert.equal(inside, 1, 'no two flows hold it at once');
+    order.push(l.fencingToken);
+    await sleep(5);
+    inside -= 1;
+    await l.release();
+  }));
+  assert.equal(order.length, 5);
+  for (let i = 1; i < order.length; i++) assert.ok(order[i] > order[i - 1], `tokens increase: ${order}`);
+});

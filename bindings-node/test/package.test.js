@@ -122,6 +122,23 @@ console.log('esm ok', Object.keys(cjs).length);
   assert.equal(await redis.admin.exists('lockgate:{package-esm}', 'lockgate:{package-cjs}'), 0, 'released');
 });
 
+test("the top README's Node section: its install lines are these steps, its snippets run as .mjs and .cjs (issue 23, item 11)", { timeout: 60_000 }, async () => {
+  assert.ok(fs.existsSync(path.join(app, 'node_modules', 'lockgate')), 'installed by the previous test');
+  const top = fs.readFileSync(path.join(HERE, '..', 'README.md'), 'utf8');
+  const section = top.slice(top.indexOf('## Node\n'), top.indexOf('## Java\n'));
+  const [install] = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  assert.match(install, /npm pack --pack-destination/, 'the README packs the package, as this test does');
+  assert.match(install, /npm install \/tmp\/lockgate-0\.1\.0\.tgz/, 'and installs the tarball, as this test does');
+  assert.doesNotMatch(install, /npm install \.\/bindings-node/, 'never the folder (npm would link it)');
+  const blocks = [...section.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  assert.equal(blocks.length, 2, 'an ES module and a CommonJS snippet');
+  const withUrl = (code) => code.replace(/'redis:\/\/[^']*'/g, `'${redis.url}'`);
+  fs.writeFileSync(path.join(app, 'top.mjs'), withUrl(blocks[0]));
+  fs.writeFileSync(path.join(app, 'top.cjs'), withUrl(blocks[1]));
+  assert.match(await node('top.mjs'), /holding orders:42, fencing token \d+/);
+  assert.match(await node('top.cjs'), /holding orders:42, fencing token \d+/);
+});
+
 test('the installed types check for import (.mts) and require (.cts) under TypeScript node16 resolution', { timeout: 120_000 }, async () => {
   assert.ok(fs.existsSync(path.join(app, 'node_modules', 'lockgate')), 'installed by the previous test');
   const names = Object.keys(lockgate).sort();

@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 use pyo3::PyClassInitializer;
 
 use crate::connection::Connection;
-use crate::convert::{client_options, lock_options, py_repr, Permits, Secs, Text};
+use crate::convert::{client_options, lock_options, py_repr, refuse_timeout, Permits, Secs, Text};
 use crate::election::{AsyncElection, Election, ElectionSpec};
 use crate::errors::IntoPyResult;
 use crate::lock::{AsyncLock, AsyncSemaphore, Lock, LockSpec, Semaphore};
@@ -47,11 +47,12 @@ impl ClientBase {
 impl ClientBase {
     /// A distributed mutex named ``name``. ``lease=None``: the backend's renewed lease (30 s,
     /// renewed by a watchdog until released); a number of seconds: a fixed lease that frees the
-    /// lock by itself, renewed only with ``renew=True``. ``timeout`` is the default wait of
+    /// lock by itself, renewed only with ``renew=True``. ``wait`` is the default wait of
     /// ``acquire`` and ``with lock:`` (``None``: until acquired); ``entry_ttl`` bounds how long
     /// a crashed waiter's queue entry delays others. ``reentrant=True``: acquiring again through
     /// this handle while it holds the lock adds a hold (same fencing token) instead of waiting.
-    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, reentrant=false))]
+    /// ``timeout=`` is refused (``TypeError``): redis-py's ``timeout`` is the lease (``lease=``).
+    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, reentrant=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
@@ -59,18 +60,20 @@ impl ClientBase {
         name: Text,
         lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<Secs>,
+        wait: Option<Secs>,
         entry_ttl: Option<Secs>,
         reentrant: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        refuse_timeout("lock", timeout)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
         self.handle(py, LockSpec::new(py, &self.conn, &name.0, Primitive::Mutex, reentrant, options)?)
     }
 
     /// A counting semaphore named ``name``: at most ``permits`` (1 to 1,000,000; the same for
     /// every client of the name) leases at once. Each ``acquire`` takes one permit as a lease;
     /// a crashed holder's permit returns within one lease. Other arguments as for :meth:`lock`.
-    #[pyo3(signature = (name, permits, lease=None, *, renew=None, timeout=None, entry_ttl=None))]
+    #[pyo3(signature = (name, permits, lease=None, *, renew=None, wait=None, entry_ttl=None, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn semaphore(
         &self,
@@ -79,10 +82,12 @@ impl ClientBase {
         permits: Permits,
         lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<Secs>,
+        wait: Option<Secs>,
         entry_ttl: Option<Secs>,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        refuse_timeout("semaphore", timeout)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
         let spec = LockSpec::new(py, &self.conn, &name.0, Primitive::Semaphore { permits: permits.0 }, false, options)?;
         Ok(match self.conn.api {
             Api::Blocking => Py::new(py, Semaphore::init(spec, permits.0))?.into_any(),
@@ -94,7 +99,7 @@ impl ClientBase {
     /// (``.write_lock``). ``writers_first=True``: a queued writer blocks readers arriving after
     /// it (writers never starve); ``False`` lets readers pass queued writers. ``reentrant``
     /// applies to both halves; other arguments as for :meth:`lock`.
-    #[pyo3(signature = (name, lease=None, *, renew=None, timeout=None, entry_ttl=None, writers_first=true, reentrant=false))]
+    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, writers_first=true, reentrant=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn read_write_lock(
         &self,
@@ -102,12 +107,14 @@ impl ClientBase {
         name: Text,
         lease: Option<Secs>,
         renew: Option<bool>,
-        timeout: Option<Secs>,
+        wait: Option<Secs>,
         entry_ttl: Option<Secs>,
         writers_first: bool,
         reentrant: bool,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let options = lock_options(py, &self.conn, lease, renew, timeout, entry_ttl)?;
+        refuse_timeout("read_write_lock", timeout)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
         let read =
             LockSpec::new(py, &self.conn, &name.0, Primitive::Read { writers_first }, reentrant, options.clone())?;
         let write = LockSpec::new(py, &self.conn, &name.0, Primitive::Write, reentrant, options)?;
@@ -154,10 +161,11 @@ impl ClientBase {
         &self.conn.url
     }
 
-    /// The prefix of every key and channel this client uses.
+    /// The prefix of every key and channel this client uses; ``None`` for a backend that has
+    /// no keys to prefix (ZooKeeper, etcd and SQL name locks by path, key prefix or table).
     #[getter]
-    fn key_prefix(&self) -> &str {
-        &self.conn.options.key_prefix
+    fn key_prefix(&self) -> Option<&str> {
+        self.conn.has_key_prefix().then_some(self.conn.options.key_prefix.as_str())
     }
 
     /// What this client's backend can do, by name (``fencing``, ``fifo``, ``semaphore``,
@@ -175,16 +183,22 @@ impl ClientBase {
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, conn, cls) = (slf.py(), &slf.get().conn, slf.get_type());
-        let (url, prefix) = (py_repr(py, &conn.url)?, py_repr(py, &conn.options.key_prefix)?);
-        Ok(format!("<{}.{} url={url} key_prefix={prefix}>", cls.module()?, cls.qualname()?))
+        let url = py_repr(py, &conn.url)?;
+        // Only the options this backend has (a ZooKeeper URL refuses `key_prefix`).
+        let prefix = match conn.has_key_prefix() {
+            true => format!(" key_prefix={}", py_repr(py, &conn.options.key_prefix)?),
+            false => String::new(),
+        };
+        Ok(format!("<{}.{} url={url}{prefix}>", cls.module()?, cls.qualname()?))
     }
 }
 
 /// A client of one lock service, shared by every lock made from it: ``Client(url,
 /// **options)`` connects at once. The URL's scheme picks the backend: ``redis://`` /
 /// ``rediss://`` (one server; ``cluster=True`` or ``redis+cluster://``: a Redis Cluster seed
-/// node), ``redlock://host1:port,host2:port,...`` (a majority of independent masters). The
-/// options are the backend's, by keyword, checked by lockgate's core (:class:`InvalidArgumentError`
+/// node), ``redlock://host1:port,host2:port,...`` (a majority of independent masters),
+/// ``zookeeper://`` / ``zookeeper+tls://`` (an ensemble), ``etcd://`` / ``etcds://``,
+/// ``postgres://`` (PostgreSQL) and ``mysql://`` / ``mariadb://``. The options are the backend's, by keyword, checked by lockgate's core (:class:`InvalidArgumentError`
 /// before connecting). Use it as a context manager, or :meth:`close` it, to release every
 /// lease it still holds. One client per process is enough.
 #[pyclass(frozen, extends = ClientBase, module = "lockgate")]

@@ -52,6 +52,11 @@ impl Connection {
         conn
     }
 
+    /// Whether this client's backend prefixes its keys (the Redis family).
+    pub(crate) fn has_key_prefix(&self) -> bool {
+        self.options.backend().is_ok_and(|b| b.has_key_prefix())
+    }
+
     /// The connected core client (connecting now on first use); `CLOSED` once closed or in
     /// another process than the one that made it.
     pub(crate) async fn client(&self) -> Result<Client, Error> {

@@ -103,6 +103,20 @@ pub(crate) fn timeout(py: Python<'_>, value: Option<Secs>) -> PyResult<Option<Du
     value.map(|t| secs(py, "timeout", t)).transpose()
 }
 
+/// A handle factory's `timeout=` keyword, refused whatever its value: redis-py's
+/// `r.lock(name, timeout=10)` is a 10 s *lease*, and silently taking it as the wait would give a
+/// migrating user other semantics (issue 23, item 9).
+pub(crate) fn refuse_timeout(factory: &str, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match timeout {
+        None => Ok(()),
+        Some(_) => Err(PyTypeError::new_err(format!(
+            "{factory}() takes no timeout= keyword: in redis-py timeout= is the lease, here that is \
+             lease=<seconds>; how long to wait is acquire(timeout=<seconds>), or wait=<seconds> for the \
+             handle's default wait"
+        ))),
+    }
+}
+
 /// `Client(url, **options)` → validated core options and the URL to show (passwords
 /// redacted). Each keyword goes to the core's one setter as it is spelled, so a backend's
 /// options need no code here; a value for an option named `*_file` (a path) is the file's
@@ -140,19 +154,19 @@ pub(crate) fn client_options(
     Ok((opts, shown))
 }
 
-/// `lock(name, lease=None, *, renew=None, timeout=None, entry_ttl=None)` → the lock's options,
+/// `lock(name, lease=None, *, renew=None, wait=None, entry_ttl=None)` → the lock's options,
 /// with the defaults and rules of `conn`'s backend (`lease=None`: its renewed lease).
 pub(crate) fn lock_options(
     py: Python<'_>,
     conn: &Connection,
     lease: Option<Secs>,
     renew: Option<bool>,
-    timeout: Option<Secs>,
+    wait: Option<Secs>,
     entry_ttl: Option<Secs>,
 ) -> PyResult<LockOptions> {
     let lease = lease.map(|s| lease_secs(py, "lease", s)).transpose()?;
     let entry_ttl = entry_ttl.map(|t| entry_ttl_from_f64("entry_ttl", t.0, Unit::Seconds).py(py)).transpose()?;
-    let timeout = self::timeout(py, timeout)?;
+    let timeout = wait.map(|t| secs(py, "wait", t)).transpose()?;
     // A lease given is fixed unless `renew=True` (as the actor protocol has it too); the core's
     // `lock_options` would renew it by default.
     let renew = renew.or(Some(lease.is_none()));

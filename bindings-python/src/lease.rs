@@ -19,6 +19,7 @@ use crate::errors::{to_exception, Reason};
 use crate::loop_bridge::{into_asyncio, ready, running_loop};
 use crate::runtime::{block_on, runtime, Api};
 use lockgate_core::native;
+use lockgate_core::native::Owner;
 
 /// A mutex that survives a panic of another holder.
 pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -131,42 +132,57 @@ pub(crate) fn exit_async<'py>(
 }
 
 /// The leases a lock handle holds: every lease acquired through it that the user has not
-/// released yet, most recent last.
+/// released yet, with the thread or task that acquired it, most recent last.
 ///
 /// This keeps the redis-py habit safe: `lock.acquire(timeout=5)` with its result ignored must
 /// leave the lock held, and `lock.release()` / `lock.extend()` / `lock.owned()` then act on the
 /// lease the handle took. A lease leaves the list when the user releases it; the lock is freed
-/// otherwise only when the handle itself is collected (or its client closed).
+/// otherwise only when the handle itself is collected (or its client closed). With threads or
+/// tasks sharing the handle, `release()` and `extend()` act on the caller's own lease first
+/// (redis-py keeps its token per thread), else on the most recent one (a lease may be released
+/// from any thread).
 #[derive(Default)]
-pub(crate) struct Holds(Mutex<Vec<Arc<LeaseCell>>>);
+pub(crate) struct Holds(Mutex<Vec<(Owner, Arc<LeaseCell>)>>);
 
 impl Holds {
     /// The list without the leases the user released meanwhile.
-    fn live(&self) -> MutexGuard<'_, Vec<Arc<LeaseCell>>> {
+    fn live(&self) -> MutexGuard<'_, Vec<(Owner, Arc<LeaseCell>)>> {
         let mut holds = lock_mutex(&self.0);
-        holds.retain(|c| !c.released_by_user());
+        holds.retain(|(_, c)| !c.released_by_user());
         holds
     }
 
-    pub(crate) fn push(&self, cell: Arc<LeaseCell>) {
-        self.live().push(cell);
+    pub(crate) fn push(&self, owner: Owner, cell: Arc<LeaseCell>) {
+        self.live().push((owner, cell));
     }
 
     /// Whether one of these leases is certainly still held now.
     pub(crate) fn owned(&self) -> bool {
-        self.live().iter().any(|c| c.lease.is_held())
+        self.live().iter().any(|(_, c)| c.lease.is_held())
     }
 
-    /// `lock.release()`: the most recent lease (`True` if it was still held); `NOT_HELD` if the
-    /// handle holds none, as redis-py raises for an unlocked lock.
-    pub(crate) async fn release_top(&self) -> Result<bool, Error> {
-        let top = self.live().pop();
+    /// Where the lease `owner` acts on is: its most recent one, else the most recent one.
+    fn top(holds: &[(Owner, Arc<LeaseCell>)], owner: Owner) -> Option<usize> {
+        holds.iter().rposition(|(o, _)| *o == owner).or(holds.len().checked_sub(1))
+    }
+
+    /// `lock.release()`: `owner`'s most recent lease, else the most recent one (`True` if it
+    /// was still held); `NOT_HELD` if the handle holds none, as redis-py raises for an unlocked
+    /// lock.
+    pub(crate) async fn release_top(&self, owner: Owner) -> Result<bool, Error> {
+        let top = {
+            let mut holds = self.live();
+            Self::top(&holds, owner).map(|i| holds.remove(i).1)
+        };
         top.ok_or_else(not_holding)?.release().await
     }
 
-    /// `lock.extend(seconds)`: extends the most recent lease.
-    pub(crate) async fn extend_top(&self, duration: Duration) -> Result<(), Error> {
-        let top = self.live().last().cloned();
+    /// `lock.extend(seconds)`: extends the lease `release_top` would release.
+    pub(crate) async fn extend_top(&self, owner: Owner, duration: Duration) -> Result<(), Error> {
+        let top = {
+            let holds = self.live();
+            Self::top(&holds, owner).map(|i| holds[i].1.clone())
+        };
         top.ok_or_else(not_holding)?.extend(duration).await
     }
 }
@@ -202,7 +218,7 @@ impl<K: Eq + Hash> Entered<K> {
 /// through keeps it (its [`Holds`]) only once it is handed over (on the loop thread, in
 /// asyncio): a result whose awaiter gave up meanwhile is never converted, so it is dropped and
 /// released instead of being kept by a handle nobody told of it.
-pub(crate) struct Deliver(pub Arc<LeaseCell>, pub Option<Arc<Holds>>);
+pub(crate) struct Deliver(pub Arc<LeaseCell>, pub Option<(Owner, Arc<Holds>)>);
 
 impl<'py> IntoPyObject<'py> for Deliver {
     type Target = PyAny;
@@ -211,8 +227,8 @@ impl<'py> IntoPyObject<'py> for Deliver {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let Deliver(cell, holds) = self;
-        if let Some(holds) = holds {
-            holds.push(cell.clone());
+        if let Some((owner, holds)) = holds {
+            holds.push(owner, cell.clone());
         }
         let base = PyClassInitializer::from(LeaseBase { cell: cell.clone() });
         match cell.conn.api {

@@ -9,6 +9,7 @@
 //! [`connection`] is the core client behind a Python client (and the exit hook). No lock
 //! logic, rule or default lives here.
 
+mod caller;
 mod client;
 mod connection;
 mod convert;

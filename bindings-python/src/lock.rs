@@ -16,6 +16,7 @@ use pyo3::PyClassInitializer;
 use tokio::sync::futures::Notified;
 use tokio::sync::{Notify, OnceCell};
 
+use crate::caller;
 use crate::connection::Connection;
 use crate::convert::{lease_secs, py_bool, py_repr, secs_repr, timeout, Secs};
 use crate::election::ElectionSpec;
@@ -24,6 +25,7 @@ use crate::lease::{exit, exit_async, lock_mutex, Deliver, Entered, Holds, LeaseC
 use crate::loop_bridge::{into_asyncio, start, Call};
 use crate::runtime::block_on;
 use lockgate_core::native;
+use lockgate_core::native::Owner;
 
 /// A lock handle of either API: what it acquires, the core's handle (made once connected and
 /// kept, so a reentrant handle's holds are counted across acquisitions) and the leases it holds.
@@ -79,9 +81,9 @@ impl LockSpec {
         self.core.get_or_try_init(make).await
     }
 
-    /// `None`: the lock's default wait.
-    async fn acquire(&self, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
-        let core = self.core().await?;
+    /// `owner`'s acquire (`None`: the lock's default wait).
+    async fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
+        let core = self.core().await?.as_owner(owner);
         let lease = match timeout {
             Some(t) => core.acquire(t).await?,
             None => core.acquire_default().await?,
@@ -89,8 +91,8 @@ impl LockSpec {
         Ok(LeaseCell::new(lease, &self.conn))
     }
 
-    fn deliver(&self, cell: Arc<LeaseCell>) -> Deliver {
-        Deliver(cell, Some(self.holds.clone()))
+    fn deliver(&self, owner: Owner, cell: Arc<LeaseCell>) -> Deliver {
+        Deliver(cell, Some((owner, self.holds.clone())))
     }
 }
 
@@ -122,7 +124,7 @@ impl LockBase {
 
     /// The default wait of ``acquire`` and ``with lock:``, in seconds (``None``: until acquired).
     #[getter]
-    fn timeout(&self) -> Option<f64> {
+    fn wait(&self) -> Option<f64> {
         self.spec.options.wait_timeout.map(|d| d.as_secs_f64())
     }
 
@@ -153,27 +155,29 @@ impl LockBase {
     /// One attempt without waiting (awaitable in ``lockgate.aio``): a lease, or ``None`` if the
     /// lock is held (for a semaphore: every permit is taken) or others are queued for it.
     fn try_acquire<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
+        let (spec, owner) = (self.spec.clone(), caller::of(py, self.spec.conn.api)?);
         spec.conn.api.run(py, async move {
-            let lease = spec.core().await?.try_acquire().await?;
-            Ok(lease.map(|l| spec.deliver(LeaseCell::new(l, &spec.conn))))
+            let lease = spec.core().await?.as_owner(owner).try_acquire().await?;
+            Ok(lease.map(|l| spec.deliver(owner, LeaseCell::new(l, &spec.conn))))
         })
     }
 
-    /// Releases the most recent lease acquired through this handle (redis-py's
-    /// ``lock.release()``; awaitable in ``lockgate.aio``): ``True`` if it was still held,
-    /// ``False`` if it had been lost. :class:`lockgate.NotHeldError` if this handle holds none.
+    /// Releases the most recent lease the calling thread (asyncio task) acquired through this
+    /// handle, else the handle's most recent one (redis-py's ``lock.release()``; awaitable in
+    /// ``lockgate.aio``): ``True`` if it was still held, ``False`` if it had been lost.
+    /// :class:`lockgate.NotHeldError` if this handle holds none.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let spec = self.spec.clone();
-        spec.conn.api.run(py, async move { spec.holds.release_top().await })
+        let (spec, owner) = (self.spec.clone(), caller::of(py, self.spec.conn.api)?);
+        spec.conn.api.run(py, async move { spec.holds.release_top(owner).await })
     }
 
-    /// Sets the remaining time of the most recent lease this handle holds (see
+    /// Sets the remaining time of the lease :meth:`release` would release (see
     /// ``Lease.extend``; awaitable in ``lockgate.aio``). :class:`lockgate.NotHeldError` if it
     /// holds none or that lease was lost.
     fn extend<'py>(&self, py: Python<'py>, seconds: Secs) -> PyResult<Bound<'py, PyAny>> {
         let (d, spec) = (lease_secs(py, "seconds", seconds)?, self.spec.clone());
-        spec.conn.api.run(py, async move { spec.holds.extend_top(d).await.map(|()| None::<()>) })
+        let owner = caller::of(py, spec.conn.api)?;
+        spec.conn.api.run(py, async move { spec.holds.extend_top(owner, d).await.map(|()| None::<()>) })
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -187,7 +191,7 @@ impl LockBase {
         let wait = spec.options.wait_timeout.map_or(Ok("None".into()), |t| secs_repr(py, t))?;
         let cls: Bound<'_, PyType> = slf.get_type();
         Ok(format!(
-            "<{}.{} name={}{kind}{} lease={} renew={} timeout={wait}>",
+            "<{}.{} name={}{kind}{} lease={} renew={} wait={wait}>",
             cls.module()?,
             cls.qualname()?,
             py_repr(py, &spec.name)?,
@@ -223,8 +227,9 @@ impl Lock {
     fn wait<'py>(&self, py: Python<'py>, timeout: Option<Duration>) -> PyResult<(Bound<'py, PyAny>, Arc<LeaseCell>)> {
         // Registered before the GIL is released: a `cancel()` from here on reaches this wait.
         let cancelled = self.cancel.notified();
-        let cell = block_on(py, unless_cancelled(cancelled, self.spec.acquire(timeout)))?;
-        Ok((self.spec.deliver(cell.clone()).into_pyobject(py)?, cell))
+        let owner = caller::thread();
+        let cell = block_on(py, unless_cancelled(cancelled, self.spec.acquire(owner, timeout)))?;
+        Ok((self.spec.deliver(owner, cell.clone()).into_pyobject(py)?, cell))
     }
 }
 
@@ -244,7 +249,7 @@ async fn unless_cancelled<T>(cancelled: Notified<'_>, fut: impl Future<Output = 
 
 #[pymethods]
 impl Lock {
-    /// Waits up to ``timeout`` seconds (default: the lock's ``timeout``; ``None`` waits until
+    /// Waits up to ``timeout`` seconds (default: the lock's ``wait``; ``None`` waits until
     /// acquired) and returns the :class:`Lease`; :class:`LockTimeoutError` if the lock stays
     /// held. Waiters are served in arrival order (where the backend queues them) and woken by
     /// the release itself. Ctrl-C abandons the wait and removes it from the server.
@@ -333,10 +338,11 @@ impl AsyncLock {
 
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (key, spec, entered) = (current_task(py)?, self.spec.clone(), self.entered.clone());
+        let owner = caller::task(py)?;
         into_asyncio(py, async move {
-            let cell = spec.acquire(None).await?;
+            let cell = spec.acquire(owner, None).await?;
             entered.push(key, cell.clone());
-            Ok(spec.deliver(cell))
+            Ok(spec.deliver(owner, cell))
         })
     }
 
@@ -375,9 +381,11 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    async fn acquire(self, timeout: Option<Duration>) -> Result<Deliver, Error> {
+    /// Acquires for `owner` (the asyncio task that awaits it; a campaign's candidate is its
+    /// election, whoever awaits).
+    async fn acquire(self, owner: Owner, timeout: Option<Duration>) -> Result<Deliver, Error> {
         match self {
-            Source::Lock(spec) => Ok(spec.deliver(spec.acquire(timeout).await?)),
+            Source::Lock(spec) => Ok(spec.deliver(owner, spec.acquire(owner, timeout).await?)),
             Source::Campaign(spec, value) => Ok(Deliver(spec.campaign(&value, timeout).await?, None)),
         }
     }
@@ -396,7 +404,12 @@ pub struct AcquireContext {
 
 impl AcquireContext {
     pub(crate) fn new(py: Python<'_>, source: Source, timeout: Option<Duration>) -> PyResult<Py<Self>> {
-        let call = Call::deferred(start(source.clone().acquire(timeout)));
+        // The owner is the task that first awaits it (`gather` wraps each in a task of its own).
+        let deferred = source.clone();
+        let call = Call::deferred(Box::new(move |py| {
+            let owner = caller::task(py)?;
+            start(deferred.acquire(owner, timeout))(py)
+        }));
         let me = AcquireContext { source, timeout, held: Arc::default() };
         Py::new(py, PyClassInitializer::from(call).add_subclass(me))
     }
@@ -406,8 +419,9 @@ impl AcquireContext {
 impl AcquireContext {
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (source, timeout, held) = (self.source.clone(), self.timeout, self.held.clone());
+        let owner = caller::task(py)?;
         into_asyncio(py, async move {
-            let deliver = source.acquire(timeout).await?;
+            let deliver = source.acquire(owner, timeout).await?;
             *lock_mutex(&held) = Some(deliver.0.clone());
             Ok(deliver)
         })

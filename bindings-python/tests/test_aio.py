@@ -55,8 +55,8 @@ def test_context_managers_and_try_acquire(server: RedisServer) -> None:
 
     async def main() -> None:
         async with lockgate.aio.Client(server.url) as client:
-            lock = client.lock("acm", timeout=5)
-            assert lock.timeout == 5.0 and lock.renew
+            lock = client.lock("acm", wait=5)
+            assert lock.wait == 5.0 and lock.renew
             async with lock.acquire(timeout=5) as lease:
                 assert lease.is_held and raw.exists(lock_key("acm"))
                 assert await client.lock("acm").try_acquire() is None

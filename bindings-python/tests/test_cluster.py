@@ -35,7 +35,7 @@ def test_mutexes_on_every_master(redis_cluster: RedisCluster) -> None:
     owners = [redis_cluster.owner(f"lockgate:{{{n}}}").port for n in names]
     assert len(set(owners)) == 3, "the names must span the three masters"
     with lockgate.Client(redis_cluster.url, cluster=True) as client:
-        locks = [client.lock(n, timeout=5) for n in names]
+        locks = [client.lock(n, wait=5) for n in names]
         leases = [lock.acquire() for lock in locks]  # all held at once, on three masters
         for name, owner, lease in zip(names, owners, leases):
             assert lease.is_held and lease.fencing_token >= 1

@@ -98,7 +98,7 @@ def test_bad_lock_arguments(server: RedisServer) -> None:
                 make("x", s)
         for s in [-1.0, math.nan, math.inf, 1e12]:
             with pytest.raises(lockgate.InvalidArgumentError):
-                make("x", timeout=s)
+                make("x", wait=s)
         for s in [0.0, 0.05, -1.0, math.nan]:
             with pytest.raises(lockgate.InvalidArgumentError):
                 make("x", entry_ttl=s)
@@ -256,7 +256,7 @@ def test_unencodable_and_huge_values_are_invalid_arguments(server: RedisServer) 
             lambda: client.lock("\ud800"),
             lambda: client.lock("x", huger),
             lambda: client.lock("x", huge),
-            lambda: client.lock("x", timeout=huger),
+            lambda: client.lock("x", wait=huger),
             lambda: client.lock("x", entry_ttl=huge),
             lambda: client.semaphore("x", huge),
             lambda: client.semaphore("x", -huge),
@@ -330,7 +330,7 @@ def test_option_errors_name_the_option_in_seconds(server: RedisServer) -> None:
         (lambda: client.lock("x", 0.001), "lease", "0.01 s"),
         (lambda: client.lock("x", 3e9), "lease", "2592000 s"),
         (lambda: client.lock("x", entry_ttl=0.01), "entry_ttl", "0.1 s"),
-        (lambda: client.lock("x", timeout=-1), "timeout", "-1 s"),
+        (lambda: client.lock("x", wait=-1), "wait", "-1 s"),
         (lambda: lease.extend(0.001), "seconds", "0.01 s"),
         (lambda: lock.extend(0.001), "seconds", "0.01 s"),
         (lambda: lockgate.Client(f"redlock://127.0.0.1:{server.port}", max_lease=0.001), "max_lease", "0.01 s"),

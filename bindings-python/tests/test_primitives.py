@@ -31,12 +31,12 @@ def zcard(raw: "redis.Redis[bytes]", key: str) -> int:
 def test_semaphore_permits_are_leases(server: RedisServer) -> None:
     raw = server.raw()
     with lockgate.Client(server.url) as client:
-        sem = client.semaphore("pool", 2, timeout=5)
+        sem = client.semaphore("pool", 2, wait=5)
         assert isinstance(sem, lockgate.Semaphore) and isinstance(sem, lockgate.Lock)
-        assert sem.permits == 2 and sem.name == "pool" and sem.timeout == 5.0
-        assert repr(sem) == "<lockgate.Semaphore name='pool' permits=2 lease=30.0 renew=True timeout=5.0>"
+        assert sem.permits == 2 and sem.name == "pool" and sem.wait == 5.0
+        assert repr(sem) == "<lockgate.Semaphore name='pool' permits=2 lease=30.0 renew=True wait=5.0>"
         # One handle holds one permit at a time: a second permit takes a second handle.
-        sem2 = client.semaphore("pool", 2, timeout=5)
+        sem2 = client.semaphore("pool", 2, wait=5)
         with sem.acquire(timeout=1) as a, sem2 as b:
             assert a.is_held and b.is_held and a.fencing_token < b.fencing_token
             assert zcard(raw, "lockgate:{pool}:sem:holders") == 2
@@ -201,7 +201,7 @@ def test_reentrant_lock_counts_holds(server: RedisServer) -> None:
     with lockgate.Client(server.url) as client, lockgate.Client(server.url) as other:
         lock = client.lock("re", reentrant=True)
         assert lock.reentrant and not client.lock("re").reentrant
-        assert repr(lock) == "<lockgate.Lock name='re' reentrant=True lease=30.0 renew=True timeout=None>"
+        assert repr(lock) == "<lockgate.Lock name='re' reentrant=True lease=30.0 renew=True wait=None>"
         probe = other.lock("re")
         outer = lock.acquire(timeout=1)
         inner = lock.acquire(timeout=1)

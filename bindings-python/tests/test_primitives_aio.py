@@ -44,9 +44,9 @@ def test_semaphore_caps_holders_across_tasks_and_clients(server: RedisServer) ->
 
     async def main() -> None:
         async with lockgate.aio.Client(server.url) as a, lockgate.aio.Client(server.url) as b:
-            sem = a.semaphore("apool", 3, timeout=5)
+            sem = a.semaphore("apool", 3, wait=5)
             assert isinstance(sem, lockgate.aio.Semaphore) and isinstance(sem, lockgate.aio.Lock)
-            assert sem.permits == 3 and sem.timeout == 5.0
+            assert sem.permits == 3 and sem.wait == 5.0
             assert repr(sem).startswith("<lockgate.aio.Semaphore name='apool' permits=3 ")
             await asyncio.gather(*(worker(c) for c in (a, b, a, b, a, b)))
             # Permits as leases: three at once, then nobody else.
@@ -80,7 +80,7 @@ def test_read_write_lock(server: RedisServer) -> None:
             assert rw.name == "adoc" and rw.writers_first and not rw.reentrant
             assert rw.read_lock is rw.read_lock
             assert repr(rw.write_lock) == (
-                "<lockgate.aio.Lock name='adoc' mode='write' lease=30.0 renew=True timeout=None>"
+                "<lockgate.aio.Lock name='adoc' mode='write' lease=30.0 renew=True wait=None>"
             )
             r1 = await rw.read_lock.acquire(timeout=1)
             r2 = await other.read_lock.acquire(timeout=1)

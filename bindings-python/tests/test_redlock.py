@@ -62,7 +62,7 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
         assert [name for name, on in caps.items() if on] == ["reentrant"], caps
         assert set(caps) >= {"fencing", "fifo", "semaphore", "read_write", "election", "reentrant"}
         lock = redlock.lock("orders", 0.8)
-        assert (lock.name, lock.lease, lock.renew, lock.timeout) == ("orders", 0.8, False, None)
+        assert (lock.name, lock.lease, lock.renew, lock.wait) == ("orders", 0.8, False, None)
         # A grant needs only a majority: a master still within its delayed-restart period
         # (max_lease + 1 s after start, PROTOCOL.md §8) refuses. This test checks every master,
         # so it waits until all five are past it (uptime in whole seconds, hence 3).
@@ -141,7 +141,7 @@ def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> Non
 
 def test_context_managers_release(masters: RedisMasters) -> None:
     with lockgate.Client(masters.url, **SETTINGS) as redlock:
-        lock = redlock.lock("cm", 0.8, timeout=FIRST)
+        lock = redlock.lock("cm", 0.8, wait=FIRST)
         with lock as lease:
             assert lease.is_held and len(masters.holders("cm")) == 5
         assert masters.holders("cm") == [] and not lease.is_held
@@ -320,7 +320,7 @@ def test_asyncio(masters: RedisMasters) -> None:
             assert masters.holders("aio") == []
             assert await lease.lost() is None  # released normally
             # Another client takes it now; the lock handle's own `async with` works too.
-            async with b.lock("aio", 0.8, timeout=2) as taken:
+            async with b.lock("aio", 0.8, wait=2) as taken:
                 assert taken.is_held and await a.lock("aio").try_acquire() is None
             assert masters.holders("aio") == []
             got = await lock.try_acquire()

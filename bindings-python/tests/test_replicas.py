@@ -39,7 +39,7 @@ def paused(replicated: ReplicatedRedis) -> Iterator[ReplicatedRedis]:
 def test_grants_are_confirmed_by_the_replica(replicated: ReplicatedRedis) -> None:
     replica_raw = replicated.replica.raw()
     with acked(replicated.primary.url) as client, acked(replicated.primary.url) as other:
-        lock = client.lock("acked", timeout=5)
+        lock = client.lock("acked", wait=5)
         lease = lock.acquire()
         assert lease.is_held
         # WAIT confirmed it: the replica has the lock key already, no polling needed.

@@ -31,7 +31,7 @@ def test_acquire_release_and_context_managers(server: RedisServer) -> None:
     raw = server.raw()
     with lockgate.Client(server.url) as client:
         lock = client.lock("cm")
-        assert lock.name == "cm" and lock.lease == 30.0 and lock.renew and lock.timeout is None
+        assert lock.name == "cm" and lock.lease == 30.0 and lock.renew and lock.wait is None
         with lock.acquire(timeout=5) as lease:
             assert lease.is_held and lease.name == "cm"
             assert raw.exists(lock_key("cm"))

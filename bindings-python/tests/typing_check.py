@@ -7,7 +7,7 @@ import lockgate.aio
 
 def sync_use(url: str) -> Optional[int]:
     with lockgate.Client(url, key_prefix="x:") as client:
-        lock = client.lock("a", 5.0, renew=True, timeout=3)
+        lock = client.lock("a", 5.0, renew=True, wait=3)
         with lock.acquire(timeout=5) as lease:
             lease.extend(10)
             lease.on_lost(lambda e: print(e.code))
@@ -35,7 +35,7 @@ async def async_use(url: str) -> Optional[int]:
             return l3.fencing_token
 
 def primitives(client: lockgate.Client) -> int:
-    sem: lockgate.Semaphore = client.semaphore("pool", 3, timeout=5)
+    sem: lockgate.Semaphore = client.semaphore("pool", 3, wait=5)
     n: int = sem.permits
     with sem.acquire(timeout=1) as permit:
         n += permit.fencing_token or 0
@@ -104,7 +104,7 @@ def redlock(masters: str) -> float:
     # One client family for every backend: a Redlock is a URL, its settings are keywords.
     with lockgate.Client(f"redlock://{masters}", max_lease=10, node_timeout=0.05, drift_factor=0.01) as rl:
         caps: dict[str, bool] = rl.capabilities
-        lock: lockgate.Lock = rl.lock("a", 5.0, renew=True, timeout=3)
+        lock: lockgate.Lock = rl.lock("a", 5.0, renew=True, wait=3)
         with lock.acquire(timeout=5) as lease:
             lease.extend(5)
             lease.on_lost(lambda e: print(e.code))

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use lockgate_core::connect::redlock_url;
-use lockgate_core::native::{Client, ClientOptions};
+use lockgate_core::native::{Client, ClientOptions, Owner};
 use lockgate_core::{Error, ErrorKind, LockOptions};
 use support::RedisServer;
 
@@ -114,6 +114,57 @@ async fn concurrent_acquires_through_one_handle_end_when_one_wins() {
     won.release().await.unwrap();
     let stranger = client.lock("race", LockOptions::default()).unwrap();
     assert!(stranger.try_acquire().await.unwrap().is_some());
+}
+
+// Issue 23, item 3: owners sharing one handle (threads, tasks) wait their turn instead of
+// being refused; each owner still never waits for itself, and its refusal says which owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_owners_of_one_handle_wait_their_turn() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let lock = client.lock("owners", LockOptions::default()).unwrap();
+    let first = lock.as_owner(Owner::thread(1)).acquire(Duration::from_secs(5)).await.unwrap();
+
+    // The same owner: ALREADY_HELD at once, naming the thread; nothing changes on the server.
+    let before = server_state(&server);
+    let t = Instant::now();
+    let again = lock.as_owner(Owner::thread(1)).acquire(Duration::from_secs(10)).await;
+    assert_already_held(again.as_ref().map(|_| ()).map_err(Clone::clone), t, "the same thread");
+    assert!(again.unwrap_err().to_string().contains("this thread already holds"));
+    assert_eq!(server_state(&server), before);
+
+    // Other owners queue behind it and are served one at a time, tokens increasing.
+    let waiters: Vec<_> = (2..6u64)
+        .map(|n| {
+            let me = lock.as_owner(if n % 2 == 0 { Owner::thread(n) } else { Owner::task(n) });
+            tokio::spawn(async move {
+                let lease = me.acquire(Duration::from_secs(20)).await?;
+                let token = lease.fencing_token().unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                assert!(lease.release().await?, "held until released");
+                Ok::<u64, Error>(token)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut last = first.fencing_token().unwrap();
+    first.release().await.unwrap();
+    let mut tokens = Vec::new();
+    for w in waiters {
+        tokens.push(w.await.unwrap().expect("another owner waits its turn"));
+    }
+    tokens.sort();
+    for t in tokens {
+        assert!(t > last, "tokens increase");
+        last = t;
+    }
+
+    // A task owner refused while it holds, with a message naming the task.
+    let task = lock.as_owner(Owner::task(9));
+    let held = task.acquire(Duration::from_secs(5)).await.unwrap();
+    let e = task.try_acquire().await.unwrap_err();
+    assert!(e.to_string().contains("this task already holds"), "{e}");
+    drop(held);
 }
 
 #[tokio::test]

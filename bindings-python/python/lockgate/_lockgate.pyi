@@ -69,8 +69,8 @@ class _ClientBase:
     def url(self) -> str:
         """The URL with passwords replaced by ``***``."""
     @property
-    def key_prefix(self) -> str:
-        """The prefix of every key and channel this client uses."""
+    def key_prefix(self) -> Optional[str]:
+        """The prefix of every key and channel this client uses (``None``: the backend has no keys to prefix)."""
     @property
     def capabilities(self) -> dict[str, bool]:
         """What this client's backend can do, by name."""
@@ -87,7 +87,7 @@ class _LockBase:
     def renew(self) -> bool:
         """Whether a watchdog renews the lease until it is released."""
     @property
-    def timeout(self) -> Optional[float]:
+    def wait(self) -> Optional[float]:
         """The default wait in seconds (``None``: until acquired)."""
     @property
     def entry_ttl(self) -> float:
@@ -173,14 +173,16 @@ class Client(_ClientBase):
     """A client of one lock service, for every backend (the URL's scheme picks it)."""
 
     def __new__(cls, url: str, **options: _Option) -> Self: ...
-    def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, timeout: Optional[float] = None,
-             entry_ttl: Optional[float] = None, reentrant: bool = False) -> Lock:
-        """A distributed mutex named ``name``."""
+    def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
+             entry_ttl: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> Lock:
+        """A distributed mutex named ``name``. ``timeout=`` is refused (``TypeError``): redis-py's
+        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``."""
     def semaphore(self, name: str, permits: int, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                  timeout: Optional[float] = None, entry_ttl: Optional[float] = None) -> Semaphore:
+                  wait: Optional[float] = None, entry_ttl: Optional[float] = None, timeout: None = None) -> Semaphore:
         """A counting semaphore with ``permits`` permits."""
-    def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, timeout: Optional[float] = None,
-                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False) -> ReadWriteLock:
+    def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
+                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
+                        timeout: None = None) -> ReadWriteLock:
         """A read-write lock: many readers or one writer."""
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
                  entry_ttl: Optional[float] = None) -> Election:
@@ -258,14 +260,16 @@ class AsyncClient(_ClientBase):
     """The asyncio client (``lockgate.aio.Client``); connects on first use."""
 
     def __new__(cls, url: str, **options: _Option) -> Self: ...
-    def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, timeout: Optional[float] = None,
-             entry_ttl: Optional[float] = None, reentrant: bool = False) -> AsyncLock:
-        """A distributed mutex named ``name``."""
+    def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
+             entry_ttl: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> AsyncLock:
+        """A distributed mutex named ``name``. ``timeout=`` is refused (``TypeError``): redis-py's
+        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``."""
     def semaphore(self, name: str, permits: int, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                  timeout: Optional[float] = None, entry_ttl: Optional[float] = None) -> AsyncSemaphore:
+                  wait: Optional[float] = None, entry_ttl: Optional[float] = None, timeout: None = None) -> AsyncSemaphore:
         """A counting semaphore with ``permits`` permits."""
-    def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, timeout: Optional[float] = None,
-                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False) -> AsyncReadWriteLock:
+    def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
+                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
+                        timeout: None = None) -> AsyncReadWriteLock:
         """A read-write lock: many readers or one writer."""
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
                  entry_ttl: Optional[float] = None) -> AsyncElection:

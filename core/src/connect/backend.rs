@@ -79,6 +79,12 @@ impl Backend {
         matches!(self, Backend::Postgres | Backend::MySql)
     }
 
+    /// Whether keys carry the client's `key_prefix` (the Redis family); the others name locks
+    /// by path, key prefix or table and refuse the option, so clients do not show it.
+    pub fn has_key_prefix(self) -> bool {
+        matches!(self, Backend::Redis | Backend::RedisCluster | Backend::Redlock)
+    }
+
     /// Every accepted scheme, for messages: `redis://, rediss://, ...`.
     pub fn all_schemes() -> String {
         Self::SCHEMES.iter().map(|(s, _, _)| format!("{s}://")).collect::<Vec<_>>().join(", ")

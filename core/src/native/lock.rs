@@ -2,12 +2,13 @@
 //! [`Election`]'s leadership), the same type for every backend. A handle validates nothing at
 //! acquire time that [`Client`] did not already check when it made it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
 use super::client::{closed, Client};
-use super::holder::Holder;
+use super::holder::{Holder, Owner};
 use super::lease::Lease;
 use super::message::{Acquired, Msg};
 use crate::capabilities::Capability;
@@ -20,12 +21,15 @@ use crate::time::Duration;
 /// election's leadership). Holding it is represented by a [`Lease`], never by a thread. Clones
 /// are the same handle (they share reentrant holds).
 ///
-/// A non-reentrant handle holds at most one lease at a time and never waits for itself: while
-/// it (or a clone) holds a live lease, `acquire`, `acquire_default` and `try_acquire` fail at
-/// once with `ALREADY_HELD` and send nothing; an acquire still waiting when another acquire
-/// through the same handle wins ends with `ALREADY_HELD` too (its wait is withdrawn). Once the
-/// lease is released, dropped, lost or past its validity, the handle acquires again. A second
-/// permit of a semaphore (or a second read hold) takes a second handle.
+/// Every acquire is made by an [`Owner`]: the handle itself unless [`Lock::as_owner`] names the
+/// caller (bindings pass their thread or task). A non-reentrant handle holds at most one lease
+/// per owner and an owner never waits for itself: while the owner holds a live lease through
+/// the handle (or a clone), its `acquire`, `acquire_default` and `try_acquire` fail at once
+/// with `ALREADY_HELD` and send nothing; an acquire of that owner still waiting when another
+/// acquire of the same owner wins ends with `ALREADY_HELD` too (its wait is withdrawn). Other
+/// owners wait their turn. Once the lease is released, dropped, lost or past its validity, the
+/// owner acquires again. A second permit of a semaphore (or a second read hold) for one owner
+/// takes a second handle. A reentrant handle counts holds per owner the same way.
 #[derive(Clone, Debug)]
 pub struct Lock {
     client: Client,
@@ -33,9 +37,11 @@ pub struct Lock {
     primitive: Primitive,
     options: LockOptions,
     reentrant: bool,
-    /// The lease this reentrant handle holds, if any.
-    current: Arc<Mutex<Option<LeaseId>>>,
-    /// The lease this non-reentrant handle holds, if any (shared by its clones and leases).
+    /// Who acquires through this value of the handle (its clones may name other owners).
+    owner: Owner,
+    /// The lease each owner holds through this reentrant handle.
+    current: Arc<Mutex<HashMap<Owner, LeaseId>>>,
+    /// The leases this non-reentrant handle holds, one per owner (shared by its clones and leases).
     holder: Holder,
 }
 
@@ -148,9 +154,21 @@ impl Lock {
             primitive,
             options,
             reentrant,
-            current: Arc::new(Mutex::new(None)),
+            owner: Owner::HANDLE,
+            current: Arc::default(),
             holder: Holder::default(),
         }
+    }
+
+    /// The same handle (sharing its holds) acquiring as `owner`: an owner never waits for its
+    /// own lease (`ALREADY_HELD`), other owners wait their turn.
+    pub fn as_owner(&self, owner: Owner) -> Lock {
+        Lock { owner, ..self.clone() }
+    }
+
+    /// Who acquires through this value of the handle ([`Owner::HANDLE`] unless set).
+    pub fn owner(&self) -> Owner {
+        self.owner
     }
 
     /// The client this handle belongs to.
@@ -210,7 +228,7 @@ impl Lock {
 
     async fn run(&self, wait: Wait) -> Result<Option<Lease>> {
         if self.reentrant {
-            let held = *self.current.lock().unwrap_or_else(|e| e.into_inner());
+            let held = self.current.lock().unwrap_or_else(|e| e.into_inner()).get(&self.owner).copied();
             if let Some(lease) = held {
                 let (reply, result) = oneshot::channel();
                 self.client.send(Msg::Reacquire { lease, reply })?;
@@ -219,24 +237,27 @@ impl Lock {
                         return Ok(Some(Lease::new(self.client.clone(), self.name.clone(), a, None)))
                     }
                     // No longer held (released, lost): acquire afresh below.
-                    _ => *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None,
+                    _ => {
+                        self.current.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.owner);
+                    }
                 }
             }
         }
         if self.reentrant {
             let lease = self.run_fresh(wait).await?;
             if let Some(l) = &lease {
-                *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.id);
+                self.current.lock().unwrap_or_else(|e| e.into_inner()).insert(self.owner, l.id);
             }
             return Ok(lease);
         }
-        // Non-reentrant: refuse before sending anything, and stop waiting if a clone wins.
-        self.holder.check(&self.name)?;
-        let lease = self.holder.race(&self.name, self.run_fresh(wait)).await?;
+        // Non-reentrant: refuse before sending anything, and stop waiting if the same owner
+        // wins through a clone.
+        self.holder.check(&self.name, self.owner)?;
+        let lease = self.holder.race(&self.name, self.owner, self.run_fresh(wait)).await?;
         match lease {
             Some(mut l) => {
                 // On a lost race the new lease is dropped here, which gives it back.
-                self.holder.hold(&self.name, l.id, l.state.clone())?;
+                self.holder.hold(&self.name, self.owner, l.id, l.state.clone())?;
                 l.holder = Some(self.holder.clone());
                 Ok(Some(l))
             }

@@ -14,9 +14,10 @@ import java.util.function.Supplier;
 /**
  * A named distributed mutex on any backend, or one half of a {@link DistributedReadWriteLock},
  * with two APIs and two owners. <b>Leases</b> ({@link #acquire(Duration)}, {@link #tryAcquire()},
- * async variants): the {@link Lease} and this handle own the hold, never a thread; a
- * non-reentrant handle holding a live lease refuses another acquisition
- * ({@link LockAlreadyHeldException}), a {@code reentrant(true)} one re-enters. <b>{@link Lock}</b>:
+ * async variants): the {@link Lease} owns the hold and may be released from any thread; a
+ * non-reentrant handle refuses an acquisition by a thread that already holds a live lease through
+ * it ({@link LockAlreadyHeldException}: it would wait for itself), while other threads sharing the
+ * object wait their turn; a {@code reentrant(true)} one re-enters per thread. <b>{@link Lock}</b>:
  * the thread owns the hold, as with {@code ReentrantLock}: the client keeps holds per (name, kind,
  * thread), threads sharing this object exclude each other, a non-holder's {@code unlock()} throws
  * {@link IllegalMonitorStateException}, any lock object of the client and name unlocks, and the
@@ -87,17 +88,28 @@ public final class DistributedLock implements Lock {
     /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap);
+        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout), caller()), this::wrap);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.async(Bridge.acquire(lock, null), this::wrap);
+        return Futures.async(Bridge.acquire(lock, null, caller()), this::wrap);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases));
+        return Futures.async(Bridge.tryAcquire(lock, caller()), g -> Lease.ifGranted(g, name, openLeases));
+    }
+
+    /**
+     * The owner of an acquisition: the calling thread (for an {@code *Async} method, the thread
+     * that called it). The core refuses a thread that already holds this handle's lease
+     * ({@link LockAlreadyHeldException}: it would wait for itself); other threads sharing the
+     * object wait their turn.
+     */
+    @SuppressWarnings("deprecation") // Thread.threadId() is JDK 19+; getId() is the same id
+    private static long caller() {
+        return Thread.currentThread().getId();
     }
 
     private Lease wrap(Bridge.Grant g) {
@@ -106,11 +118,11 @@ public final class DistributedLock implements Lock {
 
     /** Waits through {@code h} for {@code secs} ({@code null}: the default wait); interruptible. */
     private Lease acquireThrough(NativeLock h, Double secs) throws InterruptedException {
-        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs)));
+        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs, caller())));
     }
 
     private Optional<Lease> tryThrough(NativeLock h) {
-        return Lease.ifGranted(Futures.block(Bridge.tryAcquire(h)), name, openLeases);
+        return Lease.ifGranted(Futures.block(Bridge.tryAcquire(h, caller())), name, openLeases);
     }
 
     // ----------------------------------------------------------------------------- Lock
@@ -139,7 +151,7 @@ public final class DistributedLock implements Lock {
     @Override
     public void lock() {
         if (!reenter()) {
-            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null)))));
+            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null, caller())))));
         }
     }
 

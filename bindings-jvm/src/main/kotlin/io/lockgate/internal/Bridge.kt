@@ -139,13 +139,20 @@ object Bridge {
 
     private fun <T> op(body: suspend () -> T): Op<T> = Op({}, body)
 
-    /** Waits up to [timeoutSecs] (`null`: the lock's default wait). */
+    /**
+     * Waits up to [timeoutSecs] (`null`: the lock's default wait) as the thread [owner] (its
+     * id): the core refuses a thread waiting for its own lease, other threads wait their turn.
+     */
     @JvmStatic
-    fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> =
-        leaseOp { if (timeoutSecs == null) lock.acquireDefault(it) else lock.acquire(timeoutSecs, it) }
+    fun acquire(lock: NativeLock, timeoutSecs: Double?, owner: Long): Op<Grant?> =
+        leaseOp {
+            if (timeoutSecs == null) lock.acquireDefault(owner.toULong(), it)
+            else lock.acquire(timeoutSecs, owner.toULong(), it)
+        }
 
+    /** One attempt as the thread [owner]. */
     @JvmStatic
-    fun tryAcquire(lock: NativeLock): Op<Grant?> = leaseOp { lock.tryAcquire(it) }
+    fun tryAcquire(lock: NativeLock, owner: Long): Op<Grant?> = leaseOp { lock.tryAcquire(owner.toULong(), it) }
 
     @JvmStatic
     fun campaign(election: NativeElection, value: String, timeoutSecs: Double?): Op<Grant?> =
