@@ -248,10 +248,57 @@ fn an_attempt_cancelled_on_the_wire_has_its_grant_released_by_the_engine() {
     // The attempt ran on the server after all: the node is ours and first.
     let reply = w.server.run(0, &attempt.op);
     w.clients[0].handle_reply(w.now, attempt.id, reply);
+    assert!(w.clients[0].poll_event().is_none(), "told before the orphaned grant was deleted");
     w.settle();
     assert!(matches!(w.outcome(0, op), Some(Done::Failed(e)) if e.kind() == ErrorKind::Cancelled));
     assert_eq!(w.server.holders("/locks/x"), Vec::<u64>::new(), "the engine deleted the orphaned grant");
     assert!(w.clients[0].is_idle());
+}
+
+// A wait that ends without the lock (cancelled, timed out) is told only once the delete of its
+// node is answered, so a read of the server right after the call finds nothing of it; a delete
+// that never answers holds the caller back for UNDO_WAIT at most.
+#[test]
+fn an_abandoned_wait_is_told_only_once_its_node_is_gone() {
+    let mut w = World::new(2);
+    let held = w.acquire(0, "x", Wait::Try);
+    w.acquired(0, held);
+    for (how, answered) in [("cancel", true), ("timeout", true), ("cancel", false)] {
+        let op = w.acquire(1, "x", Wait::For(Duration::from_secs(1)));
+        assert!(w.outcome(1, op).is_none());
+        match how {
+            "cancel" => w.clients[1].cancel(w.now, op),
+            _ => {
+                w.now = w.now + Duration::from_secs(1);
+                w.clients[1].handle_timeout(w.now);
+            }
+        }
+        let undo = w.clients[1].poll_request().expect("the delete of the waiter's node");
+        assert!(matches!(undo.op, Op::Delete { .. }), "{how}: {:?}", undo.op);
+        assert!(w.clients[1].poll_event().is_none(), "{how}: told before its node was deleted");
+        assert_eq!(w.server.nodes["/locks/x"].len(), 2, "{how}: the node is still there");
+        if !answered {
+            // The server stays silent: the caller is told UNDO_WAIT later all the same.
+            w.now = w.now + lockgate_core::engine::UNDO_WAIT - Duration::from_millis(1);
+            w.clients[1].handle_timeout(w.now);
+            assert!(w.clients[1].poll_event().is_none(), "told before UNDO_WAIT");
+            w.now = w.now + Duration::from_millis(1);
+            w.clients[1].handle_timeout(w.now);
+        }
+        let reply = w.server.run(1, &undo.op);
+        if answered {
+            w.clients[1].handle_reply(w.now, undo.id, reply.clone());
+        }
+        w.settle();
+        let want = if how == "cancel" { ErrorKind::Cancelled } else { ErrorKind::Timeout };
+        assert!(matches!(w.outcome(1, op), Some(Done::Failed(e)) if e.kind() == want), "{how}: {:?}", w.outcome(1, op));
+        if !answered {
+            w.clients[1].handle_reply(w.now, undo.id, reply);
+            w.settle();
+        }
+        assert_eq!(w.server.nodes["/locks/x"].len(), 1, "{how}: only the holder's node is left");
+        assert!(w.clients[1].is_idle());
+    }
 }
 
 #[test]

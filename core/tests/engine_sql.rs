@@ -422,6 +422,11 @@ fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
             assert!(matches!(again.as_slice(), [r] if r.op == attempt.op), "{code}: not sent again at once: {again:?}");
             assert!(h.engine.poll_event().is_none(), "{code}: a caller saw the deadlock");
         } else {
+            // The caller is told once the attempt's row is deleted (nothing left on return).
+            assert!(h.engine.poll_event().is_none(), "{code}: told before its row was deleted");
+            let undo = h.requests();
+            assert!(matches!(undo.as_slice(), [r] if matches!(r.op, SqlOp::Release { .. })), "{code}: {undo:?}");
+            h.engine.handle_reply(h.now, undo[0].id, Ok(SqlReply::Released { deleted: true, was_held: false }));
             let ev = std::iter::from_fn(|| h.engine.poll_event()).find(|e| matches!(e, lockgate_core::Event::Completed { op: o, .. } if *o == op));
             let Some(lockgate_core::Event::Completed { outcome: Done::Failed(e), .. }) = ev else { panic!("{code}: {ev:?}") };
             assert_eq!(e.kind(), ErrorKind::Timeout, "{code}: {e}");

@@ -280,6 +280,9 @@ fn replies_after_the_validity_never_count_as_a_grant() {
     sim.masters[3].up = false;
     sim.masters[4].up = false;
     let op = sim.acquire(0, "late", &fixed(500), Wait::Try);
+    // Told once the release of the late grants is answered (600 ms more).
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.outcome(0, op), None, "told before the late grants were released");
     sim.run_for(Duration::from_secs(1));
     let e = failed(sim.outcome(0, op));
     assert_eq!(e.kind(), ErrorKind::Connection);
@@ -304,8 +307,11 @@ fn silent_masters_count_as_failed_at_the_node_timeout() {
         sim.masters[m].delay = Duration::from_secs(2);
     }
     let op = sim.acquire(0, "slow", &fixed(5000), Wait::Try);
+    // Decided at the 50 ms node timeout, long before the slow masters answer; the caller is
+    // told once the release round that follows is decided too (its own node timeout).
     sim.run_for(60 * MS);
-    // Decided at the 50 ms node timeout, long before the slow masters answer.
+    assert_eq!(sim.outcome(0, op), None, "told before the release round was decided");
+    sim.run_for(50 * MS);
     let e = failed(sim.outcome(0, op));
     assert!(e.message().contains("3 failed or silent"), "{}", e.message());
     sim.run_for(Duration::from_secs(3));

@@ -13,4 +13,6 @@ pub(crate) struct Cleanup<T> {
     pub give_up_at: Instant,
     pub in_flight: bool,
     pub backoff: Duration,
+    /// Acquires whose callers are told once this cleanup first answers (see `held_back`).
+    pub answers: Vec<super::io::OpId>,
 }

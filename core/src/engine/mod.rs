@@ -109,6 +109,10 @@ pub struct LockEngine<B: Backend> {
     /// Acquires abandoned while an attempt was on the wire: undone once its reply shows what
     /// it did (backends that do not undo at once; see [`Backend::undo_in_flight_at_once`]).
     orphans: HashMap<OpId, PendingAcquire<B::Target>>,
+    /// How acquires that ended (refused once, timed out, cancelled, failed) end, held back
+    /// until what they left on the server is removed: a call returns only once its entry is
+    /// gone (see [`UNDO_WAIT`]).
+    held_back: BTreeMap<OpId, Done>,
     leases: BTreeMap<LeaseId, Lease<B::Target>>,
     /// Leases at risk, each told once per spell (see `risk.rs`).
     at_risk: BTreeSet<LeaseId>,
@@ -137,7 +141,16 @@ enum Due {
     Lease(LeaseId),
     /// A cleanup's retry (none while it is on the wire).
     Cleanup(u64),
+    /// The latest instant a held-back completion waits for its undo (see [`UNDO_WAIT`]).
+    Answer(OpId),
 }
+
+/// How long an acquire that ended waits for the removal of what it left on the server (a
+/// queue entry, a lease a minority granted) before its caller is told anyway. Normally the
+/// removal's reply comes first, a round trip later, and the caller learns the outcome only
+/// once nothing of the call is left; only a server that does not answer (unreachable, silent)
+/// makes the outcome go out first, the removal going on in the background.
+pub const UNDO_WAIT: Duration = Duration::from_secs(1);
 
 
 impl<B: Backend> LockEngine<B> {
@@ -151,6 +164,7 @@ impl<B: Backend> LockEngine<B> {
             acquires: BTreeMap::new(),
             waiting_tokens: HashMap::new(),
             orphans: HashMap::new(),
+            held_back: BTreeMap::new(),
             leases: BTreeMap::new(),
             at_risk: BTreeSet::new(),
             cleanups: BTreeMap::new(),
@@ -315,13 +329,13 @@ impl<B: Backend> LockEngine<B> {
         Ok(op)
     }
 
-    /// Abandons a pending acquire: it completes with a `CANCELLED` failure, and whatever its
-    /// attempts left on the server (a queue entry, a grant that raced the cancel) is removed.
-    /// Unknown ids are ignored.
+    /// Abandons a pending acquire: whatever its attempts left on the server (a queue entry, a
+    /// grant that raced the cancel) is removed, and then (or after [`UNDO_WAIT`] at most) it
+    /// completes with a `CANCELLED` failure. Unknown ids are ignored.
     pub fn cancel(&mut self, now: Instant, op: OpId) {
         if let Some(acquire) = self.take_acquire(op) {
-            self.abandon(now, op, acquire);
-            self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the acquire was cancelled")));
+            let cancelled = Done::Failed(Error::new(ErrorKind::Cancelled, "the acquire was cancelled"));
+            self.end_acquire(now, op, acquire, cancelled);
         }
         self.flush(now);
     }
@@ -360,6 +374,7 @@ impl<B: Backend> LockEngine<B> {
     /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
     pub fn is_idle(&self) -> bool {
         self.acquires.is_empty()
+            && self.held_back.is_empty()
             && self.observes.is_empty()
             && self.leases.is_empty()
             && self.cleanups.is_empty()
@@ -528,6 +543,11 @@ impl<B: Backend> LockEngine<B> {
         for due in self.timers.take_due(now) {
             let op = match due {
                 Due::Acquire(op) => op,
+                Due::Answer(op) => {
+                    // Its undo did not answer in time: the caller is told now.
+                    self.answer_held(op);
+                    continue;
+                }
                 Due::Lease(id) => {
                     leases.push(id);
                     continue;
@@ -546,8 +566,7 @@ impl<B: Backend> LockEngine<B> {
                     Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),
                     None => "timed out waiting for the lock".into(),
                 };
-                self.abandon(now, op, a);
-                self.complete(op, Done::Failed(Error::new(ErrorKind::Timeout, message)));
+                self.end_acquire(now, op, a, Done::Failed(Error::new(ErrorKind::Timeout, message)));
                 continue;
             }
             let due = match a.state {
@@ -721,8 +740,7 @@ impl<B: Backend> LockEngine<B> {
                     let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                     for op in ops {
                         let a = self.take_acquire(op).expect("listed above");
-                        self.abandon(now, op, a);
-                        self.complete(op, Done::Failed(e.clone()));
+                        self.end_acquire(now, op, a, Done::Failed(e.clone()));
                     }
                     for (op, _) in std::mem::take(&mut self.observes) {
                         self.complete(op, Done::Failed(e.clone()));

@@ -38,10 +38,10 @@ impl<B: Backend> LockEngine<B> {
                 let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
                 match purpose {
                     Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) => {
-                        if let Some(a) = self.take_acquire(op) {
-                            self.abandon(now, op, a);
+                        match self.take_acquire(op) {
+                            Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),
+                            None => self.complete(op, Done::Failed(e)),
                         }
-                        self.complete(op, Done::Failed(e));
                     }
                     Purpose::Renew(id, _) => self.lose(now, id, e.message()),
                     Purpose::Cleanup(id) => {
@@ -56,10 +56,15 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn on_attempt(&mut self, now: Instant, sent: Instant, op: OpId, verdict: Attempt) {
         let Some(mut a) = self.take_acquire(op) else {
             // Abandoned (cancelled or timed out) while this was on the wire: undo whatever it
-            // did. An acquire granted by a wake-up meanwhile is no orphan: nothing to do.
-            if let Some(a) = self.orphans.remove(&op) {
-                let span = a.undo_span();
-                self.add_cleanup(now, a.target, a.token, span);
+            // did, and tell its caller once that is done. An acquire granted by a wake-up
+            // meanwhile is no orphan: nothing to do.
+            match self.orphans.remove(&op) {
+                Some(a) => {
+                    let span = a.undo_span();
+                    let id = self.add_cleanup(now, a.target, a.token, span);
+                    self.answer_after(id, op);
+                }
+                None => self.answer_held(op),
             }
             return;
         };
@@ -68,6 +73,7 @@ impl<B: Backend> LockEngine<B> {
             Attempt::Granted { fence, granted } => self.grant(op, a, fence, sent, granted),
             Attempt::Queued { holder_remaining, fence } => {
                 if once {
+                    // A one-shot attempt leaves nothing queued (see `Attempt::Queued`).
                     self.complete(op, Done::NotAcquired);
                     return;
                 }
@@ -88,17 +94,20 @@ impl<B: Backend> LockEngine<B> {
                 self.put_acquire(op, a);
             }
             Attempt::Refused { why } => {
-                self.undo(now, &mut a);
+                let id = self.undo(now, &mut a);
                 if once {
-                    self.complete(op, Done::NotAcquired);
+                    // Told once what the attempt set is removed.
+                    self.hold_back(now, op, Done::NotAcquired);
+                    self.answer_after(id, op);
                     return;
                 }
                 self.retry(now, op, a, Some(why));
             }
             Attempt::Transient { error, why, undo } => {
                 if once {
-                    self.undo(now, &mut a);
-                    self.complete(op, Done::Failed(error));
+                    let id = self.undo(now, &mut a);
+                    self.hold_back(now, op, Done::Failed(error));
+                    self.answer_after(id, op);
                     return;
                 }
                 if undo {
@@ -107,10 +116,14 @@ impl<B: Backend> LockEngine<B> {
                 self.retry(now, op, a, why);
             }
             Attempt::Failed { error, undo } => {
-                if undo {
-                    self.undo(now, &mut a);
+                match undo {
+                    true => {
+                        let id = self.undo(now, &mut a);
+                        self.hold_back(now, op, Done::Failed(error));
+                        self.answer_after(id, op);
+                    }
+                    false => self.complete(op, Done::Failed(error)),
                 }
-                self.complete(op, Done::Failed(error));
             }
         }
     }
@@ -126,10 +139,47 @@ impl<B: Backend> LockEngine<B> {
         self.put_acquire(op, a);
     }
 
-    /// Removes whatever `a`'s attempts may have left on the server.
-    pub(super) fn undo(&mut self, now: Instant, a: &mut PendingAcquire<B::Target>) {
+    /// Removes whatever `a`'s attempts may have left on the server; the cleanup's id.
+    pub(super) fn undo(&mut self, now: Instant, a: &mut PendingAcquire<B::Target>) -> u64 {
         a.dirty = false;
-        self.add_cleanup(now, Arc::clone(&a.target), Arc::clone(&a.token), a.undo_span());
+        self.add_cleanup(now, Arc::clone(&a.target), Arc::clone(&a.token), a.undo_span())
+    }
+
+    /// Ends acquire `op` with `done` once what its attempts may have left on the server is
+    /// removed (or right away if nothing can be left): its caller never sees the call return
+    /// while its queue entry is still there for others to read and wait behind.
+    pub(super) fn end_acquire(&mut self, now: Instant, op: OpId, a: PendingAcquire<B::Target>, done: Done) {
+        match self.abandon(now, op, a) {
+            Undo::Nothing => self.complete(op, done),
+            Undo::Orphan => self.hold_back(now, op, done),
+            Undo::Cleanup(id) => {
+                self.hold_back(now, op, done);
+                self.answer_after(id, op);
+            }
+        }
+    }
+
+    /// Keeps `op`'s completion until its undo answers, [`UNDO_WAIT`](super::UNDO_WAIT) at most.
+    pub(super) fn hold_back(&mut self, now: Instant, op: OpId, done: Done) {
+        self.held_back.insert(op, done);
+        self.timers.set(Due::Answer(op), Some(now + super::UNDO_WAIT));
+    }
+
+    /// Tells `op`'s caller once cleanup `id` has answered.
+    pub(super) fn answer_after(&mut self, id: u64, op: OpId) {
+        match self.cleanups.get_mut(&id) {
+            Some(c) if self.held_back.contains_key(&op) => c.answers.push(op),
+            // Answered already (a backend that settles without a request): nothing to wait for.
+            _ => self.answer_held(op),
+        }
+    }
+
+    /// Delivers `op`'s held-back completion, if it is still held back.
+    pub(super) fn answer_held(&mut self, op: OpId) {
+        if let Some(done) = self.held_back.remove(&op) {
+            self.timers.cancel(Due::Answer(op));
+            self.complete(op, done);
+        }
     }
 
     /// Records a grant. `since` is the earliest instant the server lease can have started and
@@ -285,6 +335,14 @@ impl<B: Backend> LockEngine<B> {
             return;
         };
         c.in_flight = false;
+        // The first answer, removed or not (then retried in the background), tells the callers
+        // whose calls waited for it.
+        for op in std::mem::take(&mut c.answers) {
+            self.answer_held(op);
+        }
+        let Some(c) = self.cleanups.get_mut(&id) else {
+            return;
+        };
         match verdict {
             Release::Unconfirmed { retry: true, .. } if now < c.give_up_at => {
                 c.due = now + c.backoff;
@@ -317,19 +375,21 @@ impl<B: Backend> LockEngine<B> {
     }
 
     /// Removes from the server whatever an abandoned acquire may have left: its queue entry,
-    /// or the lock itself if a grant raced the abandonment.
-    pub(super) fn abandon(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>) {
+    /// or the lock itself if a grant raced the abandonment. Says what it started.
+    pub(super) fn abandon(&mut self, now: Instant, op: OpId, mut a: PendingAcquire<B::Target>) -> Undo {
         match a.state {
             AcquireState::InFlight if !self.backend.undo_in_flight_at_once() => {
                 // The attempt's reply decides (see on_attempt).
                 self.orphans.insert(op, a);
+                Undo::Orphan
             }
-            _ if a.dirty => self.undo(now, &mut a),
-            _ => {}
+            _ if a.dirty => Undo::Cleanup(self.undo(now, &mut a)),
+            _ => Undo::Nothing,
         }
     }
 
-    pub(super) fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) {
+    /// Starts a background release of `token`'s hold or entry; the cleanup's id.
+    pub(super) fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) -> u64 {
         let id = self.ids.fresh();
         let action = Action::Release { target: &target, token: &token };
         self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
@@ -338,9 +398,20 @@ impl<B: Backend> LockEngine<B> {
         let span = if self.backend.leftovers_live_with_session() { crate::options::MAX_DURATION } else { span };
         self.cleanups.insert(
             id,
-            Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF },
+            Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF, answers: Vec::new() },
         );
+        id
     }
+}
+
+/// What [`abandon`](LockEngine::abandon) started to remove what an acquire left.
+pub(super) enum Undo {
+    /// Nothing can be left.
+    Nothing,
+    /// An attempt is on the wire: its reply decides, then a cleanup goes out.
+    Orphan,
+    /// This cleanup removes it.
+    Cleanup(u64),
 }
 
 /// The validity a confirmation of a lease of `d`, sent at `sent`, gives: `d` (at most the
