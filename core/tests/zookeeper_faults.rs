@@ -422,3 +422,71 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_nodes() {
         c.close().await;
     }
 }
+
+/// A server restart that outlasts the clients' sessions (issue 23, item 5): every client gives
+/// its session up (7/5 of it without an answer) and opens a new one once the server is back,
+/// while the restarted server keeps the old sessions, and their nodes, a session timeout more.
+/// Each client deletes the nodes of its own dead session as soon as its new session is open, so
+/// no waiter queues behind them: the first grant follows the server's return within
+/// `RESTART_GRANT_BOUND` (before: one full session timeout after it, the old holder's and the
+/// waiter's own old nodes ahead of its new one). Never two holders; tokens keep increasing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_past_the_session_no_waiter_waits_behind_a_dead_session() {
+    /// The bound PROTOCOL.md §9 states: a session retry (100–150 ms), the connect, and a few
+    /// round trips, with room for a loaded machine.
+    const RESTART_GRANT_BOUND: Duration = Duration::from_millis(2000);
+    let _one = serial();
+    let mut servers = TestServers::start(&["zookeeper"]);
+    let url = servers.url();
+    let session = Duration::from_secs(4);
+    let name = "faults-restart-past-session";
+    let holdings = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for who in 0..3 {
+        let (url, holdings, stop) = (url.clone(), Arc::clone(&holdings), Arc::clone(&stop));
+        workers.push(tokio::spawn(async move {
+            let c = client(&url, session, Some(Duration::from_millis(1500))).await;
+            let lock = c.lock(name, LockOptions::default()).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                match lock.acquire(Duration::from_secs(30)).await {
+                    Ok(lease) => {
+                        let token = lease.fencing_token().expect("a ZooKeeper grant carries a token");
+                        let granted = Instant::now();
+                        let until = hold_then_release(lease, Duration::from_millis(20)).await;
+                        holdings.lock().unwrap().push(Holding { token, granted, until, who });
+                    }
+                    Err(e) => {
+                        assert!(e.retryable(), "worker {who}: a fault must be retryable, got {e}");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            }
+            c.close().await;
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!holdings.lock().unwrap().is_empty(), "nobody held before the restart");
+    servers.command("stop 0");
+    // Past 7/5 of the session: every client has given its session up.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    servers.command("start 0");
+    let back = Instant::now();
+    let deadline = back + Duration::from_secs(15);
+    let first = loop {
+        let after = holdings.lock().unwrap().iter().map(|h| h.granted).filter(|g| *g > back).min();
+        if let Some(g) = after {
+            break g;
+        }
+        assert!(Instant::now() < deadline, "no grant within 15 s of the server's return");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let late = first - back;
+    eprintln!("first grant {late:?} after the server was back");
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        tokio::time::timeout(Duration::from_secs(40), w).await.expect("every worker ends").unwrap();
+    }
+    check_exclusive(holdings.lock().unwrap().clone());
+    assert!(late <= RESTART_GRANT_BOUND, "the first grant came {late:?} after the server's return (bound {RESTART_GRANT_BOUND:?})");
+}

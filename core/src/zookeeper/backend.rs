@@ -61,6 +61,14 @@ pub struct ZooKeeperBackend {
     /// A reply said the session expired, and the engine was not told yet (the transport's
     /// expiry notice tells it).
     pub(super) unsignalled_end: bool,
+    /// Nodes of an ended session of ours, deleted as soon as a new session is open: this client
+    /// gave that session up, but the server may keep it (and its nodes, holders and waiters
+    /// alike) a whole session timeout more, as it does for sessions it restored after a
+    /// restart. Left there, they would hold the lock for nobody and queue a new node of the
+    /// same acquire behind its own old one.
+    pub(super) stale: Vec<String>,
+    /// The deletes of `stale` nodes on the wire.
+    pub(super) stale_in_flight: HashMap<RequestId, String>,
 }
 
 impl ZooKeeperBackend {
@@ -79,6 +87,8 @@ impl ZooKeeperBackend {
             ready: Vec::new(),
             ready_at: None,
             unsignalled_end: false,
+            stale: Vec::new(),
+            stale_in_flight: HashMap::new(),
         })
     }
 
@@ -114,13 +124,43 @@ impl ZooKeeperBackend {
         self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
     }
 
-    /// Forgets the session and everything that lived in it.
+    /// Forgets the session and everything that lived in it; its known nodes are deleted once a
+    /// new session is open (see `stale`).
     fn end_session(&mut self) {
         self.session = None;
         self.epoch += 1;
         self.confirmed = None;
-        self.owned.clear();
+        for (_, owned) in self.owned.drain() {
+            self.stale.extend([owned.node.path(), owned.lease.path()].into_iter().flatten().map(str::to_string));
+        }
         self.watchers.clear();
+    }
+
+    /// Sends the deletes of the nodes an ended session of ours left, once a session is open.
+    fn drop_stale(&mut self, ctx: &mut Ctx<'_, ZkRequest>) {
+        if self.session.is_none() {
+            return;
+        }
+        for path in std::mem::take(&mut self.stale) {
+            let id = ctx.ids.request();
+            ctx.out.push_back(ZkRequest { id, op: ZkOp::Delete { path: path.clone(), version: None } });
+            self.stale_in_flight.insert(id, path);
+        }
+    }
+
+    /// The reply to deleting a stale node: done, gone already, or (the connection failed) sent
+    /// again with the next input.
+    fn stale_reply(&mut self, path: String, reply: ZkResult) {
+        match reply {
+            Ok(_) | Err(ZkFailure::NoNode) => {}
+            Err(ZkFailure::ConnectionLoss(_)) => self.stale.push(path),
+            Err(ZkFailure::SessionExpired) => {
+                self.stale.push(path);
+                self.end_session_by_reply();
+            }
+            // Refused (an ACL): the server removes it when it expires the old session.
+            Err(_) => {}
+        }
     }
 
     /// A reply said the session expired: everything in it is gone. The transport also pushes
@@ -225,7 +265,16 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
+    fn flush(&mut self, ctx: &mut Ctx<'_, ZkRequest>) {
+        if !self.stale.is_empty() {
+            self.drop_stale(ctx);
+        }
+    }
+
     fn on_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, id: RequestId, reply: ZkResult, answers: &mut Vec<Answer>) {
+        if let Some(path) = self.stale_in_flight.remove(&id) {
+            return self.stale_reply(path, reply);
+        }
         let Some(job) = self.in_flight.remove(&id) else {
             return;
         };
@@ -295,7 +344,7 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.ready.is_empty() && self.busy.is_empty()
+        self.in_flight.is_empty() && self.ready.is_empty() && self.busy.is_empty() && self.stale_in_flight.is_empty()
     }
 }
 
