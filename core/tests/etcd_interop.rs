@@ -464,3 +464,62 @@ async fn go_and_lockgate_workers_contending_on_one_lock_never_hold_at_once() {
     eprintln!("mixed contention: {lockgate} lockgate and {go} Go holdings, none overlapping");
     assert!(keys(&mut raw, &name).await.is_empty());
 }
+
+/// Issue 23, item 2: a slash-less `etcdctl lock NAME` (etcd's documentation's `mutex1`, Go's
+/// `"my-lock"`) is shared through lockgate's name `etcd:NAME`, the prefix exactly (a plain
+/// `NAME` lives under `/lockgate/mutex/`). An etcdctl holder excludes lockgate until it lets go
+/// (then lockgate is granted with a larger token), and etcdctl's command runs only after
+/// lockgate's release, with a larger revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slashless_etcdctl_lock_is_shared_through_the_etcd_name_form() {
+    let prefix = unique("slashless").trim_start_matches('/').to_string();
+    let name = format!("etcd:{prefix}");
+    let mut raw = raw().await;
+    let c = connect().await;
+    let lock = c.lock(&name, LockOptions::default()).unwrap();
+
+    let mut holder = Proc::etcdctl(&["lock", &prefix]);
+    let (_, key) = holder.expect_line("etcdctl lock");
+    assert!(key.starts_with(&format!("{prefix}/")), "etcdctl's key {key:?} is under {prefix}/");
+    let theirs = keys(&mut raw, &prefix).await;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert!(lock.try_acquire().await.unwrap().is_none(), "etcdctl holds");
+    let waiting = tokio::spawn({
+        let lock = lock.clone();
+        async move {
+            let l = lock.acquire(WAIT).await;
+            (Instant::now(), l)
+        }
+    });
+    // lockgate queues under etcdctl's own prefix, nowhere else.
+    let both = until_keys(&mut raw, &prefix, 2).await;
+    assert!(both.iter().all(|(k, _)| k.starts_with(&format!("{prefix}/"))), "{both:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "lockgate waits while etcdctl holds");
+    let released = Instant::now();
+    holder.signal("TERM");
+    assert!(holder.wait().success(), "etcdctl unlocks on SIGTERM");
+    let (granted, lease) = waiting.await.unwrap();
+    let lease = lease.unwrap();
+    assert!(granted >= released, "granted before etcdctl let go");
+    assert!(token(&lease) > theirs[0].1 as u64, "{} > etcdctl's {}", token(&lease), theirs[0].1);
+
+    // lockgate holds: etcdctl's command waits for its release.
+    let mut waiter = Proc::etcdctl(&["lock", &prefix, "--", "sh", "-c", "echo got $ETCD_LOCK_REV"]);
+    until_keys(&mut raw, &prefix, 2).await;
+    assert!(waiter.line(Duration::from_millis(400)).is_none(), "etcdctl ran its command while lockgate held");
+    let released = Instant::now();
+    assert!(lease.release().await.unwrap());
+    let (ran, line) = waiter.expect_line("etcdctl lock's command");
+    assert!(ran >= released);
+    let rev: u64 = line.strip_prefix("got ").and_then(|r| r.trim().parse().ok()).unwrap_or_else(|| panic!("{line:?}"));
+    assert!(rev > token(&lease), "etcdctl's revision {rev} > lockgate's token {}", token(&lease));
+    assert!(waiter.wait().success());
+    assert!(keys(&mut raw, &prefix).await.is_empty());
+    // The plain name is another lock: under /lockgate/mutex/, not etcdctl's prefix.
+    let plain = c.lock(&prefix, LockOptions::default()).unwrap().try_acquire().await.unwrap().expect("free");
+    assert!(keys(&mut raw, &prefix).await.is_empty(), "a plain name wrote under etcdctl's prefix");
+    assert_eq!(keys(&mut raw, &format!("/lockgate/mutex/{prefix}")).await.len(), 1);
+    assert!(plain.release().await.unwrap());
+    c.close().await;
+}

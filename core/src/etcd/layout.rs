@@ -1,8 +1,9 @@
 //! Where a lock lives in etcd's key space and how its keys are named (PROTOCOL.md §10).
 //!
 //! - A name starting with `/` is a key prefix used exactly as given, the way `etcdctl lock
-//!   NAME` and `etcdctl elect NAME` use NAME (`concurrency.NewMutex(s, NAME)`); any other name
-//!   lives under `/lockgate/<kind>/<name>`, kind `mutex`, `rw`, `semaphore` or `election`, so
+//!   NAME` and `etcdctl elect NAME` use NAME (`concurrency.NewMutex(s, NAME)`), and so is
+//!   whatever follows `etcd:` (any prefix, `/` or not: `etcd:mutex1` is `etcdctl lock mutex1`'s
+//!   prefix); any other name lives under `/lockgate/<kind>/<name>`, kind `mutex`, `rw`, `semaphore` or `election`, so
 //!   primitives of one name stay apart as they do on Redis. `etcdctl lock /lockgate/mutex/NAME`
 //!   contends with lockgate's mutex `NAME`.
 //! - A mutex's and an election's keys are `concurrency.Mutex`'s and `concurrency.Election`'s:
@@ -16,8 +17,15 @@ use crate::primitive::Primitive;
 
 use super::request::LeaseId;
 
-/// The parent of every lock whose name does not start with `/`.
+/// The parent of every lock whose name does not start with `/` or [`EXACT`].
 pub const ROOT: &str = "/lockgate";
+
+/// The name form of an exact key prefix: `etcd:<prefix>` is `<prefix>` as given, the way
+/// `etcdctl lock <prefix>` and `concurrency.NewMutex(s, "<prefix>")` use it, for prefixes that
+/// do not start with `/` (`etcd:mutex1`, as etcd's own documentation names locks). A ZooKeeper
+/// path is always absolute, so there a leading `/` alone says "exactly this path"; etcd keys
+/// need not start with `/`, hence a marker.
+pub const EXACT: &str = "etcd:";
 
 /// The longest base a lock may have, in bytes (a key adds `/write/` and 16 hex digits).
 pub const MAX_BASE_BYTES: usize = 1024;
@@ -32,14 +40,21 @@ pub fn kind_dir(primitive: &Primitive) -> &'static str {
     }
 }
 
-/// The base of lock `name` of kind `primitive`: `name` itself if it starts with `/`, else
-/// `/lockgate/<kind>/<name>`. `INVALID_ARGUMENT` for a name ending with `/` (its keys would
-/// hold an empty segment), a bare `/`, control characters, or more than [`MAX_BASE_BYTES`].
+/// The base of lock `name` of kind `primitive`: `name` itself if it starts with `/`, what
+/// follows [`EXACT`] if it starts with that, else `/lockgate/<kind>/<name>`. `INVALID_ARGUMENT`
+/// for a name ending with `/` (its keys would hold an empty segment), a bare `/` or `etcd:`,
+/// control characters, or more than [`MAX_BASE_BYTES`].
 pub fn base(name: &str, primitive: &Primitive) -> Result<String> {
-    let base = if name.starts_with('/') { name.to_string() } else { format!("{ROOT}/{}/{name}", kind_dir(primitive)) };
-    let what = if name.starts_with('/') { "a lock name starting with '/' is an etcd key prefix and" } else { "a lock name" };
+    let (base, what) = match name.strip_prefix(EXACT) {
+        Some(prefix) => (prefix.to_string(), "a lock name starting with 'etcd:' names the etcd key prefix after it, which"),
+        None if name.starts_with('/') => (name.to_string(), "a lock name starting with '/' is an etcd key prefix and"),
+        None => (format!("{ROOT}/{}/{name}", kind_dir(primitive)), "a lock name"),
+    };
+    let name = if name.starts_with(EXACT) { base.as_str() } else { name };
     if name.is_empty() || name == "/" {
-        return Err(Error::invalid("a lock name must name a key prefix (\"orders\", or \"/locks/orders\" as etcdctl lock takes it)"));
+        return Err(Error::invalid(
+            "a lock name must name a key prefix (\"orders\", \"/locks/orders\" or \"etcd:mutex1\" as etcdctl lock takes them)",
+        ));
     }
     if name.ends_with('/') {
         return Err(Error::invalid(format!("{what} must not end with '/' (etcd key prefix {base:?})")));
@@ -97,7 +112,12 @@ mod tests {
         assert_eq!(base("p", &Primitive::Semaphore { permits: 2 }).unwrap(), "/lockgate/semaphore/p");
         assert_eq!(key(&family_prefix("/locks/orders", Family::Plain), 0x694d_7a1b_2c3d), "/locks/orders/694d7a1b2c3d");
         assert_eq!(family_prefix("/x", Family::Write), "/x/write/");
-        for bad in ["", "/", "a/", "/a/", "a\nb"] {
+        // `etcd:` names any prefix exactly, with or without a leading `/`.
+        assert_eq!(base("etcd:mutex1", &Primitive::Mutex).unwrap(), "mutex1");
+        assert_eq!(base("etcd:my-lock", &Primitive::Semaphore { permits: 2 }).unwrap(), "my-lock");
+        assert_eq!(base("etcd:/locks/orders", &Primitive::Mutex).unwrap(), "/locks/orders");
+        assert_eq!(base("etcd:a:b", &Primitive::Mutex).unwrap(), "a:b");
+        for bad in ["", "/", "a/", "/a/", "a\nb", "etcd:", "etcd:/", "etcd:a/", "etcd:a\tb"] {
             assert_eq!(base(bad, &Primitive::Mutex).unwrap_err().kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
         assert!(base(&"x".repeat(MAX_BASE_BYTES + 1), &Primitive::Mutex).is_err());
