@@ -60,7 +60,7 @@ fn holders(lock: &str, structure: Structure, count: u64) -> Op {
 }
 
 fn queued(lock: &str, structure: Structure, count: u64) -> Op {
-    Op::ExpectQueued { lock: lock.into(), structure, count }
+    Op::ExpectQueued { lock: lock.into(), structure, count, at_once: false }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
