@@ -4,7 +4,9 @@
 #   ci.sh test      builds the native library + Kotlin + Java, runs the JUnit suite against
 #                   real redis-server and ZooKeeper processes (started by target/release/test-servers,
 #                   built if missing; Curator from Maven Central for the interop tests), installs
-#                   io.lockgate:lockgate into ~/.m2
+#                   io.lockgate:lockgate into ~/.m2, then the README's install step and Java program in a
+#                   new Maven project from ~/.m2 (scripts/readme-project.sh)
+#   ci.sh readme-project   only that last step (after ci.sh build or test)
 #   ci.sh build     the same build without tests (for the conformance actor / demo)
 #   ci.sh bench     issue 7's benchmark (Java vs the core on Redis; $LOCKGATE_BENCH_OUT/jvm.md, default
 #                   target/bench), then issue 15's (lockgate vs Curator InterProcessMutex on ZooKeeper;
@@ -55,6 +57,8 @@ run_test() {
   # install = build native + generate Kotlin + compile + test (Surefire summary) + jar + ~/.m2
   mvn "${mvn_flags[@]}" install
   write_classpath
+  # The installed artifact as a user's project gets it (needs the install above).
+  bash "$here/scripts/readme-project.sh"
 }
 
 # The test classpath, for the conformance actor (conformance-actor.sh) and the benchmark.
@@ -112,10 +116,11 @@ case ${1:-} in
   install) install ;;
   test) run_test ;;
   build) run_build ;;
+  readme-project) ensure_launcher && bash "$here/scripts/readme-project.sh" ;;
   bench) run_bench ;;
   bench-zookeeper) run_bench_zookeeper ;;
   *)
-    echo "usage: $0 install|test|build|bench|bench-zookeeper" >&2
+    echo "usage: $0 install|test|build|readme-project|bench|bench-zookeeper" >&2
     exit 2
     ;;
 esac

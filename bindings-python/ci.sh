@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python binding's entry point for ./run and for people:
 #   bindings-python/ci.sh install   install what the build, tests and benchmark need (idempotent)
-#   bindings-python/ci.sh build     build the abi3 wheel and install it (pip install ./bindings-python)
+#   bindings-python/ci.sh build     build the abi3 wheel (maturin leaves it in target/wheels/) and install it
+#                                   (pip install ./bindings-python)
 #   bindings-python/ci.sh test      build, then mypy.stubtest + pytest against real redis-servers,
 #                                   ZooKeeper, PostgreSQL and MariaDB (started by target/release/test-servers,
 #                                   built if missing)
