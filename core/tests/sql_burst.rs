@@ -1,6 +1,6 @@
 //! FIFO under a burst (issue 23, item 6), on one real server per dialect (Debian's PostgreSQL 15
 //! and MariaDB 10.11 from the project's launcher, `test-servers postgres|mariadb`; each test
-//! has its server, the two run side by side).
+//! has its server, and they run one at a time).
 //!
 //! Cost: about 45 s for the three bursts, one after another (`./run test` runs them with the
 //! core's tests).
