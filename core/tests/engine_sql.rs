@@ -395,7 +395,11 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
     // The timer re-checks at the cap (a third of the entry lease), and the grant comes.
     h.now = h.now + Duration::from_secs(3) + ms(1);
     h.engine.handle_timeout(h.now);
-    let recheck = h.requests();
+    // Beside it, the client's batched refresh of its waiter's row (due a third of the entry
+    // lease after the last write too), on the refresh connection.
+    let (refresh, recheck): (Vec<SqlRequest>, Vec<SqlRequest>) = h.requests().into_iter().partition(|r| matches!(r.op, SqlOp::Refresh { .. }));
+    assert!(matches!(refresh.as_slice(), [r] if r.op == SqlOp::Refresh { groups: vec![(9000, vec![4])] }), "{refresh:?}");
+    assert_eq!(refresh[0].op.render(&Schema::default_for(Dialect::MySql)).conn, Conn::Refresh);
     assert!(matches!(recheck.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "{recheck:?}");
     h.engine.handle_reply(h.now, recheck[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
     let ev = h.engine.poll_event();

@@ -506,6 +506,8 @@ class SqlTransport {
     this.Line = this.postgres ? PgLine : MySqlLine;
     this.main = new Slot(this, 'main');
     this.listen = new Slot(this, 'listen');
+    /** The core's batched refreshes of its waiters' rows: never queued behind main's batches. */
+    this.refresh = new Slot(this, 'refresh');
     /** The wait connections' slots (at most maxWaitConnections). */
     this.waits = [];
     /** Set by holdOpen(): sockets stay ref'd until closed. */
@@ -593,6 +595,8 @@ class SqlTransport {
         return this.main.submit(batch);
       case 'listen':
         return this.listen.submit(batch);
+      case 'refresh':
+        return this.refresh.submit(batch);
       case 'wait':
         return this.waitSlot().submit(batch);
       default:
@@ -654,7 +658,7 @@ class SqlTransport {
   }
 
   slots() {
-    return [this.main, this.listen, ...this.waits];
+    return [this.main, this.listen, this.refresh, ...this.waits];
   }
 
   /** Fails what is pending and ends every connection (MySQL's named locks end with them). */

@@ -5,7 +5,7 @@
 //! client's schema) and their rows parsed here, as the native transport does around its
 //! execution: the transport only ever sees SQL text, parameters and rows. The forms:
 //!
-//! - request: `{ id, conn: 'main' | 'listen' | 'wait', statements: [{ sql, params: [null |
+//! - request: `{ id, conn: 'main' | 'listen' | 'wait' | 'refresh', statements: [{ sql, params: [null |
 //!   integer | string] }], timeoutMs, script?, refused? }` (`timeoutMs`: how long the batch may
 //!   go unanswered before the transport fails it as connectionLost and drops its connection:
 //!   the response timeout, plus the wait a wait batch asks the server for; `script`: a MySQL
@@ -50,6 +50,7 @@ fn conn_name(conn: Conn) -> &'static str {
         Conn::Main => "main",
         Conn::Listen => "listen",
         Conn::Wait => "wait",
+        Conn::Refresh => "refresh",
     }
 }
 
@@ -312,6 +313,7 @@ pub fn notice_from_data(d: &Data) -> Option<SqlNotice> {
                 "main" => Conn::Main,
                 "listen" => Conn::Listen,
                 "wait" => Conn::Wait,
+                "refresh" => Conn::Refresh,
                 _ => return None,
             },
         }),

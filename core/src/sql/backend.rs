@@ -69,6 +69,8 @@ struct Call {
     sent: Instant,
     /// An acquire's entry lease (its re-check cap is a third of it).
     entry_ttl: Duration,
+    /// An acquire's lease.
+    lease: Duration,
     once: bool,
     /// The operation, sent again if the server rolled it back as a deadlock victim.
     op: SqlOp,
@@ -89,6 +91,25 @@ enum Background {
     Retake,
     /// The close's delete of every row of this client.
     Closing,
+    /// A refresh of these waiters' rows (on the refresh connection).
+    Refresh { tokens: Vec<Arc<str>>, op: SqlOp, rerun: u32 },
+}
+
+/// A queued waiter's row, kept alive by the client's batched refreshes (not by its own
+/// re-checks, which queue behind the client's other work on Main).
+#[derive(Debug)]
+struct Beat {
+    /// Its row.
+    id: i64,
+    /// Its lock name.
+    lock_key: String,
+    /// What each refresh gives it: the entry lease, but never more than the lock's lease (a
+    /// refresh racing the row's grant then extends the holder's row no further than a renewal
+    /// would).
+    ttl: Duration,
+    /// When its next refresh is due: a third of `ttl` after its expiry was last set (counted
+    /// from the send time of the batch that set it).
+    due: Instant,
 }
 
 /// The steps of a session open.
@@ -121,6 +142,9 @@ struct Waiting {
     doorbell_on_wire: Option<String>,
     /// The doorbell to wait on when a wait connection is free (MySQL).
     bell: Option<Bell>,
+    /// No earlier than this, what it waits behind expires (the soonest remaining time it read,
+    /// counted from that read's send time): its timed re-check must reach the server then.
+    behind_until: Option<Instant>,
 }
 
 /// A MySQL waiter's doorbell wait, on the wire or to start when a wait connection is free.
@@ -172,6 +196,15 @@ pub struct SqlBackend {
     /// Routine re-checks waiting for one of those to be answered, in order.
     parked: VecDeque<SqlRequest>,
     opening: Opening,
+    /// The queued waiters' rows this client refreshes, by owner token.
+    beats: HashMap<Arc<str>, Beat>,
+    /// Tokens whose release (or cleanup) was asked for: a late acquire reply does not make them
+    /// waiters again.
+    leaving: HashSet<Arc<str>>,
+    /// Whether a refresh is on the wire (one at a time).
+    refreshing: bool,
+    /// When the last refresh was sent.
+    refreshed_at: Option<Instant>,
     /// Whether the session (schema, listener) is set up.
     open: bool,
     closed: bool,
@@ -198,6 +231,10 @@ impl SqlBackend {
             routine: HashSet::new(),
             parked: VecDeque::new(),
             opening: Opening::default(),
+            beats: HashMap::new(),
+            leaving: HashSet::new(),
+            refreshing: false,
+            refreshed_at: None,
             open: false,
             closed: false,
         }
@@ -233,6 +270,7 @@ impl SqlBackend {
             let in_flight = &self.in_flight;
             if let Some(i) = self.parked.iter().position(|r| in_flight.get(&r.id).is_some_and(|c| c.token == *t)) {
                 if let Some(r) = self.parked.remove(i) {
+                    self.restamp(ctx.now, r.id);
                     ctx.out.push_back(r);
                 }
             } else {
@@ -242,10 +280,55 @@ impl SqlBackend {
         self.signals.push_back(Signal::Recheck(tokens.iter().map(|t| t.to_string()).collect()));
     }
 
+    /// A parked re-check leaves now: its validity counts from now (still no later than the
+    /// server runs it), not from when the engine asked — under a long queue that was longer
+    /// ago than a whole lease, and the grant it brings would be over on arrival.
+    fn restamp(&mut self, now: Instant, id: RequestId) {
+        if let Some(c) = self.in_flight.get_mut(&id) {
+            c.sent = now;
+        }
+    }
+
+    /// Whether a waiter's timed re-check would learn nothing a wake-up will not tell it: its
+    /// row is kept alive by the refreshes, what it waits behind has not expired yet (a crashed
+    /// predecessor is found by the re-check at its expiry), and its wake-up cannot be missed —
+    /// PostgreSQL: the predecessor's delete notifies (notifications missed while the listener
+    /// was replaced wake every waiter); MySQL: a doorbell wait is on the wire for it, or one of
+    /// this client's own waiters on the name is ahead of it (that one's leaving wakes it, see
+    /// `wake_next_own`). Routine re-checks of a long queue would otherwise fill the client's
+    /// one statement connection, each reading the rows ahead of its waiter.
+    fn nothing_to_check(&self, token: &Arc<str>, now: Instant) -> bool {
+        let (Some(beat), Some(w)) = (self.beats.get(token), self.waits.get(token)) else { return false };
+        if w.behind_until.is_none_or(|t| t <= now) {
+            return false;
+        }
+        match self.dialect() {
+            Dialect::Postgres => !w.ids.is_empty(),
+            Dialect::MySql => {
+                w.doorbell_on_wire.is_some()
+                    || self.beats.iter().any(|(t, b)| t != token && b.lock_key == beat.lock_key && b.id < beat.id && self.waits.contains_key(t))
+            }
+        }
+    }
+
+    /// MySQL: `token` leaves `lock_key`: this client's next waiter there re-checks now (its
+    /// timed re-checks were skipped while `token` was ahead of it).
+    fn wake_next_own(&mut self, ctx: &mut Ctx<'_, SqlRequest>, lock_key: &str, token: &str) {
+        if self.dialect() != Dialect::MySql {
+            return;
+        }
+        let Some(id) = self.row_of(token) else { return };
+        let next = self.beats.iter().filter(|(_, b)| b.lock_key == lock_key && b.id > id).min_by_key(|(_, b)| b.id).map(|(t, _)| Arc::clone(t));
+        if let Some(t) = next {
+            self.wake(ctx, vec![t]);
+        }
+    }
+
     /// Sends parked routine re-checks while fewer than [`ROUTINE_CHECKS`] are out.
     fn unpark(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
         while self.routine.len() < ROUTINE_CHECKS {
             let Some(r) = self.parked.pop_front() else { break };
+            self.restamp(ctx.now, r.id);
             self.routine.insert(r.id);
             ctx.out.push_back(r);
         }
@@ -335,8 +418,70 @@ impl SqlBackend {
                 }
                 self.start_waits(ctx);
             }
+            Background::Refresh { tokens, op, rerun } => {
+                self.refreshing = false;
+                match reply {
+                    Err(f) if rolled_back(&f) && rerun < MAX_RERUNS && !self.closed => {
+                        self.refreshing = true;
+                        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: rerun + 1 }, op);
+                    }
+                    // Not refreshed (the connection was lost): due again at once.
+                    Err(_) => {
+                        for t in tokens {
+                            if let Some(b) = self.beats.get_mut(&t) {
+                                b.due = ctx.now;
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
             Background::Retake | Background::Closing => {}
         }
+    }
+
+    /// The earliest refresh due, unless one is on the wire.
+    fn refresh_due(&self) -> Option<Instant> {
+        if self.refreshing || self.closed {
+            return None;
+        }
+        let due = self.beats.values().map(|b| b.due).min()?;
+        // Not more often than a sixth of the shortest refresh lease: waiters queued one after
+        // another share a refresh instead of one each.
+        let gap = self.beats.values().map(|b| b.ttl / 6).min()?;
+        Some(self.refreshed_at.map_or(due, |t| due.max(t + gap)))
+    }
+
+    /// Sends one refresh of every waiter's row due now or within its period (so one
+    /// statement serves them all), grouped by what each refresh gives. Each group is one
+    /// statement by primary key on the refresh connection: a waiter's row never depends on its
+    /// client's Main being free, however many inserts and re-checks queue there.
+    fn send_refresh(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
+        if self.refresh_due().is_none_or(|t| t > ctx.now) {
+            return;
+        }
+        let now = ctx.now;
+        let mut groups: Vec<(u64, Vec<i64>)> = Vec::new();
+        let mut tokens = Vec::new();
+        for (t, b) in self.beats.iter_mut() {
+            if b.due > now + b.ttl / 3 {
+                continue;
+            }
+            let ttl_ms = b.ttl.as_millis() as u64;
+            match groups.iter_mut().find(|(ttl, _)| *ttl == ttl_ms) {
+                Some((_, ids)) => ids.push(b.id),
+                None => groups.push((ttl_ms, vec![b.id])),
+            }
+            b.due = now + b.ttl / 3;
+            tokens.push(Arc::clone(t));
+        }
+        for (_, ids) in &mut groups {
+            ids.sort_unstable();
+        }
+        self.refreshing = true;
+        self.refreshed_at = Some(now);
+        let op = SqlOp::Refresh { groups };
+        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: 0 }, op);
     }
 
     /// An acquire's rows: granted, queued behind someone, or the own row gone.
@@ -345,6 +490,7 @@ impl SqlBackend {
         let token = &call.token;
         match recipe::place(target.kind, target.permits, &rows, token) {
             Place::Missing => {
+                self.beats.remove(token);
                 if let Some(r) = self.rows.get_mut(token) {
                     r.id = None;
                 }
@@ -354,6 +500,7 @@ impl SqlBackend {
                 Verdict::Attempt(attempt_transient(e))
             }
             Place::Holds(own) => {
+                self.beats.remove(token);
                 self.rows.insert(Arc::clone(token), RowInfo { id: Some(own.id) });
                 self.waits.remove(token);
                 self.rang.remove(token);
@@ -368,6 +515,13 @@ impl SqlBackend {
                         _ => "another owner holds it".to_string(),
                     };
                     return Verdict::Attempt(Attempt::Refused { why });
+                }
+                if !self.leaving.contains(token) {
+                    // Its expiry was set no earlier than the send: the next refresh is due a
+                    // third of the refresh's lease after that.
+                    let ttl = call.entry_ttl.min(call.lease).max(Duration::from_millis(1));
+                    let beat = Beat { id: own.id, lock_key: target.lock_key.clone(), ttl, due: call.sent + ttl / 3 };
+                    self.beats.insert(Arc::clone(token), beat);
                 }
                 let soonest = behind.iter().map(|r| r.remaining_ms).min().unwrap_or(0).max(0) as u64;
                 let ids: Vec<i64> = behind.iter().map(|r| r.id).collect();
@@ -391,6 +545,7 @@ impl SqlBackend {
                 let cap_secs = soonest.min(call.entry_ttl.as_millis() as u64 / 3).div_ceil(1000).max(1);
                 let entry = self.waits.entry(Arc::clone(token)).or_default();
                 entry.ids = ids;
+                entry.behind_until = Some(call.sent + Duration::from_millis(soonest));
                 entry.bell = bell.map(|owner| Bell { owner, cap_secs, lock_key: target.lock_key.clone(), id: own.id });
                 self.start_waits(ctx);
                 Verdict::Attempt(Attempt::Queued { holder_remaining, fence: 0 })
@@ -466,6 +621,7 @@ impl SqlBackend {
     fn release_reply(&mut self, call: &Call, reply: SqlResult) -> Verdict {
         Verdict::Release(match reply {
             Ok(SqlReply::Released { was_held, .. }) => {
+                self.leaving.remove(&call.token);
                 self.rows.remove(&call.token);
                 self.waits.remove(&call.token);
                 self.rang.remove(&call.token);
@@ -545,6 +701,7 @@ impl Backend for SqlBackend {
         let owners: Vec<String> = self.rows.keys().map(|t| t.to_string()).collect();
         self.rows.clear();
         self.waits.clear();
+        self.beats.clear();
         if !owners.is_empty() {
             for chunk in owners.chunks(100) {
                 self.send_background(ctx, Background::Closing, SqlOp::DeleteOwners { owners: chunk.to_vec() });
@@ -553,8 +710,11 @@ impl Backend for SqlBackend {
     }
 
     fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>) {
+        let mut acquire_lease = Duration::ZERO;
         let (target, token, op, entry_ttl, once) = match action {
             Action::Acquire { target, token, lease, entry_ttl, once } => {
+                acquire_lease = lease;
+                self.leaving.remove(token);
                 let known = self.rows.entry(Arc::from(token)).or_insert(RowInfo { id: None }).id.is_some();
                 let a = target.acquire(token, lease, entry_ttl);
                 // A waiter whose row was read re-checks without the insert's transaction.
@@ -571,6 +731,11 @@ impl Backend for SqlBackend {
                 (target, token, op, Duration::ZERO, false)
             }
             Action::Release { target, token } => {
+                // No longer a waiter: its row is not refreshed again (should the release fail
+                // for good, the row dies with its entry lease).
+                self.beats.remove(token);
+                self.wake_next_own(ctx, &target.lock_key, token);
+                self.leaving.insert(Arc::from(token));
                 let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
                 (target, token, op, Duration::ZERO, false)
             }
@@ -582,14 +747,21 @@ impl Backend for SqlBackend {
         let id = ctx.ids.request();
         let token: Arc<str> = Arc::from(token);
         let routine = matches!(op, SqlOp::Check(_)) && !self.urgent.remove(&token) && !self.closed;
-        let call = Call { purpose, target: Arc::clone(target), token, sent: ctx.now, entry_ttl, once, op: op.clone(), rerun: 0 };
+        if routine && self.nothing_to_check(&token, ctx.now) {
+            // Its row is refreshed by the batched refreshes and a wake-up will come: still
+            // queued, without a round trip (see `nothing_to_check`).
+            let behind = self.waits.get(&token).and_then(|w| w.behind_until).map(|t| t.saturating_duration_since(ctx.now));
+            let verdict = Verdict::Attempt(Attempt::Queued { holder_remaining: behind, fence: 0 });
+            return self.settle_later(ctx.now, Answer { purpose, sent: ctx.now, verdict });
+        }
+        let call =
+            Call { purpose, target: Arc::clone(target), token, sent: ctx.now, entry_ttl, lease: acquire_lease, once, op: op.clone(), rerun: 0 };
         self.in_flight.insert(id, call);
         let request = SqlRequest { id, op };
         if !routine {
             ctx.out.push_back(request);
         } else {
-            // Sent when its turn comes (its send time is when the engine asked: validity is
-            // never counted from later than the truth).
+            // Sent when its turn comes (its send time then: see `restamp`).
             self.parked.push_back(request);
             self.unpark(ctx);
         }
@@ -684,7 +856,7 @@ impl Backend for SqlBackend {
                 }
                 Signal::Nothing
             }
-            SqlNotice::Reconnected { conn: Conn::Wait } => Signal::Nothing,
+            SqlNotice::Reconnected { conn: Conn::Wait | Conn::Refresh } => Signal::Nothing,
         }
     }
 
@@ -697,6 +869,7 @@ impl Backend for SqlBackend {
             answers.append(&mut self.ready);
             self.ready_at = None;
         }
+        self.send_refresh(ctx);
         if self.opening.check.as_ref().is_some_and(|(_, at)| *at <= ctx.now) {
             let e = Error::unsupported(format!(
                 "PostgreSQL notifications do not reach this client's listening connection (no notification \
@@ -710,10 +883,7 @@ impl Backend for SqlBackend {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let check = self.opening.check.as_ref().map(|(_, at)| *at);
-        match (self.ready_at, check) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.ready_at, check, self.refresh_due()].into_iter().flatten().min()
     }
 
     fn is_idle(&self) -> bool {

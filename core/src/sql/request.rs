@@ -43,6 +43,10 @@ pub const MAX_LOCK_KEY_CHARS: usize = 255;
 pub const DOORBELL_PREFIX: &str = "lockgate:";
 /// The `owner` of a MySQL anchor row (never an owner token, which is hex).
 pub const ANCHOR_OWNER: &str = "";
+/// The most row ids one refresh statement lists. MySQL's `IN` lists are padded to a power of
+/// two up to it (repeating an id), so a few statement texts serve every size (each text is
+/// prepared once per connection).
+pub const REFRESH_CHUNK: usize = 512;
 /// PostgreSQL's advisory-lock class for serializing one lock name's inserts (`'lkga'`).
 pub const ADVISORY_CLASS: i32 = 0x6c6b_6761;
 
@@ -337,6 +341,15 @@ pub enum SqlOp {
         /// The owner tokens whose rows this client has.
         owners: Vec<String>,
     },
+    /// The heartbeat of a client's waiters (Refresh): sets each listed row's expiry to at least
+    /// `now + ttl` of its group, only while it is live (an expired row is never revived) and
+    /// never shortening it (a row granted meanwhile keeps its lease). One statement per group
+    /// (per chunk of [`REFRESH_CHUNK`] ids), instead of one re-check per waiter. Reply
+    /// [`SqlReply::Refreshed`].
+    Refresh {
+        /// `(ttl_ms, row ids)`: the rows refreshed to `now + ttl_ms`.
+        groups: Vec<(u64, Vec<i64>)>,
+    },
     /// Deletes every row of these owners (a client closing) and rings for each; MySQL also
     /// releases every named lock of Main. Reply [`SqlReply::Deleted`].
     DeleteOwners {
@@ -398,6 +411,11 @@ pub enum SqlReply {
     Doorbells {
         /// Taken (or already ours) per owner.
         taken: Vec<bool>,
+    },
+    /// How many rows a refresh found live and refreshed.
+    Refreshed {
+        /// The count.
+        count: u64,
     },
     /// How many rows were deleted.
     Deleted {
@@ -573,6 +591,13 @@ impl SqlOp {
                 }
             }
             SqlOp::TakeDoorbells { owners } => main(owners.iter().map(|o| take_doorbell(schema, o)).collect()),
+            SqlOp::Refresh { groups } => Batch {
+                conn: Conn::Refresh,
+                statements: groups
+                    .iter()
+                    .flat_map(|(ttl, ids)| ids.chunks(REFRESH_CHUNK).map(move |chunk| refresh(schema, *ttl, chunk)))
+                    .collect(),
+            },
             SqlOp::DeleteOwners { owners } => {
                 let mut stmt = Stmt::new(schema);
                 stmt = if pg { stmt.s(&format!("WITH d AS (DELETE FROM {t} WHERE owner IN (")) } else { stmt.s(&format!("DELETE FROM {t} WHERE owner IN (")) };
@@ -649,12 +674,45 @@ impl SqlOp {
                     .collect();
                 Ok(SqlReply::Doorbells { taken })
             }
+            SqlOp::Refresh { .. } => Ok(SqlReply::Refreshed { count: rows.iter().map(|r| r.affected).sum() }),
             SqlOp::DeleteOwners { .. } => match rows.first() {
                 Some(r) => Ok(SqlReply::Deleted { count: r.affected.max(r.rows.len() as u64) }),
                 None => bad("a delete with no result".into()),
             },
         }
     }
+}
+
+/// One refresh statement: rows `ids` (at most [`REFRESH_CHUNK`]) live until at least
+/// `now + ttl_ms`. By primary key only: it reads no other row, so it waits for no reap or
+/// insert of the names. PostgreSQL takes the ids as one text parameter (one prepared
+/// statement for any count); MySQL as an `IN` list padded to a power of two.
+fn refresh(schema: &Schema, ttl_ms: u64, ids: &[i64]) -> Statement {
+    let t = schema.table();
+    let stmt = Stmt::new(schema)
+        .s(&format!("UPDATE {t} SET expires_ms = GREATEST(expires_ms, "))
+        .now()
+        .s(" + ")
+        .int(ms(ttl_ms))
+        .s(") WHERE ");
+    let stmt = match schema.dialect {
+        Dialect::Postgres => {
+            let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+            stmt.s("id = ANY(string_to_array(").text(&list.join(",")).s(", ',')::BIGINT[])")
+        }
+        Dialect::MySql => {
+            let padded = ids.len().max(1).next_power_of_two().min(REFRESH_CHUNK.max(ids.len()));
+            let mut stmt = stmt.s("id IN (");
+            for i in 0..padded {
+                if i > 0 {
+                    stmt = stmt.s(", ");
+                }
+                stmt = stmt.int(ids.get(i).or(ids.last()).copied().unwrap_or(0));
+            }
+            stmt.s(")")
+        }
+    };
+    stmt.s(" AND expires_ms > ").now().done()
 }
 
 /// MySQL: takes `owner`'s doorbell unless this connection has it already (`GET_LOCK` nests: a
@@ -748,6 +806,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
                 count,
                 insert,
                 plain("COMMIT"),
+                plain(READ_COMMITTED),
                 reap(schema, &a.lock_key),
                 read_rows(schema, a),
             ];
@@ -765,7 +824,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
 fn render_check(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     match schema.dialect {
         Dialect::Postgres => vec![check_pg(schema, a)],
-        Dialect::MySql => vec![reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)],
+        Dialect::MySql => vec![plain(READ_COMMITTED), reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)],
     }
 }
 
@@ -845,6 +904,15 @@ fn expiry_update<'s>(update: Stmt<'s>, a: &AcquireOp, live_only: bool) -> Stmt<'
         update
     }
 }
+
+/// MySQL: the next statement (the reap, in autocommit) runs at READ COMMITTED. At InnoDB's
+/// REPEATABLE READ a `DELETE .. WHERE lock_key = ?` locks every row it scans with its gap —
+/// the whole queue of the name and its anchor, which an acquire's transaction holds — and the
+/// acquire's insert then waits for the reap's gap lock: a deadlock (1213; 2,727 in one burst
+/// of 1,500 waiters), whose re-run sends that acquire's insert behind the client's later ones.
+/// At READ COMMITTED the reap locks only the rows it deletes (expired ones) and skips a locked
+/// row that does not match (the anchor) without waiting.
+const READ_COMMITTED: &str = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
 /// Deletes the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
 /// behind them (their ids notified).
@@ -988,7 +1056,9 @@ mod tests {
         assert_eq!((my_sql.first(), my_sql.get(5)), (Some(&"BEGIN"), Some(&"COMMIT")), "{my_sql:?}");
         assert!(my_sql[3].starts_with("SELECT COUNT(*) INTO @lockgate_ahead") && my_sql[4].starts_with("INSERT IGNORE INTO `app_entry`"), "{my_sql:?}");
         let my_check = SqlOp::Check(op()).render(&my).statements;
-        assert_eq!(mys.statements[6..].to_vec(), vec![my_check[0].clone(), my_check[2].clone()]);
+        assert_eq!(my_check[0].sql, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+        assert!(my_check[1].sql.starts_with("DELETE"), "{my_check:?}");
+        assert_eq!(mys.statements[6..].to_vec(), vec![my_check[0].clone(), my_check[1].clone(), my_check[3].clone()]);
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
         let my_rel = rel.render(&my).statements;

@@ -35,6 +35,10 @@
 //! - [`Conn::Listen`] (PostgreSQL) is the one connection that runs `LISTEN`; every
 //!   notification arriving on it is pushed as [`SqlNotice::Notified`]. When it is replaced the
 //!   transport pushes [`SqlNotice::Reconnected`] (the backend listens again).
+//! - [`Conn::Refresh`] is one more connection, like Main but for the backend's refreshes of
+//!   its waiters' rows only (no session state lives on it); opened by the first batch that
+//!   names it. When it is replaced the transport pushes [`SqlNotice::Reconnected`] (nothing to
+//!   redo).
 //! - [`Conn::Wait`] (MySQL/MariaDB) runs a blocking wait (`GET_LOCK` with a timeout): the
 //!   transport runs it on an idle wait connection of its own, opening one if none is idle; the
 //!   backend never has more than [`MAX_WAIT_CONNECTIONS`] wait batches on the wire.
@@ -68,6 +72,10 @@ pub enum Conn {
     Listen,
     /// An idle wait connection (MySQL/MariaDB blocking waits).
     Wait,
+    /// The refresh connection: the batched refreshes of a client's waiters' rows, so they
+    /// never queue behind the inserts and re-checks on Main (a waiter's row must not expire
+    /// because its own client is busy).
+    Refresh,
 }
 
 /// A parameter or column value.

@@ -296,6 +296,20 @@ impl SimSql {
                     .collect();
                 Ok(SqlReply::Doorbells { taken })
             }
+            SqlOp::Refresh { groups } => {
+                // Each live listed row lives at least `ttl` more; never shortened, never revived.
+                let mut count = 0;
+                for (ttl_ms, ids) in groups {
+                    let until = self.expiry(t, *ttl_ms);
+                    for id in ids {
+                        if let Some(r) = self.rows.get_mut(id).filter(|r| r.expires > t) {
+                            r.expires = r.expires.max(until);
+                            count += 1;
+                        }
+                    }
+                }
+                Ok(SqlReply::Refreshed { count })
+            }
             SqlOp::DeleteOwners { owners } => {
                 let ids: Vec<i64> = self.rows.values().filter(|r| owners.contains(&r.owner)).map(|r| r.id).collect();
                 let count = ids.len() as u64;

@@ -12,6 +12,8 @@
 //!   notification it receives is pushed as [`SqlNotice::Notified`]. It carries no requests of
 //!   its own, so a keeper task pings it every [`PING_INTERVAL`] (a silent one is replaced) and
 //!   replaces it as soon as it drops, then pushes `Reconnected` (the backend listens again).
+//! - [`Conn::Refresh`]: one, opened by the first batch that names it (the backend's batched
+//!   refreshes of its waiters' rows, never queued behind Main's work); replaced like Main.
 //! - [`Conn::Wait`]: up to [`MAX_WAIT_CONNECTIONS`] idle connections kept for blocking waits
 //!   (MySQL's `GET_LOCK`), opened when none is idle; no notice when one is replaced (no session
 //!   state outlives a wait batch).
@@ -305,6 +307,8 @@ struct Shared {
     /// the order they asked (tokio's mutex is fair).
     main: tokio::sync::Mutex<Slot>,
     listen: tokio::sync::Mutex<Slot>,
+    /// The refresh connection (the backend's heartbeats of its waiters' rows).
+    refresh: tokio::sync::Mutex<Slot>,
     /// Whether the listening connection's keeper task runs.
     keeper: Mutex<bool>,
     waits: Mutex<Vec<Idle>>,
@@ -339,6 +343,7 @@ impl SqlTransport {
             notices,
             main: tokio::sync::Mutex::new(main),
             listen: tokio::sync::Mutex::new(Slot::default()),
+            refresh: tokio::sync::Mutex::new(Slot::default()),
             keeper: Mutex::new(false),
             waits: Mutex::new(Vec::new()),
         };
@@ -365,7 +370,7 @@ impl SqlTransport {
         let shared = self.shared.clone();
         async move {
             match batch.conn {
-                Conn::Main => on_slot(&shared, Conn::Main, &batch.statements).await,
+                Conn::Main | Conn::Refresh => on_slot(&shared, batch.conn, &batch.statements).await,
                 Conn::Listen => {
                     if shared.endpoint.dialect != Dialect::Postgres {
                         return Err(SqlFailure::Other(Error::invalid("a Listen batch on MySQL/MariaDB (only PostgreSQL listens)")));
@@ -407,9 +412,14 @@ impl Transport for SqlTransport {
     }
 }
 
-/// Runs `statements` on the Main or Listen slot, opening its connection if it has none.
+/// Runs `statements` on the Main, Listen or Refresh slot, opening its connection if it has
+/// none.
 async fn on_slot(shared: &Arc<Shared>, which: Conn, statements: &[Statement]) -> BatchResult {
-    let slot = if which == Conn::Listen { &shared.listen } else { &shared.main };
+    let slot = match which {
+        Conn::Listen => &shared.listen,
+        Conn::Refresh => &shared.refresh,
+        _ => &shared.main,
+    };
     let mut slot = slot.lock().await;
     if slot.busy || slot.conn.as_ref().is_some_and(DbConn::is_closed) {
         if let Some(c) = slot.conn.take() {
