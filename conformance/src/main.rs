@@ -6,7 +6,8 @@
 //! Usage: `conformance [--bindings rust,python,...] [--variants single,...] [--scenarios
 //! name,...] [--jobs N] [--table FILE] [--readme README.md]`, or
 //! `conformance --demo [--bindings ...] [--per-binding N] [--rounds N]` for `./run demo`
-//! (run from the repository root; `./run` does).
+//! (run from the repository root; `./run` does). `--help` prints this; any other argument is
+//! an error (exit 2). The servers it starts die with it however it ends (`PR_SET_PDEATHSIG`).
 
 mod actor;
 mod check;
@@ -87,17 +88,90 @@ fn arg(args: &[String], key: &str) -> Option<String> {
     args.iter().position(|a| a == key).and_then(|i| args.get(i + 1).cloned())
 }
 
+/// What `--help` prints (and an unknown flag prints to stderr).
+const USAGE: &str = "usage: conformance [--bindings rust,python,...] [--variants single,...] [--scenarios name,...]
+                   [--jobs N] [--table FILE] [--readme README.md]
+       conformance --demo [--bindings rust,python,...] [--per-binding N] [--rounds N]
+       conformance --help
+Run from the repository root. Without --variants: every default variant; without --bindings:
+every registered binding (conformance/actors.json). See conformance/README.md.";
+
+/// Flags that take a value, and flags that stand alone.
+const VALUE_FLAGS: [&str; 8] = ["--bindings", "--variants", "--scenarios", "--jobs", "--table", "--readme", "--per-binding", "--rounds"];
+const SWITCHES: [&str; 1] = ["--demo"];
+
+/// What the command line asks for: `Ok(true)` for `--help`, an error for anything unknown (a
+/// typo must not start the whole matrix).
+fn check_args(args: &[String]) -> Result<bool, String> {
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--help" || a == "-h" {
+            return Ok(true);
+        }
+        if VALUE_FLAGS.contains(&a) {
+            if args.get(i + 1).is_none_or(|v| v.starts_with("--")) {
+                return Err(format!("{a} needs a value"));
+            }
+            i += 2;
+        } else if SWITCHES.contains(&a) {
+            i += 1;
+        } else {
+            return Err(format!("unknown argument {a:?}"));
+        }
+    }
+    Ok(false)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    match check_args(&args) {
+        Ok(true) => {
+            println!("{USAGE}");
+            return;
+        }
+        Ok(false) => {}
+        Err(e) => {
+            eprintln!("conformance: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    }
+    // Every server this run starts dies with it, however the run ends (even SIGKILL).
+    lockgate_conformance::server::die_with_parent();
     let root = PathBuf::from(".");
-    match run(&root, &args).await {
+    let outcome = tokio::select! {
+        r = run(&root, &args) => r,
+        signal = interrupted() => {
+            // Exiting ends the servers (their parent-death signal); the actors see stdin close.
+            eprintln!("conformance: stopped by {signal}; its servers stop with it");
+            std::process::exit(130);
+        }
+    };
+    match outcome {
         Ok(true) => {}
         Ok(false) => std::process::exit(1),
         Err(e) => {
             eprintln!("conformance: {e}");
             std::process::exit(2);
         }
+    }
+}
+
+/// Resolves when the run is asked to stop from outside (Ctrl-C, SIGTERM, a closed terminal);
+/// names the signal. Never resolves if the handlers cannot be installed (the parent-death
+/// signal still stops the servers then).
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
     }
 }
 

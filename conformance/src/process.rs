@@ -39,10 +39,9 @@ impl ServerProcess {
 
     /// Starts `cmd` (dying with the launcher if it asked, [`crate::server::die_with_parent`]);
     /// `install` says what provides the binary, for the error when it is missing.
-    pub fn spawn(&mut self, mut cmd: Command, install: &str) -> Result<(), String> {
-        crate::server::die_with_parent_if_asked(&mut cmd);
+    pub fn spawn(&mut self, cmd: Command, install: &str) -> Result<(), String> {
         let program = cmd.get_program().to_string_lossy().into_owned();
-        let child = cmd.spawn().map_err(|e| format!("cannot start {program} ({install}): {e}"))?;
+        let child = crate::server::spawn_server(cmd).map_err(|e| format!("cannot start {program} ({install}): {e}"))?;
         self.child = Some(child);
         Ok(())
     }

@@ -4,32 +4,70 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex, OnceLock};
 
 use crate::ports::{await_listening, free_port};
 
-/// Set by the launcher binary: servers it starts die with it even if it is SIGKILLed
-/// (`PR_SET_PDEATHSIG`), so a crashed test run leaves no redis-server behind.
+/// Set by the launcher binary and the orchestrator: servers they start die with them even if
+/// they are SIGKILLed (`PR_SET_PDEATHSIG`), so a run ended from outside (Ctrl-C, SIGPIPE through
+/// `| head`, `kill -9`) leaves no server behind.
 static DIE_WITH_PARENT: AtomicBool = AtomicBool::new(false);
 
-/// Makes every server started afterwards die when the thread that started it exits. Only for a
-/// process that starts its servers from one long-lived thread (the launcher's main thread).
+/// Makes every server started afterwards (through [`spawn_server`]) die when this process ends,
+/// however it ends.
 pub fn die_with_parent() {
     DIE_WITH_PARENT.store(true, Ordering::SeqCst);
 }
 
-/// Makes `cmd`'s process die with the thread starting it if [`die_with_parent`] was called
-/// (every server kind: redis-server, ZooKeeper's java).
-pub fn die_with_parent_if_asked(cmd: &mut Command) {
-    if DIE_WITH_PARENT.load(Ordering::SeqCst) {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+/// One request to the spawner thread: the command and where its child goes.
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Starts a server process. After [`die_with_parent`] the process gets `PR_SET_PDEATHSIG`
+/// (SIGKILL). Linux sends that signal when the *thread* that forked the child ends, not the
+/// process, and the orchestrator starts servers from tokio's blocking threads, which end when
+/// idle; so every such spawn happens on one thread that lives as long as the process.
+pub fn spawn_server(mut cmd: Command) -> std::io::Result<Child> {
+    if !DIE_WITH_PARENT.load(Ordering::SeqCst) {
+        return cmd.spawn();
     }
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("server-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(spawn_dying_with_us(&mut cmd));
+                }
+            })
+            .expect("a thread for starting servers");
+        Mutex::new(tx)
+    });
+    let (reply, child) = mpsc::channel();
+    let sent = spawner.lock().unwrap_or_else(|e| e.into_inner()).send((cmd, reply));
+    if sent.is_err() {
+        return Err(std::io::Error::other("the server-spawner thread is gone"));
+    }
+    child.recv().map_err(|_| std::io::Error::other("the server-spawner thread is gone"))?
+}
+
+/// Spawns `cmd` with `PR_SET_PDEATHSIG` (SIGKILL) on the calling thread. A parent that died
+/// between fork and prctl would leave the child unwatched, so the child checks its parent.
+fn spawn_dying_with_us(cmd: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid is always safe.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: prctl and getppid are async-signal-safe and touch nothing of the parent's state.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("the launcher died while starting the server"));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
 }
 
 /// A running (or stopped, see [`RedisServer::stop`]) redis-server.
@@ -108,8 +146,7 @@ impl RedisServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        die_with_parent_if_asked(&mut cmd);
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start {} (apt-get install redis-server): {e}", binary()))?;
+        let mut child = spawn_server(cmd).map_err(|e| format!("cannot start {} (apt-get install redis-server): {e}", binary()))?;
         match await_listening(&mut child, self.port) {
             Ok(()) => {
                 self.child = Some(child);

@@ -55,6 +55,20 @@ fn parse(args: &[String]) -> Result<Request, String> {
         None => (args, Vec::new()),
     };
     let kind = ours.first().ok_or(USAGE)?;
+    // Every flag must be known: a typo must not silently start something else.
+    let mut i = 1;
+    while i < ours.len() {
+        match ours[i].as_str() {
+            "--replicas" | "--masters" | "--members" | "--acl" | "--user" | "--password" | "--pgbouncer" => {
+                if ours.get(i + 1).is_none() {
+                    return Err(format!("{} needs a value\n{USAGE}", ours[i]));
+                }
+                i += 2;
+            }
+            "--tls" | "--proxied" => i += 1,
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
     let value = |key: &str| ours.iter().position(|a| a == key).and_then(|i| ours.get(i + 1)).cloned();
     let count = |key: &str, default: usize| -> Result<usize, String> {
         value(key).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{key} needs a number, got {v:?}")))
@@ -162,6 +176,10 @@ fn say(v: &Value) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     let request = match parse(&args) {
         Ok(r) => r,
         Err(e) => {

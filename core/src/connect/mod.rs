@@ -7,6 +7,7 @@
 //! messages, worded in each binding's names and unit.
 
 mod backend;
+pub mod failure;
 mod options;
 mod setter;
 mod spelling;

@@ -29,6 +29,9 @@ pub(crate) struct Lease<T> {
     ///
     /// [`Backend::confirmation_span`]: super::Backend::confirmation_span
     pub end: Option<Instant>,
+    /// The `CONNECTION` error of the last renewal if it could not reach the server (cleared by
+    /// a confirmed one): a lease that runs out meanwhile names the unreachable server.
+    pub unreachable: Option<String>,
 }
 
 impl<T> Lease<T> {

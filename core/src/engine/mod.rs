@@ -235,6 +235,7 @@ impl<B: Backend> LockEngine<B> {
             seen_fence: 0,
             backoff: FIRST_BACKOFF,
             last_failure: None,
+            unreachable: None,
             recheck_soon: false,
         };
         let needs_session = wait != Wait::Try || self.backend.attempts_need_session();
@@ -562,11 +563,8 @@ impl<B: Backend> LockEngine<B> {
             };
             if a.deadline.is_some_and(|d| d <= now) {
                 let a = self.take_acquire(op).expect("present");
-                let message = match &a.last_failure {
-                    Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),
-                    None => "timed out waiting for the lock".into(),
-                };
-                self.end_acquire(now, op, a, Done::Failed(Error::new(ErrorKind::Timeout, message)));
+                let error = wait_ended(&a);
+                self.end_acquire(now, op, a, Done::Failed(error));
                 continue;
             }
             let due = match a.state {
@@ -598,7 +596,11 @@ impl<B: Backend> LockEngine<B> {
                 continue;
             };
             if l.valid_until <= now {
-                self.lose(now, id, "the lease expired before it could be renewed");
+                let why = match &l.unreachable {
+                    Some(e) => format!("the lease expired before it could be renewed: the server could not be reached ({e})"),
+                    None => "the lease expired before it could be renewed".to_string(),
+                };
+                self.lose(now, id, &why);
                 continue;
             }
             let window = self.backend.renew_window(l.lease).unwrap_or(Duration::ZERO);
@@ -731,6 +733,12 @@ impl<B: Backend> LockEngine<B> {
                 self.handle_timeout(now);
             }
             Err(e) => {
+                if e.kind() == ErrorKind::Connection {
+                    // The waits cannot reach the server either: a deadline now says so.
+                    for a in self.acquires.values_mut() {
+                        a.unreachable = Some(e.clone());
+                    }
+                }
                 if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::Unsupported) {
                     // Refused credentials or a user without the right to open the session, or a
                     // server that cannot give this backend its session (PostgreSQL behind a
@@ -782,6 +790,27 @@ impl<B: Backend> LockEngine<B> {
         self.sync_lease(id);
         tag
     }
+}
+
+/// The error of a wait whose deadline passed. If its last attempt (or the session it needed)
+/// failed with `CONNECTION` (the server unreachable, too few masters or replicas answering),
+/// the wait fails with `CONNECTION` carrying that error (for a transport failure: the server's
+/// redacted address and what went wrong): a dead server must not look like a held lock.
+/// `TIMEOUT` means the server was answering and the lock stayed taken, with why the last
+/// attempt did not get it. One rule for every backend (PROTOCOL.md, "Errors").
+fn wait_ended<T>(a: &PendingAcquire<T>) -> Error {
+    if let Some(e) = &a.unreachable {
+        let waited = match a.wait {
+            Wait::For(d) => format!(" within {} ms", d.as_millis()),
+            _ => String::new(),
+        };
+        return Error::new(ErrorKind::Connection, format!("gave up waiting for the lock{waited}: the last attempt failed: {}", e.message()));
+    }
+    let message = match &a.last_failure {
+        Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),
+        None => "timed out waiting for the lock".into(),
+    };
+    Error::new(ErrorKind::Timeout, message)
 }
 
 fn not_held(why: &str) -> Error {

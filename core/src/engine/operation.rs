@@ -45,6 +45,10 @@ pub(crate) struct PendingAcquire<T> {
     pub backoff: Duration,
     /// Why the last attempt failed, for the timeout's message.
     pub last_failure: Option<String>,
+    /// The `CONNECTION` error of the last attempt (or session opening), cleared by any other
+    /// answer. A wait that ends while it is set fails with it (`CONNECTION`), not `TIMEOUT`:
+    /// nobody was seen holding the lock, the server could not be reached.
+    pub unreachable: Option<crate::error::Error>,
     /// A re-check was asked for while an attempt was on the wire: if that attempt answers
     /// "queued", re-check at once.
     pub recheck_soon: bool,

@@ -11,7 +11,7 @@ use super::io::{Done, Event, LeaseId, OpId, Wait};
 use super::lease::Lease;
 use super::operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
 use super::{not_held, Due, LockEngine};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::options::whole_millis;
 use crate::time::{Duration, Instant};
 
@@ -69,6 +69,11 @@ impl<B: Backend> LockEngine<B> {
             return;
         };
         let once = a.wait == Wait::Try;
+        // The server answered (or not): what a deadline reached now would report.
+        a.unreachable = match &verdict {
+            Attempt::Transient { error, .. } if error.kind() == ErrorKind::Connection => Some(error.clone()),
+            _ => None,
+        };
         match verdict {
             Attempt::Granted { fence, granted } => self.grant(op, a, fence, sent, granted),
             Attempt::Queued { holder_remaining, fence } => {
@@ -217,6 +222,7 @@ impl<B: Backend> LockEngine<B> {
                 fence,
                 holds: 1,
                 end,
+                unreachable: None,
             },
         );
         self.sync_lease(lease);
@@ -228,6 +234,11 @@ impl<B: Backend> LockEngine<B> {
             return;
         };
         l.renewing = false;
+        l.unreachable = match &verdict {
+            Pexpire::Transient(e) if e.kind() == ErrorKind::Connection => Some(e.message().to_string()),
+            Pexpire::Transient(_) => l.unreachable.take(),
+            _ => None,
+        };
         match verdict {
             Pexpire::Confirmed => {
                 // Not `max` with the old validity: an extend sent before this renewal ran

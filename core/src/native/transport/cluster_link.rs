@@ -158,8 +158,8 @@ async fn first_connect(
         match tokio::time::timeout_at(deadline, attempt).await {
             Ok(Ok(c)) => return Ok(c),
             Ok(Err(e)) => {
-                let e = convert::error(&e, |m| url.scrub(m));
-                if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument) {
+                let e = convert::connect_error(&e, url).await;
+                if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument | ErrorKind::Protocol) {
                     return Err(e);
                 }
                 last = Some(e);
@@ -169,7 +169,7 @@ async fn first_connect(
     }
     let why = match last {
         Some(e) if tokio::time::Instant::now() < deadline => return Err(e),
-        Some(e) => format!("; last error: {}", e.message()),
+        Some(e) => format!(" (last error: {})", e.message()),
         None => String::new(),
     };
     Err(Error::new(

@@ -54,3 +54,37 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
     };
     Error::new(kind, scrub(&text))
 }
+
+/// A failed connect to the server `url` names as a lockgate [`Error`] through the one
+/// formatter ([`crate::connect::failure`]): the redacted URL and what the server answered. The
+/// `redis` crate reports a refused port as a bare "Connection refused (os error 111)" and a
+/// server of another kind as a RESP parse error or a broken pipe, so a plain-TCP URL is probed
+/// once (a TCP connect and a `PING`, within 1 s) to say which: nothing listening
+/// (`CONNECTION`), or a server that does not speak Redis (`PROTOCOL`, not retryable: an HTTP
+/// status line, or a close without a reply).
+pub(crate) async fn connect_error(e: &redis::RedisError, url: &crate::connect::RedisUrl) -> Error {
+    use crate::connect::failure::{connect_failed, foreign_reply, io_answer};
+    let converted = error(e, |m| url.scrub(m));
+    if matches!(converted.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument | ErrorKind::Closed) || url.is_tls() {
+        return connect_failed(converted.kind(), url, converted.message());
+    }
+    let endpoint = url.endpoint();
+    let probe = async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut sock = match tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await {
+            Ok(s) => s,
+            Err(io) => return Some((ErrorKind::Connection, io_answer(&io))),
+        };
+        // A server that closes on the PING (PostgreSQL on a bad startup packet) reads as an
+        // empty reply; one that resets it, too.
+        let _ = sock.write_all(b"PING\r\n").await;
+        let mut buf = [0u8; 128];
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        foreign_reply("Redis", &buf[..n]).map(|why| (ErrorKind::Protocol, why))
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(1), probe).await {
+        Ok(Some((kind, answered))) => connect_failed(kind, url, &answered),
+        // It speaks Redis (or answers nothing within 1 s): the crate's own words say more.
+        _ => connect_failed(converted.kind(), url, converted.message()),
+    }
+}

@@ -149,7 +149,7 @@ impl Link {
             let (generation, current) = self.current();
             match tokio::time::timeout_at(deadline, current).await {
                 Ok(Ok(_)) => return Ok(()),
-                Ok(Err(e)) if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument) => {
+                Ok(Err(e)) if matches!(e.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument | ErrorKind::Protocol) => {
                     return Err(e)
                 }
                 Ok(Err(e)) => {
@@ -159,15 +159,16 @@ impl Link {
                 Err(_) => break,
             }
         }
-        let why = match last {
-            Some(e) if tokio::time::Instant::now() < deadline => return Err(e),
-            Some(e) => format!("; last error: {}", e.message()),
-            None => String::new(),
-        };
-        Err(Error::new(
-            ErrorKind::Connection,
-            format!("could not connect to {} within {:?}{why}", self.inner.url, self.inner.connect_timeout),
-        ))
+        Err(match last {
+            Some(e) if tokio::time::Instant::now() < deadline => e,
+            // Every attempt's error already names the server and what it answered.
+            Some(e) => Error::new(ErrorKind::Connection, format!("{} (gave up after {:?})", e.message(), self.inner.connect_timeout)),
+            None => crate::connect::failure::connect_failed(
+                ErrorKind::Connection,
+                &self.inner.url,
+                &format!("no answer within {:?}", self.inner.connect_timeout),
+            ),
+        })
     }
 
     fn current(&self) -> (u64, Attempt) {
@@ -286,6 +287,10 @@ fn attempt(link: Weak<Inner>, generation: u64, delay: Duration) -> Attempt {
         let inner = link.upgrade().ok_or_else(closed)?;
         let config = inner.connection_config(generation);
         let r = inner.client.get_multiplexed_async_connection_with_config(&config).await;
+        let r = match r {
+            Ok(c) => Ok(c),
+            Err(e) => Err(convert::connect_error(&e, &inner.url).await),
+        };
         let mut st = inner.state.lock().unwrap_or_else(|e| e.into_inner());
         match r {
             Ok(c) => {
@@ -294,7 +299,7 @@ fn attempt(link: Weak<Inner>, generation: u64, delay: Duration) -> Attempt {
             }
             Err(e) => {
                 st.failures = st.failures.saturating_add(1);
-                Err(convert::error(&e, |m| inner.url.scrub(m)))
+                Err(e)
             }
         }
     }

@@ -335,7 +335,7 @@ impl SqlTransport {
         schema: Schema,
         notices: mpsc::UnboundedSender<SqlNotice>,
     ) -> crate::error::Result<SqlTransport> {
-        let conn = DbConn::open(&endpoint, None).await.map_err(into_error)?;
+        let conn = DbConn::open(&endpoint, None).await.map_err(|f| connect_error(f, &endpoint))?;
         let main = Slot { conn: Some(conn), opened: 1, busy: false };
         let shared = Shared {
             endpoint,
@@ -574,15 +574,32 @@ pub(crate) fn wait_limit(statements: &[Statement], response_timeout: Duration) -
     Duration::from_secs_f64(secs.min(1.0e6)) + response_timeout
 }
 
-/// A failure to connect as the error `connect` returns.
-pub(crate) fn into_error(failure: SqlFailure) -> Error {
-    match failure {
-        SqlFailure::ConnectionLost(why) => Error::new(ErrorKind::Connection, why),
+/// A failure to connect as the error `connect` returns, through the one formatter
+/// ([`crate::connect::failure`]): the server (user, host and port; never the password) and what
+/// it answered. A database that does not exist is `INVALID_ARGUMENT` and a refused privilege
+/// `AUTHENTICATION`, neither retryable: only a server that is down, busy or full (too many
+/// connections, starting up) is worth another try.
+pub(crate) fn connect_error(failure: SqlFailure, endpoint: &Endpoint) -> Error {
+    let target = endpoint.shown();
+    // The dialects' messages start with "connecting on <target>: ".
+    let prefix = format!("connecting on {target}: ");
+    let said = |m: &str| m.strip_prefix(&prefix).unwrap_or(m).to_string();
+    let (kind, answered) = match failure {
+        SqlFailure::ConnectionLost(why) => (ErrorKind::Connection, said(&why)),
         SqlFailure::Server { code, message } => {
-            Error::new(ErrorKind::Connection, format!("the database refused the connection ({code}): {message}"))
+            let kind = match code.as_str() {
+                // PostgreSQL invalid_catalog_name, MySQL ER_BAD_DB_ERROR.
+                "3D000" | "1049" => ErrorKind::InvalidArgument,
+                // insufficient_privilege, ER_DBACCESS_DENIED_ERROR.
+                "42501" | "1044" => ErrorKind::Authentication,
+                _ => ErrorKind::Connection,
+            };
+            let what = if kind == ErrorKind::InvalidArgument { "the database does not exist" } else { "the server refused the connection" };
+            (kind, format!("{what} ({code}): {}", endpoint.scrub(&message)))
         }
-        SqlFailure::Other(e) => e,
-    }
+        SqlFailure::Other(e) => (e.kind(), said(e.message())),
+    };
+    crate::connect::failure::connect_failed(kind, &target, &answered)
 }
 
 /// Whether `sql` opens a transaction (`BEGIN`, `START TRANSACTION`).

@@ -187,6 +187,11 @@ pub(super) fn failure(e: &pg::Error, closed: bool, what: &str, endpoint: &Endpoi
         if code.starts_with("28") {
             return SqlFailure::Other(Error::new(ErrorKind::Authentication, text(&format!("the server refused the login ({code}): {}", db.message()))));
         }
+        if code == "3D000" {
+            // invalid_catalog_name: the URL names a database the server does not have; no
+            // retry makes it appear.
+            return SqlFailure::Other(Error::invalid(text(&format!("the database does not exist ({code}): {}", db.message()))));
+        }
         if closed || code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03") {
             return SqlFailure::ConnectionLost(text(&format!("{} ({code})", db.message())));
         }
@@ -214,6 +219,11 @@ pub(super) fn failure(e: &pg::Error, closed: bool, what: &str, endpoint: &Endpoi
             ));
         }
         source = s.source();
+    }
+    // The server asked for a password the URL does not give (tokio-postgres says only
+    // "invalid configuration: password missing"): a refused login, never retried.
+    if e.source().is_some_and(|s| s.to_string().contains("password missing")) {
+        return SqlFailure::Other(Error::new(ErrorKind::Authentication, text(&"the server asks for a password and the URL gives none")));
     }
     if closed || e.is_closed() || e.source().is_some_and(|s| s.is::<std::io::Error>()) || e.to_string().contains("timeout") {
         return SqlFailure::ConnectionLost(text(e));
