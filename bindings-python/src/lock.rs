@@ -3,8 +3,8 @@
 //! returns an [`AcquireContext`]: awaitable, and an async context manager.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::ThreadId;
 
 use lockgate_core::options::{validate_name, validate_primitive, LockOptions};
@@ -13,7 +13,6 @@ use lockgate_core::{Error, ErrorKind, Primitive};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use pyo3::PyClassInitializer;
-use tokio::sync::futures::Notified;
 use tokio::sync::{Notify, OnceCell};
 
 use crate::caller;
@@ -88,6 +87,25 @@ impl LockSpec {
             Some(t) => core.acquire(t).await?,
             None => core.acquire_default().await?,
         };
+        Ok(LeaseCell::new(lease, &self.conn))
+    }
+
+    /// As [`acquire`](Self::acquire), ended by `cancel` through the core's explicit cancel:
+    /// `CANCELLED` once what the wait left on the server is removed.
+    async fn acquire_unless(
+        &self,
+        owner: Owner,
+        timeout: Option<Duration>,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Arc<LeaseCell>, Error> {
+        let mut cancel = std::pin::pin!(cancel);
+        // Connecting is not a wait on the server: a cancel then ends it at once.
+        let core = tokio::select! {
+            biased;
+            core = self.core() => core?,
+            () = &mut cancel => return Err(Error::new(ErrorKind::Cancelled, "the wait was cancelled by lock.cancel()")),
+        };
+        let lease = core.as_owner(owner).acquire_unless(timeout, cancel).await?;
         Ok(LeaseCell::new(lease, &self.conn))
     }
 
@@ -213,6 +231,51 @@ pub struct Lock {
     entered: Entered<ThreadId>,
     /// Notified by `cancel()`: ends the waits blocked on this handle.
     cancel: Notify,
+    /// The waits in progress, for `cancel()` to return once those it ended are over.
+    waits: Waits,
+}
+
+/// A handle's waits in progress (id -> the thread waiting; and the next id), and a signal
+/// when one ends.
+#[derive(Default)]
+struct Waits {
+    ids: Mutex<(u64, HashMap<u64, ThreadId>)>,
+    ended: Condvar,
+}
+
+impl Waits {
+    fn enter(&self) -> WaitGuard<'_> {
+        let mut ids = lock_mutex(&self.ids);
+        ids.0 += 1;
+        let id = ids.0;
+        ids.1.insert(id, std::thread::current().id());
+        WaitGuard(self, id)
+    }
+
+    /// The waits in progress but the calling thread's (one a signal handler interrupted: it
+    /// cannot end while its own thread waits for it).
+    fn others(&self) -> HashSet<u64> {
+        let me = std::thread::current().id();
+        lock_mutex(&self.ids).1.iter().filter(|(_, t)| **t != me).map(|(id, _)| *id).collect()
+    }
+
+    /// Blocks until none of `ids` is in progress.
+    fn await_end(&self, ids: &HashSet<u64>) {
+        let mut now = lock_mutex(&self.ids);
+        while now.1.keys().any(|id| ids.contains(id)) {
+            now = self.ended.wait(now).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Removes its wait from [`Waits`] when the wait is over, however it ended.
+struct WaitGuard<'a>(&'a Waits, u64);
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        lock_mutex(&self.0.ids).1.remove(&self.1);
+        self.0.ended.notify_all();
+    }
 }
 
 impl Lock {
@@ -221,30 +284,21 @@ impl Lock {
             spec,
             entered: Entered::new(),
             cancel: Notify::new(),
+            waits: Waits::default(),
         })
     }
 
     fn wait<'py>(&self, py: Python<'py>, timeout: Option<Duration>) -> PyResult<(Bound<'py, PyAny>, Arc<LeaseCell>)> {
-        // Registered before the GIL is released: a `cancel()` from here on reaches this wait.
+        // Registered before the GIL is released: a `cancel()` from here on reaches this wait,
+        // and returns once it is over.
         let cancelled = self.cancel.notified();
+        let running = self.waits.enter();
         let owner = caller::thread();
-        let cell = block_on(py, unless_cancelled(cancelled, self.spec.acquire(owner, timeout)))?;
+        let cell = block_on(py, self.spec.acquire_unless(owner, timeout, cancelled));
+        drop(running);
+        let cell = cell?;
         Ok((self.spec.deliver(owner, cell.clone()).into_pyobject(py)?, cell))
     }
-}
-
-/// Runs `fut` unless `cancelled` fires first: then `CANCELLED`, and `fut` is dropped, which
-/// withdraws a wait from the server (the core's cancel-on-drop). A result already there wins.
-async fn unless_cancelled<T>(cancelled: Notified<'_>, fut: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
-    let (mut cancelled, mut fut) = (std::pin::pin!(cancelled), std::pin::pin!(fut));
-    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
-        Poll::Ready(out) => Poll::Ready(out),
-        Poll::Pending => cancelled
-            .as_mut()
-            .poll(cx)
-            .map(|()| Err(Error::new(ErrorKind::Cancelled, "the wait was cancelled by lock.cancel()"))),
-    })
-    .await
 }
 
 #[pymethods]
@@ -260,10 +314,14 @@ impl Lock {
     }
 
     /// Cancels every :meth:`acquire` (and ``with lock:``) waiting on this handle now, from any
-    /// thread: each raises :class:`LockCancelledError` and its queue entry is removed from the
-    /// server. Later acquisitions are not affected.
-    fn cancel(&self) {
+    /// thread: each raises :class:`LockCancelledError`, and this returns once their queue entries
+    /// are removed from the server (1 s at most if it does not answer). Later acquisitions are
+    /// not affected.
+    fn cancel(&self, py: Python<'_>) {
+        // Taken with the GIL held, as every wait registers: exactly the waits notified now.
+        let ended = self.waits.others();
         self.cancel.notify_waiters();
+        py.detach(|| self.waits.await_end(&ended));
     }
 
     fn __enter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

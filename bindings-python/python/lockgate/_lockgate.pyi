@@ -206,7 +206,8 @@ class Lock(_LockBase):
     def extend(self, seconds: float) -> None:
         """Sets the remaining time of the most recent lease this handle holds."""
     def cancel(self) -> None:
-        """Cancels every acquire waiting on this handle now, from any thread."""
+        """Cancels every acquire waiting on this handle now, from any thread; returns once
+        their queue entries are gone from the server."""
     def __enter__(self) -> Lease: ...
     def __exit__(self, exc_type: Optional[type[BaseException]], _exc: Optional[BaseException] = None,
                  _tb: Optional[TracebackType] = None) -> None: ...

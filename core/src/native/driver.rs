@@ -149,8 +149,9 @@ impl<T: Transport> Driver<T> {
                 }
             },
             Msg::Cancel { ticket } => {
+                // The reply stays pending: an explicit cancel awaits the outcome (told once
+                // what the wait left is removed); a dropped future's closed reply ignores it.
                 if let Some(op) = self.tickets.remove(&ticket) {
-                    self.pending.remove(&op);
                     self.engine.cancel(now, op);
                 }
             }

@@ -3,6 +3,7 @@
 //! acquire time that [`Client`] did not already check when it made it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -118,7 +119,7 @@ impl Election {
         let lock = self.leadership(value)?;
         match timeout.or(self.options.wait_timeout) {
             Some(t) => lock.acquire(t).await,
-            None => lock.run(Wait::Forever).await?.ok_or_else(|| Error::protocol("wait ended without a lease")),
+            None => lock.run(Wait::Forever, std::future::pending()).await?.ok_or_else(|| Error::protocol("wait ended without a lease")),
         }
     }
 
@@ -201,7 +202,7 @@ impl Lock {
     /// cancels the wait and removes it from the server.
     pub async fn acquire(&self, timeout: Duration) -> Result<Lease> {
         options::validate_wait(timeout)?;
-        match self.run(Wait::For(timeout)).await? {
+        match self.run(Wait::For(timeout), std::future::pending()).await? {
             Some(lease) => Ok(lease),
             None => Err(Error::new(
                 ErrorKind::Timeout,
@@ -215,7 +216,7 @@ impl Lock {
         match self.options.wait_timeout {
             Some(t) => self.acquire(t).await,
             None => self
-                .run(Wait::Forever)
+                .run(Wait::Forever, std::future::pending())
                 .await?
                 .ok_or_else(|| Error::protocol("wait ended without a lease")),
         }
@@ -223,10 +224,31 @@ impl Lock {
 
     /// One attempt: `Some(lease)` if acquired, `None` if someone holds it or waiters are queued.
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        self.run(Wait::Try).await
+        self.run(Wait::Try, std::future::pending()).await
     }
 
-    async fn run(&self, wait: Wait) -> Result<Option<Lease>> {
+    /// Waits as [`acquire`](Self::acquire) (`Some(timeout)`) or
+    /// [`acquire_default`](Self::acquire_default) (`None`) until `cancel` resolves: then the wait
+    /// is cancelled through the engine, and this returns `CANCELLED` only once what it left on
+    /// the server is removed (or `UNDO_WAIT` passed), a grant that raced the cancel released
+    /// first. Unlike dropping the future, whose caller moves on before the server is told.
+    pub async fn acquire_unless(&self, timeout: Option<Duration>, cancel: impl Future<Output = ()>) -> Result<Lease> {
+        let wait = match timeout.or(self.options.wait_timeout) {
+            Some(t) => {
+                options::validate_wait(t)?;
+                Wait::For(t)
+            }
+            None => Wait::Forever,
+        };
+        let forever = matches!(wait, Wait::Forever);
+        match self.run(wait, cancel).await? {
+            Some(lease) => Ok(lease),
+            None if forever => Err(Error::protocol("wait ended without a lease")),
+            None => Err(Error::new(ErrorKind::Timeout, "the lock is held (timeout was zero)")),
+        }
+    }
+
+    async fn run(&self, wait: Wait, cancel: impl Future<Output = ()>) -> Result<Option<Lease>> {
         if self.reentrant {
             let held = self.current.lock().unwrap_or_else(|e| e.into_inner()).get(&self.owner).copied();
             if let Some(lease) = held {
@@ -244,7 +266,7 @@ impl Lock {
             }
         }
         if self.reentrant {
-            let lease = self.run_fresh(wait).await?;
+            let lease = self.run_fresh(wait, cancel).await?;
             if let Some(l) = &lease {
                 self.current.lock().unwrap_or_else(|e| e.into_inner()).insert(self.owner, l.id);
             }
@@ -253,7 +275,7 @@ impl Lock {
         // Non-reentrant: refuse before sending anything, and stop waiting if the same owner
         // wins through a clone.
         self.holder.check(&self.name, self.owner)?;
-        let lease = self.holder.race(&self.name, self.owner, self.run_fresh(wait)).await?;
+        let lease = self.holder.race(&self.name, self.owner, self.run_fresh(wait, cancel)).await?;
         match lease {
             Some(mut l) => {
                 // On a lost race the new lease is dropped here, which gives it back.
@@ -265,7 +287,7 @@ impl Lock {
         }
     }
 
-    async fn run_fresh(&self, wait: Wait) -> Result<Option<Lease>> {
+    async fn run_fresh(&self, wait: Wait, cancel: impl Future<Output = ()>) -> Result<Option<Lease>> {
         let ticket = self.client.ticket();
         let (reply, result) = oneshot::channel();
         self.client.send(Msg::Acquire {
@@ -282,9 +304,34 @@ impl Lock {
             result: Some(result),
         };
         let rx = guard.result.as_mut().expect("set until the wait ends");
-        let outcome = rx.await.map_err(|_| closed());
+        let early = tokio::select! {
+            biased;
+            r = &mut *rx => Some(r),
+            () = cancel => None,
+        };
+        let outcome = match early {
+            Some(r) => r,
+            None => {
+                // The engine ends the wait once what it left is removed (see `LockEngine::cancel`).
+                self.client.send(Msg::Cancel { ticket })?;
+                let r = rx.await;
+                guard.result = None;
+                let cancelled = || Error::new(ErrorKind::Cancelled, "the wait was cancelled");
+                return match r.map_err(|_| closed())? {
+                    // A grant that beat the cancel: given back before the caller is told.
+                    Ok(Some(a)) => {
+                        let (reply, released) = oneshot::channel();
+                        self.client.send(Msg::Release { lease: a.lease, reply: Some(reply) })?;
+                        let _ = released.await;
+                        Err(cancelled())
+                    }
+                    Ok(None) => Err(cancelled()),
+                    Err(e) => Err(e),
+                };
+            }
+        };
         guard.result = None;
-        Ok(outcome??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a, None)))
+        Ok(outcome.map_err(|_| closed())??.map(|a| Lease::new(self.client.clone(), self.name.clone(), a, None)))
     }
 }
 
