@@ -70,9 +70,11 @@ def test_grant_fails_and_is_undone_while_the_replica_is_paused(paused: Replicate
         assert time.monotonic() - started < 2, "WAIT is bounded by replica_ack_timeout"
         wait_until(lambda: live_keys(primary, "unconfirmed") == [], timeout=2,
                    what="the unconfirmed grant to be undone")
-        # A waiting acquire keeps trying until its own timeout, then withdraws.
-        with pytest.raises(lockgate.LockTimeoutError):
+        # A waiting acquire keeps trying until its own timeout, then withdraws; no replica
+        # acknowledged, so it ends with CONNECTION naming the replicas, not TIMEOUT (issue 23 item 7).
+        with pytest.raises(lockgate.LockConnectionError) as t:
             lock.acquire(timeout=0.7)
+        assert t.value.code == "CONNECTION" and "replicas" in str(t.value)
         wait_until(lambda: live_keys(primary, "unconfirmed") == [], timeout=2,
                    what="the abandoned wait to be undone")
         # Once the replica is back, grants are confirmed again.

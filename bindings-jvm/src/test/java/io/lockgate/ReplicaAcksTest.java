@@ -92,7 +92,9 @@ class ReplicaAcksTest {
                 assertTrue(TestUtil.eventually(2000, () -> TestUtil.liveKeys(primaryRaw, "unconfirmed").isEmpty()),
                     "the unconfirmed grant was undone: " + TestUtil.liveKeys(primaryRaw, "unconfirmed"));
                 // A waiting acquire keeps trying until its own timeout, then withdraws.
-                assertThrows(LockTimeoutException.class, () -> lock.acquire(Duration.ofMillis(700)));
+                LockConnectionException w = assertThrows(LockConnectionException.class, () -> lock.acquire(Duration.ofMillis(700)));
+                // No replica acknowledged: CONNECTION naming the replicas, not TIMEOUT (issue 23 item 7).
+                assertTrue(w.getMessage().contains("replicas"), w.getMessage());
                 assertTrue(TestUtil.eventually(2000, () -> TestUtil.liveKeys(primaryRaw, "unconfirmed").isEmpty()),
                     "the abandoned wait was undone: " + TestUtil.liveKeys(primaryRaw, "unconfirmed"));
             } finally {
