@@ -66,6 +66,14 @@ cmd_install() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql mariadb-server >/dev/null
   fi
+  if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    # Debian's python3 makes virtualenvs only with python3-venv (tests/test_fresh_venv.py).
+    log "installing python3-venv"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
   command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] ||
     { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
   local missing
