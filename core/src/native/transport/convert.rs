@@ -65,8 +65,17 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
 pub(crate) async fn connect_error(e: &redis::RedisError, url: &crate::connect::RedisUrl) -> Error {
     use crate::connect::failure::{connect_failed, foreign_reply, io_answer};
     let converted = error(e, |m| url.scrub(m));
-    if matches!(converted.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument | ErrorKind::Closed) || url.is_tls() {
+    if matches!(converted.kind(), ErrorKind::Authentication | ErrorKind::InvalidArgument | ErrorKind::Closed)
+        || url.is_tls()
+        || e.is_timeout()
+    {
         return connect_failed(converted.kind(), url, converted.message());
+    }
+    // A refused port is already unambiguous, and a silent server (timed out above) would keep
+    // the probe waiting its whole second: only the unclear failures are probed, so a
+    // reconnect loop during an outage costs no extra connect per attempt.
+    if e.is_connection_refusal() {
+        return connect_failed(ErrorKind::Connection, url, &io_answer(&std::io::ErrorKind::ConnectionRefused.into()));
     }
     let endpoint = url.endpoint();
     let probe = async {
