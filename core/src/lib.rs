@@ -19,6 +19,7 @@ pub mod engine;
 pub mod erased;
 pub mod error;
 pub mod etcd;
+pub mod exit;
 pub mod options;
 pub mod primitive;
 pub mod random;
