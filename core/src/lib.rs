@@ -13,24 +13,22 @@
 //! The repository README's "For binding authors" section lists the keys per binding.
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod capabilities;
 pub mod connect;
 pub mod engine;
 pub mod erased;
 pub mod error;
-pub mod etcd;
 pub mod exit;
 pub mod options;
 pub mod primitive;
 pub mod random;
-pub mod redis;
-pub mod redlock;
-pub mod sql;
 pub mod time;
-pub mod zookeeper;
 
 #[cfg(feature = "tokio")]
 pub mod native;
+
+pub use backend::{etcd, redis, redlock, sql, zookeeper};
 
 pub use engine::{Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 pub use redis::{Engine, EngineConfig, ReplicaAcks, Request, RequestKind};

@@ -81,7 +81,7 @@ pub fn key(prefix: &str, name: &str) -> String {
 mod tests {
     #[test]
     fn protocol_md_lists_every_digest() {
-        let doc = include_str!("../../../PROTOCOL.md");
+        let doc = include_str!("../../../../PROTOCOL.md");
         for s in super::all() {
             assert!(doc.contains(s.sha1()), "PROTOCOL.md lacks {} {}", s.name, s.sha1());
         }

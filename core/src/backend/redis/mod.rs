@@ -58,7 +58,7 @@ mod protocol_doc {
     // (and a doc update) fails here.
     #[test]
     fn protocol_md_lists_every_digest() {
-        let doc = include_str!("../../../PROTOCOL.md");
+        let doc = include_str!("../../../../PROTOCOL.md");
         let missing: Vec<String> = super::all()
             .iter()
             .filter(|s| !doc.contains(s.sha1()))
