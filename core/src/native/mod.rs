@@ -10,13 +10,13 @@
 //! masters of a Redlock).
 
 mod client;
-mod driver;
+pub(crate) mod driver;
 mod holder;
 mod lease;
 mod lease_state;
 mod lock;
-mod message;
-mod transport;
+pub(crate) mod message;
+pub(crate) mod transport;
 
 pub use client::Client;
 pub use holder::Owner;

@@ -28,6 +28,8 @@ mod release;
 pub mod request;
 mod session;
 pub mod target;
+#[cfg(feature = "tokio")]
+pub(crate) mod transport;
 
 pub use address::EtcdAddress;
 pub use backend::{EtcdBackend, EtcdEngine};

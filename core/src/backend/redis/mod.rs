@@ -20,6 +20,8 @@ pub mod request;
 pub mod resp;
 pub mod script;
 pub mod target;
+#[cfg(feature = "tokio")]
+pub(crate) mod transport;
 
 pub use backend::{Engine, EngineConfig, RedisBackend, RedisConfig, ReplicaAcks};
 pub use request::{Command, Request, RequestKind};

@@ -13,6 +13,8 @@
 //! where the protected resource needs tokens.
 
 mod round;
+#[cfg(feature = "tokio")]
+pub(crate) mod transport;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -19,6 +19,8 @@ pub mod request;
 pub mod script;
 pub mod statement;
 pub mod target;
+#[cfg(feature = "tokio")]
+pub(crate) mod transport;
 
 pub use address::SqlAddress;
 pub use backend::{SqlBackend, SqlEngine};

@@ -24,6 +24,8 @@ pub mod recipe;
 mod release;
 pub mod request;
 pub mod target;
+#[cfg(feature = "tokio")]
+pub(crate) mod transport;
 
 pub use address::ZkAddress;
 pub use backend::{ZooKeeperBackend, ZooKeeperEngine};

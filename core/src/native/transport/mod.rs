@@ -13,14 +13,11 @@
 //! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
 //! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
 
-pub(crate) mod cluster_link;
-pub(crate) mod convert;
-pub(crate) mod etcd;
-pub(crate) mod link;
-pub(crate) mod redis;
-pub(crate) mod redlock;
-pub(crate) mod sql;
-pub(crate) mod zookeeper;
+pub(crate) use crate::backend::etcd::transport as etcd;
+pub(crate) use crate::backend::redis::transport as redis;
+pub(crate) use crate::backend::redlock::transport as redlock;
+pub(crate) use crate::backend::sql::transport as sql;
+pub(crate) use crate::backend::zookeeper::transport as zookeeper;
 
 use futures_util::future::BoxFuture;
 

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, Weak};
 use futures_util::future::{BoxFuture, FutureExt};
 use tokio::sync::mpsc;
 
-use super::{ReplyFuture, Transport};
+use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{ClientOptions, Target};
 use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind};

@@ -7,9 +7,9 @@ use std::convert::Infallible;
 use futures_util::future::{self, FutureExt};
 use tokio::sync::mpsc;
 
-use super::convert;
-use super::link::Link;
-use super::{ReplyFuture, Transport};
+use crate::backend::redis::transport::convert;
+use crate::backend::redis::transport::link::Link;
+use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{ClientOptions, RedisUrl, Target};
 use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind, Result};

@@ -34,14 +34,14 @@ enum Command {
 }
 
 /// The handle of the client's watch task (it stops once this is dropped).
-pub(in crate::native::transport) struct Watches {
+pub(super) struct Watches {
     commands: mpsc::UnboundedSender<Command>,
 }
 
 impl Watches {
     /// Starts the task. It reaches the client through `shared` (weakly: the transport owns
     /// it) and pushes to `notices`.
-    pub(in crate::native::transport) fn start(shared: Weak<Shared>, notices: mpsc::UnboundedSender<EtcdNotice>) -> Watches {
+    pub(super) fn start(shared: Weak<Shared>, notices: mpsc::UnboundedSender<EtcdNotice>) -> Watches {
         let (commands, rx) = mpsc::unbounded_channel();
         let task = Task { shared, notices, open: None, next_id: 1 };
         tokio::spawn(task.run(rx));
@@ -49,7 +49,7 @@ impl Watches {
     }
 
     /// Queues the create now; the future is its reply.
-    pub(in crate::native::transport) fn watch(
+    pub(super) fn watch(
         &self,
         watch: WatchId,
         key: Vec<u8>,
@@ -61,13 +61,13 @@ impl Watches {
     }
 
     /// Queues the cancel now; the future is its reply.
-    pub(in crate::native::transport) fn cancel(&self, watch: WatchId) -> impl Future<Output = EtcdResult> + Send + 'static {
+    pub(super) fn cancel(&self, watch: WatchId) -> impl Future<Output = EtcdResult> + Send + 'static {
         let (reply, rx) = oneshot::channel();
         self.queue(Command::Cancel { watch, reply }, rx)
     }
 
     /// Tells the task the client is now of `generation`.
-    pub(in crate::native::transport) fn replaced(&self, generation: u64) {
+    pub(super) fn replaced(&self, generation: u64) {
         let _ = self.commands.send(Command::Replaced { generation });
     }
 

@@ -27,7 +27,7 @@ use etcd_client as ec;
 use futures_util::future::{BoxFuture, FutureExt};
 use tokio::sync::mpsc;
 
-use super::{ReplyFuture, Transport};
+use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{ClientOptions, Target};
 use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind, Result};

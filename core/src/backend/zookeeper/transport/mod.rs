@@ -24,7 +24,7 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use tokio::sync::{mpsc, watch};
 use zookeeper_client as zk;
 
-use super::{ReplyFuture, Transport};
+use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{ClientOptions, Target};
 use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind, Result};

@@ -24,7 +24,7 @@ use crate::etcd::{EtcdAddress, EtcdFailure, EtcdReply, EtcdResult, LeaseId};
 
 /// The client's keepalive stream, if one is open.
 #[derive(Default)]
-pub(in crate::native::transport) struct KeepAlives {
+pub(super) struct KeepAlives {
     current: Mutex<Option<Arc<Stream>>>,
     /// One opening at a time, so concurrent keepalives share the stream one of them opens.
     opening: tokio::sync::Mutex<()>,
@@ -193,7 +193,7 @@ impl KeepAlives {
     }
 
     /// Closes and forgets a stream of a client older than `generation` (it was replaced).
-    pub(in crate::native::transport) fn close_older(&self, generation: u64, why: &str) {
+    pub(super) fn close_older(&self, generation: u64, why: &str) {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current.as_ref().is_some_and(|s| s.generation < generation) {
             if let Some(s) = current.take() {
@@ -204,7 +204,7 @@ impl KeepAlives {
 }
 
 /// Performs one keepalive of `lease`, bounded by the response timeout.
-pub(in crate::native::transport) async fn keep_alive(shared: Arc<Shared>, lease: LeaseId) -> EtcdResult {
+pub(super) async fn keep_alive(shared: Arc<Shared>, lease: LeaseId) -> EtcdResult {
     let limit = shared.response_timeout();
     let generation = shared.conn().generation;
     let mut used: Option<Arc<Stream>> = None;

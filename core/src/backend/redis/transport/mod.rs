@@ -5,10 +5,13 @@
 use futures_util::future::FutureExt;
 use tokio::sync::mpsc;
 
-use super::cluster_link::ClusterLink;
-use super::convert;
-use super::link::Link;
-use super::{ReplyFuture, Transport};
+pub(crate) mod cluster_link;
+pub(crate) mod convert;
+pub(crate) mod link;
+
+use self::cluster_link::ClusterLink;
+use self::link::Link;
+use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{Backend, ClientOptions, Target};
 use crate::engine::LockEngine;
 use crate::error::Result;
