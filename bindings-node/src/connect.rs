@@ -1,7 +1,7 @@
 //! `connect(target, options)`'s rules, all from the core (core/src/connect): the URL's scheme
 //! picks the backend, every option is handed to the core's one setter under its JS name
 //! ([`ClientOptions::set`] with [`Spelling::JS`]) and checked there (the transport's plan of
-//! what to open is the core's too: `lockgate_core::erased`). Only `redisOptions` (ioredis's own
+//! what to open is the core's too: `lockgate_core::data`). Only `redisOptions` (ioredis's own
 //! options) and the nesting of `replicaAcks: { replicas, timeoutMs }` are this binding's.
 
 use js_sys::{Array, Object, Reflect};

@@ -1,9 +1,9 @@
 //! The core's plain [`Data`] as JavaScript values and back, once for every backend whose engine
-//! speaks it (`lockgate_core::erased`): requests and connect plans out, replies and pushed
+//! speaks it (`lockgate_core::data`): requests and connect plans out, replies and pushed
 //! notices in. Integers beyond 2^53 travel as `BigInt`s (ZooKeeper's zxids and session ids).
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use lockgate_core::erased::Data;
+use lockgate_core::data::Data;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 

@@ -14,7 +14,7 @@ mod random;
 mod wire;
 
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
-use lockgate_core::erased::{neutral, DynEngine};
+use lockgate_core::data::{neutral, DynEngine};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{EngineConfig, Request, RequestKind};
 use lockgate_core::time::Instant;
@@ -29,7 +29,7 @@ pub use errors::{error_kinds, set_error_factory};
 /// The core engine of one client: the typed Redis engine (single server or Cluster: its
 /// pipelines go to the lean RESP socket as bytes, or to ioredis as flat arrays), or, for every
 /// other backend, one type-erased engine whose requests, replies and notices are plain data
-/// (`lockgate_core::erased`), converted by `data.rs`: a new backend adds nothing here.
+/// (`lockgate_core::data`), converted by `data.rs`: a new backend adds nothing here.
 enum Core {
     Redis(Box<lockgate_core::redis::Engine>),
     Data(Box<dyn DynEngine>),
@@ -174,7 +174,7 @@ impl Engine {
         let client = js(connect::connect(&url, &options, &given))?;
         let o = &client.options;
         // Every backend but the Redis ones: one engine speaking plain data, with its plan.
-        if let Some(erased) = js(lockgate_core::erased::connect(o, Box::new(random::BufferedOsRandom::new())))? {
+        if let Some(erased) = js(lockgate_core::data::connect(o, Box::new(random::BufferedOsRandom::new())))? {
             let plan = data::to_js(&erased.plan);
             return Ok(Engine::with(Core::Data(erased.engine), plan, client, shapes));
         }
@@ -185,13 +185,13 @@ impl Engine {
             ..EngineConfig::default()
         };
         let engine = js(lockgate_core::redis::Engine::new(config, Box::new(random::BufferedOsRandom::new())))?;
-        let plan = data::to_js(&js(lockgate_core::erased::redlock::plan(o))?);
+        let plan = data::to_js(&js(lockgate_core::redlock::data::plan(o))?);
         Ok(Engine::with(Core::Redis(Box::new(engine)), plan, client, shapes))
     }
 
     /// What the transport opens, from the core: its backend's data module documents the form
-    /// (`lockgate_core::erased::redlock::plan` for every Redis-protocol URL,
-    /// `lockgate_core::erased::zookeeper::plan`); `transport` names `lib/transport/<transport>.js`.
+    /// (`lockgate_core::redlock::data::plan` for every Redis-protocol URL,
+    /// `lockgate_core::zookeeper::data::plan`); `transport` names `lib/transport/<transport>.js`.
     #[wasm_bindgen(getter)]
     pub fn plan(&self) -> JsValue {
         self.plan.clone()
@@ -416,7 +416,7 @@ impl Engine {
 
 /// A data engine's side (`speaksData`): its requests leave as plain objects and what came of
 /// them comes back as plain objects, in the forms its backend's data module in the core
-/// documents (`lockgate_core::erased::zookeeper` for ZooKeeper).
+/// documents (`lockgate_core::zookeeper::data` for ZooKeeper).
 #[wasm_bindgen]
 impl Engine {
     /// The next request as a plain object with its `id`, or `undefined`.

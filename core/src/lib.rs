@@ -16,8 +16,8 @@
 pub mod backend;
 pub mod capabilities;
 pub mod connect;
+pub mod data;
 pub mod engine;
-pub mod erased;
 pub mod error;
 pub mod exit;
 pub mod options;

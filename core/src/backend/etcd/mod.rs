@@ -18,6 +18,7 @@ mod acquire;
 pub mod address;
 pub mod backend;
 pub mod config;
+pub mod data;
 mod confirm;
 mod failure;
 mod job;

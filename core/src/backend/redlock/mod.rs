@@ -13,6 +13,7 @@
 //! where the protected resource needs tokens.
 
 mod round;
+pub mod data;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;
 

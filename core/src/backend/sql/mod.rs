@@ -13,6 +13,7 @@
 pub mod address;
 pub mod backend;
 pub mod config;
+pub mod data;
 pub mod failure;
 pub mod recipe;
 pub mod request;

@@ -15,6 +15,7 @@ mod acquire;
 pub mod address;
 pub mod backend;
 pub mod config;
+pub mod data;
 mod confirm;
 mod failure;
 mod job;

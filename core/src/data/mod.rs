@@ -5,18 +5,14 @@
 //! then converts `Data` once, instead of one request/reply/event conversion per backend.
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
-//! data; the ZooKeeper backend's are in [`zookeeper`], Redlock's in [`redlock`], etcd's in
-//! [`etcd`]) and one arm of [`connect`]. The single-server and Cluster Redis backends keep their
+//! data; each in its backend's folder, e.g.
+//! [`crate::zookeeper::data`]) and one arm of [`connect`]. The single-server and Cluster Redis backends keep their
 //! typed engines in the Node binding (its lean RESP socket hands the core bytes, not values);
 //! nothing stops them from joining too.
 
-pub mod data;
-pub mod etcd;
-pub mod redlock;
-pub mod sql;
-pub mod zookeeper;
+mod value;
 
-pub use data::Data;
+pub use value::Data;
 
 use crate::connect::{self, ClientOptions};
 use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
@@ -39,10 +35,10 @@ pub struct Connected {
 /// typed engines (Redis, Redis Cluster).
 pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Option<Connected>> {
     match options.backend()? {
-        connect::Backend::ZooKeeper => zookeeper::connect(options, rng).map(Some),
-        connect::Backend::Redlock => redlock::connect(options, rng).map(Some),
-        connect::Backend::Etcd => etcd::connect(options, rng).map(Some),
-        connect::Backend::Postgres | connect::Backend::MySql => sql::connect(options, rng).map(Some),
+        connect::Backend::ZooKeeper => crate::zookeeper::data::connect(options, rng).map(Some),
+        connect::Backend::Redlock => crate::redlock::data::connect(options, rng).map(Some),
+        connect::Backend::Etcd => crate::etcd::data::connect(options, rng).map(Some),
+        connect::Backend::Postgres | connect::Backend::MySql => crate::sql::data::connect(options, rng).map(Some),
         _ => Ok(None),
     }
 }

@@ -17,7 +17,7 @@
 //!   'childrenChanged' }` or `{ notice: 'session', event: 'disconnected' | 'reconnected' |
 //!   'expired' }`.
 
-use super::{Connected, Data, DataBackend};
+use crate::data::{Connected, Data, DataBackend};
 use crate::connect::ClientOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;

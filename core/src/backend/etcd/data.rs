@@ -30,7 +30,7 @@
 //! them, linearizable reads, watches named by the backend, nothing retried by the transport) is
 //! [`crate::etcd::request`]'s contract.
 
-use super::{Connected, Data, DataBackend};
+use crate::data::{Connected, Data, DataBackend};
 use crate::connect::ClientOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::etcd::{

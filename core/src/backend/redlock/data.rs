@@ -14,7 +14,7 @@
 //! [`plan`] is the plan of every Redis-protocol URL (one server, a cluster, Redlock masters),
 //! so a binding that drives the Redis engines through typed requests opens them the same way.
 
-use super::{Connected, Data, DataBackend};
+use crate::data::{Connected, Data, DataBackend};
 use crate::connect::{Backend, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;

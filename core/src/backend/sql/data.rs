@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 
-use super::{neutral, Connected, Data, DynEngine};
+use crate::data::{neutral, Connected, Data, DynEngine};
 use crate::connect::ClientOptions;
 use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
 use crate::error::{Error, ErrorKind, Result};
