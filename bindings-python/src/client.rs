@@ -8,13 +8,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyClassInitializer;
 
+use crate::api::Api;
 use crate::connection::Connection;
 use crate::convert::{client_options, lock_options, py_repr, refuse_timeout, Permits, Secs, Text};
-use crate::election::{AsyncElection, Election, ElectionSpec};
+use crate::election::{AsyncElection, Election};
 use crate::errors::IntoPyResult;
-use crate::lock::{AsyncLock, AsyncSemaphore, Lock, LockSpec, Semaphore};
+use crate::handle::{ElectionSpec, LockSpec};
+use crate::lock::{AsyncLock, AsyncSemaphore, Lock, Semaphore};
 use crate::read_write_lock::{self, AsyncReadWriteLock, ReadWriteLock};
-use crate::runtime::{block_on, Api};
+use crate::runtime::block_on;
 
 /// What both APIs' clients offer: lock handles of every kind, and closing.
 #[pyclass(frozen, subclass, module = "lockgate._lockgate", name = "_ClientBase")]

@@ -9,12 +9,14 @@
 //! [`connection`] is the core client behind a Python client (and the exit hook). No lock
 //! logic, rule or default lives here.
 
-mod caller;
+mod acquire_context;
+mod api;
 mod client;
 mod connection;
 mod convert;
 mod election;
 mod errors;
+mod handle;
 mod lease;
 mod lock;
 mod loop_bridge;
@@ -42,7 +44,7 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AsyncReadWriteLock", py.get_type::<read_write_lock::AsyncReadWriteLock>())?;
     m.add("AsyncElection", py.get_type::<election::AsyncElection>())?;
     m.add("AsyncLease", py.get_type::<lease::AsyncLease>())?;
-    m.add("AcquireContext", py.get_type::<lock::AcquireContext>())?;
+    m.add("AcquireContext", py.get_type::<acquire_context::AcquireContext>())?;
     m.add_function(wrap_pyfunction!(connection::_close_all, m)?)?;
     Ok(())
 }

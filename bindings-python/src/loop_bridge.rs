@@ -34,8 +34,7 @@ use pyo3::types::{PyDict, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 
 use crate::errors::Outcome;
-use crate::lease::lock_mutex;
-use crate::runtime::runtime;
+use crate::runtime::{lock_mutex, runtime};
 
 /// How long the loop keeps polling (rather than sleeping in its selector) after a call is
 /// bridged. A sleeping loop thread must be woken by the socket pair, which is slow on a busy
