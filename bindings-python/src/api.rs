@@ -10,7 +10,7 @@ use lockgate_core::native::Owner;
 use lockgate_core::Error;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::IntoPyObjectExt;
+use pyo3::{IntoPyObjectExt, PyClass, PyClassInitializer};
 
 use crate::loop_bridge::into_asyncio;
 use crate::runtime::block_on;
@@ -35,6 +35,20 @@ impl Api {
             Api::Blocking => block_on(py, fut)?.into_bound_py_any(py),
             Api::Asyncio => into_asyncio(py, fut),
         }
+    }
+
+    /// A new object of this API's class: made by `blocking` or by `asyncio` from `value`.
+    pub(crate) fn make<V, B: PyClass, A: PyClass>(
+        self,
+        py: Python<'_>,
+        value: V,
+        blocking: impl FnOnce(V) -> PyClassInitializer<B>,
+        asyncio: impl FnOnce(V) -> PyClassInitializer<A>,
+    ) -> PyResult<Py<PyAny>> {
+        Ok(match self {
+            Api::Blocking => Py::new(py, blocking(value))?.into_any(),
+            Api::Asyncio => Py::new(py, asyncio(value))?.into_any(),
+        })
     }
 
     /// The caller as this API sees it: the thread (blocking) or the asyncio task.

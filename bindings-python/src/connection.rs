@@ -117,11 +117,10 @@ fn closed() -> Error {
 /// Closes every client of this process that some handle still references (the exit hook).
 #[pyfunction]
 pub(crate) fn _close_all(py: Python<'_>) -> PyResult<()> {
-    let me = Process::current();
     let tasks: Vec<_> = lock_mutex(&LIVE)
         .iter()
         .filter_map(Weak::upgrade)
-        .filter(|c| c.process.same(me))
+        .filter(|c| c.process.check().is_ok())
         .map(|c| runtime().spawn(async move { c.close().await }))
         .collect();
     if tasks.is_empty() {

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
 
 use crate::acquire_context::{AcquireContext, Source};
-use crate::convert::{py_bool, py_repr, secs_repr, timeout, Secs, Text};
+use crate::convert::{class_repr, py_bool, py_repr, secs_repr, timeout, Secs, Text};
 use crate::errors::IntoPyResult;
 use crate::handle::ElectionSpec;
 use crate::lease::Deliver;
@@ -18,10 +18,8 @@ use crate::runtime::block_on;
 
 /// A candidate's `value`, checked at the call (at most 4096 bytes).
 fn candidate(py: Python<'_>, value: Text) -> PyResult<String> {
-    let leader = Primitive::Leader { value: value.0 };
-    validate_primitive(&leader).py(py)?;
-    let Primitive::Leader { value } = leader else { unreachable!() };
-    Ok(value)
+    validate_primitive(&Primitive::Leader { value: value.0.clone() }).py(py)?;
+    Ok(value.0)
 }
 
 /// What both APIs' elections show: the settings of the leaders' leases.
@@ -72,15 +70,8 @@ impl ElectionBase {
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, o) = (slf.py(), &slf.get().spec.options);
-        let cls = slf.get_type();
-        let name = py_repr(py, &slf.get().spec.name)?;
-        Ok(format!(
-            "<{}.{} name={name} lease={} renew={}>",
-            cls.module()?,
-            cls.qualname()?,
-            secs_repr(py, o.lease)?,
-            py_bool(o.auto_renew)
-        ))
+        let (name, lease) = (py_repr(py, &slf.get().spec.name)?, secs_repr(py, o.lease)?);
+        class_repr(slf, &format!("name={name} lease={lease} renew={}", py_bool(o.auto_renew)))
     }
 }
 

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use lockgate_core::Error;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use pyo3::PyClassInitializer;
 
 use crate::api::Api;
 use crate::connection::Connection;
-use crate::convert::{lease_secs, py_bool, py_repr, Secs};
+use crate::convert::{class_repr, lease_secs, py_bool, py_repr, Secs};
 use crate::errors::{to_exception, Reason};
 use crate::loop_bridge::{into_asyncio, ready, running_loop};
 use crate::runtime::{block_on, lock_mutex, runtime};
@@ -68,13 +69,31 @@ impl LeaseCell {
     }
 }
 
-/// Rejects a callback that could never be called at once (`TypeError`), rather than failing
-/// later on a background thread where nobody sees it.
-fn check_callable(callback: &Bound<'_, PyAny>, needs: &str) -> PyResult<()> {
-    if callback.is_callable() {
-        return Ok(());
+/// `callback` as a lease signal calls it with `args`, on a blocking-pool thread holding the GIL:
+/// `lockgate.aio` schedules it on the loop running now (fails only if that loop was closed
+/// meanwhile: nobody is left to tell), `lockgate` calls it there (what it raises is
+/// unraisable). A callback that could never be called is rejected at once (`TypeError`),
+/// rather than failing later on a background thread where nobody sees it.
+type Args = PyResult<Vec<Py<PyAny>>>;
+
+fn listener(py: Python<'_>, api: Api, callback: Bound<'_, PyAny>, needs: &str) -> PyResult<impl Fn(Python<'_>, Args)> {
+    if !callback.is_callable() {
+        return Err(PyTypeError::new_err(format!("{needs}, got {}", callback.get_type().name()?)));
     }
-    Err(PyTypeError::new_err(format!("{needs}, got {}", callback.get_type().name()?)))
+    let event_loop = if api == Api::Asyncio { Some(running_loop(py)?.unbind()) } else { None };
+    let callback = callback.unbind();
+    Ok(move |py: Python<'_>, args: Args| match &event_loop {
+        Some(l) => {
+            let call =
+                |a: Vec<_>| PyTuple::new(py, std::iter::once(callback.clone_ref(py)).chain(a).collect::<Vec<_>>());
+            let _ = args.and_then(|a| l.call_method1(py, "call_soon_threadsafe", call(a)?));
+        }
+        None => {
+            if let Err(e) = args.and_then(|a| callback.call1(py, PyTuple::new(py, a)?)) {
+                e.write_unraisable(py, Some(callback.bind(py)));
+            }
+        }
+    })
 }
 
 /// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
@@ -136,11 +155,11 @@ impl<'py> IntoPyObject<'py> for Deliver {
         if let Some((owner, holds)) = holds {
             holds.push(owner, cell.lease.clone());
         }
-        let base = PyClassInitializer::from(LeaseBase { cell: cell.clone() });
-        match cell.conn.api {
-            Api::Blocking => Ok(Bound::new(py, base.add_subclass(Lease { cell }))?.into_any()),
-            Api::Asyncio => Ok(Bound::new(py, base.add_subclass(AsyncLease { cell }))?.into_any()),
-        }
+        let (base, api, other) =
+            (PyClassInitializer::from(LeaseBase { cell: cell.clone() }), cell.conn.api, cell.clone());
+        let made =
+            api.make(py, base, |b| b.add_subclass(Lease { cell }), |b| b.add_subclass(AsyncLease { cell: other }))?;
+        Ok(made.into_bound(py))
     }
 }
 
@@ -217,21 +236,8 @@ impl LeaseBase {
     /// lost; never after a release. ``lockgate``: on a background thread (keep it short and
     /// thread-safe); ``lockgate.aio``: scheduled on the running event loop.
     fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
-        check_callable(&callback, "on_lost needs a callable taking the reason")?;
-        let callback = callback.unbind();
-        if self.cell.conn.api == Api::Asyncio {
-            let event_loop = running_loop(py)?.unbind();
-            // Fails only if the loop was closed meanwhile: nobody is left to tell.
-            self.cell.on_loss(move |py, reason| {
-                let _ = reason.and_then(|r| event_loop.bind(py).call_method1("call_soon_threadsafe", (callback, r)));
-            });
-        } else {
-            self.cell.on_loss(move |py, reason| {
-                if let Err(e) = reason.and_then(|r| callback.call1(py, (r,))) {
-                    e.write_unraisable(py, Some(callback.bind(py)));
-                }
-            });
-        }
+        let call = listener(py, self.cell.conn.api, callback, "on_lost needs a callable taking the reason")?;
+        self.cell.on_loss(move |py, reason| call(py, reason.map(|r| vec![r.unbind()])));
         Ok(())
     }
 
@@ -239,30 +245,16 @@ impl LeaseBase {
     /// the lease ends; a loss is still told by :meth:`on_lost`. ``lockgate``: on a background
     /// thread (keep it short and thread-safe); ``lockgate.aio``: scheduled on the running loop.
     fn on_at_risk(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
-        check_callable(&callback, "on_at_risk needs a callable taking no arguments")?;
-        let callback = callback.unbind();
-        if self.cell.conn.api == Api::Asyncio {
-            let event_loop = running_loop(py)?.unbind();
-            // Fails only if the loop was closed meanwhile: nobody is left to tell.
-            self.cell.on_risk(move |py| {
-                let _ = event_loop.bind(py).call_method1("call_soon_threadsafe", (callback.clone_ref(py),));
-            });
-        } else {
-            self.cell.on_risk(move |py| {
-                if let Err(e) = callback.call0(py) {
-                    e.write_unraisable(py, Some(callback.bind(py)));
-                }
-            });
-        }
+        let call = listener(py, self.cell.conn.api, callback, "on_at_risk needs a callable taking no arguments")?;
+        self.cell.on_risk(move |py| call(py, Ok(Vec::new())));
         Ok(())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, lease) = (slf.py(), &slf.get().cell.lease);
-        let cls = slf.get_type();
         let token = lease.fencing_token().map_or(String::new(), |t| format!(" fencing_token={t}"));
         let name = py_repr(py, lease.name())?;
-        Ok(format!("<{}.{} name={name}{token} held={}>", cls.module()?, cls.qualname()?, py_bool(lease.is_held())))
+        class_repr(slf, &format!("name={name}{token} held={}", py_bool(lease.is_held())))
     }
 }
 

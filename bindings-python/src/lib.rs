@@ -2,12 +2,12 @@
 //! backend in two APIs, blocking (`lockgate`) and asyncio (`lockgate.aio`).
 //!
 //! A thin layer: each method converts its arguments ([`convert`]), calls the core and maps
-//! errors through [`errors::to_py`]. A call runs on the process's one tokio runtime
-//! ([`runtime`]): blocking, or as a coroutine through [`loop_bridge`]. Each concept has its
+//! errors through [`errors::to_py`]. A call runs on the process's one tokio runtime ([`api`]):
+//! blocking ([`runtime`]), or as a coroutine through [`loop_bridge`]. Each concept has its
 //! module — [`client`], [`lock`] (mutex, semaphore), [`read_write_lock`], [`election`],
-//! [`lease`] — with a private base class holding what its two API classes share.
-//! [`connection`] is the core client behind a Python client (and the exit hook). No lock
-//! logic, rule or default lives here.
+//! [`lease`], [`acquire_context`] — with a private base class holding what its two API classes
+//! share; [`handle`] is what a lock or election object stands for, [`connection`] the core
+//! client behind a Python client (and the exit hook). No lock logic, rule or default is here.
 
 mod acquire_context;
 mod api;

@@ -7,12 +7,11 @@ use std::sync::Arc;
 use lockgate_core::time::Duration;
 use lockgate_core::Primitive;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
 use pyo3::PyClassInitializer;
 
 use crate::acquire_context::{AcquireContext, Source};
 use crate::api::task;
-use crate::convert::{lease_secs, py_bool, py_repr, secs_repr, timeout, Secs};
+use crate::convert::{class_repr, lease_secs, py_bool, py_repr, secs_repr, timeout, Secs};
 use crate::handle::LockSpec;
 use crate::lease::{exit, exit_async, Entered, LeaseCell};
 use crate::loop_bridge::into_asyncio;
@@ -120,16 +119,9 @@ impl LockBase {
             _ => String::new(),
         };
         let wait = spec.options.wait_timeout.map_or(Ok("None".into()), |t| secs_repr(py, t))?;
-        let cls: Bound<'_, PyType> = slf.get_type();
-        Ok(format!(
-            "<{}.{} name={}{kind}{} lease={} renew={} wait={wait}>",
-            cls.module()?,
-            cls.qualname()?,
-            py_repr(py, &spec.name)?,
-            if spec.reentrant { " reentrant=True" } else { "" },
-            secs_repr(py, spec.options.lease)?,
-            py_bool(spec.options.auto_renew),
-        ))
+        let (name, reentrant) = (py_repr(py, &spec.name)?, if spec.reentrant { " reentrant=True" } else { "" });
+        let (lease, renew) = (secs_repr(py, spec.options.lease)?, py_bool(spec.options.auto_renew));
+        class_repr(slf, &format!("name={name}{kind}{reentrant} lease={lease} renew={renew} wait={wait}"))
     }
 }
 
@@ -212,13 +204,7 @@ impl Lock {
 pub struct Semaphore {
     /// How many leases may be held at once.
     #[pyo3(get)]
-    permits: u32,
-}
-
-impl Semaphore {
-    pub(crate) fn init(spec: Arc<LockSpec>, permits: u32) -> PyClassInitializer<Self> {
-        Lock::init(spec).add_subclass(Semaphore { permits })
-    }
+    pub(crate) permits: u32,
 }
 
 /// A named distributed mutex for asyncio, made by :meth:`Client.lock` (also one half of a
@@ -276,11 +262,5 @@ impl AsyncLock {
 pub struct AsyncSemaphore {
     /// How many leases may be held at once.
     #[pyo3(get)]
-    permits: u32,
-}
-
-impl AsyncSemaphore {
-    pub(crate) fn init(spec: Arc<LockSpec>, permits: u32) -> PyClassInitializer<Self> {
-        AsyncLock::init(spec).add_subclass(AsyncSemaphore { permits })
-    }
+    pub(crate) permits: u32,
 }

@@ -43,7 +43,8 @@ use crate::runtime::{lock_mutex, runtime};
 /// cores, median): ~5.4k-7.8k without, ~10.3k-10.7k with; the cost is up to this much CPU.
 const SPIN: Duration = Duration::from_micros(100);
 
-type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
+/// Makes a Python value on the loop thread: a finished task's result, or a deferred call's future.
+pub(crate) type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
 
 struct Finished {
     future: Py<PyAny>,
@@ -246,11 +247,8 @@ where
     Ok(Bound::new(py, Call::started(future))?.into_any())
 }
 
-/// What starts a deferred [`Call`]: it makes the asyncio future on the loop thread.
-pub(crate) type Start = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
-
 /// Starts `fut` when called (for [`Call::deferred`]).
-pub(crate) fn start<F, T>(fut: F) -> Start
+pub(crate) fn start<F, T>(fut: F) -> Convert
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -260,7 +258,7 @@ where
 
 /// Where a [`Call`] stands.
 pub(crate) enum State {
-    NotStarted(Start),
+    NotStarted(Convert),
     /// The asyncio future, and its `__await__` iterator once awaited.
     Started(Py<PyAny>, Option<Py<PyAny>>),
     /// Closed or thrown into before it started: it never will.
@@ -277,7 +275,7 @@ impl Call {
     }
 
     /// A call that starts when first awaited (`send`).
-    pub(crate) fn deferred(start: Start) -> Self {
+    pub(crate) fn deferred(start: Convert) -> Self {
         Call(Mutex::new(State::NotStarted(start)))
     }
 

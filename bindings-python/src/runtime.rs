@@ -111,10 +111,6 @@ impl Process {
         Process(pid())
     }
 
-    pub(crate) fn same(self, other: Process) -> bool {
-        self.0 == other.0
-    }
-
     pub(crate) fn check(self) -> Result<(), Error> {
         if self.0 == pid() {
             return Ok(());
