@@ -8,13 +8,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyClassInitializer;
 
+use crate::api::Api;
 use crate::connection::Connection;
-use crate::convert::{client_options, lock_options, py_repr, refuse_timeout, Permits, Secs, Text};
-use crate::election::{AsyncElection, Election, ElectionSpec};
+use crate::convert::{class_repr, client_options, lock_options, py_repr, refuse_timeout, Permits, Secs, Text};
+use crate::election::{AsyncElection, Election};
 use crate::errors::IntoPyResult;
-use crate::lock::{AsyncLock, AsyncSemaphore, Lock, LockSpec, Semaphore};
-use crate::read_write_lock::{self, AsyncReadWriteLock, ReadWriteLock};
-use crate::runtime::{block_on, Api};
+use crate::handle::{ElectionSpec, LockSpec};
+use crate::lock::{AsyncLock, AsyncSemaphore, Lock, Semaphore};
+use crate::read_write_lock::{AsyncReadWriteLock, ReadWriteLock, ReadWriteLockBase};
+use crate::runtime::block_on;
 
 /// What both APIs' clients offer: lock handles of every kind, and closing.
 #[pyclass(frozen, subclass, module = "lockgate._lockgate", name = "_ClientBase")]
@@ -36,10 +38,7 @@ impl ClientBase {
 
     /// A lock handle of this client's API over `spec`.
     fn handle(&self, py: Python<'_>, spec: Arc<LockSpec>) -> PyResult<Py<PyAny>> {
-        Ok(match self.conn.api {
-            Api::Blocking => Py::new(py, Lock::init(spec))?.into_any(),
-            Api::Asyncio => Py::new(py, AsyncLock::init(spec))?.into_any(),
-        })
+        self.conn.api.make(py, spec, Lock::init, AsyncLock::init)
     }
 }
 
@@ -89,10 +88,13 @@ impl ClientBase {
         refuse_timeout("semaphore", timeout)?;
         let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
         let spec = LockSpec::new(py, &self.conn, &name.0, Primitive::Semaphore { permits: permits.0 }, false, options)?;
-        Ok(match self.conn.api {
-            Api::Blocking => Py::new(py, Semaphore::init(spec, permits.0))?.into_any(),
-            Api::Asyncio => Py::new(py, AsyncSemaphore::init(spec, permits.0))?.into_any(),
-        })
+        let (blocking, asyncio) = (Semaphore { permits: permits.0 }, AsyncSemaphore { permits: permits.0 });
+        self.conn.api.make(
+            py,
+            spec,
+            |s| Lock::init(s).add_subclass(blocking),
+            |s| AsyncLock::init(s).add_subclass(asyncio),
+        )
     }
 
     /// A read-write lock named ``name``: many readers (``.read_lock``) or one writer
@@ -118,12 +120,9 @@ impl ClientBase {
         let read =
             LockSpec::new(py, &self.conn, &name.0, Primitive::Read { writers_first }, reentrant, options.clone())?;
         let write = LockSpec::new(py, &self.conn, &name.0, Primitive::Write, reentrant, options)?;
-        let base =
-            read_write_lock::base(self.handle(py, read)?, self.handle(py, write)?, &name.0, writers_first, reentrant);
-        Ok(match self.conn.api {
-            Api::Blocking => Py::new(py, base.add_subclass(ReadWriteLock {}))?.into_any(),
-            Api::Asyncio => Py::new(py, base.add_subclass(AsyncReadWriteLock {}))?.into_any(),
-        })
+        let (read, write, name) = (self.handle(py, read)?, self.handle(py, write)?, name.0);
+        let base = PyClassInitializer::from(ReadWriteLockBase { read, write, name, writers_first, reentrant });
+        self.conn.api.make(py, base, |b| b.add_subclass(ReadWriteLock {}), |b| b.add_subclass(AsyncReadWriteLock {}))
     }
 
     /// A leader election named ``name``: ``campaign(value)`` waits to lead and returns the
@@ -141,10 +140,7 @@ impl ClientBase {
     ) -> PyResult<Py<PyAny>> {
         let options = lock_options(py, &self.conn, lease, renew, None, entry_ttl)?;
         let spec = ElectionSpec::new(py, &self.conn, &name.0, options)?;
-        Ok(match self.conn.api {
-            Api::Blocking => Py::new(py, Election::init(spec))?.into_any(),
-            Api::Asyncio => Py::new(py, AsyncElection::init(spec))?.into_any(),
-        })
+        self.conn.api.make(py, spec, Election::init, AsyncElection::init)
     }
 
     /// Releases every lease and cancels every wait of this client (awaitable in
@@ -182,14 +178,14 @@ impl ClientBase {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let (py, conn, cls) = (slf.py(), &slf.get().conn, slf.get_type());
+        let (py, conn) = (slf.py(), &slf.get().conn);
         let url = py_repr(py, &conn.url)?;
         // Only the options this backend has (a ZooKeeper URL refuses `key_prefix`).
         let prefix = match conn.has_key_prefix() {
             true => format!(" key_prefix={}", py_repr(py, &conn.options.key_prefix)?),
             false => String::new(),
         };
-        Ok(format!("<{}.{} url={url}{prefix}>", cls.module()?, cls.qualname()?))
+        class_repr(slf, &format!("url={url}{prefix}"))
     }
 }
 
@@ -234,27 +230,24 @@ impl Client {
 /// ``async with``, :meth:`connect`, or on first use. ``async with`` (or :meth:`close`)
 /// releases every lease it still holds on exit.
 #[pyclass(frozen, extends = ClientBase, module = "lockgate.aio", name = "Client")]
-pub struct AsyncClient {
-    conn: Arc<Connection>,
-}
+pub struct AsyncClient {}
 
 #[pymethods]
 impl AsyncClient {
     #[new]
     #[pyo3(signature = (url, **options))]
     fn new(py: Python<'_>, url: Text, options: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
-        let (base, conn) = ClientBase::new(py, url, options, Api::Asyncio)?;
-        Ok(base.add_subclass(AsyncClient { conn }))
+        Ok(ClientBase::new(py, url, options, Api::Asyncio)?.0.add_subclass(AsyncClient {}))
     }
 
     /// Connects now (otherwise the first operation does); raises the connection's error.
-    fn connect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let conn = self.conn.clone();
-        Api::Asyncio.run(py, async move { conn.client().await.map(|_| None::<()>) })
+    fn connect<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let conn = slf.as_super().get().conn.clone();
+        Api::Asyncio.run(slf.py(), async move { conn.client().await.map(|_| None::<()>) })
     }
 
     fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let (conn, me) = (slf.get().conn.clone(), slf.clone().unbind());
+        let (conn, me) = (slf.as_super().get().conn.clone(), slf.clone().unbind());
         Api::Asyncio.run(slf.py(), async move { conn.client().await.map(|_| me) })
     }
 

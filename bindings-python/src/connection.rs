@@ -8,17 +8,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
+use lockgate_core::exit::EXIT_GRACE;
 use lockgate_core::{Error, ErrorKind};
 use pyo3::prelude::*;
 use tokio::sync::OnceCell;
 
-use crate::runtime::{block_on, runtime, Api, Owner};
+use crate::api::Api;
+use crate::runtime::{block_on, lock_mutex, runtime, Process};
 use lockgate_core::native::{Client, ClientOptions};
-
-/// Longest time the exit hook waits for every client to close.
-const EXIT_GRACE: Duration = Duration::from_secs(3);
 
 static LIVE: Mutex<Vec<Weak<Connection>>> = Mutex::new(Vec::new());
 
@@ -30,7 +28,7 @@ pub(crate) struct Connection {
     pub(crate) url: String,
     /// The Python API of the client and of everything made from it.
     pub(crate) api: Api,
-    pub(crate) owner: Owner,
+    pub(crate) process: Process,
     client: OnceCell<Client>,
     closed: AtomicBool,
 }
@@ -42,11 +40,11 @@ impl Connection {
             options,
             url,
             api,
-            owner: Owner::current(),
+            process: Process::current(),
             client: OnceCell::new(),
             closed: AtomicBool::new(false),
         });
-        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = lock_mutex(&LIVE);
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&conn));
         conn
@@ -71,22 +69,41 @@ impl Connection {
 
     /// `CLOSED` once closed or in another process than the one that made it.
     pub(crate) fn check(&self) -> Result<(), Error> {
-        self.owner.check()?;
+        self.process.check()?;
         if self.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
         Ok(())
     }
 
-    /// The core client if it is connected already.
-    pub(crate) fn connected(&self) -> Option<&Client> {
-        self.client.get()
+    /// A cell for a core handle made by `make`: at once if the client is connected already (so
+    /// what its backend cannot do, `UNSUPPORTED`, raises at the call making the Python handle),
+    /// else on first use ([`handle`](Self::handle)).
+    pub(crate) fn handle_now<T>(&self, make: impl FnOnce(&Client) -> Result<T, Error>) -> Result<OnceCell<T>, Error> {
+        Ok(match self.client.get() {
+            Some(c) => OnceCell::new_with(Some(make(c)?)),
+            None => OnceCell::new(),
+        })
+    }
+
+    /// The core handle in `cell`, made by `make` (connecting first) on first use.
+    pub(crate) async fn handle<'a, T>(
+        &self,
+        cell: &'a OnceCell<T>,
+        make: impl FnOnce(&Client) -> Result<T, Error>,
+    ) -> Result<&'a T, Error> {
+        self.check()?;
+        if let Some(handle) = cell.get() {
+            return Ok(handle); // the common case: no clone, no await
+        }
+        let client = self.client().await?;
+        cell.get_or_try_init(|| async { make(&client) }).await
     }
 
     /// Releases every lease and cancels every wait; later calls fail with `CLOSED`.
     pub(crate) async fn close(&self) -> Result<(), Error> {
         self.closed.store(true, Ordering::Release);
-        if let (Ok(()), Some(c)) = (self.owner.check(), self.client.get()) {
+        if let (Ok(()), Some(c)) = (self.process.check(), self.client.get()) {
             c.close().await;
         }
         Ok(())
@@ -100,26 +117,22 @@ fn closed() -> Error {
 /// Closes every client of this process that some handle still references (the exit hook).
 #[pyfunction]
 pub(crate) fn _close_all(py: Python<'_>) -> PyResult<()> {
-    let me = Owner::current();
-    let tasks: Vec<_> = LIVE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    let tasks: Vec<_> = lock_mutex(&LIVE)
         .iter()
         .filter_map(Weak::upgrade)
-        .filter(|c| c.owner.same(me))
+        .filter(|c| c.process.check().is_ok())
         .map(|c| runtime().spawn(async move { c.close().await }))
         .collect();
     if tasks.is_empty() {
         return Ok(());
     }
+    let all = async move {
+        for t in tasks {
+            let _ = t.await;
+        }
+    };
     block_on(py, async move {
-        let _ = tokio::time::timeout(EXIT_GRACE, futures_join(tasks)).await;
+        let _ = tokio::time::timeout(EXIT_GRACE, all).await;
         Ok(())
     })
-}
-
-async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Result<(), Error>>>) {
-    for t in tasks {
-        let _ = t.await;
-    }
 }

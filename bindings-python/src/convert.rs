@@ -173,6 +173,12 @@ pub(crate) fn lock_options(
     conn.options.lock_options(lease, renew, timeout, entry_ttl, &Spelling::PYTHON).py(py)
 }
 
+/// `<module.Class fields>`, the `repr()` of a lockgate object.
+pub(crate) fn class_repr<T>(obj: &Bound<'_, T>, fields: &str) -> PyResult<String> {
+    let cls = obj.as_any().get_type();
+    Ok(format!("<{}.{} {fields}>", cls.module()?, cls.qualname()?))
+}
+
 /// Python's `repr()` of a string.
 pub(crate) fn py_repr(py: Python<'_>, s: &str) -> PyResult<String> {
     Ok(PyString::new(py, s).repr()?.to_string())

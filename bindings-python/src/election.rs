@@ -3,71 +3,23 @@
 
 use std::sync::Arc;
 
-use lockgate_core::options::{validate_name, validate_primitive, LockOptions};
+use lockgate_core::options::validate_primitive;
 use lockgate_core::time::Duration;
-use lockgate_core::{Error, LeaderInfo as CoreLeaderInfo, Primitive};
+use lockgate_core::{LeaderInfo as CoreLeaderInfo, Primitive};
 use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
-use tokio::sync::OnceCell;
 
-use crate::connection::Connection;
-use crate::convert::{py_bool, py_repr, secs_repr, timeout, Secs, Text};
+use crate::acquire_context::{AcquireContext, Source};
+use crate::convert::{class_repr, py_bool, py_repr, secs_repr, timeout, Secs, Text};
 use crate::errors::IntoPyResult;
-use crate::lease::{Deliver, LeaseCell};
-use crate::lock::{AcquireContext, Source};
+use crate::handle::ElectionSpec;
+use crate::lease::Deliver;
 use crate::runtime::block_on;
-use lockgate_core::native;
-
-/// An election of either API: its name and options, and the core's handle, made once connected.
-pub(crate) struct ElectionSpec {
-    conn: Arc<Connection>,
-    name: String,
-    options: LockOptions,
-    core: OnceCell<native::Election>,
-}
-
-impl ElectionSpec {
-    pub(crate) fn new(py: Python<'_>, conn: &Arc<Connection>, name: &str, options: LockOptions) -> PyResult<Arc<Self>> {
-        validate_name(name).py(py)?;
-        // As for a lock: `UNSUPPORTED` at this call when the client is connected.
-        let core = match conn.connected() {
-            Some(c) => OnceCell::new_with(Some(c.election(name, options.clone()).py(py)?)),
-            None => OnceCell::new(),
-        };
-        Ok(Arc::new(ElectionSpec { conn: conn.clone(), name: name.into(), options, core }))
-    }
-
-    async fn core(&self) -> Result<&native::Election, Error> {
-        self.conn.check()?;
-        if let Some(election) = self.core.get() {
-            return Ok(election);
-        }
-        let client = self.conn.client().await?;
-        self.core.get_or_try_init(|| async { client.election(&self.name, self.options.clone()) }).await
-    }
-
-    /// `None`: wait until elected.
-    pub(crate) async fn campaign(&self, value: &str, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
-        let lease = self.core().await?.campaign(value, timeout).await?;
-        Ok(LeaseCell::new(lease, &self.conn))
-    }
-
-    async fn try_campaign(&self, value: &str) -> Result<Option<Arc<LeaseCell>>, Error> {
-        let lease = self.core().await?.try_campaign(value).await?;
-        Ok(lease.map(|l| LeaseCell::new(l, &self.conn)))
-    }
-
-    async fn observe(&self) -> Result<Option<LeaderInfo>, Error> {
-        Ok(self.core().await?.observe().await?.map(LeaderInfo::from))
-    }
-}
 
 /// A candidate's `value`, checked at the call (at most 4096 bytes).
 fn candidate(py: Python<'_>, value: Text) -> PyResult<String> {
-    let leader = Primitive::Leader { value: value.0 };
-    validate_primitive(&leader).py(py)?;
-    let Primitive::Leader { value } = leader else { unreachable!() };
-    Ok(value)
+    validate_primitive(&Primitive::Leader { value: value.0.clone() }).py(py)?;
+    Ok(value.0)
 }
 
 /// What both APIs' elections show: the settings of the leaders' leases.
@@ -113,20 +65,13 @@ impl ElectionBase {
     /// (awaitable in ``lockgate.aio``). One round trip; it takes no part in the election.
     fn observe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let spec = self.spec.clone();
-        spec.conn.api.run(py, async move { spec.observe().await })
+        spec.conn.api.run(py, async move { Ok(spec.observe().await?.map(LeaderInfo::from)) })
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, o) = (slf.py(), &slf.get().spec.options);
-        let cls = slf.get_type();
-        let name = py_repr(py, &slf.get().spec.name)?;
-        Ok(format!(
-            "<{}.{} name={name} lease={} renew={}>",
-            cls.module()?,
-            cls.qualname()?,
-            secs_repr(py, o.lease)?,
-            py_bool(o.auto_renew)
-        ))
+        let (name, lease) = (py_repr(py, &slf.get().spec.name)?, secs_repr(py, o.lease)?);
+        class_repr(slf, &format!("name={name} lease={lease} renew={}", py_bool(o.auto_renew)))
     }
 }
 

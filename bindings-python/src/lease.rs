@@ -1,75 +1,45 @@
-//! Held leases: [`LeaseCell`] is one as both APIs keep it (release, extend, leaving a `with`
-//! block, the loss and at-risk signals), [`Holds`] the leases a lock handle keeps, and `Lease` /
+//! Held leases: [`LeaseCell`] is one as both APIs keep it (leaving a `with` block, the loss and
+//! at-risk signals), [`Entered`] the leases `with lock:` blocks took, and `Lease` /
 //! `lockgate.aio.Lease` the Python classes over a cell (what they share is `_LeaseBase`).
 
 use std::collections::HashMap;
-use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use lockgate_core::time::Duration;
-use lockgate_core::{Error, ErrorKind};
+use lockgate_core::Error;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use pyo3::PyClassInitializer;
 
+use crate::api::Api;
 use crate::connection::Connection;
-use crate::convert::{lease_secs, py_bool, py_repr, Secs};
+use crate::convert::{class_repr, lease_secs, py_bool, py_repr, Secs};
 use crate::errors::{to_exception, Reason};
 use crate::loop_bridge::{into_asyncio, ready, running_loop};
-use crate::runtime::{block_on, runtime, Api};
-use lockgate_core::native;
-use lockgate_core::native::Owner;
+use crate::runtime::{block_on, lock_mutex, runtime};
+use lockgate_core::native::{self, Holds, Owner};
 
-/// A mutex that survives a panic of another holder.
-pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A held lease: the core's, the connection it keeps registered for the exit hook, and whether
-/// the user released it (so leaving a `with` block after `release()` reports no loss). Dropping
-/// the last reference drops the core lease, which the core then releases in the background.
+/// A held lease: the core's (shared with the lock handle that keeps it, if any) and the
+/// connection it keeps registered for the exit hook. Dropping the last reference drops the
+/// core lease, which the core then releases in the background.
 pub(crate) struct LeaseCell {
-    lease: native::Lease,
+    lease: Arc<native::Lease>,
     conn: Arc<Connection>,
-    released_by_user: AtomicBool,
 }
 
 impl LeaseCell {
     pub(crate) fn new(lease: native::Lease, conn: &Arc<Connection>) -> Arc<Self> {
-        Arc::new(LeaseCell { lease, conn: conn.clone(), released_by_user: AtomicBool::new(false) })
+        Arc::new(LeaseCell { lease: Arc::new(lease), conn: conn.clone() })
     }
 
-    fn released_by_user(&self) -> bool {
-        self.released_by_user.load(Ordering::Acquire)
-    }
-
-    /// `True` if it was still held.
-    async fn release(&self) -> Result<bool, Error> {
-        self.conn.owner.check()?;
-        self.released_by_user.store(true, Ordering::Release);
-        self.lease.release().await
-    }
-
-    async fn extend(&self, duration: Duration) -> Result<(), Error> {
-        self.conn.owner.check()?;
-        self.lease.extend(duration).await
-    }
-
-    /// Leaving a `with` block. With no exception in flight, a lease that was no longer held
-    /// raises `NotHeldError`: the protected work may have overlapped another holder. With an
-    /// exception in flight nothing is raised on top of it (the lock is still released).
+    /// Leaving a `with` block: the core's rule ([`native::Lease::end_scope`]); in a forked child,
+    /// the release's `CLOSED`, unless the lease was released already or an exception is leaving.
     async fn exit(&self, exception_in_flight: bool) -> Result<(), Error> {
-        if self.released_by_user() {
-            return Ok(());
+        match self.conn.process.check() {
+            Err(e) if !exception_in_flight && !self.lease.is_released() => Err(e),
+            Err(_) => Ok(()),
+            Ok(()) => self.lease.end_scope(exception_in_flight).await,
         }
-        let released = self.release().await;
-        if exception_in_flight || released? {
-            return Ok(());
-        }
-        Err(self.lease.lost_reason().unwrap_or_else(|| {
-            Error::new(ErrorKind::NotHeld, "the lease had expired or been taken over before the block ended")
-        }))
     }
 
     /// Once the lease is lost (never after a normal end), runs `deliver` with the reason as a
@@ -99,13 +69,31 @@ impl LeaseCell {
     }
 }
 
-/// Rejects a callback that could never be called at once (`TypeError`), rather than failing
-/// later on a background thread where nobody sees it.
-fn check_callable(callback: &Bound<'_, PyAny>, needs: &str) -> PyResult<()> {
-    if callback.is_callable() {
-        return Ok(());
+/// `callback` as a lease signal calls it with `args`, on a blocking-pool thread holding the GIL:
+/// `lockgate.aio` schedules it on the loop running now (fails only if that loop was closed
+/// meanwhile: nobody is left to tell), `lockgate` calls it there (what it raises is
+/// unraisable). A callback that could never be called is rejected at once (`TypeError`),
+/// rather than failing later on a background thread where nobody sees it.
+type Args = PyResult<Vec<Py<PyAny>>>;
+
+fn listener(py: Python<'_>, api: Api, callback: Bound<'_, PyAny>, needs: &str) -> PyResult<impl Fn(Python<'_>, Args)> {
+    if !callback.is_callable() {
+        return Err(PyTypeError::new_err(format!("{needs}, got {}", callback.get_type().name()?)));
     }
-    Err(PyTypeError::new_err(format!("{needs}, got {}", callback.get_type().name()?)))
+    let event_loop = if api == Api::Asyncio { Some(running_loop(py)?.unbind()) } else { None };
+    let callback = callback.unbind();
+    Ok(move |py: Python<'_>, args: Args| match &event_loop {
+        Some(l) => {
+            let call =
+                |a: Vec<_>| PyTuple::new(py, std::iter::once(callback.clone_ref(py)).chain(a).collect::<Vec<_>>());
+            let _ = args.and_then(|a| l.call_method1(py, "call_soon_threadsafe", call(a)?));
+        }
+        None => {
+            if let Err(e) = args.and_then(|a| callback.call1(py, PyTuple::new(py, a)?)) {
+                e.write_unraisable(py, Some(callback.bind(py)));
+            }
+        }
+    })
 }
 
 /// Whether `__exit__` / `__aexit__` was called with an exception leaving the block.
@@ -131,80 +119,17 @@ pub(crate) fn exit_async<'py>(
     }
 }
 
-/// The leases a lock handle holds: every lease acquired through it that the user has not
-/// released yet, with the thread or task that acquired it, most recent last.
-///
-/// This keeps the redis-py habit safe: `lock.acquire(timeout=5)` with its result ignored must
-/// leave the lock held, and `lock.release()` / `lock.extend()` / `lock.owned()` then act on the
-/// lease the handle took. A lease leaves the list when the user releases it; the lock is freed
-/// otherwise only when the handle itself is collected (or its client closed). With threads or
-/// tasks sharing the handle, `release()` and `extend()` act on the caller's own lease first
-/// (redis-py keeps its token per thread), else on the most recent one (a lease may be released
-/// from any thread).
-#[derive(Default)]
-pub(crate) struct Holds(Mutex<Vec<(Owner, Arc<LeaseCell>)>>);
-
-impl Holds {
-    /// The list without the leases the user released meanwhile.
-    fn live(&self) -> MutexGuard<'_, Vec<(Owner, Arc<LeaseCell>)>> {
-        let mut holds = lock_mutex(&self.0);
-        holds.retain(|(_, c)| !c.released_by_user());
-        holds
-    }
-
-    pub(crate) fn push(&self, owner: Owner, cell: Arc<LeaseCell>) {
-        self.live().push((owner, cell));
-    }
-
-    /// Whether one of these leases is certainly still held now.
-    pub(crate) fn owned(&self) -> bool {
-        self.live().iter().any(|(_, c)| c.lease.is_held())
-    }
-
-    /// Where the lease `owner` acts on is: its most recent one, else the most recent one.
-    fn top(holds: &[(Owner, Arc<LeaseCell>)], owner: Owner) -> Option<usize> {
-        holds.iter().rposition(|(o, _)| *o == owner).or(holds.len().checked_sub(1))
-    }
-
-    /// `lock.release()`: `owner`'s most recent lease, else the most recent one (`True` if it
-    /// was still held); `NOT_HELD` if the handle holds none, as redis-py raises for an unlocked
-    /// lock.
-    pub(crate) async fn release_top(&self, owner: Owner) -> Result<bool, Error> {
-        let top = {
-            let mut holds = self.live();
-            Self::top(&holds, owner).map(|i| holds.remove(i).1)
-        };
-        top.ok_or_else(not_holding)?.release().await
-    }
-
-    /// `lock.extend(seconds)`: extends the lease `release_top` would release.
-    pub(crate) async fn extend_top(&self, owner: Owner, duration: Duration) -> Result<(), Error> {
-        let top = {
-            let holds = self.live();
-            Self::top(&holds, owner).map(|i| holds[i].1.clone())
-        };
-        top.ok_or_else(not_holding)?.extend(duration).await
-    }
-}
-
-fn not_holding() -> Error {
-    Error::new(ErrorKind::NotHeld, "this lock handle holds no lease (never acquired, or already released)")
-}
-
 /// Leases taken by `with lock:` (per thread) or `async with lock:` (per asyncio task), for the
 /// matching exit to release, innermost first.
-pub(crate) struct Entered<K>(Mutex<HashMap<K, Vec<Arc<LeaseCell>>>>);
+#[derive(Default)]
+pub(crate) struct Entered(Mutex<HashMap<Owner, Vec<Arc<LeaseCell>>>>);
 
-impl<K: Eq + Hash> Entered<K> {
-    pub(crate) fn new() -> Self {
-        Entered(Mutex::new(HashMap::new()))
-    }
-
-    pub(crate) fn push(&self, key: K, cell: Arc<LeaseCell>) {
+impl Entered {
+    pub(crate) fn push(&self, key: Owner, cell: Arc<LeaseCell>) {
         lock_mutex(&self.0).entry(key).or_default().push(cell);
     }
 
-    pub(crate) fn pop(&self, key: &K) -> Option<Arc<LeaseCell>> {
+    pub(crate) fn pop(&self, key: &Owner) -> Option<Arc<LeaseCell>> {
         let mut entered = lock_mutex(&self.0);
         let cell = entered.get_mut(key).and_then(Vec::pop);
         if entered.get(key).is_some_and(Vec::is_empty) {
@@ -228,13 +153,13 @@ impl<'py> IntoPyObject<'py> for Deliver {
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let Deliver(cell, holds) = self;
         if let Some((owner, holds)) = holds {
-            holds.push(owner, cell.clone());
+            holds.push(owner, cell.lease.clone());
         }
-        let base = PyClassInitializer::from(LeaseBase { cell: cell.clone() });
-        match cell.conn.api {
-            Api::Blocking => Ok(Bound::new(py, base.add_subclass(Lease { cell }))?.into_any()),
-            Api::Asyncio => Ok(Bound::new(py, base.add_subclass(AsyncLease { cell }))?.into_any()),
-        }
+        let (base, api, other) =
+            (PyClassInitializer::from(LeaseBase { cell: cell.clone() }), cell.conn.api, cell.clone());
+        let made =
+            api.make(py, base, |b| b.add_subclass(Lease { cell }), |b| b.add_subclass(AsyncLease { cell: other }))?;
+        Ok(made.into_bound(py))
     }
 }
 
@@ -290,7 +215,10 @@ impl LeaseBase {
     /// :class:`lockgate.NotHeldError` if it was lost. Never re-acquires a lost lock.
     fn extend<'py>(&self, py: Python<'py>, seconds: Secs) -> PyResult<Bound<'py, PyAny>> {
         let (d, cell) = (lease_secs(py, "seconds", seconds)?, self.cell.clone());
-        cell.conn.api.run(py, async move { cell.extend(d).await.map(|()| None::<()>) })
+        cell.conn.api.run(py, async move {
+            cell.conn.process.check()?;
+            cell.lease.extend(d).await.map(|()| None::<()>)
+        })
     }
 
     /// Releases this hold (a permit is returned, a leadership resigned; awaitable in
@@ -298,28 +226,18 @@ impl LeaseBase {
     /// taken over or released already.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cell = self.cell.clone();
-        cell.conn.api.run(py, async move { cell.release().await })
+        cell.conn.api.run(py, async move {
+            cell.conn.process.check()?;
+            cell.lease.release().await
+        })
     }
 
     /// Calls ``callback(reason)`` once, with a :class:`lockgate.LockError`, if the lease is
     /// lost; never after a release. ``lockgate``: on a background thread (keep it short and
     /// thread-safe); ``lockgate.aio``: scheduled on the running event loop.
     fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
-        check_callable(&callback, "on_lost needs a callable taking the reason")?;
-        let callback = callback.unbind();
-        if self.cell.conn.api == Api::Asyncio {
-            let event_loop = running_loop(py)?.unbind();
-            // Fails only if the loop was closed meanwhile: nobody is left to tell.
-            self.cell.on_loss(move |py, reason| {
-                let _ = reason.and_then(|r| event_loop.bind(py).call_method1("call_soon_threadsafe", (callback, r)));
-            });
-        } else {
-            self.cell.on_loss(move |py, reason| {
-                if let Err(e) = reason.and_then(|r| callback.call1(py, (r,))) {
-                    e.write_unraisable(py, Some(callback.bind(py)));
-                }
-            });
-        }
+        let call = listener(py, self.cell.conn.api, callback, "on_lost needs a callable taking the reason")?;
+        self.cell.on_loss(move |py, reason| call(py, reason.map(|r| vec![r.unbind()])));
         Ok(())
     }
 
@@ -327,30 +245,16 @@ impl LeaseBase {
     /// the lease ends; a loss is still told by :meth:`on_lost`. ``lockgate``: on a background
     /// thread (keep it short and thread-safe); ``lockgate.aio``: scheduled on the running loop.
     fn on_at_risk(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
-        check_callable(&callback, "on_at_risk needs a callable taking no arguments")?;
-        let callback = callback.unbind();
-        if self.cell.conn.api == Api::Asyncio {
-            let event_loop = running_loop(py)?.unbind();
-            // Fails only if the loop was closed meanwhile: nobody is left to tell.
-            self.cell.on_risk(move |py| {
-                let _ = event_loop.bind(py).call_method1("call_soon_threadsafe", (callback.clone_ref(py),));
-            });
-        } else {
-            self.cell.on_risk(move |py| {
-                if let Err(e) = callback.call0(py) {
-                    e.write_unraisable(py, Some(callback.bind(py)));
-                }
-            });
-        }
+        let call = listener(py, self.cell.conn.api, callback, "on_at_risk needs a callable taking no arguments")?;
+        self.cell.on_risk(move |py| call(py, Ok(Vec::new())));
         Ok(())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, lease) = (slf.py(), &slf.get().cell.lease);
-        let cls = slf.get_type();
         let token = lease.fencing_token().map_or(String::new(), |t| format!(" fencing_token={t}"));
         let name = py_repr(py, lease.name())?;
-        Ok(format!("<{}.{} name={name}{token} held={}>", cls.module()?, cls.qualname()?, py_bool(lease.is_held())))
+        class_repr(slf, &format!("name={name}{token} held={}", py_bool(lease.is_held())))
     }
 }
 

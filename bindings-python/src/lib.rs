@@ -2,19 +2,21 @@
 //! backend in two APIs, blocking (`lockgate`) and asyncio (`lockgate.aio`).
 //!
 //! A thin layer: each method converts its arguments ([`convert`]), calls the core and maps
-//! errors through [`errors::to_py`]. A call runs on the process's one tokio runtime
-//! ([`runtime`]): blocking, or as a coroutine through [`loop_bridge`]. Each concept has its
+//! errors through [`errors::to_py`]. A call runs on the process's one tokio runtime ([`api`]):
+//! blocking ([`runtime`]), or as a coroutine through [`loop_bridge`]. Each concept has its
 //! module — [`client`], [`lock`] (mutex, semaphore), [`read_write_lock`], [`election`],
-//! [`lease`] — with a private base class holding what its two API classes share.
-//! [`connection`] is the core client behind a Python client (and the exit hook). No lock
-//! logic, rule or default lives here.
+//! [`lease`], [`acquire_context`] — with a private base class holding what its two API classes
+//! share; [`handle`] is what a lock or election object stands for, [`connection`] the core
+//! client behind a Python client (and the exit hook). No lock logic, rule or default is here.
 
-mod caller;
+mod acquire_context;
+mod api;
 mod client;
 mod connection;
 mod convert;
 mod election;
 mod errors;
+mod handle;
 mod lease;
 mod lock;
 mod loop_bridge;
@@ -42,7 +44,7 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AsyncReadWriteLock", py.get_type::<read_write_lock::AsyncReadWriteLock>())?;
     m.add("AsyncElection", py.get_type::<election::AsyncElection>())?;
     m.add("AsyncLease", py.get_type::<lease::AsyncLease>())?;
-    m.add("AcquireContext", py.get_type::<lock::AcquireContext>())?;
+    m.add("AcquireContext", py.get_type::<acquire_context::AcquireContext>())?;
     m.add_function(wrap_pyfunction!(connection::_close_all, m)?)?;
     Ok(())
 }

@@ -34,8 +34,7 @@ use pyo3::types::{PyDict, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
 
 use crate::errors::Outcome;
-use crate::lease::lock_mutex;
-use crate::runtime::runtime;
+use crate::runtime::{lock_mutex, runtime};
 
 /// How long the loop keeps polling (rather than sleeping in its selector) after a call is
 /// bridged. A sleeping loop thread must be woken by the socket pair, which is slow on a busy
@@ -44,7 +43,8 @@ use crate::runtime::runtime;
 /// cores, median): ~5.4k-7.8k without, ~10.3k-10.7k with; the cost is up to this much CPU.
 const SPIN: Duration = Duration::from_micros(100);
 
-type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
+/// Makes a Python value on the loop thread: a finished task's result, or a deferred call's future.
+pub(crate) type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
 
 struct Finished {
     future: Py<PyAny>,
@@ -247,11 +247,8 @@ where
     Ok(Bound::new(py, Call::started(future))?.into_any())
 }
 
-/// What starts a deferred [`Call`]: it makes the asyncio future on the loop thread.
-pub(crate) type Start = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
-
 /// Starts `fut` when called (for [`Call::deferred`]).
-pub(crate) fn start<F, T>(fut: F) -> Start
+pub(crate) fn start<F, T>(fut: F) -> Convert
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -261,7 +258,7 @@ where
 
 /// Where a [`Call`] stands.
 pub(crate) enum State {
-    NotStarted(Start),
+    NotStarted(Convert),
     /// The asyncio future, and its `__await__` iterator once awaited.
     Started(Py<PyAny>, Option<Py<PyAny>>),
     /// Closed or thrown into before it started: it never will.
@@ -278,7 +275,7 @@ impl Call {
     }
 
     /// A call that starts when first awaited (`send`).
-    pub(crate) fn deferred(start: Start) -> Self {
+    pub(crate) fn deferred(start: Convert) -> Self {
         Call(Mutex::new(State::NotStarted(start)))
     }
 

@@ -1,19 +1,17 @@
 //! Read-write locks in both APIs: two lock handles of one name, the shared half and the
 //! exclusive one.
 
+use crate::convert::{class_repr, py_bool, py_repr};
 use pyo3::prelude::*;
-use pyo3::PyClassInitializer;
-
-use crate::convert::{py_bool, py_repr};
 
 /// What both APIs' read-write locks offer: the two halves and their settings.
 #[pyclass(frozen, subclass, module = "lockgate._lockgate", name = "_ReadWriteLockBase")]
 pub struct ReadWriteLockBase {
-    read: Py<PyAny>,
-    write: Py<PyAny>,
-    name: String,
-    writers_first: bool,
-    reentrant: bool,
+    pub(crate) read: Py<PyAny>,
+    pub(crate) write: Py<PyAny>,
+    pub(crate) name: String,
+    pub(crate) writers_first: bool,
+    pub(crate) reentrant: bool,
 }
 
 #[pymethods]
@@ -49,9 +47,9 @@ impl ReadWriteLockBase {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let (me, cls) = (slf.get(), slf.get_type());
+        let me = slf.get();
         let (name, w, r) = (py_repr(slf.py(), &me.name)?, py_bool(me.writers_first), py_bool(me.reentrant));
-        Ok(format!("<{}.{} name={name} writers_first={w} reentrant={r}>", cls.module()?, cls.qualname()?))
+        class_repr(slf, &format!("name={name} writers_first={w} reentrant={r}"))
     }
 }
 
@@ -65,14 +63,3 @@ pub struct ReadWriteLock {}
 /// ``async with rw.read_lock:`` / ``async with rw.write_lock.acquire(timeout=5) as lease:``.
 #[pyclass(frozen, extends = ReadWriteLockBase, module = "lockgate.aio", name = "ReadWriteLock")]
 pub struct AsyncReadWriteLock {}
-
-/// The base of either class over the halves `read` and `write`.
-pub(crate) fn base(
-    read: Py<PyAny>,
-    write: Py<PyAny>,
-    name: &str,
-    writers_first: bool,
-    reentrant: bool,
-) -> PyClassInitializer<ReadWriteLockBase> {
-    PyClassInitializer::from(ReadWriteLockBase { read, write, name: name.into(), writers_first, reentrant })
-}

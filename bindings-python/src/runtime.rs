@@ -1,5 +1,5 @@
-//! The process's one tokio runtime, and how a call runs on it: blocking ([`block_on`], the
-//! `lockgate` classes) or as an asyncio coroutine (`loop_bridge`, the `lockgate.aio` ones).
+//! The process's one tokio runtime, and how a sync call (the `lockgate` classes) runs on it:
+//! [`block_on`] (an asyncio call runs through `loop_bridge`).
 //!
 //! The runtime is per *process*: a child made by `fork()` inherits the parent's memory but not
 //! its threads, so it gets a fresh runtime on first use, and handles created before the fork
@@ -7,17 +7,15 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use lockgate_core::{Error, ErrorKind};
 use pyo3::prelude::*;
-use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
 
 use crate::errors::to_py;
-use crate::loop_bridge::into_asyncio;
 
 /// How often a blocked sync call wakes up to let Python run signal handlers (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
@@ -70,10 +68,15 @@ fn pid() -> u32 {
     pid
 }
 
+/// A mutex that survives a panic of another holder.
+pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// This process's runtime, created on first use (and again in a forked child).
 pub(crate) fn runtime() -> &'static Runtime {
     let pid = pid();
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = lock_mutex(&RUNTIME);
     match *slot {
         Some((owner, rt)) if owner == pid => rt,
         _ => {
@@ -101,15 +104,11 @@ pub(crate) fn runtime() -> &'static Runtime {
 
 /// The process a handle was created in; checked before every use.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Owner(u32);
+pub(crate) struct Process(u32);
 
-impl Owner {
+impl Process {
     pub(crate) fn current() -> Self {
-        Owner(pid())
-    }
-
-    pub(crate) fn same(self, other: Owner) -> bool {
-        self.0 == other.0
+        Process(pid())
     }
 
     pub(crate) fn check(self) -> Result<(), Error> {
@@ -119,29 +118,6 @@ impl Owner {
         let msg =
             "this client was created in another process (before a fork); create a new lockgate.Client in each process";
         Err(Error::new(ErrorKind::Closed, msg))
-    }
-}
-
-/// Which Python API a client (and everything made from it) belongs to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Api {
-    /// `lockgate`: calls block (GIL released) until done.
-    Blocking,
-    /// `lockgate.aio`: calls return coroutines.
-    Asyncio,
-}
-
-impl Api {
-    /// Runs `fut` the way this API runs a call: its result, or a coroutine resolving to it.
-    pub(crate) fn run<'py, F, T>(self, py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
-    where
-        F: Future<Output = Result<T, Error>> + Send + 'static,
-        T: for<'a> IntoPyObject<'a> + Send + 'static,
-    {
-        match self {
-            Api::Blocking => block_on(py, fut)?.into_bound_py_any(py),
-            Api::Asyncio => into_asyncio(py, fut),
-        }
     }
 }
 

@@ -15,6 +15,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -54,6 +55,31 @@ impl Owner {
     pub fn task(id: u64) -> Owner {
         Owner { kind: OwnerKind::Task, id }
     }
+
+    /// The calling thread, by an id this process never hands out twice (a thread's own id or
+    /// address may be reused, and a dead thread's live lease must not pass for a new thread's).
+    pub fn current_thread() -> Owner {
+        thread_local! {
+            static ID: u64 = next_id();
+        }
+        Owner::thread(ID.with(|id| *id))
+    }
+
+    /// A new task, by an id this process never hands out twice ([`Owner::id`] to find it again).
+    pub fn new_task() -> Owner {
+        Owner::task(next_id())
+    }
+
+    /// The id this owner was made with.
+    pub fn id(self) -> u64 {
+        self.id
+    }
+}
+
+/// Ids for [`Owner::current_thread`] and [`Owner::new_task`], from one counter.
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The leases a handle holds, one per owner, shared by the handle's clones and its leases.

@@ -113,6 +113,29 @@ impl Lease {
         result.await.map_err(|_| closed())?
     }
 
+    /// Whether [`release`](Self::release) was called (whatever it answered).
+    pub fn is_released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+
+    /// Leaving a scope that held the lease (Python's `with`, Java's try-with-resources, Node's
+    /// `withLock`): releases it. With no exception leaving the scope, a lease that was no longer
+    /// held is `NOT_HELD` (its loss reason, if known): the protected work may have overlapped
+    /// another holder. With one, nothing is raised on top of it (the lock is still released). A
+    /// lease released inside the scope ends it quietly.
+    pub async fn end_scope(&self, exception_in_flight: bool) -> Result<()> {
+        if self.is_released() {
+            return Ok(());
+        }
+        let released = self.release().await;
+        if exception_in_flight || released? {
+            return Ok(());
+        }
+        Err(self.lost_reason().unwrap_or_else(|| {
+            Error::new(ErrorKind::NotHeld, "the lease had expired or been taken over before the block ended")
+        }))
+    }
+
     /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our
     /// back, expired). Stays pending forever if the lease is released normally.
     pub async fn lost(&self) -> Error {

@@ -9,17 +9,21 @@
 //! requests reach the servers is per backend (`transport`: a Redis server or Cluster, the
 //! masters of a Redlock).
 
+mod cancel;
 mod client;
 pub(crate) mod driver;
 mod holder;
+mod holds;
 mod lease;
 mod lease_state;
 mod lock;
 pub(crate) mod message;
 pub(crate) mod transport;
 
+pub use cancel::{CancelWaits, Cancelled, WaitGuard};
 pub use client::Client;
 pub use holder::Owner;
+pub use holds::Holds;
 pub use lease::Lease;
 pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
