@@ -15,16 +15,19 @@
 
 pub mod capabilities;
 pub mod connect;
+pub mod driving;
 pub mod engine;
 pub mod erased;
 pub mod error;
 pub mod etcd;
 pub mod exit;
+pub mod holding;
 pub mod options;
 pub mod primitive;
 pub mod random;
 pub mod redis;
 pub mod redlock;
+pub mod scope;
 pub mod sql;
 pub mod time;
 pub mod zookeeper;

@@ -19,7 +19,7 @@ mod message;
 mod transport;
 
 pub use client::Client;
-pub use holder::Owner;
+pub use crate::holding::Owner;
 pub use lease::Lease;
 pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
