@@ -450,6 +450,22 @@ pub trait LeaseListener: Send + Sync {
     fn ended(&self, lost: Option<Failure>);
 }
 
+/// How long the JVM's exit cleanup waits for open clients' releases, in milliseconds: the
+/// core's one grace for every binding (`lockgate_core::exit::EXIT_GRACE`).
+#[uniffi::export]
+pub fn exit_grace_ms() -> i64 {
+    i64::try_from(lockgate_core::exit::EXIT_GRACE.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Closing a lease (try-with-resources) once its release answered `was_held`: the core's
+/// scope rule (`lockgate_core::scope::leave`) as the failure to throw, if any; `fencing_token`
+/// as acquisitions answer it ([`NO_TOKEN`]: none), `lost` the loss's message if known.
+#[uniffi::export]
+pub fn leave_scope(name: String, fencing_token: i64, was_held: bool, lost: Option<String>) -> Option<Failure> {
+    let token = u64::try_from(fencing_token).ok().filter(|_| fencing_token != NO_TOKEN);
+    lockgate_core::scope::leave(&name, token, was_held, false, lost.as_deref()).err().map(|e| failure(&e))
+}
+
 /// Panics inside the library (used by the JVM tests to prove a panic never crashes the JVM).
 #[uniffi::export]
 pub fn debug_panic(message: String) {

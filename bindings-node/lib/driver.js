@@ -18,6 +18,7 @@
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
 const exit = require('./exit');
+const wasm = require('./wasm');
 
 const now = () => performance.now();
 
@@ -25,13 +26,13 @@ const now = () => performance.now();
 const MAX_DELAY_MS = 2 ** 31 - 1;
 /** While work is pending but the engine has no timer, this keeps the event loop alive. */
 const KEEPALIVE_MS = 60_000;
-/** How long `close()` waits for releases to reach the server(s). */
-const CLOSE_GRACE_MS = 2_000;
+/** How long `close()` waits for releases to reach the server(s): the core's. */
+const CLOSE_GRACE_MS = wasm.closeGraceMs();
 
-/** The object factory the engine builds its events with (one call each). */
+/** The object factory the engine builds its events with (one call each); `waiter`: the op's pending promise. */
 const SHAPES = {
-  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error) => ({ kind, op, lease, fencingToken, validUntil, wasHeld, error }),
-  observed: (op, value, term, remainingMs) => ({ kind: 'observed', op, value, term, remainingMs }),
+  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error, waiter) => ({ kind, op, lease, fencingToken, validUntil, wasHeld, error, waiter }),
+  observed: (op, value, term, remainingMs, waiter) => ({ kind: 'observed', op, value, term, remainingMs, waiter }),
 };
 
 /**
@@ -86,8 +87,6 @@ class Driver {
     this.speaksData = engine.speaksData;
     /** Set by connect() once the transport is open. */
     this.transport = null;
-    /** op id -> { resolve, reject, lease?, onSettle?, abortReason? } */
-    this.pending = new Map();
     /** lease id -> LeaseSignals of a lease the engine holds */
     this.leases = new Map();
     this.timer = null;
@@ -106,10 +105,23 @@ class Driver {
 
   // ---- inputs ----
 
-  /** Starts an operation the engine already accepted; resolves with its completion event. */
-  track(op, lease, onSettle) {
+  /**
+   * Starts an operation the engine already accepted; resolves with its completion event. The
+   * engine keeps the pending promise as the op's waiter (see pollEvent); `signal` cancels it.
+   */
+  track(op, lease, signal) {
     return new Promise((resolve, reject) => {
-      this.pending.set(op, { resolve, reject, lease, onSettle, abortReason: undefined });
+      const waiter = { resolve, reject, lease, onSettle: undefined, abortReason: undefined };
+      if (signal) {
+        const onAbort = () => {
+          waiter.abortReason = signal.reason;
+          this.engine.cancel(now(), op);
+          this.pump();
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        waiter.onSettle = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.engine.wait(op, waiter);
       this.pump();
     });
   }
@@ -127,18 +139,7 @@ class Driver {
       this.exitRegistered = true;
       exit.register(this);
     }
-    let onSettle;
-    if (signal) {
-      const onAbort = () => {
-        const entry = this.pending.get(op);
-        if (entry) entry.abortReason = signal.reason;
-        this.engine.cancel(now(), op);
-        this.pump();
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      onSettle = () => signal.removeEventListener('abort', onAbort);
-    }
-    return this.track(op, undefined, onSettle);
+    return this.track(op, undefined, signal);
   }
 
   /** Re-enters a held lease (reentrant handles); completes at once, `acquired` or NOT_HELD. */
@@ -231,7 +232,10 @@ class Driver {
         this.again = false;
         this.performRequests();
         let ev;
-        while ((ev = this.engine.pollEvent()) !== undefined) this.deliver(ev);
+        while ((ev = this.engine.pollEvent(now())) !== undefined) {
+          if (ev === null) this.again = true; // the engine released a grant nobody waits for
+          else this.deliver(ev);
+        }
       } while (this.again);
     } finally {
       this.pumping = false;
@@ -266,17 +270,8 @@ class Driver {
       if (signals) signals.risk(ev.kind === 'atRisk');
       return;
     }
-    const p = this.pending.get(ev.op);
-    if (!p) {
-      // Nobody waits for this operation (one started by shutdown, or a grant whose caller is
-      // gone): undo an acquisition, as the native driver does.
-      if (ev.kind === 'acquired') {
-        this.engine.release(now(), ev.lease);
-        this.again = true;
-      }
-      return;
-    }
-    this.pending.delete(ev.op);
+    // Completions nobody waits for never come here: the engine releases such a grant itself.
+    const p = ev.waiter;
     if (p.onSettle) p.onSettle();
     // A released or failed operation on a lease may have ended it (a re-entered lease that gave
     // back one hold is still held).
@@ -378,8 +373,7 @@ class Driver {
       clearTimeout(grace);
       closing.done = true;
       this.clearTimer();
-      for (const [op, p] of this.pending) {
-        this.pending.delete(op);
+      for (const p of this.engine.takeWaiters()) {
         if (p.onSettle) p.onSettle();
         p.reject(makeError('CLOSED', 'the client was closed before the operation completed'));
       }

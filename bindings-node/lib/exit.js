@@ -10,8 +10,8 @@
 // there and does not wait. The listeners exist only while a client is open (its driver
 // registered here) and hold only weak references: an unreachable, idle client is collected.
 
-/** How long a signal waits for the releases before the process ends anyway. */
-const CLEANUP_MS = 1500;
+/** How long a signal waits for the releases before the process ends anyway: the core's one grace. */
+const CLEANUP_MS = require('./wasm').exitGraceMs();
 const SIGNALS = ['SIGINT', 'SIGTERM'];
 
 /** @type {Set<WeakRef<object>>} the open drivers (lib/driver.js) */

@@ -5,11 +5,13 @@
 
 const wasm = require('./wasm');
 const errors = require('./errors');
-const { Driver, SHAPES } = require('./driver');
+const { Driver, SHAPES, now } = require('./driver');
 const redis = require('./transport/redis');
 
 const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
+/** A Lock's method that frees the place of a lease released through it (see HandleLeases). */
+const FREE = Symbol('lockgate.free');
 
 /**
  * Connects to the backend the URL's scheme picks (or to a caller's ioredis client, Cluster, or
@@ -132,37 +134,17 @@ function acquiredOrTimeout(ev) {
   return ev;
 }
 
-/** How AlreadyHeldError names what a handle of each kind holds. */
-const HELD_WHAT = {
-  mutex: 'lock',
-  semaphore: 'semaphore permit of',
-  read: 'read lock',
-  write: 'write lock',
-  leader: 'leadership of',
-};
-
-/** The AlreadyHeldError of a non-reentrant handle `lock` that holds its lock. */
-function alreadyHeld(lock) {
-  return makeError(
-    'ALREADY_HELD',
-    `this handle already holds the ${HELD_WHAT[lock.kind]} ${JSON.stringify(lock.name)} and is not reentrant: ` +
-      'acquiring again through it would wait for itself (a handle is one owner for every async flow ' +
-      'that uses it: JavaScript cannot tell two flows from one flow acquiring twice); release its ' +
-      'lease first, or give each concurrent flow its own handle (client.lock(name) again)',
-  );
-}
-
 /** The abort reason of a wait ended because another acquire through its handle won. */
 class HandleWon extends Error {}
 
 /**
- * The leases one lock handle holds. A non-reentrant handle never waits for itself: while one of
- * its leases is held, another acquire through it would queue behind its own lease (for a mutex,
- * forever), so it fails at once with AlreadyHeldError and sends nothing; and as soon as one of
- * its waits is granted, the others end with AlreadyHeldError (their waits withdrawn), as the
- * core's native handles do. (This rule is the binding's own until the core's engine owns handle
- * rules; it is written once here for every backend.) Keeping the leases here also keeps them
- * reachable from the handle (`lock.lease`) when the caller dropped the one acquire() returned.
+ * The leases one lock handle holds, kept reachable from the handle (`lock.lease`) when the
+ * caller dropped the one acquire() returned, and the waits running through it. Which acquire a
+ * non-reentrant handle may make or keep is the core's rule (one live lease per owner, a Node
+ * handle being one owner for every async flow: JavaScript cannot tell two flows from one flow
+ * acquiring twice), asked through the engine: `checkHold` refuses an acquire at once, sending
+ * nothing, while the handle holds a live lease; `hold` refuses a grant that lost the race. Once
+ * one wins, the handle's other waits end with AlreadyHeldError (withdrawn), as natively.
  */
 class HandleLeases {
   /** What acquire() granted through the handle and was not seen ended yet. */
@@ -170,17 +152,12 @@ class HandleLeases {
   /** Aborts of the acquires still waiting through a non-reentrant handle (see `waiting`). */
   #waits = new Set();
 
-  /** Throws AlreadyHeldError if the handle still holds a lease (`lock`: the handle, named in the message). */
-  check(lock) {
-    if (this.current() !== null) throw alreadyHeld(lock);
-  }
-
   /**
    * Runs `start(signal)`, an acquire through a non-reentrant handle, so that it ends with
    * AlreadyHeldError (its wait withdrawn from the server) as soon as another acquire through the
    * same handle wins. `signal` is the caller's.
    */
-  async waiting(lock, signal, start) {
+  async waiting(spec, signal, start) {
     const own = new AbortController();
     const forward = () => own.abort(signal.reason);
     if (signal) {
@@ -191,7 +168,7 @@ class HandleLeases {
     try {
       return await start(own.signal);
     } catch (err) {
-      if (own.signal.reason instanceof HandleWon && err && err.code === 'CANCELLED') throw alreadyHeld(lock);
+      if (own.signal.reason instanceof HandleWon && err && err.code === 'CANCELLED') throw spec.alreadyHeld();
       throw err;
     } finally {
       this.#waits.delete(own);
@@ -199,16 +176,10 @@ class HandleLeases {
     }
   }
 
-  /**
-   * Records a lease granted through the handle. Through a non-reentrant handle (`exclusive`), a
-   * grant that finds the handle already holding is refused (the caller releases it and throws
-   * what this returns); otherwise the handle's other waits end with AlreadyHeldError.
-   */
-  add(lease, lock, exclusive) {
-    if (this.current() !== null && exclusive) return alreadyHeld(lock);
+  /** Keeps `lease` reachable; `won`: it is the handle's one lease, which ends its other waits. */
+  add(lease, won) {
     this.#leases.push(lease);
-    if (exclusive) for (const w of this.#waits) w.abort(new HandleWon());
-    return null;
+    if (won) for (const w of this.#waits) w.abort(new HandleWon());
   }
 
   /** The most recent lease the handle still holds, or null (ended ones are forgotten). */
@@ -277,8 +248,8 @@ class Lock {
       if (entered) return entered;
       return this.#granted(driver, acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal)));
     }
-    this.#leases.check(this);
-    const ev = await this.#leases.waiting(this, signal, (s) => driver.acquire(this.#spec, options, false, s));
+    this.#checkHold(driver);
+    const ev = await this.#leases.waiting(this.#spec, signal, (s) => driver.acquire(this.#spec, options, false, s));
     return this.#granted(driver, acquiredOrTimeout(ev));
   }
 
@@ -289,7 +260,7 @@ class Lock {
       const entered = await this.#reenter(driver, undefined);
       if (entered) return entered;
     } else {
-      this.#leases.check(this);
+      this.#checkHold(driver);
     }
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
     return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
@@ -306,14 +277,21 @@ class Lock {
       await lease.release().catch(() => {});
       throw err;
     }
-    if (!(await lease.release())) {
-      throw makeError(
-        'NOT_HELD',
-        `the lease on ${JSON.stringify(this.name)} was lost before the function finished; ` +
-          'its work may have overlapped another holder',
-      );
-    }
+    // The core's rule: a lease lost before the scope ended is NotHeldError.
+    const wasHeld = await lease.release();
+    wasm.leaveScope(this.name, lease.fencingToken ?? undefined, wasHeld, false, wasHeld ? undefined : lease.signal.reason?.message);
     return result;
+  }
+
+  /** AlreadyHeldError (the core's) if this non-reentrant handle holds a live lease; ClosedError first. */
+  #checkHold(driver) {
+    driver.ensureOpen();
+    driver.engine.checkHold(now(), this.#spec);
+  }
+
+  /** Frees the handle's place of `lease`, released through it (the core's holding). */
+  [FREE](lease) {
+    this.#spec.free(lease);
   }
 
   /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
@@ -337,12 +315,16 @@ class Lock {
       this.#election !== undefined
         ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#info.value)
         : new Lease(INTERNAL, this, driver, ev);
-    const refused = this.#leases.add(lease, this, !this.#info.reentrant);
-    if (refused) {
-      // Another acquire through this handle won first (e.g. two tryAcquire() at once).
-      lease.release().catch(() => {});
-      throw refused;
+    if (!this.#info.reentrant) {
+      try {
+        driver.engine.hold(now(), this.#spec, ev.lease);
+      } catch (refused) {
+        // Another acquire through this handle won first (e.g. two tryAcquire() at once).
+        lease.release().catch(() => {});
+        throw refused;
+      }
     }
+    this.#leases.add(lease, !this.#info.reentrant);
     return lease;
   }
 }
@@ -545,6 +527,7 @@ class Lease {
     if (this.#released) return false;
     const done = this.#driver.release(this.#id);
     this.#released = true;
+    this.#lock[FREE](this.#id);
     return (await done).wasHeld;
   }
 

@@ -234,12 +234,13 @@ extern "C" {
         valid_until: &JsValue,
         was_held: &JsValue,
         error: &JsValue,
+        waiter: &JsValue,
     ) -> JsValue;
 
-    /// `{ kind: 'observed', op, value, term, remainingMs }`; `value` is `undefined` when the
-    /// election has no leader.
+    /// `{ kind: 'observed', op, value, term, remainingMs, waiter }`; `value` is `undefined` when
+    /// the election has no leader.
     #[wasm_bindgen(method)]
-    fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue) -> JsValue;
+    fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue, waiter: &JsValue) -> JsValue;
 }
 
 /// JavaScript strings for byte strings the engine sends again and again (command names, script
@@ -336,7 +337,7 @@ struct EventFields<'a> {
 }
 
 impl EventFields<'_> {
-    fn to_js(&self, kind: &str, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    fn to_js(&self, kind: &str, waiter: &JsValue, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
         let id = |x: Option<u64>| x.map_or(JsValue::UNDEFINED, |x| JsValue::from_f64(id_to_js(x)));
         shapes.event(
             &cache.str(kind),
@@ -346,6 +347,7 @@ impl EventFields<'_> {
             &self.valid_until.map_or(JsValue::UNDEFINED, |t| JsValue::from_f64(millis(t))),
             &self.was_held.map_or(JsValue::UNDEFINED, JsValue::from_bool),
             &self.error.map_or(JsValue::UNDEFINED, errors::to_js),
+            waiter,
         )
     }
 }
@@ -354,7 +356,7 @@ impl EventFields<'_> {
 /// `kind`: `acquired`, `notAcquired`, `released`, `extended`, `observed`, `failed` (these carry
 /// `op`), `renewed`, `atRisk` and `lost` (these carry `lease`). `fencingToken` is `undefined`
 /// where the backend issues none (Redlock).
-pub fn event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
     let none = EventFields::default();
     let (kind, fields) = match ev {
         Event::Completed { op, outcome } => {
@@ -367,7 +369,7 @@ pub fn event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> J
                 Done::Released { was_held } => ("released", EventFields { was_held: Some(*was_held), ..none }),
                 Done::Extended { valid_until } => ("extended", EventFields { valid_until: Some(*valid_until), ..none }),
                 Done::Failed(e) => ("failed", EventFields { error: Some(e), ..none }),
-                Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), shapes),
+                Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), waiter, shapes),
             };
             (kind, EventFields { op: Some(*op), ..fields })
         }
@@ -379,20 +381,21 @@ pub fn event_to_js(ev: &Event<Done>, shapes: &Shapes, cache: &mut StrCache) -> J
         }
         Event::Lost { lease, error } => ("lost", EventFields { lease: Some(*lease), error: Some(error), ..none }),
     };
-    fields.to_js(kind, shapes, cache)
+    fields.to_js(kind, waiter, shapes, cache)
 }
 
 /// `{ kind: 'observed', op, value, term, remainingMs }` (no leader: `value` etc. `undefined`).
-fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, shapes: &Shapes) -> JsValue {
+fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, waiter: &JsValue, shapes: &Shapes) -> JsValue {
     let op = JsValue::from_f64(id_to_js(op.0));
     let none = JsValue::UNDEFINED;
     match leader {
-        None => shapes.observed(&op, &none, &none, &none),
+        None => shapes.observed(&op, &none, &none, &none, waiter),
         Some(leader) => shapes.observed(
             &op,
             &JsValue::from_str(&leader.value),
             &JsValue::from(leader.term),
             &JsValue::from_f64(duration_ms(leader.remaining)),
+            waiter,
         ),
     }
 }

@@ -13,12 +13,14 @@ mod errors;
 mod random;
 mod wire;
 
+use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
-use lockgate_core::data::{neutral, DynEngine};
+use lockgate_core::data::DynEngine;
+use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::redis::reply::Reply;
 use lockgate_core::redis::{EngineConfig, Request, RequestKind};
 use lockgate_core::time::Instant;
-use lockgate_core::{Backend, Capability, Error, LockOptions, Primitive, Result};
+use lockgate_core::{Backend, Capability, Error, Event, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
@@ -35,6 +37,23 @@ enum Core {
     Data(Box<dyn DynEngine>),
 }
 
+impl Core {
+    /// The engine's driving contract, the same for both.
+    fn drive(&mut self) -> &mut dyn Drive {
+        match self {
+            Core::Redis(e) => e.as_mut(),
+            Core::Data(e) => e,
+        }
+    }
+
+    fn get(&self) -> &dyn Drive {
+        match self {
+            Core::Redis(e) => e.as_ref(),
+            Core::Data(e) => e,
+        }
+    }
+}
+
 /// A validated lock name, its primitive and its options, made once per handle
 /// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each
 /// `election.campaign(...)`) for one engine: its backend decides which primitives exist and what
@@ -48,6 +67,9 @@ pub struct LockSpec {
     /// Whether queue entries have a lease of their own (`entryTtlMs`: Redis, not Redlock or
     /// ZooKeeper).
     entry_ttl: bool,
+    /// The lease this non-reentrant handle holds (the core's one-lease-per-owner rule; a
+    /// Node handle is one owner for every async flow that uses it).
+    holding: Holding<()>,
 }
 
 #[wasm_bindgen]
@@ -96,6 +118,7 @@ impl LockSpec {
             options: self.options.clone(),
             reentrant: false,
             entry_ttl: self.entry_ttl,
+            holding: Holding::default(),
         })
     }
 
@@ -139,11 +162,26 @@ impl LockSpec {
     }
 }
 
+#[wasm_bindgen]
+impl LockSpec {
+    /// Frees the place of `lease` (released through the handle): the handle may acquire again.
+    pub fn free(&mut self, lease: f64) {
+        self.holding.free(LeaseId(id_from_js(lease)));
+    }
+
+    /// The AlreadyHeldError of acquiring again through this handle (the core's message), for a
+    /// wait that another acquire through the handle beat.
+    #[wasm_bindgen(js_name = alreadyHeld)]
+    pub fn already_held(&self) -> JsValue {
+        errors::to_js(&lockgate_core::holding::already_held(&self.name, &self.primitive, Owner::HANDLE))
+    }
+}
+
 impl LockSpec {
     fn checked(name: &JsValue, primitive: Primitive, o: convert::HandleOptions) -> JsResult<LockSpec> {
         let name = js(convert::name(name))?;
         js(lockgate_core::options::validate_primitive(&primitive))?;
-        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, entry_ttl: o.entry_ttl })
+        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, entry_ttl: o.entry_ttl, holding: Holding::default() })
     }
 }
 
@@ -163,6 +201,8 @@ pub struct Engine {
     stash: Option<Request>,
     /// What the transport opens, from the core (see [`Engine::plan`]).
     plan: JsValue,
+    /// The driver's pending promises by op id (see [`Engine::wait`]).
+    waiting: Awaiting<JsValue>,
 }
 
 #[wasm_bindgen]
@@ -223,10 +263,7 @@ impl Engine {
     pub fn acquire(&mut self, now: f64, lock: &LockSpec, options: JsValue, try_once: bool) -> JsResult<f64> {
         let wait = js(convert::acquire_wait(&options, try_once, lock.options.wait_timeout))?;
         let (now, o) = (instant(now), &lock.options);
-        let op = js(match &mut self.core {
-            Core::Redis(e) => e.acquire_primitive(now, &lock.name, &lock.primitive, o, wait),
-            Core::Data(e) => e.acquire(now, &lock.name, &lock.primitive, o, wait),
-        })?;
+        let op = js(self.core.drive().acquire(now, &lock.name, &lock.primitive, o, wait))?;
         Ok(id_to_js(op.0))
     }
 
@@ -235,13 +272,7 @@ impl Engine {
     pub fn reacquire(&mut self, now: f64, lease: f64) -> JsResult<f64> {
         js(self.require(Capability::Reentrant))?;
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        Ok(id_to_js(
-            match &mut self.core {
-                Core::Redis(e) => e.reacquire(now, lease),
-                Core::Data(e) => e.reacquire(now, lease),
-            }
-            .0,
-        ))
+        Ok(id_to_js(self.core.drive().reacquire(now, lease).0))
     }
 
     /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
@@ -249,51 +280,33 @@ impl Engine {
         js(self.require(Capability::Observe))?;
         let name = js(convert::name(&name))?;
         // Each engine refuses what its backend cannot do (UNSUPPORTED): never a panic in wasm.
-        let op = js(match &mut self.core {
-            Core::Redis(e) => e.observe_leader(instant(now), &name),
-            Core::Data(e) => e.observe_leader(instant(now), &name),
-        })?;
+        let op = js(self.core.drive().observe_leader(instant(now), &name))?;
         Ok(id_to_js(op.0))
     }
 
     /// Releases a lease (owner-only; on every master for Redlock); returns the op id.
     pub fn release(&mut self, now: f64, lease: f64) -> f64 {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        id_to_js(
-            match &mut self.core {
-                Core::Redis(e) => e.release(now, lease),
-                Core::Data(e) => e.release(now, lease),
-            }
-            .0,
-        )
+        id_to_js(self.core.drive().release(now, lease).0)
     }
 
     /// Sets the lease's remaining time to `ms` where it is still held; returns the op id.
     pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
         let d = js(convert::lease_millis("ms", &ms))?;
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        let op = js(match &mut self.core {
-            Core::Redis(e) => e.extend(now, lease, d),
-            Core::Data(e) => e.extend(now, lease, d),
-        })?;
+        let op = js(self.core.drive().extend(now, lease, d))?;
         Ok(id_to_js(op.0))
     }
 
     /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
     pub fn cancel(&mut self, now: f64, op: f64) {
         let (now, op) = (instant(now), OpId(id_from_js(op)));
-        match &mut self.core {
-            Core::Redis(e) => e.cancel(now, op),
-            Core::Data(e) => e.cancel(now, op),
-        }
+        self.core.drive().cancel(now, op)
     }
 
     /// Cancels every pending acquire and releases every lease.
     pub fn shutdown(&mut self, now: f64) {
-        match &mut self.core {
-            Core::Redis(e) => e.shutdown(instant(now)),
-            Core::Data(e) => e.shutdown(instant(now)),
-        }
+        self.core.drive().shutdown(instant(now))
     }
 
     /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
@@ -306,38 +319,25 @@ impl Engine {
     #[wasm_bindgen(js_name = isHeld)]
     pub fn is_held(&self, now: f64, lease: f64) -> bool {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        match &self.core {
-            Core::Redis(e) => e.is_held(now, lease),
-            Core::Data(e) => e.is_held(now, lease),
-        }
+        self.core.get().is_held(now, lease)
     }
 
     /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
     #[wasm_bindgen(js_name = isIdle)]
     pub fn is_idle(&self) -> bool {
-        match &self.core {
-            Core::Redis(e) => e.is_idle(),
-            Core::Data(e) => e.is_idle(),
-        }
+        self.core.get().is_idle()
     }
 
     /// Runs the timers due at `now` (early calls are harmless).
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now: f64) {
-        match &mut self.core {
-            Core::Redis(e) => e.handle_timeout(instant(now)),
-            Core::Data(e) => e.handle_timeout(instant(now)),
-        }
+        self.core.drive().handle_timeout(instant(now))
     }
 
     /// When (ms) `handleTimeout` next has work, or `undefined`.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&self) -> Option<f64> {
-        match &self.core {
-            Core::Redis(e) => e.poll_timeout(),
-            Core::Data(e) => e.poll_timeout(),
-        }
-        .map(convert::millis)
+        self.core.get().poll_timeout().map(convert::millis)
     }
 
     /// The next request as one flat array, or `undefined`: `[id, 0, n, argc₁, name₁, args₁…,
@@ -351,15 +351,53 @@ impl Engine {
         }
     }
 
-    /// The next event (`{ kind, ... }`, see `convert::event_to_js`), or `undefined`.
+    /// The next event (`{ kind, ... }`, see `convert::event_to_js`) with the `waiter` given to
+    /// [`Engine::wait`] for its op (taken), or `undefined`. A completion nobody waits for is
+    /// skipped, but a grant among them is released (the core's rule, see `Awaiting::claim`) and
+    /// `null` says so: the release's requests are queued, to perform after the events.
     #[wasm_bindgen(js_name = pollEvent)]
-    pub fn poll_event(&mut self) -> JsValue {
-        let (shapes, strings) = (&self.shapes, &mut self.strings);
-        match &mut self.core {
-            Core::Redis(e) => e.poll_event().map(|ev| convert::event_to_js(&neutral(ev), shapes, strings)),
-            Core::Data(e) => e.poll_event().map(|ev| convert::event_to_js(&ev, shapes, strings)),
+    pub fn poll_event(&mut self, now: f64) -> JsValue {
+        while let Some(ev) = self.core.drive().poll_event() {
+            let waiter = match &ev {
+                Event::Completed { op, outcome } => {
+                    match self.waiting.claim(self.core.drive(), instant(now), *op, outcome) {
+                        Claim::Waiter(w) => w,
+                        Claim::GaveBack { .. } => return JsValue::NULL,
+                        Claim::Nobody => continue,
+                    }
+                }
+                _ => JsValue::UNDEFINED,
+            };
+            return convert::event_to_js(&ev, &waiter, &self.shapes, &mut self.strings);
         }
-        .unwrap_or(JsValue::UNDEFINED)
+        JsValue::UNDEFINED
+    }
+
+    /// Records `waiter` (the driver's pending promise) as who waits for `op`.
+    pub fn wait(&mut self, op: f64, waiter: JsValue) {
+        self.waiting.wait(OpId(id_from_js(op)), waiter);
+    }
+
+    /// Takes every waiter (the client closed: each is failed).
+    #[wasm_bindgen(js_name = takeWaiters)]
+    pub fn take_waiters(&mut self) -> Vec<JsValue> {
+        self.waiting.take_all().collect()
+    }
+
+    /// `ALREADY_HELD` if the non-reentrant handle of `lock` holds a live lease (the core's
+    /// one-lease-per-owner rule); nothing is sent then.
+    #[wasm_bindgen(js_name = checkHold)]
+    pub fn check_hold(&self, now: f64, lock: &LockSpec) -> JsResult<()> {
+        let live = |id: LeaseId, _: &()| self.core.get().is_held(instant(now), id);
+        js(lock.holding.check(&lock.name, &lock.primitive, Owner::HANDLE, live))
+    }
+
+    /// Records `lease` as what the handle of `lock` holds; `ALREADY_HELD` (the caller gives
+    /// the lease back) if another acquire through the handle won first.
+    pub fn hold(&self, now: f64, lock: &mut LockSpec, lease: f64) -> JsResult<()> {
+        let live = |id: LeaseId, _: &()| self.core.get().is_held(instant(now), id);
+        let (id, p) = (LeaseId(id_from_js(lease)), &lock.primitive);
+        js(lock.holding.hold(&lock.name, p, Owner::HANDLE, id, (), live))
     }
 
     /// Hands back the results of request `id`: `[[err, value], ...]`, one per command (server
@@ -407,10 +445,7 @@ impl Engine {
     /// The subscriber connection dropped (grants may have been missed).
     #[wasm_bindgen(js_name = handleDisconnect)]
     pub fn handle_disconnect(&mut self, now: f64) {
-        match &mut self.core {
-            Core::Redis(e) => e.handle_disconnect(instant(now)),
-            Core::Data(e) => e.handle_disconnect(instant(now)),
-        }
+        self.core.drive().handle_disconnect(instant(now))
     }
 }
 
@@ -519,15 +554,12 @@ impl Engine {
 impl Engine {
     fn with(core: Core, plan: JsValue, client: connect::Connected, shapes: Shapes) -> Engine {
         let (strings, wire) = (StrCache::default(), wire::Wire::default());
-        Engine { core, client, shapes, strings, wire, stash: None, plan }
+        Engine { core, client, shapes, strings, wire, stash: None, plan, waiting: Awaiting::default() }
     }
 
     fn valid_until(&self, lease: f64) -> Option<Instant> {
         let lease = LeaseId(id_from_js(lease));
-        match &self.core {
-            Core::Redis(e) => e.lease_valid_until(lease),
-            Core::Data(e) => e.lease_valid_until(lease),
-        }
+        self.core.get().lease_valid_until(lease)
     }
 
     /// Hands the replies of request `id` to the engine.
@@ -574,4 +606,24 @@ pub fn make_error(code: &str, message: &str) -> JsValue {
         .find(|k| k.code() == code)
         .unwrap_or(lockgate_core::ErrorKind::Protocol);
     errors::to_js(&Error::new(kind, message))
+}
+
+/// How long process exit waits for open clients' releases (the core's one grace for every
+/// binding, `lockgate_core::exit::EXIT_GRACE`), in milliseconds.
+#[wasm_bindgen(js_name = exitGraceMs)]
+pub fn exit_grace_ms() -> f64 {
+    convert::duration_ms(lockgate_core::exit::EXIT_GRACE)
+}
+
+/// How long `client.close()` waits for its releases (`lockgate_core::driving::CLOSE_GRACE`), in ms.
+#[wasm_bindgen(js_name = closeGraceMs)]
+pub fn close_grace_ms() -> f64 {
+    convert::duration_ms(CLOSE_GRACE)
+}
+
+/// Leaving `lock.using(fn)` once its release answered `wasHeld`: `NOT_HELD` if the lease had
+/// been lost and no exception is already leaving (the core's rule, `lockgate_core::scope::leave`).
+#[wasm_bindgen(js_name = leaveScope)]
+pub fn leave_scope(name: &str, token: Option<u64>, was_held: bool, exception_in_flight: bool, lost: Option<String>) -> JsResult<()> {
+    js(lockgate_core::scope::leave(name, token, was_held, exception_in_flight, lost.as_deref()))
 }

@@ -17,12 +17,15 @@ pub mod backend;
 pub mod capabilities;
 pub mod connect;
 pub mod data;
+pub mod driving;
 pub mod engine;
 pub mod error;
 pub mod exit;
+pub mod holding;
 pub mod options;
 pub mod primitive;
 pub mod random;
+pub mod scope;
 pub mod time;
 
 #[cfg(feature = "tokio")]

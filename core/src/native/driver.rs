@@ -12,12 +12,13 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::lease_state::LeaseState;
 use super::message::{Acquired, Msg};
 use super::transport::{ReplyFuture, Transport};
+use crate::driving::{Awaiting, Claim, CLOSE_GRACE};
 use crate::engine::{Done, Event, LeaderInfo, LeaseId, LockEngine, OpId};
 use crate::error::{Error, Result};
 use crate::time::Instant;
 
 /// Longest time a shutdown waits for releases to reach the servers.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const SHUTDOWN_GRACE: std::time::Duration = CLOSE_GRACE;
 
 /// Who waits for an operation's outcome.
 enum Pending {
@@ -39,7 +40,7 @@ pub(crate) fn spawn<T: Transport>(
         engine,
         transport,
         origin: tokio::time::Instant::now(),
-        pending: HashMap::new(),
+        pending: Awaiting::default(),
         tickets: HashMap::new(),
         leases: HashMap::new(),
         in_flight: FuturesUnordered::new(),
@@ -52,7 +53,7 @@ struct Driver<T: Transport> {
     engine: LockEngine<T::Backend>,
     transport: T,
     origin: tokio::time::Instant,
-    pending: HashMap<OpId, Pending>,
+    pending: Awaiting<Pending>,
     /// The acquire each handle's ticket started (to cancel it when its future is dropped).
     tickets: HashMap<u64, OpId>,
     /// What every handle of a held lease watches.
@@ -129,7 +130,7 @@ impl<T: Transport> Driver<T> {
                 match self.engine.acquire_primitive(now, &name, &primitive, &options, wait) {
                     Ok(op) => {
                         self.tickets.insert(ticket, op);
-                        self.pending.insert(op, Pending::Acquire { ticket, reply });
+                        self.pending.wait(op, Pending::Acquire { ticket, reply });
                     }
                     Err(e) => {
                         let _ = reply.send(Err(e));
@@ -138,11 +139,11 @@ impl<T: Transport> Driver<T> {
             }
             Msg::Reacquire { lease, reply } => {
                 let op = self.engine.reacquire(now, lease);
-                self.pending.insert(op, Pending::Acquire { ticket: 0, reply });
+                self.pending.wait(op, Pending::Acquire { ticket: 0, reply });
             }
             Msg::Observe { name, reply } => match self.engine.observe_leader(now, &name) {
                 Ok(op) => {
-                    self.pending.insert(op, Pending::Observe { reply });
+                    self.pending.wait(op, Pending::Observe { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -157,11 +158,11 @@ impl<T: Transport> Driver<T> {
             }
             Msg::Release { lease, reply } => {
                 let op = self.engine.release(now, lease);
-                self.pending.insert(op, Pending::Release { lease, reply });
+                self.pending.wait(op, Pending::Release { lease, reply });
             }
             Msg::Extend { lease, duration, reply } => match self.engine.extend(now, lease, duration) {
                 Ok(op) => {
-                    self.pending.insert(op, Pending::Extend { lease, reply });
+                    self.pending.wait(op, Pending::Extend { lease, reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -205,17 +206,17 @@ impl<T: Transport> Driver<T> {
     /// watch says `Released` once the engine forgets it.
     fn give_back(&mut self, now: Instant, lease: LeaseId) {
         let op = self.engine.release(now, lease);
-        self.pending.insert(op, Pending::Release { lease, reply: None });
+        self.pending.wait(op, Pending::Release { lease, reply: None });
     }
 
     fn complete(&mut self, op: OpId, done: Done) {
         let now = self.now();
-        let Some(pending) = self.pending.remove(&op) else {
-            // Nobody waits for this op (a cancelled acquire that was granted anyway): undo it.
-            if let Done::Acquired { lease, .. } = done {
-                self.give_back(now, lease);
-            }
-            return;
+        // Nobody waits for this op (a cancelled acquire that was granted anyway): the core
+        // gives a grant back, and its release is tracked like any other.
+        let pending = match self.pending.claim(&mut self.engine, now, op, &done) {
+            Claim::Waiter(pending) => pending,
+            Claim::GaveBack { lease, release } => return self.pending.wait(release, Pending::Release { lease, reply: None }),
+            Claim::Nobody => return,
         };
         let unexpected = |what: &str, d: Done| Error::protocol(format!("unexpected outcome for {what}: {d:?}"));
         match pending {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::holder::Owner;
+use crate::holding::Owner;
 use super::lease::Lease;
 use crate::error::{Error, ErrorKind, Result};
 

@@ -128,12 +128,12 @@ impl Lease {
             return Ok(());
         }
         let released = self.release().await;
-        if exception_in_flight || released? {
-            return Ok(());
+        if exception_in_flight {
+            return Ok(()); // the exception leaving the scope is the caller's to see, not a release failure
         }
-        Err(self.lost_reason().unwrap_or_else(|| {
-            Error::new(ErrorKind::NotHeld, "the lease had expired or been taken over before the block ended")
-        }))
+        let was_held = released?;
+        let lost = self.lost_reason().map(|e| e.message().to_owned());
+        crate::scope::leave(self.name(), self.fencing_token(), was_held, exception_in_flight, lost.as_deref())
     }
 
     /// Resolves with the reason when the lease is lost (renewal refused, deleted behind our

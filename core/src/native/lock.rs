@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use super::client::{closed, Client};
-use super::holder::{Holder, Owner};
+use super::holder::Holder;
+use crate::holding::Owner;
 use super::lease::Lease;
 use super::message::{Acquired, Msg};
 use crate::capabilities::Capability;
@@ -274,12 +275,12 @@ impl Lock {
         }
         // Non-reentrant: refuse before sending anything, and stop waiting if the same owner
         // wins through a clone.
-        self.holder.check(&self.name, self.owner)?;
-        let lease = self.holder.race(&self.name, self.owner, self.run_fresh(wait, cancel)).await?;
+        self.holder.check(&self.name, &self.primitive, self.owner)?;
+        let lease = self.holder.race(&self.name, &self.primitive, self.owner, self.run_fresh(wait, cancel)).await?;
         match lease {
             Some(mut l) => {
                 // On a lost race the new lease is dropped here, which gives it back.
-                self.holder.hold(&self.name, self.owner, l.id, l.state.clone())?;
+                self.holder.hold(&self.name, &self.primitive, self.owner, l.id, l.state.clone())?;
                 l.holder = Some(self.holder.clone());
                 Ok(Some(l))
             }

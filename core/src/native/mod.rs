@@ -22,7 +22,7 @@ pub(crate) mod transport;
 
 pub use cancel::{CancelWaits, Cancelled, WaitGuard};
 pub use client::Client;
-pub use holder::Owner;
+pub use crate::holding::Owner;
 pub use holds::Holds;
 pub use lease::Lease;
 pub use lease_state::AtRiskSpells;

@@ -1,5 +1,6 @@
 package io.lockgate;
 
+import io.lockgate.internal.Bridge;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -15,8 +16,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * most {@link #DEADLINE_MS}; a close by the owner meanwhile is the same close (no self-wait).
  */
 final class ExitCleanup {
-    /** How long the hook waits for the releases to reach the servers. */
-    static final long DEADLINE_MS = 1500;
+    /** How long the hook waits for the releases to reach the servers: the core's one exit grace. */
+    static final long DEADLINE_MS = Bridge.exitGraceMs();
 
     private static final Set<LockgateClient> OPEN = ConcurrentHashMap.newKeySet();
     private static final AtomicBoolean INSTALLED = new AtomicBoolean();

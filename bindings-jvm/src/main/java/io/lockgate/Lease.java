@@ -168,10 +168,10 @@ public final class Lease implements AutoCloseable {
         }
         boolean wasHeld = release(); // a failure disposes of it: renewal stops, the core retries the release
         dispose(!wasHeld);
-        if (!wasHeld) {
-            LockException reason = closedLossReason;
-            throw new LockNotHeldException("lock '" + name + "'" + tokenLabel()
-                + " was no longer held when its lease was closed" + (reason == null ? "" : ": " + reason.getMessage()), false);
+        LockException reason = closedLossReason;
+        Failure lost = Bridge.leaveScope(name, token, wasHeld, reason == null ? null : reason.getMessage());
+        if (lost != null) {
+            throw Errors.fromFailure(lost);
         }
     }
 

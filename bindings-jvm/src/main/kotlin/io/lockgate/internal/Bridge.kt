@@ -183,6 +183,15 @@ object Bridge {
     @JvmStatic
     fun shutdown(client: NativeClient): Op<Void?> = op { client.shutdown(); null }
 
+    /** How long exit cleanup waits for the releases, in ms: the core's one grace. */
+    @JvmStatic
+    fun exitGraceMs(): Long = io.lockgate.internal.ffi.exitGraceMs()
+
+    /** The core's rule for closing a lease that answered `wasHeld`: the failure to throw, or null. */
+    @JvmStatic
+    fun leaveScope(name: String, fencingToken: Long, wasHeld: Boolean, lost: String?) =
+        io.lockgate.internal.ffi.leaveScope(name, fencingToken, wasHeld, lost)
+
     /** Panics inside the native library, synchronously (tests prove the JVM survives). */
     @JvmStatic
     fun debugPanic(message: String) = io.lockgate.internal.ffi.debugPanic(message)
