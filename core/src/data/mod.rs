@@ -6,17 +6,18 @@
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
 //! data; each in its backend's folder, e.g.
-//! [`crate::zookeeper::data`]) and one arm of [`connect`]. The single-server and Cluster Redis backends keep their
-//! typed engines in the Node binding (its lean RESP socket hands the core bytes, not values);
-//! nothing stops them from joining too.
+//! [`crate::zookeeper::data`]) and one arm of [`connect`]; one whose protocol the core speaks to
+//! the byte on a binding's own socket also offers a [`Wire`] (Redis's RESP).
 
 mod value;
+mod wire;
 
 pub use value::Data;
+pub use wire::{Encoded, Wire};
 
 use crate::connect::{self, ClientOptions};
 use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
@@ -31,20 +32,19 @@ pub struct Connected {
 }
 
 /// The data engine of the backend `options`' URL selects, with its transport plan (`options`
-/// already validated for that backend); `None` for the backends bindings drive through their
-/// typed engines (Redis, Redis Cluster).
+/// already validated for that backend); `None` for a backend without a data form.
 pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Option<Connected>> {
     match options.backend()? {
+        connect::Backend::Redis | connect::Backend::RedisCluster => crate::redis::data::connect(options, rng).map(Some),
         connect::Backend::ZooKeeper => crate::zookeeper::data::connect(options, rng).map(Some),
         connect::Backend::Redlock => crate::redlock::data::connect(options, rng).map(Some),
         connect::Backend::Etcd => crate::etcd::data::connect(options, rng).map(Some),
         connect::Backend::Postgres | connect::Backend::MySql => crate::sql::data::connect(options, rng).map(Some),
-        _ => Ok(None),
     }
 }
 
 /// An event with its outcome in the backend-neutral [`Done`], for drivers written once for every
-/// backend (a data engine's events; the Node binding's typed Redis engine's too).
+/// backend (a data engine's events).
 pub fn neutral<O: Into<Done>>(ev: Event<O>) -> Event<Done> {
     match ev {
         Event::Completed { op, outcome } => Event::Completed { op, outcome: outcome.into() },
@@ -69,6 +69,23 @@ pub trait DataBackend: Backend {
 
     /// A pushed notice as the backend's notice; `None` for data that is none.
     fn notice_from_data(notice: &Data) -> Option<Self::Notice<'_>>;
+
+    /// The byte wire of a connection the binding owns, where the core speaks the backend's
+    /// protocol itself (see [`Wire`]); `None` (the default) where a client library does.
+    fn wire() -> Option<Box<dyn Wire>> {
+        None
+    }
+
+    /// What a failure the transport's client library reported means (`server_reply`: it is the
+    /// server's own error reply): by default `PROTOCOL` for a server's reply, else `CONNECTION`.
+    fn transport_error(message: &str, server_reply: bool) -> Error {
+        failure(message, server_reply)
+    }
+}
+
+/// The default reading of a transport's failure (see [`DataBackend::transport_error`]).
+fn failure(message: &str, server_reply: bool) -> Error {
+    Error::new(if server_reply { ErrorKind::Protocol } else { ErrorKind::Connection }, message)
 }
 
 /// The driving contract of [`LockEngine`] (see there) with backend-neutral types: requests as
@@ -110,6 +127,14 @@ pub trait DynEngine {
     fn handle_failure(&mut self, now: Instant, id: RequestId, error: Error);
     /// A notice the server pushed, as data; data that is no notice is ignored.
     fn handle_notice(&mut self, now: Instant, notice: &Data);
+    /// A fresh byte wire for a connection the binding owns (see [`DataBackend::wire`]).
+    fn wire(&self) -> Option<Box<dyn Wire>> {
+        None
+    }
+    /// See [`DataBackend::transport_error`].
+    fn transport_error(&self, message: &str, server_reply: bool) -> Error {
+        failure(message, server_reply)
+    }
 }
 
 impl<B> DynEngine for LockEngine<B>
@@ -189,5 +214,13 @@ where
         if let Some(n) = B::notice_from_data(notice) {
             LockEngine::handle_notice(self, now, n);
         }
+    }
+
+    fn wire(&self) -> Option<Box<dyn Wire>> {
+        B::wire()
+    }
+
+    fn transport_error(&self, message: &str, server_reply: bool) -> Error {
+        B::transport_error(message, server_reply)
     }
 }

@@ -8,9 +8,12 @@
 //! - [`keys`], [`target`]: the key layout and what one lock is on the wire;
 //! - [`mutex`], [`holders`], [`redlock`], [`script`]: the Lua scripts;
 //! - [`reply`]: reply shapes and their parsing;
-//! - [`resp`]: the RESP2 byte codec, for drivers that own their socket.
+//! - [`resp`]: the RESP2 byte codec, for drivers that own their socket;
+//! - [`data`], [`wire`]: requests, replies and notices as plain data, and as the bytes of a
+//!   binding's own socket (the Node binding).
 
 pub mod backend;
+pub mod data;
 pub mod holders;
 pub mod keys;
 pub mod mutex;
@@ -20,6 +23,7 @@ pub mod request;
 pub mod resp;
 pub mod script;
 pub mod target;
+pub mod wire;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;
 

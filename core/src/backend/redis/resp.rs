@@ -26,17 +26,20 @@ pub const MAX_LEN: usize = 512 * 1024 * 1024;
 
 /// Appends each command of a pipeline to `out` as a RESP array of bulk strings.
 pub fn encode(commands: &[Command], out: &mut Vec<u8>) {
-    let mut args: Vec<BorrowedFrame<'_>> = Vec::new();
     for c in commands {
-        args.clear();
-        args.extend(c.0.iter().map(|a| BorrowedFrame::BulkString(a)));
-        let frame = BorrowedFrame::Array(&args);
-        let start = out.len();
-        out.resize(start + frame.encode_len(false), 0);
-        // The buffer was sized by the frame's own `encode_len`, and bulk strings and arrays
-        // have no invalid values: encoding cannot fail.
-        encode_borrowed(&mut out[start..], &frame, false).expect("RESP buffer sized for the frame");
+        encode_command(c.0.iter().map(Vec::as_slice), out);
     }
+}
+
+/// Appends one command, given as its arguments' bytes, to `out` as a RESP array of bulk strings.
+pub fn encode_command<'a>(args: impl IntoIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
+    let args: Vec<BorrowedFrame<'_>> = args.into_iter().map(BorrowedFrame::BulkString).collect();
+    let frame = BorrowedFrame::Array(&args);
+    let start = out.len();
+    out.resize(start + frame.encode_len(false), 0);
+    // The buffer was sized by the frame's own `encode_len`, and bulk strings and arrays have no
+    // invalid values: encoding cannot fail.
+    encode_borrowed(&mut out[start..], &frame, false).expect("RESP buffer sized for the frame");
 }
 
 /// The reply at the start of `buf` and the bytes it took, `None` if it has not fully arrived,
