@@ -7,13 +7,10 @@
 // expiry or queue decision is made here.
 //
 // A transport (lib/transport/<backend>.js) performs requests and hands back what came of them:
-// `perform(req)` with `req` flat as `[id, 0, n, argc, name, ...args, ...]` (see pollRequest in
-// src/lib.rs), answered through `replied`, `failed` or `input`; optionally `performRequests()`
-// instead (it polls the engine itself); `holdOpen()` and `close()` for shutdown. The engine of
-// every backend but single-server and cluster Redis speaks plain data (`engine.speaksData`):
-// `perform(req)` then gets a plain object `{ id, ... }`, answered through `answer(id, reply)`
-// (or `failed`), and the transport hands pushed notices to `notice(data)`; the forms are the
-// core's (lockgate_core::erased::<backend>).
+// `perform(req)` with a plain object `{ id, ... }`, answered through `answer(id, reply)` or
+// `failed(id, err)`, and it hands pushed notices to `notice(data)`; the forms are the core's
+// (lockgate_core::<backend>::data). Optionally `performRequests()` instead (it polls the engine
+// itself, e.g. for its bytes); `holdOpen()` and `close()` for shutdown.
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
@@ -83,8 +80,6 @@ class Driver {
   /** @param {import('../pkg/lockgate_node').Engine} engine */
   constructor(engine) {
     this.engine = engine;
-    /** Whether the engine's requests are plain objects (pollData) rather than flat arrays. */
-    this.speaksData = engine.speaksData;
     /** Set by connect() once the transport is open. */
     this.transport = null;
     /** lease id -> LeaseSignals of a lease the engine holds */
@@ -191,17 +186,10 @@ class Driver {
     return this.closing === null || !this.closing.done;
   }
 
-  /** The reply value of a one-command request (the fast path: no closure, no wrapping). */
-  replied(id, value) {
-    if (!this.accepting) return;
-    this.engine.handleValue(now(), id, value);
-    this.pump();
-  }
-
-  /** What the one command of request `id` was rejected with (a server or transport error). */
+  /** The transport error that prevented any answer to request `id` (a LockError keeps its code). */
   failed(id, err) {
     if (!this.accepting) return;
-    this.engine.handleError(now(), id, err);
+    this.engine.handleError(now(), id, err, false);
     this.pump();
   }
 
@@ -249,11 +237,7 @@ class Driver {
     if (t === null) return;
     if (t.performRequests) return t.performRequests();
     let req;
-    if (this.speaksData) {
-      while ((req = this.engine.pollData()) !== undefined) t.perform(req);
-      return;
-    }
-    while ((req = this.engine.pollRequest()) !== undefined) t.perform(req);
+    while ((req = this.engine.pollData()) !== undefined) t.perform(req);
   }
 
   deliver(ev) {

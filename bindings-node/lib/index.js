@@ -6,7 +6,8 @@
 const wasm = require('./wasm');
 const errors = require('./errors');
 const { Driver, SHAPES, now } = require('./driver');
-const redis = require('./transport/redis');
+const fs = require('node:fs');
+const path = require('node:path');
 
 const { invalid, makeError } = errors;
 const INTERNAL = Symbol('lockgate.internal');
@@ -14,24 +15,40 @@ const INTERNAL = Symbol('lockgate.internal');
 const FREE = Symbol('lockgate.free');
 
 /**
- * Connects to the backend the URL's scheme picks (or to a caller's ioredis client, Cluster, or
- * array of clients as Redlock masters, left open by `close()`) and returns a Client.
+ * The transport modules that take a caller's own connection (those exporting `describe`: what
+ * the connection stands for, and `GIVEN`: what they take, for messages), loaded on first use.
+ */
+let takers;
+function transportsTakingConnections() {
+  if (takers === undefined) {
+    const dir = path.join(__dirname, 'transport');
+    takers = fs
+      .readdirSync(dir)
+      .map((file) => require(path.join(dir, file)))
+      .filter((t) => typeof t.describe === 'function');
+  }
+  return takers;
+}
+
+/**
+ * Connects to the backend the URL's scheme picks (or to a caller's own connection that a
+ * transport takes, left open by `close()`) and returns a Client.
  */
 async function connect(target, options) {
   const given = typeof target === 'string' ? undefined : target;
-  const described = given === undefined ? undefined : redis.describe(given);
-  if (given !== undefined && described === undefined) {
-    throw invalid(
-      'connect() takes a URL (redis://, rediss://, redis+cluster://, redlock://, ...), an ioredis client, ' +
-        'an ioredis Cluster, or an array of ioredis clients (Redlock masters)',
-    );
+  let transport;
+  let described;
+  if (given !== undefined) {
+    const takers = transportsTakingConnections();
+    transport = takers.find((t) => (described = t.describe(given, options)) !== undefined);
+    if (transport === undefined) throw invalid(`connect() takes a URL, ${takers.map((t) => t.GIVEN).join(', ')}`);
   }
   // The core parses the URL, checks and defaults every option and builds the backend's engine.
   const engine = wasm.Engine.connect(given === undefined ? target : undefined, options, described, SHAPES);
   const plan = engine.plan;
   const driver = new Driver(engine);
   try {
-    const transport = given === undefined ? require(`./transport/${plan.transport}`) : redis;
+    if (transport === undefined) transport = require(`./transport/${plan.transport}`);
     driver.transport = await transport.open(driver, plan, given, options || {});
   } catch (err) {
     engine.free();

@@ -1,11 +1,12 @@
 //! `connect(target, options)`'s rules, all from the core (core/src/connect): the URL's scheme
 //! picks the backend, every option is handed to the core's one setter under its JS name
 //! ([`ClientOptions::set`] with [`Spelling::JS`]) and checked there (the transport's plan of
-//! what to open is the core's too: `lockgate_core::data`). Only `redisOptions` (ioredis's own
-//! options) and the nesting of `replicaAcks: { replicas, timeoutMs }` are this binding's.
+//! what to open is the core's too: `lockgate_core::data`). Only a transport's own options
+//! (`<transport>Options`, e.g. `redisOptions`: ioredis's) and the nesting of `replicaAcks: {
+//! replicas, timeoutMs }` are this binding's.
 
 use js_sys::{Array, Object, Reflect};
-use lockgate_core::connect::{redlock_url, Backend, ClientOptions, OptionValue, Spelling};
+use lockgate_core::connect::{redlock_url, ClientOptions, OptionValue, Spelling};
 use lockgate_core::options::MAX_DURATION;
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, Result};
@@ -17,7 +18,8 @@ use crate::convert::{self, set};
 /// What the core made of a target and its options.
 pub struct Connected {
     pub options: ClientOptions,
-    pub backend: Backend,
+    /// The key of the transport's own options (`<transport>Options`), if given.
+    pub transport_options: Option<String>,
 }
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
@@ -41,35 +43,30 @@ fn value(key: &str, v: &JsValue) -> Result<OptionValue> {
     })
 }
 
-/// Parses `url` (a string) — or, for a caller's ioredis connection(s), `given`: `{ servers:
-/// ['redis://host:port/db', ...], backend: 'redis' | 'redis+cluster' | 'redlock',
-/// commandTimeoutMs }` — with connect()'s `options`, by the core's rules.
+/// Parses `url` (a string) — or, for a caller's own connection(s), `given`: `{ url,
+/// commandTimeoutMs }` as its transport described it (`url` a list for several servers, made
+/// one URL by the core's grammar) — with connect()'s `options`, by the core's rules.
 pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Connected> {
     let spelling = &Spelling::JS;
     let url = match url.as_string() {
         Some(u) => u,
-        None if given.is_object() => {
-            let servers: Vec<String> =
-                Array::from(&get(given, "servers")).iter().filter_map(|s| s.as_string()).collect();
-            match get(given, "backend").as_string().as_deref() {
-                Some("redlock") => redlock_url(&servers)?,
-                Some("redis+cluster") => servers[0].replacen("redis", "redis+cluster", 1),
-                _ => servers[0].clone(),
-            }
-        }
+        None if given.is_object() => match get(given, "url") {
+            url if url.is_string() => url.as_string().unwrap_or_default(),
+            urls => redlock_url(&Array::from(&urls).iter().filter_map(|s| s.as_string()).collect::<Vec<_>>())?,
+        },
         None => return Err(Error::invalid("connect() takes a URL string")),
     };
     let mut o = ClientOptions::new(url);
-    let mut redis_options = JsValue::UNDEFINED;
+    let (mut transport_options, mut own) = (None, JsValue::UNDEFINED);
     let mut given_keys = Vec::new();
     for (key, v) in convert::option_entries("client option", options, None)? {
         given_keys.push(key.clone());
         match key.as_str() {
-            "redisOptions" => {
+            k if k.ends_with("Options") => {
                 if !v.is_object() || Array::is_array(&v) || v.is_function() {
-                    return Err(Error::invalid("redisOptions must be an object of ioredis options"));
+                    return Err(Error::invalid(format!("{k} must be an object of its transport's options")));
                 }
-                redis_options = v;
+                (transport_options, own) = (Some(key.clone()), v);
             }
             "replicaAcks" if !v.is_null() => {
                 let entries = convert::option_entries("replicaAcks", &v, Some(&["replicas", "timeoutMs"]))?;
@@ -81,11 +78,6 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
                     o.set(&k, value(&k, &v)?, spelling)?;
                 }
             }
-            "cluster" if given.is_object() => {
-                return Err(Error::invalid(
-                    "the cluster option is for URLs; an ioredis client is a Cluster or not by itself",
-                ))
-            }
             _ => o.set(&key, value(&key, &v)?, spelling)?,
         }
     }
@@ -95,25 +87,31 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
         let own = get(given, "commandTimeoutMs").as_f64().filter(|ms| *ms > 0.0);
         o.response_timeout = own.map_or(MAX_DURATION, |ms| Duration::from_millis(ms.ceil() as u64));
     } else {
-        // A connection this package opens takes ioredis's own timeouts where ours are not given.
+        // A connection this package opens takes its client library's own timeouts (in its
+        // options, e.g. ioredis's) where ours are not given.
         for (ours, theirs) in [("connectTimeoutMs", "connectTimeout"), ("commandTimeoutMs", "commandTimeout")] {
-            let v = get(&redis_options, theirs);
+            let v = get(&own, theirs);
             if !given_keys.iter().any(|k| k == ours) && !v.is_undefined() {
-                o.set(ours, value(&format!("redisOptions.{theirs}"), &v)?, spelling)?;
+                let key = format!("{}.{theirs}", transport_options.as_deref().unwrap_or_default());
+                o.set(ours, value(&key, &v)?, spelling)?;
             }
         }
     }
     o.validate_as(spelling)?;
-    let target = o.target()?;
-    let backend = o.backend()?;
-    if !redis_options.is_undefined() && !matches!(backend, Backend::Redis | Backend::RedisCluster | Backend::Redlock) {
-        return Err(Error::invalid(format!("redisOptions are ioredis options, for Redis URLs; not for {}", backend.name())));
+    Ok(Connected { options: o, transport_options })
+}
+
+impl Connected {
+    /// `Err` if connect() was given another transport's options than `transport`'s (the plan's).
+    pub fn check_transport(&self, transport: &str) -> Result<()> {
+        match &self.transport_options {
+            Some(key) if *key != format!("{transport}Options") => {
+                let backend = self.options.backend()?;
+                Err(Error::invalid(format!("{key} are another transport's options; not for {}", backend.name())))
+            }
+            _ => Ok(()),
+        }
     }
-    // Not (yet) among the core's rules: a cluster has database 0 only (SELECT is refused there).
-    if backend == Backend::RedisCluster && target.servers()[0].endpoint().db != 0 {
-        return Err(Error::invalid("a Redis Cluster has only database 0: remove the database from the URL"));
-    }
-    Ok(Connected { options: o, backend })
 }
 
 impl Connected {

@@ -1,17 +1,14 @@
-//! Plain conversions between JavaScript values and the engine's data: options in, requests and
-//! events out, ioredis replies and errors in. No lock logic lives here.
+//! Plain conversions between JavaScript values and the engine's: options in, events out. No lock
+//! logic lives here (and no backend: requests, replies and notices are `data.rs`'s).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Object, Reflect};
 use lockgate_core::connect::{ClientOptions, Spelling};
 use lockgate_core::engine::{Done, LeaderInfo, LeaseId, OpId, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
-use lockgate_core::redis::reply::{self, Reply};
-use lockgate_core::redis::{Request, RequestKind};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::{Error, ErrorKind, Event, LockOptions, Result};
+use lockgate_core::{Error, Event, LockOptions, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -243,85 +240,16 @@ extern "C" {
     fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue, waiter: &JsValue) -> JsValue;
 }
 
-/// JavaScript strings for byte strings the engine sends again and again (command names, script
-/// digests, keys, channels, tokens between acquire and release): each is decoded once.
+/// JavaScript strings for the event kinds, each made once (a string crossing into JavaScript is
+/// decoded there every time).
 #[derive(Default)]
 pub struct StrCache {
-    map: HashMap<Box<[u8]>, JsValue, BuildHasherDefault<Fx>>,
-}
-
-/// An Fx-style word-at-a-time hash: the cache's keys are short and a collision only costs a
-/// comparison, so SipHash's cost buys nothing here.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut h = self.0;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().expect("8-byte chunk"));
-            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-        self.0 = h;
-    }
+    map: HashMap<&'static str, JsValue>,
 }
 
 impl StrCache {
-    const MAX_ENTRIES: usize = 1024;
-
-    /// The argument as a JS string when it is UTF-8 (all of lockgate's are), else a Uint8Array.
-    fn arg(&mut self, bytes: &[u8]) -> JsValue {
-        if let Some(v) = self.map.get(bytes) {
-            return v.clone();
-        }
-        let v = match std::str::from_utf8(bytes) {
-            Ok(s) => JsValue::from_str(s),
-            Err(_) => return Uint8Array::from(bytes).into(),
-        };
-        if self.map.len() >= Self::MAX_ENTRIES {
-            self.map.clear();
-        }
-        self.map.insert(bytes.into(), v.clone());
-        v
-    }
-
-    fn str(&mut self, s: &str) -> JsValue {
-        self.arg(s.as_bytes())
-    }
-}
-
-/// The driver's view of a Redis request, as one flat array (handed over in a single boundary
-/// crossing, with no nested arrays to build): `[id, 0, n, argc₁, name₁, args₁…, argc₂, …]` for
-/// a pipeline of `n` commands, `[id, 0, -1, channel]` for a subscription, `[id, 0, -2,
-/// description]` for a kind this binding does not know (the driver fails it).
-pub fn request_to_js(r: &Request, cache: &mut StrCache) -> Vec<JsValue> {
-    let id = JsValue::from_f64(id_to_js(r.id.0));
-    match &r.kind {
-        RequestKind::Pipeline(commands) => {
-            let len = 3 + commands.iter().map(|c| 1 + c.0.len()).sum::<usize>();
-            let mut out = Vec::with_capacity(len);
-            out.push(id);
-            out.push(JsValue::from_f64(0.0));
-            out.push(JsValue::from_f64(commands.len() as f64));
-            for c in commands {
-                out.push(JsValue::from_f64(c.0.len() as f64));
-                out.extend(c.0.iter().map(|a| cache.arg(a)));
-            }
-            out
-        }
-        RequestKind::Subscribe(channel) => {
-            vec![id, JsValue::from_f64(0.0), JsValue::from_f64(-1.0), cache.str(channel)]
-        }
-        other => vec![id, JsValue::from_f64(0.0), JsValue::from_f64(-2.0), JsValue::from_str(&format!("{other:?}"))],
+    fn str(&mut self, s: &'static str) -> JsValue {
+        self.map.entry(s).or_insert_with(|| JsValue::from_str(s)).clone()
     }
 }
 
@@ -337,7 +265,7 @@ struct EventFields<'a> {
 }
 
 impl EventFields<'_> {
-    fn to_js(&self, kind: &str, waiter: &JsValue, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
+    fn to_js(&self, kind: &'static str, waiter: &JsValue, shapes: &Shapes, cache: &mut StrCache) -> JsValue {
         let id = |x: Option<u64>| x.map_or(JsValue::UNDEFINED, |x| JsValue::from_f64(id_to_js(x)));
         shapes.event(
             &cache.str(kind),
@@ -400,135 +328,15 @@ fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, waiter: &JsValue, shape
     }
 }
 
-/// Bytes of a channel or payload given as a string or a Buffer.
-pub fn bytes(v: &JsValue) -> Option<Vec<u8>> {
-    if let Some(s) = v.as_string() {
-        return Some(s.into_bytes());
-    }
-    v.dyn_ref::<Uint8Array>().map(|b| b.to_vec())
-}
-
-const MAX_DEPTH: usize = 32;
-
-/// One ioredis reply value as an engine [`Reply`]. Bulk strings arrive as strings (or Buffers),
-/// integers as numbers; an integer beyond 2^53 has lost precision and is refused.
-fn reply_from_js(v: &JsValue, depth: usize) -> Reply {
-    // Most frequent first: integers (flags, TTLs), then bulk strings.
-    if let Some(n) = v.as_f64() {
-        return if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
-            Reply::Int(n as i64)
-        } else {
-            Reply::Other(format!("number {n} (not an integer below 2^53)"))
-        };
-    }
-    if let Some(s) = v.as_string() {
-        return Reply::Data(s.into_bytes());
-    }
-    if let Some(a) = v.dyn_ref::<Array>() {
-        if depth >= MAX_DEPTH {
-            return Reply::Other("array nested too deeply".into());
-        }
-        return Reply::Array(a.iter().map(|x| reply_from_js(&x, depth + 1)).collect());
-    }
-    if v.is_null() || v.is_undefined() {
-        return Reply::Nil;
-    }
-    if let Some(b) = v.dyn_ref::<Uint8Array>() {
-        return Reply::Data(b.to_vec());
-    }
-    if v.is_bigint() {
-        return match i64::try_from(v.clone()) {
-            Ok(i) => Reply::Int(i),
-            Err(_) => Reply::Other("integer outside 64 bits".into()),
-        };
-    }
-    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
-        return Reply::Error(e.message().into());
-    }
-    Reply::Other(v.js_typeof().as_string().unwrap_or_else(|| "unknown".into()))
-}
-
-fn error_message(err: &JsValue) -> String {
+/// The message of what a transport threw (an `Error`, else the value described).
+pub fn error_message(err: &JsValue) -> String {
     if let Some(e) = err.dyn_ref::<js_sys::Error>() {
         return e.message().into();
     }
     err.as_string().unwrap_or_else(|| format!("non-Error value thrown ({})", describe(err)))
 }
 
-fn is_reply_error(err: &JsValue) -> bool {
-    Reflect::get(err, &"name".into()).ok().and_then(|n| n.as_string()).is_some_and(|n| n == "ReplyError")
-}
-
-/// A server error reply (ioredis `ReplyError`, or one parsed by `wire.rs`) that must fail the
-/// whole request rather than stay in place as [`Reply::Error`]: refused credentials and an
-/// unavailable server.
-pub(crate) fn request_level(message: &str) -> Option<ErrorKind> {
-    if reply::is_auth_refused(message) {
-        Some(ErrorKind::Authentication)
-    } else if reply::is_transient_error(message) {
-        // The core's list (PROTOCOL.md §4): BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, ...
-        Some(ErrorKind::Connection)
-    } else {
-        None
-    }
-}
-
-/// An error the Redis client threw (connect failure, closed connection, command timeout, or a
-/// server error outside a pipeline) as a lockgate error.
-pub fn client_error(err: &JsValue) -> Error {
-    let message = error_message(err);
-    let kind = if is_reply_error(err) {
-        request_level(&message).unwrap_or(ErrorKind::Protocol)
-    } else if reply::mentions_auth_refused(&message) {
-        ErrorKind::Authentication
-    } else {
-        ErrorKind::Connection
-    };
-    Error::new(kind, message)
-}
-
-/// The successful reply of a one-command request (the driver's fast path: no `[[null, value]]`
-/// wrapping to build and unpack).
-pub fn single_result(value: &JsValue) -> Result<Vec<Reply>> {
-    Ok(vec![reply_from_js(value, 0)])
-}
-
-/// ioredis pipeline results `[[err, value], ...]` as one reply per command. A transport error on
-/// any command fails the whole request (the engine then treats every command as unanswered).
-pub fn pipeline_results(results: &JsValue) -> Result<Vec<Reply>> {
-    let Some(items) = results.dyn_ref::<Array>() else {
-        return Err(Error::protocol(format!("pipeline results must be an array, got {}", describe(results))));
-    };
-    let mut out = Vec::with_capacity(items.length() as usize);
-    for item in items.iter() {
-        let Some(pair) = item.dyn_ref::<Array>() else {
-            return Err(Error::protocol("each pipeline result must be [error, value]"));
-        };
-        let err = pair.get(0);
-        if err.is_null() || err.is_undefined() {
-            out.push(reply_from_js(&pair.get(1), 0));
-        } else {
-            out.push(single_error(&err)?);
-        }
-    }
-    Ok(out)
-}
-
 /// Sets a plain data property on a fresh object (which cannot fail).
 pub fn set(obj: &Object, key: &str, value: JsValue) {
     let _ = Reflect::set(obj, &JsValue::from_str(key), &value);
-}
-
-/// What ioredis rejected a one-command request with, as the engine's one reply: a server error
-/// reply stays a reply (`NOSCRIPT` is the engine's to handle), except refused credentials and
-/// an unavailable server, which fail the request like transport errors do.
-pub fn single_error(err: &JsValue) -> Result<Reply> {
-    if is_reply_error(err) {
-        let message = error_message(err);
-        if let Some(kind) = request_level(&message) {
-            return Err(Error::new(kind, message));
-        }
-        return Ok(Reply::Error(message));
-    }
-    Err(client_error(err))
 }

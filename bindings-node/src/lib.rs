@@ -1,58 +1,31 @@
-//! The Node binding's WebAssembly half: lockgate's sans-IO engines exported to JavaScript as ONE
-//! `Engine` class, whatever the backend (Redis single or Cluster, Redlock, ZooKeeper). The
-//! JavaScript driver (`lib/driver.js`) follows the engines' driving contract: it feeds inputs with
+//! The Node binding's WebAssembly half: lockgate's sans-IO engine exported to JavaScript as ONE
+//! `Engine` class, whatever the backend: the core's data engine (`lockgate_core::data`), whose
+//! requests, replies and notices are plain data, converted once by `data.rs`. The JavaScript
+//! driver (`lib/driver.js`) follows the engine's driving contract: it feeds inputs with
 //! `performance.now()` timestamps, hands each request to its backend's transport
 //! (`lib/transport/<name>.js`), gives the replies back by request id, delivers events and keeps one
 //! timer at `pollTimeout()`. Every export converts arguments, calls the core and maps errors
-//! through [`errors::to_js`]; nothing here decides anything about locks.
+//! through [`errors::to_js`]; nothing here decides anything about locks, nor names a backend.
 
 mod connect;
 mod convert;
 mod data;
 mod errors;
 mod random;
-mod wire;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
-use lockgate_core::data::DynEngine;
+use lockgate_core::data::{Data, DynEngine, Encoded, Wire};
 use lockgate_core::holding::{Holding, Owner};
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::{EngineConfig, Request, RequestKind};
 use lockgate_core::time::Instant;
-use lockgate_core::{Backend, Capability, Error, Event, LockOptions, Primitive, Result};
+use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
+use js_sys::Reflect;
 use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
-
-/// The core engine of one client: the typed Redis engine (single server or Cluster: its
-/// pipelines go to the lean RESP socket as bytes, or to ioredis as flat arrays), or, for every
-/// other backend, one type-erased engine whose requests, replies and notices are plain data
-/// (`lockgate_core::data`), converted by `data.rs`: a new backend adds nothing here.
-enum Core {
-    Redis(Box<lockgate_core::redis::Engine>),
-    Data(Box<dyn DynEngine>),
-}
-
-impl Core {
-    /// The engine's driving contract, the same for both.
-    fn drive(&mut self) -> &mut dyn Drive {
-        match self {
-            Core::Redis(e) => e.as_mut(),
-            Core::Data(e) => e,
-        }
-    }
-
-    fn get(&self) -> &dyn Drive {
-        match self {
-            Core::Redis(e) => e.as_ref(),
-            Core::Data(e) => e,
-        }
-    }
-}
 
 /// A validated lock name, its primitive and its options, made once per handle
 /// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each
@@ -189,16 +162,18 @@ impl LockSpec {
 /// times are `performance.now()` milliseconds.
 #[wasm_bindgen]
 pub struct Engine {
-    core: Core,
+    core: Box<dyn DynEngine>,
     /// What the core made of connect()'s target and options (rules for every handle).
     client: connect::Connected,
     shapes: Shapes,
     strings: StrCache,
-    /// The RESP codec of the lean Redis transport (`pollWireRequests`, `handleWireData`).
-    wire: wire::Wire,
-    /// A request `pollWireRequests` took from the engine but could not put in its batch (a
-    /// subscribe after pipelines): handed out by the next call.
-    stash: Option<Request>,
+    /// The byte wire of a connection the transport owns, where the backend has one
+    /// (`pollWire`, `handleWireData`), and its encoding buffer, reused between batches.
+    wire: Option<Box<dyn Wire>>,
+    out: Vec<u8>,
+    /// A request `pollWire` took from the engine but could not put in its batch (one that
+    /// travels elsewhere, after requests it wrote): handed out by the next call.
+    stash: Option<Data>,
     /// What the transport opens, from the core (see [`Engine::plan`]).
     plan: JsValue,
     /// The driver's pending promises by op id (see [`Engine::wait`]).
@@ -212,36 +187,29 @@ impl Engine {
     /// the backend the scheme selects. `shapes` holds the driver's event factories.
     pub fn connect(url: JsValue, options: JsValue, given: JsValue, shapes: Shapes) -> JsResult<Engine> {
         let client = js(connect::connect(&url, &options, &given))?;
-        let o = &client.options;
-        // Every backend but the Redis ones: one engine speaking plain data, with its plan.
-        if let Some(erased) = js(lockgate_core::data::connect(o, Box::new(random::BufferedOsRandom::new())))? {
-            let plan = data::to_js(&erased.plan);
-            return Ok(Engine::with(Core::Data(erased.engine), plan, client, shapes));
-        }
-        let config = EngineConfig {
-            key_prefix: o.key_prefix.clone(),
-            replica_acks: o.replica_acks,
-            split_pipelines: client.backend == Backend::RedisCluster,
-            ..EngineConfig::default()
-        };
-        let engine = js(lockgate_core::redis::Engine::new(config, Box::new(random::BufferedOsRandom::new())))?;
-        let plan = data::to_js(&js(lockgate_core::redlock::data::plan(o))?);
-        Ok(Engine::with(Core::Redis(Box::new(engine)), plan, client, shapes))
+        let rng = Box::new(random::BufferedOsRandom::new());
+        let connected = js(lockgate_core::data::connect(&client.options, rng))?;
+        let connected = js(connected.ok_or_else(|| Error::unsupported("this backend has no data form for the Node binding")))?;
+        js(client.check_transport(connected.plan.get("transport").and_then(Data::as_str).unwrap_or_default()))?;
+        let wire = connected.engine.wire();
+        Ok(Engine {
+            core: connected.engine,
+            client,
+            shapes,
+            strings: StrCache::default(),
+            wire,
+            out: Vec::new(),
+            stash: None,
+            plan: data::to_js(&connected.plan),
+            waiting: Awaiting::default(),
+        })
     }
 
     /// What the transport opens, from the core: its backend's data module documents the form
-    /// (`lockgate_core::redlock::data::plan` for every Redis-protocol URL,
-    /// `lockgate_core::zookeeper::data::plan`); `transport` names `lib/transport/<transport>.js`.
+    /// (`lockgate_core::<backend>::data::plan`); `transport` names `lib/transport/<transport>.js`.
     #[wasm_bindgen(getter)]
     pub fn plan(&self) -> JsValue {
         self.plan.clone()
-    }
-
-    /// Whether requests come from `pollData` as plain objects (answered through `handleData`,
-    /// notices through `handleNoticeData`) rather than from `pollRequest` as flat arrays.
-    #[wasm_bindgen(getter, js_name = speaksData)]
-    pub fn speaks_data(&self) -> bool {
-        matches!(self.core, Core::Data(_))
     }
 
     /// The URL with its passwords redacted, as the core shows it (what `client.url` and
@@ -263,7 +231,7 @@ impl Engine {
     pub fn acquire(&mut self, now: f64, lock: &LockSpec, options: JsValue, try_once: bool) -> JsResult<f64> {
         let wait = js(convert::acquire_wait(&options, try_once, lock.options.wait_timeout))?;
         let (now, o) = (instant(now), &lock.options);
-        let op = js(self.core.drive().acquire(now, &lock.name, &lock.primitive, o, wait))?;
+        let op = js(self.core.acquire(now, &lock.name, &lock.primitive, o, wait))?;
         Ok(id_to_js(op.0))
     }
 
@@ -272,7 +240,7 @@ impl Engine {
     pub fn reacquire(&mut self, now: f64, lease: f64) -> JsResult<f64> {
         js(self.require(Capability::Reentrant))?;
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        Ok(id_to_js(self.core.drive().reacquire(now, lease).0))
+        Ok(id_to_js(self.core.reacquire(now, lease).0))
     }
 
     /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
@@ -280,33 +248,33 @@ impl Engine {
         js(self.require(Capability::Observe))?;
         let name = js(convert::name(&name))?;
         // Each engine refuses what its backend cannot do (UNSUPPORTED): never a panic in wasm.
-        let op = js(self.core.drive().observe_leader(instant(now), &name))?;
+        let op = js(self.core.observe_leader(instant(now), &name))?;
         Ok(id_to_js(op.0))
     }
 
     /// Releases a lease (owner-only; on every master for Redlock); returns the op id.
     pub fn release(&mut self, now: f64, lease: f64) -> f64 {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        id_to_js(self.core.drive().release(now, lease).0)
+        id_to_js(self.core.release(now, lease).0)
     }
 
     /// Sets the lease's remaining time to `ms` where it is still held; returns the op id.
     pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
         let d = js(convert::lease_millis("ms", &ms))?;
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        let op = js(self.core.drive().extend(now, lease, d))?;
+        let op = js(self.core.extend(now, lease, d))?;
         Ok(id_to_js(op.0))
     }
 
     /// Abandons a pending acquire (it completes with a `CANCELLED` failure).
     pub fn cancel(&mut self, now: f64, op: f64) {
         let (now, op) = (instant(now), OpId(id_from_js(op)));
-        self.core.drive().cancel(now, op)
+        self.core.cancel(now, op)
     }
 
     /// Cancels every pending acquire and releases every lease.
     pub fn shutdown(&mut self, now: f64) {
-        self.core.drive().shutdown(instant(now))
+        self.core.shutdown(instant(now))
     }
 
     /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
@@ -319,36 +287,25 @@ impl Engine {
     #[wasm_bindgen(js_name = isHeld)]
     pub fn is_held(&self, now: f64, lease: f64) -> bool {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        self.core.get().is_held(now, lease)
+        self.core.is_held(now, lease)
     }
 
     /// Whether nothing is pending: no acquire, lease, cleanup or request in flight.
     #[wasm_bindgen(js_name = isIdle)]
     pub fn is_idle(&self) -> bool {
-        self.core.get().is_idle()
+        self.core.is_idle()
     }
 
     /// Runs the timers due at `now` (early calls are harmless).
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now: f64) {
-        self.core.drive().handle_timeout(instant(now))
+        self.core.handle_timeout(instant(now))
     }
 
     /// When (ms) `handleTimeout` next has work, or `undefined`.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&self) -> Option<f64> {
-        self.core.get().poll_timeout().map(convert::millis)
-    }
-
-    /// The next request as one flat array, or `undefined`: `[id, 0, n, argc₁, name₁, args₁…,
-    /// argc₂, …]` for `n` commands to send in order, `[id, 0, -1, channel]` for a subscription,
-    /// `[id, 0, -2, description]` for a kind the driver cannot perform.
-    #[wasm_bindgen(js_name = pollRequest)]
-    pub fn poll_request(&mut self) -> Option<Vec<JsValue>> {
-        match &mut self.core {
-            Core::Redis(e) => e.poll_request().map(|r| convert::request_to_js(&r, &mut self.strings)),
-            Core::Data(_) => None,
-        }
+        self.core.poll_timeout().map(convert::millis)
     }
 
     /// The next event (`{ kind, ... }`, see `convert::event_to_js`) with the `waiter` given to
@@ -357,10 +314,10 @@ impl Engine {
     /// `null` says so: the release's requests are queued, to perform after the events.
     #[wasm_bindgen(js_name = pollEvent)]
     pub fn poll_event(&mut self, now: f64) -> JsValue {
-        while let Some(ev) = self.core.drive().poll_event() {
+        while let Some(ev) = self.core.poll_event() {
             let waiter = match &ev {
                 Event::Completed { op, outcome } => {
-                    match self.waiting.claim(self.core.drive(), instant(now), *op, outcome) {
+                    match self.waiting.claim(&mut self.core, instant(now), *op, outcome) {
                         Claim::Waiter(w) => w,
                         Claim::GaveBack { .. } => return JsValue::NULL,
                         Claim::Nobody => continue,
@@ -388,79 +345,49 @@ impl Engine {
     /// one-lease-per-owner rule); nothing is sent then.
     #[wasm_bindgen(js_name = checkHold)]
     pub fn check_hold(&self, now: f64, lock: &LockSpec) -> JsResult<()> {
-        let live = |id: LeaseId, _: &()| self.core.get().is_held(instant(now), id);
+        let live = |id: LeaseId, _: &()| self.core.is_held(instant(now), id);
         js(lock.holding.check(&lock.name, &lock.primitive, Owner::HANDLE, live))
     }
 
     /// Records `lease` as what the handle of `lock` holds; `ALREADY_HELD` (the caller gives
     /// the lease back) if another acquire through the handle won first.
     pub fn hold(&self, now: f64, lock: &mut LockSpec, lease: f64) -> JsResult<()> {
-        let live = |id: LeaseId, _: &()| self.core.get().is_held(instant(now), id);
+        let live = |id: LeaseId, _: &()| self.core.is_held(instant(now), id);
         let (id, p) = (LeaseId(id_from_js(lease)), &lock.primitive);
         js(lock.holding.hold(&lock.name, p, Owner::HANDLE, id, (), live))
     }
 
-    /// Hands back the results of request `id`: `[[err, value], ...]`, one per command (server
-    /// errors stay in place), `[]` for a confirmed subscribe.
-    #[wasm_bindgen(js_name = handleReply)]
-    pub fn handle_reply(&mut self, now: f64, id: f64, results: JsValue) {
-        self.deliver(instant(now), id, convert::pipeline_results(&results));
-    }
-
-    /// The value the one command of request `id` was answered with (`handleReply(now, id,
-    /// [[null, value]])` without the wrapping).
-    #[wasm_bindgen(js_name = handleValue)]
-    pub fn handle_value(&mut self, now: f64, id: f64, value: JsValue) {
-        self.deliver(instant(now), id, convert::single_result(&value));
-    }
-
-    /// What the one command of request `id` was rejected with: a server error reply (stays a
-    /// reply: `NOSCRIPT` is the engine's to handle) or the transport error that prevented one.
+    /// Request `id` failed in the transport before any answer: `error` as a `LockError` keeps
+    /// its code; anything else is read by the backend's rules (`serverReply`: it is the server's
+    /// own error reply).
     #[wasm_bindgen(js_name = handleError)]
-    pub fn handle_error(&mut self, now: f64, id: f64, error: JsValue) {
-        self.deliver(instant(now), id, convert::single_error(&error).map(|r| vec![r]));
+    pub fn handle_error(&mut self, now: f64, id: f64, error: JsValue, server_reply: bool) {
+        let e = self.failure(&error, server_reply);
+        self.core.handle_failure(instant(now), RequestId(id_from_js(id)), e);
     }
 
-    /// The transport error that prevented any answer to request `id`.
-    #[wasm_bindgen(js_name = handleReplyError)]
-    pub fn handle_reply_error(&mut self, now: f64, id: f64, error: JsValue) {
-        self.deliver(instant(now), id, Err(convert::client_error(&error)));
+    /// A failure the transport's client library reported (e.g. while connecting) as a
+    /// `LockError`, read as for `handleError`.
+    #[wasm_bindgen(js_name = transportError)]
+    pub fn transport_error(&self, error: JsValue, server_reply: bool) -> JsValue {
+        errors::to_js(&self.failure(&error, server_reply))
     }
 
-    /// Fails request `id`, whose kind this binding cannot perform.
-    #[wasm_bindgen(js_name = rejectRequest)]
-    pub fn reject_request(&mut self, now: f64, id: f64, why: String) {
-        self.deliver(instant(now), id, Err(Error::protocol(format!("the Node driver cannot perform {why}"))));
-    }
-
-    /// A pub/sub message (`channel`, `payload` as strings or Buffers).
-    #[wasm_bindgen(js_name = handleNotification)]
-    pub fn handle_notification(&mut self, now: f64, channel: JsValue, payload: JsValue) {
-        if let (Core::Redis(e), Some(c), Some(p)) = (&mut self.core, convert::bytes(&channel), convert::bytes(&payload))
-        {
-            e.handle_notification(instant(now), &c, &p);
-        }
-    }
-
-    /// The subscriber connection dropped (grants may have been missed).
+    /// The notification connection dropped (notices may have been missed).
     #[wasm_bindgen(js_name = handleDisconnect)]
     pub fn handle_disconnect(&mut self, now: f64) {
-        self.core.drive().handle_disconnect(instant(now))
+        self.core.handle_disconnect(instant(now))
     }
 }
 
-/// A data engine's side (`speaksData`): its requests leave as plain objects and what came of
-/// them comes back as plain objects, in the forms its backend's data module in the core
-/// documents (`lockgate_core::zookeeper::data` for ZooKeeper).
+/// Requests leave as plain objects and what came of them comes back as plain objects, in the
+/// forms its backend's data module in the core documents (`lockgate_core::<backend>::data`).
 #[wasm_bindgen]
 impl Engine {
     /// The next request as a plain object with its `id`, or `undefined`.
     #[wasm_bindgen(js_name = pollData)]
     pub fn poll_data(&mut self) -> JsValue {
-        match &mut self.core {
-            Core::Data(e) => e.poll_request().map_or(JsValue::UNDEFINED, |r| data::to_js(&r)),
-            _ => JsValue::UNDEFINED,
-        }
+        self.core.poll_request().map_or(JsValue::UNDEFINED, |r| data::to_js(&r))
     }
 
     /// The reply to request `id` as a plain object; one that is no plain data is a `PROTOCOL`
@@ -468,110 +395,101 @@ impl Engine {
     #[wasm_bindgen(js_name = handleData)]
     pub fn handle_data(&mut self, now: f64, id: f64, reply: JsValue) {
         let (now, id) = (instant(now), RequestId(id_from_js(id)));
-        if let Core::Data(e) = &mut self.core {
-            match data::from_js(&reply) {
-                Ok(d) => e.handle_reply(now, id, &d),
-                Err(why) => e.handle_failure(now, id, Error::protocol(format!("the transport's reply: {why}"))),
-            }
+        match data::from_js(&reply) {
+            Ok(d) => self.core.handle_reply(now, id, &d),
+            Err(why) => self.core.handle_failure(now, id, Error::protocol(format!("the transport's reply: {why}"))),
         }
     }
 
     /// A notice the server pushed, as a plain object (anything else is ignored).
     #[wasm_bindgen(js_name = handleNoticeData)]
     pub fn handle_notice_data(&mut self, now: f64, notice: JsValue) {
-        if let (Core::Data(e), Ok(d)) = (&mut self.core, data::from_js(&notice)) {
-            e.handle_notice(instant(now), &d);
+        if let Ok(d) = data::from_js(&notice) {
+            self.core.handle_notice(instant(now), &d);
         }
     }
 }
 
-/// The lean Redis transport (`lib/transport/redis-wire.js`): the engine's pipelines leave as
-/// RESP bytes and the replies come back as the bytes the socket read, so one socket write and
-/// one call per read is all the JavaScript side does. `pollRequest` and the `handle*` methods
-/// above serve the ioredis transport instead; a driver uses one or the other.
+/// The byte wire of a connection the transport owns (where the backend has one, see
+/// `lockgate_core::data::Wire`; Redis's lean socket, `lib/transport/redis-wire.js`): requests
+/// leave as the bytes to write and the replies come back as the bytes the socket read, so one
+/// write and one call per read is all the JavaScript side does. A transport uses this or
+/// `pollData`, not both.
 #[wasm_bindgen]
 impl Engine {
-    /// The RESP of every pipeline queued, to write in order on the command connection (a UTF-8
-    /// string, else a `Uint8Array`), or a request in `pollRequest`'s form (a subscribe), or `undefined`.
-    #[wasm_bindgen(js_name = pollWireRequests)]
-    pub fn poll_wire_requests(&mut self, now: f64) -> JsValue {
-        let Core::Redis(engine) = &mut self.core else { return JsValue::UNDEFINED };
-        self.wire.begin();
-        while let Some(r) = self.stash.take().or_else(|| engine.poll_request()) {
-            match &r.kind {
-                RequestKind::Pipeline(commands) => {
-                    if let Some((id, result)) = self.wire.encode(r.id, commands) {
-                        engine.handle_reply(instant(now), id, result);
-                    }
-                }
-                _ if self.wire.batch().is_empty() => {
-                    return convert::request_to_js(&r, &mut self.strings).into_iter().collect::<js_sys::Array>().into();
-                }
-                _ => {
+    /// The bytes of every request queued, to write in order (a UTF-8 string, else a
+    /// `Uint8Array`), or a request that travels elsewhere as `pollData` gives it, or `undefined`.
+    #[wasm_bindgen(js_name = pollWire)]
+    pub fn poll_wire(&mut self, now: f64) -> JsValue {
+        let Some(wire) = self.wire.as_mut() else { return JsValue::UNDEFINED };
+        self.out.clear();
+        while let Some(r) = self.stash.take().or_else(|| self.core.poll_request()) {
+            match wire.encode(&r, &mut self.out) {
+                Encoded::Written => {}
+                Encoded::Answered(id, reply) => self.core.handle_reply(instant(now), id, &reply),
+                Encoded::Elsewhere if self.out.is_empty() => return data::to_js(&r),
+                Encoded::Elsewhere => {
                     self.stash = Some(r);
                     break;
                 }
             }
         }
-        let batch = self.wire.batch();
-        if batch.is_empty() {
+        if self.out.is_empty() {
             return JsValue::UNDEFINED;
         }
         // A string when the bytes are UTF-8 (they are whenever every argument came from a JS
         // string, i.e. always today): V8 makes it on its own heap and the socket writes it from a
         // stack buffer, where a Uint8Array costs a fresh ArrayBuffer per request.
-        match std::str::from_utf8(batch) {
+        match std::str::from_utf8(&self.out) {
             Ok(text) => JsValue::from_str(text),
-            Err(_) => js_sys::Uint8Array::from(batch).into(),
+            Err(_) => js_sys::Uint8Array::from(&self.out[..]).into(),
         }
     }
 
-    /// Bytes the command connection read; complete replies go to the engine. Returns how many
-    /// requests still wait, or -1 if the stream broke (they failed; the connection must go).
+    /// Bytes the connection read; whole replies go to the engine. Returns how many requests
+    /// still wait, or -1 if the stream broke (they failed; the connection must go).
     #[wasm_bindgen(js_name = handleWireData)]
-    pub fn handle_wire_data(&mut self, now: f64, data: &[u8]) -> i32 {
-        let Core::Redis(engine) = &mut self.core else { return -1 };
-        let now = instant(now);
-        match self.wire.feed(data, |(id, r)| engine.handle_reply(now, id, r)) {
-            Ok(()) => i32::try_from(self.wire.in_flight()).unwrap_or(i32::MAX),
+    pub fn handle_wire_data(&mut self, now: f64, bytes: &[u8]) -> i32 {
+        let (Some(wire), now) = (self.wire.as_mut(), instant(now)) else { return -1 };
+        let core = &mut self.core;
+        match wire.feed(bytes, &mut |id, reply| core.handle_reply(now, id, &reply)) {
+            Ok(()) => i32::try_from(wire.in_flight()).unwrap_or(i32::MAX),
             Err(e) => {
-                self.wire.fail_all(&e, |(id, r)| engine.handle_reply(now, id, r));
+                for id in wire.close() {
+                    core.handle_failure(now, id, e.clone());
+                }
                 -1
             }
         }
     }
 
-    /// The command connection is gone (`error`: why, as the socket reported it): every request
-    /// written to it and not answered fails with a retryable error.
+    /// The connection is gone (`error`: why, as the socket reported it; `serverReply`: the
+    /// server's own error reply, e.g. to a handshake's AUTH): every request written to it and
+    /// not answered fails.
     #[wasm_bindgen(js_name = handleWireClosed)]
-    pub fn handle_wire_closed(&mut self, now: f64, error: JsValue) {
-        let Core::Redis(engine) = &mut self.core else { return };
-        let e = convert::client_error(&error);
-        self.wire.fail_all(&e, |(id, r)| engine.handle_reply(instant(now), id, r));
+    pub fn handle_wire_closed(&mut self, now: f64, error: JsValue, server_reply: bool) {
+        let e = self.failure(&error, server_reply);
+        let Some(wire) = self.wire.as_mut() else { return };
+        for id in wire.close() {
+            self.core.handle_failure(instant(now), id, e.clone());
+        }
     }
 }
 
 impl Engine {
-    fn with(core: Core, plan: JsValue, client: connect::Connected, shapes: Shapes) -> Engine {
-        let (strings, wire) = (StrCache::default(), wire::Wire::default());
-        Engine { core, client, shapes, strings, wire, stash: None, plan, waiting: Awaiting::default() }
-    }
-
     fn valid_until(&self, lease: f64) -> Option<Instant> {
         let lease = LeaseId(id_from_js(lease));
-        self.core.get().lease_valid_until(lease)
+        self.core.lease_valid_until(lease)
     }
 
-    /// Hands the replies of request `id` to the engine.
-    fn deliver(&mut self, now: Instant, id: f64, replies: Result<Vec<Reply>>) {
-        let id = RequestId(id_from_js(id));
-        match &mut self.core {
-            Core::Redis(e) => e.handle_reply(now, id, replies),
-            // A data engine's transport answers through handleData; an error is a failure.
-            Core::Data(e) => match replies {
-                Err(error) => e.handle_failure(now, id, error),
-                Ok(_) => e.handle_failure(now, id, Error::protocol("a data engine's reply must come through handleData")),
-            },
+    /// A JavaScript error as the core's: a `LockError` keeps its code; anything else is read by
+    /// the backend's rules ([`DynEngine::transport_error`]).
+    fn failure(&self, error: &JsValue, server_reply: bool) -> Error {
+        let message = convert::error_message(error);
+        let code = Reflect::get(error, &"code".into()).ok().and_then(|c| c.as_string());
+        match ErrorKind::ALL.into_iter().find(|k| code.as_deref() == Some(k.code())) {
+            Some(kind) => Error::new(kind, message),
+            None => self.core.transport_error(&message, server_reply),
         }
     }
 
@@ -589,12 +507,6 @@ impl Engine {
         }
         Ok(o)
     }
-}
-
-/// Classifies an error the Redis client threw (e.g. while connecting) as a `LockError`.
-#[wasm_bindgen(js_name = clientError)]
-pub fn client_error(error: JsValue) -> JsValue {
-    errors::to_js(&convert::client_error(&error))
 }
 
 /// A `LockError` of `code` with `message`, for conditions the JavaScript layer detects itself

@@ -4,14 +4,18 @@
 // masters). It only moves commands and replies; every rule (URL grammar, option defaults,
 // quorum, retries, undo) is the core's.
 //
-// - A single server from a URL: the lean RESP socket (redis-wire.js) carries the commands,
-//   unless `redisOptions` hold keys only ioredis understands; an ioredis connection subscribes.
+// - A single server from a URL: the lean RESP socket (redis-wire.js) carries the commands as
+//   the core's bytes (`pollWire`), unless `redisOptions` hold keys only ioredis understands; an
+//   ioredis connection subscribes.
 // - A Redis Cluster (or a caller's ioredis client or Cluster): ioredis. On a cluster the commands
 //   of one engine pipeline go one by one (each routed to its slot's primary; the engine batches
 //   several locks) and their replies are handed back in order; the subscriber is a plain
 //   connection to one node (PUBLISH is cluster-wide), replaced by another node's when it drops.
-// - Redlock: one ioredis connection per master; each request (plain data, the core's form:
-//   `{ id, master, command }`) names a master and carries one command, answered exactly once.
+// - Every request is plain data in the core's form (lockgate_core::redis::data: `{ id, commands }`
+//   or `{ id, subscribe }`; Redlock's, lockgate_core::redlock::data: `{ id, master, command }`),
+//   answered with the replies as they came, a server's error reply as `{ error: message }`.
+// - Redlock: one ioredis connection per master; each request names a master and carries one
+//   command, answered exactly once.
 //   A master this package connected to that is down fails its requests at once, and the first
 //   request for it starts one connection attempt in the background (never on a timer, so an
 //   idle process with a dead master still exits).
@@ -23,8 +27,7 @@
 const net = require('node:net');
 const tls = require('node:tls');
 const Redis = require('ioredis');
-const { AbstractConnector, ReplyError } = Redis;
-const wasm = require('../wasm');
+const { AbstractConnector } = Redis;
 const { makeError, invalid } = require('../errors');
 const { now } = require('../driver');
 const { WireConnection, wireEligible, NO_PASSWORD_SET, command } = require('./redis-wire');
@@ -41,6 +44,12 @@ function isIoredis(x) {
   );
 }
 
+/** Whether `err` is the server's own error reply (ioredis's ReplyError, or one of redis-wire.js's handshake). */
+const isReply = (err) => err != null && err.name === 'ReplyError';
+
+/** A reply value as the core's data: a server's error reply as `{ error: message }`. */
+const replyData = (v) => (isReply(v) ? { error: v.message } : v);
+
 /** `redis://host:port/db` of a caller's ioredis client (a Cluster: its first startup node). */
 function urlOf(redis) {
   if (redis.isCluster) {
@@ -52,22 +61,29 @@ function urlOf(redis) {
   return `redis://${host.includes(':') ? `[${host}]` : host}:${o.port || 6379}/${o.db || 0}`;
 }
 
+/** What connect() takes here besides a URL, for its error message. */
+const GIVEN = 'an ioredis client, an ioredis Cluster, or an array of ioredis clients (Redlock masters)';
+
 /**
- * What a target that is not a URL stands for, for the core's rules: an ioredis client
- * (`redis`), an ioredis Cluster (`redis+cluster`) or an array of ioredis clients, one per
- * Redlock master (`redlock`), as `{ backend, servers, commandTimeoutMs }` (each server as
- * `redis://host:port/db`; the command timeout the caller configured, in ms). Returns undefined
- * for anything else.
+ * What a caller's own connection stands for, for the core's rules: an ioredis client, an
+ * ioredis Cluster or an array of ioredis clients, one per Redlock master, as `{ url,
+ * commandTimeoutMs }` (`url`: the server's `redis://host:port/db` or the Cluster's
+ * `redis+cluster://host:port`; for masters, the list of theirs, which the core makes one URL
+ * of; the command timeout the caller configured, in ms). Returns undefined for anything else.
  */
-function describe(target) {
+function describe(target, options) {
   const masters = Array.isArray(target);
   const all = masters ? target : [target];
   if (!all.every((t) => isIoredis(t) && !(masters && t.isCluster))) return undefined;
   const o = target.options || {};
   const cluster = target.isCluster === true;
+  if (options != null && options.cluster !== undefined) {
+    throw invalid('the cluster option is for URLs; an ioredis client is a Cluster or not by itself');
+  }
   const commandTimeoutMs = cluster ? (o.redisOptions || {}).commandTimeout : o.commandTimeout;
   if (masters && new Set(target).size < target.length) throw invalid('a Redlock master is listed twice');
-  return { backend: masters ? 'redlock' : cluster ? 'redis+cluster' : 'redis', servers: all.map(urlOf), commandTimeoutMs };
+  const urls = all.map(urlOf);
+  return { url: masters ? urls : cluster ? urls[0].replace('redis', 'redis+cluster') : urls[0], commandTimeoutMs };
 }
 
 // ---- sockets and logins ----
@@ -132,7 +148,8 @@ function loginConnector(username, password) {
             const line = Buffer.from(reply.slice(0, eol), 'latin1').toString('utf8');
             // Nothing else arrives before ioredis writes its first command, so no byte is lost
             // between this listener and ioredis's own.
-            if (line[0] === '-' && !NO_PASSWORD_SET.test(line)) done(new ReplyError(line.slice(1)));
+            // An error reply to AUTH is refused credentials, whatever its code.
+            if (line[0] === '-' && !NO_PASSWORD_SET.test(line)) done(makeError('AUTHENTICATION', line.slice(1)));
             else if (line[0] === '+' || line[0] === '-') done();
             else done(new Error(`unexpected reply to AUTH ${JSON.stringify(line.slice(0, 40))}`));
           };
@@ -172,9 +189,9 @@ function serverOptions(at, ro) {
   return options;
 }
 
-/** A failed first connection as a ConnectionError or AuthenticationError naming the server (without its password). */
-function connectError(cause, at) {
-  const e = wasm.clientError(cause);
+/** A failed first connection as a ConnectionError or AuthenticationError (the core's reading) naming the server (without its password). */
+function connectError(engine, cause, at) {
+  const e = engine.transportError(cause, isReply(cause));
   e.message = `${e.message} (connecting to ${at.redacted})`;
   return e;
 }
@@ -183,7 +200,7 @@ function connectError(cause, at) {
  * Connects an ioredis client or Cluster this package made (lazyConnect) within `limitMs`; a
  * failure becomes a ConnectionError or AuthenticationError naming `at`.
  */
-async function firstConnect(redis, at, limitMs) {
+async function firstConnect(engine, redis, at, limitMs) {
   // While connecting, the emitted error (e.g. a refused AUTH) says more than connect()'s own
   // "Connection is closed."; afterwards failures surface as rejected operations.
   let lastError;
@@ -201,7 +218,7 @@ async function firstConnect(redis, at, limitMs) {
     if (redis.status !== 'end') redis.disconnect();
     // A Cluster reports "Failed to refresh slots cache." and keeps the node's own error aside.
     const cause = lastError && lastError.lastNodeError ? lastError.lastNodeError : lastError;
-    throw connectError(cause ?? err, at);
+    throw connectError(engine, cause ?? err, at);
   } finally {
     clearTimeout(timer);
     redis.removeListener('error', onError);
@@ -247,9 +264,9 @@ class RedisTransport {
   /** With the lean connection: the engine's pipelines leave as bytes, one write per batch. */
   performWire() {
     let req;
-    while ((req = this.engine.pollWireRequests(now())) !== undefined) {
-      if (Array.isArray(req)) this.perform(req);
-      else this.wire.write(req);
+    while ((req = this.engine.pollWire(now())) !== undefined) {
+      if (typeof req === 'string' || req instanceof Uint8Array) this.wire.write(req);
+      else this.perform(req);
     }
   }
 
@@ -263,36 +280,36 @@ class RedisTransport {
   }
 
   wireClosed(err) {
-    this.driver.input(() => this.engine.handleWireClosed(now(), err));
+    this.driver.input(() => this.engine.handleWireClosed(now(), err, isReply(err)));
   }
 
-  /** Performs one request (see the request form in lib/driver.js). */
-  perform(req) {
-    const [id, , n] = req;
+  /**
+   * Performs one request: a subscription, or a pipeline whose replies are answered in order
+   * (server errors in place); a transport error fails the request.
+   */
+  perform({ id, commands, subscribe }) {
     const d = this.driver;
-    if (n === 1) {
-      // One command: no pipeline object, and its reply goes back without [[err, value]] wrapping.
-      this.redis.call(...req.slice(4, 4 + req[3])).then((v) => d.replied(id, v), (e) => d.failed(id, e));
-    } else if (n >= 0 && this.cluster) {
+    if (commands === undefined) {
+      this.subscribe(subscribe).then(() => d.answer(id, []), (err) => d.failed(id, err));
+    } else if (commands.length === 1) {
+      // One command: no pipeline object.
+      this.redis.call(...commands[0]).then((v) => d.answer(id, [v]), (e) => (isReply(e) ? d.answer(id, [replyData(e)]) : d.failed(id, e)));
+    } else if (this.cluster) {
       // A cluster pipeline must stay in one slot: each command goes on its own (still issued in
-      // order), replies are collected in the pipeline's order. Server errors stay in place
-      // (NOSCRIPT is the engine's to handle); a transport error fails the request, as a pipeline's.
-      const sends = commands(req).map((c) => this.redis.call(...c).then((v) => [null, v], (e) => [e, null]));
-      Promise.all(sends).then((results) => d.input(() => this.engine.handleReply(now(), id, results)));
-    } else if (n >= 0) {
-      const p = this.redis.pipeline();
-      for (const c of commands(req)) p.call(...c);
-      p.exec().then(
-        (results) => d.input(() => this.engine.handleReply(now(), id, results)),
-        (err) => d.input(() => this.engine.handleReplyError(now(), id, err)),
-      );
-    } else if (n === -1) {
-      this.subscribe(req[3]).then(
-        () => d.input(() => this.engine.handleReply(now(), id, [])),
-        (err) => d.input(() => this.engine.handleReplyError(now(), id, err)),
-      );
+      // order), replies are collected in the pipeline's order.
+      Promise.all(commands.map((c) => this.redis.call(...c).then((v) => v, (e) => e))).then((results) => {
+        const lost = results.find((r) => r instanceof Error && !isReply(r));
+        if (lost) d.failed(id, lost);
+        else d.answer(id, results.map(replyData));
+      });
     } else {
-      this.engine.rejectRequest(now(), id, String(req[3]));
+      const p = this.redis.pipeline();
+      for (const c of commands) p.call(...c);
+      p.exec().then((results) => {
+        const lost = results.find(([e]) => e && !isReply(e));
+        if (lost) d.failed(id, lost[0]);
+        else d.answer(id, results.map(([e, v]) => (e ? replyData(e) : v)));
+      }, (err) => d.failed(id, err));
     }
   }
 
@@ -330,7 +347,7 @@ class RedisTransport {
   watchSubscriber(sub) {
     let ready = false;
     const d = this.driver;
-    sub.on('message', (channel, message) => d.input(() => this.engine.handleNotification(now(), channel, message)));
+    sub.on('message', (channel, payload) => d.notice({ channel, payload }));
     sub.on('ready', () => {
       ready = true;
       if (!d.closed) unrefSocket(sub);
@@ -359,16 +376,6 @@ class RedisTransport {
     if (this.wire) await this.wire.close();
     if (this.redis && this.owns) await quit(this.redis);
   }
-}
-
-/** The commands of a flat request `[id, node, n, argc, name, ...args, ...]`. */
-function commands(req) {
-  const out = [];
-  for (let i = 3, c = 0; c < req[2]; c++) {
-    out.push(req.slice(i + 1, i + 1 + req[i]));
-    i += 1 + req[i];
-  }
-  return out;
 }
 
 /** A random element, or undefined for an empty array. */
@@ -468,7 +475,7 @@ class Master {
 /**
  * The transport of a Redlock client: request `{ id, master, command }` goes to that master; the
  * reply is handed back as it came, a server's error reply as `{ error: message }` (the core's
- * forms: lockgate_core::erased::redlock).
+ * forms: lockgate_core::redlock::data).
  */
 class RedlockTransport {
   constructor(driver, masters) {
@@ -488,7 +495,7 @@ class RedlockTransport {
     }
     master.redis.call(...command).then(
       (v) => d.answer(id, v),
-      (e) => (e instanceof ReplyError ? d.answer(id, { error: e.message }) : d.failed(id, e)),
+      (e) => (isReply(e) ? d.answer(id, replyData(e)) : d.failed(id, e)),
     );
   }
 
@@ -510,7 +517,7 @@ class RedlockTransport {
  * refuses the credentials) or the caller's ioredis clients in `given`; each loads the plan's
  * `scripts` whenever its connection becomes ready.
  */
-async function openMasters({ servers, scripts }, given, opts, timeouts) {
+async function openMasters(engine, { servers, scripts }, given, opts, timeouts) {
   const label = (i) => servers[i].identity.replace(/\/0$/, '');
   if (given) return given.map((c, i) => new Master(c, false, label(i), scripts));
   const ro = opts.redisOptions || {};
@@ -518,7 +525,7 @@ async function openMasters({ servers, scripts }, given, opts, timeouts) {
     const options = { ...serverOptions(at, ro), connectTimeout: timeouts.connect, commandTimeout: timeouts.command };
     return new Redis({ ...options, lazyConnect: true, enableOfflineQueue: false, retryStrategy: null });
   });
-  const results = await Promise.allSettled(redises.map((r, i) => firstConnect(r, servers[i], timeouts.connect + 1000)));
+  const results = await Promise.allSettled(redises.map((r, i) => firstConnect(engine, r, servers[i], timeouts.connect + 1000)));
   const failures = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
   const refused = failures.find((e) => e && e.code === 'AUTHENTICATION');
   if (refused || failures.length === servers.length) {
@@ -532,7 +539,7 @@ async function openMasters({ servers, scripts }, given, opts, timeouts) {
 
 /**
  * Opens the connections of a client for `driver` and returns its transport. `plan` is what
- * the core made of connect()'s target and options (its form: lockgate_core::erased::redlock::plan):
+ * the core made of connect()'s target and options (its form: lockgate_core::redis::data::plan, lockgate_core::redlock::data::plan):
  * `backend` (`redis`, `redis+cluster`, `redlock`), `servers` (for `given`, its clients'
  * addresses), `connectTimeoutMs`, `commandTimeoutMs`, `tlsCaPem` (if set, the certificate(s) TLS
  * connections trust) and, for Redlock, `scripts`. `given` is the caller's ioredis client,
@@ -547,7 +554,7 @@ async function open(driver, plan, given, opts) {
   }
   const timeouts = { connect: plan.connectTimeoutMs, command: plan.commandTimeoutMs };
   if (plan.backend === 'redlock') {
-    return new RedlockTransport(driver, await openMasters(plan, given, opts, timeouts));
+    return new RedlockTransport(driver, await openMasters(driver.engine, plan, given, opts, timeouts));
   }
   if (given) return new RedisTransport(driver, given, false);
   const at = plan.servers[0];
@@ -560,13 +567,13 @@ async function open(driver, plan, given, opts) {
     try {
       await t.wire.open();
     } catch (err) {
-      throw connectError(err, at);
+      throw connectError(driver.engine, err, at);
     }
     return t;
   }
   const redis = ownIoredis(at, opts, timeouts, plan.backend === 'redis+cluster');
-  await firstConnect(redis, at, timeouts.connect + timeouts.command);
+  await firstConnect(driver.engine, redis, at, timeouts.connect + timeouts.command);
   return new RedisTransport(driver, redis.connected(), true);
 }
 
-module.exports = { open, describe, isIoredis };
+module.exports = { open, describe, GIVEN, isIoredis };
