@@ -240,16 +240,33 @@ extern "C" {
     fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue, waiter: &JsValue) -> JsValue;
 }
 
-/// JavaScript strings for the event kinds, each made once (a string crossing into JavaScript is
-/// decoded there every time).
+/// JavaScript strings for the short strings the engine sends again and again (event kinds, map
+/// keys, command names, script digests, keys, tokens between acquire and release): each is
+/// decoded once, where a string crossing into JavaScript is otherwise decoded every time.
 #[derive(Default)]
 pub struct StrCache {
-    map: HashMap<&'static str, JsValue>,
+    map: HashMap<Box<str>, JsValue>,
 }
 
 impl StrCache {
-    fn str(&mut self, s: &'static str) -> JsValue {
-        self.map.entry(s).or_insert_with(|| JsValue::from_str(s)).clone()
+    const MAX_ENTRIES: usize = 1024;
+    /// Longer strings are rarely sent twice.
+    const MAX_LEN: usize = 64;
+
+    /// `s` as a JavaScript string.
+    pub fn str(&mut self, s: &str) -> JsValue {
+        if s.len() > Self::MAX_LEN {
+            return JsValue::from_str(s);
+        }
+        if let Some(v) = self.map.get(s) {
+            return v.clone();
+        }
+        if self.map.len() >= Self::MAX_ENTRIES {
+            self.map.clear();
+        }
+        let v = JsValue::from_str(s);
+        self.map.insert(s.into(), v.clone());
+        v
     }
 }
 

@@ -7,7 +7,7 @@ use lockgate_core::data::Data;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::convert::{describe, set};
+use crate::convert::{describe, StrCache};
 
 /// The largest integer a JS number holds exactly.
 const MAX_SAFE: i64 = 9_007_199_254_740_991;
@@ -16,20 +16,20 @@ const MAX_SAFE: i64 = 9_007_199_254_740_991;
 const MAX_DEPTH: usize = 16;
 
 /// `Data` as a JavaScript value: `null`, a boolean, a number (a `BigInt` beyond 2^53), a
-/// string, a `Uint8Array`, an array or a plain object.
-pub fn to_js(d: &Data) -> JsValue {
+/// string (short ones from `strings`), a `Uint8Array`, an array or a plain object.
+pub fn to_js(d: &Data, strings: &mut StrCache) -> JsValue {
     match d {
         Data::Null => JsValue::NULL,
         Data::Bool(b) => JsValue::from_bool(*b),
         Data::Int(n) if (-MAX_SAFE..=MAX_SAFE).contains(n) => JsValue::from_f64(*n as f64),
         Data::Int(n) => JsValue::from(*n),
-        Data::Str(s) => JsValue::from_str(s),
+        Data::Str(s) => strings.str(s),
         Data::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
-        Data::List(items) => items.iter().map(to_js).collect::<Array>().into(),
+        Data::List(items) => items.iter().map(|x| to_js(x, strings)).collect::<Array>().into(),
         Data::Map(entries) => {
             let o = Object::new();
             for (k, v) in entries {
-                set(&o, k, to_js(v));
+                let _ = Reflect::set(&o, &strings.str(k), &to_js(v, strings));
             }
             o.into()
         }

@@ -15,7 +15,7 @@ mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
-use lockgate_core::data::{Data, DynEngine, Encoded, Wire};
+use lockgate_core::data::{Data, DynEngine};
 use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::time::Instant;
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
@@ -167,12 +167,9 @@ pub struct Engine {
     client: connect::Connected,
     shapes: Shapes,
     strings: StrCache,
-    /// The byte wire of a connection the transport owns, where the backend has one
-    /// (`pollWire`, `handleWireData`), and its encoding buffer, reused between batches.
-    wire: Option<Box<dyn Wire>>,
+    /// The encoding buffer of `pollWire`, reused between batches.
     out: Vec<u8>,
-    /// A request `pollWire` took from the engine but could not put in its batch (one that
-    /// travels elsewhere, after requests it wrote): handed out by the next call.
+    /// A request `pollWire` got after bytes (one that travels elsewhere): handed out next.
     stash: Option<Data>,
     /// What the transport opens, from the core (see [`Engine::plan`]).
     plan: JsValue,
@@ -191,16 +188,14 @@ impl Engine {
         let connected = js(lockgate_core::data::connect(&client.options, rng))?;
         let connected = js(connected.ok_or_else(|| Error::unsupported("this backend has no data form for the Node binding")))?;
         js(client.check_transport(connected.plan.get("transport").and_then(Data::as_str).unwrap_or_default()))?;
-        let wire = connected.engine.wire();
         Ok(Engine {
             core: connected.engine,
             client,
             shapes,
             strings: StrCache::default(),
-            wire,
             out: Vec::new(),
             stash: None,
-            plan: data::to_js(&connected.plan),
+            plan: data::to_js(&connected.plan, &mut StrCache::default()),
             waiting: Awaiting::default(),
         })
     }
@@ -387,7 +382,7 @@ impl Engine {
     /// The next request as a plain object with its `id`, or `undefined`.
     #[wasm_bindgen(js_name = pollData)]
     pub fn poll_data(&mut self) -> JsValue {
-        self.core.poll_request().map_or(JsValue::UNDEFINED, |r| data::to_js(&r))
+        self.core.poll_request().map_or(JsValue::UNDEFINED, |r| data::to_js(&r, &mut self.strings))
     }
 
     /// The reply to request `id` as a plain object; one that is no plain data is a `PROTOCOL`
@@ -410,8 +405,8 @@ impl Engine {
     }
 }
 
-/// The byte wire of a connection the transport owns (where the backend has one, see
-/// `lockgate_core::data::Wire`; Redis's lean socket, `lib/transport/redis-wire.js`): requests
+/// The byte wire of a connection the transport owns (where the engine has one, see
+/// `DynEngine::poll_wire`; Redis's lean socket, `lib/transport/redis-wire.js`): requests
 /// leave as the bytes to write and the replies come back as the bytes the socket read, so one
 /// write and one call per read is all the JavaScript side does. A transport uses this or
 /// `pollData`, not both.
@@ -421,22 +416,15 @@ impl Engine {
     /// `Uint8Array`), or a request that travels elsewhere as `pollData` gives it, or `undefined`.
     #[wasm_bindgen(js_name = pollWire)]
     pub fn poll_wire(&mut self, now: f64) -> JsValue {
-        let Some(wire) = self.wire.as_mut() else { return JsValue::UNDEFINED };
+        if let Some(r) = self.stash.take() {
+            return data::to_js(&r, &mut self.strings);
+        }
         self.out.clear();
-        while let Some(r) = self.stash.take().or_else(|| self.core.poll_request()) {
-            match wire.encode(&r, &mut self.out) {
-                Encoded::Written => {}
-                Encoded::Answered(id, reply) => self.core.handle_reply(instant(now), id, &reply),
-                Encoded::Elsewhere if self.out.is_empty() => return data::to_js(&r),
-                Encoded::Elsewhere => {
-                    self.stash = Some(r);
-                    break;
-                }
-            }
-        }
+        let elsewhere = self.core.poll_wire(instant(now), &mut self.out);
         if self.out.is_empty() {
-            return JsValue::UNDEFINED;
+            return elsewhere.map_or(JsValue::UNDEFINED, |r| data::to_js(&r, &mut self.strings));
         }
+        self.stash = elsewhere;
         // A string when the bytes are UTF-8 (they are whenever every argument came from a JS
         // string, i.e. always today): V8 makes it on its own heap and the socket writes it from a
         // stack buffer, where a Uint8Array costs a fresh ArrayBuffer per request.
@@ -450,16 +438,9 @@ impl Engine {
     /// still wait, or -1 if the stream broke (they failed; the connection must go).
     #[wasm_bindgen(js_name = handleWireData)]
     pub fn handle_wire_data(&mut self, now: f64, bytes: &[u8]) -> i32 {
-        let (Some(wire), now) = (self.wire.as_mut(), instant(now)) else { return -1 };
-        let core = &mut self.core;
-        match wire.feed(bytes, &mut |id, reply| core.handle_reply(now, id, &reply)) {
-            Ok(()) => i32::try_from(wire.in_flight()).unwrap_or(i32::MAX),
-            Err(e) => {
-                for id in wire.close() {
-                    core.handle_failure(now, id, e.clone());
-                }
-                -1
-            }
+        match self.core.handle_wire(instant(now), bytes) {
+            Ok(waiting) => i32::try_from(waiting).unwrap_or(i32::MAX),
+            Err(_) => -1,
         }
     }
 
@@ -469,10 +450,7 @@ impl Engine {
     #[wasm_bindgen(js_name = handleWireClosed)]
     pub fn handle_wire_closed(&mut self, now: f64, error: JsValue, server_reply: bool) {
         let e = self.failure(&error, server_reply);
-        let Some(wire) = self.wire.as_mut() else { return };
-        for id in wire.close() {
-            self.core.handle_failure(instant(now), id, e.clone());
-        }
+        self.core.wire_closed(instant(now), e);
     }
 }
 

@@ -6,14 +6,13 @@
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
 //! data; each in its backend's folder, e.g.
-//! [`crate::zookeeper::data`]) and one arm of [`connect`]; one whose protocol the core speaks to
-//! the byte on a binding's own socket also offers a [`Wire`] (Redis's RESP).
+//! [`crate::zookeeper::data`]) and one arm of [`connect`]. A backend whose protocol the core
+//! speaks to the byte on a binding's own connection (Redis's RESP) gives its [`DynEngine`] the
+//! wire methods (`poll_wire`, `handle_wire`, `wire_closed`).
 
 mod value;
-mod wire;
 
 pub use value::Data;
-pub use wire::{Encoded, Wire};
 
 use crate::connect::{self, ClientOptions};
 use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
@@ -70,12 +69,6 @@ pub trait DataBackend: Backend {
     /// A pushed notice as the backend's notice; `None` for data that is none.
     fn notice_from_data(notice: &Data) -> Option<Self::Notice<'_>>;
 
-    /// The byte wire of a connection the binding owns, where the core speaks the backend's
-    /// protocol itself (see [`Wire`]); `None` (the default) where a client library does.
-    fn wire() -> Option<Box<dyn Wire>> {
-        None
-    }
-
     /// What a failure the transport's client library reported means (`server_reply`: it is the
     /// server's own error reply): by default `PROTOCOL` for a server's reply, else `CONNECTION`.
     fn transport_error(message: &str, server_reply: bool) -> Error {
@@ -127,10 +120,22 @@ pub trait DynEngine {
     fn handle_failure(&mut self, now: Instant, id: RequestId, error: Error);
     /// A notice the server pushed, as data; data that is no notice is ignored.
     fn handle_notice(&mut self, now: Instant, notice: &Data);
-    /// A fresh byte wire for a connection the binding owns (see [`DataBackend::wire`]).
-    fn wire(&self) -> Option<Box<dyn Wire>> {
-        None
+    /// Appends to `out` the bytes of the queued requests that travel on the command connection
+    /// the binding owns, in order, up to the first that travels elsewhere (a subscription),
+    /// which is returned as data (see [`DynEngine::poll_request`]). Without a wire (the
+    /// default), every request travels elsewhere.
+    fn poll_wire(&mut self, _now: Instant, _out: &mut Vec<u8>) -> Option<Data> {
+        self.poll_request()
     }
+    /// Bytes the command connection read: every reply now whole goes to the engine. Returns how
+    /// many requests still wait; an `Err` (a stream that cannot be trusted, or no wire) failed
+    /// them, and the connection must go.
+    fn handle_wire(&mut self, _now: Instant, _bytes: &[u8]) -> Result<usize> {
+        Err(Error::protocol("this engine has no byte wire"))
+    }
+    /// The command connection is gone: every request written to it and not answered fails with
+    /// `error`, and undecoded bytes are dropped.
+    fn wire_closed(&mut self, _now: Instant, _error: Error) {}
     /// See [`DataBackend::transport_error`].
     fn transport_error(&self, message: &str, server_reply: bool) -> Error {
         failure(message, server_reply)
@@ -214,10 +219,6 @@ where
         if let Some(n) = B::notice_from_data(notice) {
             LockEngine::handle_notice(self, now, n);
         }
-    }
-
-    fn wire(&self) -> Option<Box<dyn Wire>> {
-        B::wire()
     }
 
     fn transport_error(&self, message: &str, server_reply: bool) -> Error {

@@ -14,11 +14,11 @@
 //!   the server confirmed it.
 //! - notice: `{ channel, payload }` (strings or bytes), a message on a subscribed channel.
 //!
-//! The lean socket of a URL-connected single server speaks the same forms as bytes through
-//! [`RespWire`](super::wire::RespWire).
+//! The engine also speaks RESP bytes on a binding's own command connection
+//! ([`WiredEngine`](super::wire::WiredEngine)).
 
 use crate::connect::{Backend, ClientOptions};
-use crate::data::{Connected, Data, DataBackend, Wire};
+use crate::data::{Connected, Data, DataBackend};
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;
 use crate::time::Duration;
@@ -46,17 +46,13 @@ impl DataBackend for RedisBackend {
         Some((notice.get("channel")?.as_bytes()?, notice.get("payload")?.as_bytes()?))
     }
 
-    fn wire() -> Option<Box<dyn Wire>> {
-        Some(Box::<super::wire::RespWire>::default())
-    }
-
     fn transport_error(message: &str, server_reply: bool) -> Error {
         transport_error(message, server_reply)
     }
 }
 
 /// The Redis engine of a `redis://` or `redis+cluster://` client (a Cluster's calls one per
-/// request) and its transport plan.
+/// request), with its RESP wire, and its transport plan.
 pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Connected> {
     let cluster = options.backend()? == Backend::RedisCluster;
     // A cluster has database 0 only (SELECT is refused there).
@@ -70,7 +66,7 @@ pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Co
         ..EngineConfig::default()
     };
     let engine = Engine::new(config, rng)?;
-    Ok(Connected { engine: Box::new(engine), plan: plan(options)? })
+    Ok(Connected { engine: Box::new(super::wire::WiredEngine::new(engine)), plan: plan(options)? })
 }
 
 /// A byte string as data: a string where it is UTF-8 (all of lockgate's are), else bytes.
