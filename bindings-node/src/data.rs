@@ -25,7 +25,8 @@ pub fn to_js(d: &Data, strings: &mut StrCache) -> JsValue {
         Data::Int(n) => JsValue::from(*n),
         Data::Str(s) => strings.str(s),
         Data::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
-        Data::List(items) => items.iter().map(|x| to_js(x, strings)).collect::<Array>().into(),
+        // One crossing for the whole array, where `Array::push` is one per item.
+        Data::List(items) => JsValue::from(items.iter().map(|x| to_js(x, strings)).collect::<Vec<_>>()),
         Data::Map(entries) => {
             let o = Object::new();
             for (k, v) in entries {
