@@ -352,9 +352,7 @@ class Driver {
       this.engine.shutdown(now());
       const idle = new Promise((resolve) => this.idleWaiters.push(resolve));
       this.pump();
-      let grace;
-      await Promise.race([idle, new Promise((resolve) => (grace = setTimeout(resolve, CLOSE_GRACE_MS)))]);
-      clearTimeout(grace);
+      await exit.within(idle, CLOSE_GRACE_MS);
       closing.done = true;
       this.clearTimer();
       for (const p of this.engine.takeWaiters()) {

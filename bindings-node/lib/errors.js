@@ -39,31 +39,15 @@ Object.defineProperty(LockError.prototype, 'name', {
   configurable: true,
 });
 
-const InvalidArgumentError = define('InvalidArgumentError', 'INVALID_ARGUMENT');
-const TimeoutError = define('TimeoutError', 'TIMEOUT');
-const NotHeldError = define('NotHeldError', 'NOT_HELD');
-const ConnectionError = define('ConnectionError', 'CONNECTION');
-const AuthenticationError = define('AuthenticationError', 'AUTHENTICATION');
-const ProtocolError = define('ProtocolError', 'PROTOCOL');
-const CancelledError = define('CancelledError', 'CANCELLED');
-const ClosedError = define('ClosedError', 'CLOSED');
-const AlreadyHeldError = define('AlreadyHeldError', 'ALREADY_HELD');
-const UnsupportedError = define('UnsupportedError', 'UNSUPPORTED');
-
-/** Every error class by name, as the package exports them. */
-const ERROR_EXPORTS = {
-  LockError,
-  InvalidArgumentError,
-  TimeoutError,
-  NotHeldError,
-  ConnectionError,
-  AuthenticationError,
-  ProtocolError,
-  CancelledError,
-  ClosedError,
-  AlreadyHeldError,
-  UnsupportedError,
-};
+/**
+ * Every error class by name, as the package exports them: one per code of the core's table,
+ * named for it (`NOT_HELD`: NotHeldError).
+ */
+const ERROR_EXPORTS = { LockError };
+for (const code of RETRYABLE.keys()) {
+  const name = `${code.toLowerCase().replace(/(?:^|_)(\w)/g, (_, c) => c.toUpperCase())}Error`;
+  ERROR_EXPORTS[name] = define(name, code);
+}
 
 const BY_CODE = new Map(Object.values(ERROR_EXPORTS).slice(1).map((c) => [c.code, c]));
 

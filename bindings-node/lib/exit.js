@@ -78,6 +78,13 @@ function signalExitListeners() {
   return n;
 }
 
+/** Waits for `promise`, but at most `ms` milliseconds. */
+async function within(promise, ms) {
+  let timer;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 function onSignal(signal) {
   // Someone else listens: the application handles this signal (see above).
   if (process.listenerCount(signal) - signalExitListeners() > 1) return;
@@ -86,19 +93,11 @@ function onSignal(signal) {
     return;
   }
   cleaning = true;
-  const drivers = liveDrivers();
-  let timer;
-  const bounded = new Promise((resolve) => {
-    timer = setTimeout(resolve, CLEANUP_MS);
-  });
-  Promise.race([Promise.allSettled(drivers.map((d) => d.close())), bounded]).then(() => {
-    clearTimeout(timer);
-    reraise(signal);
-  });
+  within(Promise.allSettled(liveDrivers().map((d) => d.close())), CLEANUP_MS).then(() => reraise(signal));
 }
 
 function onExit() {
   for (const d of liveDrivers()) d.abandon();
 }
 
-module.exports = { register, unregister, CLEANUP_MS };
+module.exports = { register, unregister, within, CLEANUP_MS };

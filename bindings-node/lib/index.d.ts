@@ -323,42 +323,49 @@ export class Client {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** What a Lock, ReadWriteLock or Election shows of itself. */
+declare class Handle {
+  protected constructor();
+  /** The client it was made from. */
+  readonly client: Client;
+  /** The lock's (or election's) name. */
+  readonly name: string;
+  /** The effective options (defaults filled in). */
+  readonly options: EffectiveOptions;
+}
+
 /**
  * A handle on a named lock: a mutex, a semaphore permit, or one half of a read-write lock.
- * Holding it is a Lease, owned by the object that holds it.
+ * Holding it is a Lease (`L`: Leadership for a Candidate), owned by the object that holds it.
  */
-export class Lock {
+export class Lock<L extends Lease = Lease> extends Handle {
   protected constructor();
-  readonly client: Client;
-  readonly name: string;
   /** What this handle acquires. */
   readonly kind: LockKind;
   /** Whether acquiring again while this handle holds the lock re-enters its lease. */
   readonly reentrant: boolean;
-  /** The effective options (defaults filled in). */
-  readonly options: EffectiveOptions;
   /**
    * The most recent lease acquired through this handle that is still held, or null. The handle
    * keeps it reachable: a lease whose `acquire()` result was dropped is never released by
    * garbage collection, and can still be released here.
    */
-  readonly lease: Lease | null;
+  readonly lease: L | null;
   /**
    * Waits for the lock (FIFO, woken by the release itself). A reentrant handle that holds the
    * lock resolves at once with the same lease (one more hold); a non-reentrant one rejects at
    * once with AlreadyHeldError (it would wait for itself), sending nothing.
    */
-  acquire(options?: AcquireOptions): Promise<Lease>;
+  acquire(options?: AcquireOptions): Promise<L>;
   /**
    * One attempt: the lease, or null if the lock is held (or others queue for it);
    * AlreadyHeldError through a non-reentrant handle that holds it.
    */
-  tryAcquire(): Promise<Lease | null>;
+  tryAcquire(): Promise<L | null>;
   /**
    * Acquires, runs `fn`, and releases even if it throws. Resolves with `fn`'s result only if the
    * lease was held until `fn` finished; otherwise rejects with NotHeldError.
    */
-  using<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
+  using<T>(fn: (lease: L) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
 }
 
 /** A counting semaphore; each lease is one permit. */
@@ -370,10 +377,8 @@ export class Semaphore extends Lock {
 }
 
 /** A read-write lock: many readers or one writer. */
-export class ReadWriteLock {
+export class ReadWriteLock extends Handle {
   private constructor();
-  readonly client: Client;
-  readonly name: string;
   /** The shared half: many readers hold it at once, never beside a writer. */
   readonly readLock: Lock;
   /** The exclusive half. */
@@ -382,7 +387,6 @@ export class ReadWriteLock {
   readonly writersFirst: boolean;
   /** Whether both halves are reentrant. */
   readonly reentrant: boolean;
-  readonly options: EffectiveOptions;
 }
 
 /** The current leader of an election, as observed on the server. */
@@ -396,11 +400,8 @@ export interface Leader {
 }
 
 /** A leader election. */
-export class Election {
+export class Election extends Handle {
   private constructor();
-  readonly client: Client;
-  readonly name: string;
-  readonly options: EffectiveOptions;
   /**
    * Waits to lead, publishing `value` (at most 4096 bytes, else InvalidArgumentError).
    * Rejects with TimeoutError or CancelledError as `lock.acquire()` does.
@@ -418,16 +419,12 @@ export class Election {
 }
 
 /** A candidate of an election: a Lock whose leases are Leadership. */
-export class Candidate extends Lock {
+export class Candidate extends Lock<Leadership> {
   protected constructor();
   readonly kind: 'leader';
   readonly election: Election;
   /** The value it publishes while it leads. */
   readonly value: string;
-  readonly lease: Leadership | null;
-  acquire(options?: AcquireOptions): Promise<Leadership>;
-  tryAcquire(): Promise<Leadership | null>;
-  using<T>(fn: (leadership: Leadership) => T | Promise<T>, options?: AcquireOptions): Promise<T>;
 }
 
 /** Proof of holding a lock. */

@@ -14,21 +14,8 @@ const INTERNAL = Symbol('lockgate.internal');
 /** A Lock's method that frees the place of a lease released through it (see HandleLeases). */
 const FREE = Symbol('lockgate.free');
 
-/**
- * The transport modules that take a caller's own connection (those exporting `describe`: what
- * the connection stands for, and `GIVEN`: what they take, for messages), loaded on first use.
- */
-let takers;
-function transportsTakingConnections() {
-  if (takers === undefined) {
-    const dir = path.join(__dirname, 'transport');
-    takers = fs
-      .readdirSync(dir)
-      .map((file) => require(path.join(dir, file)))
-      .filter((t) => typeof t.describe === 'function');
-  }
-  return takers;
-}
+/** The transport modules that take a caller's own connection: they export `describe` (what it stands for) and `GIVEN` (what they take). */
+const takers = () => fs.readdirSync(path.join(__dirname, 'transport')).map((f) => require(`./transport/${f}`)).filter((t) => t.describe);
 
 /**
  * Connects to the backend the URL's scheme picks (or to a caller's own connection that a
@@ -39,9 +26,8 @@ async function connect(target, options) {
   let transport;
   let described;
   if (given !== undefined) {
-    const takers = transportsTakingConnections();
-    transport = takers.find((t) => (described = t.describe(given, options)) !== undefined);
-    if (transport === undefined) throw invalid(`connect() takes a URL, ${takers.map((t) => t.GIVEN).join(', ')}`);
+    transport = takers().find((t) => (described = t.describe(given, options)) !== undefined);
+    if (transport === undefined) throw invalid(`connect() takes a URL, ${takers().map((t) => t.GIVEN).join(', ')}`);
   }
   // The core parses the URL, checks and defaults every option and builds the backend's engine.
   const engine = wasm.Engine.connect(given === undefined ? target : undefined, options, described, SHAPES);
@@ -207,9 +193,34 @@ class HandleLeases {
   }
 }
 
-/** A handle on a named lock (a mutex, a semaphore permit, a read-write half, leadership); holding it is a Lease. */
-class Lock {
+/** What a Lock, ReadWriteLock or Election shows of the spec it was made with: its client, name and effective options. */
+class Handle {
   #client;
+  #info;
+
+  constructor(client, info) {
+    this.#client = client;
+    this.#info = info;
+  }
+
+  /** The client this was made from. */
+  get client() {
+    return this.#client;
+  }
+
+  /** The lock's (or election's) name. */
+  get name() {
+    return this.#info.name;
+  }
+
+  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (no `entryTtlMs` where waiters do not queue: Redlock). */
+  get options() {
+    return { ...this.#info.options };
+  }
+}
+
+/** A handle on a named lock (a mutex, a semaphore permit, a read-write half, leadership); holding it is a Lease. */
+class Lock extends Handle {
   #spec;
   /** `spec.info`, read once (the spec lives in WebAssembly). */
   #info;
@@ -220,20 +231,11 @@ class Lock {
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
-    this.#client = client;
+    const info = spec.info;
+    super(client, info);
     this.#spec = spec;
-    this.#info = spec.info;
+    this.#info = info;
     this.#election = election;
-  }
-
-  /** The client this lock was made from. */
-  get client() {
-    return this.#client;
-  }
-
-  /** The lock's name. */
-  get name() {
-    return this.#info.name;
   }
 
   /** What this handle acquires: `mutex`, `semaphore`, `read`, `write` or `leader`. */
@@ -246,11 +248,6 @@ class Lock {
     return this.#info.reentrant;
   }
 
-  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (no `entryTtlMs` where waiters do not queue: Redlock). */
-  get options() {
-    return { ...this.#info.options };
-  }
-
   /** The most recent Lease acquired through this handle that is still held (kept reachable here), or null. */
   get lease() {
     return this.#leases.current();
@@ -258,7 +255,7 @@ class Lock {
 
   /** Waits for the lock (`{ timeoutMs, signal }`) and resolves with a Lease; a reentrant handle re-enters its own. */
   async acquire(options) {
-    const driver = drivers.get(this.#client);
+    const driver = drivers.get(this.client);
     const signal = checkSignal(options);
     if (this.#info.reentrant) {
       const entered = await this.#reenter(driver, signal);
@@ -272,7 +269,7 @@ class Lock {
 
   /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
   async tryAcquire() {
-    const driver = drivers.get(this.#client);
+    const driver = drivers.get(this.client);
     if (this.#info.reentrant) {
       const entered = await this.#reenter(driver, undefined);
       if (entered) return entered;
@@ -362,26 +359,17 @@ class Semaphore extends Lock {
 }
 
 /** A read-write lock: two Lock handles on one name, `readLock` (shared) and `writeLock`. */
-class ReadWriteLock {
+class ReadWriteLock extends Handle {
   #read;
   #write;
   #writersFirst;
 
   constructor(token, client, readSpec, writeSpec) {
     if (token !== INTERNAL) throw new TypeError('use client.readWriteLock() to create a ReadWriteLock');
+    super(client, readSpec.info);
     this.#writersFirst = readSpec.info.writersFirst;
     this.#read = new Lock(INTERNAL, client, readSpec);
     this.#write = new Lock(INTERNAL, client, writeSpec);
-  }
-
-  /** The client this lock was made from. */
-  get client() {
-    return this.#read.client;
-  }
-
-  /** The lock's name. */
-  get name() {
-    return this.#read.name;
   }
 
   /** The shared half: many readers hold it at once, never beside a writer. */
@@ -403,37 +391,16 @@ class ReadWriteLock {
   get reentrant() {
     return this.#read.reentrant;
   }
-
-  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
-  get options() {
-    return this.#read.options;
-  }
 }
 
 /** A leader election: candidates campaign, the leader resigns by releasing, anyone can observe. */
-class Election {
-  #client;
+class Election extends Handle {
   #spec;
 
   constructor(token, client, spec) {
     if (token !== INTERNAL) throw new TypeError('use client.election() to create an Election');
-    this.#client = client;
+    super(client, spec.info);
     this.#spec = spec;
-  }
-
-  /** The client this election was made from. */
-  get client() {
-    return this.#client;
-  }
-
-  /** The election's name. */
-  get name() {
-    return this.#spec.info.name;
-  }
-
-  /** The effective options: `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }`. */
-  get options() {
-    return { ...this.#spec.info.options };
   }
 
   /** Waits to become leader publishing `value`; resolves with the Leadership (its token is the term). */
@@ -448,13 +415,13 @@ class Election {
 
   /** A candidate publishing `value` (checked here): a Lock whose acquisitions campaign. */
   candidate(value) {
-    open(this.#client);
-    return new Candidate(INTERNAL, this.#client, this.#spec.campaign(value), this);
+    open(this.client);
+    return new Candidate(INTERNAL, this.client, this.#spec.campaign(value), this);
   }
 
   /** The current leader as `{ value, term, remainingMs }`, or null if nobody leads. */
   async observe() {
-    const ev = await drivers.get(this.#client).observe(this.name);
+    const ev = await drivers.get(this.client).observe(this.name);
     if (ev.value === undefined) return null;
     return { value: ev.value, term: ev.term, remainingMs: ev.remainingMs };
   }

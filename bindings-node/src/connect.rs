@@ -5,15 +5,16 @@
 //! (`<transport>Options`, e.g. `redisOptions`: ioredis's) and the nesting of `replicaAcks: {
 //! replicas, timeoutMs }` are this binding's.
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Reflect};
 use lockgate_core::connect::{redlock_url, ClientOptions, OptionValue, Spelling};
 use lockgate_core::options::MAX_DURATION;
 use lockgate_core::time::Duration;
+use lockgate_core::data::Data;
 use lockgate_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::convert::{self, set};
+use crate::convert;
 
 /// What the core made of a target and its options.
 pub struct Connected {
@@ -105,9 +106,8 @@ impl Connected {
     /// `Err` if connect() was given another transport's options than `transport`'s (the plan's).
     pub fn check_transport(&self, transport: &str) -> Result<()> {
         match &self.transport_options {
-            Some(key) if *key != format!("{transport}Options") => {
-                let backend = self.options.backend()?;
-                Err(Error::invalid(format!("{key} are another transport's options; not for {}", backend.name())))
+            Some(k) if *k != format!("{transport}Options") => {
+                Err(Error::invalid(format!("{k} are another transport's options; not for {}", self.options.backend()?.name())))
             }
             _ => Ok(()),
         }
@@ -118,19 +118,14 @@ impl Connected {
     /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
     /// readWrite, election, observe, reentrant, replicaAcks, readersFirst, agreedParameters,
     /// entryTtl }` (names in JavaScript's case).
-    pub fn capabilities(&self) -> Result<Object> {
+    pub fn capabilities(&self) -> Result<Data> {
         let c = self.options.capabilities()?;
-        let out = Object::new();
-        set(&out, "backend", c.backend.into());
-        set(&out, "scheme", c.scheme.into());
+        let mut out = vec![("backend".to_string(), c.backend.into()), ("scheme".to_string(), c.scheme.into())];
         for (name, on) in c.pairs() {
-            let camel: String = name
-                .split('_')
-                .enumerate()
-                .map(|(i, w)| if i == 0 { w.to_string() } else { w[..1].to_uppercase() + &w[1..] })
-                .collect();
-            set(&out, &camel, on.into());
+            let mut words = name.split('_');
+            let first = words.next().unwrap_or_default().to_string();
+            out.push((words.fold(first, |camel, w| camel + &w[..1].to_uppercase() + &w[1..]), on.into()));
         }
-        Ok(out)
+        Ok(Data::Map(out))
     }
 }

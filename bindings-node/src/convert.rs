@@ -39,10 +39,6 @@ pub fn id_from_js(id: f64) -> u64 {
     }
 }
 
-fn invalid(msg: impl Into<String>) -> Error {
-    Error::invalid(msg)
-}
-
 pub fn describe(v: &JsValue) -> String {
     if v.is_null() {
         "null".into()
@@ -56,20 +52,20 @@ pub fn describe(v: &JsValue) -> String {
 
 /// A lock name: a well-formed string (lone surrogates would collide after UTF-8 conversion).
 pub fn name(v: &JsValue) -> Result<String> {
-    let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
-        return Err(invalid(format!("lock name must be a string, got {}", describe(v))));
-    };
-    if !js.is_valid_utf16() {
-        return Err(invalid("lock name must be well-formed Unicode (it has a lone surrogate)"));
-    }
-    let s: String = js.into();
+    let s = well_formed("lock name", v)?;
     lockgate_core::options::validate_name(&s)?;
     Ok(s)
 }
 
-/// A duration in milliseconds given as a JS number, from zero up to 30 days.
-pub fn millis_arg(what: &str, v: &JsValue) -> Result<Duration> {
-    millis_in(what, v, Duration::ZERO, MAX_DURATION)
+/// `v` as a string, which must be well-formed Unicode (`what` names it in errors).
+fn well_formed(what: &str, v: &JsValue) -> Result<String> {
+    let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
+        return Err(Error::invalid(format!("{what} must be a string, got {}", describe(v))));
+    };
+    if !js.is_valid_utf16() {
+        return Err(Error::invalid(format!("{what} must be well-formed Unicode (it has a lone surrogate)")));
+    }
+    Ok(js.into())
 }
 
 /// A duration in milliseconds given as a JS number, between `min` and `max`. The core checks
@@ -78,7 +74,7 @@ pub fn millis_arg(what: &str, v: &JsValue) -> Result<Duration> {
 pub fn millis_in(what: &str, v: &JsValue, min: Duration, max: Duration) -> Result<Duration> {
     match v.as_f64() {
         Some(ms) => duration_in_range(what, ms, Unit::Millis, min, max),
-        None => Err(invalid(format!("{what} must be a number of milliseconds, got {}", describe(v)))),
+        None => Err(Error::invalid(format!("{what} must be a number of milliseconds, got {}", describe(v)))),
     }
 }
 
@@ -95,14 +91,14 @@ pub(crate) fn option_entries(what: &str, v: &JsValue, known: Option<&[&str]>) ->
         return Ok(Vec::new());
     }
     if !v.is_object() || Array::is_array(v) || v.is_function() {
-        return Err(invalid(format!("{what} must be an object, got {}", describe(v))));
+        return Err(Error::invalid(format!("{what} must be an object, got {}", describe(v))));
     }
     let obj: &Object = v.unchecked_ref();
     let mut out = Vec::new();
     for key in Object::keys(obj).iter() {
         let key = key.as_string().unwrap_or_default();
         if known.is_some_and(|known| !known.contains(&key.as_str())) {
-            return Err(invalid(format!(
+            return Err(Error::invalid(format!(
                 "unknown {what} key {key:?}; expected one of {}",
                 known.unwrap_or_default().join(", ")
             )));
@@ -127,7 +123,7 @@ pub struct HandleOptions {
 }
 
 fn boolean(what: &str, v: &JsValue) -> Result<bool> {
-    v.as_bool().ok_or_else(|| invalid(format!("{what} must be a boolean, got {}", describe(v))))
+    v.as_bool().ok_or_else(|| Error::invalid(format!("{what} must be a boolean, got {}", describe(v))))
 }
 
 /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` plus the keys in `flags` (`reentrant`,
@@ -160,23 +156,17 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str], client: &ClientOp
 pub fn permits(v: &JsValue) -> Result<u32> {
     match v.as_f64() {
         Some(n) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) => Ok(n as u32),
-        Some(n) => Err(invalid(format!(
+        Some(n) => Err(Error::invalid(format!(
             "permits must be a whole number between 1 and {}, got {n}",
             lockgate_core::options::MAX_PERMITS
         ))),
-        None => Err(invalid(format!("permits must be a number, got {}", describe(v)))),
+        None => Err(Error::invalid(format!("permits must be a number, got {}", describe(v)))),
     }
 }
 
 /// The value a leader publishes: a well-formed string (the core checks its length).
 pub fn leader_value(v: &JsValue) -> Result<String> {
-    let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
-        return Err(invalid(format!("the leader value must be a string, got {}", describe(v))));
-    };
-    if !js.is_valid_utf16() {
-        return Err(invalid("the leader value must be well-formed Unicode (it has a lone surrogate)"));
-    }
-    Ok(js.into())
+    well_formed("the leader value", v)
 }
 
 /// A wait in ms: `Infinity` (or `null`) waits without limit.
@@ -184,7 +174,7 @@ fn wait_millis(what: &str, v: &JsValue) -> Result<Option<Duration>> {
     if v.is_null() || v.as_f64() == Some(f64::INFINITY) {
         return Ok(None);
     }
-    millis_arg(what, v).map(Some)
+    millis_in(what, v, Duration::ZERO, MAX_DURATION).map(Some)
 }
 
 /// How an acquire waits: one attempt (`tryOnce`), else the `timeoutMs` of `options` (`{

@@ -38,12 +38,9 @@ pub fn to_js(d: &Data, strings: &mut StrCache) -> JsValue {
 }
 
 /// A JavaScript value as `Data` (`undefined` is `null`; a number must be an integer within
-/// 2^53, a `BigInt` within 64 bits; objects by their own enumerable keys), or what is wrong.
-pub fn from_js(v: &JsValue) -> Result<Data, String> {
-    from_js_at(v, 0)
-}
-
-fn from_js_at(v: &JsValue, depth: usize) -> Result<Data, String> {
+/// 2^53, a `BigInt` within 64 bits; objects by their own enumerable keys), or what is wrong;
+/// `depth`: how deeply `v` is nested (0 at the top).
+pub fn from_js(v: &JsValue, depth: usize) -> Result<Data, String> {
     if v.is_undefined() || v.is_null() {
         return Ok(Data::Null);
     }
@@ -70,14 +67,14 @@ fn from_js_at(v: &JsValue, depth: usize) -> Result<Data, String> {
         return Err("a value nested too deeply".into());
     }
     if let Some(a) = v.dyn_ref::<Array>() {
-        return a.iter().map(|x| from_js_at(&x, depth + 1)).collect::<Result<_, _>>().map(Data::List);
+        return a.iter().map(|x| from_js(&x, depth + 1)).collect::<Result<_, _>>().map(Data::List);
     }
     if v.is_object() && !v.is_function() {
         let obj: &Object = v.unchecked_ref();
         let mut entries = Vec::new();
         for key in Object::keys(obj).iter() {
             let value = Reflect::get(obj, &key).unwrap_or(JsValue::UNDEFINED);
-            entries.push((key.as_string().unwrap_or_default(), from_js_at(&value, depth + 1)?));
+            entries.push((key.as_string().unwrap_or_default(), from_js(&value, depth + 1)?));
         }
         return Ok(Data::Map(entries));
     }

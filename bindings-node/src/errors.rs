@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Function, Reflect};
+use js_sys::{Function, Reflect};
 use lockgate_core::{Error, ErrorKind};
 use wasm_bindgen::prelude::*;
 
@@ -22,16 +22,14 @@ pub fn set_error_factory(factory: Function) {
 
 /// The core's taxonomy as `[code, retryable]` pairs, so JavaScript never restates it.
 #[wasm_bindgen(js_name = errorKinds)]
-pub fn error_kinds() -> Array {
-    ErrorKind::ALL
-        .iter()
-        .map(|k| {
-            let pair = Array::new();
-            pair.push(&JsValue::from_str(k.code()));
-            pair.push(&JsValue::from_bool(k.retryable()));
-            JsValue::from(pair)
-        })
-        .collect()
+pub fn error_kinds() -> Vec<JsValue> {
+    let pair = |k: &ErrorKind| JsValue::from(vec![JsValue::from_str(k.code()), JsValue::from_bool(k.retryable())]);
+    ErrorKind::ALL.iter().map(pair).collect()
+}
+
+/// The kind whose code is `code`, if the core has one.
+pub fn kind(code: &str) -> Option<ErrorKind> {
+    ErrorKind::ALL.into_iter().find(|k| k.code() == code)
 }
 
 /// Converts an error for JavaScript: the registered factory's `LockError` subclass, or (before

@@ -17,7 +17,6 @@ use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::{LeaseId, OpId, RequestId};
 use lockgate_core::data::{Data, DynEngine};
 use lockgate_core::holding::{Holding, Owner};
-use lockgate_core::time::Instant;
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
 
@@ -133,10 +132,7 @@ impl LockSpec {
         set(&out, "options", options.into());
         out
     }
-}
 
-#[wasm_bindgen]
-impl LockSpec {
     /// Frees the place of `lease` (released through the handle): the handle may acquire again.
     pub fn free(&mut self, lease: f64) {
         self.holding.free(LeaseId(id_from_js(lease)));
@@ -217,8 +213,8 @@ impl Engine {
 
     /// What this client's backend offers (see `connect::Connected::capabilities`).
     #[wasm_bindgen(getter)]
-    pub fn capabilities(&self) -> JsResult<js_sys::Object> {
-        js(self.client.capabilities())
+    pub fn capabilities(&self) -> JsResult<JsValue> {
+        js(self.client.capabilities()).map(|c| data::to_js(&c, &mut StrCache::default()))
     }
 
     /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
@@ -275,7 +271,7 @@ impl Engine {
     /// The instant (ms) until which `lease` is certainly valid; `undefined` if not held.
     #[wasm_bindgen(js_name = leaseValidUntil)]
     pub fn lease_valid_until(&self, lease: f64) -> Option<f64> {
-        self.valid_until(lease).map(convert::millis)
+        self.core.lease_valid_until(LeaseId(id_from_js(lease))).map(convert::millis)
     }
 
     /// Whether `lease` is held at `now` by the engine's knowledge.
@@ -390,7 +386,7 @@ impl Engine {
     #[wasm_bindgen(js_name = handleData)]
     pub fn handle_data(&mut self, now: f64, id: f64, reply: JsValue) {
         let (now, id) = (instant(now), RequestId(id_from_js(id)));
-        match data::from_js(&reply) {
+        match data::from_js(&reply, 0) {
             Ok(d) => self.core.handle_reply(now, id, &d),
             Err(why) => self.core.handle_failure(now, id, Error::protocol(format!("the transport's reply: {why}"))),
         }
@@ -399,7 +395,7 @@ impl Engine {
     /// A notice the server pushed, as a plain object (anything else is ignored).
     #[wasm_bindgen(js_name = handleNoticeData)]
     pub fn handle_notice_data(&mut self, now: f64, notice: JsValue) {
-        if let Ok(d) = data::from_js(&notice) {
+        if let Ok(d) = data::from_js(&notice, 0) {
             self.core.handle_notice(instant(now), &d);
         }
     }
@@ -455,17 +451,12 @@ impl Engine {
 }
 
 impl Engine {
-    fn valid_until(&self, lease: f64) -> Option<Instant> {
-        let lease = LeaseId(id_from_js(lease));
-        self.core.lease_valid_until(lease)
-    }
-
     /// A JavaScript error as the core's: a `LockError` keeps its code; anything else is read by
     /// the backend's rules ([`DynEngine::transport_error`]).
     fn failure(&self, error: &JsValue, server_reply: bool) -> Error {
         let message = convert::error_message(error);
         let code = Reflect::get(error, &"code".into()).ok().and_then(|c| c.as_string());
-        match ErrorKind::ALL.into_iter().find(|k| code.as_deref() == Some(k.code())) {
+        match code.as_deref().and_then(errors::kind) {
             Some(kind) => Error::new(kind, message),
             None => self.core.transport_error(&message, server_reply),
         }
@@ -491,11 +482,7 @@ impl Engine {
 /// (a closed client, a bad `signal` argument). Unknown codes become `PROTOCOL`.
 #[wasm_bindgen(js_name = makeError)]
 pub fn make_error(code: &str, message: &str) -> JsValue {
-    let kind = lockgate_core::ErrorKind::ALL
-        .into_iter()
-        .find(|k| k.code() == code)
-        .unwrap_or(lockgate_core::ErrorKind::Protocol);
-    errors::to_js(&Error::new(kind, message))
+    errors::to_js(&Error::new(errors::kind(code).unwrap_or(ErrorKind::Protocol), message))
 }
 
 /// How long process exit waits for open clients' releases (the core's one grace for every
