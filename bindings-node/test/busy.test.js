@@ -3,7 +3,7 @@
 // real BUSY spell (a Lua script that runs past `busy-reply-threshold`, so the server answers
 // every other command with -BUSY) a waiting acquire keeps waiting, a release is retried until
 // it reaches the server, and a renewed lease survives. Checked on both command transports: the
-// lean RESP connection (src/wire.rs) and ioredis (src/convert.rs).
+// lean RESP connection (the core's redis::wire) and ioredis (the core's redis::data).
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');

@@ -1,5 +1,5 @@
 'use strict';
-// The lean command connection of URL clients (lib/wire.js, with the RESP codec in src/wire.rs)
+// The lean command connection of URL clients (lib/transport/redis-wire.js, with the RESP codec and FIFO in the core's redis::wire)
 // against real redis-servers: replies and requests split at every byte, many requests in one
 // write, lost connections (idle, in flight, server restarted), a stalled server, a garbled
 // reply stream, ACL users, TLS, a database in the URL, and the ioredis fallback.

@@ -2,7 +2,7 @@
 // Part of the Redis transport (lib/transport/redis.js): the lean command connection of a client
 // connected from a URL, one plain (or TLS) socket whose
 // bytes go straight to and from the engine, which encodes its pipelines as RESP and parses the
-// replies itself (src/wire.rs over the core's codec, lockgate_core::redis::resp). It replaces one ioredis `call` per engine request, whose
+// replies itself (lockgate_core::redis::wire over the core's codec, lockgate_core::redis::resp). It replaces one ioredis `call` per engine request, whose
 // per-command objects, reply conversion and timers made the uncontended acquire+release
 // CPU-bound in Node. What is left here is plumbing: connecting (TLS, AUTH, SELECT), writing,
 // handing over what was read, noticing that the connection went, and reconnecting.
