@@ -31,6 +31,11 @@ impl DataBackend for RedlockBackend {
         request_data(request)
     }
 
+    /// A master's client failure reads as one Redis server's (a refused login is AUTHENTICATION).
+    fn transport_error(message: &str, server_reply: bool) -> Error {
+        crate::redis::data::transport_error(message, server_reply)
+    }
+
     fn reply_from_data(reply: &Data) -> Result<Reply> {
         reply_from_data(reply)
     }
