@@ -53,8 +53,42 @@ pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mp
     let engine = EtcdEngine::with_backend(EtcdBackend::new(options.etcd_config()?)?, Box::new(OsRandom));
     let config = Config::new(options, address)?;
     let (notices, pushes) = mpsc::unbounded_channel();
-    let transport = EtcdTransport::connect(config, notices).await?;
+    let transport = match EtcdTransport::connect(config.clone(), notices).await {
+        Ok(t) => t,
+        Err(e) => return Err(connect_error(e, &config.address).await),
+    };
     Ok(driver::spawn(engine, transport, Some(pushes)))
+}
+
+/// HTTP/2's client preface and an empty `SETTINGS` frame: what a gRPC client says first. An
+/// HTTP/2 server (etcd) answers with its own `SETTINGS`; Redis answers the preface's first line.
+const HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// A failed first connect through the one formatter ([`crate::connect::failure`]): the
+/// redacted URL and what its members did. The crate reports a member it cannot use as a
+/// transport error or a timeout whatever happened, so a connection failure is probed once (an
+/// HTTP/2 preface to each member, see [`probe`](crate::native::transport::probe)): nothing
+/// listening or nothing answering (`CONNECTION`), a server of another kind (`PROTOCOL`), or,
+/// for `etcds://`, a member answering plain HTTP/2 (`PROTOCOL`: the URL's scheme is wrong).
+/// Login and setting failures keep their own kind.
+async fn connect_error(own: Error, address: &EtcdAddress) -> Error {
+    use crate::connect::failure::connect_failed;
+    let shown = address.shown();
+    if own.kind() != ErrorKind::Connection {
+        return connect_failed(own.kind(), &shown, own.message());
+    }
+    match (crate::native::transport::probe::probe(&address.hosts, "etcd", &[HELLO]).await, address.tls) {
+        (None, false) => connect_failed(own.kind(), &shown, own.message()),
+        (None, true) => connect_failed(
+            ErrorKind::Protocol,
+            &shown,
+            "the server answers plain etcd, without TLS (use etcd:// for a plain port, or the cluster's TLS port)",
+        ),
+        // A TLS member answers a plain preface with TLS (or not at all): the crate's words
+        // say what went wrong.
+        (Some((ErrorKind::Protocol, _)), true) => connect_failed(own.kind(), &shown, own.message()),
+        (Some((kind, answered)), _) => connect_failed(kind, &shown, &answered),
+    }
 }
 
 /// What a client needs to connect: the members, login and TLS trust of the URL and the
