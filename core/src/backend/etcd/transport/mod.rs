@@ -46,8 +46,10 @@ use crate::time::{Duration, Instant};
 const PING_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Connects to the cluster of `target` and starts an etcd client's driver. Fails with
-/// `CONNECTION` if no member answers within `connect_timeout`, `AUTHENTICATION` if the cluster
-/// refuses the URL's login, `INVALID_ARGUMENT` for a TLS CA that is not PEM.
+/// `CONNECTION` if no member answers within `connect_timeout`, `PROTOCOL` if the members are
+/// servers of another kind or answer without the URL's TLS, `AUTHENTICATION` if the cluster
+/// refuses the URL's login, `INVALID_ARGUMENT` for a TLS CA that is not PEM; said as
+/// [`connect_failed`](crate::connect::failure::connect_failed) says every failed connect.
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let address = target.etcd().ok_or_else(|| Error::invalid("not an etcd:// URL"))?;
     let engine = EtcdEngine::with_backend(EtcdBackend::new(options.etcd_config()?)?, Box::new(OsRandom));
@@ -69,8 +71,8 @@ const HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\
 /// transport error or a timeout whatever happened, so a connection failure is probed once (an
 /// HTTP/2 preface to each member, see [`probe`](crate::native::transport::probe)): nothing
 /// listening or nothing answering (`CONNECTION`), a server of another kind (`PROTOCOL`), or,
-/// for `etcds://`, a member answering plain HTTP/2 (`PROTOCOL`: the URL's scheme is wrong).
-/// Login and setting failures keep their own kind.
+/// for `etcds://`, a member answering plain HTTP/2 (`PROTOCOL`: the URL's scheme is wrong;
+/// any other TLS failure keeps its own words). Login and setting failures keep their own kind.
 async fn connect_error(own: Error, address: &EtcdAddress) -> Error {
     use crate::connect::failure::connect_failed;
     let shown = address.shown();
@@ -78,16 +80,15 @@ async fn connect_error(own: Error, address: &EtcdAddress) -> Error {
         return connect_failed(own.kind(), &shown, own.message());
     }
     match (crate::native::transport::probe::probe(&address.hosts, "etcd", &[HELLO]).await, address.tls) {
-        (None, false) => connect_failed(own.kind(), &shown, own.message()),
         (None, true) => connect_failed(
             ErrorKind::Protocol,
             &shown,
             "the server answers plain etcd, without TLS (use etcd:// for a plain port, or the cluster's TLS port)",
         ),
-        // A TLS member answers a plain preface with TLS (or not at all): the crate's words
-        // say what went wrong.
-        (Some((ErrorKind::Protocol, _)), true) => connect_failed(own.kind(), &shown, own.message()),
-        (Some((kind, answered)), _) => connect_failed(kind, &shown, &answered),
+        (Some((kind, answered)), false) => connect_failed(kind, &shown, &answered),
+        // A member that speaks etcd, or (TLS) one that does not answer a plain preface as
+        // etcd: the crate's words (a certificate refused, ...) say more.
+        _ => connect_failed(own.kind(), &shown, own.message()),
     }
 }
 

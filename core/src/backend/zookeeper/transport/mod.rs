@@ -44,8 +44,10 @@ const PARENT_ATTEMPTS: usize = 3;
 /// Connects to the ensemble of `target` (one session, shared by every lock of the client) and
 /// starts a ZooKeeper client's driver. Fails with `CONNECTION` if no member answers within
 /// `connect_timeout` or (`zookeeper+tls://`) a server's certificate is not trusted,
+/// `PROTOCOL` if the members are servers of another kind or answer without the URL's TLS,
 /// `AUTHENTICATION` if the ensemble refuses the login or the client's certificate,
-/// `INVALID_ARGUMENT` if a TLS file cannot be read or used.
+/// `INVALID_ARGUMENT` if a TLS file cannot be read or used; said as
+/// [`connect_failed`](crate::connect::failure::connect_failed) says every failed connect.
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let address = target.zookeeper().ok_or_else(|| Error::invalid("not a zookeeper:// URL"))?;
     let engine_config = options.zookeeper_config()?;
@@ -65,7 +67,8 @@ pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mp
 /// request to each member, see [`probe`](crate::native::transport::probe)): nothing listening
 /// or nothing answering (`CONNECTION`), a server of another kind (`PROTOCOL`), or, for
 /// `zookeeper+tls://`, a member answering plain ZooKeeper (`PROTOCOL`: the URL's scheme is
-/// wrong). Login and setting failures keep their own kind.
+/// wrong; any other TLS failure keeps its own words). Login and setting failures keep their
+/// own kind.
 async fn connect_error(failure: ZkFailure, config: &Config) -> Error {
     use crate::connect::failure::connect_failed;
     let own = into_error(failure);
@@ -74,15 +77,15 @@ async fn connect_error(failure: ZkFailure, config: &Config) -> Error {
     }
     let answered = crate::native::transport::probe::probe(&config.members, "ZooKeeper", &[&hello(), b"PING\r\n"]).await;
     match (answered, config.tls.is_some()) {
-        (None, false) => connect_failed(own.kind(), &config.shown, own.message()),
         (None, true) => connect_failed(
             ErrorKind::Protocol,
             &config.shown,
             "the server answers plain ZooKeeper, without TLS (use zookeeper:// for a plain port, or the ensemble's TLS port)",
         ),
-        // A TLS member answers a plain hello with TLS: the crate's words say what went wrong.
-        (Some((ErrorKind::Protocol, _)), true) => connect_failed(own.kind(), &config.shown, own.message()),
-        (Some((kind, answered)), _) => connect_failed(kind, &config.shown, &answered),
+        (Some((kind, answered)), false) => connect_failed(kind, &config.shown, &answered),
+        // A member that speaks ZooKeeper, or (TLS) one that does not answer a plain hello as
+        // ZooKeeper: the crate's words (and the TLS probe's, a certificate refused) say more.
+        _ => connect_failed(own.kind(), &config.shown, own.message()),
     }
 }
 
