@@ -1,9 +1,10 @@
 //! Every failed connect names the server (its address, the password redacted) and what it
-//! answered, with a code and retryable flag that fit: nothing listening (`CONNECTION`,
-//! retryable), a server of another kind (`PROTOCOL`), a refused or missing login
-//! (`AUTHENTICATION`) and a database that does not exist (`INVALID_ARGUMENT`), none of them
-//! retryable. Real servers from the project's launcher; the "HTTP server" is a plain TCP
-//! listener here that answers like one.
+//! answered, with a code and retryable flag that fit: nothing listening or nothing answering
+//! (`CONNECTION`, retryable), a server of another kind or a TLS scheme at a plain port
+//! (`PROTOCOL`), a refused or missing login (`AUTHENTICATION`) and a database that does not
+//! exist (`INVALID_ARGUMENT`), none of them retryable. The same words on Redis, SQL, ZooKeeper
+//! and etcd. Real servers from the project's launcher; the "HTTP server" is a plain TCP
+//! listener here that answers like one, the "silent server" one that never answers.
 #![cfg(feature = "tokio")]
 
 #[path = "support/test_servers.rs"]
@@ -65,6 +66,20 @@ fn http_server() -> u16 {
     port
 }
 
+/// A listener that accepts every connection and never answers (a frozen server).
+fn silent_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            held.push(conn);
+        }
+    });
+    port
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_refused_port_names_the_address() {
     let port = closed_port();
@@ -108,4 +123,48 @@ async fn sql_connect_failures() {
     // the user (1044), never retryable either.
     let e = connect_error(&format!("mysql://lockgate:lockgate-test-pw@{at}/no_such_db")).await;
     check(&e, ErrorKind::Authentication, false, &at, "no_such_db");
+}
+
+/// The connect failures every backend says alike, for the scheme `scheme` with the login
+/// `login@` (its password [`SECRET`]): a refused port, a silent server, an HTTP server and a
+/// Redis server where `scheme`'s server was expected (`kind` its name in the message).
+async fn foreign_and_absent_servers(scheme: &str, login: &str, kind: &str) {
+    let port = closed_port();
+    let e = connect_error(&format!("{scheme}://{login}@127.0.0.1:{port}")).await;
+    check(&e, ErrorKind::Connection, true, &format!("127.0.0.1:{port}"), "refused");
+    assert!(e.message().starts_with("could not connect to "), "{e}");
+
+    let port = silent_server();
+    let e = connect_error(&format!("{scheme}://{login}@127.0.0.1:{port}")).await;
+    check(&e, ErrorKind::Connection, true, &format!("127.0.0.1:{port}"), "no answer");
+
+    let port = http_server();
+    let e = connect_error(&format!("{scheme}://{login}@127.0.0.1:{port}")).await;
+    check(&e, ErrorKind::Protocol, false, &format!("127.0.0.1:{port}"), "HTTP/1.1 400");
+
+    let redis = TestServers::start(&["single"]);
+    let at = format!("127.0.0.1:{}", redis.port(0));
+    let e = connect_error(&format!("{scheme}://{login}@{at}")).await;
+    check(&e, ErrorKind::Protocol, false, &at, "handshake reply");
+    assert!(e.message().contains(&format!("not a {kind} server")) || e.message().contains(&format!("not an {kind} server")), "{e}");
+    assert!(e.message().contains("-ERR") || e.message().contains("+PONG"), "what Redis answered: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_connect_failures() {
+    foreign_and_absent_servers("zookeeper", &format!("lockgate:{SECRET}"), "ZooKeeper").await;
+    // The TLS scheme at a plain port: the member answers plain ZooKeeper.
+    let zk = TestServers::start(&["zookeeper"]);
+    let at = format!("127.0.0.1:{}", zk.port(0));
+    let e = connect_error(&format!("zookeeper+tls://lockgate:{SECRET}@{at}")).await;
+    check(&e, ErrorKind::Protocol, false, &at, "without TLS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_connect_failures() {
+    foreign_and_absent_servers("etcd", &format!("lockgate:{SECRET}"), "etcd").await;
+    let etcd = TestServers::start(&["etcd"]);
+    let at = format!("127.0.0.1:{}", etcd.port(0));
+    let e = connect_error(&format!("etcds://lockgate:{SECRET}@{at}")).await;
+    check(&e, ErrorKind::Protocol, false, &at, "without TLS");
 }

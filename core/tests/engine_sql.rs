@@ -454,6 +454,50 @@ fn a_dbas_statement_timeout_ends_the_acquire_and_a_deadlock_is_retried() {
     assert!(matches!(ev, Some(lockgate_core::Event::Completed { outcome: Done::Acquired { fencing_token: Some(8), .. }, .. })), "{ev:?}");
 }
 
+// One client's acquires on one name insert in call order even when the first loses a deadlock
+// (the burst of issue 23 item 6 on MariaDB): a later insert on the name waits until the earlier
+// one is answered for good, so the earlier one's re-run cannot go out behind it and take a
+// later row id. An insert on another name is not held.
+#[test]
+fn a_deadlocked_insert_is_sent_again_before_the_clients_later_inserts_on_its_name() {
+    for mut h in [Hand::mysql(), Hand::postgres()] {
+        let postgres = h.engine.backend().config().dialect() == Dialect::Postgres;
+        let opts = LockOptions::renewed_lease(Duration::from_secs(30));
+        let first = h.engine.acquire(h.now, "burst", &opts, Wait::Forever).unwrap();
+        let attempt = if postgres { h.open_postgres() } else { h.open() };
+        let SqlOp::Acquire(a) = &attempt.op else { panic!("{attempt:?}") };
+        let first_owner = a.owner.clone();
+        let second = h.engine.acquire(h.now, "burst", &opts, Wait::Forever).unwrap();
+        let other = h.engine.acquire(h.now, "elsewhere", &opts, Wait::Forever).unwrap();
+        let sent = h.requests();
+        assert!(
+            matches!(sent.as_slice(), [r] if matches!(&r.op, SqlOp::Acquire(o) if o.lock_key == "mutex/elsewhere")),
+            "an insert went out while an earlier one on its name was unanswered: {sent:?}"
+        );
+        // Twice a deadlock victim: each re-run is the only request out.
+        let mut on_wire = attempt.id;
+        for _ in 0..2 {
+            let failure = SqlFailure::Server { code: "1213".into(), message: "Deadlock found when trying to get lock".into() };
+            h.engine.handle_reply(h.now, on_wire, Err(failure));
+            let again = h.requests();
+            assert!(matches!(again.as_slice(), [r] if r.op == attempt.op), "a later insert went out beside the re-run: {again:?}");
+            on_wire = again[0].id;
+        }
+        h.now = h.now + ms(1);
+        h.engine.handle_reply(h.now, on_wire, Ok(SqlReply::Entries { rows: vec![row(7, &first_owner, 30_000)] }));
+        let next = h.requests();
+        let [r] = next.as_slice() else { panic!("the second insert did not follow the first's answer: {next:?}") };
+        let SqlOp::Acquire(b) = &r.op else { panic!("{r:?}") };
+        assert!(b.lock_key == "mutex/burst" && b.owner != first_owner, "{r:?}");
+        let events: Vec<_> = std::iter::from_fn(|| h.engine.poll_event()).collect();
+        assert!(
+            events.iter().any(|e| matches!(e, lockgate_core::Event::Completed { op, outcome: Done::Acquired { .. } } if *op == first)),
+            "{events:?}"
+        );
+        let _ = (second, other);
+    }
+}
+
 // PostgreSQL: the notification of the predecessor's deletion (listening connection) overtakes
 // the reply of the waiter's attempt that read it as live (main connection): the waiter
 // re-checks at once instead of waiting for its capped re-check; a notification of an id it

@@ -335,10 +335,12 @@ fn an_election_is_a_leader_latch_observed_with_value_and_term() {
             other => panic!("{other:?}"),
         }
     };
-    // The observer has no session yet: observing opens it first.
+    // The observer has no session yet: observing opens it first. Its reads follow a sync
+    // through the leader on the election's path (a follower may lag behind the grant).
     let leader = observe(&mut w).expect("a leader");
     assert_eq!((leader.value.as_str(), leader.term), ("10.0.0.1:80", fa));
-    assert_eq!(w.ops_since(2, 0), ["session", "children", "get"]);
+    assert_eq!(w.ops_since(2, 0), ["session", "check", "children", "get"]);
+    assert!(matches!(&w.sent[2][1], ZkOp::Check { path, version: None } if path == "/lockgate/election/svc"), "{:?}", w.sent[2]);
     w.release(0, la);
     let (lb, fb) = w.acquired(1, b);
     let leader = observe(&mut w).expect("a leader");

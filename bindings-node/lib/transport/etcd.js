@@ -455,14 +455,15 @@ class EtcdTransport {
         await this.client.maintenance.status({ deadline: Date.now() + left });
         return;
       } catch (err) {
-        const f = this.failure(err, `connecting to ${plan.redacted}`);
+        const f = this.failure(err, `could not connect to ${plan.redacted}`);
         if (f.code === 'AUTHENTICATION') throw makeError('AUTHENTICATION', f.message);
-        last = f.message;
+        last = this.failure(err, 'the last attempt').message;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(50, Math.max(0, deadline - performance.now()))));
     }
     const within = `within the connect timeout (${plan.connectTimeoutMs} ms)`;
-    throw makeError('CONNECTION', `no member of ${plan.redacted} answered ${within}${last ? `: ${last}` : ''}`);
+    // The core's connect-failure wording (core/src/connect/failure.rs).
+    throw makeError('CONNECTION', `could not connect to ${plan.redacted}: no member answered ${within}${last ? `; ${last}` : ''}`);
   }
 
   /** Nothing to hold: open calls keep their connections ref'd until they end. */

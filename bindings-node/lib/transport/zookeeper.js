@@ -335,12 +335,14 @@ class ZooKeeperTransport {
       const state = await this.connected(c, deadline - performance.now());
       if (state === State.SYNC_CONNECTED) return c;
       if (state === State.AUTH_FAILED) {
-        throw { failure: 'other', code: 'AUTHENTICATION', message: `${this.plan.redacted} refused the credentials` };
+        throw { failure: 'other', code: 'AUTHENTICATION', message: `could not connect to ${this.plan.redacted}: the ensemble refused the credentials` };
       }
       if (state !== State.EXPIRED) {
         // Never connected: give the attempt up (a session that was connected keeps trying).
         if (!c.everConnected) this.discard(c);
-        throw lost(`no member of ${this.plan.redacted} answered within ${this.plan.connectTimeoutMs} ms`);
+        // The core's connect-failure wording (core/src/connect/failure.rs), so every binding
+        // and backend says a failed connect alike.
+        throw lost(`could not connect to ${this.plan.redacted}: no member answered within ${this.plan.connectTimeoutMs} ms`);
       }
     }
   }

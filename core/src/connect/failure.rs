@@ -16,8 +16,14 @@ use crate::error::{Error, ErrorKind};
 /// server of another kind (`PROTOCOL`) fails the same way on every try.
 pub fn connect_failed(kind: ErrorKind, target: &dyn Display, answered: &str) -> Error {
     let prefix = format!("could not connect to {target}");
-    // A transport's own message may already start with the same words: say them once.
-    let answered = answered.strip_prefix(&prefix).map(|r| r.trim_start_matches([':', ' ', ';'])).unwrap_or(answered);
+    // A transport's own message may already start with the same words, or with the
+    // "connecting to <target>" of a crate error's context: say them once.
+    let context = format!("connecting to {target}");
+    let answered = [&prefix, &context]
+        .into_iter()
+        .find_map(|p| answered.strip_prefix(p.as_str()))
+        .map(|r| r.trim_start_matches([':', ' ', ';']))
+        .unwrap_or(answered);
     Error::new(kind, format!("{prefix}: {answered}"))
 }
 
@@ -34,16 +40,22 @@ pub fn io_answer(e: &std::io::Error) -> String {
     }
 }
 
-/// What the first bytes a server sent say, for a client that expected `protocol` ("Redis"):
-/// `None` if they look like that protocol, else a description (an HTTP status line, or the
-/// printable start of the bytes). An empty reply means the server closed without answering.
+/// What the first bytes a server sent say, for a client that expected `protocol` ("Redis",
+/// "ZooKeeper", "etcd"): `None` if they look like that protocol, else a description (a TLS
+/// server's answer, an HTTP status line, or the printable start of the bytes). An empty reply
+/// means the server closed without answering.
 pub fn foreign_reply(protocol: &str, first: &[u8]) -> Option<String> {
-    let resp = matches!(first.first(), Some(b'+' | b'-' | b':' | b'$' | b'*' | b'%' | b'_' | b'>' | b'|' | b'#' | b',' | b'(' | b'=' | b'~' | b'!'));
-    if protocol == "Redis" && resp {
+    if speaks(protocol, first) {
         return None;
     }
+    let a = if protocol.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
     if first.is_empty() {
-        return Some(format!("the server closed the connection without a {protocol} reply (not a {protocol} server?)"));
+        return Some(format!("the server closed the connection without a {protocol} reply (not {a} {protocol} server?)"));
+    }
+    // A TLS record (an alert to a plain hello), or Go's answer to plain HTTP on a TLS port.
+    let tls_record = first.len() >= 2 && matches!(first[0], 0x15 | 0x16) && first[1] == 0x03;
+    if tls_record || first.windows(12).any(|w| w == b"HTTPS server") {
+        return Some("the server answered with TLS (a TLS port: use the URL's TLS scheme)".into());
     }
     let line: String = first
         .split(|&b| b == b'\r' || b == b'\n')
@@ -53,7 +65,21 @@ pub fn foreign_reply(protocol: &str, first: &[u8]) -> Option<String> {
         .take(60)
         .map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' })
         .collect();
-    Some(format!("unexpected handshake reply {line:?} (not a {protocol} server?)"))
+    Some(format!("unexpected handshake reply {line:?} (not {a} {protocol} server?)"))
+}
+
+/// Whether `first` starts like a server of `protocol` answering its client's hello: Redis a
+/// RESP type byte; ZooKeeper its connect response (a small length prefix, then protocol version
+/// 0); etcd an HTTP/2 frame (the server's `SETTINGS`, type 4, on stream 0).
+fn speaks(protocol: &str, first: &[u8]) -> bool {
+    match protocol {
+        "Redis" => matches!(first.first(), Some(b'+' | b'-' | b':' | b'$' | b'*' | b'%' | b'_' | b'>' | b'|' | b'#' | b',' | b'(' | b'=' | b'~' | b'!')),
+        "ZooKeeper" => {
+            first.len() >= 8 && (16..=1024).contains(&u32::from_be_bytes([first[0], first[1], first[2], first[3]])) && first[4..8] == [0; 4]
+        }
+        "etcd" => first.len() >= 9 && first[3] == 0x04 && first[5..9] == [0; 4],
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -66,6 +92,8 @@ mod tests {
         assert_eq!(e.message(), "could not connect to redis://127.0.0.1:1: refused");
         assert!(e.retryable());
         assert!(!connect_failed(ErrorKind::InvalidArgument, &"x", "no database").retryable());
+        let e = connect_failed(ErrorKind::Connection, &"etcd://h:1", "connecting to etcd://h:1: no answer");
+        assert_eq!(e.message(), "could not connect to etcd://h:1: no answer");
     }
 
     #[test]
@@ -74,5 +102,12 @@ mod tests {
         let http = foreign_reply("Redis", b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n").unwrap();
         assert!(http.contains("\"HTTP/1.1 400 Bad Request\""), "{http}");
         assert!(foreign_reply("Redis", b"").unwrap().contains("closed the connection"));
+        // A ZooKeeper connect response, an HTTP/2 SETTINGS frame: their own servers.
+        assert_eq!(foreign_reply("ZooKeeper", &[0, 0, 0, 36, 0, 0, 0, 0, 0, 0, 0x27, 0x10]), None);
+        assert_eq!(foreign_reply("etcd", &[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 5]), None);
+        let redis = foreign_reply("etcd", b"-ERR unknown command 'PRI'\r\n").unwrap();
+        assert!(redis.contains("-ERR unknown command") && redis.contains("not an etcd server"), "{redis}");
+        assert!(foreign_reply("ZooKeeper", b"+PONG\r\n").unwrap().contains("not a ZooKeeper server"));
+        assert!(foreign_reply("ZooKeeper", &[0x15, 0x03, 0x03, 0, 2, 2, 40]).unwrap().contains("TLS"));
     }
 }

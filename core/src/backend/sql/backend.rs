@@ -195,6 +195,13 @@ pub struct SqlBackend {
     routine: HashSet<RequestId>,
     /// Routine re-checks waiting for one of those to be answered, in order.
     parked: VecDeque<SqlRequest>,
+    /// Lock names with an insert ([`SqlOp::Acquire`]) of this client on the wire, and the
+    /// client's later inserts on that name, held in call order until it is answered for good:
+    /// a deadlock victim's re-run must still insert before them (row ids are the queue order,
+    /// and a re-run sent after them would take a later id, granting this client's acquires
+    /// out of call order). The connection runs batches one at a time anyway, so holding them
+    /// costs only the reply's way back.
+    inserting: HashMap<String, VecDeque<SqlRequest>>,
     opening: Opening,
     /// The queued waiters' rows this client refreshes, by owner token.
     beats: HashMap<Arc<str>, Beat>,
@@ -230,6 +237,7 @@ impl SqlBackend {
             urgent: HashSet::new(),
             routine: HashSet::new(),
             parked: VecDeque::new(),
+            inserting: HashMap::new(),
             opening: Opening::default(),
             beats: HashMap::new(),
             leaving: HashSet::new(),
@@ -321,6 +329,21 @@ impl SqlBackend {
         let next = self.beats.iter().filter(|(_, b)| b.lock_key == lock_key && b.id > id).min_by_key(|(_, b)| b.id).map(|(t, _)| Arc::clone(t));
         if let Some(t) = next {
             self.wake(ctx, vec![t]);
+        }
+    }
+
+    /// The insert on `lock_key` on the wire was answered for good: the next one held behind it
+    /// goes out now, its send time now (see `restamp`).
+    fn next_insert(&mut self, ctx: &mut Ctx<'_, SqlRequest>, lock_key: &str) {
+        let Some(held) = self.inserting.get_mut(lock_key) else { return };
+        match held.pop_front() {
+            Some(r) => {
+                self.restamp(ctx.now, r.id);
+                ctx.out.push_back(r);
+            }
+            None => {
+                self.inserting.remove(lock_key);
+            }
         }
     }
 
@@ -698,6 +721,7 @@ impl Backend for SqlBackend {
         self.closed = true;
         // Nothing waits in the backend past the close: the engine waits for their replies.
         ctx.out.extend(self.parked.drain(..));
+        ctx.out.extend(self.inserting.drain().flat_map(|(_, held)| held));
         let owners: Vec<String> = self.rows.keys().map(|t| t.to_string()).collect();
         self.rows.clear();
         self.waits.clear();
@@ -758,6 +782,19 @@ impl Backend for SqlBackend {
             Call { purpose, target: Arc::clone(target), token, sent: ctx.now, entry_ttl, lease: acquire_lease, once, op: op.clone(), rerun: 0 };
         self.in_flight.insert(id, call);
         let request = SqlRequest { id, op };
+        if let SqlOp::Acquire(a) = &request.op {
+            if !self.closed {
+                match self.inserting.get_mut(&a.lock_key) {
+                    // Sent when the earlier inserts on its name are answered (see `inserting`).
+                    Some(held) => held.push_back(request),
+                    None => {
+                        self.inserting.insert(a.lock_key.clone(), VecDeque::new());
+                        ctx.out.push_back(request);
+                    }
+                }
+                return;
+            }
+        }
         if !routine {
             ctx.out.push_back(request);
         } else {
@@ -782,6 +819,7 @@ impl Backend for SqlBackend {
                 // once (every one is a transaction or a single statement, rolled back whole),
                 // its send time kept (validity counts from the first send: never later than
                 // the truth).
+                // An insert's re-run keeps its name's later inserts held (see `inserting`).
                 call.rerun += 1;
                 let again = ctx.ids.request();
                 let op = call.op.clone();
@@ -789,6 +827,9 @@ impl Backend for SqlBackend {
                 ctx.out.push_back(SqlRequest { id: again, op });
                 return;
             }
+        }
+        if let SqlOp::Acquire(a) = &call.op {
+            self.next_insert(ctx, &a.lock_key);
         }
         let (purpose, sent) = (call.purpose, call.sent);
         let verdict = match purpose {

@@ -1,6 +1,10 @@
 //! Observing an election: list the candidates and read the first one's data (its published
 //! value) and `czxid` (its term), without joining or watching. An observe takes no owner token
 //! and never waits behind another call.
+//!
+//! The listing follows a sync ([`Step::Sync`], a check through the ensemble's leader): a
+//! follower serves reads from what it has applied, which may lag the leader, and an observer
+//! reading a lagging follower would see no leader moments after a candidate was granted.
 
 use std::sync::Arc;
 
@@ -15,7 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::time::Duration;
 
 impl ZooKeeperBackend {
-    /// Starts an observe of `target`: list its candidates.
+    /// Starts an observe of `target`: sync, then list its candidates.
     pub(super) fn observe_start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, target: &Arc<ZkTarget>) {
         let job = Job {
             purpose: Some(purpose),
@@ -29,13 +33,19 @@ impl ZooKeeperBackend {
             sent: ctx.now,
         };
         let path = target.path.clone();
-        self.send(ctx, job, Step::ObserveList, ZkOp::Children { path, watch: false });
+        let list = ZkOp::Children { path: path.clone(), watch: false };
+        self.send_synced(ctx, job, &path, Step::ObserveList, list);
     }
 
     /// Handles the reply to one step of an observe.
     pub(super) fn observe_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
         let observed = |r: Result<Option<LeaderInfo>>| Verdict::Observed(r);
         match (job.step.clone(), reply) {
+            // The sync answered in a session opened since it was sent: the server caught up
+            // all the same (an observe holds nothing of the session's).
+            (Step::Sync { next, op }, Ok(ZkReply::Checked) | Err(ZkFailure::NoNode | ZkFailure::BadVersion)) => {
+                self.send(ctx, job, *next, op);
+            }
             (Step::ObserveList, Ok(ZkReply::Children(mut kids))) => {
                 layout::sort_children(&mut kids, layout::sort_names(NodeKind::Latch));
                 match kids.first() {

@@ -19,6 +19,8 @@ pub(crate) use crate::backend::redlock::transport as redlock;
 pub(crate) use crate::backend::sql::transport as sql;
 pub(crate) use crate::backend::zookeeper::transport as zookeeper;
 
+pub(crate) mod probe;
+
 use futures_util::future::BoxFuture;
 
 use crate::engine::{Backend, Done, LockEngine, RequestId};

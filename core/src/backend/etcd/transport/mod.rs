@@ -46,15 +46,50 @@ use crate::time::{Duration, Instant};
 const PING_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Connects to the cluster of `target` and starts an etcd client's driver. Fails with
-/// `CONNECTION` if no member answers within `connect_timeout`, `AUTHENTICATION` if the cluster
-/// refuses the URL's login, `INVALID_ARGUMENT` for a TLS CA that is not PEM.
+/// `CONNECTION` if no member answers within `connect_timeout`, `PROTOCOL` if the members are
+/// servers of another kind or answer without the URL's TLS, `AUTHENTICATION` if the cluster
+/// refuses the URL's login, `INVALID_ARGUMENT` for a TLS CA that is not PEM; said as
+/// [`connect_failed`](crate::connect::failure::connect_failed) says every failed connect.
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let address = target.etcd().ok_or_else(|| Error::invalid("not an etcd:// URL"))?;
     let engine = EtcdEngine::with_backend(EtcdBackend::new(options.etcd_config()?)?, Box::new(OsRandom));
     let config = Config::new(options, address)?;
     let (notices, pushes) = mpsc::unbounded_channel();
-    let transport = EtcdTransport::connect(config, notices).await?;
+    let transport = match EtcdTransport::connect(config.clone(), notices).await {
+        Ok(t) => t,
+        Err(e) => return Err(connect_error(e, &config.address).await),
+    };
     Ok(driver::spawn(engine, transport, Some(pushes)))
+}
+
+/// HTTP/2's client preface and an empty `SETTINGS` frame: what a gRPC client says first. An
+/// HTTP/2 server (etcd) answers with its own `SETTINGS`; Redis answers the preface's first line.
+const HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// A failed first connect through the one formatter ([`crate::connect::failure`]): the
+/// redacted URL and what its members did. The crate reports a member it cannot use as a
+/// transport error or a timeout whatever happened, so a connection failure is probed once (an
+/// HTTP/2 preface to each member, see [`probe`](crate::native::transport::probe)): nothing
+/// listening or nothing answering (`CONNECTION`), a server of another kind (`PROTOCOL`), or,
+/// for `etcds://`, a member answering plain HTTP/2 (`PROTOCOL`: the URL's scheme is wrong;
+/// any other TLS failure keeps its own words). Login and setting failures keep their own kind.
+async fn connect_error(own: Error, address: &EtcdAddress) -> Error {
+    use crate::connect::failure::connect_failed;
+    let shown = address.shown();
+    if own.kind() != ErrorKind::Connection {
+        return connect_failed(own.kind(), &shown, own.message());
+    }
+    match (crate::native::transport::probe::probe(&address.hosts, "etcd", &[HELLO]).await, address.tls) {
+        (None, true) => connect_failed(
+            ErrorKind::Protocol,
+            &shown,
+            "the server answers plain etcd, without TLS (use etcd:// for a plain port, or the cluster's TLS port)",
+        ),
+        (Some((kind, answered)), false) => connect_failed(kind, &shown, &answered),
+        // A member that speaks etcd, or (TLS) one that does not answer a plain preface as
+        // etcd: the crate's words (a certificate refused, ...) say more.
+        _ => connect_failed(own.kind(), &shown, own.message()),
+    }
 }
 
 /// What a client needs to connect: the members, login and TLS trust of the URL and the

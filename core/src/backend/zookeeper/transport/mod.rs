@@ -44,16 +44,66 @@ const PARENT_ATTEMPTS: usize = 3;
 /// Connects to the ensemble of `target` (one session, shared by every lock of the client) and
 /// starts a ZooKeeper client's driver. Fails with `CONNECTION` if no member answers within
 /// `connect_timeout` or (`zookeeper+tls://`) a server's certificate is not trusted,
+/// `PROTOCOL` if the members are servers of another kind or answer without the URL's TLS,
 /// `AUTHENTICATION` if the ensemble refuses the login or the client's certificate,
-/// `INVALID_ARGUMENT` if a TLS file cannot be read or used.
+/// `INVALID_ARGUMENT` if a TLS file cannot be read or used; said as
+/// [`connect_failed`](crate::connect::failure::connect_failed) says every failed connect.
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let address = target.zookeeper().ok_or_else(|| Error::invalid("not a zookeeper:// URL"))?;
     let engine_config = options.zookeeper_config()?;
     let config = Config::new(options, address, engine_config.session_timeout)?;
     let engine = ZooKeeperEngine::with_backend(ZooKeeperBackend::new(engine_config)?, Box::new(OsRandom));
     let (notices, pushes) = mpsc::unbounded_channel();
-    let transport = ZkTransport::connect(config, notices).await.map_err(into_error)?;
+    let transport = match ZkTransport::connect(config.clone(), notices).await {
+        Ok(t) => t,
+        Err(failure) => return Err(connect_error(failure, &config).await),
+    };
     Ok(driver::spawn(engine, transport, Some(pushes)))
+}
+
+/// A failed first connect through the one formatter ([`crate::connect::failure`]): the
+/// redacted URL and what its members did. The crate tries every member until the connect
+/// timeout whatever goes wrong, so a connection failure is probed once (a ZooKeeper connect
+/// request to each member, see [`probe`](crate::native::transport::probe)): nothing listening
+/// or nothing answering (`CONNECTION`), a server of another kind (`PROTOCOL`), or, for
+/// `zookeeper+tls://`, a member answering plain ZooKeeper (`PROTOCOL`: the URL's scheme is
+/// wrong; any other TLS failure keeps its own words). Login and setting failures keep their
+/// own kind.
+async fn connect_error(failure: ZkFailure, config: &Config) -> Error {
+    use crate::connect::failure::connect_failed;
+    let own = into_error(failure);
+    if own.kind() != ErrorKind::Connection {
+        return connect_failed(own.kind(), &config.shown, own.message());
+    }
+    let answered = crate::native::transport::probe::probe(&config.members, "ZooKeeper", &[&hello(), b"PING\r\n"]).await;
+    match (answered, config.tls.is_some()) {
+        (None, true) => connect_failed(
+            ErrorKind::Protocol,
+            &config.shown,
+            "the server answers plain ZooKeeper, without TLS (use zookeeper:// for a plain port, or the ensemble's TLS port)",
+        ),
+        (Some((kind, answered)), false) => connect_failed(kind, &config.shown, &answered),
+        // A member that speaks ZooKeeper, or (TLS) one that does not answer a plain hello as
+        // ZooKeeper: the crate's words (and the TLS probe's, a certificate refused) say more.
+        _ => connect_failed(own.kind(), &config.shown, own.message()),
+    }
+}
+
+/// A ZooKeeper connect request for a new session of 1 ms (the server makes it its shortest,
+/// so the probe's session soon expires). A line-based server (Redis) never answers it (it
+/// starts with a NUL): the probe then says `PING` on a connection of its own.
+fn hello() -> Vec<u8> {
+    let mut body = Vec::with_capacity(45);
+    body.extend_from_slice(&0i32.to_be_bytes()); // protocol version
+    body.extend_from_slice(&0i64.to_be_bytes()); // last zxid seen
+    body.extend_from_slice(&1i32.to_be_bytes()); // session timeout, ms
+    body.extend_from_slice(&0i64.to_be_bytes()); // session id: a new session
+    body.extend_from_slice(&16i32.to_be_bytes()); // password: 16 zero bytes
+    body.extend_from_slice(&[0u8; 16]);
+    body.push(0); // not read-only
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
 }
 
 /// What a session needs to connect: the members, chroot and login of the URL and the client's
