@@ -13,6 +13,7 @@
 //! The repository README's "For binding authors" section lists the keys per binding.
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod backend;
 pub mod capabilities;
 pub mod connect;

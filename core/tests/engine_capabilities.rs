@@ -229,7 +229,7 @@ where
 #[test]
 fn every_backend_offers_what_its_capabilities_say() {
     let rng = || Box::new(SeededRandom::new(7));
-    for scheme in Scheme::ALL {
+    for scheme in Scheme::all() {
         let caps = scheme.capabilities(false, false);
         match scheme {
             Scheme::Redis => agrees(Engine::new(EngineConfig::default(), rng()).unwrap(), caps),

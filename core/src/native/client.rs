@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::holder::Holder;
 use super::lock::{Election, Lock, ReadWriteLock};
 use super::message::Msg;
-use super::transport;
 use crate::capabilities::{Capabilities, Capability};
-use crate::connect::{self, Backend, ClientOptions, RedisUrl, Spelling};
+use crate::connect::registry;
+use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
@@ -32,19 +32,17 @@ impl ClientOptions {
         self.validate()?;
         let target = self.target()?;
         let backend = self.backend()?;
-        // The one place a backend picks its transport (which connects and starts the driver).
-        let tx = match backend {
-            Backend::Redis | Backend::RedisCluster => transport::redis::start(&self, &target).await?,
-            Backend::Redlock => transport::redlock::start(&self, &target).await?,
-            Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
-            Backend::Etcd => transport::etcd::start(&self, &target).await?,
-            Backend::Postgres | Backend::MySql => transport::sql::start(&self, &target).await?,
-        };
-        let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
+        // The backend's spec starts its transport (which connects and starts the driver).
+        let spec = registry::spec_of(backend).0;
+        let tx = (spec.connect_native)(&self, &target).await?;
+        let redlock = spec.lease_bound.map(|bound| bound(&self, &target));
+        if let Some(config) = &redlock {
+            config.validate()?;
+        }
         let inner = Inner {
             tx,
             shown: target.to_string(),
-            servers: target.servers().to_vec(),
+            servers: target.server_urls(),
             capabilities: self.capabilities()?,
             redlock,
             backend,
@@ -58,10 +56,11 @@ struct Inner {
     tx: mpsc::UnboundedSender<Msg>,
     /// The URL with its password redacted.
     shown: String,
-    /// The server, seed node or masters, for their redacted URLs.
-    servers: Vec<RedisUrl>,
+    /// The server, seed node or masters, as redacted URLs.
+    servers: Vec<String>,
     capabilities: Capabilities,
-    /// A Redlock's settings (`max_lease` bounds every lease, and defaults one not given).
+    /// A Redlock's settings (`max_lease` bounds every lease, and defaults one not given): its
+    /// spec's lease bound.
     redlock: Option<RedlockConfig>,
     /// Which backend the URL named (its lock options' rules differ: no `entry_ttl` on ZooKeeper).
     backend: Backend,
@@ -104,7 +103,7 @@ impl Client {
     /// Each server's URL (the one server, the cluster's seed node, or every Redlock master)
     /// with passwords redacted.
     pub fn server_urls(&self) -> Vec<String> {
-        self.inner.servers.iter().map(|u| u.to_string()).collect()
+        self.inner.servers.clone()
     }
 
     /// A Redlock's protocol settings (`None` for other backends).

@@ -10,6 +10,7 @@
 //! - [`reply`]: reply shapes and their parsing;
 //! - [`resp`]: the RESP2 byte codec, for drivers that own their socket.
 
+pub mod address;
 pub mod backend;
 pub mod holders;
 pub mod keys;
@@ -19,7 +20,9 @@ pub mod reply;
 pub mod request;
 pub mod resp;
 pub mod script;
+pub mod spec;
 pub mod target;
+pub mod url;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;
 
