@@ -6,10 +6,14 @@
 //! [`REGISTRY`] is the one list of them: a backend joins with one line (and its
 //! [`Backend`](crate::connect::Backend) name); nothing else in the crate names it.
 
+#[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod redis;
+#[cfg(feature = "redlock")]
 pub mod redlock;
+#[cfg(feature = "sql")]
 pub mod sql;
+#[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
 use crate::connect::Spec;

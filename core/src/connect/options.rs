@@ -7,7 +7,7 @@ use super::spelling::{ClientOption, Spelling};
 use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
-use crate::redlock::RedlockConfig;
+use super::spec::LeaseBound;
 use crate::time::Duration;
 
 /// Default connect and response timeouts (5 s).
@@ -192,6 +192,8 @@ pub(crate) fn check_common(o: &ClientOptions, spelling: &Spelling) -> Result<()>
 }
 
 /// The refusal of the replica-acknowledged mode on `kind`, which has no replicas to wait for.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
 pub(crate) fn no_replica_acks(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
     if o.replica_acks.is_none() {
         return Ok(());
@@ -204,6 +206,8 @@ pub(crate) fn no_replica_acks(o: &ClientOptions, kind: &Kind, spelling: &Spellin
 }
 
 /// The refusal of a session timeout on `kind`, which has no session.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
 pub(crate) fn no_session_timeout(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
     if o.session_timeout.is_none() {
         return Ok(());
@@ -216,6 +220,8 @@ pub(crate) fn no_session_timeout(o: &ClientOptions, kind: &Kind, spelling: &Spel
 }
 
 /// The refusal of any Redlock setting given on `kind`, which is no Redlock.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
 pub(crate) fn no_redlock_settings(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
     match o.redlock_settings_given().first() {
         None => Ok(()),
@@ -229,6 +235,8 @@ pub(crate) fn no_redlock_settings(o: &ClientOptions, kind: &Kind, spelling: &Spe
 
 /// Whether the key prefix was changed from its default (the backends without key prefixes
 /// refuse it, each saying how it names locks instead).
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
 pub(crate) fn custom_key_prefix(o: &ClientOptions) -> bool {
     o.key_prefix != EngineConfig::default().key_prefix
 }
@@ -250,10 +258,10 @@ impl ClientOptions {
     }
 }
 
-/// [`ClientOptions::lock_options`] once the backend's refusals are said: `redlock` is the
+/// [`ClientOptions::lock_options`] once the backend's refusals are said: `bound` is the
 /// deployment's lease bound (`None` for every backend but a Redlock).
 pub(crate) fn lock_options_for(
-    redlock: Option<&RedlockConfig>,
+    bound: Option<&dyn LeaseBound>,
     lease: Option<Duration>,
     auto_renew: Option<bool>,
     wait_timeout: Option<Duration>,
@@ -264,8 +272,8 @@ pub(crate) fn lock_options_for(
     if let Some(d) = lease {
         in_range(spelling, spelling.lease, d, options::MIN_LEASE)?;
         lock.lease = d;
-    } else if let Some(config) = redlock {
-        lock.lease = options::DEFAULT_LEASE.min(config.max_lease);
+    } else if let Some(bound) = bound {
+        lock.lease = options::DEFAULT_LEASE.min(bound.max_lease());
     }
     if let Some(r) = auto_renew {
         lock.auto_renew = r;
@@ -276,8 +284,8 @@ pub(crate) fn lock_options_for(
         lock.entry_ttl = t;
     }
     lock.validate()?;
-    if let Some(config) = redlock {
-        config.check_lease(lock.lease)?;
+    if let Some(bound) = bound {
+        bound.check_lease(lock.lease)?;
     }
     Ok(lock)
 }

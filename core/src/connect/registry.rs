@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::backend::{Backend, Kind};
 use super::options::{check_common, lock_options_for, ClientOptions};
-use super::spec::Spec;
+use super::spec::{LeaseBound, Spec};
 use super::spelling::Spelling;
 use super::target::Target;
 use crate::backend::REGISTRY;
@@ -27,6 +27,14 @@ fn kinds() -> impl Iterator<Item = (&'static Spec, &'static Kind)> {
 /// backend's feature, and so does its spec).
 pub(crate) fn spec_of(backend: Backend) -> (&'static Spec, &'static Kind) {
     kinds().find(|(_, k)| k.backend == backend).expect("every backend is registered")
+}
+
+/// The widest range any registered backend takes a session timeout in (the setter's check;
+/// the backend's own range is its spec's `validate`); any duration when none has a session.
+pub(crate) fn session_timeout_range() -> (Duration, Duration) {
+    let ranges = REGISTRY.iter().filter_map(|spec| spec.session_timeout);
+    let widest = ranges.reduce(|(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
+    widest.unwrap_or((Duration::ZERO, crate::options::MAX_DURATION))
 }
 
 impl Backend {
@@ -195,7 +203,7 @@ impl ClientOptions {
         let target = self.target()?;
         let backend = self.backend_of(&target, spelling)?;
         let bound = spec_of(backend).0.lease_bound.map(|bound| bound(self, &target));
-        lock_options_for_backend(backend, bound.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
+        lock_options_for_backend(backend, bound.as_deref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
     }
 }
 
@@ -204,7 +212,7 @@ impl ClientOptions {
 /// the rule.
 pub fn lock_options_for_backend(
     backend: Backend,
-    bound: Option<&crate::redlock::RedlockConfig>,
+    bound: Option<&dyn LeaseBound>,
     lease: Option<Duration>,
     auto_renew: Option<bool>,
     wait_timeout: Option<Duration>,

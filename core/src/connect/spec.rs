@@ -13,7 +13,7 @@ use crate::data::Connected;
 use crate::error::Result;
 use crate::random::RandomSource;
 use super::target::{Address, Target};
-use crate::redlock::RedlockConfig;
+use crate::time::Duration;
 
 /// How a native client of a backend starts: connects its transport and its driver, and hands
 /// back the driver's inbox.
@@ -42,7 +42,10 @@ pub struct Spec {
     /// A deployment that bounds every lease (Redlock's `max_lease` and drift allowance): its
     /// settings from the client options, defaults where none was given and the masters counted
     /// from the URL; not validated (the client's validation does that).
-    pub lease_bound: Option<fn(options: &ClientOptions, target: &Target) -> RedlockConfig>,
+    pub lease_bound: Option<fn(options: &ClientOptions, target: &Target) -> Box<dyn LeaseBound>>,
+    /// The range of the session timeout, for a backend whose client has a session (`None`: the
+    /// setting is refused).
+    pub session_timeout: Option<(Duration, Duration)>,
     /// The backend's rules over the client settings, after the ones every backend shares: its
     /// own settings checked, the others' refused, in `spelling`'s words.
     pub validate: fn(options: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()>,
@@ -54,4 +57,15 @@ pub struct Spec {
     /// The native client's start.
     #[cfg(feature = "tokio")]
     pub(crate) connect_native: ConnectNative,
+}
+
+/// A deployment's bound on every lease (a Redlock's `max_lease` and drift allowance), as the
+/// lock-options rule and the native client check it.
+pub trait LeaseBound: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// The longest lease; a lock without a lease gets this or the default, whichever is shorter.
+    fn max_lease(&self) -> Duration;
+    /// Checks a lease or extension against the bound; `INVALID_ARGUMENT` says why not.
+    fn check_lease(&self, lease: Duration) -> Result<()>;
+    /// Checks the bound's own settings against their documented ranges.
+    fn validate(&self) -> Result<()>;
 }

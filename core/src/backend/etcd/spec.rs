@@ -16,6 +16,7 @@ pub const SPEC: Spec = Spec {
     key_prefix: false,
     clustered: None,
     lease_bound: None,
+    session_timeout: Some((MIN_SESSION_TTL, MAX_SESSION_TTL)),
     validate,
     no_entry_ttl: Some(|spelling| {
         format!(

@@ -9,7 +9,12 @@
 //! - [`mutex`], [`holders`], [`redlock`], [`script`]: the Lua scripts;
 //! - [`reply`]: reply shapes and their parsing;
 //! - [`resp`]: the RESP2 byte codec, for drivers that own their socket.
+//!
+//! The engine half (backend, request, reply, scripts) is in every build: the client options
+//! every backend shares carry its `ReplicaAcks`. The `redis` feature adds the URL, the
+//! registry spec, the RESP codec and the native transport.
 
+#[cfg(feature = "redis")]
 pub mod address;
 pub mod backend;
 pub mod holders;
@@ -18,12 +23,17 @@ pub mod mutex;
 pub mod redlock;
 pub mod reply;
 pub mod request;
+#[cfg(feature = "redis")]
 pub mod resp;
 pub mod script;
+#[cfg(feature = "redis")]
 pub mod spec;
 pub mod target;
+#[cfg(feature = "redis")]
 pub mod url;
-#[cfg(feature = "tokio")]
+#[cfg(all(feature = "tokio", feature = "redis"))]
+// Some of the links' reconnect hooks serve Redlock's transport only.
+#[cfg_attr(not(feature = "redlock"), allow(dead_code))]
 pub(crate) mod transport;
 
 pub use backend::{Engine, EngineConfig, RedisBackend, RedisConfig, ReplicaAcks};

@@ -25,6 +25,7 @@ pub const SPEC: Spec = Spec {
     key_prefix: true,
     clustered: Some(Backend::RedisCluster),
     lease_bound: None,
+    session_timeout: None,
     validate,
     no_entry_ttl: None,
     // The bindings drive Redis through its typed engine (the Node binding's lean RESP socket

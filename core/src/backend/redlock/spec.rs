@@ -6,7 +6,9 @@ use super::address;
 use super::RedlockConfig;
 use crate::capabilities::Capabilities;
 use crate::connect::options::{no_replica_acks, no_session_timeout};
+use crate::connect::spec::LeaseBound;
 use crate::connect::{Address, Backend, ClientOptions, Kind, Spec, Spelling, Target};
+use crate::time::Duration;
 use crate::error::{Error, Result};
 
 /// The Redlock backend's entry in the registry.
@@ -21,7 +23,8 @@ pub const SPEC: Spec = Spec {
     capabilities,
     key_prefix: true,
     clustered: None,
-    lease_bound: Some(|options, target| settings(options, target.servers().len())),
+    lease_bound: Some(|options, target| Box::new(settings(options, target.servers().len()))),
+    session_timeout: None,
     validate,
     no_entry_ttl: Some(|spelling| {
         format!("{} is not a Redlock setting (a Redlock has no wait queue: waiters retry)", spelling.entry_ttl)
@@ -90,5 +93,28 @@ impl ClientOptions {
         let config = settings(self, target.servers().len());
         config.validate()?;
         Ok(config)
+    }
+}
+
+impl LeaseBound for RedlockConfig {
+    fn max_lease(&self) -> Duration {
+        self.max_lease
+    }
+
+    fn check_lease(&self, lease: Duration) -> Result<()> {
+        RedlockConfig::check_lease(self, lease)
+    }
+
+    fn validate(&self) -> Result<()> {
+        RedlockConfig::validate(self)
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl crate::native::Client {
+    /// A Redlock's protocol settings (`None` for other backends).
+    pub fn redlock_config(&self) -> Option<&RedlockConfig> {
+        let bound: &dyn std::any::Any = self.lease_bound()?;
+        bound.downcast_ref()
     }
 }

@@ -25,6 +25,7 @@ pub const SPEC: Spec = Spec {
     key_prefix: false,
     clustered: None,
     lease_bound: None,
+    session_timeout: None,
     validate,
     no_entry_ttl: None,
     connect_data: Some(super::data::connect),

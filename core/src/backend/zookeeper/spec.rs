@@ -21,6 +21,7 @@ pub const SPEC: Spec = Spec {
     key_prefix: false,
     clustered: None,
     lease_bound: None,
+    session_timeout: Some((MIN_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT)),
     validate,
     no_entry_ttl: Some(|spelling| {
         format!(
