@@ -13,6 +13,7 @@
 //! The repository README's "For binding authors" section lists the keys per binding.
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod backend;
 pub mod capabilities;
 pub mod connect;
@@ -31,7 +32,15 @@ pub mod time;
 #[cfg(feature = "tokio")]
 pub mod native;
 
-pub use backend::{etcd, redis, redlock, sql, zookeeper};
+pub use backend::redis;
+#[cfg(feature = "etcd")]
+pub use backend::etcd;
+#[cfg(feature = "redlock")]
+pub use backend::redlock;
+#[cfg(feature = "sql")]
+pub use backend::sql;
+#[cfg(feature = "zookeeper")]
+pub use backend::zookeeper;
 
 pub use engine::{Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 pub use redis::{Engine, EngineConfig, ReplicaAcks, Request, RequestKind};

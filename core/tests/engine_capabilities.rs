@@ -1,4 +1,4 @@
-//! `Capabilities` (core/src/connect/backend.rs) is the single source of what a backend offers:
+//! `Capabilities` (each backend's spec, core/src/backend/<name>/spec.rs) is the single source of what a backend offers:
 //! for every `connect::Backend`, its engine must accept exactly what the capabilities promise
 //! and refuse the rest with `UNSUPPORTED` before sending anything. Checked on the sans-IO
 //! engines with a stand-in server that grants everything: semaphores, read-write locks,
@@ -229,7 +229,7 @@ where
 #[test]
 fn every_backend_offers_what_its_capabilities_say() {
     let rng = || Box::new(SeededRandom::new(7));
-    for scheme in Scheme::ALL {
+    for scheme in Scheme::all() {
         let caps = scheme.capabilities(false, false);
         match scheme {
             Scheme::Redis => agrees(Engine::new(EngineConfig::default(), rng()).unwrap(), caps),

@@ -1,29 +1,37 @@
-//! Connecting, as data: which backend a URL's scheme selects ([`Backend`], [`Target`]), the
-//! one [`ClientOptions`] of every backend with its defaults and rules, the generic setter the
-//! bindings call by their own option names ([`ClientOptions::set`], [`Spelling`]), and a lock's
-//! options with the backend's defaults ([`ClientOptions::lock_options`]). Pure and wasm-safe
-//! (no I/O, no tokio), so every binding — the native driver behind Python and the JVM, and the
-//! Node binding's wasm — accepts, defaults and refuses exactly the same things with the same
-//! messages, worded in each binding's names and unit.
+//! Connecting, as data: the registry of backends ([`Backend`] names them; each backend's
+//! [`Spec`], in its own folder, says its schemes, URL grammar, capabilities and rules), the URL a
+//! client connects to ([`Target`]), the [`ClientOptions`] with the defaults and rules every
+//! backend shares, the generic setter the bindings call by their own option names
+//! ([`ClientOptions::set`], [`Spelling`]), and a lock's options with the backend's defaults
+//! ([`ClientOptions::lock_options`]). Pure and wasm-safe (no I/O, no tokio), so every binding —
+//! the native driver behind Python and the JVM, and the Node binding's wasm — accepts, defaults
+//! and refuses exactly the same things with the same messages, worded in each binding's names
+//! and unit.
 
 mod backend;
 pub mod failure;
-mod options;
+pub(crate) mod options;
+// A build without any backend (the bare engine, as the wasm32 suite builds it) has no `Backend`
+// value: every lookup of one is unreachable there.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "zookeeper", feature = "etcd", feature = "sql")),
+    allow(unreachable_code, unused_variables)
+)]
+pub(crate) mod registry;
 mod setter;
+pub mod spec;
 mod spelling;
 mod target;
-mod url;
 
-pub use self::backend::Backend;
-pub use self::options::{
-    lock_options_for_backend, replica_acks, ClientOptions, Masters, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT,
-    MIN_REPLICA_ACK_TIMEOUT,
-};
-#[cfg(feature = "tokio")]
-#[allow(unused_imports)] // the native client moves to lock_options_for_backend (issue 15)
-pub(crate) use self::options::lock_options_for;
-pub(crate) use self::url::percent_decode;
+pub use self::backend::{Backend, Kind};
+pub use self::options::{replica_acks, ClientOptions, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT};
+pub use self::registry::{connect_data, lock_options_for_backend};
 pub use self::setter::OptionValue;
+pub use self::spec::{LeaseBound, Spec};
 pub use self::spelling::{ClientOption, Spelling};
-pub use self::target::{redlock_url, Target};
-pub use self::url::{Endpoint, RedisUrl, DEFAULT_PORT};
+pub use self::target::{Address, Target};
+// The Redis and Redlock URL forms, where the bindings have always found them.
+#[cfg(feature = "redis")]
+pub use crate::backend::redis::url::{Endpoint, RedisUrl, DEFAULT_PORT};
+#[cfg(feature = "redlock")]
+pub use crate::backend::redlock::address::{redlock_url, Masters};

@@ -2,20 +2,13 @@
 //! need a connection: the same checks and messages in every binding (the Node binding runs
 //! them as wasm). The native driver adds `connect()` to these types in `native/`.
 
-use std::collections::HashSet;
-use std::fmt;
-
-use super::backend::Backend;
+use super::backend::Kind;
 use super::spelling::{ClientOption, Spelling};
-use super::target::Target;
-use crate::capabilities::Capabilities;
 use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
-use crate::redlock::RedlockConfig;
+use super::spec::LeaseBound;
 use crate::time::Duration;
-use crate::etcd::{EtcdConfig, DEFAULT_SESSION_TTL, MAX_SESSION_TTL, MIN_SESSION_TTL};
-use crate::zookeeper::{ZkConfig, DEFAULT_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
 
 /// Default connect and response timeouts (5 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -155,138 +148,100 @@ impl ClientOptions {
             replica_ack_timeout_alone: None,
         }
     }
+}
 
-    /// Checks the URL, prefix, timeouts, TLS and backend settings without connecting (for
-    /// bindings whose constructors cannot await); messages name the Rust fields.
-    pub fn validate(&self) -> Result<()> {
-        self.validate_as(&Spelling::RUST)
+/// The rules every backend shares, before its own (`Spec::validate`): the key prefix, the
+/// timeouts, and the replica-acknowledged mode's own consistency (whether the backend has it is
+/// the backend's rule).
+pub(crate) fn check_common(o: &ClientOptions, spelling: &Spelling) -> Result<()> {
+    options::validate_prefix(&o.key_prefix)?;
+    check_timeout(spelling, spelling.connect_timeout, o.connect_timeout)?;
+    check_timeout(spelling, spelling.response_timeout, o.response_timeout)?;
+    if o.replica_ack_timeout_alone.is_some() && o.replica_acks.is_none() {
+        return Err(Error::invalid(format!(
+            "{} needs {} (the number of replicas WAIT must reach)",
+            spelling.key(ClientOption::ReplicaAckTimeout),
+            spelling.key(ClientOption::ReplicaAcks)
+        )));
     }
-
-    /// [`validate`](Self::validate) with messages in a binding's `spelling`.
-    pub fn validate_as(&self, spelling: &Spelling) -> Result<()> {
-        let target = Target::parse(&self.url)?;
-        let backend = self.backend_of(&target, spelling)?;
-        self.validate_for(backend, spelling)?;
-        if self.tls_ca_pem.is_some() && !target.is_tls() {
+    if let Some(r) = o.replica_acks {
+        if r.replicas == 0 {
+            return Err(Error::invalid(format!("{} must be at least 1, got 0", spelling.replica_count)));
+        }
+        if r.timeout < MIN_REPLICA_ACK_TIMEOUT {
             return Err(Error::invalid(format!(
-                "a TLS CA certificate ({}) was given for a plaintext {}:// URL; use {}://",
-                spelling.tls_ca,
-                target.scheme(),
-                backend.scheme(true)
+                "{} must be at least {}, got {}",
+                spelling.replica_ack_timeout,
+                spelling.show(MIN_REPLICA_ACK_TIMEOUT),
+                spelling.show(r.timeout)
             )));
         }
-        Ok(())
+        // WAIT holds the connection for up to its timeout: a response timeout no longer
+        // than that would turn every unconfirmed grant into a broken connection.
+        if r.timeout >= o.response_timeout {
+            return Err(Error::invalid(format!(
+                "{} ({}) must be below {} ({})",
+                spelling.replica_ack_timeout,
+                spelling.show(r.timeout),
+                spelling.response_timeout,
+                spelling.show(o.response_timeout)
+            )));
+        }
     }
+    Ok(())
+}
 
-    /// Every rule except the URL's, for a Redis client (a Cluster if `cluster` is set): for a
-    /// binding handed an already-made connection instead of a URL (the Node binding's ioredis
-    /// clients), whose URL field is then unused.
-    pub fn validate_settings(&self, spelling: &Spelling) -> Result<()> {
-        let backend = if self.cluster { Backend::RedisCluster } else { Backend::Redis };
-        self.validate_for(backend, spelling)
+/// The refusal of the replica-acknowledged mode on `kind`, which has no replicas to wait for.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
+pub(crate) fn no_replica_acks(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
+    if o.replica_acks.is_none() {
+        return Ok(());
     }
+    Err(Error::invalid(format!(
+        "{} is not supported on {} (it has no replicas to wait for; only a redis:// primary does)",
+        spelling.replica_acks,
+        kind.a()
+    )))
+}
 
-    /// Every rule except the URL's, for a client of `backend`.
-    pub fn validate_for(&self, backend: Backend, spelling: &Spelling) -> Result<()> {
-        options::validate_prefix(&self.key_prefix)?;
-        check_timeout(spelling, spelling.connect_timeout, self.connect_timeout)?;
-        check_timeout(spelling, spelling.response_timeout, self.response_timeout)?;
-        if self.replica_ack_timeout_alone.is_some() && self.replica_acks.is_none() {
-            return Err(Error::invalid(format!(
-                "{} needs {} (the number of replicas WAIT must reach)",
-                spelling.key(ClientOption::ReplicaAckTimeout),
-                spelling.key(ClientOption::ReplicaAcks)
-            )));
-        }
-        if let Some(r) = self.replica_acks {
-            if r.replicas == 0 {
-                return Err(Error::invalid(format!("{} must be at least 1, got 0", spelling.replica_count)));
-            }
-            if r.timeout < MIN_REPLICA_ACK_TIMEOUT {
-                return Err(Error::invalid(format!(
-                    "{} must be at least {}, got {}",
-                    spelling.replica_ack_timeout,
-                    spelling.show(MIN_REPLICA_ACK_TIMEOUT),
-                    spelling.show(r.timeout)
-                )));
-            }
-            // WAIT holds the connection for up to its timeout: a response timeout no longer
-            // than that would turn every unconfirmed grant into a broken connection.
-            if r.timeout >= self.response_timeout {
-                return Err(Error::invalid(format!(
-                    "{} ({}) must be below {} ({})",
-                    spelling.replica_ack_timeout,
-                    spelling.show(r.timeout),
-                    spelling.response_timeout,
-                    spelling.show(self.response_timeout)
-                )));
-            }
-            match backend {
-                Backend::Redis => {}
-                Backend::RedisCluster => {
-                    return Err(Error::invalid(format!(
-                        "{} is not supported on a Redis Cluster (WAIT must reach the lock's primary)",
-                        spelling.replica_acks
-                    )))
-                }
-                other => {
-                    return Err(Error::invalid(format!(
-                        "{} is not supported on {} (it has no replicas to wait for; only a \
-                         redis:// primary does)",
-                        spelling.replica_acks,
-                        a(other)
-                    )))
-                }
-            }
-        }
-        if let Some(t) = self.session_timeout {
-            match backend {
-                Backend::ZooKeeper => session_timeout_in_range(spelling, t)?,
-                Backend::Etcd => session_ttl_in_range(spelling, t)?,
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "{} is a ZooKeeper and etcd setting (zookeeper:// and etcd:// URLs); {} client \
-                         has no such setting",
-                        spelling.key(ClientOption::SessionTimeout),
-                        a(backend)
-                    )))
-                }
-            }
-        }
-        if backend == Backend::ZooKeeper && self.key_prefix != EngineConfig::default().key_prefix {
-            return Err(Error::invalid(format!(
-                "{} is a Redis setting; a ZooKeeper client names locks by path (a name starting with '/' \
-                 is used as given, any other lives under /lockgate/<kind>/; a chroot goes in the URL)",
-                spelling.key(ClientOption::KeyPrefix)
-            )));
-        }
-        if backend == Backend::Etcd && self.key_prefix != EngineConfig::default().key_prefix {
-            return Err(Error::invalid(format!(
-                "{} is a Redis setting; an etcd client names locks by key prefix (a name starting with '/' \
-                 is used as given, as `etcdctl lock` uses it; any other lives under lockgate/<kind>/)",
-                spelling.key(ClientOption::KeyPrefix)
-            )));
-        }
-        if backend.is_sql() && self.key_prefix != EngineConfig::default().key_prefix {
-            return Err(Error::invalid(format!(
-                "{} is a Redis setting; a SQL client keeps its locks in a table, named by the URL's \
-                 table_prefix parameter (and schema=, on PostgreSQL)",
-                spelling.key(ClientOption::KeyPrefix)
-            )));
-        }
-        if backend == Backend::Redlock {
-            // The URL's grammar already counted the masters (1 to MAX_MASTERS).
-            self.redlock_settings(1).validate()?;
-        } else if let Some(o) = self.redlock_settings_given().first() {
-            return Err(Error::invalid(format!(
-                "{} is a Redlock setting (redlock:// URLs); {} client has no such setting",
-                spelling.key(*o),
-                a(backend)
-            )));
-        }
-        Ok(())
+/// The refusal of a session timeout on `kind`, which has no session.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
+pub(crate) fn no_session_timeout(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
+    if o.session_timeout.is_none() {
+        return Ok(());
     }
+    Err(Error::invalid(format!(
+        "{} is a ZooKeeper and etcd setting (zookeeper:// and etcd:// URLs); {} client has no such setting",
+        spelling.key(ClientOption::SessionTimeout),
+        kind.a()
+    )))
+}
 
+/// The refusal of any Redlock setting given on `kind`, which is no Redlock.
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
+pub(crate) fn no_redlock_settings(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
+    match o.redlock_settings_given().first() {
+        None => Ok(()),
+        Some(given) => Err(Error::invalid(format!(
+            "{} is a Redlock setting (redlock:// URLs); {} client has no such setting",
+            spelling.key(*given),
+            kind.a()
+        ))),
+    }
+}
+
+/// Whether the key prefix was changed from its default (the backends without key prefixes
+/// refuse it, each saying how it names locks instead).
+// A build with one backend may have no caller (each is for the backends that lack the setting).
+#[allow(dead_code)]
+pub(crate) fn custom_key_prefix(o: &ClientOptions) -> bool {
+    o.key_prefix != EngineConfig::default().key_prefix
+}
+
+impl ClientOptions {
     /// The Redlock settings that were given (not left to their defaults).
     fn redlock_settings_given(&self) -> Vec<ClientOption> {
         [
@@ -301,213 +256,24 @@ impl ClientOptions {
         .filter_map(|(o, given)| given.then_some(o))
         .collect()
     }
-
-    /// The Redlock protocol settings with `masters` masters, defaults where none was given.
-    fn redlock_settings(&self, masters: usize) -> RedlockConfig {
-        let d = RedlockConfig::default();
-        RedlockConfig {
-            key_prefix: self.key_prefix.clone(),
-            masters,
-            drift_factor: self.drift_factor.unwrap_or(d.drift_factor),
-            drift_fixed: self.drift_fixed.unwrap_or(d.drift_fixed),
-            max_lease: self.max_lease.unwrap_or(d.max_lease),
-            node_timeout: self.node_timeout.unwrap_or(d.node_timeout),
-            retry_delay: self.retry_delay.unwrap_or(d.retry_delay),
-            retry_jitter: self.retry_jitter.unwrap_or(d.retry_jitter),
-        }
-    }
-
-    /// The ZooKeeper engine's settings of a `zookeeper://` URL (the session timeout asked for,
-    /// 30 s unless given); `INVALID_ARGUMENT` for any other backend.
-    pub fn zookeeper_config(&self) -> Result<ZkConfig> {
-        let target = self.target()?;
-        if target.backend() != Backend::ZooKeeper {
-            return Err(Error::invalid(format!("a {}:// URL is not a ZooKeeper ensemble", target.scheme())));
-        }
-        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT) };
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// The etcd engine's settings of an `etcd://` URL (the session lease's TTL, 30 s unless
-    /// given); `INVALID_ARGUMENT` for any other backend.
-    pub fn etcd_config(&self) -> Result<EtcdConfig> {
-        let target = self.target()?;
-        if target.backend() != Backend::Etcd {
-            return Err(Error::invalid(format!("a {}:// URL is not an etcd cluster", target.scheme())));
-        }
-        let config = EtcdConfig { session_ttl: self.session_timeout.unwrap_or(DEFAULT_SESSION_TTL) };
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// The SQL engine's settings of a `postgres://` or `mysql://` URL (its dialect, table
-    /// prefix and schema); `INVALID_ARGUMENT` for any other backend.
-    pub fn sql_config(&self) -> Result<crate::sql::SqlConfig> {
-        let target = self.target()?;
-        match target.sql() {
-            Some(address) => Ok(crate::sql::SqlConfig::new(address.schema.clone())),
-            None => Err(Error::invalid(format!("a {}:// URL is not a SQL database", target.scheme()))),
-        }
-    }
-
-    /// The URL, parsed (it may contain a password: show it with `Display`, which redacts).
-    pub fn target(&self) -> Result<Target> {
-        Target::parse(&self.url)
-    }
-
-    /// The backend these options connect to: the URL's scheme, or a Redis Cluster for a
-    /// `redis://` URL with `cluster` set.
-    pub fn backend(&self) -> Result<Backend> {
-        self.backend_of(&self.target()?, &Spelling::RUST)
-    }
-
-    fn backend_of(&self, target: &Target, spelling: &Spelling) -> Result<Backend> {
-        match (target.backend(), self.cluster) {
-            (b, false) => Ok(b),
-            (Backend::Redis | Backend::RedisCluster, true) => Ok(Backend::RedisCluster),
-            (other, true) => Err(Error::invalid(format!(
-                "{} applies to redis:// URLs (or write redis+cluster://); a {}:// URL is a {other}",
-                spelling.cluster,
-                target.scheme()
-            ))),
-        }
-    }
-
-    /// What a client made from these options can do (checks the URL, not the other settings).
-    pub fn capabilities(&self) -> Result<Capabilities> {
-        let target = self.target()?;
-        let backend = self.backend_of(&target, &Spelling::RUST)?;
-        Ok(backend.capabilities(target.is_tls(), self.replica_acks.is_some()))
-    }
-
-    /// The Redlock protocol settings of a `redlock://` URL (masters counted from the URL);
-    /// `INVALID_ARGUMENT` for any other backend.
-    pub fn redlock_config(&self) -> Result<RedlockConfig> {
-        let target = self.target()?;
-        if target.backend() != Backend::Redlock {
-            return Err(Error::invalid(format!("a {}:// URL is not a Redlock", target.scheme())));
-        }
-        let config = self.redlock_settings(target.servers().len());
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// A lock's options from the values a caller gave (`None`: not given), with this client's
-    /// defaults and rules, the same in every binding:
-    /// - `lease`: default 30 s; on a Redlock, 30 s or `max_lease` if shorter, and a lease that
-    ///   does not fit `max_lease` (and its drift allowance) is refused here, when the handle is
-    ///   made, not at its first acquire;
-    /// - `auto_renew`: default on (a watchdog renews every third of the lease);
-    /// - `wait_timeout`: default none (`acquire_default` waits until acquired);
-    /// - `entry_ttl`: default 10 s; a Redlock has no wait queue, so giving it there is refused;
-    ///   a ZooKeeper waiter's node lives as long as its session, and an etcd waiter's key as long
-    ///   as its lease, so it is refused there too.
-    ///
-    /// Values are checked against the limits of [`LockOptions::validate`]; messages name the
-    /// lease and entry TTL as `spelling` does.
-    pub fn lock_options(
-        &self,
-        lease: Option<Duration>,
-        auto_renew: Option<bool>,
-        wait_timeout: Option<Duration>,
-        entry_ttl: Option<Duration>,
-        spelling: &Spelling,
-    ) -> Result<LockOptions> {
-        let backend = self.backend_of(&self.target()?, spelling)?;
-        let redlock = (backend == Backend::Redlock).then(|| self.redlock_settings(1));
-        lock_options_for_backend(backend, redlock.as_ref(), lease, auto_renew, wait_timeout, entry_ttl, spelling)
-    }
 }
 
-/// [`ClientOptions::lock_options`] for a client of `backend` whose Redlock settings are
-/// `redlock` (`None` for every other backend): the one place of the rule.
-pub fn lock_options_for_backend(
-    backend: Backend,
-    redlock: Option<&RedlockConfig>,
-    lease: Option<Duration>,
-    auto_renew: Option<bool>,
-    wait_timeout: Option<Duration>,
-    entry_ttl: Option<Duration>,
-    spelling: &Spelling,
-) -> Result<LockOptions> {
-    if backend == Backend::ZooKeeper && entry_ttl.is_some() {
-        return Err(Error::invalid(format!(
-            "{} is not a ZooKeeper setting (a waiter's node lives as long as its session: a crashed \
-             waiter is skipped once its session expires, see {})",
-            spelling.entry_ttl,
-            spelling.key(ClientOption::SessionTimeout)
-        )));
-    }
-    if backend == Backend::Etcd && entry_ttl.is_some() {
-        return Err(Error::invalid(format!(
-            "{} is not an etcd setting (a waiter's key lives as long as its session lease: a crashed \
-             waiter is skipped once the lease expires, see {})",
-            spelling.entry_ttl,
-            spelling.key(ClientOption::SessionTimeout)
-        )));
-    }
-    lock_options_for(redlock, lease, auto_renew, wait_timeout, entry_ttl, spelling)
-}
-
-/// A session timeout between [`MIN_SESSION_TIMEOUT`] and [`MAX_SESSION_TIMEOUT`].
-fn session_timeout_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
-    if t < MIN_SESSION_TIMEOUT || t > MAX_SESSION_TIMEOUT {
-        return Err(Error::invalid(format!(
-            "{} must be between {} and {}, got {}",
-            spelling.key(ClientOption::SessionTimeout),
-            spelling.show(MIN_SESSION_TIMEOUT),
-            spelling.show(MAX_SESSION_TIMEOUT),
-            spelling.show(t)
-        )));
-    }
-    Ok(())
-}
-
-/// `backend`'s name with its indefinite article, for messages: "a Redis", "an etcd".
-fn a(backend: Backend) -> String {
-    match backend {
-        Backend::Etcd => format!("an {backend}"),
-        _ => format!("a {backend}"),
-    }
-}
-
-/// An etcd session TTL between [`MIN_SESSION_TTL`] and [`MAX_SESSION_TTL`].
-fn session_ttl_in_range(spelling: &Spelling, t: Duration) -> Result<()> {
-    if t < MIN_SESSION_TTL || t > MAX_SESSION_TTL {
-        return Err(Error::invalid(format!(
-            "{} (the etcd session lease's TTL) must be between {} and {}, got {}",
-            spelling.key(ClientOption::SessionTimeout),
-            spelling.show(MIN_SESSION_TTL),
-            spelling.show(MAX_SESSION_TTL),
-            spelling.show(t)
-        )));
-    }
-    Ok(())
-}
-
-/// [`ClientOptions::lock_options`] for a Redis or Redlock client whose Redlock settings are
-/// `redlock` (`None` for Redis); [`lock_options_for_backend`] covers every backend.
+/// [`ClientOptions::lock_options`] once the backend's refusals are said: `bound` is the
+/// deployment's lease bound (`None` for every backend but a Redlock).
 pub(crate) fn lock_options_for(
-    redlock: Option<&RedlockConfig>,
+    bound: Option<&dyn LeaseBound>,
     lease: Option<Duration>,
     auto_renew: Option<bool>,
     wait_timeout: Option<Duration>,
     entry_ttl: Option<Duration>,
     spelling: &Spelling,
 ) -> Result<LockOptions> {
-    if redlock.is_some() && entry_ttl.is_some() {
-        return Err(Error::invalid(format!(
-            "{} is not a Redlock setting (a Redlock has no wait queue: waiters retry)",
-            spelling.entry_ttl
-        )));
-    }
     let mut lock = LockOptions::default();
     if let Some(d) = lease {
         in_range(spelling, spelling.lease, d, options::MIN_LEASE)?;
         lock.lease = d;
-    } else if let Some(config) = redlock {
-        lock.lease = options::DEFAULT_LEASE.min(config.max_lease);
+    } else if let Some(bound) = bound {
+        lock.lease = options::DEFAULT_LEASE.min(bound.max_lease());
     }
     if let Some(r) = auto_renew {
         lock.auto_renew = r;
@@ -518,8 +284,8 @@ pub(crate) fn lock_options_for(
         lock.entry_ttl = t;
     }
     lock.validate()?;
-    if let Some(config) = redlock {
-        config.check_lease(lock.lease)?;
+    if let Some(bound) = bound {
+        bound.check_lease(lock.lease)?;
     }
     Ok(lock)
 }
@@ -539,43 +305,11 @@ fn in_range(spelling: &Spelling, what: &str, d: Duration, min: Duration) -> Resu
     Ok(())
 }
 
-impl fmt::Debug for ClientOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = Target::parse(&self.url).map(|u| u.to_string()).unwrap_or_else(|_| "<invalid URL>".into());
-        f.debug_struct("ClientOptions")
-            .field("url", &url)
-            .field("key_prefix", &self.key_prefix)
-            .field("cluster", &self.cluster)
-            .field("replica_acks", &self.replica_acks)
-            .field("max_lease", &self.max_lease)
-            .field("session_timeout", &self.session_timeout)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The masters of one Redlock seen so far, by identity (`host:port/db`, see
-/// [`RedisUrl::identity`](super::RedisUrl::identity)): Redlock's safety needs independent masters, so one listed twice
-/// (whatever its credentials) is refused.
-#[derive(Debug, Default)]
-pub struct Masters {
-    seen: HashSet<String>,
-}
-
-impl Masters {
-    /// Adds the master named `identity`; a second one with the same identity is
-    /// `INVALID_ARGUMENT`, named `host:port` (with `/db` unless 0).
-    pub fn add(&mut self, identity: &str) -> Result<()> {
-        if self.seen.insert(identity.to_string()) {
-            return Ok(());
-        }
-        let label = identity.strip_suffix("/0").unwrap_or(identity);
-        Err(Error::invalid(format!("master {label} is listed twice; Redlock needs independent masters")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connect::Backend;
+    use std::fmt;
 
     fn message(r: Result<impl fmt::Debug>) -> String {
         let e = r.expect_err("must be refused");

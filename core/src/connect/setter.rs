@@ -13,7 +13,7 @@ use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, duration_in_range, MAX_DURATION, MIN_LEASE};
 use crate::time::Duration;
-use crate::zookeeper::{MAX_SESSION_TIMEOUT, MIN_SESSION_TIMEOUT};
+use super::registry::session_timeout_range;
 
 /// A value as a binding received it, before the core checks it.
 #[derive(Clone, PartialEq)]
@@ -185,7 +185,7 @@ impl ClientOptions {
                 self.retry_jitter = if unset { None } else { Some(number(Duration::ZERO, MAX_DURATION)?) }
             }
             ClientOption::SessionTimeout => {
-                self.session_timeout = if unset { None } else { Some(number(MIN_SESSION_TIMEOUT, MAX_SESSION_TIMEOUT)?) }
+                self.session_timeout = if unset { None } else { Some(number(session_timeout_range().0, session_timeout_range().1)?) }
             }
         }
         Ok(())

@@ -12,13 +12,13 @@ use tokio::sync::{mpsc, oneshot};
 use super::holder::Holder;
 use super::lock::{Election, Lock, ReadWriteLock};
 use super::message::Msg;
-use super::transport;
 use crate::capabilities::{Capabilities, Capability};
-use crate::connect::{self, Backend, ClientOptions, RedisUrl, Spelling};
+use crate::connect::registry;
+use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
-use crate::redlock::RedlockConfig;
+use crate::connect::spec::LeaseBound;
 use crate::time::Duration;
 
 // `ClientOptions` (the data, its defaults and rules) lives in `crate::connect`, shared with
@@ -32,21 +32,19 @@ impl ClientOptions {
         self.validate()?;
         let target = self.target()?;
         let backend = self.backend()?;
-        // The one place a backend picks its transport (which connects and starts the driver).
-        let tx = match backend {
-            Backend::Redis | Backend::RedisCluster => transport::redis::start(&self, &target).await?,
-            Backend::Redlock => transport::redlock::start(&self, &target).await?,
-            Backend::ZooKeeper => transport::zookeeper::start(&self, &target).await?,
-            Backend::Etcd => transport::etcd::start(&self, &target).await?,
-            Backend::Postgres | Backend::MySql => transport::sql::start(&self, &target).await?,
-        };
-        let redlock = (backend == Backend::Redlock).then(|| self.redlock_config()).transpose()?;
+        // The backend's spec starts its transport (which connects and starts the driver).
+        let spec = registry::spec_of(backend).0;
+        let tx = (spec.connect_native)(&self, &target).await?;
+        let bound = spec.lease_bound.map(|bound| bound(&self, &target));
+        if let Some(bound) = &bound {
+            bound.validate()?;
+        }
         let inner = Inner {
             tx,
             shown: target.to_string(),
-            servers: target.servers().to_vec(),
+            servers: target.server_urls(),
             capabilities: self.capabilities()?,
-            redlock,
+            bound,
             backend,
             tickets: AtomicU64::new(1),
         };
@@ -58,11 +56,12 @@ struct Inner {
     tx: mpsc::UnboundedSender<Msg>,
     /// The URL with its password redacted.
     shown: String,
-    /// The server, seed node or masters, for their redacted URLs.
-    servers: Vec<RedisUrl>,
+    /// The server, seed node or masters, as redacted URLs.
+    servers: Vec<String>,
     capabilities: Capabilities,
-    /// A Redlock's settings (`max_lease` bounds every lease, and defaults one not given).
-    redlock: Option<RedlockConfig>,
+    /// The deployment's lease bound (a Redlock's settings: `max_lease` bounds every lease, and
+    /// defaults one not given), from its spec.
+    bound: Option<Box<dyn LeaseBound>>,
     /// Which backend the URL named (its lock options' rules differ: no `entry_ttl` on ZooKeeper).
     backend: Backend,
     tickets: AtomicU64,
@@ -104,12 +103,12 @@ impl Client {
     /// Each server's URL (the one server, the cluster's seed node, or every Redlock master)
     /// with passwords redacted.
     pub fn server_urls(&self) -> Vec<String> {
-        self.inner.servers.iter().map(|u| u.to_string()).collect()
+        self.inner.servers.clone()
     }
 
-    /// A Redlock's protocol settings (`None` for other backends).
-    pub fn redlock_config(&self) -> Option<&RedlockConfig> {
-        self.inner.redlock.as_ref()
+    /// The deployment's lease bound (a Redlock's settings; `None` for other backends).
+    pub fn lease_bound(&self) -> Option<&dyn LeaseBound> {
+        self.inner.bound.as_deref()
     }
 
     /// A lock's options from the values a caller gave (`None`: not given), with this client's
@@ -125,8 +124,8 @@ impl Client {
         entry_ttl: Option<Duration>,
         spelling: &Spelling,
     ) -> Result<LockOptions> {
-        let (backend, redlock) = (self.inner.backend, self.inner.redlock.as_ref());
-        connect::lock_options_for_backend(backend, redlock, lease, auto_renew, wait_timeout, entry_ttl, spelling)
+        let (backend, bound) = (self.inner.backend, self.inner.bound.as_deref());
+        connect::lock_options_for_backend(backend, bound, lease, auto_renew, wait_timeout, entry_ttl, spelling)
     }
 
     /// A mutex named `name` with `options`; both are validated here.
@@ -189,8 +188,8 @@ impl Client {
     fn check(&self, name: &str, options: &LockOptions) -> Result<()> {
         options::validate_name(name)?;
         options.validate()?;
-        if let Some(config) = &self.inner.redlock {
-            config.check_lease(options.lease)?;
+        if let Some(bound) = &self.inner.bound {
+            bound.check_lease(options.lease)?;
         }
         Ok(())
     }

@@ -29,4 +29,6 @@ pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.
-pub use crate::connect::{ClientOptions, RedisUrl};
+pub use crate::connect::ClientOptions;
+#[cfg(feature = "redis")]
+pub use crate::connect::RedisUrl;

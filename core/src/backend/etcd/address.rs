@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::address::{host_port, parse_host_port, percent_decode};
 use crate::error::{Error, Result};
 
 /// etcd's client port unless the URL says otherwise.
@@ -101,63 +102,14 @@ impl fmt::Debug for EtcdAddress {
     }
 }
 
-/// `host:port`, with brackets around an IPv6 address.
-pub(crate) fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
 /// One `host[:port]` entry (IPv6 in brackets), etcd's port unless given.
 fn parse_host(entry: &str) -> std::result::Result<(String, u16), String> {
     parse_host_port(entry, DEFAULT_PORT)
 }
 
-/// One `host[:port]` entry of a host list (IPv6 in brackets), `default_port` unless given:
-/// shared by the URLs that list hosts (etcd's members, PostgreSQL's libpq host lists). The
-/// error is the end of a sentence ("an invalid port in member ...").
-pub(crate) fn parse_host_port(entry: &str, default_port: u16) -> std::result::Result<(String, u16), String> {
-    if entry.is_empty() {
-        return Err("an empty entry in its list of members".into());
-    }
-    let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
-        let Some((h, after)) = rest.split_once(']') else {
-            return Err(format!("an unclosed '[' in member {entry:?}"));
-        };
-        match after {
-            "" => (h, None),
-            p if p.starts_with(':') => (h, Some(&p[1..])),
-            _ => return Err(format!("a malformed member {entry:?}")),
-        }
-    } else {
-        match entry.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (entry, None),
-        }
-    };
-    let bracketed = entry.starts_with('[');
-    let valid = !host.is_empty()
-        && host.len() <= 253
-        && (bracketed || !host.contains(':'))
-        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b));
-    if !valid {
-        return Err(format!("an invalid host in member {entry:?}"));
-    }
-    let port = match port {
-        None => default_port,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && !p.starts_with('+') => n,
-            _ => return Err(format!("an invalid port in member {entry:?} (1 to 65535)")),
-        },
-    };
-    Ok((host.to_ascii_lowercase(), port))
-}
-
 /// Percent-decodes one part of the login; errors never show it.
 fn decode(part: &str, what: &str, scheme: &str) -> Result<String> {
-    crate::connect::percent_decode(part, &format!("{what} of a {scheme}:// login"))
+    percent_decode(part, &format!("{what} of a {scheme}:// login"))
 }
 
 #[cfg(test)]

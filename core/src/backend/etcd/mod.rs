@@ -26,6 +26,7 @@ pub mod layout;
 mod observe;
 pub mod recipe;
 mod release;
+pub mod spec;
 pub mod request;
 mod session;
 pub mod target;

@@ -11,8 +11,15 @@
 //! - [`resp`]: the RESP2 byte codec, for drivers that own their socket;
 //! - [`data`], [`wire`]: requests, replies and notices as plain data, and as the bytes of a
 //!   binding's own socket (the Node binding).
+//!
+//! The engine half (backend, request, reply, scripts) is in every build: the client options
+//! every backend shares carry its `ReplicaAcks`. The `redis` feature adds the URL, the
+//! registry spec, the RESP codec, the data form and the native transport.
 
+#[cfg(feature = "redis")]
+pub mod address;
 pub mod backend;
+#[cfg(feature = "redis")]
 pub mod data;
 pub mod holders;
 pub mod keys;
@@ -20,11 +27,19 @@ pub mod mutex;
 pub mod redlock;
 pub mod reply;
 pub mod request;
+#[cfg(feature = "redis")]
 pub mod resp;
 pub mod script;
+#[cfg(feature = "redis")]
+pub mod spec;
 pub mod target;
+#[cfg(feature = "redis")]
+pub mod url;
+#[cfg(feature = "redis")]
 pub mod wire;
-#[cfg(feature = "tokio")]
+#[cfg(all(feature = "tokio", feature = "redis"))]
+// Some of the links' reconnect hooks serve Redlock's transport only.
+#[cfg_attr(not(feature = "redlock"), allow(dead_code))]
 pub(crate) mod transport;
 
 pub use backend::{Engine, EngineConfig, RedisBackend, RedisConfig, ReplicaAcks};

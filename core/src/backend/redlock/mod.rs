@@ -12,8 +12,10 @@
 //! under the failures Redlock tolerates; use the single-instance mutex (or a consensus backend)
 //! where the protected resource needs tokens.
 
+pub mod address;
 mod round;
 pub mod data;
+pub mod spec;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;
 

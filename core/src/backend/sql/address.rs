@@ -18,9 +18,8 @@ use std::fmt;
 
 use super::request::{Schema, DEFAULT_TABLE_PREFIX};
 use super::statement::Dialect;
-use crate::connect::percent_decode;
+use crate::address::{host_port, parse_host_port, percent_decode};
 use crate::error::{Error, Result};
-use crate::etcd::address::{host_port, parse_host_port};
 
 /// PostgreSQL's port unless the URL says otherwise.
 pub const POSTGRES_PORT: u16 = 5432;

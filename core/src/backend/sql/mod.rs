@@ -18,6 +18,7 @@ pub mod failure;
 pub mod recipe;
 pub mod request;
 pub mod script;
+pub mod spec;
 pub mod statement;
 pub mod target;
 #[cfg(feature = "tokio")]

@@ -11,6 +11,7 @@
 
 use std::fmt;
 
+use crate::address::{host_port, percent_decode};
 use crate::error::{Error, Result};
 
 /// ZooKeeper's client port unless the URL says otherwise.
@@ -155,7 +156,7 @@ fn parse_tls_query(query: &str) -> Result<ZkTlsFiles> {
         if slot.is_some() {
             return Err(Error::invalid(format!("a zookeeper+tls:// URL gives {name}= twice")));
         }
-        let value = crate::connect::percent_decode(value, &format!("{name}= path of a zookeeper+tls:// URL"))?;
+        let value = percent_decode(value, &format!("{name}= path of a zookeeper+tls:// URL"))?;
         if value.is_empty() {
             return Err(Error::invalid(format!("the {name}= of a zookeeper+tls:// URL is empty: give a PEM file's path")));
         }
@@ -168,15 +169,6 @@ fn parse_tls_query(query: &str) -> Result<ZkTlsFiles> {
         (None, Some(_)) => return Err(Error::invalid("a zookeeper+tls:// URL gives key= without cert= (the client certificate)")),
     };
     Ok(ZkTlsFiles { ca, identity })
-}
-
-/// `host:port`, with brackets around an IPv6 address.
-fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
 }
 
 /// One `host[:port]` entry (IPv6 in brackets).
@@ -239,7 +231,7 @@ pub fn check_path(path: &str) -> std::result::Result<(), String> {
 
 /// Percent-decodes one part of the login.
 fn decode(part: &str, what: &str) -> Result<String> {
-    crate::connect::percent_decode(part, &format!("{what} of a zookeeper:// login"))
+    percent_decode(part, &format!("{what} of a zookeeper:// login"))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod layout;
 mod observe;
 pub mod recipe;
 mod release;
+pub mod spec;
 pub mod request;
 pub mod target;
 #[cfg(feature = "tokio")]

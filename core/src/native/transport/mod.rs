@@ -2,22 +2,9 @@
 //! driver. The [driver](super::driver) runs the engine's driving contract for every backend; a
 //! [`Transport`] performs the requests of one backend and hands over what its servers push.
 //!
-//! - [`redis`]: one Redis server or a Redis Cluster, over self-replacing connections
-//!   ([`link`], [`cluster_link`]; `redis` crate values through [`convert`]);
-//! - [`redlock`]: one self-replacing connection per Redlock master;
-//! - [`zookeeper`]: one ZooKeeper session on the `zookeeper-client` crate;
-//! - [`etcd`]: one `etcd-client` channel per client, with one keepalive and one watch stream;
-//! - [`sql`]: PostgreSQL (`tokio-postgres`) or MySQL/MariaDB (`sqlx`): one statement connection
-//!   per client plus a listening one (PostgreSQL) or up to four wait connections (MySQL).
-//!
-//! A new backend adds one file here (its `Transport` and a `start` that connects and spawns
-//! the driver) and one arm in [`ClientOptions::connect`](crate::connect::ClientOptions::connect).
-
-pub(crate) use crate::backend::etcd::transport as etcd;
-pub(crate) use crate::backend::redis::transport as redis;
-pub(crate) use crate::backend::redlock::transport as redlock;
-pub(crate) use crate::backend::sql::transport as sql;
-pub(crate) use crate::backend::zookeeper::transport as zookeeper;
+//! Each backend's transport lives in its folder (`backend/<name>/transport/`): a `Transport`
+//! and a `start` that connects and spawns the driver, which its registry spec names
+//! (`connect_native`, see [`crate::connect::Spec`]).
 
 pub(crate) mod probe;
 

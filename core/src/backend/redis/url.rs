@@ -166,29 +166,6 @@ fn decode(component: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Percent-decodes `part` strictly (a malformed escape or non-UTF-8 result is an error, as the
-/// ZooKeeper and etcd URL parsers want); `what` names it in errors, never its value: it may be
-/// a password.
-pub(crate) fn percent_decode(part: &str, what: &str) -> Result<String> {
-    let bytes = part.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = part.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
-            let Some(b) = hex else {
-                return Err(Error::invalid(format!("the {what} has a malformed %-escape")));
-            };
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| Error::invalid(format!("the {what} is not UTF-8")))
-}
-
 impl fmt::Display for RedisUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut u = self.parsed.clone();
