@@ -19,6 +19,7 @@ macro_rules! ctx {
 pub mod backend;
 mod cleanup;
 pub mod io;
+pub(crate) mod job;
 mod lease;
 pub mod operation;
 mod session;

@@ -5,8 +5,9 @@
 
 use super::backend::ZooKeeperBackend;
 use super::failure::pexpire_failure;
-use super::job::{Job, Slot, Step};
 use super::request::{ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Pexpire, Verdict};
 use crate::error::Error;
 
