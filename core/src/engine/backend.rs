@@ -384,8 +384,11 @@ pub trait Backend {
     /// ([`is_idle`](Self::is_idle)) until answered, so the driver waits for them.
     fn close_session(&mut self, _ctx: &mut Ctx<'_, Self::Request>) {}
 
-    /// Queues one call. It may go out at once or wait for [`flush`](Self::flush).
-    fn call(&mut self, ctx: &mut Ctx<'_, Self::Request>, purpose: Purpose, action: Action<'_, Self::Target>);
+    /// Queues one call. It may go out at once or wait for [`flush`](Self::flush). A call that
+    /// settles without asking the server (a renewal of a hold the backend knows is gone, a
+    /// queued wait with nothing to re-check) appends its answer to `answers`: the engine
+    /// handles it within the same input, as it would a reply's.
+    fn call(&mut self, ctx: &mut Ctx<'_, Self::Request>, purpose: Purpose, action: Action<'_, Self::Target>, answers: &mut Vec<Answer>);
 
     /// The end of one engine input: sends whatever calls wait (one pipeline, one per slot...).
     fn flush(&mut self, _ctx: &mut Ctx<'_, Self::Request>) {}

@@ -403,7 +403,7 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) -> u64 {
         let id = self.ids.fresh();
         let action = Action::Release { target: &target, token: &token };
-        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
+        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action, &mut self.settled_now);
         // What lives until the session ends is worth removing until then (the backend answers
         // "done" once the session is gone).
         let span = if self.backend.leftovers_live_with_session() { crate::options::MAX_DURATION } else { span };

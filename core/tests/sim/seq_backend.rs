@@ -108,7 +108,7 @@ impl Backend for SeqBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, Req>, purpose: Purpose, action: Action<'_, String>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, Req>, purpose: Purpose, action: Action<'_, String>, _answers: &mut Vec<Answer>) {
         let op = match action {
             Action::Acquire { target, token, .. } => Op::Enqueue { path: target.to_string(), token: token.into() },
             Action::Extend { .. } => Op::Ping,

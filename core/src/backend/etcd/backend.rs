@@ -59,9 +59,6 @@ pub struct EtcdBackend {
     pub(super) jobs: Jobs<EtcdTarget, Step>,
     /// Requests no call waits for (keepalives of the timer, watch cancels, revokes).
     pub(super) background: HashMap<RequestId, Background>,
-    /// Answers settled without a request, handed over at the next `on_timeout`.
-    pub(super) ready: Vec<Answer>,
-    pub(super) ready_at: Option<Instant>,
     /// The client closed: no lease is granted or kept alive any more.
     pub(super) closed: bool,
 }
@@ -82,8 +79,6 @@ impl EtcdBackend {
             next_watch: 1,
             jobs: Jobs::default(),
             background: HashMap::new(),
-            ready: Vec::new(),
-            ready_at: None,
             closed: false,
         })
     }
@@ -249,7 +244,7 @@ impl Backend for EtcdBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, action: Action<'_, EtcdTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, action: Action<'_, EtcdTarget>, answers: &mut Vec<Answer>) {
         let (target, token, lease, once) = match action {
             Action::Acquire { target, token, lease, once, .. } => (target, token, lease, once),
             Action::Extend { target, token, duration } => (target, token, duration, false),
@@ -267,14 +262,7 @@ impl Backend for EtcdBackend {
             step: Step::Start,
             sent: ctx.now,
         };
-        // A call settled without a request is answered at the next timeout (`call` cannot
-        // answer), which is due at once.
-        let mut answers = Vec::new();
-        self.submit(ctx, job, &mut answers);
-        if !answers.is_empty() {
-            self.ready.append(&mut answers);
-            self.ready_at = Some(self.ready_at.map_or(ctx.now, |t| t.min(ctx.now)));
-        }
+        self.submit(ctx, job, answers);
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, id: RequestId, reply: EtcdResult, answers: &mut Vec<Answer>) {
@@ -313,20 +301,12 @@ impl Backend for EtcdBackend {
         }
     }
 
-    fn on_timeout(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, answers: &mut Vec<Answer>) {
-        if self.ready_at.is_some_and(|t| t <= ctx.now) {
-            answers.append(&mut self.ready);
-            self.ready_at = None;
-        }
+    fn on_timeout(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, _answers: &mut Vec<Answer>) {
         self.keep_alive_due(ctx);
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let keepalive = self.leases.iter().filter_map(SessionLease::due).min();
-        match (self.ready_at, keepalive) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.leases.iter().filter_map(SessionLease::due).min()
     }
 
     fn close_session(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
@@ -335,7 +315,6 @@ impl Backend for EtcdBackend {
 
     fn is_idle(&self) -> bool {
         self.jobs.is_idle()
-            && self.ready.is_empty()
             && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }

@@ -231,7 +231,7 @@ impl Backend for RedisBackend {
         reply.map(|_| ())
     }
 
-    fn call(&mut self, _ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>) {
+    fn call(&mut self, _ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>, _answers: &mut Vec<Answer>) {
         let call = self.script_call(action);
         self.batch.push((purpose, call));
     }

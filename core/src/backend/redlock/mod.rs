@@ -442,7 +442,7 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
         match action {
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone()];

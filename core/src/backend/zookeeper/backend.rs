@@ -55,9 +55,6 @@ pub struct ZooKeeperBackend {
     pub(super) watchers: HashMap<String, Vec<Arc<str>>>,
     /// The calls on the wire or waiting behind another of their token.
     pub(super) jobs: Jobs<ZkTarget, Step>,
-    /// Answers settled without a request, handed over at the next `on_timeout`.
-    pub(super) ready: Vec<Answer>,
-    pub(super) ready_at: Option<Instant>,
     /// A reply said the session expired, and the engine was not told yet (the transport's
     /// expiry notice tells it).
     pub(super) unsignalled_end: bool,
@@ -83,8 +80,6 @@ impl ZooKeeperBackend {
             owned: HashMap::new(),
             watchers: HashMap::new(),
             jobs: Jobs::default(),
-            ready: Vec::new(),
-            ready_at: None,
             unsignalled_end: false,
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
@@ -282,7 +277,7 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, action: Action<'_, ZkTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, action: Action<'_, ZkTarget>, answers: &mut Vec<Answer>) {
         let (target, token, lease, once) = match action {
             Action::Acquire { target, token, lease, once, .. } => (target, token, lease, once),
             Action::Extend { target, token, duration } => (target, token, duration, false),
@@ -300,14 +295,7 @@ impl Backend for ZooKeeperBackend {
             step: Step::List,
             sent: ctx.now,
         };
-        // A call settled without a request is answered at the next timeout (`call` cannot
-        // answer), which is due at once.
-        let mut answers = Vec::new();
-        self.submit(ctx, job, &mut answers);
-        if !answers.is_empty() {
-            self.ready.append(&mut answers);
-            self.ready_at = Some(self.ready_at.map_or(ctx.now, |t| t.min(ctx.now)));
-        }
+        self.submit(ctx, job, answers);
     }
 
     fn flush(&mut self, ctx: &mut Ctx<'_, ZkRequest>) {
@@ -377,19 +365,8 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
-    fn on_timeout(&mut self, ctx: &mut Ctx<'_, ZkRequest>, answers: &mut Vec<Answer>) {
-        if self.ready_at.is_some_and(|t| t <= ctx.now) {
-            answers.append(&mut self.ready);
-            self.ready_at = None;
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.ready_at
-    }
-
     fn is_idle(&self) -> bool {
-        self.jobs.is_idle() && self.ready.is_empty() && self.stale_in_flight.is_empty()
+        self.jobs.is_idle() && self.stale_in_flight.is_empty()
     }
 }
 
