@@ -5,7 +5,7 @@
 //! attempt may have left. A [`Backend`] decides *how* that is said on its wire (Lua scripts in a
 //! pipeline, one round of votes across N masters, a znode create, a row insert) and what each
 //! reply means, in the engine's words: an [`Attempt`] was granted, queued, refused...; a
-//! [`Pexpire`] was confirmed or refused; a [`Release`] was done or left unconfirmed.
+//! [`Renewal`] was confirmed or refused; a [`Release`] was done or left unconfirmed.
 //!
 //! A backend never keeps operation or lease state of its own beyond what its wire needs (the
 //! calls on the wire, its session, its per-connection caches): deadlines, backoff, reentrant
@@ -176,9 +176,9 @@ pub enum Attempt {
     },
 }
 
-/// What a renewal's or an extend's reply means.
+/// What a renewal's or an extend's reply means (each sets a new expiry, only while still held).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Pexpire {
+pub enum Renewal {
     /// The holder still holds it, with the new expiry.
     Confirmed,
     /// The hold is gone (expired, deleted, taken over): the lease is lost. `subject` says what
@@ -219,7 +219,7 @@ pub enum Verdict {
     /// For [`Purpose::Acquire`].
     Attempt(Attempt),
     /// For [`Purpose::Renew`] and [`Purpose::Extend`].
-    Pexpire(Pexpire),
+    Renewal(Renewal),
     /// For [`Purpose::Release`] and [`Purpose::Cleanup`].
     Release(Release),
     /// For [`Purpose::Observe`].

@@ -35,7 +35,7 @@ use crate::options::{self, LockOptions};
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
-pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Signal, Verdict, Wake};
+pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Renewal, Purpose, Release, Signal, Verdict, Wake};
 pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 use cleanup::Cleanup;
 use lease::Lease;
@@ -326,7 +326,7 @@ impl<B: Backend> LockEngine<B> {
         self.backend.check_extend(duration)?;
         let op = OpId(self.ids.fresh());
         if self.leases.get(&lease).is_some_and(|l| !l.releasing) {
-            let tag = self.send_pexpire(now, lease, duration, false, |tag| Purpose::Extend(op, lease, duration, tag));
+            let tag = self.send_renewal(now, lease, duration, false, |tag| Purpose::Extend(op, lease, duration, tag));
             let _ = tag;
         } else {
             self.complete(op, Done::Failed(not_held("the lease is no longer held")));
@@ -613,7 +613,7 @@ impl<B: Backend> LockEngine<B> {
                 if !l.renewing && !l.releasing && at <= now + window {
                     let d = l.lease;
                     self.leases.get_mut(&id).expect("present").renewing = true;
-                    self.send_pexpire(now, id, d, true, |tag| Purpose::Renew(id, tag));
+                    self.send_renewal(now, id, d, true, |tag| Purpose::Renew(id, tag));
                 }
             }
             self.sync_lease(id);
@@ -792,11 +792,11 @@ impl<B: Backend> LockEngine<B> {
 
     /// Sends a renewal or extend of `lease` to `d` and notes it on the lease. A renewal of a
     /// fixed lease confirms it up to its end at most; an extend sets a new end.
-    fn send_pexpire(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
+    fn send_renewal(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
         let l = self.leases.get_mut(&id).expect("caller checked");
         let end = if renewal { l.end } else { None };
         let bound = verdicts::confirmed_until(&self.backend, now, d, end);
-        let tag = l.send_pexpire(d, bound);
+        let tag = l.send_renewal(d, bound);
         let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
         let action = Action::Extend { target: &target, token: &token, duration: d };
         self.backend.call(ctx!(self, now), purpose(tag), action, &mut self.settled_now);

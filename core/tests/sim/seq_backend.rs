@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use lockgate_core::engine::{Action, Answer, Attempt, Backend, Ctx, Done, Pexpire, Purpose, Release, Signal, Verdict};
+use lockgate_core::engine::{Action, Answer, Attempt, Backend, Ctx, Done, Renewal, Purpose, Release, Signal, Verdict};
 use lockgate_core::random::RandomSource;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, LockOptions, Primitive, RequestId, Result};
@@ -133,11 +133,11 @@ impl Backend for SeqBackend {
                 Verdict::Attempt(Attempt::Queued { holder_remaining: None, fence: 0 })
             }
             (Purpose::Acquire(_), Err(e)) => Verdict::Attempt(Attempt::Transient { error: e, why: None, undo: false }),
-            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(true))) => Verdict::Pexpire(Pexpire::Confirmed),
+            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(true))) => Verdict::Renewal(Renewal::Confirmed),
             (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(false))) => {
-                Verdict::Pexpire(Pexpire::Refused { subject: "the session expired".into() })
+                Verdict::Renewal(Renewal::Refused { subject: "the session expired".into() })
             }
-            (Purpose::Renew(..) | Purpose::Extend(..), Err(e)) => Verdict::Pexpire(Pexpire::Transient(e)),
+            (Purpose::Renew(..) | Purpose::Extend(..), Err(e)) => Verdict::Renewal(Renewal::Transient(e)),
             (Purpose::Release(..) | Purpose::Cleanup(_), Ok(Rep::Deleted(was_held))) => {
                 Verdict::Release(Release::Done { was_held })
             }
@@ -148,7 +148,7 @@ impl Backend for SeqBackend {
                 let e = Error::protocol(format!("{purpose:?} answered with {reply:?}"));
                 match purpose {
                     Purpose::Acquire(_) => Verdict::Attempt(Attempt::Failed { error: e, undo: true }),
-                    Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(Pexpire::Failed(e)),
+                    Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Renewal(Renewal::Failed(e)),
                     _ => Verdict::Release(Release::Failed(e)),
                 }
             }

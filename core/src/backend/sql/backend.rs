@@ -13,13 +13,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::config::SqlConfig;
-use super::failure::{attempt_failure, attempt_transient, failure_error, pexpire_failure, release_failure};
+use super::failure::{attempt_failure, attempt_transient, failure_error, renewal_failure, release_failure};
 use super::recipe::{self, Place};
 use super::request::{is_missing_table, SqlOp, SqlReply, SqlRequest, SqlResult};
 use super::statement::{Conn, Dialect, SqlNotice, MAX_WAIT_CONNECTIONS};
 use super::target::SqlTarget;
 use crate::engine::operation::MAX_BACKOFF;
-use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Pexpire, Purpose, Release, RequestId, Signal, Verdict};
+use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Renewal, Purpose, Release, RequestId, Signal, Verdict};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
@@ -598,13 +598,13 @@ impl SqlBackend {
     }
 
     fn confirm_reply(&mut self, reply: SqlResult) -> Verdict {
-        Verdict::Pexpire(match reply {
-            Ok(SqlReply::Renewed { renewed: true }) => Pexpire::Confirmed,
+        Verdict::Renewal(match reply {
+            Ok(SqlReply::Renewed { renewed: true }) => Renewal::Confirmed,
             Ok(SqlReply::Renewed { renewed: false }) => {
-                Pexpire::Refused { subject: "the lock's row expired or was deleted".to_string() }
+                Renewal::Refused { subject: "the lock's row expired or was deleted".to_string() }
             }
-            Ok(other) => Pexpire::Failed(Error::protocol(format!("a renewal answered {other:?}"))),
-            Err(f) => pexpire_failure(f),
+            Ok(other) => Renewal::Failed(Error::protocol(format!("a renewal answered {other:?}"))),
+            Err(f) => renewal_failure(f),
         })
     }
 
@@ -714,7 +714,7 @@ impl Backend for SqlBackend {
             Action::Extend { target, token, duration } => {
                 let Some(id) = self.row_of(token) else {
                     let subject = "the lock's row is not known to this client".to_string();
-                    answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Pexpire(Pexpire::Refused { subject }) });
+                    answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Renewal(Renewal::Refused { subject }) });
                     return;
                 };
                 let op = SqlOp::Renew { id, owner: token.to_string(), ttl_ms: duration.as_millis() as u64 };
