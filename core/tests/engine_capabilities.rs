@@ -150,8 +150,6 @@ where
 {
     let mut done = Vec::new();
     loop {
-        // Answers a backend settled without a request come with a timeout due now.
-        engine.handle_timeout(now);
         while let Some(request) = engine.poll_request() {
             let (id, reply) = B::grant(server, request);
             engine.handle_reply(now, id, reply);

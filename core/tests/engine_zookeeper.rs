@@ -471,3 +471,26 @@ fn an_extend_confirming_a_lease_at_risk_makes_it_safe_again() {
     assert_eq!(risk_events(&w, 0, from), [("renewed", la)]);
     assert!(!w.clients[0].is_at_risk(la));
 }
+
+/// A call the backend settles without asking the server is answered within the input that
+/// made it, with no timer in between: here a one-shot attempt after a reply said the session
+/// expired (the expiry notice not heard yet) fails at once, having sent nothing.
+#[test]
+fn a_call_settled_without_a_request_is_answered_in_the_same_input() {
+    let mut w = World::new(1, SESSION);
+    let m = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    w.acquired(0, m);
+    let sid = w.sessions[0].unwrap();
+    w.server.expire(sid);
+    // The expiry notice is late: only a reply tells the backend.
+    w.server.pushes.clear();
+    let first = w.acquire(0, "n", &MUTEX, &renewed(), Wait::Try);
+    assert!(matches!(w.outcome(0, first), Some(Done::Failed(_))), "{:?}", w.outcome(0, first));
+    let sent = w.sent[0].len();
+    let second = w.clients[0].acquire_primitive(w.now, "n", &MUTEX, &renewed(), Wait::Try).unwrap();
+    assert!(w.clients[0].poll_request().is_none(), "nothing to ask the server");
+    let events: Vec<_> = std::iter::from_fn(|| w.clients[0].poll_event()).collect();
+    let failed = events.iter().any(|e| matches!(e, Event::Completed { op, outcome: Done::Failed(e) } if *op == second && e.kind() == ErrorKind::Connection));
+    assert!(failed, "answered in the same input: {events:?}");
+    assert_eq!(w.sent[0].len(), sent);
+}

@@ -5,7 +5,7 @@
 //! attempt may have left. A [`Backend`] decides *how* that is said on its wire (Lua scripts in a
 //! pipeline, one round of votes across N masters, a znode create, a row insert) and what each
 //! reply means, in the engine's words: an [`Attempt`] was granted, queued, refused...; a
-//! [`Pexpire`] was confirmed or refused; a [`Release`] was done or left unconfirmed.
+//! [`Renewal`] was confirmed or refused; a [`Release`] was done or left unconfirmed.
 //!
 //! A backend never keeps operation or lease state of its own beyond what its wire needs (the
 //! calls on the wire, its session, its per-connection caches): deadlines, backoff, reentrant
@@ -176,9 +176,9 @@ pub enum Attempt {
     },
 }
 
-/// What a renewal's or an extend's reply means.
+/// What a renewal's or an extend's reply means (each sets a new expiry, only while still held).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Pexpire {
+pub enum Renewal {
     /// The holder still holds it, with the new expiry.
     Confirmed,
     /// The hold is gone (expired, deleted, taken over): the lease is lost. `subject` says what
@@ -219,7 +219,7 @@ pub enum Verdict {
     /// For [`Purpose::Acquire`].
     Attempt(Attempt),
     /// For [`Purpose::Renew`] and [`Purpose::Extend`].
-    Pexpire(Pexpire),
+    Renewal(Renewal),
     /// For [`Purpose::Release`] and [`Purpose::Cleanup`].
     Release(Release),
     /// For [`Purpose::Observe`].
@@ -384,8 +384,11 @@ pub trait Backend {
     /// ([`is_idle`](Self::is_idle)) until answered, so the driver waits for them.
     fn close_session(&mut self, _ctx: &mut Ctx<'_, Self::Request>) {}
 
-    /// Queues one call. It may go out at once or wait for [`flush`](Self::flush).
-    fn call(&mut self, ctx: &mut Ctx<'_, Self::Request>, purpose: Purpose, action: Action<'_, Self::Target>);
+    /// Queues one call. It may go out at once or wait for [`flush`](Self::flush). A call that
+    /// settles without asking the server (a renewal of a hold the backend knows is gone, a
+    /// queued wait with nothing to re-check) appends its answer to `answers`: the engine
+    /// handles it within the same input, as it would a reply's.
+    fn call(&mut self, ctx: &mut Ctx<'_, Self::Request>, purpose: Purpose, action: Action<'_, Self::Target>, answers: &mut Vec<Answer>);
 
     /// The end of one engine input: sends whatever calls wait (one pipeline, one per slot...).
     fn flush(&mut self, _ctx: &mut Ctx<'_, Self::Request>) {}

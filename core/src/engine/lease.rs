@@ -18,7 +18,7 @@ pub(crate) struct Lease<T> {
     pub releasing: bool,
     /// Renewals and extends sent but not answered: (tag, duration, the validity they would
     /// leave if they ran at once: send time + duration − drift).
-    pub pexpires: Vec<(u64, Duration, Instant)>,
+    pub renewals: Vec<(u64, Duration, Instant)>,
     pub next_tag: u64,
     /// The fencing token of the grant (handed out again on reentry).
     pub fence: Option<u64>,
@@ -38,10 +38,10 @@ impl<T> Lease<T> {
     /// Notes an expiry change to `d` sent at `now` (certain until `bound` = `now + d − drift`)
     /// and returns its tag. Until it is answered the lease is certain only until `bound`, since
     /// it may shorten the lease when it runs.
-    pub fn send_pexpire(&mut self, d: Duration, bound: Instant) -> u64 {
+    pub fn send_renewal(&mut self, d: Duration, bound: Instant) -> u64 {
         self.next_tag += 1;
         self.valid_until = self.valid_until.min(bound);
-        self.pexpires.push((self.next_tag, d, bound));
+        self.renewals.push((self.next_tag, d, bound));
         self.next_tag
     }
 
@@ -50,12 +50,12 @@ impl<T> Lease<T> {
     /// `sent + d − drift(d)`, or what the backend's confirmation span allows); a change still
     /// unanswered may run after it and set its own, so the lease is certain until the smaller
     /// of those.
-    pub fn settle_pexpire(&mut self, tag: u64, succeeded: Option<Instant>, confirmed: impl Fn(Instant, Duration) -> Instant) -> Option<Duration> {
-        let i = self.pexpires.iter().position(|p| p.0 == tag)?;
-        let (_, d, _) = self.pexpires.remove(i);
+    pub fn settle_renewal(&mut self, tag: u64, succeeded: Option<Instant>, confirmed: impl Fn(Instant, Duration) -> Instant) -> Option<Duration> {
+        let i = self.renewals.iter().position(|p| p.0 == tag)?;
+        let (_, d, _) = self.renewals.remove(i);
         if let Some(sent) = succeeded {
             let bound = confirmed(sent, d);
-            self.valid_until = self.pexpires.iter().map(|p| p.2).fold(bound, Instant::min);
+            self.valid_until = self.renewals.iter().map(|p| p.2).fold(bound, Instant::min);
         }
         Some(d)
     }
@@ -63,6 +63,6 @@ impl<T> Lease<T> {
     /// How long what is left of this lease on the server may live: its lease, or a longer
     /// expiry still on the wire.
     pub fn span(&self) -> Duration {
-        self.pexpires.iter().map(|p| p.1).fold(self.lease, Duration::max)
+        self.renewals.iter().map(|p| p.1).fold(self.lease, Duration::max)
     }
 }

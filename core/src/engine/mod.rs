@@ -19,6 +19,7 @@ macro_rules! ctx {
 pub mod backend;
 mod cleanup;
 pub mod io;
+pub(crate) mod job;
 mod lease;
 pub mod operation;
 mod session;
@@ -34,7 +35,7 @@ use crate::options::{self, LockOptions};
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
-pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Pexpire, Purpose, Release, Signal, Verdict, Wake};
+pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Renewal, Purpose, Release, Signal, Verdict, Wake};
 pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
 use cleanup::Cleanup;
 use lease::Lease;
@@ -126,6 +127,9 @@ pub struct LockEngine<B: Backend> {
     outgoing: VecDeque<B::Request>,
     events: VecDeque<Event<B::Outcome>>,
     answers: Vec<Answer>,
+    /// Calls the backend settled without a request, handled before the input ends (see
+    /// [`flush`](Self::flush)).
+    settled_now: Vec<Answer>,
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>)>,
@@ -174,6 +178,7 @@ impl<B: Backend> LockEngine<B> {
             outgoing: VecDeque::new(),
             events: VecDeque::new(),
             answers: Vec::new(),
+            settled_now: Vec::new(),
             observes: Vec::new(),
         }
     }
@@ -284,7 +289,7 @@ impl<B: Backend> LockEngine<B> {
             }
             self.observes.push((op, target));
         } else {
-            self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
+            self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target }, &mut self.settled_now);
         }
         self.flush(now);
         Ok(op)
@@ -305,7 +310,7 @@ impl<B: Backend> LockEngine<B> {
                 l.releasing = true;
                 let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
                 let action = Action::Release { target: &target, token: &token };
-                self.backend.call(ctx!(self, now), Purpose::Release(op, lease), action);
+                self.backend.call(ctx!(self, now), Purpose::Release(op, lease), action, &mut self.settled_now);
                 self.sync_lease(lease);
             }
             None => self.complete(op, Done::Released { was_held: false }),
@@ -321,7 +326,7 @@ impl<B: Backend> LockEngine<B> {
         self.backend.check_extend(duration)?;
         let op = OpId(self.ids.fresh());
         if self.leases.get(&lease).is_some_and(|l| !l.releasing) {
-            let tag = self.send_pexpire(now, lease, duration, false, |tag| Purpose::Extend(op, lease, duration, tag));
+            let tag = self.send_renewal(now, lease, duration, false, |tag| Purpose::Extend(op, lease, duration, tag));
             let _ = tag;
         } else {
             self.complete(op, Done::Failed(not_held("the lease is no longer held")));
@@ -608,7 +613,7 @@ impl<B: Backend> LockEngine<B> {
                 if !l.renewing && !l.releasing && at <= now + window {
                     let d = l.lease;
                     self.leases.get_mut(&id).expect("present").renewing = true;
-                    self.send_pexpire(now, id, d, true, |tag| Purpose::Renew(id, tag));
+                    self.send_renewal(now, id, d, true, |tag| Purpose::Renew(id, tag));
                 }
             }
             self.sync_lease(id);
@@ -619,7 +624,7 @@ impl<B: Backend> LockEngine<B> {
                     c.in_flight = true;
                     let (target, token) = (Arc::clone(&c.target), Arc::clone(&c.token));
                     let action = Action::Release { target: &target, token: &token };
-                    self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
+                    self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action, &mut self.settled_now);
                 }
             }
             self.sync_cleanup(id);
@@ -657,7 +662,15 @@ impl<B: Backend> LockEngine<B> {
         self.events.push_back(Event::Completed { op, outcome: done.into() });
     }
 
+    /// The end of an input: handles the calls settled without a request (each may make more
+    /// calls, settled at once too), then lets the backend send what it batched. Everything one
+    /// input causes is done before it returns; no answer waits for a timer.
     fn flush(&mut self, now: Instant) {
+        while !self.settled_now.is_empty() {
+            for answer in std::mem::take(&mut self.settled_now) {
+                self.dispatch(now, answer);
+            }
+        }
         self.backend.flush(ctx!(self, now));
     }
 
@@ -717,7 +730,7 @@ impl<B: Backend> LockEngine<B> {
             Ok(()) => {
                 self.session = Session::Active;
                 for (op, target) in std::mem::take(&mut self.observes) {
-                    self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target });
+                    self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target }, &mut self.settled_now);
                 }
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
@@ -774,19 +787,19 @@ impl<B: Backend> LockEngine<B> {
             entry_ttl: a.entry_ttl,
             once: a.wait == Wait::Try,
         };
-        self.backend.call(ctx!(self, now), Purpose::Acquire(op), action);
+        self.backend.call(ctx!(self, now), Purpose::Acquire(op), action, &mut self.settled_now);
     }
 
     /// Sends a renewal or extend of `lease` to `d` and notes it on the lease. A renewal of a
     /// fixed lease confirms it up to its end at most; an extend sets a new end.
-    fn send_pexpire(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
+    fn send_renewal(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
         let l = self.leases.get_mut(&id).expect("caller checked");
         let end = if renewal { l.end } else { None };
         let bound = verdicts::confirmed_until(&self.backend, now, d, end);
-        let tag = l.send_pexpire(d, bound);
+        let tag = l.send_renewal(d, bound);
         let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
         let action = Action::Extend { target: &target, token: &token, duration: d };
-        self.backend.call(ctx!(self, now), purpose(tag), action);
+        self.backend.call(ctx!(self, now), purpose(tag), action, &mut self.settled_now);
         self.sync_lease(id);
         tag
     }

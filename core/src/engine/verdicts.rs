@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::backend::{Action, Answer, Attempt, Backend, Ctx, Pexpire, Purpose, Release, Verdict};
+use super::backend::{Action, Answer, Attempt, Backend, Ctx, Renewal, Purpose, Release, Verdict};
 use super::cleanup::Cleanup;
 use super::io::{Done, Event, LeaseId, OpId, Wait};
 use super::lease::Lease;
@@ -21,8 +21,8 @@ impl<B: Backend> LockEngine<B> {
         match (purpose, verdict) {
             (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), &why),
             (Purpose::Acquire(op), Verdict::Attempt(a)) => self.on_attempt(now, sent, op, a),
-            (Purpose::Renew(id, tag), Verdict::Pexpire(p)) => self.on_renewal(now, sent, id, tag, p),
-            (Purpose::Extend(op, id, d, tag), Verdict::Pexpire(p)) => self.on_extend(now, sent, op, id, d, tag, p),
+            (Purpose::Renew(id, tag), Verdict::Renewal(p)) => self.on_renewal(now, sent, id, tag, p),
+            (Purpose::Extend(op, id, d, tag), Verdict::Renewal(p)) => self.on_extend(now, sent, op, id, d, tag, p),
             (Purpose::Release(op, id), Verdict::Release(r)) => self.on_release(now, op, id, r),
             (Purpose::Cleanup(id), Verdict::Release(r)) => self.on_cleanup(now, id, r),
             (Purpose::Observe(op), Verdict::Observed(r)) => {
@@ -217,7 +217,7 @@ impl<B: Backend> LockEngine<B> {
                 next_renew,
                 renewing: false,
                 releasing: false,
-                pexpires: Vec::new(),
+                renewals: Vec::new(),
                 next_tag: 0,
                 fence,
                 holds: 1,
@@ -229,22 +229,22 @@ impl<B: Backend> LockEngine<B> {
         self.complete(op, Done::Acquired { lease, fencing_token: fence, valid_until });
     }
 
-    pub(super) fn on_renewal(&mut self, now: Instant, sent: Instant, id: LeaseId, tag: u64, verdict: Pexpire) {
+    pub(super) fn on_renewal(&mut self, now: Instant, sent: Instant, id: LeaseId, tag: u64, verdict: Renewal) {
         let Some(l) = self.leases.get_mut(&id) else {
             return;
         };
         l.renewing = false;
         l.unreachable = match &verdict {
-            Pexpire::Transient(e) if e.kind() == ErrorKind::Connection => Some(e.message().to_string()),
-            Pexpire::Transient(_) => l.unreachable.take(),
+            Renewal::Transient(e) if e.kind() == ErrorKind::Connection => Some(e.message().to_string()),
+            Renewal::Transient(_) => l.unreachable.take(),
             _ => None,
         };
         match verdict {
-            Pexpire::Confirmed => {
+            Renewal::Confirmed => {
                 // Not `max` with the old validity: an extend sent before this renewal ran
                 // before it, and this renewal's (possibly shorter) lease is what counts now.
                 let (backend, end) = (&self.backend, l.end);
-                let d = l.settle_pexpire(tag, Some(sent), |s, d| confirmed_until(backend, s, d, end)).unwrap_or(l.lease);
+                let d = l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, end)).unwrap_or(l.lease);
                 l.next_renew = next_renewal(backend, l.auto_renew, sent, d, end);
                 let valid_until = l.valid_until;
                 if valid_until <= now {
@@ -255,25 +255,25 @@ impl<B: Backend> LockEngine<B> {
                     self.events.push_back(Event::Renewed { lease: id, valid_until });
                 }
             }
-            Pexpire::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
-            Pexpire::Transient(_) => {
-                l.settle_pexpire(tag, None, |s, _| s);
+            Renewal::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
+            Renewal::Transient(_) => {
+                l.settle_renewal(tag, None, |s, _| s);
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
                 // Not lost yet, but not confirmable now: the holder is told once per spell.
                 self.put_at_risk(now, id);
             }
-            Pexpire::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
+            Renewal::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
         }
         self.sync_lease(id);
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_extend(&mut self, now: Instant, sent: Instant, op: OpId, id: LeaseId, d: Duration, tag: u64, verdict: Pexpire) {
+    pub(super) fn on_extend(&mut self, now: Instant, sent: Instant, op: OpId, id: LeaseId, d: Duration, tag: u64, verdict: Renewal) {
         let done = match verdict {
-            Pexpire::Confirmed => match self.leases.get_mut(&id) {
+            Renewal::Confirmed => match self.leases.get_mut(&id) {
                 Some(l) => {
                     let backend = &self.backend;
-                    l.settle_pexpire(tag, Some(sent), |s, d| confirmed_until(backend, s, d, None));
+                    l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, None));
                     l.lease = d;
                     if backend.confirmation_span().is_none() {
                         if l.auto_renew {
@@ -300,13 +300,13 @@ impl<B: Backend> LockEngine<B> {
                 }
                 None => Done::Failed(not_held("the lease is no longer held")),
             },
-            Pexpire::Refused { subject } => {
+            Renewal::Refused { subject } => {
                 self.lose(now, id, &format!("{subject} (extend refused)"));
                 Done::Failed(not_held(&format!("{subject}; extend never re-acquires")))
             }
-            Pexpire::Transient(e) | Pexpire::Failed(e) => {
+            Renewal::Transient(e) | Renewal::Failed(e) => {
                 if let Some(l) = self.leases.get_mut(&id) {
-                    l.settle_pexpire(tag, None, |s, _| s);
+                    l.settle_renewal(tag, None, |s, _| s);
                 }
                 Done::Failed(e)
             }
@@ -403,7 +403,7 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn add_cleanup(&mut self, now: Instant, target: Arc<B::Target>, token: Arc<str>, span: Duration) -> u64 {
         let id = self.ids.fresh();
         let action = Action::Release { target: &target, token: &token };
-        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action);
+        self.backend.call(ctx!(self, now), Purpose::Cleanup(id), action, &mut self.settled_now);
         // What lives until the session ends is worth removing until then (the backend answers
         // "done" once the session is gone).
         let span = if self.backend.leftovers_live_with_session() { crate::options::MAX_DURATION } else { span };

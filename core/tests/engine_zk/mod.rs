@@ -288,12 +288,6 @@ impl World {
     /// Performs every request and push until nothing is left.
     pub fn settle(&mut self) {
         loop {
-            // Answers settled without a request are handed over by a timeout due now.
-            for c in 0..self.clients.len() {
-                if self.clients[c].poll_timeout().is_some_and(|t| t <= self.now) {
-                    self.clients[c].handle_timeout(self.now);
-                }
-            }
             let mut progressed = false;
             for c in 0..self.clients.len() {
                 while let Some(req) = self.clients[c].poll_request() {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use lockgate_core::engine::{Action, Answer, Attempt, Backend, Ctx, Done, Pexpire, Purpose, Release, Signal, Verdict};
+use lockgate_core::engine::{Action, Answer, Attempt, Backend, Ctx, Done, Renewal, Purpose, Release, Signal, Verdict};
 use lockgate_core::random::RandomSource;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, LockOptions, Primitive, RequestId, Result};
@@ -108,7 +108,7 @@ impl Backend for SeqBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, Req>, purpose: Purpose, action: Action<'_, String>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, Req>, purpose: Purpose, action: Action<'_, String>, _answers: &mut Vec<Answer>) {
         let op = match action {
             Action::Acquire { target, token, .. } => Op::Enqueue { path: target.to_string(), token: token.into() },
             Action::Extend { .. } => Op::Ping,
@@ -133,11 +133,11 @@ impl Backend for SeqBackend {
                 Verdict::Attempt(Attempt::Queued { holder_remaining: None, fence: 0 })
             }
             (Purpose::Acquire(_), Err(e)) => Verdict::Attempt(Attempt::Transient { error: e, why: None, undo: false }),
-            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(true))) => Verdict::Pexpire(Pexpire::Confirmed),
+            (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(true))) => Verdict::Renewal(Renewal::Confirmed),
             (Purpose::Renew(..) | Purpose::Extend(..), Ok(Rep::Pong(false))) => {
-                Verdict::Pexpire(Pexpire::Refused { subject: "the session expired".into() })
+                Verdict::Renewal(Renewal::Refused { subject: "the session expired".into() })
             }
-            (Purpose::Renew(..) | Purpose::Extend(..), Err(e)) => Verdict::Pexpire(Pexpire::Transient(e)),
+            (Purpose::Renew(..) | Purpose::Extend(..), Err(e)) => Verdict::Renewal(Renewal::Transient(e)),
             (Purpose::Release(..) | Purpose::Cleanup(_), Ok(Rep::Deleted(was_held))) => {
                 Verdict::Release(Release::Done { was_held })
             }
@@ -148,7 +148,7 @@ impl Backend for SeqBackend {
                 let e = Error::protocol(format!("{purpose:?} answered with {reply:?}"));
                 match purpose {
                     Purpose::Acquire(_) => Verdict::Attempt(Attempt::Failed { error: e, undo: true }),
-                    Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(Pexpire::Failed(e)),
+                    Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Renewal(Renewal::Failed(e)),
                     _ => Verdict::Release(Release::Failed(e)),
                 }
             }

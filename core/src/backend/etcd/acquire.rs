@@ -11,10 +11,11 @@ use std::sync::Arc;
 use super::backend::EtcdBackend;
 use super::config::safe_validity;
 use super::failure::{attempt_failure, attempt_transient};
-use super::job::{Job, Slot, Step, MAX_STEPS};
+use super::lease::{Background, SessionLease};
 use super::recipe::{self, Wait};
 use super::request::{Compare, EtcdFailure, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, KeyValue, Range, Txn, TxnOp, TxnReply};
-use super::session::{Background, SessionLease};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::{JobRunner, MAX_STEPS};
 use crate::engine::{Answer, Attempt, Ctx, Purpose, Verdict};
 use crate::error::{Error, ErrorKind};
 

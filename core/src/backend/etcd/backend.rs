@@ -11,16 +11,17 @@
 //! on one name gets a lease of its own), which watch wakes which token, and which tokens hold
 //! (so a lost lease can be reported on each).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::config::{safe_validity, EtcdConfig};
 use super::failure::failure_error;
-use super::job::{Job, Slot, Step};
+use super::lease::{Background, SessionLease};
 use super::request::{EtcdNotice, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, EventKind, LeaseId, WatchId};
-use super::session::{Background, SessionLease};
+use super::step::{Job, Slot, Step};
 use super::target::EtcdTarget;
 use crate::engine::operation::MAX_BACKOFF;
+use crate::engine::job::{JobRunner, Jobs};
 use crate::engine::{Action, Answer, Backend, Ctx, Done, LockEngine, OpId, Purpose, RequestId, Signal};
 use crate::error::{Error, Result};
 use crate::options::LockOptions;
@@ -54,14 +55,10 @@ pub struct EtcdBackend {
     /// Each live watch and the token it wakes.
     pub(super) watches: HashMap<WatchId, Arc<str>>,
     pub(super) next_watch: u64,
-    pub(super) in_flight: HashMap<RequestId, Job>,
+    /// The calls on the wire or waiting behind another of their token.
+    pub(super) jobs: Jobs<EtcdTarget, Step>,
     /// Requests no call waits for (keepalives of the timer, watch cancels, revokes).
     pub(super) background: HashMap<RequestId, Background>,
-    /// Tokens with a call in progress, and the calls waiting behind it.
-    pub(super) busy: HashMap<Arc<str>, VecDeque<Job>>,
-    /// Answers settled without a request, handed over at the next `on_timeout`.
-    pub(super) ready: Vec<Answer>,
-    pub(super) ready_at: Option<Instant>,
     /// The client closed: no lease is granted or kept alive any more.
     pub(super) closed: bool,
 }
@@ -80,11 +77,8 @@ impl EtcdBackend {
             freed: Vec::new(),
             watches: HashMap::new(),
             next_watch: 1,
-            in_flight: HashMap::new(),
+            jobs: Jobs::default(),
             background: HashMap::new(),
-            busy: HashMap::new(),
-            ready: Vec::new(),
-            ready_at: None,
             closed: false,
         })
     }
@@ -131,6 +125,58 @@ impl EtcdBackend {
         let id = ctx.ids.request();
         self.background.insert(id, what);
         ctx.out.push_back(EtcdRequest { id, op });
+    }
+
+    /// The token's key, as known.
+    pub(super) fn slot(&self, token: &str) -> Slot {
+        self.owned.get(token).cloned().unwrap_or_default()
+    }
+
+    /// Forgets the token's key and frees its (family, lease) for another token.
+    pub(super) fn forget(&mut self, job: &Job) {
+        if let Some(slot) = self.owned.remove(&job.token) {
+            if let Some(lease) = slot.lease() {
+                let k = (job.target.family_prefix(), lease);
+                if self.used.get(&k).is_some_and(|t| *t == job.token) {
+                    self.used.remove(&k);
+                    self.freed.push(lease);
+                }
+            }
+        }
+    }
+}
+
+impl JobRunner for EtcdBackend {
+    type Target = EtcdTarget;
+    type Step = Step;
+    type Op = EtcdOp;
+    type Request = EtcdRequest;
+
+    fn jobs(&mut self) -> &mut Jobs<EtcdTarget, Step> {
+        &mut self.jobs
+    }
+
+    fn request(id: RequestId, op: EtcdOp) -> EtcdRequest {
+        EtcdRequest { id, op }
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, mut job: Job, answers: &mut Vec<Answer>) {
+        job.epoch = self.epoch;
+        match job.purpose {
+            Some(Purpose::Acquire(_)) => {
+                // A new attempt sets its own watch: the one of the last attempt has done its part.
+                let token = Arc::clone(&job.token);
+                self.unwatch(ctx, &token);
+                self.acquire_next(ctx, job, answers)
+            }
+            Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
+            Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
+            Some(Purpose::Observe(_)) | None => unreachable!("observes are sent directly"),
+        }
+    }
+
+    fn settled(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
+        self.retire_idle(ctx);
     }
 }
 
@@ -198,7 +244,7 @@ impl Backend for EtcdBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, action: Action<'_, EtcdTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, action: Action<'_, EtcdTarget>, answers: &mut Vec<Answer>) {
         let (target, token, lease, once) = match action {
             Action::Acquire { target, token, lease, once, .. } => (target, token, lease, once),
             Action::Extend { target, token, duration } => (target, token, duration, false),
@@ -215,23 +261,15 @@ impl Backend for EtcdBackend {
             steps: 0,
             step: Step::Start,
             sent: ctx.now,
-            confirmed: None,
         };
-        // A call settled without a request is answered at the next timeout (`call` cannot
-        // answer), which is due at once.
-        let mut answers = Vec::new();
-        self.submit(ctx, job, &mut answers);
-        if !answers.is_empty() {
-            self.ready.append(&mut answers);
-            self.ready_at = Some(self.ready_at.map_or(ctx.now, |t| t.min(ctx.now)));
-        }
+        self.submit(ctx, job, answers);
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, id: RequestId, reply: EtcdResult, answers: &mut Vec<Answer>) {
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply, answers);
         }
-        let Some(job) = self.in_flight.remove(&id) else {
+        let Some(job) = self.jobs.answered(id) else {
             return;
         };
         match job.purpose {
@@ -263,20 +301,12 @@ impl Backend for EtcdBackend {
         }
     }
 
-    fn on_timeout(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, answers: &mut Vec<Answer>) {
-        if self.ready_at.is_some_and(|t| t <= ctx.now) {
-            answers.append(&mut self.ready);
-            self.ready_at = None;
-        }
+    fn on_timeout(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, _answers: &mut Vec<Answer>) {
         self.keep_alive_due(ctx);
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let keepalive = self.leases.iter().filter_map(SessionLease::due).min();
-        match (self.ready_at, keepalive) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.leases.iter().filter_map(SessionLease::due).min()
     }
 
     fn close_session(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
@@ -284,9 +314,7 @@ impl Backend for EtcdBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty()
-            && self.ready.is_empty()
-            && self.busy.is_empty()
+        self.jobs.is_idle()
             && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }

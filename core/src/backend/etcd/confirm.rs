@@ -5,10 +5,11 @@
 //! deleted by hand, `etcdctl del`, is a lost hold).
 
 use super::backend::EtcdBackend;
-use super::failure::pexpire_failure;
-use super::job::{Job, Slot, Step};
+use super::failure::renewal_failure;
 use super::request::{EtcdOp, EtcdReply, EtcdRequest, EtcdResult, Range};
-use crate::engine::{Answer, Ctx, Pexpire, Verdict};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::JobRunner;
+use crate::engine::{Answer, Ctx, Renewal, Verdict};
 use crate::error::Error;
 
 impl EtcdBackend {
@@ -21,14 +22,14 @@ impl EtcdBackend {
             }
             _ => {
                 let subject = "the lock key is gone (its etcd lease ended)".to_string();
-                self.settle(ctx, job, None, Verdict::Pexpire(Pexpire::Refused { subject }), answers);
+                self.settle(ctx, job, None, Verdict::Renewal(Renewal::Refused { subject }), answers);
             }
         }
     }
 
     /// Handles the reply to a renewal's or extend's step.
-    pub(super) fn confirm_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, mut job: Job, reply: EtcdResult, answers: &mut Vec<Answer>) {
-        let gone = |subject: &str| Verdict::Pexpire(Pexpire::Refused { subject: subject.to_string() });
+    pub(super) fn confirm_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, job: Job, reply: EtcdResult, answers: &mut Vec<Answer>) {
+        let gone = |subject: &str| Verdict::Renewal(Renewal::Refused { subject: subject.to_string() });
         if job.epoch != self.epoch {
             return self.settle(ctx, job, None, gone("the etcd session lease ended"), answers);
         }
@@ -38,33 +39,32 @@ impl EtcdBackend {
         match job.step {
             Step::KeepAlive => match self.kept_alive(ctx, lease, job.sent, reply, answers) {
                 Ok(()) => {
-                    job.confirmed = Some(job.sent);
-                    self.send(ctx, job, Step::CheckKey, EtcdOp::Range(Range::key(key)));
+                    let confirmed = job.sent;
+                    self.send(ctx, job, Step::CheckKey { confirmed }, EtcdOp::Range(Range::key(key)));
                 }
                 Err(super::request::EtcdFailure::LeaseNotFound) => {
                     self.settle(ctx, job, None, gone("the etcd session lease expired"), answers)
                 }
-                Err(f) => self.settle(ctx, job, None, Verdict::Pexpire(pexpire_failure(f)), answers),
+                Err(f) => self.settle(ctx, job, None, Verdict::Renewal(renewal_failure(f)), answers),
             },
-            Step::CheckKey => {
+            Step::CheckKey { confirmed } => {
                 let verdict = match reply {
                     Ok(EtcdReply::Range { kvs, .. }) => match kvs.first() {
-                        Some(kv) if kv.create_revision == rev && kv.lease == lease => Verdict::Pexpire(Pexpire::Confirmed),
+                        Some(kv) if kv.create_revision == rev && kv.lease == lease => Verdict::Renewal(Renewal::Confirmed),
                         _ => {
                             self.forget(&job);
                             self.held.remove(&job.token);
                             gone("the lock key was deleted or replaced")
                         }
                     },
-                    Ok(other) => Verdict::Pexpire(Pexpire::Failed(Error::protocol(format!("etcd answered a key read with {other:?}")))),
-                    Err(f) => Verdict::Pexpire(pexpire_failure(f)),
+                    Ok(other) => Verdict::Renewal(Renewal::Failed(Error::protocol(format!("etcd answered a key read with {other:?}")))),
+                    Err(f) => Verdict::Renewal(renewal_failure(f)),
                 };
-                let sent = job.confirmed;
-                self.settle(ctx, job, sent, verdict, answers);
+                self.settle(ctx, job, Some(confirmed), verdict, answers);
             }
             ref step => {
                 let e = Error::protocol(format!("a renewal step {step:?} answered"));
-                self.settle(ctx, job, None, Verdict::Pexpire(Pexpire::Failed(e)), answers);
+                self.settle(ctx, job, None, Verdict::Renewal(Renewal::Failed(e)), answers);
             }
         }
     }

@@ -3,7 +3,7 @@
 //! agree on which failures are worth retrying.
 
 use super::request::EtcdFailure;
-use crate::engine::{Attempt, Pexpire, Release};
+use crate::engine::{Attempt, Renewal, Release};
 use crate::error::{Error, ErrorKind};
 
 /// The error a failed request stands for.
@@ -38,12 +38,12 @@ pub(super) fn attempt_failure(f: EtcdFailure) -> Attempt {
 }
 
 /// A renewal or extend that failed with `f`: it may pass (the lease is not lost yet), or not.
-pub(super) fn pexpire_failure(f: EtcdFailure) -> Pexpire {
+pub(super) fn renewal_failure(f: EtcdFailure) -> Renewal {
     let error = failure_error(f);
     if error.retryable() {
-        Pexpire::Transient(error)
+        Renewal::Transient(error)
     } else {
-        Pexpire::Failed(error)
+        Renewal::Failed(error)
     }
 }
 
@@ -67,9 +67,9 @@ mod tests {
         assert!(matches!(&busy, Attempt::Transient { .. }), "{busy:?}");
         let auth = attempt_failure(EtcdFailure::Other(Error::new(ErrorKind::Authentication, "bad password")));
         assert!(matches!(&auth, Attempt::Failed { error, undo: true } if error.kind() == ErrorKind::Authentication), "{auth:?}");
-        assert!(matches!(pexpire_failure(EtcdFailure::ConnectionLost("x".into())), Pexpire::Transient(_)));
-        let auth = pexpire_failure(EtcdFailure::Other(Error::new(ErrorKind::Authentication, "no")));
-        assert!(matches!(auth, Pexpire::Failed(e) if e.kind() == ErrorKind::Authentication));
+        assert!(matches!(renewal_failure(EtcdFailure::ConnectionLost("x".into())), Renewal::Transient(_)));
+        let auth = renewal_failure(EtcdFailure::Other(Error::new(ErrorKind::Authentication, "no")));
+        assert!(matches!(auth, Renewal::Failed(e) if e.kind() == ErrorKind::Authentication));
         assert!(matches!(release_failure(EtcdFailure::ConnectionLost("x".into())), Release::Unconfirmed { retry: true, .. }));
         assert!(matches!(release_failure(EtcdFailure::Other(Error::protocol("x"))), Release::Unconfirmed { retry: false, .. }));
     }

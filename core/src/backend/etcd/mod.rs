@@ -9,8 +9,9 @@
 //! - [`config`]: a client's settings and how long an acknowledged keepalive counts.
 //! - [`target`]: a lock's recipe and key prefixes.
 //! - [`backend`]: the backend's state and the engine's calls handed to the modules below:
-//!   `job` (calls as chains of [`EtcdOp`]s, one token's calls in order), `session` (the
-//!   leases and their keepalives), `acquire`, `confirm` (renewals and extends), `release`,
+//!   `step` (the steps of a call, run as a chain of [`EtcdOp`]s by the engine's job runner),
+//!   `lease` (the session's leases as kept), `session` (their keepalives, loss and close),
+//!   `acquire`, `confirm` (renewals and extends), `release`,
 //!   `observe`, and `failure` (what a failed request means).
 //! - [`request`]: the wire types every transport performs; [`address`]: the URL.
 
@@ -21,14 +22,15 @@ pub mod config;
 pub mod data;
 mod confirm;
 mod failure;
-mod job;
 pub mod layout;
+mod lease;
 mod observe;
 pub mod recipe;
 mod release;
 pub mod spec;
 pub mod request;
 mod session;
+mod step;
 pub mod target;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;

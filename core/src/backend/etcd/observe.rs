@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::backend::EtcdBackend;
 use super::failure::failure_error;
-use super::job::{Job, Step};
 use super::request::{EtcdOp, EtcdReply, EtcdRequest, EtcdResult, Order, Range};
+use super::step::{Job, Step};
 use super::target::EtcdTarget;
+use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, LeaderInfo, Purpose, Verdict};
 use crate::error::Error;
 use crate::time::Duration;
@@ -26,7 +27,6 @@ impl EtcdBackend {
             steps: 0,
             step: Step::Observe,
             sent: ctx.now,
-            confirmed: None,
         };
         let range = Range::prefix(target.queue_prefix(), Order::CreateAscending, 1);
         self.send(ctx, job, Step::Observe, EtcdOp::Range(range));

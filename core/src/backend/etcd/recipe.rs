@@ -5,9 +5,9 @@
 //! the key with the greatest create revision below its own (`waitDeletes`) — among every key
 //! for a writer, among the writers for a reader — or, for a semaphore, any key before it.
 
+use super::layout::{self, Family};
 use super::request::{KeyValue, Order, Range};
 use super::target::{EtcdTarget, Recipe};
-use super::layout::{self, Family};
 
 /// The read, run in the same transaction as the key's create (or its check), that says
 /// whether the key holds: `concurrency.Mutex`'s `getOwner`, one request on the uncontended

@@ -6,8 +6,9 @@
 
 use super::backend::EtcdBackend;
 use super::failure::release_failure;
-use super::job::{Job, Slot, Step};
 use super::request::{Compare, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, Range, Txn, TxnOp};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Release, Verdict};
 use crate::error::Error;
 

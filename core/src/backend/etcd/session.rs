@@ -13,57 +13,13 @@
 
 use super::backend::EtcdBackend;
 use super::config::safe_validity;
+use super::lease::{Background, SessionLease};
 use super::request::{EtcdFailure, EtcdOp, EtcdReply, EtcdRequest, EtcdResult, LeaseId};
 use crate::engine::{Answer, Ctx, Purpose, Verdict};
 use crate::time::{Duration, Instant};
 
 /// How soon a keepalive that failed (not `LeaseNotFound`) is sent again, at most.
 const KEEPALIVE_RETRY: Duration = Duration::from_millis(500);
-
-/// One lease of the session.
-#[derive(Clone, Debug)]
-pub(super) struct SessionLease {
-    pub(super) id: LeaseId,
-    /// The TTL asked for, in whole seconds: which locks' keys it carries
-    /// ([`EtcdConfig::key_ttl_secs`](super::config::EtcdConfig::key_ttl_secs) of their lease).
-    pub(super) asked: i64,
-    /// The TTL granted (or last set by a keepalive).
-    pub(super) ttl: Duration,
-    /// The send time of the latest acknowledged keepalive (or of the grant).
-    pub(super) confirmed: Instant,
-    /// A keepalive of the backend's own is on the wire.
-    pub(super) keeping: bool,
-    /// A failed keepalive is retried at this instant instead of the regular one.
-    pub(super) retry_at: Option<Instant>,
-}
-
-impl SessionLease {
-    pub(super) fn new(id: LeaseId, asked: i64, ttl_secs: i64, sent: Instant) -> Self {
-        let ttl = Duration::from_secs(ttl_secs.max(1) as u64);
-        SessionLease { id, asked, ttl, confirmed: sent, keeping: false, retry_at: None }
-    }
-
-    /// When the backend's own keepalive of this lease is due (`None` while one is on the wire).
-    pub(super) fn due(&self) -> Option<Instant> {
-        if self.keeping {
-            return None;
-        }
-        Some(self.retry_at.unwrap_or(self.confirmed + safe_validity(self.ttl) / 3))
-    }
-}
-
-/// A request no call waits for.
-#[derive(Clone, Debug)]
-pub(super) enum Background {
-    /// The engine's session open (its reply goes to `session_reply`).
-    Open { sent: Instant },
-    /// The backend's own keepalive of `lease`, sent at `sent` in session epoch `epoch`.
-    KeepAlive { lease: LeaseId, sent: Instant, epoch: u64 },
-    /// Nothing to learn from the reply (a watch cancel, a revoke after a loss).
-    Ignore,
-    /// A revoke of the client's close: the backend stays busy until it is answered.
-    Closing,
-}
 
 impl EtcdBackend {
     /// The lease `id` of the session, if it is one.
@@ -79,7 +35,7 @@ impl EtcdBackend {
                 l.keeping = true;
                 l.retry_at = None;
             }
-            let what = super::session::Background::KeepAlive { lease, sent: ctx.now, epoch: self.epoch };
+            let what = Background::KeepAlive { lease, sent: ctx.now, epoch: self.epoch };
             self.send_background(ctx, what, EtcdOp::LeaseKeepAlive { lease });
         }
     }
@@ -180,5 +136,21 @@ impl EtcdBackend {
         self.used.clear();
         self.freed.clear();
         self.epoch += 1;
+    }
+
+    /// Revokes the leases freed since the last call that are not the client's own and carry
+    /// no key any more: a lease granted for a second key of one name lives only as long as it
+    /// is needed (the next such key grants another), so a burst of concurrent acquires does
+    /// not leave the client keeping many leases alive for ever.
+    pub(super) fn retire_idle(&mut self, ctx: &mut Ctx<'_, EtcdRequest>) {
+        for lease in std::mem::take(&mut self.freed) {
+            let own = self.leases.first().is_some_and(|l| l.id == lease);
+            if own || self.used.keys().any(|(_, l)| *l == lease) {
+                continue;
+            }
+            let Some(i) = self.leases.iter().position(|l| l.id == lease) else { continue };
+            self.leases.remove(i);
+            self.send_background(ctx, Background::Ignore, EtcdOp::LeaseRevoke { lease });
+        }
     }
 }

@@ -15,7 +15,7 @@ use super::target::Target;
 use super::Script;
 use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::{
-    hex, Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Outcome, Pexpire, Purpose, Release,
+    hex, Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Outcome, Renewal, Purpose, Release,
     RequestId, Signal, Verdict, Wake,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -231,7 +231,7 @@ impl Backend for RedisBackend {
         reply.map(|_| ())
     }
 
-    fn call(&mut self, _ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>) {
+    fn call(&mut self, _ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>, _answers: &mut Vec<Answer>) {
         let call = self.script_call(action);
         self.batch.push((purpose, call));
     }
@@ -358,11 +358,11 @@ fn verdict(purpose: Purpose, call: &ScriptCall, reply: Result<Reply>) -> Verdict
             // granted us the lock): undo as for an acquire abandoned in flight.
             Err(e) => Attempt::Failed { error: e, undo: true },
         }),
-        Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(match reply.and_then(|r| reply::parse_flag("extend", &r)) {
-            Ok(true) => Pexpire::Confirmed,
-            Ok(false) => Pexpire::Refused { subject: "the lock was deleted or taken over".into() },
-            Err(e) if e.kind() == ErrorKind::Connection => Pexpire::Transient(e),
-            Err(e) => Pexpire::Failed(e),
+        Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Renewal(match reply.and_then(|r| reply::parse_flag("extend", &r)) {
+            Ok(true) => Renewal::Confirmed,
+            Ok(false) => Renewal::Refused { subject: "the lock was deleted or taken over".into() },
+            Err(e) if e.kind() == ErrorKind::Connection => Renewal::Transient(e),
+            Err(e) => Renewal::Failed(e),
         }),
         // A transient server error (BUSY, LOADING, ...) arrives as a reply, not a transport
         // error: parsing it makes it the retryable CONNECTION error it is.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::engine::timers::Timers;
 use crate::engine::{
-    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Pexpire, Purpose, Release, RequestId, Signal,
+    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Renewal, Purpose, Release, RequestId, Signal,
     Verdict,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -330,14 +330,14 @@ impl RedlockBackend {
                 Some(theirs) => Attempt::Failed { error: Error::invalid(self.mismatch_message(&theirs)), undo: true },
                 None => self.attempt(now, sent, lease, tally, first_error),
             }),
-            Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Pexpire(if tally.yes >= quorum {
-                Pexpire::Confirmed
+            Purpose::Renew(..) | Purpose::Extend(..) => Verdict::Renewal(if tally.yes >= quorum {
+                Renewal::Confirmed
             } else if tally.no > masters - quorum {
                 // Too many masters no longer hold our key (expired, taken over, restarted): a
                 // majority cannot come back without re-acquiring, which an extend never does.
-                Pexpire::Refused { subject: "the lock was lost on a majority of masters".into() }
+                Renewal::Refused { subject: "the lock was lost on a majority of masters".into() }
             } else {
-                Pexpire::Transient(Error::new(
+                Renewal::Transient(Error::new(
                     ErrorKind::Connection,
                     format!("{} of {masters} masters confirmed the extension, {quorum} are needed", tally.yes),
                 ))
@@ -444,7 +444,7 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
         match action {
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone()];

@@ -13,13 +13,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::config::SqlConfig;
-use super::failure::{attempt_failure, attempt_transient, failure_error, pexpire_failure, release_failure};
+use super::failure::{attempt_failure, attempt_transient, failure_error, renewal_failure, release_failure};
 use super::recipe::{self, Place};
 use super::request::{is_missing_table, SqlOp, SqlReply, SqlRequest, SqlResult};
 use super::statement::{Conn, Dialect, SqlNotice, MAX_WAIT_CONNECTIONS};
 use super::target::SqlTarget;
 use crate::engine::operation::MAX_BACKOFF;
-use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Pexpire, Purpose, Release, RequestId, Signal, Verdict};
+use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Renewal, Purpose, Release, RequestId, Signal, Verdict};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
@@ -187,8 +187,6 @@ pub struct SqlBackend {
     /// reply of the attempt that read the row as live: that waiter re-checks at once).
     gone: HashSet<i64>,
     gone_order: VecDeque<i64>,
-    ready: Vec<Answer>,
-    ready_at: Option<Instant>,
     /// Tokens told to re-check by a wake-up (their next re-check goes out at once).
     urgent: HashSet<Arc<str>>,
     /// Routine re-checks sent and not answered yet.
@@ -232,8 +230,6 @@ impl SqlBackend {
             signals: VecDeque::new(),
             gone: HashSet::new(),
             gone_order: VecDeque::new(),
-            ready: Vec::new(),
-            ready_at: None,
             urgent: HashSet::new(),
             routine: HashSet::new(),
             parked: VecDeque::new(),
@@ -355,12 +351,6 @@ impl SqlBackend {
             self.routine.insert(r.id);
             ctx.out.push_back(r);
         }
-    }
-
-    /// Settles a call without a request: handed over at the next timeout, due at once.
-    fn settle_later(&mut self, now: Instant, answer: Answer) {
-        self.ready.push(answer);
-        self.ready_at = Some(self.ready_at.map_or(now, |t| t.min(now)));
     }
 
     /// Ends the session open: the confirming request goes out, and its reply carries `error`.
@@ -631,13 +621,13 @@ impl SqlBackend {
     }
 
     fn confirm_reply(&mut self, reply: SqlResult) -> Verdict {
-        Verdict::Pexpire(match reply {
-            Ok(SqlReply::Renewed { renewed: true }) => Pexpire::Confirmed,
+        Verdict::Renewal(match reply {
+            Ok(SqlReply::Renewed { renewed: true }) => Renewal::Confirmed,
             Ok(SqlReply::Renewed { renewed: false }) => {
-                Pexpire::Refused { subject: "the lock's row expired or was deleted".to_string() }
+                Renewal::Refused { subject: "the lock's row expired or was deleted".to_string() }
             }
-            Ok(other) => Pexpire::Failed(Error::protocol(format!("a renewal answered {other:?}"))),
-            Err(f) => pexpire_failure(f),
+            Ok(other) => Renewal::Failed(Error::protocol(format!("a renewal answered {other:?}"))),
+            Err(f) => renewal_failure(f),
         })
     }
 
@@ -733,7 +723,7 @@ impl Backend for SqlBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>, answers: &mut Vec<Answer>) {
         let mut acquire_lease = Duration::ZERO;
         let (target, token, op, entry_ttl, once) = match action {
             Action::Acquire { target, token, lease, entry_ttl, once } => {
@@ -748,8 +738,8 @@ impl Backend for SqlBackend {
             Action::Extend { target, token, duration } => {
                 let Some(id) = self.row_of(token) else {
                     let subject = "the lock's row is not known to this client".to_string();
-                    let answer = Answer { purpose, sent: ctx.now, verdict: Verdict::Pexpire(Pexpire::Refused { subject }) };
-                    return self.settle_later(ctx.now, answer);
+                    answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Renewal(Renewal::Refused { subject }) });
+                    return;
                 };
                 let op = SqlOp::Renew { id, owner: token.to_string(), ttl_ms: duration.as_millis() as u64 };
                 (target, token, op, Duration::ZERO, false)
@@ -776,7 +766,8 @@ impl Backend for SqlBackend {
             // queued, without a round trip (see `nothing_to_check`).
             let behind = self.waits.get(&token).and_then(|w| w.behind_until).map(|t| t.saturating_duration_since(ctx.now));
             let verdict = Verdict::Attempt(Attempt::Queued { holder_remaining: behind, fence: 0 });
-            return self.settle_later(ctx.now, Answer { purpose, sent: ctx.now, verdict });
+            answers.push(Answer { purpose, sent: ctx.now, verdict });
+            return;
         }
         let call =
             Call { purpose, target: Arc::clone(target), token, sent: ctx.now, entry_ttl, lease: acquire_lease, once, op: op.clone(), rerun: 0 };
@@ -905,11 +896,7 @@ impl Backend for SqlBackend {
         self.signals.pop_front()
     }
 
-    fn on_timeout(&mut self, ctx: &mut Ctx<'_, SqlRequest>, answers: &mut Vec<Answer>) {
-        if self.ready_at.is_some_and(|t| t <= ctx.now) {
-            answers.append(&mut self.ready);
-            self.ready_at = None;
-        }
+    fn on_timeout(&mut self, ctx: &mut Ctx<'_, SqlRequest>, _answers: &mut Vec<Answer>) {
         self.send_refresh(ctx);
         if self.opening.check.as_ref().is_some_and(|(_, at)| *at <= ctx.now) {
             let e = Error::unsupported(format!(
@@ -924,10 +911,10 @@ impl Backend for SqlBackend {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let check = self.opening.check.as_ref().map(|(_, at)| *at);
-        [self.ready_at, check, self.refresh_due()].into_iter().flatten().min()
+        [check, self.refresh_due()].into_iter().flatten().min()
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.ready.is_empty() && !self.background.values().any(|b| matches!(b, Background::Closing))
+        self.in_flight.is_empty() && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }

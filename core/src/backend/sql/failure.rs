@@ -13,7 +13,7 @@
 //! - Anything else is [`ErrorKind::Protocol`] with the server's code and message.
 
 use super::statement::SqlFailure;
-use crate::engine::{Attempt, Pexpire, Release};
+use crate::engine::{Attempt, Renewal, Release};
 use crate::error::{Error, ErrorKind};
 
 /// What kind of failure a server code is.
@@ -89,12 +89,12 @@ pub fn attempt_failure(f: SqlFailure) -> Attempt {
 }
 
 /// A renewal or extend that failed with `f`: it may pass (the lease is not lost yet), or not.
-pub fn pexpire_failure(f: SqlFailure) -> Pexpire {
+pub fn renewal_failure(f: SqlFailure) -> Renewal {
     let error = failure_error(f);
     if error.retryable() {
-        Pexpire::Transient(error)
+        Renewal::Transient(error)
     } else {
-        Pexpire::Failed(error)
+        Renewal::Failed(error)
     }
 }
 
@@ -120,7 +120,7 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::Timeout, "{code}");
             assert!(e.message().contains("timeout set on the server"), "{code}");
             assert!(matches!(attempt_failure(server(code)), Attempt::Failed { undo: true, .. }), "{code}");
-            assert!(matches!(pexpire_failure(server(code)), Pexpire::Transient(_)), "{code}");
+            assert!(matches!(renewal_failure(server(code)), Renewal::Transient(_)), "{code}");
         }
         for code in ["40001", "40P01", "57P01", "57P03", "08006", "1213", "1053", "2013"] {
             assert_eq!(failure_error(server(code)).kind(), ErrorKind::Connection, "{code}");

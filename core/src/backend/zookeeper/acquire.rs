@@ -9,10 +9,11 @@ use std::sync::Arc;
 use super::backend::ZooKeeperBackend;
 use super::config::safe_validity;
 use super::failure::{attempt_failure, attempt_transient};
-use super::job::{Job, Slot, Step, MAX_STEPS};
 use super::layout::{self, NodeKind};
 use super::recipe::{self, Place};
 use super::request::{CreateMode, ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::{JobRunner, MAX_STEPS};
 use crate::engine::{Answer, Attempt, Ctx, Verdict};
 use crate::error::{Error, ErrorKind};
 

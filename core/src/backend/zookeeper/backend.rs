@@ -7,19 +7,20 @@
 //! nodes each owner token has in it, which watch wakes which token, and the latest instant the
 //! ensemble's leader confirmed the session ([`ZooKeeperBackend::confirmed`]). This module holds
 //! that state and the [`Backend`] impl, which hands each call and reply to the module of its
-//! kind: `job` runs calls, `acquire`, `confirm`, `release` and `observe` take their steps,
-//! `failure` says what a failed request means.
+//! kind: `step` names a call's steps (the engine's job runner runs them), `acquire`, `confirm`,
+//! `release` and `observe` take them, `failure` says what a failed request means.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::config::{safe_validity, ZkConfig};
 use super::failure::failure_error;
-use super::job::{Job, Owned, Step};
 use super::layout;
 use super::request::{SessionEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::step::{Job, Owned, Slot, Step};
 use super::target::ZkTarget;
 use crate::engine::operation::MAX_BACKOFF;
+use crate::engine::job::{JobRunner, Jobs};
 use crate::engine::{Action, Answer, Backend, Ctx, Done, LockEngine, Purpose, RequestId, Signal};
 use crate::error::{Error, Result};
 use crate::options::LockOptions;
@@ -52,12 +53,8 @@ pub struct ZooKeeperBackend {
     pub(super) owned: HashMap<Arc<str>, Owned>,
     /// Watched path → tokens to re-check when it fires.
     pub(super) watchers: HashMap<String, Vec<Arc<str>>>,
-    pub(super) in_flight: HashMap<RequestId, Job>,
-    /// Tokens with a call in progress, and the calls waiting behind it.
-    pub(super) busy: HashMap<Arc<str>, VecDeque<Job>>,
-    /// Answers settled without a request, handed over at the next `on_timeout`.
-    pub(super) ready: Vec<Answer>,
-    pub(super) ready_at: Option<Instant>,
+    /// The calls on the wire or waiting behind another of their token.
+    pub(super) jobs: Jobs<ZkTarget, Step>,
     /// A reply said the session expired, and the engine was not told yet (the transport's
     /// expiry notice tells it).
     pub(super) unsignalled_end: bool,
@@ -82,10 +79,7 @@ impl ZooKeeperBackend {
             confirmed: None,
             owned: HashMap::new(),
             watchers: HashMap::new(),
-            in_flight: HashMap::new(),
-            busy: HashMap::new(),
-            ready: Vec::new(),
-            ready_at: None,
+            jobs: Jobs::default(),
             unsignalled_end: false,
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
@@ -171,6 +165,52 @@ impl ZooKeeperBackend {
             self.unsignalled_end = true;
         }
     }
+
+    /// Sends `op` for `step` after a [`Step::Sync`] on `path`.
+    pub(super) fn send_synced(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, path: &str, step: Step, op: ZkOp) {
+        let sync = Step::Sync { next: Box::new(step), op };
+        self.send(ctx, job, sync, ZkOp::Check { path: path.to_string(), version: None });
+    }
+
+    /// The nodes of `token`, made empty if none are known.
+    pub(super) fn slots(&mut self, token: &Arc<str>) -> &mut Owned {
+        self.owned.entry(Arc::clone(token)).or_default()
+    }
+
+    /// The holder node of `job`'s token: its lease for a semaphore, else its queue node.
+    pub(super) fn holder(&self, job: &Job) -> Slot {
+        let owned = self.owned.get(&job.token).cloned().unwrap_or_default();
+        if job.target.holds_by_lease() {
+            owned.lease
+        } else {
+            owned.node
+        }
+    }
+}
+
+impl JobRunner for ZooKeeperBackend {
+    type Target = ZkTarget;
+    type Step = Step;
+    type Op = ZkOp;
+    type Request = ZkRequest;
+
+    fn jobs(&mut self) -> &mut Jobs<ZkTarget, Step> {
+        &mut self.jobs
+    }
+
+    fn request(id: RequestId, op: ZkOp) -> ZkRequest {
+        ZkRequest { id, op }
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, mut job: Job, answers: &mut Vec<Answer>) {
+        job.epoch = self.epoch;
+        match job.purpose {
+            Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
+            Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
+            Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
+            Some(Purpose::Observe(_)) | None => unreachable!("observes and background steps are sent directly"),
+        }
+    }
 }
 
 impl Backend for ZooKeeperBackend {
@@ -237,7 +277,7 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, action: Action<'_, ZkTarget>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, action: Action<'_, ZkTarget>, answers: &mut Vec<Answer>) {
         let (target, token, lease, once) = match action {
             Action::Acquire { target, token, lease, once, .. } => (target, token, lease, once),
             Action::Extend { target, token, duration } => (target, token, duration, false),
@@ -255,14 +295,7 @@ impl Backend for ZooKeeperBackend {
             step: Step::List,
             sent: ctx.now,
         };
-        // A call settled without a request is answered at the next timeout (`call` cannot
-        // answer), which is due at once.
-        let mut answers = Vec::new();
-        self.submit(ctx, job, &mut answers);
-        if !answers.is_empty() {
-            self.ready.append(&mut answers);
-            self.ready_at = Some(self.ready_at.map_or(ctx.now, |t| t.min(ctx.now)));
-        }
+        self.submit(ctx, job, answers);
     }
 
     fn flush(&mut self, ctx: &mut Ctx<'_, ZkRequest>) {
@@ -275,7 +308,7 @@ impl Backend for ZooKeeperBackend {
         if let Some(path) = self.stale_in_flight.remove(&id) {
             return self.stale_reply(path, reply);
         }
-        let Some(job) = self.in_flight.remove(&id) else {
+        let Some(job) = self.jobs.answered(id) else {
             return;
         };
         if let Step::Sync { next, op } = &job.step {
@@ -332,19 +365,8 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
-    fn on_timeout(&mut self, ctx: &mut Ctx<'_, ZkRequest>, answers: &mut Vec<Answer>) {
-        if self.ready_at.is_some_and(|t| t <= ctx.now) {
-            answers.append(&mut self.ready);
-            self.ready_at = None;
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.ready_at
-    }
-
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && self.ready.is_empty() && self.busy.is_empty() && self.stale_in_flight.is_empty()
+        self.jobs.is_idle() && self.stale_in_flight.is_empty()
     }
 }
 

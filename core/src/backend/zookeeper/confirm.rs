@@ -4,10 +4,11 @@
 //! ([`Backend::confirmation_span`](crate::engine::Backend::confirmation_span)).
 
 use super::backend::ZooKeeperBackend;
-use super::failure::pexpire_failure;
-use super::job::{Job, Slot, Step};
+use super::failure::renewal_failure;
 use super::request::{ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
-use crate::engine::{Answer, Ctx, Pexpire, Verdict};
+use super::step::{Job, Slot, Step};
+use crate::engine::job::JobRunner;
+use crate::engine::{Answer, Ctx, Renewal, Verdict};
 use crate::error::Error;
 
 impl ZooKeeperBackend {
@@ -19,21 +20,21 @@ impl ZooKeeperBackend {
             }
             _ => {
                 let subject = "the lock node is gone (its ZooKeeper session ended)".to_string();
-                self.settle(ctx, job, None, Verdict::Pexpire(Pexpire::Refused { subject }), answers);
+                self.settle(ctx, job, None, Verdict::Renewal(Renewal::Refused { subject }), answers);
             }
         }
     }
 
     /// Handles the reply to a renewal's or extend's check.
     pub(super) fn check_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
-        let gone = |subject: &str| Verdict::Pexpire(Pexpire::Refused { subject: subject.to_string() });
+        let gone = |subject: &str| Verdict::Renewal(Renewal::Refused { subject: subject.to_string() });
         if job.epoch != self.epoch {
             return self.settle(ctx, job, None, gone("the ZooKeeper session ended"), answers);
         }
         let verdict = match reply {
             Ok(ZkReply::Checked) => {
                 self.confirm(job.sent);
-                Verdict::Pexpire(Pexpire::Confirmed)
+                Verdict::Renewal(Renewal::Confirmed)
             }
             Err(ZkFailure::NoNode | ZkFailure::BadVersion) => {
                 *self.slots(&job.token).slot_mut(job.target.holds_by_lease()) = Slot::None;
@@ -43,8 +44,8 @@ impl ZooKeeperBackend {
                 self.end_session_by_reply();
                 gone("the ZooKeeper session expired")
             }
-            Err(f @ (ZkFailure::ConnectionLoss(_) | ZkFailure::Other(_))) => Verdict::Pexpire(pexpire_failure(f)),
-            other => Verdict::Pexpire(Pexpire::Failed(Error::protocol(format!("ZooKeeper answered a check with {other:?}")))),
+            Err(f @ (ZkFailure::ConnectionLoss(_) | ZkFailure::Other(_))) => Verdict::Renewal(renewal_failure(f)),
+            other => Verdict::Renewal(Renewal::Failed(Error::protocol(format!("ZooKeeper answered a check with {other:?}")))),
         };
         self.settle(ctx, job, None, verdict, answers);
     }

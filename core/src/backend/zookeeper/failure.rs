@@ -3,7 +3,7 @@
 //! call agree on which failures are worth retrying.
 
 use super::request::ZkFailure;
-use crate::engine::{Attempt, Pexpire, Release};
+use crate::engine::{Attempt, Renewal, Release};
 use crate::error::{Error, ErrorKind};
 
 /// The error a failed request stands for.
@@ -40,12 +40,12 @@ pub(super) fn attempt_failure(f: ZkFailure) -> Attempt {
 
 /// A renewal or extend whose check failed with `f`: it may pass (the lease is not lost yet),
 /// or it will not.
-pub(super) fn pexpire_failure(f: ZkFailure) -> Pexpire {
+pub(super) fn renewal_failure(f: ZkFailure) -> Renewal {
     let error = failure_error(f);
     if error.retryable() {
-        Pexpire::Transient(error)
+        Renewal::Transient(error)
     } else {
-        Pexpire::Failed(error)
+        Renewal::Failed(error)
     }
 }
 
@@ -71,10 +71,10 @@ mod tests {
         assert!(matches!(&auth, Attempt::Failed { error, undo: true } if error.kind() == ErrorKind::Authentication), "{auth:?}");
         assert_eq!(failure_error(ZkFailure::NotEmpty).kind(), ErrorKind::Protocol);
         // Renewals and releases draw the same line between failures that may pass and not.
-        let loss = pexpire_failure(ZkFailure::ConnectionLoss("reset".into()));
-        assert!(matches!(&loss, Pexpire::Transient(e) if e.message() == "ZooKeeper connection lost: reset"), "{loss:?}");
-        let auth = pexpire_failure(ZkFailure::Other(Error::new(ErrorKind::Authentication, "no auth")));
-        assert!(matches!(&auth, Pexpire::Failed(e) if e.kind() == ErrorKind::Authentication), "{auth:?}");
+        let loss = renewal_failure(ZkFailure::ConnectionLoss("reset".into()));
+        assert!(matches!(&loss, Renewal::Transient(e) if e.message() == "ZooKeeper connection lost: reset"), "{loss:?}");
+        let auth = renewal_failure(ZkFailure::Other(Error::new(ErrorKind::Authentication, "no auth")));
+        assert!(matches!(&auth, Renewal::Failed(e) if e.kind() == ErrorKind::Authentication), "{auth:?}");
         let loss = release_failure(ZkFailure::ConnectionLoss("reset".into()));
         assert!(matches!(&loss, Release::Unconfirmed { error, retry: true } if error.kind() == ErrorKind::Connection), "{loss:?}");
         let auth = release_failure(ZkFailure::Other(Error::new(ErrorKind::Authentication, "no auth")));

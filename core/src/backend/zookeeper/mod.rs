@@ -7,7 +7,8 @@
 //! - [`config`]: a client's settings and how long a session confirmation counts.
 //! - [`target`]: a lock's recipe and paths.
 //! - [`backend`]: the backend's state and the engine's calls handed to the modules below:
-//!   `job` (calls as chains of [`ZkOp`]s, one token's calls in order), `acquire`, `confirm`
+//!   `step` (the steps of a call, run as a chain of [`ZkOp`]s by the engine's job runner),
+//!   `acquire`, `confirm`
 //!   (renewals and extends), `release`, `observe`, and `failure` (what a failed request means).
 //! - [`request`]: the wire types every transport performs; [`address`]: the URL.
 
@@ -18,13 +19,13 @@ pub mod config;
 pub mod data;
 mod confirm;
 mod failure;
-mod job;
 pub mod layout;
 mod observe;
 pub mod recipe;
 mod release;
 pub mod spec;
 pub mod request;
+mod step;
 pub mod target;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;

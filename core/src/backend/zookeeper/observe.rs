@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use super::backend::ZooKeeperBackend;
 use super::failure::failure_error;
-use super::job::{Job, Step, MAX_STEPS};
 use super::layout::{self, NodeKind};
 use super::request::{ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::step::{Job, Step};
 use super::target::ZkTarget;
+use crate::engine::job::{JobRunner, MAX_STEPS};
 use crate::engine::{Answer, Ctx, LeaderInfo, Purpose, Verdict};
 use crate::error::{Error, ErrorKind, Result};
 use crate::time::Duration;

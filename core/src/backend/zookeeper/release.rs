@@ -5,9 +5,10 @@
 
 use super::backend::ZooKeeperBackend;
 use super::failure::release_failure;
-use super::job::{Job, Owned, Slot, Step};
 use super::layout;
 use super::request::{ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::step::{Job, Owned, Slot, Step};
+use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Release, Verdict};
 use crate::error::Error;
 
