@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
-use lockgate_core::native::{Client, Election, Lease, Lock, Owner};
+use lockgate_core::native::{Client, Election, Lease, Lock, OpenClients, Owner};
 use lockgate_core::options::{duration_from_f64, entry_ttl_from_f64, lease_from_f64, Unit, MAX_PERMITS};
 use lockgate_core::time::Duration;
 use lockgate_core::{Error, ErrorKind, LeaderInfo, Primitive};
@@ -188,7 +188,8 @@ pub async fn connect(
     }
     opts.validate_as(&Spelling::JAVA)?;
     on_runtime(async move {
-        put(&slot.0, NativeClient { inner: opts.connect().await? });
+        let inner = opts.connect().await?;
+        put(&slot.0, NativeClient { open: OPEN.add(inner.clone()), inner });
         Ok(())
     })
     .await
@@ -209,11 +210,15 @@ pub struct NativeCapability {
     pub supported: bool,
 }
 
-/// A connected client of any backend (the core's `Client`).
+/// A connected client of any backend (the core's `Client`), in [`OPEN`] under the key `open`.
 #[derive(uniffi::Object)]
 pub struct NativeClient {
     inner: Client,
+    open: u64,
 }
+
+/// The clients not closed yet, which [`close_open_clients`] closes when the JVM exits.
+static OPEN: OpenClients = OpenClients::new();
 
 impl NativeClient {
     /// The core's lock options for this client's backend, and the reentrant flag.
@@ -284,6 +289,7 @@ impl NativeClient {
 
     /// Releases every lease and cancels every wait, then stops the client (`close` frees the handle).
     pub async fn shutdown(&self) -> NativeResult<()> {
+        OPEN.remove(self.open);
         let client = self.inner.clone();
         on_runtime(async move {
             client.close().await;
@@ -420,6 +426,12 @@ impl NativeLease {
         Ok(self.acquired()?.release().await?)
     }
 
+    /// Releases on leaving a scope (try-with-resources, `unlock()`): `NOT_HELD` if the lease had
+    /// been lost meanwhile (the core's scope rule), nothing if already released.
+    pub async fn end_scope(&self) -> NativeResult<()> {
+        Ok(self.acquired()?.end_scope(false).await?)
+    }
+
     /// Whether the lease is held but cannot be confirmed now (its session disconnected, its renewals failing).
     pub fn is_at_risk(&self) -> bool {
         self.get().is_some_and(|l| l.is_at_risk())
@@ -450,20 +462,10 @@ pub trait LeaseListener: Send + Sync {
     fn ended(&self, lost: Option<Failure>);
 }
 
-/// How long the JVM's exit cleanup waits for open clients' releases, in milliseconds: the
-/// core's one grace for every binding (`lockgate_core::exit::EXIT_GRACE`).
+/// The JVM's exit hook: closes every client not closed yet, waiting at most the core's exit grace.
 #[uniffi::export]
-pub fn exit_grace_ms() -> i64 {
-    i64::try_from(lockgate_core::exit::EXIT_GRACE.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Closing a lease (try-with-resources) once its release answered `was_held`: the core's
-/// scope rule (`lockgate_core::scope::leave`) as the failure to throw, if any; `fencing_token`
-/// as acquisitions answer it ([`NO_TOKEN`]: none), `lost` the loss's message if known.
-#[uniffi::export]
-pub fn leave_scope(name: String, fencing_token: i64, was_held: bool, lost: Option<String>) -> Option<Failure> {
-    let token = u64::try_from(fencing_token).ok().filter(|_| fencing_token != NO_TOKEN);
-    lockgate_core::scope::leave(&name, token, was_held, false, lost.as_deref()).err().map(|e| failure(&e))
+pub fn close_open_clients() {
+    RUNTIME.block_on(OPEN.close_all());
 }
 
 /// Panics inside the library (used by the JVM tests to prove a panic never crashes the JVM).

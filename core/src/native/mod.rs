@@ -17,6 +17,7 @@ mod holds;
 mod lease;
 mod lease_state;
 mod lock;
+mod open_clients;
 pub(crate) mod message;
 pub(crate) mod transport;
 
@@ -27,6 +28,7 @@ pub use holds::Holds;
 pub use lease::Lease;
 pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
+pub use open_clients::OpenClients;
 // The options and the URL grammar live in `crate::connect` (wasm-safe, shared with the Node
 // binding); the native driver adds `connect()` to them.
 pub use crate::connect::ClientOptions;

@@ -88,28 +88,17 @@ public final class DistributedLock implements Lock {
     /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
-        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout), caller()), this::wrap);
+        return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap);
     }
 
     /** {@link #acquire()} without blocking. */
     public CompletableFuture<Lease> acquireAsync() {
-        return Futures.async(Bridge.acquire(lock, null, caller()), this::wrap);
+        return Futures.async(Bridge.acquire(lock, null), this::wrap);
     }
 
     /** {@link #tryAcquire()} without blocking. */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
-        return Futures.async(Bridge.tryAcquire(lock, caller()), g -> Lease.ifGranted(g, name, openLeases));
-    }
-
-    /**
-     * The owner of an acquisition: the calling thread (for an {@code *Async} method, the thread
-     * that called it). The core refuses a thread that already holds this handle's lease
-     * ({@link LockAlreadyHeldException}: it would wait for itself); other threads sharing the
-     * object wait their turn.
-     */
-    @SuppressWarnings("deprecation") // Thread.threadId() is JDK 19+; getId() is the same id
-    private static long caller() {
-        return Thread.currentThread().getId();
+        return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases));
     }
 
     private Lease wrap(Bridge.Grant g) {
@@ -118,11 +107,11 @@ public final class DistributedLock implements Lock {
 
     /** Waits through {@code h} for {@code secs} ({@code null}: the default wait); interruptible. */
     private Lease acquireThrough(NativeLock h, Double secs) throws InterruptedException {
-        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs, caller())));
+        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs)));
     }
 
     private Optional<Lease> tryThrough(NativeLock h) {
-        return Lease.ifGranted(Futures.block(Bridge.tryAcquire(h, caller())), name, openLeases);
+        return Lease.ifGranted(Futures.block(Bridge.tryAcquire(h)), name, openLeases);
     }
 
     // ----------------------------------------------------------------------------- Lock
@@ -151,7 +140,7 @@ public final class DistributedLock implements Lock {
     @Override
     public void lock() {
         if (!reenter()) {
-            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null, caller())))));
+            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null)))));
         }
     }
 

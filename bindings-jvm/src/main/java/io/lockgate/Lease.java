@@ -166,12 +166,10 @@ public final class Lease implements AutoCloseable {
             dispose(true);
             return;
         }
-        boolean wasHeld = release(); // a failure disposes of it: renewal stops, the core retries the release
-        dispose(!wasHeld);
-        LockException reason = closedLossReason;
-        Failure lost = Bridge.leaveScope(name, token, wasHeld, reason == null ? null : reason.getMessage());
-        if (lost != null) {
-            throw Errors.fromFailure(lost);
+        try {
+            Futures.block(Bridge.endScope(lease)); // the core's scope rule: a lease lost meanwhile is NOT_HELD
+        } finally {
+            dispose(true); // after a failure too: renewal stops, the core retries the release
         }
     }
 

@@ -5,7 +5,9 @@ import io.lockgate.internal.ffi.NativeClient;
 import io.lockgate.internal.ffi.NativeLock;
 import io.lockgate.internal.ffi.NativeLockOptions;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -31,6 +33,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * closes every open client within 1.5 s, releasing held locks and withdrawing waits at once.
  */
 public final class LockgateClient implements AutoCloseable {
+    /** Clients not closed yet, kept reachable with their leases until closed (by their owner or, at exit, by the core). */
+    private static final Set<LockgateClient> OPEN = ConcurrentHashMap.newKeySet();
     private final NativeClient client;
     private final String url;
     private final Capabilities capabilities;
@@ -43,7 +47,7 @@ public final class LockgateClient implements AutoCloseable {
         this.client = client;
         this.url = client.url();
         this.capabilities = Capabilities.of(client.capabilities());
-        ExitCleanup.register(this);
+        OPEN.add(this);
     }
 
     /** Connects with the default options. */
@@ -158,13 +162,13 @@ public final class LockgateClient implements AutoCloseable {
         return beginClose().copy();
     }
 
-    /** The one close of this client, started now or already: close, closeAsync and the exit hook share it. */
+    /** The one close of this client, started now or already: close and closeAsync share it. */
     CompletableFuture<Void> beginClose() {
         CompletableFuture<Void> mine = new CompletableFuture<>();
         if (!closing.compareAndSet(null, mine)) {
             return closing.get();
         }
-        ExitCleanup.forget(this);
+        OPEN.remove(this);
         Futures.async(Bridge.shutdown(client), v -> v).whenComplete((v, err) -> {
             openLeases.clear(); // released by the shutdown (or expiring); nothing left to keep
             if (err != null) {

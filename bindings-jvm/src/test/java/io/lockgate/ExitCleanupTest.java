@@ -46,6 +46,9 @@ class ExitCleanupTest extends RedisTestBase {
             long t0 = System.nanoTime();
             if (signal != null) {
                 signal(p, signal);
+            } else {
+                p.getOutputStream().write('\n'); // the worker's go-ahead to exit by itself
+                p.getOutputStream().flush();
             }
             assertTrue(p.waitFor(10, TimeUnit.SECONDS), "the worker exited");
             assertTrue(eventually(1000, () -> raw.num("EXISTS", key(name, "")) == 0),

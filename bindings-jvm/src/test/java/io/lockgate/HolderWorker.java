@@ -15,8 +15,9 @@ import java.util.List;
  *   <li>{@code lock}: lock() through the Lock interface;</li>
  *   <li>{@code lock-own-hook}: the same, with a shutdown hook of its own that calls
  *       {@code client.close()} (racing lockgate's exit hook);</li>
- *   <li>{@code lease-exit}: acquires a lease, prints its token and returns from main (normal
- *       exit) if VALUE is {@code return}, else calls {@code System.exit(0)};</li>
+ *   <li>{@code lease-exit}: acquires a lease, prints its token, waits for a line on its input
+ *       (the test has seen the lease held) and returns from main (normal exit) if VALUE is
+ *       {@code return}, else calls {@code System.exit(0)};</li>
  *   <li>{@code wait}: prints {@code waiting} and waits up to 60 s for the lock (the test holds
  *       it), then prints the token if it ever gets it.</li>
  * </ul>
@@ -51,6 +52,7 @@ public final class HolderWorker {
             case "lease-exit":
                 System.out.println(client.getLock(name, options).acquire(Duration.ofSeconds(10)).fencingToken().getAsLong());
                 System.out.flush();
+                System.in.read(); // the go-ahead: the test checks the hold before the exit races it
                 if (args[4].equals("return")) {
                     return; // main ends; the JVM exits normally (lockgate's threads are daemons)
                 }

@@ -45,6 +45,14 @@ object Bridge {
             io.lockgate.internal.ffi.uniffiRustFutureContinuationCallbackImpl,
             CallbackThreadInitializer(true, false, "lockgate-io"),
         )
+        // At JVM exit (normally, System.exit, SIGINT, SIGTERM, SIGHUP) the core closes every
+        // client not closed yet (leases released, waits withdrawn) within its one exit grace.
+        try {
+            Runtime.getRuntime().addShutdownHook(
+                Thread({ io.lockgate.internal.ffi.closeOpenClients() }, "lockgate-exit-cleanup"))
+        } catch (alreadyExiting: IllegalStateException) {
+            // first used while the JVM shuts down: nothing can run at exit any more
+        }
     }
 
     /** Runs resumptions on the thread that waits in [Op.block]. */
@@ -140,19 +148,21 @@ object Bridge {
     private fun <T> op(body: suspend () -> T): Op<T> = Op({}, body)
 
     /**
-     * Waits up to [timeoutSecs] (`null`: the lock's default wait) as the thread [owner] (its
-     * id): the core refuses a thread waiting for its own lease, other threads wait their turn.
+     * The owner of an acquisition: the calling thread (for an async one, the thread that started
+     * it). The core refuses a thread waiting for its own lease; other threads wait their turn.
      */
-    @JvmStatic
-    fun acquire(lock: NativeLock, timeoutSecs: Double?, owner: Long): Op<Grant?> =
-        leaseOp {
-            if (timeoutSecs == null) lock.acquireDefault(owner.toULong(), it)
-            else lock.acquire(timeoutSecs, owner.toULong(), it)
-        }
+    @Suppress("DEPRECATION") // Thread.threadId() is JDK 19+; getId() is the same id
+    private fun caller(): ULong = Thread.currentThread().id.toULong()
 
-    /** One attempt as the thread [owner]. */
+    /** Waits up to [timeoutSecs] (`null`: the lock's default wait) as the calling thread. */
     @JvmStatic
-    fun tryAcquire(lock: NativeLock, owner: Long): Op<Grant?> = leaseOp { lock.tryAcquire(owner.toULong(), it) }
+    fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> = caller().let { owner ->
+        leaseOp { if (timeoutSecs == null) lock.acquireDefault(owner, it) else lock.acquire(timeoutSecs, owner, it) }
+    }
+
+    /** One attempt as the calling thread. */
+    @JvmStatic
+    fun tryAcquire(lock: NativeLock): Op<Grant?> = caller().let { owner -> leaseOp { lock.tryAcquire(owner, it) } }
 
     @JvmStatic
     fun campaign(election: NativeElection, value: String, timeoutSecs: Double?): Op<Grant?> =
@@ -166,6 +176,10 @@ object Bridge {
 
     @JvmStatic
     fun release(lease: NativeLease): Op<Boolean> = op { lease.release() }
+
+    /** Releases on leaving a scope: the core's `NOT_HELD` if the lease was lost meanwhile. */
+    @JvmStatic
+    fun endScope(lease: NativeLease): Op<Void?> = op { lease.endScope(); null }
 
     /** Connects into a slot and takes the client out; the slot is freed either way. */
     @JvmStatic
@@ -182,15 +196,6 @@ object Bridge {
 
     @JvmStatic
     fun shutdown(client: NativeClient): Op<Void?> = op { client.shutdown(); null }
-
-    /** How long exit cleanup waits for the releases, in ms: the core's one grace. */
-    @JvmStatic
-    fun exitGraceMs(): Long = io.lockgate.internal.ffi.exitGraceMs()
-
-    /** The core's rule for closing a lease that answered `wasHeld`: the failure to throw, or null. */
-    @JvmStatic
-    fun leaveScope(name: String, fencingToken: Long, wasHeld: Boolean, lost: String?) =
-        io.lockgate.internal.ffi.leaveScope(name, fencingToken, wasHeld, lost)
 
     /** Panics inside the native library, synchronously (tests prove the JVM survives). */
     @JvmStatic
