@@ -1,4 +1,4 @@
-//! The real etcd backend (`LockEngine<EtcdBackend>`, core/src/etcd) in the deterministic
+//! The real etcd backend (`LockEngine<EtcdBackend>`, core/src/backend/etcd) in the deterministic
 //! simulator, over the cluster model of `sim/etcd.rs`: the same harness, workload and checks as
 //! `simulation.rs` and `simulation_zk.rs`, with etcd's faults — requests and replies lost (a
 //! create applied whose reply is lost), a Raft leader failover during contention (nothing

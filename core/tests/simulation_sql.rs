@@ -1,4 +1,4 @@
-//! The real SQL backend (`LockEngine<SqlBackend>`, core/src/sql) in the deterministic
+//! The real SQL backend (`LockEngine<SqlBackend>`, core/src/backend/sql) in the deterministic
 //! simulator, over the database model of `sim/sql.rs`, in both dialects (PostgreSQL:
 //! notifications; MySQL/MariaDB: doorbells): the same harness, workload and checks as the other
 //! backends, with the SQL faults — requests and replies lost (an acquire transaction applied

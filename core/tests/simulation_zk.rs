@@ -1,4 +1,4 @@
-//! The real ZooKeeper backend (`LockEngine<ZooKeeperBackend>`, core/src/zookeeper) in the
+//! The real ZooKeeper backend (`LockEngine<ZooKeeperBackend>`, core/src/backend/zookeeper) in the
 //! deterministic simulator, over the ensemble model of `sim/zk.rs`: the same harness, workload
 //! and checks as `simulation.rs`, with ZooKeeper's faults — connections that drop at a request
 //! (before it ran, or after: a create applied whose reply is lost), partitions longer than the

@@ -2,9 +2,9 @@
 // The etcd transport: performs the engine's etcd operations with etcd3 (on @grpc/grpc-js) and
 // hands back what came of each — a reply, or a failure of the kinds the core decides on — plus
 // the watch events and watch ends the cluster pushes. Requests, replies and notices are plain
-// objects whose forms the core defines (core/src/erased/etcd.rs); which key to write, whom to
+// objects whose forms the core defines (core/src/backend/etcd/data.rs); which key to write, whom to
 // watch, when to keep a lease alive and what a reply means are the core's. It does what the
-// native transport (core/src/native/transport/etcd.rs) does:
+// native transport (core/src/backend/etcd/transport) does:
 //
 // - Unary requests (lease grant and revoke, linearizable ranges, transactions) go out on the
 //   current client, each bounded by `commandTimeoutMs`.

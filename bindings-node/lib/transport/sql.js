@@ -2,10 +2,10 @@
 // The SQL transport: runs the engine's batches of statements on PostgreSQL (with `pg`) or
 // MySQL/MariaDB (with `mysql2`) and hands back each statement's rows, or a failure of the kinds
 // the core decides on, plus the notices the server pushes. Batches, replies and notices are
-// plain objects whose forms the core defines (core/src/erased/sql.rs); the statements are
+// plain objects whose forms the core defines (core/src/backend/sql/data.rs); the statements are
 // already written in the server's dialect by the core, which also decides what their rows mean.
-// Nothing here knows of locks. It follows the transport contract of core/src/sql/statement.rs,
-// as the native transport (core/src/native/transport/sql.rs) does:
+// Nothing here knows of locks. It follows the transport contract of core/src/backend/sql/statement.rs,
+// as the native transport (core/src/backend/sql/transport) does:
 //
 // - A batch names its connection: `main` (one per client, the same while it lives: MySQL's
 //   named locks live on it), `listen` (PostgreSQL's LISTEN connection; every notification on

@@ -3,7 +3,7 @@
 // in one session per client, and hands back what came of each — a reply, or a failure of the
 // kinds the core decides on — plus the watch events and session changes (disconnected,
 // reconnected, expired) the ensemble pushes. Requests, replies and notices are plain objects
-// whose forms the core defines (core/src/erased/zookeeper.rs); which node to create, whom to
+// whose forms the core defines (core/src/backend/zookeeper/data.rs); which node to create, whom to
 // watch and what a reply means are the core's. Nothing here decides anything about locks.
 //
 // Where node-zookeeper-client 1.1 falls short, and what this file does instead (some of it

@@ -1,4 +1,4 @@
-//! The etcd model: a cluster serving the real wire types of `core/src/etcd/request.rs`
+//! The etcd model: a cluster serving the real wire types of `core/src/backend/etcd/request.rs`
 //! ([`EtcdOp`] in, [`EtcdResult`] back, [`EtcdNotice`] pushed), driving
 //! `LockEngine<EtcdBackend>` (`tests/simulation_etcd.rs`).
 //!

@@ -1,6 +1,6 @@
 //! The Redis model: `SimRedis` runs the seven lockgate scripts against the simulated key space,
-//! re-implementing in Rust exactly what the Lua in `core/src/redis/mutex.rs` (mutex) and
-//! `core/src/redis/holders.rs` (semaphore, read-write lock, election) does (statement by
+//! re-implementing in Rust exactly what the Lua in `core/src/backend/redis/mutex.rs` (mutex) and
+//! `core/src/backend/redis/holders.rs` (semaphore, read-write lock, election) does (statement by
 //! statement, including Redis's script cache, NOSCRIPT, WRONGTYPE and the removal of empty
 //! sets/hashes), plus the three Redlock scripts of each master (`redlock.rs`). It is the
 //! simulator's [`Model`] of the Redis backend: one server, pipelines on the command connection,
@@ -620,7 +620,7 @@ fn lua_num(n: f64) -> String {
     fmt(n)
 }
 
-/// The shared-holder scripts (`core/src/redis/holders.rs`). KEYS: holders, fence, queue, waiters, info.
+/// The shared-holder scripts (`core/src/backend/redis/holders.rs`). KEYS: holders, fence, queue, waiters, info.
 impl Ctx<'_> {
     /// prelude `keep(i, ms)`: raise a key's expiry to at least `ms`, never shorten it.
     fn keep(&mut self, i: usize, ms: f64) -> Res<()> {

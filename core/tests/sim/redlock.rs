@@ -1,5 +1,5 @@
 //! The Redlock model: N independent [`SimRedis`] masters, each running the three Redlock
-//! scripts of `core/src/redis/redlock.rs` (PROTOCOL.md §8) statement by statement, addressed
+//! scripts of `core/src/backend/redis/redlock.rs` (PROTOCOL.md §8) statement by statement, addressed
 //! by the engine's per-master requests (`Conn::Server(master)`). Masters push nothing and keep
 //! no session; each has its own clock (which may run fast: `Store::fast_ppm`), uptime (the
 //! delayed-restart rule reads it) and script cache, and restarts on its own.

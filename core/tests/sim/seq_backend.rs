@@ -3,7 +3,7 @@
 //! predecessor; every node lives in the client's session, so a lost session loses every lease at
 //! once; the sequence number is the fencing token. One copy, used by `tests/engine_backend.rs`
 //! (over an in-memory server, synchronously) and by the simulator's model `sim/zk.rs`; issue 15's
-//! real backend in `core/src/zookeeper/` replaces it.
+//! real backend in `core/src/backend/zookeeper/` replaces it.
 
 use std::collections::HashMap;
 

@@ -1,5 +1,5 @@
 //! The SQL model: a database serving the SQL backend's structured operations
-//! (`core/src/sql/request.rs`: [`SqlOp`] in, [`SqlResult`] back, [`SqlNotice`] pushed), driving
+//! (`core/src/backend/sql/request.rs`: [`SqlOp`] in, [`SqlResult`] back, [`SqlNotice`] pushed), driving
 //! `LockEngine<SqlBackend>` in either dialect (`tests/simulation_sql.rs`, `tests/engine_sql.rs`).
 //!
 //! What it models, and how:

@@ -1,4 +1,4 @@
-//! The ZooKeeper model: an ensemble serving the real wire types of `core/src/zookeeper/request.rs`
+//! The ZooKeeper model: an ensemble serving the real wire types of `core/src/backend/zookeeper/request.rs`
 //! ([`ZkOp`] in, [`ZkResult`] back, [`ZkNotice`] pushed), driving `LockEngine<ZooKeeperBackend>`
 //! (`tests/simulation_zk.rs`).
 //!
