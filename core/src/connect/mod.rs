@@ -27,7 +27,8 @@ pub use self::backend::{Backend, Kind};
 pub use self::options::{replica_acks, ClientOptions, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT};
 pub use self::registry::{connect_data, lock_options_for_backend};
 pub use self::setter::OptionValue;
-pub use self::spec::{LeaseBound, Spec};
+pub use self::options::LeaseBound;
+pub use self::spec::Spec;
 pub use self::spelling::{ClientOption, Spelling};
 pub use self::target::{Address, Target};
 // The Redis and Redlock URL forms, where the bindings have always found them.

@@ -7,7 +7,6 @@ use super::spelling::{ClientOption, Spelling};
 use crate::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
-use super::spec::LeaseBound;
 use crate::time::Duration;
 
 /// Default connect and response timeouts (5 s).
@@ -303,6 +302,17 @@ fn in_range(spelling: &Spelling, what: &str, d: Duration, min: Duration) -> Resu
         )));
     }
     Ok(())
+}
+
+/// A deployment's bound on every lease (a Redlock's `max_lease` and drift allowance), as the
+/// lock-options rule and the native client check it.
+pub trait LeaseBound: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// The longest lease; a lock without a lease gets this or the default, whichever is shorter.
+    fn max_lease(&self) -> Duration;
+    /// Checks a lease or extension against the bound; `INVALID_ARGUMENT` says why not.
+    fn check_lease(&self, lease: Duration) -> Result<()>;
+    /// Checks the bound's own settings against their documented ranges.
+    fn validate(&self) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use std::fmt;
 
 use super::backend::{Backend, Kind};
 use super::options::{check_common, lock_options_for, ClientOptions};
-use super::spec::{LeaseBound, Spec};
+use super::options::LeaseBound;
+use super::spec::Spec;
 use super::spelling::Spelling;
 use super::target::Target;
 use crate::backend::REGISTRY;

@@ -6,7 +6,7 @@
 //! engine the Node binding drives).
 
 use super::backend::{Backend, Kind};
-use super::options::ClientOptions;
+use super::options::{ClientOptions, LeaseBound};
 use super::spelling::Spelling;
 use crate::capabilities::Capabilities;
 use crate::data::Connected;
@@ -57,15 +57,4 @@ pub struct Spec {
     /// The native client's start.
     #[cfg(feature = "tokio")]
     pub(crate) connect_native: ConnectNative,
-}
-
-/// A deployment's bound on every lease (a Redlock's `max_lease` and drift allowance), as the
-/// lock-options rule and the native client check it.
-pub trait LeaseBound: std::any::Any + Send + Sync + std::fmt::Debug {
-    /// The longest lease; a lock without a lease gets this or the default, whichever is shorter.
-    fn max_lease(&self) -> Duration;
-    /// Checks a lease or extension against the bound; `INVALID_ARGUMENT` says why not.
-    fn check_lease(&self, lease: Duration) -> Result<()>;
-    /// Checks the bound's own settings against their documented ranges.
-    fn validate(&self) -> Result<()>;
 }

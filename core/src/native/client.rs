@@ -18,7 +18,7 @@ use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
-use crate::connect::spec::LeaseBound;
+use crate::connect::LeaseBound;
 use crate::time::Duration;
 
 // `ClientOptions` (the data, its defaults and rules) lives in `crate::connect`, shared with

@@ -23,7 +23,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;
 use crate::time::Duration;
 
-use super::reply::{self, Reply};
+use super::reply::{self, request_level, Reply};
 use super::{Command, Engine, EngineConfig, RedisBackend, Request, RequestKind};
 
 /// How deeply a reply may nest (lockgate's scripts answer two levels at most).
@@ -117,19 +117,6 @@ fn reply_at(d: &Data, depth: usize) -> Reply {
             None => Reply::Other("map".into()),
         },
         other => Reply::Other(other.kind().into()),
-    }
-}
-
-/// A server error reply that fails the whole request rather than staying in place: refused
-/// credentials (`AUTHENTICATION`) and an unavailable server (`CONNECTION`: the core's list,
-/// PROTOCOL.md §4: BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, ...).
-pub fn request_level(message: &str) -> Option<ErrorKind> {
-    if reply::is_auth_refused(message) {
-        Some(ErrorKind::Authentication)
-    } else if reply::is_transient_error(message) {
-        Some(ErrorKind::Connection)
-    } else {
-        None
     }
 }
 

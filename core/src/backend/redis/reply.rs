@@ -216,6 +216,19 @@ pub fn parse_grant(payload: &[u8]) -> Option<(&str, u64)> {
     Some((token, fence))
 }
 
+/// A server error reply that fails the whole request rather than staying in place: refused
+/// credentials (`AUTHENTICATION`) and an unavailable server (`CONNECTION`: the core's list,
+/// PROTOCOL.md §4: BUSY, LOADING, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, ...).
+pub fn request_level(message: &str) -> Option<ErrorKind> {
+    if is_auth_refused(message) {
+        Some(ErrorKind::Authentication)
+    } else if is_transient_error(message) {
+        Some(ErrorKind::Connection)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

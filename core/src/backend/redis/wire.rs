@@ -19,7 +19,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::time::{Duration, Instant};
 
-use super::data::request_level;
+use super::reply::request_level;
 use super::reply::Reply;
 use super::{resp, Command, Engine, RedisBackend, Request, RequestKind};
 
@@ -54,7 +54,7 @@ pub struct RespWire {
 }
 
 /// What [`RespWire`] delivers: a request's replies (server errors in place, except those that
-/// fail the whole request, see [`request_level`]).
+/// fail the whole request, see [`request_level`](super::reply::request_level)).
 pub type Delivery = (RequestId, Result<Vec<Reply>>);
 
 impl RespWire {

@@ -6,7 +6,7 @@ use super::address;
 use super::RedlockConfig;
 use crate::capabilities::Capabilities;
 use crate::connect::options::{no_replica_acks, no_session_timeout};
-use crate::connect::spec::LeaseBound;
+use crate::connect::LeaseBound;
 use crate::connect::{Address, Backend, ClientOptions, Kind, Spec, Spelling, Target};
 use crate::time::Duration;
 use crate::error::{Error, Result};
