@@ -141,6 +141,11 @@ pub fn transport_error(message: &str, server_reply: bool) -> Error {
 /// `tls`, `db`, `identity`: `host:port/db`, `redacted`: the URL with its password as `***`);
 /// `tlsCaPem` the certificate(s) TLS connections trust.
 pub fn plan(options: &ClientOptions) -> Result<Data> {
+    plan_fields(options).map(Data::map)
+}
+
+/// The fields of [`plan`], for a plan that adds its own (Redlock's scripts).
+pub(crate) fn plan_fields(options: &ClientOptions) -> Result<Vec<(&'static str, Data)>> {
     let (target, backend) = (options.target()?, options.backend()?);
     let servers = target.servers().iter().map(|s| {
         let e = s.endpoint();
@@ -165,7 +170,7 @@ pub fn plan(options: &ClientOptions) -> Result<Data> {
     if let Some(pem) = &options.tls_ca_pem {
         plan.push(("tlsCaPem", String::from_utf8_lossy(pem).into_owned().into()));
     }
-    Ok(Data::map(plan))
+    Ok(plan)
 }
 
 /// Whole milliseconds, rounded up (a timeout is never shortened).

@@ -21,7 +21,6 @@ use crate::random::RandomSource;
 use crate::redis::redlock as scripts;
 use crate::redis::reply::Reply;
 use crate::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
-use crate::time::Duration;
 
 /// How deeply a reply may nest (Redlock's scripts answer two levels at most).
 const MAX_DEPTH: usize = 8;
@@ -103,39 +102,12 @@ fn reply_at(d: &Data, depth: usize) -> Result<Reply, String> {
 /// becomes ready: only an optimisation, since the engine handles `NOSCRIPT` itself, sparing a
 /// fresh master the one attempt it would otherwise sit out.
 pub fn plan(options: &ClientOptions) -> Result<Data> {
-    let (target, backend) = (options.target()?, options.backend()?);
-    let servers = target.servers().iter().map(|s| {
-        let e = s.endpoint();
-        Data::map([
-            ("host", e.host.into()),
-            ("port", i64::from(e.port).into()),
-            ("username", e.username.into()),
-            ("password", e.password.into()),
-            ("tls", e.tls.into()),
-            ("db", i64::from(e.db).into()),
-            ("identity", s.identity().into()),
-            ("redacted", s.to_string().into()),
-        ])
-    });
-    let mut plan = vec![
-        ("transport", "redis".into()),
-        ("backend", backend.scheme(false).into()),
-        ("servers", Data::List(servers.collect())),
-        ("connectTimeoutMs", millis(options.connect_timeout)),
-        ("commandTimeoutMs", millis(options.response_timeout)),
-    ];
-    if let Some(pem) = &options.tls_ca_pem {
-        plan.push(("tlsCaPem", String::from_utf8_lossy(pem).into_owned().into()));
-    }
+    let mut plan = crate::redis::data::plan_fields(options)?;
+    let backend = options.backend()?;
     if backend == Backend::Redlock {
         plan.push(("scripts", Data::List(scripts::all().iter().map(|s| s.source.into()).collect())));
     }
     Ok(Data::map(plan))
-}
-
-/// Whole milliseconds, rounded up (a timeout is never shortened).
-fn millis(d: Duration) -> Data {
-    Data::from(u64::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
