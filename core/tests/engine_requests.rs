@@ -166,3 +166,32 @@ fn the_next_timeout_follows_extends_and_releases() {
     assert_eq!(engine.poll_timeout(), None);
     assert!(engine.is_idle());
 }
+
+/// A fixed lease granted shorter than asked (a handoff: the waiter's entry lease was left) is
+/// topped up a third of the way in; an extend confirmed before that sets the lease's end
+/// itself, and the top-up must not go out after it: it would stretch the extended lease, and
+/// on SQL it re-extended a row the fixture had cut short (conformance `extend_never_resurrects`
+/// on MariaDB, where the insert-and-read batch reports a millisecond or two less than asked).
+#[test]
+fn an_extend_supersedes_a_fixed_lease_top_up() {
+    use lockgate_core::{Event, Outcome};
+    let t0 = Instant::from_origin(Duration::from_secs(1));
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let mut engine = Engine::new(EngineConfig::default(), Box::new(SeededRandom::new(7))).unwrap();
+    engine.acquire(t0, "a", &LockOptions::fixed_lease(Duration::from_millis(3000)), Wait::Try).unwrap();
+    let req = engine.poll_request().expect("one ACQUIRE");
+    let granted = Reply::Array(vec![Reply::Int(1), Reply::Data(b"7".to_vec()), Reply::Int(1500)]);
+    engine.handle_reply(t0, req.id, Ok(vec![granted]));
+    let lease = match engine.poll_event() {
+        Some(Event::Completed { outcome: Outcome::Acquired { lease, .. }, .. }) => lease,
+        other => panic!("unexpected {other:?}"),
+    };
+    assert_eq!(engine.poll_timeout(), Some(ms(500)), "the top-up, a third into the 1,500 ms granted");
+    engine.extend(ms(100), lease, Duration::from_millis(2000)).unwrap();
+    let req = engine.poll_request().expect("EXTEND");
+    engine.handle_reply(ms(110), req.id, Ok(vec![Reply::Int(1)]));
+    engine.handle_timeout(ms(500));
+    assert!(pipelines(&mut engine).is_empty(), "no top-up after the extend");
+    let next = engine.poll_timeout().expect("the lease's expiry");
+    assert!(next > ms(2000), "only the extended lease's end is left to wake up for, not {next:?}");
+}

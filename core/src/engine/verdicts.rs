@@ -276,9 +276,9 @@ impl<B: Backend> LockEngine<B> {
                     l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, None));
                     l.lease = d;
                     if backend.confirmation_span().is_none() {
-                        if l.auto_renew {
-                            l.next_renew = Some(sent + d / 3);
-                        }
+                        // A fixed lease now ends `d` after the send: a top-up of a short grant
+                        // still due would stretch it past that (see `grant`).
+                        l.next_renew = l.auto_renew.then(|| sent + d / 3);
                     } else {
                         // A fixed lease now ends `d` after the extend was sent.
                         if !l.auto_renew {
