@@ -259,7 +259,7 @@ class Actor {
 }
 
 async function main() {
-  const actor = new Actor();
+  let actor = new Actor();
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {
     let op;
@@ -269,7 +269,15 @@ async function main() {
       op = { op: 'invalid', detail: String(e) };
     }
     if (op.op === 'exit') break;
-    const reply = await actor.handle(op);
+    let reply;
+    if (op.op === 'reset') {
+      // The orchestrator reuses this process for its next run: as a fresh actor.
+      await actor.close();
+      actor = new Actor();
+      reply = { ok: true };
+    } else {
+      reply = await actor.handle(op);
+    }
     reply.id = op.id ?? null;
     process.stdout.write(`${JSON.stringify(reply)}\n`);
   }

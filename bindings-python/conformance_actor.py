@@ -240,7 +240,13 @@ def main() -> None:
             op = {"op": "invalid", "detail": str(e)}
         if op.get("op") == "exit":
             break
-        reply = actor.handle(op)
+        if op.get("op") == "reset":
+            # The orchestrator reuses this process for its next run: as a fresh actor.
+            actor.close()
+            actor = Actor()
+            reply = {"ok": True}
+        else:
+            reply = actor.handle(op)
         reply["id"] = op.get("id")
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()

@@ -104,10 +104,83 @@ impl Actor {
         let _ = self.child.kill().await;
     }
 
+    /// Makes the actor as a fresh one for the next scenario run: it closes every client (its
+    /// leases released as at exit) and forgets them. Fails if the process is gone or does not
+    /// answer within `limit` (an operation of the last run still blocking it).
+    pub async fn reset(&mut self, limit: Duration) -> Result<(), String> {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return Err(format!("the {} actor exited", self.binding));
+        }
+        let id = self.send(serde_json::json!({"op": "reset"})).await?;
+        let reply = self.wait(id, limit).await?;
+        if reply.value["ok"] != true {
+            return Err(format!("the {} actor could not reset: {}", self.binding, reply.value));
+        }
+        // Replies of the last run that nobody waited for are not the next run's.
+        self.early.clear();
+        self.sent_at.clear();
+        Ok(())
+    }
+
     /// Asks the actor to exit and waits for it.
     pub async fn finish(mut self) {
         let _ = self.stdin.write_all(b"{\"op\":\"exit\"}\n").await;
         let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
         let _ = self.child.kill().await;
+    }
+}
+
+/// How long a reused actor may take to close the last run's clients.
+const RESET_LIMIT: Duration = Duration::from_secs(15);
+
+/// Idle actors of each binding kept at most (more are asked to exit).
+const IDLE_PER_BINDING: usize = 8;
+
+/// Actors kept between scenario runs: starting a process per run (a JVM takes 1–2 s) was most
+/// of the conformance suite's time. A run takes idle actors of its bindings or starts new ones,
+/// and gives back those that finished the run cleanly once each has reset (closed its
+/// clients); a crashed, frozen or failed run's actors exit instead, so nothing a run did can
+/// leak into the next beyond what a fresh client of the same process would see.
+#[derive(Default)]
+pub struct Pool {
+    idle: std::sync::Mutex<HashMap<String, Vec<Actor>>>,
+}
+
+impl Pool {
+    /// An idle actor of `binding`, or a new one running `command`.
+    pub fn take(&self, binding: &str, command: &[String], root: &std::path::Path) -> Result<Actor, String> {
+        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_mut(binding).and_then(Vec::pop);
+        match idle {
+            Some(a) => Ok(a),
+            None => Actor::spawn(binding, command, root),
+        }
+    }
+
+    /// Takes `a` back after a clean run if it resets; otherwise it exits.
+    pub async fn give_back(&self, mut a: Actor) {
+        if a.reset(RESET_LIMIT).await.is_err() {
+            return a.finish().await;
+        }
+        let extra = {
+            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let list = idle.entry(a.binding.clone()).or_default();
+            if list.len() < IDLE_PER_BINDING {
+                list.push(a);
+                None
+            } else {
+                Some(a)
+            }
+        };
+        if let Some(a) = extra {
+            a.finish().await;
+        }
+    }
+
+    /// Asks every idle actor to exit.
+    pub async fn drain(&self) {
+        let all: Vec<Actor> = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain().flat_map(|(_, v)| v).collect();
+        for a in all {
+            a.finish().await;
+        }
     }
 }

@@ -228,7 +228,7 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     // machine's two cores enough to disturb the timing tolerances.
     let jobs: usize = arg(args, "--jobs").map(|j| j.parse().map_err(|_| format!("--jobs needs a number, got {j:?}"))).transpose()?.unwrap_or(2).max(1);
     let order: Vec<&'static str> = variants.iter().map(|v| v.name).collect();
-    let plan = Arc::new(Plan { root: root.to_path_buf(), scenarios, specs, failures });
+    let plan = Arc::new(Plan { root: root.to_path_buf(), scenarios, specs, failures, pool: actor::Pool::default() });
     // One queue, taken in order by whichever stream is free: a fixed round-robin split left one
     // stream idle for minutes while the other still had three variants to run.
     // The variants with the most scenarios go first, so no long one starts last.
@@ -257,6 +257,7 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     while let Some(done) = set.join_next().await {
         finished.extend(done.map_err(|e| format!("a variant's run panicked: {e}"))?);
     }
+    plan.pool.drain().await;
     finished.sort_by_key(|(v, _, _)| order.iter().position(|n| *n == v.name));
     let timings: Vec<(&'static str, Duration)> = finished.iter().map(|(v, _, t)| (v.name, *t)).collect();
     let (variants, results): (Vec<Variant>, Vec<Vec<RunResult>>) = finished.into_iter().map(|(v, r, _)| (v, r)).unzip();
@@ -339,6 +340,8 @@ struct Plan {
     scenarios: Vec<Scenario>,
     specs: Vec<ActorSpec>,
     failures: HashMap<String, BTreeMap<String, String>>,
+    /// The actors kept between runs.
+    pool: actor::Pool,
 }
 
 /// Runs every scenario the variant offers what it needs for, with every assignment of bindings.
@@ -357,7 +360,7 @@ async fn run_variant(plan: &Plan, v: &mut Variant) -> Vec<RunResult> {
             let expected_failure = assignment.iter().any(|a| listed(&a.binding));
             let tag = format!("{}.{index}.{}", v.name, results.len());
             let started = std::time::Instant::now();
-            let error = execute(&plan.root, v, scenario, &assignment, &tag).await.err();
+            let error = execute(plan, v, scenario, &assignment, &tag).await.err();
             let r = RunResult { variant: v.name, scenario: scenario.name.clone(), label, error, expected_failure };
             println!(
                 "{:<8} {:<42} {:<28} {:>5.1} s  {}{}",
@@ -408,13 +411,13 @@ async fn connect(a: &mut Actor, c: &Connect, variant: &str, capabilities: &[&str
 }
 
 /// Runs one scenario with one assignment of bindings to actors on one variant.
-async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
+async fn execute(plan: &Plan, v: &mut Variant, s: &Scenario, assignment: &[&ActorSpec], tag: &str) -> Result<(), String> {
     let proxied = s.needs("proxy");
     let conn = tokio::task::block_in_place(|| v.fixture.connect(proxied))?;
     let capabilities = v.capabilities.clone();
     let mut actors: HashMap<String, Actor> = HashMap::new();
     for (name, spec) in s.actors.iter().zip(assignment) {
-        let mut a = Actor::spawn(&spec.binding, &spec.command, root)?;
+        let mut a = plan.pool.take(&spec.binding, &spec.command, &plan.root)?;
         let r = connect(&mut a, &conn, v.name, &capabilities).await?;
         if r["ok"] != true {
             return Err(format!("{name} ({}) could not connect: {r}", spec.binding));
@@ -504,13 +507,20 @@ async fn execute(root: &Path, v: &mut Variant, s: &Scenario, assignment: &[&Acto
     // A spell or a pause still running (a failed step) ends before the actors exit, so their
     // releases land.
     let settled = tokio::task::block_in_place(|| v.fixture.settle());
-    for who in paused {
-        if let Some(a) = actors.get(&who) {
+    for who in &paused {
+        if let Some(a) = actors.get(who) {
             let _ = a.signal(libc::SIGCONT);
         }
     }
+    // A clean run's actors serve the next run; any other run's (a failed step, a frozen or
+    // crashed actor) exit, as every run's did before actors were kept.
+    let clean = result.is_ok() && settled.is_ok() && paused.is_empty();
     for (_, a) in actors {
-        a.finish().await;
+        if clean {
+            plan.pool.give_back(a).await;
+        } else {
+            a.finish().await;
+        }
     }
     v.fixture.finish();
     result.and(settled)

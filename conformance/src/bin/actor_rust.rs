@@ -293,6 +293,21 @@ impl Actor {
         }
     }
 
+    /// Releases every handle's leases, most recent first, then closes the clients.
+    async fn close(mut self) {
+        for (_, mut h) in self.handles.drain() {
+            while let Some(lease) = h.leases.pop() {
+                let _ = lease.release().await;
+            }
+        }
+        if let Some(c) = self.client {
+            c.close().await;
+        }
+        if let Some(r) = self.redlock {
+            r.close().await;
+        }
+    }
+
     fn client(&self) -> &Client {
         self.client.as_ref().expect("the orchestrator connects before any lock operation")
     }
@@ -302,7 +317,8 @@ impl Actor {
 async fn main() {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut out = tokio::io::stdout();
-    let mut actor = Actor { client: None, redlock: None, handles: HashMap::new() };
+    let fresh = || Actor { client: None, redlock: None, handles: HashMap::new() };
+    let mut actor = fresh();
     while let Ok(Some(line)) = lines.next_line().await {
         let op: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
@@ -311,7 +327,13 @@ async fn main() {
         if op["op"] == "exit" {
             break;
         }
-        let mut reply = actor.handle(&op).await;
+        let mut reply = if op["op"] == "reset" {
+            // The orchestrator reuses this process for its next run: as a fresh actor.
+            std::mem::replace(&mut actor, fresh()).close().await;
+            json!({"ok": true})
+        } else {
+            actor.handle(&op).await
+        };
         reply["id"] = op.get("id").cloned().unwrap_or(Value::Null);
         let mut text = reply.to_string();
         text.push('\n');
@@ -319,15 +341,5 @@ async fn main() {
             break;
         }
     }
-    for (_, mut h) in actor.handles.drain() {
-        while let Some(lease) = h.leases.pop() {
-            let _ = lease.release().await;
-        }
-    }
-    if let Some(c) = actor.client {
-        c.close().await;
-    }
-    if let Some(r) = actor.redlock {
-        r.close().await;
-    }
+    actor.close().await;
 }

@@ -77,7 +77,15 @@ public final class ConformanceActor {
             if ("exit".equals(op.get("op"))) {
                 break;
             }
-            Map<String, Object> reply = actor.handle(op);
+            Map<String, Object> reply;
+            if ("reset".equals(op.get("op"))) {
+                // The orchestrator reuses this process for its next run: as a fresh actor.
+                actor.close();
+                actor = new ConformanceActor();
+                reply = ok();
+            } else {
+                reply = actor.handle(op);
+            }
             reply.put("id", op.get("id"));
             out.println(Json.write(reply));
             out.flush();
