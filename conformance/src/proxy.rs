@@ -9,11 +9,25 @@
 //! A deafened connection still forwards requests to the server but holds back its replies: the
 //! server applies what it is sent and the client never learns the outcome (a reply lost on the
 //! way back). Restoring closes it the same way.
+//!
+//! A cut proxy is a server gone (a killed process): every connection is closed and the port
+//! refuses new ones (the proxy stops listening), until restored.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
+
+/// What a fixture step does to the proxies of a variant (scenarios that need `proxy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// `silence`: see [`Proxy::silence`].
+    Silence,
+    /// `cut`: see [`Proxy::cut`].
+    Cut,
+    /// `restore`: see [`Proxy::restore`].
+    Restore,
+}
 
 #[derive(Default)]
 struct State {
@@ -24,6 +38,8 @@ struct State {
     /// Connections up to this number were closed by a restore.
     closed_upto: u64,
     accepted: u64,
+    /// Cut: the port does not listen.
+    down: bool,
     closed: bool,
     /// Both sockets of every connection with its number, to shut them down on restore or drop.
     sockets: Vec<(u64, TcpStream)>,
@@ -71,11 +87,36 @@ impl Proxy {
         st.deaf_upto = Some(st.accepted);
     }
 
-    /// Ends the silence (or deafness): the silenced connections are closed (dropping what they
-    /// held back), as a hung proxy finally gives up on them; later connections are unaffected.
+    /// Closes every connection and refuses new ones (stops listening on its port) until restored.
+    pub fn cut(&self) {
+        let sockets = {
+            let mut st = self.shared.0.lock().expect("proxy state");
+            st.down = true;
+            st.closed_upto = st.accepted;
+            std::mem::take(&mut st.sockets)
+        };
+        self.shared.1.notify_all();
+        for (_, s) in sockets {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Applies `fault` (a fixture step).
+    pub fn apply(&self, fault: Fault) {
+        match fault {
+            Fault::Silence => self.silence(),
+            Fault::Cut => self.cut(),
+            Fault::Restore => self.restore(),
+        }
+    }
+
+    /// Ends the silence (or deafness, or cut): the silenced connections are closed (dropping
+    /// what they held back), as a hung proxy finally gives up on them; later connections are
+    /// unaffected, and new ones are accepted again.
     pub fn restore(&self) {
         let sockets = {
             let mut st = self.shared.0.lock().expect("proxy state");
+            st.down = false;
             let Some(upto) = st.silenced_upto.take().into_iter().chain(st.deaf_upto.take()).max() else { return };
             st.closed_upto = upto;
             let (dead, live): (Vec<_>, Vec<_>) = std::mem::take(&mut st.sockets).into_iter().partition(|(id, _)| *id <= upto);
@@ -100,17 +141,56 @@ impl Drop for Proxy {
         for (_, s) in sockets {
             let _ = s.shutdown(Shutdown::Both);
         }
-        // Wake the accept loop so it sees `closed` and exits.
-        let _ = TcpStream::connect(self.addr);
+        // The accept loop polls: it sees `closed` within milliseconds and exits.
     }
 }
 
+/// Accepts connections until the proxy is dropped. While cut, the listening socket is closed
+/// (connects are refused, as by a killed server) and bound again on the same port at restore.
 fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Shared) {
-    for client in listener.incoming() {
-        if shared.0.lock().expect("proxy state").closed {
+    let addr = listener.local_addr().expect("a bound listener has an address");
+    let mut listening = Some(listener);
+    loop {
+        let (closed, down) = {
+            let st = shared.0.lock().expect("proxy state");
+            (st.closed, st.down)
+        };
+        if closed {
             return;
         }
-        let Ok(client) = client else { continue };
+        match (&listening, down) {
+            (Some(_), true) => {
+                listening = None;
+                continue;
+            }
+            (None, false) => match TcpListener::bind(addr) {
+                Ok(l) => listening = Some(l),
+                Err(_) => {
+                    thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                }
+            },
+            (None, true) => {
+                let st = shared.0.lock().expect("proxy state");
+                let _ = shared.1.wait_timeout(st, std::time::Duration::from_millis(20));
+                continue;
+            }
+            (Some(_), false) => {}
+        }
+        let l = listening.as_ref().expect("listening");
+        // Non-blocking with a short sleep, so a cut closes the port within milliseconds.
+        if l.set_nonblocking(true).is_err() {
+            continue;
+        }
+        let client = match l.accept() {
+            Ok((c, _)) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let _ = client.set_nonblocking(false);
         let Ok(server) = TcpStream::connect(upstream) else {
             let _ = client.shutdown(Shutdown::Both);
             continue;

@@ -261,6 +261,31 @@ fn disconnection_keeps_leases_and_a_reconnect_rechecks_waiters() {
     w.acquired(1, b);
 }
 
+/// A wait whose deadline passes while the session's connection is lost ends with `CONNECTION`,
+/// not `TIMEOUT` (issue 23, item 7): the waiter could not have learnt of a release, and a dead
+/// server must not look like a held lock. Reconnected, a wait times out as usual again.
+#[test]
+fn a_wait_that_ends_cut_off_from_the_server_is_a_connection_error() {
+    let mut w = World::new(2, SESSION);
+    let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+    w.acquired(0, a);
+    w.cut_off[1] = true;
+    w.clients[1].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    let b = w.acquire(1, "m", &MUTEX, &renewed(), Wait::For(secs(1)));
+    w.advance(secs(2));
+    match w.outcome(1, b) {
+        Some(Done::Failed(e)) => {
+            assert_eq!(e.kind(), ErrorKind::Connection, "{e}");
+            assert!(e.message().contains("connection to the server was lost"), "{e}");
+        }
+        other => panic!("expected CONNECTION, got {other:?}"),
+    }
+    w.reconnect(1);
+    let c = w.acquire(1, "m", &MUTEX, &renewed(), Wait::For(secs(1)));
+    w.advance(secs(2));
+    assert!(matches!(w.outcome(1, c), Some(Done::Failed(e)) if e.kind() == ErrorKind::Timeout), "{:?}", w.outcome(1, c));
+}
+
 #[test]
 fn read_write_locks_follow_curators_rules() {
     let mut w = World::new(4, SESSION);

@@ -121,6 +121,10 @@ pub struct LockEngine<B: Backend> {
     at_risk: BTreeSet<LeaseId>,
     cleanups: BTreeMap<u64, Cleanup<B::Target>>,
     session: Session,
+    /// The session's connection is lost and not back ([`Signal::Unreachable`] until
+    /// [`Signal::Reachable`]): a wait whose deadline passes meanwhile could not have learnt a
+    /// release, so it ends with `CONNECTION`, not `TIMEOUT`.
+    cut_off: bool,
     /// When each acquire, lease and cleanup next has work (see [`Due`]), in one ordered table.
     timers: Timers<Due>,
     /// From when each lease's renewal may go out early, batched with others due (see
@@ -175,6 +179,7 @@ impl<B: Backend> LockEngine<B> {
             at_risk: BTreeSet::new(),
             cleanups: BTreeMap::new(),
             session: Session::None,
+            cut_off: false,
             timers: Timers::default(),
             renew_early: Timers::default(),
             outgoing: VecDeque::new(),
@@ -436,14 +441,18 @@ impl<B: Backend> LockEngine<B> {
             Signal::Wake(wake) => self.wake(now, wake),
             Signal::Recheck(tokens) => self.recheck(now, tokens),
             Signal::Unreachable => {
+                self.cut_off = true;
                 self.session_unreachable(now);
                 self.flush(now);
             }
             Signal::Reachable(tokens) => {
+                self.cut_off = false;
                 self.session_reachable(now);
                 self.recheck(now, tokens);
             }
             Signal::SessionLost(why) => {
+                // A new session is opened next: its failures say whether the server is reachable.
+                self.cut_off = false;
                 // Every lease lived in the session: all are gone on the server already, so they
                 // are lost together, with nothing to clean up.
                 let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
@@ -570,7 +579,7 @@ impl<B: Backend> LockEngine<B> {
             };
             if a.deadline.is_some_and(|d| d <= now) {
                 let a = self.take_acquire(op).expect("present");
-                let error = wait_ended(&a);
+                let error = wait_ended(&a, self.cut_off);
                 self.end_acquire(now, op, a, Done::Failed(error));
                 continue;
             }
@@ -812,14 +821,20 @@ impl<B: Backend> LockEngine<B> {
 /// the wait fails with `CONNECTION` carrying that error (for a transport failure: the server's
 /// redacted address and what went wrong): a dead server must not look like a held lock.
 /// `TIMEOUT` means the server was answering and the lock stayed taken, with why the last
-/// attempt did not get it. One rule for every backend (PROTOCOL.md, "Errors").
-fn wait_ended<T>(a: &PendingAcquire<T>) -> Error {
+/// attempt did not get it. One rule for every backend (PROTOCOL.md, "Errors"). `cut_off`: the
+/// session's connection is lost and not back (ZooKeeper's `Disconnected`), so no attempt could
+/// even be sent: `CONNECTION` too.
+fn wait_ended<T>(a: &PendingAcquire<T>, cut_off: bool) -> Error {
+    let waited = match a.wait {
+        Wait::For(d) => format!(" within {} ms", d.as_millis()),
+        _ => String::new(),
+    };
     if let Some(e) = &a.unreachable {
-        let waited = match a.wait {
-            Wait::For(d) => format!(" within {} ms", d.as_millis()),
-            _ => String::new(),
-        };
         return Error::new(ErrorKind::Connection, format!("gave up waiting for the lock{waited}: the last attempt failed: {}", e.message()));
+    }
+    if cut_off {
+        let why = "the connection to the server was lost and is not back (the session lives on the server until its timeout)";
+        return Error::new(ErrorKind::Connection, format!("gave up waiting for the lock{waited}: {why}"));
     }
     let message = match &a.last_failure {
         Some(why) => format!("timed out waiting for the lock (last attempt: {why})"),

@@ -347,9 +347,9 @@ impl Backend for ZooKeeperBackend {
             }
             // The session may live on, but nothing can be confirmed until the client reconnects:
             // every lease is at risk (it is lost when its validity, counted for half the
-            // session from the last confirmation, runs out first).
-            ZkNotice::Session(SessionEvent::Disconnected) if self.session.is_some() => Signal::Unreachable,
-            ZkNotice::Session(SessionEvent::Disconnected) => Signal::Nothing,
+            // session from the last confirmation, runs out first). Without a session yet, the
+            // waits still learn that the server cannot be reached.
+            ZkNotice::Session(SessionEvent::Disconnected) => Signal::Unreachable,
             // Within the same session: nodes are kept and leases are confirmed again at once,
             // but a watch event may have been missed while disconnected, so every waiter looks
             // at its place again.
