@@ -16,7 +16,7 @@ PY=${PYTHON:-python3}
 # Python packages and the versions they must satisfy (checked before installing, to stay fast).
 # psycopg and PyMySQL: the application's own connections in tests/test_sql_fence.py (psycopg 3.3
 # is pure Python over the system's libpq, which Debian's postgresql brings).
-PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10"
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "pytest-xdist>=3" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10"
   "psycopg>=3.3,<3.4" "PyMySQL>=1.1,<2")
 
 log() { printf '==> [python] %s\n' "$*" >&2; }
@@ -106,7 +106,8 @@ cmd_test() {
     (cd "$ROOT" && cargo build --release -q -p lockgate-conformance)
   fi
   log "pytest (real redis-servers from the launcher)"
-  "$PY" -m pytest -p no:cacheprovider -q "$HERE/tests"
+  # Four workers (pytest-xdist): the tests mostly wait on their servers, each worker starts its own.
+  "$PY" -m pytest -p no:cacheprovider -q -n 4 "$HERE/tests"
 }
 
 cmd_bench() {
