@@ -11,7 +11,9 @@
 //! way back). Restoring closes it the same way.
 //!
 //! A cut proxy is a server gone (a killed process): every connection is closed and the port
-//! refuses new ones (the proxy stops listening), until restored.
+//! refuses new ones (the proxy stops listening), until restored. Cut behind, it is a load
+//! balancer or TCP proxy whose server is gone: every connection is closed, and new ones are
+//! accepted and closed at once.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -25,6 +27,8 @@ pub enum Fault {
     Silence,
     /// `cut`: see [`Proxy::cut`].
     Cut,
+    /// `cut_behind`: see [`Proxy::cut_behind`].
+    CutBehind,
     /// `restore`: see [`Proxy::restore`].
     Restore,
 }
@@ -40,6 +44,8 @@ struct State {
     accepted: u64,
     /// Cut: the port does not listen.
     down: bool,
+    /// Cut behind: new connections are closed as soon as they are accepted.
+    empty: bool,
     closed: bool,
     /// Both sockets of every connection with its number, to shut them down on restore or drop.
     sockets: Vec<(u64, TcpStream)>,
@@ -89,9 +95,19 @@ impl Proxy {
 
     /// Closes every connection and refuses new ones (stops listening on its port) until restored.
     pub fn cut(&self) {
+        self.close_all(|st| st.down = true);
+    }
+
+    /// Closes every connection and closes new ones as soon as they are accepted, until
+    /// restored: the server behind a load balancer is gone.
+    pub fn cut_behind(&self) {
+        self.close_all(|st| st.empty = true);
+    }
+
+    fn close_all(&self, mark: impl FnOnce(&mut State)) {
         let sockets = {
             let mut st = self.shared.0.lock().expect("proxy state");
-            st.down = true;
+            mark(&mut st);
             st.closed_upto = st.accepted;
             std::mem::take(&mut st.sockets)
         };
@@ -106,6 +122,7 @@ impl Proxy {
         match fault {
             Fault::Silence => self.silence(),
             Fault::Cut => self.cut(),
+            Fault::CutBehind => self.cut_behind(),
             Fault::Restore => self.restore(),
         }
     }
@@ -117,6 +134,7 @@ impl Proxy {
         let sockets = {
             let mut st = self.shared.0.lock().expect("proxy state");
             st.down = false;
+            st.empty = false;
             let Some(upto) = st.silenced_upto.take().into_iter().chain(st.deaf_upto.take()).max() else { return };
             st.closed_upto = upto;
             let (dead, live): (Vec<_>, Vec<_>) = std::mem::take(&mut st.sockets).into_iter().partition(|(id, _)| *id <= upto);
@@ -191,6 +209,10 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Shared) {
             Err(_) => continue,
         };
         let _ = client.set_nonblocking(false);
+        if shared.0.lock().expect("proxy state").empty {
+            let _ = client.shutdown(Shutdown::Both);
+            continue;
+        }
         let Ok(server) = TcpStream::connect(upstream) else {
             let _ = client.shutdown(Shutdown::Both);
             continue;

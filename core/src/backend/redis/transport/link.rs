@@ -78,6 +78,8 @@ struct State {
     current: Attempt,
     /// Consecutive failed attempts (sets the backoff of the next one).
     failures: u32,
+    /// Whether a connection was ever established: the address spoke Redis.
+    ever_connected: bool,
 }
 
 /// Whether `e` means the connection itself is unusable (broken, or silent past the timeout).
@@ -136,7 +138,7 @@ impl Link {
             connect_timeout,
             response_timeout,
             pushes,
-            state: Mutex::new(State { generation: 0, current: attempt(weak.clone(), 0, Duration::ZERO), failures: 0 }),
+            state: Mutex::new(State { generation: 0, current: attempt(weak.clone(), 0, Duration::ZERO), failures: 0, ever_connected: false }),
         });
         Ok(Link { inner })
     }
@@ -295,7 +297,15 @@ fn attempt(link: Weak<Inner>, generation: u64, delay: Duration) -> Attempt {
         match r {
             Ok(c) => {
                 st.failures = 0;
+                st.ever_connected = true;
                 Ok(c)
+            }
+            // An address that spoke Redis before and now closes without a reply is a server
+            // gone behind a TCP proxy or load balancer (HAProxy, Envoy, stunnel), not a server
+            // of another kind: an outage (retryable), so waits end with CONNECTION.
+            Err(e) if st.ever_connected && e.kind() == ErrorKind::Protocol => {
+                st.failures = st.failures.saturating_add(1);
+                Err(Error::new(ErrorKind::Connection, format!("{} (it answered as Redis before: the server behind it is taken as unreachable)", e.message())))
             }
             Err(e) => {
                 st.failures = st.failures.saturating_add(1);
