@@ -64,6 +64,11 @@ impl Job {
         }
     }
 
+    /// The command's process group id (its pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
     /// Sends `signal` to every process of the command's group (those still in it).
     pub fn signal_group(&self, signal: i32) {
         // SAFETY: kill(2) with a negative pid addresses our own child's process group; a group

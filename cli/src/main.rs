@@ -10,6 +10,7 @@ mod exit_code;
 mod run;
 mod sql_schema;
 mod status;
+mod watchdog;
 
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ enum Command {
     Run(RunArgs),
     /// Run CMD while this process leads the election NAME (the term is the fencing token).
     Elect(ElectArgs),
+    /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
+    #[command(hide = true)]
+    Watchdog,
     /// Print the DDL of lockgate's table for a postgres:// or mysql:// URL (connects nowhere).
     SqlSchema {
         /// The database URL (`postgres://...` or `mysql://...`; the password is never printed).
@@ -132,6 +136,7 @@ fn main() {
     };
     let plan = match cli.command {
         Command::SqlSchema { url } => std::process::exit(sql_schema::run(&url)),
+        Command::Watchdog => std::process::exit(watchdog::serve()),
         Command::Run(a) => {
             let kind = match (a.read, a.write, a.semaphore) {
                 (true, _, _) => Kind::Read,

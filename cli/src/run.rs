@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::child::{Job, JobEnv};
 use crate::exit_code;
 use crate::status::Status;
+use crate::watchdog::Watchdog;
 
 /// The default `--grace`.
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -140,15 +141,25 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
         lease.fencing_token().map_or("none".to_string(), |t| t.to_string()),
         secs(valid)
     ));
+    // Started before the command, so no moment of the command's life goes unwatched.
+    let mut watchdog = match Watchdog::start() {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = lease.release().await;
+            return fail(exit_code::INTERNAL, &format!("cannot start the watchdog: {e}"));
+        }
+    };
     let env = JobEnv { name: &plan.name, fencing_token: lease.fencing_token() };
     let mut job = match Job::start(&plan.command, &env) {
         Ok(job) => job,
         Err((code, msg)) => {
+            watchdog.done();
             let _ = lease.release().await;
             return fail(code, &msg);
         }
     };
-    let outcome = supervise(plan, &lease, &mut job, signals, grace).await;
+    watchdog.watch(job.pgid());
+    let outcome = supervise(plan, &lease, &mut job, &mut watchdog, signals, grace).await;
     let status = match outcome.status {
         Ok(s) => s,
         Err(e) => {
@@ -167,6 +178,7 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
             end_group(&job, grace).await;
         }
     }
+    watchdog.done();
     if lost.is_some() {
         // Nothing to wait for: the lease ends by itself at its validity, and a release through
         // a silent server would only delay the exit. Sent in the background until then.
@@ -258,7 +270,14 @@ enum Phase {
     Killed,
 }
 
-async fn supervise(plan: &Plan, lease: &Lease, job: &mut Job, signals: &mut Signals, asked_grace: Duration) -> Outcome {
+async fn supervise(
+    plan: &Plan,
+    lease: &Lease,
+    job: &mut Job,
+    watchdog: &mut Watchdog,
+    signals: &mut Signals,
+    asked_grace: Duration,
+) -> Outcome {
     let log = |msg: &str| {
         if plan.verbose {
             eprintln!("lockgate: {msg}");
@@ -272,6 +291,8 @@ async fn supervise(plan: &Plan, lease: &Lease, job: &mut Job, signals: &mut Sign
     let mut phase = Phase::Running;
     let mut valid = lease.remaining().unwrap_or_default();
     let mut until = Instant::now() + valid;
+    let (grace, margin) = timing(asked_grace, valid);
+    watchdog.valid_for(valid, grace, margin);
     loop {
         let now = Instant::now();
         match lease.remaining() {
@@ -280,8 +301,12 @@ async fn supervise(plan: &Plan, lease: &Lease, job: &mut Job, signals: &mut Sign
                 if fresh > until + Duration::from_millis(1) {
                     log(&format!("renewed, valid for {}", secs(r)));
                 }
+                if fresh.max(until) - fresh.min(until) > Duration::from_millis(1) {
+                    valid = valid.max(r);
+                    let (grace, margin) = timing(asked_grace, valid);
+                    watchdog.valid_for(r, grace, margin);
+                }
                 until = fresh;
-                valid = valid.max(r);
             }
             None if lost.is_none() => lost = Some(lease.lost_reason().map_or("its validity ran out".to_string(), |e| e.to_string())),
             None => {}
