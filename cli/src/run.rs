@@ -109,6 +109,10 @@ pub async fn run(plan: Plan) -> i32 {
     };
     let mut options = ClientOptions::new(plan.url.clone());
     options.session_timeout = plan.session_timeout;
+    // The lock's options checked before connecting: bad input starts nothing.
+    if let Err(e) = options.lock_options(plan.lease, Some(true), None, None, &Spelling::RUST) {
+        return fail(exit_code::USAGE, &e.to_string());
+    }
     let client = tokio::select! {
         c = options.connect() => match c {
             Ok(c) => c,
@@ -201,7 +205,7 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
 /// if none came.
 async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<Lease, i32> {
     let options = client
-        .lock_options(plan.lease.map(Into::into), Some(true), None, None, &Spelling::RUST)
+        .lock_options(plan.lease, Some(true), None, None, &Spelling::RUST)
         .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
     let no_wait = plan.wait == Some(Duration::ZERO);
     let wait = plan.wait.map(Into::into);
