@@ -417,3 +417,30 @@ async fn sigkilled_lockgate_leaves_nothing_running() {
     lease.release().await.unwrap();
     client.close().await;
 }
+
+/// `lockgate run /jobs/nightly` and `etcdctl lock /jobs/nightly` are one lock (etcd's own mutex
+/// recipe, PROTOCOL.md "etcd"): busy while etcdctl holds it, then granted after it, no overlap.
+#[test]
+fn run_beside_etcdctl_lock() {
+    let servers = TestServers::start(&["etcd"]);
+    let url = servers.url();
+    let endpoints = servers.info["endpoints"].as_str().unwrap().to_string();
+    let dir = Scratch::new("etcdctl");
+    let etcdctl = Command::new("etcdctl")
+        .args([&format!("--endpoints={endpoints}"), "lock", "/jobs/nightly", "--", "sh", "-c", "echo start-etcdctl >> log; sleep 1; echo end-etcdctl >> log"])
+        .current_dir(&dir.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("Debian's etcdctl (scripts/lib.sh installs etcd-client)");
+    wait_file(&dir.path("log"));
+    let busy = run(&dir.0, &["run", "/jobs/nightly", "--url", &url, "--no-wait", "--", "touch", "started"]);
+    assert_eq!(busy.status.code(), Some(BUSY), "{}", String::from_utf8_lossy(&busy.stderr));
+    let out = run(&dir.0, &["run", "/jobs/nightly", "--url", &url, "--wait", "20s", "--", "sh", "-c", "echo start-lockgate >> log; echo end-lockgate >> log"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, err) = finish(etcdctl, Duration::from_secs(20));
+    assert_eq!(code, 0, "etcdctl: {err}");
+    let log = fs::read_to_string(dir.path("log")).unwrap();
+    assert_eq!(log, "start-etcdctl\nend-etcdctl\nstart-lockgate\nend-lockgate\n");
+    assert!(!dir.path("started").exists());
+}
