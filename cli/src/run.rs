@@ -208,7 +208,7 @@ async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<
         .lock_options(plan.lease, Some(true), None, None, &Spelling::RUST)
         .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
     let no_wait = plan.wait == Some(Duration::ZERO);
-    let wait = plan.wait.map(Into::into);
+    let wait = plan.wait;
     let busy = |e: Error| fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string());
     let granted = async {
         let taken = match &plan.kind {

@@ -122,7 +122,7 @@ pub async fn run(args: &BenchEtcdArgs) -> i32 {
     match bench(args).await {
         Ok(md) => {
             if let Some(path) = &args.out {
-                if let Err(e) = std::fs::write(&path, &md) {
+                if let Err(e) = std::fs::write(path, &md) {
                     eprintln!("bench-etcd: cannot write {path}: {e}");
                     return 1;
                 }

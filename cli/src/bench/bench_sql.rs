@@ -389,7 +389,7 @@ pub async fn run(args: &BenchSqlArgs) -> i32 {
     match bench(args).await {
         Ok(md) => {
             if let Some(path) = &args.out {
-                if let Err(e) = std::fs::write(&path, &md) {
+                if let Err(e) = std::fs::write(path, &md) {
                     eprintln!("bench-sql: cannot write {path}: {e}");
                     return 1;
                 }
