@@ -209,11 +209,11 @@ async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<
         .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
     let no_wait = plan.wait == Some(Duration::ZERO);
     let wait = plan.wait;
-    let busy = |e: Error| fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string());
+    let failed = |e: Error| fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string());
     let granted = async {
         let taken = match &plan.kind {
             Kind::Leader(value) => {
-                let election = client.election(&plan.name, options).map_err(busy)?;
+                let election = client.election(&plan.name, options).map_err(failed)?;
                 if no_wait {
                     election.try_campaign(value).await
                 } else {
@@ -227,7 +227,7 @@ async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<
                     Kind::Semaphore(n) => client.semaphore(&plan.name, *n, options),
                     _ => client.lock(&plan.name, options),
                 }
-                .map_err(busy)?;
+                .map_err(failed)?;
                 if no_wait {
                     lock.try_acquire().await
                 } else {
@@ -238,7 +238,7 @@ async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<
         match taken {
             Ok(Some(lease)) => Ok(lease),
             Ok(None) => Err(fail(plan.busy_exit_code, &format!("{:?} is busy", plan.name))),
-            Err(e) => Err(busy(e)),
+            Err(e) => Err(failed(e)),
         }
     };
     let mut status = Status::new(&plan.name);

@@ -343,7 +343,7 @@ async fn loss_kills_before_the_next_grant(servers: TestServers, extra: &[&str], 
         assert!(next > mine, "{test}: token {next} not above {mine}");
     }
     assert_eq!(code, LOST, "{test}: {err}");
-    assert!(err.contains("SIGTERM"), "{test}: {err}");
+    assert!(err.contains("SIGTERM") && err.contains("lockgate: granted"), "{test}: {err}");
     lease.release().await.unwrap();
     client.close().await;
 }
