@@ -274,7 +274,7 @@ async fn run_queues_fifo_with_library_holders() {
     let script = "echo \"start $LOCKGATE_FENCING_TOKEN\" >> log; sleep 0.2; echo \"end $LOCKGATE_FENCING_TOKEN\" >> log";
     // Queued in this order: lockgate A, the library B, lockgate C.
     let a = spawn(&dir.0, &["run", "fifo", "--url", &url, "--", "sh", "-c", script]);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let other = Client::connect(&url).await.unwrap();
     let b_lock = other.lock("fifo", LockOptions::default()).unwrap();
     let b_log = log.clone();
@@ -287,9 +287,9 @@ async fn run_queues_fifo_with_library_holders() {
         lease.release().await.unwrap();
         t
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let c = spawn(&dir.0, &["run", "fifo", "--url", &url, "--", "sh", "-c", script]);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let t0 = first.fencing_token().unwrap();
     first.release().await.unwrap();
     assert_eq!(finish(a, Duration::from_secs(20)).0, 0);
