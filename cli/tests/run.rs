@@ -444,3 +444,22 @@ fn run_beside_etcdctl_lock() {
     assert_eq!(log, "start-etcdctl\nend-etcdctl\nstart-lockgate\nend-lockgate\n");
     assert!(!dir.path("started").exists());
 }
+
+/// The lock deleted behind lockgate's back (the conformance fixture's `steal`: `DEL` of the
+/// mutex key `lockgate:{NAME}`): the loss signal ends the command at once, exit LOST.
+#[test]
+fn a_stolen_lock_ends_the_command() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("steal");
+    let script = job(false);
+    let lg = spawn(&dir.0, &["run", "steal", "--url", &url, "--lease", "1500ms", "--grace", "300ms", "--", "sh", "-c", &script]);
+    let (pid, gpid) = (wait_file(&dir.path("pid")), wait_file(&dir.path("gpid")));
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let deleted: i64 = redis::cmd("DEL").arg("lockgate:{steal}").query(&mut conn).unwrap();
+    assert_eq!(deleted, 1, "the mutex key is not where the fixture says");
+    let (code, err) = finish(lg, Duration::from_secs(20));
+    assert_eq!(code, LOST, "{err}");
+    assert!(err.contains("NOT_HELD"), "{err}");
+    assert!(wait_dead(&pid, Duration::from_secs(2)) && wait_dead(&gpid, Duration::from_secs(2)), "{err}");
+}
