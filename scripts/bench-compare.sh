@@ -17,7 +17,7 @@
 #     --no-write      print the section and keep it in the run directory; BENCHMARKS.md untouched
 #
 # Each part runs the tree's own benchmark harness with the settings `./run bench` uses:
-#   core    lockgate-cli bench --url <fresh redis-server> (uncontended pairs, contended 4 / 16)
+#   core    lockgate-bench bench --url <fresh redis-server> (uncontended pairs, contended 4 / 16)
 #   python  bindings-python/bench/bench.py with the tree's wheel (venv), from bindings-python/tests
 #   node    bindings-node/ci.sh bench (libraries both trees have, via --only where supported)
 #   jvm     JvmBench + examples/native_bench (the steps of bindings-jvm/ci.sh bench, without its
@@ -194,7 +194,10 @@ run_part() {
     core)
       redis_start
       local port=$REDIS_PORT
-      in_tree "$side" "$logf" "$target/release/lockgate-cli" bench --url "redis://127.0.0.1:$port" \
+      # lockgate-bench since the lockgate command came (issue 26); lockgate-cli before it.
+      local bench_bin="$target/release/lockgate-bench"
+      [ -x "$bench_bin" ] || bench_bin="$target/release/lockgate-cli"
+      in_tree "$side" "$logf" "$bench_bin" bench --url "redis://127.0.0.1:$port" \
         --out "$out/core.md" "${CORE_ARGS[@]}"
       # Stop this part's server now (by the pid redis_start recorded), not at exit.
       kill "${LG_PIDS[-1]}" 2>/dev/null || true

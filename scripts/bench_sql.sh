@@ -6,7 +6,7 @@
 # Writes one markdown section to $1, else $LOCKGATE_BENCH_OUT/sql.md, else target/bench/sql.md.
 # Needs Debian's postgresql and mariadb-server (scripts/lib.sh installs them), node/npm and
 # python3 (the peers are installed here, idempotently: npm into bench/sql-peers/node_modules,
-# pip into the venv target/sql-peers-venv). Extra arguments go to lockgate-cli bench-sql
+# pip into the venv target/sql-peers-venv). Extra arguments go to lockgate-bench bench-sql
 # (--seconds S per contended run, --pairs P per uncontended round, --rounds R, --runs N,
 # --libs lockgate,naive,peer,binding).
 set -euo pipefail
@@ -30,6 +30,6 @@ fi
 # lockgate's own Node and Python rows use the bindings as their ci.sh builds them (bindings-node/pkg;
 # the Python that bindings-python/ci.sh installs into, $PYTHON else python3); a binding not built
 # (or without SQL) is left out of the section with its error.
-./target/release/lockgate-cli bench-sql --node node --python "$venv/bin/python" --binding-python "${PYTHON:-python3}" \
+./target/release/lockgate-bench bench-sql --node node --python "$venv/bin/python" --binding-python "${PYTHON:-python3}" \
   --peers "$peers" --out "$out" \
-  --command "scripts/bench_sql.sh (lockgate-cli bench-sql --node node --python $venv/bin/python --peers $peers)" "$@"
+  --command "scripts/bench_sql.sh (lockgate-bench bench-sql --node node --python $venv/bin/python --peers $peers)" "$@"

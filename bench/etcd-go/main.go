@@ -7,7 +7,7 @@
 //	etcd-go worker --endpoints E --name N --hold-us H --start-ns T --duration-ms D
 //	    the contended benchmark's worker: from wall-clock T for D ms, Lock / hold H µs (spinning) /
 //	    Unlock at once; prints "0 <token> <wait_start> <acquired> <release_start>" per holding,
-//	    the lines lockgate-cli's own worker prints.
+//	    the lines lockgate-bench's own worker prints.
 //	etcd-go pairs  --endpoints E --name N --pairs P
 //	    uncontended: P Lock+Unlock pairs on one session after 50 warm-up pairs; prints pairs/s.
 //	etcd-go version

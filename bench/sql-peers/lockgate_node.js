@@ -1,5 +1,5 @@
 // lockgate through its Node binding (bindings-node, built by its ci.sh) on PostgreSQL, the row
-// that compares it with npm `advisory-lock` in the same language (lockgate-cli bench-sql).
+// that compares it with npm `advisory-lock` in the same language (lockgate-bench bench-sql).
 // The same modes and output as pg_advisory_lock.js; the token is the lease's fencing token.
 //   pairs  --url URL --name NAME --pairs N
 //   worker --url URL --name NAME --hold-us H --start-ns NS --duration-ms MS

@@ -1,5 +1,5 @@
 """lockgate through its Python binding (bindings-python, installed by its ci.sh) on MariaDB, the
-row that compares it with PyPI `PyMySQLLock` in the same language (lockgate-cli bench-sql).
+row that compares it with PyPI `PyMySQLLock` in the same language (lockgate-bench bench-sql).
 
 The same modes and output as mysql_pymysqllock.py; the token is the lease's fencing token.
   pairs  --url URL --name NAME --pairs N

@@ -1,8 +1,8 @@
-"""The MariaDB/MySQL peer of the SQL benchmark (scripts/bench_sql.sh, lockgate-cli bench-sql).
+"""The MariaDB/MySQL peer of the SQL benchmark (scripts/bench_sql.sh, lockgate-bench bench-sql).
 
 PyPI `PyMySQLLock` 0.2.0 with PyMySQL, the most used GET_LOCK mutex for Python (each acquire
 opens a connection of its own and runs GET_LOCK on it; release runs RELEASE_LOCK and closes it),
-used as its README shows. Prints what lockgate-cli's own bench worker prints, so one parser reads
+used as its README shows. Prints what lockgate-bench's own bench worker prints, so one parser reads
 both:
   pairs  --url URL --name NAME --pairs N   -> uncontended acquire()+release() pairs per second
                                               (after 50 warm-up pairs), one number

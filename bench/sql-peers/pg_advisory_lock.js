@@ -1,7 +1,7 @@
-// The PostgreSQL peer of the SQL benchmark (scripts/bench_sql.sh, lockgate-cli bench-sql):
+// The PostgreSQL peer of the SQL benchmark (scripts/bench_sql.sh, lockgate-bench bench-sql):
 // npm `advisory-lock` 2.0.0, the most used advisory-lock mutex for Node (pg_advisory_lock on a
 // connection of its own per lock(), pg_advisory_unlock + closing it on unlock), used as its
-// README shows. Prints what lockgate-cli's own bench worker prints, so one parser reads both:
+// README shows. Prints what lockgate-bench's own bench worker prints, so one parser reads both:
 //   pairs  --url URL --name NAME --pairs N        → uncontended lock()+unlock() pairs per second
 //                                                   (after 50 warm-up pairs), one number
 //   worker --url URL --name NAME --hold-us H --start-ns NS --duration-ms MS

@@ -1,79 +1,159 @@
-//! `lockgate-cli`: the core benchmarks (`bench`) of lockgate and the worker processes they
-//! spawn. `./run bench` starts a Redis and calls it.
+//! `lockgate`: run a command under a distributed lock, from a shell, cron or CI (docs/CLI.md).
+//!
+//! `lockgate run NAME -- CMD ARGS...` waits in the same FIFO queue as the library's users in
+//! any language, runs CMD with the fencing token in its environment while the lease is renewed,
+//! and kills CMD's process group before the lease's validity ends if the lock is lost.
 
-mod bench;
-mod bench_etcd;
-mod bench_redlock;
-mod bench_sql;
-mod bench_timers;
+mod child;
+mod duration;
+mod exit_code;
+mod run;
 mod sql_schema;
-mod stats;
-mod worker;
+mod status;
+mod watchdog;
 
-use std::collections::HashMap;
+use std::time::Duration;
 
-fn usage() -> ! {
-    eprintln!(
-        "usage:\n  lockgate-cli bench --url URL [--out FILE] [--seconds S] [--redlock-urls URL,URL,URL,URL,URL]\n  lockgate-cli bench-timers   (timer cost at 10,000 held leases; no server)\n  lockgate-cli sql-schema URL   (prints the DDL of lockgate's table for a postgres:// or mysql:// URL; connects nowhere)\n  lockgate-cli bench-etcd --go BIN [--out FILE] [--seconds S] [--pairs P] [--rounds R]   (vs etcd's concurrency.Mutex; scripts/bench_etcd.sh)\n  lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S] [--pairs P] [--rounds R] [--runs N] [--libs lockgate,naive,peer] [--pg-url URL] [--mysql-url URL]   (PostgreSQL and MariaDB: vs the naive table lock and the peers; scripts/bench_sql.sh)\n  (internal) lockgate-cli worker --url URL --name NAME --mode bench ..."
-    );
-    std::process::exit(2)
+use clap::{Args, Parser, Subcommand};
+
+use run::{Kind, Plan};
+
+/// Run a command under a distributed lock: fenced, and killed before anyone else can get the
+/// lock. Exit codes: the command's own status (128+N for signal N); 64 bad arguments; 69 cannot
+/// connect; 70 internal error; 75 busy or timed out (--busy-exit-code); 77 authentication
+/// refused; 79 lock lost (the command was terminated); 126/127 command not executable/found.
+#[derive(Parser)]
+#[command(name = "lockgate", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-/// `--key value` pairs after the subcommand.
-pub(crate) struct Args(HashMap<String, String>);
+#[derive(Subcommand)]
+enum Command {
+    /// Run CMD while holding the lock NAME (a mutex by default).
+    Run(RunArgs),
+    /// Run CMD while this process leads the election NAME (the term is the fencing token).
+    Elect(ElectArgs),
+    /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
+    #[command(hide = true)]
+    Watchdog,
+    /// Print the DDL of lockgate's table for a postgres:// or mysql:// URL (connects nowhere).
+    SqlSchema {
+        /// The database URL (`postgres://...` or `mysql://...`; the password is never printed).
+        url: String,
+    },
+}
 
-impl Args {
-    fn parse(rest: &[String]) -> Args {
-        let mut map = HashMap::new();
-        let mut it = rest.iter();
-        while let Some(k) = it.next() {
-            let Some(k) = k.strip_prefix("--") else { usage() };
-            let Some(v) = it.next() else { usage() };
-            map.insert(k.to_string(), v.clone());
-        }
-        Args(map)
-    }
+/// What `run` and `elect` share: where, how long, and what to run.
+#[derive(Args)]
+struct Common {
+    /// The lock service: redis://, rediss://, redis+cluster://, redlock://, zookeeper://, etcd://,
+    /// postgres://, mysql:// (README "URLs"). Its password is never printed.
+    #[arg(long, env = "LOCKGATE_URL", hide_env_values = true, value_name = "URL")]
+    url: String,
+    /// Wait at most this long for the lock (e.g. 30s, 500ms, 2m); default: until granted.
+    #[arg(long, value_name = "D", value_parser = duration::parse, conflicts_with = "no_wait")]
+    wait: Option<Duration>,
+    /// Do not wait: exit busy if the lock is held or others queue for it.
+    #[arg(long)]
+    no_wait: bool,
+    /// The lease, renewed every third of it while the command runs (default: the library's, 30s).
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    lease: Option<Duration>,
+    /// ZooKeeper and etcd: the session timeout (how long the server keeps a silent client's locks).
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    session_timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL when the lock is lost (default: 5s or a quarter of the
+    /// lease's validity if shorter; SIGKILL always comes before the validity ends).
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    grace: Option<Duration>,
+    /// The exit code when the lock is busy (--no-wait) or the wait timed out (like flock -E).
+    #[arg(long, short = 'E', value_name = "CODE", default_value_t = exit_code::BUSY, value_parser = clap::value_parser!(i32).range(1..=255))]
+    busy_exit_code: i32,
+    /// Log the grant, renewals, at-risk spells, loss and release to stderr.
+    #[arg(long, short)]
+    verbose: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
 
-    pub(crate) fn str(&self, k: &str) -> String {
-        self.0.get(k).cloned().unwrap_or_else(|| {
-            eprintln!("missing --{k}");
-            usage()
-        })
-    }
+#[derive(Args)]
+struct RunArgs {
+    /// The lock's name (the same name library users lock).
+    name: String,
+    /// Hold the shared side of the read-write lock NAME.
+    #[arg(long, group = "primitive")]
+    read: bool,
+    /// Hold the exclusive side of the read-write lock NAME.
+    #[arg(long, group = "primitive")]
+    write: bool,
+    /// Hold one permit of the counting semaphore NAME with N permits.
+    #[arg(long, group = "primitive", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    semaphore: Option<u32>,
+    #[command(flatten)]
+    common: Common,
+}
 
-    pub(crate) fn num(&self, k: &str, default: u64) -> u64 {
-        match self.0.get(k) {
-            Some(v) => v.parse().unwrap_or_else(|_| {
-                eprintln!("--{k} must be a whole number");
-                usage()
-            }),
-            None => default,
-        }
-    }
+#[derive(Args)]
+struct ElectArgs {
+    /// The election's name.
+    name: String,
+    /// The value published to observers while leading (default: `lockgate pid <pid>`).
+    #[arg(long)]
+    value: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
 
-    pub(crate) fn opt(&self, k: &str) -> Option<String> {
-        self.0.get(k).cloned()
+fn plan(name: String, kind: Kind, c: Common) -> Plan {
+    Plan {
+        url: c.url,
+        name,
+        kind,
+        lease: c.lease,
+        session_timeout: c.session_timeout,
+        wait: if c.no_wait { Some(Duration::ZERO) } else { c.wait },
+        grace: c.grace,
+        busy_exit_code: c.busy_exit_code,
+        verbose: c.verbose,
+        command: c.command,
     }
 }
 
 fn main() {
-    let argv: Vec<String> = std::env::args().collect();
-    let Some(cmd) = argv.get(1) else { usage() };
-    if cmd == "sql-schema" {
-        std::process::exit(sql_schema::run(&argv[2..]));
-    }
-    let args = Args::parse(&argv[2..]);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
-    let code = match cmd.as_str() {
-        "bench" => rt.block_on(bench::run(&args)),
-        "worker" => rt.block_on(worker::run(&args)),
-        "bench-etcd" => rt.block_on(bench_etcd::run(&args)),
-        "bench-sql" => rt.block_on(bench_sql::run(&args)),
-        "bench-timers" => {
-            print!("{}", bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers"));
-            0
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version: printed, exit 0
+        Err(e) => {
+            // One line: clap's first line (what is wrong) and where to look.
+            let rendered = e.render().to_string();
+            let what: Vec<&str> = rendered.lines().map(str::trim).take_while(|l| !l.is_empty() && !l.starts_with("Usage:")).collect();
+            eprintln!("lockgate: {} (see lockgate --help)", what.join(" ").trim_start_matches("error: "));
+            std::process::exit(exit_code::USAGE)
         }
-        _ => usage(),
     };
+    let plan = match cli.command {
+        Command::SqlSchema { url } => std::process::exit(sql_schema::run(&url)),
+        Command::Watchdog => std::process::exit(watchdog::serve()),
+        Command::Run(a) => {
+            let kind = match (a.read, a.write, a.semaphore) {
+                (true, _, _) => Kind::Read,
+                (_, true, _) => Kind::Write,
+                (_, _, Some(n)) => Kind::Semaphore(n),
+                _ => Kind::Mutex,
+            };
+            plan(a.name, kind, a.common)
+        }
+        Command::Elect(a) => {
+            let value = a.value.unwrap_or_else(|| format!("lockgate pid {}", std::process::id()));
+            plan(a.name, Kind::Leader(value), a.common)
+        }
+    };
+    // One thread: the command is forked from it, and PR_SET_PDEATHSIG fires when the thread
+    // that forked ends (child.rs).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let code = rt.block_on(run::run(plan));
     std::process::exit(code)
 }

@@ -1,4 +1,4 @@
-//! `lockgate-cli sql-schema URL`: prints the DDL of lockgate's table for a `postgres://` or
+//! `lockgate sql-schema URL`: prints the DDL of lockgate's table for a `postgres://` or
 //! `mysql://` URL (its dialect, `schema=` and `table_prefix=`), without connecting, so a DBA can
 //! create the table by hand and give the application's user no `CREATE` right. The statements
 //! are the ones a client runs at its first use when the table is missing (never a `DROP`).
@@ -28,21 +28,14 @@ pub(crate) fn script(url: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// Runs the command with its arguments (the URL); the process's exit code.
-pub(crate) fn run(args: &[String]) -> i32 {
-    let [url] = args else {
-        eprintln!("usage: lockgate-cli sql-schema URL   (postgres://... or mysql://...; prints the DDL, connects nowhere)");
-        return 2;
-    };
+/// Prints the script for `url`; the process's exit code (a refused URL is a usage error).
+pub(crate) fn run(url: &str) -> i32 {
     match script(url) {
         Ok(s) => {
             print!("{s}");
             0
         }
-        Err(e) => {
-            eprintln!("{e}");
-            2
-        }
+        Err(e) => crate::run::fail(crate::exit_code::USAGE, &e),
     }
 }
 

@@ -15,7 +15,32 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::stats::{jain, percentile, wall_ns};
-use crate::Args;
+
+/// `bench-etcd`'s arguments.
+#[derive(clap::Args)]
+pub struct BenchEtcdArgs {
+    /// The bench/etcd-go binary (etcd's own `concurrency.Mutex`).
+    #[arg(long)]
+    go: String,
+    /// Also write the Markdown to this file.
+    #[arg(long)]
+    out: Option<String>,
+    /// Seconds of each contended run.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Uncontended acquire/release pairs.
+    #[arg(long, default_value_t = 1000)]
+    pairs: u64,
+    /// Rounds of each measurement.
+    #[arg(long, default_value_t = 3)]
+    rounds: u64,
+    /// The test-server launcher (default: test-servers beside this binary).
+    #[arg(long)]
+    launcher: Option<String>,
+    /// The command line shown in the report.
+    #[arg(long)]
+    command: Option<String>,
+}
 
 const HOLD_US: u64 = 1000;
 const WORKERS: [u64; 2] = [4, 16];
@@ -91,13 +116,13 @@ struct Contended {
     n: usize,
 }
 
-/// `lockgate-cli bench-etcd --go <bench/etcd-go binary> [--out FILE] [--seconds S] [--pairs P]
+/// `lockgate-bench bench-etcd --go <bench/etcd-go binary> [--out FILE] [--seconds S] [--pairs P]
 /// [--rounds R] [--launcher PATH] [--command TEXT]`.
-pub async fn run(args: &Args) -> i32 {
+pub async fn run(args: &BenchEtcdArgs) -> i32 {
     match bench(args).await {
         Ok(md) => {
-            if let Some(path) = args.opt("out") {
-                if let Err(e) = std::fs::write(&path, &md) {
+            if let Some(path) = &args.out {
+                if let Err(e) = std::fs::write(path, &md) {
                     eprintln!("bench-etcd: cannot write {path}: {e}");
                     return 1;
                 }
@@ -112,13 +137,11 @@ pub async fn run(args: &Args) -> i32 {
     }
 }
 
-async fn bench(args: &Args) -> Result<String, String> {
-    let go = PathBuf::from(args.str("go"));
-    let seconds = args.num("seconds", 3);
-    let pairs = args.num("pairs", 1000);
-    let rounds = args.num("rounds", 3);
+async fn bench(args: &BenchEtcdArgs) -> Result<String, String> {
+    let go = PathBuf::from(&args.go);
+    let (seconds, pairs, rounds) = (args.seconds, args.pairs, args.rounds);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let launcher = args.opt("launcher").map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
+    let launcher = args.launcher.as_ref().map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
     let go_version = output(Command::new(&go).arg("version")).await?.trim().to_string();
     let etcd_version = output(Command::new("etcd").arg("--version")).await?;
     let etcd_version = etcd_version.lines().next().unwrap_or("").trim_start_matches("etcd Version: ").to_string();
@@ -214,7 +237,7 @@ async fn output(cmd: &mut Command) -> Result<String, String> {
 }
 
 /// `workers` processes (one client, one session each) loop acquire → hold ~1 ms (spinning) →
-/// release → at once again on one lock for `seconds`: lockgate-cli's own bench worker for
+/// release → at once again on one lock for `seconds`: lockgate-bench's own bench worker for
 /// lockgate (`lib` 0), `etcd-go worker` for Go's `concurrency.Mutex` (`lib` 1).
 async fn contended(member: &Member, exe: &PathBuf, go: &PathBuf, lib: usize, name: &str, workers: u64, seconds: u64) -> Result<Contended, String> {
     let start_ns = wall_ns() + 1_000_000_000 + workers as u128 * 100_000_000;
@@ -306,7 +329,7 @@ fn ratio(ours: f64, theirs: f64, higher_is_better: bool) -> String {
 
 #[allow(clippy::too_many_arguments)]
 fn markdown(
-    args: &Args,
+    args: &BenchEtcdArgs,
     etcd_version: &str,
     go_version: &str,
     seconds: u64,
@@ -317,7 +340,7 @@ fn markdown(
     rows: &[(u64, [Contended; 2])],
 ) -> String {
     let mut md = String::from("## Core (Rust) on etcd: lockgate vs etcd's own `concurrency.Mutex` (Go)\n\n");
-    let _ = writeln!(md, "Command: `{}`\n", args.opt("command").unwrap_or_else(|| "lockgate-cli bench-etcd --go <bench/etcd-go binary>".into()));
+    let _ = writeln!(md, "Command: `{}`\n", args.command.clone().unwrap_or_else(|| "lockgate-bench bench-etcd --go <bench/etcd-go binary>".into()));
     let _ = writeln!(
         md,
         "Setup: one etcd {etcd_version} member on loopback from the project's launcher (`test-servers etcd`: 50 ms heartbeat, 500 ms election timeout), {} cores (shared). \

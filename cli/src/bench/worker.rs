@@ -14,20 +14,59 @@ use lockgate_core::native::{Client, Lock};
 use lockgate_core::LockOptions;
 
 use crate::stats::wall_ns;
-use crate::Args;
+
+/// One worker's arguments (the benchmarks spawn it; see the module doc).
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// The lock service's URL.
+    #[arg(long)]
+    url: String,
+    /// The lock's name.
+    #[arg(long)]
+    name: String,
+    /// What to do (only `bench`).
+    #[arg(long, default_value = "bench", value_parser = ["bench"])]
+    mode: String,
+    /// `fair` (lockgate's mutex), `plain` (`SET NX PX` + polling) or `naive` (the SQL table lock of bench-sql).
+    #[arg(long, default_value = "fair", value_parser = ["fair", "plain", "naive"])]
+    lock: String,
+    /// Concurrent loops sharing one client.
+    #[arg(long, default_value_t = 1)]
+    tasks: u64,
+    /// How long each holding spins, in microseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub hold_us: u64,
+    /// When to start, in wall-clock nanoseconds since the epoch.
+    #[arg(long, default_value_t = 0)]
+    pub start_ns: u64,
+    /// How long to contend, in milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    pub duration_ms: u64,
+}
+
+impl WorkerArgs {
+    /// The lock service's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
 
 /// Compare-and-delete: the plain mutex's owner-only release.
 pub const CAD: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
 type Record = (u64, u64, u128, u128, u128);
 
-pub async fn run(args: &Args) -> i32 {
-    let url = args.str("url");
-    let name = args.str("name");
-    let result = match (args.str("mode").as_str(), args.opt("lock").as_deref()) {
-        ("bench", None | Some("fair")) => fair(args, &url, &name).await,
-        ("bench", Some("plain")) => plain(args, &url, &name).await,
-        _ => Err("unknown --mode or --lock".to_string()),
+pub async fn run(args: &WorkerArgs) -> i32 {
+    let (url, name) = (&args.url, &args.name);
+    let result = match args.lock.as_str() {
+        "plain" => plain(args, url, name).await,
+        "naive" => crate::bench_sql::naive_worker(args).await.map(|r| r.into_iter().map(|(t, w, a, r)| (0, t, w, a, r)).collect()),
+        _ => fair(args, url, name).await,
     };
     match result {
         Ok(records) => {
@@ -52,12 +91,12 @@ struct Window {
 }
 
 impl Window {
-    fn from(args: &Args) -> Window {
-        let start_ns = args.num("start-ns", 0) as u128;
+    fn from(args: &WorkerArgs) -> Window {
+        let start_ns = args.start_ns as u128;
         Window {
-            hold: Duration::from_micros(args.num("hold-us", 1000)),
+            hold: Duration::from_micros(args.hold_us),
             start_ns,
-            end_ns: start_ns + args.num("duration-ms", 3000) as u128 * 1_000_000,
+            end_ns: start_ns + args.duration_ms as u128 * 1_000_000,
         }
     }
 
@@ -76,12 +115,12 @@ impl Window {
     }
 }
 
-async fn fair(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String> {
+async fn fair(args: &WorkerArgs, url: &str, name: &str) -> Result<Vec<Record>, String> {
     let client = Client::connect(url).await.map_err(|e| e.to_string())?;
     let lock = client.lock(name, LockOptions::default()).map_err(|e| e.to_string())?;
     let window = Arc::new(Window::from(args));
     let mut tasks = Vec::new();
-    for task in 0..args.num("tasks", 1) {
+    for task in 0..args.tasks {
         let (lock, window): (Lock, _) = (lock.clone(), window.clone());
         tasks.push(tokio::spawn(async move {
             window.wait_start().await;
@@ -107,13 +146,13 @@ async fn fair(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String>
     Ok(all)
 }
 
-async fn plain(args: &Args, url: &str, name: &str) -> Result<Vec<Record>, String> {
+async fn plain(args: &WorkerArgs, url: &str, name: &str) -> Result<Vec<Record>, String> {
     let raw = redis::Client::open(url).map_err(|e| e.to_string())?;
     let conn = raw.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
     let window = Arc::new(Window::from(args));
     let key = format!("plain:{name}");
     let mut tasks = Vec::new();
-    for task in 0..args.num("tasks", 1) {
+    for task in 0..args.tasks {
         let (mut conn, window, key) = (conn.clone(), window.clone(), key.clone());
         tasks.push(tokio::spawn(async move {
             window.wait_start().await;

@@ -9,7 +9,7 @@
 //! acquisition (its own counters: PostgreSQL's transactions, MariaDB's statements).
 //!
 //! `--worker naive` runs one contending process of the naive table lock (the bench spawns it),
-//! printing what `lockgate-cli worker --mode bench` prints.
+//! printing what `lockgate-bench worker --mode bench` prints.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -23,7 +23,54 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::stats::{jain, percentile, wall_ns};
-use crate::Args;
+use crate::worker::WorkerArgs;
+
+/// `bench-sql`'s arguments.
+#[derive(clap::Args)]
+pub struct BenchSqlArgs {
+    /// The node binary (the PostgreSQL peer and lockgate's Node binding).
+    #[arg(long)]
+    node: String,
+    /// The Python of the peers' venv (PyMySQLLock).
+    #[arg(long)]
+    python: String,
+    /// The Python that imports lockgate's binding.
+    #[arg(long, default_value = "python3")]
+    binding_python: String,
+    /// The peers' folder (bench/sql-peers).
+    #[arg(long)]
+    peers: String,
+    /// Also write the Markdown to this file.
+    #[arg(long)]
+    out: Option<String>,
+    /// Seconds of each contended run.
+    #[arg(long, default_value_t = 2)]
+    seconds: u64,
+    /// Uncontended acquire/release pairs.
+    #[arg(long, default_value_t = 300)]
+    pairs: u64,
+    /// Rounds of each measurement.
+    #[arg(long, default_value_t = 3)]
+    rounds: u64,
+    /// Runs of each contended row.
+    #[arg(long, default_value_t = 2)]
+    runs: u64,
+    /// Only these libraries (comma-separated: lockgate, naive, peer, binding).
+    #[arg(long)]
+    libs: Option<String>,
+    /// A PostgreSQL to use instead of starting one.
+    #[arg(long)]
+    pg_url: Option<String>,
+    /// A MariaDB/MySQL to use instead of starting one.
+    #[arg(long)]
+    mysql_url: Option<String>,
+    /// The test-server launcher (default: test-servers beside this binary).
+    #[arg(long)]
+    launcher: Option<String>,
+    /// The command line shown in the report.
+    #[arg(long)]
+    command: Option<String>,
+}
 
 const HOLD_US: u64 = 1000;
 const WORKERS: [u64; 2] = [4, 16];
@@ -67,8 +114,8 @@ enum Lib {
 const LIBS: [Lib; 4] = [Lib::Lockgate, Lib::Naive, Lib::Peer, Lib::Binding];
 
 /// The libraries `--libs a,b` names (all by default), in LIBS' order (lockgate first).
-fn chosen_libs(args: &Args) -> Result<Vec<Lib>, String> {
-    let Some(list) = args.opt("libs") else { return Ok(LIBS.to_vec()) };
+fn chosen_libs(args: &BenchSqlArgs) -> Result<Vec<Lib>, String> {
+    let Some(list) = &args.libs else { return Ok(LIBS.to_vec()) };
     let names: Vec<&str> = list.split(',').map(str::trim).collect();
     if let Some(bad) = names.iter().find(|n| !LIBS.iter().any(|l| l.slug() == **n)) {
         return Err(format!("--libs: no library {bad:?} (lockgate, naive, peer, binding)"));
@@ -335,30 +382,14 @@ impl From<String> for Failure {
     }
 }
 
-/// `lockgate-cli bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S]
+/// `lockgate-bench bench-sql --node NODE --python PYTHON --peers DIR [--out FILE] [--seconds S]
 /// [--pairs P] [--rounds R] [--runs N] [--libs lockgate,naive,peer] [--pg-url URL] [--mysql-url URL] [--launcher PATH]
-/// [--command TEXT]`; `--worker naive ...` is one contending process of the naive lock.
-pub async fn run(args: &Args) -> i32 {
-    if args.opt("worker").is_some() {
-        return match naive_worker(args).await {
-            Ok(records) => {
-                let mut out = String::new();
-                for (t, w, a, r) in records {
-                    let _ = writeln!(out, "0 {t} {w} {a} {r}");
-                }
-                print!("{out}");
-                0
-            }
-            Err(e) => {
-                eprintln!("bench-sql worker: {e}");
-                1
-            }
-        };
-    }
+/// [--command TEXT]`; its naive-lock workers are `worker --lock naive ...`.
+pub async fn run(args: &BenchSqlArgs) -> i32 {
     match bench(args).await {
         Ok(md) => {
-            if let Some(path) = args.opt("out") {
-                if let Err(e) = std::fs::write(&path, &md) {
+            if let Some(path) = &args.out {
+                if let Err(e) = std::fs::write(path, &md) {
                     eprintln!("bench-sql: cannot write {path}: {e}");
                     return 1;
                 }
@@ -381,26 +412,26 @@ struct Plan {
     libs: Vec<Lib>,
 }
 
-async fn bench(args: &Args) -> Result<String, String> {
+async fn bench(args: &BenchSqlArgs) -> Result<String, String> {
     let peers = Peers {
-        node: args.str("node"),
-        python: args.str("python"),
-        binding_python: args.opt("binding-python").unwrap_or_else(|| "python3".into()),
-        dir: PathBuf::from(args.str("peers")),
+        node: args.node.clone(),
+        python: args.python.clone(),
+        binding_python: args.binding_python.clone(),
+        dir: PathBuf::from(&args.peers),
     };
     let plan = Plan {
-        seconds: args.num("seconds", 2),
-        pairs: args.num("pairs", 300),
-        rounds: args.num("rounds", 3),
-        runs: args.num("runs", 2),
+        seconds: args.seconds,
+        pairs: args.pairs,
+        rounds: args.rounds,
+        runs: args.runs,
         libs: chosen_libs(args)?,
     };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let launcher = args.opt("launcher").map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
+    let launcher = args.launcher.as_ref().map(PathBuf::from).unwrap_or_else(|| exe.with_file_name("test-servers"));
     let node_version = output(Command::new(&peers.node).arg("--version")).await?.trim().to_string();
     let python_version = output(Command::new(&peers.python).arg("--version")).await?.trim().to_string();
     let mut all = Vec::new();
-    for (db, given) in [(Db::Postgres, args.opt("pg-url")), (Db::MySql, args.opt("mysql-url"))] {
+    for (db, given) in [(Db::Postgres, args.pg_url.clone()), (Db::MySql, args.mysql_url.clone())] {
         let server = Server::start(db, &launcher, given).await?;
         let result = measure(&server, &exe, &peers, &plan).await;
         server.stop().await;
@@ -610,16 +641,15 @@ fn db_of(url: &str) -> Db {
     }
 }
 
-/// One contending process of the naive lock (`--worker naive --url URL --name NAME --hold-us H
+/// One contending process of the naive lock (`worker --lock naive --url URL --name NAME --hold-us H
 /// --start-ns NS --duration-ms MS`): from NS for MS, lock / hold (spinning) / unlock at once
 /// again; its "token" is its own count (the table lock has none). A lock not had by the end of
 /// the window plus 10 s is given up (starved), not counted.
-async fn naive_worker(args: &Args) -> Result<Vec<(u64, u128, u128, u128)>, String> {
-    let url = args.str("url");
-    let name = args.str("name");
-    let hold = Duration::from_micros(args.num("hold-us", HOLD_US));
-    let start_ns = args.num("start-ns", 0) as u128;
-    let end_ns = start_ns + args.num("duration-ms", 2000) as u128 * 1_000_000;
+pub(crate) async fn naive_worker(args: &WorkerArgs) -> Result<Vec<(u64, u128, u128, u128)>, String> {
+    let (url, name) = (args.url().to_string(), args.name().to_string());
+    let hold = Duration::from_micros(args.hold_us);
+    let start_ns = args.start_ns as u128;
+    let end_ns = start_ns + args.duration_ms as u128 * 1_000_000;
     let mut conn = NaiveConn::connect(db_of(&url), &url).await?;
     let owner = format!("{}", std::process::id());
     tokio::time::sleep(Duration::from_nanos(start_ns.saturating_sub(wall_ns()) as u64)).await;
@@ -726,7 +756,7 @@ async fn contended(server: &Server, exe: &PathBuf, peers: &Peers, lib: Lib, name
             }
             Lib::Naive => {
                 let mut c = Command::new(exe);
-                c.args(["bench-sql", "--worker", "naive"]);
+                c.args(["worker", "--mode", "bench", "--lock", "naive"]);
                 c
             }
             Lib::Peer | Lib::Binding => peers.command(lib, db, "worker"),
@@ -819,13 +849,13 @@ fn ratio(ours: f64, theirs: f64, higher_is_better: bool) -> String {
     }
 }
 
-fn markdown(args: &Args, plan: &Plan, node_version: &str, python_version: &str, all: &[Measured]) -> String {
+fn markdown(args: &BenchSqlArgs, plan: &Plan, node_version: &str, python_version: &str, all: &[Measured]) -> String {
     let Plan { seconds, pairs, rounds, runs, .. } = *plan;
     let mut md = String::from("## Core (Rust) on PostgreSQL and MariaDB: lockgate vs the naive table lock and the most used peer library\n\n");
     let _ = writeln!(
         md,
         "Command: `{}`\n",
-        args.opt("command").unwrap_or_else(|| "lockgate-cli bench-sql --node node --python <venv python> --peers bench/sql-peers".into())
+        args.command.clone().unwrap_or_else(|| "lockgate-bench bench-sql --node node --python <venv python> --peers bench/sql-peers".into())
     );
     let versions: Vec<String> = all.iter().map(|m| format!("{} {}", m.db.title(), m.version)).collect();
     let _ = writeln!(

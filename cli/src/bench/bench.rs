@@ -12,7 +12,29 @@ use lockgate_core::LockOptions;
 use tokio::process::Command;
 
 use crate::stats::{jain, percentile, wall_ns};
-use crate::Args;
+
+/// `bench`'s arguments.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// A Redis server to measure on (`redis://127.0.0.1:PORT`).
+    #[arg(long)]
+    url: String,
+    /// Also write the Markdown to this file.
+    #[arg(long)]
+    out: Option<String>,
+    /// Seconds of each contended run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Uncontended acquire/release pairs.
+    #[arg(long, default_value_t = 5000)]
+    pairs: u64,
+    /// Five Redis masters (comma-separated URLs) for the Redlock rows.
+    #[arg(long)]
+    redlock_urls: Option<String>,
+    /// The command line shown in the report.
+    #[arg(long)]
+    command: Option<String>,
+}
 
 /// The figures of one contended run that the issues' targets are checked against.
 struct Contended {
@@ -40,13 +62,12 @@ const HOLD_US: u64 = 1000;
 const CAD: &str = crate::worker::CAD;
 const HEADER: &str = "| acq/s | handoff p50 | handoff p99 | wait p50 | wait p99 | wait max | Jain | re-taken by releaser | client cmds/acq | all cmds/acq (incl. inside scripts) |";
 
-pub async fn run(args: &Args) -> i32 {
-    let url = args.str("url");
-    let seconds = args.num("seconds", 5);
-    let pairs = args.num("pairs", 5000);
+pub async fn run(args: &BenchArgs) -> i32 {
+    let url = args.url.clone();
+    let (seconds, pairs) = (args.seconds, args.pairs);
     let mut md = String::new();
     let _ = writeln!(md, "## Core (Rust, native driver)\n");
-    let _ = writeln!(md, "Command: `{}`\n", args.opt("command").unwrap_or_else(|| "./run bench".into()));
+    let _ = writeln!(md, "Command: `{}`\n", args.command.clone().unwrap_or_else(|| "./run bench".into()));
     let ratio = match uncontended(&url, pairs).await {
         Ok((s, ratio)) => {
             md.push_str(&s);
@@ -87,7 +108,7 @@ pub async fn run(args: &Args) -> i32 {
             return 1;
         }
     }
-    if let Some(urls) = args.opt("redlock-urls") {
+    if let Some(urls) = args.redlock_urls.clone() {
         let urls: Vec<String> = urls.split(',').map(String::from).collect();
         match crate::bench_redlock::run(&urls, pairs).await {
             Ok(s) => md.push_str(&s),
@@ -98,8 +119,8 @@ pub async fn run(args: &Args) -> i32 {
         }
     }
     // No server involved: the engines' timer bookkeeping at 10,000 held leases (issue 14).
-    md.push_str(&crate::bench_timers::run("cargo run --release -p lockgate-cli -- bench-timers (also part of ./run bench)"));
-    match args.opt("out") {
+    md.push_str(&crate::bench_timers::run("cargo run --release -p lockgate-cli --bin lockgate-bench -- bench-timers (also part of ./run bench)"));
+    match args.out.clone() {
         Some(path) => {
             if let Err(e) = std::fs::write(&path, &md) {
                 eprintln!("bench: cannot write {path}: {e}");

@@ -1,0 +1,52 @@
+//! `lockgate-bench`: the developer benchmarks of lockgate (`./run bench`, `scripts/bench_etcd.sh`,
+//! `scripts/bench_sql.sh`, `scripts/bench-compare.sh`) and the worker processes they spawn. Not
+//! shipped to users: the user's command is `lockgate` (`cli/src/main.rs`, docs/CLI.md).
+
+mod bench;
+mod bench_etcd;
+mod bench_redlock;
+mod bench_sql;
+mod bench_timers;
+mod stats;
+mod worker;
+
+use clap::{Parser, Subcommand};
+
+/// The benchmarks of lockgate (see BENCHMARKS.md for what each measures).
+#[derive(Parser)]
+#[command(name = "lockgate-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The core benchmarks on one Redis (uncontended pairs, contended 4 / 16, fairness, Redlock, timers).
+    Bench(bench::BenchArgs),
+    /// Timer cost at 10,000 held leases (no server).
+    BenchTimers,
+    /// etcd: lockgate against etcd's concurrency.Mutex (scripts/bench_etcd.sh).
+    BenchEtcd(bench_etcd::BenchEtcdArgs),
+    /// PostgreSQL and MariaDB: lockgate against the naive table lock and the peers (scripts/bench_sql.sh).
+    BenchSql(bench_sql::BenchSqlArgs),
+    /// One contending process of a benchmark (spawned by the benchmarks themselves).
+    #[command(hide = true)]
+    Worker(worker::WorkerArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let code = match cli.command {
+        Command::Bench(args) => rt.block_on(bench::run(&args)),
+        Command::Worker(args) => rt.block_on(worker::run(&args)),
+        Command::BenchEtcd(args) => rt.block_on(bench_etcd::run(&args)),
+        Command::BenchSql(args) => rt.block_on(bench_sql::run(&args)),
+        Command::BenchTimers => {
+            print!("{}", bench_timers::run("cargo run --release -p lockgate-cli --bin lockgate-bench -- bench-timers"));
+            0
+        }
+    };
+    std::process::exit(code)
+}

@@ -1,0 +1,390 @@
+//! `lockgate run` and `lockgate elect`: wait for the lock in the same FIFO queue as library
+//! users, run the command while it is held, and make sure the command is dead before the
+//! lease's local validity ends if the lock is lost or can no longer be confirmed.
+//!
+//! The kill timing (docs/CLI.md "What is guaranteed"): the core counts a lease valid until a
+//! local instant (from the send time of the request that confirmed it) and moves it on each
+//! confirmed renewal. `lockgate` reads that instant and, if it comes within `grace + margin`
+//! (renewals stopped landing) or the lease is lost, sends SIGTERM to the command's process
+//! group, then SIGKILL at `min(SIGTERM + grace, valid-until - margin)`: the group is dead
+//! before anyone else can be granted the lock, unless the kernel cannot run it (fencing covers
+//! that).
+
+use std::time::Duration;
+
+use lockgate_core::connect::Spelling;
+use lockgate_core::native::{Client, ClientOptions, Lease};
+use lockgate_core::Error;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::time::Instant;
+
+use crate::child::{Job, JobEnv};
+use crate::exit_code;
+use crate::status::Status;
+use crate::watchdog::Watchdog;
+
+/// The default `--grace`.
+const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+/// The time left between SIGKILL and the end of the lease's validity for the kernel to tear
+/// the group down (a tenth of the validity when that is shorter).
+const KILL_MARGIN: Duration = Duration::from_millis(200);
+
+/// When to act on a lease whose longest validity seen so far is `valid`: the grace actually
+/// used (the one asked, at most a quarter of the validity, so renewals that land never let the
+/// lease come that close to its end) and the margin left for the kernel after SIGKILL.
+fn timing(grace: Duration, valid: Duration) -> (Duration, Duration) {
+    (grace.min(valid / 4), KILL_MARGIN.min(valid / 10))
+}
+
+/// Which primitive the command runs under.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// An exclusive lock (the default).
+    Mutex,
+    /// The shared side of a read-write lock.
+    Read,
+    /// The exclusive side of a read-write lock.
+    Write,
+    /// One permit of a counting semaphore of this many permits.
+    Semaphore(u32),
+    /// Leadership of an election, publishing this value to observers.
+    Leader(String),
+}
+
+/// Everything `run` / `elect` were given.
+pub struct Plan {
+    /// The lock service's URL (never printed: the core redacts it).
+    pub url: String,
+    /// The lock's name.
+    pub name: String,
+    /// What to hold.
+    pub kind: Kind,
+    /// The lease (`None`: the core's default).
+    pub lease: Option<Duration>,
+    /// ZooKeeper/etcd: the session timeout.
+    pub session_timeout: Option<Duration>,
+    /// `None` waits until granted; `Some(ZERO)` is `--no-wait`.
+    pub wait: Option<Duration>,
+    /// SIGTERM to SIGKILL (`None`: the default).
+    pub grace: Option<Duration>,
+    /// The exit code when busy or timed out.
+    pub busy_exit_code: i32,
+    /// Log grants, renewals, at-risk spells and losses to stderr.
+    pub verbose: bool,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// The three signals forwarded to the command (and that cancel a wait).
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next of them to arrive.
+    async fn next(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+        }
+    }
+}
+
+/// Runs the plan; the process's exit code.
+pub async fn run(plan: Plan) -> i32 {
+    let mut signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => return fail(exit_code::INTERNAL, &format!("cannot handle signals: {e}")),
+    };
+    let mut options = ClientOptions::new(plan.url.clone());
+    options.session_timeout = plan.session_timeout;
+    // The lock's options checked before connecting: bad input starts nothing.
+    if let Err(e) = options.lock_options(plan.lease, Some(true), None, None, &Spelling::RUST) {
+        return fail(exit_code::USAGE, &e.to_string());
+    }
+    let client = tokio::select! {
+        c = options.connect() => match c {
+            Ok(c) => c,
+            Err(e) => return fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string()),
+        },
+        sig = signals.next() => return 128 + sig,
+    };
+    let code = hold_and_run(&plan, &client, &mut signals).await;
+    client.close().await;
+    code
+}
+
+async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i32 {
+    let lease = match acquire(plan, client, signals).await {
+        Ok(lease) => lease,
+        Err(code) => return code,
+    };
+    let log = |msg: &str| {
+        if plan.verbose {
+            eprintln!("lockgate: {msg}");
+        }
+    };
+    let Some(valid) = lease.remaining() else {
+        return fail(exit_code::LOST, &format!("the lock {:?} was lost at once after it was granted", plan.name));
+    };
+    let grace = plan.grace.unwrap_or(DEFAULT_GRACE);
+    log(&format!(
+        "granted {:?}, fencing token {}, valid for {}",
+        plan.name,
+        lease.fencing_token().map_or("none".to_string(), |t| t.to_string()),
+        secs(valid)
+    ));
+    // Started before the command, so no moment of the command's life goes unwatched.
+    let mut watchdog = match Watchdog::start() {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = lease.release().await;
+            return fail(exit_code::INTERNAL, &format!("cannot start the watchdog: {e}"));
+        }
+    };
+    let env = JobEnv { name: &plan.name, fencing_token: lease.fencing_token() };
+    let mut job = match Job::start(&plan.command, &env) {
+        Ok(job) => job,
+        Err((code, msg)) => {
+            watchdog.done();
+            let _ = lease.release().await;
+            return fail(code, &msg);
+        }
+    };
+    watchdog.watch(job.pgid());
+    let outcome = supervise(plan, &lease, &mut job, &mut watchdog, signals, grace).await;
+    let status = match outcome.status {
+        Ok(s) => s,
+        Err(e) => {
+            job.signal_group(libc::SIGKILL);
+            let _ = lease.release().await;
+            return fail(exit_code::INTERNAL, &format!("cannot wait for the command: {e}"));
+        }
+    };
+    let mut lost = outcome.lost;
+    // The command is done; anything it left running in its group would run unlocked.
+    if job.group_alive() {
+        if lost.is_some() {
+            job.signal_group(libc::SIGKILL);
+        } else {
+            log("the command left processes in its group: terminating them before the release");
+            end_group(&job, grace).await;
+        }
+    }
+    watchdog.done();
+    if lost.is_some() {
+        // Nothing to wait for: the lease ends by itself at its validity, and a release through
+        // a silent server would only delay the exit. Sent in the background until then.
+        let until = outcome.until;
+        let _ = tokio::time::timeout_at(until, lease.release()).await;
+    } else {
+        match lease.release().await {
+            Ok(true) => log(&format!("released {:?}", plan.name)),
+            Ok(false) => lost = Some("it was no longer held when released".to_string()),
+            Err(e) => eprintln!("lockgate: the release of {:?} was not confirmed ({e}); the lease runs out by itself", plan.name),
+        }
+    }
+    match lost {
+        Some(reason) => fail(exit_code::LOST, &format!("lost the lock {:?} while the command ran: {reason}", plan.name)),
+        None => exit_code::of_status(status),
+    }
+}
+
+/// Waits for the grant as the plan says, showing a status line on a terminal; the exit code
+/// if none came.
+async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<Lease, i32> {
+    let options = client
+        .lock_options(plan.lease, Some(true), None, None, &Spelling::RUST)
+        .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
+    let no_wait = plan.wait == Some(Duration::ZERO);
+    let wait = plan.wait;
+    let failed = |e: Error| fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string());
+    let granted = async {
+        let taken = match &plan.kind {
+            Kind::Leader(value) => {
+                let election = client.election(&plan.name, options).map_err(failed)?;
+                if no_wait {
+                    election.try_campaign(value).await
+                } else {
+                    election.campaign(value, wait).await.map(Some)
+                }
+            }
+            kind => {
+                let lock = match kind {
+                    Kind::Read => client.read_write_lock(&plan.name, options).map(|rw| rw.read().clone()),
+                    Kind::Write => client.read_write_lock(&plan.name, options).map(|rw| rw.write().clone()),
+                    Kind::Semaphore(n) => client.semaphore(&plan.name, *n, options),
+                    _ => client.lock(&plan.name, options),
+                }
+                .map_err(failed)?;
+                if no_wait {
+                    lock.try_acquire().await
+                } else {
+                    lock.acquire_unless(wait, std::future::pending()).await.map(Some)
+                }
+            }
+        };
+        match taken {
+            Ok(Some(lease)) => Ok(lease),
+            Ok(None) => Err(fail(plan.busy_exit_code, &format!("{:?} is busy", plan.name))),
+            Err(e) => Err(failed(e)),
+        }
+    };
+    let mut status = Status::new(&plan.name);
+    tokio::pin!(granted);
+    let result = loop {
+        tokio::select! {
+            r = &mut granted => break r,
+            // Dropping the wait cancels it: the core removes the queue entry in the background.
+            sig = signals.next() => break Err(128 + sig),
+            _ = status.tick() => {}
+        }
+    };
+    status.clear();
+    result
+}
+
+/// How the supervised command ended.
+struct Outcome {
+    status: std::io::Result<std::process::ExitStatus>,
+    /// Why the lock was lost (or became unconfirmable) while it ran, if it was.
+    lost: Option<String>,
+    /// The end of the lease's local validity as last seen.
+    until: Instant,
+}
+
+/// Where the command is on its way out.
+enum Phase {
+    /// Running under a confirmed lease.
+    Running,
+    /// SIGTERM sent; SIGKILL at this instant.
+    Terminating(Instant),
+    /// SIGKILL sent.
+    Killed,
+}
+
+async fn supervise(
+    plan: &Plan,
+    lease: &Lease,
+    job: &mut Job,
+    watchdog: &mut Watchdog,
+    signals: &mut Signals,
+    asked_grace: Duration,
+) -> Outcome {
+    let log = |msg: &str| {
+        if plan.verbose {
+            eprintln!("lockgate: {msg}");
+        }
+    };
+    let lost_signal = lease.lost_signal();
+    tokio::pin!(lost_signal);
+    let mut spells = lease.at_risk_spells();
+    let (mut lost_open, mut spells_open) = (true, true);
+    let mut lost: Option<String> = None;
+    let mut phase = Phase::Running;
+    let mut valid = lease.remaining().unwrap_or_default();
+    let mut until = Instant::now() + valid;
+    let (grace, margin) = timing(asked_grace, valid);
+    watchdog.valid_for(valid, grace, margin);
+    loop {
+        let now = Instant::now();
+        match lease.remaining() {
+            Some(r) => {
+                let fresh = now + r;
+                if fresh > until + Duration::from_millis(1) {
+                    log(&format!("renewed, valid for {}", secs(r)));
+                }
+                if fresh.max(until) - fresh.min(until) > Duration::from_millis(1) {
+                    valid = valid.max(r);
+                    let (grace, margin) = timing(asked_grace, valid);
+                    watchdog.valid_for(r, grace, margin);
+                }
+                until = fresh;
+            }
+            None if lost.is_none() => lost = Some(lease.lost_reason().map_or("its validity ran out".to_string(), |e| e.to_string())),
+            None => {}
+        }
+        let (grace, margin) = timing(asked_grace, valid);
+        let deadline = until.checked_sub(grace + margin).unwrap_or(now);
+        if matches!(phase, Phase::Running) && (lost.is_some() || now >= deadline) {
+            let why = lost.clone().unwrap_or_else(|| format!("it could not be confirmed and is valid for only {}", secs(until.saturating_duration_since(now))));
+            lost.get_or_insert_with(|| why.clone());
+            let kill_at = (now + grace).min(until.checked_sub(margin).unwrap_or(now)).max(now);
+            eprintln!(
+                "lockgate: the lock {:?} is lost ({why}): SIGTERM to the command, SIGKILL in {}",
+                plan.name,
+                secs(kill_at - now)
+            );
+            job.signal_group(libc::SIGTERM);
+            phase = Phase::Terminating(kill_at);
+        }
+        let wake = match phase {
+            Phase::Running if plan.verbose => deadline.min(now + Duration::from_millis(250)),
+            Phase::Running => deadline,
+            Phase::Terminating(at) => at,
+            Phase::Killed => now + Duration::from_secs(3600),
+        };
+        tokio::select! {
+            status = job.process.wait() => return Outcome { status, lost, until },
+            reason = &mut lost_signal, if lost_open => {
+                lost_open = false;
+                if let Some(e) = reason {
+                    log(&format!("lost: {e}"));
+                    lost.get_or_insert_with(|| e.to_string());
+                }
+            }
+            at_risk = spells.next(), if spells_open => {
+                if at_risk {
+                    log(&format!("at risk: cannot be confirmed, valid for {}", secs(lease.remaining().unwrap_or_default())));
+                } else {
+                    spells_open = false;
+                }
+            }
+            sig = signals.next() => {
+                log(&format!("forwarding signal {sig} to the command"));
+                job.signal_group(sig);
+            }
+            _ = tokio::time::sleep_until(wake) => {
+                if let Phase::Terminating(at) = phase {
+                    if Instant::now() >= at {
+                        log("SIGKILL to the command");
+                        job.signal_group(libc::SIGKILL);
+                        phase = Phase::Killed;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Terminates what is left of the command's group after it exited: SIGTERM, then SIGKILL
+/// after `grace` if anything is still there.
+async fn end_group(job: &Job, grace: Duration) {
+    job.signal_group(libc::SIGTERM);
+    let end = Instant::now() + grace;
+    while job.group_alive() && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    job.signal_group(libc::SIGKILL);
+}
+
+/// Prints `lockgate: msg` (one line) and returns `code`.
+pub fn fail(code: i32, msg: &str) -> i32 {
+    eprintln!("lockgate: {msg}");
+    code
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64())
+}
