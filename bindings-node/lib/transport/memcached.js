@@ -12,7 +12,9 @@
 // - It marks a server that failed as dead for a while and fails its requests at once: each
 //   server's client is replaced by a new one after any failure of the connection (and after a
 //   request unanswered for `commandTimeoutMs`: a frozen server, a silent proxy), so the next
-//   request connects again, as the native transport does.
+//   request connects again, as the native transport does. A silent request also replaces every
+//   other server's idle client (a silence is most often the network's or a proxy's, and an idle
+//   connection cannot show it until a request waits a whole response timeout on it).
 // - It keeps idle sockets open for `idle` ms (ref'd): set to 1 s, so a process that forgot to
 //   close its client ends soon after its last lock call.
 // - No SASL or TLS in its text protocol: the core refuses a login in the URL before this runs.
@@ -28,6 +30,8 @@ class Server {
     this.transport = transport;
     this.location = location;
     this.client = null;
+    /** Requests on the wire to this server. */
+    this.pending = 0;
   }
 
   /** The server's current client (a new one after a failure). */
@@ -87,10 +91,12 @@ class MemcachedTransport {
     const timer = setTimeout(() => {
       if (!this.inFlight.has(id)) return;
       server.replace();
+      for (const other of this.servers) if (other.pending === 0) other.replace();
       this.fail(id, `memcached at ${server.location} did not answer within the response timeout (${ms} ms); the connection is replaced`);
     }, ms);
     timer.unref();
-    this.inFlight.set(id, timer);
+    this.inFlight.set(id, { timer, server });
+    server.pending += 1;
     const client = server.current();
     const lost = (err) => {
       server.replace();
@@ -115,23 +121,27 @@ class MemcachedTransport {
           this.settle(id, { status: ok ? 'STORED' : 'EXISTS' });
         });
       default:
-        this.fail(id, `the memcached transport cannot perform ${req.command}`, 'PROTOCOL');
+        return this.fail(id, `the memcached transport cannot perform ${req.command}`, 'PROTOCOL');
     }
   }
 
   /** Answers request `id` once (a late answer after a timeout is dropped). */
   settle(id, reply) {
-    if (!this.inFlight.has(id)) return;
-    clearTimeout(this.inFlight.get(id));
-    this.inFlight.delete(id);
-    this.driver.answer(id, reply);
+    if (this.done(id)) this.driver.answer(id, reply);
   }
 
   fail(id, message, code = 'CONNECTION') {
-    if (!this.inFlight.has(id)) return;
-    clearTimeout(this.inFlight.get(id));
+    if (this.done(id)) this.driver.failed(id, makeError(code, message));
+  }
+
+  /** Forgets request `id`; false if it was already answered. */
+  done(id) {
+    const entry = this.inFlight.get(id);
+    if (entry === undefined) return false;
+    clearTimeout(entry.timer);
+    entry.server.pending -= 1;
     this.inFlight.delete(id);
-    this.driver.failed(id, makeError(code, message));
+    return true;
   }
 
   /** Every server's version, within connectTimeoutMs: fails if none answers. */

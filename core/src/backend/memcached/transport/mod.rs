@@ -34,10 +34,11 @@ pub(crate) struct MemcachedTransport {
 pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mpsc::UnboundedSender<Msg>> {
     let config = options.memcached_config()?;
     let address = target.memcached().ok_or_else(|| Error::invalid("not a memcached:// URL"))?;
+    let silences = server::Silences::default();
     let servers: Vec<Server> = address
         .hosts
         .iter()
-        .map(|(h, p)| Server::spawn(h.clone(), *p, options.connect_timeout, options.response_timeout))
+        .map(|(h, p)| Server::spawn(h.clone(), *p, options.connect_timeout, options.response_timeout, silences.clone()))
         .collect();
     let hellos = future::join_all(servers.iter().map(Server::hello)).await;
     if let Some(Err(e)) = hellos.iter().find(|r| matches!(r, Err(e) if e.kind() == ErrorKind::Protocol)) {

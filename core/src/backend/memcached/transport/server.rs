@@ -3,9 +3,15 @@
 //! breaks, sends what is no answer, or leaves a request unanswered for `response_timeout` (a
 //! frozen server, a half-open socket) fails every request on it with the retryable
 //! `CONNECTION` error and is dropped; the next request connects again (within
-//! `connect_timeout`). Leases stay safe meanwhile: their validity is local time.
+//! `connect_timeout`). A silence also makes every other server's idle connection of the client
+//! be replaced before its next request ([`Silences`]): it is most often the network's or a
+//! proxy's, not one server's, and an idle connection cannot show it is silent until a request
+//! waits a whole response timeout on it. Leases stay safe meanwhile: their validity is local
+//! time.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,6 +27,10 @@ use crate::error::{Error, ErrorKind, Result};
 /// A request for the server's task: its bytes, the answer it expects, who waits for it.
 type Job = (Vec<u8>, Expect, oneshot::Sender<McReply>);
 
+/// How many silent connections the servers of one client have found: each server's task
+/// replaces an idle connection opened before the latest.
+pub(crate) type Silences = Arc<AtomicU64>;
+
 /// A handle on one server's task (the task ends when every handle is gone).
 #[derive(Clone)]
 pub(crate) struct Server {
@@ -29,9 +39,9 @@ pub(crate) struct Server {
 
 impl Server {
     /// Starts the task of server `host:port` (it connects at the first request).
-    pub(crate) fn spawn(host: String, port: u16, connect_timeout: Duration, response_timeout: Duration) -> Server {
+    pub(crate) fn spawn(host: String, port: u16, connect_timeout: Duration, response_timeout: Duration, silences: Silences) -> Server {
         let (jobs, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(Endpoint { host, port, connect_timeout, response_timeout }, rx));
+        tokio::spawn(run(Endpoint { host, port, connect_timeout, response_timeout, silences }, rx));
         Server { jobs }
     }
 
@@ -65,6 +75,7 @@ struct Endpoint {
     port: u16,
     connect_timeout: Duration,
     response_timeout: Duration,
+    silences: Silences,
 }
 
 impl Endpoint {
@@ -101,6 +112,8 @@ async fn run(at: Endpoint, mut jobs: mpsc::UnboundedReceiver<Job>) {
     let mut writer: Option<OwnedWriteHalf> = None;
     let mut buf: Vec<u8> = Vec::new();
     let mut pending: VecDeque<(Expect, oneshot::Sender<McReply>, Instant)> = VecDeque::new();
+    // The client's silence count when the connection was opened.
+    let mut opened_at = 0;
     // Drops the connection, failing every request on it.
     let drop_all = |pending: &mut VecDeque<(Expect, oneshot::Sender<McReply>, Instant)>, e: &Error| {
         for (_, tx, _) in pending.drain(..) {
@@ -112,7 +125,12 @@ async fn run(at: Endpoint, mut jobs: mpsc::UnboundedReceiver<Job>) {
         tokio::select! {
             job = jobs.recv() => {
                 let Some((bytes, expect, tx)) = job else { break };
+                if writer.is_some() && pending.is_empty() && at.silences.load(Ordering::SeqCst) != opened_at {
+                    // Another server's connection went silent since this one opened.
+                    (reader, writer) = (None, None);
+                }
                 if writer.is_none() {
+                    opened_at = at.silences.load(Ordering::SeqCst);
                     match at.connect().await {
                         Ok(stream) => {
                             let (r, w) = stream.into_split();
@@ -162,6 +180,7 @@ async fn run(at: Endpoint, mut jobs: mpsc::UnboundedReceiver<Job>) {
                 let why = format!("memcached at {} did not answer within {:?}; the connection is replaced", at.name(), at.response_timeout);
                 drop_all(&mut pending, &Error::new(ErrorKind::Connection, why));
                 (reader, writer) = (None, None);
+                at.silences.fetch_add(1, Ordering::SeqCst);
             }
         }
     }
