@@ -137,10 +137,30 @@ struct Call {
     sent: Instant,
 }
 
+/// A call waiting for the call of its token in progress (the engine's calls of one token run
+/// one at a time: an undo never races the retry after it, a release never races a renewal).
+#[derive(Debug)]
+struct Queued {
+    purpose: Purpose,
+    target: Arc<MemcachedTarget>,
+    token: Arc<str>,
+    what: What,
+}
+
+/// What a queued call does.
+#[derive(Clone, Copy, Debug)]
+enum What {
+    Acquire(Duration),
+    Extend(Duration),
+    Release,
+}
+
 /// The memcached backend: the calls on the wire and which owner tokens may have an item.
 pub struct MemcachedBackend {
     config: MemcachedConfig,
     calls: HashMap<RequestId, Call>,
+    /// Per token with a call in progress, the calls waiting behind it.
+    busy: HashMap<Arc<str>, std::collections::VecDeque<Queued>>,
     /// Tokens whose item may exist: an `add` was sent and not answered `NOT_STORED`, and no
     /// release has found the item gone since. A release or undo of any other token settles at
     /// once: a refused poll costs one command, not a read besides.
@@ -154,7 +174,7 @@ impl MemcachedBackend {
     /// A backend for `config` (validated).
     pub fn new(config: MemcachedConfig) -> Result<Self> {
         config.validate()?;
-        Ok(MemcachedBackend { config, calls: HashMap::new(), maybe_stored: HashSet::new(), uncertain: HashSet::new() })
+        Ok(MemcachedBackend { config, calls: HashMap::new(), busy: HashMap::new(), maybe_stored: HashSet::new(), uncertain: HashSet::new() })
     }
 
     /// The configuration.
@@ -278,6 +298,47 @@ impl MemcachedBackend {
     }
 }
 
+impl MemcachedBackend {
+    /// Starts `q` (its token's turn came).
+    fn start(&mut self, ctx: &mut Ctx<'_, McRequest>, q: Queued, answers: &mut Vec<Answer>) {
+        let Queued { purpose, target, token, what } = q;
+        let call = |goal| Call { purpose, target: Arc::clone(&target), token: Arc::clone(&token), goal, step: Step::Read, tries: 0, sent: ctx.now };
+        match what {
+            What::Acquire(lease) => {
+                self.maybe_stored.insert(Arc::clone(&token));
+                let command = McCommand::Add { key: target.key.clone(), value: token.to_string(), exptime: exptime(lease) };
+                let c = call(Goal::Drop);
+                self.send(ctx, c, Step::Add { lease }, command);
+            }
+            What::Extend(duration) => {
+                let c = call(Goal::Keep(exptime(duration)));
+                self.read(ctx, c);
+            }
+            What::Release if !self.maybe_stored.contains(&token) => {
+                // Its every add was refused: there is nothing of it to remove.
+                let verdict = Verdict::Release(Release::Done { was_held: false });
+                answers.push(Answer { purpose, sent: ctx.now, verdict });
+                self.next(ctx, &token, answers);
+            }
+            What::Release => {
+                let c = call(Goal::Drop);
+                self.read(ctx, c);
+            }
+        }
+    }
+
+    /// The call of `token` in progress settled: starts the next one waiting, if any.
+    fn next(&mut self, ctx: &mut Ctx<'_, McRequest>, token: &Arc<str>, answers: &mut Vec<Answer>) {
+        let next = self.busy.get_mut(token).and_then(std::collections::VecDeque::pop_front);
+        match next {
+            Some(q) => self.start(ctx, q, answers),
+            None => {
+                self.busy.remove(token);
+            }
+        }
+    }
+}
+
 impl Backend for MemcachedBackend {
     type Target = MemcachedTarget;
     type Request = McRequest;
@@ -326,46 +387,38 @@ impl Backend for MemcachedBackend {
     }
 
     fn call(&mut self, ctx: &mut Ctx<'_, McRequest>, purpose: Purpose, action: Action<'_, MemcachedTarget>, answers: &mut Vec<Answer>) {
-        match action {
-            Action::Acquire { target, token, lease, .. } => {
-                let token: Arc<str> = token.into();
-                self.maybe_stored.insert(Arc::clone(&token));
-                let key = target.key.clone();
-                let call = Call { purpose, target: Arc::clone(target), token: Arc::clone(&token), goal: Goal::Drop, step: Step::Read, tries: 0, sent: ctx.now };
-                let command = McCommand::Add { key, value: token.to_string(), exptime: exptime(lease) };
-                self.send(ctx, call, Step::Add { lease }, command);
-            }
-            Action::Extend { target, token, duration } => {
-                let call = Call { purpose, target: Arc::clone(target), token: token.into(), goal: Goal::Keep(exptime(duration)), step: Step::Read, tries: 0, sent: ctx.now };
-                self.read(ctx, call);
-            }
-            Action::Release { target, token } => {
-                let token: Arc<str> = token.into();
-                if !self.maybe_stored.contains(&token) {
-                    // Its every add was refused: there is nothing of it to remove.
-                    let verdict = Verdict::Release(Release::Done { was_held: false });
-                    answers.push(Answer { purpose, sent: ctx.now, verdict });
-                    return;
-                }
-                let call = Call { purpose, target: Arc::clone(target), token, goal: Goal::Drop, step: Step::Read, tries: 0, sent: ctx.now };
-                self.read(ctx, call);
-            }
+        let queued = match action {
+            Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
+            Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
+            Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },
             Action::Observe { .. } => {
                 // check_observe refuses before the engine gets here; answered, never a panic.
                 let e = Error::unsupported("observing a leader is not supported by a memcached client");
                 answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Observed(Err(e)) });
+                return;
             }
+        };
+        if let Some(waiting) = self.busy.get_mut(&queued.token) {
+            waiting.push_back(queued);
+            return;
         }
+        self.busy.insert(Arc::clone(&queued.token), std::collections::VecDeque::new());
+        self.start(ctx, queued, answers);
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, McRequest>, id: RequestId, reply: McReply, answers: &mut Vec<Answer>) {
         let Some(call) = self.calls.remove(&id) else {
             return;
         };
+        let token = Arc::clone(&call.token);
+        let settled = answers.len();
         match call.step {
             Step::Add { lease } => self.on_add(call, lease, reply, answers),
             Step::Read => self.on_read(ctx, call, reply, answers),
             Step::Write => self.on_write(ctx, call, reply, answers),
+        }
+        if answers.len() > settled {
+            self.next(ctx, &token, answers);
         }
     }
 
@@ -374,6 +427,6 @@ impl Backend for MemcachedBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.calls.is_empty()
+        self.calls.is_empty() && self.busy.is_empty()
     }
 }

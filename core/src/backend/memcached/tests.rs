@@ -295,3 +295,27 @@ fn a_lost_add_reply_is_undone_before_the_retry() {
     assert!(w.granted(0, op).is_some(), "the orphan item was removed and the retry granted");
     assert_eq!(w.cache.items.len(), 1);
 }
+
+#[test]
+fn calls_of_one_token_run_one_at_a_time_so_an_undo_never_races_the_retry() {
+    let mut w = World::new(1);
+    w.hold = true;
+    let op = w.acquire(0, "L", &lease(2000), Wait::For(Duration::from_secs(5)));
+    let (c, add) = w.held.remove(0);
+    w.cache.serve(w.now, &add); // stored, but the reply is lost
+    w.engines[c].handle_reply(w.now, add.id, Err(Error::new(ErrorKind::Connection, "reset")));
+    // The undo's gets is on the wire; the retry falls due meanwhile and waits behind it.
+    w.advance(Duration::from_millis(500));
+    let kinds: Vec<&McCommand> = w.held.iter().map(|(_, r)| &r.command).collect();
+    assert!(matches!(kinds.as_slice(), [McCommand::Gets { .. }]), "{kinds:?}");
+    w.hold = false;
+    let held = std::mem::take(&mut w.held);
+    for (c, r) in held {
+        let answer = w.cache.serve(w.now, &r);
+        w.engines[c].handle_reply(w.now, r.id, Ok(answer));
+    }
+    w.advance(Duration::from_secs(1));
+    let (lease_id, _) = w.granted(0, op).expect("granted after the undo");
+    assert_eq!(w.cache.items.len(), 1, "the retry's item is not the undo's victim");
+    assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+}
