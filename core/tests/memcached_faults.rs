@@ -8,6 +8,9 @@
 //!   restart, like an eviction, ends the lock on the server before its holder knows);
 //! - eviction under memory pressure (a 2 MB server filled with items of the lock item's size):
 //!   the holder's next renewal signals the loss;
+//! - a crashed holder (its item written as lockgate writes it, then never touched again) frees
+//!   the lock within its lease rounded up plus 3 s, and no sooner than its lease (README "What a
+//!   crash costs");
 //! - 1,000 waiters polling one held lock, with random timeouts and cancels: every one ends, the
 //!   commands they sent stay within the documented rate, and nothing is left behind.
 #![cfg(feature = "tokio")]
@@ -162,4 +165,24 @@ async fn a_thousand_polling_waiters_with_cancels_leave_nothing_and_poll_within_t
     for c in &clients {
         c.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_holders_lock_is_free_within_its_lease_plus_the_clock_slack() {
+    let servers = TestServers::start(&["memcached"]);
+    let port = servers.port(0);
+    let client = Client::connect(&servers.url()).await.unwrap();
+    let name = unique("crash");
+    // A holder that took a 1.5 s lease and crashed at once: its item, as lockgate's add wrote it
+    // (the lease rounded up to 2 s, plus the 2 s of clock slack), never renewed nor deleted.
+    let key = format!("lockgate:m:{name}");
+    let stored = exchange(port, format!("add {key} 0 4 32\r\n{:032}\r\n", 7).as_bytes(), b"\r\n");
+    assert_eq!(stored, "STORED\r\n");
+    let crashed = Instant::now();
+    let lease = client.lock(&name, renewed(1500)).unwrap().acquire(Duration::from_secs(10)).await.unwrap();
+    let freed = crashed.elapsed();
+    assert!(freed >= Duration::from_millis(1500), "freed before the crashed holder's lease ended: {freed:?}");
+    assert!(freed <= Duration::from_millis(2000 + 3000 + 300), "freed after {freed:?}: more than the lease rounded up + 3 s + a poll");
+    assert!(lease.release().await.unwrap());
+    client.close().await;
 }
