@@ -17,7 +17,8 @@ pub(crate) enum Expect {
     Status,
     /// `VALUE ... END` or `END` (a `gets`).
     Value,
-    /// `VERSION ...` (the connect's hello).
+    /// `VERSION ...` (the connect's hello), answered as `Stored`: the hello only learns that a
+    /// memcached answered.
     Version,
 }
 
