@@ -56,6 +56,7 @@ ensure_base() {
   ensure_etcd
   ensure_postgres
   ensure_mariadb
+  ensure_memcached
   ensure_go
   ensure_rust
 }
@@ -89,6 +90,13 @@ ensure_postgres() {
 
 ensure_mariadb() {
   ensure_apt mariadb-server mariadb-client
+}
+
+# Debian's memcached 1.6 (/usr/bin/memcached). Installing it starts no service here (policy-rc.d
+# denies it); where its own service does start, nothing uses it: the launcher (test-servers
+# memcached) runs its own servers on free loopback ports, stopped by pid.
+ensure_memcached() {
+  ensure_apt memcached
 }
 
 # Go, for etcd's own concurrency package as an interop and benchmark peer (bench/etcd-go, built

@@ -2,7 +2,7 @@
 //! (optionally with users from an ACL file), a primary with replicas, a 3-master Redis Cluster,
 //! N independent Redlock masters, one redis-server behind the fault proxy, ZooKeeper (one
 //! standalone server or an ensemble, optionally each member behind a fault proxy), etcd (one
-//! member or a Raft cluster), and one PostgreSQL or MariaDB server. The launcher
+//! member or a Raft cluster), one PostgreSQL or MariaDB server, and N memcached servers. The launcher
 //! binary (`src/bin/servers.rs`) and the orchestrator's server variants both start them from
 //! here.
 
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::etcd::{EtcdCluster, ELECTION_MS, HEARTBEAT_MS};
+use crate::memcached::{memcached_url, MemcachedServer};
 use crate::proxy::Proxy;
 use crate::server::RedisServer;
 use crate::sql::{Engine, SqlServer};
@@ -46,6 +47,9 @@ pub enum Kind {
     /// clients reach it through the fault proxy. Extra arguments are server settings
     /// (`key=value`).
     Sql { engine: Engine, proxied: bool },
+    /// memcached: this many independent servers, each with `memory_mb` MB (`-m`). Extra
+    /// arguments are memcached flags.
+    Memcached { servers: usize, memory_mb: u32 },
 }
 
 impl Kind {
@@ -61,6 +65,7 @@ impl Kind {
             Kind::ZooKeeper { .. } => "zookeeper",
             Kind::Etcd { .. } => "etcd",
             Kind::Sql { engine, .. } => engine.name(),
+            Kind::Memcached { .. } => "memcached",
         }
     }
 }
@@ -82,6 +87,8 @@ pub struct Deployment {
     pub etcd: Option<EtcdCluster>,
     /// The database server (postgres and mariadb only; `nodes` is then empty).
     pub sql: Option<SqlServer>,
+    /// The memcached servers (memcached only; `nodes` is then empty).
+    pub memcached: Vec<MemcachedServer>,
     /// `user:password` for connections of the fixture and the URL (acl only).
     userinfo: Option<String>,
     /// The directory holding the ACL file (acl only).
@@ -97,6 +104,7 @@ impl Drop for Deployment {
         self.zookeeper = None;
         self.etcd = None;
         self.sql = None;
+        self.memcached.clear();
         self.tls = None;
         if let Some(d) = &self.acl_dir {
             let _ = std::fs::remove_dir_all(d);
@@ -121,7 +129,7 @@ impl Deployment {
     /// serve TLS on a second port beside their plain one, with a client certificate to try; a
     /// PostgreSQL or MariaDB server serves TLS beside plaintext on its one port.
     pub fn start_with(kind: Kind, extra: &[String], tls: bool) -> Result<Deployment, String> {
-        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, sql: None, userinfo: None, acl_dir: None, tls: None };
+        let mut d = Deployment { kind: kind.clone(), nodes: Vec::new(), bus_ports: Vec::new(), proxies: Vec::new(), zookeeper: None, etcd: None, sql: None, memcached: Vec::new(), userinfo: None, acl_dir: None, tls: None };
         let mut extra = extra.to_vec();
         if tls {
             if !matches!(kind, Kind::Single | Kind::Acl { .. } | Kind::Redlock { .. } | Kind::ZooKeeper { proxied: false, .. } | Kind::Etcd { proxied: false, .. } | Kind::Sql { proxied: false, .. }) {
@@ -170,6 +178,11 @@ impl Deployment {
                     d.proxies.push(Proxy::start(([127, 0, 0, 1], sql.port).into())?);
                 }
                 d.sql = Some(sql);
+            }
+            Kind::Memcached { servers, memory_mb } => {
+                for _ in 0..servers {
+                    d.memcached.push(MemcachedServer::start(memory_mb, extra)?);
+                }
             }
             Kind::Acl { lines, user, password } => {
                 let dir = crate::server::fresh_dir("acl")?;
@@ -271,6 +284,7 @@ impl Deployment {
                 (Some(sql), None) => sql.url(),
                 (None, _) => String::new(),
             },
+            Kind::Memcached { .. } => memcached_url(&self.memcached),
             _ => self.node_url(0),
         }
     }
@@ -312,6 +326,7 @@ impl Deployment {
             pids.extend(etcd.pids());
         }
         pids.extend(self.sql.as_ref().and_then(SqlServer::pid));
+        pids.extend(self.memcached.iter().filter_map(MemcachedServer::pid));
         pids
     }
 
@@ -322,6 +337,7 @@ impl Deployment {
             (Some(zk), _, _) => zk.members.len(),
             (_, Some(etcd), _) => etcd.members.len(),
             (_, _, Some(_)) => 1,
+            _ if !self.memcached.is_empty() => self.memcached.len(),
             _ => self.nodes.len(),
         }
     }
@@ -345,6 +361,10 @@ impl Deployment {
             sql.stop();
             return Ok(());
         }
+        if let Some(m) = self.memcached.get_mut(i) {
+            m.stop();
+            return Ok(());
+        }
         match &mut self.zookeeper {
             Some(zk) => zk.stop_member(i),
             None => self.nodes[i].stop(),
@@ -362,6 +382,10 @@ impl Deployment {
         if let Some(sql) = &mut self.sql {
             sql.restart()?;
             return Ok(sql.pid());
+        }
+        if let Some(m) = self.memcached.get_mut(i) {
+            m.restart()?;
+            return Ok(m.pid());
         }
         if let Some(etcd) = &mut self.etcd {
             etcd.start_member(i)?;
@@ -385,6 +409,9 @@ impl Deployment {
         let i = self.index(i)?;
         if let Some(sql) = &self.sql {
             return sql.signal(signal);
+        }
+        if let Some(m) = self.memcached.get(i) {
+            return m.signal(signal);
         }
         if let Some(etcd) = &self.etcd {
             return etcd.members[i].signal(signal);
@@ -506,6 +533,11 @@ impl Deployment {
         }
         if let Some(etcd) = &self.etcd {
             return self.describe_etcd(etcd);
+        }
+        if !self.memcached.is_empty() {
+            let nodes: Vec<Value> =
+                self.memcached.iter().map(|m| json!({"url": m.url(), "port": m.port, "pid": m.pid(), "memory_mb": m.memory_mb})).collect();
+            return json!({"kind": self.kind.name(), "url": self.url(), "nodes": nodes, "pids": self.pids()});
         }
         let nodes: Vec<Value> = self
             .nodes

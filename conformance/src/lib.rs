@@ -6,6 +6,7 @@ pub mod busy;
 pub mod deploy;
 pub mod etcd;
 pub mod fixture;
+pub mod memcached;
 pub mod ports;
 pub mod process;
 pub mod proxy;

@@ -11,6 +11,7 @@
 //! test-servers etcd [--members N] [--proxied | --tls] [-- <more etcd flags for every member>]
 //! test-servers postgres | mariadb [--proxied | --tls] [-- <more server settings, key=value>]
 //! test-servers postgres [--pgbouncer session|transaction] [--proxied | --tls] [-- ...]
+//! test-servers memcached [--servers N] [--memory MB] [-- <more memcached flags>]
 //! ```
 //!
 //! `postgres --pgbouncer MODE` also starts Debian's PgBouncer in front of the server in that pool
@@ -20,7 +21,7 @@
 //!
 //! While it runs it reads commands on stdin, one a line, and answers each with one JSON line:
 //! `stop I`, `start I`, `restart I` (kill node I and start it again on its port: a
-//! redis-server empty, a ZooKeeper or etcd member or a SQL server with its data), `pause I`, `resume I` (SIGSTOP /
+//! redis-server or memcached empty, a ZooKeeper or etcd member or a SQL server with its data), `pause I`, `resume I` (SIGSTOP /
 //! SIGCONT), `silence`, `deafen` (replies held back, requests still forwarded), `restore`
 //! (the fault proxies of `proxied` / `zookeeper --proxied` / `etcd --proxied` /
 //! `postgres --proxied` / `mariadb --proxied`),
@@ -35,7 +36,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--proxied | --tls] [-- server settings key=value]\n       test-servers postgres --pgbouncer session|transaction [--proxied | --tls] [-- server settings key=value]";
+const USAGE: &str = "usage: test-servers single|acl|replica|cluster|redlock|proxied [--replicas N] [--masters N] [--acl LINE]... [--user U] [--password P] [--tls] [-- redis-server args]\n       test-servers zookeeper [--members N] [--proxied | --tls] [-- zoo.cfg key=value lines]\n       test-servers etcd [--members N] [--proxied | --tls] [-- etcd flags]\n       test-servers postgres|mariadb [--proxied | --tls] [-- server settings key=value]\n       test-servers postgres --pgbouncer session|transaction [--proxied | --tls] [-- server settings key=value]\n       test-servers memcached [--servers N] [--memory MB] [-- memcached flags]";
 
 /// What the command line asks for.
 struct Request {
@@ -59,7 +60,7 @@ fn parse(args: &[String]) -> Result<Request, String> {
     let mut i = 1;
     while i < ours.len() {
         match ours[i].as_str() {
-            "--replicas" | "--masters" | "--members" | "--acl" | "--user" | "--password" | "--pgbouncer" => {
+            "--replicas" | "--masters" | "--members" | "--acl" | "--user" | "--password" | "--pgbouncer" | "--servers" | "--memory" => {
                 if ours.get(i + 1).is_none() {
                     return Err(format!("{} needs a value\n{USAGE}", ours[i]));
                 }
@@ -83,6 +84,10 @@ fn parse(args: &[String]) -> Result<Request, String> {
         "etcd" => Kind::Etcd { members: count("--members", 1)?, proxied: ours.iter().any(|a| a == "--proxied") },
         "postgres" => Kind::Sql { engine: Engine::Postgres, proxied: ours.iter().any(|a| a == "--proxied") },
         "mariadb" => Kind::Sql { engine: Engine::MariaDb, proxied: ours.iter().any(|a| a == "--proxied") },
+        "memcached" => Kind::Memcached {
+            servers: count("--servers", 1)?,
+            memory_mb: count("--memory", lockgate_conformance::memcached::DEFAULT_MEMORY_MB as usize)? as u32,
+        },
         "acl" => {
             let user = value("--user").unwrap_or_else(|| "app".into());
             let password = value("--password").unwrap_or_else(|| "s3cret-pw".into());

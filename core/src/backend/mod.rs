@@ -8,6 +8,8 @@
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "memcached")]
+pub mod memcached;
 pub mod redis;
 #[cfg(feature = "redlock")]
 pub mod redlock;
@@ -30,4 +32,6 @@ pub const REGISTRY: &[&Spec] = &[
     &etcd::spec::SPEC,
     #[cfg(feature = "sql")]
     &sql::spec::SPEC,
+    #[cfg(feature = "memcached")]
+    &memcached::spec::SPEC,
 ];

@@ -31,6 +31,9 @@ pub enum Backend {
     /// row per holder or waiter, named locks as doorbells.
     #[cfg(feature = "sql")]
     MySql,
+    /// memcached servers (`memcached://`): one item per lock, waiters poll.
+    #[cfg(feature = "memcached")]
+    Memcached,
 }
 
 /// One kind of service a backend folder serves (the Redis folder serves two: one server and a

@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(
             Backend::all_schemes(),
             "redis://, rediss://, redis+cluster://, rediss+cluster://, redlock://, rediss+redlock://, \
-             zookeeper://, zookeeper+tls://, etcd://, etcds://, postgres://, postgresql://, mysql://, mariadb://"
+             zookeeper://, zookeeper+tls://, etcd://, etcds://, postgres://, postgresql://, mysql://, mariadb://, memcached://"
         );
     }
 

@@ -1,0 +1,432 @@
+//! The memcached backend's calls, in the engine's words (PROTOCOL.md §12):
+//!
+//! - **acquire**: `add` the lock's item with the owner token as value and the lease as expiry
+//!   ([`exptime`]): `STORED` is a grant, `NOT_STORED` a refusal, retried after
+//!   [`MemcachedBackend::retry_delay`] (polling: memcached pushes nothing);
+//! - **renew / extend**: `gets` the item; if it still holds the token, `cas` it back with the new
+//!   expiry; gone or someone else's: the lease is lost (an expired or evicted item is never
+//!   written again, so nothing is resurrected);
+//! - **release / undo**: the same `gets`, then a `cas` with an expiry in the past, which stores
+//!   the item already expired: a delete that happens only if the item is still the caller's.
+//!
+//! A `cas` answered `EXISTS` (the item changed between the two commands: a renewal of the same
+//! lease overtook it) reads again, a few times at most.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::key::{item_key, server_for};
+use super::request::{McAnswer, McCommand, McReply, McRequest};
+use crate::engine::{
+    Action, Answer, Attempt, Backend, Ctx, Done, LockEngine, Purpose, Release, Renewal, RequestId, Signal, Verdict,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::{self, whole_millis, LockOptions};
+use crate::primitive::Primitive;
+use crate::random::RandomSource;
+use crate::time::{Duration, Instant};
+
+/// The longest expiry memcached takes as relative seconds (a larger one is a Unix time).
+pub const MAX_EXPTIME: i64 = 30 * 24 * 3600;
+/// What [`exptime`] adds to a lease rounded up to whole seconds: memcached's clock counts whole
+/// seconds, is advanced by a timer once a second, and an item expires once that clock reaches
+/// its expiry; so an item stored with expiry `n` may be gone as little as `n - 2` s after the
+/// server took it (the clock may have been due to tick, lagging almost a second, when it was
+/// stored). Two seconds more make the lease certain.
+pub const CLOCK_SLACK_SECS: i64 = 2;
+/// The longest lease (or extend) an item can carry: its [`exptime`] must stay relative.
+pub const MAX_LEASE: Duration = Duration::from_secs((MAX_EXPTIME - CLOCK_SLACK_SECS - 1) as u64);
+/// Waiters poll: the pause before another `add` starts at the engine's first backoff (20 ms)
+/// and doubles up to this cap, each pause drawn uniformly from its upper half (jitter). So a
+/// waiter sends at most 1 / (`POLL_CAP` / 2) = 10 commands a second once at the cap, and at
+/// most 12 in its first second; a release is seen within `POLL_CAP` by every waiter.
+pub const POLL_CAP: Duration = Duration::from_millis(200);
+/// How often a renewal, extend or release reads again after a `cas` answered `EXISTS`.
+const MAX_TRIES: u32 = 8;
+
+/// The memcached expiry (whole seconds) that keeps an item for at least `lease`: the lease
+/// rounded up, plus [`CLOCK_SLACK_SECS`].
+pub fn exptime(lease: Duration) -> i64 {
+    let ms = whole_millis(lease).min(MAX_EXPTIME as u64 * 1000) as i64;
+    (ms + 999) / 1000 + CLOCK_SLACK_SECS
+}
+
+/// Checks a lease or extend for memcached: the generic range, and short enough that its
+/// [`exptime`] is still relative.
+pub fn check_lease(lease: Duration) -> Result<()> {
+    options::validate_lease(lease)?;
+    if lease > MAX_LEASE {
+        return Err(Error::invalid(format!(
+            "a memcached lease is at most {} s (memcached reads an expiry over 30 days as a date, and each \
+             item is kept {CLOCK_SLACK_SECS} s longer than its lease)",
+            MAX_LEASE.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// Settings of one memcached client's engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemcachedConfig {
+    /// Prepended to every key (the client's `key_prefix`, default `lockgate:`).
+    pub key_prefix: String,
+    /// The servers as `host:port`, in the URL's order (keys are spread over these names).
+    pub servers: Vec<String>,
+}
+
+impl MemcachedConfig {
+    /// Checks the prefix and the server list.
+    pub fn validate(&self) -> Result<()> {
+        options::validate_prefix(&self.key_prefix)?;
+        if self.servers.is_empty() {
+            return Err(Error::invalid("a memcached client needs at least one server"));
+        }
+        Ok(())
+    }
+}
+
+/// One lock on the wire: its item's key and the server holding it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemcachedTarget {
+    /// The item's key.
+    pub key: String,
+    /// The server's index.
+    pub server: usize,
+}
+
+/// The lock engine over memcached servers. Requests name their server; requests to one server
+/// must be performed in emission order on one connection.
+pub type MemcachedEngine = LockEngine<MemcachedBackend>;
+
+impl LockEngine<MemcachedBackend> {
+    /// A new engine for `config`. `rng` mints owner tokens and polling jitter.
+    pub fn new(config: MemcachedConfig, rng: Box<dyn RandomSource>) -> Result<Self> {
+        Ok(LockEngine::with_backend(MemcachedBackend::new(config)?, rng))
+    }
+}
+
+/// What a call is waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The `add` of an attempt (granting `lease`).
+    Add { lease: Duration },
+    /// The `gets` before a write.
+    Read,
+    /// The `cas` of a write.
+    Write,
+}
+
+/// What a renewal, extend or release writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Goal {
+    /// The item's new expiry.
+    Keep(i64),
+    /// Delete it (an expiry in the past).
+    Drop,
+}
+
+/// One engine call on the wire.
+#[derive(Debug)]
+struct Call {
+    purpose: Purpose,
+    target: Arc<MemcachedTarget>,
+    token: Arc<str>,
+    goal: Goal,
+    step: Step,
+    tries: u32,
+    sent: Instant,
+}
+
+/// A call waiting for the call of its token in progress (the engine's calls of one token run
+/// one at a time: an undo never races the retry after it, a release never races a renewal).
+#[derive(Debug)]
+struct Queued {
+    purpose: Purpose,
+    target: Arc<MemcachedTarget>,
+    token: Arc<str>,
+    what: What,
+}
+
+/// What a queued call does.
+#[derive(Clone, Copy, Debug)]
+enum What {
+    Acquire(Duration),
+    Extend(Duration),
+    Release,
+}
+
+/// The memcached backend: the calls on the wire and which owner tokens may have an item.
+pub struct MemcachedBackend {
+    config: MemcachedConfig,
+    calls: HashMap<RequestId, Call>,
+    /// Per token with a call in progress, the calls waiting behind it.
+    busy: HashMap<Arc<str>, std::collections::VecDeque<Queued>>,
+    /// Tokens whose item may exist: an `add` was sent and not answered `NOT_STORED`, and no
+    /// release has found the item gone since. A release or undo of any other token settles at
+    /// once: a refused poll costs one command, not a read besides.
+    maybe_stored: HashSet<Arc<str>>,
+    /// Of those, the tokens whose `add` got no answer (a later `NOT_STORED` of the same token
+    /// may then be its own item).
+    uncertain: HashSet<Arc<str>>,
+}
+
+impl MemcachedBackend {
+    /// A backend for `config` (validated).
+    pub fn new(config: MemcachedConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(MemcachedBackend { config, calls: HashMap::new(), busy: HashMap::new(), maybe_stored: HashSet::new(), uncertain: HashSet::new() })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemcachedConfig {
+        &self.config
+    }
+
+    /// The target of lock `name` (its key and server).
+    pub fn target_of(&self, name: &str) -> MemcachedTarget {
+        let key = item_key(&self.config.key_prefix, name);
+        let server = server_for(&self.config.servers, &key);
+        MemcachedTarget { key, server }
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<'_, McRequest>, mut call: Call, step: Step, command: McCommand) {
+        let id = ctx.ids.request();
+        call.step = step;
+        call.sent = ctx.now;
+        ctx.out.push_back(McRequest { id, server: call.target.server, command });
+        self.calls.insert(id, call);
+    }
+
+    fn read(&mut self, ctx: &mut Ctx<'_, McRequest>, call: Call) {
+        let key = call.target.key.clone();
+        self.send(ctx, call, Step::Read, McCommand::Gets { key });
+    }
+
+    /// The item is no longer the token's (gone, expired, evicted, someone else's).
+    fn gone(&mut self, call: &Call, answers: &mut Vec<Answer>) {
+        let verdict = match call.goal {
+            Goal::Keep(_) => Verdict::Renewal(Renewal::Refused {
+                subject: "the lock's item expired, was evicted or deleted, or another owner holds it".into(),
+            }),
+            Goal::Drop => {
+                self.forget(&call.token);
+                Verdict::Release(Release::Done { was_held: false })
+            }
+        };
+        answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict });
+    }
+
+    fn forget(&mut self, token: &Arc<str>) {
+        self.maybe_stored.remove(token);
+        self.uncertain.remove(token);
+    }
+
+    /// A transport failure of a renewal, extend or release.
+    fn failed(call: &Call, error: Error, answers: &mut Vec<Answer>) {
+        let verdict = match call.goal {
+            Goal::Keep(_) => Verdict::Renewal(Renewal::Transient(error)),
+            Goal::Drop => Verdict::Release(Release::Unconfirmed { error, retry: true }),
+        };
+        answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict });
+    }
+
+    fn on_add(&mut self, call: Call, lease: Duration, reply: McReply, answers: &mut Vec<Answer>) {
+        let attempt = match reply {
+            Ok(McAnswer::Stored) => {
+                self.uncertain.remove(&call.token);
+                Attempt::Granted { fence: None, granted: lease }
+            }
+            Ok(McAnswer::NotStored) => {
+                if !self.uncertain.contains(&call.token) {
+                    self.maybe_stored.remove(&call.token);
+                }
+                Attempt::Refused { why: "the lock's item exists (another owner holds it)".into() }
+            }
+            Ok(other) => {
+                self.uncertain.insert(Arc::clone(&call.token));
+                Attempt::Failed { error: Error::protocol(format!("add answered {other:?}")), undo: true }
+            }
+            Err(error) => {
+                self.uncertain.insert(Arc::clone(&call.token));
+                let why = Some(format!("memcached did not answer the add: {}", error.message()));
+                Attempt::Transient { error, why, undo: true }
+            }
+        };
+        answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict: Verdict::Attempt(attempt) });
+    }
+
+    fn on_read(&mut self, ctx: &mut Ctx<'_, McRequest>, call: Call, reply: McReply, answers: &mut Vec<Answer>) {
+        match reply {
+            Ok(McAnswer::Value { value, cas }) if value == call.token.as_bytes() => {
+                let (key, value) = (call.target.key.clone(), call.token.to_string());
+                let exptime = match call.goal {
+                    Goal::Keep(e) => e,
+                    Goal::Drop => -1,
+                };
+                self.send(ctx, call, Step::Write, McCommand::Cas { key, value, exptime, cas });
+            }
+            Ok(McAnswer::Value { .. } | McAnswer::Miss) => self.gone(&call, answers),
+            Ok(other) => Self::failed(&call, Error::protocol(format!("gets answered {other:?}")), answers),
+            Err(e) => Self::failed(&call, e, answers),
+        }
+    }
+
+    fn on_write(&mut self, ctx: &mut Ctx<'_, McRequest>, mut call: Call, reply: McReply, answers: &mut Vec<Answer>) {
+        match reply {
+            Ok(McAnswer::Stored) => {
+                let verdict = match call.goal {
+                    Goal::Keep(_) => Verdict::Renewal(Renewal::Confirmed),
+                    Goal::Drop => {
+                        self.forget(&call.token);
+                        Verdict::Release(Release::Done { was_held: true })
+                    }
+                };
+                answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict });
+            }
+            Ok(McAnswer::Exists) if call.tries + 1 < MAX_TRIES => {
+                call.tries += 1;
+                self.read(ctx, call);
+            }
+            Ok(McAnswer::Exists) => {
+                let e = Error::new(ErrorKind::Connection, "the lock's item kept changing between gets and cas");
+                Self::failed(&call, e, answers);
+            }
+            Ok(McAnswer::NotFound) => self.gone(&call, answers),
+            Ok(other) => Self::failed(&call, Error::protocol(format!("cas answered {other:?}")), answers),
+            Err(e) => Self::failed(&call, e, answers),
+        }
+    }
+}
+
+impl MemcachedBackend {
+    /// Starts `q` (its token's turn came).
+    fn start(&mut self, ctx: &mut Ctx<'_, McRequest>, q: Queued, answers: &mut Vec<Answer>) {
+        let Queued { purpose, target, token, what } = q;
+        let call = |goal| Call { purpose, target: Arc::clone(&target), token: Arc::clone(&token), goal, step: Step::Read, tries: 0, sent: ctx.now };
+        match what {
+            What::Acquire(lease) => {
+                self.maybe_stored.insert(Arc::clone(&token));
+                let command = McCommand::Add { key: target.key.clone(), value: token.to_string(), exptime: exptime(lease) };
+                let c = call(Goal::Drop);
+                self.send(ctx, c, Step::Add { lease }, command);
+            }
+            What::Extend(duration) => {
+                let c = call(Goal::Keep(exptime(duration)));
+                self.read(ctx, c);
+            }
+            What::Release if !self.maybe_stored.contains(&token) => {
+                // Its every add was refused: there is nothing of it to remove.
+                let verdict = Verdict::Release(Release::Done { was_held: false });
+                answers.push(Answer { purpose, sent: ctx.now, verdict });
+                self.next(ctx, &token, answers);
+            }
+            What::Release => {
+                let c = call(Goal::Drop);
+                self.read(ctx, c);
+            }
+        }
+    }
+
+    /// The call of `token` in progress settled: starts the next one waiting, if any.
+    fn next(&mut self, ctx: &mut Ctx<'_, McRequest>, token: &Arc<str>, answers: &mut Vec<Answer>) {
+        let next = self.busy.get_mut(token).and_then(std::collections::VecDeque::pop_front);
+        match next {
+            Some(q) => self.start(ctx, q, answers),
+            None => {
+                self.busy.remove(token);
+            }
+        }
+    }
+}
+
+impl Backend for MemcachedBackend {
+    type Target = MemcachedTarget;
+    type Request = McRequest;
+    type Reply = McReply;
+    /// memcached pushes nothing: waiters poll.
+    type Notice<'a> = std::convert::Infallible;
+    type Outcome = Done;
+
+    fn target(&self, name: &str, primitive: &Primitive, options: &LockOptions) -> Result<MemcachedTarget> {
+        if *primitive != Primitive::Mutex {
+            return Err(Error::unsupported(
+                "a memcached client offers mutexes only: a semaphore, read-write lock or election needs several \
+                 items kept consistent, and memcached may evict any of them (PROTOCOL.md §12)",
+            ));
+        }
+        check_lease(options.lease)?;
+        Ok(self.target_of(name))
+    }
+
+    fn check_extend(&self, duration: Duration) -> Result<()> {
+        check_lease(duration)
+    }
+
+    fn check_observe(&self) -> Result<()> {
+        Err(Error::unsupported("observing a leader is not supported by a memcached client: it has no elections"))
+    }
+
+    /// One percent of the lease, for the rate difference of this client's clock and the
+    /// server's (the item's whole-second expiry is covered by [`CLOCK_SLACK_SECS`]).
+    fn drift(&self, d: Duration) -> Duration {
+        d / 100
+    }
+
+    /// Capped exponential backoff with jitter: see [`POLL_CAP`].
+    fn retry_delay(&self, backoff: &mut Duration, rng: &mut dyn RandomSource) -> Duration {
+        let step = (*backoff).clamp(Duration::from_millis(2), POLL_CAP);
+        *backoff = (step * 2).min(POLL_CAP);
+        let half = step / 2;
+        let span = whole_millis(step - half);
+        half + Duration::from_millis(rng.next_u64() % (span + 1))
+    }
+
+    fn session_reply(&mut self, _reply: McReply) -> Result<()> {
+        // No session (open_session returns None): no reply is routed here.
+        Ok(())
+    }
+
+    fn call(&mut self, ctx: &mut Ctx<'_, McRequest>, purpose: Purpose, action: Action<'_, MemcachedTarget>, answers: &mut Vec<Answer>) {
+        let queued = match action {
+            Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
+            Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
+            Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },
+            Action::Observe { .. } => {
+                // check_observe refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("observing a leader is not supported by a memcached client");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Observed(Err(e)) });
+                return;
+            }
+        };
+        if let Some(waiting) = self.busy.get_mut(&queued.token) {
+            waiting.push_back(queued);
+            return;
+        }
+        self.busy.insert(Arc::clone(&queued.token), std::collections::VecDeque::new());
+        self.start(ctx, queued, answers);
+    }
+
+    fn on_reply(&mut self, ctx: &mut Ctx<'_, McRequest>, id: RequestId, reply: McReply, answers: &mut Vec<Answer>) {
+        let Some(call) = self.calls.remove(&id) else {
+            return;
+        };
+        let token = Arc::clone(&call.token);
+        let settled = answers.len();
+        match call.step {
+            Step::Add { lease } => self.on_add(call, lease, reply, answers),
+            Step::Read => self.on_read(ctx, call, reply, answers),
+            Step::Write => self.on_write(ctx, call, reply, answers),
+        }
+        if answers.len() > settled {
+            self.next(ctx, &token, answers);
+        }
+    }
+
+    fn on_notice(&mut self, _ctx: &mut Ctx<'_, McRequest>, notice: std::convert::Infallible, _answers: &mut Vec<Answer>) -> Signal {
+        match notice {}
+    }
+
+    fn is_idle(&self) -> bool {
+        self.calls.is_empty() && self.busy.is_empty()
+    }
+}
