@@ -17,6 +17,7 @@ use lockgate_core::time::{Duration, Instant};
 use lockgate_core::etcd::{EtcdBackend, EtcdConfig, EtcdEngine, EtcdOp, EtcdReply, EtcdRequest, KeyValue, Order, TxnOp, TxnReply};
 use lockgate_core::sql::{Dialect, EntryRow, Schema, SqlBackend, SqlConfig, SqlEngine, SqlOp, SqlReply, SqlRequest};
 use lockgate_core::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
+use lockgate_core::backend::memcached::{McAnswer, McCommand, McRequest, MemcachedBackend, MemcachedConfig, MemcachedEngine};
 use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
 
 /// A server that grants every attempt and confirms everything else, for one backend.
@@ -44,6 +45,46 @@ impl GrantAll for RedlockBackend {
     type Server = ();
     fn grant(_: &mut (), NodeRequest { id, .. }: NodeRequest) -> (RequestId, Self::Reply) {
         (id, Ok(Reply::Int(1)))
+    }
+}
+
+/// One memcached server's items: `add` stores an absent key, `gets` reads it with its cas
+/// unique, `cas` stores (or, with a negative expiry, deletes) an item still at that unique.
+#[derive(Default)]
+struct McItems {
+    next_cas: u64,
+    items: std::collections::HashMap<String, (String, u64)>,
+}
+
+impl GrantAll for MemcachedBackend {
+    type Server = McItems;
+    fn grant(s: &mut McItems, McRequest { id, command, .. }: McRequest) -> (RequestId, Self::Reply) {
+        let answer = match command {
+            McCommand::Add { key, value, .. } if !s.items.contains_key(&key) => {
+                s.next_cas += 1;
+                s.items.insert(key, (value, s.next_cas));
+                McAnswer::Stored
+            }
+            McCommand::Add { .. } => McAnswer::NotStored,
+            McCommand::Gets { key } => match s.items.get(&key) {
+                Some((value, cas)) => McAnswer::Value { value: value.clone().into_bytes(), cas: *cas },
+                None => McAnswer::Miss,
+            },
+            McCommand::Cas { key, value, exptime, cas } => match s.items.get(&key) {
+                Some((_, current)) if *current == cas => {
+                    if exptime < 0 {
+                        s.items.remove(&key);
+                    } else {
+                        s.next_cas += 1;
+                        s.items.insert(key, (value, s.next_cas));
+                    }
+                    McAnswer::Stored
+                }
+                Some(_) => McAnswer::Exists,
+                None => McAnswer::NotFound,
+            },
+        };
+        (id, Ok(answer))
     }
 }
 
@@ -249,6 +290,10 @@ fn every_backend_offers_what_its_capabilities_say() {
             Scheme::Postgres | Scheme::MySql => {
                 let backend = SqlBackend::new(SqlConfig::new(Schema::default_for(Dialect::MySql)));
                 agrees::<SqlBackend>(SqlEngine::with_backend(backend, rng()), caps)
+            }
+            Scheme::Memcached => {
+                let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["127.0.0.1:11211".into()] };
+                agrees::<MemcachedBackend>(MemcachedEngine::new(config, rng()).unwrap(), caps)
             }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),
         }
