@@ -32,6 +32,15 @@ local function label(token, text, ms)
     keep_waiters(ms)
   end
 end
+-- While nobody holds the lock, every label of a token no longer queued is stale (a holder whose
+-- key expired, a waiter skipped dead or by an older client): removed before the turn passes on.
+local function prune()
+  for _, field in ipairs(redis.call('HKEYS', KEYS[4])) do
+    if string.sub(field, 1, 2) == 'l:' and not redis.call('ZSCORE', KEYS[3], string.sub(field, 3)) then
+      redis.call('HDEL', KEYS[4], field)
+    end
+  end
+end
 -- Hand a free lock to the oldest live waiter and wake only that waiter. Returns the waiter's
 -- token, or false if nobody live was waiting. Reads the clock only when someone is queued.
 local function promote(t_us, retention_ms)
@@ -45,7 +54,7 @@ local function promote(t_us, retention_ms)
     if entry then
       local deadline, lease, channel = string.match(entry, '^(%d+)|(%d+)|(.+)$')
       if deadline and tonumber(deadline) >= math.floor(t_us / 1000) then
-        keep_waiters(lease)
+        if redis.call('HEXISTS', KEYS[4], 'l:' .. head) == 1 then keep_waiters(lease) end
         local f = grant(head, lease, t_us, retention_ms)
         redis.call('PUBLISH', channel, 'granted ' .. head .. ' ' .. f)
         return head
@@ -74,16 +83,9 @@ local holder = redis.call('GET', KEYS[1])
 local t_us
 if not holder then
   t_us = now_us()
+  prune()
   holder = promote(t_us, ARGV[6])
   if not holder then
-    -- A free lock: labels of tokens no longer queued (a holder that expired, a waiter skipped
-    -- by an older client) go before the caller's is written.
-    local fields = redis.call('HKEYS', KEYS[4])
-    for _, field in ipairs(fields) do
-      if string.sub(field, 1, 2) == 'l:' and not redis.call('ZSCORE', KEYS[3], string.sub(field, 3)) then
-        redis.call('HDEL', KEYS[4], field)
-      end
-    end
     label(token, ARGV[7], ARGV[2])
     local f = grant(token, ARGV[2], t_us, ARGV[6])
     return {1, f, tonumber(ARGV[2])}
@@ -135,7 +137,10 @@ if holder == token then
 end
 redis.call('ZREM', KEYS[3], token)
 redis.call('HDEL', KEYS[4], token)
-if not holder then promote(nil, ARGV[2]) end
+if not holder then
+  prune()
+  promote(nil, ARGV[2])
+end
 return 0
 "#
     ),
