@@ -26,7 +26,7 @@ use super::store::Res;
 /// pass no label, and no script decision reads it; the lock key (`KEYS[1]`) behaves as before.
 pub const MODELLED: [(&str, &str); 3] = [
     ("REDLOCK_ACQUIRE", "7b7c9fd01510695225b0daa44a079ee0796f79c3"),
-    ("REDLOCK_RELEASE", "49b2075619bf4b92e3908521f09db1cee1ff855b"),
+    ("REDLOCK_RELEASE", "e96b566a74a6090315e491a0b8e0f0e3a19a074d"),
     ("REDLOCK_EXTEND", "7bea6bd11de4f4d2835ef567ba292f40905ebf2d"),
 ];
 

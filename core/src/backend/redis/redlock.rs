@@ -51,13 +51,16 @@ pub fn owner_value(token: &str, masters: usize) -> String {
 }
 
 /// Deletes the lock (and its label) on one master if `ARGV[1]` owns it. Returns `1` if it did,
-/// else `0`. `KEYS` as for [`ACQUIRE`].
+/// else `0`. A label whose lock key is gone there (deleted behind its holder's back) is deleted
+/// too: it labels nobody. `KEYS` as for [`ACQUIRE`].
 pub static RELEASE: Script = Script::new(
     "REDLOCK_RELEASE",
-    r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
+    r#"local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   return 1
 end
+if not holder then redis.call('DEL', KEYS[2]) end
 return 0
 "#,
 );
