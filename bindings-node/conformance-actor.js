@@ -143,6 +143,7 @@ class Actor {
           if (present(given.replica_acks)) options.replicaAcks = { replicas: given.replica_acks };
           if (present(given.max_lease_ms)) options.maxLeaseMs = given.max_lease_ms;
           if (present(given.session_timeout_ms)) options.sessionTimeoutMs = given.session_timeout_ms;
+          if (present(given.label)) options.label = given.label;
           const client = await lockgate.connect(op.url ?? '', options);
           if (this.client) await this.client.close();
           this.client = client;

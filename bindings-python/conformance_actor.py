@@ -43,6 +43,7 @@ OPTIONS = {
     "replica_acks": "replica_acks",
     "max_lease_ms": "max_lease",
     "session_timeout_ms": "session_timeout",
+    "label": "label",
 }
 
 

@@ -66,6 +66,12 @@ export interface BaseClientOptions {
   redisOptions?: RedisOptions;
   /** PEM root certificate(s) to trust for TLS URLs (`rediss://`, ...) instead of the system store. */
   tlsCaPem?: string | Uint8Array;
+  /**
+   * Who this client is, stored with every lock entry it creates for an operator to read
+   * (default `<hostname>:<pid>`; at most 256 bytes of UTF-8, no control characters, never a
+   * credential). PROTOCOL.md says where each backend keeps it.
+   */
+  label?: string;
 }
 
 /**
@@ -151,7 +157,7 @@ export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'session
  * A SQL client (`postgres://`, `mysql://` URLs): locks are rows of one table, configured by the URL's
  * parameters (`table_prefix`, `schema`, `sslmode` / `ssl-mode`); `commandTimeoutMs` bounds one batch.
  */
-export type SqlClientOptions = Pick<BaseClientOptions, 'connectTimeoutMs' | 'commandTimeoutMs' | 'tlsCaPem'>;
+export type SqlClientOptions = Pick<BaseClientOptions, 'connectTimeoutMs' | 'commandTimeoutMs' | 'tlsCaPem' | 'label'>;
 
 /** Options of `connect(url, options)`. */
 export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions;

@@ -8,8 +8,11 @@ const errors = require('./errors');
 const { Driver, SHAPES, now } = require('./driver');
 const fs = require('node:fs');
 const path = require('node:path');
+const os = require('node:os');
 
 const { invalid, makeError } = errors;
+// The core's default holder label is `<hostname>:<pid>`; only JS can ask for them here.
+wasm.setProcessIdentity(os.hostname(), process.pid);
 const INTERNAL = Symbol('lockgate.internal');
 /** A Lock's method that frees the place of a lease released through it (see HandleLeases). */
 const FREE = Symbol('lockgate.free');

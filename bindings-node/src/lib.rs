@@ -504,3 +504,10 @@ pub fn close_grace_ms() -> f64 {
 pub fn leave_scope(name: &str, token: Option<u64>, was_held: bool, exception_in_flight: bool, lost: Option<String>) -> JsResult<()> {
     js(lockgate_core::scope::leave(name, token, was_held, exception_in_flight, lost.as_deref()))
 }
+
+/// This process's host name and pid, for the core's default holder label `<hostname>:<pid>`
+/// (`lockgate_core::label`): the wasm core cannot ask the OS. `lib/index.js` calls it once at load.
+#[wasm_bindgen(js_name = setProcessIdentity)]
+pub fn set_process_identity(hostname: &str, pid: u32) {
+    lockgate_core::label::set_process_identity(hostname, pid);
+}

@@ -435,7 +435,13 @@ async fn execute(plan: &Plan, v: &mut Variant, s: &Scenario, assignment: &[&Acto
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             } else if step.get("fixture").is_some() {
                 let op = Op::parse(step, |l| ctx.lock_name(l)).map_err(at)?;
-                tokio::task::block_in_place(|| v.fixture.apply(&op)).map_err(at)?;
+                tokio::task::block_in_place(|| match &op {
+                    Op::ExpectLabels { lock, structure, labels } => {
+                        lockgate_conformance::fixture::expect_labels(v.fixture.as_mut(), lock, *structure, labels)
+                    }
+                    _ => v.fixture.apply(&op),
+                })
+                .map_err(at)?;
             } else if let Some(who) = step.get("crash").and_then(Value::as_str) {
                 actors.get_mut(who).ok_or_else(|| at(format!("unknown actor {who}")))?.crash().await;
             } else if let Some(who) = step.get("pause").and_then(Value::as_str) {

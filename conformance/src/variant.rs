@@ -73,7 +73,8 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// can be restarted empty), `redlock` (independent masters: `master: i` steps and `connect` over
 /// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members),
 /// `etcd` (an etcd fixture), `sql` (a SQL fixture: PostgreSQL or MariaDB), `memcached` (a
-/// memcached fixture).
+/// memcached fixture), `labels` (the backend stores each client's `label` with its entries and
+/// the fixture reads them: `expect_labels`).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -108,15 +109,15 @@ pub struct Spec {
 /// and etcd in one, cluster, Redlock, the standalone ZooKeeper and etcd-cluster in the other,
 /// so both take about as long; PostgreSQL joins the first and MariaDB the second.
 pub fn all() -> Vec<Spec> {
-    let redis = &["redis", "transient_errors"];
+    let redis = &["redis", "transient_errors", "labels"];
     vec![
-        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart"]), subset: Runs::All, default: true, kind: Kind::Single },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels"]), subset: Runs::All, default: true, kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: Runs::All, default: true, kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
         Spec {
             name: "zookeeper-ensemble",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble", "labels"]),
             subset: Runs::Only(ENSEMBLE_SUBSET),
             default: true,
            
@@ -124,7 +125,7 @@ pub fn all() -> Vec<Spec> {
         },
         Spec {
             name: "zookeeper",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels"]),
             subset: Runs::All,
             default: true,
            
@@ -133,14 +134,14 @@ pub fn all() -> Vec<Spec> {
         // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
-            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Etcd { members: 1, proxied: false },
         },
         Spec {
             name: "etcd-cluster",
-            capabilities: with(library(Backend::Etcd, false), &["etcd"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "labels"]),
             subset: Runs::Only(ENSEMBLE_SUBSET),
             default: true,
             kind: Kind::Etcd { members: ETCD_MEMBERS, proxied: false },
@@ -149,14 +150,14 @@ pub fn all() -> Vec<Spec> {
         // fault proxy where a scenario needs it.
         Spec {
             name: "postgres",
-            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy"]),
+            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::Postgres, proxied: false },
         },
         Spec {
             name: "mariadb",
-            capabilities: with(library(Backend::MySql, false), &["sql", "proxy"]),
+            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::MariaDb, proxied: false },

@@ -240,7 +240,7 @@ impl World {
             server: Etcd::default(),
             clients: (0..clients)
                 .map(|i| {
-                    let backend = EtcdBackend::new(EtcdConfig { session_ttl: ttl }).unwrap();
+                    let backend = EtcdBackend::new(EtcdConfig { session_ttl: ttl, ..EtcdConfig::default() }).unwrap();
                     LockEngine::with_backend(backend, Box::new(SeededRandom::new(i as u64 + 1)))
                 })
                 .collect(),

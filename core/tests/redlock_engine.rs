@@ -40,13 +40,16 @@ impl Master {
             }
             script
         };
-        let (key, token) = (s(3), s(4));
+        // EVAL[SHA] body numkeys KEYS.. ARGV..: the lock key first (its label key is not modelled).
+        let keys: usize = s(2).parse().unwrap();
+        let arg = |i: usize| s(2 + keys + i);
+        let (key, token) = (s(3), arg(1));
         self.keys.retain(|_, (_, exp)| *exp > now);
         let held = self.keys.get(&key).map(|(t, _)| t.clone());
         match script.name {
             "REDLOCK_ACQUIRE" => {
-                let lease: u64 = s(5).parse().unwrap();
-                let max: u64 = s(6).parse().unwrap();
+                let lease: u64 = arg(2).parse().unwrap();
+                let max: u64 = arg(3).parse().unwrap();
                 assert_eq!(max, max_lease_of_test.as_millis() as u64);
                 let up_s = now.saturating_duration_since(self.started).as_secs();
                 if up_s * 1000 < max + 1000 {
@@ -64,7 +67,7 @@ impl Master {
                 Reply::Int(1)
             }
             "REDLOCK_EXTEND" => {
-                let ms: u64 = s(5).parse().unwrap();
+                let ms: u64 = arg(2).parse().unwrap();
                 if held.as_deref() == Some(token.as_str()) {
                     self.keys.insert(key, (token, now + Duration::from_millis(ms)));
                     Reply::Int(1)

@@ -100,7 +100,7 @@ fn make_handle(client: &Client, name: &str, op: &Value) -> Result<Handle, Error>
 }
 
 /// Client options from a `connect` step: `options.{prefix, replica_acks, max_lease_ms,
-/// session_timeout_ms}` (and the top-level `prefix` of protocol 1), each handed to the
+/// session_timeout_ms, label}` (and the top-level `prefix` of protocol 1), each handed to the
 /// library's one setter under the Rust name; the library rejects bad values.
 fn client_options(url: &str, op: &Value) -> Result<ClientOptions, Error> {
     let mut o = ClientOptions::new(url);
@@ -117,6 +117,12 @@ fn client_options(url: &str, op: &Value) -> Result<ClientOptions, Error> {
     }
     if let Some(ms) = given.get("session_timeout_ms").and_then(Value::as_f64) {
         o.set("session_timeout", OptionValue::Number(ms / 1000.0), &Spelling::RUST)?;
+    }
+    match given.get("label") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => o.set("label", OptionValue::Str(s.clone()), &Spelling::RUST)?,
+        // Anything else goes through as it came, for the library to refuse.
+        Some(other) => o.set("label", OptionValue::Number(other.as_f64().unwrap_or(f64::NAN)), &Spelling::RUST)?,
     }
     Ok(o)
 }

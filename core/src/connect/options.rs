@@ -121,6 +121,11 @@ pub struct ClientOptions {
     /// "etcd"). One option for both: it is the same thing, how long the backend keeps a silent
     /// client's locks.
     pub session_timeout: Option<Duration>,
+    /// Who this client is, stored with every entry it creates (holders and waiters of every
+    /// primitive) for an operator to read: `None` is the default, `<hostname>:<pid>`
+    /// ([`label`](Self::label)). At most 256 bytes of UTF-8, no control characters
+    /// ([`crate::label::check_label`]); never put a credential in it.
+    pub label: Option<String>,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
     /// applied when the count comes, refused by `validate` if it never does.
     pub(crate) replica_ack_timeout_alone: Option<Duration>,
@@ -144,6 +149,7 @@ impl ClientOptions {
             retry_delay: None,
             retry_jitter: None,
             session_timeout: None,
+            label: None,
             replica_ack_timeout_alone: None,
         }
     }
@@ -154,6 +160,9 @@ impl ClientOptions {
 /// the backend's rule).
 pub(crate) fn check_common(o: &ClientOptions, spelling: &Spelling) -> Result<()> {
     options::validate_prefix(&o.key_prefix)?;
+    if let Some(label) = &o.label {
+        crate::label::check_label(label, spelling.key(ClientOption::Label))?;
+    }
     check_timeout(spelling, spelling.connect_timeout, o.connect_timeout)?;
     check_timeout(spelling, spelling.response_timeout, o.response_timeout)?;
     if o.replica_ack_timeout_alone.is_some() && o.replica_acks.is_none() {
@@ -241,6 +250,12 @@ pub(crate) fn custom_key_prefix(o: &ClientOptions) -> bool {
 }
 
 impl ClientOptions {
+    /// The label this client stores with its entries: the one given, else this process's
+    /// `<hostname>:<pid>` ([`crate::label::default_label`]).
+    pub fn label(&self) -> String {
+        self.label.clone().unwrap_or_else(crate::label::default_label)
+    }
+
     /// The Redlock settings that were given (not left to their defaults).
     fn redlock_settings_given(&self) -> Vec<ClientOption> {
         [
@@ -332,7 +347,13 @@ mod tests {
         let o = ClientOptions::new("redis://h");
         assert_eq!((o.connect_timeout, o.response_timeout, o.cluster), (DEFAULT_TIMEOUT, DEFAULT_TIMEOUT, false));
         assert_eq!((o.key_prefix.as_str(), o.replica_acks, o.tls_ca_pem.is_none()), ("lockgate:", None, true));
+        // The label: this process's `<hostname>:<pid>` unless given; checked by validate too.
+        assert_eq!(o.label(), crate::label::default_label());
+        assert!(o.label().ends_with(&format!(":{}", std::process::id())));
         o.validate().unwrap();
+        let mut bad = o.clone();
+        bad.label = Some("tab\there".into());
+        assert_eq!(message(bad.validate_as(&Spelling::JAVA)), "label must not contain control characters (one at character 3)");
         // A count alone: the same 1 s WAIT in every binding.
         for s in [Spelling::RUST, Spelling::PYTHON, Spelling::JAVA, Spelling::JS] {
             assert_eq!(
@@ -462,6 +483,7 @@ mod tests {
         let zk = ClientOptions::new("zookeeper://u:secret@h1:2181,h2/app");
         zk.validate().unwrap();
         assert_eq!(zk.zookeeper_config().unwrap().session_timeout, Duration::from_secs(30));
+        assert_eq!(zk.zookeeper_config().unwrap().label, crate::label::default_label());
         let caps = zk.capabilities().unwrap();
         assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
         assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);
@@ -524,6 +546,9 @@ mod tests {
         let etcd = ClientOptions::new("etcd://u:secret@h1:2379,h2");
         etcd.validate().unwrap();
         assert_eq!(etcd.etcd_config().unwrap().session_ttl, Duration::from_secs(30));
+        let mut named = etcd.clone();
+        named.set("label", Str("api-3".into()), &Spelling::PYTHON).unwrap();
+        assert_eq!(named.etcd_config().unwrap().label, "api-3");
         let caps = etcd.capabilities().unwrap();
         assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe);
         assert!(!caps.readers_first && !caps.agreed_parameters && !caps.entry_ttl && !caps.replica_acks);
@@ -560,6 +585,7 @@ mod tests {
         assert_eq!(pg.backend().unwrap(), Backend::Postgres);
         let config = pg.sql_config().unwrap();
         assert_eq!(config.schema.table(), "\"locks\".\"app_entry\"");
+        assert_eq!(config.label, crate::label::default_label());
         let caps = pg.capabilities().unwrap();
         assert!(caps.fencing && caps.fifo && caps.semaphore && caps.read_write && caps.election && caps.observe && caps.entry_ttl);
         assert!(!caps.readers_first && !caps.agreed_parameters && !caps.replica_acks);

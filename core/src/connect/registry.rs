@@ -246,6 +246,7 @@ impl fmt::Debug for ClientOptions {
             .field("replica_acks", &self.replica_acks)
             .field("max_lease", &self.max_lease)
             .field("session_timeout", &self.session_timeout)
+            .field("label", &self.label)
             .finish_non_exhaustive()
     }
 }

@@ -187,6 +187,16 @@ impl ClientOptions {
             ClientOption::SessionTimeout => {
                 self.session_timeout = if unset { None } else { Some(number(session_timeout_range().0, session_timeout_range().1)?) }
             }
+            ClientOption::Label => {
+                self.label = match &value {
+                    OptionValue::None => None,
+                    OptionValue::Str(s) => {
+                        crate::label::check_label(s, key)?;
+                        Some(s.clone())
+                    }
+                    _ => return Err(wrong("a string")),
+                };
+            }
         }
         Ok(())
     }
@@ -217,6 +227,8 @@ mod tests {
             o.set(k(ClientOption::ResponseTimeout), ms(3000.0), &s).unwrap();
             o.set(k(ClientOption::ReplicaAckTimeout), ms(250.0), &s).unwrap();
             o.set(k(ClientOption::ReplicaAcks), Int(2), &s).unwrap();
+            o.set(k(ClientOption::Label), Str("worker-7".into()), &s).unwrap();
+            assert_eq!(o.label(), "worker-7");
             assert_eq!(o.key_prefix, "app:");
             assert_eq!((o.connect_timeout, o.response_timeout), (Duration::from_millis(1500), Duration::from_secs(3)));
             assert_eq!(o.replica_acks, Some(ReplicaAcks { replicas: 2, timeout: Duration::from_millis(250) }));
@@ -266,7 +278,7 @@ mod tests {
         let mut o = ClientOptions::new("redis://h");
         let m = refused(&mut o, "connectTimeout", Number(1.0), &Spelling::PYTHON);
         assert!(m.starts_with("unknown client option \"connectTimeout\"; the options are: key_prefix, tls_ca_file, connect_timeout"), "{m}");
-        assert!(m.ends_with("retry_jitter, session_timeout"), "{m}");
+        assert!(m.ends_with("retry_jitter, session_timeout, label"), "{m}");
         assert!(refused(&mut o, "bogus", Bool(true), &Spelling::JS).contains("keyPrefix, tlsCaPem, connectTimeoutMs, commandTimeoutMs"));
         for (key, value, spelling, says) in [
             ("connectTimeoutMs", Str("5".into()), Spelling::JS, "connectTimeoutMs must be a number of milliseconds, got a string"),
@@ -290,6 +302,9 @@ mod tests {
             ("driftFixedMs", Number(20_000.0), Spelling::JS, "driftFixedMs must be at most 10000 ms"),
             ("nodeTimeout", Number(0.0), Spelling::JAVA, "nodeTimeout must be at least 0.001 s, got 0 s"),
             ("tls_ca_file", Int(1), Spelling::PYTHON, "tls_ca_file must be PEM certificate bytes or text, got an integer"),
+            ("label", Int(1), Spelling::JS, "label must be a string, got an integer"),
+            ("label", Str("x".repeat(257)), Spelling::JAVA, "label must be at most 256 bytes of UTF-8, got 257 bytes"),
+            ("label", Str("a\u{1b}[31m".into()), Spelling::PYTHON, "label must not contain control characters"),
         ] {
             let m = refused(&mut o, key, value, &spelling);
             assert!(m.contains(says), "{key}: {m}");

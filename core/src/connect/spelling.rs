@@ -40,11 +40,14 @@ pub enum ClientOption {
     /// The session timeout asked of a ZooKeeper ensemble, or the TTL of an etcd client's session
     /// lease (a duration; default 60 s; ZooKeeper and etcd only).
     SessionTimeout,
+    /// The holder label stored with every entry the client creates (a string; default
+    /// `<hostname>:<pid>`; see [`crate::label`]).
+    Label,
 }
 
 impl ClientOption {
     /// Every option, in the order messages list them.
-    pub const ALL: [ClientOption; 14] = [
+    pub const ALL: [ClientOption; 15] = [
         ClientOption::KeyPrefix,
         ClientOption::TlsCa,
         ClientOption::ConnectTimeout,
@@ -59,6 +62,7 @@ impl ClientOption {
         ClientOption::RetryDelay,
         ClientOption::RetryJitter,
         ClientOption::SessionTimeout,
+        ClientOption::Label,
     ];
 }
 
@@ -94,7 +98,7 @@ pub struct Spelling {
     pub keys: &'static [(ClientOption, &'static str)],
 }
 
-const SNAKE_KEYS: [(ClientOption, &str); 14] = [
+const SNAKE_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::KeyPrefix, "key_prefix"),
     (ClientOption::TlsCa, "tls_ca_pem"),
     (ClientOption::ConnectTimeout, "connect_timeout"),
@@ -109,16 +113,17 @@ const SNAKE_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::RetryDelay, "retry_delay"),
     (ClientOption::RetryJitter, "retry_jitter"),
     (ClientOption::SessionTimeout, "session_timeout"),
+    (ClientOption::Label, "label"),
 ];
 
-const PYTHON_KEYS: [(ClientOption, &str); 14] = {
+const PYTHON_KEYS: [(ClientOption, &str); 15] = {
     let mut k = SNAKE_KEYS;
     // Python takes a path and hands the file's bytes to the core under its own name.
     k[1] = (ClientOption::TlsCa, "tls_ca_file");
     k
 };
 
-const JAVA_KEYS: [(ClientOption, &str); 14] = [
+const JAVA_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeout"),
@@ -133,9 +138,10 @@ const JAVA_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::RetryDelay, "retryDelay"),
     (ClientOption::RetryJitter, "retryJitter"),
     (ClientOption::SessionTimeout, "sessionTimeout"),
+    (ClientOption::Label, "label"),
 ];
 
-const JS_KEYS: [(ClientOption, &str); 14] = [
+const JS_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeoutMs"),
@@ -151,6 +157,7 @@ const JS_KEYS: [(ClientOption, &str); 14] = [
     (ClientOption::RetryDelay, "retryDelayMs"),
     (ClientOption::RetryJitter, "retryJitterMs"),
     (ClientOption::SessionTimeout, "sessionTimeoutMs"),
+    (ClientOption::Label, "label"),
 ];
 
 impl Spelling {

@@ -372,7 +372,7 @@ impl Model for SimEtcd {
     type Outcome = Done;
 
     fn engine(&self, rng: SeededRandom) -> LockEngine<EtcdBackend> {
-        let backend = EtcdBackend::new(EtcdConfig { session_ttl: self.cfg.ttl }).expect("a valid TTL");
+        let backend = EtcdBackend::new(EtcdConfig { session_ttl: self.cfg.ttl, label: "sim".into() }).expect("a valid TTL");
         LockEngine::with_backend(backend, Box::new(rng))
     }
 

@@ -21,10 +21,13 @@ use super::store::Res;
 
 /// SHA-1 digests of the Redlock scripts this file re-implements, in the order of
 /// `lockgate_core::redis::redlock::all()`.
+///
+/// Version 9's label key (`KEYS[2]`, PROTOCOL.md §12) is not modelled: the simulated clients
+/// pass no label, and no script decision reads it; the lock key (`KEYS[1]`) behaves as before.
 pub const MODELLED: [(&str, &str); 3] = [
-    ("REDLOCK_ACQUIRE", "900938360b309734bbf958b0327841c036c375ab"),
-    ("REDLOCK_RELEASE", "7eeb9eb3b72e6836db4af01eacca253a701fa6ed"),
-    ("REDLOCK_EXTEND", "1a22347112065789d764e3ed6c9b5a99d9767d0a"),
+    ("REDLOCK_ACQUIRE", "7b7c9fd01510695225b0daa44a079ee0796f79c3"),
+    ("REDLOCK_RELEASE", "e96b566a74a6090315e491a0b8e0f0e3a19a074d"),
+    ("REDLOCK_EXTEND", "7bea6bd11de4f4d2835ef567ba292f40905ebf2d"),
 ];
 
 /// The simulator over the Redlock model.

@@ -350,7 +350,7 @@ impl Model for SimSql {
     type Outcome = Done;
 
     fn engine(&self, rng: SeededRandom) -> LockEngine<SqlBackend> {
-        let config = SqlConfig { schema: self.schema.clone(), notify_check: self.notify_check };
+        let config = SqlConfig { schema: self.schema.clone(), notify_check: self.notify_check, label: "sim".into() };
         LockEngine::with_backend(SqlBackend::new(config), Box::new(rng))
     }
 

@@ -1061,7 +1061,7 @@ impl Model for SimZk {
     type Outcome = Done;
 
     fn engine(&self, rng: SeededRandom) -> LockEngine<ZooKeeperBackend> {
-        let config = ZkConfig { session_timeout: self.cfg.session_timeout };
+        let config = ZkConfig { session_timeout: self.cfg.session_timeout, label: "sim".into() };
         let backend = ZooKeeperBackend::new(config).expect("a valid session timeout");
         LockEngine::with_backend(backend, Box::new(rng))
     }

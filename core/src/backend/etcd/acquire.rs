@@ -58,7 +58,7 @@ impl EtcdBackend {
 
     /// `concurrency.Mutex.tryAcquire`'s transaction.
     fn send_create(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, job: Job, key: String, lease: i64, owner: TxnOp) {
-        let put = TxnOp::Put { key: key.clone().into_bytes(), value: job.target.value(), lease };
+        let put = TxnOp::Put { key: key.clone().into_bytes(), value: job.target.value(&self.config.label), lease };
         let get = TxnOp::Range(Range::key(key.clone()));
         let txn = Txn { compares: vec![Compare::created_at(key, 0)], success: vec![put, owner.clone()], failure: vec![get, owner] };
         self.send(ctx, job, Step::Create, EtcdOp::Txn(txn));

@@ -326,9 +326,9 @@ mod tests {
 
     #[test]
     fn two_thirds_of_the_granted_ttl_counts() {
-        let e = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_millis(10) }).err().expect("refused");
+        let e = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_millis(10), ..EtcdConfig::default() }).err().expect("refused");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        let mut b = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_secs(3) }).unwrap();
+        let mut b = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_secs(3), ..EtcdConfig::default() }).unwrap();
         assert_eq!(b.confirmation_span(), Some(Duration::from_secs(2)));
         b.session_reply(Ok(EtcdReply::LeaseGranted { lease: 7, ttl_secs: 6 })).unwrap();
         assert_eq!(b.confirmation_span(), Some(Duration::from_secs(4)));

@@ -21,11 +21,15 @@ pub struct EtcdConfig {
     /// The TTL asked for the session lease(s), rounded up to whole seconds on the wire; the
     /// TTL the server grants is what validity is counted from.
     pub session_ttl: Duration,
+    /// The holder label written as the value of every key this client creates (a leader's key
+    /// carries its published value instead); etcd's recipes never read a lock key's value.
+    /// Empty: none.
+    pub label: String,
 }
 
 impl Default for EtcdConfig {
     fn default() -> Self {
-        EtcdConfig { session_ttl: DEFAULT_SESSION_TTL }
+        EtcdConfig { session_ttl: DEFAULT_SESSION_TTL, label: String::new() }
     }
 }
 
@@ -83,17 +87,17 @@ mod tests {
         assert_eq!(EtcdConfig::default().ttl_secs(), 30);
         EtcdConfig::default().validate().unwrap();
         for bad in [Duration::from_millis(999), MAX_SESSION_TTL + Duration::from_millis(1)] {
-            let e = EtcdConfig { session_ttl: bad }.validate().expect_err("refused");
+            let e = EtcdConfig { session_ttl: bad, ..EtcdConfig::default() }.validate().expect_err("refused");
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
-        assert_eq!(EtcdConfig { session_ttl: Duration::from_millis(1500) }.ttl_secs(), 2);
-        assert_eq!(EtcdConfig { session_ttl: Duration::from_secs(2) }.ttl_secs(), 2);
+        assert_eq!(EtcdConfig { session_ttl: Duration::from_millis(1500), ..EtcdConfig::default() }.ttl_secs(), 2);
+        assert_eq!(EtcdConfig { session_ttl: Duration::from_secs(2), ..EtcdConfig::default() }.ttl_secs(), 2);
         assert_eq!(safe_validity(Duration::from_secs(6)), Duration::from_secs(4));
     }
 
     #[test]
     fn a_keys_lease_is_the_locks_lease_in_whole_seconds_capped_by_the_session() {
-        let c = EtcdConfig { session_ttl: Duration::from_secs(60) };
+        let c = EtcdConfig { session_ttl: Duration::from_secs(60), ..EtcdConfig::default() };
         assert_eq!(c.key_ttl_secs(Duration::from_millis(10)), 1);
         assert_eq!(c.key_ttl_secs(Duration::from_millis(2001)), 3);
         assert_eq!(c.key_ttl_secs(Duration::from_secs(3)), 3);

@@ -105,7 +105,7 @@ impl ClientOptions {
         if target.etcd().is_none() {
             return Err(Error::invalid(format!("a {}:// URL is not an etcd cluster", target.scheme())));
         }
-        let config = EtcdConfig { session_ttl: self.session_timeout.unwrap_or(DEFAULT_SESSION_TTL) };
+        let config = EtcdConfig { session_ttl: self.session_timeout.unwrap_or(DEFAULT_SESSION_TTL), label: self.label() };
         config.validate()?;
         Ok(config)
     }

@@ -88,11 +88,12 @@ impl EtcdTarget {
         }
     }
 
-    /// The value the key is written with (a leader's published value).
-    pub fn value(&self) -> Vec<u8> {
+    /// The value the key is written with: a leader's published value, else the client's
+    /// `label` (PROTOCOL.md §10: `concurrency.Mutex` and `etcdctl lock` never read it).
+    pub fn value(&self, label: &str) -> Vec<u8> {
         match &self.recipe {
             Recipe::Leader { value } => value.as_bytes().to_vec(),
-            _ => Vec::new(),
+            _ => label.as_bytes().to_vec(),
         }
     }
 }
@@ -107,7 +108,8 @@ mod tests {
         let t = EtcdTarget::new("rw", &Primitive::Read { writers_first: true }).unwrap();
         assert_eq!((t.key(0xab), t.queue_prefix()), ("/lockgate/rw/rw/read/ab".to_string(), "/lockgate/rw/rw/".to_string()));
         let l = EtcdTarget::new("/svc", &Primitive::Leader { value: "me".into() }).unwrap();
-        assert_eq!((l.key(10), l.value()), ("/svc/a".to_string(), b"me".to_vec()));
+        assert_eq!((l.key(10), l.value("h:1")), ("/svc/a".to_string(), b"me".to_vec()));
+        assert_eq!(t.value("h:1"), b"h:1".to_vec());
         assert_eq!(EtcdTarget::new("p", &Primitive::Semaphore { permits: 3 }).unwrap().permits(), Some(3));
         let e = EtcdTarget::new("rw", &Primitive::Read { writers_first: false }).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);

@@ -1,4 +1,4 @@
-//! The memcached backend's calls, in the engine's words (PROTOCOL.md §12):
+//! The memcached backend's calls, in the engine's words (PROTOCOL.md §13):
 //!
 //! - **acquire**: `add` the lock's item with the owner token as value and the lease as expiry
 //!   ([`exptime`]): `STORED` is a grant, `NOT_STORED` a refusal, retried after
@@ -351,7 +351,7 @@ impl Backend for MemcachedBackend {
         if *primitive != Primitive::Mutex {
             return Err(Error::unsupported(
                 "a memcached client offers mutexes only: a semaphore, read-write lock or election needs several \
-                 items kept consistent, and memcached may evict any of them (PROTOCOL.md §12)",
+                 items kept consistent, and memcached may evict any of them (PROTOCOL.md §13)",
             ));
         }
         check_lease(options.lease)?;

@@ -1,4 +1,4 @@
-//! The memcached backend (PROTOCOL.md §12): the cache lock of the source documents, honest about
+//! The memcached backend (PROTOCOL.md §13): the cache lock of the source documents, honest about
 //! what a cache can promise. A lock is one item whose value is its holder's owner token:
 //! acquire is `add` with the lease as expiry (whole seconds, rounded up, plus memcached's clock
 //! slack); renewal, extend and release read the item with `gets` and write it back with `cas`

@@ -43,7 +43,7 @@ impl Address for MemcachedAddress {
 
 /// Mutexes, and reentrant holds counted by the engine on a lease already granted. No FIFO
 /// (waiters poll), no fencing (memcached evicts and restarts empty: nothing it stores is
-/// monotonic), nothing made of several items (PROTOCOL.md §12).
+/// monotonic), nothing made of several items (PROTOCOL.md §13).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
     Capabilities {
         backend: kind.name,

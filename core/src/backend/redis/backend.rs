@@ -44,6 +44,8 @@ pub struct EngineConfig {
     /// would send the calls one by one anyway: a transport failure then fails only the call it
     /// hit, not the unrelated locks batched with it.
     pub split_pipelines: bool,
+    /// The holder label stored with every entry (PROTOCOL.md §12); empty: none.
+    pub label: String,
 }
 
 /// The name of [`EngineConfig`] beside the other backends' configurations.
@@ -65,6 +67,7 @@ impl Default for EngineConfig {
             fence_retention: Duration::from_secs(3600),
             replica_acks: None,
             split_pipelines: false,
+            label: String::new(),
         }
     }
 }
@@ -96,6 +99,8 @@ pub struct RedisBackend {
     split_pipelines: bool,
     channel: String,
     retention_ms: String,
+    /// The client's label, the last ARGV of every ACQUIRE (PROTOCOL.md §12; empty: none).
+    label: String,
     in_flight: HashMap<RequestId, InFlight>,
     /// The calls of the current input, sent together by `flush`.
     batch: Vec<(Purpose, ScriptCall)>,
@@ -123,6 +128,7 @@ impl RedisBackend {
             channel: client_channel(&config.key_prefix, &hex(&id)),
             prefix: config.key_prefix,
             retention_ms: whole_millis(config.fence_retention).to_string(),
+            label: config.label,
             in_flight: HashMap::new(),
             batch: Vec::new(),
         })
@@ -144,9 +150,11 @@ impl RedisBackend {
                     self.channel.clone(),
                     self.retention_ms.clone(),
                 ];
+                // The shared ACQUIRE's own arguments come before the label, the last of both.
                 if target.shared {
                     args.extend(target.acquire_extra.iter().cloned());
                 }
+                args.push(self.label.clone());
                 ScriptCall {
                     script: target.acquire_script(),
                     target: Arc::clone(target),

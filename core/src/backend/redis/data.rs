@@ -63,6 +63,7 @@ pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Co
         key_prefix: options.key_prefix.clone(),
         replica_acks: options.replica_acks,
         split_pipelines: cluster,
+        label: options.label(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(config, rng)?;

@@ -5,6 +5,7 @@
 //! mutex. Their text is part of PROTOCOL.md.
 //!
 //! Keys (see [`SharedKeys`](super::keys::SharedKeys)): holders, fence, queue, waiters, info.
+//! A holder's or waiter's label (PROTOCOL.md §12) is the info hash's `l:<token>`.
 
 use super::script::Script;
 
@@ -20,7 +21,7 @@ local function purge(now_ms)
   local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. fmt(now_ms))
   for _, t in ipairs(dead) do
     redis.call('ZREM', KEYS[1], t)
-    redis.call('HDEL', KEYS[5], 'f:' .. t, 'v:' .. t)
+    redis.call('HDEL', KEYS[5], 'f:' .. t, 'v:' .. t, 'l:' .. t)
   end
 end
 -- Whether a holder of `kind` ('r' shares up to `limit` holders, 0 = no limit; 'w' is alone)
@@ -67,7 +68,7 @@ local function promote(t_us, retention_ms)
     else
       redis.call('ZREM', KEYS[3], head)
       redis.call('HDEL', KEYS[4], head)
-      redis.call('HDEL', KEYS[5], 'v:' .. head)
+      redis.call('HDEL', KEYS[5], 'v:' .. head, 'l:' .. head)
     end
   end
 end
@@ -81,7 +82,7 @@ end
 /// entry_ttl_ms, channel, retention_ms, kind (`r`|`w`), limit (0 = none), barge (`1` lets a
 /// reader join current readers past queued waiters), value (published with the hold, may be
 /// empty), setting (the name of the one parameter every participant must agree on, e.g.
-/// `permits`; empty: none) and its value. Replies as the mutex's ACQUIRE: `{1, fence, pttl_ms}` /
+/// `permits`; empty: none), its value, and the caller's label (empty or absent: none). Replies as the mutex's ACQUIRE: `{1, fence, pttl_ms}` /
 /// `{0, current_fence, earliest_holder_pttl_ms}` (`-2` with no holder), or `{-1, setting,
 /// recorded_value}` (and nothing changed) when the primitive is in use with another value.
 pub static ACQUIRE: Script = Script::new(
@@ -121,6 +122,7 @@ if (barge or (not queued and redis.call('ZCARD', KEYS[3]) == 0)) and fits(kind, 
     redis.call('HDEL', KEYS[4], token)
   end
   if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], 'v:' .. token, ARGV[10]) end
+  if (ARGV[13] or '') ~= '' then redis.call('HSET', KEYS[5], 'l:' .. token, ARGV[13]) end
   return {1, grant(token, kind, lease, t_us, ARGV[6]), lease}
 end
 if ARGV[3] == 'wait' then
@@ -135,6 +137,7 @@ if ARGV[3] == 'wait' then
   redis.call('HSET', KEYS[4], token,
     fmt(now_ms + ttl) .. '|' .. fmt(handoff) .. '|' .. kind .. '|' .. fmt(limit) .. '|' .. ARGV[5])
   if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], 'v:' .. token, ARGV[10]) end
+  if (ARGV[13] or '') ~= '' then redis.call('HSET', KEYS[5], 'l:' .. token, ARGV[13]) end
   keep(3, ttl)
   keep(4, ttl)
   keep(5, ttl)
@@ -159,7 +162,7 @@ local token = ARGV[1]
 local t_us = now_us()
 purge(math.floor(t_us / 1000))
 local held = redis.call('ZREM', KEYS[1], token)
-redis.call('HDEL', KEYS[5], 'f:' .. token, 'v:' .. token)
+redis.call('HDEL', KEYS[5], 'f:' .. token, 'v:' .. token, 'l:' .. token)
 if held == 0 then
   redis.call('ZREM', KEYS[3], token)
   redis.call('HDEL', KEYS[4], token)

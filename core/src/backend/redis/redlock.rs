@@ -6,8 +6,10 @@ use super::script::Script;
 /// Takes the lock on one master if it is free, unless the master started too recently to be
 /// trusted (the delayed-restart rule).
 ///
-/// `KEYS[1]` lock key; `ARGV[1]` owner value (`<token>:<masters>`, see [`owner_value`]),
-/// `ARGV[2]` lease (ms), `ARGV[3]` the deployment's maximum lease (ms). Returns `1` granted, `0`
+/// `KEYS[1]` lock key, `KEYS[2]` its label key ([`label_key`]); `ARGV[1]` owner value
+/// (`<token>:<masters>`, see [`owner_value`]), `ARGV[2]` lease (ms), `ARGV[3]` the deployment's
+/// maximum lease (ms), `ARGV[4]` the client's label (PROTOCOL.md §12; empty or absent: none),
+/// stored beside the lock key with the same expiry. Returns `1` granted, `0`
 /// held by someone, `-1` the master has been up for less than the maximum lease (plus one second
 /// of `uptime_in_seconds` rounding) and grants nothing yet: after a restart without persistence
 /// it may have forgotten a lock that is still valid on the masters that granted it. Returns
@@ -25,6 +27,11 @@ if up == nil or up * 1000 < max_lease + 1000 then
   return -1
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if (ARGV[4] or '') ~= '' then
+    redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[2])
+  else
+    redis.call('DEL', KEYS[2])
+  end
   return 1
 end
 local theirs = string.match(redis.call('GET', KEYS[1]) or '', ':(%d+)$')
@@ -43,23 +50,29 @@ pub fn owner_value(token: &str, masters: usize) -> String {
     format!("{token}:{masters}")
 }
 
-/// Deletes the lock on one master if `ARGV[1]` owns it. Returns `1` if it did, else `0`.
+/// Deletes the lock (and its label) on one master if `ARGV[1]` owns it. Returns `1` if it did,
+/// else `0`. A label whose lock key is gone there (deleted behind its holder's back) is deleted
+/// too: it labels nobody. `KEYS` as for [`ACQUIRE`].
 pub static RELEASE: Script = Script::new(
     "REDLOCK_RELEASE",
-    r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+    r#"local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
   return 1
 end
+if not holder then redis.call('DEL', KEYS[2]) end
 return 0
 "#,
 );
 
 /// Sets the remaining lease to `ARGV[2]` ms on one master if `ARGV[1]` still owns it there;
-/// never re-creates a lock that vanished. Returns `1` if extended, else `0`.
+/// never re-creates a lock that vanished; its label lives as long. Returns `1` if extended, else
+/// `0`. `KEYS` as for [`ACQUIRE`].
 pub static EXTEND: Script = Script::new(
     "REDLOCK_EXTEND",
     r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 1
 end
 return 0
@@ -75,6 +88,12 @@ pub fn all() -> [&'static Script; 3] {
 /// single-instance mutex of the same name, whose scripts it must never meet).
 pub fn key(prefix: &str, name: &str) -> String {
     format!("{prefix}{{{name}}}:redlock")
+}
+
+/// The key of the holder's label beside Redlock key `key` (`<key>:label`, PROTOCOL.md §12), the
+/// scripts' `KEYS[2]`.
+pub fn label_key(key: &str) -> String {
+    format!("{key}:label")
 }
 
 #[cfg(test)]

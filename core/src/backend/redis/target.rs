@@ -71,8 +71,9 @@ impl Target {
         if self.shared { &holders::RELEASE } else { &mutex::RELEASE }
     }
 
-    /// EXTEND and how many keys it takes (the mutex's needs only the lock key).
+    /// EXTEND and how many keys it takes (all of them: the mutex's keeps the holder's label in
+    /// the waiters hash alive too).
     pub(crate) fn extend_script(&self) -> (&'static Script, usize) {
-        if self.shared { (&holders::EXTEND, 5) } else { (&mutex::EXTEND, 1) }
+        if self.shared { (&holders::EXTEND, 5) } else { (&mutex::EXTEND, 4) }
     }
 }

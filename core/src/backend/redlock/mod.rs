@@ -64,6 +64,8 @@ pub struct RedlockConfig {
     pub retry_delay: Duration,
     /// ... plus a random part up to this (default 200 ms), so contenders do not retry in step.
     pub retry_jitter: Duration,
+    /// The holder label stored beside each lock key (PROTOCOL.md §12); empty: none.
+    pub label: String,
 }
 
 impl Default for RedlockConfig {
@@ -77,6 +79,7 @@ impl Default for RedlockConfig {
             node_timeout: Duration::from_millis(50),
             retry_delay: Duration::from_millis(200),
             retry_jitter: Duration::from_millis(200),
+            label: String::new(),
         }
     }
 }
@@ -447,7 +450,7 @@ impl Backend for RedlockBackend {
     fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
         match action {
             Action::Acquire { target, token, lease, .. } => {
-                let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone()];
+                let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone(), self.config.label.clone()];
                 self.start_round(ctx, purpose, &scripts::ACQUIRE, &target.key, args, lease);
             }
             Action::Extend { target, token, duration } => {
@@ -558,8 +561,9 @@ fn eval_command(script: &Script, key: &str, args: &[String], full: bool) -> Comm
         parts.push(b"EVALSHA".to_vec());
         parts.push(script.sha1().as_bytes().to_vec());
     }
-    parts.push(b"1".to_vec());
+    parts.push(b"2".to_vec());
     parts.push(key.as_bytes().to_vec());
+    parts.push(scripts::label_key(key).into_bytes());
     parts.extend(args.iter().map(|a| a.as_bytes().to_vec()));
     Command(parts)
 }

@@ -79,6 +79,7 @@ fn settings(o: &ClientOptions, masters: usize) -> RedlockConfig {
         node_timeout: o.node_timeout.unwrap_or(d.node_timeout),
         retry_delay: o.retry_delay.unwrap_or(d.retry_delay),
         retry_jitter: o.retry_jitter.unwrap_or(d.retry_jitter),
+        label: o.label(),
     }
 }
 

@@ -655,7 +655,13 @@ impl Backend for SqlBackend {
     type Outcome = Done;
 
     fn target(&self, name: &str, primitive: &Primitive, _options: &LockOptions) -> Result<SqlTarget> {
-        SqlTarget::new(name, primitive)
+        let mut target = SqlTarget::new(name, primitive)?;
+        // Every row but a candidate's carries the label in `value` (PROTOCOL.md §11): no
+        // recipe reads `value` but an election's, so older clients keep working.
+        if target.value.is_none() && !self.config.label.is_empty() {
+            target.value = Some(self.config.label.clone());
+        }
+        Ok(target)
     }
 
     fn check_observe(&self) -> Result<()> {

@@ -17,12 +17,15 @@ pub struct SqlConfig {
     pub schema: Schema,
     /// How long the session open waits for its own notification (PostgreSQL).
     pub notify_check: Duration,
+    /// The holder label written in the `value` column of every row this client inserts but an
+    /// election candidate's (whose `value` is its published value); empty: `NULL`.
+    pub label: String,
 }
 
 impl SqlConfig {
     /// The settings for `schema` with the default notification check.
     pub fn new(schema: Schema) -> SqlConfig {
-        SqlConfig { schema, notify_check: DEFAULT_NOTIFY_CHECK }
+        SqlConfig { schema, notify_check: DEFAULT_NOTIFY_CHECK, label: String::new() }
     }
 
     /// The dialect.

@@ -95,7 +95,7 @@ impl ClientOptions {
     pub fn sql_config(&self) -> Result<SqlConfig> {
         let target = self.target()?;
         match target.sql() {
-            Some(address) => Ok(SqlConfig::new(address.schema.clone())),
+            Some(address) => Ok(SqlConfig { label: self.label(), ..SqlConfig::new(address.schema.clone()) }),
             None => Err(Error::invalid(format!("a {}:// URL is not a SQL database", target.scheme()))),
         }
     }

@@ -50,7 +50,7 @@ impl ZooKeeperBackend {
             Slot::None => {
                 let path = layout::create_path(&dir, &job.token, target.kind().lock_name());
                 self.slots(&job.token).node = Slot::Uncertain;
-                let op = ZkOp::Create { path, data: target.data(), mode: CreateMode::EphemeralSequential };
+                let op = ZkOp::Create { path, data: target.data(&self.config.label), mode: CreateMode::EphemeralSequential };
                 self.send(ctx, job, Step::CreateNode, op);
             }
         }
@@ -177,7 +177,7 @@ impl ZooKeeperBackend {
                         Some(leases) => {
                             let path = layout::create_path(&leases, &token, layout::LEASE_NAME);
                             self.slots(&token).lease = Slot::Uncertain;
-                            let op = ZkOp::Create { path, data: Vec::new(), mode: CreateMode::EphemeralSequential };
+                            let op = ZkOp::Create { path, data: target.data(&self.config.label), mode: CreateMode::EphemeralSequential };
                             self.send(ctx, job, Step::CreateLease, op);
                         }
                         None => self.grant_or_confirm(ctx, job, answers),

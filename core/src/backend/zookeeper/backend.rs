@@ -379,10 +379,10 @@ mod tests {
     #[test]
     fn half_the_negotiated_session_timeout_counts() {
         for bad in [Duration::from_millis(99), MAX_SESSION_TIMEOUT + Duration::from_millis(1)] {
-            let e = ZooKeeperBackend::new(ZkConfig { session_timeout: bad }).err().expect("refused");
+            let e = ZooKeeperBackend::new(ZkConfig { session_timeout: bad, ..ZkConfig::default() }).err().expect("refused");
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
-        let b = ZooKeeperBackend::new(ZkConfig { session_timeout: Duration::from_secs(3) }).unwrap();
+        let b = ZooKeeperBackend::new(ZkConfig { session_timeout: Duration::from_secs(3), ..ZkConfig::default() }).unwrap();
         // Before any session: what was asked for; the negotiated timeout replaces it.
         assert_eq!(b.confirmation_span(), Some(Duration::from_millis(1500)));
         let mut b = b;

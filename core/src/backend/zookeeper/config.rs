@@ -21,11 +21,15 @@ pub struct ZkConfig {
     /// The session timeout asked for; the ensemble's answer (the negotiated timeout) is what
     /// validity is counted from.
     pub session_timeout: Duration,
+    /// The holder label written as the data of every queue and lease node this client creates
+    /// (a leader's node carries its published value instead), as Curator writes the holder's
+    /// IP there; empty: none.
+    pub label: String,
 }
 
 impl Default for ZkConfig {
     fn default() -> Self {
-        ZkConfig { session_timeout: DEFAULT_SESSION_TIMEOUT }
+        ZkConfig { session_timeout: DEFAULT_SESSION_TIMEOUT, label: String::new() }
     }
 }
 
@@ -62,7 +66,7 @@ mod tests {
         assert_eq!(ZkConfig::default().session_timeout, crate::options::DEFAULT_LEASE);
         ZkConfig::default().validate().unwrap();
         for bad in [Duration::from_millis(99), MAX_SESSION_TIMEOUT + Duration::from_millis(1)] {
-            let e = ZkConfig { session_timeout: bad }.validate().expect_err("refused");
+            let e = ZkConfig { session_timeout: bad, ..ZkConfig::default() }.validate().expect_err("refused");
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
         assert_eq!(safe_validity(Duration::from_secs(6)), Duration::from_secs(3));

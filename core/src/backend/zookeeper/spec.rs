@@ -113,7 +113,7 @@ impl ClientOptions {
         if target.zookeeper().is_none() {
             return Err(Error::invalid(format!("a {}:// URL is not a ZooKeeper ensemble", target.scheme())));
         }
-        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT) };
+        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT), label: self.label() };
         config.validate()?;
         Ok(config)
     }

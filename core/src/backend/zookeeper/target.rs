@@ -94,11 +94,12 @@ impl ZkTarget {
         self.permits().is_some()
     }
 
-    /// The data a queue node is created with (a leader's published value).
-    pub(super) fn data(&self) -> Vec<u8> {
+    /// The data a queue or lease node is created with: a leader's published value, else the
+    /// client's `label` (PROTOCOL.md §9: Curator keeps its holder's IP there; no recipe reads it).
+    pub(super) fn data(&self, label: &str) -> Vec<u8> {
         match &self.recipe {
             Recipe::Leader { value } => value.as_bytes().to_vec(),
-            _ => Vec::new(),
+            _ => label.as_bytes().to_vec(),
         }
     }
 }
@@ -114,7 +115,8 @@ mod tests {
         assert_eq!((t.path.as_str(), t.queue_dir(), t.leases_dir()), ("/lockgate/semaphore/pool", "/lockgate/semaphore/pool/locks".to_string(), Some("/lockgate/semaphore/pool/leases".to_string())));
         assert_eq!(t.kind(), NodeKind::Lock);
         let l = ZkTarget::new("/svc/leader", &Primitive::Leader { value: "me".into() }).unwrap();
-        assert_eq!((l.path.as_str(), l.kind(), l.data()), ("/svc/leader", NodeKind::Latch, b"me".to_vec()));
+        assert_eq!((l.path.as_str(), l.kind(), l.data("host:1")), ("/svc/leader", NodeKind::Latch, b"me".to_vec()));
+        assert_eq!(t.data("host:1"), b"host:1".to_vec());
         let e = ZkTarget::new("rw", &Primitive::Read { writers_first: false }).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert_eq!(ZkTarget::new("a//b", &Primitive::Mutex).unwrap_err().kind(), ErrorKind::InvalidArgument);

@@ -46,6 +46,7 @@ pub(crate) async fn start(options: &ClientOptions, target: &Target) -> Result<mp
         key_prefix: options.key_prefix.clone(),
         replica_acks: options.replica_acks,
         split_pipelines: cluster,
+        label: options.label(),
         ..EngineConfig::default()
     };
     let engine = Engine::new(config, Box::new(OsRandom))?;

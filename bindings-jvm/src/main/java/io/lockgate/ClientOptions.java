@@ -21,7 +21,7 @@ import java.util.Map;
  *
  * <p>Names (an unknown one is a {@link LockInvalidArgumentException} listing them all):
  * {@code keyPrefix}, {@code tlsCaPem}, {@code connectTimeout}, {@code responseTimeout},
- * {@code replicaAcks}, {@code replicaAckTimeout}; Redlock: {@code maxLease}, {@code nodeTimeout},
+ * {@code replicaAcks}, {@code replicaAckTimeout}, {@code label}; Redlock: {@code maxLease}, {@code nodeTimeout},
  * {@code retryDelay}, {@code retryJitter}, {@code driftFactor}, {@code driftFixed}.
  */
 public final class ClientOptions {
@@ -127,6 +127,15 @@ public final class ClientOptions {
          */
         public Builder replicaAcks(int replicas, Duration timeout) {
             return set("replicaAcks", replicas).set("replicaAckTimeout", timeout);
+        }
+
+        /**
+         * Who this client is, stored with every lock entry it creates for an operator to read
+         * (default {@code <hostname>:<pid>}; at most 256 bytes of UTF-8, no control characters,
+         * never a credential). PROTOCOL.md says where each backend keeps it.
+         */
+        public Builder label(String label) {
+            return set("label", label);
         }
 
         public ClientOptions build() {

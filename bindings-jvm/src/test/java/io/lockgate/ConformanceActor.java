@@ -222,6 +222,9 @@ public final class ConformanceActor {
                     if (o.get("session_timeout_ms") != null) {
                         b.set("sessionTimeout", millis(o, "session_timeout_ms"));
                     }
+                    if (o.get("label") != null) {
+                        b.set("label", o.get("label"));
+                    }
                     LockgateClient c = LockgateClient.connect(String.valueOf(op.getOrDefault("url", "")), b.build());
                     if (client != null) {
                         client.close();
