@@ -189,6 +189,35 @@ impl Happened {
     }
 }
 
+impl Happened {
+    /// What a log line says, the same in every binding.
+    pub fn summary(&self) -> &'static str {
+        match self {
+            Happened::AcquireStarted { .. } => "acquire started",
+            Happened::Granted { .. } => "lock granted",
+            Happened::NotAcquired { .. } => "lock not acquired: held by another owner",
+            Happened::TimedOut { .. } => "acquire timed out",
+            Happened::Cancelled { .. } => "acquire cancelled",
+            Happened::AcquireFailed { .. } => "acquire failed",
+            Happened::Released { .. } => "lock released",
+            Happened::Extended { .. } => "lease extended",
+            Happened::RenewalFailed { .. } => "lease renewal failed",
+            Happened::AtRisk { .. } => "lease at risk: it cannot be confirmed for now",
+            Happened::Safe { .. } => "lease confirmed again: no longer at risk",
+            Happened::Lost { .. } => "lock lost",
+            Happened::ConnectionLost => "connection to the session's server lost",
+            Happened::ConnectionRestored => "connection to the session's server restored",
+            Happened::SessionExpired => "session expired: its leases are lost",
+        }
+    }
+
+    /// Whether it is logged at WARNING (a loss, a spell at risk, an expired session: they
+    /// matter with nothing set up); everything else is DEBUG.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Happened::Lost { .. } | Happened::AtRisk { .. } | Happened::SessionExpired)
+    }
+}
+
 /// The stable name of a primitive, as events carry it.
 pub fn primitive_name(p: &Primitive) -> &'static str {
     match p {

@@ -214,6 +214,13 @@ impl Client {
         self.send(Msg::Telemetry(telemetry_config(self.inner.backend, on)))
     }
 
+    /// Hands every telemetry event of this client (acquires started and ended, leases released,
+    /// lost, at risk, ...) to `listener` too, on the client's driver task: a binding's bridge to
+    /// its ecosystem's logging. It must return quickly and never wait for this client.
+    pub fn on_telemetry(&self, listener: super::telemetry::Listener) -> Result<()> {
+        self.send(Msg::Listen(listener))
+    }
+
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.inner.tx.send(msg).map_err(|_| closed())
     }

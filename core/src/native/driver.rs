@@ -174,6 +174,7 @@ impl<T: Transport> Driver<T> {
                 }
             },
             Msg::Telemetry(config) => self.engine.enable_telemetry(config),
+            Msg::Listen(listener) => self.telemetry.listen(listener),
             Msg::Shutdown { .. } => unreachable!("handled by run"),
         }
     }

@@ -53,6 +53,8 @@ pub(crate) enum Msg {
     },
     /// Turn the engine's telemetry on (sent first by `connect`), or change what it carries.
     Telemetry(crate::engine::TelemetryConfig),
+    /// Hand every telemetry event to this listener too.
+    Listen(super::telemetry::Listener),
     Shutdown {
         reply: oneshot::Sender<()>,
     },

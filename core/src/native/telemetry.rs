@@ -17,6 +17,7 @@
 //! Metric names are in README "Telemetry".
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use metrics::Label;
 use tracing::Span;
@@ -43,17 +44,23 @@ pub const HELD: &str = "lockgate.lock.held";
 /// Acquires waiting now.
 pub const WAITING: &str = "lockgate.lock.waiting";
 
-/// What the driver keeps for telemetry: the span of each acquire in progress, and the caller's
-/// span each was started under.
+/// Something else that takes every telemetry event of a client, after `tracing` and the
+/// metrics (a binding's bridge to its ecosystem's logging: Python's `logging`). Called on the
+/// client's driver task: it must return quickly and never block on the client.
+pub type Listener = Arc<dyn Fn(&Telemetry) + Send + Sync>;
+
+/// What the driver keeps for telemetry: the span of each acquire in progress, the caller's
+/// span each was started under, and the listeners.
 #[derive(Default)]
 pub(crate) struct Sink {
     parents: HashMap<OpId, Span>,
     spans: HashMap<OpId, Span>,
+    listeners: Vec<Listener>,
 }
 
 /// One `tracing` event at `$level` with the attributes every event carries.
 macro_rules! emit {
-    ($level:ident, $parent:expr, $t:expr, $msg:literal $(, $k:ident = $v:expr)*) => {
+    ($level:ident, $parent:expr, $t:expr $(, $k:ident = $v:expr)*) => {
         tracing::$level!(
             target: "lockgate",
             parent: $parent,
@@ -62,7 +69,8 @@ macro_rules! emit {
             primitive = $t.primitive,
             lock = $t.name.as_deref(),
             $($k = $v,)*
-            $msg
+            "{}",
+            $t.what.summary()
         )
     };
 }
@@ -88,8 +96,16 @@ impl Sink {
         self.parents.insert(op, parent);
     }
 
-    /// Hands one event to `tracing` and the metrics.
+    /// Adds a listener (see [`Listener`]).
+    pub fn listen(&mut self, listener: Listener) {
+        self.listeners.push(listener);
+    }
+
+    /// Hands one event to `tracing`, the metrics and the listeners.
     pub fn record(&mut self, t: &Telemetry) {
+        for listener in &self.listeners {
+            listener(t);
+        }
         let mut labels = vec![Label::new("lockgate.backend", t.backend)];
         if let Some(p) = t.primitive {
             labels.push(Label::new("lockgate.primitive", p));
@@ -121,58 +137,58 @@ impl Sink {
                     primitive = t.primitive,
                     lock = t.name.as_deref(),
                 );
-                emit!(debug, span.id(), t, "acquire started");
+                emit!(debug, span.id(), t);
                 self.spans.insert(*op, span);
                 metrics::gauge!(WAITING, labels.clone()).increment(1.0);
             }
             Happened::Granted { op, waited, queued, .. } => {
                 let span = acquire_ended(self, *op, "granted", Some(*waited));
                 metrics::gauge!(HELD, labels.clone()).increment(1.0);
-                emit!(debug, span.id(), t, "lock granted", wait_s = waited.as_secs_f64(), queued = *queued);
+                emit!(debug, span.id(), t, wait_s = waited.as_secs_f64(), queued = *queued);
             }
             Happened::NotAcquired { op } => {
                 let span = acquire_ended(self, *op, "not_acquired", None);
-                emit!(debug, span.id(), t, "lock not acquired: held by another owner");
+                emit!(debug, span.id(), t);
             }
             Happened::TimedOut { op, waited } => {
                 let span = acquire_ended(self, *op, "timed_out", Some(*waited));
-                emit!(debug, span.id(), t, "acquire timed out", wait_s = waited.as_secs_f64());
+                emit!(debug, span.id(), t, wait_s = waited.as_secs_f64());
             }
             Happened::Cancelled { op, waited } => {
                 let span = acquire_ended(self, *op, "cancelled", Some(*waited));
-                emit!(debug, span.id(), t, "acquire cancelled", wait_s = waited.as_secs_f64());
+                emit!(debug, span.id(), t, wait_s = waited.as_secs_f64());
             }
             Happened::AcquireFailed { op, waited, code } => {
                 let span = acquire_ended(self, *op, "failed", Some(*waited));
-                emit!(debug, span.id(), t, "acquire failed", wait_s = waited.as_secs_f64(), code = *code);
+                emit!(debug, span.id(), t, wait_s = waited.as_secs_f64(), code = *code);
             }
             Happened::Released { held, .. } => {
                 metrics::gauge!(HELD, labels.clone()).decrement(1.0);
                 metrics::histogram!(HOLD_DURATION, with("lockgate.outcome", "released")).record(held.as_secs_f64());
-                emit!(debug, None, t, "lock released", held_s = held.as_secs_f64());
+                emit!(debug, None, t, held_s = held.as_secs_f64());
             }
             Happened::Lost { reason, held, .. } => {
                 metrics::gauge!(HELD, labels.clone()).decrement(1.0);
                 metrics::histogram!(HOLD_DURATION, with("lockgate.outcome", "lost")).record(held.as_secs_f64());
                 metrics::counter!(LOSSES, with("lockgate.loss.reason", reason.as_str())).increment(1);
-                emit!(warn, None, t, "lock lost", reason = reason.as_str(), held_s = held.as_secs_f64());
+                emit!(warn, None, t, reason = reason.as_str(), held_s = held.as_secs_f64());
             }
-            Happened::Extended { .. } => emit!(debug, None, t, "lease extended"),
+            Happened::Extended { .. } => emit!(debug, None, t),
             Happened::RenewalFailed { code, .. } => {
                 metrics::counter!(RENEWAL_FAILURES, with("error.type", code)).increment(1);
-                emit!(debug, None, t, "lease renewal failed", code = *code);
+                emit!(debug, None, t, code = *code);
             }
             Happened::AtRisk { .. } => {
                 metrics::counter!(AT_RISK, labels.clone()).increment(1);
-                emit!(warn, None, t, "lease at risk: it cannot be confirmed for now");
+                emit!(warn, None, t);
             }
-            Happened::Safe { .. } => emit!(debug, None, t, "lease confirmed again: no longer at risk"),
-            Happened::ConnectionLost => emit!(debug, None, t, "connection to the session's server lost"),
+            Happened::Safe { .. } => emit!(debug, None, t),
+            Happened::ConnectionLost => emit!(debug, None, t),
             Happened::ConnectionRestored => {
                 metrics::counter!(RECONNECTS, labels.clone()).increment(1);
-                emit!(debug, None, t, "connection to the session's server restored");
+                emit!(debug, None, t);
             }
-            Happened::SessionExpired => emit!(warn, None, t, "session expired: its leases are lost"),
+            Happened::SessionExpired => emit!(warn, None, t),
         }
     }
 }
