@@ -7,11 +7,15 @@
 //! which Python's last-resort handler prints; one line turns the rest on
 //! (`logging.getLogger("lockgate").setLevel(logging.DEBUG)` with a handler).
 //!
-//! Runs on the client's driver task: it takes the GIL, so it first checks (cheaply) whether
-//! the logger wants the record, and gives up quietly while the interpreter shuts down. A
-//! failing handler never breaks a lock: its error is dropped.
+//! Runs on the client's driver task, where taking the GIL can wait for a Python thread (up to
+//! its switch interval): so a DEBUG record is only made if the logger was seen enabled for
+//! DEBUG at the last check, made at most once per [`RECHECK`] (a level changed takes effect
+//! within it, and each new client checks at once); WARNING records always are. It gives up quietly while the interpreter shuts
+//! down, and a failing handler never breaks a lock: its error is dropped.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use lockgate_core::engine::{Happened, Telemetry};
 use lockgate_core::native::telemetry::Listener;
@@ -23,13 +27,49 @@ use pyo3::types::PyDict;
 const DEBUG: u8 = 10;
 const WARNING: u8 = 30;
 
+/// How long whether the logger wants DEBUG records is trusted without asking it again.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Whether `lockgate` was enabled for DEBUG at the last check, and when that was (ms after
+/// [`since`]; 0: never).
+static DEBUG_ON: AtomicBool = AtomicBool::new(false);
+static CHECKED_MS: AtomicU64 = AtomicU64::new(0);
+
+fn since() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
 /// The listener a connected client hands its telemetry to.
 pub(crate) fn to_logging() -> Listener {
     Arc::new(|t: &Telemetry| {
+        if !t.what.is_warning() && !debug_wanted() {
+            return;
+        }
         Python::try_attach(|py| {
             let _ = log(py, t);
         });
     })
+}
+
+/// Whether DEBUG records may be wanted: the last check's answer, or a new check once it is
+/// older than [`RECHECK`].
+fn debug_wanted() -> bool {
+    let now = since().elapsed().as_millis() as u64 + 1;
+    let checked = CHECKED_MS.load(Ordering::Relaxed);
+    if checked != 0 && now - checked < RECHECK.as_millis() as u64 {
+        return DEBUG_ON.load(Ordering::Relaxed);
+    }
+    Python::try_attach(check_level).unwrap_or(false)
+}
+
+/// Asks the logger whether it wants DEBUG records now, and notes the answer (a new client
+/// does, so a level set before it is made holds from its first event).
+pub(crate) fn check_level(py: Python<'_>) -> bool {
+    let on = logger(py).and_then(|l| l.call_method1("isEnabledFor", (DEBUG,))?.is_truthy()).unwrap_or(false);
+    DEBUG_ON.store(on, Ordering::Relaxed);
+    CHECKED_MS.store(since().elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+    on
 }
 
 fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {

@@ -153,3 +153,62 @@ fn a_cancelled_wait_and_a_one_shot_miss_are_told_as_such() {
     }
     let _: OpId = miss;
 }
+
+mod engine_zk;
+
+/// The names of the telemetry events in `events`.
+fn told<O>(events: &[Event<O>]) -> Vec<&'static str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Telemetry(t) => Some(t.what.name()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_zookeeper_session_tells_its_connection_its_spells_at_risk_and_its_expiry() {
+    use lockgate_core::zookeeper::{SessionEvent, ZkNotice};
+    let mut w = engine_zk::World::new(1, Duration::from_secs(6));
+    w.clients[0].enable_telemetry(TelemetryConfig { backend: "zookeeper", lock_names: false });
+    let a = w.acquire(0, "a", &lockgate_core::Primitive::Mutex, &LockOptions::renewed_lease(Duration::from_secs(6)), Wait::Forever);
+    let lease = w.acquired(0, a).0;
+
+    // Disconnected, then reconnected within the session: lost and back, at risk then safe.
+    w.cut_off[0] = true;
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.settle();
+    w.advance(ms(500));
+    w.reconnect(0);
+    // Disconnected again, and the session expires: its lease is lost with it.
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Expired));
+    w.settle();
+
+    assert_eq!(
+        told(&w.events[0]),
+        [
+            "acquire.started",
+            "acquire.granted",
+            "connection.lost",
+            "lease.at_risk",
+            "connection.restored",
+            "lease.safe",
+            "connection.lost",
+            "lease.at_risk",
+            "session.expired",
+            "lease.lost",
+        ]
+    );
+    let telemetry: Vec<&Telemetry> = w.events[0].iter().filter_map(|e| if let Event::Telemetry(t) = e { Some(t) } else { None }).collect();
+    // The connection's and session's events concern no one lock; the lease's carry its primitive.
+    for t in &telemetry {
+        let of_client = matches!(t.what, Happened::ConnectionLost | Happened::ConnectionRestored | Happened::SessionExpired);
+        assert_eq!(t.primitive, if of_client { None } else { Some("mutex") }, "{t:?}");
+        assert_eq!((t.backend, t.name.as_deref()), ("zookeeper", None));
+    }
+    assert_eq!(telemetry[3].what, Happened::AtRisk { lease });
+    assert_eq!(telemetry[5].what, Happened::Safe { lease });
+    assert!(matches!(telemetry[9].what, Happened::Lost { lease: l, reason: LossReason::SessionEnded, .. } if l == lease));
+}
