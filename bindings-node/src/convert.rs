@@ -315,6 +315,8 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
             ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..none })
         }
         Event::Lost { lease, error } => ("lost", EventFields { lease: Some(*lease), error: Some(error), ..none }),
+        // Skipped by `poll_event` (telemetry is off in the Node binding's engine).
+        Event::Telemetry(_) => return JsValue::UNDEFINED,
     };
     fields.to_js(kind, waiter, shapes, cache)
 }

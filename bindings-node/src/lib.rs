@@ -314,6 +314,9 @@ impl Engine {
                         Claim::Nobody => continue,
                     }
                 }
+                // Not raised: this engine's telemetry is off (the Node binding does not hand
+                // it to diagnostics_channel yet).
+                Event::Telemetry(_) => continue,
                 _ => JsValue::UNDEFINED,
             };
             return convert::event_to_js(&ev, &waiter, &self.shapes, &mut self.strings);

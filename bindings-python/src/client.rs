@@ -33,6 +33,8 @@ impl ClientBase {
     ) -> PyResult<(PyClassInitializer<Self>, Arc<Connection>)> {
         let (options, shown) = client_options(py, &url.0, options)?;
         let conn = Connection::new(options, shown, api);
+        // Whether its telemetry's DEBUG records are wanted, as the logger is configured now.
+        crate::telemetry::check_level(py);
         Ok((PyClassInitializer::from(ClientBase { conn: conn.clone() }), conn))
     }
 

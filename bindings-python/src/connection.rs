@@ -20,6 +20,13 @@ use lockgate_core::native::{Client, ClientOptions};
 
 static LIVE: Mutex<Vec<Weak<Connection>>> = Mutex::new(Vec::new());
 
+/// Connects a core client whose telemetry goes to Python's `logging` (see `telemetry.rs`).
+async fn connect(options: ClientOptions) -> Result<Client, Error> {
+    let client = options.connect().await?;
+    client.on_telemetry(crate::telemetry::to_logging())?;
+    Ok(client)
+}
+
 /// One core client of one Python client, shared by its locks and leases.
 pub(crate) struct Connection {
     /// Validated; what the client shows before it is connected (URL, prefix, capabilities).
@@ -59,7 +66,7 @@ impl Connection {
     /// another process than the one that made it.
     pub(crate) async fn client(&self) -> Result<Client, Error> {
         self.check()?;
-        let client = self.client.get_or_try_init(|| self.options.clone().connect()).await?.clone();
+        let client = self.client.get_or_try_init(|| connect(self.options.clone())).await?.clone();
         if self.closed.load(Ordering::Acquire) {
             client.close().await; // closed while this call was connecting
             return Err(closed());

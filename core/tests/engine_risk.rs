@@ -43,7 +43,7 @@ fn kinds<O>(events: &[Event<O>]) -> Vec<&'static str> {
             Event::AtRisk { .. } => Some("at risk"),
             Event::Renewed { .. } => Some("renewed"),
             Event::Lost { .. } => Some("lost"),
-            Event::Completed { .. } => None,
+            Event::Completed { .. } | Event::Telemetry(_) => None,
         })
         .collect()
 }

@@ -401,7 +401,7 @@ fn risk_events(w: &World, c: usize, from: usize) -> Vec<(&'static str, lockgate_
             Event::AtRisk { lease, .. } => Some(("at risk", *lease)),
             Event::Renewed { lease, .. } => Some(("renewed", *lease)),
             Event::Lost { lease, .. } => Some(("lost", *lease)),
-            Event::Completed { .. } => None,
+            Event::Completed { .. } | Event::Telemetry(_) => None,
         })
         .collect()
 }

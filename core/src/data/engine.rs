@@ -25,6 +25,7 @@ pub fn neutral<O: Into<Done>>(ev: Event<O>) -> Event<Done> {
         Event::Renewed { lease, valid_until } => Event::Renewed { lease, valid_until },
         Event::AtRisk { lease, valid_until } => Event::AtRisk { lease, valid_until },
         Event::Lost { lease, error } => Event::Lost { lease, error },
+        Event::Telemetry(t) => Event::Telemetry(t),
     }
 }
 

@@ -127,6 +127,11 @@ pub enum Event<O = Outcome> {
         /// Why, as a `NOT_HELD` error.
         error: Error,
     },
+    /// A telemetry event (acquire started, granted, timed out, lease lost, ...): raised only
+    /// by an engine whose driver turned telemetry on
+    /// ([`enable_telemetry`](super::LockEngine::enable_telemetry)); for logs and metrics, never
+    /// needed to drive a call.
+    Telemetry(super::telemetry::Telemetry),
 }
 
 /// How long an acquire may wait.

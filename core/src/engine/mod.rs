@@ -25,6 +25,7 @@ pub(crate) mod job;
 mod lease;
 pub mod operation;
 mod session;
+pub mod telemetry;
 mod risk;
 pub(crate) mod timers;
 mod verdicts;
@@ -43,6 +44,7 @@ use cleanup::Cleanup;
 use lease::Lease;
 use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF};
 use session::Session;
+pub use telemetry::{Happened, LossReason, Telemetry, TelemetryConfig};
 use timers::Timers;
 
 /// A lock engine over backend `B`. It performs no I/O: it never opens a socket, sleeps, reads a
@@ -139,6 +141,8 @@ pub struct LockEngine<B: Backend> {
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>)>,
+    /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
+    telemetry: telemetry::Recorder,
 }
 
 /// What a timer entry is for. The derived order (acquires, leases, cleanups; then by id) is the
@@ -187,7 +191,15 @@ impl<B: Backend> LockEngine<B> {
             answers: Vec::new(),
             settled_now: Vec::new(),
             observes: Vec::new(),
+            telemetry: telemetry::Recorder::default(),
         }
+    }
+
+    /// Turns telemetry on: from now on the engine also raises [`Event::Telemetry`] events
+    /// (acquires started and ended, leases released, lost, at risk, the session's connection
+    /// lost and back). Off by default.
+    pub fn enable_telemetry(&mut self, config: TelemetryConfig) {
+        self.telemetry.enable(config);
     }
 
     /// The backend (its configuration and wire state).
@@ -229,6 +241,10 @@ impl<B: Backend> LockEngine<B> {
             w => w,
         };
         let op = OpId(self.ids.fresh());
+        self.telemetry.at(now);
+        if let Some(t) = self.telemetry.started(now, op, primitive, name) {
+            self.events.push_back(Event::Telemetry(t));
+        }
         let token: Arc<str> = self.backend.owner_token(hex(&random_bytes::<16>(self.rng.as_mut()))).into();
         let mut acquire = PendingAcquire {
             target: Arc::new(target),
@@ -306,6 +322,7 @@ impl<B: Backend> LockEngine<B> {
     /// if it had already expired or been taken over. Releasing twice is harmless. A reentered
     /// lease only gives back one hold (`was_held: true`) until its last.
     pub fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
+        self.telemetry.at(now);
         let op = OpId(self.ids.fresh());
         match self.leases.get_mut(&lease) {
             Some(l) if l.holds > 1 => {
@@ -329,6 +346,7 @@ impl<B: Backend> LockEngine<B> {
     /// Sets the lease's remaining time to `duration`, only if still held; never re-acquires.
     /// Completes with an extended outcome or a `NOT_HELD` failure (which also marks it lost).
     pub fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId> {
+        self.telemetry.at(now);
         options::validate_lease(duration)?;
         self.backend.check_extend(duration)?;
         let op = OpId(self.ids.fresh());
@@ -346,6 +364,7 @@ impl<B: Backend> LockEngine<B> {
     /// grant that raced the cancel) is removed, and then (or after [`UNDO_WAIT`] at most) it
     /// completes with a `CANCELLED` failure. Unknown ids are ignored.
     pub fn cancel(&mut self, now: Instant, op: OpId) {
+        self.telemetry.at(now);
         if let Some(acquire) = self.take_acquire(op) {
             let cancelled = Done::Failed(Error::new(ErrorKind::Cancelled, "the acquire was cancelled"));
             self.end_acquire(now, op, acquire, cancelled);
@@ -355,6 +374,7 @@ impl<B: Backend> LockEngine<B> {
 
     /// Cancels every pending acquire and releases every lease (client shutdown).
     pub fn shutdown(&mut self, now: Instant) {
+        self.telemetry.at(now);
         for (op, _) in std::mem::take(&mut self.observes) {
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
@@ -397,6 +417,7 @@ impl<B: Backend> LockEngine<B> {
     /// Hands back the reply to request `id`, or the transport error that prevented one (in
     /// the backend's reply type). Unknown ids are ignored.
     pub fn handle_reply(&mut self, now: Instant, id: RequestId, reply: B::Reply) {
+        self.telemetry.at(now);
         if self.session.request() == Some(id) {
             let result = self.backend.session_reply(reply);
             self.on_session(now, result);
@@ -424,6 +445,7 @@ impl<B: Backend> LockEngine<B> {
     /// Hands over a message the server pushed (a pub/sub message, a watch or session event),
     /// in the backend's notice type.
     pub fn handle_notice(&mut self, now: Instant, notice: B::Notice<'_>) {
+        self.telemetry.at(now);
         let mut answers = std::mem::take(&mut self.answers);
         let signal = self.backend.on_notice(ctx!(self, now), notice, &mut answers);
         for answer in answers.drain(..) {
@@ -442,23 +464,28 @@ impl<B: Backend> LockEngine<B> {
             Signal::Recheck(tokens) => self.recheck(now, tokens),
             Signal::Unreachable => {
                 self.cut_off = true;
+                self.raise(self.telemetry.client(Happened::ConnectionLost));
                 self.session_unreachable(now);
                 self.flush(now);
             }
             Signal::Reachable(tokens) => {
                 self.cut_off = false;
+                self.raise(self.telemetry.client(Happened::ConnectionRestored));
                 self.session_reachable(now);
                 self.recheck(now, tokens);
             }
             Signal::SessionLost(why) => {
                 // A new session is opened next: its failures say whether the server is reachable.
                 self.cut_off = false;
+                self.raise(self.telemetry.client(Happened::SessionExpired));
                 // Every lease lived in the session: all are gone on the server already, so they
                 // are lost together, with nothing to clean up.
                 let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
                 for id in leases {
                     if self.remove_lease(id).is_some() {
                         self.events.push_back(Event::Lost { lease: id, error: not_held(&format!("the session ended: {why}")) });
+                        let t = self.telemetry.ended(id, Some(LossReason::SessionEnded));
+                        self.raise(t);
                     }
                 }
                 self.handle_disconnect(now);
@@ -517,6 +544,7 @@ impl<B: Backend> LockEngine<B> {
     /// The notification connection (or session) dropped: wake-ups may have been missed. The
     /// engine opens the session again and re-checks every queued wait at once.
     pub fn handle_disconnect(&mut self, now: Instant) {
+        self.telemetry.at(now);
         self.session = Session::None;
         let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty();
         for (&op, a) in self.acquires.iter_mut() {
@@ -536,6 +564,7 @@ impl<B: Backend> LockEngine<B> {
     /// cleanup retries. Only what is due is visited (O(log n) each); calling it early or twice
     /// is a no-op.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.telemetry.at(now);
         // Nothing due anywhere (a driver waking early, a timer already handled): nothing would
         // change, since every input flushes what it batched, so skip the walk.
         if self.poll_timeout().is_none_or(|t| t > now) && self.renew_early.next().is_none_or(|t| t > now) {
@@ -616,7 +645,7 @@ impl<B: Backend> LockEngine<B> {
                     Some(e) => format!("the lease expired before it could be renewed: the server could not be reached ({e})"),
                     None => "the lease expired before it could be renewed".to_string(),
                 };
-                self.lose(now, id, &why);
+                self.lose(now, id, LossReason::Expired, &why);
                 continue;
             }
             let window = self.backend.renew_window(l.lease).unwrap_or(Duration::ZERO);
@@ -670,7 +699,21 @@ impl<B: Backend> LockEngine<B> {
     // ---- internals ----
 
     fn complete(&mut self, op: OpId, done: Done) {
+        let t = match &done {
+            Done::Acquired { .. } => self.telemetry.completed(op, true, None),
+            Done::NotAcquired => self.telemetry.completed(op, false, None),
+            Done::Failed(e) => self.telemetry.completed(op, false, Some(e)),
+            _ => None,
+        };
+        self.raise(t);
         self.events.push_back(Event::Completed { op, outcome: done.into() });
+    }
+
+    /// Queues a telemetry event, if telemetry made one.
+    fn raise(&mut self, t: Option<Telemetry>) {
+        if let Some(t) = t {
+            self.events.push_back(Event::Telemetry(t));
+        }
     }
 
     /// The end of an input: handles the calls settled without a request (each may make more

@@ -12,6 +12,7 @@
 
 use super::backend::Backend;
 use super::io::{Event, LeaseId};
+use super::telemetry::Happened;
 use super::LockEngine;
 use crate::time::Instant;
 
@@ -28,11 +29,18 @@ impl<B: Backend> LockEngine<B> {
             return;
         }
         self.events.push_back(Event::AtRisk { lease: id, valid_until: l.valid_until });
+        let t = self.telemetry.lease(Happened::AtRisk { lease: id }, id);
+        self.raise(t);
     }
 
     /// Ends `id`'s spell at risk after a confirmation; whether it was at risk.
     pub(super) fn end_risk(&mut self, id: LeaseId) -> bool {
-        self.at_risk.remove(&id)
+        let was = self.at_risk.remove(&id);
+        if was {
+            let t = self.telemetry.lease(Happened::Safe { lease: id }, id);
+            self.raise(t);
+        }
+        was
     }
 
     /// The session cannot be reached: every lease lives in it, so every one is at risk.

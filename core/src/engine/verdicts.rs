@@ -10,6 +10,7 @@ use super::cleanup::Cleanup;
 use super::io::{Done, Event, LeaseId, OpId, Wait};
 use super::lease::Lease;
 use super::operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
+use super::telemetry::{Happened, LossReason};
 use super::{not_held, Due, LockEngine};
 use crate::error::{Error, ErrorKind};
 use crate::options::whole_millis;
@@ -19,7 +20,7 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn dispatch(&mut self, now: Instant, answer: Answer) {
         let Answer { purpose, sent, verdict } = answer;
         match (purpose, verdict) {
-            (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), &why),
+            (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), LossReason::Revoked, &why),
             (Purpose::Acquire(op), Verdict::Attempt(a)) => self.on_attempt(now, sent, op, a),
             (Purpose::Renew(id, tag), Verdict::Renewal(p)) => self.on_renewal(now, sent, id, tag, p),
             (Purpose::Extend(op, id, d, tag), Verdict::Renewal(p)) => self.on_extend(now, sent, op, id, d, tag, p),
@@ -43,7 +44,7 @@ impl<B: Backend> LockEngine<B> {
                             None => self.complete(op, Done::Failed(e)),
                         }
                     }
-                    Purpose::Renew(id, _) => self.lose(now, id, e.message()),
+                    Purpose::Renew(id, _) => self.lose(now, id, LossReason::Failed, e.message()),
                     Purpose::Cleanup(id) => {
                         self.cleanups.remove(&id);
                         self.sync_cleanup(id);
@@ -82,6 +83,7 @@ impl<B: Backend> LockEngine<B> {
                     self.complete(op, Done::NotAcquired);
                     return;
                 }
+                self.telemetry.queued(op);
                 a.grant_lower_bound = Some(sent);
                 a.seen_fence = a.seen_fence.max(fence);
                 a.backoff = FIRST_BACKOFF;
@@ -106,6 +108,7 @@ impl<B: Backend> LockEngine<B> {
                     self.answer_after(id, op);
                     return;
                 }
+                self.telemetry.queued(op);
                 self.retry(now, op, a, Some(why));
             }
             Attempt::Transient { error, why, undo } => {
@@ -248,21 +251,27 @@ impl<B: Backend> LockEngine<B> {
                 l.next_renew = next_renewal(backend, l.auto_renew, sent, d, end);
                 let valid_until = l.valid_until;
                 if valid_until <= now {
-                    self.lose(now, id, "the renewal was confirmed only after the lease's validity had run out");
+                    self.lose(now, id, LossReason::Expired, "the renewal was confirmed only after the lease's validity had run out");
                 } else {
                     // Told after every renewal; it also ends a spell at risk.
                     self.end_risk(id);
                     self.events.push_back(Event::Renewed { lease: id, valid_until });
                 }
             }
-            Renewal::Refused { subject } => self.lose(now, id, &format!("{subject} (renewal refused)")),
-            Renewal::Transient(_) => {
+            Renewal::Refused { subject } => self.lose(now, id, LossReason::Refused, &format!("{subject} (renewal refused)")),
+            Renewal::Transient(e) => {
                 l.settle_renewal(tag, None, |s, _| s);
                 l.next_renew = Some(now + (l.lease / 10).min(Duration::from_millis(500)));
                 // Not lost yet, but not confirmable now: the holder is told once per spell.
+                let t = self.telemetry.lease(Happened::RenewalFailed { lease: id, code: e.code() }, id);
+                self.raise(t);
                 self.put_at_risk(now, id);
             }
-            Renewal::Failed(e) => self.lose(now, id, &format!("renewal failed: {}", e.message())),
+            Renewal::Failed(e) => {
+                let t = self.telemetry.lease(Happened::RenewalFailed { lease: id, code: e.code() }, id);
+                self.raise(t);
+                self.lose(now, id, LossReason::Failed, &format!("renewal failed: {}", e.message()));
+            }
         }
         self.sync_lease(id);
     }
@@ -288,20 +297,22 @@ impl<B: Backend> LockEngine<B> {
                     }
                     let valid_until = l.valid_until;
                     if valid_until <= now {
-                        self.lose(now, id, "the extension was confirmed only after the lease's validity had run out");
+                        self.lose(now, id, LossReason::Expired, "the extension was confirmed only after the lease's validity had run out");
                         Done::Failed(not_held("the lease's validity ran out"))
                     } else {
                         // A lease at risk confirmed by an extend is safe again: said as a renewal.
                         if self.end_risk(id) {
                             self.events.push_back(Event::Renewed { lease: id, valid_until });
                         }
+                        let t = self.telemetry.lease(Happened::Extended { lease: id }, id);
+                        self.raise(t);
                         Done::Extended { valid_until }
                     }
                 }
                 None => Done::Failed(not_held("the lease is no longer held")),
             },
             Renewal::Refused { subject } => {
-                self.lose(now, id, &format!("{subject} (extend refused)"));
+                self.lose(now, id, LossReason::Refused, &format!("{subject} (extend refused)"));
                 Done::Failed(not_held(&format!("{subject}; extend never re-acquires")))
             }
             Renewal::Transient(e) | Renewal::Failed(e) => {
@@ -319,6 +330,8 @@ impl<B: Backend> LockEngine<B> {
         match verdict {
             Release::Done { was_held } => {
                 self.remove_lease(id);
+                let t = self.telemetry.ended(id, None);
+                self.raise(t);
                 self.complete(op, Done::Released { was_held });
             }
             Release::Unconfirmed { error, retry } => {
@@ -326,6 +339,8 @@ impl<B: Backend> LockEngine<B> {
                 // releasing in the background until it lands or the lease runs out, so a
                 // release that failed in transport (or a dropped handle's release) cannot keep
                 // the lock for ever.
+                let t = self.telemetry.ended(id, None);
+                self.raise(t);
                 if let Some(l) = self.remove_lease(id) {
                     if retry {
                         let span = l.span();
@@ -336,6 +351,8 @@ impl<B: Backend> LockEngine<B> {
             }
             Release::Failed(e) => {
                 self.remove_lease(id);
+                let t = self.telemetry.ended(id, None);
+                self.raise(t);
                 self.complete(op, Done::Failed(e));
             }
         }
@@ -374,8 +391,10 @@ impl<B: Backend> LockEngine<B> {
         Some(l)
     }
 
-    pub(super) fn lose(&mut self, now: Instant, id: LeaseId, why: &str) {
+    pub(super) fn lose(&mut self, now: Instant, id: LeaseId, reason: LossReason, why: &str) {
         if let Some(l) = self.remove_lease(id) {
+            let t = self.telemetry.ended(id, Some(reason));
+            self.raise(t);
             // If the server still has our token (we merely failed to renew in time), free it so
             // nobody waits on a lease its owner has given up. An unanswered extend may have
             // set a longer expiry than the lease, so keep trying for the longest of them.

@@ -35,6 +35,10 @@ impl ClientOptions {
         // The backend's spec starts its transport (which connects and starts the driver).
         let spec = registry::spec_of(backend).0;
         let tx = (spec.connect_native)(&self, &target).await?;
+        // Telemetry is always on in the native client: it costs a few small events per call,
+        // and `tracing` and `metrics` drop them until the application installs a subscriber
+        // or recorder (see native/telemetry.rs).
+        let _ = tx.send(Msg::Telemetry(telemetry_config(backend, false)));
         let bound = spec.lease_bound.map(|bound| bound(&self, &target));
         if let Some(bound) = &bound {
             bound.validate()?;
@@ -203,6 +207,20 @@ impl Client {
         }
     }
 
+    /// Whether telemetry (logs, spans and metric attributes) carries each lock's name. Off by
+    /// default: a metric series per lock name is unbounded cardinality for most metrics
+    /// backends. Applies to the acquires started from now on.
+    pub fn telemetry_lock_names(&self, on: bool) -> Result<()> {
+        self.send(Msg::Telemetry(telemetry_config(self.inner.backend, on)))
+    }
+
+    /// Hands every telemetry event of this client (acquires started and ended, leases released,
+    /// lost, at risk, ...) to `listener` too, on the client's driver task: a binding's bridge to
+    /// its ecosystem's logging. It must return quickly and never wait for this client.
+    pub fn on_telemetry(&self, listener: super::telemetry::Listener) -> Result<()> {
+        self.send(Msg::Listen(listener))
+    }
+
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {
         self.inner.tx.send(msg).map_err(|_| closed())
     }
@@ -221,4 +239,10 @@ impl fmt::Debug for Client {
 /// The error of every call on a closed client.
 pub(crate) fn closed() -> Error {
     Error::new(ErrorKind::Closed, "the client is closed")
+}
+
+/// Telemetry for `backend`: events carry its plain URL scheme as its name (`redis`,
+/// `redis+cluster`, `zookeeper`, `postgres`, ...), never the URL itself.
+fn telemetry_config(backend: Backend, lock_names: bool) -> crate::engine::TelemetryConfig {
+    crate::engine::TelemetryConfig { backend: backend.scheme(false), lock_names }
 }

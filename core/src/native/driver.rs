@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::lease_state::LeaseState;
 use super::message::{Acquired, Msg};
+use super::telemetry::Sink;
 use super::transport::{ReplyFuture, Transport};
 use crate::driving::{Awaiting, Claim, CLOSE_GRACE};
 use crate::engine::{Done, Event, LeaderInfo, LeaseId, LockEngine, OpId};
@@ -44,6 +45,7 @@ pub(crate) fn spawn<T: Transport>(
         tickets: HashMap::new(),
         leases: HashMap::new(),
         in_flight: FuturesUnordered::new(),
+        telemetry: Sink::new(),
     };
     tokio::spawn(driver.run(rx, pushes));
     tx
@@ -59,6 +61,8 @@ struct Driver<T: Transport> {
     /// What every handle of a held lease watches.
     leases: HashMap<LeaseId, watch::Sender<LeaseState>>,
     in_flight: FuturesUnordered<ReplyFuture<T::Backend>>,
+    /// Where the engine's telemetry events go (`tracing`, `metrics`).
+    telemetry: Sink,
 }
 
 impl<T: Transport> Driver<T> {
@@ -126,9 +130,10 @@ impl<T: Transport> Driver<T> {
 
     fn on_msg(&mut self, now: Instant, msg: Msg) {
         match msg {
-            Msg::Acquire { ticket, name, primitive, options, wait, reply } => {
+            Msg::Acquire { ticket, name, primitive, options, wait, span, reply } => {
                 match self.engine.acquire_primitive(now, &name, &primitive, &options, wait) {
                     Ok(op) => {
+                        self.telemetry.started_under(op, span);
                         self.tickets.insert(ticket, op);
                         self.pending.wait(op, Pending::Acquire { ticket, reply });
                     }
@@ -168,6 +173,8 @@ impl<T: Transport> Driver<T> {
                     let _ = reply.send(Err(e));
                 }
             },
+            Msg::Telemetry(config) => self.engine.enable_telemetry(config),
+            Msg::Listen(listener) => self.telemetry.listen(listener),
             Msg::Shutdown { .. } => unreachable!("handled by run"),
         }
     }
@@ -190,6 +197,7 @@ impl<T: Transport> Driver<T> {
                         tx.send_replace(LeaseState::Lost(error));
                     }
                 }
+                Event::Telemetry(t) => self.telemetry.record(&t),
             }
         }
     }

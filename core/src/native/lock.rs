@@ -297,6 +297,7 @@ impl Lock {
             primitive: self.primitive.clone(),
             options: self.options.clone(),
             wait,
+            span: tracing::Span::current(),
             reply,
         })?;
         let mut guard = CancelOnDrop {

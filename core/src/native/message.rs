@@ -26,6 +26,8 @@ pub(crate) enum Msg {
         primitive: Primitive,
         options: LockOptions,
         wait: Wait,
+        /// The caller's span when it asked: the parent of the acquire's span.
+        span: tracing::Span,
         reply: oneshot::Sender<Result<Option<Acquired>>>,
     },
     /// Re-enter a held lease (reentrant locks).
@@ -49,6 +51,10 @@ pub(crate) enum Msg {
         duration: Duration,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Turn the engine's telemetry on (sent first by `connect`), or change what it carries.
+    Telemetry(crate::engine::TelemetryConfig),
+    /// Hand every telemetry event to this listener too.
+    Listen(super::telemetry::Listener),
     Shutdown {
         reply: oneshot::Sender<()>,
     },

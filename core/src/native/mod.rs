@@ -19,6 +19,7 @@ mod lease_state;
 mod lock;
 mod open_clients;
 pub(crate) mod message;
+pub mod telemetry;
 pub(crate) mod transport;
 
 pub use cancel::{CancelWaits, Cancelled, WaitGuard};

@@ -677,6 +677,8 @@ impl<M: Model> Sim<M> {
             Event::Lost { lease, .. } => self.end_belief(c, *lease),
             // A lease at risk is still believed held until its validity ends (checked as claimed).
             Event::AtRisk { .. } => {}
+            // Telemetry tells what the other events already did.
+            Event::Telemetry(_) => {}
         }
     }
 

@@ -1,0 +1,84 @@
+"""Telemetry through Python's standard ``logging`` (logger ``lockgate``), read with pytest's
+``caplog`` on a real Redis: a contended lock with a waiter that gets it, a waiter that times
+out and a loss forced by deleting the lock. The records come from the core's events (one
+vocabulary for every backend): their levels, messages and ``extra`` fields, and never the
+password of the URL."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+import lockgate
+from conftest import RedisServer, lock_key, wait_until
+
+
+def _events(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "lockgate"]
+
+
+def test_a_contended_lock_is_logged_with_extra_fields(acl_server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    url = f"redis://app:s3cret-pw@127.0.0.1:{acl_server.port}"
+    raw = acl_server.raw(username="app", password="s3cret-pw")
+    with lockgate.Client(url) as a_client, lockgate.Client(url) as b_client, lockgate.Client(url) as c_client:
+        a = a_client.lock("tel", 3, renew=True).try_acquire()
+        assert a is not None
+        got: list[lockgate.Lease] = []
+        waiter = threading.Thread(target=lambda: got.append(b_client.lock("tel", 3, renew=True).acquire(timeout=10)))
+        waiter.start()
+        with pytest.raises(lockgate.LockTimeoutError):
+            c_client.lock("tel", 3, renew=True).acquire(timeout=0.3)
+        assert a.release()
+        waiter.join(5)
+        (b,) = got
+        lost: list[lockgate.LockError] = []
+        b.on_lost(lost.append)
+        raw.delete(lock_key("tel"))
+        wait_until(lambda: lost, what="the loss")
+        wait_until(lambda: any(r.lockgate_event == "lease.lost" for r in _events(caplog)), what="the loss's record")
+
+    records = _events(caplog)
+    seen = [(r.levelno, r.lockgate_event) for r in records]
+    count = {name: sum(1 for _, e in seen if e == name) for name in {e for _, e in seen}}
+    # A release at close may add lease.released records for what was still held: none here.
+    assert count == {
+        "acquire.started": 3,
+        "acquire.granted": 2,
+        "acquire.timed_out": 1,
+        "lease.released": 1,
+        "lease.lost": 1,
+    }, seen
+    for r in records:
+        assert r.levelno == (logging.WARNING if r.lockgate_event == "lease.lost" else logging.DEBUG), seen
+        assert (r.lockgate_backend, r.lockgate_primitive) == ("redis", "mutex")
+        assert not hasattr(r, "lockgate_lock"), "lock names are off by default"
+        assert "s3cret-pw" not in repr(r.__dict__), r.__dict__
+    granted = [r for r in records if r.lockgate_event == "acquire.granted"]
+    assert [r.lockgate_queued for r in granted] == [False, True]
+    assert granted[1].lockgate_wait_s >= 0.29  # b waited behind a past c's 300 ms timeout
+    (timed_out,) = [r for r in records if r.lockgate_event == "acquire.timed_out"]
+    assert 0.3 <= timed_out.lockgate_wait_s < 2.0
+    assert timed_out.getMessage() == "acquire timed out"
+    (lost_record,) = [r for r in records if r.lockgate_event == "lease.lost"]
+    assert lost_record.lockgate_reason == "refused"
+    assert lost_record.getMessage() == "lock lost"
+    (released,) = [r for r in records if r.lockgate_event == "lease.released"]
+    assert released.lockgate_held_s >= 0.29
+
+
+def test_only_warnings_without_configuration(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # The root logger's default level (WARNING): DEBUG records are not even made.
+    caplog.set_level(logging.WARNING)
+    with lockgate.Client(server.url) as client:
+        lease = client.lock("quiet", 3, renew=True).acquire(timeout=5)
+        lost: list[lockgate.LockError] = []
+        lease.on_lost(lost.append)
+        server.raw().delete(lock_key("quiet"))
+        wait_until(lambda: lost, what="the loss")
+        wait_until(lambda: _events(caplog), what="the loss's record")
+        time.sleep(0.05)
+    assert [(r.levelno, r.lockgate_event) for r in _events(caplog)] == [(logging.WARNING, "lease.lost")]

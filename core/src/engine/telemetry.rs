@@ -1,0 +1,341 @@
+//! Telemetry: the one vocabulary of lock events (acquire started, granted, timed out, lost,
+//! at risk, ...), raised by the engine as [`Event::Telemetry`](super::Event::Telemetry) data like
+//! its other outputs, so every driver (the native client, the wasm engine of the Node binding,
+//! the Python and JVM bindings) hands the same events to its ecosystem's logging and metrics
+//! without code per backend.
+//!
+//! Off until a driver calls [`LockEngine::enable_telemetry`](super::LockEngine::enable_telemetry):
+//! an engine without it raises none (and keeps no bookkeeping), so existing drivers see the
+//! events they always saw.
+//!
+//! Attributes are low-cardinality on purpose: the backend, the primitive and, only when opted in
+//! ([`TelemetryConfig::lock_names`]), the lock name. Never a token, a credential or an address.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::io::{LeaseId, OpId, Primitive};
+use crate::error::{Error, ErrorKind};
+use crate::time::{Duration, Instant};
+
+/// What a driver turns telemetry on with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TelemetryConfig {
+    /// The backend's name as events carry it (`redis`, `redlock`, `zookeeper`, `etcd`,
+    /// `postgres`, `mysql`, ...): the driver knows which backend it drives.
+    pub backend: &'static str,
+    /// Whether events carry the lock's name. Off by default: one series per lock name is
+    /// unbounded cardinality for a metrics backend.
+    pub lock_names: bool,
+}
+
+/// One telemetry event with its attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Telemetry {
+    /// What happened.
+    pub what: Happened,
+    /// The backend (see [`TelemetryConfig::backend`]).
+    pub backend: &'static str,
+    /// The primitive (`mutex`, `semaphore`, `read`, `write`, `leader`); `None` for events of
+    /// the client's connection or session, which concern no one lock.
+    pub primitive: Option<&'static str>,
+    /// The lock's name, only if [`TelemetryConfig::lock_names`] is on.
+    pub name: Option<Arc<str>>,
+}
+
+/// What happened, with its measurements. Durations are measured on the engine's `now` (the
+/// driver's monotonic clock), from the call's start or the grant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Happened {
+    /// An acquire was started.
+    AcquireStarted {
+        /// The acquire.
+        op: OpId,
+    },
+    /// An acquire was granted.
+    Granted {
+        /// The acquire.
+        op: OpId,
+        /// The lease it holds (the same number as the acquire).
+        lease: LeaseId,
+        /// From the acquire's start to the grant.
+        waited: Duration,
+        /// Whether it had to wait behind a holder (queued or refused at least once).
+        queued: bool,
+    },
+    /// A one-shot acquire found the lock held.
+    NotAcquired {
+        /// The acquire.
+        op: OpId,
+    },
+    /// A wait ran out (`TIMEOUT`).
+    TimedOut {
+        /// The acquire.
+        op: OpId,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// An acquire was cancelled (`CANCELLED`).
+    Cancelled {
+        /// The acquire.
+        op: OpId,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// An acquire failed otherwise.
+    AcquireFailed {
+        /// The acquire.
+        op: OpId,
+        /// How long it waited.
+        waited: Duration,
+        /// The error's stable code (`CONNECTION`, `AUTHENTICATION`, ...).
+        code: &'static str,
+    },
+    /// A held lease was released by its owner.
+    Released {
+        /// The lease.
+        lease: LeaseId,
+        /// From the grant to the release.
+        held: Duration,
+    },
+    /// An extend was confirmed.
+    Extended {
+        /// The lease.
+        lease: LeaseId,
+    },
+    /// A renewal (watchdog) did not go through; the lease is at risk or lost (told next).
+    RenewalFailed {
+        /// The lease.
+        lease: LeaseId,
+        /// The error's stable code.
+        code: &'static str,
+    },
+    /// A lease can no longer be confirmed for now (once per spell).
+    AtRisk {
+        /// The lease.
+        lease: LeaseId,
+    },
+    /// A lease at risk was confirmed again.
+    Safe {
+        /// The lease.
+        lease: LeaseId,
+    },
+    /// A lease was lost.
+    Lost {
+        /// The lease.
+        lease: LeaseId,
+        /// Why.
+        reason: LossReason,
+        /// From the grant to the loss.
+        held: Duration,
+    },
+    /// The connection the client's session lives on was lost (the session lives on for now).
+    ConnectionLost,
+    /// That connection is back.
+    ConnectionRestored,
+    /// The client's session ended on the server (ZooKeeper, etcd): its leases are lost.
+    SessionExpired,
+}
+
+/// Why a lease was lost: a small closed set, fit for a metric attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LossReason {
+    /// Its validity ran out before a renewal could confirm it.
+    Expired,
+    /// The server refused a renewal or extend: the lease is no longer ours there.
+    Refused,
+    /// The server told us it was deleted or taken over behind our back.
+    Revoked,
+    /// The session it lived in ended.
+    SessionEnded,
+    /// A renewal failed for good (an error the engine cannot retry).
+    Failed,
+}
+
+impl LossReason {
+    /// The stable name (`expired`, `refused`, `revoked`, `session_ended`, `failed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LossReason::Expired => "expired",
+            LossReason::Refused => "refused",
+            LossReason::Revoked => "revoked",
+            LossReason::SessionEnded => "session_ended",
+            LossReason::Failed => "failed",
+        }
+    }
+}
+
+impl Happened {
+    /// The event's stable name (`acquire.started`, `acquire.granted`, `lease.lost`, ...), the
+    /// same in every binding.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Happened::AcquireStarted { .. } => "acquire.started",
+            Happened::Granted { .. } => "acquire.granted",
+            Happened::NotAcquired { .. } => "acquire.not_acquired",
+            Happened::TimedOut { .. } => "acquire.timed_out",
+            Happened::Cancelled { .. } => "acquire.cancelled",
+            Happened::AcquireFailed { .. } => "acquire.failed",
+            Happened::Released { .. } => "lease.released",
+            Happened::Extended { .. } => "lease.extended",
+            Happened::RenewalFailed { .. } => "lease.renewal_failed",
+            Happened::AtRisk { .. } => "lease.at_risk",
+            Happened::Safe { .. } => "lease.safe",
+            Happened::Lost { .. } => "lease.lost",
+            Happened::ConnectionLost => "connection.lost",
+            Happened::ConnectionRestored => "connection.restored",
+            Happened::SessionExpired => "session.expired",
+        }
+    }
+}
+
+impl Happened {
+    /// What a log line says, the same in every binding.
+    pub fn summary(&self) -> &'static str {
+        match self {
+            Happened::AcquireStarted { .. } => "acquire started",
+            Happened::Granted { .. } => "lock granted",
+            Happened::NotAcquired { .. } => "lock not acquired: held by another owner",
+            Happened::TimedOut { .. } => "acquire timed out",
+            Happened::Cancelled { .. } => "acquire cancelled",
+            Happened::AcquireFailed { .. } => "acquire failed",
+            Happened::Released { .. } => "lock released",
+            Happened::Extended { .. } => "lease extended",
+            Happened::RenewalFailed { .. } => "lease renewal failed",
+            Happened::AtRisk { .. } => "lease at risk: it cannot be confirmed for now",
+            Happened::Safe { .. } => "lease confirmed again: no longer at risk",
+            Happened::Lost { .. } => "lock lost",
+            Happened::ConnectionLost => "connection to the session's server lost",
+            Happened::ConnectionRestored => "connection to the session's server restored",
+            Happened::SessionExpired => "session expired: its leases are lost",
+        }
+    }
+
+    /// Whether it is logged at WARNING (a loss, a spell at risk, an expired session: they
+    /// matter with nothing set up); everything else is DEBUG.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Happened::Lost { .. } | Happened::AtRisk { .. } | Happened::SessionExpired)
+    }
+}
+
+/// The stable name of a primitive, as events carry it.
+pub fn primitive_name(p: &Primitive) -> &'static str {
+    match p {
+        Primitive::Mutex => "mutex",
+        Primitive::Semaphore { .. } => "semaphore",
+        Primitive::Read { .. } => "read",
+        Primitive::Write => "write",
+        Primitive::Leader { .. } => "leader",
+    }
+}
+
+/// What the engine remembers of one acquire, then of its lease (same number), for telemetry.
+struct Tracked {
+    primitive: &'static str,
+    name: Option<Arc<str>>,
+    started: Instant,
+    queued: bool,
+    granted: Option<Instant>,
+}
+
+/// The engine's telemetry state: off (nothing kept) or on with what each acquire and lease
+/// needs for its measurements.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    config: Option<TelemetryConfig>,
+    /// The instant of the input being handled: events raised while handling it are measured
+    /// at it (the engine never reads a clock).
+    now: Option<Instant>,
+    tracked: HashMap<u64, Tracked>,
+}
+
+impl Recorder {
+    pub fn enable(&mut self, config: TelemetryConfig) {
+        self.config = Some(config);
+    }
+
+    /// Notes the instant of the input being handled.
+    pub fn at(&mut self, now: Instant) {
+        if self.config.is_some() {
+            self.now = Some(now);
+        }
+    }
+
+    fn event(&self, what: Happened, of: Option<&Tracked>) -> Option<Telemetry> {
+        let config = self.config.as_ref()?;
+        Some(Telemetry {
+            what,
+            backend: config.backend,
+            primitive: of.map(|t| t.primitive),
+            name: of.and_then(|t| t.name.clone()),
+        })
+    }
+
+    fn since(&self, start: Instant) -> Duration {
+        self.now.map_or(Duration::ZERO, |now| now.saturating_duration_since(start))
+    }
+
+    /// An acquire started.
+    pub fn started(&mut self, now: Instant, op: OpId, primitive: &Primitive, name: &str) -> Option<Telemetry> {
+        let config = self.config.as_ref()?;
+        let name = config.lock_names.then(|| Arc::from(name));
+        let t = Tracked { primitive: primitive_name(primitive), name, started: now, queued: false, granted: None };
+        let ev = self.event(Happened::AcquireStarted { op }, Some(&t));
+        self.tracked.insert(op.0, t);
+        ev
+    }
+
+    /// An acquire had to wait behind a holder.
+    pub fn queued(&mut self, op: OpId) {
+        if let Some(t) = self.tracked.get_mut(&op.0) {
+            t.queued = true;
+        }
+    }
+
+    /// An operation completed; an event if it was an acquire (granted, not acquired or ended).
+    pub fn completed(&mut self, op: OpId, granted: bool, error: Option<&Error>) -> Option<Telemetry> {
+        let t = self.tracked.get(&op.0).filter(|t| t.granted.is_none())?;
+        let waited = self.since(t.started);
+        let what = match (granted, error) {
+            (true, _) => Happened::Granted { op, lease: LeaseId(op.0), waited, queued: t.queued },
+            (false, None) => Happened::NotAcquired { op },
+            (false, Some(e)) => match e.kind() {
+                ErrorKind::Timeout => Happened::TimedOut { op, waited },
+                ErrorKind::Cancelled => Happened::Cancelled { op, waited },
+                _ => Happened::AcquireFailed { op, waited, code: e.code() },
+            },
+        };
+        let ev = self.event(what, Some(t));
+        if granted {
+            let now = self.now;
+            if let Some(t) = self.tracked.get_mut(&op.0) {
+                t.granted = Some(now.unwrap_or(t.started));
+            }
+        } else {
+            self.tracked.remove(&op.0);
+        }
+        ev
+    }
+
+    /// Something happened to held lease `lease` that does not end it.
+    pub fn lease(&self, what: Happened, lease: LeaseId) -> Option<Telemetry> {
+        let t = self.tracked.get(&lease.0)?;
+        self.event(what, Some(t))
+    }
+
+    /// Lease `lease` ended: released (`None`) or lost.
+    pub fn ended(&mut self, lease: LeaseId, lost: Option<LossReason>) -> Option<Telemetry> {
+        let t = self.tracked.remove(&lease.0)?;
+        let held = self.since(t.granted.unwrap_or(t.started));
+        let what = match lost {
+            None => Happened::Released { lease, held },
+            Some(reason) => Happened::Lost { lease, reason, held },
+        };
+        self.event(what, Some(&t))
+    }
+
+    /// An event of the client's connection or session.
+    pub fn client(&self, what: Happened) -> Option<Telemetry> {
+        self.event(what, None)
+    }
+}
