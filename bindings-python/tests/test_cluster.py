@@ -39,8 +39,9 @@ def test_mutexes_on_every_master(redis_cluster: RedisCluster) -> None:
         leases = [lock.acquire() for lock in locks]  # all held at once, on three masters
         for name, owner, lease in zip(names, owners, leases):
             assert lease.is_held and lease.fencing_token >= 1
-            # The lock key lives on the master that owns its slot, and nowhere else.
-            assert live_keys(redis_cluster, name) == [(owner, f"lockgate:{{{name}}}")]
+            # The lock key (and the waiters hash carrying the holder's label, PROTOCOL.md §12)
+            # lives on the master that owns its slot, and nowhere else.
+            assert sorted(live_keys(redis_cluster, name)) == [(owner, f"lockgate:{{{name}}}"), (owner, f"lockgate:{{{name}}}:waiters")]
             assert lock_is_busy(client, name)
         for lease in leases:
             assert lease.release() is True

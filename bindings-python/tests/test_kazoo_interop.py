@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import LockTimeout
+from kazoo.exceptions import LockTimeout, NoNodeError
 
 import lockgate
 from conftest import Deployment, wait_until
@@ -65,7 +65,12 @@ def path(what: str) -> str:
 
 
 def children(kz: KazooClient, p: str) -> list[str]:
-    return kz.get_children(p) if kz.exists(p) else []
+    # Not exists() then get_children(): the lock's directory may go in between (an emptied
+    # lock directory is removed), which is "no nodes" too.
+    try:
+        return kz.get_children(p)
+    except NoNodeError:
+        return []
 
 
 class Waiter:
