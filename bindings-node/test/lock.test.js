@@ -34,9 +34,15 @@ const keys = (name) => ({
   waiters: `lockgate:{${name}}:waiters`,
 });
 
+/**
+ * No waiter queued on `name`: nothing in the queue, and the waiters hash holds no waiter's entry
+ * and no label but (at most) the holder's own `l:<token>` (PROTOCOL.md §12).
+ */
 async function queueIsEmpty(name) {
   const k = keys(name);
-  return (await redis.admin.zcard(k.queue)) === 0 && (await redis.admin.hlen(k.waiters)) === 0;
+  const fields = await redis.admin.hkeys(k.waiters);
+  const labels = fields.filter((f) => f.startsWith('l:'));
+  return (await redis.admin.zcard(k.queue)) === 0 && labels.length === fields.length && labels.length <= 1;
 }
 
 test('acquire, isHeld, fencing token as bigint, release', async () => {
