@@ -79,8 +79,11 @@ class ClusterTest {
                 RedisServer owner = cluster.owner(lockKey(name));
                 owners.add(owner.port);
                 assertTrue(leases.get(i).isHeld());
-                // The lock key lives on the master that owns its slot, and nowhere else.
-                assertEquals(List.of(owner.port + ":" + lockKey(name)), cluster.liveKeys(name));
+                // The lock key (and the waiters hash carrying the holder's label, PROTOCOL.md
+                // §12) lives on the master that owns its slot, and nowhere else.
+                List<String> live = new ArrayList<>(cluster.liveKeys(name));
+                java.util.Collections.sort(live);
+                assertEquals(List.of(owner.port + ":" + lockKey(name), owner.port + ":" + lockKey(name) + ":waiters"), live);
                 assertTrue(client.getLock(name).tryAcquire().isEmpty(), "another handle sees it held");
             }
             assertEquals(3, owners.size(), "the names span the three masters");
