@@ -91,12 +91,7 @@ impl Actor {
     /// its leases and sessions run out on the server.
     pub fn signal(&self, signal: i32) -> Result<(), String> {
         let pid = self.child.id().ok_or_else(|| format!("the {} actor exited", self.binding))?;
-        // SAFETY: kill(2) on the pid of a child this process started and has not reaped.
-        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
-        }
+        lockgate_conformance::process::send(pid, signal)
     }
 
     /// Kills the process without letting it release anything.

@@ -2,10 +2,11 @@
 //! memory limit (`-m`, MB: small for the eviction tests), stopped by their own pid. A restart
 //! brings a server back empty on its port, as memcached always comes back.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use crate::ports::{await_listening, free_port};
-use crate::server::spawn_server;
+use crate::ports::free_port;
+use crate::process::ServerProcess;
 
 /// The memory limit unless asked otherwise (MB): plenty for lock items.
 pub const DEFAULT_MEMORY_MB: u32 = 64;
@@ -20,14 +21,14 @@ pub struct MemcachedServer {
     pub port: u16,
     pub memory_mb: u32,
     extra: Vec<String>,
-    child: Option<Child>,
+    process: ServerProcess,
 }
 
 impl MemcachedServer {
     /// Starts a server with `memory_mb` MB and the `extra` arguments, on a free port (another
     /// one if its port was taken meanwhile).
     pub fn start(memory_mb: u32, extra: &[String]) -> Result<Self, String> {
-        let mut s = MemcachedServer { port: 0, memory_mb, extra: extra.to_vec(), child: None };
+        let mut s = MemcachedServer { port: 0, memory_mb, extra: extra.to_vec(), process: ServerProcess::new("memcached")? };
         let mut failures = Vec::new();
         for _ in 0..5 {
             s.port = free_port().map_err(|e| e.to_string())?;
@@ -48,9 +49,11 @@ impl MemcachedServer {
             cmd.args(["-u", "root"]);
         }
         cmd.args(&self.extra).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        let mut child = spawn_server(cmd).map_err(|e| format!("cannot start {} (apt-get install memcached): {e}", binary()))?;
-        await_listening(&mut child, self.port)?;
-        self.child = Some(child);
+        self.process.spawn(cmd, "apt-get install memcached")?;
+        if let Err(e) = self.process.await_listening(self.port, Duration::from_secs(10)) {
+            self.process.stop();
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -61,15 +64,12 @@ impl MemcachedServer {
 
     /// The process id while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.process.pid()
     }
 
     /// Kills the process (SIGKILL, by its pid) and reaps it.
     pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.process.stop();
     }
 
     /// Starts it again on the same port, empty (killing it first if it runs).
@@ -81,26 +81,14 @@ impl MemcachedServer {
                 Ok(()) => return Ok(()),
                 Err(e) => failures.push(e),
             }
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(200));
         }
         Err(format!("memcached did not restart on port {}: {}", self.port, failures.join("; ")))
     }
 
     /// Sends `signal` (SIGSTOP / SIGCONT) to its own pid.
     pub fn signal(&self, signal: i32) -> Result<(), String> {
-        let pid = self.pid().ok_or("the server is stopped")?;
-        // SAFETY: kill(2) on a pid this process started and has not reaped.
-        if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
-        }
-    }
-}
-
-impl Drop for MemcachedServer {
-    fn drop(&mut self) {
-        self.stop();
+        self.process.signal(signal)
     }
 }
 

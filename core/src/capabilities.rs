@@ -151,6 +151,27 @@ impl Capabilities {
         }
     }
 
+    /// Mutexes only, no capability beyond them, for `backend` (its `scheme`): the base a
+    /// backend that offers little names its few extras on (`Capabilities { reentrant: true,
+    /// ..Capabilities::mutexes_only(..) }`).
+    pub fn mutexes_only(backend: &'static str, scheme: &'static str) -> Capabilities {
+        Capabilities {
+            backend,
+            scheme,
+            fencing: false,
+            fifo: false,
+            semaphore: false,
+            read_write: false,
+            election: false,
+            observe: false,
+            reentrant: false,
+            replica_acks: false,
+            readers_first: false,
+            agreed_parameters: false,
+            entry_ttl: false,
+        }
+    }
+
     /// Every capability as `(name, offered)`, in [`Capability::ALL`] order: what a binding
     /// turns into its record, dict or object without naming any field.
     pub fn pairs(&self) -> Vec<(&'static str, bool)> {
@@ -189,21 +210,7 @@ mod tests {
 
     /// A backend that offers mutexes and nothing more.
     fn bare() -> Capabilities {
-        Capabilities {
-            backend: "Redlock",
-            scheme: "redlock",
-            fencing: false,
-            fifo: false,
-            semaphore: false,
-            read_write: false,
-            election: false,
-            observe: false,
-            reentrant: false,
-            replica_acks: false,
-            readers_first: false,
-            agreed_parameters: false,
-            entry_ttl: false,
-        }
+        Capabilities::mutexes_only("Redlock", "redlock")
     }
 
     /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).

@@ -45,21 +45,7 @@ impl Address for MemcachedAddress {
 /// (waiters poll), no fencing (memcached evicts and restarts empty: nothing it stores is
 /// monotonic), nothing made of several items (PROTOCOL.md §13).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
-    Capabilities {
-        backend: kind.name,
-        scheme: kind.scheme(false),
-        fencing: false,
-        fifo: false,
-        semaphore: false,
-        read_write: false,
-        election: false,
-        observe: false,
-        reentrant: true,
-        replica_acks: false,
-        readers_first: false,
-        agreed_parameters: false,
-        entry_ttl: false,
-    }
+    Capabilities { reentrant: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
 /// No replicas, no session, no Redlock settings; the key prefix is the common one's rules.

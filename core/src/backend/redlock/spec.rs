@@ -42,21 +42,7 @@ fn parse(_kind: &Kind, scheme: &'static str, tls: bool, _url: &str, rest: &str) 
 /// hold is the engine's count on a lease already granted (PROTOCOL.md §8 says why that is sound
 /// for a Redlock).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
-    Capabilities {
-        backend: kind.name,
-        scheme: kind.scheme(false),
-        fencing: false,
-        fifo: false,
-        semaphore: false,
-        read_write: false,
-        election: false,
-        observe: false,
-        reentrant: true,
-        replica_acks: false,
-        readers_first: false,
-        agreed_parameters: false,
-        entry_ttl: false,
-    }
+    Capabilities { reentrant: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
 /// No replicas, no session; the Redlock settings in their ranges (the URL's grammar already
