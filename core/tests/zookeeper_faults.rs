@@ -433,8 +433,9 @@ async fn a_thousand_waiters_with_random_cancels_leave_no_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_past_the_session_no_waiter_waits_behind_a_dead_session() {
     /// The bound PROTOCOL.md §9 states: a session retry (100–150 ms), the connect, and a few
-    /// round trips, with room for a loaded machine.
-    const RESTART_GRANT_BOUND: Duration = Duration::from_millis(2000);
+    /// round trips, with room for a loaded machine (about 0.5 s quiet; 2.3 s was seen in a
+    /// clean clone's `./run test`, where 2 s had been the bound).
+    const RESTART_GRANT_BOUND: Duration = Duration::from_millis(3000);
     let _one = serial();
     let mut servers = TestServers::start(&["zookeeper"]);
     let url = servers.url();
