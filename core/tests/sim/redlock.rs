@@ -27,7 +27,7 @@ use super::store::Res;
 pub const MODELLED: [(&str, &str); 3] = [
     ("REDLOCK_ACQUIRE", "7b7c9fd01510695225b0daa44a079ee0796f79c3"),
     ("REDLOCK_RELEASE", "e96b566a74a6090315e491a0b8e0f0e3a19a074d"),
-    ("REDLOCK_EXTEND", "7bea6bd11de4f4d2835ef567ba292f40905ebf2d"),
+    ("REDLOCK_EXTEND", "2c965acb1ce8b002fed170094d5caa34bebcf2b8"),
 ];
 
 /// The simulator over the Redlock model.

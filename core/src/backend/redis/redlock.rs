@@ -66,15 +66,18 @@ return 0
 );
 
 /// Sets the remaining lease to `ARGV[2]` ms on one master if `ARGV[1]` still owns it there;
-/// never re-creates a lock that vanished; its label lives as long. Returns `1` if extended, else
-/// `0`. `KEYS` as for [`ACQUIRE`].
+/// never re-creates a lock that vanished; its label lives as long. A label whose lock key is gone
+/// there is deleted (as by [`RELEASE`]): it labels nobody. Returns `1` if extended, else `0`.
+/// `KEYS` as for [`ACQUIRE`].
 pub static EXTEND: Script = Script::new(
     "REDLOCK_EXTEND",
-    r#"if redis.call('GET', KEYS[1]) == ARGV[1] then
+    r#"local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 1
 end
+if not holder then redis.call('DEL', KEYS[2]) end
 return 0
 "#,
 );
