@@ -75,15 +75,8 @@ impl MemcachedServer {
     /// Starts it again on the same port, empty (killing it first if it runs).
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        let mut failures = Vec::new();
-        for _ in 0..5 {
-            match self.spawn() {
-                Ok(()) => return Ok(()),
-                Err(e) => failures.push(e),
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        Err(format!("memcached did not restart on port {}: {}", self.port, failures.join("; ")))
+        let port = self.port;
+        crate::process::start_again("memcached", port, Duration::from_millis(200), || self.spawn())
     }
 
     /// Sends `signal` (SIGSTOP / SIGCONT) to its own pid.

@@ -106,6 +106,21 @@ impl Drop for ServerProcess {
     }
 }
 
+/// Starts a stopped server again on its own `port` with `spawn`, up to five times `pause`
+/// apart: the old socket (or shared memory) may linger a moment, and the port must stay the same.
+/// `what` names the server in the error, which lists every attempt's failure.
+pub fn start_again(what: &str, port: u16, pause: Duration, mut spawn: impl FnMut() -> Result<(), String>) -> Result<(), String> {
+    let mut failures = Vec::new();
+    for _ in 0..5 {
+        match spawn() {
+            Ok(()) => return Ok(()),
+            Err(e) => failures.push(e),
+        }
+        std::thread::sleep(pause);
+    }
+    Err(format!("{what} did not restart on port {port}: {}", failures.join("; ")))
+}
+
 /// kill(2) of a pid this process started (or one its server forked).
 pub fn send(pid: u32, signal: i32) -> Result<(), String> {
     // SAFETY: kill(2) on a pid of a process this launcher started and has not reaped.

@@ -192,16 +192,8 @@ impl RedisServer {
     /// restart without persistence. Kills it first if it runs.
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        let mut failures = Vec::new();
-        for _ in 0..5 {
-            match self.spawn() {
-                Ok(()) => return Ok(()),
-                // The old socket may linger a moment; the port must stay the same.
-                Err(e) => failures.push(e),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-        Err(format!("redis-server did not restart on port {}: {}", self.port, failures.join("; ")))
+        let port = self.port;
+        crate::process::start_again("redis-server", port, std::time::Duration::from_millis(200), || self.spawn())
     }
 
     /// Sends `signal` (e.g. `libc::SIGSTOP` to pause, `libc::SIGCONT` to resume) to this

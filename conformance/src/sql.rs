@@ -655,16 +655,8 @@ impl SqlServer {
     /// recovery); kills it first if it runs. Waits until it accepts connections.
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        let mut failures = Vec::new();
-        for _ in 0..5 {
-            match self.spawn() {
-                Ok(()) => return Ok(()),
-                // The old socket or shared memory may linger a moment; the port must stay.
-                Err(e) => failures.push(e),
-            }
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        Err(format!("{} did not restart on port {}: {}", self.engine.name(), self.port, failures.join("; ")))
+        let (what, port) = (self.engine.name(), self.port);
+        crate::process::start_again(what, port, Duration::from_millis(300), || self.spawn())
     }
 
     /// Sends `signal` to every process of the server (SIGSTOP: the whole server freezes, its
