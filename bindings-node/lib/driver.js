@@ -15,6 +15,7 @@
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('./errors');
 const exit = require('./exit');
+const telemetry = require('./telemetry');
 const wasm = require('./wasm');
 
 const now = () => performance.now();
@@ -96,6 +97,23 @@ class Driver {
     this.exitRef = new WeakRef(this);
     /** Whether lib/exit.js cleans it up at process exit (from its first acquire until close()). */
     this.exitRegistered = false;
+    /** Whether the engine raises telemetry (on once a lockgate channel had a subscriber). */
+    this.telemetryOn = false;
+    /** Whether telemetry carries lock names (client.telemetryLockNames). */
+    this.lockNames = false;
+  }
+
+  /** Turns the engine's telemetry on once anyone subscribes to a lockgate channel. */
+  watchTelemetry() {
+    if (this.telemetryOn || !telemetry.wanted()) return;
+    this.telemetryOn = true;
+    this.engine.enableTelemetry(this.lockNames);
+  }
+
+  /** Whether telemetry carries each lock's name (off: unbounded cardinality for metrics). */
+  telemetryLockNames(on) {
+    this.lockNames = on;
+    if (this.telemetryOn) this.engine.enableTelemetry(on);
   }
 
   // ---- inputs ----
@@ -128,6 +146,7 @@ class Driver {
   acquire(spec, options, tryOnce, signal) {
     this.ensureOpen();
     if (signal && signal.aborted) throw makeError('CANCELLED', 'the acquire was cancelled before it started');
+    this.watchTelemetry();
     const op = this.engine.acquire(now(), spec, options, tryOnce);
     if (!this.exitRegistered) {
       // Only an acquire leaves anything on the server (a queue entry, then a lease).
@@ -215,6 +234,7 @@ class Driver {
       return;
     }
     this.pumping = true;
+    this.watchTelemetry();
     try {
       do {
         this.again = false;
@@ -241,6 +261,7 @@ class Driver {
   }
 
   deliver(ev) {
+    if (ev.kind === 'telemetry') return telemetry.publish(ev);
     if (ev.kind === 'lost') {
       const loss = this.leases.get(ev.lease);
       if (loss) {

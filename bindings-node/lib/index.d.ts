@@ -310,6 +310,11 @@ export class Client {
   readonly url: string | null;
   /** `Client(<redacted URL>)`. */
   toString(): string;
+  /**
+   * Whether telemetry events carry each lock's name as `lock` (off by default: one series per
+   * name is unbounded cardinality for metrics). Throws InvalidArgumentError for a non-boolean.
+   */
+  telemetryLockNames(on: boolean): void;
   /** A mutex named `name`; throws InvalidArgumentError for a bad name or options. */
   lock(name: string, options?: LockOptions): Lock;
   /**
@@ -483,3 +488,32 @@ export class Leadership extends Lease {
   /** Gives up leadership (the same as `release()`). */
   resign(): Promise<boolean>;
 }
+
+/**
+ * What a `lockgate.<event>` diagnostics_channel publishes (README "Telemetry"): the event's
+ * stable name, the core's one-line text, whether it is a warning (a loss, a spell at risk, an
+ * expired session), the backend's URL scheme, the primitive, the lock's name only when
+ * `client.telemetryLockNames(true)`, and the event's measurements. Never a URL, a password or
+ * an owner token.
+ */
+export interface TelemetryEvent {
+  event: string;
+  message: string;
+  warning: boolean;
+  backend: string;
+  primitive?: 'mutex' | 'semaphore' | 'read' | 'write' | 'leader';
+  lock?: string;
+  /** acquire.granted / timed_out / cancelled / failed: from the acquire's start (ms). */
+  waitMs?: number;
+  /** acquire.granted: whether it waited behind a holder. */
+  queued?: boolean;
+  /** lease.released / lease.lost: from the grant (ms). */
+  heldMs?: number;
+  /** lease.lost: `expired`, `refused`, `revoked`, `session_ended` or `failed`. */
+  reason?: string;
+  /** acquire.failed / lease.renewal_failed: the error's code. */
+  code?: string;
+}
+
+/** The names of lockgate's diagnostics_channel channels: `lockgate.acquire.started`, ... */
+export declare const telemetryChannels: readonly string[];

@@ -15,6 +15,7 @@ export const {
   Candidate,
   Lease,
   Leadership,
+  telemetryChannels,
   LockError,
   InvalidArgumentError,
   TimeoutError,

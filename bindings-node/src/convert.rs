@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use js_sys::{Array, Object, Reflect};
 use lockgate_core::connect::{ClientOptions, Spelling};
-use lockgate_core::engine::{Done, LeaderInfo, LeaseId, OpId, Wait};
+use lockgate_core::engine::{Done, LeaderInfo, LeaseId, Measure, OpId, Telemetry, Wait};
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, Event, LockOptions, Result};
@@ -315,8 +315,8 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
             ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..none })
         }
         Event::Lost { lease, error } => ("lost", EventFields { lease: Some(*lease), error: Some(error), ..none }),
-        // Skipped by `poll_event` (telemetry is off in the Node binding's engine).
-        Event::Telemetry(_) => return JsValue::UNDEFINED,
+        // Converted by `telemetry_to_js` (`poll_event` hands it no waiter).
+        Event::Telemetry(t) => return telemetry_to_js(t, cache),
     };
     fields.to_js(kind, waiter, shapes, cache)
 }
@@ -335,6 +335,33 @@ fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, waiter: &JsValue, shape
             waiter,
         ),
     }
+}
+
+/// A telemetry event as `lib/telemetry.js` publishes it: `{ kind: 'telemetry', event, message,
+/// warning, backend, primitive, lock, ...measurements }` with the core's measurement keys in
+/// JavaScript's case and durations in milliseconds (`wait_s` -> `waitMs`, `held_s` -> `heldMs`).
+pub fn telemetry_to_js(t: &Telemetry, cache: &mut StrCache) -> JsValue {
+    let obj = Object::new();
+    set(&obj, "kind", cache.str("telemetry"));
+    set(&obj, "event", cache.str(t.what.name()));
+    set(&obj, "message", cache.str(t.what.summary()));
+    set(&obj, "warning", JsValue::from_bool(t.what.is_warning()));
+    set(&obj, "backend", cache.str(t.backend));
+    if let Some(p) = t.primitive {
+        set(&obj, "primitive", cache.str(p));
+    }
+    if let Some(name) = &t.name {
+        set(&obj, "lock", JsValue::from_str(name));
+    }
+    for (key, m) in t.what.measurements() {
+        let (key, value) = match m {
+            Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), JsValue::from_f64(duration_ms(d))),
+            Measure::Flag(b) => (key.to_string(), JsValue::from_bool(b)),
+            Measure::Text(text) => (key.to_string(), cache.str(text)),
+        };
+        set(&obj, &key, value);
+    }
+    obj.into()
 }
 
 /// The message of what a transport threw (an `Error`, else the value described).

@@ -14,7 +14,7 @@ mod errors;
 mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
-use lockgate_core::engine::{LeaseId, OpId, RequestId};
+use lockgate_core::engine::{LeaseId, OpId, RequestId, TelemetryConfig};
 use lockgate_core::data::{Data, DynEngine};
 use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
@@ -287,6 +287,16 @@ impl Engine {
         self.core.is_idle()
     }
 
+    /// Turns the core's telemetry events on (`pollEvent` then yields `{ kind: 'telemetry', ... }`
+    /// too, see `convert::telemetry_to_js`); `lockNames`: whether they carry the lock's name.
+    /// Calling it again changes only `lockNames`.
+    #[wasm_bindgen(js_name = enableTelemetry)]
+    pub fn enable_telemetry(&mut self, lock_names: bool) -> JsResult<()> {
+        let backend = js(self.client.options.backend())?.scheme(false);
+        self.core.enable_telemetry(TelemetryConfig { backend, lock_names });
+        Ok(())
+    }
+
     /// Runs the timers due at `now` (early calls are harmless).
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now: f64) {
@@ -314,9 +324,9 @@ impl Engine {
                         Claim::Nobody => continue,
                     }
                 }
-                // Not raised: this engine's telemetry is off (the Node binding does not hand
-                // it to diagnostics_channel yet).
-                Event::Telemetry(_) => continue,
+                // Raised once the driver turned telemetry on (lib/telemetry.js: a
+                // diagnostics_channel subscriber); nobody waits for it.
+                Event::Telemetry(_) => JsValue::UNDEFINED,
                 _ => JsValue::UNDEFINED,
             };
             return convert::event_to_js(&ev, &waiter, &self.shapes, &mut self.strings);

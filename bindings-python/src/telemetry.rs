@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use lockgate_core::engine::{Happened, Telemetry};
+use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -92,25 +92,13 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
     if let Some(name) = &t.name {
         extra.set_item("lockgate_lock", name.as_ref())?;
     }
-    match &t.what {
-        Happened::Granted { waited, queued, .. } => {
-            extra.set_item("lockgate_wait_s", waited.as_secs_f64())?;
-            extra.set_item("lockgate_queued", *queued)?;
+    for (key, m) in t.what.measurements() {
+        let key = format!("lockgate_{key}");
+        match m {
+            Measure::Seconds(d) => extra.set_item(key, d.as_secs_f64())?,
+            Measure::Flag(b) => extra.set_item(key, b)?,
+            Measure::Text(text) => extra.set_item(key, text)?,
         }
-        Happened::TimedOut { waited, .. } | Happened::Cancelled { waited, .. } => {
-            extra.set_item("lockgate_wait_s", waited.as_secs_f64())?;
-        }
-        Happened::AcquireFailed { waited, code, .. } => {
-            extra.set_item("lockgate_wait_s", waited.as_secs_f64())?;
-            extra.set_item("lockgate_code", *code)?;
-        }
-        Happened::Released { held, .. } => extra.set_item("lockgate_held_s", held.as_secs_f64())?,
-        Happened::Lost { reason, held, .. } => {
-            extra.set_item("lockgate_reason", reason.as_str())?;
-            extra.set_item("lockgate_held_s", held.as_secs_f64())?;
-        }
-        Happened::RenewalFailed { code, .. } => extra.set_item("lockgate_code", *code)?,
-        _ => {}
     }
     let kwargs = PyDict::new(py);
     kwargs.set_item("extra", extra)?;

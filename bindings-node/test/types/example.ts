@@ -27,7 +27,10 @@ import {
   type ZooKeeperClientOptions,
   type EtcdClientOptions,
   type SqlClientOptions,
+  type TelemetryEvent,
+  telemetryChannels,
 } from 'lockgate';
+import { subscribe } from 'node:diagnostics_channel';
 
 async function example(): Promise<void> {
   const client: Client = await connect('redis://127.0.0.1:6379', { keyPrefix: 'app:' });
@@ -240,7 +243,22 @@ async function sqlExample(): Promise<void> {
   await pg.close();
 }
 
+// Telemetry: every lockgate channel to a logger, lock names opted in.
+function telemetryExample(client: Client): void {
+  for (const name of telemetryChannels) {
+    subscribe(name, (message) => {
+      const e = message as TelemetryEvent;
+      const wait: number | undefined = e.waitMs;
+      if (e.warning) console.warn(`${e.event} ${e.backend}/${e.primitive ?? '-'}: ${e.message}`, wait);
+    });
+  }
+  client.telemetryLockNames(true);
+  // @ts-expect-error a boolean only
+  client.telemetryLockNames('yes');
+}
+
 void example;
+void telemetryExample;
 void sqlExample;
 void etcdExample;
 void redlockExample;

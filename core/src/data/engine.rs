@@ -3,7 +3,7 @@
 //! [`Connected`] (such an engine with its transport plan).
 
 use super::value::Data;
-use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, Wait};
+use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, RequestId, TelemetryConfig, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::time::{Duration, Instant};
@@ -72,6 +72,8 @@ pub trait DynEngine {
     fn extend(&mut self, now: Instant, lease: LeaseId, duration: Duration) -> Result<OpId>;
     /// See [`LockEngine::cancel`].
     fn cancel(&mut self, now: Instant, op: OpId);
+    /// See [`LockEngine::enable_telemetry`].
+    fn enable_telemetry(&mut self, config: TelemetryConfig);
     /// See [`LockEngine::shutdown`].
     fn shutdown(&mut self, now: Instant);
     /// See [`LockEngine::lease_valid_until`].
@@ -145,6 +147,10 @@ where
 
     fn cancel(&mut self, now: Instant, op: OpId) {
         LockEngine::cancel(self, now, op)
+    }
+
+    fn enable_telemetry(&mut self, config: TelemetryConfig) {
+        LockEngine::enable_telemetry(self, config)
     }
 
     fn shutdown(&mut self, now: Instant) {

@@ -189,6 +189,35 @@ impl Happened {
     }
 }
 
+/// One measurement of an event, as [`Happened::measurements`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Measure {
+    /// A duration, handed on in seconds.
+    Seconds(Duration),
+    /// A yes/no fact.
+    Flag(bool),
+    /// A stable code or reason.
+    Text(&'static str),
+}
+
+impl Happened {
+    /// The event's measurements by their stable keys — `wait_s` (start to grant or give-up),
+    /// `queued`, `held_s` (grant to release or loss), `reason` (a loss's), `code` (an error's)
+    /// — the same in every binding, so each hands them on in its own form by one loop.
+    pub fn measurements(&self) -> Vec<(&'static str, Measure)> {
+        use Measure::*;
+        match self {
+            Happened::Granted { waited, queued, .. } => vec![("wait_s", Seconds(*waited)), ("queued", Flag(*queued))],
+            Happened::TimedOut { waited, .. } | Happened::Cancelled { waited, .. } => vec![("wait_s", Seconds(*waited))],
+            Happened::AcquireFailed { waited, code, .. } => vec![("wait_s", Seconds(*waited)), ("code", Text(code))],
+            Happened::Released { held, .. } => vec![("held_s", Seconds(*held))],
+            Happened::Lost { reason, held, .. } => vec![("reason", Text(reason.as_str())), ("held_s", Seconds(*held))],
+            Happened::RenewalFailed { code, .. } => vec![("code", Text(code))],
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl Happened {
     /// What a log line says, the same in every binding.
     pub fn summary(&self) -> &'static str {

@@ -145,6 +145,10 @@ impl DynEngine for WiredEngine {
         self.engine.cancel(now, op)
     }
 
+    fn enable_telemetry(&mut self, config: crate::engine::TelemetryConfig) {
+        self.engine.enable_telemetry(config)
+    }
+
     fn shutdown(&mut self, now: Instant) {
         self.engine.shutdown(now)
     }

@@ -152,6 +152,10 @@ where
         self.engine.cancel(now, op)
     }
 
+    fn enable_telemetry(&mut self, config: crate::engine::TelemetryConfig) {
+        self.engine.enable_telemetry(config)
+    }
+
     fn shutdown(&mut self, now: Instant) {
         self.engine.shutdown(now)
     }
