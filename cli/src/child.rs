@@ -21,6 +21,8 @@ pub struct JobEnv<'a> {
     pub name: &'a str,
     /// `LOCKGATE_FENCING_TOKEN`: the grant's token, empty where the backend has none (Redlock).
     pub fencing_token: Option<u64>,
+    /// `LOCKGATE_LABEL`: the label stored with the lock's entry (so the command can log it).
+    pub label: &'a str,
 }
 
 impl Job {
@@ -32,6 +34,7 @@ impl Job {
         cmd.args(args)
             .env("LOCKGATE_NAME", env.name)
             .env("LOCKGATE_FENCING_TOKEN", env.fencing_token.map(|t| t.to_string()).unwrap_or_default())
+            .env("LOCKGATE_LABEL", env.label)
             .process_group(0)
             .kill_on_drop(false);
         let parent = std::process::id() as libc::pid_t;

@@ -10,6 +10,7 @@ mod exit_code;
 mod run;
 mod sql_schema;
 mod status;
+mod verbose;
 mod watchdog;
 
 use std::time::Duration;
@@ -61,6 +62,10 @@ struct Common {
     /// The lease, renewed every third of it while the command runs (default: the library's, 30s).
     #[arg(long, value_name = "D", value_parser = duration::parse)]
     lease: Option<Duration>,
+    /// Who holds or waits, as stored with this process's entries and shown to operators (at most
+    /// 256 bytes, no control characters, never a credential; default: `<hostname>:<pid>`).
+    #[arg(long, env = "LOCKGATE_LABEL", value_name = "LABEL")]
+    label: Option<String>,
     /// ZooKeeper and etcd: the session timeout (how long the server keeps a silent client's locks).
     #[arg(long, value_name = "D", value_parser = duration::parse)]
     session_timeout: Option<Duration>,
@@ -71,7 +76,8 @@ struct Common {
     /// The exit code when the lock is busy (--no-wait) or the wait timed out (like flock -E).
     #[arg(long, short = 'E', value_name = "CODE", default_value_t = exit_code::BUSY, value_parser = clap::value_parser!(i32).range(1..=255))]
     busy_exit_code: i32,
-    /// Log the grant, renewals, at-risk spells, loss and release to stderr.
+    /// Log the library's telemetry events (acquire, grant, release, at-risk spells, loss: README
+    /// "Telemetry"), renewals and what lockgate does to the command, to stderr.
     #[arg(long, short)]
     verbose: bool,
     /// The command and its arguments, after `--`.
@@ -114,6 +120,7 @@ fn plan(name: String, kind: Kind, c: Common) -> Plan {
         kind,
         lease: c.lease,
         session_timeout: c.session_timeout,
+        label: c.label,
         wait: if c.no_wait { Some(Duration::ZERO) } else { c.wait },
         grace: c.grace,
         busy_exit_code: c.busy_exit_code,

@@ -63,6 +63,8 @@ pub struct Plan {
     pub lease: Option<Duration>,
     /// ZooKeeper/etcd: the session timeout.
     pub session_timeout: Option<Duration>,
+    /// The label stored with this process's entries (`None`: `<hostname>:<pid>`).
+    pub label: Option<String>,
     /// `None` waits until granted; `Some(ZERO)` is `--no-wait`.
     pub wait: Option<Duration>,
     /// SIGTERM to SIGKILL (`None`: the default).
@@ -109,23 +111,36 @@ pub async fn run(plan: Plan) -> i32 {
     };
     let mut options = ClientOptions::new(plan.url.clone());
     options.session_timeout = plan.session_timeout;
-    // The lock's options checked before connecting: bad input starts nothing.
+    options.label = plan.label.clone();
+    // --verbose prints the core's events; the one lock's name in them is no cardinality risk.
+    options.telemetry_lock_names = plan.verbose;
+    // The lock's options and the label checked before connecting: bad input starts nothing.
     if let Err(e) = options.lock_options(plan.lease, Some(true), None, None, &Spelling::RUST) {
         return fail(exit_code::USAGE, &e.to_string());
     }
+    if let Some(label) = &plan.label {
+        if let Err(e) = lockgate_core::label::check_label(label, "--label") {
+            return fail(exit_code::USAGE, &e.to_string());
+        }
+    }
+    let label = options.label();
     let client = tokio::select! {
         c = options.connect() => match c {
+            Ok(c) if plan.verbose => match c.on_telemetry(crate::verbose::to_stderr()) {
+                Ok(()) => c,
+                Err(e) => return fail(exit_code::INTERNAL, &e.to_string()),
+            },
             Ok(c) => c,
             Err(e) => return fail(exit_code::of(&e, plan.busy_exit_code), &e.to_string()),
         },
         sig = signals.next() => return 128 + sig,
     };
-    let code = hold_and_run(&plan, &client, &mut signals).await;
+    let code = hold_and_run(&plan, &label, &client, &mut signals).await;
     client.close().await;
     code
 }
 
-async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i32 {
+async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut Signals) -> i32 {
     let lease = match acquire(plan, client, signals).await {
         Ok(lease) => lease,
         Err(code) => return code,
@@ -139,8 +154,10 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
         return fail(exit_code::LOST, &format!("the lock {:?} was lost at once after it was granted", plan.name));
     };
     let grace = plan.grace.unwrap_or(DEFAULT_GRACE);
+    // The grant itself is the core's `acquire.granted` event (verbose.rs); its token is not in
+    // events (tokens stay out of telemetry), so it is logged here.
     log(&format!(
-        "granted {:?}, fencing token {}, valid for {}",
+        "holding {:?}: fencing token {}, valid for {}",
         plan.name,
         lease.fencing_token().map_or("none".to_string(), |t| t.to_string()),
         secs(valid)
@@ -153,7 +170,7 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
             return fail(exit_code::INTERNAL, &format!("cannot start the watchdog: {e}"));
         }
     };
-    let env = JobEnv { name: &plan.name, fencing_token: lease.fencing_token() };
+    let env = JobEnv { name: &plan.name, fencing_token: lease.fencing_token(), label };
     let mut job = match Job::start(&plan.command, &env) {
         Ok(job) => job,
         Err((code, msg)) => {
@@ -190,7 +207,7 @@ async fn hold_and_run(plan: &Plan, client: &Client, signals: &mut Signals) -> i3
         let _ = tokio::time::timeout_at(until, lease.release()).await;
     } else {
         match lease.release().await {
-            Ok(true) => log(&format!("released {:?}", plan.name)),
+            Ok(true) => {} // the core's `lease.released` event
             Ok(false) => lost = Some("it was no longer held when released".to_string()),
             Err(e) => eprintln!("lockgate: the release of {:?} was not confirmed ({e}); the lease runs out by itself", plan.name),
         }
@@ -339,14 +356,16 @@ async fn supervise(
             status = job.process.wait() => return Outcome { status, lost, until },
             reason = &mut lost_signal, if lost_open => {
                 lost_open = false;
+                // Logged by the core's `lease.lost` event (verbose.rs).
                 if let Some(e) = reason {
-                    log(&format!("lost: {e}"));
                     lost.get_or_insert_with(|| e.to_string());
                 }
             }
+            // A spell's start and end are the core's `lease.at_risk` / `lease.safe` events;
+            // here only how long the lease stays valid.
             at_risk = spells.next(), if spells_open => {
                 if at_risk {
-                    log(&format!("at risk: cannot be confirmed, valid for {}", secs(lease.remaining().unwrap_or_default())));
+                    log(&format!("valid for {} unless confirmed", secs(lease.remaining().unwrap_or_default())));
                 } else {
                     spells_open = false;
                 }

@@ -343,7 +343,7 @@ async fn loss_kills_before_the_next_grant(servers: TestServers, extra: &[&str], 
         assert!(next > mine, "{test}: token {next} not above {mine}");
     }
     assert_eq!(code, LOST, "{test}: {err}");
-    assert!(err.contains("SIGTERM") && err.contains("lockgate: granted"), "{test}: {err}");
+    assert!(err.contains("SIGTERM") && err.contains("lockgate: [acquire.granted]") && err.contains("fencing token"), "{test}: {err}");
     lease.release().await.unwrap();
     client.close().await;
 }
@@ -462,4 +462,84 @@ fn a_stolen_lock_ends_the_command() {
     assert_eq!(code, LOST, "{err}");
     assert!(err.contains("NOT_HELD"), "{err}");
     assert!(wait_dead(&pid, Duration::from_secs(2)) && wait_dead(&gpid, Duration::from_secs(2)), "{err}");
+}
+
+/// `--label` (or `LOCKGATE_LABEL`) is stored with the holder's entry where an operator reads it
+/// (PROTOCOL.md §12: Redis's waiters hash, field `l:<token>`) and handed to the command; without
+/// it the label is `<hostname>:<lockgate's pid>`; an invalid one is a usage error, nothing started.
+#[test]
+fn the_label_is_stored_and_handed_to_the_command() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("label");
+    let d = &dir.0;
+    let mut conn = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+    let stored = |conn: &mut redis::Connection| -> Vec<String> {
+        let fields: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg("lockgate:{lab}:waiters").query(conn).unwrap();
+        fields.into_iter().filter(|(k, _)| k.starts_with("l:")).map(|(_, v)| v).collect()
+    };
+    let script = "echo \"$LOCKGATE_LABEL\" > label; while [ ! -e done ]; do sleep 0.05; done";
+    for (args, env) in [(vec!["--label", "nightly report@web-3"], None), (vec![], Some("from the environment"))] {
+        let _ = fs::remove_file(dir.path("label"));
+        let _ = fs::remove_file(dir.path("done"));
+        let mut cmd = Command::new(LOCKGATE);
+        cmd.args(["run", "lab", "--url", &url]).args(&args).args(["--", "sh", "-c", script]);
+        cmd.current_dir(d).env_remove("LOCKGATE_URL").env_remove("LOCKGATE_LABEL").stdin(Stdio::null()).stderr(Stdio::piped());
+        if let Some(v) = env {
+            cmd.env("LOCKGATE_LABEL", v);
+        }
+        let lg = cmd.spawn().unwrap();
+        let want = env.unwrap_or("nightly report@web-3");
+        assert_eq!(wait_file(&dir.path("label")), want);
+        assert_eq!(stored(&mut conn), vec![want.to_string()]);
+        fs::write(dir.path("done"), "").unwrap();
+        assert_eq!(finish(lg, Duration::from_secs(10)).0, 0);
+    }
+    // The default: this host's name and lockgate's own pid (what an operator greps logs for).
+    let _ = fs::remove_file(dir.path("done"));
+    let _ = fs::remove_file(dir.path("label"));
+    let lg = Command::new(LOCKGATE)
+        .args(["run", "lab", "--url", &url, "--", "sh", "-c", script])
+        .current_dir(d)
+        .env_remove("LOCKGATE_URL")
+        .env_remove("LOCKGATE_LABEL")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let label = wait_file(&dir.path("label"));
+    assert!(label.ends_with(&format!(":{}", lg.id())), "{label}");
+    assert_eq!(stored(&mut conn), vec![label]);
+    fs::write(dir.path("done"), "").unwrap();
+    assert_eq!(finish(lg, Duration::from_secs(10)).0, 0);
+    // A control character or more than 256 bytes: refused before connecting, nothing started.
+    let long = "x".repeat(257);
+    for bad in ["bell\u{7}", long.as_str()] {
+        let out = run(d, &["run", "lab", "--url", &url, "--label", bad, "--", "touch", "started"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(USAGE), "{err}");
+        assert!(err.contains("--label"), "{err}");
+    }
+    assert!(!dir.path("started").exists());
+}
+
+/// `--verbose` prints the library's telemetry events (README "Telemetry") for the lock, with
+/// its name and measurements, beside what only lockgate knows (the token it holds).
+#[test]
+fn verbose_prints_the_core_events() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("verbose");
+    let out = run(&dir.0, &["run", "--verbose", "verb", "--url", &url, "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let events: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("lockgate: [")).map(|l| l.split(']').next().unwrap()).collect();
+    assert_eq!(events, ["acquire.started", "acquire.granted", "lease.released"], "{err}");
+    assert!(err.contains("[acquire.granted] lock granted (\"verb\"): wait="), "{err}");
+    assert!(err.contains(" queued=false"), "{err}");
+    assert!(err.contains("[lease.released] lock released (\"verb\"): held="), "{err}");
+    assert!(err.contains("holding \"verb\": fencing token "), "{err}");
+    // Without --verbose: nothing but what goes wrong.
+    let out = run(&dir.0, &["run", "verb", "--url", &url, "--", "true"]);
+    assert_eq!((out.status.code(), out.stderr.as_slice()), (Some(0), &b""[..]));
 }
