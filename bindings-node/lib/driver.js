@@ -99,8 +99,6 @@ class Driver {
     this.exitRegistered = false;
     /** Whether the engine raises telemetry (on once a lockgate channel had a subscriber). */
     this.telemetryOn = false;
-    /** Whether telemetry carries lock names (client.telemetryLockNames). */
-    this.lockNames = false;
   }
 
   /** Turns the engine's telemetry on once anyone subscribes to a lockgate channel. */

@@ -58,6 +58,11 @@ export class UnsupportedError extends LockError { readonly code: 'UNSUPPORTED'; 
 export interface BaseClientOptions {
   /** Prepended to every key and channel (default `lockgate:`); clients sharing locks must agree. */
   keyPrefix?: string;
+  /**
+   * Whether telemetry events (the `lockgate.*` diagnostics_channel messages) carry each lock's
+   * name as `lock` (default false: one series per name is unbounded cardinality for metrics).
+   */
+  telemetryLockNames?: boolean;
   /** Limit on establishing the connection (URL clients; default 5000). */
   connectTimeoutMs?: number;
   /** Limit on one command round trip before it counts as a connection failure (URL clients; default 5000). */
@@ -310,11 +315,6 @@ export class Client {
   readonly url: string | null;
   /** `Client(<redacted URL>)`. */
   toString(): string;
-  /**
-   * Whether telemetry events carry each lock's name as `lock` (off by default: one series per
-   * name is unbounded cardinality for metrics). Throws InvalidArgumentError for a non-boolean.
-   */
-  telemetryLockNames(on: boolean): void;
   /** A mutex named `name`; throws InvalidArgumentError for a bad name or options. */
   lock(name: string, options?: LockOptions): Lock;
   /**
@@ -493,7 +493,7 @@ export class Leadership extends Lease {
  * What a `lockgate.<event>` diagnostics_channel publishes (README "Telemetry"): the event's
  * stable name, the core's one-line text, whether it is a warning (a loss, a spell at risk, an
  * expired session), the backend's URL scheme, the primitive, the lock's name only when
- * `client.telemetryLockNames(true)`, and the event's measurements. Never a URL, a password or
+ * the client option `telemetryLockNames`, and the event's measurements. Never a URL, a password or
  * an owner token.
  */
 export interface TelemetryEvent {

@@ -106,15 +106,6 @@ class Client {
     return new Election(INTERNAL, this, wasm.LockSpec.election(driver.engine, name, options));
   }
 
-  /**
-   * Whether telemetry (the `lockgate.*` diagnostics_channel events) carries each lock's name as
-   * `lock`. Off by default: one series per lock name is unbounded cardinality for metrics.
-   */
-  telemetryLockNames(on) {
-    if (typeof on !== 'boolean') throw invalid(`telemetryLockNames takes a boolean, got ${typeof on}`);
-    open(this).telemetryLockNames(on);
-  }
-
   /** Whether close() was called. */
   get closed() {
     return drivers.get(this).closed;

@@ -288,11 +288,12 @@ impl Engine {
     }
 
     /// Turns the core's telemetry events on (`pollEvent` then yields `{ kind: 'telemetry', ... }`
-    /// too, see `convert::telemetry_to_js`); `lockNames`: whether they carry the lock's name.
-    /// Calling it again changes only `lockNames`.
+    /// too, see `convert::telemetry_to_js`), with the lock's name if the client option
+    /// `telemetryLockNames` asked for it.
     #[wasm_bindgen(js_name = enableTelemetry)]
-    pub fn enable_telemetry(&mut self, lock_names: bool) -> JsResult<()> {
+    pub fn enable_telemetry(&mut self) -> JsResult<()> {
         let backend = js(self.client.options.backend())?.scheme(false);
+        let lock_names = self.client.options.telemetry_lock_names;
         self.core.enable_telemetry(TelemetryConfig { backend, lock_names });
         Ok(())
     }

@@ -87,14 +87,13 @@ test('every event of a contended lock, a timeout and a loss, with its measuremen
   assert.ok(seen.find((e) => e.event === 'lease.released').heldMs >= 290);
 });
 
-test('lock names only when asked for; nothing published without a subscriber', async () => {
+test('lock names only when asked for (telemetryLockNames); nothing published without a subscriber', async () => {
   const url = `redis://:${PASSWORD}@127.0.0.1:${redis.port}`;
-  const client = await lockgate.connect(url);
+  await assert.rejects(lockgate.connect(url, { telemetryLockNames: 'yes' }), lockgate.InvalidArgumentError);
+  const client = await lockgate.connect(url, { telemetryLockNames: true });
   try {
     // No subscriber: the engine's telemetry stays off (nothing to see, nothing computed).
     await (await client.lock('quiet').acquire()).release();
-    assert.throws(() => client.telemetryLockNames('yes'), lockgate.InvalidArgumentError);
-    client.telemetryLockNames(true);
     const { seen, stop } = record();
     try {
       await (await client.lock('orders:42').acquire()).release();

@@ -82,3 +82,16 @@ def test_only_warnings_without_configuration(server: RedisServer, caplog: pytest
         wait_until(lambda: _events(caplog), what="the loss's record")
         time.sleep(0.05)
     assert [(r.levelno, r.lockgate_event) for r in _events(caplog)] == [(logging.WARNING, "lease.lost")]
+
+
+def test_lock_names_only_when_asked_for(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    with pytest.raises(lockgate.InvalidArgumentError, match="telemetry_lock_names"):
+        lockgate.Client(server.url, telemetry_lock_names="yes")
+    with lockgate.Client(server.url, telemetry_lock_names=True) as client:
+        client.lock("orders:42", 3).acquire(timeout=5).release()
+    assert [(r.lockgate_event, r.lockgate_lock) for r in _events(caplog)] == [
+        ("acquire.started", "orders:42"),
+        ("acquire.granted", "orders:42"),
+        ("lease.released", "orders:42"),
+    ]

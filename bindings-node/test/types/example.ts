@@ -252,10 +252,13 @@ function telemetryExample(client: Client): void {
       if (e.warning) console.warn(`${e.event} ${e.backend}/${e.primitive ?? '-'}: ${e.message}`, wait);
     });
   }
-  client.telemetryLockNames(true);
-  // @ts-expect-error a boolean only
-  client.telemetryLockNames('yes');
+  void client;
 }
+const withNames: ClientOptions = { telemetryLockNames: true };
+// @ts-expect-error a boolean only
+const badNames: ClientOptions = { telemetryLockNames: 'yes' };
+void withNames;
+void badNames;
 
 void example;
 void telemetryExample;

@@ -126,6 +126,9 @@ pub struct ClientOptions {
     /// ([`label`](Self::label)). At most 256 bytes of UTF-8, no control characters
     /// ([`crate::label::check_label`]); never put a credential in it.
     pub label: Option<String>,
+    /// Whether telemetry events carry each lock's name (off by default: one series per lock
+    /// name is unbounded cardinality for a metrics backend).
+    pub telemetry_lock_names: bool,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
     /// applied when the count comes, refused by `validate` if it never does.
     pub(crate) replica_ack_timeout_alone: Option<Duration>,
@@ -150,6 +153,7 @@ impl ClientOptions {
             retry_jitter: None,
             session_timeout: None,
             label: None,
+            telemetry_lock_names: false,
             replica_ack_timeout_alone: None,
         }
     }

@@ -187,6 +187,13 @@ impl ClientOptions {
             ClientOption::SessionTimeout => {
                 self.session_timeout = if unset { None } else { Some(number(session_timeout_range().0, session_timeout_range().1)?) }
             }
+            ClientOption::TelemetryLockNames => {
+                self.telemetry_lock_names = match &value {
+                    OptionValue::None => false,
+                    OptionValue::Bool(b) => *b,
+                    _ => return Err(wrong("a boolean")),
+                };
+            }
             ClientOption::Label => {
                 self.label = match &value {
                     OptionValue::None => None,

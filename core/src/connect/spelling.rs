@@ -43,11 +43,14 @@ pub enum ClientOption {
     /// The holder label stored with every entry the client creates (a string; default
     /// `<hostname>:<pid>`; see [`crate::label`]).
     Label,
+    /// Whether telemetry events carry each lock's name (a boolean; default false: one series
+    /// per lock name is unbounded cardinality for a metrics backend).
+    TelemetryLockNames,
 }
 
 impl ClientOption {
     /// Every option, in the order messages list them.
-    pub const ALL: [ClientOption; 15] = [
+    pub const ALL: [ClientOption; 16] = [
         ClientOption::KeyPrefix,
         ClientOption::TlsCa,
         ClientOption::ConnectTimeout,
@@ -63,6 +66,7 @@ impl ClientOption {
         ClientOption::RetryJitter,
         ClientOption::SessionTimeout,
         ClientOption::Label,
+        ClientOption::TelemetryLockNames,
     ];
 }
 
@@ -98,7 +102,7 @@ pub struct Spelling {
     pub keys: &'static [(ClientOption, &'static str)],
 }
 
-const SNAKE_KEYS: [(ClientOption, &str); 15] = [
+const SNAKE_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::KeyPrefix, "key_prefix"),
     (ClientOption::TlsCa, "tls_ca_pem"),
     (ClientOption::ConnectTimeout, "connect_timeout"),
@@ -114,16 +118,17 @@ const SNAKE_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::RetryJitter, "retry_jitter"),
     (ClientOption::SessionTimeout, "session_timeout"),
     (ClientOption::Label, "label"),
+    (ClientOption::TelemetryLockNames, "telemetry_lock_names"),
 ];
 
-const PYTHON_KEYS: [(ClientOption, &str); 15] = {
+const PYTHON_KEYS: [(ClientOption, &str); 16] = {
     let mut k = SNAKE_KEYS;
     // Python takes a path and hands the file's bytes to the core under its own name.
     k[1] = (ClientOption::TlsCa, "tls_ca_file");
     k
 };
 
-const JAVA_KEYS: [(ClientOption, &str); 15] = [
+const JAVA_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeout"),
@@ -139,9 +144,10 @@ const JAVA_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::RetryJitter, "retryJitter"),
     (ClientOption::SessionTimeout, "sessionTimeout"),
     (ClientOption::Label, "label"),
+    (ClientOption::TelemetryLockNames, "telemetryLockNames"),
 ];
 
-const JS_KEYS: [(ClientOption, &str); 15] = [
+const JS_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeoutMs"),
@@ -158,6 +164,7 @@ const JS_KEYS: [(ClientOption, &str); 15] = [
     (ClientOption::RetryJitter, "retryJitterMs"),
     (ClientOption::SessionTimeout, "sessionTimeoutMs"),
     (ClientOption::Label, "label"),
+    (ClientOption::TelemetryLockNames, "telemetryLockNames"),
 ];
 
 impl Spelling {

@@ -38,7 +38,7 @@ impl ClientOptions {
         // Telemetry is always on in the native client: it costs a few small events per call,
         // and `tracing` and `metrics` drop them until the application installs a subscriber
         // or recorder (see native/telemetry.rs).
-        let _ = tx.send(Msg::Telemetry(telemetry_config(backend, false)));
+        let _ = tx.send(Msg::Telemetry(telemetry_config(backend, self.telemetry_lock_names)));
         let bound = spec.lease_bound.map(|bound| bound(&self, &target));
         if let Some(bound) = &bound {
             bound.validate()?;
