@@ -14,6 +14,8 @@
 
 uniffi::setup_scaffolding!();
 
+mod telemetry;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex};

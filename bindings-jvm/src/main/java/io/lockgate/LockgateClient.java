@@ -47,6 +47,10 @@ public final class LockgateClient implements AutoCloseable {
         this.client = client;
         this.url = client.url();
         this.capabilities = Capabilities.of(client.capabilities());
+        Futures.call(() -> {
+            client.onTelemetry(Slf4jTelemetry.INSTANCE);
+            return null;
+        });
         OPEN.add(this);
     }
 

@@ -1,0 +1,113 @@
+//! The core's telemetry events handed to the JVM, which logs them through SLF4J (logger
+//! `lockgate`, `Slf4jTelemetry.java`): the core's text and level (losses, spells at risk,
+//! expired sessions at WARN, the rest at DEBUG) and the attributes as key-value pairs.
+//!
+//! Called on the client's driver task, so a crossing into the JVM is made only for what the
+//! logger wants: WARN events always, DEBUG ones only if the logger was seen enabled for DEBUG
+//! at the last check, made at most once per [`RECHECK`] (a level changed takes effect within
+//! it, and each new client asks at once).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use lockgate_core::engine::{Measure, Telemetry};
+
+use crate::{NativeClient, NativeOptionValue, NativeResult};
+
+/// How long whether the logger wants DEBUG records is trusted without asking it again.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// One telemetry event as the JVM logs it (README "Telemetry").
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct TelemetryEvent {
+    /// The stable name (`acquire.granted`, `lease.lost`, ...).
+    pub event: String,
+    /// The core's one-line text.
+    pub message: String,
+    /// Whether it is logged at WARN.
+    pub warning: bool,
+    /// The backend's URL scheme.
+    pub backend: String,
+    /// The primitive (`mutex`, ...), if the event concerns a lock.
+    pub primitive: Option<String>,
+    /// The lock's name, only with the client option `telemetryLockNames`.
+    pub lock: Option<String>,
+    /// The core's measurements by key (`wait_s`, `held_s` in seconds as `Real`, `queued` as
+    /// `Flag`, `reason`, `code` as `Text`).
+    pub measurements: HashMap<String, NativeOptionValue>,
+}
+
+/// What takes a client's events on the JVM (implemented there).
+#[uniffi::export(with_foreign)]
+pub trait TelemetrySink: Send + Sync {
+    /// Whether DEBUG events are wanted now.
+    fn debug_enabled(&self) -> bool;
+    /// Logs one event; must return quickly and never throw.
+    fn record(&self, event: TelemetryEvent);
+}
+
+/// Whether DEBUG was wanted at the last check, and when that was (ms after [`since`]; 0: never).
+struct DebugCheck {
+    on: AtomicBool,
+    checked_ms: AtomicU64,
+}
+
+fn since() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+impl DebugCheck {
+    fn wanted(&self, sink: &dyn TelemetrySink) -> bool {
+        let now = since().elapsed().as_millis() as u64 + 1;
+        let checked = self.checked_ms.load(Ordering::Relaxed);
+        if checked != 0 && now - checked < RECHECK.as_millis() as u64 {
+            return self.on.load(Ordering::Relaxed);
+        }
+        let on = sink.debug_enabled();
+        self.on.store(on, Ordering::Relaxed);
+        self.checked_ms.store(now, Ordering::Relaxed);
+        on
+    }
+}
+
+fn event_of(t: &Telemetry) -> TelemetryEvent {
+    let measurements = t
+        .what
+        .measurements()
+        .into_iter()
+        .map(|(key, m)| {
+            let value = match m {
+                Measure::Seconds(d) => NativeOptionValue::Real { v: d.as_secs_f64() },
+                Measure::Flag(b) => NativeOptionValue::Flag { v: b },
+                Measure::Text(text) => NativeOptionValue::Text { v: text.to_string() },
+            };
+            (key.to_string(), value)
+        })
+        .collect();
+    TelemetryEvent {
+        event: t.what.name().to_string(),
+        message: t.what.summary().to_string(),
+        warning: t.what.is_warning(),
+        backend: t.backend.to_string(),
+        primitive: t.primitive.map(str::to_string),
+        lock: t.name.as_deref().map(str::to_string),
+        measurements,
+    }
+}
+
+#[uniffi::export]
+impl NativeClient {
+    /// Hands every telemetry event of this client that `sink` wants to it.
+    pub fn on_telemetry(&self, sink: Arc<dyn TelemetrySink>) -> NativeResult<()> {
+        let check = DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0) };
+        check.wanted(sink.as_ref());
+        Ok(self.inner.on_telemetry(Arc::new(move |t: &Telemetry| {
+            if t.what.is_warning() || check.wanted(sink.as_ref()) {
+                sink.record(event_of(t));
+            }
+        }))?)
+    }
+}
