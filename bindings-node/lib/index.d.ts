@@ -63,6 +63,8 @@ export interface BaseClientOptions {
    * name as `lock` (default false: one series per name is unbounded cardinality for metrics).
    */
   telemetryLockNames?: boolean;
+  /** A lease held this long (ms) is published once on `lockgate.lease.held_too_long` while still held (default: never). */
+  heldTooLongMs?: number;
   /** Limit on establishing the connection (URL clients; default 5000). */
   connectTimeoutMs?: number;
   /** Limit on one command round trip before it counts as a connection failure (URL clients; default 5000). */

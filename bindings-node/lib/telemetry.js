@@ -20,6 +20,7 @@ const EVENTS = Object.freeze([
   'lease.renewal_failed',
   'lease.at_risk',
   'lease.safe',
+  'lease.held_too_long',
   'lease.lost',
   'connection.lost',
   'connection.restored',

@@ -293,8 +293,8 @@ impl Engine {
     #[wasm_bindgen(js_name = enableTelemetry)]
     pub fn enable_telemetry(&mut self) -> JsResult<()> {
         let backend = js(self.client.options.backend())?.scheme(false);
-        let lock_names = self.client.options.telemetry_lock_names;
-        self.core.enable_telemetry(TelemetryConfig { backend, lock_names });
+        let (lock_names, held_too_long) = (self.client.options.telemetry_lock_names, self.client.options.held_too_long);
+        self.core.enable_telemetry(TelemetryConfig { backend, lock_names, held_too_long });
         Ok(())
     }
 

@@ -109,3 +109,24 @@ test('lock names only when asked for (telemetryLockNames); nothing published wit
     await client.close();
   }
 });
+
+test('a lease held too long is published once while still held', async () => {
+  const url = `redis://:${PASSWORD}@127.0.0.1:${redis.port}`;
+  await assert.rejects(lockgate.connect(url, { heldTooLongMs: 0 }), lockgate.InvalidArgumentError);
+  const client = await lockgate.connect(url, { heldTooLongMs: 200 });
+  const { seen, stop } = record();
+  try {
+    const lease = await client.lock('stuck', { leaseMs: 3000 }).acquire();
+    await until('the held-too-long event', () => seen.some((e) => e.event === 'lease.held_too_long'));
+    await sleep(300);
+    assert.equal(lease.isHeld, true);
+    await lease.release();
+  } finally {
+    stop();
+    await client.close();
+  }
+  const told = seen.filter((e) => e.event === 'lease.held_too_long');
+  assert.equal(told.length, 1);
+  assert.equal(told[0].warning, true);
+  assert.ok(told[0].heldMs >= 200 && told[0].heldMs < 2000, `${told[0].heldMs}`);
+});

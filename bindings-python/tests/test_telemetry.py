@@ -95,3 +95,22 @@ def test_lock_names_only_when_asked_for(server: RedisServer, caplog: pytest.LogC
         ("acquire.granted", "orders:42"),
         ("lease.released", "orders:42"),
     ]
+
+
+def test_a_lease_held_too_long_is_logged_once_while_held(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="lockgate")
+    with pytest.raises(lockgate.InvalidArgumentError, match="held_too_long"):
+        lockgate.Client(server.url, held_too_long=0)
+    with lockgate.Client(server.url, held_too_long=0.2) as client:
+        lease = client.lock("stuck", 3, renew=True).acquire(timeout=5)
+        wait_until(lambda: _events(caplog), what="the held-too-long record")
+        time.sleep(0.3)
+        assert lease.is_held
+        lease.release()
+    (record,) = _events(caplog)
+    assert (record.levelno, record.lockgate_event, record.getMessage()) == (
+        logging.WARNING,
+        "lease.held_too_long",
+        "lock held longer than held_too_long",
+    )
+    assert 0.2 <= record.lockgate_held_s < 2.0

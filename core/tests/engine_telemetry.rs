@@ -37,7 +37,7 @@ fn a_contended_lock_raises_exactly_its_events() {
     let mut sim = Sim::new(1, NetConfig::fixed(ms(1)));
     let [a, b, c, quiet] = [sim.add_client(), sim.add_client(), sim.add_client(), sim.add_client()];
     for (client, lock_names) in [(a, true), (b, true), (c, false)] {
-        sim.clients[client].engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names });
+        sim.clients[client].engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names, held_too_long: None });
     }
     let lease = LockOptions::renewed_lease(ms(3000));
 
@@ -129,7 +129,7 @@ fn a_contended_lock_raises_exactly_its_events() {
 fn a_cancelled_wait_and_a_one_shot_miss_are_told_as_such() {
     let mut sim = Sim::new(2, NetConfig::fixed(ms(1)));
     let [a, b] = [sim.add_client(), sim.add_client()];
-    sim.clients[b].engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names: false });
+    sim.clients[b].engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names: false, held_too_long: None });
     let lease = LockOptions::fixed_lease(ms(5000));
     sim.acquire(a, "jobs", &lease, Wait::Try);
     sim.run_for(ms(20));
@@ -171,7 +171,7 @@ fn told<O>(events: &[Event<O>]) -> Vec<&'static str> {
 fn a_zookeeper_session_tells_its_connection_its_spells_at_risk_and_its_expiry() {
     use lockgate_core::zookeeper::{SessionEvent, ZkNotice};
     let mut w = engine_zk::World::new(1, Duration::from_secs(6));
-    w.clients[0].enable_telemetry(TelemetryConfig { backend: "zookeeper", lock_names: false });
+    w.clients[0].enable_telemetry(TelemetryConfig { backend: "zookeeper", lock_names: false, held_too_long: None });
     let a = w.acquire(0, "a", &lockgate_core::Primitive::Mutex, &LockOptions::renewed_lease(Duration::from_secs(6)), Wait::Forever);
     let lease = w.acquired(0, a).0;
 
@@ -211,4 +211,39 @@ fn a_zookeeper_session_tells_its_connection_its_spells_at_risk_and_its_expiry() 
     assert_eq!(telemetry[3].what, Happened::AtRisk { lease });
     assert_eq!(telemetry[5].what, Happened::Safe { lease });
     assert!(matches!(telemetry[9].what, Happened::Lost { lease: l, reason: LossReason::SessionEnded, .. } if l == lease));
+}
+
+#[test]
+fn a_lease_held_too_long_is_told_once_while_held() {
+    let mut sim = Sim::new(3, NetConfig::fixed(ms(1)));
+    let [a, b] = [sim.add_client(), sim.add_client()];
+    let config = TelemetryConfig { backend: "redis", lock_names: true, held_too_long: Some(ms(2000)) };
+    sim.clients[a].engine.enable_telemetry(config.clone());
+    sim.clients[b].engine.enable_telemetry(config);
+    let lease = LockOptions::renewed_lease(ms(900));
+    let op_a = sim.acquire(a, "stuck", &lease, Wait::Try);
+    let op_b = sim.acquire(b, "brief", &lease, Wait::Try);
+    sim.run_for(ms(500));
+    // b let go before its threshold: never told.
+    let (_, lease_b, _) = sim.acquired(b, op_b).expect("b holds brief");
+    sim.release(b, lease_b);
+    // a keeps renewing well past 2 s: told once, at 2 s, still held.
+    sim.run_for(ms(5000));
+    let (_, lease_a, _) = sim.acquired(a, op_a).expect("a holds stuck");
+    let ta = telemetry(&sim, a);
+    assert_eq!(names(&ta), ["acquire.started", "acquire.granted", "lease.held_too_long"], "{ta:#?}");
+    match ta[2].what {
+        Happened::HeldTooLong { lease, held } => {
+            assert_eq!(lease, lease_a);
+            assert!(held >= ms(2000) && held <= ms(2010), "{held:?}");
+        }
+        ref other => panic!("{other:?}"),
+    }
+    assert!(ta[2].what.is_warning());
+    assert_eq!(ta[2].name.as_deref(), Some("stuck"));
+    assert_eq!(names(&telemetry(&sim, b)), ["acquire.started", "acquire.granted", "lease.released"]);
+    // Released after being told: the release is told as usual, nothing more.
+    sim.release(a, lease_a);
+    sim.run_for(ms(100));
+    assert_eq!(names(&telemetry(&sim, a))[3..], ["lease.released"]);
 }

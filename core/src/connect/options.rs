@@ -129,6 +129,9 @@ pub struct ClientOptions {
     /// Whether telemetry events carry each lock's name (off by default: one series per lock
     /// name is unbounded cardinality for a metrics backend).
     pub telemetry_lock_names: bool,
+    /// A lease held this long is told once as a `lease.held_too_long` telemetry event, logged
+    /// at WARN (`None`, the default: never).
+    pub held_too_long: Option<Duration>,
     /// A replica-ack timeout set (by [`set`](Self::set)) before or without a replica count:
     /// applied when the count comes, refused by `validate` if it never does.
     pub(crate) replica_ack_timeout_alone: Option<Duration>,
@@ -154,6 +157,7 @@ impl ClientOptions {
             session_timeout: None,
             label: None,
             telemetry_lock_names: false,
+            held_too_long: None,
             replica_ack_timeout_alone: None,
         }
     }

@@ -187,6 +187,9 @@ impl ClientOptions {
             ClientOption::SessionTimeout => {
                 self.session_timeout = if unset { None } else { Some(number(session_timeout_range().0, session_timeout_range().1)?) }
             }
+            ClientOption::HeldTooLong => {
+                self.held_too_long = if unset { None } else { Some(number(Duration::from_millis(1), MAX_DURATION)?) }
+            }
             ClientOption::TelemetryLockNames => {
                 self.telemetry_lock_names = match &value {
                     OptionValue::None => false,
@@ -285,7 +288,7 @@ mod tests {
         let mut o = ClientOptions::new("redis://h");
         let m = refused(&mut o, "connectTimeout", Number(1.0), &Spelling::PYTHON);
         assert!(m.starts_with("unknown client option \"connectTimeout\"; the options are: key_prefix, tls_ca_file, connect_timeout"), "{m}");
-        assert!(m.ends_with("retry_jitter, session_timeout, label, telemetry_lock_names"), "{m}");
+        assert!(m.ends_with("retry_jitter, session_timeout, label, telemetry_lock_names, held_too_long"), "{m}");
         assert!(refused(&mut o, "bogus", Bool(true), &Spelling::JS).contains("keyPrefix, tlsCaPem, connectTimeoutMs, commandTimeoutMs"));
         for (key, value, spelling, says) in [
             ("connectTimeoutMs", Str("5".into()), Spelling::JS, "connectTimeoutMs must be a number of milliseconds, got a string"),
@@ -296,6 +299,7 @@ mod tests {
             ("commandTimeoutMs", Number(3e12), Spelling::JS, "commandTimeoutMs must be at most 2592000000 ms, got 3000000000000 ms"),
             ("cluster", Int(1), Spelling::RUST, "cluster must be a boolean, got an integer"),
             ("telemetryLockNames", Str("yes".into()), Spelling::JS, "telemetryLockNames must be a boolean, got a string"),
+            ("heldTooLongMs", Number(0.0), Spelling::JS, "heldTooLongMs must be at least 1 ms, got 0 ms"),
             ("keyPrefix", Str("a{b".into()), Spelling::JAVA, "key prefix must not contain"),
             ("keyPrefix", Int(3), Spelling::JS, "keyPrefix must be a string, got an integer"),
             ("replica_acks", Int(0), Spelling::PYTHON, "replica_acks must be a whole number of at least 1, got 0"),

@@ -46,11 +46,14 @@ pub enum ClientOption {
     /// Whether telemetry events carry each lock's name (a boolean; default false: one series
     /// per lock name is unbounded cardinality for a metrics backend).
     TelemetryLockNames,
+    /// A lease held this long is told once as a `lease.held_too_long` telemetry event (a
+    /// duration; default: never).
+    HeldTooLong,
 }
 
 impl ClientOption {
     /// Every option, in the order messages list them.
-    pub const ALL: [ClientOption; 16] = [
+    pub const ALL: [ClientOption; 17] = [
         ClientOption::KeyPrefix,
         ClientOption::TlsCa,
         ClientOption::ConnectTimeout,
@@ -67,6 +70,7 @@ impl ClientOption {
         ClientOption::SessionTimeout,
         ClientOption::Label,
         ClientOption::TelemetryLockNames,
+        ClientOption::HeldTooLong,
     ];
 }
 
@@ -102,7 +106,7 @@ pub struct Spelling {
     pub keys: &'static [(ClientOption, &'static str)],
 }
 
-const SNAKE_KEYS: [(ClientOption, &str); 16] = [
+const SNAKE_KEYS: [(ClientOption, &str); 17] = [
     (ClientOption::KeyPrefix, "key_prefix"),
     (ClientOption::TlsCa, "tls_ca_pem"),
     (ClientOption::ConnectTimeout, "connect_timeout"),
@@ -119,16 +123,17 @@ const SNAKE_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::SessionTimeout, "session_timeout"),
     (ClientOption::Label, "label"),
     (ClientOption::TelemetryLockNames, "telemetry_lock_names"),
+    (ClientOption::HeldTooLong, "held_too_long"),
 ];
 
-const PYTHON_KEYS: [(ClientOption, &str); 16] = {
+const PYTHON_KEYS: [(ClientOption, &str); 17] = {
     let mut k = SNAKE_KEYS;
     // Python takes a path and hands the file's bytes to the core under its own name.
     k[1] = (ClientOption::TlsCa, "tls_ca_file");
     k
 };
 
-const JAVA_KEYS: [(ClientOption, &str); 16] = [
+const JAVA_KEYS: [(ClientOption, &str); 17] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeout"),
@@ -145,9 +150,10 @@ const JAVA_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::SessionTimeout, "sessionTimeout"),
     (ClientOption::Label, "label"),
     (ClientOption::TelemetryLockNames, "telemetryLockNames"),
+    (ClientOption::HeldTooLong, "heldTooLong"),
 ];
 
-const JS_KEYS: [(ClientOption, &str); 16] = [
+const JS_KEYS: [(ClientOption, &str); 17] = [
     (ClientOption::KeyPrefix, "keyPrefix"),
     (ClientOption::TlsCa, "tlsCaPem"),
     (ClientOption::ConnectTimeout, "connectTimeoutMs"),
@@ -165,6 +171,7 @@ const JS_KEYS: [(ClientOption, &str); 16] = [
     (ClientOption::SessionTimeout, "sessionTimeoutMs"),
     (ClientOption::Label, "label"),
     (ClientOption::TelemetryLockNames, "telemetryLockNames"),
+    (ClientOption::HeldTooLong, "heldTooLongMs"),
 ];
 
 impl Spelling {

@@ -570,6 +570,9 @@ impl<B: Backend> LockEngine<B> {
         if self.poll_timeout().is_none_or(|t| t > now) && self.renew_early.next().is_none_or(|t| t > now) {
             return;
         }
+        for t in self.telemetry.held_too_long(now) {
+            self.raise(Some(t));
+        }
         let mut answers = std::mem::take(&mut self.answers);
         self.backend.on_timeout(ctx!(self, now), &mut answers);
         for answer in answers.drain(..) {
@@ -681,6 +684,9 @@ impl<B: Backend> LockEngine<B> {
             earliest(t);
         }
         if let Some(t) = self.backend.poll_timeout() {
+            earliest(t);
+        }
+        if let Some(t) = self.telemetry.next_due() {
             earliest(t);
         }
         next

@@ -11,7 +11,7 @@
 //! Attributes are low-cardinality on purpose: the backend, the primitive and, only when opted in
 //! ([`TelemetryConfig::lock_names`]), the lock name. Never a token, a credential or an address.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::io::{LeaseId, OpId, Primitive};
@@ -27,6 +27,8 @@ pub struct TelemetryConfig {
     /// Whether events carry the lock's name. Off by default: one series per lock name is
     /// unbounded cardinality for a metrics backend.
     pub lock_names: bool,
+    /// A lease held this long raises [`Happened::HeldTooLong`], once (`None`: never).
+    pub held_too_long: Option<Duration>,
 }
 
 /// One telemetry event with its attributes.
@@ -120,6 +122,14 @@ pub enum Happened {
         /// The lease.
         lease: LeaseId,
     },
+    /// A lease has been held longer than [`TelemetryConfig::held_too_long`] (told once per
+    /// lease, while it is still held: the stuck job an operator looks for).
+    HeldTooLong {
+        /// The lease.
+        lease: LeaseId,
+        /// From the grant until now.
+        held: Duration,
+    },
     /// A lease was lost.
     Lost {
         /// The lease.
@@ -181,6 +191,7 @@ impl Happened {
             Happened::RenewalFailed { .. } => "lease.renewal_failed",
             Happened::AtRisk { .. } => "lease.at_risk",
             Happened::Safe { .. } => "lease.safe",
+            Happened::HeldTooLong { .. } => "lease.held_too_long",
             Happened::Lost { .. } => "lease.lost",
             Happened::ConnectionLost => "connection.lost",
             Happened::ConnectionRestored => "connection.restored",
@@ -210,7 +221,7 @@ impl Happened {
             Happened::Granted { waited, queued, .. } => vec![("wait_s", Seconds(*waited)), ("queued", Flag(*queued))],
             Happened::TimedOut { waited, .. } | Happened::Cancelled { waited, .. } => vec![("wait_s", Seconds(*waited))],
             Happened::AcquireFailed { waited, code, .. } => vec![("wait_s", Seconds(*waited)), ("code", Text(code))],
-            Happened::Released { held, .. } => vec![("held_s", Seconds(*held))],
+            Happened::Released { held, .. } | Happened::HeldTooLong { held, .. } => vec![("held_s", Seconds(*held))],
             Happened::Lost { reason, held, .. } => vec![("reason", Text(reason.as_str())), ("held_s", Seconds(*held))],
             Happened::RenewalFailed { code, .. } => vec![("code", Text(code))],
             _ => Vec::new(),
@@ -233,6 +244,7 @@ impl Happened {
             Happened::RenewalFailed { .. } => "lease renewal failed",
             Happened::AtRisk { .. } => "lease at risk: it cannot be confirmed for now",
             Happened::Safe { .. } => "lease confirmed again: no longer at risk",
+            Happened::HeldTooLong { .. } => "lock held longer than held_too_long",
             Happened::Lost { .. } => "lock lost",
             Happened::ConnectionLost => "connection to the session's server lost",
             Happened::ConnectionRestored => "connection to the session's server restored",
@@ -243,7 +255,7 @@ impl Happened {
     /// Whether it is logged at WARNING (a loss, a spell at risk, an expired session: they
     /// matter with nothing set up); everything else is DEBUG.
     pub fn is_warning(&self) -> bool {
-        matches!(self, Happened::Lost { .. } | Happened::AtRisk { .. } | Happened::SessionExpired)
+        matches!(self, Happened::Lost { .. } | Happened::AtRisk { .. } | Happened::SessionExpired | Happened::HeldTooLong { .. })
     }
 }
 
@@ -276,6 +288,9 @@ pub(crate) struct Recorder {
     /// at it (the engine never reads a clock).
     now: Option<Instant>,
     tracked: HashMap<u64, Tracked>,
+    /// When each held lease is held too long (its grant + `held_too_long`), soonest first;
+    /// removed when told or when the lease ends.
+    too_long: BTreeSet<(Instant, u64)>,
 }
 
 impl Recorder {
@@ -337,8 +352,13 @@ impl Recorder {
         let ev = self.event(what, Some(t));
         if granted {
             let now = self.now;
+            let limit = self.config.as_ref().and_then(|c| c.held_too_long);
             if let Some(t) = self.tracked.get_mut(&op.0) {
-                t.granted = Some(now.unwrap_or(t.started));
+                let at = now.unwrap_or(t.started);
+                t.granted = Some(at);
+                if let Some(limit) = limit {
+                    self.too_long.insert((at + limit, op.0));
+                }
             }
         } else {
             self.tracked.remove(&op.0);
@@ -355,12 +375,36 @@ impl Recorder {
     /// Lease `lease` ended: released (`None`) or lost.
     pub fn ended(&mut self, lease: LeaseId, lost: Option<LossReason>) -> Option<Telemetry> {
         let t = self.tracked.remove(&lease.0)?;
+        if let (Some(granted), Some(limit)) = (t.granted, self.config.as_ref().and_then(|c| c.held_too_long)) {
+            self.too_long.remove(&(granted + limit, lease.0));
+        }
         let held = self.since(t.granted.unwrap_or(t.started));
         let what = match lost {
             None => Happened::Released { lease, held },
             Some(reason) => Happened::Lost { lease, reason, held },
         };
         self.event(what, Some(&t))
+    }
+
+    /// When the next held lease is held too long (for the engine's `poll_timeout`).
+    pub fn next_due(&self) -> Option<Instant> {
+        self.too_long.first().map(|(at, _)| *at)
+    }
+
+    /// The leases held too long by `now`, each told once.
+    pub fn held_too_long(&mut self, now: Instant) -> Vec<Telemetry> {
+        let mut told = Vec::new();
+        while let Some(&(at, id)) = self.too_long.first() {
+            if at > now {
+                break;
+            }
+            self.too_long.pop_first();
+            if let Some(t) = self.tracked.get(&id) {
+                let held = now.saturating_duration_since(t.granted.unwrap_or(t.started));
+                told.extend(self.event(Happened::HeldTooLong { lease: LeaseId(id), held }, Some(t)));
+            }
+        }
+        told
     }
 
     /// An event of the client's connection or session.

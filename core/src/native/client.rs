@@ -38,7 +38,7 @@ impl ClientOptions {
         // Telemetry is always on in the native client: it costs a few small events per call,
         // and `tracing` and `metrics` drop them until the application installs a subscriber
         // or recorder (see native/telemetry.rs).
-        let _ = tx.send(Msg::Telemetry(telemetry_config(backend, self.telemetry_lock_names)));
+        let _ = tx.send(Msg::Telemetry(telemetry_config(backend, self.telemetry_lock_names, self.held_too_long)));
         let bound = spec.lease_bound.map(|bound| bound(&self, &target));
         if let Some(bound) = &bound {
             bound.validate()?;
@@ -50,6 +50,7 @@ impl ClientOptions {
             capabilities: self.capabilities()?,
             bound,
             backend,
+            held_too_long: self.held_too_long,
             tickets: AtomicU64::new(1),
         };
         Ok(Client { inner: Arc::new(inner) })
@@ -68,6 +69,8 @@ struct Inner {
     bound: Option<Box<dyn LeaseBound>>,
     /// Which backend the URL named (its lock options' rules differ: no `entry_ttl` on ZooKeeper).
     backend: Backend,
+    /// The `held_too_long` telemetry threshold it connected with.
+    held_too_long: Option<Duration>,
     tickets: AtomicU64,
 }
 
@@ -211,7 +214,7 @@ impl Client {
     /// default: a metric series per lock name is unbounded cardinality for most metrics
     /// backends. Applies to the acquires started from now on.
     pub fn telemetry_lock_names(&self, on: bool) -> Result<()> {
-        self.send(Msg::Telemetry(telemetry_config(self.inner.backend, on)))
+        self.send(Msg::Telemetry(telemetry_config(self.inner.backend, on, self.inner.held_too_long)))
     }
 
     /// Hands every telemetry event of this client (acquires started and ended, leases released,
@@ -243,6 +246,6 @@ pub(crate) fn closed() -> Error {
 
 /// Telemetry for `backend`: events carry its plain URL scheme as its name (`redis`,
 /// `redis+cluster`, `zookeeper`, `postgres`, ...), never the URL itself.
-fn telemetry_config(backend: Backend, lock_names: bool) -> crate::engine::TelemetryConfig {
-    crate::engine::TelemetryConfig { backend: backend.scheme(false), lock_names }
+fn telemetry_config(backend: Backend, lock_names: bool, held_too_long: Option<Duration>) -> crate::engine::TelemetryConfig {
+    crate::engine::TelemetryConfig { backend: backend.scheme(false), lock_names, held_too_long }
 }

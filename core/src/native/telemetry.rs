@@ -173,6 +173,7 @@ impl Sink {
                 metrics::counter!(LOSSES, with("lockgate.loss.reason", reason.as_str())).increment(1);
                 emit!(warn, None, t, reason = reason.as_str(), held_s = held.as_secs_f64());
             }
+            Happened::HeldTooLong { held, .. } => emit!(warn, None, t, held_s = held.as_secs_f64()),
             Happened::Extended { .. } => emit!(debug, None, t),
             Happened::RenewalFailed { code, .. } => {
                 metrics::counter!(RENEWAL_FAILURES, with("error.type", code)).increment(1);

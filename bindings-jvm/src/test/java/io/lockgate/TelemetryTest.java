@@ -129,4 +129,25 @@ class TelemetryTest {
         assertEquals(List.of("acquire.started orders:42", "acquire.granted orders:42", "lease.released orders:42"),
             appender.list.stream().map(e -> kv(e).get("lockgate.event") + " " + kv(e).get("lockgate.lock")).collect(Collectors.toList()));
     }
+
+    @Test
+    void aLeaseHeldTooLongIsLoggedOnceWhileHeld() throws Exception {
+        logger.setLevel(Level.WARN);
+        try (RedisServer server = RedisServer.start()) {
+            ClientOptions options = ClientOptions.builder().set("heldTooLong", Duration.ofMillis(200)).build();
+            try (LockgateClient client = LockgateClient.connect(server.url(), options)) {
+                Lease lease = client.getLock("stuck").acquire(Duration.ofSeconds(5));
+                assertTrue(eventually(5_000, () -> !records("lease.held_too_long").isEmpty()), "the held-too-long record");
+                Thread.sleep(300);
+                assertTrue(lease.isHeld());
+                assertTrue(lease.release());
+            }
+        }
+        assertEquals(1, appender.list.size(), appender.list.toString());
+        ILoggingEvent told = appender.list.get(0);
+        assertEquals(Level.WARN, told.getLevel());
+        assertEquals("lock held longer than held_too_long", told.getFormattedMessage());
+        double held = (Double) kv(told).get("lockgate.held_s");
+        assertTrue(held >= 0.2 && held < 2.0, String.valueOf(held));
+    }
 }
