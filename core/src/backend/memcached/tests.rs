@@ -79,6 +79,8 @@ struct World {
     /// Requests held back instead of served (to interleave or lose them).
     held: Vec<(usize, McRequest)>,
     hold: bool,
+    /// The servers are down: every request fails with `CONNECTION`.
+    down: bool,
     /// Commands sent, per client.
     sent: Vec<usize>,
 }
@@ -87,7 +89,7 @@ impl World {
     fn new(clients: usize) -> World {
         let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["a:11211".into(), "b:11211".into()] };
         let engines = (0..clients).map(|c| MemcachedEngine::new(config.clone(), Box::new(SeededRandom::new(c as u64 + 1))).unwrap()).collect();
-        World { now: Instant::from_origin(Duration::from_secs(100)), cache: Cache::default(), engines, done: HashMap::new(), lost: Vec::new(), held: Vec::new(), hold: false, sent: vec![0; clients] }
+        World { now: Instant::from_origin(Duration::from_secs(100)), cache: Cache::default(), engines, done: HashMap::new(), lost: Vec::new(), held: Vec::new(), hold: false, down: false, sent: vec![0; clients] }
     }
 
     fn settle(&mut self) {
@@ -99,6 +101,10 @@ impl World {
                     self.sent[c] += 1;
                     if self.hold {
                         self.held.push((c, r));
+                        continue;
+                    }
+                    if self.down {
+                        self.engines[c].handle_reply(self.now, r.id, Err(Error::new(ErrorKind::Connection, "refused")));
                         continue;
                     }
                     let answer = self.cache.serve(self.now, &r);
@@ -318,4 +324,19 @@ fn calls_of_one_token_run_one_at_a_time_so_an_undo_never_races_the_retry() {
     let (lease_id, _) = w.granted(0, op).expect("granted after the undo");
     assert_eq!(w.cache.items.len(), 1, "the retry's item is not the undo's victim");
     assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+}
+
+#[test]
+fn a_grant_after_an_outage_is_released_as_held() {
+    let mut w = World::new(1);
+    w.down = true;
+    let op = w.acquire(0, "L", &lease(3000), Wait::For(Duration::from_secs(20)));
+    w.advance(Duration::from_secs(3));
+    assert!(w.granted(0, op).is_none());
+    w.down = false;
+    w.advance(Duration::from_secs(3));
+    let (lease_id, _) = w.granted(0, op).expect("granted once the server is back");
+    assert_eq!(w.cache.items.len(), 1, "its item is there");
+    assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+    assert!(w.cache.items.is_empty());
 }
