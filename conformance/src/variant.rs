@@ -198,7 +198,14 @@ impl Variant {
         let sql = matches!(spec.kind, Kind::Sql { .. });
         let memcached = matches!(spec.kind, Kind::Memcached { .. });
         let servers = Deployment::start(spec.kind, &[]).map_err(|e| format!("{}: {e}", spec.name))?;
-        let ready_at = if redlock { Instant::now() + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000) } else { Instant::now() };
+        let ready_at = if redlock {
+            Instant::now() + Duration::from_millis(REDLOCK_MAX_LEASE_MS + 2000)
+        } else if memcached {
+            // memcached's uptime reads up to 3 s more than the server has been up.
+            Instant::now() + Duration::from_millis(lockgate_conformance::fixture::memcached::MAX_LEASE_MS + 3500)
+        } else {
+            Instant::now()
+        };
         let fixture: Box<dyn Fixture> = if zookeeper {
             Box::new(ZooKeeperFixture::new(servers, ZOOKEEPER_SESSION_MS))
         } else if etcd {

@@ -292,7 +292,7 @@ fn every_backend_offers_what_its_capabilities_say() {
                 agrees::<SqlBackend>(SqlEngine::with_backend(backend, rng()), caps)
             }
             Scheme::Memcached => {
-                let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["127.0.0.1:11211".into()] };
+                let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["127.0.0.1:11211".into()], max_lease: Duration::from_secs(30) };
                 agrees::<MemcachedBackend>(MemcachedEngine::new(config, rng()).unwrap(), caps)
             }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),

@@ -1,5 +1,5 @@
 'use strict';
-// The memcached transport: performs the engine's three commands (add, gets, cas) with the
+// The memcached transport: performs the engine's four commands (add, gets, cas, stats) with the
 // `memcached` npm package, one client per server of the URL (the core picks each lock's server:
 // core/src/backend/memcached/key.rs), and hands back what each answered. Requests and replies are
 // plain objects whose forms the core defines (core/src/backend/memcached/data.rs); which key,
@@ -119,6 +119,13 @@ class MemcachedTransport {
         return client.cas(req.key, req.value, req.cas, req.exptime, (err, ok) => {
           if (err) return lost(err);
           this.settle(id, { status: ok ? 'STORED' : 'EXISTS' });
+        });
+      case 'stats':
+        return client.stats((err, results) => {
+          if (err) return lost(err);
+          const uptime = Array.isArray(results) && results.length === 1 ? results[0].uptime : undefined;
+          if (uptime === undefined) return this.fail(id, `memcached at ${server.location}: a stats answer without uptime`, 'PROTOCOL');
+          this.settle(id, { uptime: String(uptime) });
         });
       default:
         return this.fail(id, `the memcached transport cannot perform ${req.command}`, 'PROTOCOL');
