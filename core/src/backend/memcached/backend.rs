@@ -320,6 +320,7 @@ impl MemcachedBackend {
         let attempt = match reply {
             Ok(McAnswer::Uptime(uptime)) if old_enough(uptime, now.saturating_duration_since(add_sent), self.config.max_lease) => {
                 self.young_until.remove(&call.target.server);
+                self.drop_stale_undos(&call.token, now, answers);
                 Attempt::Granted { fence: None, granted: lease }
             }
             Ok(McAnswer::Uptime(uptime)) => {
@@ -336,6 +337,21 @@ impl MemcachedBackend {
         };
         call.sent = add_sent;
         answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict: Verdict::Attempt(attempt) });
+    }
+
+    /// Settles, without a command, the engine's undos of `token` that waited behind the attempt
+    /// just granted: they were to remove what an earlier attempt of the same acquire (same
+    /// token) may have left, and would now delete the grant itself (the engine ends those not
+    /// yet sent to the backend; these were, and wait here because a token's calls run one at a
+    /// time).
+    fn drop_stale_undos(&mut self, token: &Arc<str>, now: Instant, answers: &mut Vec<Answer>) {
+        let Some(waiting) = self.busy.get_mut(token) else { return };
+        let (stale, keep): (std::collections::VecDeque<Queued>, _) =
+            std::mem::take(waiting).into_iter().partition(|q| matches!((q.purpose, q.what), (Purpose::Cleanup(_), What::Release)));
+        *waiting = keep;
+        for q in stale {
+            answers.push(Answer { purpose: q.purpose, sent: now, verdict: Verdict::Release(Release::Done { was_held: false }) });
+        }
     }
 
     fn on_read(&mut self, ctx: &mut Ctx<'_, McRequest>, call: Call, reply: McReply, answers: &mut Vec<Answer>) {

@@ -418,3 +418,36 @@ fn max_lease_is_redlocks_option_and_bounds_every_lease() {
     o.max_lease = Some(Duration::from_millis(5));
     assert_eq!(o.validate().unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn an_undo_waiting_behind_the_granted_retry_does_not_delete_the_grant() {
+    let mut w = World::new(1);
+    w.hold = true;
+    let op = w.acquire(0, "L", &lease(3000), Wait::For(Duration::from_secs(10)));
+    let fail = |w: &mut World| {
+        for (c, r) in std::mem::take(&mut w.held) {
+            w.engines[c].handle_reply(w.now, r.id, Err(Error::new(ErrorKind::Connection, "reset")));
+        }
+        w.settle();
+    };
+    // The add and then the undo's gets fail (an outage): the undo is retried later.
+    fail(&mut w);
+    fail(&mut w);
+    // Step until the retry's add is on the wire, then past the undo's retry: it waits behind.
+    while !w.held.iter().any(|(_, r)| matches!(r.command, McCommand::Add { .. })) {
+        fail(&mut w);
+        w.advance(Duration::from_millis(1));
+    }
+    w.advance(Duration::from_millis(100));
+    assert!(w.held.iter().all(|(_, r)| matches!(r.command, McCommand::Add { .. })), "only the add is on the wire: {:?}", w.held);
+    // The server is back: the add is stored and the stats shows an old server.
+    w.hold = false;
+    for (c, r) in std::mem::take(&mut w.held) {
+        let answer = w.cache.serve(w.now, &r);
+        w.engines[c].handle_reply(w.now, r.id, Ok(answer));
+    }
+    w.advance(Duration::from_secs(2));
+    let (lease_id, _) = w.granted(0, op).expect("granted");
+    assert_eq!(w.cache.items.len(), 1, "the grant's item is still there");
+    assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+}
