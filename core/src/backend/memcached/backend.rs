@@ -405,7 +405,7 @@ impl MemcachedBackend {
         match what {
             What::Acquire(_) if self.young_until.get(&target.server).is_some_and(|t| *t > ctx.now) => {
                 // Restarted less than max_lease ago: nothing is sent (nothing to undo).
-                let why = "the lock's server restarted less than max_lease ago and grants nothing yet".to_string();
+                let why = "the lock's server restarted less than max_lease ago and grants nothing yet (PROTOCOL.md §13)".to_string();
                 answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Attempt(Attempt::Refused { why }) });
                 self.next(ctx, &token, answers);
             }
