@@ -27,6 +27,7 @@ import {
   type ZooKeeperClientOptions,
   type EtcdClientOptions,
   type SqlClientOptions,
+  type MemcachedClientOptions,
 } from 'lockgate';
 
 async function example(): Promise<void> {
@@ -240,7 +241,21 @@ async function sqlExample(): Promise<void> {
   await pg.close();
 }
 
+async function memcachedExample(): Promise<void> {
+  // memcached: the deployment's max lease bounds every lease (a restarted server waits it out).
+  const options: MemcachedClientOptions = { maxLeaseMs: 10_000, commandTimeoutMs: 1_000 };
+  const mc: Client = await connect('memcached://cache1:11211,cache2:11211', options);
+  const lease: Lease = await mc.lock('report:daily', { leaseMs: 10_000 }).acquire({ timeoutMs: 1_000 });
+  const token: bigint | null = lease.fencingToken; // always null: memcached offers no fencing
+  await lease.release();
+  // @ts-expect-error nodeTimeoutMs belongs to Redlock URLs
+  await connect('memcached://cache1', { nodeTimeoutMs: 50 });
+  void token;
+  await mc.close();
+}
+
 void example;
+void memcachedExample;
 void sqlExample;
 void etcdExample;
 void redlockExample;
