@@ -8,7 +8,9 @@
 #                                   built if missing)
 #   bindings-python/ci.sh bench     build, then the benchmark vs redis-py and python-redis-lock
 #                                   ($LOCKGATE_BENCH_OUT/python.md, default target/bench/) and the one vs
-#                                   kazoo on ZooKeeper ($LOCKGATE_BENCH_OUT/python-zookeeper.md)
+#                                   kazoo on ZooKeeper ($LOCKGATE_BENCH_OUT/python-zookeeper.md) and the one vs the
+#                                   naive add/delete loop and tooz on memcached ($LOCKGATE_BENCH_OUT/python-memcached.md;
+#                                   pymemcache and tooz are installed into target/memcached-peers, not the interpreter)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -122,6 +124,15 @@ cmd_bench() {
   fi
   "$PY" "$HERE/bench/bench_zookeeper.py" --out "$out/python-zookeeper.md"
   log "wrote $out/python-zookeeper.md"
+  # The memcached peers (tooz brings the oslo libraries): kept out of the interpreter's packages.
+  local peers=$ROOT/target/memcached-peers peer_reqs="pymemcache==4.0.0 tooz==9.1.0"
+  if [ "$(cat "$peers/.requirements" 2>/dev/null)" != "$peer_reqs" ]; then
+    # shellcheck disable=SC2086
+    "$PY" -m pip install -q --disable-pip-version-check --target "$peers" $peer_reqs
+    echo "$peer_reqs" > "$peers/.requirements"
+  fi
+  PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$peers" "$PY" "$HERE/bench/bench_memcached.py" --out "$out/python-memcached.md"
+  log "wrote $out/python-memcached.md"
 }
 
 case "${1:-}" in

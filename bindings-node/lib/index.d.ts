@@ -166,8 +166,19 @@ export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'session
  */
 export type SqlClientOptions = Pick<BaseClientOptions, 'connectTimeoutMs' | 'commandTimeoutMs' | 'tlsCaPem' | 'label'>;
 
+/** A memcached client (`memcached://` URLs; PROTOCOL.md §13): one item per lock, waiters poll. */
+export interface MemcachedClientOptions extends Pick<BaseClientOptions, 'keyPrefix' | 'connectTimeoutMs' | 'commandTimeoutMs'> {
+  /**
+   * The longest lease any client of the deployment takes, in ms (default 30000; every client
+   * must agree). A server restarted less than this long ago grants nothing (it has forgotten
+   * leases that may still be valid); a lock without `leaseMs` gets 30000 or this if shorter, and
+   * a longer one is refused.
+   */
+  maxLeaseMs?: number;
+}
+
 /** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions;
+export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions | MemcachedClientOptions;
 
 /** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
 export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
@@ -184,6 +195,9 @@ export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
 
 /** A PostgreSQL URL (libpq's form) or a MySQL/MariaDB one: `postgres://user:pw@host/db?sslmode=..`, `mysql://..`. */
 export type SqlUrl = `postgres://${string}` | `postgresql://${string}` | `mysql://${string}` | `mariadb://${string}`;
+
+/** A memcached URL: `memcached://host1[:port],host2[:port]` (port 11211 by default; no login, no TLS). */
+export type MemcachedUrl = `memcached://${string}`;
 
 /**
  * What a client's backend offers, from the core (the same record in every binding). Every
@@ -284,6 +298,8 @@ export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions):
 export function connect(target: EtcdUrl, options?: EtcdClientOptions): Promise<Client>;
 /** Connects to PostgreSQL or MySQL/MariaDB; row ids are fencing tokens, waiters are woken by NOTIFY / GET_LOCK. */
 export function connect(target: SqlUrl, options?: SqlClientOptions): Promise<Client>;
+/** Connects to memcached servers (each lock's item on one of them); waiters poll, grants carry no fencing token. */
+export function connect(target: MemcachedUrl, options?: MemcachedClientOptions): Promise<Client>;
 /**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
  * connection plus one subscriber connection, opened on the first waiting acquire),

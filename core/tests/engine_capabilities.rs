@@ -49,7 +49,8 @@ impl GrantAll for RedlockBackend {
 }
 
 /// One memcached server's items: `add` stores an absent key, `gets` reads it with its cas
-/// unique, `cas` stores (or, with a negative expiry, deletes) an item still at that unique.
+/// unique, `cas` stores (or, with a negative expiry, deletes) an item still at that unique;
+/// `stats` says it has been up a day.
 #[derive(Default)]
 struct McItems {
     next_cas: u64,
@@ -83,6 +84,8 @@ impl GrantAll for MemcachedBackend {
                 Some(_) => McAnswer::Exists,
                 None => McAnswer::NotFound,
             },
+            // A server up a day: past any max_lease, so the delayed-restart rule grants.
+            McCommand::Stats => McAnswer::Uptime(86_400),
         };
         (id, Ok(answer))
     }
@@ -292,7 +295,7 @@ fn every_backend_offers_what_its_capabilities_say() {
                 agrees::<SqlBackend>(SqlEngine::with_backend(backend, rng()), caps)
             }
             Scheme::Memcached => {
-                let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["127.0.0.1:11211".into()] };
+                let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["127.0.0.1:11211".into()], max_lease: Duration::from_secs(30) };
                 agrees::<MemcachedBackend>(MemcachedEngine::new(config, rng()).unwrap(), caps)
             }
             other => panic!("{other}: add its engine here, so its capabilities are checked"),

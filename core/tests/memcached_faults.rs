@@ -4,8 +4,9 @@
 //! every binding; here:
 //!
 //! - a server restarted empty: the holder's next renewal finds its item gone and signals the loss
-//!   (it writes nothing back); another client's grant comes after (README "memcached": a
-//!   restart, like an eviction, ends the lock on the server before its holder knows);
+//!   (it writes nothing back); the restarted server grants nothing until it has been up
+//!   `max_lease`, so another client's grant comes only after every lease it forgot has ended
+//!   (PROTOCOL.md §13, the delayed-restart rule);
 //! - eviction under memory pressure (a 2 MB server filled with items of the lock item's size):
 //!   the holder's next renewal signals the loss;
 //! - a crashed holder (its item written as lockgate writes it, then never touched again) frees
@@ -22,6 +23,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use lockgate_core::backend::memcached::backend::UPTIME_SLACK_SECS;
+use lockgate_core::connect::ClientOptions;
 use lockgate_core::native::Client;
 use lockgate_core::LockOptions;
 use test_servers::TestServers;
@@ -55,6 +58,24 @@ fn stat(port: u16, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no stat {name}"))
 }
 
+/// The deployment's max lease in these tests: a fresh or restarted server grants nothing for
+/// this long (plus memcached's uptime slack).
+const MAX_LEASE: Duration = Duration::from_secs(6);
+
+/// A client of the servers at `url` with this file's max lease.
+async fn connect(url: &str) -> Client {
+    let mut o = ClientOptions::new(url);
+    o.max_lease = Some(MAX_LEASE);
+    o.connect().await.unwrap()
+}
+
+/// Waits until the server on `port` has been up long enough to grant.
+async fn ready(port: u16) {
+    while stat(port, "uptime") < MAX_LEASE.as_secs() + UPTIME_SLACK_SECS + 1 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn renewed(ms: u64) -> LockOptions {
     LockOptions::renewed_lease(Duration::from_millis(ms))
 }
@@ -63,18 +84,24 @@ fn renewed(ms: u64) -> LockOptions {
 async fn a_restart_is_a_lost_lock_signalled_at_the_next_renewal() {
     let mut servers = TestServers::start(&["memcached"]);
     let url = servers.url();
-    let holder = Client::connect(&url).await.unwrap();
-    let other = Client::connect(&url).await.unwrap();
+    ready(servers.port(0)).await;
+    let holder = connect(&url).await;
+    let other = connect(&url).await;
     let name = unique("restart");
     let lease = holder.lock(&name, renewed(3000)).unwrap().acquire(Duration::from_secs(2)).await.unwrap();
     assert_eq!(lease.fencing_token(), None, "memcached grants carry no token");
+    let killed = Instant::now();
     servers.command("restart 0");
-    let restarted = Instant::now();
-    // The other client is granted on the empty server (memcached cannot know the lock).
-    let theirs = other.lock(&name, renewed(3000)).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let wanting = other.lock(&name, renewed(3000)).unwrap();
+    let theirs = tokio::spawn(async move { wanting.acquire(Duration::from_secs(20)).await.map(|l| (l, killed.elapsed())) });
     // The holder learns at its next renewal, within a third of its lease (plus a reconnect).
     let lost = tokio::time::timeout(Duration::from_secs(3), lease.lost()).await.expect("the loss is signalled");
-    assert!(restarted.elapsed() < Duration::from_millis(2500), "signalled after {:?}: {lost}", restarted.elapsed());
+    assert!(killed.elapsed() < Duration::from_millis(2500), "signalled after {:?}: {lost}", killed.elapsed());
+    // The other client is granted only once the restarted server has been up max_lease: the
+    // holder's lease (3 s from a renewal before the kill) has ended by then.
+    let (theirs, after) = theirs.await.unwrap().expect("granted once the server is old enough");
+    assert!(after >= MAX_LEASE - Duration::from_millis(100), "granted {after:?} after the kill, before max_lease");
+    assert!(after <= MAX_LEASE + Duration::from_secs(5), "granted only {after:?} after the kill");
     assert!(!lease.is_held());
     assert!(!lease.release().await.unwrap(), "the lost lease releases nothing");
     assert!(theirs.is_held(), "the loser wrote nothing back over the new holder's item");
@@ -87,7 +114,8 @@ async fn a_restart_is_a_lost_lock_signalled_at_the_next_renewal() {
 async fn an_evicted_item_is_a_lost_lock_signalled_at_the_next_renewal() {
     let servers = TestServers::start(&["memcached", "--memory", "2"]);
     let port = servers.port(0);
-    let client = Client::connect(&servers.url()).await.unwrap();
+    ready(port).await;
+    let client = connect(&servers.url()).await;
     let name = unique("evict");
     let lease = client.lock(&name, renewed(6000)).unwrap().acquire(Duration::from_secs(2)).await.unwrap();
     // Fill the server with items of the lock item's size (its slab class) until the lock's
@@ -115,7 +143,8 @@ async fn a_thousand_polling_waiters_with_cancels_leave_nothing_and_poll_within_t
     let servers = TestServers::start(&["memcached"]);
     let port = servers.port(0);
     let url = servers.url();
-    let clients = [Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap()];
+    ready(port).await;
+    let clients = [connect(&url).await, connect(&url).await];
     let name = unique("waiters");
     let held = clients[0].lock(&name, renewed(3000)).unwrap().acquire(Duration::from_secs(2)).await.unwrap();
     let before = stat(port, "cmd_set") + stat(port, "cmd_get");
@@ -171,7 +200,8 @@ async fn a_thousand_polling_waiters_with_cancels_leave_nothing_and_poll_within_t
 async fn a_crashed_holders_lock_is_free_within_its_lease_plus_the_clock_slack() {
     let servers = TestServers::start(&["memcached"]);
     let port = servers.port(0);
-    let client = Client::connect(&servers.url()).await.unwrap();
+    ready(port).await;
+    let client = connect(&servers.url()).await;
     let name = unique("crash");
     // A holder that took a 1.5 s lease and crashed at once: its item, as lockgate's add wrote it
     // (the lease rounded up to 2 s, plus the 2 s of clock slack), never renewed nor deleted.

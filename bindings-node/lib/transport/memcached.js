@@ -1,5 +1,5 @@
 'use strict';
-// The memcached transport: performs the engine's three commands (add, gets, cas) with the
+// The memcached transport: performs the engine's four commands (add, gets, cas, stats) with the
 // `memcached` npm package, one client per server of the URL (the core picks each lock's server:
 // core/src/backend/memcached/key.rs), and hands back what each answered. Requests and replies are
 // plain objects whose forms the core defines (core/src/backend/memcached/data.rs); which key,
@@ -15,6 +15,11 @@
 //   request connects again, as the native transport does. A silent request also replaces every
 //   other server's idle client (a silence is most often the network's or a proxy's, and an idle
 //   connection cannot show it until a request waits a whole response timeout on it).
+// - A socket the server closes (a load balancer that accepts and closes at once, a server that
+//   stops) only leaves the package's pool: the requests written on it are never called back.
+//   This file watches each socket the package opens and, when one closes with requests of this
+//   transport still in flight to its server, fails them with CONNECTION and replaces the client
+//   (every request is also bounded by `commandTimeoutMs` regardless).
 // - It keeps idle sockets open for `idle` ms (ref'd): set to 1 s, so a process that forgot to
 //   close its client ends soon after its last lock call.
 // - No SASL or TLS in its text protocol: the core refuses a login in the URL before this runs.
@@ -51,8 +56,26 @@ class Server {
       // The package emits failures as events too; the request's callback reports them.
       this.client.on('failure', () => {});
       this.client.on('issue', () => {});
+      this.watchSockets(this.client);
     }
     return this.client;
+  }
+
+  /** Fails this server's requests in flight when a socket of `client` closes under them. */
+  watchSockets(client) {
+    const connect = client.connect;
+    client.connect = (server, callback) =>
+      connect.call(client, server, (err, socket) => {
+        if (socket && typeof socket.once === 'function' && !socket.lockgateWatched) {
+          socket.lockgateWatched = true;
+          socket.once('close', () => {
+            if (this.client !== client || this.pending === 0) return;
+            this.replace();
+            this.transport.failServer(this, `memcached at ${this.location} closed the connection`);
+          });
+        }
+        callback(err, socket);
+      });
   }
 
   /** Drops the current client (its sockets close); the next request makes another. */
@@ -120,9 +143,21 @@ class MemcachedTransport {
           if (err) return lost(err);
           this.settle(id, { status: ok ? 'STORED' : 'EXISTS' });
         });
+      case 'stats':
+        return client.stats((err, results) => {
+          if (err) return lost(err);
+          const uptime = Array.isArray(results) && results.length === 1 ? results[0].uptime : undefined;
+          if (uptime === undefined) return this.fail(id, `memcached at ${server.location}: a stats answer without uptime`, 'PROTOCOL');
+          this.settle(id, { uptime: String(uptime) });
+        });
       default:
         return this.fail(id, `the memcached transport cannot perform ${req.command}`, 'PROTOCOL');
     }
+  }
+
+  /** Fails every request in flight to `server` with CONNECTION. */
+  failServer(server, message) {
+    for (const [id, entry] of [...this.inFlight]) if (entry.server === server) this.fail(id, message);
   }
 
   /** Answers request `id` once (a late answer after a timeout is dropped). */

@@ -29,6 +29,7 @@ import {
   type SqlClientOptions,
   type TelemetryEvent,
   telemetryChannels,
+  type MemcachedClientOptions,
 } from 'lockgate';
 import { subscribe } from 'node:diagnostics_channel';
 
@@ -260,8 +261,22 @@ const badNames: ClientOptions = { telemetryLockNames: 'yes' };
 void withNames;
 void badNames;
 
+async function memcachedExample(): Promise<void> {
+  // memcached: the deployment's max lease bounds every lease (a restarted server waits it out).
+  const options: MemcachedClientOptions = { maxLeaseMs: 10_000, commandTimeoutMs: 1_000 };
+  const mc: Client = await connect('memcached://cache1:11211,cache2:11211', options);
+  const lease: Lease = await mc.lock('report:daily', { leaseMs: 10_000 }).acquire({ timeoutMs: 1_000 });
+  const token: bigint | null = lease.fencingToken; // always null: memcached offers no fencing
+  await lease.release();
+  // @ts-expect-error nodeTimeoutMs belongs to Redlock URLs
+  await connect('memcached://cache1', { nodeTimeoutMs: 50 });
+  void token;
+  await mc.close();
+}
+
 void example;
 void telemetryExample;
+void memcachedExample;
 void sqlExample;
 void etcdExample;
 void redlockExample;

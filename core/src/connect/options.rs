@@ -95,8 +95,10 @@ pub struct ClientOptions {
     /// owning its lock's slot (all keys of one lock share a hash tag) and follows MOVED/ASK
     /// redirections.
     pub cluster: bool,
-    /// Redlock only: the longest lease any client of the deployment takes (default 30 s;
-    /// every client must agree). A lock without a lease gets this or 30 s, whichever is shorter.
+    /// Redlock and memcached only: the longest lease any client of the deployment takes
+    /// (default 30 s; every client must agree): a server restarted less than this long ago
+    /// takes part in no grant (PROTOCOL.md §8, §13). A lock without a lease gets this or 30 s,
+    /// whichever is shorter.
     pub max_lease: Option<Duration>,
     /// Redlock only: clock-rate drift allowed, as a fraction of the lease (default 0.01).
     pub drift_factor: Option<f64>,
@@ -239,7 +241,21 @@ pub(crate) fn no_session_timeout(o: &ClientOptions, kind: &Kind, spelling: &Spel
 // A build with one backend may have no caller (each is for the backends that lack the setting).
 #[allow(dead_code)]
 pub(crate) fn no_redlock_settings(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
-    match o.redlock_settings_given().first() {
+    redlock_settings_but(o, kind, spelling, &[])
+}
+
+/// The refusal of every Redlock setting but `max_lease` on `kind`, a backend that shares
+/// Redlock's delayed-restart rule and so its one deployment-wide bound (memcached, PROTOCOL.md
+/// §13).
+// A build with one backend may have no caller.
+#[allow(dead_code)]
+pub(crate) fn no_redlock_settings_but_max_lease(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
+    redlock_settings_but(o, kind, spelling, &[ClientOption::MaxLease])
+}
+
+#[allow(dead_code)]
+fn redlock_settings_but(o: &ClientOptions, kind: &Kind, spelling: &Spelling, allowed: &[ClientOption]) -> Result<()> {
+    match o.redlock_settings_given().into_iter().find(|given| !allowed.contains(given)).as_ref() {
         None => Ok(()),
         Some(given) => Err(Error::invalid(format!(
             "{} is a Redlock setting (redlock:// URLs); {} client has no such setting",

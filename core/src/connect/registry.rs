@@ -182,7 +182,7 @@ impl ClientOptions {
 
     /// A lock's options from the values a caller gave (`None`: not given), with this client's
     /// defaults and rules, the same in every binding:
-    /// - `lease`: default 30 s; on a Redlock, 30 s or `max_lease` if shorter, and a lease that
+    /// - `lease`: default 30 s; on a Redlock or memcached, 30 s or `max_lease` if shorter, and a lease that
     ///   does not fit `max_lease` (and its drift allowance) is refused here, when the handle is
     ///   made, not at its first acquire;
     /// - `auto_renew`: default on (a watchdog renews every third of the lease);

@@ -204,6 +204,7 @@ impl<B: Backend> LockEngine<B> {
             _ => None,
         };
         let valid_until = confirmed_until(&self.backend, since, span, end);
+        self.void_undos(&a.token, since);
         let next_renew = if whole_millis(granted) < whole_millis(a.lease) {
             Some(since + cap.map_or(granted, |c| granted.min(c)) / 3)
         } else {
@@ -230,6 +231,28 @@ impl<B: Backend> LockEngine<B> {
         );
         self.sync_lease(lease);
         self.complete(op, Done::Acquired { lease, fencing_token: fence, valid_until });
+    }
+
+    /// Ends the background undos of `token` once an attempt with it was granted (`since`: the
+    /// granting attempt's send time). They were to remove what an earlier attempt of the same
+    /// acquire may have left, under the same token, so what they would remove now is the grant
+    /// itself: an undo retried after an outage deleted the lock its own acquire had just been
+    /// granted. One on the wire is not retried (its answer came before the grant's on a backend
+    /// that orders a token's calls).
+    fn void_undos(&mut self, token: &Arc<str>, since: Instant) {
+        let undos: Vec<u64> = self.cleanups.iter().filter(|(_, c)| c.token == *token).map(|(id, _)| *id).collect();
+        for id in undos {
+            let Some(c) = self.cleanups.get_mut(&id) else { continue };
+            if c.in_flight {
+                c.give_up_at = c.give_up_at.min(since);
+                continue;
+            }
+            let c = self.cleanups.remove(&id).expect("present");
+            for op in c.answers {
+                self.answer_held(op);
+            }
+            self.sync_cleanup(id);
+        }
     }
 
     pub(super) fn on_renewal(&mut self, now: Instant, sent: Instant, id: LeaseId, tag: u64, verdict: Renewal) {

@@ -1,8 +1,10 @@
 //! The memcached backend's calls, in the engine's words (PROTOCOL.md §13):
 //!
 //! - **acquire**: `add` the lock's item with the owner token as value and the lease as expiry
-//!   ([`exptime`]): `STORED` is a grant, `NOT_STORED` a refusal, retried after
-//!   [`MemcachedBackend::retry_delay`] (polling: memcached pushes nothing);
+//!   ([`exptime`]): `NOT_STORED` is a refusal, retried after [`MemcachedBackend::retry_delay`]
+//!   (polling: memcached pushes nothing); `STORED` is a grant once the server's `stats` shows it
+//!   was up at least `max_lease` when it stored the item ([`old_enough`]: the delayed-restart
+//!   rule), else the item is removed again and the server grants nothing until then;
 //! - **renew / extend**: `gets` the item; if it still holds the token, `cas` it back with the new
 //!   expiry; gone or someone else's: the lease is lost (an expired or evicted item is never
 //!   written again, so nothing is resurrected);
@@ -43,6 +45,21 @@ pub const MAX_LEASE: Duration = Duration::from_secs((MAX_EXPTIME - CLOCK_SLACK_S
 pub const POLL_CAP: Duration = Duration::from_millis(200);
 /// How often a renewal, extend or release reads again after a `cas` answered `EXISTS`.
 const MAX_TRIES: u32 = 8;
+/// What `stats`' `uptime` may exceed the time the server has really been up: memcached 1.6
+/// starts its clock 62 s before its start and reports `uptime` 60 s less than that clock (a
+/// fresh server says 2), whole seconds of a clock advanced once a second (up to 1 s more).
+pub const UPTIME_SLACK_SECS: u64 = 3;
+
+/// Whether a server that answered `stats` with `uptime` had been up at least `max_lease` when it
+/// took a command sent `before` the `stats`' answer came (`before`: that much client time
+/// earlier, counted 1 % longer for the clocks' rates). Such a server cannot have forgotten, in a
+/// restart, a lease a client still counts valid: every lease is at most `max_lease`, and counts
+/// from a send before the restart. A restart between the command and the `stats` only makes the
+/// answer younger (the rule refuses), never older.
+pub fn old_enough(uptime: u64, before: Duration, max_lease: Duration) -> bool {
+    let up = Duration::from_secs(uptime.saturating_sub(UPTIME_SLACK_SECS));
+    up.saturating_sub(before + before / 100) >= max_lease
+}
 
 /// The memcached expiry (whole seconds) that keeps an item for at least `lease`: the lease
 /// rounded up, plus [`CLOCK_SLACK_SECS`].
@@ -51,16 +68,37 @@ pub fn exptime(lease: Duration) -> i64 {
     (ms + 999) / 1000 + CLOCK_SLACK_SECS
 }
 
-/// Checks a lease or extend for memcached: the generic range, and short enough that its
-/// [`exptime`] is still relative.
-pub fn check_lease(lease: Duration) -> Result<()> {
+/// Checks a lease or extend for memcached: the generic range, at most the deployment's
+/// `max_lease`, and short enough that its [`exptime`] is still relative.
+pub fn check_lease(lease: Duration, max_lease: Duration) -> Result<()> {
     options::validate_lease(lease)?;
+    if lease > max_lease {
+        return Err(Error::invalid(format!(
+            "the lease exceeds this memcached deployment's max_lease of {} ms (every client must agree on it: \
+             a server restarted less than max_lease ago grants nothing, PROTOCOL.md §13)",
+            whole_millis(max_lease)
+        )));
+    }
     if lease > MAX_LEASE {
         return Err(Error::invalid(format!(
             "a memcached lease is at most {} s (memcached reads an expiry over 30 days as a date, and each \
              item is kept {CLOCK_SLACK_SECS} s longer than its lease)",
             MAX_LEASE.as_secs()
         )));
+    }
+    Ok(())
+}
+
+/// Why a server younger than `max_lease` granted nothing.
+fn young(uptime: u64) -> String {
+    format!("the lock's server restarted less than max_lease ago (uptime {uptime} s) and grants nothing yet")
+}
+
+/// Checks a deployment's `max_lease`: a valid lease memcached can carry.
+pub fn check_max_lease(max_lease: Duration) -> Result<()> {
+    options::validate_lease(max_lease).map_err(|_| Error::invalid("max_lease must be between 10 ms and 30 days"))?;
+    if max_lease > MAX_LEASE {
+        return Err(Error::invalid(format!("a memcached max_lease is at most {} s", MAX_LEASE.as_secs())));
     }
     Ok(())
 }
@@ -72,12 +110,17 @@ pub struct MemcachedConfig {
     pub key_prefix: String,
     /// The servers as `host:port`, in the URL's order (keys are spread over these names).
     pub servers: Vec<String>,
+    /// The longest lease of any client of the deployment (the client's `max_lease`, default
+    /// 30 s; every client must agree): a server restarted less than this long ago has
+    /// forgotten leases that may still be valid, and takes part in no grant until then.
+    pub max_lease: Duration,
 }
 
 impl MemcachedConfig {
     /// Checks the prefix and the server list.
     pub fn validate(&self) -> Result<()> {
         options::validate_prefix(&self.key_prefix)?;
+        check_max_lease(self.max_lease)?;
         if self.servers.is_empty() {
             return Err(Error::invalid("a memcached client needs at least one server"));
         }
@@ -110,6 +153,8 @@ impl LockEngine<MemcachedBackend> {
 enum Step {
     /// The `add` of an attempt (granting `lease`).
     Add { lease: Duration },
+    /// The `stats` after a stored `add` that was sent at `add_sent`.
+    Uptime { lease: Duration, add_sent: Instant },
     /// The `gets` before a write.
     Read,
     /// The `cas` of a write.
@@ -168,13 +213,23 @@ pub struct MemcachedBackend {
     /// Of those, the tokens whose `add` got no answer (a later `NOT_STORED` of the same token
     /// may then be its own item).
     uncertain: HashSet<Arc<str>>,
+    /// Per server, until when it is known to be younger than `max_lease` (an `add` for it is
+    /// refused without being sent; after that instant, the next grant asks again).
+    young_until: HashMap<usize, Instant>,
 }
 
 impl MemcachedBackend {
     /// A backend for `config` (validated).
     pub fn new(config: MemcachedConfig) -> Result<Self> {
         config.validate()?;
-        Ok(MemcachedBackend { config, calls: HashMap::new(), busy: HashMap::new(), maybe_stored: HashSet::new(), uncertain: HashSet::new() })
+        Ok(MemcachedBackend {
+            config,
+            calls: HashMap::new(),
+            busy: HashMap::new(),
+            maybe_stored: HashSet::new(),
+            uncertain: HashSet::new(),
+            young_until: HashMap::new(),
+        })
     }
 
     /// The configuration.
@@ -230,11 +285,14 @@ impl MemcachedBackend {
         answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict });
     }
 
-    fn on_add(&mut self, call: Call, lease: Duration, reply: McReply, answers: &mut Vec<Answer>) {
+    fn on_add(&mut self, ctx: &mut Ctx<'_, McRequest>, call: Call, lease: Duration, reply: McReply, answers: &mut Vec<Answer>) {
         let attempt = match reply {
             Ok(McAnswer::Stored) => {
                 self.uncertain.remove(&call.token);
-                Attempt::Granted { fence: None, granted: lease }
+                // A grant only once the server shows it is old enough.
+                let add_sent = call.sent;
+                self.send(ctx, call, Step::Uptime { lease, add_sent }, McCommand::Stats);
+                return;
             }
             Ok(McAnswer::NotStored) => {
                 if !self.uncertain.contains(&call.token) {
@@ -253,6 +311,47 @@ impl MemcachedBackend {
             }
         };
         answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict: Verdict::Attempt(attempt) });
+    }
+
+    /// The `stats` after a stored `add`: a grant if the server was old enough when it stored
+    /// the item; else the item is the attempt's to remove (the engine undoes a refusal), and
+    /// the server is refused without a command until it may be old enough.
+    fn on_uptime(&mut self, mut call: Call, lease: Duration, add_sent: Instant, now: Instant, reply: McReply, answers: &mut Vec<Answer>) {
+        let attempt = match reply {
+            Ok(McAnswer::Uptime(uptime)) if old_enough(uptime, now.saturating_duration_since(add_sent), self.config.max_lease) => {
+                self.young_until.remove(&call.target.server);
+                self.drop_stale_undos(&call.token, now, answers);
+                Attempt::Granted { fence: None, granted: lease }
+            }
+            Ok(McAnswer::Uptime(uptime)) => {
+                let up = Duration::from_secs(uptime.saturating_sub(UPTIME_SLACK_SECS));
+                let wait = self.config.max_lease.saturating_sub(up);
+                self.young_until.insert(call.target.server, now + wait);
+                Attempt::Refused { why: young(uptime) }
+            }
+            Ok(other) => Attempt::Failed { error: Error::protocol(format!("stats answered {other:?}")), undo: true },
+            Err(error) => {
+                let why = Some(format!("memcached did not answer the stats after a grant: {}", error.message()));
+                Attempt::Transient { error, why, undo: true }
+            }
+        };
+        call.sent = add_sent;
+        answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict: Verdict::Attempt(attempt) });
+    }
+
+    /// Settles, without a command, the engine's undos of `token` that waited behind the attempt
+    /// just granted: they were to remove what an earlier attempt of the same acquire (same
+    /// token) may have left, and would now delete the grant itself (the engine ends those not
+    /// yet sent to the backend; these were, and wait here because a token's calls run one at a
+    /// time).
+    fn drop_stale_undos(&mut self, token: &Arc<str>, now: Instant, answers: &mut Vec<Answer>) {
+        let Some(waiting) = self.busy.get_mut(token) else { return };
+        let (stale, keep): (std::collections::VecDeque<Queued>, _) =
+            std::mem::take(waiting).into_iter().partition(|q| matches!((q.purpose, q.what), (Purpose::Cleanup(_), What::Release)));
+        *waiting = keep;
+        for q in stale {
+            answers.push(Answer { purpose: q.purpose, sent: now, verdict: Verdict::Release(Release::Done { was_held: false }) });
+        }
     }
 
     fn on_read(&mut self, ctx: &mut Ctx<'_, McRequest>, call: Call, reply: McReply, answers: &mut Vec<Answer>) {
@@ -304,6 +403,12 @@ impl MemcachedBackend {
         let Queued { purpose, target, token, what } = q;
         let call = |goal| Call { purpose, target: Arc::clone(&target), token: Arc::clone(&token), goal, step: Step::Read, tries: 0, sent: ctx.now };
         match what {
+            What::Acquire(_) if self.young_until.get(&target.server).is_some_and(|t| *t > ctx.now) => {
+                // Restarted less than max_lease ago: nothing is sent (nothing to undo).
+                let why = "the lock's server restarted less than max_lease ago and grants nothing yet (PROTOCOL.md §13)".to_string();
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Attempt(Attempt::Refused { why }) });
+                self.next(ctx, &token, answers);
+            }
             What::Acquire(lease) => {
                 self.maybe_stored.insert(Arc::clone(&token));
                 let command = McCommand::Add { key: target.key.clone(), value: token.to_string(), exptime: exptime(lease) };
@@ -354,12 +459,12 @@ impl Backend for MemcachedBackend {
                  items kept consistent, and memcached may evict any of them (PROTOCOL.md §13)",
             ));
         }
-        check_lease(options.lease)?;
+        check_lease(options.lease, self.config.max_lease)?;
         Ok(self.target_of(name))
     }
 
     fn check_extend(&self, duration: Duration) -> Result<()> {
-        check_lease(duration)
+        check_lease(duration, self.config.max_lease)
     }
 
     fn check_observe(&self) -> Result<()> {
@@ -413,7 +518,11 @@ impl Backend for MemcachedBackend {
         let token = Arc::clone(&call.token);
         let settled = answers.len();
         match call.step {
-            Step::Add { lease } => self.on_add(call, lease, reply, answers),
+            Step::Add { lease } => self.on_add(ctx, call, lease, reply, answers),
+            Step::Uptime { lease, add_sent } => {
+                let now = ctx.now;
+                self.on_uptime(call, lease, add_sent, now, reply, answers);
+            }
             Step::Read => self.on_read(ctx, call, reply, answers),
             Step::Write => self.on_write(ctx, call, reply, answers),
         }

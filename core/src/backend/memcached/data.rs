@@ -2,13 +2,15 @@
 //! transport in another language (the Node binding's `lib/transport/memcached.js`) performs
 //! them with no rule of its own. The forms:
 //!
-//! - request: `{ id, server, command, key, value?, exptime?, cas? }`: `command` is `add`,
-//!   `gets` or `cas`, for the server of that index (0-based, in the URL's order); `value` the
+//! - request: `{ id, server, command, key?, value?, exptime?, cas? }`: `command` is `add`,
+//!   `gets`, `cas` or `stats` (no key), for the server of that index (0-based, in the URL's
+//!   order); `value` the
 //!   owner token (a string), `exptime` whole seconds (`-1`: already expired), `cas` the cas
 //!   unique as a decimal string. Requests to one server are sent in emission order.
 //! - reply: `{ status }` for a store (`STORED`, `NOT_STORED`, `EXISTS`, `NOT_FOUND`); for a
 //!   `gets`, `{ value, cas }` (value a string or bytes, cas a decimal string or integer) or
-//!   null when the item is missing. Anything else is a `PROTOCOL` failure of the request.
+//!   null when the item is missing; for a `stats`, `{ uptime }` (the server's `uptime` stat,
+//!   an integer or a decimal string). Anything else is a `PROTOCOL` failure of the request.
 //! - notice: none (memcached pushes nothing).
 
 use super::request::{McAnswer, McCommand, McReply, McRequest};
@@ -51,6 +53,7 @@ pub fn request_data(r: &McRequest) -> Data {
             fields.extend([("command", "add".into()), ("key", key.as_str().into()), ("value", value.as_str().into()), ("exptime", (*exptime).into())]);
         }
         McCommand::Gets { key } => fields.extend([("command", "gets".into()), ("key", key.as_str().into())]),
+        McCommand::Stats => fields.push(("command", "stats".into())),
         McCommand::Cas { key, value, exptime, cas } => fields.extend([
             ("command", "cas".into()),
             ("key", key.as_str().into()),
@@ -74,6 +77,13 @@ pub fn reply_from_data(d: &Data) -> Result<McAnswer, String> {
             Some("EXISTS") => Ok(McAnswer::Exists),
             Some("NOT_FOUND") => Ok(McAnswer::NotFound),
             _ => Err(format!("unknown status {status:?}")),
+        };
+    }
+    if let Some(uptime) = d.get("uptime") {
+        return match uptime {
+            Data::Int(n) if *n >= 0 => Ok(McAnswer::Uptime(*n as u64)),
+            Data::Str(s) => s.parse::<u64>().map(McAnswer::Uptime).map_err(|_| format!("uptime {s:?} is not a number")),
+            other => Err(format!("uptime {other:?} is not a number")),
         };
     }
     let value = match d.get("value") {
@@ -128,6 +138,11 @@ mod tests {
         assert_eq!(reply_from_data(&Data::map([("status", "EXISTS".into())])), Ok(McAnswer::Exists));
         let v = Data::map([("value", "tok".into()), ("cas", "42".into())]);
         assert_eq!(reply_from_data(&v), Ok(McAnswer::Value { value: b"tok".to_vec(), cas: 42 }));
+        let stats = request_data(&McRequest { id: RequestId(5), server: 1, command: McCommand::Stats });
+        assert_eq!((stats.str_field("", "command"), stats.get("key")), (Ok("stats"), None));
+        assert_eq!(reply_from_data(&Data::map([("uptime", Data::Int(42))])), Ok(McAnswer::Uptime(42)));
+        assert_eq!(reply_from_data(&Data::map([("uptime", "7".into())])), Ok(McAnswer::Uptime(7)));
+        assert!(reply_from_data(&Data::map([("uptime", Data::Int(-1))])).is_err());
         for bad in [Data::map([("status", "ERROR".into())]), Data::map([("value", "t".into())]), Data::Int(1), Data::map([("value", "t".into()), ("cas", "x".into())])] {
             assert!(reply_from_data(&bad).is_err(), "{bad:?}");
         }

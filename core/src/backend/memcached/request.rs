@@ -1,4 +1,4 @@
-//! The memcached backend's wire: three text-protocol commands, each for one server, and what
+//! The memcached backend's wire: four text-protocol commands, each for one server, and what
 //! they answer. Every transport (the native one, the Node binding's) performs exactly these.
 
 use crate::engine::RequestId;
@@ -45,6 +45,9 @@ pub enum McCommand {
         /// The cas unique the `gets` read.
         cas: u64,
     },
+    /// `stats`: only its `uptime` is used (after a grant: was the server restarted less than
+    /// `max_lease` ago?).
+    Stats,
 }
 
 /// What a command answered.
@@ -67,6 +70,9 @@ pub enum McAnswer {
     },
     /// `gets` found nothing (`END` alone).
     Miss,
+    /// `stats`' `uptime`: whole seconds as the server counts them (a fresh memcached 1.6
+    /// already says 2).
+    Uptime(u64),
 }
 
 /// A command's answer, or the transport's failure (`CONNECTION`, `TIMEOUT`, `PROTOCOL`).

@@ -1,11 +1,15 @@
 //! The memcached backend as the registry knows it: `memcached://` (no TLS scheme: see
 //! [`super::address`]), its servers' grammar, its capabilities (mutexes and the engine's
-//! reentrant holds; no queue, no fencing token) and its one setting, the key prefix.
+//! reentrant holds; no queue, no fencing token) and its settings: the key prefix and
+//! `max_lease`, the deployment's longest lease (Redlock's option, for the same delayed-restart
+//! rule).
 
 use super::{MemcachedAddress, MemcachedConfig};
 use crate::capabilities::Capabilities;
-use crate::connect::options::{no_redlock_settings, no_replica_acks, no_session_timeout};
-use crate::connect::{Address, Backend, ClientOptions, Kind, Spec, Spelling, Target};
+use crate::connect::options::{no_redlock_settings_but_max_lease, no_replica_acks, no_session_timeout};
+use crate::connect::{Address, Backend, ClientOptions, Kind, LeaseBound, Spec, Spelling, Target};
+use crate::options::DEFAULT_LEASE;
+use crate::time::Duration;
 use crate::error::{Error, Result};
 
 /// The memcached backend's entry in the registry.
@@ -15,7 +19,7 @@ pub const SPEC: Spec = Spec {
     capabilities,
     key_prefix: true,
     clustered: None,
-    lease_bound: None,
+    lease_bound: Some(|options, _target| Box::new(MaxLease(max_lease(options)))),
     session_timeout: None,
     validate,
     no_entry_ttl: Some(|spelling| {
@@ -48,11 +52,36 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
     Capabilities { reentrant: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
-/// No replicas, no session, no Redlock settings; the key prefix is the common one's rules.
+/// No replicas, no session, no Redlock settings but `max_lease`; the key prefix is the common
+/// one's rules.
 fn validate(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
     no_replica_acks(o, kind, spelling)?;
     no_session_timeout(o, kind, spelling)?;
-    no_redlock_settings(o, kind, spelling)
+    no_redlock_settings_but_max_lease(o, kind, spelling)?;
+    MaxLease(max_lease(o)).validate()
+}
+
+/// The deployment's longest lease: the option, else the default lease (as on a Redlock).
+fn max_lease(o: &ClientOptions) -> Duration {
+    o.max_lease.unwrap_or(DEFAULT_LEASE)
+}
+
+/// A memcached deployment's bound on every lease: see [`MemcachedConfig::max_lease`].
+#[derive(Debug)]
+struct MaxLease(Duration);
+
+impl LeaseBound for MaxLease {
+    fn max_lease(&self) -> Duration {
+        self.0
+    }
+
+    fn check_lease(&self, lease: Duration) -> Result<()> {
+        super::backend::check_lease(lease, self.0)
+    }
+
+    fn validate(&self) -> Result<()> {
+        super::backend::check_max_lease(self.0)
+    }
 }
 
 impl Target {
@@ -70,7 +99,7 @@ impl ClientOptions {
         let Some(address) = target.memcached() else {
             return Err(Error::invalid(format!("a {}:// URL is not memcached", target.scheme())));
         };
-        let config = MemcachedConfig { key_prefix: self.key_prefix.clone(), servers: address.servers() };
+        let config = MemcachedConfig { key_prefix: self.key_prefix.clone(), servers: address.servers(), max_lease: max_lease(self) };
         config.validate()?;
         Ok(config)
     }

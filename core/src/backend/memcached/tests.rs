@@ -15,15 +15,28 @@ use crate::time::{Duration, Instant};
 
 /// memcached as the lock sees it: items with a value, a cas unique and an expiry. An item
 /// stored with expiry `n` lives `n - 2` s here: the shortest a real server may keep it.
-#[derive(Default)]
 struct Cache {
     items: HashMap<String, (Vec<u8>, u64, Instant)>,
     next_cas: u64,
     /// Every command served, per server.
     served: Vec<usize>,
+    /// When the servers (re)started.
+    started: Instant,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache { items: HashMap::new(), next_cas: 0, served: Vec::new(), started: Instant::from_origin(Duration::ZERO) }
+    }
 }
 
 impl Cache {
+    /// Empties the servers and starts their clocks again, as a restart does.
+    fn restart(&mut self, now: Instant) {
+        self.items.clear();
+        self.started = now;
+    }
+
     fn live(&mut self, now: Instant, key: &str) -> Option<&(Vec<u8>, u64, Instant)> {
         if self.items.get(key).is_some_and(|i| i.2 <= now) {
             self.items.remove(key);
@@ -50,6 +63,8 @@ impl Cache {
                 self.store(now, key, value, *exptime);
                 McAnswer::Stored
             }
+            // memcached 1.6 says 2 at its start.
+            McCommand::Stats => McAnswer::Uptime(now.saturating_duration_since(self.started).as_secs() + 2),
             McCommand::Gets { key } => match self.live(now, key) {
                 Some((value, cas, _)) => McAnswer::Value { value: value.clone(), cas: *cas },
                 None => McAnswer::Miss,
@@ -79,15 +94,17 @@ struct World {
     /// Requests held back instead of served (to interleave or lose them).
     held: Vec<(usize, McRequest)>,
     hold: bool,
+    /// The servers are down: every request fails with `CONNECTION`.
+    down: bool,
     /// Commands sent, per client.
     sent: Vec<usize>,
 }
 
 impl World {
     fn new(clients: usize) -> World {
-        let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["a:11211".into(), "b:11211".into()] };
+        let config = MemcachedConfig { key_prefix: "lockgate:".into(), servers: vec!["a:11211".into(), "b:11211".into()], max_lease: Duration::from_secs(30) };
         let engines = (0..clients).map(|c| MemcachedEngine::new(config.clone(), Box::new(SeededRandom::new(c as u64 + 1))).unwrap()).collect();
-        World { now: Instant::from_origin(Duration::from_secs(100)), cache: Cache::default(), engines, done: HashMap::new(), lost: Vec::new(), held: Vec::new(), hold: false, sent: vec![0; clients] }
+        World { now: Instant::from_origin(Duration::from_secs(100)), cache: Cache::default(), engines, done: HashMap::new(), lost: Vec::new(), held: Vec::new(), hold: false, down: false, sent: vec![0; clients] }
     }
 
     fn settle(&mut self) {
@@ -99,6 +116,10 @@ impl World {
                     self.sent[c] += 1;
                     if self.hold {
                         self.held.push((c, r));
+                        continue;
+                    }
+                    if self.down {
+                        self.engines[c].handle_reply(self.now, r.id, Err(Error::new(ErrorKind::Connection, "refused")));
                         continue;
                     }
                     let answer = self.cache.serve(self.now, &r);
@@ -188,17 +209,17 @@ fn leases_become_whole_second_expiries_with_the_clock_slack_and_long_ones_are_re
 }
 
 #[test]
-fn a_grant_is_an_add_and_its_validity_ends_before_the_item_can() {
+fn a_grant_is_an_add_and_a_stats_and_its_validity_ends_before_the_item_can() {
     let mut w = World::new(2);
     let op = w.acquire(0, "orders", &lease(1500), Wait::Try);
     let (lease_id, valid_until) = w.granted(0, op).expect("granted");
-    assert_eq!(w.commands(), 1);
+    assert_eq!(w.commands(), 2, "an add, and the stats that shows the server is old enough");
     let (_, _, expires) = w.cache.items.values().next().unwrap().clone();
     assert!(valid_until <= expires, "validity {valid_until:?} outlives the item {expires:?}");
     // Held: a one-shot attempt of another client is one refused add, nothing else.
     let other = w.acquire(1, "orders", &lease(1500), Wait::Try);
     assert_eq!(w.done.get(&(1, other)), Some(&Done::NotAcquired));
-    assert_eq!(w.commands(), 2);
+    assert_eq!(w.commands(), 3);
     assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
     assert!(w.cache.items.is_empty());
 }
@@ -317,5 +338,116 @@ fn calls_of_one_token_run_one_at_a_time_so_an_undo_never_races_the_retry() {
     w.advance(Duration::from_secs(1));
     let (lease_id, _) = w.granted(0, op).expect("granted after the undo");
     assert_eq!(w.cache.items.len(), 1, "the retry's item is not the undo's victim");
+    assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+}
+
+#[test]
+fn a_grant_after_an_outage_is_released_as_held() {
+    let mut w = World::new(1);
+    w.down = true;
+    let op = w.acquire(0, "L", &lease(3000), Wait::For(Duration::from_secs(20)));
+    w.advance(Duration::from_secs(3));
+    assert!(w.granted(0, op).is_none());
+    w.down = false;
+    w.advance(Duration::from_secs(3));
+    let (lease_id, _) = w.granted(0, op).expect("granted once the server is back");
+    assert_eq!(w.cache.items.len(), 1, "its item is there");
+    assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
+    assert!(w.cache.items.is_empty());
+}
+
+#[test]
+fn a_restarted_server_grants_nothing_until_every_lease_it_forgot_has_ended() {
+    let mut w = World::new(2);
+    let max_lease = Duration::from_secs(30);
+    let held = w.acquire(0, "L", &LockOptions::renewed_lease(max_lease), Wait::Try);
+    let (lease_id, _) = w.granted(0, held).expect("an old server grants");
+    w.advance(Duration::from_secs(4));
+    let restarted = w.now;
+    w.cache.restart(restarted);
+    let waiter = w.acquire(1, "L", &lease(3000), Wait::Forever);
+    let try_now = w.acquire(1, "M", &lease(3000), Wait::Try);
+    assert_eq!(w.done.get(&(1, try_now)), Some(&Done::NotAcquired), "a one-shot attempt on a young server is refused");
+    assert!(w.cache.items.is_empty(), "and its item removed");
+    // Step by step: no grant while the holder's lease could still be counted valid.
+    let mut granted_at = None;
+    for _ in 0..400 {
+        w.advance(Duration::from_millis(100));
+        if granted_at.is_none() && w.granted(1, waiter).is_some() {
+            granted_at = Some(w.now);
+        }
+    }
+    assert_eq!(w.lost.iter().filter(|(c, _)| *c == 0).collect::<Vec<_>>(), [&(0, lease_id)], "the holder learns its loss at its next renewal");
+    let at = granted_at.expect("granted once the server is old enough");
+    assert!(at >= restarted + max_lease, "granted {:?} after the restart", at.saturating_duration_since(restarted));
+    assert!(at <= restarted + max_lease + Duration::from_secs(5), "granted {:?} after the restart", at.saturating_duration_since(restarted));
+    // While young, the waiter's polls were answered without commands.
+    assert!(w.sent[1] < 40, "{} commands while the server was young", w.sent[1]);
+}
+
+#[test]
+fn the_uptime_rule_counts_memcached_clock_and_the_time_since_the_add() {
+    use super::backend::old_enough;
+    let max = Duration::from_secs(5);
+    assert!(!old_enough(2, Duration::ZERO, max), "a fresh server");
+    assert!(!old_enough(7, Duration::ZERO, max), "uptime says 2 at the start and may be a second ahead");
+    assert!(old_enough(8, Duration::ZERO, max));
+    assert!(!old_enough(8, Duration::from_millis(10), max), "the add was taken before the stats");
+    assert!(old_enough(9, Duration::from_millis(990), max));
+    assert!(!old_enough(9, Duration::from_millis(991), max), "1 % for the clocks' rates");
+}
+
+#[test]
+fn max_lease_is_redlocks_option_and_bounds_every_lease() {
+    use crate::connect::{ClientOptions, Spelling};
+    let mut o = ClientOptions::new("memcached://h");
+    o.max_lease = Some(Duration::from_secs(5));
+    assert_eq!(o.memcached_config().unwrap().max_lease, Duration::from_secs(5));
+    assert_eq!(ClientOptions::new("memcached://h").memcached_config().unwrap().max_lease, Duration::from_secs(30));
+    let lock = o.lock_options(None, None, None, None, &Spelling::RUST).unwrap();
+    assert_eq!(lock.lease, Duration::from_secs(5), "a lease not given is max_lease when shorter than 30 s");
+    let e = o.lock_options(Some(Duration::from_secs(6)), None, None, None, &Spelling::RUST).unwrap_err();
+    assert!(e.message().contains("max_lease"), "{e}");
+    let mut w = World::new(1);
+    let e = w.engines[0].acquire(w.now, "x", &lease(31_000), Wait::Try).unwrap_err();
+    assert!(e.message().contains("max_lease of 30000 ms"), "{e}");
+    // The other Redlock settings stay refused.
+    let mut other = ClientOptions::new("memcached://h");
+    other.node_timeout = Some(Duration::from_millis(10));
+    assert!(other.validate().unwrap_err().message().contains("Redlock setting"));
+    o.max_lease = Some(Duration::from_millis(5));
+    assert_eq!(o.validate().unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn an_undo_waiting_behind_the_granted_retry_does_not_delete_the_grant() {
+    let mut w = World::new(1);
+    w.hold = true;
+    let op = w.acquire(0, "L", &lease(3000), Wait::For(Duration::from_secs(10)));
+    let fail = |w: &mut World| {
+        for (c, r) in std::mem::take(&mut w.held) {
+            w.engines[c].handle_reply(w.now, r.id, Err(Error::new(ErrorKind::Connection, "reset")));
+        }
+        w.settle();
+    };
+    // The add and then the undo's gets fail (an outage): the undo is retried later.
+    fail(&mut w);
+    fail(&mut w);
+    // Step until the retry's add is on the wire, then past the undo's retry: it waits behind.
+    while !w.held.iter().any(|(_, r)| matches!(r.command, McCommand::Add { .. })) {
+        fail(&mut w);
+        w.advance(Duration::from_millis(1));
+    }
+    w.advance(Duration::from_millis(100));
+    assert!(w.held.iter().all(|(_, r)| matches!(r.command, McCommand::Add { .. })), "only the add is on the wire: {:?}", w.held);
+    // The server is back: the add is stored and the stats shows an old server.
+    w.hold = false;
+    for (c, r) in std::mem::take(&mut w.held) {
+        let answer = w.cache.serve(w.now, &r);
+        w.engines[c].handle_reply(w.now, r.id, Ok(answer));
+    }
+    w.advance(Duration::from_secs(2));
+    let (lease_id, _) = w.granted(0, op).expect("granted");
+    assert_eq!(w.cache.items.len(), 1, "the grant's item is still there");
     assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
 }

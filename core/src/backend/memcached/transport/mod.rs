@@ -1,7 +1,7 @@
 //! The native memcached transport: memcached's text protocol over tokio, one pipelined
 //! connection per server ([`server`]), each request one command for one server. No crate is
 //! used: the maintained async memcached crates either lack `gets`/`cas` or take one request at
-//! a time on a borrowed stream with no reconnect, and the three commands lockgate sends are a
+//! a time on a borrowed stream with no reconnect, and the four commands lockgate sends are a
 //! few lines of the text protocol ([`text`]).
 
 mod server;

@@ -1,4 +1,4 @@
-//! memcached's text protocol for the backend's three commands: the bytes of a command and the
+//! memcached's text protocol for the backend's four commands: the bytes of a command and the
 //! parse of its answer from a read buffer (incremental: `None` until the answer is whole).
 
 use super::super::request::{McAnswer, McCommand};
@@ -17,6 +17,8 @@ pub(crate) enum Expect {
     Status,
     /// `VALUE ... END` or `END` (a `gets`).
     Value,
+    /// `STAT ...` lines up to `END` (a `stats`): only `uptime` is kept.
+    Stats,
     /// `VERSION ...` (the connect's hello), answered as `Stored`: the hello only learns that a
     /// memcached answered.
     Version,
@@ -36,6 +38,35 @@ pub(crate) fn encode(command: &McCommand, out: &mut Vec<u8>) -> Expect {
         McCommand::Cas { key, value, exptime, cas } => {
             out.extend_from_slice(format!("cas {key} 0 {exptime} {} {cas}\r\n{value}\r\n", value.len()).as_bytes());
             Expect::Status
+        }
+        McCommand::Stats => {
+            out.extend_from_slice(b"stats\r\n");
+            Expect::Stats
+        }
+    }
+}
+
+/// A whole `stats` answer at the start of `buf` (its first line already read as `first`,
+/// ending at `next`): the uptime and the bytes it took; `None` while it is incomplete.
+fn parse_stats<'a>(buf: &'a [u8], mut first: &'a [u8], mut next: usize) -> Result<Option<(Result<McAnswer>, usize)>> {
+    let mut uptime = None;
+    loop {
+        if first == b"END" {
+            return match uptime {
+                Some(u) => Ok(Some((Ok(McAnswer::Uptime(u)), next))),
+                None => Err(Error::protocol("a stats answer without uptime")),
+            };
+        }
+        if !first.starts_with(b"STAT ") {
+            return Err(Error::protocol(format!("not a stats line: {:?}", String::from_utf8_lossy(&first[..first.len().min(80)]))));
+        }
+        if let Some(v) = first.strip_prefix(b"STAT uptime ") {
+            let v = std::str::from_utf8(v).ok().and_then(|v| v.trim().parse::<u64>().ok());
+            uptime = Some(v.ok_or_else(|| Error::protocol("a stats uptime that is not a number"))?);
+        }
+        match line(buf, next)? {
+            Some((l, n)) => (first, next) = (l, n),
+            None => return Ok(None),
         }
     }
 }
@@ -80,6 +111,7 @@ pub(crate) fn parse(buf: &[u8], expect: Expect) -> Result<Option<(Result<McAnswe
         (Expect::Status, b"NOT_FOUND") => McAnswer::NotFound,
         (Expect::Value, b"END") => McAnswer::Miss,
         (Expect::Version, l) if l.starts_with(b"VERSION ") => McAnswer::Stored,
+        (Expect::Stats, l) => return parse_stats(buf, l, next),
         (Expect::Value, l) if l.starts_with(b"VALUE ") => {
             let text = std::str::from_utf8(l).map_err(|_| Error::protocol("a VALUE line that is not text"))?;
             let parts: Vec<&str> = text.split(' ').collect();
@@ -139,5 +171,11 @@ mod tests {
         assert!(parse(b"VALUE k 0 3 1\r\ntokXXEND\r\n", Expect::Value).is_err());
         assert!(parse(&[b'x'; 2000], Expect::Status).is_err());
         assert_eq!(parse(b"VERSION 1.6.18\r\n", Expect::Version).unwrap(), Some((Ok(McAnswer::Stored), 16)));
+        let stats = b"STAT pid 7\r\nSTAT uptime 42\r\nSTAT time 1\r\nEND\r\n";
+        for cut in 0..stats.len() {
+            assert_eq!(parse(&stats[..cut], Expect::Stats).unwrap(), None, "{cut}");
+        }
+        assert_eq!(parse(stats, Expect::Stats).unwrap(), Some((Ok(McAnswer::Uptime(42)), stats.len())));
+        assert!(parse(b"STAT pid 7\r\nEND\r\n", Expect::Stats).is_err());
     }
 }

@@ -21,7 +21,7 @@ import java.util.Map;
  *
  * <p>Names (an unknown one is a {@link LockInvalidArgumentException} listing them all):
  * {@code keyPrefix}, {@code tlsCaPem}, {@code connectTimeout}, {@code responseTimeout},
- * {@code replicaAcks}, {@code replicaAckTimeout}, {@code label}; Redlock: {@code maxLease}, {@code nodeTimeout},
+ * {@code replicaAcks}, {@code replicaAckTimeout}, {@code label}; Redlock and memcached: {@code maxLease}; Redlock: {@code nodeTimeout},
  * {@code retryDelay}, {@code retryJitter}, {@code driftFactor}, {@code driftFixed}.
  */
 public final class ClientOptions {
