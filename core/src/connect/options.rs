@@ -244,17 +244,11 @@ pub(crate) fn no_redlock_settings(o: &ClientOptions, kind: &Kind, spelling: &Spe
     redlock_settings_but(o, kind, spelling, &[])
 }
 
-/// The refusal of every Redlock setting but `max_lease` on `kind`, a backend that shares
-/// Redlock's delayed-restart rule and so its one deployment-wide bound (memcached, PROTOCOL.md
-/// §13).
+/// The refusal of any Redlock setting given on `kind` but those `allowed` (memcached shares
+/// Redlock's `max_lease`, PROTOCOL.md §13).
 // A build with one backend may have no caller.
 #[allow(dead_code)]
-pub(crate) fn no_redlock_settings_but_max_lease(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
-    redlock_settings_but(o, kind, spelling, &[ClientOption::MaxLease])
-}
-
-#[allow(dead_code)]
-fn redlock_settings_but(o: &ClientOptions, kind: &Kind, spelling: &Spelling, allowed: &[ClientOption]) -> Result<()> {
+pub(crate) fn redlock_settings_but(o: &ClientOptions, kind: &Kind, spelling: &Spelling, allowed: &[ClientOption]) -> Result<()> {
     match o.redlock_settings_given().into_iter().find(|given| !allowed.contains(given)).as_ref() {
         None => Ok(()),
         Some(given) => Err(Error::invalid(format!(

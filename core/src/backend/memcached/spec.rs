@@ -6,8 +6,8 @@
 
 use super::{MemcachedAddress, MemcachedConfig};
 use crate::capabilities::Capabilities;
-use crate::connect::options::{no_redlock_settings_but_max_lease, no_replica_acks, no_session_timeout};
-use crate::connect::{Address, Backend, ClientOptions, Kind, LeaseBound, Spec, Spelling, Target};
+use crate::connect::options::{no_replica_acks, no_session_timeout, redlock_settings_but};
+use crate::connect::{Address, Backend, ClientOption, ClientOptions, Kind, LeaseBound, Spec, Spelling, Target};
 use crate::options::DEFAULT_LEASE;
 use crate::time::Duration;
 use crate::error::{Error, Result};
@@ -57,7 +57,8 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
 fn validate(o: &ClientOptions, kind: &Kind, spelling: &Spelling) -> Result<()> {
     no_replica_acks(o, kind, spelling)?;
     no_session_timeout(o, kind, spelling)?;
-    no_redlock_settings_but_max_lease(o, kind, spelling)?;
+    // Redlock's max_lease is memcached's too: its delayed-restart rule (PROTOCOL.md §13).
+    redlock_settings_but(o, kind, spelling, &[ClientOption::MaxLease])?;
     MaxLease(max_lease(o)).validate()
 }
 
