@@ -118,6 +118,14 @@ pub async fn run(args: &BenchArgs) -> i32 {
             }
         }
     }
+    #[cfg(feature = "bench-telemetry")]
+    match crate::bench_telemetry::run(&url, pairs).await {
+        Ok(s) => md.push_str(&s),
+        Err(e) => {
+            eprintln!("bench: telemetry: {e}");
+            return 1;
+        }
+    }
     // No server involved: the engines' timer bookkeeping at 10,000 held leases (issue 14).
     md.push_str(&crate::bench_timers::run("cargo run --release -p lockgate-cli --bin lockgate-bench -- bench-timers (also part of ./run bench)"));
     match args.out.clone() {

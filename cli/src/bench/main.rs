@@ -6,6 +6,8 @@ mod bench;
 mod bench_etcd;
 mod bench_redlock;
 mod bench_sql;
+#[cfg(feature = "bench-telemetry")]
+mod bench_telemetry;
 mod bench_timers;
 mod stats;
 mod worker;
@@ -30,6 +32,16 @@ enum Command {
     BenchEtcd(bench_etcd::BenchEtcdArgs),
     /// PostgreSQL and MariaDB: lockgate against the naive table lock and the peers (scripts/bench_sql.sh).
     BenchSql(bench_sql::BenchSqlArgs),
+    /// Telemetry off vs fully on, uncontended pairs (also part of `bench` when built with it).
+    #[cfg(feature = "bench-telemetry")]
+    BenchTelemetry {
+        /// A Redis server to measure on (`redis://127.0.0.1:PORT`).
+        #[arg(long)]
+        url: String,
+        /// Uncontended acquire/release pairs per round.
+        #[arg(long, default_value_t = 5000)]
+        pairs: u64,
+    },
     /// One contending process of a benchmark (spawned by the benchmarks themselves).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
@@ -43,6 +55,17 @@ fn main() {
         Command::Worker(args) => rt.block_on(worker::run(&args)),
         Command::BenchEtcd(args) => rt.block_on(bench_etcd::run(&args)),
         Command::BenchSql(args) => rt.block_on(bench_sql::run(&args)),
+        #[cfg(feature = "bench-telemetry")]
+        Command::BenchTelemetry { url, pairs } => match rt.block_on(bench_telemetry::run(&url, pairs)) {
+            Ok(md) => {
+                print!("{md}");
+                0
+            }
+            Err(e) => {
+                eprintln!("bench-telemetry: {e}");
+                1
+            }
+        },
         Command::BenchTimers => {
             print!("{}", bench_timers::run("cargo run --release -p lockgate-cli --bin lockgate-bench -- bench-timers"));
             0
