@@ -203,6 +203,14 @@ const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US'
       ...rows,
       '',
       `lockgate vs the best other library on each row: ${verdict.join('; ')}.`,
+      ...(rates['lockgate-telemetry']
+        ? [
+            '',
+            `Telemetry fully on vs off (issue 27; a subscriber on every \`lockgate.*\` diagnostics_channel formatting each message, same rounds): uncontended ${fmtInt(
+              median(rates['lockgate-telemetry']),
+            )} vs ${fmtInt(lg.rate)} acquire+release/s, ${fmt((lg.rate / median(rates['lockgate-telemetry']) - 1) * 100, 1)} % per pair (target: at most 3 %).`,
+          ]
+        : []),
       ...(rates['lockgate-ioredis']
         ? [
             '',

@@ -31,6 +31,28 @@ const libs = {
       };
     },
   },
+  'lockgate-telemetry': {
+    label: 'lockgate, telemetry on',
+    settings: 'as lockgate, with a subscriber on every lockgate diagnostics_channel that formats each message (issue 27: telemetry fully on)',
+    async open(url) {
+      const dc = require('node:diagnostics_channel');
+      const lockgate = require('..');
+      let chars = 0;
+      const seen = (message, name) => {
+        chars += `${name} ${JSON.stringify(message)}`.length; // what a logger would do with it
+      };
+      for (const name of lockgate.telemetryChannels) dc.subscribe(name, seen);
+      const inner = await libs.lockgate.open(url);
+      return {
+        lock: inner.lock,
+        async close() {
+          await inner.close();
+          for (const name of lockgate.telemetryChannels) dc.unsubscribe(name, seen);
+          if (chars === 0) throw new Error('the telemetry subscriber saw no event');
+        },
+      };
+    },
+  },
   'lockgate-ioredis': {
     label: 'lockgate over ioredis (no lean RESP socket)',
     settings: 'as lockgate, with a redisOptions key the lean socket does not take, so commands go through ioredis',

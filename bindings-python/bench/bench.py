@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import multiprocessing
 import os
 import platform
@@ -147,8 +148,28 @@ def pairs_python_redis_lock(url: str, n: int) -> float:
     return rate
 
 
+def pairs_lockgate_telemetry_on(url: str, n: int) -> float:
+    """lockgate's sync pairs with its telemetry fully on: logger ``lockgate`` at DEBUG with a
+    handler that formats every record (to /dev/null)."""
+    logger = logging.getLogger("lockgate")
+    with open(os.devnull, "w") as sink:
+        handler = logging.StreamHandler(sink)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s %(lockgate_event)s"))
+        before, propagate = logger.level, logger.propagate
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        try:
+            return pairs_lockgate_sync(url, n)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(before)
+            logger.propagate = propagate
+
+
 UNCONTENDED: list[tuple[str, str, Callable[[str, int], float]]] = [
     ("lockgate", "sync", pairs_lockgate_sync),
+    ("lockgate, telemetry on", "sync", pairs_lockgate_telemetry_on),
     ("redis-py `Lock`", "sync", pairs_redis_py),
     ("python-redis-lock", "sync", pairs_python_redis_lock),
     ("lockgate", "asyncio", pairs_lockgate_aio),
@@ -305,6 +326,8 @@ def main() -> None:
         return f"{ours / theirs:.2f}× faster" if ours >= theirs else f"{theirs / ours:.2f}× slower"
 
     for name, api, _ in UNCONTENDED:
+        if name == "lockgate, telemetry on":
+            continue  # its own table below
         if name == "lockgate":
             lines.append(f"| {name} | {api} | {best[(name, api)]:,.0f} | — | {med[(name, api)]:,.0f} | — |")
         else:
@@ -313,6 +336,19 @@ def main() -> None:
                 f"{rel(best[('lockgate', api)], best[(name, api)])} | {med[(name, api)]:,.0f} | "
                 f"{rel(med[('lockgate', api)], med[(name, api)])} |"
             )
+    on, off = ("lockgate, telemetry on", "sync"), ("lockgate", "sync")
+    lines += [
+        "",
+        "**Telemetry off vs fully on** (issue 27), the same rounds: logger `lockgate` at DEBUG with a "
+        "handler formatting every record (to /dev/null) against the default (WARNING: no DEBUG "
+        "record is made). Target: at most 3 % slower.",
+        "",
+        "| telemetry | pairs/s, best | pairs/s, median | cost (best) | cost (median) |",
+        "|---|---:|---:|---:|---:|",
+        f"| off (default) | {best[off]:,.0f} | {med[off]:,.0f} | | |",
+        f"| on | {best[on]:,.0f} | {med[on]:,.0f} | {(best[off] / best[on] - 1) * 100:+.1f} % | "
+        f"{(med[off] / med[on] - 1) * 100:+.1f} % |",
+    ]
     lines += [
         "",
         f"**Contended handoff**, 4 processes × {args.handoffs_per_process} turns on one lock, "
