@@ -74,7 +74,8 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// some masters), `zookeeper` (a ZooKeeper fixture), `ensemble` (three ZooKeeper members),
 /// `etcd` (an etcd fixture), `sql` (a SQL fixture: PostgreSQL or MariaDB), `memcached` (a
 /// memcached fixture), `labels` (the backend stores each client's `label` with its entries and
-/// the fixture reads them: `expect_labels`).
+/// the fixture reads them: `expect_labels`), `inspect` (the backend answers `inspect`, issue 25;
+/// listed per variant while the backends gain it).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -109,9 +110,9 @@ pub struct Spec {
 /// and etcd in one, cluster, Redlock, the standalone ZooKeeper and etcd-cluster in the other,
 /// so both take about as long; PostgreSQL joins the first and MariaDB the second.
 pub fn all() -> Vec<Spec> {
-    let redis = &["redis", "transient_errors", "labels"];
+    let redis = &["redis", "transient_errors", "labels", "inspect"];
     vec![
-        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels"]), subset: Runs::All, default: true, kind: Kind::Single },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: Runs::All, default: true, kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
         Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },

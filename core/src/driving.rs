@@ -27,6 +27,8 @@ pub trait Drive {
     fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::observe_leader`.
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
+    /// See `LockEngine::inspect`.
+    fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -62,6 +64,9 @@ macro_rules! forward_drive {
         }
         fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
             <$T>::observe_leader(&mut $($deref)+ self, now, name)
+        }
+        fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId> {
+            <$T>::inspect(&mut $($deref)+ self, now, name, kind)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

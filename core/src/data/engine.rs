@@ -66,6 +66,8 @@ pub trait DynEngine {
     fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::observe_leader`].
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
+    /// See [`LockEngine::inspect`].
+    fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -133,6 +135,10 @@ where
 
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
         LockEngine::observe_leader(self, now, name)
+    }
+
+    fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId> {
+        LockEngine::inspect(self, now, name, kind)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

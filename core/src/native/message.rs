@@ -39,6 +39,11 @@ pub(crate) enum Msg {
         name: String,
         reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
     },
+    Inspect {
+        name: String,
+        kind: crate::inspect::Kind,
+        reply: oneshot::Sender<Result<crate::inspect::Snapshot>>,
+    },
     Cancel {
         ticket: u64,
     },

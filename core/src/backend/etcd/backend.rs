@@ -171,7 +171,7 @@ impl JobRunner for EtcdBackend {
             }
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_)) | None => unreachable!("observes are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes and inspects are sent directly"),
         }
     }
 
@@ -250,6 +250,12 @@ impl Backend for EtcdBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
+            Action::Inspect { .. } => {
+                // check_inspect refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Inspected(Err(e)) });
+                return;
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -277,6 +283,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
+            Some(Purpose::Inspect(_)) => {}
             None => {}
         }
     }

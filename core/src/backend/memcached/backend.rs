@@ -391,6 +391,12 @@ impl Backend for MemcachedBackend {
             Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
             Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
             Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },
+            Action::Inspect { .. } => {
+                // check_inspect refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Inspected(Err(e)) });
+                return;
+            }
             Action::Observe { .. } => {
                 // check_observe refuses before the engine gets here; answered, never a panic.
                 let e = Error::unsupported("observing a leader is not supported by a memcached client");

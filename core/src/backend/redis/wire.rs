@@ -133,6 +133,10 @@ impl DynEngine for WiredEngine {
         self.engine.observe_leader(now, name)
     }
 
+    fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId> {
+        self.engine.inspect(now, name, kind)
+    }
+
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         self.engine.release(now, lease)
     }

@@ -172,6 +172,8 @@ pub enum RedlockOutcome {
         /// Local instant before which the lease is certainly valid.
         valid_until: Instant,
     },
+    /// A lock was inspected.
+    Inspected(crate::inspect::Snapshot),
     /// The operation failed; whatever it set on the masters is being undone.
     Failed(Error),
 }
@@ -186,6 +188,7 @@ impl From<Done> for RedlockOutcome {
             Done::Extended { valid_until } => RedlockOutcome::Extended { valid_until },
             // The backend refuses observe_leader before anything starts (check_observe).
             Done::Observed(_) => RedlockOutcome::Failed(Error::protocol("a Redlock observed an election")),
+            Done::Inspected(s) => RedlockOutcome::Inspected(s),
             Done::Failed(e) => RedlockOutcome::Failed(e),
         }
     }
@@ -199,6 +202,7 @@ impl From<RedlockOutcome> for Done {
             RedlockOutcome::NotAcquired => Done::NotAcquired,
             RedlockOutcome::Released { was_held } => Done::Released { was_held },
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
+            RedlockOutcome::Inspected(s) => Done::Inspected(s),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -313,7 +317,7 @@ impl RedlockBackend {
                 tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
             }
             Purpose::Renew(..) | Purpose::Extend(..) => tally.yes >= quorum || tally.yes + tally.pending < quorum,
-            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) => tally.pending == 0,
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) => tally.pending == 0,
         };
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
@@ -362,6 +366,7 @@ impl RedlockBackend {
             // An undo is sent once: what it misses expires with the lease.
             Purpose::Cleanup(_) => Verdict::Release(Release::Done { was_held: tally.yes >= quorum }),
             Purpose::Observe(_) => Verdict::Observed(Err(Error::protocol("a Redlock observed an election"))),
+            Purpose::Inspect(_) => Verdict::Inspected(Err(Error::protocol("a Redlock inspected by vote"))),
         };
         answers.push(Answer { purpose, sent, verdict });
     }
@@ -447,7 +452,7 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, answers: &mut Vec<Answer>) {
         match action {
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone(), self.config.label.clone()];
@@ -462,6 +467,11 @@ impl Backend for RedlockBackend {
             }
             // The engine asks check_observe first, which refuses.
             Action::Observe { .. } => unreachable!("observe on a Redlock"),
+            Action::Inspect { .. } => {
+                // check_inspect refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Inspected(Err(e)) });
+            }
         }
     }
 

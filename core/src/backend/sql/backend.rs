@@ -763,6 +763,12 @@ impl Backend for SqlBackend {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
                 (target, "", op, Duration::ZERO, false)
             }
+            Action::Inspect { .. } => {
+                // check_inspect refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Inspected(Err(e)) });
+                return;
+            }
         };
         let id = ctx.ids.request();
         let token: Arc<str> = Arc::from(token);
@@ -842,6 +848,7 @@ impl Backend for SqlBackend {
                 Ok(other) => Err(Error::protocol(format!("an observe answered {other:?}"))),
                 Err(f) => Err(failure_error(f)),
             }),
+            Purpose::Inspect(_) => Verdict::Inspected(Err(Error::protocol("an inspect reached the SQL reply path"))),
         };
         answers.push(Answer { purpose, sent, verdict });
     }

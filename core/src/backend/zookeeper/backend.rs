@@ -208,7 +208,7 @@ impl JobRunner for ZooKeeperBackend {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_)) | None => unreachable!("observes and background steps are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes, inspects and background steps are sent directly"),
         }
     }
 }
@@ -283,6 +283,12 @@ impl Backend for ZooKeeperBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
+            Action::Inspect { .. } => {
+                // check_inspect refuses before the engine gets here; answered, never a panic.
+                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
+                answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Inspected(Err(e)) });
+                return;
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -327,6 +333,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
+            Some(Purpose::Inspect(_)) => {}
         }
     }
 
