@@ -151,14 +151,14 @@ pub fn all() -> Vec<Spec> {
         // fault proxy where a scenario needs it.
         Spec {
             name: "postgres",
-            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels"]),
+            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::Postgres, proxied: false },
         },
         Spec {
             name: "mariadb",
-            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels"]),
+            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::MariaDb, proxied: false },
@@ -167,7 +167,7 @@ pub fn all() -> Vec<Spec> {
         // through fault proxies where a scenario needs it; a server restarts empty.
         Spec {
             name: "memcached",
-            capabilities: with(library(Backend::Memcached, false), &["memcached", "proxy", "restart"]),
+            capabilities: with(library(Backend::Memcached, false), &["memcached", "proxy", "restart", "inspect"]),
             subset: Runs::AllBut(MEMCACHED_LEFT_OUT),
             default: true,
             kind: Kind::Memcached { servers: MEMCACHED_SERVERS, memory_mb: lockgate_conformance::memcached::DEFAULT_MEMORY_MB },

@@ -668,6 +668,10 @@ impl Backend for SqlBackend {
         Ok(())
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Expiry is the server's clock, validity the client's from the send time: a hundredth
     /// covers the two clocks' rates drifting apart.
     fn drift(&self, d: Duration) -> Duration {
@@ -763,11 +767,9 @@ impl Backend for SqlBackend {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
                 (target, "", op, Duration::ZERO, false)
             }
-            Action::Inspect { .. } => {
-                // check_inspect refuses before the engine gets here; answered, never a panic.
-                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
-                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Inspected(Err(e)) });
-                return;
+            Action::Inspect { target, .. } => {
+                let op = SqlOp::Inspect { lock_key: target.lock_key.clone() };
+                (target, "", op, Duration::ZERO, false)
             }
         };
         let id = ctx.ids.request();
@@ -848,7 +850,11 @@ impl Backend for SqlBackend {
                 Ok(other) => Err(Error::protocol(format!("an observe answered {other:?}"))),
                 Err(f) => Err(failure_error(f)),
             }),
-            Purpose::Inspect(_) => Verdict::Inspected(Err(Error::protocol("an inspect reached the SQL reply path"))),
+            Purpose::Inspect(_) => Verdict::Inspected(match reply {
+                Ok(SqlReply::Entries { rows }) => Ok(super::inspect::snapshot(&call.target, &rows)),
+                Ok(other) => Err(Error::protocol(format!("an inspect answered {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            }),
         };
         answers.push(Answer { purpose, sent, verdict });
     }
