@@ -126,7 +126,7 @@ pub fn all() -> Vec<Spec> {
         },
         Spec {
             name: "zookeeper",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
            

@@ -65,7 +65,6 @@ fn inspected(s: &Snapshot) -> Value {
         "holds": s.holders.iter().map(|h| h.holds).collect::<Vec<_>>(),
         "permits": s.permits,
         "leader": s.writer().and_then(|h| h.value.clone()),
-        "timed": s.holders.iter().all(|h| h.remaining.is_some_and(|r| !r.is_zero())),
     })
 }
 

@@ -228,6 +228,10 @@ impl Backend for ZooKeeperBackend {
         Ok(())
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Curator's protected-mode id: a UUID.
     fn owner_token(&self, random_hex: String) -> String {
         layout::owner_uuid(&random_hex)
@@ -283,12 +287,7 @@ impl Backend for ZooKeeperBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
-            Action::Inspect { .. } => {
-                // check_inspect refuses before the engine gets here; answered, never a panic.
-                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
-                answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Inspected(Err(e)) });
-                return;
-            }
+            Action::Inspect { target, kind } => return self.inspect_start(ctx, purpose, target, kind),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -333,7 +332,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
-            Some(Purpose::Inspect(_)) => {}
+            Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
         }
     }
 
