@@ -135,7 +135,7 @@ pub fn all() -> Vec<Spec> {
         // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
-            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Etcd { members: 1, proxied: false },

@@ -314,10 +314,17 @@ impl Actor {
                 }
             }
             "inspect" => {
-                let kind = op.get("kind").and_then(Value::as_str).unwrap_or("mutex");
-                let snapshot = match Kind::parse(kind) {
-                    Ok(kind) => self.client().inspect(&name, kind).await,
-                    Err(e) => Err(e),
+                // With `permits`, through a semaphore handle (which knows its count); else by name.
+                let snapshot = if op.get("permits").is_some() {
+                    match make_handle(self.client(), &name, &json!({"kind": "semaphore", "permits": op["permits"]})) {
+                        Ok(h) => h.lock.inspect().await,
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    match Kind::parse(op.get("kind").and_then(Value::as_str).unwrap_or("mutex")) {
+                        Ok(kind) => self.client().inspect(&name, kind).await,
+                        Err(e) => Err(e),
+                    }
                 };
                 match snapshot {
                     Ok(s) => inspected(&s),

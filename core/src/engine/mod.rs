@@ -331,9 +331,17 @@ impl<B: Backend> LockEngine<B> {
     /// An unknown name reads as empty. Holders that are this engine's own leases carry their
     /// reentrant holds. Racy by nature: for humans and dashboards.
     pub fn inspect(&mut self, now: Instant, name: &str, kind: Kind) -> Result<OpId> {
+        self.inspect_as(now, name, &kind.primitive())
+    }
+
+    /// [`inspect`](Self::inspect) through a handle of `primitive`: what the handle knows (a
+    /// semaphore's permits) helps a backend that stores no count (etcd) tell holders from
+    /// waiters.
+    pub fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
+        let kind = Kind::of(primitive);
         options::validate_name(name)?;
         self.backend.check_inspect()?;
-        let target = Arc::new(self.backend.target(name, &kind.primitive(), &LockOptions::default())?);
+        let target = Arc::new(self.backend.target(name, primitive, &LockOptions::default())?);
         let op = OpId(self.ids.fresh());
         if self.backend.attempts_need_session() && self.session != Session::Active {
             // Sent once the session is open (on_session).

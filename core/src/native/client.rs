@@ -139,8 +139,14 @@ impl Client {
     /// validated as for [`lock`](Self::lock). Racy by nature: for humans and dashboards; to
     /// decide whether to write, use the fencing token.
     pub async fn inspect(&self, name: &str, kind: Kind) -> Result<Snapshot> {
+        self.inspect_as(name, kind.primitive()).await
+    }
+
+    /// [`inspect`](Self::inspect) through a handle of `primitive` (see
+    /// `LockEngine::inspect_as`).
+    pub(crate) async fn inspect_as(&self, name: &str, primitive: Primitive) -> Result<Snapshot> {
         let (reply, result) = oneshot::channel();
-        self.send(Msg::Inspect { name: name.to_string(), kind, reply })?;
+        self.send(Msg::Inspect { name: name.to_string(), primitive, reply })?;
         result.await.map_err(|_| closed())?
     }
 

@@ -155,7 +155,7 @@ impl<T: Transport> Driver<T> {
                     let _ = reply.send(Err(e));
                 }
             },
-            Msg::Inspect { name, kind, reply } => match self.engine.inspect(now, &name, kind) {
+            Msg::Inspect { name, primitive, reply } => match self.engine.inspect_as(now, &name, &primitive) {
                 Ok(op) => {
                     self.pending.wait(op, Pending::Inspect { reply });
                 }

@@ -210,7 +210,7 @@ impl Lock {
     /// reads the semaphore, a read or write handle the whole read-write lock. Racy by nature:
     /// for humans and dashboards; to decide whether to write, use the fencing token.
     pub async fn inspect(&self) -> Result<Snapshot> {
-        self.client.inspect(&self.name, Kind::of(&self.primitive)).await
+        self.client.inspect_as(&self.name, self.primitive.clone()).await
     }
 
     /// Whether anyone holds this lock now (Redisson's `isLocked`, redis-py's `locked`): one

@@ -41,7 +41,8 @@ pub(crate) enum Msg {
     },
     Inspect {
         name: String,
-        kind: crate::inspect::Kind,
+        /// The handle's primitive, or one of the kind asked by name.
+        primitive: Primitive,
         reply: oneshot::Sender<Result<crate::inspect::Snapshot>>,
     },
     Cancel {

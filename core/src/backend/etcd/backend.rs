@@ -195,6 +195,10 @@ impl Backend for EtcdBackend {
         Ok(())
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// An acknowledged keepalive proves the lease alive at its send time, and the lease (with
     /// every key on it) then lives its TTL more: two thirds count.
     fn confirmation_span(&self) -> Option<Duration> {
@@ -250,12 +254,7 @@ impl Backend for EtcdBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
-            Action::Inspect { .. } => {
-                // check_inspect refuses before the engine gets here; answered, never a panic.
-                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
-                answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Inspected(Err(e)) });
-                return;
-            }
+            Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -283,7 +282,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
-            Some(Purpose::Inspect(_)) => {}
+            Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
             None => {}
         }
     }
