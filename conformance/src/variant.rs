@@ -115,7 +115,7 @@ pub fn all() -> Vec<Spec> {
         Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: Runs::All, default: true, kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
         Spec {
             name: "zookeeper-ensemble",
             capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble", "labels"]),

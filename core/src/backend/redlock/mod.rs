@@ -13,6 +13,7 @@
 //! where the protected resource needs tokens.
 
 pub mod address;
+mod inspect;
 mod round;
 pub mod data;
 pub mod spec;
@@ -321,6 +322,8 @@ impl RedlockBackend {
         };
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
+        // An inspect's replies, read once when it concludes (a master silent by then is left out).
+        let reads = if conclude { std::mem::take(&mut round.reads) } else { Vec::new() };
         let (purpose, sent, lease) = (round.purpose, round.sent, round.lease);
         let first_error = round.first_error().map(|e| e.message().to_string());
         let mismatch = round.mismatch().map(str::to_string);
@@ -366,7 +369,9 @@ impl RedlockBackend {
             // An undo is sent once: what it misses expires with the lease.
             Purpose::Cleanup(_) => Verdict::Release(Release::Done { was_held: tally.yes >= quorum }),
             Purpose::Observe(_) => Verdict::Observed(Err(Error::protocol("a Redlock observed an election"))),
-            Purpose::Inspect(_) => Verdict::Inspected(Err(Error::protocol("a Redlock inspected by vote"))),
+            Purpose::Inspect(_) => {
+                Verdict::Inspected(inspect::snapshot(&reads, quorum))
+            }
         };
         answers.push(Answer { purpose, sent, verdict });
     }
@@ -424,6 +429,10 @@ impl Backend for RedlockBackend {
         Err(Error::unsupported("observing a leader is not supported by a Redlock: it has no elections"))
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The master count travels in the value, so a client of another deployment size meeting
     /// the key learns that its quorum differs (PROTOCOL.md §8).
     fn owner_token(&self, random_hex: String) -> String {
@@ -452,7 +461,7 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, answers: &mut Vec<Answer>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
         match action {
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone(), self.config.label.clone()];
@@ -467,10 +476,8 @@ impl Backend for RedlockBackend {
             }
             // The engine asks check_observe first, which refuses.
             Action::Observe { .. } => unreachable!("observe on a Redlock"),
-            Action::Inspect { .. } => {
-                // check_inspect refuses before the engine gets here; answered, never a panic.
-                let e = Error::unsupported("inspecting a lock is not available on this backend yet");
-                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Inspected(Err(e)) });
+            Action::Inspect { target, .. } => {
+                self.start_round(ctx, purpose, &scripts::INSPECT, &target.key, Vec::new(), Duration::ZERO);
             }
         }
     }
@@ -501,6 +508,18 @@ impl Backend for RedlockBackend {
             let command = eval_command(round.script, &round.key, &round.args, true);
             self.send(ctx, round_id, master, command);
             return;
+        }
+        if std::ptr::eq(round.script, &scripts::INSPECT) {
+            // A read, not a vote: kept for the decision, which reads every master's.
+            round.votes[master] = match reply {
+                Ok(Reply::Error(e)) => Vote::Failed(Error::protocol(format!("redlock_inspect failed on the server: {e}"))),
+                Ok(r) => {
+                    round.reads[master] = Some(r);
+                    Vote::Yes
+                }
+                Err(e) => Vote::Failed(e),
+            };
+            return self.decide(ctx.now, round_id, answers);
         }
         let vote = match reply.and_then(|r| parse_vote(round.script, &r)) {
             Ok(v) => v,
