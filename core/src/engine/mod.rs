@@ -341,7 +341,10 @@ impl<B: Backend> LockEngine<B> {
         let kind = Kind::of(primitive);
         options::validate_name(name)?;
         self.backend.check_inspect()?;
-        let target = Arc::new(self.backend.target(name, primitive, &LockOptions::default())?);
+        // A read asks for no lease: the shortest every backend accepts keeps a backend's lease
+        // rule (a Redlock's max_lease) out of its way.
+        let read = LockOptions { lease: options::MIN_LEASE, ..LockOptions::default() };
+        let target = Arc::new(self.backend.target(name, primitive, &read)?);
         let op = OpId(self.ids.fresh());
         if self.backend.attempts_need_session() && self.session != Session::Active {
             // Sent once the session is open (on_session).
