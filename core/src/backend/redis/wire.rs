@@ -133,8 +133,8 @@ impl DynEngine for WiredEngine {
         self.engine.observe_leader(now, name)
     }
 
-    fn inspect(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind) -> Result<OpId> {
-        self.engine.inspect(now, name, kind)
+    fn inspect_as(&mut self, now: Instant, name: &str, primitive: &crate::primitive::Primitive) -> Result<OpId> {
+        self.engine.inspect_as(now, name, primitive)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
