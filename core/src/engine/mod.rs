@@ -342,7 +342,7 @@ impl<B: Backend> LockEngine<B> {
         options::validate_name(name)?;
         self.backend.check_inspect()?;
         // A read asks for no lease: the shortest every backend accepts keeps a backend's lease
-        // rule (a Redlock's max_lease) out of its way.
+        // rule (a maximum lease) out of its way.
         let read = LockOptions { lease: options::MIN_LEASE, ..LockOptions::default() };
         let target = Arc::new(self.backend.target(name, primitive, &read)?);
         let op = OpId(self.ids.fresh());
