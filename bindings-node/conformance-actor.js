@@ -242,6 +242,26 @@ class Actor {
           if (!leader) return { ok: true, leader: false };
           return { ok: true, leader: true, value: leader.value, token: leader.term.toString() };
         }
+        case 'inspect': {
+          // With `permits`, through a semaphore handle (which knows its count); else by name.
+          const s = op.permits !== undefined
+            ? await this.client.semaphore(op.lock ?? '', op.permits).inspect()
+            : await this.client.inspect(op.lock ?? '', op.kind ?? 'mutex');
+          const writer = s.holders.find((h) => h.mode === 'exclusive');
+          const first = s.holders[0];
+          return {
+            ok: true,
+            locked: s.locked,
+            holders: s.holders.map((h) => h.label),
+            waiters: s.waiters.map((w) => w.label),
+            readers: s.holders.filter((h) => h.mode === 'shared').length,
+            writer: writer !== undefined,
+            token: first && first.fencingToken !== null ? first.fencingToken.toString() : null,
+            holds: s.holders.map((h) => h.holds),
+            permits: s.permits,
+            leader: writer ? writer.value : null,
+          };
+        }
         default:
           return { ok: false, error: 'UNSUPPORTED_OP', detail: op.op };
       }

@@ -94,6 +94,25 @@ def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Client], op: d
     raise UnknownKind(f"kind {kind!r}")
 
 
+def inspected(s: dict) -> dict:
+    """An ``inspect`` reply (conformance/README.md), from ``inspect()``'s dict."""
+    first = s["holders"][0] if s["holders"] else None
+    token = first["fencing_token"] if first else None
+    writer = next((h for h in s["holders"] if h["mode"] == "exclusive"), None)
+    return {
+        "ok": True,
+        "locked": s["locked"],
+        "holders": [h["label"] for h in s["holders"]],
+        "waiters": [w["label"] for w in s["waiters"]],
+        "readers": sum(1 for h in s["holders"] if h["mode"] == "shared"),
+        "writer": writer is not None,
+        "token": None if token is None else str(token),
+        "holds": [h["holds"] for h in s["holders"]],
+        "permits": s["permits"],
+        "leader": writer["value"] if writer else None,
+    }
+
+
 class UnknownKind(ValueError):
     """A scenario named a primitive kind the actor protocol does not define."""
 
@@ -210,6 +229,13 @@ class Actor:
                 if leader is None:
                     return {"ok": True, "leader": False}
                 return {"ok": True, "leader": True, "value": leader.value, "token": str(leader.term)}
+            if kind == "inspect":
+                # With ``permits``, through a semaphore handle (which knows its count); else by name.
+                if "permits" in op:
+                    s = self.client.semaphore(op.get("lock", ""), op["permits"]).inspect()
+                else:
+                    s = self.client.inspect(op.get("lock", ""), op.get("kind", "mutex"))
+                return inspected(s)
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": kind}
         except lockgate.LockError as e:
             return err(e)

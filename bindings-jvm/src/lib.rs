@@ -24,6 +24,7 @@ use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
 use lockgate_core::native::{Client, Election, Lease, Lock, OpenClients, Owner};
 use lockgate_core::options::{duration_from_f64, entry_ttl_from_f64, lease_from_f64, Unit, MAX_PERMITS};
 use lockgate_core::time::Duration;
+use lockgate_core::inspect::{Mode, Snapshot};
 use lockgate_core::{Error, ErrorKind, LeaderInfo, Primitive};
 
 /// A core error as plain data: the stable code (`"TIMEOUT"`, ...), the message (free of
@@ -244,6 +245,12 @@ impl NativeClient {
 
 #[uniffi::export]
 impl NativeClient {
+    /// Reads lock `name` as `kind` (`mutex`, `rw`, `semaphore`, `election`), changing nothing.
+    pub async fn inspect(&self, name: String, kind: String) -> NativeResult<NativeSnapshot> {
+        let kind = lockgate_core::inspect::Kind::parse(&kind)?;
+        Ok(self.inner.inspect(&name, kind).await?.into())
+    }
+
     /// A mutex handle (reentrant if the options say so); name and options are validated by the core.
     pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
         self.primitive(name, Primitive::Mutex, options)
@@ -330,10 +337,74 @@ impl NativeLock {
         Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire_default().await?))
     }
 
+    /// Reads this lock on the server (a semaphore handle the semaphore, a half the whole
+    /// read-write lock).
+    pub async fn inspect(&self) -> NativeResult<NativeSnapshot> {
+        Ok(self.inner.inspect().await?.into())
+    }
+
     /// One attempt as `owner`: `NOT_GRANTED` if the lock is held or waiters are queued.
     pub async fn try_acquire(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
         let lock = self.inner.as_owner(Owner::thread(owner));
         Ok(lock.try_acquire().await?.map_or(NOT_GRANTED, |lease| into.fill(lease)))
+    }
+}
+
+/// One lock as read from its server (the core's `Snapshot`): durations in nanoseconds, absent
+/// values `None`.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeSnapshot {
+    pub kind: String,
+    pub holders: Vec<NativeHolder>,
+    pub waiters: Vec<NativeWaiter>,
+    pub permits: Option<i64>,
+}
+
+/// One holder of a [`NativeSnapshot`].
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeHolder {
+    pub label: Option<String>,
+    pub fencing_token: Option<i64>,
+    pub held_for_nanos: Option<i64>,
+    pub remaining_nanos: Option<i64>,
+    pub shared: bool,
+    pub value: Option<String>,
+    pub holds: Option<i64>,
+}
+
+/// One waiter of a [`NativeSnapshot`], in queue order.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeWaiter {
+    pub label: Option<String>,
+    pub waiting_for_nanos: Option<i64>,
+    pub shared: bool,
+}
+
+impl From<Snapshot> for NativeSnapshot {
+    fn from(s: Snapshot) -> Self {
+        let nanos = |d: Option<lockgate_core::time::Duration>| d.map(|d| saturating_i64(d.as_nanos()));
+        NativeSnapshot {
+            kind: s.kind.as_str().into(),
+            holders: s
+                .holders
+                .into_iter()
+                .map(|h| NativeHolder {
+                    label: h.label,
+                    fencing_token: h.fencing_token.map(|t| saturating_i64(t.into())),
+                    held_for_nanos: nanos(h.held_for),
+                    remaining_nanos: nanos(h.remaining),
+                    shared: h.mode == Mode::Shared,
+                    value: h.value,
+                    holds: h.holds.map(i64::from),
+                })
+                .collect(),
+            waiters: s
+                .waiters
+                .into_iter()
+                .map(|w| NativeWaiter { label: w.label, waiting_for_nanos: nanos(w.waiting_for), shared: w.mode == Mode::Shared })
+                .collect(),
+            permits: s.permits.map(i64::from),
+        }
     }
 }
 
@@ -359,6 +430,11 @@ impl NativeElection {
     pub async fn campaign(&self, value: String, timeout_secs: Option<f64>, into: Arc<NativeLease>) -> NativeResult<i64> {
         let timeout = opt_secs(duration_from_f64, "timeout", timeout_secs)?;
         Ok(into.fill(self.inner.campaign(&value, timeout).await?))
+    }
+
+    /// The leader and the other candidates.
+    pub async fn inspect(&self) -> NativeResult<NativeSnapshot> {
+        Ok(self.inner.inspect().await?.into())
     }
 
     /// The current leader, if any.

@@ -166,6 +166,18 @@ class Driver {
     return this.track(this.engine.observe(now(), name), undefined, undefined);
   }
 
+  /** Reads lock `name` as `kind` (mutex, rw, semaphore, election); resolves with the `inspected` event. */
+  inspect(name, kind) {
+    this.ensureOpen();
+    return this.track(this.engine.inspect(now(), name, kind), undefined, undefined);
+  }
+
+  /** Reads the lock of a handle's spec; resolves with the `inspected` event. */
+  inspectLock(spec) {
+    this.ensureOpen();
+    return this.track(this.engine.inspectLock(now(), spec), undefined, undefined);
+  }
+
   release(lease) {
     this.ensureOpen();
     return this.track(this.engine.release(now(), lease), lease, undefined);

@@ -345,6 +345,12 @@ export class Client {
   readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock;
   /** A leader election. Throws InvalidArgumentError for a bad name or options. */
   election(name: string, options?: ElectionOptions): Election;
+  /**
+   * Reads lock `name` as `kind` on the server, changing nothing; an unknown name is empty (the
+   * name is checked as for `lock()`). Racy by nature: for humans and dashboards; to decide
+   * whether to write, use the fencing token.
+   */
+  inspect(name: string, kind?: InspectKind): Promise<Snapshot>;
   /** Whether `close()` was called. */
   readonly closed: boolean;
   /** Releases every lease, cancels every wait, closes the connections this client opened. */
@@ -390,6 +396,10 @@ export class Lock<L extends Lease = Lease> extends Handle {
    * AlreadyHeldError through a non-reentrant handle that holds it.
    */
   tryAcquire(): Promise<L | null>;
+  /** Reads this lock on the server (a semaphore handle reads the semaphore, a half the whole read-write lock). */
+  inspect(): Promise<Snapshot>;
+  /** Whether anyone holds this lock now, asking the server (Redisson's `isLocked`; racy: for humans and dashboards). */
+  isLocked(): Promise<boolean>;
   /**
    * Acquires, runs `fn`, and releases even if it throws. Resolves with `fn`'s result only if the
    * lease was held until `fn` finished; otherwise rejects with NotHeldError.
@@ -416,6 +426,51 @@ export class ReadWriteLock extends Handle {
   readonly writersFirst: boolean;
   /** Whether both halves are reentrant. */
   readonly reentrant: boolean;
+  /** Reads the read-write lock: its readers and writer, and its waiters in queue order. */
+  inspect(): Promise<Snapshot>;
+}
+
+/** What a name is inspected as. */
+export type InspectKind = 'mutex' | 'rw' | 'semaphore' | 'election';
+
+/** One holder of an inspected lock (`null`: the backend does not record it; PROTOCOL.md §14). */
+export interface SnapshotHolder {
+  /** The label its client stored (the client option `label`), or null (a peer's entry, memcached). */
+  label: string | null;
+  /** Its grant's fencing token (a bigint beyond 2^53), or null where the backend issues none. */
+  fencingToken: number | bigint | null;
+  /** How long it has held, by the server's clock. */
+  heldForMs: number | null;
+  /** Its remaining lease as the server would enforce it. */
+  remainingMs: number | null;
+  /** Alone (a mutex, writer, leader) or shared (a reader, a permit). */
+  mode: 'exclusive' | 'shared';
+  /** An election leader's published value. */
+  value: string | null;
+  /** This client's reentrant holds on it; null for another client's holder. */
+  holds: number | null;
+}
+
+/** One waiter of an inspected lock, in queue order. */
+export interface SnapshotWaiter {
+  label: string | null;
+  /** How long it has waited, by the server's clock. */
+  waitingForMs: number | null;
+  mode: 'exclusive' | 'shared';
+}
+
+/** A lock as read from its server in one request. For humans and dashboards; to decide whether to write, use the fencing token. */
+export interface Snapshot {
+  kind: InspectKind;
+  /** Whether anyone holds it. */
+  locked: boolean;
+  holders: SnapshotHolder[];
+  /** In queue order (none where waiters poll: memcached, Redlock). */
+  waiters: SnapshotWaiter[];
+  /** A semaphore's permit count where the server records it. */
+  permits: number | null;
+  /** The longest remaining lease among the holders (Redisson's `remainTimeToLive`). */
+  remainingMs: number | null;
 }
 
 /** The current leader of an election, as observed on the server. */
@@ -445,6 +500,8 @@ export class Election extends Handle {
   candidate(value: string): Candidate;
   /** The current leader, or null if nobody leads. */
   observe(): Promise<Leader | null>;
+  /** Reads the election: the leader (a holder with its published `value`) and the other candidates. */
+  inspect(): Promise<Snapshot>;
 }
 
 /** A candidate of an election: a Lock whose leases are Leadership. */

@@ -106,6 +106,15 @@ class Client {
     return new Election(INTERNAL, this, wasm.LockSpec.election(driver.engine, name, options));
   }
 
+  /**
+   * Reads lock `name` as `kind` ('mutex', 'rw', 'semaphore', 'election') on the server, changing
+   * nothing: `{ kind, locked, holders, waiters, permits, remainingMs }` (see index.d.ts). An
+   * unknown name is empty. For humans and dashboards; to decide whether to write, use the fencing token.
+   */
+  async inspect(name, kind = 'mutex') {
+    return (await open(this).inspect(name, kind)).snapshot;
+  }
+
   /** Whether close() was called. */
   get closed() {
     return drivers.get(this).closed;
@@ -256,6 +265,16 @@ class Lock extends Handle {
     return this.#leases.current();
   }
 
+  /** Reads this lock on the server (a semaphore handle reads the semaphore, a half the whole read-write lock); see Client.inspect. */
+  async inspect() {
+    return (await open(this.client).inspectLock(this.#spec)).snapshot;
+  }
+
+  /** Whether anyone holds this lock now, asking the server (Redisson's isLocked; racy: for humans and dashboards). */
+  async isLocked() {
+    return (await this.inspect()).locked;
+  }
+
   /** Waits for the lock (`{ timeoutMs, signal }`) and resolves with a Lease; a reentrant handle re-enters its own. */
   async acquire(options) {
     const driver = drivers.get(this.client);
@@ -394,6 +413,11 @@ class ReadWriteLock extends Handle {
   get reentrant() {
     return this.#read.reentrant;
   }
+
+  /** Reads the read-write lock: its readers and writer, and its waiters in queue order. */
+  async inspect() {
+    return this.#write.inspect();
+  }
 }
 
 /** A leader election: candidates campaign, the leader resigns by releasing, anyone can observe. */
@@ -420,6 +444,11 @@ class Election extends Handle {
   candidate(value) {
     open(this.client);
     return new Candidate(INTERNAL, this.client, this.#spec.campaign(value), this);
+  }
+
+  /** Reads the election: the leader (a holder with its published `value`) and the other candidates in queue order. */
+  async inspect() {
+    return this.client.inspect(this.name, 'election');
   }
 
   /** The current leader as `{ value, term, remainingMs }`, or null if nobody leads. */

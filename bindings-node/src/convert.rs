@@ -305,6 +305,7 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
                 Done::Extended { valid_until } => ("extended", EventFields { valid_until: Some(*valid_until), ..none }),
                 Done::Failed(e) => ("failed", EventFields { error: Some(e), ..none }),
                 Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), waiter, shapes),
+                Done::Inspected(snapshot) => return inspected_to_js(*op, snapshot, waiter, cache),
             };
             (kind, EventFields { op: Some(*op), ..fields })
         }
@@ -362,6 +363,17 @@ pub fn telemetry_to_js(t: &Telemetry, cache: &mut StrCache) -> JsValue {
         set(&obj, &key, value);
     }
     obj.into()
+}
+
+/// `{ kind: 'inspected', op, snapshot, waiter }`: the snapshot as the core spells it in
+/// camelCase (`Snapshot::to_data`), converted generically.
+fn inspected_to_js(op: OpId, snapshot: &lockgate_core::inspect::Snapshot, waiter: &JsValue, cache: &mut StrCache) -> JsValue {
+    let o = Object::new();
+    set(&o, "kind", cache.str("inspected"));
+    set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
+    set(&o, "snapshot", crate::data::to_js(&snapshot.to_data(true), cache));
+    set(&o, "waiter", waiter.clone());
+    o.into()
 }
 
 /// The message of what a transport threw (an `Error`, else the value described).

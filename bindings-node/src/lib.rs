@@ -243,6 +243,23 @@ impl Engine {
         Ok(id_to_js(op.0))
     }
 
+    /// Reads lock `name` as `kind` (`mutex`, `rw`, `semaphore`, `election`; the core checks
+    /// both); completes as `inspected` with the snapshot. Returns the op id.
+    pub fn inspect(&mut self, now: f64, name: JsValue, kind: JsValue) -> JsResult<f64> {
+        let name = js(convert::name(&name))?;
+        let kind = js(lockgate_core::inspect::Kind::parse(&kind.as_string().unwrap_or_default()))?;
+        let op = js(self.core.inspect_as(instant(now), &name, &kind.primitive()))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// Reads the lock of handle `lock` (a semaphore handle's permits inform a backend that
+    /// stores none); completes as `inspected`. Returns the op id.
+    #[wasm_bindgen(js_name = inspectLock)]
+    pub fn inspect_lock(&mut self, now: f64, lock: &LockSpec) -> JsResult<f64> {
+        let op = js(self.core.inspect_as(instant(now), &lock.name, &lock.primitive))?;
+        Ok(id_to_js(op.0))
+    }
+
     /// Releases a lease (owner-only; on every master for Redlock); returns the op id.
     pub fn release(&mut self, now: f64, lease: f64) -> f64 {
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));

@@ -179,6 +179,18 @@ impl ClientBase {
         Ok(dict)
     }
 
+    /// Reads lock ``name`` as ``kind`` (``"mutex"``, ``"rw"``, ``"semaphore"``,
+    /// ``"election"``) on the server, changing nothing (awaitable in ``lockgate.aio``): the
+    /// ``dict`` of :meth:`Lock.inspect`. An unknown name reads as empty; the name is checked as
+    /// for :meth:`lock`. For humans and dashboards; to decide whether to write, use the fencing
+    /// token.
+    #[pyo3(signature = (name, kind="mutex"))]
+    fn inspect<'py>(&self, py: Python<'py>, name: Text, kind: &str) -> PyResult<Bound<'py, PyAny>> {
+        let kind = lockgate_core::inspect::Kind::parse(kind).py(py)?;
+        let (conn, name) = (self.conn.clone(), name.0);
+        self.conn.api.run(py, async move { Ok(crate::snapshot::Inspected(conn.client().await?.inspect(&name, kind).await?)) })
+    }
+
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, conn) = (slf.py(), &slf.get().conn);
         let url = py_repr(py, &conn.url)?;

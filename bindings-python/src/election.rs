@@ -68,6 +68,14 @@ impl ElectionBase {
         spec.conn.api.run(py, async move { Ok(spec.observe().await?.map(LeaderInfo::from)) })
     }
 
+    /// Reads the election (awaitable in ``lockgate.aio``): the ``dict`` of
+    /// :meth:`Lock.inspect`, the leader a holder with its published ``value``, the other
+    /// candidates the waiters.
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let spec = self.spec.clone();
+        spec.conn.api.run(py, async move { Ok(crate::snapshot::Inspected(spec.inspect().await?)) })
+    }
+
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, o) = (slf.py(), &slf.get().spec.options);
         let (name, lease) = (py_repr(py, &slf.get().spec.name)?, secs_repr(py, o.lease)?);

@@ -97,6 +97,11 @@ impl ElectionSpec {
         self.conn.handle(&self.core, |c| c.election(&self.name, self.options.clone())).await
     }
 
+    /// The election's snapshot (see `Election::inspect`).
+    pub(crate) async fn inspect(&self) -> Result<lockgate_core::inspect::Snapshot, Error> {
+        self.core().await?.inspect().await
+    }
+
     /// `None`: wait until elected.
     pub(crate) async fn campaign(&self, value: &str, timeout: Option<Duration>) -> Result<Arc<LeaseCell>, Error> {
         let lease = self.core().await?.campaign(value, timeout).await?;

@@ -22,6 +22,7 @@ mod lock;
 mod loop_bridge;
 mod read_write_lock;
 mod runtime;
+mod snapshot;
 mod telemetry;
 
 use pyo3::prelude::*;

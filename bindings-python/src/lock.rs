@@ -16,6 +16,7 @@ use crate::handle::LockSpec;
 use crate::lease::{exit, exit_async, Entered, LeaseCell};
 use crate::loop_bridge::into_asyncio;
 use crate::runtime::block_on;
+use crate::snapshot::Inspected;
 use lockgate_core::native::{CancelWaits, Owner};
 
 /// What both APIs' lock handles show: the lock's settings and whether the handle holds it.
@@ -72,6 +73,26 @@ impl LockBase {
     /// about other clients' holds (use ``try_acquire`` for that).
     fn locked(&self) -> bool {
         self.spec.holds.owned()
+    }
+
+    /// Reads this lock on the server (awaitable in ``lockgate.aio``): a ``dict`` with ``kind``,
+    /// ``locked``, ``holders`` (each ``label``, ``fencing_token``, ``held_for_ms``,
+    /// ``remaining_ms``, ``mode``, ``value``, ``holds``: this client's reentrant holds, else
+    /// ``None``), ``waiters`` in queue order (``label``, ``waiting_for_ms``, ``mode``),
+    /// ``permits`` and ``remaining_ms``; unknown values are ``None``. A semaphore handle reads
+    /// the semaphore, a read or write handle the whole read-write lock. For humans and
+    /// dashboards; to decide whether to write, use the fencing token.
+    fn inspect<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (spec, owner) = (self.spec.clone(), self.spec.conn.api.caller(py)?);
+        spec.conn.api.run(py, async move { Ok(Inspected(spec.core(owner).await?.inspect().await?)) })
+    }
+
+    /// Whether anyone holds this lock now, asking the server (Redisson's ``isLocked``; one
+    /// :meth:`inspect`; awaitable in ``lockgate.aio``). For humans and dashboards; to decide
+    /// whether to write, use the fencing token.
+    fn is_locked<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let (spec, owner) = (self.spec.clone(), self.spec.conn.api.caller(py)?);
+        spec.conn.api.run(py, async move { spec.core(owner).await?.is_locked().await })
     }
 
     /// One attempt without waiting (awaitable in ``lockgate.aio``): a lease, or ``None`` if the

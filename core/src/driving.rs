@@ -27,6 +27,8 @@ pub trait Drive {
     fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::observe_leader`.
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
+    /// See `LockEngine::inspect_as`.
+    fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -62,6 +64,9 @@ macro_rules! forward_drive {
         }
         fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
             <$T>::observe_leader(&mut $($deref)+ self, now, name)
+        }
+        fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
+            <$T>::inspect_as(&mut $($deref)+ self, now, name, primitive)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

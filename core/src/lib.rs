@@ -23,6 +23,7 @@ pub mod engine;
 pub mod error;
 pub mod exit;
 pub mod holding;
+pub mod inspect;
 pub mod label;
 pub mod options;
 pub mod primitive;

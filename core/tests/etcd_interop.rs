@@ -192,6 +192,13 @@ async fn an_etcdctl_holder_excludes_lockgate_until_it_releases() {
     until_keys(&mut raw, &name, 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiting.is_finished(), "lockgate waits while etcdctl holds");
+    // Inspect shows etcdctl's key as the holder, with no label (etcdctl writes an empty value),
+    // and lockgate's waiter behind it with this client's label (PROTOCOL.md §14).
+    let s = lock.inspect().await.unwrap();
+    assert_eq!(s.holders.len(), 1, "{s:?}");
+    assert_eq!((s.holders[0].label.as_deref(), s.holders[0].fencing_token), (None, Some(theirs[0].1 as u64)));
+    assert_eq!(s.waiters.len(), 1, "{s:?}");
+    assert!(s.waiters[0].label.is_some(), "{s:?}");
     let released = Instant::now();
     holder.signal("TERM");
     assert!(holder.wait().success(), "etcdctl unlocks on SIGTERM");

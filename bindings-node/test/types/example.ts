@@ -10,6 +10,9 @@ import {
   Semaphore,
   ReadWriteLock,
   Election,
+  Snapshot,
+  SnapshotHolder,
+  SnapshotWaiter,
   type Leader,
   type LockKind,
   LockError,
@@ -105,6 +108,13 @@ async function example(): Promise<void> {
   const term: bigint = leadership.term;
   leadership.signal.addEventListener('abort', () => undefined);
   const leader: Leader | null = await election.observe();
+  // Inspecting: the snapshot's shape by name and through a handle.
+  const snapshot: Snapshot = await client.inspect('orders', 'mutex');
+  const holder: SnapshotHolder | undefined = snapshot.holders[0];
+  const label: string | null = holder ? holder.label : null;
+  const waiting: (number | null)[] = snapshot.waiters.map((w: SnapshotWaiter) => w.waitingForMs);
+  const locked: boolean = await election.inspect().then((s) => s.locked);
+  void label, waiting, locked;
   if (leader) {
     const v: string = leader.value;
     const t: bigint = leader.term;

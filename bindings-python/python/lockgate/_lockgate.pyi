@@ -187,6 +187,9 @@ class Client(_ClientBase):
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
                  entry_ttl: Optional[float] = None) -> Election:
         """A leader election named ``name``."""
+    def inspect(self, name: str, kind: str = "mutex") -> dict[str, Any]:
+        """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
+        (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     def __enter__(self) -> Self: ...
@@ -201,6 +204,10 @@ class Lock(_LockBase):
         """Waits up to ``timeout`` seconds and returns the lease."""
     def try_acquire(self) -> Optional[Lease]:
         """One attempt without waiting: a lease, or ``None``."""
+    def inspect(self) -> dict[str, Any]:
+        """Reads this lock's holders and waiters on the server (racy: for humans and dashboards)."""
+    def is_locked(self) -> bool:
+        """Whether anyone holds this lock now, asking the server (racy: for humans and dashboards)."""
     def release(self) -> bool:
         """Releases the most recent lease acquired through this handle."""
     def extend(self, seconds: float) -> None:
@@ -241,6 +248,8 @@ class Election(_ElectionBase):
         """One attempt without waiting: the leadership lease, or ``None``."""
     def observe(self) -> Optional[LeaderInfo]:
         """The current leader, or ``None``."""
+    def inspect(self) -> dict[str, Any]:
+        """The leader (a holder with its ``value``) and the other candidates in queue order."""
 
 @final
 class Lease(_LeaseBase):
@@ -275,6 +284,9 @@ class AsyncClient(_ClientBase):
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
                  entry_ttl: Optional[float] = None) -> AsyncElection:
         """A leader election named ``name``."""
+    def inspect(self, name: str, kind: str = "mutex") -> Coroutine[Any, Any, dict[str, Any]]:
+        """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
+        (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
     def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Coroutine[Any, Any, None]:
@@ -291,6 +303,10 @@ class AsyncLock(_LockBase):
         """Await for a lease, or use with ``async with``."""
     def try_acquire(self) -> Coroutine[Any, Any, Optional[AsyncLease]]:
         """One attempt without waiting: a lease, or ``None``."""
+    def inspect(self) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Reads this lock's holders and waiters on the server (racy: for humans and dashboards)."""
+    def is_locked(self) -> Coroutine[Any, Any, bool]:
+        """Whether anyone holds this lock now, asking the server (racy: for humans and dashboards)."""
     def release(self) -> Coroutine[Any, Any, bool]:
         """Releases the most recent lease acquired through this handle."""
     def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
@@ -328,6 +344,8 @@ class AsyncElection(_ElectionBase):
         """One attempt without waiting: the leadership lease, or ``None``."""
     def observe(self) -> Coroutine[Any, Any, Optional[LeaderInfo]]:
         """The current leader, or ``None``."""
+    def inspect(self) -> Coroutine[Any, Any, dict[str, Any]]:
+        """The leader (a holder with its ``value``) and the other candidates in queue order."""
 
 @final
 class AcquireContext(Coroutine[Any, Any, AsyncLease]):

@@ -8,6 +8,7 @@ use std::time::Duration;
 use lockgate_core::connect::{redlock_url, OptionValue, Spelling};
 use lockgate_core::native::{Client, ClientOptions, Election, Lease, Lock};
 use lockgate_core::options::duration_from_millis_f64;
+use lockgate_core::inspect::{Kind, Snapshot};
 use lockgate_core::{Error, LockOptions, Primitive};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -48,6 +49,23 @@ fn granted(lease: &Lease) -> Value {
         Some(token) => json!({"ok": true, "acquired": true, "token": token.to_string()}),
         None => json!({"ok": true, "acquired": true}),
     }
+}
+
+/// An `inspect` reply (conformance/README.md): the holders' and waiters' labels in order, the
+/// readers and writer, the first holder's fencing token, this client's holds, the permits.
+fn inspected(s: &Snapshot) -> Value {
+    json!({
+        "ok": true,
+        "locked": s.is_locked(),
+        "holders": s.holders.iter().map(|h| h.label.clone()).collect::<Vec<_>>(),
+        "waiters": s.waiters.iter().map(|w| w.label.clone()).collect::<Vec<_>>(),
+        "readers": s.readers().count(),
+        "writer": s.writer().is_some(),
+        "token": s.holders.first().and_then(|h| h.fencing_token).map(|t| t.to_string()),
+        "holds": s.holders.iter().map(|h| h.holds).collect::<Vec<_>>(),
+        "permits": s.permits,
+        "leader": s.writer().and_then(|h| h.value.clone()),
+    })
 }
 
 /// One library handle of the actor (named by the step's `handle`, default the lock name) and
@@ -292,6 +310,24 @@ impl Actor {
                 match observed {
                     Ok(Some(info)) => json!({"ok": true, "leader": true, "value": info.value, "token": info.term.to_string()}),
                     Ok(None) => json!({"ok": true, "leader": false}),
+                    Err(e) => err(&e),
+                }
+            }
+            "inspect" => {
+                // With `permits`, through a semaphore handle (which knows its count); else by name.
+                let snapshot = if op.get("permits").is_some() {
+                    match make_handle(self.client(), &name, &json!({"kind": "semaphore", "permits": op["permits"]})) {
+                        Ok(h) => h.lock.inspect().await,
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    match Kind::parse(op.get("kind").and_then(Value::as_str).unwrap_or("mutex")) {
+                        Ok(kind) => self.client().inspect(&name, kind).await,
+                        Err(e) => Err(e),
+                    }
+                };
+                match snapshot {
+                    Ok(s) => inspected(&s),
                     Err(e) => err(&e),
                 }
             }

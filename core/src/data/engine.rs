@@ -66,6 +66,8 @@ pub trait DynEngine {
     fn reacquire(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::observe_leader`].
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
+    /// See [`LockEngine::inspect_as`].
+    fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -135,6 +137,10 @@ where
 
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId> {
         LockEngine::observe_leader(self, now, name)
+    }
+
+    fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
+        LockEngine::inspect_as(self, now, name, primitive)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

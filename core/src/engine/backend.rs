@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use super::io::{LeaderInfo, LeaseId, OpId};
 use crate::error::{Error, Result};
+use crate::inspect::{Kind, Snapshot};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -78,6 +79,8 @@ pub enum Purpose {
     Cleanup(u64),
     /// Reading an election's leader.
     Observe(OpId),
+    /// Reading a lock's holders and waiters.
+    Inspect(OpId),
 }
 
 impl Purpose {
@@ -126,6 +129,13 @@ pub enum Action<'a, T> {
     Observe {
         /// The election.
         target: &'a Arc<T>,
+    },
+    /// Read a lock's holders and waiters, changing nothing (an unknown name reads as empty).
+    Inspect {
+        /// The lock.
+        target: &'a Arc<T>,
+        /// Which primitive it is read as.
+        kind: Kind,
     },
 }
 
@@ -224,6 +234,9 @@ pub enum Verdict {
     Release(Release),
     /// For [`Purpose::Observe`].
     Observed(Result<Option<LeaderInfo>>),
+    /// For [`Purpose::Inspect`]: holders carry their owner tokens where the server has them
+    /// (the engine matches them with its own leases, then clears them).
+    Inspected(Result<Snapshot>),
     /// For an [`Purpose::Acquire`] already granted: the grant turned out unusable after all
     /// (Redlock: a late vote revealed a holder counting other masters); the lease is lost.
     Revoked(String),
@@ -309,6 +322,12 @@ pub trait Backend {
 
     /// Whether this backend can read an election's leader; `Err` (`UNSUPPORTED`) if not.
     fn check_observe(&self) -> Result<()>;
+
+    /// Whether this backend can read a lock's holders and waiters (`Err`, `UNSUPPORTED`, if
+    /// not); a backend that can answers [`Action::Inspect`] in [`call`](Self::call).
+    fn check_inspect(&self) -> Result<()> {
+        Err(Error::unsupported("inspecting a lock is not available on this backend yet"))
+    }
 
     /// The owner token stored on the server, made from 32 random hex digits.
     fn owner_token(&self, random_hex: String) -> String {

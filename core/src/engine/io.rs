@@ -43,6 +43,8 @@ pub enum Outcome {
     },
     /// An election was observed: its current leader, if any.
     Observed(Option<LeaderInfo>),
+    /// A lock was inspected.
+    Inspected(crate::inspect::Snapshot),
     /// The operation failed; nothing it started is left on the server.
     Failed(Error),
 }
@@ -87,6 +89,8 @@ pub enum Done {
     },
     /// An election was observed: its current leader, if any.
     Observed(Option<LeaderInfo>),
+    /// A lock was inspected.
+    Inspected(crate::inspect::Snapshot),
     /// The operation failed.
     Failed(Error),
 }

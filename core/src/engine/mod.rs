@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::inspect::Kind;
 use crate::options::{self, LockOptions};
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
@@ -140,9 +141,16 @@ pub struct LockEngine<B: Backend> {
     settled_now: Vec<Answer>,
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
-    observes: Vec<(OpId, Arc<B::Target>)>,
+    observes: Vec<(OpId, Arc<B::Target>, Read)>,
     /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
     telemetry: telemetry::Recorder,
+}
+
+/// A read waiting for the session: an election's leader, or a lock inspected as a kind.
+#[derive(Clone, Copy, Debug)]
+enum Read {
+    Leader,
+    Inspect(Kind),
 }
 
 /// What a timer entry is for. The derived order (acquires, leases, cleanups; then by id) is the
@@ -310,12 +318,58 @@ impl<B: Backend> LockEngine<B> {
             if self.session == Session::None {
                 self.open_session(now);
             }
-            self.observes.push((op, target));
+            self.observes.push((op, target, Read::Leader));
         } else {
-            self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target }, &mut self.settled_now);
+            self.send_read(now, op, &target, Read::Leader);
         }
         self.flush(now);
         Ok(op)
+    }
+
+    /// Reads lock `name` as a `kind` (its holders with their labels, fencing tokens and leases,
+    /// its waiters in queue order), changing nothing; completes with an inspected outcome.
+    /// An unknown name reads as empty. Holders that are this engine's own leases carry their
+    /// reentrant holds. Racy by nature: for humans and dashboards.
+    pub fn inspect(&mut self, now: Instant, name: &str, kind: Kind) -> Result<OpId> {
+        self.inspect_as(now, name, &kind.primitive())
+    }
+
+    /// [`inspect`](Self::inspect) through a handle of `primitive`: what the handle knows (a
+    /// semaphore's permits) helps a backend that stores no count (etcd) tell holders from
+    /// waiters.
+    pub fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
+        let kind = Kind::of(primitive);
+        options::validate_name(name)?;
+        self.backend.check_inspect()?;
+        // A read asks for no lease: the shortest every backend accepts keeps a backend's lease
+        // rule (a maximum lease) out of its way.
+        let read = LockOptions { lease: options::MIN_LEASE, ..LockOptions::default() };
+        let target = Arc::new(self.backend.target(name, primitive, &read)?);
+        let op = OpId(self.ids.fresh());
+        if self.backend.attempts_need_session() && self.session != Session::Active {
+            // Sent once the session is open (on_session).
+            if self.session == Session::None {
+                self.open_session(now);
+            }
+            self.observes.push((op, target, Read::Inspect(kind)));
+        } else {
+            self.send_read(now, op, &target, Read::Inspect(kind));
+        }
+        self.flush(now);
+        Ok(op)
+    }
+
+    fn send_read(&mut self, now: Instant, op: OpId, target: &Arc<B::Target>, read: Read) {
+        let (purpose, action) = match read {
+            Read::Leader => (Purpose::Observe(op), Action::Observe { target }),
+            Read::Inspect(kind) => (Purpose::Inspect(op), Action::Inspect { target, kind }),
+        };
+        self.backend.call(ctx!(self, now), purpose, action, &mut self.settled_now);
+    }
+
+    /// The reentrant holds of this engine's lease whose owner token is `token`, if it has one.
+    pub(crate) fn own_holds(&self, token: &str) -> Option<u32> {
+        self.leases.values().find(|l| &*l.token == token).map(|l| l.holds)
     }
 
     /// Releases a lease (owner-only). Completes with a released outcome; `was_held` is false
@@ -375,7 +429,7 @@ impl<B: Backend> LockEngine<B> {
     /// Cancels every pending acquire and releases every lease (client shutdown).
     pub fn shutdown(&mut self, now: Instant) {
         self.telemetry.at(now);
-        for (op, _) in std::mem::take(&mut self.observes) {
+        for (op, ..) in std::mem::take(&mut self.observes) {
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
@@ -789,8 +843,8 @@ impl<B: Backend> LockEngine<B> {
         match result {
             Ok(()) => {
                 self.session = Session::Active;
-                for (op, target) in std::mem::take(&mut self.observes) {
-                    self.backend.call(ctx!(self, now), Purpose::Observe(op), Action::Observe { target: &target }, &mut self.settled_now);
+                for (op, target, read) in std::mem::take(&mut self.observes) {
+                    self.send_read(now, op, &target, read);
                 }
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
@@ -823,7 +877,7 @@ impl<B: Backend> LockEngine<B> {
                         let a = self.take_acquire(op).expect("listed above");
                         self.end_acquire(now, op, a, Done::Failed(e.clone()));
                     }
-                    for (op, _) in std::mem::take(&mut self.observes) {
+                    for (op, ..) in std::mem::take(&mut self.observes) {
                         self.complete(op, Done::Failed(e.clone()));
                     }
                 }

@@ -33,12 +33,22 @@ impl<B: Backend> LockEngine<B> {
                 };
                 self.complete(op, done);
             }
+            (Purpose::Inspect(op), Verdict::Inspected(r)) => {
+                let done = match r {
+                    Ok(mut snapshot) => {
+                        snapshot.settle(|token| self.own_holds(token));
+                        Done::Inspected(snapshot)
+                    }
+                    Err(e) => Done::Failed(e),
+                };
+                self.complete(op, done);
+            }
             (purpose, verdict) => {
                 // A backend answered a call with the wrong kind of verdict: a bug in the
                 // backend, reported on the operation rather than by a panic.
                 let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
                 match purpose {
-                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) => {
+                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) | Purpose::Inspect(op) => {
                         match self.take_acquire(op) {
                             Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),
                             None => self.complete(op, Done::Failed(e)),

@@ -16,6 +16,7 @@ use crate::capabilities::{Capabilities, Capability};
 use crate::connect::registry;
 use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
+use crate::inspect::{Kind, Snapshot};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, LockOptions};
 use crate::connect::LeaseBound;
@@ -133,6 +134,23 @@ impl Client {
     ) -> Result<LockOptions> {
         let (backend, bound) = (self.inner.backend, self.inner.bound.as_deref());
         connect::lock_options_for_backend(backend, bound, lease, auto_renew, wait_timeout, entry_ttl, spelling)
+    }
+
+    /// Reads lock `name` as a `kind` (mutex, read-write lock, semaphore, election): its holders
+    /// (label, fencing token, how long held, remaining lease, this client's reentrant holds)
+    /// and its waiters in queue order. An unknown name is an empty snapshot; the name is
+    /// validated as for [`lock`](Self::lock). Racy by nature: for humans and dashboards; to
+    /// decide whether to write, use the fencing token.
+    pub async fn inspect(&self, name: &str, kind: Kind) -> Result<Snapshot> {
+        self.inspect_as(name, kind.primitive()).await
+    }
+
+    /// [`inspect`](Self::inspect) through a handle of `primitive` (see
+    /// `LockEngine::inspect_as`).
+    pub(crate) async fn inspect_as(&self, name: &str, primitive: Primitive) -> Result<Snapshot> {
+        let (reply, result) = oneshot::channel();
+        self.send(Msg::Inspect { name: name.to_string(), primitive, reply })?;
+        result.await.map_err(|_| closed())?
     }
 
     /// A mutex named `name` with `options`; both are validated here.

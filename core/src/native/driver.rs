@@ -27,6 +27,7 @@ enum Pending {
     Release { lease: LeaseId, reply: Option<oneshot::Sender<Result<bool>>> },
     Extend { lease: LeaseId, reply: oneshot::Sender<Result<()>> },
     Observe { reply: oneshot::Sender<Result<Option<LeaderInfo>>> },
+    Inspect { reply: oneshot::Sender<Result<crate::inspect::Snapshot>> },
 }
 
 /// Starts the driver task of `engine` over `transport` (whose servers' pushes arrive on
@@ -149,6 +150,14 @@ impl<T: Transport> Driver<T> {
             Msg::Observe { name, reply } => match self.engine.observe_leader(now, &name) {
                 Ok(op) => {
                     self.pending.wait(op, Pending::Observe { reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Inspect { name, primitive, reply } => match self.engine.inspect_as(now, &name, &primitive) {
+                Ok(op) => {
+                    self.pending.wait(op, Pending::Inspect { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -285,6 +294,14 @@ impl<T: Transport> Driver<T> {
                     Done::Observed(leader) => Ok(leader),
                     Done::Failed(e) => Err(e),
                     d => Err(unexpected("observe", d)),
+                };
+                let _ = reply.send(result);
+            }
+            Pending::Inspect { reply } => {
+                let result = match done {
+                    Done::Inspected(snapshot) => Ok(snapshot),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("inspect", d)),
                 };
                 let _ = reply.send(result);
             }

@@ -16,6 +16,7 @@ use super::message::{Acquired, Msg};
 use crate::capabilities::Capability;
 use crate::engine::{LeaderInfo, LeaseId, Primitive, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::inspect::{Kind, Snapshot};
 use crate::options::{self, LockOptions};
 use crate::time::Duration;
 
@@ -74,6 +75,12 @@ impl ReadWriteLock {
     pub fn with_writers_first(mut self, writers_first: bool) -> Self {
         self.read.primitive = Primitive::Read { writers_first };
         self
+    }
+
+    /// Reads the read-write lock: its readers and writer, and its waiters in queue order
+    /// (see [`Client::inspect`]).
+    pub async fn inspect(&self) -> Result<Snapshot> {
+        self.write.inspect().await
     }
 
     /// Makes both halves reentrant (see [`Client::reentrant_lock`]); `UNSUPPORTED` where the
@@ -139,6 +146,12 @@ impl Election {
         Ok(lock)
     }
 
+    /// Reads the election: its leader (a holder with the value it published) and the other
+    /// candidates in queue order (see [`Client::inspect`]).
+    pub async fn inspect(&self) -> Result<Snapshot> {
+        self.client.inspect(&self.name, Kind::Election).await
+    }
+
     /// The current leader (its published value, term and remaining lease), or `None`.
     pub async fn observe(&self) -> Result<Option<LeaderInfo>> {
         self.client.capabilities().require(Capability::Observe)?;
@@ -191,6 +204,20 @@ impl Lock {
     /// Which primitive this handle acquires.
     pub fn primitive(&self) -> &Primitive {
         &self.primitive
+    }
+
+    /// Reads this lock's holders and waiters (see [`Client::inspect`]): a semaphore handle
+    /// reads the semaphore, a read or write handle the whole read-write lock. Racy by nature:
+    /// for humans and dashboards; to decide whether to write, use the fencing token.
+    pub async fn inspect(&self) -> Result<Snapshot> {
+        self.client.inspect_as(&self.name, self.primitive.clone()).await
+    }
+
+    /// Whether anyone holds this lock now (Redisson's `isLocked`, redis-py's `locked`): one
+    /// [`inspect`](Self::inspect). Racy by nature: for humans and dashboards; to decide whether
+    /// to write, use the fencing token.
+    pub async fn is_locked(&self) -> Result<bool> {
+        Ok(self.inspect().await?.is_locked())
     }
 
     /// Whether acquiring again while this handle holds it adds a hold instead of waiting.

@@ -39,6 +39,12 @@ pub(crate) enum Msg {
         name: String,
         reply: oneshot::Sender<Result<Option<LeaderInfo>>>,
     },
+    Inspect {
+        name: String,
+        /// The handle's primitive, or one of the kind asked by name.
+        primitive: Primitive,
+        reply: oneshot::Sender<Result<crate::inspect::Snapshot>>,
+    },
     Cancel {
         ticket: u64,
     },

@@ -164,6 +164,7 @@ impl SimOutcome for Outcome {
             Outcome::Released { was_held } => Done::Released { was_held },
             Outcome::Extended { valid_until } => Done::Extended { valid_until },
             Outcome::Observed(leader) => Done::Observed(leader),
+            Outcome::Inspected(s) => Done::Inspected(s),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -178,6 +179,7 @@ impl SimOutcome for RedlockOutcome {
             RedlockOutcome::NotAcquired => Done::NotAcquired,
             RedlockOutcome::Released { was_held } => Done::Released { was_held },
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
+            RedlockOutcome::Inspected(s) => Done::Inspected(s),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }

@@ -53,7 +53,12 @@ pub fn shared_kind(p: &Primitive) -> Option<&'static str> {
 /// label field is written, pruned or kept alive; no script decision reads one). Labels are
 /// checked against real servers by the conformance scenarios `holder_labels_stored` and
 /// `semaphore_holder_labels`.
-pub const MODELLED: [(&str, &str); 7] = [
+///
+/// Version 11's INSPECT and SHARED_INSPECT read and write nothing a decision depends on (they
+/// write nothing at all); simulated clients never send them. Their replies are parsed in unit
+/// tests (`core/src/backend/redis/inspect.rs`) and read from real servers by the conformance
+/// scenarios `inspect_*`.
+pub const MODELLED: [(&str, &str); 9] = [
     ("acquire", "39e1e7fdfe5141d9f1de97d8b4e5c79e2f239d4d"),
     ("release", "859be6b399d026c0548624e46f9b705443f9c0da"),
     ("extend", "0ca5aef7086998b147c84dade782b923ab231301"),
@@ -61,6 +66,8 @@ pub const MODELLED: [(&str, &str); 7] = [
     ("shared_release", "13c682e6236fb5e9fb9bacc481b595bb2067f69b"),
     ("shared_extend", "f9a4819e1a65cca38f4c419f4b638cd3361ea333"),
     ("shared_observe", "c5d559505a02da922d7093ad502c673c6565f387"),
+    ("inspect", "540396a420542e81187c175a03358157434c86ef"),
+    ("shared_inspect", "d29b0a0994118c069e2adb03ed8eb61705ccaae0"),
 ];
 
 /// A fencing token handed out by `grant()`.
@@ -362,7 +369,7 @@ impl SimRedis {
     }
 }
 
-/// The scripts a simulated server runs: lockgate's seven and the three of a Redlock master.
+/// The scripts a simulated server runs: lockgate's nine and the three of a Redlock master.
 fn every_script() -> impl Iterator<Item = &'static Script> {
     lockgate_core::redis::all().into_iter().chain(lockgate_core::redis::redlock::all())
 }

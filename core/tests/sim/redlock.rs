@@ -24,10 +24,12 @@ use super::store::Res;
 ///
 /// Version 9's label key (`KEYS[2]`, PROTOCOL.md §12) is not modelled: the simulated clients
 /// pass no label, and no script decision reads it; the lock key (`KEYS[1]`) behaves as before.
-pub const MODELLED: [(&str, &str); 3] = [
+/// Version 11's REDLOCK_INSPECT writes nothing and simulated clients never send it.
+pub const MODELLED: [(&str, &str); 4] = [
     ("REDLOCK_ACQUIRE", "7b7c9fd01510695225b0daa44a079ee0796f79c3"),
     ("REDLOCK_RELEASE", "e96b566a74a6090315e491a0b8e0f0e3a19a074d"),
     ("REDLOCK_EXTEND", "2c965acb1ce8b002fed170094d5caa34bebcf2b8"),
+    ("REDLOCK_INSPECT", "3f2fa2315ed829f6cdd7427c21b5636c249b4d90"),
 ];
 
 /// The simulator over the Redlock model.

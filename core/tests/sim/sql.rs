@@ -279,6 +279,10 @@ impl SimSql {
                 let first = self.live(now, lock_key).first().map(|r| self.entry(r, t));
                 Ok(SqlReply::Leader(first))
             }
+            SqlOp::Inspect { lock_key } => {
+                let rows = self.live(now, lock_key).iter().map(|r| self.entry(r, t)).collect();
+                Ok(SqlReply::Entries { rows })
+            }
             SqlOp::WaitDoorbell { owner, .. } => {
                 let rang = !self.doorbells.contains_key(&doorbell(owner));
                 if rang {

@@ -171,7 +171,7 @@ impl JobRunner for EtcdBackend {
             }
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_)) | None => unreachable!("observes are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes and inspects are sent directly"),
         }
     }
 
@@ -192,6 +192,10 @@ impl Backend for EtcdBackend {
     }
 
     fn check_observe(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_inspect(&self) -> Result<()> {
         Ok(())
     }
 
@@ -250,6 +254,7 @@ impl Backend for EtcdBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
+            Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -277,6 +282,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
+            Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
             None => {}
         }
     }

@@ -24,6 +24,7 @@ mod confirm;
 mod failure;
 pub mod layout;
 mod lease;
+mod inspect;
 mod observe;
 pub mod recipe;
 mod release;

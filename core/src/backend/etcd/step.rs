@@ -69,4 +69,6 @@ pub(crate) enum Step {
     Delete,
     /// An observe: reading the first key.
     Observe,
+    /// An inspect: reading every key under the lock's prefix.
+    Inspect,
 }

@@ -159,6 +159,8 @@ enum Step {
     Read,
     /// The `cas` of a write.
     Write,
+    /// The `gets` of an inspect.
+    Inspect,
 }
 
 /// What a renewal, extend or release writes.
@@ -397,6 +399,28 @@ impl MemcachedBackend {
     }
 }
 
+/// An inspect's `gets` (PROTOCOL.md §14): the item's value is the holder's owner token; an item
+/// records no label, fence or expiry the text protocol reads back, and waiters poll without
+/// leaving an entry, so a snapshot has at most that one holder and never a waiter.
+fn inspected(reply: McReply) -> Result<crate::inspect::Snapshot> {
+    use crate::inspect::{Holder, Kind, Mode, Snapshot};
+    let mut s = Snapshot::empty(Kind::Mutex);
+    match reply? {
+        McAnswer::Value { value, .. } => {
+            let token = String::from_utf8(value).map_err(|_| Error::protocol("gets answered a value that is not text"))?;
+            s.holders.push(Holder::new(Some(token), None, None, Mode::Exclusive));
+        }
+        McAnswer::Miss => {}
+        other => return Err(Error::protocol(format!("gets answered {other:?}"))),
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+pub(super) fn inspected_for_test(reply: McReply) -> Result<crate::inspect::Snapshot> {
+    inspected(reply)
+}
+
 impl MemcachedBackend {
     /// Starts `q` (its token's turn came).
     fn start(&mut self, ctx: &mut Ctx<'_, McRequest>, q: Queued, answers: &mut Vec<Answer>) {
@@ -471,6 +495,10 @@ impl Backend for MemcachedBackend {
         Err(Error::unsupported("observing a leader is not supported by a memcached client: it has no elections"))
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// One percent of the lease, for the rate difference of this client's clock and the
     /// server's (the item's whole-second expiry is covered by [`CLOCK_SLACK_SECS`]).
     fn drift(&self, d: Duration) -> Duration {
@@ -496,6 +524,12 @@ impl Backend for MemcachedBackend {
             Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
             Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
             Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },
+            Action::Inspect { target, .. } => {
+                // A read of no token's: it waits behind nothing and nothing waits behind it.
+                let call = Call { purpose, target: Arc::clone(target), token: Arc::from(""), goal: Goal::Drop, step: Step::Inspect, tries: 0, sent: ctx.now };
+                let key = target.key.clone();
+                return self.send(ctx, call, Step::Inspect, McCommand::Gets { key });
+            }
             Action::Observe { .. } => {
                 // check_observe refuses before the engine gets here; answered, never a panic.
                 let e = Error::unsupported("observing a leader is not supported by a memcached client");
@@ -525,6 +559,7 @@ impl Backend for MemcachedBackend {
             }
             Step::Read => self.on_read(ctx, call, reply, answers),
             Step::Write => self.on_write(ctx, call, reply, answers),
+            Step::Inspect => answers.push(Answer { purpose: call.purpose, sent: call.sent, verdict: Verdict::Inspected(inspected(reply)) }),
         }
         if answers.len() > settled {
             self.next(ctx, &token, answers);

@@ -451,3 +451,29 @@ fn an_undo_waiting_behind_the_granted_retry_does_not_delete_the_grant() {
     assert_eq!(w.cache.items.len(), 1, "the grant's item is still there");
     assert_eq!(w.release(0, lease_id), Some(Done::Released { was_held: true }));
 }
+
+#[test]
+fn inspect_reads_the_holder_without_label_fence_or_waiters() {
+    use crate::inspect::{Kind, Snapshot};
+    let mut w = World::new(2);
+    let op = w.engines[1].inspect(w.now, "orders", Kind::Mutex).unwrap();
+    w.settle();
+    assert_eq!(w.done.get(&(1, op)), Some(&Done::Inspected(Snapshot::empty(Kind::Mutex))));
+    let a = w.acquire(0, "orders", &lease(5000), Wait::Try);
+    let (held, _) = w.granted(0, a).unwrap();
+    let waiting = w.acquire(1, "orders", &lease(5000), Wait::For(Duration::from_secs(5)));
+    let mine = w.engines[0].inspect(w.now, "orders", Kind::Mutex).unwrap();
+    let theirs = w.engines[1].inspect(w.now, "orders", Kind::Mutex).unwrap();
+    w.settle();
+    let Some(Done::Inspected(s)) = w.done.get(&(0, mine)) else { panic!("{:?}", w.done.get(&(0, mine))) };
+    assert_eq!((s.holders.len(), s.holders[0].holds, s.holders[0].label.clone(), s.holders[0].fencing_token), (1, Some(1), None, None));
+    assert!(s.waiters.is_empty(), "a poller leaves no entry");
+    let Some(Done::Inspected(s)) = w.done.get(&(1, theirs)) else { panic!() };
+    assert_eq!(s.holders[0].holds, None);
+    w.release(0, held);
+    w.engines[1].cancel(w.now, waiting);
+    w.settle();
+    // A server's answer that makes no sense is an error, not a panic.
+    assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Stored)).unwrap_err().code(), "PROTOCOL");
+    assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Value { value: vec![0xff], cas: 1 })).unwrap_err().code(), "PROTOCOL");
+}

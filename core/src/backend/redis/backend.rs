@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::holders;
+use super::{holders, inspect, mutex};
 use super::keys::client_channel;
 use super::reply::{self, AcquireReply, Reply};
 use super::request::{Command, Request, RequestKind};
@@ -19,6 +19,7 @@ use crate::engine::{
     RequestId, Signal, Verdict, Wake,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::inspect::Kind;
 use crate::options::{self, whole_millis, LockOptions};
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -82,6 +83,8 @@ struct ScriptCall {
     args: Vec<String>,
     /// Send the body with EVAL (after NOSCRIPT) instead of EVALSHA.
     full: bool,
+    /// The kind an inspect reads the reply as (`None` for every other call).
+    read_as: Option<Kind>,
 }
 
 /// A request on the wire and what each of its commands was for.
@@ -161,6 +164,7 @@ impl RedisBackend {
                     key_count: target.keys.len(),
                     args,
                     full: false,
+                    read_as: None,
                 }
             }
             Action::Extend { target, token, duration } => {
@@ -171,6 +175,7 @@ impl RedisBackend {
                     key_count,
                     args: vec![token.to_string(), whole_millis(duration).to_string()],
                     full: false,
+                    read_as: None,
                 }
             }
             Action::Release { target, token } => ScriptCall {
@@ -179,6 +184,7 @@ impl RedisBackend {
                 key_count: target.keys.len(),
                 args: vec![token.to_string(), self.retention_ms.clone()],
                 full: false,
+                read_as: None,
             },
             Action::Observe { target } => ScriptCall {
                 script: &holders::OBSERVE,
@@ -186,6 +192,15 @@ impl RedisBackend {
                 key_count: 5,
                 args: Vec::new(),
                 full: false,
+                read_as: None,
+            },
+            Action::Inspect { target, kind } => ScriptCall {
+                script: if target.shared { &holders::INSPECT } else { &mutex::INSPECT },
+                target: Arc::clone(target),
+                key_count: target.keys.len(),
+                args: Vec::new(),
+                full: false,
+                read_as: Some(kind),
             },
         }
     }
@@ -204,6 +219,10 @@ impl Backend for RedisBackend {
     }
 
     fn check_observe(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_inspect(&self) -> Result<()> {
         Ok(())
     }
 
@@ -388,6 +407,10 @@ fn verdict(purpose: Purpose, call: &ScriptCall, reply: Result<Reply>) -> Verdict
         Purpose::Observe(_) => Verdict::Observed(reply.and_then(|r| reply::parse_observe(&r)).map(|leader| {
             leader.map(|(value, term, pttl_ms)| LeaderInfo { value, term, remaining: Duration::from_millis(pttl_ms) })
         })),
+        Purpose::Inspect(_) => Verdict::Inspected(reply.and_then(|r| match call.read_as {
+            Some(kind) if call.target.shared => inspect::parse_shared(kind, &r),
+            _ => inspect::parse_mutex(&r),
+        })),
     }
 }
 
@@ -419,6 +442,7 @@ impl From<Done> for Outcome {
             Done::Released { was_held } => Outcome::Released { was_held },
             Done::Extended { valid_until } => Outcome::Extended { valid_until },
             Done::Observed(leader) => Outcome::Observed(leader),
+            Done::Inspected(s) => Outcome::Inspected(s),
             Done::Failed(e) => Outcome::Failed(e),
         }
     }
@@ -435,6 +459,7 @@ impl From<Outcome> for Done {
             Outcome::Released { was_held } => Done::Released { was_held },
             Outcome::Extended { valid_until } => Done::Extended { valid_until },
             Outcome::Observed(leader) => Done::Observed(leader),
+            Outcome::Inspected(s) => Done::Inspected(s),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }

@@ -215,3 +215,21 @@ return {redis.call('HGET', KEYS[5], 'v:' .. first[1]) or '',
 "#
     ),
 );
+
+/// SHARED_INSPECT (since version 11): reads a semaphore, read-write lock or election, changing
+/// nothing (dead holders are left for the next script that purges; the reader skips them).
+///
+/// KEYS: holders, fence, queue, waiters, info. No ARGV. Returns `{now_us, holders, queue,
+/// waiters, info}`: the server time in µs, the holders and the queue as `ZRANGE ...
+/// WITHSCORES`, the waiters and info hashes as `HGETALL`.
+pub static INSPECT: Script = Script::new(
+    "shared_inspect",
+    concat!(
+        super::script::lua_clock!(),
+        r#"
+return {fmt(now_us()), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'),
+        redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES'), redis.call('HGETALL', KEYS[4]),
+        redis.call('HGETALL', KEYS[5])}
+"#
+    ),
+);

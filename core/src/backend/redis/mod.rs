@@ -22,6 +22,7 @@ pub mod backend;
 #[cfg(feature = "redis")]
 pub mod data;
 pub mod holders;
+pub mod inspect;
 pub mod keys;
 pub mod mutex;
 pub mod redlock;
@@ -49,7 +50,7 @@ pub use target::Target;
 
 /// Every script of the protocol (mutex and shared-holder families), for documentation and
 /// preloading.
-pub fn all() -> [&'static Script; 7] {
+pub fn all() -> [&'static Script; 9] {
     [
         &mutex::ACQUIRE,
         &mutex::RELEASE,
@@ -58,6 +59,8 @@ pub fn all() -> [&'static Script; 7] {
         &holders::RELEASE,
         &holders::EXTEND,
         &holders::OBSERVE,
+        &mutex::INSPECT,
+        &holders::INSPECT,
     ]
 }
 

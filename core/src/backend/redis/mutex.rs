@@ -165,3 +165,22 @@ end
 return 0
 "#,
 );
+
+/// INSPECT (since version 11): reads the mutex, changing nothing (an operator's or a
+/// dashboard's view, PROTOCOL.md §14).
+///
+/// KEYS: lock, fence, queue, waiters. No ARGV. Returns `{now_us, holder_token, pttl_ms, fence,
+/// queue, waiters}`: the server time in µs, the holder's token (`''` for none) and PTTL, the
+/// fence key (`'0'` for none), the queue as `ZRANGE ... WITHSCORES` and the waiters hash as
+/// `HGETALL` (entries and `l:` labels).
+pub static INSPECT: Script = Script::new(
+    "inspect",
+    concat!(
+        lua_clock!(),
+        r#"
+return {fmt(now_us()), redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]),
+        redis.call('GET', KEYS[2]) or '0', redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES'),
+        redis.call('HGETALL', KEYS[4])}
+"#
+    ),
+);

@@ -82,9 +82,19 @@ return 0
 "#,
 );
 
+/// REDLOCK_INSPECT (since version 11): reads one master's key, changing nothing.
+/// `KEYS[1]` lock key, `KEYS[2]` its label key; no ARGV. Returns `{owner value or '', pttl_ms,
+/// label or ''}`.
+pub static INSPECT: Script = Script::new(
+    "REDLOCK_INSPECT",
+    r#"
+return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or ''}
+"#,
+);
+
 /// The Redlock scripts, for documentation and preloading.
-pub fn all() -> [&'static Script; 3] {
-    [&ACQUIRE, &RELEASE, &EXTEND]
+pub fn all() -> [&'static Script; 4] {
+    [&ACQUIRE, &RELEASE, &EXTEND, &INSPECT]
 }
 
 /// The key of Redlock `name` on every master: `<prefix>{<name>}:redlock` (apart from the

@@ -80,7 +80,7 @@ pub fn mentions_auth_refused(text: &str) -> bool {
     AUTH_REFUSED_CODES.iter().any(|c| text.contains(c))
 }
 
-fn unexpected(script: &str, r: &Reply) -> Error {
+pub(crate) fn unexpected(script: &str, r: &Reply) -> Error {
     match r {
         Reply::Error(e) if is_transient_error(e) => Error::new(
             ErrorKind::Connection,

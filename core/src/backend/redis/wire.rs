@@ -133,6 +133,10 @@ impl DynEngine for WiredEngine {
         self.engine.observe_leader(now, name)
     }
 
+    fn inspect_as(&mut self, now: Instant, name: &str, primitive: &crate::primitive::Primitive) -> Result<OpId> {
+        self.engine.inspect_as(now, name, primitive)
+    }
+
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         self.engine.release(now, lease)
     }

@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(servers[2].int_field("", "port"), Ok(6379));
         assert_eq!(servers[0].str_field("", "password"), Ok("pw"));
         assert_eq!(servers[0].str_field("", "redacted"), Ok("redis://u:***@a:1"));
-        assert_eq!(p.get("scripts").and_then(Data::as_list).map(<[Data]>::len), Some(3));
+        assert_eq!(p.get("scripts").and_then(Data::as_list).map(<[Data]>::len), Some(4));
         let single = plan(&ClientOptions::new("redis://a:1/2")).unwrap();
         assert_eq!(single.get("scripts"), None);
         assert_eq!(single.get("servers").and_then(Data::as_list).unwrap()[0].int_field("", "db"), Ok(2));

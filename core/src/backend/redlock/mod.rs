@@ -13,6 +13,7 @@
 //! where the protected resource needs tokens.
 
 pub mod address;
+mod inspect;
 mod round;
 pub mod data;
 pub mod spec;
@@ -172,6 +173,8 @@ pub enum RedlockOutcome {
         /// Local instant before which the lease is certainly valid.
         valid_until: Instant,
     },
+    /// A lock was inspected.
+    Inspected(crate::inspect::Snapshot),
     /// The operation failed; whatever it set on the masters is being undone.
     Failed(Error),
 }
@@ -186,6 +189,7 @@ impl From<Done> for RedlockOutcome {
             Done::Extended { valid_until } => RedlockOutcome::Extended { valid_until },
             // The backend refuses observe_leader before anything starts (check_observe).
             Done::Observed(_) => RedlockOutcome::Failed(Error::protocol("a Redlock observed an election")),
+            Done::Inspected(s) => RedlockOutcome::Inspected(s),
             Done::Failed(e) => RedlockOutcome::Failed(e),
         }
     }
@@ -199,6 +203,7 @@ impl From<RedlockOutcome> for Done {
             RedlockOutcome::NotAcquired => Done::NotAcquired,
             RedlockOutcome::Released { was_held } => Done::Released { was_held },
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
+            RedlockOutcome::Inspected(s) => Done::Inspected(s),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -313,10 +318,12 @@ impl RedlockBackend {
                 tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
             }
             Purpose::Renew(..) | Purpose::Extend(..) => tally.yes >= quorum || tally.yes + tally.pending < quorum,
-            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) => tally.pending == 0,
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) => tally.pending == 0,
         };
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
+        // An inspect's replies, read once when it concludes (a master silent by then is left out).
+        let reads = if conclude { std::mem::take(&mut round.reads) } else { Vec::new() };
         let (purpose, sent, lease) = (round.purpose, round.sent, round.lease);
         let first_error = round.first_error().map(|e| e.message().to_string());
         let mismatch = round.mismatch().map(str::to_string);
@@ -362,6 +369,9 @@ impl RedlockBackend {
             // An undo is sent once: what it misses expires with the lease.
             Purpose::Cleanup(_) => Verdict::Release(Release::Done { was_held: tally.yes >= quorum }),
             Purpose::Observe(_) => Verdict::Observed(Err(Error::protocol("a Redlock observed an election"))),
+            Purpose::Inspect(_) => {
+                Verdict::Inspected(inspect::snapshot(&reads, quorum))
+            }
         };
         answers.push(Answer { purpose, sent, verdict });
     }
@@ -419,6 +429,10 @@ impl Backend for RedlockBackend {
         Err(Error::unsupported("observing a leader is not supported by a Redlock: it has no elections"))
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The master count travels in the value, so a client of another deployment size meeting
     /// the key learns that its quorum differs (PROTOCOL.md §8).
     fn owner_token(&self, random_hex: String) -> String {
@@ -462,6 +476,9 @@ impl Backend for RedlockBackend {
             }
             // The engine asks check_observe first, which refuses.
             Action::Observe { .. } => unreachable!("observe on a Redlock"),
+            Action::Inspect { target, .. } => {
+                self.start_round(ctx, purpose, &scripts::INSPECT, &target.key, Vec::new(), Duration::ZERO);
+            }
         }
     }
 
@@ -491,6 +508,18 @@ impl Backend for RedlockBackend {
             let command = eval_command(round.script, &round.key, &round.args, true);
             self.send(ctx, round_id, master, command);
             return;
+        }
+        if std::ptr::eq(round.script, &scripts::INSPECT) {
+            // A read, not a vote: kept for the decision, which reads every master's.
+            round.votes[master] = match reply {
+                Ok(Reply::Error(e)) => Vote::Failed(Error::protocol(format!("redlock_inspect failed on the server: {e}"))),
+                Ok(r) => {
+                    round.reads[master] = Some(r);
+                    Vote::Yes
+                }
+                Err(e) => Vote::Failed(e),
+            };
+            return self.decide(ctx.now, round_id, answers);
         }
         let vote = match reply.and_then(|r| parse_vote(round.script, &r)) {
             Ok(v) => v,

@@ -45,6 +45,8 @@ pub(super) struct Round<P> {
     /// The node timeout: masters silent by then count as failed for the decision.
     pub deadline: Instant,
     pub votes: Vec<Vote>,
+    /// An inspect round's replies, per master (read once every master answered or timed out).
+    pub reads: Vec<Option<crate::redis::reply::Reply>>,
     /// Whether the script body was already sent to a master after a NOSCRIPT.
     pub sent_full: Vec<bool>,
     /// The round's result was acted on; later votes are only recorded.
@@ -63,6 +65,7 @@ impl<P> Round<P> {
             sent,
             deadline,
             votes: vec![Vote::Pending; masters],
+            reads: vec![None; masters],
             sent_full: vec![false; masters],
             decided: false,
             timed_out: false,

@@ -668,6 +668,10 @@ impl Backend for SqlBackend {
         Ok(())
     }
 
+    fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Expiry is the server's clock, validity the client's from the send time: a hundredth
     /// covers the two clocks' rates drifting apart.
     fn drift(&self, d: Duration) -> Duration {
@@ -763,6 +767,10 @@ impl Backend for SqlBackend {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
                 (target, "", op, Duration::ZERO, false)
             }
+            Action::Inspect { target, .. } => {
+                let op = SqlOp::Inspect { lock_key: target.lock_key.clone() };
+                (target, "", op, Duration::ZERO, false)
+            }
         };
         let id = ctx.ids.request();
         let token: Arc<str> = Arc::from(token);
@@ -840,6 +848,11 @@ impl Backend for SqlBackend {
                     remaining: Duration::from_millis(r.remaining_ms.max(0) as u64),
                 })),
                 Ok(other) => Err(Error::protocol(format!("an observe answered {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            }),
+            Purpose::Inspect(_) => Verdict::Inspected(match reply {
+                Ok(SqlReply::Entries { rows }) => Ok(super::inspect::snapshot(&call.target, &rows)),
+                Ok(other) => Err(Error::protocol(format!("an inspect answered {other:?}"))),
                 Err(f) => Err(failure_error(f)),
             }),
         };

@@ -15,6 +15,7 @@ pub mod backend;
 pub mod config;
 pub mod data;
 pub mod failure;
+pub mod inspect;
 pub mod recipe;
 pub mod request;
 pub mod script;

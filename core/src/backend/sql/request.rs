@@ -327,6 +327,12 @@ pub enum SqlOp {
         /// `<kind>/<name>`.
         lock_key: String,
     },
+    /// Reads the live rows of `lock_key` in id order, at most [`INSPECT_ROWS`] (inspecting a
+    /// lock, PROTOCOL.md §14). Reply [`SqlReply::Entries`].
+    Inspect {
+        /// `<kind>/<name>`.
+        lock_key: String,
+    },
     /// MySQL: waits up to `timeout_secs` for `owner`'s doorbell (`GET_LOCK` then
     /// `RELEASE_LOCK` at once, on a Wait connection). Reply [`SqlReply::Rang`].
     WaitDoorbell {
@@ -504,6 +510,10 @@ fn ms(v: u64) -> i64 {
 /// The columns an acquire or observe reads, in [`EntryRow`]'s order.
 const ROW_COLUMNS: &str = "id, owner, kind, permits, value, ";
 
+/// The most rows one inspect reads (holders first, then waiters in queue order): a snapshot
+/// for people, bounded so that a name with a runaway queue cannot make it a large read.
+pub const INSPECT_ROWS: u32 = 10_000;
+
 impl SqlOp {
     /// The batch that performs this operation on `schema`'s table, in its dialect.
     pub fn render(&self, schema: &Schema) -> Batch {
@@ -579,6 +589,15 @@ impl SqlOp {
                 .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
                 .now()
                 .s(" ORDER BY id LIMIT 1")
+                .done()]),
+            SqlOp::Inspect { lock_key } => main(vec![Stmt::new(schema)
+                .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+                .now()
+                .s(&format!(" FROM {t} WHERE lock_key = "))
+                .text(lock_key)
+                .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+                .now()
+                .s(&format!(" ORDER BY id LIMIT {INSPECT_ROWS}"))
                 .done()]),
             SqlOp::WaitDoorbell { owner, timeout_secs } => {
                 let name = doorbell(owner);
@@ -664,6 +683,19 @@ impl SqlOp {
                 },
                 None => bad("an observe with no result".into()),
             },
+            SqlOp::Inspect { .. } => {
+                let Some(select) = rows.first() else {
+                    return bad("an inspect with no result".into());
+                };
+                let mut out = Vec::with_capacity(select.rows.len());
+                for r in &select.rows {
+                    match entry_row(r) {
+                        Some(e) => out.push(e),
+                        None => return bad(format!("an inspect with the row {r:?}")),
+                    }
+                }
+                Ok(SqlReply::Entries { rows: out })
+            }
             SqlOp::WaitDoorbell { .. } => {
                 let got = rows.first().and_then(|r| r.rows.first()).and_then(|row| row.first()).and_then(Value::as_int);
                 Ok(SqlReply::Rang { rang: got == Some(1) })

@@ -232,6 +232,7 @@ mod tests {
             SqlOp::Release { lock_key: a.lock_key.clone(), owner: a.owner.clone() },
             SqlOp::Renew { id: 4, owner: a.owner.clone(), ttl_ms: 100 },
             SqlOp::Observe { lock_key: a.lock_key.clone() },
+            SqlOp::Inspect { lock_key: a.lock_key.clone() },
             SqlOp::WaitDoorbell { owner: a.owner.clone(), timeout_secs: 3 },
             SqlOp::TakeDoorbells { owners: vec!["a".into(), "b".into()] },
             SqlOp::DeleteOwners { owners: vec!["a".into()] },

@@ -208,7 +208,7 @@ impl JobRunner for ZooKeeperBackend {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_)) | None => unreachable!("observes and background steps are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes, inspects and background steps are sent directly"),
         }
     }
 }
@@ -225,6 +225,10 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn check_observe(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_inspect(&self) -> Result<()> {
         Ok(())
     }
 
@@ -283,6 +287,7 @@ impl Backend for ZooKeeperBackend {
             Action::Extend { target, token, duration } => (target, token, duration, false),
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
+            Action::Inspect { target, kind } => return self.inspect_start(ctx, purpose, target, kind),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -327,6 +332,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
+            Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
         }
     }
 

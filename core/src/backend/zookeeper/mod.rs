@@ -20,6 +20,7 @@ pub mod data;
 mod confirm;
 mod failure;
 pub mod layout;
+mod inspect;
 mod observe;
 pub mod recipe;
 mod release;

@@ -89,4 +89,9 @@ pub(crate) enum Step {
     ObserveList,
     /// An observe: reading the leader's node.
     ObserveData,
+    /// An inspect: listing the lock's children (`waiters`: a semaphore's internal mutex),
+    /// with the nodes listed so far and the snapshot being filled.
+    InspectList { waiters: bool, read: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
+    /// An inspect: reading one listed node, the rest to read after it.
+    InspectData { entry: super::inspect::Entry, rest: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
 }

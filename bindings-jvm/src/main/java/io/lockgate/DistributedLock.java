@@ -80,6 +80,25 @@ public final class DistributedLock implements Lock {
         return acquireThrough(lock, null);
     }
 
+    /**
+     * Reads this lock on the server, changing nothing: its holders (with this client's reentrant
+     * holds) and waiters. Racy by nature: for humans and dashboards; to decide whether to write,
+     * use the fencing token.
+     */
+    public LockSnapshot inspect() {
+        return LockSnapshot.of(Futures.block(Bridge.inspect(lock)));
+    }
+
+    /** Whether anyone holds this lock now, asking the server (Redisson's {@code isLocked}; racy). */
+    public boolean isLocked() {
+        return inspect().isLocked();
+    }
+
+    /** {@link #inspect()} without blocking. */
+    public CompletableFuture<LockSnapshot> inspectAsync() {
+        return Futures.async(Bridge.inspect(lock), LockSnapshot::of);
+    }
+
     /** One attempt: the lease, or empty if held or waiters are queued (a Redlock without a quorum: {@link LockConnectionException}). */
     public Optional<Lease> tryAcquire() {
         return tryThrough(lock);

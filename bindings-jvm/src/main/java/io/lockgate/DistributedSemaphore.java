@@ -31,6 +31,11 @@ public final class DistributedSemaphore {
         this.permits = permits;
     }
 
+    /** Reads the semaphore on the server: its holders (permits taken) and waiters (see {@link DistributedLock#inspect()}). */
+    public LockSnapshot inspect() {
+        return permitHandle.inspect();
+    }
+
     /** The semaphore's name. */
     public String getName() {
         return permitHandle.getName();

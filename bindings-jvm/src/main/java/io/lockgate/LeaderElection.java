@@ -88,6 +88,11 @@ public final class LeaderElection {
         return Futures.async(campaignOp(value, timeout), g -> Lease.granted(g, name, openLeases));
     }
 
+    /** Reads the election: the leader (a holder with its published value) and the other candidates in queue order. */
+    public LockSnapshot inspect() {
+        return LockSnapshot.of(Futures.block(Bridge.inspect(election)));
+    }
+
     /** The current leader (value, term, remaining lease) as the server sees it now, if any. */
     public Optional<Leader> observe() {
         return Optional.ofNullable(Futures.block(Bridge.observe(election)))

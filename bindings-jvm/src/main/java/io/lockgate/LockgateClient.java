@@ -87,6 +87,23 @@ public final class LockgateClient implements AutoCloseable {
         return capabilities;
     }
 
+    /** {@link #inspect(String, String)} of the mutex named {@code name}. */
+    public LockSnapshot inspect(String name) {
+        return inspect(name, "mutex");
+    }
+
+    /**
+     * Reads lock {@code name} as {@code kind} ({@code mutex}, {@code rw}, {@code semaphore},
+     * {@code election}) on the server, changing nothing; an unknown name is empty, the name is
+     * checked as for {@link #getLock(String)}. Racy by nature: for humans and dashboards; to
+     * decide whether to write, use the fencing token.
+     */
+    public LockSnapshot inspect(String name, String kind) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(kind, "kind");
+        return LockSnapshot.of(Futures.block(Bridge.inspect(client, name, kind)));
+    }
+
     /** The mutex named {@code name} with the default options (see {@link DistributedLock}). */
     public DistributedLock getLock(String name) {
         return getLock(name, LockOptions.defaults());

@@ -333,6 +333,25 @@ public final class ConformanceActor {
                     r.put("records", records);
                     return r;
                 }
+                case "inspect": {
+                    // With permits, through a semaphore handle (which knows its count); else by name.
+                    LockSnapshot s = op.containsKey("permits")
+                        ? client.getSemaphore(name, ((Number) op.get("permits")).intValue()).inspect()
+                        : client.inspect(name, (String) op.getOrDefault("kind", "mutex"));
+                    Map<String, Object> r = ok();
+                    Optional<LockSnapshot.Holder> writer = s.holders().stream().filter(h -> !h.shared()).findFirst();
+                    r.put("locked", s.isLocked());
+                    r.put("holders", s.holders().stream().map(h -> h.label().orElse(null)).toList());
+                    r.put("waiters", s.waiters().stream().map(w -> w.label().orElse(null)).toList());
+                    r.put("readers", s.holders().stream().filter(LockSnapshot.Holder::shared).count());
+                    r.put("writer", writer.isPresent());
+                    r.put("token", s.holders().isEmpty() || s.holders().get(0).fencingToken().isEmpty()
+                        ? null : Long.toString(s.holders().get(0).fencingToken().getAsLong()));
+                    r.put("holds", s.holders().stream().map(h -> h.holds().isPresent() ? (Object) h.holds().getAsLong() : null).toList());
+                    r.put("permits", s.permits().isPresent() ? (Object) s.permits().getAsLong() : null);
+                    r.put("leader", writer.flatMap(LockSnapshot.Holder::value).orElse(null));
+                    return r;
+                }
                 case "observe": {
                     Optional<Leader> leader = client.getElection(name).observe();
                     Map<String, Object> r = ok();

@@ -206,6 +206,12 @@ class CuratorInteropTest {
             parties.get(0).end(occ);
 
             get(parties.get(1).begin(occ));
+            // lockgate's inspect shows Curator's holder, its node data (Curator's default: the
+            // holder's IP address) as the label (PROTOCOL.md §14).
+            LockSnapshot seen = lockgate(0).inspect(path);
+            assertEquals(1, seen.holders().size(), seen.toString());
+            assertTrue(seen.holders().get(0).label().isPresent(), seen.toString());
+            assertTrue(seen.holders().get(0).holds().isEmpty(), "not this client's: " + seen);
             assertFalse(parties.get(2).attempt(Duration.ZERO, occ), "lockgate tryAcquire beside a Curator holder");
             assertFalse(parties.get(2).attempt(Duration.ofMillis(300), occ), "lockgate acquired beside a Curator holder");
             assertFalse(parties.get(3).attempt(Duration.ofMillis(300), occ), "Curator acquired beside a Curator holder");

@@ -7,6 +7,7 @@ import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import io.lockgate.internal.ffi.NativeOptionValue
+import io.lockgate.internal.ffi.NativeSnapshot
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
 import java.util.concurrent.CompletableFuture
@@ -170,6 +171,15 @@ object Bridge {
 
     @JvmStatic
     fun observe(election: NativeElection): Op<NativeLeader?> = op { election.observe() }
+
+    @JvmStatic
+    fun inspect(lock: NativeLock): Op<NativeSnapshot> = op { lock.inspect() }
+
+    @JvmStatic
+    fun inspect(election: NativeElection): Op<NativeSnapshot> = op { election.inspect() }
+
+    @JvmStatic
+    fun inspect(client: NativeClient, name: String, kind: String): Op<NativeSnapshot> = op { client.inspect(name, kind) }
 
     @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): Op<Void?> = op { lease.extend(durationSecs); null }

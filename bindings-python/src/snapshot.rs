@@ -1,0 +1,40 @@
+//! What `inspect()` returns: the core's snapshot as plain Python values (a `dict` of `str`,
+//! `int`, `bool`, `None`, `list` and `dict`), converted generically from the core's `Data`
+//! (`Snapshot::to_data`), so no field is spelled here.
+
+use lockgate_core::data::Data;
+use lockgate_core::inspect::Snapshot;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::IntoPyObjectExt;
+
+/// A snapshot on its way to Python (built without the GIL, converted with it).
+pub(crate) struct Inspected(pub(crate) Snapshot);
+
+fn to_py<'py>(py: Python<'py>, d: &Data) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match d {
+        Data::Null => py.None().into_bound(py),
+        Data::Bool(b) => b.into_bound_py_any(py)?,
+        Data::Int(n) => n.into_bound_py_any(py)?,
+        Data::Str(s) => s.into_bound_py_any(py)?,
+        Data::Bytes(b) => PyBytes::new(py, b).into_any(),
+        Data::List(items) => PyList::new(py, items.iter().map(|x| to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any(),
+        Data::Map(entries) => {
+            let dict = PyDict::new(py);
+            for (k, v) in entries {
+                dict.set_item(k, to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+impl<'py> IntoPyObject<'py> for Inspected {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.to_data(false))
+    }
+}
