@@ -7,6 +7,7 @@
 mod child;
 mod duration;
 mod exit_code;
+mod inspect;
 mod run;
 mod sql_schema;
 mod status;
@@ -36,6 +37,9 @@ enum Command {
     Run(RunArgs),
     /// Run CMD while this process leads the election NAME (the term is the fencing token).
     Elect(ElectArgs),
+    /// Show who holds the lock NAME (label, fencing token, how long, how much longer) and who
+    /// waits behind it in queue order; racy by nature, for operators and dashboards.
+    Inspect(InspectArgs),
     /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
     #[command(hide = true)]
     Watchdog,
@@ -103,6 +107,26 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct InspectArgs {
+    /// The lock's name.
+    name: String,
+    /// The lock service (as for `run`); its password is never printed.
+    #[arg(long, env = "LOCKGATE_URL", hide_env_values = true, value_name = "URL")]
+    url: String,
+    /// What NAME is: a mutex, a read-write lock, a semaphore or an election (each kind keeps
+    /// its own entries).
+    #[arg(long, default_value = "mutex", value_parser = ["mutex", "rw", "semaphore", "election"])]
+    kind: String,
+    /// ZooKeeper and etcd: the session timeout of this short-lived client.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    session_timeout: Option<Duration>,
+    /// Print one JSON object (name, kind, locked, holders, waiters, permits, remaining_ms)
+    /// instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct ElectArgs {
     /// The election's name.
     name: String,
@@ -144,6 +168,15 @@ fn main() {
     let plan = match cli.command {
         Command::SqlSchema { url } => std::process::exit(sql_schema::run(&url)),
         Command::Watchdog => std::process::exit(watchdog::serve()),
+        Command::Inspect(a) => {
+            let kind = match lockgate_core::inspect::Kind::parse(&a.kind) {
+                Ok(k) => k,
+                Err(e) => std::process::exit(run::fail(exit_code::USAGE, &e.to_string())),
+            };
+            let ask = inspect::Ask { url: a.url, name: a.name, kind, session_timeout: a.session_timeout, json: a.json };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            std::process::exit(rt.block_on(inspect::run(ask)))
+        }
         Command::Run(a) => {
             let kind = match (a.read, a.write, a.semaphore) {
                 (true, _, _) => Kind::Read,

@@ -543,3 +543,53 @@ fn verbose_prints_the_core_events() {
     let out = run(&dir.0, &["run", "verb", "--url", &url, "--", "true"]);
     assert_eq!((out.status.code(), out.stderr.as_slice()), (Some(0), &b""[..]));
 }
+
+/// `lockgate inspect`: the holder (label, fencing token) and the waiters in queue order that
+/// library clients left on the server, as a table and as `--json`; an unknown name is free; a
+/// bad `--kind` is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_shows_the_holder_and_the_queue() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("inspect");
+    let labelled = |label: &str| {
+        let mut o = lockgate_core::native::ClientOptions::new(url.clone());
+        o.label = Some(label.to_string());
+        o
+    };
+    let holder = labelled("holder-a").connect().await.unwrap();
+    let waiter = labelled("waiter-b").connect().await.unwrap();
+    let lease = holder.lock("insp", LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let token = lease.fencing_token().unwrap();
+    let queued = waiter.lock("insp", LockOptions::default()).unwrap();
+    let waiting = tokio::spawn(async move { queued.acquire(Duration::from_secs(30)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let out = run(&dir.0, &["inspect", "insp", "--url", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("\"insp\" (mutex): held\n"), "{text}");
+    assert!(text.contains("holder-a") && text.contains(&token.to_string()), "{text}");
+    assert!(text.contains("1 waiting, in queue order:") && text.contains("1. waiter-b"), "{text}");
+
+    let out = run(&dir.0, &["inspect", "insp", "--url", &url, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["name"].as_str(), v["kind"].as_str(), v["locked"].as_bool()), (Some("insp"), Some("mutex"), Some(true)));
+    assert_eq!(v["holders"][0]["label"], "holder-a");
+    assert_eq!(v["holders"][0]["fencing_token"].as_u64(), Some(token));
+    assert_eq!(v["waiters"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["waiters"][0]["label"], "waiter-b");
+
+    lease.release().await.unwrap();
+    waiting.await.unwrap().unwrap().release().await.unwrap();
+    let out = run(&dir.0, &["inspect", "insp", "--url", &url, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["locked"].as_bool(), v["holders"].as_array().map(Vec::len)), (Some(false), Some(0)));
+    let out = run(&dir.0, &["inspect", "nobody-ever", "--url", &url]);
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).as_ref()), (Some(0), "\"nobody-ever\" (mutex): free\n"));
+    let out = run(&dir.0, &["inspect", "insp", "--url", &url, "--kind", "queue"]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    holder.close().await;
+    waiter.close().await;
+}
