@@ -43,6 +43,24 @@ pub(crate) struct Job<T, S> {
     pub(crate) sent: Instant,
 }
 
+impl<T, S> Job<T, S> {
+    /// A call that only reads (an observe, an inspect): no owner token, no lease, one attempt,
+    /// at its first `step`, sent `now`.
+    pub(crate) fn read(purpose: Purpose, target: &Arc<T>, epoch: u64, step: S, now: Instant) -> Self {
+        Job {
+            purpose: Some(purpose),
+            target: Arc::clone(target),
+            token: Arc::from(""),
+            epoch,
+            lease: Duration::ZERO,
+            once: true,
+            steps: 0,
+            step,
+            sent: now,
+        }
+    }
+}
+
 /// The jobs of one backend: those on the wire, and per token the call in progress and the
 /// calls waiting behind it.
 #[derive(Debug)]

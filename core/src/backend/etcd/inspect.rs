@@ -19,7 +19,6 @@ use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Purpose, Verdict};
 use crate::error::Error;
 use crate::inspect::{Holder, Kind, Mode, Snapshot, Waiter};
-use crate::time::Duration;
 
 /// The most keys one inspect reads: a snapshot for people, bounded so a runaway queue cannot
 /// make it a large read.
@@ -28,17 +27,7 @@ pub const INSPECT_KEYS: i64 = 10_000;
 impl EtcdBackend {
     /// Starts an inspect of `target`: one range read.
     pub(super) fn inspect_start(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, target: &Arc<EtcdTarget>) {
-        let job = Job {
-            purpose: Some(purpose),
-            target: Arc::clone(target),
-            token: Arc::from(""),
-            epoch: self.epoch,
-            lease: Duration::ZERO,
-            once: true,
-            steps: 0,
-            step: Step::Inspect,
-            sent: ctx.now,
-        };
+        let job = Job::read(purpose, target, self.epoch, Step::Inspect, ctx.now);
         let range = Range::prefix(target.queue_prefix(), Order::CreateAscending, INSPECT_KEYS);
         self.send(ctx, job, Step::Inspect, EtcdOp::Range(range));
     }

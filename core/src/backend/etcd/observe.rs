@@ -17,17 +17,7 @@ use crate::time::Duration;
 impl EtcdBackend {
     /// Starts an observe of `target`.
     pub(super) fn observe_start(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, purpose: Purpose, target: &Arc<EtcdTarget>) {
-        let job = Job {
-            purpose: Some(purpose),
-            target: Arc::clone(target),
-            token: Arc::from(""),
-            epoch: self.epoch,
-            lease: Duration::ZERO,
-            once: true,
-            steps: 0,
-            step: Step::Observe,
-            sent: ctx.now,
-        };
+        let job = Job::read(purpose, target, self.epoch, Step::Observe, ctx.now);
         let range = Range::prefix(target.queue_prefix(), Order::CreateAscending, 1);
         self.send(ctx, job, Step::Observe, EtcdOp::Range(range));
     }

@@ -20,7 +20,6 @@ use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Purpose, Verdict};
 use crate::error::Error;
 use crate::inspect::{Holder, Kind, Mode, Snapshot, Waiter};
-use crate::time::Duration;
 
 /// One listed node to read: its path, whether it holds, how.
 #[derive(Clone, Debug)]
@@ -61,17 +60,7 @@ pub(crate) fn entries(recipe: &Recipe, dir: &str, mut children: Vec<String>, wai
 impl ZooKeeperBackend {
     /// Starts an inspect of `target`: sync, then list.
     pub(super) fn inspect_start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, target: &Arc<ZkTarget>, kind: Kind) {
-        let job = Job {
-            purpose: Some(purpose),
-            target: Arc::clone(target),
-            token: Arc::from(""),
-            epoch: self.epoch,
-            lease: Duration::ZERO,
-            once: true,
-            steps: 0,
-            step: Step::InspectList { waiters: false, read: Vec::new(), snapshot: Box::new(Snapshot::empty(kind)) },
-            sent: ctx.now,
-        };
+        let job = Job::read(purpose, target, self.epoch, Step::InspectList { waiters: false, read: Vec::new(), snapshot: Box::new(Snapshot::empty(kind)) }, ctx.now);
         let dir = target.leases_dir().unwrap_or_else(|| target.path.clone());
         let list = ZkOp::Children { path: dir.clone(), watch: false };
         let step = job.step.clone();

@@ -22,17 +22,7 @@ use crate::time::Duration;
 impl ZooKeeperBackend {
     /// Starts an observe of `target`: sync, then list its candidates.
     pub(super) fn observe_start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, purpose: Purpose, target: &Arc<ZkTarget>) {
-        let job = Job {
-            purpose: Some(purpose),
-            target: Arc::clone(target),
-            token: Arc::from(""),
-            epoch: self.epoch,
-            lease: Duration::ZERO,
-            once: true,
-            steps: 0,
-            step: Step::ObserveList,
-            sent: ctx.now,
-        };
+        let job = Job::read(purpose, target, self.epoch, Step::ObserveList, ctx.now);
         let path = target.path.clone();
         let list = ZkOp::Children { path: path.clone(), watch: false };
         self.send_synced(ctx, job, &path, Step::ObserveList, list);
