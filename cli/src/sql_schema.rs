@@ -3,7 +3,7 @@
 //! create the table by hand and give the application's user no `CREATE` right. The statements
 //! are the ones a client runs at its first use when the table is missing (never a `DROP`).
 
-use lockgate_core::sql::{Dialect, SqlAddress};
+use lockgate_core::backend::sql::{Dialect, SqlAddress};
 
 /// The script for `url`, or the reason it is refused (never showing a password).
 pub(crate) fn script(url: &str) -> Result<String, String> {

@@ -9,7 +9,7 @@ use lockgate_conformance::deploy::{Deployment, Kind};
 use lockgate_conformance::fixture::sql::SqlFixture;
 use lockgate_conformance::fixture::{Fixture, Op, Structure};
 use lockgate_conformance::sql::Engine;
-use lockgate_core::sql::{Dialect, Schema};
+use lockgate_core::backend::sql::{Dialect, Schema};
 use sqlx::Connection as _;
 
 /// Rows `(lock_key, owner, kind, permits, expires in ms from the server's now)`.

@@ -34,18 +34,8 @@ pub mod time;
 #[cfg(feature = "tokio")]
 pub mod native;
 
-pub use backend::redis;
-#[cfg(feature = "etcd")]
-pub use backend::etcd;
-#[cfg(feature = "redlock")]
-pub use backend::redlock;
-#[cfg(feature = "sql")]
-pub use backend::sql;
-#[cfg(feature = "zookeeper")]
-pub use backend::zookeeper;
-
 pub use engine::{Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
-pub use redis::{Engine, EngineConfig, ReplicaAcks, Request, RequestKind};
+pub use backend::redis::{Engine, EngineConfig, ReplicaAcks, Request, RequestKind};
 pub use capabilities::{Capabilities, Capability};
 pub use connect::Backend;
 pub use error::{Error, ErrorKind, Result};

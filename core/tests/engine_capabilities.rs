@@ -10,13 +10,13 @@ mod engine_zk;
 use lockgate_core::connect::Backend as Scheme;
 use lockgate_core::engine::{Backend, Done, LockEngine, RequestId};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
-use lockgate_core::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
+use lockgate_core::backend::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine};
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::etcd::{EtcdBackend, EtcdConfig, EtcdEngine, EtcdOp, EtcdReply, EtcdRequest, KeyValue, Order, TxnOp, TxnReply};
-use lockgate_core::sql::{Dialect, EntryRow, Schema, SqlBackend, SqlConfig, SqlEngine, SqlOp, SqlReply, SqlRequest};
-use lockgate_core::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
+use lockgate_core::backend::etcd::{EtcdBackend, EtcdConfig, EtcdEngine, EtcdOp, EtcdReply, EtcdRequest, KeyValue, Order, TxnOp, TxnReply};
+use lockgate_core::backend::sql::{Dialect, EntryRow, Schema, SqlBackend, SqlConfig, SqlEngine, SqlOp, SqlReply, SqlRequest};
+use lockgate_core::backend::zookeeper::{ZkConfig, ZkRequest, ZooKeeperBackend, ZooKeeperEngine};
 use lockgate_core::backend::memcached::{McAnswer, McCommand, McRequest, MemcachedBackend, MemcachedConfig, MemcachedEngine};
 use lockgate_core::{Capabilities, ErrorKind, Event, LockOptions, Primitive, Wait};
 
@@ -117,7 +117,7 @@ struct EtcdStore {
 }
 
 impl EtcdStore {
-    fn range(&self, r: &lockgate_core::etcd::Range) -> Vec<KeyValue> {
+    fn range(&self, r: &lockgate_core::backend::etcd::Range) -> Vec<KeyValue> {
         let mut kvs: Vec<KeyValue> =
             self.keys.values().filter(|kv| if r.prefix { kv.key.starts_with(&r.key) } else { kv.key == r.key }).cloned().collect();
         kvs.retain(|kv| r.max_create_revision == 0 || kv.create_revision <= r.max_create_revision);
@@ -145,7 +145,7 @@ impl GrantAll for EtcdBackend {
             EtcdOp::Txn(t) => {
                 let succeeded = t.compares.iter().all(|c| {
                     let rev = store.keys.get(&c.key).map_or(0, |kv| kv.create_revision);
-                    c.target == lockgate_core::etcd::CompareTarget::CreateRevision(rev)
+                    c.target == lockgate_core::backend::etcd::CompareTarget::CreateRevision(rev)
                 });
                 store.revision += 1;
                 let mut replies = Vec::new();

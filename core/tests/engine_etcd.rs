@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use lockgate_core::engine::{Done, Event, LeaseId, LockEngine, OpId, Wait};
-use lockgate_core::etcd::{
+use lockgate_core::backend::etcd::{
     CompareOp, CompareTarget, EtcdBackend, EtcdConfig, EtcdFailure, EtcdNotice, EtcdOp, EtcdReply, EtcdResult, EventKind,
     KeyValue, Order, Range, Txn, TxnOp, TxnReply, WatchEvent, WatchId,
 };
@@ -103,7 +103,7 @@ impl Etcd {
         }
     }
 
-    fn compare(&self, c: &lockgate_core::etcd::Compare) -> bool {
+    fn compare(&self, c: &lockgate_core::backend::etcd::Compare) -> bool {
         let kv = self.keys.get(&c.key);
         let ord = match &c.target {
             CompareTarget::CreateRevision(r) => kv.map_or(0, |k| k.create_revision).cmp(r),
@@ -229,7 +229,7 @@ struct World {
     drop_reply: Vec<Vec<OpMatch>>,
     /// Requests matching one of these are kept unanswered in `stashed` (the test answers).
     stash: Vec<Vec<OpMatch>>,
-    stashed: Vec<Vec<lockgate_core::etcd::EtcdRequest>>,
+    stashed: Vec<Vec<lockgate_core::backend::etcd::EtcdRequest>>,
     cut_off: Vec<bool>,
 }
 

@@ -39,7 +39,7 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Whether `code` contains `path` as a whole path segment (`crate::redis` but not
+/// Whether `code` contains `path` as a whole path segment (`crate::backend::redis` but not
 /// `crate::redistribute`).
 fn names(code: &str, path: &str) -> bool {
     code.match_indices(path).any(|(i, _)| {
@@ -118,10 +118,10 @@ fn every_backend_folder_is_registered() {
 #[test]
 fn the_check_catches_a_backend_import() {
     // The same matching over a sample, so a mistake in the paths cannot make it pass vacuously.
-    let sample = ["use crate::redis::reply::Reply;", "use crate::engine::io::OpId;", "use crate::redistribute::X;", "use super::super::etcd::EtcdAddress;"];
+    let sample = ["use crate::backend::redis::reply::Reply;", "use crate::engine::io::OpId;", "use crate::redistribute::X;", "use super::super::etcd::EtcdAddress;"];
     let hits: Vec<&str> = sample
         .into_iter()
         .filter(|l| ["redis", "etcd"].iter().any(|b| paths_to(b, false).iter().any(|p| names(l, p))))
         .collect();
-    assert_eq!(hits, ["use crate::redis::reply::Reply;", "use super::super::etcd::EtcdAddress;"]);
+    assert_eq!(hits, ["use crate::backend::redis::reply::Reply;", "use super::super::etcd::EtcdAddress;"]);
 }

@@ -1,9 +1,9 @@
 //! How the engine packs script calls into requests: batched into one pipeline by default,
 //! one request per call with `split_pipelines` (Redis Cluster).
 
-use lockgate_core::redis::{EngineConfig, RequestKind};
+use lockgate_core::backend::redis::{EngineConfig, RequestKind};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::reply::Reply;
+use lockgate_core::backend::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Engine, LockOptions, Wait};
 
@@ -96,7 +96,7 @@ fn holding(grants: &[(&str, Instant)], lease_ms: u64) -> (Engine, Vec<lockgate_c
 }
 
 /// The commands of every request the engine emitted, per request.
-fn pipelines(engine: &mut Engine) -> Vec<Vec<lockgate_core::redis::Command>> {
+fn pipelines(engine: &mut Engine) -> Vec<Vec<lockgate_core::backend::redis::Command>> {
     let mut out = Vec::new();
     while let Some(req) = engine.poll_request() {
         match req.kind {

@@ -6,8 +6,8 @@
 
 use lockgate_core::engine::{Backend, LockEngine};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redlock::{NodeRequest, RedlockConfig, RedlockEngine, RedlockOutcome};
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redlock::{NodeRequest, RedlockConfig, RedlockEngine, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Engine, EngineConfig, Error, ErrorKind, Event, LeaseId, LockOptions, Request, RequestKind, Wait};
 

@@ -12,7 +12,7 @@ mod sim;
 
 use lockgate_core::engine::{Done, LockEngine, Wait};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::sql::{
+use lockgate_core::backend::sql::{
     Conn, Dialect, Schema, SqlBackend, SqlConfig, SqlFailure, SqlNotice, SqlOp, SqlReply, SqlRequest,
 };
 use lockgate_core::time::{Duration, Instant};
@@ -248,7 +248,7 @@ fn releases_delete_only_their_own_row() {
         let mut pushes = Vec::new();
         assert!(db.perform(now, 0, &SqlOp::Probe, &mut pushes).is_err());
         db.perform(now, 0, &SqlOp::CreateSchema, &mut pushes).unwrap();
-        let target = lockgate_core::sql::SqlTarget::new("own", &Primitive::Mutex).unwrap();
+        let target = lockgate_core::backend::sql::SqlTarget::new("own", &Primitive::Mutex).unwrap();
         let acquire = SqlOp::Acquire(target.acquire("aaaa", ms(1000), ms(500)));
         db.perform(now, 0, &acquire, &mut pushes).unwrap();
         let other = SqlOp::Release { lock_key: "mutex/own".into(), owner: "bbbb".into() };
@@ -354,11 +354,11 @@ impl Hand {
     }
 }
 
-fn row(id: i64, owner: &str, remaining_ms: i64) -> lockgate_core::sql::EntryRow {
-    lockgate_core::sql::EntryRow {
+fn row(id: i64, owner: &str, remaining_ms: i64) -> lockgate_core::backend::sql::EntryRow {
+    lockgate_core::backend::sql::EntryRow {
         id,
         owner: owner.into(),
-        kind: Some(lockgate_core::sql::EntryKind::Mutex),
+        kind: Some(lockgate_core::backend::sql::EntryKind::Mutex),
         permits: 1,
         value: None,
         remaining_ms,

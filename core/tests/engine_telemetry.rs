@@ -169,7 +169,7 @@ fn told<O>(events: &[Event<O>]) -> Vec<&'static str> {
 
 #[test]
 fn a_zookeeper_session_tells_its_connection_its_spells_at_risk_and_its_expiry() {
-    use lockgate_core::zookeeper::{SessionEvent, ZkNotice};
+    use lockgate_core::backend::zookeeper::{SessionEvent, ZkNotice};
     let mut w = engine_zk::World::new(1, Duration::from_secs(6));
     w.clients[0].enable_telemetry(TelemetryConfig { backend: "zookeeper", lock_names: false, held_too_long: None });
     let a = w.acquire(0, "a", &lockgate_core::Primitive::Mutex, &LockOptions::renewed_lease(Duration::from_secs(6)), Wait::Forever);

@@ -9,8 +9,8 @@ mod engine_zk;
 use engine_zk::World;
 use lockgate_core::engine::{Done, Event, Wait};
 use lockgate_core::time::Duration;
-use lockgate_core::zookeeper::layout;
-use lockgate_core::zookeeper::{SessionEvent, ZkNotice, ZkOp};
+use lockgate_core::backend::zookeeper::layout;
+use lockgate_core::backend::zookeeper::{SessionEvent, ZkNotice, ZkOp};
 use lockgate_core::{ErrorKind, LockOptions, Primitive};
 
 const SESSION: Duration = Duration::from_secs(6);

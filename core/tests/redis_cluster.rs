@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockgate_core::native::{Client, ClientOptions};
-use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
+use lockgate_core::backend::redis::keys::{MutexKeys, SharedKeys};
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
 use support::RedisCluster;

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use lockgate_core::redis::redlock as scripts;
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redlock::{RedlockConfig, RedlockEngine, RedlockOutcome};
+use lockgate_core::backend::redis::redlock as scripts;
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redlock::{RedlockConfig, RedlockEngine, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{random::SeededRandom, Error, ErrorKind, Event, LeaseId, LockOptions, OpId, RequestId, Wait};
 

@@ -3,9 +3,9 @@
 //! sequence makes the decoder panic.
 
 use lockgate_core::random::{RandomSource, SeededRandom};
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::resp::{self, Decoder, MAX_DEPTH};
-use lockgate_core::redis::Command;
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redis::resp::{self, Decoder, MAX_DEPTH};
+use lockgate_core::backend::redis::Command;
 use lockgate_core::ErrorKind;
 
 /// The bytes a server sends for `r`, written independently of the codec under test.

@@ -6,7 +6,7 @@
 
 mod sim;
 
-use lockgate_core::redis::reply::Reply;
+use lockgate_core::backend::redis::reply::Reply;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{ErrorKind, Event, LockOptions, OpId, Outcome, Primitive, RequestKind, Wait};
 

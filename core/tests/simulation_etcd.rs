@@ -34,7 +34,7 @@ use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Event, LeaseId, LockOptions, OpId, Primitive, Wait};
 
 use sim::check;
-use lockgate_core::etcd::EtcdOp;
+use lockgate_core::backend::etcd::EtcdOp;
 use sim::etcd::{ClusterConfig, EtcdSim as Sim};
 use sim::harness::ClientId;
 use sim::net::Rng;

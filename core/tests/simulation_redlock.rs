@@ -20,7 +20,7 @@
 
 mod sim;
 
-use lockgate_core::redlock::RedlockConfig;
+use lockgate_core::backend::redlock::RedlockConfig;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::Primitive;
 

@@ -24,7 +24,7 @@ mod sim;
 
 use std::collections::HashMap;
 
-use lockgate_core::sql::Dialect;
+use lockgate_core::backend::sql::Dialect;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Event, LeaseId, LockOptions, OpId, Primitive, Wait};
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use lockgate_core::connect::{OptionValue, Spelling};
 use lockgate_core::native::{Client, ClientOptions, Lease, Lock};
-use lockgate_core::zookeeper::layout;
+use lockgate_core::backend::zookeeper::layout;
 use lockgate_core::{LockOptions, Primitive};
 use test_servers::TestServers;
 

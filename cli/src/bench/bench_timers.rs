@@ -7,8 +7,8 @@ use std::hint::black_box;
 use std::time::Instant as WallInstant;
 
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redlock::{RedlockConfig, RedlockEngine};
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redlock::{RedlockConfig, RedlockEngine};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Engine, EngineConfig, Event, LockOptions, RequestKind, Wait};
 

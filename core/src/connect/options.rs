@@ -4,7 +4,7 @@
 
 use super::backend::Kind;
 use super::spelling::{ClientOption, Spelling};
-use crate::redis::{EngineConfig, ReplicaAcks};
+use crate::backend::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
 use crate::time::Duration;

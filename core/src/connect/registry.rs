@@ -255,8 +255,17 @@ impl fmt::Debug for ClientOptions {
 mod tests {
     use super::*;
     use crate::connect::redlock_url;
-    use crate::redis::url::RedisUrl;
-    use crate::redlock::MAX_MASTERS;
+    use crate::backend::redis::url::RedisUrl;
+    use crate::backend::redlock::MAX_MASTERS;
+
+    #[test]
+    fn every_kind_has_its_own_name() {
+        let all = Backend::all();
+        let names: std::collections::HashSet<_> = all.iter().map(|b| format!("{b:?}")).collect();
+        assert_eq!(names.len(), all.len(), "two kinds share a name: {all:?}");
+        assert!(all.contains(&Backend::Etcd) && all.contains(&Backend::RedisCluster));
+        assert_ne!(Backend::Redis, Backend::RedisCluster);
+    }
 
     #[test]
     fn schemes_round_trip() {

@@ -9,7 +9,7 @@ use std::fmt;
 
 use super::options::{ClientOptions, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT};
 use super::spelling::{ClientOption, Spelling};
-use crate::redis::{EngineConfig, ReplicaAcks};
+use crate::backend::redis::{EngineConfig, ReplicaAcks};
 use crate::error::{Error, Result};
 use crate::options::{self, duration_in_range, MAX_DURATION, MIN_LEASE};
 use crate::time::Duration;

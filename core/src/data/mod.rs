@@ -6,7 +6,7 @@
 //!
 //! A backend joins by implementing [`DataBackend`] (its requests, replies and notices as plain
 //! data; each in its backend's folder, e.g.
-//! [`crate::zookeeper::data`]) and one line in its registry spec (`connect_data`, see
+//! [`crate::backend::zookeeper::data`]) and one line in its registry spec (`connect_data`, see
 //! `crate::connect::Spec`). A backend whose protocol the core speaks to the byte on a binding's
 //! own connection (Redis's RESP) gives its [`DynEngine`] the wire methods (`poll_wire`,
 //! `handle_wire`, `wire_closed`).

@@ -50,7 +50,7 @@ use timers::Timers;
 
 /// A lock engine over backend `B`. It performs no I/O: it never opens a socket, sleeps, reads a
 /// clock or spawns a task. The Redis `Engine` and the `RedlockEngine` are this type over their
-/// backends (`crate::redis`, `crate::redlock`).
+/// backends (`crate::backend::redis`, `crate::backend::redlock`).
 ///
 /// # Driving contract (every backend)
 /// The driver owns the connections and the clock, and loops:
@@ -74,7 +74,7 @@ use timers::Timers;
 /// ```
 /// # use lockgate_core::{Engine, EngineConfig, LockOptions, Wait, Event, Outcome, RequestKind};
 /// # use lockgate_core::random::SeededRandom;
-/// # use lockgate_core::redis::reply::Reply;
+/// # use lockgate_core::backend::redis::reply::Reply;
 /// # use lockgate_core::time::{Duration, Instant};
 /// // A stand-in server that grants every ACQUIRE and confirms everything else.
 /// fn serve(kind: &RequestKind) -> Vec<Reply> {

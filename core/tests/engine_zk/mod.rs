@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use lockgate_core::engine::{Done, Event, LeaseId, LockEngine, OpId, Wait};
 use lockgate_core::random::SeededRandom;
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::zookeeper::{
+use lockgate_core::backend::zookeeper::{
     CreateMode, SessionEvent, Stat, WatchEvent, ZkConfig, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkResult, ZooKeeperBackend,
 };
 use lockgate_core::{LockOptions, Primitive};
@@ -261,7 +261,7 @@ pub struct World {
     /// Per client: hold every request instead of serving it (a client cut off from the server).
     pub cut_off: Vec<bool>,
     /// Requests held for cut-off clients.
-    pub held: Vec<VecDeque<lockgate_core::zookeeper::ZkRequest>>,
+    pub held: Vec<VecDeque<lockgate_core::backend::zookeeper::ZkRequest>>,
 }
 
 impl World {

@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use lockgate_core::engine::{Done, LockEngine};
-use lockgate_core::etcd::{
+use lockgate_core::backend::etcd::{
     Compare, CompareOp, CompareTarget, EtcdBackend, EtcdConfig, EtcdFailure, EtcdNotice, EtcdOp, EtcdReply, EtcdRequest,
     EtcdResult, EventKind, KeyValue, Order, Range, Txn, TxnOp, TxnReply, WatchEvent, WatchId,
 };

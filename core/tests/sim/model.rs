@@ -9,7 +9,7 @@ use std::fmt::Debug;
 
 use lockgate_core::engine::{Backend, Done, LockEngine};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redlock::RedlockOutcome;
+use lockgate_core::backend::redlock::RedlockOutcome;
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, Outcome, Primitive, RequestId};
 

@@ -13,9 +13,9 @@ use std::collections::{HashMap, HashSet};
 
 use lockgate_core::engine::LockEngine;
 use lockgate_core::random::SeededRandom;
-use lockgate_core::redis::keys::{MutexKeys, SharedKeys};
-use lockgate_core::redis::reply::Reply;
-use lockgate_core::redis::{Command, Engine, EngineConfig, RedisBackend, Request, RequestKind, Script};
+use lockgate_core::backend::redis::keys::{MutexKeys, SharedKeys};
+use lockgate_core::backend::redis::reply::Reply;
+use lockgate_core::backend::redis::{Command, Engine, EngineConfig, RedisBackend, Request, RequestKind, Script};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, LeaseId, OpId, Outcome, Primitive, RequestId};
 
@@ -45,7 +45,7 @@ pub fn shared_kind(p: &Primitive) -> Option<&'static str> {
 }
 
 /// SHA-1 digests of the script texts this file re-implements (PROTOCOL.md version 4), in the
-/// order of `lockgate_core::redis::all()`.
+/// order of `lockgate_core::backend::redis::all()`.
 ///
 /// Version 9's holder labels (PROTOCOL.md §12: `l:<token>` fields, the last ARGV of the
 /// ACQUIREs) are not modelled: the simulated clients pass no label (`EngineConfig`'s default),
@@ -371,13 +371,13 @@ impl SimRedis {
 
 /// The scripts a simulated server runs: lockgate's nine and the three of a Redlock master.
 fn every_script() -> impl Iterator<Item = &'static Script> {
-    lockgate_core::redis::all().into_iter().chain(lockgate_core::redis::redlock::all())
+    lockgate_core::backend::redis::all().into_iter().chain(lockgate_core::backend::redis::redlock::all())
 }
 
 /// Which lockgate script a command runs (by digest or body), if any.
 pub fn script_of(cmd: &Command) -> Option<&'static str> {
     let arg = cmd.0.get(1)?;
-    lockgate_core::redis::all()
+    lockgate_core::backend::redis::all()
         .into_iter()
         .find(|s| s.sha1().as_bytes() == arg.as_slice() || s.source.as_bytes() == arg.as_slice())
         .map(|s| s.name)
@@ -980,7 +980,7 @@ mod tests {
 
     #[test]
     fn sim_models_the_current_scripts() {
-        let all = lockgate_core::redis::all();
+        let all = lockgate_core::backend::redis::all();
         assert_eq!(
             all.len(),
             MODELLED.len(),

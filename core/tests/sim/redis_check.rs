@@ -49,7 +49,7 @@ pub fn one_wakeup_per_grant(sim: &Sim) {
     let mut owner: BTreeMap<String, usize> = BTreeMap::new();
     for (c, client) in sim.clients.iter().enumerate() {
         for (_, req) in &client.requests {
-            if let lockgate_core::redis::RequestKind::Pipeline(cmds) = &req.kind {
+            if let lockgate_core::backend::redis::RequestKind::Pipeline(cmds) = &req.kind {
                 for cmd in cmds {
                     let script = super::redis::script_of(cmd);
                     if matches!(script, Some("acquire" | "shared_acquire")) {

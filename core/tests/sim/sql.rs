@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use lockgate_core::engine::{Done, LockEngine};
 use lockgate_core::random::SeededRandom;
-use lockgate_core::sql::recipe::{place, Place};
-use lockgate_core::sql::{
+use lockgate_core::backend::sql::recipe::{place, Place};
+use lockgate_core::backend::sql::{
     doorbell, Dialect, EntryKind, EntryRow, Schema, SqlBackend, SqlConfig, SqlFailure, SqlNotice, SqlOp, SqlReply, SqlRequest, SqlResult,
 };
 use lockgate_core::time::{Duration, Instant};

@@ -63,10 +63,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use lockgate_core::engine::{Done, LockEngine};
 use lockgate_core::random::SeededRandom;
 use lockgate_core::time::{Duration, Instant};
-use lockgate_core::zookeeper::{
+use lockgate_core::backend::zookeeper::{
     CreateMode, SessionEvent, Stat, WatchEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult,
 };
-use lockgate_core::zookeeper::{ZkConfig, ZooKeeperBackend};
+use lockgate_core::backend::zookeeper::{ZkConfig, ZooKeeperBackend};
 use lockgate_core::{Error, Primitive, RequestId};
 
 use super::harness::Sim;

@@ -1,4 +1,4 @@
-//! The etcd backend's requests, replies and notices ([`crate::etcd::request`]) as [`Data`], and
+//! The etcd backend's requests, replies and notices ([`crate::backend::etcd::request`]) as [`Data`], and
 //! what a transport opens, so a transport in another language (the Node binding's
 //! `lib/transport/etcd.js` on `etcd3`) performs them without a rule of its own. Keys and values
 //! are bytes; revisions, lease ids and counts are integers (lease ids are 64-bit: beyond 2^53
@@ -28,12 +28,12 @@
 //!
 //! What each op must do (one reply per request, keepalives answered by the server's answer to
 //! them, linearizable reads, watches named by the backend, nothing retried by the transport) is
-//! [`crate::etcd::request`]'s contract.
+//! [`crate::backend::etcd::request`]'s contract.
 
 use crate::data::{Connected, Data, DataBackend};
 use crate::connect::ClientOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::etcd::{
+use crate::backend::etcd::{
     Compare, CompareOp, CompareTarget, EtcdAddress, EtcdBackend, EtcdEngine, EtcdFailure, EtcdNotice, EtcdOp,
     EtcdReply, EtcdRequest, EtcdResult, EventKind, KeyValue, Order, Range, TxnOp, TxnReply, WatchEvent, WatchId,
 };
@@ -343,7 +343,7 @@ fn millis(d: Duration) -> Data {
 mod tests {
     use super::*;
     use crate::engine::RequestId;
-    use crate::etcd::Txn;
+    use crate::backend::etcd::Txn;
 
     fn request(op: EtcdOp) -> Data {
         request_data(&EtcdRequest { id: RequestId(7), op })

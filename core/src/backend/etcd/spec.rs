@@ -8,6 +8,14 @@ use crate::connect::options::{custom_key_prefix, no_redlock_settings, no_replica
 use crate::connect::{Address, Backend, ClientOption, ClientOptions, Kind, Spec, Spelling, Target};
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// An etcd cluster (`etcd://`, `etcds://`): one lease per client (the session).
+    pub const Etcd: Backend = Backend::named("Etcd");
+}
+
+
 /// The etcd backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[Kind { backend: Backend::Etcd, name: "etcd", article: "an", schemes: &[("etcd", false), ("etcds", true)] }],

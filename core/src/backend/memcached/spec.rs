@@ -12,6 +12,14 @@ use crate::options::DEFAULT_LEASE;
 use crate::time::Duration;
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// memcached servers (`memcached://`): one item per lock, waiters poll.
+    pub const Memcached: Backend = Backend::named("Memcached");
+}
+
+
 /// The memcached backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[Kind { backend: Backend::Memcached, name: "memcached", article: "a", schemes: &[("memcached", false)] }],

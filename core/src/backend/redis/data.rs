@@ -1,4 +1,4 @@
-//! The Redis backends' requests, replies and notices ([`crate::redis`], one server or a Cluster)
+//! The Redis backends' requests, replies and notices ([`crate::backend::redis`], one server or a Cluster)
 //! as [`Data`], what a Redis transport opens, and what the failures of a Redis client library
 //! mean, so a transport in another language (the Node binding's `lib/transport/redis.js`)
 //! performs them without a rule of its own. The forms:

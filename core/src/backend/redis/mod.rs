@@ -1,7 +1,7 @@
 //! The Redis backends: the wire contract of PROTOCOL.md §1–§7 (single instance, Cluster,
 //! replica-acknowledged mode) as a [`Backend`](crate::engine::Backend) of the lock engine, and
 //! the scripts each Redlock master runs (PROTOCOL.md §8; the Redlock backend itself is
-//! `crate::redlock`).
+//! `crate::backend::redlock`).
 //!
 //! - [`backend`]: [`RedisBackend`], its configuration and [`Engine`] (the engine over it);
 //! - [`request`]: what the driver is asked to do (pipelines, a subscription);

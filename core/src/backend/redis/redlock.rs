@@ -123,6 +123,6 @@ mod tests {
     fn key_is_apart_from_the_mutex() {
         let k = super::key("lockgate:", "orders");
         assert_eq!(k, "lockgate:{orders}:redlock");
-        assert!(!crate::redis::keys::MutexKeys::new("lockgate:", "orders").all().contains(&k.as_str()));
+        assert!(!crate::backend::redis::keys::MutexKeys::new("lockgate:", "orders").all().contains(&k.as_str()));
     }
 }

@@ -9,6 +9,16 @@ use crate::connect::options::{no_redlock_settings, no_session_timeout};
 use crate::connect::{Address, Backend, ClientOptions, Kind, Spec, Spelling};
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// One Redis server, or a primary with replicas (`redis://`, `rediss://`).
+    pub const Redis: Backend = Backend::named("Redis");
+    /// A Redis Cluster reached through one seed node (`redis+cluster://`, `rediss+cluster://`).
+    pub const RedisCluster: Backend = Backend::named("RedisCluster");
+}
+
+
 /// The Redis backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[

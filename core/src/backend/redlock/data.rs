@@ -1,4 +1,4 @@
-//! The Redlock backend's requests and replies ([`crate::redlock`]) as [`Data`], and what a
+//! The Redlock backend's requests and replies ([`crate::backend::redlock`]) as [`Data`], and what a
 //! Redis transport opens, so a transport in another language (the Node binding's
 //! `lib/transport/redis.js`) performs them without a rule of its own. The forms:
 //!
@@ -18,9 +18,9 @@ use crate::data::{Connected, Data, DataBackend};
 use crate::connect::{Backend, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;
-use crate::redis::redlock as scripts;
-use crate::redis::reply::Reply;
-use crate::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
+use crate::backend::redis::redlock as scripts;
+use crate::backend::redis::reply::Reply;
+use crate::backend::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
 
 /// How deeply a reply may nest (Redlock's scripts answer two levels at most).
 const MAX_DEPTH: usize = 8;
@@ -32,7 +32,7 @@ impl DataBackend for RedlockBackend {
 
     /// A master's client failure reads as one Redis server's (a refused login is AUTHENTICATION).
     fn transport_error(message: &str, server_reply: bool) -> Error {
-        crate::redis::data::transport_error(message, server_reply)
+        crate::backend::redis::data::transport_error(message, server_reply)
     }
 
     fn reply_from_data(reply: &Data) -> Result<Reply> {
@@ -73,7 +73,7 @@ pub fn reply_from_data(d: &Data) -> Result<Reply> {
         let message = message.as_str().unwrap_or("(an error reply without a message)");
         // Refused credentials fail the request (never retried) instead of counting as the
         // master's answer.
-        if crate::redis::reply::is_auth_refused(message) {
+        if crate::backend::redis::reply::is_auth_refused(message) {
             return Err(Error::new(ErrorKind::Authentication, message));
         }
         return Ok(Reply::Error(message.to_string()));
@@ -102,7 +102,7 @@ fn reply_at(d: &Data, depth: usize) -> Result<Reply, String> {
 /// becomes ready: only an optimisation, since the engine handles `NOSCRIPT` itself, sparing a
 /// fresh master the one attempt it would otherwise sit out.
 pub fn plan(options: &ClientOptions) -> Result<Data> {
-    let mut plan = crate::redis::data::plan_fields(options)?;
+    let mut plan = crate::backend::redis::data::plan_fields(options)?;
     let backend = options.backend()?;
     if backend == Backend::Redlock {
         plan.push(("scripts", Data::List(scripts::all().iter().map(|s| s.source.into()).collect())));
@@ -114,7 +114,7 @@ pub fn plan(options: &ClientOptions) -> Result<Data> {
 mod tests {
     use super::*;
     use crate::engine::RequestId;
-    use crate::redis::Command;
+    use crate::backend::redis::Command;
 
     #[test]
     fn requests_name_the_master_and_the_command() {

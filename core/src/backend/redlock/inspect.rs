@@ -6,7 +6,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::{Holder, Kind, Mode, Snapshot};
-use crate::redis::reply::Reply;
+use crate::backend::redis::reply::Reply;
 use crate::time::Duration;
 
 /// One master's `{owner value, pttl_ms, label}`.

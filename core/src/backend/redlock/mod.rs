@@ -32,9 +32,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
-use crate::redis::redlock as scripts;
-use crate::redis::reply::{self, Reply};
-use crate::redis::{Command, Script};
+use crate::backend::redis::redlock as scripts;
+use crate::backend::redis::reply::{self, Reply};
+use crate::backend::redis::{Command, Script};
 use crate::time::{Duration, Instant};
 
 use round::{Round, Tally, Vote};

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::redis::Script;
+use crate::backend::redis::Script;
 use crate::time::Instant;
 
 /// What one master answered in a round.
@@ -46,7 +46,7 @@ pub(super) struct Round<P> {
     pub deadline: Instant,
     pub votes: Vec<Vote>,
     /// An inspect round's replies, per master (read once every master answered or timed out).
-    pub reads: Vec<Option<crate::redis::reply::Reply>>,
+    pub reads: Vec<Option<crate::backend::redis::reply::Reply>>,
     /// Whether the script body was already sent to a master after a NOSCRIPT.
     pub sent_full: Vec<bool>,
     /// The round's result was acted on; later votes are only recorded.

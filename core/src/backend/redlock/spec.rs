@@ -11,6 +11,14 @@ use crate::connect::{Address, Backend, ClientOptions, Kind, Spec, Spelling, Targ
 use crate::time::Duration;
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// Redlock over N independent Redis masters (`redlock://`, `rediss+redlock://`).
+    pub const Redlock: Backend = Backend::named("Redlock");
+}
+
+
 /// The Redlock backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[Kind {

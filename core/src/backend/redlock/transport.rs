@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::native::driver;
 use crate::native::message::Msg;
 use crate::random::OsRandom;
-use crate::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
+use crate::backend::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
 use crate::time::Instant;
 
 /// One link per master, in the order of the URL.

@@ -1,5 +1,5 @@
 //! The SQL backend's batches, their results and the transport's notices
-//! ([`crate::sql::statement`]) as [`Data`], and what a transport opens, so a transport in another
+//! ([`crate::backend::sql::statement`]) as [`Data`], and what a transport opens, so a transport in another
 //! language (the Node binding's `lib/transport/sql.js` on `pg` and `mysql2`) runs them without a
 //! rule of its own. The engine's structured operations are rendered to batches here (with the
 //! client's schema) and their rows parsed here, as the native transport does around its
@@ -23,7 +23,7 @@
 //! - plan: see [`plan`].
 //!
 //! What a transport must do with a batch (in order, autocommit, stop at the first failure, one
-//! reply, nothing retried) is [`crate::sql::statement`]'s contract.
+//! reply, nothing retried) is [`crate::backend::sql::statement`]'s contract.
 
 use std::collections::HashMap;
 
@@ -33,12 +33,12 @@ use crate::engine::{Backend, Done, Event, LeaseId, LockEngine, OpId, Primitive, 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::random::RandomSource;
-use crate::sql::address::SslMode;
-use crate::sql::{
+use crate::backend::sql::address::SslMode;
+use crate::backend::sql::{
     Batch, BatchResult, Conn, Dialect, Rows, Schema, SqlAddress, SqlBackend, SqlEngine, SqlFailure, SqlNotice, SqlOp,
     SqlRequest, SqlResult, Statement, Value, MAX_WAIT_CONNECTIONS,
 };
-use crate::sql::script::mysql_script;
+use crate::backend::sql::script::mysql_script;
 use crate::time::{Duration, Instant};
 
 /// Most items a list in a reply may hold before it counts as nonsense (a batch has a few

@@ -20,7 +20,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::sql::{Statement, Value};
+use crate::backend::sql::{Statement, Value};
 
 /// `statements` as one MySQL/MariaDB script: each statement's `?` placeholders replaced by its
 /// parameters as literals (see the module doc), the statements joined with `;\n`.
@@ -144,7 +144,7 @@ fn preview(sql: &str) -> String {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::sql::Value::{Int, Null, Text};
+    use crate::backend::sql::Value::{Int, Null, Text};
 
     fn st(sql: &str, params: Vec<Value>) -> Statement {
         Statement { sql: sql.into(), params }
@@ -214,8 +214,8 @@ mod tests {
     /// Every batch the backend renders for MySQL turns into a script with no `?` left over.
     #[test]
     fn the_backends_batches_render() {
-        use crate::sql::{AcquireOp, EntryKind, Schema, SqlOp};
-        use crate::sql::Dialect;
+        use crate::backend::sql::{AcquireOp, EntryKind, Schema, SqlOp};
+        use crate::backend::sql::Dialect;
         let schema = Schema::default_for(Dialect::MySql);
         let a = AcquireOp {
             lock_key: "mutex/o'k?\\é".into(),

@@ -9,6 +9,18 @@ use crate::connect::options::{custom_key_prefix, no_redlock_settings, no_replica
 use crate::connect::{Address, Backend, ClientOption, ClientOptions, Kind, Spec, Spelling, Target};
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// A PostgreSQL database (`postgres://`, `postgresql://`; TLS by the URL's `sslmode`): one
+    /// row per holder or waiter, notifications as wake-ups.
+    pub const Postgres: Backend = Backend::named("Postgres");
+    /// A MySQL or MariaDB database (`mysql://`, `mariadb://`; TLS by the URL's `ssl-mode`): one
+    /// row per holder or waiter, named locks as doorbells.
+    pub const MySql: Backend = Backend::named("MySql");
+}
+
+
 /// The SQL backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[

@@ -18,7 +18,7 @@
 //!   before its `COMMIT` is rolled back by the transport (`ROLLBACK` on that connection) before
 //!   the reply, so no lock taken in it outlives the batch and the next batch starts clean.
 //! - A MySQL/MariaDB transport may send a batch of several statements as one multi-statement
-//!   script rendered by [`crate::sql::script::mysql_script`] (the parameters in place as
+//!   script rendered by [`crate::backend::sql::script::mysql_script`] (the parameters in place as
 //!   literals; one round trip instead of one per statement). The server runs the script's
 //!   statements one at a time, in order, and stops at the first that fails, so such a batch
 //!   keeps the rules above (that failure is the reply; a transaction the batch opened is rolled

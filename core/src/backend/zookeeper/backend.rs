@@ -380,7 +380,7 @@ impl Backend for ZooKeeperBackend {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::zookeeper::config::MAX_SESSION_TIMEOUT;
+    use crate::backend::zookeeper::config::MAX_SESSION_TIMEOUT;
 
     #[test]
     fn half_the_negotiated_session_timeout_counts() {

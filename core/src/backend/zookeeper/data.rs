@@ -1,4 +1,4 @@
-//! The ZooKeeper backend's requests, replies and notices ([`crate::zookeeper::request`]) as
+//! The ZooKeeper backend's requests, replies and notices ([`crate::backend::zookeeper::request`]) as
 //! [`Data`], and what a transport opens, so a transport in another language (the Node binding's
 //! `lib/transport/zookeeper.js`) performs them without a rule of its own. The forms:
 //!
@@ -22,7 +22,7 @@ use crate::connect::ClientOptions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;
 use crate::time::Duration;
-use crate::zookeeper::{
+use crate::backend::zookeeper::{
     CreateMode, SessionEvent, Stat, WatchEvent, ZkAddress, ZkConfig, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest,
     ZkResult, ZooKeeperBackend, ZooKeeperEngine,
 };

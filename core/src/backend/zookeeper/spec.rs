@@ -8,6 +8,14 @@ use crate::connect::options::{custom_key_prefix, no_redlock_settings, no_replica
 use crate::connect::{Address, Backend, ClientOption, ClientOptions, Kind, Spec, Spelling, Target};
 use crate::error::{Error, Result};
 
+// The names of the kinds this folder serves (constants named like the variants they were).
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// A ZooKeeper ensemble (`zookeeper://`, `zookeeper+tls://`): one session per client.
+    pub const ZooKeeper: Backend = Backend::named("ZooKeeper");
+}
+
+
 /// The ZooKeeper backend's entry in the registry.
 pub const SPEC: Spec = Spec {
     kinds: &[Kind {

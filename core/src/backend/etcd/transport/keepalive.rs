@@ -11,7 +11,7 @@
 //! `ConnectionLost` and is dropped (the next keepalive opens another; an unanswered one also
 //! has the client replaced, see [`super::replace_client`]).
 //!
-//! [`EtcdOp::LeaseKeepAlive`]: crate::etcd::EtcdOp::LeaseKeepAlive
+//! [`EtcdOp::LeaseKeepAlive`]: crate::backend::etcd::EtcdOp::LeaseKeepAlive
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ use etcd_client as ec;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{failure, replace_client, Shared};
-use crate::etcd::{EtcdAddress, EtcdFailure, EtcdReply, EtcdResult, LeaseId};
+use crate::backend::etcd::{EtcdAddress, EtcdFailure, EtcdReply, EtcdResult, LeaseId};
 
 /// The client's keepalive stream, if one is open.
 #[derive(Default)]

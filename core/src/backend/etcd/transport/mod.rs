@@ -2,7 +2,7 @@
 //! lockgate client, performing the backend's [`EtcdOp`]s and handing over what the cluster
 //! pushes (watch events and watch ends, [`EtcdNotice`]s). It decides nothing about recipes:
 //! which key to write, whom to watch, when to keep a lease alive and what a reply means are the
-//! backend's (`crate::etcd`).
+//! backend's (`crate::backend::etcd`).
 //!
 //! - Unary requests (lease grant and revoke, linearizable ranges, transactions) go out on the
 //!   channel, each bounded by the response timeout.
@@ -31,7 +31,7 @@ use crate::native::transport::{ReplyFuture, Transport};
 use crate::connect::{ClientOptions, Target};
 use crate::engine::LockEngine;
 use crate::error::{Error, ErrorKind, Result};
-use crate::etcd::{
+use crate::backend::etcd::{
     CompareOp, CompareTarget, EtcdAddress, EtcdBackend, EtcdEngine, EtcdFailure, EtcdNotice, EtcdOp, EtcdReply, EtcdRequest,
     EtcdResult, KeyValue, Order, Range, Txn, TxnOp, TxnReply,
 };

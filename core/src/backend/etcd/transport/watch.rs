@@ -22,7 +22,7 @@ use etcd_client as ec;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{failure, key_value, replace_client, Shared};
-use crate::etcd::{EtcdFailure, EtcdNotice, EtcdReply, EtcdResult, EventKind, WatchEvent, WatchId};
+use crate::backend::etcd::{EtcdFailure, EtcdNotice, EtcdReply, EtcdResult, EventKind, WatchEvent, WatchId};
 use crate::error::{Error, ErrorKind};
 
 /// What the transport asks of the watch task.

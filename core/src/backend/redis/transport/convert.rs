@@ -1,7 +1,7 @@
 //! Conversions between the `redis` crate's types and the engine's plain data.
 
 use crate::error::{Error, ErrorKind};
-use crate::redis::reply::Reply;
+use crate::backend::redis::reply::Reply;
 
 /// A `redis::Value` as an engine [`Reply`].
 pub(crate) fn reply(v: redis::Value) -> Reply {
@@ -32,7 +32,7 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
     use redis::ErrorKind as K;
     let code = e.code().unwrap_or("");
     let text = e.to_string();
-    let auth_refused = crate::redis::reply::is_auth_refused(code) || crate::redis::reply::mentions_auth_refused(&text);
+    let auth_refused = crate::backend::redis::reply::is_auth_refused(code) || crate::backend::redis::reply::mentions_auth_refused(&text);
     let kind = if auth_refused {
         ErrorKind::Authentication
     } else {
@@ -43,7 +43,7 @@ pub(crate) fn error(e: &redis::RedisError, scrub: impl Fn(&str) -> String) -> Er
             K::Server(_) => {
                 // Transient server states: a loading or busy server, a slot in migration, a
                 // primary or (on a cluster) a slot's master that is down for now.
-                if e.is_connection_dropped() || crate::redis::reply::TRANSIENT_ERROR_CODES.contains(&code) {
+                if e.is_connection_dropped() || crate::backend::redis::reply::TRANSIENT_ERROR_CODES.contains(&code) {
                     ErrorKind::Connection
                 } else {
                     ErrorKind::Protocol

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::native::driver;
 use crate::native::message::Msg;
 use crate::random::OsRandom;
-use crate::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
+use crate::backend::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
 use crate::time::Instant;
 
 /// The connection a Redis engine's requests go on (each replaced when it breaks or goes

@@ -1,6 +1,6 @@
 //! The SQL transport: runs the SQL backend's [`Batch`]es on PostgreSQL (`tokio-postgres`,
 //! [`postgres`]) or MySQL/MariaDB (`sqlx`'s MySQL driver, [`mysql`]) and hands back their
-//! [`Rows`], following the contract of `crate::sql::statement`. It decides nothing about
+//! [`Rows`], following the contract of `crate::backend::sql::statement`. It decides nothing about
 //! locks: which statements to run and what their rows mean are the backend's.
 //!
 //! Connections per client:
@@ -43,8 +43,8 @@ use crate::error::{Error, ErrorKind};
 use crate::native::driver;
 use crate::native::message::Msg;
 use crate::random::OsRandom;
-use crate::sql::address::{SqlAddress, SslMode};
-use crate::sql::{
+use crate::backend::sql::address::{SqlAddress, SslMode};
+use crate::backend::sql::{
     Batch, BatchResult, Conn, Dialect, Rows, Schema, SqlBackend, SqlEngine, SqlFailure, SqlNotice, SqlOp, SqlRequest, Statement, Value,
     MAX_WAIT_CONNECTIONS,
 };

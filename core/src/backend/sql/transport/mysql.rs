@@ -10,8 +10,8 @@ use sqlx::{AssertSqlSafe, Column, Connection, Either, Executor, Row, TypeInfo, V
 
 use super::{rows, Endpoint, TlsMode};
 use crate::error::{Error, ErrorKind};
-use crate::sql::script::mysql_script;
-use crate::sql::{Rows, SqlFailure, Statement, Value};
+use crate::backend::sql::script::mysql_script;
+use crate::backend::sql::{Rows, SqlFailure, Statement, Value};
 
 /// How many prepared statements a connection keeps (the backend renders a small fixed set).
 const STATEMENT_CACHE: usize = 256;

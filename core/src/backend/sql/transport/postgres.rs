@@ -14,7 +14,7 @@ use tokio_postgres::types::{private::BytesMut, FromSql, IsNull, ToSql, Type};
 
 use super::{rows, Endpoint, TlsMode};
 use crate::error::{Error, ErrorKind};
-use crate::sql::{Rows, SqlFailure, SqlNotice, Statement, Value};
+use crate::backend::sql::{Rows, SqlFailure, SqlNotice, Statement, Value};
 
 /// How many prepared statements a connection keeps (the backend renders a small fixed set; the
 /// cap only guards against a caller that renders unboundedly many).

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 mod test_servers;
 pub(super) use test_servers::TestServers;
 
-use crate::sql::Dialect;
+use crate::backend::sql::Dialect;
 
 /// One running server and the launcher's login for it (every right on its database).
 pub(super) struct Server {

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::*;
-use crate::sql::Value::{Int, Null, Text};
+use crate::backend::sql::Value::{Int, Null, Text};
 
 #[path = "server.rs"]
 mod server;

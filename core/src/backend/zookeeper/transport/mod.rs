@@ -1,7 +1,7 @@
 //! The ZooKeeper transport: one session per client on the `zookeeper-client` crate, performing
 //! the backend's [`ZkOp`]s and handing over what the ensemble pushes ([`ZkNotice`]s: fired
 //! watches, session state changes). It decides nothing about recipes: which node to create or
-//! watch, and what a reply means, are the backend's (`crate::zookeeper`).
+//! watch, and what a reply means, are the backend's (`crate::backend::zookeeper`).
 //!
 //! What the crate already does and this file relies on: it moves to another member when its
 //! server goes silent or drops the connection (a connection with nothing received for the
@@ -32,7 +32,7 @@ use crate::native::driver;
 use crate::native::message::Msg;
 use crate::random::OsRandom;
 use crate::time::{Duration, Instant};
-use crate::zookeeper::{
+use crate::backend::zookeeper::{
     CreateMode, SessionEvent, Stat, WatchEvent, ZkAddress, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult,
     ZooKeeperBackend, ZooKeeperEngine,
 };

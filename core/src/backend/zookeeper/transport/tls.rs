@@ -22,8 +22,8 @@ use tokio::net::TcpStream;
 use zookeeper_client as zk;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::zookeeper::address::ZkTlsFiles;
-use crate::zookeeper::ZkFailure;
+use crate::backend::zookeeper::address::ZkTlsFiles;
+use crate::backend::zookeeper::ZkFailure;
 
 /// The TLS settings of one client: the crate's options and the same trust and identity as a
 /// rustls configuration for the probe. Never shown: it holds the client's private key.
