@@ -87,6 +87,21 @@ cmd_build() {
   log "wasm-bindgen --target nodejs --out-dir bindings-node/pkg"
   rm -rf "$HERE/pkg"
   wasm-bindgen --target nodejs --out-dir "$HERE/pkg" "$WASM"
+  transport_types
+}
+
+# lib/transport/types.d.ts: every transport's types (lib/transport/<name>.d.ts), which add their
+# URL forms, options and connect() overloads to lib/index.d.ts's; listed from the folder, so a
+# new backend's types are found without a line in a shared file.
+transport_types() {
+  local out="$HERE/lib/transport/types.d.ts" f name
+  {
+    echo "// Written by bindings-node/ci.sh build from lib/transport/*.d.ts: do not edit."
+    for f in "$HERE"/lib/transport/*.d.ts; do
+      name=$(basename "$f" .d.ts)
+      [ "$name" = types ] || echo "export * from './$name';"
+    done
+  } > "$out"
 }
 
 # Runs every step even after a failure; the exit status says whether all passed.

@@ -1,7 +1,7 @@
 // Types of the public API of `lockgate` (lib/index.js). Checked by `tsc --noEmit` on
 // test/types/example.ts in `ci.sh test`.
 
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 
 /** Stable, language-neutral error codes (the core's taxonomy; see PROTOCOL.md). */
 export type ErrorCode =
@@ -82,122 +82,18 @@ export interface BaseClientOptions {
 }
 
 /**
- * The replica-acknowledged mode (PROTOCOL.md §4): a grant, extend or renewal counts only once
- * `WAIT` confirms that `replicas` replicas have it, within `timeoutMs` (which must be below the
- * command timeout: WAIT holds the connection meanwhile). Unconfirmed grants are undone.
+ * Each backend's client options, by backend: every transport's types (lib/transport/<name>.d.ts)
+ * add their entry, as they add their `connect` overloads.
  */
-export interface ReplicaAcks {
-  /** Replicas that must acknowledge (a whole number, at least 1). */
-  replicas: number;
-  /** How long WAIT may block, in ms (at least 1, below the command timeout; default 1000). */
-  timeoutMs?: number;
-}
+export interface ClientOptionsByBackend {}
 
-/** A client of one Redis server (a primary, possibly with replicas). */
-export interface ServerClientOptions extends BaseClientOptions {
-  /** `false` (the default): the URL is one Redis server. */
-  cluster?: false;
-  /** Turns on the replica-acknowledged mode (default: off). */
-  replicaAcks?: ReplicaAcks | null;
-}
+/** Options of `connect(url, options)`: those of any backend. */
+export type ClientOptions = ClientOptionsByBackend[keyof ClientOptionsByBackend];
 
-/** A client of a Redis Cluster, connected through the URL of any one of its nodes. */
-export interface ClusterClientOptions extends BaseClientOptions {
-  /** `true`: the URL is one seed node of a Redis Cluster (database 0 only). */
-  cluster: true;
-  /** Not offered on a cluster (WAIT must reach the lock's primary): InvalidArgumentError. */
-  replicaAcks?: undefined;
-}
-
-/**
- * A Redlock client (`redlock://` / `rediss+redlock://` URLs, or an array of ioredis clients):
- * the deployment's settings. Every client of one deployment must agree on `maxLeaseMs` and
- * `keyPrefix` (the key of lock `name` is `<prefix>{name}:redlock` on every master).
- */
-export interface RedlockClientOptions extends BaseClientOptions {
-  /**
-   * The longest lease any client of the deployment takes, in ms (default 30000). A master grants
-   * nothing until it has been up this long plus 1 s (a restarted master has forgotten its keys);
-   * a lock without `leaseMs` gets 30000 or this if shorter, and a longer one is refused.
-   */
-  maxLeaseMs?: number;
-  /** How long one attempt waits for the masters' answers; silent ones count as failed (default 50). */
-  nodeTimeoutMs?: number;
-  /** Pause before another attempt after a failed one (default 200) ... */
-  retryDelayMs?: number;
-  /** ... plus a random part up to this (default 200), so contenders do not retry in step. */
-  retryJitterMs?: number;
-  /** Clock-rate drift allowed, as a fraction of the lease (default 0.01; at least 0, below 0.5). */
-  driftFactor?: number;
-  /** Fixed part of the drift allowance in ms (default 2). */
-  driftFixedMs?: number;
-}
-
-/**
- * A ZooKeeper client (`zookeeper://` URLs): one session for all its locks. Leases are the
- * session's: valid while the ensemble confirms the session (a lost session loses every lease),
- * so `leaseMs` and renewal concern only how often the session is proven alive.
- */
-export interface ZooKeeperClientOptions extends Omit<BaseClientOptions, 'redisOptions' | 'keyPrefix' | 'tlsCaPem'> {
-  /**
-   * The session timeout asked of the ensemble, in ms (default 30000, the default lease); the ensemble
-   * may grant another within its own bounds. A holder that loses contact learns its lease is
-   * lost before the ensemble could expire its session and grant the lock to someone else.
-   */
-  sessionTimeoutMs?: number;
-  /** How long connect() and each session open wait for a member to answer (default 5000). */
-  connectTimeoutMs?: number;
-  /** A request unanswered this long (ms, default 5000) drops its connection for another member's. */
-  commandTimeoutMs?: number;
-}
-
-/**
- * An etcd client (`etcd://` / `etcds://` URLs): one etcd lease (the session) for all its locks,
- * kept alive by the core's keepalives. `tlsCaPem` is the CA an `etcds://` member must chain to.
- */
-export interface EtcdClientOptions extends Omit<ZooKeeperClientOptions, 'sessionTimeoutMs'>, Pick<BaseClientOptions, 'tlsCaPem'> {
-  /** The session lease's TTL in ms (default 30000, the default lease; whole seconds, at least 1000), and the longest TTL of the lease a lock's key is on (its lease). */
-  sessionTimeoutMs?: number;
-}
-
-/**
- * A SQL client (`postgres://`, `mysql://` URLs): locks are rows of one table, configured by the URL's
- * parameters (`table_prefix`, `schema`, `sslmode` / `ssl-mode`); `commandTimeoutMs` bounds one batch.
- */
-export type SqlClientOptions = Pick<BaseClientOptions, 'connectTimeoutMs' | 'commandTimeoutMs' | 'tlsCaPem' | 'label'>;
-
-/** A memcached client (`memcached://` URLs; PROTOCOL.md §13): one item per lock, waiters poll. */
-export interface MemcachedClientOptions extends Pick<BaseClientOptions, 'keyPrefix' | 'connectTimeoutMs' | 'commandTimeoutMs'> {
-  /**
-   * The longest lease any client of the deployment takes, in ms (default 30000; every client
-   * must agree). A server restarted less than this long ago grants nothing (it has forgotten
-   * leases that may still be valid); a lock without `leaseMs` gets 30000 or this if shorter, and
-   * a longer one is refused.
-   */
-  maxLeaseMs?: number;
-}
-
-/** Options of `connect(url, options)`. */
-export type ClientOptions = ServerClientOptions | ClusterClientOptions | RedlockClientOptions | ZooKeeperClientOptions | EtcdClientOptions | SqlClientOptions | MemcachedClientOptions;
-
-/** A Redlock URL: `redlock://host1:port,host2:port,host3:port` (TLS: `rediss+redlock://`). */
-export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
-
-/**
- * A ZooKeeper URL: `zookeeper://[user:password@]host1[:port],host2[:port][/chroot]` (port 2181
- * by default; the login is ZooKeeper's digest scheme; a missing chroot node is made).
- * `zookeeper+tls://` is refused in Node (UnsupportedError): node-zookeeper-client has no TLS.
- */
-export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`;
-
-/** An etcd URL: `etcd://[user:password@]host1[:port],host2[:port]` (port 2379), `etcds://` with TLS. */
-export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
-
-/** A PostgreSQL URL (libpq's form) or a MySQL/MariaDB one: `postgres://user:pw@host/db?sslmode=..`, `mysql://..`. */
-export type SqlUrl = `postgres://${string}` | `postgresql://${string}` | `mysql://${string}` | `mariadb://${string}`;
-
-/** A memcached URL: `memcached://host1[:port],host2[:port]` (port 11211 by default; no login, no TLS). */
-export type MemcachedUrl = `memcached://${string}`;
+// Every backend's URL form, options and `connect` overloads (written by `ci.sh build` from
+// lib/transport/*.d.ts, so a backend adds its types in its own transport's file only).
+export * from './transport/types';
+import type { ClusterClientOptions, ServerClientOptions } from './transport/redis';
 
 /**
  * What a client's backend offers, from the core (the same record in every binding). Every
@@ -277,52 +173,12 @@ export interface AcquireOptions {
 }
 
 /**
- * Connects to Redlock's independent masters (no replication between them): a lock is held while
- * a majority grants it, and its leases have no fencing token. Masters that are down count as
- * failed votes and are connected again when next needed; rejects only if none is reachable
- * (ConnectionError) or one refuses the credentials (AuthenticationError).
- */
-export function connect(target: RedlockUrl, options?: RedlockClientOptions): Promise<Client>;
-/**
- * Connects to a ZooKeeper ensemble and opens the client's session (ConnectionError if no member
- * answers within `connectTimeoutMs`). Locks use Apache Curator's znode layouts, so Curator
- * processes and lockgate clients contend on the same paths; fencing tokens are the holder
- * node's creation zxid.
- */
-export function connect(target: ZooKeeperUrl, options?: ZooKeeperClientOptions): Promise<Client>;
-/**
- * Connects to an etcd cluster and grants the client's session lease. Mutexes and elections use
- * the keys of etcd's `concurrency` package (`etcdctl lock` / `etcdctl elect` interoperate);
- * fencing tokens are the holder key's create revision.
- */
-export function connect(target: EtcdUrl, options?: EtcdClientOptions): Promise<Client>;
-/** Connects to PostgreSQL or MySQL/MariaDB; row ids are fencing tokens, waiters are woken by NOTIFY / GET_LOCK. */
-export function connect(target: SqlUrl, options?: SqlClientOptions): Promise<Client>;
-/** Connects to memcached servers (each lock's item on one of them); waiters poll, grants carry no fencing token. */
-export function connect(target: MemcachedUrl, options?: MemcachedClientOptions): Promise<Client>;
-/**
  * Connects by URL: `redis://` / `rediss://` (one server or a primary: the client owns one command
  * connection plus one subscriber connection, opened on the first waiting acquire),
  * `redis+cluster://` / `rediss+cluster://` (any node of a Redis Cluster, or a `redis://` URL with
  * `cluster: true`).
  */
 export function connect(target: string, options?: ServerClientOptions | ClusterClientOptions): Promise<Client>;
-/**
- * Redlock over existing ioredis clients, one per master (left open by `close()`).
- * `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
- */
-export function connect(target: ReadonlyArray<Redis>, options?: RedlockClientOptions): Promise<Client>;
-/**
- * Uses an existing ioredis client (left open by `close()`; its `duplicate()` becomes the
- * subscriber connection). `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
- */
-export function connect(target: Redis, options?: Omit<ServerClientOptions, 'cluster'>): Promise<Client>;
-/**
- * Uses an existing ioredis `Cluster` (left open by `close()`): each command goes to the primary
- * owning its lock's slot, and the subscriber is a separate connection to one of its nodes.
- * `connectTimeoutMs`, `commandTimeoutMs` and `redisOptions` do not apply.
- */
-export function connect(target: Cluster, options?: BaseClientOptions): Promise<Client>;
 
 /** A client of one lock service (Redis, a Redis Cluster, a Redlock deployment, a ZooKeeper ensemble, an etcd cluster, a PostgreSQL or MySQL/MariaDB database), shared by every lock made from it. */
 export class Client {
