@@ -40,7 +40,7 @@ fn value(key: &str, v: &JsValue) -> Result<OptionValue> {
     } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
         OptionValue::Bytes(b.to_vec())
     } else {
-        return Err(Error::invalid(format!("{key} must be a number, string or boolean, got {}", convert::describe(v))));
+        return Err(Error::invalid(format!("{key} must be a number, string or boolean, got {}", crate::js::describe(v))));
     })
 }
 

@@ -1,8 +1,6 @@
 //! Plain conversions between JavaScript values and the engine's: options in, events out. No lock
 //! logic lives here (and no backend: requests, replies and notices are `data.rs`'s).
 
-use std::collections::HashMap;
-
 use js_sys::{Array, Object, Reflect};
 use lockgate_core::connect::{ClientOptions, Spelling};
 use lockgate_core::engine::{Done, LeaderInfo, LeaseId, Measure, OpId, Telemetry, Wait};
@@ -13,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::errors;
+use crate::js::{describe, StrCache};
 
 /// A driver timestamp (`performance.now()`, ms) as an engine instant.
 pub fn instant(ms: f64) -> Instant {
@@ -36,17 +35,6 @@ pub fn id_from_js(id: f64) -> u64 {
         id as u64
     } else {
         0
-    }
-}
-
-pub fn describe(v: &JsValue) -> String {
-    if v.is_null() {
-        "null".into()
-    } else if let Some(s) = v.as_string() {
-        let s: String = s.chars().take(40).collect();
-        format!("the string {s:?}")
-    } else {
-        v.js_typeof().as_string().unwrap_or_else(|| "a value".into())
     }
 }
 
@@ -228,36 +216,6 @@ extern "C" {
     /// the election has no leader.
     #[wasm_bindgen(method)]
     fn observed(this: &Shapes, op: &JsValue, value: &JsValue, term: &JsValue, remaining_ms: &JsValue, waiter: &JsValue) -> JsValue;
-}
-
-/// JavaScript strings for the short strings the engine sends again and again (event kinds, map
-/// keys, command names, script digests, keys, tokens between acquire and release): each is
-/// decoded once, where a string crossing into JavaScript is otherwise decoded every time.
-#[derive(Default)]
-pub struct StrCache {
-    map: HashMap<Box<str>, JsValue>,
-}
-
-impl StrCache {
-    const MAX_ENTRIES: usize = 1024;
-    /// Longer strings are rarely sent twice.
-    const MAX_LEN: usize = 64;
-
-    /// `s` as a JavaScript string.
-    pub fn str(&mut self, s: &str) -> JsValue {
-        if s.len() > Self::MAX_LEN {
-            return JsValue::from_str(s);
-        }
-        if let Some(v) = self.map.get(s) {
-            return v.clone();
-        }
-        if self.map.len() >= Self::MAX_ENTRIES {
-            self.map.clear();
-        }
-        let v = JsValue::from_str(s);
-        self.map.insert(s.into(), v.clone());
-        v
-    }
 }
 
 /// The arguments of one `shapes.event(kind, ...)` call besides `kind`; `None` is `undefined`.

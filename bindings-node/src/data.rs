@@ -7,7 +7,7 @@ use lockgate_core::data::Data;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::convert::{describe, StrCache};
+use crate::js::{describe, StrCache};
 
 /// The largest integer a JS number holds exactly.
 const MAX_SAFE: i64 = 9_007_199_254_740_991;

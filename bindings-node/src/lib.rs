@@ -11,6 +11,7 @@ mod connect;
 mod convert;
 mod data;
 mod errors;
+mod js;
 mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
@@ -20,7 +21,8 @@ use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
 
-use convert::{id_from_js, id_to_js, instant, Shapes, StrCache};
+use convert::{id_from_js, id_to_js, instant, Shapes};
+use js::StrCache;
 use js_sys::Reflect;
 use errors::{js, JsResult};
 

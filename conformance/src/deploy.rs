@@ -185,7 +185,7 @@ impl Deployment {
                 }
             }
             Kind::Acl { lines, user, password } => {
-                let dir = crate::server::fresh_dir("acl")?;
+                let dir = crate::spawn::fresh_dir("acl")?;
                 let file = dir.join("users.acl");
                 d.acl_dir = Some(dir);
                 std::fs::write(&file, lines.join("\n") + "\n").map_err(|e| format!("{}: {e}", file.display()))?;

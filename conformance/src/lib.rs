@@ -11,6 +11,7 @@ pub mod ports;
 pub mod process;
 pub mod proxy;
 pub mod server;
+pub mod spawn;
 pub mod sql;
 pub mod tls;
 pub mod zookeeper;

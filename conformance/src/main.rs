@@ -138,7 +138,7 @@ async fn main() {
         }
     }
     // Every server this run starts dies with it, however the run ends (even SIGKILL).
-    lockgate_conformance::server::die_with_parent();
+    lockgate_conformance::spawn::die_with_parent();
     let root = PathBuf::from(".");
     let outcome = tokio::select! {
         r = run(&root, &args) => r,

@@ -19,7 +19,7 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// A stopped process with a fresh directory under `$LOCKGATE_TMP` named for `tag`.
     pub fn new(tag: &str) -> Result<ServerProcess, String> {
-        Ok(ServerProcess { dir: crate::server::fresh_dir(tag)?, child: None })
+        Ok(ServerProcess { dir: crate::spawn::fresh_dir(tag)?, child: None })
     }
 
     /// The process id while it runs.
@@ -37,11 +37,11 @@ impl ServerProcess {
         self.child.is_some()
     }
 
-    /// Starts `cmd` (dying with the launcher if it asked, [`crate::server::die_with_parent`]);
+    /// Starts `cmd` (dying with the launcher if it asked, [`crate::spawn::die_with_parent`]);
     /// `install` says what provides the binary, for the error when it is missing.
     pub fn spawn(&mut self, cmd: Command, install: &str) -> Result<(), String> {
         let program = cmd.get_program().to_string_lossy().into_owned();
-        let child = crate::server::spawn_server(cmd).map_err(|e| format!("cannot start {program} ({install}): {e}"))?;
+        let child = crate::spawn::spawn_server(cmd).map_err(|e| format!("cannot start {program} ({install}): {e}"))?;
         self.child = Some(child);
         Ok(())
     }

@@ -14,7 +14,7 @@ impl TlsFiles {
     /// Makes `ca.crt`/`ca.key` and a `server.crt`/`server.key` the CA signed for 127.0.0.1 and
     /// localhost.
     pub fn create() -> Result<TlsFiles, String> {
-        let dir = crate::server::fresh_dir("tls")?;
+        let dir = crate::spawn::fresh_dir("tls")?;
         let files = TlsFiles { dir };
         let run = |args: &[&str]| files.openssl(args);
         run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=lockgate test CA", "-keyout", "ca.key", "-out", "ca.crt"])?;

@@ -23,7 +23,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::stats::{jain, percentile, wall_ns};
-use crate::worker::WorkerArgs;
 
 /// `bench-sql`'s arguments.
 #[derive(clap::Args)]
@@ -645,18 +644,15 @@ fn db_of(url: &str) -> Db {
 /// --start-ns NS --duration-ms MS`): from NS for MS, lock / hold (spinning) / unlock at once
 /// again; its "token" is its own count (the table lock has none). A lock not had by the end of
 /// the window plus 10 s is given up (starved), not counted.
-pub(crate) async fn naive_worker(args: &WorkerArgs) -> Result<Vec<(u64, u128, u128, u128)>, String> {
-    let (url, name) = (args.url().to_string(), args.name().to_string());
-    let hold = Duration::from_micros(args.hold_us);
-    let start_ns = args.start_ns as u128;
-    let end_ns = start_ns + args.duration_ms as u128 * 1_000_000;
-    let mut conn = NaiveConn::connect(db_of(&url), &url).await?;
+pub(crate) async fn naive_worker(url: &str, name: &str, hold: Duration, start_ns: u128, duration: Duration) -> Result<Vec<(u64, u128, u128, u128)>, String> {
+    let end_ns = start_ns + duration.as_nanos();
+    let mut conn = NaiveConn::connect(db_of(url), url).await?;
     let owner = format!("{}", std::process::id());
     tokio::time::sleep(Duration::from_nanos(start_ns.saturating_sub(wall_ns()) as u64)).await;
     let mut records = Vec::new();
     while wall_ns() < end_ns {
         let wait_start = wall_ns();
-        if !conn.lock(&name, &owner, end_ns + 10_000_000_000).await? {
+        if !conn.lock(name, &owner, end_ns + 10_000_000_000).await? {
             break;
         }
         let acquired = wall_ns();
@@ -665,7 +661,7 @@ pub(crate) async fn naive_worker(args: &WorkerArgs) -> Result<Vec<(u64, u128, u1
             std::hint::spin_loop();
         }
         let release_start = wall_ns();
-        if !conn.unlock(&name, &owner).await? {
+        if !conn.unlock(name, &owner).await? {
             return Err("the naive lock's row was gone at release".into());
         }
         records.push((records.len() as u64 + 1, wait_start, acquired, release_start));

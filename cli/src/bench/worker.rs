@@ -44,18 +44,6 @@ pub struct WorkerArgs {
     pub duration_ms: u64,
 }
 
-impl WorkerArgs {
-    /// The lock service's URL.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
 /// Compare-and-delete: the plain mutex's owner-only release.
 pub const CAD: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
@@ -65,7 +53,11 @@ pub async fn run(args: &WorkerArgs) -> i32 {
     let (url, name) = (&args.url, &args.name);
     let result = match args.lock.as_str() {
         "plain" => plain(args, url, name).await,
-        "naive" => crate::bench_sql::naive_worker(args).await.map(|r| r.into_iter().map(|(t, w, a, r)| (0, t, w, a, r)).collect()),
+        "naive" => {
+            let (hold, window) = (Duration::from_micros(args.hold_us), Duration::from_millis(args.duration_ms));
+            let records = crate::bench_sql::naive_worker(url, name, hold, args.start_ns as u128, window).await;
+            records.map(|r| r.into_iter().map(|(t, w, a, r)| (0, t, w, a, r)).collect())
+        }
         _ => fair(args, url, name).await,
     };
     match result {

@@ -193,7 +193,7 @@ async fn main() {
         }
     };
     // Servers die with this process even if it is SIGKILLed.
-    lockgate_conformance::server::die_with_parent();
+    lockgate_conformance::spawn::die_with_parent();
     let started = Deployment::start_with(request.kind, &request.extra, request.tls).and_then(|mut d| {
         if let (Some(mode), Some(sql)) = (request.pgbouncer, d.sql.as_mut()) {
             sql.start_pgbouncer(mode)?;

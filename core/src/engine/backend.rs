@@ -13,7 +13,8 @@
 
 use std::sync::Arc;
 
-use super::io::{LeaderInfo, LeaseId, OpId};
+use super::ids::{LeaseId, OpId};
+use super::io::LeaderInfo;
 use crate::error::{Error, Result};
 use crate::inspect::{Kind, Snapshot};
 use crate::options::LockOptions;
@@ -21,7 +22,7 @@ use crate::primitive::Primitive;
 use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
-use super::io::RequestId;
+use super::ids::RequestId;
 
 /// The engine's id counter: operations, leases, requests and cleanups share it, so an id names
 /// one thing for the engine's whole life.

@@ -14,5 +14,5 @@ pub(crate) struct Cleanup<T> {
     pub in_flight: bool,
     pub backoff: Duration,
     /// Acquires whose callers are told once this cleanup first answers (see `held_back`).
-    pub answers: Vec<super::io::OpId>,
+    pub answers: Vec<super::ids::OpId>,
 }

@@ -4,17 +4,7 @@
 use crate::error::Error;
 use crate::time::Instant;
 
-/// Identifies one request the engine emitted; the driver hands the reply back with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestId(pub u64);
-
-/// Identifies one operation the caller started (acquire, release, extend).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OpId(pub u64);
-
-/// Identifies one held lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LeaseId(pub u64);
+use super::ids::{LeaseId, OpId};
 
 /// How an operation ended, for a backend whose grants carry fencing tokens (the Redis
 /// backends; Redlock has its own outcome type, without fencing tokens).

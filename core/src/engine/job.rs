@@ -10,7 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::backend::{Answer, Attempt, Ctx, Purpose, Verdict};
-use super::io::RequestId;
+use super::ids::RequestId;
 use crate::time::{Duration, Instant};
 
 /// How many steps one call may take before it gives up for now (each is progress: a

@@ -18,6 +18,7 @@ macro_rules! ctx {
 
 pub mod backend;
 mod cleanup;
+mod ids;
 pub mod io;
 // The runner of multi-step calls: a build without a backend that has them leaves it unused.
 #[allow(dead_code)]
@@ -40,7 +41,8 @@ use crate::random::RandomSource;
 use crate::time::{Duration, Instant};
 
 pub use backend::{Action, Answer, Attempt, Backend, Ctx, Ids, Renewal, Purpose, Release, Signal, Verdict, Wake};
-pub use io::{Done, Event, LeaderInfo, LeaseId, OpId, Outcome, Primitive, RequestId, Wait};
+pub use ids::{LeaseId, OpId, RequestId};
+pub use io::{Done, Event, LeaderInfo, Outcome, Primitive, Wait};
 use cleanup::Cleanup;
 use lease::Lease;
 use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF};

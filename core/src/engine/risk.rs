@@ -11,7 +11,8 @@
 //! [`Signal::Reachable`]: super::Signal::Reachable
 
 use super::backend::Backend;
-use super::io::{Event, LeaseId};
+use super::ids::LeaseId;
+use super::io::Event;
 use super::telemetry::Happened;
 use super::LockEngine;
 use crate::time::Instant;

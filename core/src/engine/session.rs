@@ -10,7 +10,7 @@
 //! nothing. A backend without a session is always
 //! [`Session::Active`].
 
-use super::io::RequestId;
+use super::ids::RequestId;
 use crate::time::Instant;
 
 /// Where the session is.

@@ -14,7 +14,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::io::{LeaseId, OpId, Primitive};
+use super::ids::{LeaseId, OpId};
+use crate::primitive::Primitive;
 use crate::error::{Error, ErrorKind};
 use crate::time::{Duration, Instant};
 

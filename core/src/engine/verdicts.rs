@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use super::backend::{Action, Answer, Attempt, Backend, Ctx, Renewal, Purpose, Release, Verdict};
 use super::cleanup::Cleanup;
-use super::io::{Done, Event, LeaseId, OpId, Wait};
+use super::ids::{LeaseId, OpId};
+use super::io::{Done, Event, Wait};
 use super::lease::Lease;
 use super::operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
 use super::telemetry::{Happened, LossReason};
