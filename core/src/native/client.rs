@@ -9,16 +9,14 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::holder::Holder;
-use super::lock::{Election, Lock, ReadWriteLock};
 use super::message::Msg;
-use crate::capabilities::{Capabilities, Capability};
+use crate::capabilities::Capabilities;
 use crate::connect::registry;
 use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
 use crate::inspect::{Kind, Snapshot};
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{self, LockOptions};
+use crate::options::LockOptions;
 use crate::connect::LeaseBound;
 use crate::time::Duration;
 
@@ -151,72 +149,6 @@ impl Client {
         let (reply, result) = oneshot::channel();
         self.send(Msg::Inspect { name: name.to_string(), primitive, reply })?;
         result.await.map_err(|_| closed())?
-    }
-
-    /// A mutex named `name` with `options`; both are validated here.
-    pub fn lock(&self, name: &str, options: LockOptions) -> Result<Lock> {
-        self.primitive(name, Primitive::Mutex, options, false)
-    }
-
-    /// A reentrant mutex: acquiring it again through the same handle (or a clone of it) while it
-    /// holds the lock succeeds at once and adds a hold; only the last release frees it.
-    pub fn reentrant_lock(&self, name: &str, options: LockOptions) -> Result<Lock> {
-        self.primitive(name, Primitive::Mutex, options, true)
-    }
-
-    /// A counting semaphore named `name` with `permits` permits: each acquisition takes one
-    /// permit as a [`Lease`](super::Lease) that returns by itself if its holder dies. Waiters
-    /// are served FIFO.
-    pub fn semaphore(&self, name: &str, permits: u32, options: LockOptions) -> Result<Lock> {
-        self.primitive(name, Primitive::Semaphore { permits }, options, false)
-    }
-
-    /// A read-write lock named `name`: many readers or one writer. A queued writer blocks
-    /// readers that arrive after it (see [`ReadWriteLock::with_writers_first`]).
-    pub fn read_write_lock(&self, name: &str, options: LockOptions) -> Result<ReadWriteLock> {
-        let write = self.primitive(name, Primitive::Write, options.clone(), false)?;
-        let read = self.primitive(name, Primitive::Read { writers_first: true }, options, false)?;
-        Ok(ReadWriteLock::new(read, write))
-    }
-
-    /// A leader election named `name`. `options.lease` bounds how long a crashed leader keeps
-    /// leadership; the watchdog renews it while the leader lives.
-    pub fn election(&self, name: &str, options: LockOptions) -> Result<Election> {
-        self.inner.capabilities.require(Capability::Election)?;
-        self.check(name, &options)?;
-        Ok(Election::new(self.clone(), name.into(), options, Holder::default()))
-    }
-
-    /// A handle on `primitive` named `name` (the general form behind [`lock`](Self::lock),
-    /// [`semaphore`](Self::semaphore) and the others). `reentrant` is allowed for the mutex and
-    /// both halves of a read-write lock. `UNSUPPORTED` if the backend lacks the primitive.
-    pub fn primitive(&self, name: &str, primitive: Primitive, options: LockOptions, reentrant: bool) -> Result<Lock> {
-        let caps = &self.inner.capabilities;
-        match primitive {
-            Primitive::Mutex => {}
-            Primitive::Semaphore { .. } => caps.require(Capability::Semaphore)?,
-            Primitive::Read { .. } | Primitive::Write => caps.require(Capability::ReadWrite)?,
-            Primitive::Leader { .. } => caps.require(Capability::Election)?,
-        }
-        if reentrant {
-            caps.require(Capability::Reentrant)?;
-        }
-        self.check(name, &options)?;
-        options::validate_primitive(&primitive)?;
-        if reentrant && matches!(primitive, Primitive::Semaphore { .. } | Primitive::Leader { .. }) {
-            return Err(Error::invalid("only mutexes and read-write locks can be reentrant"));
-        }
-        Ok(Lock::new(self.clone(), name.into(), primitive, options, reentrant))
-    }
-
-    /// The name and options of a new handle, by the rules of this client's backend.
-    fn check(&self, name: &str, options: &LockOptions) -> Result<()> {
-        options::validate_name(name)?;
-        options.validate()?;
-        if let Some(bound) = &self.inner.bound {
-            bound.check_lease(options.lease)?;
-        }
-        Ok(())
     }
 
     /// Releases every lease and cancels every wait of this client, then stops its driver.

@@ -14,20 +14,12 @@ use super::failure::failure_error;
 use super::layout::{self, NodeKind};
 use super::recipe::{place, Place};
 use super::request::{ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
-use super::step::{Job, Step};
+use super::step::{Entry, Job, Step};
 use super::target::{Recipe, ZkTarget};
 use crate::engine::job::JobRunner;
 use crate::engine::{Answer, Ctx, Purpose, Verdict};
 use crate::error::Error;
 use crate::inspect::{Holder, Kind, Mode, Snapshot, Waiter};
-
-/// One listed node to read: its path, whether it holds, how.
-#[derive(Clone, Debug)]
-pub(crate) struct Entry {
-    path: String,
-    holds: bool,
-    mode: Mode,
-}
 
 /// The entries of a directory's `children` for `recipe`, in queue order, holders by the
 /// recipe's predicate. A semaphore's leases all hold; its internal mutex's nodes all wait.

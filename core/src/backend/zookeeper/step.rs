@@ -5,6 +5,7 @@
 
 use super::request::ZkOp;
 use super::target::ZkTarget;
+use crate::inspect::Mode;
 
 /// One ZooKeeper call in progress (or a background step with no purpose).
 pub(super) type Job = crate::engine::job::Job<ZkTarget, Step>;
@@ -91,7 +92,15 @@ pub(crate) enum Step {
     ObserveData,
     /// An inspect: listing the lock's children (`waiters`: a semaphore's internal mutex),
     /// with the nodes listed so far and the snapshot being filled.
-    InspectList { waiters: bool, read: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
+    InspectList { waiters: bool, read: Vec<Entry>, snapshot: Box<crate::inspect::Snapshot> },
     /// An inspect: reading one listed node, the rest to read after it.
-    InspectData { entry: super::inspect::Entry, rest: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
+    InspectData { entry: Entry, rest: Vec<Entry>, snapshot: Box<crate::inspect::Snapshot> },
+}
+
+/// One listed node an inspect reads (its steps carry them): its path, whether it holds, how.
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) path: String,
+    pub(crate) holds: bool,
+    pub(crate) mode: Mode,
 }
