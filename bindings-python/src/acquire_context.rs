@@ -4,14 +4,14 @@
 use std::sync::{Arc, Mutex};
 
 use lockgate_core::time::Duration;
-use lockgate_core::Error;
+use lockgate_core::{Error, ErrorKind};
 use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
 
 use crate::api::task;
 use crate::handle::{ElectionSpec, LockSpec};
 use crate::lease::{exit_async, Deliver, LeaseCell};
-use crate::loop_bridge::{into_asyncio, start, Call};
+use crate::loop_bridge::{into_asyncio_cancellable, start_cancellable, Call, Cancel};
 use crate::runtime::lock_mutex;
 use lockgate_core::native::Owner;
 
@@ -25,10 +25,16 @@ pub(crate) enum Source {
 impl Source {
     /// Acquires for `owner` (the asyncio task that awaits it; a campaign's candidate is its
     /// election, whoever awaits).
-    async fn acquire(self, owner: Owner, timeout: Option<Duration>) -> Result<Deliver, Error> {
+    /// A lock's wait ends through the core's cancel when `cancel` fires (the awaiting task was
+    /// cancelled); a campaign's is dropped.
+    async fn acquire(self, owner: Owner, timeout: Option<Duration>, cancel: Cancel) -> Result<Deliver, Error> {
         match self {
-            Source::Lock(spec) => Ok(spec.deliver(owner, spec.acquire(owner, timeout, std::future::pending()).await?)),
-            Source::Campaign(spec, value) => Ok(Deliver(spec.campaign(&value, timeout).await?, None)),
+            Source::Lock(spec) => Ok(spec.deliver(owner, spec.acquire(owner, timeout, cancel.fired()).await?)),
+            // The core has no explicit cancel for a campaign: it is dropped (as before).
+            Source::Campaign(spec, value) => tokio::select! {
+                cell = spec.campaign(&value, timeout) => Ok(Deliver(cell?, None)),
+                () = cancel.fired() => Err(Error::new(ErrorKind::Cancelled, "the campaign was cancelled")),
+            },
         }
     }
 }
@@ -50,7 +56,7 @@ impl AcquireContext {
         let deferred = source.clone();
         let call = Call::deferred(Box::new(move |py| {
             let owner = task(py)?;
-            start(deferred.acquire(owner, timeout))(py)
+            start_cancellable(move |cancel| deferred.acquire(owner, timeout, cancel))(py)
         }));
         let me = AcquireContext { source, timeout, held: Arc::default() };
         Py::new(py, PyClassInitializer::from(call).add_subclass(me))
@@ -62,8 +68,8 @@ impl AcquireContext {
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (source, timeout, held) = (self.source.clone(), self.timeout, self.held.clone());
         let owner = task(py)?;
-        into_asyncio(py, async move {
-            let deliver = source.acquire(owner, timeout).await?;
+        into_asyncio_cancellable(py, move |cancel| async move {
+            let deliver = source.acquire(owner, timeout, cancel).await?;
             *lock_mutex(&held) = Some(deliver.0.clone());
             Ok(deliver)
         })

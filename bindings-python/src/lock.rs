@@ -14,7 +14,7 @@ use crate::api::task;
 use crate::convert::{class_repr, lease_secs, py_bool, py_repr, secs_repr, timeout, Secs};
 use crate::handle::LockSpec;
 use crate::lease::{exit, exit_async, Entered, LeaseCell};
-use crate::loop_bridge::into_asyncio;
+use crate::loop_bridge::into_asyncio_cancellable;
 use crate::runtime::block_on;
 use crate::snapshot::Inspected;
 use lockgate_core::native::{CancelWaits, Owner};
@@ -249,7 +249,7 @@ impl AsyncLock {
 #[pymethods]
 impl AsyncLock {
     /// ``await lock.acquire(timeout=None)``: as :meth:`lockgate.Lock.acquire`; cancelling the
-    /// task abandons the wait and removes it from the server. ``async with
+    /// task abandons the wait and raises once it is removed from the server. ``async with
     /// lock.acquire(timeout=5) as lease:`` releases on exit.
     #[pyo3(signature = (timeout=None))]
     fn acquire(&self, py: Python<'_>, timeout: Option<Secs>) -> PyResult<Py<AcquireContext>> {
@@ -258,8 +258,8 @@ impl AsyncLock {
 
     fn __aenter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let (owner, spec, entered) = (task(py)?, self.spec.clone(), self.entered.clone());
-        into_asyncio(py, async move {
-            let cell = spec.acquire(owner, None, std::future::pending()).await?;
+        into_asyncio_cancellable(py, move |cancel| async move {
+            let cell = spec.acquire(owner, None, cancel.fired()).await?;
             entered.push(owner, cell.clone());
             Ok(spec.deliver(owner, cell))
         })

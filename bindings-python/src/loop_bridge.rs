@@ -10,7 +10,10 @@
 //! if the loop was not already poked, writes one byte; the loop thread then converts the
 //! results and resolves the futures. For [`SPIN`] after a call, a [`Spin`] callback keeps the
 //! loop polling instead of sleeping. Cancelling the asyncio future aborts the task, which drops
-//! the Rust future (and so cancels the operation in the core).
+//! the Rust future (and so cancels the operation in the core) — except for a call made with a
+//! [`Cancel`] (an acquire): its cancel is told to the call, which ends through the core's
+//! explicit cancel, and the awaiting coroutine raises its `CancelledError` only once that
+//! ended, so nothing the wait left on the server outlives it (PROTOCOL.md §4).
 //!
 //! Python receives a [`Call`]: a coroutine (`send`, `throw`, `close`, `__await__`) over that
 //! future, so `create_task`, `TaskGroup`, `wait_for` and `gather` take it like an `async def`'s.
@@ -30,8 +33,9 @@ use pyo3::exceptions::{PyBaseException, PyRuntimeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyWeakrefReference};
+use pyo3::types::{PyDict, PyTuple, PyWeakrefReference};
 use pyo3::IntoPyObjectExt;
+use tokio::sync::oneshot;
 
 use crate::errors::Outcome;
 use crate::runtime::{lock_mutex, runtime};
@@ -49,8 +53,50 @@ pub(crate) type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound
 struct Finished {
     future: Py<PyAny>,
     /// The future's done callback, removed before resolving (else asyncio would schedule it).
-    abort: Py<AbortOnCancel>,
+    abort: Option<Py<AbortOnCancel>>,
     convert: Convert,
+}
+
+/// The cancel of a call made with [`into_asyncio_cancellable`] or [`start_cancellable`]: it
+/// resolves when the call's asyncio future is cancelled (or dropped unresolved); the call then
+/// ends itself through the core's explicit cancel.
+pub(crate) struct Cancel(oneshot::Receiver<()>);
+
+impl Cancel {
+    /// Resolves once the call is to end.
+    pub(crate) async fn fired(self) {
+        let _ = self.0.await;
+    }
+}
+
+/// What a cancellable call's task, its future's done callback and its coroutine share.
+pub(crate) struct Coop {
+    /// Fires the call's [`Cancel`].
+    cancel: Mutex<Option<oneshot::Sender<()>>>,
+    ending: Mutex<Ending>,
+}
+
+/// Whether a cancellable call's task has ended, or a cancelled coroutine awaits that.
+enum Ending {
+    Running,
+    Ended,
+    /// The future a cancelled coroutine awaits, resolved (on its loop, by `waker`) when the task ends.
+    Awaited(Py<PyAny>, Arc<Waker>),
+}
+
+impl Coop {
+    fn fire(&self) {
+        if let Some(tx) = lock_mutex(&self.cancel).take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// The task ended: resolves the future a cancelled coroutine awaits.
+    fn ended(&self) {
+        if let Ending::Awaited(future, waker) = std::mem::replace(&mut *lock_mutex(&self.ending), Ending::Ended) {
+            waker.push(Finished { future, abort: None, convert: Box::new(|py| Ok(py.None().into_bound(py))) });
+        }
+    }
 }
 
 /// The per-loop end of the bridge.
@@ -85,7 +131,9 @@ impl Waker {
                 if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
                     return Ok(()); // cancelled meanwhile
                 }
-                fut.call_method1(intern!(py, "remove_done_callback"), (&f.abort,))?;
+                if let Some(abort) = &f.abort {
+                    fut.call_method1(intern!(py, "remove_done_callback"), (abort,))?;
+                }
                 match (f.convert)(py) {
                     Ok(v) => fut.call_method1(intern!(py, "set_result"), (v,))?,
                     Err(e) => fut.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
@@ -135,16 +183,19 @@ impl Drain {
     }
 }
 
-/// Aborts the task when its asyncio future is cancelled (a done callback).
+/// Ends the task when its asyncio future is cancelled (a done callback): aborts it, or fires a
+/// cancellable call's [`Cancel`].
 #[pyclass(frozen, module = "lockgate._lockgate")]
-struct AbortOnCancel(OnceLock<tokio::task::AbortHandle>);
+struct AbortOnCancel(OnceLock<tokio::task::AbortHandle>, Option<Arc<Coop>>);
 
 #[pymethods]
 impl AbortOnCancel {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
         if fut.call_method0(intern!(fut.py(), "cancelled"))?.is_truthy()? {
-            if let Some(task) = self.0.get() {
-                task.abort();
+            match (&self.1, self.0.get()) {
+                (Some(coop), _) => coop.fire(),
+                (None, Some(task)) => task.abort(),
+                (None, None) => {}
             }
         }
         Ok(())
@@ -212,8 +263,9 @@ fn waker_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Wake
     Ok(waker)
 }
 
-/// Runs `fut` on the runtime as an asyncio future of the running loop.
-fn into_future<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// Runs `fut` on the runtime as an asyncio future of the running loop (with `coop`, a
+/// cancellable call's: see [`Coop`]).
+fn into_future<'py, F, T>(py: Python<'py>, fut: F, coop: Option<Arc<Coop>>) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -221,12 +273,15 @@ where
     let event_loop = running_loop(py)?;
     let waker = waker_for(py, &event_loop)?;
     let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
-    let abort = Bound::new(py, AbortOnCancel(OnceLock::new()))?;
+    let abort = Bound::new(py, AbortOnCancel(OnceLock::new(), coop.clone()))?;
     let (future, abort_ref, done) = (py_fut.clone().unbind(), abort.clone().unbind(), waker.clone());
     let task = runtime().spawn(async move {
         let out = fut.await;
         let convert: Convert = Box::new(move |py| Outcome(out).into_bound_py_any(py));
-        done.push(Finished { future, abort: abort_ref, convert });
+        done.push(Finished { future, abort: Some(abort_ref), convert });
+        if let Some(coop) = coop {
+            coop.ended();
+        }
     });
     let _ = abort.get().0.set(task.abort_handle());
     py_fut.call_method1(intern!(py, "add_done_callback"), (abort,))?;
@@ -243,26 +298,61 @@ where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let future = into_future(py, fut)?.unbind();
-    Ok(Bound::new(py, Call::started(future))?.into_any())
+    let future = into_future(py, fut, None)?.unbind();
+    Ok(Bound::new(py, Call::started(future, None))?.into_any())
 }
 
-/// Starts `fut` when called (for [`Call::deferred`]).
-pub(crate) fn start<F, T>(fut: F) -> Convert
+/// As [`into_asyncio`], for a call that ends itself when given its [`Cancel`]: cancelling the
+/// awaiting task fires it, and the task's `CancelledError` is raised once the call ended.
+pub(crate) fn into_asyncio_cancellable<'py, F, T>(py: Python<'py>, make: impl FnOnce(Cancel) -> F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, Error>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    Box::new(move |py| into_future(py, fut))
+    let (coop, cancel) = cooperation();
+    let future = into_future(py, make(cancel), Some(coop.clone()))?.unbind();
+    Ok(Bound::new(py, Call::started(future, Some(coop)))?.into_any())
 }
+
+fn cooperation() -> (Arc<Coop>, Cancel) {
+    let (tx, rx) = oneshot::channel();
+    (Arc::new(Coop { cancel: Mutex::new(Some(tx)), ending: Mutex::new(Ending::Running) }), Cancel(rx))
+}
+
+/// Starts, when called (for [`Call::deferred`]), a call that ends itself when given its
+/// [`Cancel`] (see [`into_asyncio_cancellable`]).
+pub(crate) fn start_cancellable<F, T>(make: impl FnOnce(Cancel) -> F + Send + 'static) -> Start
+where
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    Box::new(move |py| {
+        let (coop, cancel) = cooperation();
+        Ok((into_future(py, make(cancel), Some(coop.clone()))?, Some(coop)))
+    })
+}
+
+/// Starts a deferred call on the loop thread: its asyncio future (and, if cancellable, what
+/// its coroutine shares with it).
+pub(crate) type Start = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, PyAny>, Option<Arc<Coop>>)> + Send>;
 
 /// Where a [`Call`] stands.
 pub(crate) enum State {
-    NotStarted(Convert),
-    /// The asyncio future, and its `__await__` iterator once awaited.
-    Started(Py<PyAny>, Option<Py<PyAny>>),
+    NotStarted(Start),
+    /// The asyncio future, its `__await__` iterator once awaited, and a cancellable call's
+    /// [`Coop`].
+    Started(Py<PyAny>, Option<Py<PyAny>>, Option<Arc<Coop>>),
+    /// A cancellable call thrown into (cancelled): awaiting its end (the iterator of the future
+    /// [`Coop::ended`] resolves) before raising what was thrown where it waited.
+    Ending { wait: Py<PyAny>, thrown: Thrown },
     /// Closed or thrown into before it started: it never will.
     Closed,
+}
+
+/// What `throw` was given, and the call's future's iterator to raise it from.
+pub(crate) struct Thrown {
+    it: Py<PyAny>,
+    args: Py<PyAny>,
 }
 
 /// A coroutine over an asyncio future: awaiting it is awaiting the future.
@@ -270,12 +360,12 @@ pub(crate) enum State {
 pub struct Call(Mutex<State>);
 
 impl Call {
-    fn started(future: Py<PyAny>) -> Self {
-        Call(Mutex::new(State::Started(future, None)))
+    fn started(future: Py<PyAny>, coop: Option<Arc<Coop>>) -> Self {
+        Call(Mutex::new(State::Started(future, None, coop)))
     }
 
     /// A call that starts when first awaited (`send`).
-    pub(crate) fn deferred(start: Convert) -> Self {
+    pub(crate) fn deferred(start: Start) -> Self {
         Call(Mutex::new(State::NotStarted(start)))
     }
 
@@ -284,11 +374,12 @@ impl Call {
         let mut state = lock_mutex(&self.0);
         if let State::NotStarted(_) = &*state {
             let State::NotStarted(start) = std::mem::replace(&mut *state, State::Closed) else { unreachable!() };
-            *state = State::Started(start(py)?.unbind(), None);
+            let (future, coop) = start(py)?;
+            *state = State::Started(future.unbind(), None, coop);
         }
         match &mut *state {
-            State::Started(_, Some(it)) => Ok(it.bind(py).clone()),
-            State::Started(fut, slot) => {
+            State::Started(_, Some(it), _) => Ok(it.bind(py).clone()),
+            State::Started(fut, slot, _) => {
                 let it = fut.bind(py).call_method0(intern!(py, "__await__"))?;
                 *slot = Some(it.clone().unbind());
                 Ok(it)
@@ -297,12 +388,53 @@ impl Call {
         }
     }
 
+    /// A cancellable call thrown into while its task runs: cancels it and awaits its end (the
+    /// first value of the awaited future's iterator), moving to [`State::Ending`]. `None` for
+    /// any other call, or one whose task already ended.
+    fn await_end<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Option<PyResult<Bound<'py, PyAny>>>> {
+        let (fut, coop) = match &*lock_mutex(&self.0) {
+            State::Started(fut, _, Some(coop)) => (fut.clone_ref(py), coop.clone()),
+            _ => return Ok(None),
+        };
+        let event_loop = running_loop(py)?;
+        let wait = event_loop.call_method0(intern!(py, "create_future"))?;
+        {
+            let mut ending = lock_mutex(&coop.ending);
+            if !matches!(*ending, Ending::Running) {
+                return Ok(None);
+            }
+            *ending = Ending::Awaited(wait.clone().unbind(), waker_for(py, &event_loop)?);
+        }
+        coop.fire();
+        let it = self.iter(py)?;
+        fut.bind(py).call_method0(intern!(py, "cancel"))?;
+        let wait_it = wait.call_method0(intern!(py, "__await__"))?;
+        *lock_mutex(&self.0) = State::Ending { wait: wait_it.clone().unbind(), thrown: Thrown { it: it.unbind(), args: args.clone().into_any().unbind() } };
+        Ok(Some(wait_it.call_method1(intern!(py, "send"), (py.None(),))))
+    }
+
+    /// In [`State::Ending`]: the end's future again while it is pending, else what was thrown,
+    /// raised where the call waited. `None` in any other state.
+    fn resume_ending<'py>(&self, py: Python<'py>) -> Option<PyResult<Bound<'py, PyAny>>> {
+        let (wait, it, args) = match &*lock_mutex(&self.0) {
+            State::Ending { wait, thrown } => (wait.clone_ref(py), thrown.it.clone_ref(py), thrown.args.clone_ref(py)),
+            _ => return None,
+        };
+        // A pending future yields itself again; a resolved (or cancelled: a second cancel
+        // stops the waiting) one ends the iterator.
+        if let Ok(pending) = wait.bind(py).call_method1(intern!(py, "send"), (py.None(),)) {
+            return Some(Ok(pending));
+        }
+        Some(it.bind(py).call_method1(intern!(py, "throw"), args.bind(py).cast::<PyTuple>().ok()?.clone()))
+    }
+
     /// Abandons the call (its task is aborted; a result already there is dropped). `false` if
     /// it had not started: then it never will.
     fn abandon(&self, py: Python<'_>) -> PyResult<bool> {
         let mut state = lock_mutex(&self.0);
         match &*state {
-            State::Started(fut, _) => fut.bind(py).call_method0(intern!(py, "cancel")).map(|_| true),
+            State::Started(fut, _, _) => fut.bind(py).call_method0(intern!(py, "cancel")).map(|_| true),
+            State::Ending { .. } => Ok(true),
             _ => {
                 *state = State::Closed;
                 Ok(false)
@@ -318,16 +450,20 @@ impl Call {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.iter(py)?.call_method1(intern!(py, "send"), (py.None(),))
+        self.send(py, py.None().into_bound(py))
     }
 
     /// Resumes the awaiting (``coroutine.send``), starting the call first if needed.
     #[pyo3(signature = (value, /))]
     fn send<'py>(&self, py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(r) = self.resume_ending(py) {
+            return r;
+        }
         self.iter(py)?.call_method1(intern!(py, "send"), (value,))
     }
 
-    /// ``coroutine.throw``: abandons the call and raises the exception where it waited.
+    /// ``coroutine.throw``: abandons the call and raises the exception where it waited (a
+    /// cancellable call once it ended).
     #[pyo3(signature = (typ, val=None, tb=None, /))]
     fn throw<'py>(
         &self,
@@ -336,14 +472,21 @@ impl Call {
         val: Option<Bound<'py, PyAny>>,
         tb: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if self.abandon(py)? {
-            let it = self.iter(py)?;
-            return match (val, tb) {
-                (None, None) => it.call_method1(intern!(py, "throw"), (typ,)),
-                (val, None) => it.call_method1(intern!(py, "throw"), (typ, val)),
-                (val, tb) => it.call_method1(intern!(py, "throw"), (typ, val, tb)),
-            };
+        let args = match (val, tb) {
+            (None, None) => PyTuple::new(py, [typ.clone()])?,
+            (val, None) => PyTuple::new(py, [typ.clone(), val.into_bound_py_any(py)?])?,
+            (val, tb) => PyTuple::new(py, [typ.clone(), val.into_bound_py_any(py)?, tb.into_bound_py_any(py)?])?,
+        };
+        if let Some(r) = self.resume_ending(py) {
+            return r; // thrown into again while ending: the first exception is raised
         }
+        if let Some(wait) = self.await_end(py, &args)? {
+            return wait;
+        }
+        if self.abandon(py)? {
+            return self.iter(py)?.call_method1(intern!(py, "throw"), args);
+        }
+        let (typ, val) = (args.get_item(0)?, args.get_item(1).ok());
         // Never started: raise `val` (an exception), `typ` (an instance) or `typ(val)`.
         let exc = match val {
             Some(v) if v.is_instance_of::<PyBaseException>() => v,
