@@ -20,6 +20,7 @@ pub mod backend;
 mod cleanup;
 mod ids;
 pub mod io;
+pub mod metrics;
 // The runner of multi-step calls: a build without a backend that has them leaves it unused.
 #[allow(dead_code)]
 pub(crate) mod job;

@@ -22,27 +22,30 @@ use std::sync::Arc;
 use metrics::Label;
 use tracing::Span;
 
+use crate::engine::metrics::{InstrumentKind, INSTRUMENTS};
 use crate::engine::{Happened, OpId, Telemetry};
-use crate::time::Duration;
 
+// The instruments are defined once in the engine for every binding (`engine::metrics`, names in
+// README "Telemetry"); their names stay here, where Rust users have found them.
+use crate::engine::metrics as m;
 /// Wait time of acquires that ended, by outcome (seconds).
-pub const WAIT_DURATION: &str = "lockgate.lock.wait.duration";
+pub const WAIT_DURATION: &str = m::WAIT_DURATION.name;
 /// Hold time of leases that ended, released or lost (seconds).
-pub const HOLD_DURATION: &str = "lockgate.lock.hold.duration";
+pub const HOLD_DURATION: &str = m::HOLD_DURATION.name;
 /// Acquires that ended, by outcome.
-pub const ACQUISITIONS: &str = "lockgate.lock.acquisitions";
+pub const ACQUISITIONS: &str = m::ACQUISITIONS.name;
 /// Leases lost, by reason.
-pub const LOSSES: &str = "lockgate.lock.losses";
+pub const LOSSES: &str = m::LOSSES.name;
 /// Spells at risk begun.
-pub const AT_RISK: &str = "lockgate.lock.at_risk";
+pub const AT_RISK: &str = m::AT_RISK.name;
 /// Renewals that did not go through, by error code.
-pub const RENEWAL_FAILURES: &str = "lockgate.lock.renewal.failures";
+pub const RENEWAL_FAILURES: &str = m::RENEWAL_FAILURES.name;
 /// Connections to the session's server back after a loss.
-pub const RECONNECTS: &str = "lockgate.client.reconnects";
+pub const RECONNECTS: &str = m::RECONNECTS.name;
 /// Leases held now.
-pub const HELD: &str = "lockgate.lock.held";
+pub const HELD: &str = m::HELD.name;
 /// Acquires waiting now.
-pub const WAITING: &str = "lockgate.lock.waiting";
+pub const WAITING: &str = m::WAITING.name;
 
 /// Something else that takes every telemetry event of a client, after `tracing` and the
 /// metrics (a binding's bridge to its ecosystem's logging: Python's `logging`). Called on the
@@ -79,15 +82,13 @@ impl Sink {
     /// Describes the metrics to the recorder (units and meaning), once per client.
     pub fn new() -> Self {
         use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-        describe_histogram!(WAIT_DURATION, Unit::Seconds, "Time acquires waited, by outcome");
-        describe_histogram!(HOLD_DURATION, Unit::Seconds, "Time leases were held, until released or lost");
-        describe_counter!(ACQUISITIONS, "Acquires that ended, by outcome");
-        describe_counter!(LOSSES, "Leases lost, by reason");
-        describe_counter!(AT_RISK, "Spells at risk: leases that could not be confirmed for a while");
-        describe_counter!(RENEWAL_FAILURES, "Lease renewals that did not go through, by error code");
-        describe_counter!(RECONNECTS, "Connections to the session's server restored after a loss");
-        describe_gauge!(HELD, "Leases held now");
-        describe_gauge!(WAITING, "Acquires waiting now");
+        for i in INSTRUMENTS {
+            match i.kind {
+                InstrumentKind::Histogram => describe_histogram!(i.name, Unit::Seconds, i.description),
+                InstrumentKind::Counter => describe_counter!(i.name, i.description),
+                InstrumentKind::UpDownCounter => describe_gauge!(i.name, i.description),
+            }
+        }
         Sink::default()
     }
 
@@ -106,26 +107,15 @@ impl Sink {
         for listener in &self.listeners {
             listener(t);
         }
-        let mut labels = vec![Label::new("lockgate.backend", t.backend)];
-        if let Some(p) = t.primitive {
-            labels.push(Label::new("lockgate.primitive", p));
-        }
-        if let Some(name) = &t.name {
-            labels.push(Label::new("lockgate.lock.name", name.to_string()));
-        }
-        let with = |k: &'static str, v: &'static str| {
-            let mut l = labels.clone();
-            l.push(Label::new(k, v));
-            l
-        };
-        let acquire_ended = |sink: &mut Sink, op: OpId, outcome: &'static str, waited: Option<Duration>| {
-            metrics::gauge!(WAITING, labels.clone()).decrement(1.0);
-            metrics::counter!(ACQUISITIONS, with("lockgate.outcome", outcome)).increment(1);
-            if let Some(w) = waited {
-                metrics::histogram!(WAIT_DURATION, with("lockgate.outcome", outcome)).record(w.as_secs_f64());
+        for u in t.metric_updates() {
+            let labels: Vec<Label> = u.attributes.into_iter().map(|(k, v)| Label::new(k, v)).collect();
+            match u.instrument.kind {
+                InstrumentKind::Histogram => metrics::histogram!(u.instrument.name, labels).record(u.value),
+                InstrumentKind::Counter => metrics::counter!(u.instrument.name, labels).increment(u.value as u64),
+                InstrumentKind::UpDownCounter => metrics::gauge!(u.instrument.name, labels).increment(u.value),
             }
-            sink.spans.remove(&op).unwrap_or_else(Span::none)
-        };
+        }
+        let mut acquire_ended = |op: &OpId| self.spans.remove(op).unwrap_or_else(Span::none);
         match &t.what {
             Happened::AcquireStarted { op } => {
                 let parent = self.parents.remove(op).unwrap_or_else(Span::current);
@@ -139,57 +129,30 @@ impl Sink {
                 );
                 emit!(debug, span.id(), t);
                 self.spans.insert(*op, span);
-                metrics::gauge!(WAITING, labels.clone()).increment(1.0);
             }
             Happened::Granted { op, waited, queued, .. } => {
-                let span = acquire_ended(self, *op, "granted", Some(*waited));
-                metrics::gauge!(HELD, labels.clone()).increment(1.0);
+                let span = acquire_ended(op);
                 emit!(debug, span.id(), t, wait_s = waited.as_secs_f64(), queued = *queued);
             }
             Happened::NotAcquired { op } => {
-                let span = acquire_ended(self, *op, "not_acquired", None);
+                let span = acquire_ended(op);
                 emit!(debug, span.id(), t);
             }
-            Happened::TimedOut { op, waited } => {
-                let span = acquire_ended(self, *op, "timed_out", Some(*waited));
-                emit!(debug, span.id(), t, wait_s = waited.as_secs_f64());
-            }
-            Happened::Cancelled { op, waited } => {
-                let span = acquire_ended(self, *op, "cancelled", Some(*waited));
+            Happened::TimedOut { op, waited } | Happened::Cancelled { op, waited } => {
+                let span = acquire_ended(op);
                 emit!(debug, span.id(), t, wait_s = waited.as_secs_f64());
             }
             Happened::AcquireFailed { op, waited, code } => {
-                let span = acquire_ended(self, *op, "failed", Some(*waited));
+                let span = acquire_ended(op);
                 emit!(debug, span.id(), t, wait_s = waited.as_secs_f64(), code = *code);
             }
-            Happened::Released { held, .. } => {
-                metrics::gauge!(HELD, labels.clone()).decrement(1.0);
-                metrics::histogram!(HOLD_DURATION, with("lockgate.outcome", "released")).record(held.as_secs_f64());
-                emit!(debug, None, t, held_s = held.as_secs_f64());
-            }
-            Happened::Lost { reason, held, .. } => {
-                metrics::gauge!(HELD, labels.clone()).decrement(1.0);
-                metrics::histogram!(HOLD_DURATION, with("lockgate.outcome", "lost")).record(held.as_secs_f64());
-                metrics::counter!(LOSSES, with("lockgate.loss.reason", reason.as_str())).increment(1);
-                emit!(warn, None, t, reason = reason.as_str(), held_s = held.as_secs_f64());
-            }
+            Happened::Released { held, .. } => emit!(debug, None, t, held_s = held.as_secs_f64()),
+            Happened::Lost { reason, held, .. } => emit!(warn, None, t, reason = reason.as_str(), held_s = held.as_secs_f64()),
             Happened::HeldTooLong { held, .. } => emit!(warn, None, t, held_s = held.as_secs_f64()),
-            Happened::Extended { .. } => emit!(debug, None, t),
-            Happened::RenewalFailed { code, .. } => {
-                metrics::counter!(RENEWAL_FAILURES, with("error.type", code)).increment(1);
-                emit!(debug, None, t, code = *code);
-            }
-            Happened::AtRisk { .. } => {
-                metrics::counter!(AT_RISK, labels.clone()).increment(1);
-                emit!(warn, None, t);
-            }
-            Happened::Safe { .. } => emit!(debug, None, t),
-            Happened::ConnectionLost => emit!(debug, None, t),
-            Happened::ConnectionRestored => {
-                metrics::counter!(RECONNECTS, labels.clone()).increment(1);
-                emit!(debug, None, t);
-            }
-            Happened::SessionExpired => emit!(warn, None, t),
+            Happened::RenewalFailed { code, .. } => emit!(debug, None, t, code = *code),
+            Happened::AtRisk { .. } | Happened::SessionExpired => emit!(warn, None, t),
+            Happened::Extended { .. } | Happened::Safe { .. } => emit!(debug, None, t),
+            Happened::ConnectionLost | Happened::ConnectionRestored => emit!(debug, None, t),
         }
     }
 }

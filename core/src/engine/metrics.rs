@@ -1,0 +1,162 @@
+//! The metrics every binding records, defined once: the instruments (name, kind, unit, meaning;
+//! names after OpenTelemetry's naming guidance) and what each telemetry event adds to them
+//! ([`Telemetry::metric_updates`]). Each binding hands the updates to its ecosystem's metrics
+//! API by the instrument's kind — the `metrics` facade (Rust), OpenTelemetry (Python, Node),
+//! Micrometer (JVM) — so the names, attributes and values are the same in every language.
+
+use super::telemetry::{Happened, Telemetry};
+use crate::time::Duration;
+
+/// How an instrument aggregates what it is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstrumentKind {
+    /// A distribution of values (a duration per acquire or hold).
+    Histogram,
+    /// A monotonic count (given increments of 1).
+    Counter,
+    /// A count that goes up and down (given +1 and -1): what is held or waiting now.
+    UpDownCounter,
+}
+
+/// One metric every binding records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instrument {
+    /// Its name (`lockgate.lock.wait.duration`).
+    pub name: &'static str,
+    /// How it aggregates.
+    pub kind: InstrumentKind,
+    /// Its unit in UCUM (`s`; `1` for counts), as OpenTelemetry names units.
+    pub unit: &'static str,
+    /// What it measures, for the metrics backend's description.
+    pub description: &'static str,
+}
+
+const fn instrument(name: &'static str, kind: InstrumentKind, unit: &'static str, description: &'static str) -> Instrument {
+    Instrument { name, kind, unit, description }
+}
+
+use InstrumentKind::{Counter, Histogram, UpDownCounter};
+
+/// Wait time of acquires that ended, by outcome (seconds).
+pub const WAIT_DURATION: Instrument = instrument("lockgate.lock.wait.duration", Histogram, "s", "Time acquires waited, by outcome");
+/// Hold time of leases that ended, released or lost (seconds).
+pub const HOLD_DURATION: Instrument = instrument("lockgate.lock.hold.duration", Histogram, "s", "Time leases were held, until released or lost");
+/// Acquires that ended, by outcome.
+pub const ACQUISITIONS: Instrument = instrument("lockgate.lock.acquisitions", Counter, "1", "Acquires that ended, by outcome");
+/// Leases lost, by reason.
+pub const LOSSES: Instrument = instrument("lockgate.lock.losses", Counter, "1", "Leases lost, by reason");
+/// Spells at risk begun.
+pub const AT_RISK: Instrument = instrument("lockgate.lock.at_risk", Counter, "1", "Spells at risk: leases that could not be confirmed for a while");
+/// Renewals that did not go through, by error code.
+pub const RENEWAL_FAILURES: Instrument = instrument("lockgate.lock.renewal.failures", Counter, "1", "Lease renewals that did not go through, by error code");
+/// Connections to the session's server back after a loss.
+pub const RECONNECTS: Instrument = instrument("lockgate.client.reconnects", Counter, "1", "Connections to the session's server restored after a loss");
+/// Leases held now.
+pub const HELD: Instrument = instrument("lockgate.lock.held", UpDownCounter, "1", "Leases held now");
+/// Acquires waiting now.
+pub const WAITING: Instrument = instrument("lockgate.lock.waiting", UpDownCounter, "1", "Acquires waiting now");
+
+/// Every instrument, for a binding that creates them up front.
+pub const INSTRUMENTS: &[Instrument] = &[WAIT_DURATION, HOLD_DURATION, ACQUISITIONS, LOSSES, AT_RISK, RENEWAL_FAILURES, RECONNECTS, HELD, WAITING];
+
+/// One value for one instrument, with its attributes: `lockgate.backend`, `lockgate.primitive`
+/// (events of one lock), `lockgate.lock.name` (opted in), and the instrument's own
+/// (`lockgate.outcome`, `lockgate.loss.reason`, `error.type`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricUpdate {
+    /// The instrument.
+    pub instrument: &'static Instrument,
+    /// A histogram's sample, a counter's increment, an up-down counter's change.
+    pub value: f64,
+    /// The attributes, keys first.
+    pub attributes: Vec<(&'static str, String)>,
+}
+
+impl Telemetry {
+    /// What this event adds to the metrics, the same in every binding.
+    pub fn metric_updates(&self) -> Vec<MetricUpdate> {
+        let mut base = vec![("lockgate.backend", self.backend.to_string())];
+        if let Some(p) = self.primitive {
+            base.push(("lockgate.primitive", p.to_string()));
+        }
+        if let Some(name) = &self.name {
+            base.push(("lockgate.lock.name", name.to_string()));
+        }
+        let update = |instrument: &'static Instrument, value: f64, extra: Option<(&'static str, &str)>| {
+            let mut attributes = base.clone();
+            attributes.extend(extra.map(|(k, v)| (k, v.to_string())));
+            MetricUpdate { instrument, value, attributes }
+        };
+        let acquire_ended = |outcome: &str, waited: Option<Duration>| {
+            let mut ups = vec![update(&WAITING, -1.0, None), update(&ACQUISITIONS, 1.0, Some(("lockgate.outcome", outcome)))];
+            ups.extend(waited.map(|w| update(&WAIT_DURATION, w.as_secs_f64(), Some(("lockgate.outcome", outcome)))));
+            ups
+        };
+        match &self.what {
+            Happened::AcquireStarted { .. } => vec![update(&WAITING, 1.0, None)],
+            Happened::Granted { waited, .. } => {
+                let mut ups = acquire_ended("granted", Some(*waited));
+                ups.push(update(&HELD, 1.0, None));
+                ups
+            }
+            Happened::NotAcquired { .. } => acquire_ended("not_acquired", None),
+            Happened::TimedOut { waited, .. } => acquire_ended("timed_out", Some(*waited)),
+            Happened::Cancelled { waited, .. } => acquire_ended("cancelled", Some(*waited)),
+            Happened::AcquireFailed { waited, .. } => acquire_ended("failed", Some(*waited)),
+            Happened::Released { held, .. } => {
+                vec![update(&HELD, -1.0, None), update(&HOLD_DURATION, held.as_secs_f64(), Some(("lockgate.outcome", "released")))]
+            }
+            Happened::Lost { reason, held, .. } => vec![
+                update(&HELD, -1.0, None),
+                update(&HOLD_DURATION, held.as_secs_f64(), Some(("lockgate.outcome", "lost"))),
+                update(&LOSSES, 1.0, Some(("lockgate.loss.reason", reason.as_str()))),
+            ],
+            Happened::RenewalFailed { code, .. } => vec![update(&RENEWAL_FAILURES, 1.0, Some(("error.type", code)))],
+            Happened::AtRisk { .. } => vec![update(&AT_RISK, 1.0, None)],
+            Happened::ConnectionRestored => vec![update(&RECONNECTS, 1.0, None)],
+            Happened::HeldTooLong { .. } | Happened::Extended { .. } | Happened::Safe { .. } => Vec::new(),
+            Happened::ConnectionLost | Happened::SessionExpired => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{LeaseId, OpId};
+    use crate::engine::telemetry::LossReason;
+
+    fn event(what: Happened, name: Option<&str>) -> Telemetry {
+        Telemetry { what, backend: "redis", primitive: Some("mutex"), name: name.map(Into::into) }
+    }
+
+    #[test]
+    fn a_grant_ends_a_wait_and_starts_a_hold() {
+        let ups = event(Happened::Granted { op: OpId(1), lease: LeaseId(2), waited: Duration::from_millis(1500), queued: true }, Some("orders:42")).metric_updates();
+        let got: Vec<_> = ups.iter().map(|u| (u.instrument.name, u.value)).collect();
+        assert_eq!(got, [("lockgate.lock.waiting", -1.0), ("lockgate.lock.acquisitions", 1.0), ("lockgate.lock.wait.duration", 1.5), ("lockgate.lock.held", 1.0)]);
+        assert_eq!(
+            ups[1].attributes,
+            [("lockgate.backend", "redis".into()), ("lockgate.primitive", "mutex".into()), ("lockgate.lock.name", "orders:42".into()), ("lockgate.outcome", "granted".into())]
+        );
+    }
+
+    #[test]
+    fn a_loss_counts_its_reason_and_ends_the_hold() {
+        let ups = event(Happened::Lost { lease: LeaseId(2), reason: LossReason::Expired, held: Duration::from_secs(3) }, None).metric_updates();
+        let got: Vec<_> = ups.iter().map(|u| (u.instrument.name, u.value, u.attributes.last().cloned())).collect();
+        assert_eq!(got[0].0, "lockgate.lock.held");
+        assert_eq!(got[1], ("lockgate.lock.hold.duration", 3.0, Some(("lockgate.outcome", "lost".into()))));
+        assert_eq!(got[2], ("lockgate.lock.losses", 1.0, Some(("lockgate.loss.reason", "expired".into()))));
+        assert!(ups.iter().all(|u| !u.attributes.iter().any(|(k, _)| *k == "lockgate.lock.name")), "names only when opted in");
+    }
+
+    #[test]
+    fn every_update_names_a_listed_instrument() {
+        let restored = Telemetry { what: Happened::ConnectionRestored, backend: "zookeeper", primitive: None, name: None };
+        for u in restored.metric_updates() {
+            assert!(INSTRUMENTS.contains(u.instrument));
+            assert_eq!(u.attributes, [("lockgate.backend", "zookeeper".to_string())]);
+        }
+    }
+}
