@@ -18,7 +18,7 @@ PY=${PYTHON:-python3}
 # Python packages and the versions they must satisfy (checked before installing, to stay fast).
 # psycopg and PyMySQL: the application's own connections in tests/test_sql_fence.py (psycopg 3.3
 # is pure Python over the system's libpq, which Debian's postgresql brings).
-PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "pytest-xdist>=3" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10"
+PIP_PACKAGES=("maturin>=1.16,<2" "pytest>=7" "pytest-xdist>=3" "mypy>=1.10" "typing_extensions>=4.15" "redis>=5" "python-redis-lock>=4" "kazoo>=2.10" "opentelemetry-sdk>=1.20"
   "psycopg>=3.3,<3.4" "PyMySQL>=1.1,<2")
 
 log() { printf '==> [python] %s\n' "$*" >&2; }
@@ -102,7 +102,7 @@ cmd_test() {
   cd "$HERE/tests"  # not from the source tree: test the installed package
   log "stubtest: the .pyi stubs against the compiled module"
   "$PY" -m mypy.stubtest lockgate --concise
-  "$PY" -m mypy --strict "$HERE/tests/typing_check.py"
+  "$PY" -m mypy --strict "$HERE/tests/typing_check.py" "$HERE/python/lockgate/otel.py"
   if [ -z "${LOCKGATE_TEST_SERVERS:-}" ]; then
     log "the project's test-server launcher (target/release/test-servers)"
     (cd "$ROOT" && cargo build --release -q -p lockgate-conformance)

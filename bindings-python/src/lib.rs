@@ -48,5 +48,7 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AsyncLease", py.get_type::<lease::AsyncLease>())?;
     m.add("AcquireContext", py.get_type::<acquire_context::AcquireContext>())?;
     m.add_function(wrap_pyfunction!(connection::_close_all, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::_set_telemetry_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::_metric_instruments, m)?)?;
     Ok(())
 }

@@ -7,6 +7,12 @@
 //! which Python's last-resort handler prints; one line turns the rest on
 //! (`logging.getLogger("lockgate").setLevel(logging.DEBUG)` with a handler).
 //!
+//! With a sink set ([`_set_telemetry_sink`], by `lockgate.otel.instrument()`), every event's
+//! metric updates (the core's `Telemetry::metric_updates`: the same instruments, attributes and
+//! values as every binding) and, for an acquire that ended, its span (name, wall-clock start
+//! and end in ns, attributes, error code) are handed to it as plain tuples; the sink (Python)
+//! records them through OpenTelemetry.
+//!
 //! Runs on the client's driver task, where taking the GIL can wait for a Python thread (up to
 //! its switch interval): so a DEBUG record is only made if the logger was seen enabled for
 //! DEBUG at the last check, made at most once per [`RECHECK`] (a level changed takes effect
@@ -17,7 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use lockgate_core::engine::{Measure, Telemetry};
+use std::sync::RwLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use lockgate_core::engine::metrics::{InstrumentKind, INSTRUMENTS};
+use lockgate_core::engine::{Happened, Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -43,13 +53,90 @@ fn since() -> Instant {
 /// The listener a connected client hands its telemetry to.
 pub(crate) fn to_logging() -> Listener {
     Arc::new(|t: &Telemetry| {
-        if !t.what.is_warning() && !debug_wanted() {
+        let sink = SINK_ON.load(Ordering::Relaxed);
+        let logs = t.what.is_warning() || debug_wanted();
+        if !sink && !logs {
             return;
         }
         Python::try_attach(|py| {
-            let _ = log(py, t);
+            if logs {
+                let _ = log(py, t);
+            }
+            if sink {
+                let _ = feed(py, t);
+            }
         });
     })
+}
+
+/// The telemetry sink (`lockgate.otel`'s recorder), and whether one is set (read without a lock
+/// on every event).
+static SINK: RwLock<Option<Py<PyAny>>> = RwLock::new(None);
+static SINK_ON: AtomicBool = AtomicBool::new(false);
+
+/// Sets (or, with `None`, removes) the callable every client's telemetry events are handed to
+/// as `sink(updates, span)`: `updates` a list of `(instrument, value, attributes)`, `span`
+/// `None` or `(name, start_ns, end_ns, attributes, error_code)` for an acquire that ended.
+#[pyfunction]
+#[pyo3(signature = (sink, /))]
+pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
+    let on = sink.is_some();
+    *SINK.write().unwrap_or_else(|e| e.into_inner()) = sink;
+    SINK_ON.store(on, Ordering::Relaxed);
+}
+
+/// Every metric instrument, as `(name, kind, unit, description)` with kind `histogram`,
+/// `counter` or `up_down_counter`: the core's list, for the sink to create them.
+#[pyfunction]
+pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    let kind = |k| match k {
+        InstrumentKind::Histogram => "histogram",
+        InstrumentKind::Counter => "counter",
+        InstrumentKind::UpDownCounter => "up_down_counter",
+    };
+    INSTRUMENTS.iter().map(|i| (i.name, kind(i.kind), i.unit, i.description)).collect()
+}
+
+/// Hands `t` to the sink: its metric updates, and an ended acquire's span.
+fn feed(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
+    let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
+        return Ok(());
+    };
+    let updates = t
+        .metric_updates()
+        .into_iter()
+        .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let ended = match &t.what {
+        Happened::Granted { waited, .. } => Some(("granted", *waited, None)),
+        Happened::NotAcquired { .. } => Some(("not_acquired", Default::default(), None)),
+        Happened::TimedOut { waited, .. } => Some(("timed_out", *waited, Some("TIMEOUT"))),
+        Happened::Cancelled { waited, .. } => Some(("cancelled", *waited, None)),
+        Happened::AcquireFailed { waited, code, .. } => Some(("failed", *waited, Some(*code))),
+        _ => None,
+    };
+    let span = match ended {
+        Some((outcome, waited, error)) => {
+            let end = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+            let start = end.saturating_sub(waited.as_nanos() as u64);
+            let mut attrs = vec![("lockgate.backend", t.backend.to_string())];
+            attrs.extend(t.primitive.map(|p| ("lockgate.primitive", p.to_string())));
+            attrs.extend(t.name.as_ref().map(|n| ("lockgate.lock.name", n.to_string())));
+            attrs.push(("lockgate.outcome", outcome.to_string()));
+            Some(("lockgate.acquire", start, end, attributes(py, &attrs)?, error))
+        }
+        None => None,
+    };
+    sink.bind(py).call1((updates, span))?;
+    Ok(())
+}
+
+fn attributes<'py>(py: Python<'py>, pairs: &[(&'static str, String)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in pairs {
+        d.set_item(*k, v)?;
+    }
+    Ok(d)
 }
 
 /// Whether DEBUG records may be wanted: the last check's answer, or a new check once it is

@@ -3,12 +3,12 @@
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from typing_extensions import Self, disjoint_base, final
 
 __all__ = [
-    "__version__", "_close_all", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
+    "__version__", "_close_all", "_set_telemetry_sink", "_metric_instruments", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
     "LockConnectionError", "AuthenticationError", "ProtocolError", "LockCancelledError", "ClientClosedError",
     "AlreadyHeldError", "UnsupportedError", "Client", "Lock", "Semaphore", "ReadWriteLock", "Election", "LeaderInfo",
     "Lease", "AsyncClient", "AsyncLock", "AsyncSemaphore", "AsyncReadWriteLock", "AsyncElection", "AsyncLease",
@@ -19,6 +19,14 @@ __version__: str
 
 def _close_all() -> None:
     """Closes every live client of this process (registered with ``atexit``)."""
+
+def _set_telemetry_sink(
+    sink: Optional[Callable[[List[Tuple[str, float, Dict[str, str]]], Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]], None]], /
+) -> None:
+    """Sets (``None``: removes) the callable every client's telemetry is handed to (``lockgate.otel``)."""
+
+def _metric_instruments() -> List[Tuple[str, str, str, str]]:
+    """Every metric instrument as ``(name, kind, unit, description)``, kind ``histogram``, ``counter`` or ``up_down_counter``."""
 
 _Option = Union[str, float, bool, bytes, "os.PathLike[str]", None]
 """A client option's value: every backend's options pass through to lockgate's core."""

@@ -1,0 +1,64 @@
+"""lockgate's metrics and spans through OpenTelemetry (``pip install opentelemetry-api``; the
+application's SDK exports them)::
+
+    import lockgate.otel
+
+    lockgate.otel.instrument()  # the global meter and tracer providers, or pass your own
+
+Every client then records the metrics of README "Telemetry" (the same names, attributes and
+values as every lockgate binding: ``lockgate.lock.wait.duration``, ``lockgate.lock.held``, ...)
+and one ``lockgate.acquire`` span per acquire that ended (its wait; not parented to the
+caller's span: the event is raised on the client's driver thread). Nothing of OpenTelemetry is
+imported until ``instrument()`` is called; ``uninstrument()`` stops it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import _lockgate
+
+__all__ = ["instrument", "uninstrument"]
+
+
+def instrument(meter_provider: Any = None, tracer_provider: Any = None) -> None:
+    """Records every client's lock metrics and acquire spans through OpenTelemetry, with the
+    given providers (default: the global ones). Raises ImportError naming the package if
+    ``opentelemetry-api`` is not installed."""
+    try:
+        from opentelemetry import metrics, trace
+        from opentelemetry.trace import Status, StatusCode
+    except ImportError as e:  # pragma: no cover - the message is the point
+        raise ImportError("lockgate.otel needs OpenTelemetry: pip install opentelemetry-api (and an SDK to export)") from e
+
+    version = getattr(_lockgate, "__version__", None)
+    meter = (meter_provider or metrics.get_meter_provider()).get_meter("lockgate", version)
+    tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer("lockgate", version)
+    # Each instrument's recording method by the kind the core gives it, and whether it counts
+    # (whole increments) rather than samples.
+    record: Dict[str, Tuple[Callable[..., None], bool]] = {}
+    for name, kind, unit, description in _lockgate._metric_instruments():
+        if kind == "histogram":
+            record[name] = (meter.create_histogram(name, unit=unit, description=description).record, False)
+        elif kind == "counter":
+            record[name] = (meter.create_counter(name, unit=unit, description=description).add, True)
+        else:
+            record[name] = (meter.create_up_down_counter(name, unit=unit, description=description).add, True)
+
+    def sink(updates: List[Tuple[str, float, Dict[str, str]]], span: Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]) -> None:
+        for name, value, attributes in updates:
+            fn, counts = record[name]
+            fn(int(value) if counts else value, attributes)
+        if span is not None:
+            name, start_ns, end_ns, attributes, error = span
+            s = tracer.start_span(name, start_time=start_ns, attributes=attributes)
+            if error is not None:
+                s.set_status(Status(StatusCode.ERROR, error))
+            s.end(end_time=end_ns)
+
+    _lockgate._set_telemetry_sink(sink)
+
+
+def uninstrument() -> None:
+    """Stops recording through OpenTelemetry."""
+    _lockgate._set_telemetry_sink(None)
