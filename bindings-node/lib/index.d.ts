@@ -448,3 +448,17 @@ export interface TelemetryEvent {
 
 /** The names of lockgate's diagnostics_channel channels: `lockgate.acquire.started`, ... */
 export declare const telemetryChannels: readonly string[];
+
+/**
+ * Records every client's metrics (README "Telemetry": the same instruments, attributes and values
+ * in every lockgate binding) and one `lockgate.acquire` span per acquire that ended through
+ * OpenTelemetry's API (`npm install @opentelemetry/api`; UnsupportedError without it), with the
+ * given providers or the global ones. The application's SDK exports them.
+ */
+export declare function instrumentOpenTelemetry(providers?: {
+  meterProvider?: { getMeter(name: string, version?: string): unknown };
+  tracerProvider?: { getTracer(name: string, version?: string): unknown };
+}): void;
+
+/** Stops recording through OpenTelemetry. */
+export declare function uninstrumentOpenTelemetry(): void;

@@ -608,5 +608,7 @@ module.exports = {
   Lease,
   Leadership,
   telemetryChannels: require('./telemetry').CHANNELS,
+  instrumentOpenTelemetry: require('./telemetry').instrument,
+  uninstrumentOpenTelemetry: require('./telemetry').uninstrument,
   ...errors.ERROR_EXPORTS,
 };

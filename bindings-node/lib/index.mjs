@@ -16,6 +16,8 @@ export const {
   Lease,
   Leadership,
   telemetryChannels,
+  instrumentOpenTelemetry,
+  uninstrumentOpenTelemetry,
   LockError,
   InvalidArgumentError,
   TimeoutError,

@@ -320,6 +320,30 @@ pub fn telemetry_to_js(t: &Telemetry, cache: &mut StrCache) -> JsValue {
         };
         set(&obj, &key, value);
     }
+    // For OpenTelemetry (lib/telemetry.js): the core's metric updates as [instrument, value,
+    // attributes], and the acquire this event ended as { outcome, waitMs, error }.
+    let metrics = Array::new();
+    for u in t.metric_updates() {
+        let attrs = Object::new();
+        for (k, v) in &u.attributes {
+            set(&attrs, k, cache.str(v));
+        }
+        metrics.push(&Array::of3(&cache.str(u.instrument.name), &JsValue::from_f64(u.value), &attrs));
+    }
+    set(&obj, "metrics", metrics.into());
+    if let Some(ended) = t.ended_acquire() {
+        let span = Object::new();
+        set(&span, "outcome", cache.str(ended.outcome));
+        set(&span, "waitMs", JsValue::from_f64(duration_ms(ended.waited)));
+        set(&span, "error", ended.error.map_or(JsValue::NULL, |e| cache.str(e)));
+        let attrs = Object::new();
+        for (k, v) in t.attributes() {
+            set(&attrs, k, cache.str(&v));
+        }
+        set(&attrs, "lockgate.outcome", cache.str(ended.outcome));
+        set(&span, "attributes", attrs.into());
+        set(&obj, "acquire", span.into());
+    }
     obj.into()
 }
 

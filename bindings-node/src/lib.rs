@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes};
 use js::StrCache;
-use js_sys::Reflect;
+use js_sys::{Array, Reflect};
 use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
@@ -402,6 +402,23 @@ impl Engine {
     pub fn handle_disconnect(&mut self, now: f64) {
         self.core.handle_disconnect(instant(now))
     }
+}
+
+/// Every metric instrument the core's telemetry records, as `[name, kind, unit, description]`
+/// (kind `histogram`, `counter` or `up_down_counter`), for lib/telemetry.js to create them in
+/// OpenTelemetry.
+#[wasm_bindgen(js_name = metricInstruments)]
+pub fn metric_instruments() -> Array {
+    use lockgate_core::engine::metrics::{InstrumentKind, INSTRUMENTS};
+    let kind = |k| match k {
+        InstrumentKind::Histogram => "histogram",
+        InstrumentKind::Counter => "counter",
+        InstrumentKind::UpDownCounter => "up_down_counter",
+    };
+    INSTRUMENTS
+        .iter()
+        .map(|i| -> JsValue { [i.name, kind(i.kind), i.unit, i.description].iter().map(|s| JsValue::from_str(s)).collect::<Array>().into() })
+        .collect()
 }
 
 /// Requests leave as plain objects and what came of them comes back as plain objects, in the

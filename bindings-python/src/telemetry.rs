@@ -27,7 +27,7 @@ use std::sync::RwLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lockgate_core::engine::metrics::{InstrumentKind, INSTRUMENTS};
-use lockgate_core::engine::{Happened, Measure, Telemetry};
+use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -107,23 +107,13 @@ fn feed(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
         .into_iter()
         .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
         .collect::<PyResult<Vec<_>>>()?;
-    let ended = match &t.what {
-        Happened::Granted { waited, .. } => Some(("granted", *waited, None)),
-        Happened::NotAcquired { .. } => Some(("not_acquired", Default::default(), None)),
-        Happened::TimedOut { waited, .. } => Some(("timed_out", *waited, Some("TIMEOUT"))),
-        Happened::Cancelled { waited, .. } => Some(("cancelled", *waited, None)),
-        Happened::AcquireFailed { waited, code, .. } => Some(("failed", *waited, Some(*code))),
-        _ => None,
-    };
-    let span = match ended {
-        Some((outcome, waited, error)) => {
+    let span = match t.ended_acquire() {
+        Some(ended) => {
             let end = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-            let start = end.saturating_sub(waited.as_nanos() as u64);
-            let mut attrs = vec![("lockgate.backend", t.backend.to_string())];
-            attrs.extend(t.primitive.map(|p| ("lockgate.primitive", p.to_string())));
-            attrs.extend(t.name.as_ref().map(|n| ("lockgate.lock.name", n.to_string())));
-            attrs.push(("lockgate.outcome", outcome.to_string()));
-            Some(("lockgate.acquire", start, end, attributes(py, &attrs)?, error))
+            let start = end.saturating_sub(ended.waited.as_nanos() as u64);
+            let mut attrs = t.attributes();
+            attrs.push(("lockgate.outcome", ended.outcome.to_string()));
+            Some(("lockgate.acquire", start, end, attributes(py, &attrs)?, ended.error))
         }
         None => None,
     };

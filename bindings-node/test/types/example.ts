@@ -32,6 +32,8 @@ import {
   type SqlClientOptions,
   type TelemetryEvent,
   telemetryChannels,
+  instrumentOpenTelemetry,
+  uninstrumentOpenTelemetry,
   type MemcachedClientOptions,
 } from 'lockgate';
 import { subscribe } from 'node:diagnostics_channel';
@@ -264,6 +266,10 @@ function telemetryExample(client: Client): void {
     });
   }
   void client;
+  // Metrics and acquire spans through OpenTelemetry (the global providers, or given ones).
+  instrumentOpenTelemetry();
+  instrumentOpenTelemetry({ meterProvider: { getMeter: () => ({}) } });
+  uninstrumentOpenTelemetry();
 }
 const withNames: ClientOptions = { telemetryLockNames: true };
 // @ts-expect-error a boolean only

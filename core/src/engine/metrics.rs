@@ -72,9 +72,36 @@ pub struct MetricUpdate {
     pub attributes: Vec<(&'static str, String)>,
 }
 
+/// An acquire that ended, as a span of its wait (`lockgate.acquire`): how it ended, how long it
+/// waited (the span ends at the event, so it started this long before), and the error code
+/// that marks it failed (a timeout or a failure; a refused try and a cancel are not errors).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EndedAcquire {
+    /// `granted`, `not_acquired`, `timed_out`, `cancelled` or `failed`.
+    pub outcome: &'static str,
+    /// From the acquire's start to its end.
+    pub waited: Duration,
+    /// The error code of a span that failed.
+    pub error: Option<&'static str>,
+}
+
 impl Telemetry {
-    /// What this event adds to the metrics, the same in every binding.
-    pub fn metric_updates(&self) -> Vec<MetricUpdate> {
+    /// The acquire this event ends, for the bindings that make a span of it.
+    pub fn ended_acquire(&self) -> Option<EndedAcquire> {
+        let ended = |outcome, waited, error| Some(EndedAcquire { outcome, waited, error });
+        match &self.what {
+            Happened::Granted { waited, .. } => ended("granted", *waited, None),
+            Happened::NotAcquired { .. } => ended("not_acquired", Duration::ZERO, None),
+            Happened::TimedOut { waited, .. } => ended("timed_out", *waited, Some("TIMEOUT")),
+            Happened::Cancelled { waited, .. } => ended("cancelled", *waited, None),
+            Happened::AcquireFailed { waited, code, .. } => ended("failed", *waited, Some(*code)),
+            _ => None,
+        }
+    }
+
+    /// The attributes every metric update and span of this event carries: `lockgate.backend`,
+    /// `lockgate.primitive` (events of one lock), `lockgate.lock.name` (opted in).
+    pub fn attributes(&self) -> Vec<(&'static str, String)> {
         let mut base = vec![("lockgate.backend", self.backend.to_string())];
         if let Some(p) = self.primitive {
             base.push(("lockgate.primitive", p.to_string()));
@@ -82,6 +109,12 @@ impl Telemetry {
         if let Some(name) = &self.name {
             base.push(("lockgate.lock.name", name.to_string()));
         }
+        base
+    }
+
+    /// What this event adds to the metrics, the same in every binding.
+    pub fn metric_updates(&self) -> Vec<MetricUpdate> {
+        let base = self.attributes();
         let update = |instrument: &'static Instrument, value: f64, extra: Option<(&'static str, &str)>| {
             let mut attributes = base.clone();
             attributes.extend(extra.map(|(k, v)| (k, v.to_string())));
