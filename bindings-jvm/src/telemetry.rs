@@ -2,8 +2,12 @@
 //! `lockgate`, `Slf4jTelemetry.java`): the core's text and level (losses, spells at risk,
 //! expired sessions at WARN, the rest at DEBUG) and the attributes as key-value pairs.
 //!
+//! With metrics wanted ([`set_metrics_wanted`], by `LockgateMetrics.bindTo`, Micrometer), every
+//! event crosses with its metric updates (the core's `Telemetry::metric_updates`: the same
+//! instruments, attributes and values as every binding), which `LockgateMetrics` records.
+//!
 //! Called on the client's driver task, so a crossing into the JVM is made only for what the
-//! logger wants: WARN events always, DEBUG ones only if the logger was seen enabled for DEBUG
+//! logger (or the metrics) wants: WARN events always, DEBUG ones only if the logger was seen enabled for DEBUG
 //! at the last check, made at most once per [`RECHECK`] (a level changed takes effect within
 //! it, and each new client asks at once).
 
@@ -12,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use lockgate_core::engine::metrics::InstrumentKind;
 use lockgate_core::engine::{Measure, Telemetry};
 
 use crate::{NativeClient, NativeOptionValue, NativeResult};
@@ -37,6 +42,54 @@ pub struct TelemetryEvent {
     /// The core's measurements by key (`wait_s`, `held_s` in seconds as `Real`, `queued` as
     /// `Flag`, `reason`, `code` as `Text`).
     pub measurements: HashMap<String, NativeOptionValue>,
+    /// What the event adds to the metrics (empty unless metrics are wanted).
+    pub metrics: Vec<MetricUpdate>,
+}
+
+/// One value for one of the core's metric instruments (README "Telemetry").
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct MetricUpdate {
+    /// The instrument's name (`lockgate.lock.wait.duration`).
+    pub instrument: String,
+    /// `histogram`, `counter` or `up_down_counter`.
+    pub kind: String,
+    /// Its unit (`s`, `1`).
+    pub unit: String,
+    /// What it measures.
+    pub description: String,
+    /// A histogram's sample, a counter's increment, an up-down counter's change.
+    pub value: f64,
+    /// Its attributes (`lockgate.backend`, `lockgate.outcome`, ...).
+    pub attributes: HashMap<String, String>,
+}
+
+/// Whether events cross with their metric updates (any client's; set once metrics are bound).
+static METRICS_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// Makes every client's events cross into the JVM with their metric updates (`true`), or only
+/// those the logger wants without them (`false`).
+#[uniffi::export]
+pub fn set_metrics_wanted(on: bool) {
+    METRICS_WANTED.store(on, Ordering::Relaxed);
+}
+
+fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
+    let kind = |k| match k {
+        InstrumentKind::Histogram => "histogram",
+        InstrumentKind::Counter => "counter",
+        InstrumentKind::UpDownCounter => "up_down_counter",
+    };
+    t.metric_updates()
+        .into_iter()
+        .map(|u| MetricUpdate {
+            instrument: u.instrument.name.to_string(),
+            kind: kind(u.instrument.kind).to_string(),
+            unit: u.instrument.unit.to_string(),
+            description: u.instrument.description.to_string(),
+            value: u.value,
+            attributes: u.attributes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        })
+        .collect()
 }
 
 /// What takes a client's events on the JVM (implemented there).
@@ -95,6 +148,7 @@ fn event_of(t: &Telemetry) -> TelemetryEvent {
         primitive: t.primitive.map(str::to_string),
         lock: t.name.as_deref().map(str::to_string),
         measurements,
+        metrics: if METRICS_WANTED.load(Ordering::Relaxed) { metric_updates(t) } else { Vec::new() },
     }
 }
 
@@ -105,7 +159,7 @@ impl NativeClient {
         let check = DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0) };
         check.wanted(sink.as_ref());
         Ok(self.inner.on_telemetry(Arc::new(move |t: &Telemetry| {
-            if t.what.is_warning() || check.wanted(sink.as_ref()) {
+            if t.what.is_warning() || METRICS_WANTED.load(Ordering::Relaxed) || check.wanted(sink.as_ref()) {
                 sink.record(event_of(t));
             }
         }))?)

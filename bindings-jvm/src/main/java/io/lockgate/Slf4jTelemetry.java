@@ -4,6 +4,7 @@ import io.lockgate.internal.ffi.NativeOptionValue;
 import io.lockgate.internal.ffi.TelemetryEvent;
 import io.lockgate.internal.ffi.TelemetrySink;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.spi.LoggingEventBuilder;
@@ -20,6 +21,11 @@ import org.slf4j.spi.LoggingEventBuilder;
 final class Slf4jTelemetry implements TelemetrySink {
     static final Slf4jTelemetry INSTANCE = new Slf4jTelemetry();
     private static final Logger LOG = LoggerFactory.getLogger("lockgate");
+    /**
+     * The metrics recorder while {@link LockgateMetrics} is bound to a registry, else null. A
+     * plain {@code Consumer}, so this class never loads Micrometer's (optional) classes.
+     */
+    static volatile Consumer<TelemetryEvent> metrics;
 
     private Slf4jTelemetry() {}
 
@@ -34,6 +40,14 @@ final class Slf4jTelemetry implements TelemetrySink {
 
     @Override
     public void record(TelemetryEvent e) {
+        Consumer<TelemetryEvent> recorder = metrics;
+        if (recorder != null) {
+            try {
+                recorder.accept(e);
+            } catch (Throwable t) {
+                // A failing registry never breaks a lock (nor unwinds into the native driver).
+            }
+        }
         try {
             LoggingEventBuilder b = (e.getWarning() ? LOG.atWarn() : LOG.atDebug()).setMessage(e.getMessage())
                 .addKeyValue("lockgate.event", e.getEvent())

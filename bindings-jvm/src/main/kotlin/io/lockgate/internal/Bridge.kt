@@ -155,6 +155,10 @@ object Bridge {
     @Suppress("DEPRECATION") // Thread.threadId() is JDK 19+; getId() is the same id
     private fun caller(): ULong = Thread.currentThread().id.toULong()
 
+    /** Whether every client's telemetry events cross with their metric updates (Micrometer bound). */
+    @JvmStatic
+    fun metricsWanted(on: Boolean) = io.lockgate.internal.ffi.setMetricsWanted(on)
+
     /** Waits up to [timeoutSecs] (`null`: the lock's default wait) as the calling thread. */
     @JvmStatic
     fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> = caller().let { owner ->
