@@ -17,6 +17,7 @@ macro_rules! ctx {
 }
 
 pub mod backend;
+mod breaking;
 mod cleanup;
 pub mod io;
 // The runner of multi-step calls: a build without a backend that has them leaves it unused.
@@ -142,6 +143,8 @@ pub struct LockEngine<B: Backend> {
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>, Read)>,
+    /// Breaks in progress (see `breaking.rs`): their inspect reads and removals.
+    breaks: HashMap<OpId, breaking::PendingBreak<B::Target>>,
     /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
     telemetry: telemetry::Recorder,
 }
@@ -199,6 +202,7 @@ impl<B: Backend> LockEngine<B> {
             answers: Vec::new(),
             settled_now: Vec::new(),
             observes: Vec::new(),
+            breaks: HashMap::new(),
             telemetry: telemetry::Recorder::default(),
         }
     }

@@ -94,4 +94,6 @@ pub(crate) enum Step {
     InspectList { waiters: bool, read: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
     /// An inspect: reading one listed node, the rest to read after it.
     InspectData { entry: super::inspect::Entry, rest: Vec<super::inspect::Entry>, snapshot: Box<crate::inspect::Snapshot> },
+    /// A break: deleting the holder's node by its path.
+    Break,
 }
