@@ -434,6 +434,7 @@ impl<B: Backend> LockEngine<B> {
     pub fn shutdown(&mut self, now: Instant) {
         self.telemetry.at(now);
         for (op, ..) in std::mem::take(&mut self.observes) {
+            self.breaks.remove(&op);
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
@@ -882,6 +883,7 @@ impl<B: Backend> LockEngine<B> {
                         self.end_acquire(now, op, a, Done::Failed(e.clone()));
                     }
                     for (op, ..) in std::mem::take(&mut self.observes) {
+                        self.breaks.remove(&op);
                         self.complete(op, Done::Failed(e.clone()));
                     }
                 }

@@ -51,6 +51,7 @@ impl<B: Backend> LockEngine<B> {
                 let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
                 match purpose {
                     Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) | Purpose::Inspect(op) | Purpose::Break(op) => {
+                        self.breaks.remove(&op);
                         match self.take_acquire(op) {
                             Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),
                             None => self.complete(op, Done::Failed(e)),
