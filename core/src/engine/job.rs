@@ -148,7 +148,7 @@ pub(crate) trait JobRunner {
         };
         answers.push(Answer { purpose, sent: sent.unwrap_or(job.sent), verdict });
         self.settled(ctx);
-        // An observe or inspect takes no token and never queued.
+        // An observe, inspect or break takes no token of its own and never queued.
         if matches!(purpose, Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) {
             return;
         }
