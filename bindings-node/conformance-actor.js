@@ -242,6 +242,12 @@ class Actor {
           if (!leader) return { ok: true, leader: false };
           return { ok: true, leader: true, value: leader.value, token: leader.term.toString() };
         }
+        case 'break': {
+          const token = op.token !== undefined ? Number(op.token) : undefined;
+          const b = await this.client.breakLock(op.lock ?? '', { token, kind: op.kind ?? 'mutex' });
+          if (b === null) return { ok: true, broken: false };
+          return { ok: true, broken: true, label: b.label, token: b.fencingToken === null ? null : b.fencingToken.toString() };
+        }
         case 'inspect': {
           // With `permits`, through a semaphore handle (which knows its count); else by name.
           const s = op.permits !== undefined

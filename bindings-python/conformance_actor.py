@@ -236,6 +236,13 @@ class Actor:
                 else:
                     s = self.client.inspect(op.get("lock", ""), op.get("kind", "mutex"))
                 return inspected(s)
+            if kind == "break":
+                token = int(op["token"]) if "token" in op else None
+                b = self.client.break_lock(op.get("lock", ""), token, kind=op.get("kind", "mutex"))
+                if b is None:
+                    return {"ok": True, "broken": False}
+                t = b["fencing_token"]
+                return {"ok": True, "broken": True, "label": b["label"], "token": None if t is None else str(t)}
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": kind}
         except lockgate.LockError as e:
             return err(e)

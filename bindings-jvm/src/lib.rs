@@ -251,6 +251,20 @@ impl NativeClient {
         Ok(self.inner.inspect(&name, kind).await?.into())
     }
 
+    /// Breaks lock `name` read as `kind`: removes its holder's entry (only the one whose fencing
+    /// token is `token` when given) and wakes the next waiter; what it removed, or `None`.
+    pub async fn break_lock(&self, name: String, kind: String, token: Option<i64>) -> NativeResult<Option<NativeBroken>> {
+        let kind = lockgate_core::inspect::Kind::parse(&kind)?;
+        let token = match token {
+            Some(t) => Some(u64::try_from(t).map_err(|_| Error::invalid("token must be a non-negative fencing token"))?),
+            None => None,
+        };
+        Ok(self.inner.break_lock(&name, kind, token).await?.map(|b| NativeBroken {
+            label: b.label,
+            fencing_token: b.fencing_token.map(|t| saturating_i64(t.into())),
+        }))
+    }
+
     /// A mutex handle (reentrant if the options say so); name and options are validated by the core.
     pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
         self.primitive(name, Primitive::Mutex, options)
@@ -358,6 +372,13 @@ pub struct NativeSnapshot {
     pub holders: Vec<NativeHolder>,
     pub waiters: Vec<NativeWaiter>,
     pub permits: Option<i64>,
+}
+
+/// What a break removed (the core's `Broken`).
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeBroken {
+    pub label: Option<String>,
+    pub fencing_token: Option<i64>,
 }
 
 /// One holder of a [`NativeSnapshot`].

@@ -172,6 +172,12 @@ class Driver {
     return this.track(this.engine.inspect(now(), name, kind), undefined, undefined);
   }
 
+  /** Breaks lock `name` read as `kind` (only the holder with fencing token `token` when given); resolves with the `broken` event. */
+  breakLock(name, kind, token) {
+    this.ensureOpen();
+    return this.track(this.engine.breakLock(now(), name, kind, token), undefined, undefined);
+  }
+
   /** Reads the lock of a handle's spec; resolves with the `inspected` event. */
   inspectLock(spec) {
     this.ensureOpen();

@@ -207,6 +207,13 @@ export class Client {
    * whether to write, use the fencing token.
    */
   inspect(name: string, kind?: InspectKind): Promise<Snapshot>;
+  /**
+   * Breaks lock `name`: removes its current holder's entry (only the one whose fencing token is
+   * `options.token` when given: a stale break breaks nothing) and wakes the next waiter as a
+   * release would. Resolves with what it removed, or `null`. For a holder known to be dead;
+   * safe only with fencing (the broken holder learns of its loss at its next renewal).
+   */
+  breakLock(name: string, options?: BreakOptions): Promise<Broken | null>;
   /** Whether `close()` was called. */
   readonly closed: boolean;
   /** Releases every lease, cancels every wait, closes the connections this client opened. */
@@ -284,6 +291,22 @@ export class ReadWriteLock extends Handle {
   readonly reentrant: boolean;
   /** Reads the read-write lock: its readers and writer, and its waiters in queue order. */
   inspect(): Promise<Snapshot>;
+}
+
+/** Options of `Client.breakLock`. */
+export interface BreakOptions {
+  /** Break only the holder whose grant has this fencing token (as `inspect` shows it). */
+  token?: number | bigint;
+  /** What the name is read as (default 'mutex'). */
+  kind?: InspectKind;
+}
+
+/** What `Client.breakLock` removed. */
+export interface Broken {
+  /** The broken holder's label, or null (a peer's entry, or a backend that stores none). */
+  label: string | null;
+  /** The broken grant's fencing token (a bigint beyond 2^53), or null where the backend issues none. */
+  fencingToken: number | bigint | null;
 }
 
 /** What a name is inspected as. */

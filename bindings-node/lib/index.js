@@ -115,6 +115,20 @@ class Client {
     return (await open(this).inspect(name, kind)).snapshot;
   }
 
+  /**
+   * Breaks lock `name` (PROTOCOL.md §15): removes its current holder's entry — only the one whose
+   * fencing token is `options.token` when given, so a stale break cannot hit the next holder — and
+   * wakes the next waiter as a release would. Resolves with what it removed, `{ label, fencingToken }`,
+   * or `null` when nothing was. `options.kind` ('mutex', 'rw', 'semaphore', 'election'; default
+   * 'mutex'). For a holder known to be dead: the broken holder learns of its loss at its next
+   * renewal, and only fenced storage stops its late writes. A token on Redlock or memcached (no
+   * fencing tokens) rejects with UnsupportedError.
+   */
+  async breakLock(name, options = {}) {
+    const { token, kind = 'mutex' } = options ?? {};
+    return (await open(this).breakLock(name, kind, token)).broken;
+  }
+
   /** Whether close() was called. */
   get closed() {
     return drivers.get(this).closed;

@@ -45,6 +45,26 @@ pub fn name(v: &JsValue) -> Result<String> {
     Ok(s)
 }
 
+/// A break's fencing token: `undefined`/`null` for none, else a non-negative safe integer
+/// (a number or a bigint).
+pub fn fencing_token(v: &JsValue) -> Result<Option<u64>> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    let bad = || Error::invalid(format!("token must be a non-negative integer fencing token, got {}", describe(v)));
+    if let Some(n) = v.as_f64() {
+        if n.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&n) {
+            return Ok(Some(n as u64));
+        }
+        return Err(bad());
+    }
+    if v.is_bigint() {
+        let text = js_sys::BigInt::from(v.clone()).to_string(10).map(String::from).unwrap_or_default();
+        return text.parse::<u64>().map(Some).map_err(|_| bad());
+    }
+    Err(bad())
+}
+
 /// `v` as a string, which must be well-formed Unicode (`what` names it in errors).
 fn well_formed(what: &str, v: &JsValue) -> Result<String> {
     let Some(js) = v.dyn_ref::<js_sys::JsString>() else {
@@ -264,6 +284,7 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
                 Done::Failed(e) => ("failed", EventFields { error: Some(e), ..none }),
                 Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), waiter, shapes),
                 Done::Inspected(snapshot) => return inspected_to_js(*op, snapshot, waiter, cache),
+                Done::Broken(broken) => return broken_to_js(*op, broken.as_ref(), waiter, cache),
             };
             (kind, EventFields { op: Some(*op), ..fields })
         }
@@ -354,6 +375,16 @@ fn inspected_to_js(op: OpId, snapshot: &lockgate_core::inspect::Snapshot, waiter
     set(&o, "kind", cache.str("inspected"));
     set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
     set(&o, "snapshot", crate::data::to_js(&snapshot.to_data(true), cache));
+    set(&o, "waiter", waiter.clone());
+    o.into()
+}
+
+/// `{ kind: 'broken', op, broken: { label, fencingToken } | null }`.
+fn broken_to_js(op: OpId, broken: Option<&lockgate_core::break_lock::Broken>, waiter: &JsValue, cache: &mut StrCache) -> JsValue {
+    let o = Object::new();
+    set(&o, "kind", cache.str("broken"));
+    set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
+    set(&o, "broken", broken.map_or(JsValue::NULL, |b| crate::data::to_js(&b.to_data(true), cache)));
     set(&o, "waiter", waiter.clone());
     o.into()
 }

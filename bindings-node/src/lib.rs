@@ -254,6 +254,18 @@ impl Engine {
         Ok(id_to_js(op.0))
     }
 
+    /// Breaks lock `name` read as `kind` (PROTOCOL.md §15): removes its holder's entry — only
+    /// the one whose fencing token is `token` when it is a number — and wakes the next
+    /// waiter; completes as `broken` with what was removed, or `null`. Returns the op id.
+    #[wasm_bindgen(js_name = breakLock)]
+    pub fn break_lock(&mut self, now: f64, name: JsValue, kind: JsValue, token: JsValue) -> JsResult<f64> {
+        let name = js(convert::name(&name))?;
+        let kind = js(lockgate_core::inspect::Kind::parse(&kind.as_string().unwrap_or_default()))?;
+        let token = js(convert::fencing_token(&token))?;
+        let op = js(self.core.break_lock(instant(now), &name, kind, token))?;
+        Ok(id_to_js(op.0))
+    }
+
     /// Reads the lock of handle `lock` (a semaphore handle's permits inform a backend that
     /// stores none); completes as `inspected`. Returns the op id.
     #[wasm_bindgen(js_name = inspectLock)]

@@ -191,6 +191,25 @@ impl ClientBase {
         self.conn.api.run(py, async move { Ok(crate::snapshot::Inspected(conn.client().await?.inspect(&name, kind).await?)) })
     }
 
+    /// Breaks lock ``name`` read as ``kind`` (awaitable in ``lockgate.aio``): removes its
+    /// current holder's entry — only the one whose fencing token is ``token`` when given, so a
+    /// stale break cannot hit the next holder — and wakes the next waiter as a release would.
+    /// Returns what it removed, ``{"label": ..., "fencing_token": ...}``, or ``None`` when
+    /// nothing was (free, or no holder with that token). For a holder known to be dead: the
+    /// broken holder learns of its loss at its next renewal, and only fenced storage stops its
+    /// late writes (PROTOCOL.md §15). A ``token`` on Redlock or memcached (no fencing tokens)
+    /// raises :class:`lockgate.UnsupportedError`.
+    #[pyo3(signature = (name, token=None, *, kind="mutex"))]
+    fn break_lock<'py>(&self, py: Python<'py>, name: Text, token: Option<Bound<'py, PyAny>>, kind: &str) -> PyResult<Bound<'py, PyAny>> {
+        let kind = lockgate_core::inspect::Kind::parse(kind).py(py)?;
+        let token = match token {
+            None => None,
+            Some(t) => Some(crate::snapshot::fencing_token(&t).py(py)?),
+        };
+        let (conn, name) = (self.conn.clone(), name.0);
+        self.conn.api.run(py, async move { Ok(crate::snapshot::BrokenOut(conn.client().await?.break_lock(&name, kind, token).await?)) })
+    }
+
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, conn) = (slf.py(), &slf.get().conn);
         let url = py_repr(py, &conn.url)?;

@@ -38,3 +38,30 @@ impl<'py> IntoPyObject<'py> for Inspected {
         to_py(py, &self.0.to_data(false))
     }
 }
+
+/// What `break_lock()` returns on its way to Python: `None`, or the removed holder's `dict`
+/// (`label`, `fencing_token`).
+pub(crate) struct BrokenOut(pub(crate) Option<lockgate_core::break_lock::Broken>);
+
+impl<'py> IntoPyObject<'py> for BrokenOut {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.0 {
+            None => Ok(py.None().into_bound(py)),
+            Some(b) => to_py(py, &b.to_data(false)),
+        }
+    }
+}
+
+/// A break's fencing token: a non-negative `int` (not a `bool`); anything else is
+/// `INVALID_ARGUMENT`.
+pub(crate) fn fencing_token(t: &Bound<'_, PyAny>) -> lockgate_core::error::Result<u64> {
+    let bad = || lockgate_core::error::Error::invalid("token must be a non-negative int (a fencing token)");
+    if t.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(bad());
+    }
+    t.extract::<u64>().map_err(|_| bad())
+}

@@ -106,6 +106,19 @@ def test_lease_has_no_fencing_token(masters: RedisMasters) -> None:
             assert "fencing_token" not in repr(lease)
 
 
+def test_break_removes_the_holder_on_every_master_and_refuses_a_token(masters: RedisMasters) -> None:
+    """PROTOCOL.md §15: a Redlock break is the holder's REDLOCK_RELEASE on every master; it issues
+    no fencing tokens, so a break naming one is UNSUPPORTED."""
+    with lockgate.Client(masters.url, label="rl-holder", **SETTINGS) as holder, lockgate.Client(masters.url, **SETTINGS) as ops:
+        lease = holder.lock("broken", 1.0).acquire(timeout=FIRST)
+        with pytest.raises(lockgate.UnsupportedError):
+            ops.break_lock("broken", 7)
+        assert ops.break_lock("broken") == {"label": "rl-holder", "fencing_token": None}
+        assert masters.holders("broken") == []
+        assert lease.release() is False
+        assert ops.break_lock("broken") is None
+
+
 def test_two_of_five_down_still_grants_three_down_is_a_connection_error() -> None:
     m = RedisMasters(5)
     try:

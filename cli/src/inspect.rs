@@ -60,7 +60,7 @@ fn json(d: &Data, name: &str) -> String {
     serde_json::Value::Object(object).to_string()
 }
 
-fn value(d: &Data) -> serde_json::Value {
+pub(crate) fn value(d: &Data) -> serde_json::Value {
     use serde_json::Value;
     match d {
         Data::Null => Value::Null,

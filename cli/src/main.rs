@@ -4,6 +4,7 @@
 //! any language, runs CMD with the fencing token in its environment while the lease is renewed,
 //! and kills CMD's process group before the lease's validity ends if the lock is lost.
 
+mod break_lock;
 mod child;
 mod duration;
 mod exit_code;
@@ -40,6 +41,10 @@ enum Command {
     /// Show who holds the lock NAME (label, fencing token, how long, how much longer) and who
     /// waits behind it in queue order; racy by nature, for operators and dashboards.
     Inspect(InspectArgs),
+    /// Break the lock NAME: remove its current holder's entry (only the one with --token's
+    /// fencing token when given) and wake the next waiter. For a holder known to be dead; safe
+    /// only with fencing. Asks on a terminal unless --yes. Exit 0 broken, 1 nothing broken.
+    Break(BreakArgs),
     /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
     #[command(hide = true)]
     Watchdog,
@@ -127,6 +132,31 @@ struct InspectArgs {
 }
 
 #[derive(Args)]
+struct BreakArgs {
+    /// The lock's name.
+    name: String,
+    /// The lock service (as for `run`); its password is never printed.
+    #[arg(long, env = "LOCKGATE_URL", hide_env_values = true, value_name = "URL")]
+    url: String,
+    /// Break only the holder whose grant has this fencing token (as `inspect` shows it): a
+    /// stale token breaks nothing. Not on Redlock or memcached (no fencing tokens).
+    #[arg(long, value_name = "T")]
+    token: Option<u64>,
+    /// What NAME is: a mutex, a read-write lock, a semaphore or an election.
+    #[arg(long, default_value = "mutex", value_parser = ["mutex", "rw", "semaphore", "election"])]
+    kind: String,
+    /// ZooKeeper and etcd: the session timeout of this short-lived client.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    session_timeout: Option<Duration>,
+    /// Do not ask for confirmation on a terminal.
+    #[arg(long, short)]
+    yes: bool,
+    /// Print one JSON object (name, kind, broken, label, fencing_token) instead of a sentence.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct ElectArgs {
     /// The election's name.
     name: String,
@@ -176,6 +206,23 @@ fn main() {
             let ask = inspect::Ask { url: a.url, name: a.name, kind, session_timeout: a.session_timeout, json: a.json };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             std::process::exit(rt.block_on(inspect::run(ask)))
+        }
+        Command::Break(a) => {
+            let kind = match lockgate_core::inspect::Kind::parse(&a.kind) {
+                Ok(k) => k,
+                Err(e) => std::process::exit(run::fail(exit_code::USAGE, &e.to_string())),
+            };
+            let ask = break_lock::Ask {
+                url: a.url,
+                name: a.name,
+                kind,
+                token: a.token,
+                session_timeout: a.session_timeout,
+                yes: a.yes,
+                json: a.json,
+            };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            std::process::exit(rt.block_on(break_lock::run(ask)))
         }
         Command::Run(a) => {
             let kind = match (a.read, a.write, a.semaphore) {

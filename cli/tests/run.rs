@@ -593,3 +593,56 @@ async fn inspect_shows_the_holder_and_the_queue() {
     holder.close().await;
     waiter.close().await;
 }
+
+/// `lockgate break`: removes the holder a library client left (its label and fencing token
+/// said), the waiter behind it gets the lock with a larger token, the broken holder's release
+/// finds nothing; a stale `--token` breaks nothing (exit 1) and leaves the new holder; `--json`;
+/// a free lock is exit 1; a bad name or kind is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn break_removes_the_holder_and_wakes_the_next() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("break");
+    let mut o = lockgate_core::native::ClientOptions::new(url.clone());
+    o.label = Some("dead-holder".to_string());
+    let holder = o.connect().await.unwrap();
+    let waiter = lockgate_core::native::ClientOptions::new(url.clone()).connect().await.unwrap();
+    let lease = holder.lock("brk", LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap();
+    let token = lease.fencing_token().unwrap();
+    let queued = waiter.lock("brk", LockOptions::default()).unwrap();
+    let waiting = tokio::spawn(async move { queued.acquire(Duration::from_secs(30)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let out = run(&dir.0, &["break", "brk", "--url", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text, format!("broke \"brk\" (mutex): removed holder dead-holder with fencing token {token}\n"));
+    let next = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    let next_token = next.fencing_token().unwrap();
+    assert!(next_token > token);
+    assert!(!lease.release().await.unwrap(), "the broken holder's release finds nothing");
+
+    let stale = token.to_string();
+    let out = run(&dir.0, &["break", "brk", "--url", &url, "--token", &stale, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["name"].as_str(), v["kind"].as_str(), v["broken"].as_bool()), (Some("brk"), Some("mutex"), Some(false)));
+    assert!(next.is_held(), "a stale token leaves the new holder");
+    let current = next_token.to_string();
+    let out = run(&dir.0, &["break", "brk", "--url", &url, "--token", &current, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["broken"].as_bool(), v["fencing_token"].as_u64(), v["label"].is_null()), (Some(true), Some(next_token), false));
+    assert!(!next.release().await.unwrap());
+
+    let out = run(&dir.0, &["break", "brk", "--url", &url]);
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).as_ref()), (Some(1), "nothing broken: \"brk\" (mutex) is free\n"));
+    let out = run(&dir.0, &["break", "", "--url", &url]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&dir.0, &["break", "brk", "--url", &url, "--kind", "queue"]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&dir.0, &["break", "brk", "--url", &url, "--token", "-3"]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    holder.close().await;
+    waiter.close().await;
+}

@@ -47,6 +47,13 @@ impl Context {
                 map.insert("lock".into(), Value::from(name));
             }
             map.remove("repeat_name");
+            // A saved fencing token as an argument (a break naming a holder by it); a
+            // backend without tokens saved none: the step goes without.
+            if let Some(n) = map.remove("token_from").and_then(|n| n.as_str().map(str::to_string)) {
+                if let Some(t) = self.tokens.get(&n) {
+                    map.insert("token".into(), Value::from(t.to_string()));
+                }
+            }
         }
         op
     }

@@ -68,7 +68,8 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// `etcd` (an etcd fixture), `sql` (a SQL fixture: PostgreSQL or MariaDB), `memcached` (a
 /// memcached fixture), `labels` (the backend stores each client's `label` with its entries and
 /// the fixture reads them: `expect_labels`), `inspect` (the backend answers `inspect`, issue 25;
-/// listed per variant while the backends gain it).
+/// listed per variant while the backends gain it), `break` (the backend breaks a lock: issue
+/// 25, PROTOCOL.md §15).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -103,12 +104,12 @@ pub struct Spec {
 /// and etcd in one, cluster, Redlock, the standalone ZooKeeper and etcd-cluster in the other,
 /// so both take about as long; PostgreSQL joins the first and MariaDB the second.
 pub fn all() -> Vec<Spec> {
-    let redis = &["redis", "transient_errors", "labels", "inspect"];
+    let redis = &["redis", "transient_errors", "labels", "inspect", "break"];
     vec![
-        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Single },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect", "break"]), subset: Runs::All, default: true, kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: Runs::All, default: true, kind: Kind::Cluster },
         Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
-        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
+        Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels", "inspect", "break"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
         Spec {
             name: "zookeeper-ensemble",
             capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "ensemble", "labels"]),
@@ -119,7 +120,7 @@ pub fn all() -> Vec<Spec> {
         },
         Spec {
             name: "zookeeper",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect", "break"]),
             subset: Runs::All,
             default: true,
            
@@ -128,7 +129,7 @@ pub fn all() -> Vec<Spec> {
         // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
-            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect", "break"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Etcd { members: 1, proxied: false },
@@ -144,14 +145,14 @@ pub fn all() -> Vec<Spec> {
         // fault proxy where a scenario needs it.
         Spec {
             name: "postgres",
-            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels", "inspect", "break"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::Postgres, proxied: false },
         },
         Spec {
             name: "mariadb",
-            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels", "inspect", "break"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::MariaDb, proxied: false },
@@ -160,7 +161,7 @@ pub fn all() -> Vec<Spec> {
         // through fault proxies where a scenario needs it; a server restarts empty.
         Spec {
             name: "memcached",
-            capabilities: with(library(Backend::Memcached, false), &["memcached", "proxy", "restart", "inspect"]),
+            capabilities: with(library(Backend::Memcached, false), &["memcached", "proxy", "restart", "inspect", "break"]),
             subset: Runs::AllBut(MEMCACHED_LEFT_OUT),
             default: true,
             kind: Kind::Memcached { servers: MEMCACHED_SERVERS, memory_mb: lockgate_conformance::memcached::DEFAULT_MEMORY_MB },

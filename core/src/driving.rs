@@ -29,6 +29,8 @@ pub trait Drive {
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
     /// See `LockEngine::inspect_as`.
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
+    /// See `LockEngine::break_lock`.
+    fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -67,6 +69,9 @@ macro_rules! forward_drive {
         }
         fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
             <$T>::inspect_as(&mut $($deref)+ self, now, name, primitive)
+        }
+        fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId> {
+            <$T>::break_lock(&mut $($deref)+ self, now, name, kind, fencing_token)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

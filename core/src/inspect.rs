@@ -102,12 +102,16 @@ pub struct Holder {
     /// The owner token, to match this client's own leases; never leaves the core (the engine
     /// clears it before a snapshot is handed out).
     pub(crate) token: Option<String>,
+    /// The entry's own name on the server where a break removes it by name rather than by
+    /// owner token (an etcd key, a ZooKeeper node path: a peer's entry has no lockgate token);
+    /// never leaves the core either.
+    pub(crate) entry: Option<String>,
 }
 
 impl Holder {
     /// A holder with its label and fencing token; the rest unknown.
     pub(crate) fn new(token: Option<String>, label: Option<String>, fencing_token: Option<u64>, mode: Mode) -> Holder {
-        Holder { label, fencing_token, held_for: None, remaining: None, mode, value: None, holds: None, token }
+        Holder { label, fencing_token, held_for: None, remaining: None, mode, value: None, holds: None, token, entry: None }
     }
 }
 
@@ -210,6 +214,7 @@ impl Snapshot {
     /// owner token is cleared.
     pub(crate) fn settle<'a>(&mut self, own: impl Fn(&str) -> Option<u32> + 'a) {
         for h in &mut self.holders {
+            h.entry = None;
             if let Some(t) = h.token.take() {
                 h.holds = own(&t);
             }

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client as ec;
 use lockgate_core::native::{Client, ClientOptions, Lease};
+use lockgate_core::inspect::Kind;
 use lockgate_core::LockOptions;
 use test_servers::TestServers;
 
@@ -209,6 +210,41 @@ async fn an_etcdctl_holder_excludes_lockgate_until_it_releases() {
     assert!(lease.release().await.unwrap());
     assert!(keys(&mut raw, &name).await.is_empty());
     c.close().await;
+}
+
+/// Breaking an `etcdctl lock` holder (PROTOCOL.md §15): lockgate deletes etcdctl's key by its
+/// name and create revision, says what it removed (no label: etcdctl writes an empty value; its
+/// revision as the fencing token), and lockgate's waiter behind it gets the lock with a larger
+/// token; a stale revision breaks nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breaking_an_etcdctl_holder_lets_the_lockgate_waiter_in() {
+    let name = unique("etcdctl-broken");
+    let mut raw = raw().await;
+    let c = connect().await;
+    let ops = connect().await;
+    let lock = c.lock(&name, LockOptions::default()).unwrap();
+    let mut holder = Proc::etcdctl(&["lock", &name]);
+    holder.expect_line("etcdctl lock");
+    let theirs = keys(&mut raw, &name).await;
+    let waiting = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire(WAIT).await }
+    });
+    until_keys(&mut raw, &name, 2).await;
+    let rev = theirs[0].1 as u64;
+    assert_eq!(ops.break_lock(&name, Kind::Mutex, Some(rev - 1)).await.unwrap(), None, "a stale revision breaks nothing");
+    let broken = ops.break_lock(&name, Kind::Mutex, Some(rev)).await.unwrap().expect("etcdctl's key broken");
+    assert_eq!((broken.label, broken.fencing_token), (None, Some(rev)));
+    let lease = tokio::time::timeout(WAIT, waiting).await.expect("the waiter is woken").unwrap().unwrap();
+    assert!(token(&lease) > rev, "{} > etcdctl's {rev}", token(&lease));
+    // etcdctl's own unlock deletes only its own (gone) key: lockgate's holder keeps the lock.
+    holder.signal("TERM");
+    holder.wait();
+    assert!(lease.is_held());
+    assert!(lease.release().await.unwrap());
+    assert!(keys(&mut raw, &name).await.is_empty());
+    c.close().await;
+    ops.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ import {
   ReadWriteLock,
   Election,
   Snapshot,
+  Broken,
   SnapshotHolder,
   SnapshotWaiter,
   type Leader,
@@ -116,7 +117,10 @@ async function example(): Promise<void> {
   const label: string | null = holder ? holder.label : null;
   const waiting: (number | null)[] = snapshot.waiters.map((w: SnapshotWaiter) => w.waitingForMs);
   const locked: boolean = await election.inspect().then((s) => s.locked);
-  void label, waiting, locked;
+  // Breaking: what was removed, or null; a stale token breaks nothing.
+  const broken: Broken | null = await client.breakLock('orders', { token: 42, kind: 'mutex' });
+  const brokenToken: number | bigint | null = broken ? broken.fencingToken : null;
+  void label, waiting, locked, brokenToken;
   if (leader) {
     const v: string = leader.value;
     const t: bigint = leader.term;

@@ -198,6 +198,9 @@ class Client(_ClientBase):
     def inspect(self, name: str, kind: str = "mutex") -> dict[str, Any]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
         (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
+    def break_lock(self, name: str, token: Optional[int] = None, *, kind: str = "mutex") -> Optional[dict[str, Any]]:
+        """Breaks lock ``name``: removes its holder's entry (only the one whose fencing token is ``token``
+        when given) and wakes the next waiter; returns what it removed (``label``, ``fencing_token``) or None."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     def __enter__(self) -> Self: ...
@@ -295,6 +298,9 @@ class AsyncClient(_ClientBase):
     def inspect(self, name: str, kind: str = "mutex") -> Coroutine[Any, Any, dict[str, Any]]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
         (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
+    def break_lock(self, name: str, token: Optional[int] = None, *, kind: str = "mutex") -> Coroutine[Any, Any, Optional[dict[str, Any]]]:
+        """Breaks lock ``name``: removes its holder's entry (only the one whose fencing token is ``token``
+        when given) and wakes the next waiter; returns what it removed (``label``, ``fencing_token``) or None."""
     def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Coroutine[Any, Any, None]:

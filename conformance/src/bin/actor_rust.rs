@@ -331,6 +331,23 @@ impl Actor {
                     Err(e) => err(&e),
                 }
             }
+            "break" => {
+                // `token`: the fencing token as a decimal string (the harness's saved tokens).
+                let token = match op.get("token").and_then(Value::as_str).map(str::parse::<u64>) {
+                    Some(Ok(t)) => Some(t),
+                    Some(Err(_)) => return json!({"ok": false, "error": "INVALID_ARGUMENT", "detail": "token"}),
+                    None => None,
+                };
+                let broken = match Kind::parse(op.get("kind").and_then(Value::as_str).unwrap_or("mutex")) {
+                    Ok(kind) => self.client().break_lock(&name, kind, token).await,
+                    Err(e) => Err(e),
+                };
+                match broken {
+                    Ok(Some(b)) => json!({"ok": true, "broken": true, "label": b.label, "token": b.fencing_token.map(|t| t.to_string())}),
+                    Ok(None) => json!({"ok": true, "broken": false}),
+                    Err(e) => err(&e),
+                }
+            }
             other => json!({"ok": false, "error": "UNSUPPORTED_OP", "detail": other}),
         }
     }

@@ -68,6 +68,8 @@ pub trait DynEngine {
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
     /// See [`LockEngine::inspect_as`].
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
+    /// See [`LockEngine::break_lock`].
+    fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -141,6 +143,10 @@ where
 
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
         LockEngine::inspect_as(self, now, name, primitive)
+    }
+
+    fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId> {
+        LockEngine::break_lock(self, now, name, kind, fencing_token)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::ids::{LeaseId, OpId};
 use super::io::LeaderInfo;
 use crate::error::{Error, Result};
-use crate::inspect::{Kind, Snapshot};
+use crate::inspect::{Holder, Kind, Snapshot};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -82,6 +82,8 @@ pub enum Purpose {
     Observe(OpId),
     /// Reading a lock's holders and waiters.
     Inspect(OpId),
+    /// Removing a holder's entry an operator broke (answered with a [`Verdict::Release`]).
+    Break(OpId),
 }
 
 impl Purpose {
@@ -137,6 +139,15 @@ pub enum Action<'a, T> {
         target: &'a Arc<T>,
         /// Which primitive it is read as.
         kind: Kind,
+    },
+    /// Remove `holder`'s entry (read by an [`Action::Inspect`] just before) as its own release
+    /// would, waking the next waiter: by its owner token where it has one, else by its entry's
+    /// name (a peer's). Only that entry: if it is gone, nothing is removed (`was_held` false).
+    Break {
+        /// The lock.
+        target: &'a Arc<T>,
+        /// The holder to remove.
+        holder: &'a Holder,
     },
 }
 
@@ -328,6 +339,14 @@ pub trait Backend {
     /// not); a backend that can answers [`Action::Inspect`] in [`call`](Self::call).
     fn check_inspect(&self) -> Result<()> {
         Err(Error::unsupported("inspecting a lock is not available on this backend yet"))
+    }
+
+    /// Whether this backend can break a lock (`Err`, `UNSUPPORTED`, if not); `fenced`: the
+    /// break names the holder by its fencing token (refused where the backend issues none). A
+    /// backend that can answers [`Action::Break`] in [`call`](Self::call).
+    fn check_break(&self, fenced: bool) -> Result<()> {
+        let _ = fenced;
+        Err(Error::unsupported("breaking a lock is not available on this backend yet"))
     }
 
     /// The owner token stored on the server, made from 32 random hex digits.

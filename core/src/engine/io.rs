@@ -35,6 +35,9 @@ pub enum Outcome {
     Observed(Option<LeaderInfo>),
     /// A lock was inspected.
     Inspected(crate::inspect::Snapshot),
+    /// A lock was broken: what was removed, or `None` when nothing was (free, or no holder
+    /// with the fencing token given).
+    Broken(Option<crate::break_lock::Broken>),
     /// The operation failed; nothing it started is left on the server.
     Failed(Error),
 }
@@ -81,6 +84,9 @@ pub enum Done {
     Observed(Option<LeaderInfo>),
     /// A lock was inspected.
     Inspected(crate::inspect::Snapshot),
+    /// A lock was broken: what was removed, or `None` when nothing was (free, or no holder
+    /// with the fencing token given).
+    Broken(Option<crate::break_lock::Broken>),
     /// The operation failed.
     Failed(Error),
 }

@@ -148,8 +148,8 @@ pub(crate) trait JobRunner {
         };
         answers.push(Answer { purpose, sent: sent.unwrap_or(job.sent), verdict });
         self.settled(ctx);
-        // An observe or inspect takes no token and never queued.
-        if matches!(purpose, Purpose::Observe(_) | Purpose::Inspect(_)) {
+        // An observe, inspect or break takes no token of its own and never queued.
+        if matches!(purpose, Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) {
             return;
         }
         let next = self.jobs().busy.get_mut(&job.token).and_then(VecDeque::pop_front);

@@ -17,6 +17,7 @@ macro_rules! ctx {
 }
 
 pub mod backend;
+mod breaking;
 mod cleanup;
 mod ids;
 pub mod io;
@@ -145,6 +146,8 @@ pub struct LockEngine<B: Backend> {
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>, Read)>,
+    /// Breaks in progress (see `breaking.rs`): their inspect reads and removals.
+    breaks: HashMap<OpId, breaking::PendingBreak<B::Target>>,
     /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
     telemetry: telemetry::Recorder,
 }
@@ -202,6 +205,7 @@ impl<B: Backend> LockEngine<B> {
             answers: Vec::new(),
             settled_now: Vec::new(),
             observes: Vec::new(),
+            breaks: HashMap::new(),
             telemetry: telemetry::Recorder::default(),
         }
     }
@@ -433,6 +437,7 @@ impl<B: Backend> LockEngine<B> {
     pub fn shutdown(&mut self, now: Instant) {
         self.telemetry.at(now);
         for (op, ..) in std::mem::take(&mut self.observes) {
+            self.breaks.remove(&op);
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
@@ -881,6 +886,7 @@ impl<B: Backend> LockEngine<B> {
                         self.end_acquire(now, op, a, Done::Failed(e.clone()));
                     }
                     for (op, ..) in std::mem::take(&mut self.observes) {
+                        self.breaks.remove(&op);
                         self.complete(op, Done::Failed(e.clone()));
                     }
                 }

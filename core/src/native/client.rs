@@ -143,6 +143,19 @@ impl Client {
         self.inspect_as(name, kind.primitive()).await
     }
 
+    /// Breaks lock `name` read as a `kind`: removes its current holder's entry — only the one
+    /// whose fencing token is `fencing_token` when given, so a stale break cannot hit the next
+    /// holder — and wakes the next waiter as a release would. Returns what it removed (label,
+    /// fencing token), or `None` when nothing was. The broken holder learns of its loss at its
+    /// next renewal and its release returns false; the next grant's fencing token is larger.
+    /// For a holder known to be dead: safe only with fencing (PROTOCOL.md §15). A token on a
+    /// backend without fencing tokens (Redlock, memcached) is `UNSUPPORTED`.
+    pub async fn break_lock(&self, name: &str, kind: Kind, fencing_token: Option<u64>) -> Result<Option<crate::break_lock::Broken>> {
+        let (reply, result) = oneshot::channel();
+        self.send(Msg::Break { name: name.to_string(), kind, fencing_token, reply })?;
+        result.await.map_err(|_| closed())?
+    }
+
     /// [`inspect`](Self::inspect) through a handle of `primitive` (see
     /// `LockEngine::inspect_as`).
     pub(crate) async fn inspect_as(&self, name: &str, primitive: Primitive) -> Result<Snapshot> {

@@ -28,6 +28,7 @@ enum Pending {
     Extend { lease: LeaseId, reply: oneshot::Sender<Result<()>> },
     Observe { reply: oneshot::Sender<Result<Option<LeaderInfo>>> },
     Inspect { reply: oneshot::Sender<Result<crate::inspect::Snapshot>> },
+    Break { reply: oneshot::Sender<Result<Option<crate::break_lock::Broken>>> },
 }
 
 /// Starts the driver task of `engine` over `transport` (whose servers' pushes arrive on
@@ -150,6 +151,14 @@ impl<T: Transport> Driver<T> {
             Msg::Observe { name, reply } => match self.engine.observe_leader(now, &name) {
                 Ok(op) => {
                     self.pending.wait(op, Pending::Observe { reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Break { name, kind, fencing_token, reply } => match self.engine.break_lock(now, &name, kind, fencing_token) {
+                Ok(op) => {
+                    self.pending.wait(op, Pending::Break { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -294,6 +303,14 @@ impl<T: Transport> Driver<T> {
                     Done::Observed(leader) => Ok(leader),
                     Done::Failed(e) => Err(e),
                     d => Err(unexpected("observe", d)),
+                };
+                let _ = reply.send(result);
+            }
+            Pending::Break { reply } => {
+                let result = match done {
+                    Done::Broken(broken) => Ok(broken),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("break", d)),
                 };
                 let _ = reply.send(result);
             }

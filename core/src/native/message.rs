@@ -45,6 +45,12 @@ pub(crate) enum Msg {
         primitive: Primitive,
         reply: oneshot::Sender<Result<crate::inspect::Snapshot>>,
     },
+    Break {
+        name: String,
+        kind: crate::inspect::Kind,
+        fencing_token: Option<u64>,
+        reply: oneshot::Sender<Result<Option<crate::break_lock::Broken>>>,
+    },
     Cancel {
         ticket: u64,
     },

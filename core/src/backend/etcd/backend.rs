@@ -171,7 +171,9 @@ impl JobRunner for EtcdBackend {
             }
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes and inspects are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) | None => {
+                unreachable!("observes, inspects and breaks are sent directly")
+            }
         }
     }
 
@@ -196,6 +198,10 @@ impl Backend for EtcdBackend {
     }
 
     fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_break(&self, _fenced: bool) -> Result<()> {
         Ok(())
     }
 
@@ -255,6 +261,7 @@ impl Backend for EtcdBackend {
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
+            Action::Break { target, holder } => return self.break_start(ctx, purpose, target, holder, answers),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -283,6 +290,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
+            Some(Purpose::Break(_)) => self.break_reply(ctx, job, reply, answers),
             None => {}
         }
     }

@@ -77,6 +77,7 @@ pub(crate) fn snapshot(target: &EtcdTarget, kvs: &[KeyValue], token_of: impl Fn(
             let prefix = if prefix.is_empty() { target.queue_prefix() } else { prefix.to_string() };
             let mut h = Holder::new(token_of(&prefix, kv.lease), label, u64::try_from(kv.create_revision).ok(), mode);
             h.value = value;
+            h.entry = Some(key.clone().into_owned());
             s.holders.push(h);
         } else {
             s.waiters.push(Waiter { label, waiting_for: None, mode });

@@ -71,4 +71,6 @@ pub(crate) enum Step {
     Observe,
     /// An inspect: reading every key under the lock's prefix.
     Inspect,
+    /// A break: deleting the holder's key if it still has the create revision read.
+    Break,
 }

@@ -200,6 +200,9 @@ enum What {
     Acquire(Duration),
     Extend(Duration),
     Release,
+    /// An operator's break: the holder's item deleted by its value (`gets` + `cas`-guarded
+    /// delete, as a release), whoever stored it.
+    Break,
 }
 
 /// The memcached backend: the calls on the wire and which owner tokens may have an item.
@@ -449,7 +452,7 @@ impl MemcachedBackend {
                 answers.push(Answer { purpose, sent: ctx.now, verdict });
                 self.next(ctx, &token, answers);
             }
-            What::Release => {
+            What::Release | What::Break => {
                 let c = call(Goal::Drop);
                 self.read(ctx, c);
             }
@@ -499,6 +502,14 @@ impl Backend for MemcachedBackend {
         Ok(())
     }
 
+    /// memcached issues no fencing tokens: a break cannot name a holder by one.
+    fn check_break(&self, fenced: bool) -> Result<()> {
+        if fenced {
+            return Err(Error::unsupported("memcached issues no fencing tokens: break the lock without a token"));
+        }
+        Ok(())
+    }
+
     /// One percent of the lease, for the rate difference of this client's clock and the
     /// server's (the item's whole-second expiry is covered by [`CLOCK_SLACK_SECS`]).
     fn drift(&self, d: Duration) -> Duration {
@@ -524,6 +535,10 @@ impl Backend for MemcachedBackend {
             Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
             Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
             Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },
+            Action::Break { target, holder } => {
+                let token: Arc<str> = holder.token.as_deref().unwrap_or_default().into();
+                Queued { purpose, target: Arc::clone(target), token, what: What::Break }
+            }
             Action::Inspect { target, .. } => {
                 // A read of no token's: it waits behind nothing and nothing waits behind it.
                 let call = Call { purpose, target: Arc::clone(target), token: Arc::from(""), goal: Goal::Drop, step: Step::Inspect, tries: 0, sent: ctx.now };

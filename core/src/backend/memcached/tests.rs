@@ -477,3 +477,22 @@ fn inspect_reads_the_holder_without_label_fence_or_waiters() {
     assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Stored)).unwrap_err().code(), "PROTOCOL");
     assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Value { value: vec![0xff], cas: 1 })).unwrap_err().code(), "PROTOCOL");
 }
+
+#[test]
+fn break_deletes_the_holders_item_and_refuses_a_token() {
+    use crate::break_lock::Broken;
+    use crate::inspect::Kind;
+    let mut w = World::new(2);
+    let a = w.acquire(0, "orders", &lease(5000), Wait::Try);
+    let (held, _) = w.granted(0, a).unwrap();
+    // memcached issues no fencing tokens: a break cannot name a holder by one.
+    assert_eq!(w.engines[1].break_lock(w.now, "orders", Kind::Mutex, Some(7)).unwrap_err().code(), "UNSUPPORTED");
+    let op = w.engines[1].break_lock(w.now, "orders", Kind::Mutex, None).unwrap();
+    w.settle();
+    assert_eq!(w.done.get(&(1, op)), Some(&Done::Broken(Some(Broken { label: None, fencing_token: None }))));
+    assert!(w.cache.items.is_empty(), "the holder's item is gone");
+    assert_eq!(w.release(0, held), Some(Done::Released { was_held: false }));
+    let again = w.engines[1].break_lock(w.now, "orders", Kind::Mutex, None).unwrap();
+    w.settle();
+    assert_eq!(w.done.get(&(1, again)), Some(&Done::Broken(None)));
+}

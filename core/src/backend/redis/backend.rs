@@ -142,6 +142,17 @@ impl RedisBackend {
         &self.channel
     }
 
+    fn release_call(&self, target: &Arc<Target>, token: &str) -> ScriptCall {
+        ScriptCall {
+            script: target.release_script(),
+            target: Arc::clone(target),
+            key_count: target.keys.len(),
+            args: vec![token.to_string(), self.retention_ms.clone()],
+            full: false,
+            read_as: None,
+        }
+    }
+
     fn script_call(&self, action: Action<'_, Target>) -> ScriptCall {
         match action {
             Action::Acquire { target, token, lease, entry_ttl, once } => {
@@ -178,14 +189,10 @@ impl RedisBackend {
                     read_as: None,
                 }
             }
-            Action::Release { target, token } => ScriptCall {
-                script: target.release_script(),
-                target: Arc::clone(target),
-                key_count: target.keys.len(),
-                args: vec![token.to_string(), self.retention_ms.clone()],
-                full: false,
-                read_as: None,
-            },
+            Action::Release { target, token } => self.release_call(target, token),
+            // A break is the holder's own RELEASE (owner-only, promotes the next waiter); `call`
+            // answers a holder without a token before it gets here.
+            Action::Break { target, holder } => self.release_call(target, holder.token.as_deref().unwrap_or_default()),
             Action::Observe { target } => ScriptCall {
                 script: &holders::OBSERVE,
                 target: Arc::clone(target),
@@ -226,6 +233,10 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
+    fn check_break(&self, _fenced: bool) -> Result<()> {
+        Ok(())
+    }
+
     /// A twelfth of the lease, so renewals due close together share one pipeline.
     fn renew_window(&self, lease: Duration) -> Option<Duration> {
         Some(lease / 12)
@@ -258,7 +269,14 @@ impl Backend for RedisBackend {
         reply.map(|_| ())
     }
 
-    fn call(&mut self, _ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>, _answers: &mut Vec<Answer>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, Request>, purpose: Purpose, action: Action<'_, Target>, answers: &mut Vec<Answer>) {
+        if let Action::Break { holder, .. } = &action {
+            if holder.token.is_none() {
+                // Every Redis entry has its owner token: nothing of lockgate's to remove.
+                answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Release(Release::Done { was_held: false }) });
+                return;
+            }
+        }
         let call = self.script_call(action);
         self.batch.push((purpose, call));
     }
@@ -393,7 +411,7 @@ fn verdict(purpose: Purpose, call: &ScriptCall, reply: Result<Reply>) -> Verdict
         }),
         // A transient server error (BUSY, LOADING, ...) arrives as a reply, not a transport
         // error: parsing it makes it the retryable CONNECTION error it is.
-        Purpose::Release(..) | Purpose::Cleanup(_) => Verdict::Release(match reply.and_then(|r| reply::parse_flag("release", &r)) {
+        Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Break(_) => Verdict::Release(match reply.and_then(|r| reply::parse_flag("release", &r)) {
             Ok(was_held) => Release::Done { was_held },
             Err(e) if e.kind() == ErrorKind::Connection => Release::Unconfirmed {
                 error: Error::new(
@@ -443,6 +461,7 @@ impl From<Done> for Outcome {
             Done::Extended { valid_until } => Outcome::Extended { valid_until },
             Done::Observed(leader) => Outcome::Observed(leader),
             Done::Inspected(s) => Outcome::Inspected(s),
+            Done::Broken(b) => Outcome::Broken(b),
             Done::Failed(e) => Outcome::Failed(e),
         }
     }
@@ -460,6 +479,7 @@ impl From<Outcome> for Done {
             Outcome::Extended { valid_until } => Done::Extended { valid_until },
             Outcome::Observed(leader) => Done::Observed(leader),
             Outcome::Inspected(s) => Done::Inspected(s),
+            Outcome::Broken(b) => Done::Broken(b),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }

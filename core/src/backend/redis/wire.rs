@@ -137,6 +137,10 @@ impl DynEngine for WiredEngine {
         self.engine.inspect_as(now, name, primitive)
     }
 
+    fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId> {
+        self.engine.break_lock(now, name, kind, fencing_token)
+    }
+
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         self.engine.release(now, lease)
     }

@@ -175,6 +175,8 @@ pub enum RedlockOutcome {
     },
     /// A lock was inspected.
     Inspected(crate::inspect::Snapshot),
+    /// A lock was broken: what was removed (a label, no fencing token), or `None`.
+    Broken(Option<crate::break_lock::Broken>),
     /// The operation failed; whatever it set on the masters is being undone.
     Failed(Error),
 }
@@ -190,6 +192,7 @@ impl From<Done> for RedlockOutcome {
             // The backend refuses observe_leader before anything starts (check_observe).
             Done::Observed(_) => RedlockOutcome::Failed(Error::protocol("a Redlock observed an election")),
             Done::Inspected(s) => RedlockOutcome::Inspected(s),
+            Done::Broken(b) => RedlockOutcome::Broken(b),
             Done::Failed(e) => RedlockOutcome::Failed(e),
         }
     }
@@ -204,6 +207,7 @@ impl From<RedlockOutcome> for Done {
             RedlockOutcome::Released { was_held } => Done::Released { was_held },
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
             RedlockOutcome::Inspected(s) => Done::Inspected(s),
+            RedlockOutcome::Broken(b) => Done::Broken(b),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -318,7 +322,7 @@ impl RedlockBackend {
                 tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
             }
             Purpose::Renew(..) | Purpose::Extend(..) => tally.yes >= quorum || tally.yes + tally.pending < quorum,
-            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) => tally.pending == 0,
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_) => tally.pending == 0,
         };
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
@@ -366,6 +370,13 @@ impl RedlockBackend {
                     }
                 })
             }
+            // A break is the holder's RELEASE on every master (no tokens to name it by): it broke
+            // the lock where any master still had the holder's key.
+            Purpose::Break(_) => Verdict::Release(if tally.yes > 0 || tally.failed + tally.pending == 0 {
+                Release::Done { was_held: tally.yes > 0 }
+            } else {
+                Release::Failed(Error::new(ErrorKind::Connection, format!("no master of {masters} confirmed the break")))
+            }),
             // An undo is sent once: what it misses expires with the lease.
             Purpose::Cleanup(_) => Verdict::Release(Release::Done { was_held: tally.yes >= quorum }),
             Purpose::Observe(_) => Verdict::Observed(Err(Error::protocol("a Redlock observed an election"))),
@@ -433,6 +444,15 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
+    /// A Redlock issues no fencing tokens: a break cannot name a holder by one (and breaking
+    /// can let two holders work, PROTOCOL.md §15).
+    fn check_break(&self, fenced: bool) -> Result<()> {
+        if fenced {
+            return Err(Error::unsupported("a Redlock issues no fencing tokens: break it without a token"));
+        }
+        Ok(())
+    }
+
     /// The master count travels in the value, so a client of another deployment size meeting
     /// the key learns that its quorum differs (PROTOCOL.md §8).
     fn owner_token(&self, random_hex: String) -> String {
@@ -478,6 +498,10 @@ impl Backend for RedlockBackend {
             Action::Observe { .. } => unreachable!("observe on a Redlock"),
             Action::Inspect { target, .. } => {
                 self.start_round(ctx, purpose, &scripts::INSPECT, &target.key, Vec::new(), Duration::ZERO);
+            }
+            Action::Break { target, holder } => {
+                let token = holder.token.clone().unwrap_or_default();
+                self.start_round(ctx, purpose, &scripts::RELEASE, &target.key, vec![token], Duration::ZERO);
             }
         }
     }

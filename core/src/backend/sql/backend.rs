@@ -672,6 +672,10 @@ impl Backend for SqlBackend {
         Ok(())
     }
 
+    fn check_break(&self, _fenced: bool) -> Result<()> {
+        Ok(())
+    }
+
     /// Expiry is the server's clock, validity the client's from the send time: a hundredth
     /// covers the two clocks' rates drifting apart.
     fn drift(&self, d: Duration) -> Duration {
@@ -763,6 +767,14 @@ impl Backend for SqlBackend {
                 let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
                 (target, token, op, Duration::ZERO, false)
             }
+            Action::Break { target, holder } => {
+                // The holder's own release (owner-only DELETE, the same notification); this
+                // client's waiters on the name look again as after any release of its own.
+                let token = holder.token.as_deref().unwrap_or_default();
+                self.wake_next_own(ctx, &target.lock_key, token);
+                let op = SqlOp::Release { lock_key: target.lock_key.clone(), owner: token.to_string() };
+                (target, token, op, Duration::ZERO, false)
+            }
             Action::Observe { target } => {
                 let op = SqlOp::Observe { lock_key: target.lock_key.clone() };
                 (target, "", op, Duration::ZERO, false)
@@ -840,7 +852,7 @@ impl Backend for SqlBackend {
         let verdict = match purpose {
             Purpose::Acquire(_) => self.acquire_reply(ctx, call, reply),
             Purpose::Renew(..) | Purpose::Extend(..) => self.confirm_reply(reply),
-            Purpose::Release(..) | Purpose::Cleanup(_) => self.release_reply(&call, reply),
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Break(_) => self.release_reply(&call, reply),
             Purpose::Observe(_) => Verdict::Observed(match reply {
                 Ok(SqlReply::Leader(row)) => Ok(row.map(|r| LeaderInfo {
                     value: r.value.unwrap_or_default(),

@@ -208,7 +208,9 @@ impl JobRunner for ZooKeeperBackend {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes, inspects and background steps are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) | None => {
+                unreachable!("observes, inspects, breaks and background steps are sent directly")
+            }
         }
     }
 }
@@ -229,6 +231,10 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn check_inspect(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_break(&self, _fenced: bool) -> Result<()> {
         Ok(())
     }
 
@@ -288,6 +294,7 @@ impl Backend for ZooKeeperBackend {
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, kind } => return self.inspect_start(ctx, purpose, target, kind),
+            Action::Break { target, holder } => return self.break_start(ctx, purpose, target, holder, answers),
         };
         let job = Job {
             purpose: Some(purpose),
@@ -333,6 +340,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
+            Some(Purpose::Break(_)) => self.break_reply(ctx, job, reply, answers),
         }
     }
 

@@ -91,6 +91,7 @@ impl ZooKeeperBackend {
                     let owner = layout::parse_child(layout::node_name(&entry.path)).owner;
                     let mut h = Holder::new(owner, label, u64::try_from(stat.czxid).ok(), entry.mode);
                     h.value = value;
+                    h.entry = Some(entry.path.clone());
                     snapshot.holders.push(h);
                 } else {
                     snapshot.waiters.push(Waiter { label, waiting_for: None, mode: entry.mode });

@@ -15,6 +15,7 @@
 mod acquire;
 pub mod address;
 pub mod backend;
+mod break_lock;
 pub mod config;
 pub mod data;
 mod confirm;

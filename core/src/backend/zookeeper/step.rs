@@ -95,6 +95,8 @@ pub(crate) enum Step {
     InspectList { waiters: bool, read: Vec<Entry>, snapshot: Box<crate::inspect::Snapshot> },
     /// An inspect: reading one listed node, the rest to read after it.
     InspectData { entry: Entry, rest: Vec<Entry>, snapshot: Box<crate::inspect::Snapshot> },
+    /// A break: deleting the holder's node by its path.
+    Break,
 }
 
 /// One listed node an inspect reads (its steps carry them): its path, whether it holds, how.

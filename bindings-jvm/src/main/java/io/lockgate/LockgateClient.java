@@ -5,6 +5,7 @@ import io.lockgate.internal.ffi.NativeClient;
 import io.lockgate.internal.ffi.NativeLock;
 import io.lockgate.internal.ffi.NativeLockOptions;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -102,6 +103,38 @@ public final class LockgateClient implements AutoCloseable {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(kind, "kind");
         return LockSnapshot.of(Futures.block(Bridge.inspect(client, name, kind)));
+    }
+
+    /**
+     * Breaks the mutex named {@code name} (Redisson's {@code forceUnlock()}): removes its current
+     * holder's entry and wakes the next waiter as a release would. For a holder known to be dead:
+     * the broken holder learns of its loss at its next renewal, and only fenced storage stops its
+     * late writes (PROTOCOL.md §15).
+     *
+     * @return what was removed, or empty when nothing was (the lock was free)
+     */
+    public Optional<BrokenHolder> breakLock(String name) {
+        return breakLock(name, "mutex", null);
+    }
+
+    /**
+     * {@link #breakLock(String)} of only the holder whose grant has fencing token {@code token}
+     * (as {@link #inspect(String)} shows it): a stale token breaks nothing. {@code UNSUPPORTED} on
+     * Redlock and memcached, which issue no tokens.
+     */
+    public Optional<BrokenHolder> breakLock(String name, long token) {
+        return breakLock(name, "mutex", token);
+    }
+
+    /**
+     * Breaks lock {@code name} read as {@code kind} ({@code mutex}, {@code rw}, {@code semaphore},
+     * {@code election}): its longest holder, or only the one with fencing token {@code token}
+     * when not null.
+     */
+    public Optional<BrokenHolder> breakLock(String name, String kind, Long token) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(kind, "kind");
+        return Optional.ofNullable(Futures.block(Bridge.breakLock(client, name, kind, token))).map(BrokenHolder::of);
     }
 
     /** The mutex named {@code name} with the default options (see {@link DistributedLock}). */

@@ -333,6 +333,17 @@ public final class ConformanceActor {
                     r.put("records", records);
                     return r;
                 }
+                case "break": {
+                    Long token = op.containsKey("token") ? Long.valueOf(Long.parseUnsignedLong((String) op.get("token"))) : null;
+                    Optional<BrokenHolder> b = client.breakLock(name, (String) op.getOrDefault("kind", "mutex"), token);
+                    Map<String, Object> r = ok();
+                    r.put("broken", b.isPresent());
+                    if (b.isPresent()) {
+                        r.put("label", b.get().label().orElse(null));
+                        r.put("token", b.get().fencingToken().isPresent() ? Long.toString(b.get().fencingToken().getAsLong()) : null);
+                    }
+                    return r;
+                }
                 case "inspect": {
                     // With permits, through a semaphore handle (which knows its count); else by name.
                     LockSnapshot s = op.containsKey("permits")

@@ -225,6 +225,32 @@ class CuratorInteropTest {
     }
 
     /**
+     * Breaking a Curator holder (PROTOCOL.md §15): lockgate deletes Curator's lock node by its path,
+     * says what it removed (the node data as the label, its czxid as the fencing token), and
+     * lockgate's waiter behind it gets the lock with a larger token; Curator's own release then
+     * finds its node gone and leaves lockgate's holder alone.
+     */
+    @Test
+    void breakingACuratorHolderLetsTheLockgateWaiterIn() throws Exception {
+        String path = path("mutex-broken");
+        org.apache.curator.framework.recipes.locks.InterProcessMutex curatorMutex =
+            new org.apache.curator.framework.recipes.locks.InterProcessMutex(curator[0], path);
+        assertTrue(curatorMutex.acquire(5, TimeUnit.SECONDS));
+        long theirs = lockgate(1).inspect(path).holders().get(0).fencingToken().getAsLong();
+        java.util.concurrent.CompletableFuture<Lease> waiting = lockgate(0).getLock(path).acquireAsync(Duration.ofSeconds(10));
+        awaitChildren(path, 2);
+        assertEquals(Optional.empty(), lockgate(1).breakLock(path, theirs - 1), "a stale token breaks nothing");
+        BrokenHolder broken = lockgate(1).breakLock(path, theirs).orElseThrow();
+        assertTrue(broken.label().isPresent(), "Curator's node data: " + broken);
+        Lease lease = waiting.get(10, TimeUnit.SECONDS);
+        assertTrue(lease.fencingToken().getAsLong() > theirs);
+        curatorMutex.release();
+        assertTrue(lease.isHeld());
+        assertTrue(lease.release());
+        awaitChildren(path, 0);
+    }
+
+    /**
      * The migration table's connection calls: Curator's {@code namespace("…")} is the URL's chroot
      * and its {@code sessionTimeoutMs} lockgate's {@code sessionTimeout}; lockgate, connecting
      * first, meets the Curator client of the same namespace on the same path.

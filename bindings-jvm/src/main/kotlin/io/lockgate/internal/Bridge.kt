@@ -8,6 +8,7 @@ import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import io.lockgate.internal.ffi.NativeOptionValue
 import io.lockgate.internal.ffi.NativeSnapshot
+import io.lockgate.internal.ffi.NativeBroken
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
 import java.util.concurrent.CompletableFuture
@@ -184,6 +185,10 @@ object Bridge {
 
     @JvmStatic
     fun inspect(client: NativeClient, name: String, kind: String): Op<NativeSnapshot> = op { client.inspect(name, kind) }
+
+    @JvmStatic
+    fun breakLock(client: NativeClient, name: String, kind: String, token: Long?): Op<NativeBroken?> =
+        op { client.breakLock(name, kind, token) }
 
     @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): Op<Void?> = op { lease.extend(durationSecs); null }
