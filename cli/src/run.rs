@@ -141,7 +141,7 @@ pub async fn run(plan: Plan) -> i32 {
 }
 
 async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut Signals) -> i32 {
-    let lease = match acquire(plan, client, signals).await {
+    let lease = match acquire(plan, label, client, signals).await {
         Ok(lease) => lease,
         Err(code) => return code,
     };
@@ -220,7 +220,7 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
 
 /// Waits for the grant as the plan says, showing a status line on a terminal; the exit code
 /// if none came.
-async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<Lease, i32> {
+async fn acquire(plan: &Plan, label: &str, client: &Client, signals: &mut Signals) -> Result<Lease, i32> {
     let options = client
         .lock_options(plan.lease, Some(true), None, None, &Spelling::RUST)
         .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
@@ -258,14 +258,20 @@ async fn acquire(plan: &Plan, client: &Client, signals: &mut Signals) -> Result<
             Err(e) => Err(failed(e)),
         }
     };
-    let mut status = Status::new(&plan.name);
+    let inspect_kind = match plan.kind {
+        Kind::Mutex => lockgate_core::inspect::Kind::Mutex,
+        Kind::Read | Kind::Write => lockgate_core::inspect::Kind::ReadWrite,
+        Kind::Semaphore(_) => lockgate_core::inspect::Kind::Semaphore,
+        Kind::Leader(_) => lockgate_core::inspect::Kind::Election,
+    };
+    let mut status = Status::new(&plan.name, inspect_kind, label);
     tokio::pin!(granted);
     let result = loop {
         tokio::select! {
             r = &mut granted => break r,
             // Dropping the wait cancels it: the core removes the queue entry in the background.
             sig = signals.next() => break Err(128 + sig),
-            _ = status.tick() => {}
+            _ = status.tick(client) => {}
         }
     };
     status.clear();
