@@ -306,6 +306,7 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
                 Done::Failed(e) => ("failed", EventFields { error: Some(e), ..none }),
                 Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), waiter, shapes),
                 Done::Inspected(snapshot) => return inspected_to_js(*op, snapshot, waiter, cache),
+                Done::Listed(page) => return listed_to_js(*op, page, waiter, cache),
             };
             (kind, EventFields { op: Some(*op), ..fields })
         }
@@ -372,6 +373,16 @@ fn inspected_to_js(op: OpId, snapshot: &lockgate_core::inspect::Snapshot, waiter
     set(&o, "kind", cache.str("inspected"));
     set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
     set(&o, "snapshot", crate::data::to_js(&snapshot.to_data(true), cache));
+    set(&o, "waiter", waiter.clone());
+    o.into()
+}
+
+/// `{ kind: 'listed', op, page: { entries, cursor }, waiter }` (see `listing::Page::to_data`).
+fn listed_to_js(op: OpId, page: &lockgate_core::listing::Page, waiter: &JsValue, cache: &mut StrCache) -> JsValue {
+    let o = Object::new();
+    set(&o, "kind", cache.str("listed"));
+    set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
+    set(&o, "page", crate::data::to_js(&page.to_data(), cache));
     set(&o, "waiter", waiter.clone());
     o.into()
 }

@@ -29,6 +29,8 @@ pub trait Drive {
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
     /// See `LockEngine::inspect_as`.
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
+    /// See `LockEngine::list`.
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -67,6 +69,9 @@ macro_rules! forward_drive {
         }
         fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
             <$T>::inspect_as(&mut $($deref)+ self, now, name, primitive)
+        }
+        fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+            <$T>::list(&mut $($deref)+ self, now, prefix, limit, cursor)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

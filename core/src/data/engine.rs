@@ -68,6 +68,8 @@ pub trait DynEngine {
     fn observe_leader(&mut self, now: Instant, name: &str) -> Result<OpId>;
     /// See [`LockEngine::inspect_as`].
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
+    /// See [`LockEngine::list`].
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -141,6 +143,10 @@ where
 
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId> {
         LockEngine::inspect_as(self, now, name, primitive)
+    }
+
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+        LockEngine::list(self, now, prefix, limit, cursor)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::io::{LeaderInfo, LeaseId, OpId};
 use crate::error::{Error, Result};
 use crate::inspect::{Kind, Snapshot};
+use crate::listing::{Found, Query};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -81,6 +82,8 @@ pub enum Purpose {
     Observe(OpId),
     /// Reading a lock's holders and waiters.
     Inspect(OpId),
+    /// Reading one page of the names under a prefix (see `crate::listing`).
+    List(OpId),
 }
 
 impl Purpose {
@@ -136,6 +139,12 @@ pub enum Action<'a, T> {
         target: &'a Arc<T>,
         /// Which primitive it is read as.
         kind: Kind,
+    },
+    /// Read one page of the lock names under a prefix (their kinds; counts come from an
+    /// inspect of each), changing nothing; never blocking the server (PROTOCOL.md §15).
+    List {
+        /// The prefix, the page size and the backend's position.
+        query: &'a Query,
     },
 }
 
@@ -237,6 +246,8 @@ pub enum Verdict {
     /// For [`Purpose::Inspect`]: holders carry their owner tokens where the server has them
     /// (the engine matches them with its own leases, then clears them).
     Inspected(Result<Snapshot>),
+    /// For [`Purpose::List`]: the names found and the backend's next position.
+    Listed(Result<Found>),
     /// For an [`Purpose::Acquire`] already granted: the grant turned out unusable after all
     /// (Redlock: a late vote revealed a holder counting other masters); the lease is lost.
     Revoked(String),
@@ -327,6 +338,12 @@ pub trait Backend {
     /// not); a backend that can answers [`Action::Inspect`] in [`call`](Self::call).
     fn check_inspect(&self) -> Result<()> {
         Err(Error::unsupported("inspecting a lock is not available on this backend yet"))
+    }
+
+    /// Whether this backend can list the locks under a prefix (`Err`, `UNSUPPORTED`, if not);
+    /// a backend that can answers [`Action::List`] in [`call`](Self::call).
+    fn check_list(&self) -> Result<()> {
+        Err(Error::unsupported("listing locks is not available on this backend"))
     }
 
     /// The owner token stored on the server, made from 32 random hex digits.

@@ -45,6 +45,8 @@ pub enum Outcome {
     Observed(Option<LeaderInfo>),
     /// A lock was inspected.
     Inspected(crate::inspect::Snapshot),
+    /// A page of locks was listed.
+    Listed(crate::listing::Page),
     /// The operation failed; nothing it started is left on the server.
     Failed(Error),
 }
@@ -91,6 +93,8 @@ pub enum Done {
     Observed(Option<LeaderInfo>),
     /// A lock was inspected.
     Inspected(crate::inspect::Snapshot),
+    /// A page of locks was listed.
+    Listed(crate::listing::Page),
     /// The operation failed.
     Failed(Error),
 }

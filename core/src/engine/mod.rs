@@ -23,6 +23,7 @@ pub mod io;
 #[allow(dead_code)]
 pub(crate) mod job;
 mod lease;
+mod listing;
 pub mod operation;
 mod session;
 pub mod telemetry;
@@ -142,6 +143,8 @@ pub struct LockEngine<B: Backend> {
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>, Read)>,
+    /// Listings in progress (see `listing.rs`).
+    listings: listing::Listings,
     /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
     telemetry: telemetry::Recorder,
 }
@@ -199,6 +202,7 @@ impl<B: Backend> LockEngine<B> {
             answers: Vec::new(),
             settled_now: Vec::new(),
             observes: Vec::new(),
+            listings: listing::Listings::default(),
             telemetry: telemetry::Recorder::default(),
         }
     }
@@ -432,6 +436,7 @@ impl<B: Backend> LockEngine<B> {
         for (op, ..) in std::mem::take(&mut self.observes) {
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
+        self.fail_waiting_lists(&listing::shutting_down());
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
         for op in ops {
             self.cancel(now, op);
@@ -463,6 +468,7 @@ impl<B: Backend> LockEngine<B> {
         self.acquires.is_empty()
             && self.held_back.is_empty()
             && self.observes.is_empty()
+            && self.listings.is_empty()
             && self.leases.is_empty()
             && self.cleanups.is_empty()
             && self.backend.is_idle()
@@ -600,7 +606,7 @@ impl<B: Backend> LockEngine<B> {
     pub fn handle_disconnect(&mut self, now: Instant) {
         self.telemetry.at(now);
         self.session = Session::None;
-        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty();
+        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty() || !self.listings.is_empty();
         for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
@@ -846,6 +852,7 @@ impl<B: Backend> LockEngine<B> {
                 for (op, target, read) in std::mem::take(&mut self.observes) {
                     self.send_read(now, op, &target, read);
                 }
+                self.send_waiting_lists(now);
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
                     let mut a = self.acquires.remove(&op).expect("listed above");
@@ -880,6 +887,7 @@ impl<B: Backend> LockEngine<B> {
                     for (op, ..) in std::mem::take(&mut self.observes) {
                         self.complete(op, Done::Failed(e.clone()));
                     }
+                    self.fail_waiting_lists(&e);
                 }
                 let jitter = Duration::from_millis(self.rng.next_u64() % 50);
                 self.session = Session::RetryAt(now + Duration::from_millis(100) + jitter);

@@ -33,6 +33,8 @@ impl<B: Backend> LockEngine<B> {
                 };
                 self.complete(op, done);
             }
+            (Purpose::Inspect(op), Verdict::Inspected(r)) if self.listings.is_part(op) => self.on_list_part(op, r),
+            (Purpose::List(op), Verdict::Listed(r)) => self.on_listed(now, op, r),
             (Purpose::Inspect(op), Verdict::Inspected(r)) => {
                 let done = match r {
                     Ok(mut snapshot) => {
@@ -48,7 +50,7 @@ impl<B: Backend> LockEngine<B> {
                 // backend, reported on the operation rather than by a panic.
                 let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
                 match purpose {
-                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) | Purpose::Inspect(op) => {
+                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) | Purpose::Inspect(op) | Purpose::List(op) => {
                         match self.take_acquire(op) {
                             Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),
                             None => self.complete(op, Done::Failed(e)),

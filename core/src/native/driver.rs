@@ -28,6 +28,7 @@ enum Pending {
     Extend { lease: LeaseId, reply: oneshot::Sender<Result<()>> },
     Observe { reply: oneshot::Sender<Result<Option<LeaderInfo>>> },
     Inspect { reply: oneshot::Sender<Result<crate::inspect::Snapshot>> },
+    List { reply: oneshot::Sender<Result<crate::listing::Page>> },
 }
 
 /// Starts the driver task of `engine` over `transport` (whose servers' pushes arrive on
@@ -158,6 +159,14 @@ impl<T: Transport> Driver<T> {
             Msg::Inspect { name, primitive, reply } => match self.engine.inspect_as(now, &name, &primitive) {
                 Ok(op) => {
                     self.pending.wait(op, Pending::Inspect { reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::List { prefix, limit, cursor, reply } => match self.engine.list(now, &prefix, limit, cursor.as_deref()) {
+                Ok(op) => {
+                    self.pending.wait(op, Pending::List { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -302,6 +311,14 @@ impl<T: Transport> Driver<T> {
                     Done::Inspected(snapshot) => Ok(snapshot),
                     Done::Failed(e) => Err(e),
                     d => Err(unexpected("inspect", d)),
+                };
+                let _ = reply.send(result);
+            }
+            Pending::List { reply } => {
+                let result = match done {
+                    Done::Listed(page) => Ok(page),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("list", d)),
                 };
                 let _ = reply.send(result);
             }

@@ -45,6 +45,12 @@ pub(crate) enum Msg {
         primitive: Primitive,
         reply: oneshot::Sender<Result<crate::inspect::Snapshot>>,
     },
+    List {
+        prefix: String,
+        limit: Option<u64>,
+        cursor: Option<String>,
+        reply: oneshot::Sender<Result<crate::listing::Page>>,
+    },
     Cancel {
         ticket: u64,
     },

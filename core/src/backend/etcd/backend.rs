@@ -171,7 +171,7 @@ impl JobRunner for EtcdBackend {
             }
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes and inspects are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::List(_)) | None => unreachable!("observes and inspects are sent directly"),
         }
     }
 
@@ -255,6 +255,11 @@ impl Backend for EtcdBackend {
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
+            // Refused by check_list before it gets here (PROTOCOL.md §15).
+            Action::List { .. } => {
+                let error = Error::unsupported("listing locks is not available on etcd yet");
+                return answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(error)) });
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -283,6 +288,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
+            Some(Purpose::List(_)) => {}
             None => {}
         }
     }

@@ -137,6 +137,10 @@ impl DynEngine for WiredEngine {
         self.engine.inspect_as(now, name, primitive)
     }
 
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+        self.engine.list(now, prefix, limit, cursor)
+    }
+
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         self.engine.release(now, lease)
     }

@@ -208,7 +208,7 @@ impl JobRunner for ZooKeeperBackend {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_)) | None => unreachable!("observes, inspects and background steps are sent directly"),
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::List(_)) | None => unreachable!("observes, inspects and background steps are sent directly"),
         }
     }
 }
@@ -288,6 +288,11 @@ impl Backend for ZooKeeperBackend {
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, kind } => return self.inspect_start(ctx, purpose, target, kind),
+            // Refused by check_list before it gets here (PROTOCOL.md §15).
+            Action::List { .. } => {
+                let error = Error::unsupported("listing locks is not available on ZooKeeper yet");
+                return answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(error)) });
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -333,6 +338,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
+            Some(Purpose::List(_)) => {}
         }
     }
 
