@@ -69,7 +69,7 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// memcached fixture), `labels` (the backend stores each client's `label` with its entries and
 /// the fixture reads them: `expect_labels`), `inspect` (the backend answers `inspect`, issue 25;
 /// listed per variant while the backends gain it), `list` (the backend answers `list`: Redis
-/// single and replica mode, PostgreSQL, MariaDB; PROTOCOL.md §15).
+/// single and replica mode, ZooKeeper, etcd, PostgreSQL, MariaDB; PROTOCOL.md §15).
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -121,7 +121,7 @@ pub fn all() -> Vec<Spec> {
         },
         Spec {
             name: "zookeeper",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect", "list"]),
             subset: Runs::All,
             default: true,
            
@@ -130,7 +130,7 @@ pub fn all() -> Vec<Spec> {
         // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
-            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect", "list"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Etcd { members: 1, proxied: false },

@@ -24,6 +24,7 @@ use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::job::{JobRunner, Jobs};
 use crate::engine::{Action, Answer, Backend, Ctx, Done, LockEngine, OpId, Purpose, RequestId, Signal};
 use crate::error::{Error, Result};
+use crate::listing::Query;
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -61,6 +62,8 @@ pub struct EtcdBackend {
     pub(super) background: HashMap<RequestId, Background>,
     /// The client closed: no lease is granted or kept alive any more.
     pub(super) closed: bool,
+    /// The listing pages on the wire, with the kind each reads (`list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
 }
 
 impl EtcdBackend {
@@ -79,6 +82,7 @@ impl EtcdBackend {
             next_watch: 1,
             jobs: Jobs::default(),
             background: HashMap::new(),
+            listing: HashMap::new(),
             closed: false,
         })
     }
@@ -199,6 +203,10 @@ impl Backend for EtcdBackend {
         Ok(())
     }
 
+    fn check_list(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// An acknowledged keepalive proves the lease alive at its send time, and the lease (with
     /// every key on it) then lives its TTL more: two thirds count.
     fn confirmation_span(&self) -> Option<Duration> {
@@ -255,10 +263,16 @@ impl Backend for EtcdBackend {
             Action::Release { target, token } => (target, token, Duration::ZERO, false),
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
-            // Refused by check_list before it gets here (PROTOCOL.md §15).
-            Action::List { .. } => {
-                let error = Error::unsupported("listing locks is not available on etcd yet");
-                return answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(error)) });
+            Action::List { query } => {
+                match super::list::range(query) {
+                    Ok((range, kind)) => {
+                        let id = ctx.ids.request();
+                        self.listing.insert(id, (purpose, ctx.now, query.clone(), kind));
+                        ctx.out.push_back(EtcdRequest { id, op: EtcdOp::Range(range) });
+                    }
+                    Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(e)) }),
+                }
+                return;
             }
         };
         let job = Job {
@@ -276,6 +290,14 @@ impl Backend for EtcdBackend {
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, id: RequestId, reply: EtcdResult, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, query, kind)) = self.listing.remove(&id) {
+            let found = match reply {
+                Ok(EtcdReply::Range { kvs, count, .. }) => Ok(super::list::found(&query, kind, &kvs, count)),
+                Ok(other) => Err(Error::protocol(format!("etcd answered a listing's read with {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            };
+            return answers.push(Answer { purpose, sent, verdict: crate::engine::Verdict::Listed(found) });
+        }
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply, answers);
         }
@@ -327,6 +349,7 @@ impl Backend for EtcdBackend {
 
     fn is_idle(&self) -> bool {
         self.jobs.is_idle()
+            && self.listing.is_empty()
             && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }
