@@ -172,6 +172,12 @@ class Driver {
     return this.track(this.engine.inspect(now(), name, kind), undefined, undefined);
   }
 
+  /** Lists one page of the locks under `prefix`; resolves with the `listed` event. */
+  list(prefix, limit, cursor) {
+    this.ensureOpen();
+    return this.track(this.engine.list(now(), prefix, limit, cursor), undefined, undefined);
+  }
+
   /** Reads the lock of a handle's spec; resolves with the `inspected` event. */
   inspectLock(spec) {
     this.ensureOpen();

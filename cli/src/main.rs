@@ -8,6 +8,7 @@ mod child;
 mod duration;
 mod exit_code;
 mod inspect;
+mod list;
 mod run;
 mod sql_schema;
 mod status;
@@ -40,6 +41,9 @@ enum Command {
     /// Show who holds the lock NAME (label, fencing token, how long, how much longer) and who
     /// waits behind it in queue order; racy by nature, for operators and dashboards.
     Inspect(InspectArgs),
+    /// List the locks whose names start with PREFIX (every lock if none): kind, holders,
+    /// waiters and the holder's label; bounded and paged, never blocking the server.
+    List(ListArgs),
     /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
     #[command(hide = true)]
     Watchdog,
@@ -127,6 +131,29 @@ struct InspectArgs {
 }
 
 #[derive(Args)]
+struct ListArgs {
+    /// Only names starting with this (default: every name).
+    #[arg(default_value = "")]
+    prefix: String,
+    /// The lock service (as for `run`); its password is never printed.
+    #[arg(long, env = "LOCKGATE_URL", hide_env_values = true, value_name = "URL")]
+    url: String,
+    /// Print at most N locks (read in pages of up to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    limit: u64,
+    /// Continue where an earlier `list` stopped (the cursor it printed).
+    #[arg(long, value_name = "CURSOR")]
+    cursor: Option<String>,
+    /// ZooKeeper and etcd: the session timeout of this short-lived client.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    session_timeout: Option<Duration>,
+    /// Print one JSON object (prefix, entries with name, kind, holders, waiters, label; cursor)
+    /// instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct ElectArgs {
     /// The election's name.
     name: String,
@@ -176,6 +203,11 @@ fn main() {
             let ask = inspect::Ask { url: a.url, name: a.name, kind, session_timeout: a.session_timeout, json: a.json };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             std::process::exit(rt.block_on(inspect::run(ask)))
+        }
+        Command::List(a) => {
+            let ask = list::Ask { url: a.url, prefix: a.prefix, limit: a.limit, cursor: a.cursor, session_timeout: a.session_timeout, json: a.json };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            std::process::exit(rt.block_on(list::run(ask)))
         }
         Command::Run(a) => {
             let kind = match (a.read, a.write, a.semaphore) {

@@ -190,6 +190,9 @@ class Client(_ClientBase):
     def inspect(self, name: str, kind: str = "mutex") -> dict[str, Any]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
         (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
+    def list_locks(self, prefix: str = "", limit: Optional[int] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+        """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
+        ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     def __enter__(self) -> Self: ...
@@ -287,6 +290,10 @@ class AsyncClient(_ClientBase):
     def inspect(self, name: str, kind: str = "mutex") -> Coroutine[Any, Any, dict[str, Any]]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
         (racy: for humans and dashboards; to decide whether to write, use the fencing token)."""
+    def list_locks(self, prefix: str = "", limit: Optional[int] = None,
+                   cursor: Optional[str] = None) -> Coroutine[Any, Any, dict[str, Any]]:
+        """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
+        ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
     def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Coroutine[Any, Any, None]:

@@ -182,6 +182,10 @@ object Bridge {
     fun inspect(client: NativeClient, name: String, kind: String): Op<NativeSnapshot> = op { client.inspect(name, kind) }
 
     @JvmStatic
+    fun listLocks(client: NativeClient, prefix: String, limit: Long?, cursor: String?): Op<NativePage> =
+        op { client.listLocks(prefix, limit, cursor) }
+
+    @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): Op<Void?> = op { lease.extend(durationSecs); null }
 
     @JvmStatic
