@@ -477,3 +477,12 @@ fn inspect_reads_the_holder_without_label_fence_or_waiters() {
     assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Stored)).unwrap_err().code(), "PROTOCOL");
     assert_eq!(super::backend::inspected_for_test(Ok(McAnswer::Value { value: vec![0xff], cas: 1 })).unwrap_err().code(), "PROTOCOL");
 }
+
+#[test]
+fn listing_is_unsupported_and_sends_nothing() {
+    // memcached cannot enumerate its keys (PROTOCOL.md §15): refused before anything is sent.
+    let mut w = World::new(1);
+    let e = w.engines[0].list(w.now, "orders", None, None).unwrap_err();
+    assert_eq!(e.code(), "UNSUPPORTED");
+    assert!(w.engines[0].poll_request().is_none());
+}
