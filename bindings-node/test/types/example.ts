@@ -11,6 +11,8 @@ import {
   ReadWriteLock,
   Election,
   Snapshot,
+  LockPage,
+  LockEntry,
   SnapshotHolder,
   SnapshotWaiter,
   type Leader,
@@ -115,6 +117,12 @@ async function example(): Promise<void> {
   const waiting: (number | null)[] = snapshot.waiters.map((w: SnapshotWaiter) => w.waitingForMs);
   const locked: boolean = await election.inspect().then((s) => s.locked);
   void label, waiting, locked;
+  // Listing: a page's shape, the cursor passed back.
+  const page: LockPage = await client.listLocks({ prefix: 'orders:', limit: 500 });
+  const first: LockEntry | undefined = page.entries[0];
+  const next: LockPage = await client.listLocks({ prefix: 'orders:', cursor: page.cursor });
+  const busy: number = first ? first.holders + first.waiters : 0;
+  void next, busy;
   if (leader) {
     const v: string = leader.value;
     const t: bigint = leader.term;
