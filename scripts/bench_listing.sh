@@ -4,7 +4,7 @@
 # counts them (lockgate-bench bench-listing). Servers from the project's launcher, one backend at
 # a time, each stopped by its own pid. Writes one markdown section to $1, else
 # $LOCKGATE_BENCH_OUT/listing.md, else target/bench/listing.md. Extra arguments go to every
-# bench-listing run (--locks N, --waiters N).
+# bench-listing run (--locks N, --waiters N); BENCH_KINDS="single etcd" runs only those backends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${LOCKGATE_BENCH_OUT:-target/bench}/listing.md}
@@ -13,7 +13,7 @@ mkdir -p "$(dirname "$out")"
 cargo build --release -q -p lockgate-cli -p lockgate-conformance
 launcher=${LOCKGATE_TEST_SERVERS:-target/release/test-servers}
 rows=()
-for kind in single zookeeper etcd postgres mariadb; do
+for kind in ${BENCH_KINDS:-single zookeeper etcd postgres mariadb}; do
   fifo=$(mktemp -u) && mkfifo "$fifo"
   # The launcher runs until its stdin closes: hold it open on fd 9, close it to stop exactly it.
   exec 9> >("$launcher" "$kind" > "$fifo")
