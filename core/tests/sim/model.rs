@@ -165,6 +165,7 @@ impl SimOutcome for Outcome {
             Outcome::Extended { valid_until } => Done::Extended { valid_until },
             Outcome::Observed(leader) => Done::Observed(leader),
             Outcome::Inspected(s) => Done::Inspected(s),
+            Outcome::Listed(p) => Done::Listed(p),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -180,6 +181,7 @@ impl SimOutcome for RedlockOutcome {
             RedlockOutcome::Released { was_held } => Done::Released { was_held },
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
             RedlockOutcome::Inspected(s) => Done::Inspected(s),
+            RedlockOutcome::Listed(p) => Done::Listed(p),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }

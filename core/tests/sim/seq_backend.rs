@@ -115,6 +115,7 @@ impl Backend for SeqBackend {
             Action::Release { target, token } => Op::Delete { path: target.to_string(), token: token.into() },
             Action::Observe { .. } => unreachable!("check_observe refuses"),
             Action::Inspect { .. } => unreachable!("check_inspect refuses"),
+            Action::List { .. } => unreachable!("check_list refuses"),
         };
         let id = ctx.ids.request();
         self.in_flight.insert(id, (purpose, ctx.now));
