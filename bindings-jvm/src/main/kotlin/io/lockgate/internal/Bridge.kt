@@ -7,6 +7,7 @@ import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import io.lockgate.internal.ffi.NativeOptionValue
+import io.lockgate.internal.ffi.NativePage
 import io.lockgate.internal.ffi.NativeSnapshot
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
