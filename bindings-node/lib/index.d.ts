@@ -225,6 +225,8 @@ export interface Capabilities {
   readonly agreedParameters: boolean;
   /** Waiters' queue entries have a lease of their own (`entryTtlMs`): a crashed waiter is skipped after it. */
   readonly entryTtl: boolean;
+  /** `listLocks` lists the locks under a prefix (PROTOCOL.md §15); never on memcached, not yet on Redis Cluster or Redlock. */
+  readonly listLocks: boolean;
 }
 
 /** Options every kind of lock takes: the lease and the wait. */

@@ -68,8 +68,7 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// `etcd` (an etcd fixture), `sql` (a SQL fixture: PostgreSQL or MariaDB), `memcached` (a
 /// memcached fixture), `labels` (the backend stores each client's `label` with its entries and
 /// the fixture reads them: `expect_labels`), `inspect` (the backend answers `inspect`, issue 25;
-/// listed per variant while the backends gain it), `list` (the backend answers `list`: Redis
-/// single and replica mode, ZooKeeper, etcd, PostgreSQL, MariaDB; PROTOCOL.md §15).
+/// listed per variant while the backends gain it). Listing is the library's `list_locks`.
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library
@@ -105,11 +104,10 @@ pub struct Spec {
 /// so both take about as long; PostgreSQL joins the first and MariaDB the second.
 pub fn all() -> Vec<Spec> {
     let redis = &["redis", "transient_errors", "labels", "inspect"];
-    let replica = &["redis", "transient_errors", "labels", "inspect", "list"];
     vec![
-        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect", "list"]), subset: Runs::All, default: true, kind: Kind::Single },
+        Spec { name: "single", capabilities: with(library(Backend::Redis, false), &["redis", "transient_errors", "proxy", "restart", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Single },
         Spec { name: "cluster", capabilities: with(library(Backend::RedisCluster, false), redis), subset: Runs::All, default: true, kind: Kind::Cluster },
-        Spec { name: "replica", capabilities: with(library(Backend::Redis, true), replica), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
+        Spec { name: "replica", capabilities: with(library(Backend::Redis, true), redis), subset: Runs::All, default: true, kind: Kind::Replica { replicas: 1 } },
         Spec { name: "redlock", capabilities: with(library(Backend::Redlock, false), &["redlock", "redis", "labels", "inspect"]), subset: Runs::All, default: true, kind: Kind::Redlock { masters: REDLOCK_MASTERS } },
         Spec {
             name: "zookeeper-ensemble",
@@ -121,7 +119,7 @@ pub fn all() -> Vec<Spec> {
         },
         Spec {
             name: "zookeeper",
-            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect", "list"]),
+            capabilities: with(library(Backend::ZooKeeper, false), &["zookeeper", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
            
@@ -130,7 +128,7 @@ pub fn all() -> Vec<Spec> {
         // etcd (issue 16): one member, and the ensemble's subset on a 3-member cluster.
         Spec {
             name: "etcd",
-            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect", "list"]),
+            capabilities: with(library(Backend::Etcd, false), &["etcd", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Etcd { members: 1, proxied: false },
@@ -146,14 +144,14 @@ pub fn all() -> Vec<Spec> {
         // fault proxy where a scenario needs it.
         Spec {
             name: "postgres",
-            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels", "inspect", "list"]),
+            capabilities: with(library(Backend::Postgres, false), &["sql", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::Postgres, proxied: false },
         },
         Spec {
             name: "mariadb",
-            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels", "inspect", "list"]),
+            capabilities: with(library(Backend::MySql, false), &["sql", "proxy", "labels", "inspect"]),
             subset: Runs::All,
             default: true,
             kind: Kind::Sql { engine: Engine::MariaDb, proxied: false },
