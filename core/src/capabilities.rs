@@ -242,6 +242,7 @@ mod tests {
             readers_first: true,
             agreed_parameters: true,
             entry_ttl: true,
+            list_locks: true,
             ..bare()
         };
         let pairs = all.pairs();
