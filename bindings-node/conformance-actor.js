@@ -248,6 +248,28 @@ class Actor {
           if (b === null) return { ok: true, broken: false };
           return { ok: true, broken: true, label: b.label, token: b.fencingToken === null ? null : b.fencingToken.toString() };
         }
+        case 'list': {
+          // Pages through every lock under the prefix `lock`; each as "<name after the prefix>
+          // <kind> <holders> <waiters>", sorted, with the labels and the pages read.
+          const prefix = op.lock ?? '';
+          const entries = [];
+          const labels = [];
+          let pages = 0;
+          let cursor;
+          do {
+            const page = await this.client.listLocks({ prefix, limit: op.limit, cursor });
+            pages += 1;
+            for (const e of page.entries) {
+              const rest = e.name.startsWith(prefix) ? e.name.slice(prefix.length) : e.name;
+              entries.push(`${rest} ${e.kind} ${e.holders} ${e.waiters}`);
+              labels.push(e.label);
+            }
+            cursor = page.cursor ?? undefined;
+          } while (cursor !== undefined && pages < 10000);
+          entries.sort();
+          labels.sort((x, y) => (x === null ? (y === null ? 0 : -1) : y === null ? 1 : x < y ? -1 : x > y ? 1 : 0));
+          return { ok: true, entries, labels, pages };
+        }
         case 'inspect': {
           // With `permits`, through a semaphore handle (which knows its count); else by name.
           const s = op.permits !== undefined

@@ -94,6 +94,23 @@ def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Client], op: d
     raise UnknownKind(f"kind {kind!r}")
 
 
+def listed(client, prefix, limit):
+    """Pages through every lock under ``prefix``; each as "<name after the prefix> <kind> <holders>
+    <waiters>", sorted, with the labels and the number of pages read."""
+    entries, labels, pages, cursor = [], [], 0, None
+    while True:
+        page = client.list_locks(prefix, limit, cursor)
+        pages += 1
+        for e in page["entries"]:
+            rest = e["name"][len(prefix):] if e["name"].startswith(prefix) else e["name"]
+            entries.append(f'{rest} {e["kind"]} {e["holders"]} {e["waiters"]}')
+            labels.append(e["label"])
+        cursor = page["cursor"]
+        if cursor is None or pages >= 10_000:
+            break
+    return {"ok": True, "entries": sorted(entries), "labels": sorted(labels, key=lambda l: (l is not None, l or "")), "pages": pages}
+
+
 def inspected(s: dict) -> dict:
     """An ``inspect`` reply (conformance/README.md), from ``inspect()``'s dict."""
     first = s["holders"][0] if s["holders"] else None
@@ -243,6 +260,8 @@ class Actor:
                     return {"ok": True, "broken": False}
                 t = b["fencing_token"]
                 return {"ok": True, "broken": True, "label": b["label"], "token": None if t is None else str(t)}
+            if kind == "list":
+                return listed(self.client, op.get("lock", ""), op.get("limit"))
             return {"ok": False, "error": "UNSUPPORTED_OP", "detail": kind}
         except lockgate.LockError as e:
             return err(e)

@@ -265,6 +265,14 @@ impl NativeClient {
         }))
     }
 
+    /// One page of the locks under `prefix` (`limit` and `cursor` optional; the core checks and
+    /// caps them), changing nothing.
+    pub async fn list_locks(&self, prefix: String, limit: Option<i64>, cursor: Option<String>) -> NativeResult<NativePage> {
+        // A negative limit is refused by the core as any limit below 1.
+        let limit = limit.map(|n| u64::try_from(n).unwrap_or(0));
+        Ok(self.inner.list(&prefix, limit, cursor.as_deref()).await?.into())
+    }
+
     /// A mutex handle (reentrant if the options say so); name and options are validated by the core.
     pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
         self.primitive(name, Primitive::Mutex, options)
@@ -361,6 +369,36 @@ impl NativeLock {
     pub async fn try_acquire(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
         let lock = self.inner.as_owner(Owner::thread(owner));
         Ok(lock.try_acquire().await?.map_or(NOT_GRANTED, |lease| into.fill(lease)))
+    }
+}
+
+/// One page of a listing (the core's `listing::Page`).
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativePage {
+    pub entries: Vec<NativeEntry>,
+    pub cursor: Option<String>,
+}
+
+/// One listed lock (the core's `listing::Entry`).
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct NativeEntry {
+    pub name: String,
+    pub kind: String,
+    pub holders: i64,
+    pub waiters: i64,
+    pub label: Option<String>,
+}
+
+impl From<lockgate_core::listing::Page> for NativePage {
+    fn from(p: lockgate_core::listing::Page) -> Self {
+        NativePage {
+            entries: p
+                .entries
+                .into_iter()
+                .map(|e| NativeEntry { name: e.name, kind: e.kind.as_str().into(), holders: e.holders.into(), waiters: e.waiters.into(), label: e.label })
+                .collect(),
+            cursor: p.cursor,
+        }
     }
 }
 

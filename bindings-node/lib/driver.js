@@ -178,6 +178,12 @@ class Driver {
     return this.track(this.engine.breakLock(now(), name, kind, token), undefined, undefined);
   }
 
+  /** Lists one page of the locks under `prefix`; resolves with the `listed` event. */
+  list(prefix, limit, cursor) {
+    this.ensureOpen();
+    return this.track(this.engine.list(now(), prefix, limit, cursor), undefined, undefined);
+  }
+
   /** Reads the lock of a handle's spec; resolves with the `inspected` event. */
   inspectLock(spec) {
     this.ensureOpen();

@@ -121,6 +121,8 @@ export interface Capabilities {
   readonly agreedParameters: boolean;
   /** Waiters' queue entries have a lease of their own (`entryTtlMs`): a crashed waiter is skipped after it. */
   readonly entryTtl: boolean;
+  /** `listLocks` lists the locks under a prefix (PROTOCOL.md §16); never on memcached, not yet on Redis Cluster or Redlock. */
+  readonly listLocks: boolean;
 }
 
 /** Options every kind of lock takes: the lease and the wait. */
@@ -214,6 +216,14 @@ export class Client {
    * safe only with fencing (the broken holder learns of its loss at its next renewal).
    */
   breakLock(name: string, options?: BreakOptions): Promise<Broken | null>;
+
+  /**
+   * One page of the locks whose names start with `prefix` (every lock if empty), each a lock
+   * someone holds or waits on; pass `cursor` back for the next page (`null`: the last; a page may
+   * be short, even empty, before it). `limit` defaults to 100 and is capped to 1,000. Never
+   * blocks the server; racy, like inspect. `UnsupportedError` where the backend cannot list.
+   */
+  listLocks(options?: ListOptions): Promise<LockPage>;
   /** Whether `close()` was called. */
   readonly closed: boolean;
   /** Releases every lease, cancels every wait, closes the connections this client opened. */
@@ -311,6 +321,35 @@ export interface Broken {
 
 /** What a name is inspected as. */
 export type InspectKind = 'mutex' | 'rw' | 'semaphore' | 'election';
+
+/** What `Client.listLocks` lists. */
+export interface ListOptions {
+  /** Only names starting with this (default `''`: every name). */
+  prefix?: string;
+  /** The most entries of the page (default 100, capped to 1,000). */
+  limit?: number;
+  /** The previous page's `cursor`. */
+  cursor?: string | null;
+}
+
+/** One listed lock (PROTOCOL.md §16). */
+export interface LockEntry {
+  name: string;
+  kind: InspectKind;
+  /** How many hold it (a semaphore's permits taken, the readers; 1 for a mutex or writer). */
+  holders: number;
+  /** How many wait in its queue. */
+  waiters: number;
+  /** The first holder's label, or `null`. */
+  label: string | null;
+}
+
+/** One page of `Client.listLocks`. */
+export interface LockPage {
+  entries: LockEntry[];
+  /** The next page's cursor, or `null` on the last page. */
+  cursor: string | null;
+}
 
 /** One holder of an inspected lock (`null`: the backend does not record it; PROTOCOL.md §14). */
 export interface SnapshotHolder {

@@ -129,6 +129,17 @@ class Client {
     return (await open(this).breakLock(name, kind, token)).broken;
   }
 
+  /**
+   * One page of the locks whose names start with `prefix` (every lock if empty): `{ entries,
+   * cursor }`, each entry `{ name, kind, holders, waiters, label }` (a lock someone holds or waits
+   * on), `cursor` the next page's (`null`: this was the last; a page may be short, even empty,
+   * before it). `limit` defaults to 100 and is capped to 1,000. Never blocks the server; racy,
+   * like inspect. `UnsupportedError` where the backend cannot list (memcached).
+   */
+  async listLocks({ prefix = '', limit, cursor } = {}) {
+    return (await open(this).list(prefix, limit, cursor)).page;
+  }
+
   /** Whether close() was called. */
   get closed() {
     return drivers.get(this).closed;

@@ -117,7 +117,7 @@ impl Connected {
 impl Connected {
     /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
     /// readWrite, election, observe, reentrant, replicaAcks, readersFirst, agreedParameters,
-    /// entryTtl }` (names in JavaScript's case).
+    /// entryTtl, listLocks }` (names in JavaScript's case).
     pub fn capabilities(&self) -> Result<Data> {
         let c = self.options.capabilities()?;
         let mut out = vec![("backend".to_string(), c.backend.into()), ("scheme".to_string(), c.scheme.into())];

@@ -285,6 +285,7 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
                 Done::Observed(leader) => return observed_to_js(*op, leader.as_ref(), waiter, shapes),
                 Done::Inspected(snapshot) => return inspected_to_js(*op, snapshot, waiter, cache),
                 Done::Broken(broken) => return broken_to_js(*op, broken.as_ref(), waiter, cache),
+                Done::Listed(page) => return listed_to_js(*op, page, waiter, cache),
             };
             (kind, EventFields { op: Some(*op), ..fields })
         }
@@ -385,6 +386,16 @@ fn broken_to_js(op: OpId, broken: Option<&lockgate_core::break_lock::Broken>, wa
     set(&o, "kind", cache.str("broken"));
     set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
     set(&o, "broken", broken.map_or(JsValue::NULL, |b| crate::data::to_js(&b.to_data(true), cache)));
+    set(&o, "waiter", waiter.clone());
+    o.into()
+}
+
+/// `{ kind: 'listed', op, page: { entries, cursor }, waiter }` (see `listing::Page::to_data`).
+fn listed_to_js(op: OpId, page: &lockgate_core::listing::Page, waiter: &JsValue, cache: &mut StrCache) -> JsValue {
+    let o = Object::new();
+    set(&o, "kind", cache.str("listed"));
+    set(&o, "op", JsValue::from_f64(id_to_js(op.0)));
+    set(&o, "page", crate::data::to_js(&page.to_data(), cache));
     set(&o, "waiter", waiter.clone());
     o.into()
 }

@@ -266,6 +266,29 @@ impl Engine {
         Ok(id_to_js(op.0))
     }
 
+    /// Lists one page of the locks under `prefix` (`limit` and `cursor` may be `undefined`;
+    /// the core checks and caps them); completes as `listed` with the page. Returns the op id.
+    pub fn list(&mut self, now: f64, prefix: JsValue, limit: JsValue, cursor: JsValue) -> JsResult<f64> {
+        let prefix = match prefix.as_string() {
+            Some(p) => p,
+            None if prefix.is_undefined() || prefix.is_null() => String::new(),
+            None => return js(Err(lockgate_core::Error::invalid("prefix must be a string"))),
+        };
+        let limit = match limit.as_f64() {
+            Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => Some(n as u64),
+            Some(_) => return js(Err(lockgate_core::Error::invalid("limit must be a whole number of at least 1"))),
+            None if limit.is_undefined() || limit.is_null() => None,
+            None => return js(Err(lockgate_core::Error::invalid("limit must be a number"))),
+        };
+        let cursor = match cursor.as_string() {
+            Some(c) => Some(c),
+            None if cursor.is_undefined() || cursor.is_null() => None,
+            None => return js(Err(lockgate_core::Error::invalid("cursor must be a string returned by listLocks"))),
+        };
+        let op = js(self.core.list(instant(now), &prefix, limit, cursor.as_deref()))?;
+        Ok(id_to_js(op.0))
+    }
+
     /// Reads the lock of handle `lock` (a semaphore handle's permits inform a backend that
     /// stores none); completes as `inspected`. Returns the op id.
     #[wasm_bindgen(js_name = inspectLock)]

@@ -96,6 +96,7 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
     readersFirst: false,
     agreedParameters: false,
     entryTtl: false,
+    listLocks: false,
   });
   const lock = rl.lock('orders', { leaseMs: 1000 });
   assert.ok(lock instanceof lockgate.Lock);

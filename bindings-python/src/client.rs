@@ -210,6 +210,31 @@ impl ClientBase {
         self.conn.api.run(py, async move { Ok(crate::snapshot::BrokenOut(conn.client().await?.break_lock(&name, kind, token).await?)) })
     }
 
+    /// One page of the locks whose names start with ``prefix`` (awaitable in
+    /// ``lockgate.aio``): a ``dict`` with ``entries`` — each a ``dict`` with ``name``,
+    /// ``kind`` (``"mutex"``, ``"rw"``, ``"semaphore"``, ``"election"``), ``holders``,
+    /// ``waiters`` and the first holder's ``label`` (or ``None``) — and ``cursor``, to pass
+    /// back for the next page (``None``: this was the last; a page may be short, even empty,
+    /// before it). ``limit`` defaults to 100 and is capped to 1,000. Never blocks the server;
+    /// racy, like :meth:`inspect`. :class:`UnsupportedError` where the backend cannot list.
+    #[pyo3(signature = (prefix=Text(String::new()), limit=None, cursor=None), text_signature = "($self, prefix=\"\", limit=None, cursor=None)")]
+    fn list_locks<'py>(&self, py: Python<'py>, prefix: Text, limit: Option<Bound<'py, PyAny>>, cursor: Option<Text>) -> PyResult<Bound<'py, PyAny>> {
+        let limit = match limit {
+            None => None,
+            Some(n) => match n.extract::<i64>() {
+                // A negative limit is refused by the core as any limit below 1.
+                Ok(n) => Some(u64::try_from(n).unwrap_or(0)),
+                // Beyond an i64: capped by the core like any large limit (refused if negative).
+                Err(_) if n.is_instance_of::<pyo3::types::PyInt>() => Some(if n.lt(0)? { 0 } else { u64::MAX }),
+                Err(e) => return Err(e),
+            },
+        };
+        let (conn, prefix, cursor) = (self.conn.clone(), prefix.0, cursor.map(|c| c.0));
+        self.conn.api.run(py, async move {
+            Ok(crate::snapshot::Listed(conn.client().await?.list(&prefix, limit, cursor.as_deref()).await?))
+        })
+    }
+
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let (py, conn) = (slf.py(), &slf.get().conn);
         let url = py_repr(py, &conn.url)?;

@@ -65,3 +65,18 @@ pub(crate) fn fencing_token(t: &Bound<'_, PyAny>) -> lockgate_core::error::Resul
     }
     t.extract::<u64>().map_err(|_| bad())
 }
+
+/// A listing page on its way to Python: a ``dict`` with ``entries`` (each ``name``, ``kind``,
+/// ``holders``, ``waiters``, ``label``) and ``cursor`` (``None`` on the last page), converted
+/// generically from `Page::to_data`.
+pub(crate) struct Listed(pub(crate) lockgate_core::listing::Page);
+
+impl<'py> IntoPyObject<'py> for Listed {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0.to_data())
+    }
+}

@@ -9,6 +9,7 @@ mod child;
 mod duration;
 mod exit_code;
 mod inspect;
+mod list;
 mod run;
 mod sql_schema;
 mod status;
@@ -45,6 +46,9 @@ enum Command {
     /// fencing token when given) and wake the next waiter. For a holder known to be dead; safe
     /// only with fencing. Asks on a terminal unless --yes. Exit 0 broken, 1 nothing broken.
     Break(BreakArgs),
+    /// List the locks whose names start with PREFIX (every lock if none): kind, holders,
+    /// waiters and the holder's label; bounded and paged, never blocking the server.
+    List(ListArgs),
     /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
     #[command(hide = true)]
     Watchdog,
@@ -157,6 +161,29 @@ struct BreakArgs {
 }
 
 #[derive(Args)]
+struct ListArgs {
+    /// Only names starting with this (default: every name).
+    #[arg(default_value = "")]
+    prefix: String,
+    /// The lock service (as for `run`); its password is never printed.
+    #[arg(long, env = "LOCKGATE_URL", hide_env_values = true, value_name = "URL")]
+    url: String,
+    /// Print at most N locks (read in pages of up to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    limit: u64,
+    /// Continue where an earlier `list` stopped (the cursor it printed).
+    #[arg(long, value_name = "CURSOR")]
+    cursor: Option<String>,
+    /// ZooKeeper and etcd: the session timeout of this short-lived client.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    session_timeout: Option<Duration>,
+    /// Print one JSON object (prefix, entries with name, kind, holders, waiters, label; cursor)
+    /// instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct ElectArgs {
     /// The election's name.
     name: String,
@@ -223,6 +250,11 @@ fn main() {
             };
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
             std::process::exit(rt.block_on(break_lock::run(ask)))
+        }
+        Command::List(a) => {
+            let ask = list::Ask { url: a.url, prefix: a.prefix, limit: a.limit, cursor: a.cursor, session_timeout: a.session_timeout, json: a.json };
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+            std::process::exit(rt.block_on(list::run(ask)))
         }
         Command::Run(a) => {
             let kind = match (a.read, a.write, a.semaphore) {

@@ -646,3 +646,58 @@ async fn break_removes_the_holder_and_wakes_the_next() {
     holder.close().await;
     waiter.close().await;
 }
+
+/// `lockgate list`: the locks under a prefix that library clients hold or wait on, as a table
+/// and as `--json`, read across pages (`--limit` bounds what is printed, the rest is a cursor
+/// to continue with); a lock under another prefix is not listed, nothing listed is no error; a
+/// zero limit is a usage error, an unlistable backend (memcached) too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_the_locks_under_a_prefix() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("list");
+    let mut o = lockgate_core::native::ClientOptions::new(url.clone());
+    o.label = Some("lister-a".to_string());
+    let client = o.connect().await.unwrap();
+    let mut leases = Vec::new();
+    for name in ["lst:1", "lst:2", "lst:3", "other:1"] {
+        leases.push(client.lock(name, LockOptions::default()).unwrap().acquire(Duration::from_secs(5)).await.unwrap());
+    }
+    let sem = client.semaphore("lst:s", 3, LockOptions::default()).unwrap();
+    leases.push(sem.acquire(Duration::from_secs(5)).await.unwrap());
+
+    let out = run(&dir.0, &["list", "lst:", "--url", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("NAME"), "{text}");
+    for name in ["lst:1", "lst:2", "lst:3", "lst:s"] {
+        assert!(text.contains(name), "{text}");
+    }
+    assert!(!text.contains("other:1") && text.contains("semaphore") && text.contains("lister-a"), "{text}");
+
+    let out = run(&dir.0, &["list", "lst:", "--url", &url, "--json", "--limit", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen: Vec<String> = v["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(seen.len(), 2, "{v}");
+    assert_eq!((v["entries"][0]["holders"].as_u64(), v["entries"][0]["waiters"].as_u64()), (Some(1), Some(0)));
+    let cursor = v["cursor"].as_str().expect("more follow").to_string();
+    let out = run(&dir.0, &["list", "lst:", "--url", &url, "--json", "--cursor", &cursor]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    seen.extend(v["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap().to_string()));
+    seen.sort();
+    assert_eq!(seen, ["lst:1", "lst:2", "lst:3", "lst:s"], "{v}");
+    assert!(v["cursor"].is_null(), "{v}");
+
+    for l in leases {
+        l.release().await.unwrap();
+    }
+    let out = run(&dir.0, &["list", "lst:", "--url", &url, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), v["entries"].as_array().map(Vec::len)), (Some(0), Some(0)));
+    let out = run(&dir.0, &["list", "lst:", "--url", &url, "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&dir.0, &["list", "}x", "--url", &url]);
+    assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
+    client.close().await;
+}

@@ -70,6 +70,7 @@ fn library(backend: Backend, replica_acks: bool) -> Vec<&'static str> {
 /// the fixture reads them: `expect_labels`), `inspect` (the backend answers `inspect`, issue 25;
 /// listed per variant while the backends gain it), `break` (the backend breaks a lock: issue
 /// 25, PROTOCOL.md §15).
+/// listed per variant while the backends gain it). Listing is the library's `list_locks`.
 fn with(mut library: Vec<&'static str>, fixture: &[&'static str]) -> Vec<&'static str> {
     library.extend(fixture);
     library

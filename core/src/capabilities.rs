@@ -37,11 +37,14 @@ pub enum Capability {
     /// Waiters' queue entries have a lease of their own (`entry_ttl`): a crashed waiter is
     /// skipped after it, not after a session timeout.
     EntryTtl,
+    /// Listing the locks under a name prefix (PROTOCOL.md §16); memcached cannot enumerate its
+    /// keys, so it never will.
+    ListLocks,
 }
 
 impl Capability {
     /// Every capability, in the order of [`Capabilities::pairs`].
-    pub const ALL: [Capability; 11] = [
+    pub const ALL: [Capability; 12] = [
         Capability::Fencing,
         Capability::Fifo,
         Capability::Semaphore,
@@ -53,6 +56,7 @@ impl Capability {
         Capability::ReadersFirst,
         Capability::AgreedParameters,
         Capability::EntryTtl,
+        Capability::ListLocks,
     ];
 
     /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
@@ -69,6 +73,7 @@ impl Capability {
             Capability::ReadersFirst => "readers_first",
             Capability::AgreedParameters => "agreed_parameters",
             Capability::EntryTtl => "entry_ttl",
+            Capability::ListLocks => "list_locks",
         }
     }
 
@@ -91,6 +96,7 @@ impl Capability {
             Capability::ReadersFirst => "readers-first read-write locks",
             Capability::AgreedParameters => "server-checked lock parameters",
             Capability::EntryTtl => "waiter entry leases",
+            Capability::ListLocks => "lock listings",
         }
     }
 }
@@ -131,6 +137,8 @@ pub struct Capabilities {
     pub agreed_parameters: bool,
     /// See [`Capability::EntryTtl`].
     pub entry_ttl: bool,
+    /// See [`Capability::ListLocks`].
+    pub list_locks: bool,
 }
 
 impl Capabilities {
@@ -148,6 +156,7 @@ impl Capabilities {
             Capability::ReadersFirst => self.readers_first,
             Capability::AgreedParameters => self.agreed_parameters,
             Capability::EntryTtl => self.entry_ttl,
+            Capability::ListLocks => self.list_locks,
         }
     }
 
@@ -169,6 +178,7 @@ impl Capabilities {
             readers_first: false,
             agreed_parameters: false,
             entry_ttl: false,
+            list_locks: false,
         }
     }
 
@@ -232,6 +242,7 @@ mod tests {
             readers_first: true,
             agreed_parameters: true,
             entry_ttl: true,
+            list_locks: true,
             ..bare()
         };
         let pairs = all.pairs();
@@ -256,6 +267,7 @@ mod tests {
                 Capability::ReadersFirst => one.readers_first = true,
                 Capability::AgreedParameters => one.agreed_parameters = true,
                 Capability::EntryTtl => one.entry_ttl = true,
+                Capability::ListLocks => one.list_locks = true,
             }
             assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
         }

@@ -31,6 +31,8 @@ pub trait Drive {
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
     /// See `LockEngine::break_lock`.
     fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
+    /// See `LockEngine::list`.
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -72,6 +74,10 @@ macro_rules! forward_drive {
         }
         fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId> {
             <$T>::break_lock(&mut $($deref)+ self, now, name, kind, fencing_token)
+        }
+
+        fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+            <$T>::list(&mut $($deref)+ self, now, prefix, limit, cursor)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

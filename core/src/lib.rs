@@ -26,6 +26,7 @@ pub mod exit;
 pub mod holding;
 pub mod inspect;
 pub mod label;
+pub mod listing;
 pub mod options;
 pub mod primitive;
 pub mod random;

@@ -115,7 +115,8 @@ function prefixEnd(prefix) {
 /** A range of the core's form as etcd's RangeRequest (linearizable: etcd's default). */
 function rangeRequest(r) {
   const key = bytes(r.key);
-  const out = { key };
+  // `from`: a page of a prefix starts there (a listing, PROTOCOL.md §16).
+  const out = { key: r.prefix && r.from != null ? bytes(r.from) : key };
   if (r.prefix) out.range_end = prefixEnd(key);
   if (r.order === 'createAscending' || r.order === 'createDescending') {
     out.sort_target = SORT_CREATE;

@@ -12,6 +12,8 @@ import {
   Election,
   Snapshot,
   Broken,
+  LockPage,
+  LockEntry,
   SnapshotHolder,
   SnapshotWaiter,
   type Leader,
@@ -121,6 +123,13 @@ async function example(): Promise<void> {
   const broken: Broken | null = await client.breakLock('orders', { token: 42, kind: 'mutex' });
   const brokenToken: number | bigint | null = broken ? broken.fencingToken : null;
   void label, waiting, locked, brokenToken;
+  void label, waiting, locked;
+  // Listing: a page's shape, the cursor passed back.
+  const page: LockPage = await client.listLocks({ prefix: 'orders:', limit: 500 });
+  const first: LockEntry | undefined = page.entries[0];
+  const next: LockPage = await client.listLocks({ prefix: 'orders:', cursor: page.cursor });
+  const busy: number = first ? first.holders + first.waiters : 0;
+  void next, busy;
   if (leader) {
     const v: string = leader.value;
     const t: bigint = leader.term;

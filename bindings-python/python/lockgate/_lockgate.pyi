@@ -201,6 +201,9 @@ class Client(_ClientBase):
     def break_lock(self, name: str, token: Optional[int] = None, *, kind: str = "mutex") -> Optional[dict[str, Any]]:
         """Breaks lock ``name``: removes its holder's entry (only the one whose fencing token is ``token``
         when given) and wakes the next waiter; returns what it removed (``label``, ``fencing_token``) or None."""
+    def list_locks(self, prefix: str = "", limit: Optional[int] = None, cursor: Optional[str] = None) -> dict[str, Any]:
+        """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
+        ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     def __enter__(self) -> Self: ...
@@ -301,6 +304,10 @@ class AsyncClient(_ClientBase):
     def break_lock(self, name: str, token: Optional[int] = None, *, kind: str = "mutex") -> Coroutine[Any, Any, Optional[dict[str, Any]]]:
         """Breaks lock ``name``: removes its holder's entry (only the one whose fencing token is ``token``
         when given) and wakes the next waiter; returns what it removed (``label``, ``fencing_token``) or None."""
+    def list_locks(self, prefix: str = "", limit: Optional[int] = None,
+                   cursor: Optional[str] = None) -> Coroutine[Any, Any, dict[str, Any]]:
+        """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
+        ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
     def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Coroutine[Any, Any, None]:

@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_etcd;
+mod bench_listing;
 mod bench_redlock;
 mod bench_sql;
 #[cfg(feature = "bench-telemetry")]
@@ -32,6 +33,8 @@ enum Command {
     BenchEtcd(bench_etcd::BenchEtcdArgs),
     /// PostgreSQL and MariaDB: lockgate against the naive table lock and the peers (scripts/bench_sql.sh).
     BenchSql(bench_sql::BenchSqlArgs),
+    /// Issue 25: inspect of a lock with 1,000 waiters and list over 10,000 locks (scripts/bench_listing.sh).
+    BenchListing(bench_listing::BenchListingArgs),
     /// Telemetry off vs fully on, uncontended pairs (also part of `bench` when built with it).
     #[cfg(feature = "bench-telemetry")]
     BenchTelemetry {
@@ -55,6 +58,7 @@ fn main() {
         Command::Worker(args) => rt.block_on(worker::run(&args)),
         Command::BenchEtcd(args) => rt.block_on(bench_etcd::run(&args)),
         Command::BenchSql(args) => rt.block_on(bench_sql::run(&args)),
+        Command::BenchListing(args) => rt.block_on(bench_listing::run(&args)),
         #[cfg(feature = "bench-telemetry")]
         Command::BenchTelemetry { url, pairs } => match rt.block_on(bench_telemetry::run(&url, pairs)) {
             Ok(md) => {

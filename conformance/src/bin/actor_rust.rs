@@ -348,6 +348,33 @@ impl Actor {
                     Err(e) => err(&e),
                 }
             }
+            "list" => {
+                // Pages through every lock under the prefix `lock` (`limit` per page) and
+                // answers each as "<name after the prefix> <kind> <holders> <waiters>", sorted,
+                // with the number of pages read.
+                let limit = op.get("limit").and_then(Value::as_u64);
+                let (mut entries, mut labels, mut pages, mut cursor) = (Vec::new(), Vec::new(), 0u32, None::<String>);
+                loop {
+                    match self.client().list(&name, limit, cursor.as_deref()).await {
+                        Ok(page) => {
+                            pages += 1;
+                            for e in &page.entries {
+                                let rest = e.name.strip_prefix(name.as_str()).unwrap_or(&e.name);
+                                entries.push(format!("{rest} {} {} {}", e.kind.as_str(), e.holders, e.waiters));
+                                labels.push(e.label.clone());
+                            }
+                            match page.cursor {
+                                Some(c) if pages < 10_000 => cursor = Some(c),
+                                _ => break,
+                            }
+                        }
+                        Err(e) => return err(&e),
+                    }
+                }
+                entries.sort();
+                labels.sort();
+                json!({"ok": true, "entries": entries, "labels": labels, "pages": pages})
+            }
             other => json!({"ok": false, "error": "UNSUPPORTED_OP", "detail": other}),
         }
     }

@@ -299,6 +299,8 @@ mod tests {
         assert!(c.fencing && c.election && !c.replica_acks);
         assert_eq!(c.scheme, "rediss+cluster");
         assert!(c.readers_first && c.agreed_parameters && c.entry_ttl);
+        // Listing: SCAN on one primary, not yet on a Cluster's masters.
+        assert!(r.list_locks && !c.list_locks);
         let l = Backend::Redlock.capabilities(false, false);
         let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
         assert_eq!(offered, ["reentrant"], "{l:?}");
@@ -306,20 +308,20 @@ mod tests {
         // readers-first locks, no server-checked parameters, no waiter entry leases.
         let z = Backend::ZooKeeper.capabilities(true, false);
         let offered: Vec<_> = z.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{z:?}");
+        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "list_locks"], "{z:?}");
         assert_eq!((z.backend, z.scheme), ("ZooKeeper", "zookeeper+tls"));
         // etcd: the same recipes' guarantees (FIFO by create revision, the create revision as
         // the fencing token), nothing the Redis scripts add.
         let e = Backend::Etcd.capabilities(true, false);
         let offered: Vec<_> = e.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant"], "{e:?}");
+        assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "list_locks"], "{e:?}");
         assert_eq!((e.backend, e.scheme), ("etcd", "etcds"));
         assert_eq!(Backend::from_scheme("ETCD"), Some((Backend::Etcd, false)));
         // SQL: the same recipes over rows, and waiter rows with a lease of their own.
         for b in [Backend::Postgres, Backend::MySql] {
             let c = b.capabilities(false, true);
             let offered: Vec<_> = c.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl"], "{c:?}");
+            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl", "list_locks"], "{c:?}");
         }
     }
 

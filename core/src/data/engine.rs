@@ -70,6 +70,8 @@ pub trait DynEngine {
     fn inspect_as(&mut self, now: Instant, name: &str, primitive: &Primitive) -> Result<OpId>;
     /// See [`LockEngine::break_lock`].
     fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
+    /// See [`LockEngine::list`].
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -147,6 +149,10 @@ where
 
     fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId> {
         LockEngine::break_lock(self, now, name, kind, fencing_token)
+    }
+
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+        LockEngine::list(self, now, prefix, limit, cursor)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

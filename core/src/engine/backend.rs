@@ -17,6 +17,7 @@ use super::ids::{LeaseId, OpId};
 use super::io::LeaderInfo;
 use crate::error::{Error, Result};
 use crate::inspect::{Holder, Kind, Snapshot};
+use crate::listing::{Found, Query};
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -84,6 +85,8 @@ pub enum Purpose {
     Inspect(OpId),
     /// Removing a holder's entry an operator broke (answered with a [`Verdict::Release`]).
     Break(OpId),
+    /// Reading one page of the names under a prefix (see `crate::listing`).
+    List(OpId),
 }
 
 impl Purpose {
@@ -148,6 +151,12 @@ pub enum Action<'a, T> {
         target: &'a Arc<T>,
         /// The holder to remove.
         holder: &'a Holder,
+    },
+    /// Read one page of the lock names under a prefix (their kinds; counts come from an
+    /// inspect of each), changing nothing; never blocking the server (PROTOCOL.md §16).
+    List {
+        /// The prefix, the page size and the backend's position.
+        query: &'a Query,
     },
 }
 
@@ -249,6 +258,8 @@ pub enum Verdict {
     /// For [`Purpose::Inspect`]: holders carry their owner tokens where the server has them
     /// (the engine matches them with its own leases, then clears them).
     Inspected(Result<Snapshot>),
+    /// For [`Purpose::List`]: the names found and the backend's next position.
+    Listed(Result<Found>),
     /// For an [`Purpose::Acquire`] already granted: the grant turned out unusable after all
     /// (Redlock: a late vote revealed a holder counting other masters); the lease is lost.
     Revoked(String),
@@ -347,6 +358,12 @@ pub trait Backend {
     fn check_break(&self, fenced: bool) -> Result<()> {
         let _ = fenced;
         Err(Error::unsupported("breaking a lock is not available on this backend yet"))
+    }
+
+    /// Whether this backend can list the locks under a prefix (`Err`, `UNSUPPORTED`, if not);
+    /// a backend that can answers [`Action::List`] in [`call`](Self::call).
+    fn check_list(&self) -> Result<()> {
+        Err(Error::unsupported("listing locks is not available on this backend"))
     }
 
     /// The owner token stored on the server, made from 32 random hex digits.

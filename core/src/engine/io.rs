@@ -38,6 +38,8 @@ pub enum Outcome {
     /// A lock was broken: what was removed, or `None` when nothing was (free, or no holder
     /// with the fencing token given).
     Broken(Option<crate::break_lock::Broken>),
+    /// A page of locks was listed.
+    Listed(crate::listing::Page),
     /// The operation failed; nothing it started is left on the server.
     Failed(Error),
 }
@@ -87,6 +89,8 @@ pub enum Done {
     /// A lock was broken: what was removed, or `None` when nothing was (free, or no holder
     /// with the fencing token given).
     Broken(Option<crate::break_lock::Broken>),
+    /// A page of locks was listed.
+    Listed(crate::listing::Page),
     /// The operation failed.
     Failed(Error),
 }

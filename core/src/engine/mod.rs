@@ -26,6 +26,7 @@ pub mod metrics;
 #[allow(dead_code)]
 pub(crate) mod job;
 mod lease;
+mod listing;
 pub mod operation;
 mod session;
 pub mod telemetry;
@@ -148,6 +149,8 @@ pub struct LockEngine<B: Backend> {
     observes: Vec<(OpId, Arc<B::Target>, Read)>,
     /// Breaks in progress (see `breaking.rs`): their inspect reads and removals.
     breaks: HashMap<OpId, breaking::PendingBreak<B::Target>>,
+    /// Listings in progress (see `listing.rs`).
+    listings: listing::Listings,
     /// Telemetry, off until a driver turns it on (see `telemetry.rs`).
     telemetry: telemetry::Recorder,
 }
@@ -206,6 +209,7 @@ impl<B: Backend> LockEngine<B> {
             settled_now: Vec::new(),
             observes: Vec::new(),
             breaks: HashMap::new(),
+            listings: listing::Listings::default(),
             telemetry: telemetry::Recorder::default(),
         }
     }
@@ -440,6 +444,7 @@ impl<B: Backend> LockEngine<B> {
             self.breaks.remove(&op);
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
+        self.fail_waiting_lists(&listing::shutting_down());
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
         for op in ops {
             self.cancel(now, op);
@@ -471,6 +476,7 @@ impl<B: Backend> LockEngine<B> {
         self.acquires.is_empty()
             && self.held_back.is_empty()
             && self.observes.is_empty()
+            && self.listings.is_empty()
             && self.leases.is_empty()
             && self.cleanups.is_empty()
             && self.backend.is_idle()
@@ -608,7 +614,7 @@ impl<B: Backend> LockEngine<B> {
     pub fn handle_disconnect(&mut self, now: Instant) {
         self.telemetry.at(now);
         self.session = Session::None;
-        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty();
+        let any_waiting = self.acquires.values().any(|a| a.wait != Wait::Try) || !self.observes.is_empty() || !self.listings.is_empty();
         for (&op, a) in self.acquires.iter_mut() {
             if let AcquireState::Queued { .. } = a.state {
                 a.state = AcquireState::Queued { recheck_at: now };
@@ -854,6 +860,7 @@ impl<B: Backend> LockEngine<B> {
                 for (op, target, read) in std::mem::take(&mut self.observes) {
                     self.send_read(now, op, &target, read);
                 }
+                self.send_waiting_lists(now);
                 let ops: Vec<OpId> = self.acquires.keys().copied().collect();
                 for op in ops {
                     let mut a = self.acquires.remove(&op).expect("listed above");
@@ -889,6 +896,7 @@ impl<B: Backend> LockEngine<B> {
                         self.breaks.remove(&op);
                         self.complete(op, Done::Failed(e.clone()));
                     }
+                    self.fail_waiting_lists(&e);
                 }
                 let jitter = Duration::from_millis(self.rng.next_u64() % 50);
                 self.session = Session::RetryAt(now + Duration::from_millis(100) + jitter);

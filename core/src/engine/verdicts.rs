@@ -36,6 +36,8 @@ impl<B: Backend> LockEngine<B> {
             }
             (Purpose::Inspect(op), Verdict::Inspected(r)) if self.is_break(op) => self.on_break_read(now, op, r),
             (Purpose::Break(op), Verdict::Release(r)) => self.on_break_removed(op, r),
+            (Purpose::Inspect(op), Verdict::Inspected(r)) if self.listings.is_part(op) => self.on_list_part(op, r),
+            (Purpose::List(op), Verdict::Listed(r)) => self.on_listed(now, op, r),
             (Purpose::Inspect(op), Verdict::Inspected(r)) => {
                 let done = match r {
                     Ok(mut snapshot) => {
@@ -51,7 +53,13 @@ impl<B: Backend> LockEngine<B> {
                 // backend, reported on the operation rather than by a panic.
                 let e = Error::protocol(format!("the backend answered {purpose:?} with {verdict:?}"));
                 match purpose {
-                    Purpose::Acquire(op) | Purpose::Extend(op, ..) | Purpose::Release(op, _) | Purpose::Observe(op) | Purpose::Inspect(op) | Purpose::Break(op) => {
+                    Purpose::Acquire(op)
+                    | Purpose::Extend(op, ..)
+                    | Purpose::Release(op, _)
+                    | Purpose::Observe(op)
+                    | Purpose::Inspect(op)
+                    | Purpose::Break(op)
+                    | Purpose::List(op) => {
                         self.breaks.remove(&op);
                         match self.take_acquire(op) {
                             Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),

@@ -15,6 +15,7 @@ use crate::connect::registry;
 use crate::connect::{self, Backend, ClientOptions, Spelling};
 use crate::engine::Primitive;
 use crate::inspect::{Kind, Snapshot};
+use crate::listing::Page;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::LockOptions;
 use crate::connect::LeaseBound;
@@ -161,6 +162,18 @@ impl Client {
     pub(crate) async fn inspect_as(&self, name: &str, primitive: Primitive) -> Result<Snapshot> {
         let (reply, result) = oneshot::channel();
         self.send(Msg::Inspect { name: name.to_string(), primitive, reply })?;
+        result.await.map_err(|_| closed())?
+    }
+
+    /// One page of the locks whose names start with `prefix` (every lock if empty): at most
+    /// `limit` entries (default 100, capped to 1,000), each a lock someone holds or waits on
+    /// with its kind, holder and waiter counts and first holder's label, and the cursor of the
+    /// next page (`None`: the last). Pass `cursor` back to continue; a page may be short, even
+    /// empty, before the last. Never blocks the server (PROTOCOL.md §16); racy, like inspect.
+    /// `UNSUPPORTED` where the backend cannot enumerate its locks.
+    pub async fn list(&self, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<Page> {
+        let (reply, result) = oneshot::channel();
+        self.send(Msg::List { prefix: prefix.to_string(), limit, cursor: cursor.map(String::from), reply })?;
         result.await.map_err(|_| closed())?
     }
 

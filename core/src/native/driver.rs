@@ -29,6 +29,7 @@ enum Pending {
     Observe { reply: oneshot::Sender<Result<Option<LeaderInfo>>> },
     Inspect { reply: oneshot::Sender<Result<crate::inspect::Snapshot>> },
     Break { reply: oneshot::Sender<Result<Option<crate::break_lock::Broken>>> },
+    List { reply: oneshot::Sender<Result<crate::listing::Page>> },
 }
 
 /// Starts the driver task of `engine` over `transport` (whose servers' pushes arrive on
@@ -167,6 +168,14 @@ impl<T: Transport> Driver<T> {
             Msg::Inspect { name, primitive, reply } => match self.engine.inspect_as(now, &name, &primitive) {
                 Ok(op) => {
                     self.pending.wait(op, Pending::Inspect { reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::List { prefix, limit, cursor, reply } => match self.engine.list(now, &prefix, limit, cursor.as_deref()) {
+                Ok(op) => {
+                    self.pending.wait(op, Pending::List { reply });
                 }
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -319,6 +328,14 @@ impl<T: Transport> Driver<T> {
                     Done::Inspected(snapshot) => Ok(snapshot),
                     Done::Failed(e) => Err(e),
                     d => Err(unexpected("inspect", d)),
+                };
+                let _ = reply.send(result);
+            }
+            Pending::List { reply } => {
+                let result = match done {
+                    Done::Listed(page) => Ok(page),
+                    Done::Failed(e) => Err(e),
+                    d => Err(unexpected("list", d)),
                 };
                 let _ = reply.send(result);
             }

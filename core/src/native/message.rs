@@ -51,6 +51,12 @@ pub(crate) enum Msg {
         fencing_token: Option<u64>,
         reply: oneshot::Sender<Result<Option<crate::break_lock::Broken>>>,
     },
+    List {
+        prefix: String,
+        limit: Option<u64>,
+        cursor: Option<String>,
+        reply: oneshot::Sender<Result<crate::listing::Page>>,
+    },
     Cancel {
         ticket: u64,
     },

@@ -166,6 +166,7 @@ impl SimOutcome for Outcome {
             Outcome::Observed(leader) => Done::Observed(leader),
             Outcome::Inspected(s) => Done::Inspected(s),
             Outcome::Broken(b) => Done::Broken(b),
+            Outcome::Listed(p) => Done::Listed(p),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -182,6 +183,7 @@ impl SimOutcome for RedlockOutcome {
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
             RedlockOutcome::Inspected(s) => Done::Inspected(s),
             RedlockOutcome::Broken(b) => Done::Broken(b),
+            RedlockOutcome::Listed(p) => Done::Listed(p),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }

@@ -116,6 +116,7 @@ impl Backend for SeqBackend {
             Action::Observe { .. } => unreachable!("check_observe refuses"),
             Action::Inspect { .. } => unreachable!("check_inspect refuses"),
             Action::Break { .. } => unreachable!("check_break refuses"),
+            Action::List { .. } => unreachable!("check_list refuses"),
         };
         let id = ctx.ids.request();
         self.in_flight.insert(id, (purpose, ctx.now));

@@ -283,6 +283,21 @@ impl SimSql {
                 let rows = self.live(now, lock_key).iter().map(|r| self.entry(r, t)).collect();
                 Ok(SqlReply::Entries { rows })
             }
+            SqlOp::List { prefix, after, limit } => {
+                // As the statement reads: distinct live keys after `after`, a kind's directory
+                // then the prefix, in key order (no anchors in the simulator).
+                let mut keys: Vec<String> = self
+                    .rows
+                    .values()
+                    .filter(|r| r.expires > t && r.lock_key.as_str() > after.as_str())
+                    .filter(|r| r.lock_key.split_once('/').is_some_and(|(_, name)| name.starts_with(prefix.as_str())))
+                    .map(|r| r.lock_key.clone())
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                keys.truncate(*limit as usize);
+                Ok(SqlReply::Keys { keys })
+            }
             SqlOp::WaitDoorbell { owner, .. } => {
                 let rang = !self.doorbells.contains_key(&doorbell(owner));
                 if rang {

@@ -24,6 +24,7 @@ use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::job::{JobRunner, Jobs};
 use crate::engine::{Action, Answer, Backend, Ctx, Done, LockEngine, OpId, Purpose, RequestId, Signal};
 use crate::error::{Error, Result};
+use crate::listing::Query;
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -61,6 +62,8 @@ pub struct EtcdBackend {
     pub(super) background: HashMap<RequestId, Background>,
     /// The client closed: no lease is granted or kept alive any more.
     pub(super) closed: bool,
+    /// The listing pages on the wire, with the kind each reads (`list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
 }
 
 impl EtcdBackend {
@@ -79,6 +82,7 @@ impl EtcdBackend {
             next_watch: 1,
             jobs: Jobs::default(),
             background: HashMap::new(),
+            listing: HashMap::new(),
             closed: false,
         })
     }
@@ -171,8 +175,8 @@ impl JobRunner for EtcdBackend {
             }
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.confirm_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) | None => {
-                unreachable!("observes, inspects and breaks are sent directly")
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_) | Purpose::List(_)) | None => {
+                unreachable!("observes, inspects, breaks and listings are sent directly")
             }
         }
     }
@@ -202,6 +206,10 @@ impl Backend for EtcdBackend {
     }
 
     fn check_break(&self, _fenced: bool) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_list(&self) -> Result<()> {
         Ok(())
     }
 
@@ -262,6 +270,17 @@ impl Backend for EtcdBackend {
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, .. } => return self.inspect_start(ctx, purpose, target),
             Action::Break { target, holder } => return self.break_start(ctx, purpose, target, holder, answers),
+            Action::List { query } => {
+                match super::list::range(query) {
+                    Ok((range, kind)) => {
+                        let id = ctx.ids.request();
+                        self.listing.insert(id, (purpose, ctx.now, query.clone(), kind));
+                        ctx.out.push_back(EtcdRequest { id, op: EtcdOp::Range(range) });
+                    }
+                    Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(e)) }),
+                }
+                return;
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -278,6 +297,14 @@ impl Backend for EtcdBackend {
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, EtcdRequest>, id: RequestId, reply: EtcdResult, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, query, kind)) = self.listing.remove(&id) {
+            let found = match reply {
+                Ok(EtcdReply::Range { kvs, count, .. }) => Ok(super::list::found(&query, kind, &kvs, count)),
+                Ok(other) => Err(Error::protocol(format!("etcd answered a listing's read with {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            };
+            return answers.push(Answer { purpose, sent, verdict: crate::engine::Verdict::Listed(found) });
+        }
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply, answers);
         }
@@ -291,6 +318,7 @@ impl Backend for EtcdBackend {
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
             Some(Purpose::Break(_)) => self.break_reply(ctx, job, reply, answers),
+            Some(Purpose::List(_)) => {}
             None => {}
         }
     }
@@ -329,6 +357,7 @@ impl Backend for EtcdBackend {
 
     fn is_idle(&self) -> bool {
         self.jobs.is_idle()
+            && self.listing.is_empty()
             && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! - request: `{ id, op, ... }` with `op` one of `leaseGrant` (`ttlSecs`); `leaseKeepAlive` and
 //!   `leaseRevoke` (`lease`); `range` (a range's fields: `key`, `prefix`: a boolean, `order`:
-//!   `key` | `createAscending` | `createDescending`, `limit`, `maxCreateRevision`, `countOnly`:
+//!   `key` | `createAscending` | `createDescending`, `limit`, `maxCreateRevision`, `countOnly`, `from`: bytes or null, where a prefix range starts;
 //!   a boolean); `txn` (`compares`: [`{ key, op: 'equal' | 'notEqual' | 'less' | 'greater',
 //!   target: 'createRevision' | 'modRevision' | 'version' | 'lease' | 'value', value }`] with
 //!   `value` bytes for a `value` target, else an integer; `success` and `failure`: lists of
@@ -116,6 +116,7 @@ fn range_fields(r: &Range) -> Vec<(String, Data)> {
         ("limit", r.limit.into()),
         ("maxCreateRevision", r.max_create_revision.into()),
         ("countOnly", r.count_only.into()),
+        ("from", r.from.clone().map_or(Data::Null, Data::from)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -363,6 +364,7 @@ mod tests {
             limit: d.int_field("", "limit").unwrap(),
             max_create_revision: d.int_field("", "maxCreateRevision").unwrap(),
             count_only: d.get("countOnly").and_then(Data::as_bool).unwrap(),
+            from: d.get("from").and_then(Data::as_bytes).map(<[u8]>::to_vec),
         }
     }
 

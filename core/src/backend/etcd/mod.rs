@@ -26,6 +26,7 @@ mod failure;
 pub mod layout;
 mod lease;
 mod inspect;
+pub mod list;
 mod observe;
 pub mod recipe;
 mod release;

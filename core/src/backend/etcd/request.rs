@@ -121,17 +121,20 @@ pub struct Range {
     pub max_create_revision: i64,
     /// Only the count, no keys (clientv3's `WithCountOnly`).
     pub count_only: bool,
+    /// With `prefix`: start at this key (inclusive) instead of at `key`, the range still ending
+    /// where `key`'s prefix does (a page of a listing, PROTOCOL.md §16).
+    pub from: Option<Vec<u8>>,
 }
 
 impl Range {
     /// One key.
     pub fn key(key: impl Into<Vec<u8>>) -> Range {
-        Range { key: key.into(), prefix: false, order: Order::Key, limit: 0, max_create_revision: 0, count_only: false }
+        Range { key: key.into(), prefix: false, order: Order::Key, limit: 0, max_create_revision: 0, count_only: false, from: None }
     }
 
     /// Every key with `prefix`, in `order`, at most `limit` (0: all).
     pub fn prefix(prefix: impl Into<Vec<u8>>, order: Order, limit: i64) -> Range {
-        Range { key: prefix.into(), prefix: true, order, limit, max_create_revision: 0, count_only: false }
+        Range { key: prefix.into(), prefix: true, order, limit, max_create_revision: 0, count_only: false, from: None }
     }
 }
 

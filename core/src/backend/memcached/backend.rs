@@ -532,6 +532,11 @@ impl Backend for MemcachedBackend {
 
     fn call(&mut self, ctx: &mut Ctx<'_, McRequest>, purpose: Purpose, action: Action<'_, MemcachedTarget>, answers: &mut Vec<Answer>) {
         let queued = match action {
+            // Refused by check_list before it gets here: memcached cannot enumerate its keys.
+            Action::List { .. } => {
+                let error = Error::unsupported("listing locks is not available on memcached: it cannot enumerate its keys");
+                return answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(error)) });
+            }
             Action::Acquire { target, token, lease, .. } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Acquire(lease) },
             Action::Extend { target, token, duration } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Extend(duration) },
             Action::Release { target, token } => Queued { purpose, target: Arc::clone(target), token: token.into(), what: What::Release },

@@ -496,3 +496,12 @@ fn break_deletes_the_holders_item_and_refuses_a_token() {
     w.settle();
     assert_eq!(w.done.get(&(1, again)), Some(&Done::Broken(None)));
 }
+
+#[test]
+fn listing_is_unsupported_and_sends_nothing() {
+    // memcached cannot enumerate its keys (PROTOCOL.md §16): refused before anything is sent.
+    let mut w = World::new(1);
+    let e = w.engines[0].list(w.now, "orders", None, None).unwrap_err();
+    assert_eq!(e.code(), "UNSUPPORTED");
+    assert!(w.engines[0].poll_request().is_none());
+}

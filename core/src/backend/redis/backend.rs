@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{holders, inspect, mutex};
+use super::{holders, inspect, list, mutex};
 use super::keys::client_channel;
 use super::reply::{self, AcquireReply, Reply};
 use super::request::{Command, Request, RequestKind};
@@ -20,6 +20,7 @@ use crate::engine::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::Kind;
+use crate::listing::Query;
 use crate::options::{self, whole_millis, LockOptions};
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -107,6 +108,8 @@ pub struct RedisBackend {
     in_flight: HashMap<RequestId, InFlight>,
     /// The calls of the current input, sent together by `flush`.
     batch: Vec<(Purpose, ScriptCall)>,
+    /// The listing pages on the wire (one SCAN each, `list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, Query)>,
 }
 
 impl RedisBackend {
@@ -134,6 +137,7 @@ impl RedisBackend {
             label: config.label,
             in_flight: HashMap::new(),
             batch: Vec::new(),
+            listing: HashMap::new(),
         })
     }
 
@@ -153,8 +157,10 @@ impl RedisBackend {
         }
     }
 
-    fn script_call(&self, action: Action<'_, Target>) -> ScriptCall {
-        match action {
+    /// The script call for `action`; `None` for a listing, which is no script (`list.rs`).
+    fn script_call(&self, action: Action<'_, Target>) -> Option<ScriptCall> {
+        Some(match action {
+            Action::List { .. } => return None,
             Action::Acquire { target, token, lease, entry_ttl, once } => {
                 let mut args = vec![
                     token.to_string(),
@@ -209,6 +215,18 @@ impl RedisBackend {
                 full: false,
                 read_as: Some(kind),
             },
+        })
+    }
+
+    /// Sends one SCAN step for a listing page (never batched: it names no lock).
+    fn list(&mut self, ctx: &mut Ctx<'_, Request>, purpose: Purpose, query: &Query, answers: &mut Vec<Answer>) {
+        match list::scan_command(&self.prefix, query) {
+            Ok(scan) => {
+                let id = ctx.ids.request();
+                self.listing.insert(id, (purpose, ctx.now, query.clone()));
+                ctx.out.push_back(Request { id, kind: RequestKind::Pipeline(vec![Command(scan)]) });
+            }
+            Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(e)) }),
         }
     }
 }
@@ -234,6 +252,15 @@ impl Backend for RedisBackend {
     }
 
     fn check_break(&self, _fenced: bool) -> Result<()> {
+        Ok(())
+    }
+
+    /// A single instance or replica mode: SCAN on the one primary. A Cluster's keys are spread
+    /// over its masters, which one SCAN does not reach (PROTOCOL.md §16).
+    fn check_list(&self) -> Result<()> {
+        if self.split_pipelines {
+            return Err(Error::unsupported("listing locks on a Redis Cluster is not available yet (SCAN would have to visit every master)"));
+        }
         Ok(())
     }
 
@@ -277,8 +304,12 @@ impl Backend for RedisBackend {
                 return;
             }
         }
-        let call = self.script_call(action);
-        self.batch.push((purpose, call));
+        if let Action::List { query } = action {
+            return self.list(ctx, purpose, query, answers);
+        }
+        if let Some(call) = self.script_call(action) {
+            self.batch.push((purpose, call));
+        }
     }
 
     /// Turns everything batched during one input into one pipelined request (one per call
@@ -310,6 +341,15 @@ impl Backend for RedisBackend {
     }
 
     fn on_reply(&mut self, _ctx: &mut Ctx<'_, Request>, id: RequestId, result: Result<Vec<Reply>>, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, query)) = self.listing.remove(&id) {
+            let found = result.and_then(|r| match r.as_slice() {
+                [Reply::Error(e)] if reply::is_transient_error(e) => Err(Error::new(ErrorKind::Connection, format!("SCAN was not answered: {e}"))),
+                [scan] => list::parse_scan(&self.prefix, &query, scan),
+                _ => Err(Error::protocol(format!("expected 1 reply to SCAN, got {}", r.len()))),
+            });
+            answers.push(Answer { purpose, sent, verdict: Verdict::Listed(found) });
+            return;
+        }
         let Some(flight) = self.in_flight.remove(&id) else {
             return;
         };
@@ -373,7 +413,7 @@ impl Backend for RedisBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty()
+        self.in_flight.is_empty() && self.listing.is_empty()
     }
 }
 
@@ -429,6 +469,8 @@ fn verdict(purpose: Purpose, call: &ScriptCall, reply: Result<Reply>) -> Verdict
             Some(kind) if call.target.shared => inspect::parse_shared(kind, &r),
             _ => inspect::parse_mutex(&r),
         })),
+        // Listing pages are answered in `on_reply`, never batched with scripts.
+        Purpose::List(_) => Verdict::Listed(Err(Error::protocol("a listing page was batched with scripts"))),
     }
 }
 
@@ -462,6 +504,7 @@ impl From<Done> for Outcome {
             Done::Observed(leader) => Outcome::Observed(leader),
             Done::Inspected(s) => Outcome::Inspected(s),
             Done::Broken(b) => Outcome::Broken(b),
+            Done::Listed(p) => Outcome::Listed(p),
             Done::Failed(e) => Outcome::Failed(e),
         }
     }
@@ -480,6 +523,7 @@ impl From<Outcome> for Done {
             Outcome::Observed(leader) => Done::Observed(leader),
             Outcome::Inspected(s) => Done::Inspected(s),
             Outcome::Broken(b) => Done::Broken(b),
+            Outcome::Listed(p) => Done::Listed(p),
             Outcome::Failed(e) => Done::Failed(e),
         }
     }

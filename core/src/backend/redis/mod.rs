@@ -24,6 +24,7 @@ pub mod data;
 pub mod holders;
 pub mod inspect;
 pub mod keys;
+pub mod list;
 pub mod mutex;
 pub mod redlock;
 pub mod reply;

@@ -177,6 +177,8 @@ pub enum RedlockOutcome {
     Inspected(crate::inspect::Snapshot),
     /// A lock was broken: what was removed (a label, no fencing token), or `None`.
     Broken(Option<crate::break_lock::Broken>),
+    /// A page of locks was listed.
+    Listed(crate::listing::Page),
     /// The operation failed; whatever it set on the masters is being undone.
     Failed(Error),
 }
@@ -193,6 +195,7 @@ impl From<Done> for RedlockOutcome {
             Done::Observed(_) => RedlockOutcome::Failed(Error::protocol("a Redlock observed an election")),
             Done::Inspected(s) => RedlockOutcome::Inspected(s),
             Done::Broken(b) => RedlockOutcome::Broken(b),
+            Done::Listed(p) => RedlockOutcome::Listed(p),
             Done::Failed(e) => RedlockOutcome::Failed(e),
         }
     }
@@ -208,6 +211,7 @@ impl From<RedlockOutcome> for Done {
             RedlockOutcome::Extended { valid_until } => Done::Extended { valid_until },
             RedlockOutcome::Inspected(s) => Done::Inspected(s),
             RedlockOutcome::Broken(b) => Done::Broken(b),
+            RedlockOutcome::Listed(p) => Done::Listed(p),
             RedlockOutcome::Failed(e) => Done::Failed(e),
         }
     }
@@ -322,7 +326,9 @@ impl RedlockBackend {
                 tally.yes >= quorum || tally.yes + tally.pending < quorum || round.mismatch().is_some()
             }
             Purpose::Renew(..) | Purpose::Extend(..) => tally.yes >= quorum || tally.yes + tally.pending < quorum,
-            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_) => tally.pending == 0,
+            Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_) | Purpose::List(_) => {
+                tally.pending == 0
+            }
         };
         let conclude = !round.decided && (settled || round.timed_out || tally.pending == 0);
         round.decided |= conclude;
@@ -383,6 +389,8 @@ impl RedlockBackend {
             Purpose::Inspect(_) => {
                 Verdict::Inspected(inspect::snapshot(&reads, quorum))
             }
+            // The backend refuses listing before anything starts (check_list): no round lists.
+            Purpose::List(_) => Verdict::Listed(Err(Error::protocol("a Redlock round listed locks"))),
         };
         answers.push(Answer { purpose, sent, verdict });
     }
@@ -481,8 +489,10 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, _answers: &mut Vec<Answer>) {
+    fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, answers: &mut Vec<Answer>) {
         match action {
+            // Refused by check_list before it gets here (PROTOCOL.md §16).
+            Action::List { .. } => answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(Error::unsupported("listing locks is not available on a Redlock"))) }),
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone(), self.config.label.clone()];
                 self.start_round(ctx, purpose, &scripts::ACQUIRE, &target.key, args, lease);

@@ -21,6 +21,7 @@ use super::target::SqlTarget;
 use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Renewal, Purpose, Release, RequestId, Signal, Verdict};
 use crate::error::{Error, ErrorKind, Result};
+use crate::listing::Query;
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -171,6 +172,8 @@ struct RowInfo {
 pub struct SqlBackend {
     config: SqlConfig,
     in_flight: HashMap<RequestId, Call>,
+    /// The listing pages on the wire (`list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, Query)>,
     background: HashMap<RequestId, Background>,
     /// Each owner token that may have a row.
     rows: HashMap<Arc<str>, RowInfo>,
@@ -221,6 +224,7 @@ impl SqlBackend {
         SqlBackend {
             config,
             in_flight: HashMap::new(),
+            listing: HashMap::new(),
             background: HashMap::new(),
             rows: HashMap::new(),
             waits: HashMap::new(),
@@ -676,6 +680,10 @@ impl Backend for SqlBackend {
         Ok(())
     }
 
+    fn check_list(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Expiry is the server's clock, validity the client's from the send time: a hundredth
     /// covers the two clocks' rates drifting apart.
     fn drift(&self, d: Duration) -> Duration {
@@ -740,6 +748,17 @@ impl Backend for SqlBackend {
     fn call(&mut self, ctx: &mut Ctx<'_, SqlRequest>, purpose: Purpose, action: Action<'_, SqlTarget>, answers: &mut Vec<Answer>) {
         let mut acquire_lease = Duration::ZERO;
         let (target, token, op, entry_ttl, once) = match action {
+            Action::List { query } => {
+                match super::list::op(query) {
+                    Ok(op) => {
+                        let id = ctx.ids.request();
+                        self.listing.insert(id, (purpose, ctx.now, query.clone()));
+                        ctx.out.push_back(SqlRequest { id, op });
+                    }
+                    Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(e)) }),
+                }
+                return;
+            }
             Action::Acquire { target, token, lease, entry_ttl, once } => {
                 acquire_lease = lease;
                 self.leaving.remove(token);
@@ -822,6 +841,15 @@ impl Backend for SqlBackend {
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, SqlRequest>, id: RequestId, reply: SqlResult, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, query)) = self.listing.remove(&id) {
+            let found = match reply {
+                Ok(SqlReply::Keys { keys }) => Ok(super::list::found(&query, keys)),
+                Ok(other) => Err(Error::protocol(format!("a listing answered {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            };
+            answers.push(Answer { purpose, sent, verdict: Verdict::Listed(found) });
+            return;
+        }
         if let Some(what) = self.background.remove(&id) {
             return self.background_reply(ctx, what, reply);
         }
@@ -850,6 +878,8 @@ impl Backend for SqlBackend {
         }
         let (purpose, sent) = (call.purpose, call.sent);
         let verdict = match purpose {
+            // Listing pages are answered before the calls (`listing`): none is a call.
+            Purpose::List(_) => Verdict::Listed(Err(Error::protocol("a listing page was sent as a lock call"))),
             Purpose::Acquire(_) => self.acquire_reply(ctx, call, reply),
             Purpose::Renew(..) | Purpose::Extend(..) => self.confirm_reply(reply),
             Purpose::Release(..) | Purpose::Cleanup(_) | Purpose::Break(_) => self.release_reply(&call, reply),
@@ -946,6 +976,6 @@ impl Backend for SqlBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty() && !self.background.values().any(|b| matches!(b, Background::Closing))
+        self.in_flight.is_empty() && self.listing.is_empty() && !self.background.values().any(|b| matches!(b, Background::Closing))
     }
 }

@@ -148,6 +148,10 @@ where
         self.engine.break_lock(now, name, kind, fencing_token)
     }
 
+    fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
+        self.engine.list(now, prefix, limit, cursor)
+    }
+
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
         self.engine.release(now, lease)
     }

@@ -16,6 +16,7 @@ pub mod config;
 pub mod data;
 pub mod failure;
 pub mod inspect;
+pub mod list;
 pub mod recipe;
 pub mod request;
 pub mod script;

@@ -333,6 +333,18 @@ pub enum SqlOp {
         /// `<kind>/<name>`.
         lock_key: String,
     },
+    /// Reads the distinct `lock_key`s of live rows after `after` whose name (after the kind's
+    /// `/`) starts with `prefix`, in `lock_key` order, at most `limit` (one page of a listing,
+    /// PROTOCOL.md §16; keyset pagination, a plain read that locks nothing). Reply
+    /// [`SqlReply::Keys`].
+    List {
+        /// The name prefix.
+        prefix: String,
+        /// The last `lock_key` of the previous page (`""` for the first).
+        after: String,
+        /// The most keys to read.
+        limit: u32,
+    },
     /// MySQL: waits up to `timeout_secs` for `owner`'s doorbell (`GET_LOCK` then
     /// `RELEASE_LOCK` at once, on a Wait connection). Reply [`SqlReply::Rang`].
     WaitDoorbell {
@@ -412,6 +424,11 @@ pub enum SqlReply {
     Rang {
         /// Free within the wait.
         rang: bool,
+    },
+    /// A listing page's `lock_key`s, in order.
+    Keys {
+        /// The keys.
+        keys: Vec<String>,
     },
     /// Which doorbells were taken, in the order asked.
     Doorbells {
@@ -514,6 +531,9 @@ const ROW_COLUMNS: &str = "id, owner, kind, permits, value, ";
 /// for people, bounded so that a name with a runaway queue cannot make it a large read.
 pub const INSPECT_ROWS: u32 = 10_000;
 
+/// The `lock_key` directories a listing reads, one per kind (`target.rs`).
+pub const LIST_DIRS: [&str; 4] = ["mutex", "rw", "semaphore", "election"];
+
 impl SqlOp {
     /// The batch that performs this operation on `schema`'s table, in its dialect.
     pub fn render(&self, schema: &Schema) -> Batch {
@@ -599,6 +619,29 @@ impl SqlOp {
                 .now()
                 .s(&format!(" ORDER BY id LIMIT {INSPECT_ROWS}"))
                 .done()]),
+            SqlOp::List { prefix, after, limit } => {
+                // `!` escapes LIKE's wildcards the same way in both dialects (a backslash is
+                // also a string escape on MySQL).
+                let like: String = prefix.chars().fold(String::new(), |mut out, c| {
+                    if matches!(c, '!' | '%' | '_') {
+                        out.push('!');
+                    }
+                    out.push(c);
+                    out
+                });
+                let mut stmt = Stmt::new(schema)
+                    .s(&format!("SELECT DISTINCT lock_key FROM {t} WHERE lock_key > "))
+                    .text(after)
+                    .s(" AND (");
+                for (i, dir) in LIST_DIRS.iter().enumerate() {
+                    stmt = stmt.s(if i == 0 { "lock_key LIKE " } else { " OR lock_key LIKE " }).text(&format!("{dir}/{like}%")).s(" ESCAPE '!'");
+                }
+                main(vec![stmt
+                    .s(&format!(") AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+                    .now()
+                    .s(&format!(" ORDER BY lock_key LIMIT {limit}"))
+                    .done()])
+            }
             SqlOp::WaitDoorbell { owner, timeout_secs } => {
                 let name = doorbell(owner);
                 Batch {
@@ -695,6 +738,19 @@ impl SqlOp {
                     }
                 }
                 Ok(SqlReply::Entries { rows: out })
+            }
+            SqlOp::List { .. } => {
+                let Some(select) = rows.first() else {
+                    return bad("a listing with no result".into());
+                };
+                let mut keys = Vec::with_capacity(select.rows.len());
+                for r in &select.rows {
+                    match r.as_slice() {
+                        [Value::Text(k)] => keys.push(k.clone()),
+                        _ => return bad(format!("a listing with the row {r:?}")),
+                    }
+                }
+                Ok(SqlReply::Keys { keys })
             }
             SqlOp::WaitDoorbell { .. } => {
                 let got = rows.first().and_then(|r| r.rows.first()).and_then(|row| row.first()).and_then(Value::as_int);

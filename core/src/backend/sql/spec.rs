@@ -76,6 +76,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         readers_first: false,
         agreed_parameters: false,
         entry_ttl: true,
+        list_locks: true,
     }
 }
 

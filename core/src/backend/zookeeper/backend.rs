@@ -23,6 +23,7 @@ use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::job::{JobRunner, Jobs};
 use crate::engine::{Action, Answer, Backend, Ctx, Done, LockEngine, Purpose, RequestId, Signal};
 use crate::error::{Error, Result};
+use crate::listing::Query;
 use crate::options::LockOptions;
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
@@ -66,6 +67,8 @@ pub struct ZooKeeperBackend {
     pub(super) stale: Vec<String>,
     /// The deletes of `stale` nodes on the wire.
     pub(super) stale_in_flight: HashMap<RequestId, String>,
+    /// The listing pages on the wire, with the kind each reads (`list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
 }
 
 impl ZooKeeperBackend {
@@ -83,6 +86,7 @@ impl ZooKeeperBackend {
             unsignalled_end: false,
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
+            listing: HashMap::new(),
         })
     }
 
@@ -208,8 +212,8 @@ impl JobRunner for ZooKeeperBackend {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_start(ctx, job, answers),
-            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_)) | None => {
-                unreachable!("observes, inspects, breaks and background steps are sent directly")
+            Some(Purpose::Observe(_) | Purpose::Inspect(_) | Purpose::Break(_) | Purpose::List(_)) | None => {
+                unreachable!("observes, inspects, breaks, listings and background steps are sent directly")
             }
         }
     }
@@ -227,6 +231,10 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn check_observe(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn check_list(&self) -> Result<()> {
         Ok(())
     }
 
@@ -295,6 +303,17 @@ impl Backend for ZooKeeperBackend {
             Action::Observe { target } => return self.observe_start(ctx, purpose, target),
             Action::Inspect { target, kind } => return self.inspect_start(ctx, purpose, target, kind),
             Action::Break { target, holder } => return self.break_start(ctx, purpose, target, holder, answers),
+            Action::List { query } => {
+                match super::list::dir(query) {
+                    Ok((path, kind)) => {
+                        let id = ctx.ids.request();
+                        self.listing.insert(id, (purpose, ctx.now, query.clone(), kind));
+                        ctx.out.push_back(ZkRequest { id, op: ZkOp::Children { path, watch: false } });
+                    }
+                    Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(e)) }),
+                }
+                return;
+            }
         };
         let job = Job {
             purpose: Some(purpose),
@@ -317,6 +336,15 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, id: RequestId, reply: ZkResult, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, query, kind)) = self.listing.remove(&id) {
+            let found = match reply {
+                Ok(ZkReply::Children(children)) => super::list::found(&query, kind, Some(children)),
+                Err(ZkFailure::NoNode) => super::list::found(&query, kind, None),
+                Ok(other) => Err(Error::protocol(format!("ZooKeeper answered a listing with {other:?}"))),
+                Err(f) => Err(failure_error(f)),
+            };
+            return answers.push(Answer { purpose, sent, verdict: crate::engine::Verdict::Listed(found) });
+        }
         if let Some(path) = self.stale_in_flight.remove(&id) {
             return self.stale_reply(path, reply);
         }
@@ -341,6 +369,7 @@ impl Backend for ZooKeeperBackend {
             Some(Purpose::Observe(_)) => self.observe_reply(ctx, job, reply, answers),
             Some(Purpose::Inspect(_)) => self.inspect_reply(ctx, job, reply, answers),
             Some(Purpose::Break(_)) => self.break_reply(ctx, job, reply, answers),
+            Some(Purpose::List(_)) => {}
         }
     }
 
@@ -380,7 +409,7 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.jobs.is_idle() && self.stale_in_flight.is_empty()
+        self.jobs.is_idle() && self.stale_in_flight.is_empty() && self.listing.is_empty()
     }
 }
 

@@ -22,6 +22,7 @@ mod confirm;
 mod failure;
 pub mod layout;
 mod inspect;
+pub mod list;
 mod observe;
 pub mod recipe;
 mod release;

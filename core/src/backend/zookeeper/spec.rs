@@ -78,6 +78,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         readers_first: false,
         agreed_parameters: false,
         entry_ttl: false,
+        list_locks: true,
     }
 }
 

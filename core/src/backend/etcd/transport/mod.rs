@@ -274,7 +274,7 @@ async fn unary(shared: Arc<Shared>, op: EtcdOp) -> EtcdResult {
                 Ok(EtcdReply::LeaseRevoked)
             }
             EtcdOp::Range(range) => {
-                let key = range.key.clone();
+                let key = range.from.clone().unwrap_or_else(|| range.key.clone());
                 let r = conn.client.kv_client().get(key, Some(get_options(&range))).await.map_err(fail)?;
                 Ok(EtcdReply::Range { revision: revision(r.header()), kvs: r.kvs().iter().map(key_value).collect(), count: r.count() })
             }
@@ -340,8 +340,11 @@ pub(super) fn replace_client(shared: &Arc<Shared>, generation: u64) {
 /// The crate's range options for `range` (linearizable: the crate's default).
 fn get_options(range: &Range) -> ec::GetOptions {
     let mut o = ec::GetOptions::new();
-    if range.prefix {
-        o = o.with_prefix();
+    match (&range.from, range.prefix) {
+        // A page of a prefix: from `from` to the prefix's end.
+        (Some(_), true) => o = o.with_range(crate::backend::etcd::list::prefix_end(&range.key)),
+        (None, true) => o = o.with_prefix(),
+        _ => {}
     }
     match range.order {
         Order::Key => {}
@@ -390,7 +393,7 @@ fn to_txn(txn: Txn) -> ec::Txn {
                 TxnOp::Delete { key, prefix } => ec::TxnOp::delete(key, prefix.then(|| ec::DeleteOptions::new().with_prefix())),
                 TxnOp::Range(range) => {
                     let options = get_options(&range);
-                    ec::TxnOp::get(range.key, Some(options))
+                    ec::TxnOp::get(range.from.unwrap_or(range.key), Some(options))
                 }
             })
             .collect()

@@ -137,6 +137,27 @@ public final class LockgateClient implements AutoCloseable {
         return Optional.ofNullable(Futures.block(Bridge.breakLock(client, name, kind, token))).map(BrokenHolder::of);
     }
 
+    /** {@link #listLocks(String, long, String)} of the first page (100 locks) under {@code prefix}. */
+    public LockPage listLocks(String prefix) {
+        Objects.requireNonNull(prefix, "prefix");
+        return LockPage.of(Futures.block(Bridge.listLocks(client, prefix, null, null)));
+    }
+
+    /**
+     * One page of the locks whose names start with {@code prefix} (every lock if empty), each a
+     * lock someone holds or waits on; pass the page's cursor back for the next page (empty: the
+     * last; a page may be short, even empty, before it). {@code limit} is capped to 1,000; below 1
+     * it is a {@link LockInvalidArgumentException}. Never blocks the server; racy, like
+     * {@link #inspect(String, String)}. {@link LockUnsupportedException} where the backend
+     * cannot list (Redis Cluster, Redlock, memcached).
+     *
+     * @param cursor the previous page's cursor, or {@code null} for the first page
+     */
+    public LockPage listLocks(String prefix, long limit, String cursor) {
+        Objects.requireNonNull(prefix, "prefix");
+        return LockPage.of(Futures.block(Bridge.listLocks(client, prefix, limit, cursor)));
+    }
+
     /** The mutex named {@code name} with the default options (see {@link DistributedLock}). */
     public DistributedLock getLock(String name) {
         return getLock(name, LockOptions.defaults());

@@ -363,6 +363,32 @@ public final class ConformanceActor {
                     r.put("leader", writer.flatMap(LockSnapshot.Holder::value).orElse(null));
                     return r;
                 }
+                case "list": {
+                    // Pages through every lock under the prefix `lock`; each as "<name after the
+                    // prefix> <kind> <holders> <waiters>", sorted, with the labels and pages read.
+                    long limit = op.get("limit") instanceof Number n ? n.longValue() : 100;
+                    List<String> entries = new ArrayList<>();
+                    List<String> labels = new ArrayList<>();
+                    int pages = 0;
+                    String cursor = null;
+                    do {
+                        LockPage page = client.listLocks(name, limit, cursor);
+                        pages++;
+                        for (LockPage.Entry e : page.entries()) {
+                            String rest = e.name().startsWith(name) ? e.name().substring(name.length()) : e.name();
+                            entries.add(rest + " " + e.kind() + " " + e.holders() + " " + e.waiters());
+                            labels.add(e.label().orElse(null));
+                        }
+                        cursor = page.cursor().orElse(null);
+                    } while (cursor != null && pages < 10_000);
+                    entries.sort(null);
+                    labels.sort(java.util.Comparator.nullsFirst(java.util.Comparator.naturalOrder()));
+                    Map<String, Object> r = ok();
+                    r.put("entries", entries);
+                    r.put("labels", labels);
+                    r.put("pages", pages);
+                    return r;
+                }
                 case "observe": {
                     Optional<Leader> leader = client.getElection(name).observe();
                     Map<String, Object> r = ok();

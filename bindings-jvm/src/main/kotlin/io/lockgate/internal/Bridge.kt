@@ -7,6 +7,7 @@ import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
 import io.lockgate.internal.ffi.NativeOptionValue
+import io.lockgate.internal.ffi.NativePage
 import io.lockgate.internal.ffi.NativeSnapshot
 import io.lockgate.internal.ffi.NativeBroken
 import com.sun.jna.CallbackThreadInitializer
@@ -189,6 +190,11 @@ object Bridge {
     @JvmStatic
     fun breakLock(client: NativeClient, name: String, kind: String, token: Long?): Op<NativeBroken?> =
         op { client.breakLock(name, kind, token) }
+
+    /** One page of the locks under [prefix] (see `LockgateClient.listLocks`). */
+    @JvmStatic
+    fun listLocks(client: NativeClient, prefix: String, limit: Long?, cursor: String?): Op<NativePage> =
+        op { client.listLocks(prefix, limit, cursor) }
 
     @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): Op<Void?> = op { lease.extend(durationSecs); null }
