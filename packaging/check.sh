@@ -9,7 +9,7 @@
 #                                static x86-64 `lockgate` command
 #   packaging/check.sh foreign   the aarch64 wheel, jar and command under qemu-user (Debian's
 #                                arm64 python3 and JRE unpacked into target/packaging/arm64/, not
-#                                installed), the Windows lockgate.exe under wine
+#                                installed), and the static aarch64 `lockgate` command
 #   packaging/check.sh all       both (./run package --check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -236,24 +236,14 @@ check_cli_aarch64() {
   expect_token "$out" "cli: $(basename "$exe") run under qemu-aarch64 (static)"
 }
 
-check_cli_windows() {
-  local exe=$DIST/cli/lockgate-$VERSION-x86_64-windows.exe out
-  [ -f "$exe" ] || fail "$exe is missing"
-  ensure_apt wine64
-  local prefix=$PKG_WORK/wine
-  mkdir -p "$prefix"
-  out=$(env -i PATH=$CLEAN_PATH HOME="$prefix" WINEPREFIX="$prefix/prefix" WINEDEBUG=-all LOCKGATE_URL="$REDIS_URL" \
-    /usr/lib/wine/wine64 "$exe" run packaging-check -- cmd /c 'echo token %LOCKGATE_FENCING_TOKEN%' 2>&1 | tr -d '\r') ||
-    fail "lockgate.exe under wine failed:"$'\n'"$out"
-  expect_token "$out" "cli: $(basename "$exe") run under wine64 $(/usr/lib/wine/wine64 --version 2>/dev/null)"
-}
-
 case ${1:-all} in
   host) start_server; check_python_host; check_node_host; check_jvm_host; if [ -d "$DIST/cli" ]; then check_cli_host; fi ;;
-  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_cli_aarch64; check_cli_windows ;;
+  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_cli_aarch64 ;;
   all) start_server; check_python_host; check_node_host; check_jvm_host; check_cli_host
-    check_python_aarch64; check_jvm_aarch64; check_cli_aarch64; check_cli_windows ;;
-  *) echo "usage: packaging/check.sh host | foreign | all" >&2; exit 2 ;;
+    check_python_aarch64; check_jvm_aarch64; check_cli_aarch64 ;;
+  # One check by name, e.g. packaging/check.sh python_aarch64.
+  *) declare -F "check_$1" >/dev/null || { echo "usage: packaging/check.sh host | foreign | all | NAME (check_NAME)" >&2; exit 2; }
+    start_server; "check_$1" ;;
 esac
 echo
 echo "packaging checks passed:"

@@ -8,25 +8,28 @@ VERSION=$(packaging/versions.sh print)
 DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
 
 # The wheels: (rust target, maturin --compatibility). Each gets its own target/<triple>/.
+# Each builds in target/<triple>/. Not built here yet (each a ~20-minute cold cross build on the
+# 2 shared cores this was written on): musllinux_1_2 x86-64/aarch64 and Windows x86-64.
 PY_TARGETS=(
   "x86_64-unknown-linux-gnu manylinux2014"
   "aarch64-unknown-linux-gnu manylinux2014"
-  "x86_64-unknown-linux-musl musllinux_1_2"
-  "aarch64-unknown-linux-musl musllinux_1_2"
-  "x86_64-pc-windows-gnu windows"
 )
+HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).
-# The .2.17 suffix: link against glibc 2.17's symbols (the manylinux_2_17 baseline).
+# The .2.17 suffix: link against glibc 2.17's symbols (the manylinux_2_17 baseline). The host's
+# own library is the one the JVM suite builds (cargo build, target/release: the build
+# machine's glibc is its baseline). Not built here yet: win32-x86-64 (a cold cross build of
+# its own), darwin (see README's platform table).
 JVM_TARGETS=(
-  "x86_64-unknown-linux-gnu.2.17 linux-x86-64 liblockgate_jvm.so"
+  "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
-  "x86_64-pc-windows-gnu win32-x86-64 lockgate_jvm.dll"
 )
-# The lockgate command: (rust target, file name in dist/cli/).
+# The lockgate command: (rust target, file name in dist/cli/). No Windows build: the command is
+# Unix-only (the job's process group, PR_SET_PDEATHSIG, SIGTERM/SIGKILL: cli/src/child.rs,
+# watchdog.rs, run.rs); Windows needs a port to job objects first.
 CLI_TARGETS=(
   "x86_64-unknown-linux-musl lockgate-$VERSION-x86_64-linux-musl"
   "aarch64-unknown-linux-musl lockgate-$VERSION-aarch64-linux-musl"
-  "x86_64-pc-windows-gnu lockgate-$VERSION-x86_64-windows.exe"
 )
 
 # $1 as an absolute path (relative ones are from the repository's root).
@@ -76,9 +79,9 @@ package_python() {
   for t in "${PY_TARGETS[@]}"; do
     read -r triple compat <<<"$t"
     log "python: wheel for $triple ($compat)"
-    local args=(build --release --zig --target "$triple" -m bindings-python/Cargo.toml -o dist/python)
-    [ "$compat" = windows ] || args+=(--compatibility "$compat")
-    nice maturin "${args[@]}" >&2
+    # --target even for the host's triple: zig's environment would otherwise rebuild (and
+    # thrash) the warm target/release the tests use.
+    nice maturin build --release --zig --compatibility "$compat" --target "$triple" -m bindings-python/Cargo.toml -o dist/python >&2
   done
   log "python: sdist"
   maturin sdist -m bindings-python/Cargo.toml -o dist/python >&2
@@ -86,9 +89,10 @@ package_python() {
   # says which platform tag they are consistent with; it must be the one the file claims.
   for wheel in dist/python/*linux*.whl; do
     local tag out
-    tag=$(basename "$wheel" .whl | sed -E 's/.*-cp39-abi3-//; s/\..*//')
+    # The wheel's most specific tag (manylinux2014_x.manylinux_2_17_x: manylinux_2_17_x).
+    tag=$(basename "$wheel" .whl | sed -E 's/.*-cp39-abi3-//; s/.*\.//')
     out=$(auditwheel show "$wheel" 2>&1) || { echo "$out" >&2; return 1; }
-    grep -q "consistent with the following platform tag: \"$tag\"" <<<"$out" ||
+    tr '\n' ' ' <<<"$out" | grep -q "consistent with the following platform tag: \"$tag\"" ||
       { echo "auditwheel: $wheel is not consistent with its tag $tag:" >&2; echo "$out" >&2; return 1; }
     log "python: auditwheel: $(basename "$wheel") is $tag"
   done
@@ -124,9 +128,14 @@ package_jvm() {
     read -r triple dir file <<<"$t"
     ensure_rust_targets "${triple%.2.17}"
     log "jvm: native library for $dir ($triple)"
-    nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
     mkdir -p "$natives/$dir"
-    cp "target/${triple%.2.17}/release/$file" "$natives/$dir/$file"
+    if [ "$triple" = "$HOST_TRIPLE" ]; then
+      nice cargo build --release -p lockgate-jvm --lib >&2
+      cp "target/release/$file" "$natives/$dir/$file"
+    else
+      nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
+      cp "target/${triple%.2.17}/release/$file" "$natives/$dir/$file"
+    fi
   done
   # Kotlin from the host's library (uniffi's library mode reads the exported metadata; it is
   # the same on every target), then the Maven build with those natives as its resources.
@@ -134,9 +143,15 @@ package_jvm() {
   host_lib=$natives/linux-$(uname -m | sed 's/_/-/')/liblockgate_jvm.so
   rm -rf "$gen" && mkdir -p "$gen"
   cargo run --quiet -p lockgate-jvm-uniffi-bindgen -- generate --library "$host_lib" --language kotlin --out-dir "$gen" --no-format >&2
+  # Symbols are not needed at run time (JNA looks up the dynamic ones, which strip keeps);
+  # the aarch64 one with Debian's aarch64 binutils.
+  ensure_apt binutils-aarch64-linux-gnu
   for t in "${JVM_TARGETS[@]}"; do
     read -r triple dir file <<<"$t"
-    case $file in *.so) "${triple%%-*}-linux-gnu-strip" --version >/dev/null 2>&1 && "${triple%%-*}-linux-gnu-strip" --strip-unneeded "$natives/$dir/$file" || true ;; esac
+    case $triple in
+      "$HOST_TRIPLE") strip --strip-unneeded "$natives/$dir/$file" ;;
+      aarch64-*linux-gnu*) aarch64-linux-gnu-strip --strip-unneeded "$natives/$dir/$file" ;;
+    esac
   done
   (cd bindings-jvm && mvn -B -ntp -q package -DskipTests -Dlockgate.native.skip=true \
     -Dlockgate.generated="$gen" -Dlockgate.native="$natives" >&2)
@@ -166,7 +181,7 @@ package_jvm() {
 # The runtime classpath of the jar (kotlin-stdlib, coroutines, JNA, slf4j-api) from ~/.m2.
 jvm_runtime_classpath() {
   local out=$1/runtime-classpath.txt
-  (cd bindings-jvm && mvn -B -ntp -q dependency:build-classpath -Dmdep.includeScope=runtime -Dmdep.outputFile="$out" >&2)
+  (cd bindings-jvm && mvn -B -ntp -q dependency:build-classpath -DincludeScope=runtime -Dmdep.outputFile="$out" >&2)
   cat "$out"
 }
 
@@ -187,7 +202,8 @@ jvm_all_jar() {
   local tree=$work/all
   rm -rf "$tree" && mkdir -p "$tree"
   for d in $(jvm_runtime_classpath "$work" | tr ':' ' ') "$jar"; do
-    (cd "$tree" && unzip -qo "$(abspath "$d")" -x 'META-INF/*.SF' 'META-INF/*.RSA' 'META-INF/*.DSA' 'META-INF/MANIFEST.MF' 'module-info.class' 'META-INF/versions/*/module-info.class')
+    (cd "$tree" && unzip -qo "$(abspath "$d")" -x 'META-INF/*.SF' 'META-INF/*.RSA' 'META-INF/*.DSA' 'META-INF/MANIFEST.MF' 'module-info.class' 'META-INF/versions/*/module-info.class' 2>&1 |
+      { grep -v '^caution: excluded filename not matched' >&2 || true; })
   done
   (cd "$tree" && jar --create --file "$(abspath "$out")" .)
 }
@@ -203,9 +219,7 @@ package_cli() {
     ensure_rust_targets "$triple"
     log "cli: lockgate for $triple"
     nice cargo zigbuild --release -p lockgate-cli --bin lockgate --target "$triple" >&2
-    exe=lockgate
-    [[ $triple == *windows* ]] && exe=lockgate.exe
-    cp "target/$triple/release/$exe" "dist/cli/$name"
+    cp "target/$triple/release/lockgate" "dist/cli/$name"
     case $triple in
       *linux-musl)
         file "dist/cli/$name" | grep -q 'statically linked\|static-pie linked' ||

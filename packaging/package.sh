@@ -8,7 +8,8 @@
 #   jvm       one jar with the native library for linux-x86-64, linux-aarch64 and win32-x86-64,
 #             its sources and javadoc jars and POM installed into dist/jvm/m2 (a Maven
 #             repository), and the self-contained dist/jvm/lockgate-all-V.jar for `java -cp`
-#   cli       the `lockgate` command: static musl binaries for Linux x86-64/aarch64, Windows x86-64
+#   cli       the `lockgate` command: static musl binaries for Linux x86-64/aarch64 (no Windows:
+#             the command is Unix-only, see packaging/lib.sh)
 #   docs      API references: rustdoc (lockgate-core), pdoc (Python), typedoc (TypeScript),
 #             javadoc; warnings fail the build
 #   sizes     dist/SIZES.md: every artifact's size, and a Redis-only native library beside the
@@ -16,8 +17,8 @@
 # --host (./run test's packaging suite): the version check, then only the host's wheel, tarball
 # and jar into $LOCKGATE_DIST, installed and run by packaging/check.sh host.
 # --check then runs packaging/check.sh on what dist/ holds: the host's wheel, tarball and jar
-# installed into clean directories with no cargo on PATH, and the foreign ones under qemu-user
-# (aarch64) and wine (Windows), each taking a lock on a loopback server.
+# installed into clean directories with no cargo on PATH, and the aarch64 ones under qemu-user,
+# each taking a lock on a loopback server.
 # Cross builds use cargo's per-target directories under target/ and run under `nice`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
