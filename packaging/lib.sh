@@ -251,7 +251,7 @@ package_docs() {
   wheel=$(host_wheel)
   rm -rf "$site" && "$PKG_TOOLS/bin/pip" install -q --disable-pip-version-check --no-deps --target "$site" "$wheel"
   rm -rf dist/docs/python
-  PYTHONPATH=$site "$PKG_TOOLS/bin/python" -W error -m pdoc -o dist/docs/python lockgate lockgate.aio >&2
+  PYTHONPATH=$site "$PKG_TOOLS/bin/python" -W error -m pdoc -o dist/docs/python lockgate >&2
   log "docs: TypeScript (typedoc, from lib/index.d.ts; warnings are errors)"
   local npm_tools=$PKG_WORK/npm-tools
   [ -x "$npm_tools/node_modules/.bin/typedoc" ] ||
