@@ -5,11 +5,10 @@
 #   packaging/check.sh host      the host's artifacts: the wheel into a new venv, the npm
 #                                tarball (+ ioredis, its one driver) into a new npm project, the
 #                                jar from dist/jvm/m2 into a new Maven project (one <dependency>,
-#                                offline) and lockgate-all.jar with plain `java -cp`, and the
-#                                static x86-64 `lockgate` command
-#   packaging/check.sh foreign   the aarch64 wheel, jar and command under qemu-user (Debian's
-#                                arm64 python3 and JRE unpacked into target/packaging/arm64/, not
-#                                installed), and the static aarch64 `lockgate` command
+#                                offline) and lockgate-all.jar with plain `java -cp`
+#   packaging/check.sh foreign   the aarch64 wheel and jar under qemu-user (Debian's arm64
+#                                python3 and JRE unpacked into target/packaging/arm64/, not
+#                                installed)
 #   packaging/check.sh all       both (./run package --check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -156,13 +155,6 @@ EOF
   expect_token "$out" "jvm: java -cp lockgate-all-$VERSION.jar ($(java -version 2>&1 | head -1))"
 }
 
-check_cli_host() {
-  local exe=$DIST/cli/lockgate-$VERSION-x86_64-linux-musl out
-  [ "$(uname -m)" = x86_64 ] || return 0
-  [ -x "$exe" ] || fail "$exe is missing: ./run package cli"
-  out=$(env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" "$exe" run packaging-check -- sh -c 'echo token $LOCKGATE_FENCING_TOKEN')
-  expect_token "$out" "cli: $(basename "$exe") run (static, $(file -b "$exe" | cut -d, -f1-2))"
-}
 
 # ---- foreign architectures ----
 
@@ -228,19 +220,12 @@ check_jvm_aarch64() {
   expect_token "$out" "jvm: java -cp lockgate-all-$VERSION.jar under qemu-aarch64 (Debian arm64 openjdk-17-jre-headless; linux-aarch64/liblockgate_jvm.so)"
 }
 
-check_cli_aarch64() {
-  local exe=$DIST/cli/lockgate-$VERSION-aarch64-linux-musl out
-  [ -x "$exe" ] || fail "$exe is missing"
-  ensure_apt qemu-user
-  out=$(env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" qemu-aarch64 "$exe" run packaging-check -- sh -c 'echo token $LOCKGATE_FENCING_TOKEN')
-  expect_token "$out" "cli: $(basename "$exe") run under qemu-aarch64 (static)"
-}
 
 case ${1:-all} in
-  host) start_server; check_python_host; check_node_host; check_jvm_host; if [ -d "$DIST/cli" ]; then check_cli_host; fi ;;
-  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_cli_aarch64 ;;
-  all) start_server; check_python_host; check_node_host; check_jvm_host; check_cli_host
-    check_python_aarch64; check_jvm_aarch64; check_cli_aarch64 ;;
+  host) start_server; check_python_host; check_node_host; check_jvm_host ;;
+  foreign) start_server; check_python_aarch64; check_jvm_aarch64 ;;
+  all) start_server; check_python_host; check_node_host; check_jvm_host
+    check_python_aarch64; check_jvm_aarch64 ;;
   # One check by name, e.g. packaging/check.sh python_aarch64.
   *) declare -F "check_$1" >/dev/null || { echo "usage: packaging/check.sh host | foreign | all | NAME (check_NAME)" >&2; exit 2; }
     start_server; "check_$1" ;;

@@ -24,14 +24,6 @@ JVM_TARGETS=(
   "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
 )
-# The lockgate command: (rust target, file name in dist/cli/). No Windows build: the command is
-# Unix-only (the job's process group, PR_SET_PDEATHSIG, SIGTERM/SIGKILL: cli/src/child.rs,
-# watchdog.rs, run.rs); Windows needs a port to job objects first.
-CLI_TARGETS=(
-  "x86_64-unknown-linux-musl lockgate-$VERSION-x86_64-linux-musl"
-  "aarch64-unknown-linux-musl lockgate-$VERSION-aarch64-linux-musl"
-)
-
 # $1 as an absolute path (relative ones are from the repository's root).
 abspath() { [[ $1 = /* ]] && echo "$1" || echo "$LG_ROOT/$1"; }
 
@@ -216,26 +208,6 @@ jvm_all_jar() {
       { grep -v '^caution: excluded filename not matched' >&2 || true; })
   done
   (cd "$tree" && jar --create --file "$(abspath "$out")" .)
-}
-
-# ---- the lockgate command ----
-
-package_cli() {
-  ensure_pkg_tools
-  rm -rf dist/cli && mkdir -p dist/cli
-  local t triple name exe
-  for t in "${CLI_TARGETS[@]}"; do
-    read -r triple name <<<"$t"
-    ensure_rust_targets "$triple"
-    log "cli: lockgate for $triple"
-    nice cargo zigbuild --release -p lockgate-cli --bin lockgate --target "$triple" >&2
-    cp "target/$triple/release/lockgate" "dist/cli/$name"
-    case $triple in
-      *linux-musl)
-        file "dist/cli/$name" | grep -q 'statically linked\|static-pie linked' ||
-          { echo "dist/cli/$name is not static: $(file "dist/cli/$name")" >&2; return 1; } ;;
-    esac
-  done
 }
 
 # ---- API references ----

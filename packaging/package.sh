@@ -8,8 +8,6 @@
 #   jvm       one jar with the native library for linux-x86-64, linux-aarch64 and win32-x86-64,
 #             its sources and javadoc jars and POM installed into dist/jvm/m2 (a Maven
 #             repository), and the self-contained dist/jvm/lockgate-all-V.jar for `java -cp`
-#   cli       the `lockgate` command: static musl binaries for Linux x86-64/aarch64 (no Windows:
-#             the command is Unix-only, see packaging/lib.sh)
 #   docs      API references: rustdoc (lockgate-core), pdoc (Python), typedoc (TypeScript),
 #             javadoc; warnings fail the build
 #   sizes     dist/SIZES.md: every artifact's size, and a Redis-only native library beside the
@@ -34,11 +32,11 @@ for a in "$@"; do
     --check) check=1 ;;
     # ./run test's packaging suite: versions, the host's artifacts into $LOCKGATE_DIST, checked.
     --host) packaging/versions.sh check; package_host; bash packaging/check.sh host; exit ;;
-    versions | python | node | jvm | cli | docs | sizes) parts+=("$a") ;;
-    *) echo "usage: ./run package [--check] [versions|python|node|jvm|cli|docs|sizes]..." >&2; exit 2 ;;
+    versions | python | node | jvm | docs | sizes) parts+=("$a") ;;
+    *) echo "usage: ./run package [--check] [versions|python|node|jvm|docs|sizes]..." >&2; exit 2 ;;
   esac
 done
-[ ${#parts[@]} -gt 0 ] || parts=(versions python node jvm cli docs sizes)
+[ ${#parts[@]} -gt 0 ] || parts=(versions python node jvm docs sizes)
 
 started=$SECONDS
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
