@@ -273,7 +273,7 @@ package_sizes() {
   log "sizes: the Python extension for Redis only beside every backend (host, release)"
   local redis_only all tmp=$PKG_WORK/size-wheels
   rm -rf "$tmp" && mkdir -p "$tmp/redis" "$tmp/all"
-  nice maturin build --release --zig --compatibility manylinux2014 -m bindings-python/Cargo.toml -o "$tmp/redis" \
+  nice maturin build --release --zig --compatibility manylinux2014 --target "$HOST_TRIPLE" -m bindings-python/Cargo.toml -o "$tmp/redis" \
     --no-default-features --features redis >&2
   redis_only=$(ls "$tmp"/redis/*.whl)
   all=$(host_wheel)
