@@ -67,9 +67,39 @@ test('npm pack holds the built engine, the JavaScript and the types', { timeout:
 test('the tarball installs into a new directory and works with require and with import', { timeout: 180_000 }, async () => {
   assert.ok(packed, 'npm pack ran');
   fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
-  // The README's install line, in a directory that has nothing but this package.json.
+  // The package alone, in a directory that has nothing but this package.json: the database
+  // drivers are optional peer dependencies, so none comes with it (issue 28).
   await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', packed], { cwd: app, timeout: 170_000 });
-  assert.ok(fs.existsSync(path.join(app, 'node_modules', 'ioredis')), 'dependencies come with it');
+  const drivers = Object.keys(JSON.parse(fs.readFileSync(path.join(HERE, 'package.json'), 'utf8')).peerDependencies);
+  assert.deepEqual(drivers.sort(), ['etcd3', 'ioredis', 'memcached', 'mysql2', 'node-zookeeper-client', 'pg']);
+  for (const d of drivers) assert.ok(!fs.existsSync(path.join(app, 'node_modules', d)), `${d} is not installed with lockgate`);
+  // Every backend whose driver is missing says which npm line adds it, before any network call.
+  fs.writeFileSync(
+    path.join(app, 'missing.cjs'),
+    `const { connect, UnsupportedError, LockError } = require('lockgate');
+const urls = {
+  ioredis: 'redis://127.0.0.1:1', 'node-zookeeper-client': 'zookeeper://127.0.0.1:1', etcd3: 'etcd://127.0.0.1:1',
+  pg: 'postgres://u@127.0.0.1:1/db', mysql2: 'mysql://u@127.0.0.1:1/db', memcached: 'memcached://127.0.0.1:1',
+};
+(async () => {
+  for (const [driver, url] of Object.entries(urls)) {
+    const err = await connect(url).then(() => null, (e) => e);
+    if (!(err instanceof UnsupportedError && err instanceof LockError && err.code === 'UNSUPPORTED' && err.retryable === false)) {
+      throw new Error(url + ': expected an UnsupportedError, got ' + (err && err.stack));
+    }
+    if (!err.message.includes('npm install ' + driver)) throw new Error(url + ': the message names no npm line: ' + err.message);
+    console.log(err.message);
+  }
+})().catch((e) => { console.error(e); process.exit(1); });
+`,
+  );
+  const missing = await node('missing.cjs');
+  assert.match(missing, /^the Redis backends \(Redis, Redis Cluster, Redlock\) needs the ioredis package, which is not installed: npm install ioredis$/m);
+  assert.equal(missing.trim().split('\n').length, 6, missing);
+  // The README's install line: the package and the one driver the application's backend uses.
+  await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', packed, 'ioredis'], { cwd: app, timeout: 170_000 });
+  assert.ok(fs.existsSync(path.join(app, 'node_modules', 'ioredis')), 'the named driver is installed');
+  for (const d of drivers.filter((d) => d !== 'ioredis')) assert.ok(!fs.existsSync(path.join(app, 'node_modules', d)), `${d} is not`);
   assert.ok(
     !fs.realpathSync(path.join(app, 'node_modules', 'lockgate')).startsWith(HERE),
     'installed as a copy, not a link into the repository',
@@ -128,7 +158,7 @@ test("the top README's Node section: its install lines are these steps, its snip
   const section = top.slice(top.indexOf('## Node\n'), top.indexOf('## Java\n'));
   const [install] = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
   assert.match(install, /npm pack --pack-destination/, 'the README packs the package, as this test does');
-  assert.match(install, /npm install \/tmp\/lockgate-0\.1\.0\.tgz/, 'and installs the tarball, as this test does');
+  assert.match(install, /npm install \/tmp\/lockgate-0\.1\.0\.tgz ioredis/, 'and installs the tarball with its one driver, as this test does');
   assert.doesNotMatch(install, /npm install \.\/bindings-node/, 'never the folder (npm would link it)');
   const blocks = [...section.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
   assert.equal(blocks.length, 2, 'an ES module and a CommonJS snippet');

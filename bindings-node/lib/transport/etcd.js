@@ -35,9 +35,9 @@
 //   an open gRPC call keeps its HTTP/2 session ref'd, and an idle client must not hold the
 //   process open (the driver's timer keeps it alive while locks are held or awaited).
 
-const { Etcd3 } = require('etcd3');
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('../errors');
+const { requirePeer } = require('../peer');
 
 /**
  * How often HTTP/2 pings check a connection that carries a call. etcd refuses pings more often
@@ -228,6 +228,7 @@ class EtcdTransport {
     };
     if (plan.auth) options.auth = { username: plan.auth.username, password: plan.auth.password };
     if (plan.tls && plan.tlsCaPem) options.credentials = { rootCertificate: Buffer.from(plan.tlsCaPem) };
+    const { Etcd3 } = requirePeer('etcd3', 'the etcd backend');
     const client = new Etcd3(options);
     const auth = client.pool.authenticator;
     const metadata = auth.getMetadata.bind(auth);
@@ -717,6 +718,7 @@ function describe(req) {
  * `plan` says where and how.
  */
 async function open(driver, plan) {
+  requirePeer('etcd3', 'the etcd backend');
   let t;
   try {
     t = new EtcdTransport(driver, plan);

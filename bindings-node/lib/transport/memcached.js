@@ -24,8 +24,8 @@
 //   close its client ends soon after its last lock call.
 // - No SASL or TLS in its text protocol: the core refuses a login in the URL before this runs.
 
-const Memcached = require('memcached');
 const { makeError } = require('../errors');
+const { requirePeer } = require('../peer');
 
 /** How long the package keeps an idle socket open. */
 const IDLE_MS = 1000;
@@ -43,6 +43,7 @@ class Server {
   current() {
     if (this.client === null) {
       const { plan } = this.transport;
+      const Memcached = requirePeer('memcached', 'the memcached backend');
       this.client = new Memcached(this.location, {
         timeout: plan.connectTimeoutMs,
         retries: 0,
@@ -216,6 +217,7 @@ function hostPort(host, port) {
  * where.
  */
 async function open(driver, plan) {
+  requirePeer('memcached', 'the memcached backend');
   const t = new MemcachedTransport(driver, plan);
   try {
     await t.check();

@@ -26,16 +26,22 @@
 
 const net = require('node:net');
 const tls = require('node:tls');
-const Redis = require('ioredis');
-const { AbstractConnector } = Redis;
 const { makeError, invalid } = require('../errors');
+const { requirePeer } = require('../peer');
 const { now } = require('../driver');
 const { WireConnection, wireEligible, NO_PASSWORD_SET, command } = require('./redis-wire');
+
+/** ioredis, an optional peer dependency: loaded by the first client that opens Redis connections. */
+let Redis;
+function ioredis() {
+  if (Redis === undefined) Redis = requirePeer('ioredis', 'the Redis backends (Redis, Redis Cluster, Redlock)');
+  return Redis;
+}
 
 /** Whether `x` looks like an ioredis client (or Cluster). */
 function isIoredis(x) {
   return (
-    x instanceof Redis ||
+    (Redis !== undefined && x instanceof Redis) ||
     (x !== null &&
       typeof x === 'object' &&
       typeof x.call === 'function' &&
@@ -111,7 +117,7 @@ function refSocket(redis) {
  */
 function loginConnector(username, password) {
   const auth = command('AUTH', ...(username ? [username, password] : [password]));
-  return class LoginConnector extends AbstractConnector {
+  return class LoginConnector extends ioredis().AbstractConnector {
     constructor(options) {
       super(options.disconnectTimeout);
       this.options = options;
@@ -547,6 +553,7 @@ async function openMasters(engine, { servers, scripts }, given, opts, timeouts) 
  * `opts` are connect()'s options (for `redisOptions`).
  */
 async function open(driver, plan, given, opts) {
+  ioredis();
   if (plan.tlsCaPem !== undefined) {
     // The core's TLS root certificates: every connection opened from the URL trusts them.
     const ro = opts.redisOptions || {};

@@ -36,6 +36,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('../errors');
+const { requirePeer } = require('../peer');
 
 /** How long a dropped listening connection waits between attempts to open its replacement. */
 const RECONNECT_MS = 1000;
@@ -121,7 +122,7 @@ function tlsOptions(tls) {
 class PgLine {
   /** Opens a connection to `host`:`port` with `ssl` (false or `pg`'s TLS options). */
   static async open(plan, { host, port }, ssl, hooks) {
-    const pg = require('pg');
+    const pg = requirePeer('pg', 'the PostgreSQL backend');
     const client = new pg.Client({
       host,
       port,
@@ -200,7 +201,7 @@ function mysqlResult(result) {
 class MySqlLine {
   /** Opens a connection to `host`:`port` with `ssl` (false or TLS options). */
   static async open(plan, { host, port }, ssl, hooks) {
-    const mysql = require('mysql2');
+    const mysql = requirePeer('mysql2', 'the MySQL/MariaDB backend');
     const conn = mysql.createConnection({
       host,
       port,
@@ -676,6 +677,9 @@ class SqlTransport {
  * core's `plan` says where and how.
  */
 async function open(driver, plan) {
+  // The plan's driver first: a missing one is an UnsupportedError, not a connection failure.
+  if (plan.dialect === 'postgres') requirePeer('pg', 'the PostgreSQL backend');
+  else requirePeer('mysql2', 'the MySQL/MariaDB backend');
   if (plan.tls && !plan.tls.caPem && plan.tls.caFile) plan = { ...plan, tls: { ...plan.tls, caPem: readCaFile(plan.tls.caFile) } };
   const t = new SqlTransport(driver, plan);
   try {

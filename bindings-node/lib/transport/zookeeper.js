@@ -29,14 +29,13 @@
 //   down would never end: its member rotation is replaced per client by the same one unref'd.
 // - No TLS: `zookeeper+tls://` is refused at connect with UnsupportedError.
 
-const zookeeper = require('node-zookeeper-client');
-const jute = require('node-zookeeper-client/lib/jute');
-const { STATES } = require('node-zookeeper-client/lib/ConnectionManager');
 const { performance } = require('node:perf_hooks');
 const { makeError } = require('../errors');
+const { requirePeer } = require('../peer');
 
-const { ACL, Exception, State } = zookeeper;
-const OP = jute.OP_CODES;
+// node-zookeeper-client is an optional peer dependency: load() fills these when the first
+// ZooKeeper client opens (UnsupportedError naming the npm line when it is not installed).
+let zookeeper, jute, STATES, ACL, Exception, State, OP, FAILURES, REFUSED;
 /** Op codes the library does not name: creates answered with path and stat. */
 const CREATE2 = 15;
 const CREATE_CONTAINER = 19;
@@ -44,19 +43,31 @@ const CREATE_TTL = 21;
 
 const MODES = { persistent: 0, ephemeral: 1, ephemeralSequential: 3, container: 4 };
 const EVENTS = { 1: 'created', 2: 'deleted', 3: 'dataChanged', 4: 'childrenChanged' };
-/** The library's error codes the core tells apart (SESSION_MOVED: not applied, retry). */
-const FAILURES = new Map([
-  [Exception.NO_NODE, 'noNode'],
-  [Exception.NODE_EXISTS, 'nodeExists'],
-  [Exception.BAD_VERSION, 'badVersion'],
-  [Exception.NOT_EMPTY, 'notEmpty'],
-  [Exception.CONNECTION_LOSS, 'connectionLoss'],
-  [Exception.OPERATION_TIMEOUT, 'connectionLoss'],
-  [-118, 'connectionLoss'],
-  [Exception.SESSION_EXPIRED, 'sessionExpired'],
-]);
-/** Refused credentials or rights: never retried. */
-const REFUSED = new Set([Exception.NO_AUTH, Exception.AUTH_FAILED]);
+/** Loads node-zookeeper-client and patches its gaps, once. */
+function load() {
+  if (zookeeper !== undefined) return;
+  const backend = 'the ZooKeeper backend';
+  const lib = requirePeer('node-zookeeper-client', backend);
+  jute = requirePeer('node-zookeeper-client', backend, 'node-zookeeper-client/lib/jute');
+  ({ STATES } = requirePeer('node-zookeeper-client', backend, 'node-zookeeper-client/lib/ConnectionManager'));
+  ({ ACL, Exception, State } = lib);
+  OP = jute.OP_CODES;
+  /** The library's error codes the core tells apart (SESSION_MOVED: not applied, retry). */
+  FAILURES = new Map([
+    [Exception.NO_NODE, 'noNode'],
+    [Exception.NODE_EXISTS, 'nodeExists'],
+    [Exception.BAD_VERSION, 'badVersion'],
+    [Exception.NOT_EMPTY, 'notEmpty'],
+    [Exception.CONNECTION_LOSS, 'connectionLoss'],
+    [Exception.OPERATION_TIMEOUT, 'connectionLoss'],
+    [-118, 'connectionLoss'],
+    [Exception.SESSION_EXPIRED, 'sessionExpired'],
+  ]);
+  /** Refused credentials or rights: never retried. */
+  REFUSED = new Set([Exception.NO_AUTH, Exception.AUTH_FAILED]);
+  patchLibrary();
+  zookeeper = lib;
+}
 
 const DELETED = Object.freeze({ reply: 'deleted' });
 const CHECKED = Object.freeze({ reply: 'checked' });
@@ -118,7 +129,6 @@ function patchLibrary() {
     }
   };
 }
-patchLibrary();
 
 // ---- conversions ----
 
@@ -515,6 +525,7 @@ class ZooKeeperTransport {
  * member answers within connectTimeoutMs); the core's `plan` says where and how.
  */
 async function open(driver, plan) {
+  load();
   if (plan.tls) {
     throw makeError('UNSUPPORTED', `${plan.redacted}: node-zookeeper-client has no TLS; use zookeeper:// (or a binding on the native transport)`);
   }

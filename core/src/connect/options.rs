@@ -65,7 +65,7 @@ pub fn replica_acks(replicas: Option<i64>, timeout: Option<f64>, spelling: &Spel
 }
 
 /// How to connect a client of any backend: the URL (its scheme selects the backend, see
-/// [`Target`]) and the settings, with their defaults and every rule that needs no connection.
+/// [`Target`](super::Target)) and the settings, with their defaults and every rule that needs no connection.
 /// `ClientOptions::new(url)` has the defaults; [`set`](Self::set) changes one option by a
 /// binding's name for it; the native driver's `connect()` applies [`validate`](Self::validate)
 /// first. Settings a backend does not have (Redlock's on a Redis URL, replica acks on a

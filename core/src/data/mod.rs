@@ -1,5 +1,5 @@
 //! One engine type for every backend whose wire speaks [`Data`]: [`DynEngine`] is an object-safe
-//! face of [`LockEngine<B>`] whose requests come out as `Data` and whose replies and pushed
+//! face of [`LockEngine<B>`](crate::engine::LockEngine) whose requests come out as `Data` and whose replies and pushed
 //! notices go in as `Data`, and [`connect`] builds the one a client's URL selects. A binding that
 //! performs requests in another language (the Node binding, whose transports are JavaScript)
 //! then converts `Data` once, instead of one request/reply/event conversion per backend.

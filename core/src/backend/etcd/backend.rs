@@ -6,7 +6,7 @@
 //! naming the keys.
 //!
 //! What the backend keeps is wire state only: the client's session leases and when each was
-//! last confirmed ([`session`](super::session)), the key each owner token has, which lease a
+//! last confirmed (the `session` module), the key each owner token has, which lease a
 //! token's key uses under each key family (one key per waiter: a second token of this client
 //! on one name gets a lease of its own), which watch wakes which token, and which tokens hold
 //! (so a lost lease can be reported on each).

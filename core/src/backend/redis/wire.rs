@@ -54,7 +54,7 @@ pub struct RespWire {
 }
 
 /// What [`RespWire`] delivers: a request's replies (server errors in place, except those that
-/// fail the whole request, see [`request_level`](super::reply::request_level)).
+/// fail the whole request, see [`request_level`]).
 pub type Delivery = (RequestId, Result<Vec<Reply>>);
 
 impl RespWire {

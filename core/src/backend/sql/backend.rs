@@ -1,6 +1,6 @@
 //! The SQL backend of the lock engine (PROTOCOL.md §11): every engine call is one
 //! [`SqlOp`] (one batch on the client's main connection), its reply decided by the recipes of
-//! [`recipe`](super::recipe) over the lock name's live rows; waiters are woken by their
+//! [`recipe`] over the lock name's live rows; waiters are woken by their
 //! predecessor's release or death — PostgreSQL notifications on the listening connection, MySQL
 //! doorbells (named locks) waited on from wait connections — and re-check by timer at the
 //! predecessor's expiry or a third of their entry lease, whichever comes first.

@@ -38,6 +38,7 @@ public final class ClientOptions {
         return DEFAULTS;
     }
 
+    /** A builder starting from the core's defaults (every setting unset). */
     public static Builder builder() {
         return new Builder();
     }
@@ -138,6 +139,7 @@ public final class ClientOptions {
             return set("label", label);
         }
 
+        /** The options set so far, as an immutable {@link ClientOptions}. */
         public ClientOptions build() {
             return new ClientOptions(values);
         }

@@ -11,7 +11,9 @@ package io.lockgate;
 public class LockException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The core's stable code, e.g. {@code "TIMEOUT"}. */
     private final String code;
+    /** Whether trying the same call again later can succeed. */
     private final boolean retryable;
 
     LockException(String code, String message, boolean retryable) {

@@ -41,6 +41,7 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
         return builder().lease(lease).autoRenew(true).build();
     }
 
+    /** A builder starting from the defaults (every setting unset: the core's default). */
     public static Builder builder() {
         return new Builder(DEFAULTS);
     }
@@ -110,6 +111,7 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
             return this;
         }
 
+        /** The options set so far, as an immutable {@link LockOptions}. */
         public LockOptions build() {
             return new LockOptions(lease, autoRenew, waitTimeout, entryTtl, reentrant);
         }

@@ -1,0 +1,313 @@
+# The steps of ./run package (packaging/package.sh) and the tools they need, installed
+# idempotently (quick when present). Sourced after scripts/lib.sh.
+
+PKG_TOOLS=$LG_ROOT/target/packaging/tools   # a virtualenv (maturin, ziglang, auditwheel, pdoc) + cargo-zigbuild
+PKG_WORK=$LG_ROOT/target/packaging
+VERSION=$(packaging/versions.sh print)
+# Where the checks look for the artifacts: dist/, or the host-only set ./run test builds.
+DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
+
+# The wheels: (rust target, maturin --compatibility). Each gets its own target/<triple>/.
+# Each builds in target/<triple>/. Not built here yet (each a ~20-minute cold cross build on the
+# 2 shared cores this was written on): musllinux_1_2 x86-64/aarch64 and Windows x86-64.
+PY_TARGETS=(
+  "x86_64-unknown-linux-gnu manylinux2014"
+  "aarch64-unknown-linux-gnu manylinux2014"
+)
+HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
+# The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).
+# The .2.17 suffix: link against glibc 2.17's symbols (the manylinux_2_17 baseline). The host's
+# own library is the one the JVM suite builds (cargo build, target/release: the build
+# machine's glibc is its baseline). Not built here yet: win32-x86-64 (a cold cross build of
+# its own), darwin (see README's platform table).
+JVM_TARGETS=(
+  "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
+  "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
+)
+# $1 as an absolute path (relative ones are from the repository's root).
+abspath() { [[ $1 = /* ]] && echo "$1" || echo "$LG_ROOT/$1"; }
+
+ensure_rust_targets() {
+  local installed t
+  installed=$(rustup target list --installed)
+  for t in "$@"; do
+    grep -qx "$t" <<<"$installed" || rustup target add "$t"
+  done
+}
+
+# The packaging tools in target/packaging/tools: maturin with zig (cross linking without a
+# system cross compiler, glibc 2.17 symbols), auditwheel, pdoc; cargo-zigbuild for the
+# non-Python libraries and binaries.
+ensure_pkg_tools() {
+  ensure_apt python3-venv file unzip zip
+  if [ ! -x "$PKG_TOOLS/bin/pip" ]; then
+    python3 -m venv "$PKG_TOOLS"
+  fi
+  local want="maturin==1.16.0 ziglang==0.15.2 auditwheel==6.8.2 pdoc==16.0.0"
+  if [ "$(cat "$PKG_TOOLS/.requirements" 2>/dev/null)" != "$want" ]; then
+    # shellcheck disable=SC2086
+    "$PKG_TOOLS/bin/pip" install -q --disable-pip-version-check $want
+    echo "$want" > "$PKG_TOOLS/.requirements"
+  fi
+  if ! "$PKG_TOOLS/bin/cargo-zigbuild" --version 2>/dev/null | grep -q '^cargo-zigbuild 0\.24\.'; then
+    cargo install --quiet --locked --root "$PKG_TOOLS" cargo-zigbuild --version '~0.24'
+  fi
+  export PATH="$PKG_TOOLS/bin:$PATH"
+}
+
+# ---- versions ----
+
+package_versions() {
+  packaging/versions.sh check
+}
+
+# ---- Python ----
+
+package_python() {
+  ensure_pkg_tools
+  local t compat wheel
+  for t in "${PY_TARGETS[@]}"; do ensure_rust_targets "${t%% *}"; done
+  rm -rf dist/python && mkdir -p dist/python
+  for t in "${PY_TARGETS[@]}"; do
+    read -r triple compat <<<"$t"
+    log "python: wheel for $triple ($compat)"
+    # --target even for the host's triple: zig's environment would otherwise rebuild (and
+    # thrash) the warm target/release the tests use.
+    nice maturin build --release --zig --compatibility "$compat" --target "$triple" -m bindings-python/Cargo.toml -o dist/python >&2
+  done
+  log "python: sdist"
+  maturin sdist -m bindings-python/Cargo.toml -o dist/python >&2
+  # What a manylinux/musllinux wheel may link: auditwheel reads each wheel's ELF needs and
+  # says which platform tag they are consistent with; it must be the one the file claims.
+  for wheel in dist/python/*linux*.whl; do
+    local tag out
+    # The wheel's most specific tag (manylinux2014_x.manylinux_2_17_x: manylinux_2_17_x).
+    tag=$(basename "$wheel" .whl | sed -E 's/.*-cp39-abi3-//; s/.*\.//')
+    out=$(auditwheel show "$wheel" 2>&1) || { echo "$out" >&2; return 1; }
+    tr '\n' ' ' <<<"$out" | grep -q "consistent with the following platform tag: \"$tag\"" ||
+      { echo "auditwheel: $wheel is not consistent with its tag $tag:" >&2; echo "$out" >&2; return 1; }
+    log "python: auditwheel: $(basename "$wheel") is $tag"
+  done
+}
+
+# ---- Node ----
+
+package_node() {
+  bindings-node/ci.sh install >&2
+  bindings-node/ci.sh build >&2
+  rm -rf dist/node && mkdir -p dist/node
+  (cd bindings-node && npm pack --silent --pack-destination "$LG_ROOT/dist/node" >/dev/null)
+  local tgz=dist/node/lockgate-$VERSION.tgz
+  [ -f "$tgz" ] || { echo "npm pack made no $tgz" >&2; return 1; }
+  local listing
+  listing=$(tar -tzf "$tgz")
+  for f in package/lib/index.js package/lib/index.mjs package/lib/index.d.ts package/lib/index.d.mts \
+    package/lib/peer.js package/pkg/lockgate_node_bg.wasm package/pkg/lockgate_node.js; do
+    grep -qx "$f" <<<"$listing" || { echo "$tgz lacks $f" >&2; return 1; }
+  done
+  log "node: $tgz ($(tar -xzOf "$tgz" package/package.json | python3 -c 'import json,sys; d=json.load(sys.stdin); print("dependencies:", d.get("dependencies", {}), "optional peers:", sorted(d["peerDependencies"]))'))"
+}
+
+# ---- JVM ----
+
+package_jvm() {
+  ensure_pkg_tools
+  bindings-jvm/ci.sh install >&2
+  local work=$PKG_WORK/jvm t triple dir file
+  local natives=$work/native gen=$work/generated
+  rm -rf "$natives" && mkdir -p "$natives"
+  for t in "${JVM_TARGETS[@]}"; do
+    read -r triple dir file <<<"$t"
+    ensure_rust_targets "${triple%.2.17}"
+    log "jvm: native library for $dir ($triple)"
+    mkdir -p "$natives/$dir"
+    if [ "$triple" = "$HOST_TRIPLE" ]; then
+      nice cargo build --release -p lockgate-jvm --lib >&2
+      cp "target/release/$file" "$natives/$dir/$file"
+    else
+      nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
+      cp "target/${triple%.2.17}/release/$file" "$natives/$dir/$file"
+    fi
+  done
+  # Kotlin from the host's library (uniffi's library mode reads the exported metadata; it is
+  # the same on every target), then the Maven build with those natives as its resources.
+  local host_lib
+  host_lib=$natives/linux-$(uname -m | sed 's/_/-/')/liblockgate_jvm.so
+  rm -rf "$gen" && mkdir -p "$gen"
+  cargo run --quiet -p lockgate-jvm-uniffi-bindgen -- generate --library "$host_lib" --language kotlin --out-dir "$gen" --no-format >&2
+  # Symbols are not needed at run time (JNA looks up the dynamic ones, which strip keeps);
+  # the aarch64 one with Debian's aarch64 binutils.
+  ensure_apt binutils-aarch64-linux-gnu
+  for t in "${JVM_TARGETS[@]}"; do
+    read -r triple dir file <<<"$t"
+    case $triple in
+      "$HOST_TRIPLE") strip --strip-unneeded "$natives/$dir/$file" ;;
+      aarch64-*linux-gnu*) aarch64-linux-gnu-strip --strip-unneeded "$natives/$dir/$file" ;;
+    esac
+  done
+  (cd bindings-jvm && mvn -B -ntp -q package -DskipTests -Dlockgate.native.skip=true \
+    -Dlockgate.generated="$gen" -Dlockgate.native="$natives" >&2)
+  rm -rf dist/jvm && mkdir -p dist/jvm
+  local base=dist/jvm/lockgate-$VERSION
+  cp "bindings-jvm/target/lockgate-$VERSION.jar" "$base.jar"
+  cp bindings-jvm/pom.xml "$base.pom"
+  # The sources jar: the Java API and the Kotlin it is built on (the generated bindings too).
+  rm -rf "$work/sources" && mkdir -p "$work/sources"
+  cp -r bindings-jvm/src/main/java/. bindings-jvm/src/main/kotlin/. "$gen/." "$work/sources/"
+  (cd "$work/sources" && jar --create --file "$LG_ROOT/$base-sources.jar" .)
+  jvm_javadoc "$work" "$base-javadoc.jar"
+  jvm_all_jar "$work" "$base.jar" "dist/jvm/lockgate-all-$VERSION.jar"
+  # The Maven repository a user's project resolves io.lockgate:lockgate from (one <dependency>).
+  mvn -B -ntp -q org.apache.maven.plugins:maven-install-plugin:3.1.3:install-file \
+    -Dfile="$base.jar" -DpomFile="$base.pom" -Dsources="$base-sources.jar" -Djavadoc="$base-javadoc.jar" \
+    -DlocalRepositoryPath="$LG_ROOT/dist/jvm/m2" >&2
+  local listing
+  listing=$(unzip -Z1 "$base.jar")
+  for t in "${JVM_TARGETS[@]}"; do
+    read -r triple dir file <<<"$t"
+    grep -qx "$dir/$file" <<<"$listing" || { echo "$base.jar lacks $dir/$file" >&2; return 1; }
+  done
+  log "jvm: $base.jar holds $(grep -E '^(linux|win32|darwin)-' <<<"$listing" | grep -v '/$' | tr '\n' ' ')"
+}
+
+# The runtime classpath of the jar (kotlin-stdlib, coroutines, JNA, slf4j-api) from ~/.m2.
+jvm_runtime_classpath() {
+  local out=$1/runtime-classpath.txt
+  (cd bindings-jvm && mvn -B -ntp -q dependency:build-classpath -DincludeScope=runtime -Dmdep.outputFile="$out" >&2)
+  cat "$out"
+}
+
+# Javadoc of the public Java API (io.lockgate). Every doclint warning fails the build (broken
+# references, HTML, syntax, a public item without a doc comment) except the missing @param,
+# @return and @throws tags of documented items, which are counted and reported: the API's
+# comments are sentences, and adding the tags to every method is still to do.
+jvm_javadoc() {
+  local work=$1 jar=$2 cp out
+  cp=$(jvm_runtime_classpath "$work"):bindings-jvm/target/classes
+  rm -rf "$work/javadoc" && mkdir -p "$work/javadoc"
+  out=$(javadoc -quiet -Xmaxwarns 100000 -Xdoclint:all -encoding UTF-8 --release 17 -d "$work/javadoc" -classpath "$cp" \
+    -sourcepath bindings-jvm/src/main/java -subpackages io.lockgate -windowtitle "lockgate $VERSION" 2>&1) ||
+    { echo "$out" >&2; return 1; }
+  if grep -E 'warning:|error:' <<<"$out" | grep -vqE 'warning: no @(param|return|throws)( |$)'; then
+    grep -E 'warning:|error:' <<<"$out" | grep -vE 'warning: no @(param|return|throws)( |$)' >&2
+    echo "javadoc: warnings (above)" >&2
+    return 1
+  fi
+  log "javadoc: no warnings but $(grep -cE 'warning: no @(param|return|throws)( |$)' <<<"$out") missing @param/@return/@throws tags"
+  (cd "$work/javadoc" && jar --create --file "$(abspath "$jar")" .)
+  rm -rf dist/docs/java && mkdir -p dist/docs && cp -r "$work/javadoc" dist/docs/java
+}
+
+# One jar with lockgate and its runtime dependencies, for `java -cp lockgate-all.jar`.
+jvm_all_jar() {
+  local work=$1 jar=$2 out=$3 d
+  local tree=$work/all
+  rm -rf "$tree" && mkdir -p "$tree"
+  for d in $(jvm_runtime_classpath "$work" | tr ':' ' ') "$jar"; do
+    (cd "$tree" && unzip -qo "$(abspath "$d")" -x 'META-INF/*.SF' 'META-INF/*.RSA' 'META-INF/*.DSA' 'META-INF/MANIFEST.MF' 'module-info.class' 'META-INF/versions/*/module-info.class' 2>&1 |
+      { grep -v '^caution: excluded filename not matched' >&2 || true; })
+  done
+  (cd "$tree" && jar --create --file "$(abspath "$out")" .)
+}
+
+# ---- API references ----
+
+package_docs() {
+  ensure_pkg_tools
+  mkdir -p dist/docs
+  log "docs: rustdoc for lockgate-core (missing docs and every rustdoc warning are errors)"
+  RUSTDOCFLAGS="-D warnings -D missing_docs" cargo doc -q -p lockgate-core --no-deps >&2
+  rm -rf dist/docs/rust && cp -r target/doc dist/docs/rust
+  log "docs: Python (pdoc, from the docstrings and .pyi stubs of the host wheel)"
+  local site=$PKG_WORK/pdoc-site wheel
+  wheel=$(host_wheel)
+  rm -rf "$site" && "$PKG_TOOLS/bin/pip" install -q --disable-pip-version-check --no-deps --target "$site" "$wheel"
+  rm -rf dist/docs/python
+  PYTHONPATH=$site "$PKG_TOOLS/bin/python" -W error -m pdoc -o dist/docs/python lockgate >&2
+  log "docs: TypeScript (typedoc, from lib/index.d.ts; warnings are errors)"
+  local npm_tools=$PKG_WORK/npm-tools
+  [ -x "$npm_tools/node_modules/.bin/typedoc" ] ||
+    npm install --silent --no-audit --no-fund --prefix "$npm_tools" typedoc@0.28 typescript@5.9 >&2
+  rm -rf dist/docs/node
+  (cd bindings-node && "$npm_tools/node_modules/.bin/typedoc" --treatWarningsAsErrors --out "$LG_ROOT/dist/docs/node" \
+    --name "lockgate $VERSION" --tsconfig "$LG_ROOT/packaging/typedoc.tsconfig.json" lib/index.d.ts >&2)
+  log "docs: javadoc (built with the jar: dist/docs/java)"
+  [ -f dist/docs/java/index.html ] || package_jvm
+}
+
+# The wheel of this machine's platform in dist/python.
+host_wheel() {
+  local arch
+  arch=$(uname -m)
+  ls "$DIST"/python/lockgate-"$VERSION"-cp39-abi3-*linux*_"$arch".whl 2>/dev/null | grep -v musllinux | head -1 | grep . ||
+    { echo "no $arch glibc wheel in $DIST/python: ./run package python" >&2; return 1; }
+}
+
+# ---- the host's artifacts only, for ./run test's packaging suite ----
+
+# Into $DIST (target/packaging/host-dist): the host's wheel (maturin, no zig), the npm tarball
+# and the jar (the Node and JVM suites built the wasm and the jar just before) with its POM in a
+# Maven repository, and the self-contained jar. Minutes, not the cross builds of ./run package.
+package_host() {
+  rm -rf "$DIST" && mkdir -p "$DIST/python" "$DIST/node" "$DIST/jvm"
+  log "packaging: the host wheel (maturin build --release)"
+  python3 -m maturin build --release -m bindings-python/Cargo.toml -o "$DIST/python" >&2
+  [ -f bindings-node/pkg/lockgate_node_bg.wasm ] || bindings-node/ci.sh build >&2
+  (cd bindings-node && npm pack --silent --pack-destination "$DIST/node" >/dev/null)
+  local jar=bindings-jvm/target/lockgate-$VERSION.jar work=$PKG_WORK/host-jvm
+  [ -f "$jar" ] || (cd bindings-jvm && mvn -B -ntp -q package -DskipTests >&2)
+  mkdir -p "$work"
+  cp "$jar" "$DIST/jvm/lockgate-$VERSION.jar"
+  cp bindings-jvm/pom.xml "$DIST/jvm/lockgate-$VERSION.pom"
+  mvn -B -ntp -q org.apache.maven.plugins:maven-install-plugin:3.1.3:install-file \
+    -Dfile="$DIST/jvm/lockgate-$VERSION.jar" -DpomFile="$DIST/jvm/lockgate-$VERSION.pom" \
+    -DlocalRepositoryPath="$DIST/jvm/m2" >&2
+  jvm_all_jar "$work" "$DIST/jvm/lockgate-$VERSION.jar" "$DIST/jvm/lockgate-all-$VERSION.jar"
+}
+
+# ---- sizes ----
+
+package_sizes() {
+  ensure_pkg_tools
+  local out=dist/SIZES.md
+  log "sizes: the Python extension for Redis only beside every backend (host, release)"
+  local redis_only all tmp=$PKG_WORK/size-wheels
+  rm -rf "$tmp" && mkdir -p "$tmp/redis" "$tmp/all"
+  nice maturin build --release --zig --compatibility manylinux2014 --target "$HOST_TRIPLE" -m bindings-python/Cargo.toml -o "$tmp/redis" \
+    --no-default-features --features redis >&2
+  redis_only=$(ls "$tmp"/redis/*.whl)
+  all=$(host_wheel)
+  {
+    echo "# Artifact sizes (lockgate $VERSION, \`./run package\` on $(date -u +%Y-%m-%d))"
+    echo
+    echo "| artifact | bytes | MiB |"
+    echo "|---|---:|---:|"
+    find dist -maxdepth 2 -type f ! -name SIZES.md ! -path 'dist/docs/*' ! -path 'dist/jvm/m2/*' -printf '%s %p\n' | sort -k2 |
+      awk '{printf "| `%s` | %d | %.1f |\n", $2, $1, $1 / 1048576}'
+    echo
+    echo "## Redis only vs every backend (cargo features)"
+    echo
+    echo "The bindings pass \`lockgate-core\`'s backend features through (\`--no-default-features --features redis\`);"
+    echo "a Redis-only build carries none of the other backends' client crates."
+    echo
+    echo "| host manylinux wheel | wheel bytes | extension bytes | client crates in the build |"
+    echo "|---|---:|---:|---|"
+    local w ext crates
+    for w in "$redis_only" "$all"; do
+      ext=$(unzip -l "$w" | awk '/_lockgate.*\.so$/ {print $1}')
+      if [ "$w" = "$redis_only" ]; then
+        crates=$(cargo tree -q -p lockgate-python --no-default-features --features redis -e normal --prefix none | backend_crates)
+        echo "| Redis only (\`--no-default-features --features redis\`) | $(stat -c %s "$w") | $ext | $crates |"
+      else
+        crates=$(cargo tree -q -p lockgate-python -e normal --prefix none | backend_crates)
+        echo "| every backend (default) | $(stat -c %s "$w") | $ext | $crates |"
+      fi
+    done
+  } > "$out"
+  log "sizes: wrote $out"
+}
+
+# Which backends' client crates a `cargo tree` listing holds.
+backend_crates() {
+  sort -u | awk '{print $1}' | grep -xE 'redis|zookeeper-client|etcd-client|tokio-postgres|sqlx' | sort -u | paste -sd, - | sed 's/,/, /g'
+}
