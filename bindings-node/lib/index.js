@@ -18,7 +18,8 @@ const INTERNAL = Symbol('lockgate.internal');
 const FREE = Symbol('lockgate.free');
 
 /** The transport modules that take a caller's own connection: they export `describe` (what it stands for) and `GIVEN` (what they take). */
-const takers = () => fs.readdirSync(path.join(__dirname, 'transport')).map((f) => require(`./transport/${f}`)).filter((t) => t.describe);
+const takers = () =>
+  fs.readdirSync(path.join(__dirname, 'transport')).filter((f) => f.endsWith('.js')).map((f) => require(`./transport/${f}`)).filter((t) => t.describe);
 
 /**
  * Connects to the backend the URL's scheme picks (or to a caller's own connection that a

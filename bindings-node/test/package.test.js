@@ -70,8 +70,9 @@ test('the tarball installs into a new directory and works with require and with 
   // The package alone, in a directory that has nothing but this package.json: the database
   // drivers are optional peer dependencies, so none comes with it (issue 28).
   await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', packed], { cwd: app, timeout: 170_000 });
+  // The drivers and OpenTelemetry's API (lockgate.instrumentOpenTelemetry): every peer optional.
   const drivers = Object.keys(JSON.parse(fs.readFileSync(path.join(HERE, 'package.json'), 'utf8')).peerDependencies);
-  assert.deepEqual(drivers.sort(), ['etcd3', 'ioredis', 'memcached', 'mysql2', 'node-zookeeper-client', 'pg']);
+  assert.deepEqual(drivers.sort(), ['@opentelemetry/api', 'etcd3', 'ioredis', 'memcached', 'mysql2', 'node-zookeeper-client', 'pg']);
   for (const d of drivers) assert.ok(!fs.existsSync(path.join(app, 'node_modules', d)), `${d} is not installed with lockgate`);
   // Every backend whose driver is missing says which npm line adds it, before any network call.
   fs.writeFileSync(
