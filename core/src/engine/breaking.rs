@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::backend::{Action, Backend, Ctx, Purpose, Release};
 use super::ids::OpId;
 use super::io::Done;
-use super::{LockEngine, Read, Session};
+use super::{LockEngine, Read};
 use crate::break_lock::{self, Broken};
 use crate::error::Result;
 use crate::inspect::{Kind, Snapshot};
@@ -37,16 +37,7 @@ impl<B: Backend> LockEngine<B> {
         let target = Arc::new(self.backend.target(name, &kind.primitive(), &read)?);
         let op = OpId(self.ids.fresh());
         self.breaks.insert(op, PendingBreak { target: Arc::clone(&target), fencing_token, removing: None });
-        if self.backend.attempts_need_session() && self.session != Session::Active {
-            // Sent once the session is open (on_session).
-            if self.session == Session::None {
-                self.open_session(now);
-            }
-            self.observes.push((op, target, Read::Inspect(kind)));
-        } else {
-            self.send_read(now, op, &target, Read::Inspect(kind));
-        }
-        self.flush(now);
+        self.start_read(now, op, target, Read::Inspect(kind));
         Ok(op)
     }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use super::backend::{Action, Backend, Ctx, Purpose};
 use super::ids::OpId;
 use super::io::Done;
-use super::session::Session;
 use super::{LockEngine, Read};
 use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::Snapshot;
@@ -59,11 +58,7 @@ impl<B: Backend> LockEngine<B> {
         self.backend.check_list()?;
         self.backend.check_inspect()?;
         let op = OpId(self.ids.fresh());
-        if self.backend.attempts_need_session() && self.session != Session::Active {
-            // Sent once the session is open (on_session).
-            if self.session == Session::None {
-                self.open_session(now);
-            }
+        if self.waits_for_session(now) {
             self.listings.waiting.push((op, query));
         } else {
             self.send_list(now, op, &query);

@@ -324,16 +324,7 @@ impl<B: Backend> LockEngine<B> {
         let leader = Primitive::Leader { value: String::new() };
         let target = Arc::new(self.backend.target(name, &leader, &LockOptions::default())?);
         let op = OpId(self.ids.fresh());
-        if self.backend.attempts_need_session() && self.session != Session::Active {
-            // Sent once the session is open (on_session).
-            if self.session == Session::None {
-                self.open_session(now);
-            }
-            self.observes.push((op, target, Read::Leader));
-        } else {
-            self.send_read(now, op, &target, Read::Leader);
-        }
-        self.flush(now);
+        self.start_read(now, op, target, Read::Leader);
         Ok(op)
     }
 
@@ -357,17 +348,31 @@ impl<B: Backend> LockEngine<B> {
         let read = LockOptions { lease: options::MIN_LEASE, ..LockOptions::default() };
         let target = Arc::new(self.backend.target(name, primitive, &read)?);
         let op = OpId(self.ids.fresh());
-        if self.backend.attempts_need_session() && self.session != Session::Active {
-            // Sent once the session is open (on_session).
-            if self.session == Session::None {
-                self.open_session(now);
-            }
-            self.observes.push((op, target, Read::Inspect(kind)));
+        self.start_read(now, op, target, Read::Inspect(kind));
+        Ok(op)
+    }
+
+    /// Whether a request of a new call must wait for the session (where every request needs
+    /// one: [`Backend::attempts_need_session`]), opening it if none is being opened; such a
+    /// request is sent from `on_session`.
+    fn waits_for_session(&mut self, now: Instant) -> bool {
+        if !self.backend.attempts_need_session() || self.session == Session::Active {
+            return false;
+        }
+        if self.session == Session::None {
+            self.open_session(now);
+        }
+        true
+    }
+
+    /// Sends read `op` of `target` now, or once the session is open.
+    fn start_read(&mut self, now: Instant, op: OpId, target: Arc<B::Target>, read: Read) {
+        if self.waits_for_session(now) {
+            self.observes.push((op, target, read));
         } else {
-            self.send_read(now, op, &target, Read::Inspect(kind));
+            self.send_read(now, op, &target, read);
         }
         self.flush(now);
-        Ok(op)
     }
 
     fn send_read(&mut self, now: Instant, op: OpId, target: &Arc<B::Target>, read: Read) {
