@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lockgate_core::connect::{OptionValue, Spelling};
 use lockgate_core::native::{Client, ClientOptions};
-use lockgate_core::backend::redis::redlock::key;
+use lockgate_core::backend::redlock::scripts::key;
 use lockgate_core::{Capability, ErrorKind, LockOptions, Primitive};
 use redis::Commands;
 use support::RedisServer;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lockgate_core::connect::redlock_url;
 use lockgate_core::native::{Client, ClientOptions};
-use lockgate_core::backend::redis::redlock::key;
+use lockgate_core::backend::redlock::scripts::key;
 use lockgate_core::{ErrorKind, LockOptions};
 use redis::Commands;
 use support::RedisServer;

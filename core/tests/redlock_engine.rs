@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use lockgate_core::backend::redis::redlock as scripts;
+use lockgate_core::backend::redlock::scripts as scripts;
 use lockgate_core::backend::redis::reply::Reply;
 use lockgate_core::backend::redlock::{RedlockConfig, RedlockEngine, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};

@@ -371,7 +371,7 @@ impl SimRedis {
 
 /// The scripts a simulated server runs: lockgate's nine and the three of a Redlock master.
 fn every_script() -> impl Iterator<Item = &'static Script> {
-    lockgate_core::backend::redis::all().into_iter().chain(lockgate_core::backend::redis::redlock::all())
+    lockgate_core::backend::redis::all().into_iter().chain(lockgate_core::backend::redlock::scripts::all())
 }
 
 /// Which lockgate script a command runs (by digest or body), if any.

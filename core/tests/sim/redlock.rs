@@ -1,5 +1,5 @@
 //! The Redlock model: N independent [`SimRedis`] masters, each running the three Redlock
-//! scripts of `core/src/backend/redis/redlock.rs` (PROTOCOL.md §8) statement by statement, addressed
+//! scripts of `core/src/backend/redlock/scripts.rs` (PROTOCOL.md §8) statement by statement, addressed
 //! by the engine's per-master requests (`Conn::Server(master)`). Masters push nothing and keep
 //! no session; each has its own clock (which may run fast: `Store::fast_ppm`), uptime (the
 //! delayed-restart rule reads it) and script cache, and restarts on its own.
@@ -8,7 +8,7 @@ use std::convert::Infallible;
 
 use lockgate_core::engine::LockEngine;
 use lockgate_core::random::SeededRandom;
-use lockgate_core::backend::redis::redlock as scripts;
+use lockgate_core::backend::redlock::scripts as scripts;
 use lockgate_core::backend::redis::reply::Reply;
 use lockgate_core::backend::redlock::{NodeRequest, RedlockBackend, RedlockConfig, RedlockEngine, RedlockOutcome};
 use lockgate_core::time::{Duration, Instant};
@@ -20,7 +20,7 @@ use super::redis::{SimRedis, PREFIX};
 use super::store::Res;
 
 /// SHA-1 digests of the Redlock scripts this file re-implements, in the order of
-/// `lockgate_core::backend::redis::redlock::all()`.
+/// `lockgate_core::backend::redlock::scripts::all()`.
 ///
 /// Version 9's label key (`KEYS[2]`, PROTOCOL.md §12) is not modelled: the simulated clients
 /// pass no label, and no script decision reads it; the lock key (`KEYS[1]`) behaves as before.
@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn sim_models_the_current_redlock_scripts() {
-        let all = lockgate_core::backend::redis::redlock::all();
+        let all = lockgate_core::backend::redlock::scripts::all();
         assert_eq!(all.len(), MODELLED.len(), "a Redlock script was added or removed: model it in tests/sim/redlock.rs");
         for (script, (name, digest)) in all.into_iter().zip(MODELLED) {
             assert_eq!(script.name, name);

@@ -26,7 +26,6 @@ pub mod inspect;
 pub mod keys;
 pub mod list;
 pub mod mutex;
-pub mod redlock;
 pub mod reply;
 pub mod request;
 #[cfg(feature = "redis")]

@@ -18,7 +18,7 @@ use crate::data::{Connected, Data, DataBackend};
 use crate::connect::{Backend, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::random::RandomSource;
-use crate::backend::redis::redlock as scripts;
+use super::scripts;
 use crate::backend::redis::reply::Reply;
 use crate::backend::redlock::{NodeRequest, RedlockBackend, RedlockEngine};
 

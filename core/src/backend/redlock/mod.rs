@@ -13,6 +13,8 @@
 //! where the protected resource needs tokens.
 
 pub mod address;
+/// The scripts each master runs (PROTOCOL.md §8).
+pub mod scripts;
 mod inspect;
 mod round;
 pub mod data;
@@ -32,7 +34,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
 use crate::primitive::Primitive;
 use crate::random::RandomSource;
-use crate::backend::redis::redlock as scripts;
 use crate::backend::redis::reply::{self, Reply};
 use crate::backend::redis::{Command, Script};
 use crate::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The scripts each master of a Redlock runs (PROTOCOL.md §8). Every master is an independent
 //! Redis with no knowledge of the others: the quorum is counted by the client.
 
-use super::script::Script;
+use crate::backend::redis::script::Script;
 
 /// Takes the lock on one master if it is free, unless the master started too recently to be
 /// trusted (the delayed-restart rule).
