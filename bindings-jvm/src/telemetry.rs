@@ -136,6 +136,7 @@ fn event_of(t: &Telemetry) -> TelemetryEvent {
                 Measure::Seconds(d) => NativeOptionValue::Real { v: d.as_secs_f64() },
                 Measure::Flag(b) => NativeOptionValue::Flag { v: b },
                 Measure::Text(text) => NativeOptionValue::Text { v: text.to_string() },
+                Measure::Count(n) => NativeOptionValue::Whole { v: i64::from(n) },
             };
             (key.to_string(), value)
         })

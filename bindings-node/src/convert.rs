@@ -339,6 +339,7 @@ pub fn telemetry_to_js(t: &Telemetry, cache: &mut StrCache) -> JsValue {
             Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), JsValue::from_f64(duration_ms(d))),
             Measure::Flag(b) => (key.to_string(), JsValue::from_bool(b)),
             Measure::Text(text) => (key.to_string(), cache.str(text)),
+            Measure::Count(n) => (key.to_string(), JsValue::from_f64(f64::from(n))),
         };
         set(&obj, &key, value);
     }

@@ -175,6 +175,7 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
             Measure::Seconds(d) => extra.set_item(key, d.as_secs_f64())?,
             Measure::Flag(b) => extra.set_item(key, b)?,
             Measure::Text(text) => extra.set_item(key, text)?,
+            Measure::Count(n) => extra.set_item(key, n)?,
         }
     }
     let kwargs = PyDict::new(py);

@@ -28,6 +28,7 @@ fn line(t: &Telemetry) -> String {
             Measure::Seconds(d) => format!("{}={:.3}s", key.trim_end_matches("_s"), d.as_secs_f64()),
             Measure::Flag(b) => format!("{key}={b}"),
             Measure::Text(text) => format!("{key}={text}"),
+            Measure::Count(n) => format!("{key}={n}"),
         })
         .collect();
     if !measured.is_empty() {

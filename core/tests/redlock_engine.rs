@@ -824,3 +824,56 @@ fn the_next_timeout_follows_rounds_renewals_and_retries() {
     engine.handle_timeout(ms(1350));
     assert_eq!(drain(&mut engine).len(), 3, "the renewal again");
 }
+
+/// Every Redlock round of a lock's own calls is told as a telemetry event with its votes: a
+/// grant with two masters down, a round refused by a holder elsewhere, a release; a round
+/// that falls short of a quorum says so (not "held elsewhere").
+#[test]
+fn each_round_is_told_with_its_votes() {
+    use lockgate_core::engine::{Happened, TelemetryConfig};
+    let mut sim = Sim::new(5, 2);
+    for c in &mut sim.clients {
+        c.enable_telemetry(TelemetryConfig { backend: "redlock", lock_names: false, held_too_long: None });
+    }
+    let rounds = |sim: &Sim, c: usize| -> Vec<(&'static str, &'static str, u32, u32, u32, bool)> {
+        sim.events
+            .iter()
+            .filter_map(|(i, e)| match e {
+                Event::Telemetry(t) if *i == c => match &t.what {
+                    Happened::RedlockRound { op, round } => Some((round.call, round.outcome, round.yes, round.no, round.failed, op.is_some())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    sim.masters[0].up = false;
+    sim.masters[3].up = false;
+    let op = sim.acquire(0, "a", &fixed(1000), Wait::Try);
+    sim.run_for(100 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    assert_eq!(rounds(&sim, 0), [("acquire", "granted", 3, 0, 2, true)]);
+    // The round's event comes before the grant it made.
+    let names: Vec<_> = sim.events.iter().filter_map(|(i, e)| match e {
+        Event::Telemetry(t) if *i == 0 => Some(t.what.name()),
+        _ => None,
+    }).collect();
+    assert_eq!(names, ["acquire.started", "redlock.round", "acquire.granted"]);
+
+    let other = sim.acquire(1, "a", &fixed(1000), Wait::Try);
+    sim.run_for(100 * MS);
+    assert!(matches!(sim.outcome(1, other), Some(RedlockOutcome::NotAcquired)), "{:?}", sim.outcome(1, other));
+    // Decided as soon as no majority can grant: the third live master had not answered yet,
+    // and counts as silent.
+    assert_eq!(rounds(&sim, 1), [("acquire", "refused", 0, 2, 3, true)]);
+
+    sim.clients[0].release(sim.now, lease);
+    sim.run_for(100 * MS);
+    assert_eq!(rounds(&sim, 0)[1..], [("release", "confirmed", 3, 0, 2, false)]);
+
+    sim.masters[4].up = false;
+    let op = sim.acquire(1, "b", &fixed(1000), Wait::Try);
+    sim.run_for(100 * MS);
+    failed(sim.outcome(1, op));
+    assert_eq!(rounds(&sim, 1)[1..], [("acquire", "no_quorum", 2, 0, 3, true)]);
+}

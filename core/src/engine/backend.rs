@@ -465,6 +465,13 @@ pub trait Backend {
         None
     }
 
+    /// A round of votes the backend decided since the last call, with its call's purpose, for
+    /// telemetry (Redlock's rounds across its masters); drained by the engine after every reply
+    /// and timeout. `None` when there is none: other backends have no rounds.
+    fn take_round(&mut self) -> Option<(Purpose, super::RoundVotes)> {
+        None
+    }
+
     /// Timers of the backend's own (a node timeout) that are due at `ctx.now`: appends what
     /// they settled.
     fn on_timeout(&mut self, _ctx: &mut Ctx<'_, Self::Request>, _answers: &mut Vec<Answer>) {}

@@ -56,8 +56,13 @@ pub const HELD: Instrument = instrument("lockgate.lock.held", UpDownCounter, "1"
 /// Acquires waiting now.
 pub const WAITING: Instrument = instrument("lockgate.lock.waiting", UpDownCounter, "1", "Acquires waiting now");
 
+/// Redlock rounds of votes decided, by call and outcome.
+pub const REDLOCK_ROUNDS: Instrument =
+    instrument("lockgate.redlock.rounds", Counter, "1", "Redlock rounds of votes across the masters, by call and outcome");
+
 /// Every instrument, for a binding that creates them up front.
-pub const INSTRUMENTS: &[Instrument] = &[WAIT_DURATION, HOLD_DURATION, ACQUISITIONS, LOSSES, AT_RISK, RENEWAL_FAILURES, RECONNECTS, HELD, WAITING];
+pub const INSTRUMENTS: &[Instrument] =
+    &[WAIT_DURATION, HOLD_DURATION, ACQUISITIONS, LOSSES, AT_RISK, RENEWAL_FAILURES, RECONNECTS, HELD, WAITING, REDLOCK_ROUNDS];
 
 /// One value for one instrument, with its attributes: `lockgate.backend`, `lockgate.primitive`
 /// (events of one lock), `lockgate.lock.name` (opted in), and the instrument's own
@@ -147,6 +152,11 @@ impl Telemetry {
             Happened::RenewalFailed { code, .. } => vec![update(&RENEWAL_FAILURES, 1.0, Some(("error.type", code)))],
             Happened::AtRisk { .. } => vec![update(&AT_RISK, 1.0, None)],
             Happened::ConnectionRestored => vec![update(&RECONNECTS, 1.0, None)],
+            Happened::RedlockRound { round, .. } => {
+                let mut u = update(&REDLOCK_ROUNDS, 1.0, Some(("lockgate.redlock.call", round.call)));
+                u.attributes.push(("lockgate.outcome", round.outcome.to_string()));
+                vec![u]
+            }
             Happened::HeldTooLong { .. } | Happened::Extended { .. } | Happened::Safe { .. } => Vec::new(),
             Happened::ConnectionLost | Happened::SessionExpired => Vec::new(),
         }
@@ -182,6 +192,35 @@ mod tests {
         assert_eq!(got[1], ("lockgate.lock.hold.duration", 3.0, Some(("lockgate.outcome", "lost".into()))));
         assert_eq!(got[2], ("lockgate.lock.losses", 1.0, Some(("lockgate.loss.reason", "expired".into()))));
         assert!(ups.iter().all(|u| !u.attributes.iter().any(|(k, _)| *k == "lockgate.lock.name")), "names only when opted in");
+    }
+
+    #[test]
+    fn a_redlock_round_counts_its_call_and_outcome() {
+        let round = crate::engine::RoundVotes {
+            call: "acquire",
+            outcome: "no_quorum",
+            masters: 5,
+            yes: 2,
+            no: 0,
+            restarting: 1,
+            failed: 2,
+            took: Duration::from_millis(12),
+        };
+        let t = Telemetry { what: Happened::RedlockRound { op: Some(OpId(3)), round }, backend: "redlock", primitive: Some("mutex"), name: None };
+        let ups = t.metric_updates();
+        assert_eq!(ups.len(), 1);
+        assert_eq!(ups[0].instrument.name, "lockgate.redlock.rounds");
+        assert_eq!(
+            ups[0].attributes,
+            [
+                ("lockgate.backend", "redlock".into()),
+                ("lockgate.primitive", "mutex".into()),
+                ("lockgate.redlock.call", "acquire".into()),
+                ("lockgate.outcome", "no_quorum".into())
+            ]
+        );
+        let m = t.what.measurements();
+        assert!(m.contains(&("yes", crate::engine::Measure::Count(2))) && m.contains(&("failed", crate::engine::Measure::Count(2))));
     }
 
     #[test]

@@ -50,7 +50,7 @@ use cleanup::Cleanup;
 use lease::Lease;
 use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF};
 use session::Session;
-pub use telemetry::{Happened, LossReason, Measure, Telemetry, TelemetryConfig};
+pub use telemetry::{Happened, LossReason, Measure, RoundVotes, Telemetry, TelemetryConfig};
 use timers::Timers;
 
 /// A lock engine over backend `B`. It performs no I/O: it never opens a socket, sleeps, reads a
@@ -499,6 +499,7 @@ impl<B: Backend> LockEngine<B> {
         }
         let mut answers = std::mem::take(&mut self.answers);
         self.backend.on_reply(ctx!(self, now), id, reply, &mut answers);
+        self.raise_rounds();
         for answer in answers.drain(..) {
             self.dispatch(now, answer);
         }
@@ -648,6 +649,7 @@ impl<B: Backend> LockEngine<B> {
         }
         let mut answers = std::mem::take(&mut self.answers);
         self.backend.on_timeout(ctx!(self, now), &mut answers);
+        self.raise_rounds();
         for answer in answers.drain(..) {
             self.dispatch(now, answer);
         }
@@ -792,6 +794,20 @@ impl<B: Backend> LockEngine<B> {
     fn raise(&mut self, t: Option<Telemetry>) {
         if let Some(t) = t {
             self.events.push_back(Event::Telemetry(t));
+        }
+    }
+
+    /// Raises the rounds of votes the backend decided (Redlock), before what they settled, so
+    /// a grant's event follows the round that made it.
+    fn raise_rounds(&mut self) {
+        while let Some((purpose, votes)) = self.backend.take_round() {
+            let (of, acquire) = match purpose {
+                Purpose::Acquire(op) => (op.0, true),
+                Purpose::Renew(lease, _) | Purpose::Extend(_, lease, ..) | Purpose::Release(_, lease) => (lease.0, false),
+                _ => continue,
+            };
+            let t = self.telemetry.round(of, acquire, votes);
+            self.raise(t);
         }
     }
 

@@ -146,6 +146,39 @@ pub enum Happened {
     ConnectionRestored,
     /// The client's session ended on the server (ZooKeeper, etcd): its leases are lost.
     SessionExpired,
+    /// A Redlock round of votes across the masters was decided (an acquire attempt, a
+    /// renewal, an extend or a release): how it ended and how the masters voted, so an
+    /// operator can tell a lock held elsewhere from masters that are down or restarting.
+    RedlockRound {
+        /// The acquire whose attempt it was (`None` for a lease's renewal, extend or release).
+        op: Option<OpId>,
+        /// The votes.
+        round: RoundVotes,
+    },
+}
+
+/// How one Redlock round ended, and the masters' votes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoundVotes {
+    /// What the round was: `acquire`, `renew`, `extend` or `release`.
+    pub call: &'static str,
+    /// How it ended: `granted`, `too_late` (a majority granted after the validity ran out),
+    /// `refused` (held by another owner on too many masters), `no_quorum` (too few masters
+    /// answered or granted), `mismatch` (a holder counting other masters); for a renewal or
+    /// extend `confirmed`, `refused` or `no_quorum`; for a release `confirmed` or `unconfirmed`.
+    pub outcome: &'static str,
+    /// The masters asked.
+    pub masters: u32,
+    /// Masters that granted (confirmed, released).
+    pub yes: u32,
+    /// Masters where another owner holds the lock (or our key was gone).
+    pub no: u32,
+    /// Masters up for less than the maximum lease, which grant nothing yet.
+    pub restarting: u32,
+    /// Masters that failed or were silent at the decision.
+    pub failed: u32,
+    /// From sending the round to its decision.
+    pub took: Duration,
 }
 
 /// Why a lease was lost: a small closed set, fit for a metric attribute.
@@ -197,6 +230,7 @@ impl Happened {
             Happened::ConnectionLost => "connection.lost",
             Happened::ConnectionRestored => "connection.restored",
             Happened::SessionExpired => "session.expired",
+            Happened::RedlockRound { .. } => "redlock.round",
         }
     }
 }
@@ -210,12 +244,15 @@ pub enum Measure {
     Flag(bool),
     /// A stable code or reason.
     Text(&'static str),
+    /// A count (masters that voted one way).
+    Count(u32),
 }
 
 impl Happened {
     /// The event's measurements by their stable keys — `wait_s` (start to grant or give-up),
-    /// `queued`, `held_s` (grant to release or loss), `reason` (a loss's), `code` (an error's)
-    /// — the same in every binding, so each hands them on in its own form by one loop.
+    /// `queued`, `held_s` (grant to release or loss), `reason` (a loss's), `code` (an error's),
+    /// and a Redlock round's `call`, `outcome`, `took_s` and vote counts (`masters`, `yes`,
+    /// `no`, `restarting`, `failed`) — the same in every binding, so each hands them on in its own form by one loop.
     pub fn measurements(&self) -> Vec<(&'static str, Measure)> {
         use Measure::*;
         match self {
@@ -225,6 +262,16 @@ impl Happened {
             Happened::Released { held, .. } | Happened::HeldTooLong { held, .. } => vec![("held_s", Seconds(*held))],
             Happened::Lost { reason, held, .. } => vec![("reason", Text(reason.as_str())), ("held_s", Seconds(*held))],
             Happened::RenewalFailed { code, .. } => vec![("code", Text(code))],
+            Happened::RedlockRound { round: r, .. } => vec![
+                ("call", Text(r.call)),
+                ("outcome", Text(r.outcome)),
+                ("took_s", Seconds(r.took)),
+                ("masters", Count(r.masters)),
+                ("yes", Count(r.yes)),
+                ("no", Count(r.no)),
+                ("restarting", Count(r.restarting)),
+                ("failed", Count(r.failed)),
+            ],
             _ => Vec::new(),
         }
     }
@@ -250,6 +297,7 @@ impl Happened {
             Happened::ConnectionLost => "connection to the session's server lost",
             Happened::ConnectionRestored => "connection to the session's server restored",
             Happened::SessionExpired => "session expired: its leases are lost",
+            Happened::RedlockRound { .. } => "Redlock round decided",
         }
     }
 
@@ -406,6 +454,13 @@ impl Recorder {
             }
         }
         told
+    }
+
+    /// A Redlock round of the acquire or lease `of` was decided (nothing for an acquire or
+    /// lease it does not track: telemetry off, or a round of an undo).
+    pub fn round(&self, of: u64, acquire: bool, round: RoundVotes) -> Option<Telemetry> {
+        let t = self.tracked.get(&of)?;
+        self.event(Happened::RedlockRound { op: acquire.then_some(OpId(of)), round }, Some(t))
     }
 
     /// An event of the client's connection or session.

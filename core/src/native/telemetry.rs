@@ -46,6 +46,8 @@ pub const RECONNECTS: &str = m::RECONNECTS.name;
 pub const HELD: &str = m::HELD.name;
 /// Acquires waiting now.
 pub const WAITING: &str = m::WAITING.name;
+/// Redlock rounds of votes decided, by call and outcome.
+pub const REDLOCK_ROUNDS: &str = m::REDLOCK_ROUNDS.name;
 
 /// Something else that takes every telemetry event of a client, after `tracing` and the
 /// metrics (a binding's bridge to its ecosystem's logging: Python's `logging`). Called on the
@@ -153,6 +155,23 @@ impl Sink {
             Happened::AtRisk { .. } | Happened::SessionExpired => emit!(warn, None, t),
             Happened::Extended { .. } | Happened::Safe { .. } => emit!(debug, None, t),
             Happened::ConnectionLost | Happened::ConnectionRestored => emit!(debug, None, t),
+            Happened::RedlockRound { op, round } => {
+                // An acquire's round belongs to its span; a lease's rounds stand alone.
+                let span = op.and_then(|op| self.spans.get(&op).and_then(Span::id));
+                emit!(
+                    debug,
+                    span,
+                    t,
+                    call = round.call,
+                    outcome = round.outcome,
+                    took_s = round.took.as_secs_f64(),
+                    masters = round.masters,
+                    yes = round.yes,
+                    no = round.no,
+                    restarting = round.restarting,
+                    failed = round.failed
+                );
+            }
         }
     }
 }

@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use crate::engine::timers::Timers;
 use crate::engine::{
-    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Renewal, Purpose, Release, RequestId, Signal,
-    Verdict,
+    Action, Answer, Attempt, Backend, Ctx, Done, LeaseId, LockEngine, Renewal, Purpose, Release, RequestId, RoundVotes,
+    Signal, Verdict,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{self, whole_millis, LockOptions};
@@ -259,6 +259,8 @@ pub struct RedlockBackend {
     in_flight: HashMap<RequestId, (u64, usize)>,
     /// Per master, the scripts it answered NOSCRIPT for and has not been sent in full since.
     missing_scripts: Vec<HashSet<&'static str>>,
+    /// Rounds decided since the engine last took them, for its telemetry.
+    decided: std::collections::VecDeque<(Purpose, RoundVotes)>,
 }
 
 impl RedlockBackend {
@@ -273,6 +275,7 @@ impl RedlockBackend {
             rounds: BTreeMap::new(),
             round_timers: Timers::default(),
             in_flight: HashMap::new(),
+            decided: std::collections::VecDeque::new(),
         })
     }
 
@@ -393,6 +396,9 @@ impl RedlockBackend {
             // The backend refuses listing before anything starts (check_list): no round lists.
             Purpose::List(_) => Verdict::Listed(Err(Error::protocol("a Redlock round listed locks"))),
         };
+        if let Some(votes) = round_votes(purpose, &verdict, tally, quorum, masters, now.saturating_duration_since(sent)) {
+            self.decided.push_back((purpose, votes));
+        }
         answers.push(Answer { purpose, sent, verdict });
     }
 
@@ -423,6 +429,42 @@ impl RedlockBackend {
             Attempt::Transient { error: Error::new(ErrorKind::Connection, why.clone()), why: Some(why), undo: true }
         }
     }
+}
+
+/// How a decided round of an acquire, renewal, extend or release ended, with its votes (none
+/// for reads, breaks and undos: they are not a lock's own calls).
+fn round_votes(purpose: Purpose, verdict: &Verdict, tally: Tally, quorum: usize, masters: usize, took: Duration) -> Option<RoundVotes> {
+    let call = match purpose {
+        Purpose::Acquire(_) => "acquire",
+        Purpose::Renew(..) => "renew",
+        Purpose::Extend(..) => "extend",
+        Purpose::Release(..) => "release",
+        _ => return None,
+    };
+    let outcome = match verdict {
+        Verdict::Attempt(Attempt::Granted { .. }) => "granted",
+        Verdict::Attempt(Attempt::Refused { .. }) => "refused",
+        Verdict::Attempt(Attempt::Failed { .. }) => "mismatch",
+        Verdict::Attempt(_) if tally.yes >= quorum => "too_late",
+        Verdict::Attempt(_) => "no_quorum",
+        Verdict::Renewal(Renewal::Confirmed) => "confirmed",
+        Verdict::Renewal(Renewal::Refused { .. }) => "refused",
+        Verdict::Renewal(_) => "no_quorum",
+        Verdict::Release(Release::Done { .. }) => "confirmed",
+        Verdict::Release(_) => "unconfirmed",
+        _ => return None,
+    };
+    let count = |n: usize| n as u32;
+    Some(RoundVotes {
+        call,
+        outcome,
+        masters: count(masters),
+        yes: count(tally.yes),
+        no: count(tally.no),
+        restarting: count(tally.restarting),
+        failed: count(tally.failed + tally.pending),
+        took,
+    })
 }
 
 impl Backend for RedlockBackend {
@@ -483,6 +525,10 @@ impl Backend for RedlockBackend {
         let jitter_ms = whole_millis(self.config.retry_jitter);
         let jitter = if jitter_ms == 0 { 0 } else { rng.next_u64() % (jitter_ms + 1) };
         self.config.retry_delay + Duration::from_millis(jitter)
+    }
+
+    fn take_round(&mut self) -> Option<(Purpose, RoundVotes)> {
+        self.decided.pop_front()
     }
 
     fn session_reply(&mut self, _reply: Result<Reply>) -> Result<()> {
