@@ -125,6 +125,8 @@ impl Waker {
         // A short read emptied the socket (one byte per poke).
         while matches!((&self.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
         self.poked.store(false, Ordering::Release); // before taking the queue: a later push pokes
+        // The telemetry the finished calls raised, before their results (see `telemetry`).
+        crate::telemetry::flush(py);
         for f in std::mem::take(&mut *lock_mutex(&self.queue)) {
             let fut = f.future.bind(py);
             let resolve = || -> PyResult<()> {

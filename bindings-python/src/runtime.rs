@@ -50,7 +50,7 @@ unsafe extern "C" fn forget_pid() {
     PID.store(0, Ordering::Relaxed);
 }
 
-fn pid() -> u32 {
+pub(crate) fn pid() -> u32 {
     let known = PID.load(Ordering::Relaxed);
     if known != 0 {
         return known;
@@ -183,6 +183,8 @@ where
                 std::thread::park_timeout(end - now);
             }
         });
+        // Holding the GIL again: hand on the telemetry the call raised (see `telemetry`).
+        crate::telemetry::flush(py);
         match slice {
             Some(result) => return result.map_err(|e| to_py(py, e)),
             None => py.check_signals()?,

@@ -13,14 +13,21 @@
 //! and end in ns, attributes, error code) are handed to it as plain tuples; the sink (Python)
 //! records them through OpenTelemetry.
 //!
-//! Runs on the client's driver task, where taking the GIL can wait for a Python thread (up to
-//! its switch interval): so a DEBUG record is only made if the logger was seen enabled for
-//! DEBUG at the last check, made at most once per [`RECHECK`] (a level changed takes effect
-//! within it, and each new client checks at once); WARNING records always are. It gives up quietly while the interpreter shuts
-//! down, and a failing handler never breaks a lock: its error is dropped.
+//! Events arrive on the client's driver task, which must not wait for the GIL: taking it there
+//! made every call wait for the driver's logging, and the caller's thread for the driver
+//! (Python with DEBUG records on ran at under half its speed). So the listener only queues the
+//! event ([`QUEUE`]); Python code runs when a thread that holds the GIL anyway drains the queue:
+//! a sync call as it returns ([`flush`] from `runtime::block_on`), the event loop as it
+//! resolves asyncio futures, and, for events raised between calls (a renewal, a loss), the
+//! [`flusher`] thread after [`GRACE`]. One drainer at a time, so records keep their order.
+//! A DEBUG event is only queued if the logger was seen enabled for DEBUG at the last check,
+//! made at most once per [`RECHECK`] (a level changed takes effect within it, and each new
+//! client checks at once); WARNING events always are. It gives up quietly while the
+//! interpreter shuts down, and a failing handler never breaks a lock: its error is dropped.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use std::sync::RwLock;
@@ -32,6 +39,8 @@ use lockgate_core::native::telemetry::Listener;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
+
+use crate::runtime::lock_mutex;
 
 /// `logging.DEBUG` and `logging.WARNING` (fixed by the standard library).
 const DEBUG: u8 = 10;
@@ -50,7 +59,7 @@ fn since() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
-/// The listener a connected client hands its telemetry to.
+/// The listener a connected client hands its telemetry to: queues what Python wants.
 pub(crate) fn to_logging() -> Listener {
     Arc::new(|t: &Telemetry| {
         let sink = SINK_ON.load(Ordering::Relaxed);
@@ -58,15 +67,120 @@ pub(crate) fn to_logging() -> Listener {
         if !sink && !logs {
             return;
         }
-        Python::try_attach(|py| {
-            if logs {
-                let _ = log(py, t);
-            }
-            if sink {
-                let _ = feed(py, t);
-            }
-        });
+        let was_empty = {
+            let mut queue = lock_mutex(&QUEUE);
+            queue.push_back(t.clone());
+            queue.len() == 1
+        };
+        QUEUED.store(true, Ordering::Release);
+        if was_empty {
+            flusher().poke();
+        }
     })
+}
+
+/// Events waiting for a thread holding the GIL, oldest first; [`QUEUED`] says it may hold one
+/// (read without a lock by every sync call as it returns).
+static QUEUE: Mutex<VecDeque<Telemetry>> = Mutex::new(VecDeque::new());
+static QUEUED: AtomicBool = AtomicBool::new(false);
+/// Held by the one thread handing queued events to Python.
+static DRAINING: Mutex<()> = Mutex::new(());
+
+/// How long an event may wait for a call to return before the [`flusher`] takes the GIL to
+/// hand it on: long enough that a call in progress usually returns first, short enough that
+/// a loss's WARNING record is prompt.
+const GRACE: Duration = Duration::from_millis(20);
+
+/// Hands every queued event to `logging` and the sink, on this thread (which holds the GIL).
+/// Returns at once if another thread is doing it: it empties the queue, in order.
+pub(crate) fn flush(py: Python<'_>) {
+    if !QUEUED.load(Ordering::Acquire) {
+        return;
+    }
+    let Ok(_draining) = DRAINING.try_lock() else {
+        return;
+    };
+    loop {
+        let batch = {
+            let mut queue = lock_mutex(&QUEUE);
+            QUEUED.store(false, Ordering::Release);
+            std::mem::take(&mut *queue)
+        };
+        if batch.is_empty() {
+            return;
+        }
+        for t in &batch {
+            hand_on(py, t);
+        }
+    }
+}
+
+/// One event to the logger (if it is wanted at its level) and the sink (if one is set).
+fn hand_on(py: Python<'_>, t: &Telemetry) {
+    if t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) {
+        let _ = log(py, t);
+    }
+    if SINK_ON.load(Ordering::Relaxed) {
+        let _ = feed(py, t);
+    }
+}
+
+/// The thread that hands on events no call's return drained within [`GRACE`]; one per
+/// process (a child made by `fork()` starts its own).
+struct Flusher {
+    poked: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Flusher {
+    fn poke(&self) {
+        *lock_mutex(&self.poked) = true;
+        self.wake.notify_one();
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let mut poked = lock_mutex(&self.poked);
+                while !*poked {
+                    poked = self.wake.wait(poked).unwrap_or_else(|e| e.into_inner());
+                }
+                *poked = false;
+            }
+            std::thread::sleep(GRACE);
+            if QUEUED.load(Ordering::Acquire) {
+                Python::try_attach(flush);
+            }
+        }
+    }
+}
+
+fn flusher() -> &'static Flusher {
+    static FLUSHER: Mutex<Option<(u32, &'static Flusher)>> = Mutex::new(None);
+    let pid = crate::runtime::pid();
+    let mut slot = lock_mutex(&FLUSHER);
+    match *slot {
+        Some((of, f)) if of == pid => f,
+        _ => {
+            // Leaked on purpose: it lives as long as the process (a forked child's copy of a
+            // parent's is never used again).
+            let f: &'static Flusher = Box::leak(Box::new(Flusher { poked: Mutex::new(false), wake: Condvar::new() }));
+            let started = std::thread::Builder::new().name("lockgate-telemetry".into()).spawn(move || f.run());
+            if started.is_err() {
+                // No thread: the queue is still drained as calls return.
+                return f;
+            }
+            *slot = Some((pid, f));
+            f
+        }
+    }
+}
+
+/// Hands on every event queued so far (`atexit`, tests): what a process ending at once would
+/// otherwise not log.
+#[pyfunction]
+pub(crate) fn _flush_telemetry(py: Python<'_>) {
+    flush(py);
 }
 
 /// The telemetry sink (`lockgate.otel`'s recorder), and whether one is set (read without a lock

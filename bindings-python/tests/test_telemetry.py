@@ -114,3 +114,24 @@ def test_a_lease_held_too_long_is_logged_once_while_held(server: RedisServer, ca
         "lock held longer than held_too_long",
     )
     assert 0.2 <= record.lockgate_held_s < 2.0
+
+
+def test_records_are_made_on_python_threads_in_order(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # A call's records are made on its own thread before it returns (the driver never waits for
+    # the GIL), in the order the core raised them; a loss between calls is logged on the
+    # telemetry thread without any call.
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    with lockgate.Client(server.url) as client:
+        for _ in range(20):
+            client.lock("order", 3).acquire(timeout=5).release()
+        made_on = {r.threadName for r in _events(caplog)}
+        assert made_on == {threading.current_thread().name}, made_on
+        assert [r.lockgate_event for r in _events(caplog)] == ["acquire.started", "acquire.granted", "lease.released"] * 20
+        caplog.clear()
+        lease = client.lock("order", 3, renew=True).acquire(timeout=5)
+        caplog.clear()
+        server.raw().delete(lock_key("order"))
+        wait_until(lambda: any(r.lockgate_event == "lease.lost" for r in _events(caplog)), what="the loss's record")
+        assert not lease.is_held
+    (lost,) = [r for r in caplog.records if r.name == "lockgate" and r.lockgate_event == "lease.lost"]
+    assert lost.threadName != threading.current_thread().name

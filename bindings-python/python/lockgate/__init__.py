@@ -41,9 +41,13 @@ from ._lockgate import (
     UnsupportedError,
     __version__,
     _close_all,
+    _flush_telemetry,
 )
 from . import aio
 
+# Log the telemetry still queued (atexit runs the last registered first: this runs after
+# _close_all, whose releases raise events too).
+atexit.register(_flush_telemetry)
 # Release what is still held, and withdraw abandoned waits, before the process is gone:
 # otherwise others wait for the lease to run out.
 atexit.register(_close_all)

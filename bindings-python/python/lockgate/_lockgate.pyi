@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from typing_extensions import Self, disjoint_base, final
 
 __all__ = [
-    "__version__", "_close_all", "_set_telemetry_sink", "_metric_instruments", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
+    "__version__", "_close_all", "_flush_telemetry", "_set_telemetry_sink", "_metric_instruments", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
     "LockConnectionError", "AuthenticationError", "ProtocolError", "LockCancelledError", "ClientClosedError",
     "AlreadyHeldError", "UnsupportedError", "Client", "Lock", "Semaphore", "ReadWriteLock", "Election", "LeaderInfo",
     "Lease", "AsyncClient", "AsyncLock", "AsyncSemaphore", "AsyncReadWriteLock", "AsyncElection", "AsyncLease",
@@ -19,6 +19,9 @@ __version__: str
 
 def _close_all() -> None:
     """Closes every live client of this process (registered with ``atexit``)."""
+
+def _flush_telemetry() -> None:
+    """Hands every queued telemetry event to ``logging`` and the sink now (registered with ``atexit``)."""
 
 def _set_telemetry_sink(
     sink: Optional[Callable[[List[Tuple[str, float, Dict[str, str]]], Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]], None]], /
