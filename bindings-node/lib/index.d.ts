@@ -506,6 +506,19 @@ export interface TelemetryEvent {
   reason?: string;
   /** acquire.failed / lease.renewal_failed: the error's code. */
   code?: string;
+  /** redlock.round: `acquire`, `renew`, `extend` or `release`. */
+  call?: string;
+  /** redlock.round: `granted`, `refused`, `no_quorum`, `too_late`, `mismatch`, `confirmed` or `unconfirmed`. */
+  outcome?: string;
+  /** redlock.round: from sending the round to its decision (ms). */
+  tookMs?: number;
+  /** redlock.round: the masters asked, and how they voted (granted, held elsewhere, restarting, failed, not answered when decided). */
+  masters?: number;
+  yes?: number;
+  no?: number;
+  restarting?: number;
+  failed?: number;
+  unanswered?: number;
 }
 
 /** The names of lockgate's diagnostics_channel channels: `lockgate.acquire.started`, ... */

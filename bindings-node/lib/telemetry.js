@@ -11,25 +11,8 @@
 
 const dc = require('node:diagnostics_channel');
 
-/** Every event the core raises, by its stable name (README "Telemetry"). */
-const EVENTS = Object.freeze([
-  'acquire.started',
-  'acquire.granted',
-  'acquire.not_acquired',
-  'acquire.timed_out',
-  'acquire.cancelled',
-  'acquire.failed',
-  'lease.released',
-  'lease.extended',
-  'lease.renewal_failed',
-  'lease.at_risk',
-  'lease.safe',
-  'lease.held_too_long',
-  'lease.lost',
-  'connection.lost',
-  'connection.restored',
-  'session.expired',
-]);
+/** Every event the core raises, by its stable name (README "Telemetry"): the core's list. */
+const EVENTS = Object.freeze(require('./wasm').telemetryEvents());
 
 const channels = new Map(EVENTS.map((event) => [event, dc.channel(`lockgate.${event}`)]));
 const all = [...channels.values()];

@@ -439,6 +439,13 @@ impl Engine {
     }
 }
 
+/// Every telemetry event's stable name (`acquire.started`, ..., `redlock.round`): the core's
+/// list, for lib/telemetry.js to make one diagnostics_channel per event.
+#[wasm_bindgen(js_name = telemetryEvents)]
+pub fn telemetry_events() -> Array {
+    lockgate_core::engine::EVENT_NAMES.iter().map(|n| JsValue::from_str(n)).collect()
+}
+
 /// Every metric instrument the core's telemetry records, as `[name, kind, unit, description]`
 /// (kind `histogram`, `counter` or `up_down_counter`), for lib/telemetry.js to create them in
 /// OpenTelemetry.

@@ -127,6 +127,31 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
   assert.equal(await lease.release(), false, 'releasing twice is harmless');
 });
 
+test('each Redlock round is published on lockgate.redlock.round with its votes', async () => {
+  const dc = require('node:diagnostics_channel');
+  assert.ok(lockgate.telemetryChannels.includes('lockgate.redlock.round'));
+  const seen = [];
+  const h = (e) => seen.push(e);
+  dc.subscribe('lockgate.redlock.round', h);
+  const rl = await connect(five);
+  try {
+    const lease = await rl.lock('rounds', { leaseMs: 1000 }).acquire({ timeoutMs: STARTUP_MS });
+    await lease.release();
+  } finally {
+    dc.unsubscribe('lockgate.redlock.round', h);
+  }
+  const granted = seen.find((e) => e.call === 'acquire' && e.outcome === 'granted');
+  assert.ok(granted, JSON.stringify(seen));
+  assert.equal(granted.masters, 5);
+  assert.ok(granted.yes >= 3 && granted.yes + granted.unanswered === 5, JSON.stringify(granted));
+  assert.equal(typeof granted.tookMs, 'number');
+  assert.deepEqual(
+    [seen.at(-1).call, seen.at(-1).outcome, seen.at(-1).yes],
+    ['release', 'confirmed', 5],
+  );
+  assert.equal(seen.at(-1).backend, 'redlock');
+});
+
 test('a reentrant Redlock lock re-enters its majority grant: held until the last release (PROTOCOL.md §8)', async () => {
   const rl = await connect(three);
   const lock = rl.lock('reentrant-redlock', { leaseMs: 1000, reentrant: true });

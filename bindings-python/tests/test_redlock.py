@@ -378,3 +378,26 @@ def test_asyncio(masters: RedisMasters) -> None:
             await a.lock("aio").try_acquire()
 
     run(main)
+
+
+def test_each_round_is_logged_with_its_votes(masters: RedisMasters, caplog: pytest.LogCaptureFixture) -> None:
+    # The core's redlock.round events reach logging with the votes: a grant on all five
+    # masters (decided at three: the others may not have answered yet), a refusal by a holder
+    # elsewhere, a release (which hears every master).
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    with lockgate.Client(masters.url, **SETTINGS) as a, lockgate.Client(masters.url, **SETTINGS) as b:
+        lease = a.lock("rounds", MAX_LEASE).acquire(timeout=FIRST)
+        assert b.lock("rounds", MAX_LEASE).try_acquire() is None
+        lease.release()
+    rounds = [
+        (r.lockgate_call, r.lockgate_outcome, r.lockgate_masters, r.lockgate_yes + r.lockgate_unanswered, r.lockgate_no)
+        for r in caplog.records
+        if r.name == "lockgate" and r.lockgate_event == "redlock.round"
+    ]
+    assert rounds[0] == ("acquire", "granted", 5, 5, 0), rounds
+    assert rounds[-1] == ("release", "confirmed", 5, 5, 0), rounds
+    (refused,) = [r for r in rounds if r[1] == "refused"]
+    assert refused[0] == "acquire" and refused[4] >= 3, rounds
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == "lockgate")

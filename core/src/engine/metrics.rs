@@ -204,6 +204,7 @@ mod tests {
             no: 0,
             restarting: 1,
             failed: 2,
+            unanswered: 0,
             took: Duration::from_millis(12),
         };
         let t = Telemetry { what: Happened::RedlockRound { op: Some(OpId(3)), round }, backend: "redlock", primitive: Some("mutex"), name: None };

@@ -175,8 +175,11 @@ pub struct RoundVotes {
     pub no: u32,
     /// Masters up for less than the maximum lease, which grant nothing yet.
     pub restarting: u32,
-    /// Masters that failed or were silent at the decision.
+    /// Masters that failed (an error, a connection down).
     pub failed: u32,
+    /// Masters that had not answered when the round was decided (a majority can decide
+    /// before the slowest master answers; at the node timeout, the silent ones).
+    pub unanswered: u32,
     /// From sending the round to its decision.
     pub took: Duration,
 }
@@ -209,9 +212,31 @@ impl LossReason {
     }
 }
 
+/// Every event's stable name, in the order of [`Happened`]'s variants: what a binding that
+/// names a channel or logger per event (Node's `diagnostics_channel`) creates them from.
+pub const EVENT_NAMES: &[&str] = &[
+    "acquire.started",
+    "acquire.granted",
+    "acquire.not_acquired",
+    "acquire.timed_out",
+    "acquire.cancelled",
+    "acquire.failed",
+    "lease.released",
+    "lease.extended",
+    "lease.renewal_failed",
+    "lease.at_risk",
+    "lease.safe",
+    "lease.held_too_long",
+    "lease.lost",
+    "connection.lost",
+    "connection.restored",
+    "session.expired",
+    "redlock.round",
+];
+
 impl Happened {
     /// The event's stable name (`acquire.started`, `acquire.granted`, `lease.lost`, ...), the
-    /// same in every binding.
+    /// same in every binding; each is in [`EVENT_NAMES`].
     pub fn name(&self) -> &'static str {
         match self {
             Happened::AcquireStarted { .. } => "acquire.started",
@@ -252,7 +277,7 @@ impl Happened {
     /// The event's measurements by their stable keys — `wait_s` (start to grant or give-up),
     /// `queued`, `held_s` (grant to release or loss), `reason` (a loss's), `code` (an error's),
     /// and a Redlock round's `call`, `outcome`, `took_s` and vote counts (`masters`, `yes`,
-    /// `no`, `restarting`, `failed`) — the same in every binding, so each hands them on in its own form by one loop.
+    /// `no`, `restarting`, `failed`, `unanswered`) — the same in every binding, so each hands them on in its own form by one loop.
     pub fn measurements(&self) -> Vec<(&'static str, Measure)> {
         use Measure::*;
         match self {
@@ -271,6 +296,7 @@ impl Happened {
                 ("no", Count(r.no)),
                 ("restarting", Count(r.restarting)),
                 ("failed", Count(r.failed)),
+                ("unanswered", Count(r.unanswered)),
             ],
             _ => Vec::new(),
         }
@@ -466,5 +492,67 @@ impl Recorder {
     /// An event of the client's connection or session.
     pub fn client(&self, what: Happened) -> Option<Telemetry> {
         self.event(what, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of each variant: a new variant fails to compile here until it is listed, and its
+    /// name must then be in `EVENT_NAMES`.
+    fn one_of_each() -> Vec<Happened> {
+        let (op, lease, d) = (OpId(1), LeaseId(1), Duration::ZERO);
+        let all = vec![
+            Happened::AcquireStarted { op },
+            Happened::Granted { op, lease, waited: d, queued: false },
+            Happened::NotAcquired { op },
+            Happened::TimedOut { op, waited: d },
+            Happened::Cancelled { op, waited: d },
+            Happened::AcquireFailed { op, waited: d, code: "CONNECTION" },
+            Happened::Released { lease, held: d },
+            Happened::Extended { lease },
+            Happened::RenewalFailed { lease, code: "CONNECTION" },
+            Happened::AtRisk { lease },
+            Happened::Safe { lease },
+            Happened::HeldTooLong { lease, held: d },
+            Happened::Lost { lease, reason: LossReason::Expired, held: d },
+            Happened::ConnectionLost,
+            Happened::ConnectionRestored,
+            Happened::SessionExpired,
+            Happened::RedlockRound {
+                op: None,
+                round: RoundVotes { call: "renew", outcome: "confirmed", masters: 3, yes: 3, no: 0, restarting: 0, failed: 0, unanswered: 0, took: d },
+            },
+        ];
+        for h in &all {
+            // Exhaustive on purpose: a variant missing above does not compile.
+            match h {
+                Happened::AcquireStarted { .. }
+                | Happened::Granted { .. }
+                | Happened::NotAcquired { .. }
+                | Happened::TimedOut { .. }
+                | Happened::Cancelled { .. }
+                | Happened::AcquireFailed { .. }
+                | Happened::Released { .. }
+                | Happened::Extended { .. }
+                | Happened::RenewalFailed { .. }
+                | Happened::AtRisk { .. }
+                | Happened::Safe { .. }
+                | Happened::HeldTooLong { .. }
+                | Happened::Lost { .. }
+                | Happened::ConnectionLost
+                | Happened::ConnectionRestored
+                | Happened::SessionExpired
+                | Happened::RedlockRound { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_event_name_is_listed_once() {
+        let names: Vec<&str> = one_of_each().iter().map(Happened::name).collect();
+        assert_eq!(names, EVENT_NAMES);
     }
 }

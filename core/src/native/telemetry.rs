@@ -169,7 +169,8 @@ impl Sink {
                     yes = round.yes,
                     no = round.no,
                     restarting = round.restarting,
-                    failed = round.failed
+                    failed = round.failed,
+                    unanswered = round.unanswered
                 );
             }
         }

@@ -462,7 +462,8 @@ fn round_votes(purpose: Purpose, verdict: &Verdict, tally: Tally, quorum: usize,
         yes: count(tally.yes),
         no: count(tally.no),
         restarting: count(tally.restarting),
-        failed: count(tally.failed + tally.pending),
+        failed: count(tally.failed),
+        unanswered: count(tally.pending),
         took,
     })
 }

@@ -77,6 +77,9 @@ final class Slf4jTelemetry implements TelemetrySink {
         if (v instanceof NativeOptionValue.Text t) {
             return t.getV();
         }
+        if (v instanceof NativeOptionValue.Whole w) {
+            return w.getV();
+        }
         return String.valueOf(v);
     }
 }

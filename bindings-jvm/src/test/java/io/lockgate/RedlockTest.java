@@ -136,6 +136,40 @@ class RedlockTest {
     }
 
     @Test
+    void eachRoundIsLoggedWithItsVotes() throws Exception {
+        ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("lockgate");
+        ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender = new ch.qos.logback.core.read.ListAppender<>();
+        ch.qos.logback.classic.Level before = logger.getLevel();
+        appender.start();
+        logger.addAppender(appender);
+        logger.setAdditive(false);
+        logger.setLevel(ch.qos.logback.classic.Level.DEBUG);
+        List<java.util.Map<String, Object>> rounds = new ArrayList<>();
+        try (LockgateClient rl = LockgateClient.connect(url(masters), options())) {
+            rl.getLock("rounds", RENEWED).acquire(STARTUP).release();
+        } finally {
+            logger.detachAppender(appender);
+            logger.setAdditive(true);
+            logger.setLevel(before);
+        }
+        for (ch.qos.logback.classic.spi.ILoggingEvent e : appender.list) {
+            java.util.Map<String, Object> kv = new java.util.TreeMap<>();
+            if (e.getKeyValuePairs() != null) {
+                e.getKeyValuePairs().forEach(p -> kv.put(p.key, p.value));
+            }
+            if ("redlock.round".equals(kv.get("lockgate.event"))) {
+                rounds.add(kv);
+            }
+        }
+        assertEquals(2, rounds.size(), rounds.toString());
+        java.util.Map<String, Object> acquire = rounds.get(0);
+        java.util.Map<String, Object> release = rounds.get(1);
+        assertEquals(List.of("acquire", "granted", 5L), List.of(acquire.get("lockgate.call"), acquire.get("lockgate.outcome"), acquire.get("lockgate.masters")), acquire.toString());
+        assertEquals(5L, (Long) acquire.get("lockgate.yes") + (Long) acquire.get("lockgate.unanswered"), acquire.toString());
+        assertEquals(List.of("release", "confirmed", 5L), List.of(release.get("lockgate.call"), release.get("lockgate.outcome"), release.get("lockgate.yes")), release.toString());
+    }
+
+    @Test
     void acquireAndReleaseOnEveryMaster() throws Exception {
         Capabilities caps = redlock.capabilities();
         assertEquals("Redlock", caps.backend());
