@@ -103,3 +103,19 @@ def test_nothing_is_recorded_once_uninstrumented(server: RedisServer) -> None:
     with lockgate.Client(server.url) as client:
         assert client.lock("quiet-otel").acquire(timeout=5).release()
     assert not any(v.value for (name, _), v in _points(reader).items() if name == "lockgate.lock.acquisitions")
+
+
+def test_acquire_spans_are_roots_whatever_span_is_current(server: RedisServer) -> None:
+    # The records are made by whichever thread hands the queued events on: the caller's span
+    # would be a guess, so the acquire span is a root.
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    lockgate.otel.instrument(meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]), tracer_provider=tracer_provider)
+    try:
+        with lockgate.Client(server.url) as client, tracer_provider.get_tracer("app").start_as_current_span("caller"):
+            client.lock("root-span", 3).acquire(timeout=5).release()
+    finally:
+        lockgate.otel.uninstrument()
+    (acquire,) = [s for s in spans.get_finished_spans() if s.name == "lockgate.acquire"]
+    assert acquire.parent is None

@@ -7,8 +7,9 @@ application's SDK exports them)::
 
 Every client then records the metrics of README "Telemetry" (the same names, attributes and
 values as every lockgate binding: ``lockgate.lock.wait.duration``, ``lockgate.lock.held``, ...)
-and one ``lockgate.acquire`` span per acquire that ended (its wait; not parented to the
-caller's span: the event is raised on the client's driver thread). Nothing of OpenTelemetry is
+and one ``lockgate.acquire`` span per acquire that ended (its wait; a root span, not parented
+to the caller's: the event may be handed on by another thread than the caller's, whose current
+span would be the wrong parent). Nothing of OpenTelemetry is
 imported until ``instrument()`` is called; ``uninstrument()`` stops it.
 """
 
@@ -27,6 +28,7 @@ def instrument(meter_provider: Any = None, tracer_provider: Any = None) -> None:
     ``opentelemetry-api`` is not installed."""
     try:
         from opentelemetry import metrics, trace
+        from opentelemetry.context import Context
         from opentelemetry.trace import Status, StatusCode
     except ImportError as e:  # pragma: no cover - the message is the point
         raise ImportError("lockgate.otel needs OpenTelemetry: pip install opentelemetry-api (and an SDK to export)") from e
@@ -51,7 +53,7 @@ def instrument(meter_provider: Any = None, tracer_provider: Any = None) -> None:
             fn(int(value) if counts else value, attributes)
         if span is not None:
             name, start_ns, end_ns, attributes, error = span
-            s = tracer.start_span(name, start_time=start_ns, attributes=attributes)
+            s = tracer.start_span(name, context=Context(), start_time=start_ns, attributes=attributes)
             if error is not None:
                 s.set_status(Status(StatusCode.ERROR, error))
             s.end(end_time=end_ns)
