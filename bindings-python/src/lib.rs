@@ -50,6 +50,7 @@ fn _lockgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(connection::_close_all, m)?)?;
     m.add_function(wrap_pyfunction!(telemetry::_set_telemetry_sink, m)?)?;
     m.add_function(wrap_pyfunction!(telemetry::_flush_telemetry, m)?)?;
+    m.add_function(wrap_pyfunction!(telemetry::_metric_totals, m)?)?;
     m.add_function(wrap_pyfunction!(telemetry::_metric_instruments, m)?)?;
     Ok(())
 }

@@ -9,9 +9,10 @@
 //!
 //! With a sink set ([`_set_telemetry_sink`], by `lockgate.otel.instrument()`), every event's
 //! metric updates (the core's `Telemetry::metric_updates`: the same instruments, attributes and
-//! values as every binding) and, for an acquire that ended, its span (name, wall-clock start
-//! and end in ns, attributes, error code) are handed to it as plain tuples; the sink (Python)
-//! records them through OpenTelemetry.
+//! values as every binding) reach OpenTelemetry: histogram samples and, for an acquire that
+//! ended, its span (name, wall-clock start and end in ns, attributes, error code) are handed to
+//! the sink as plain tuples; counters and up-down counters are summed here ([`TOTALS`]) and read
+//! by the sink's observable instruments when the SDK collects ([`_metric_totals`]).
 //!
 //! Events arrive on the client's driver task, which must not wait for the GIL: taking it there
 //! made every call wait for the driver's logging, and the caller's thread for the driver
@@ -25,7 +26,7 @@
 //! client checks at once); WARNING events always are. It gives up quietly while the
 //! interpreter shuts down, and a failing handler never breaks a lock: its error is dropped.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -67,9 +68,17 @@ pub(crate) fn to_logging() -> Listener {
         if !sink && !logs {
             return;
         }
+        if sink {
+            add_to_totals(t);
+        }
+        // Only what Python must see: a log record, or a histogram sample or span for the sink
+        // (counts are summed here and read by the sink's observable instruments).
+        if !logs && !has_samples(t) {
+            return;
+        }
         let was_empty = {
             let mut queue = lock_mutex(&QUEUE);
-            queue.push_back(t.clone());
+            queue.push_back((t.clone(), wall_ns()));
             queue.len() == 1
         };
         QUEUED.store(true, Ordering::Release);
@@ -81,7 +90,7 @@ pub(crate) fn to_logging() -> Listener {
 
 /// Events waiting for a thread holding the GIL, oldest first; [`QUEUED`] says it may hold one
 /// (read without a lock by every sync call as it returns).
-static QUEUE: Mutex<VecDeque<Telemetry>> = Mutex::new(VecDeque::new());
+static QUEUE: Mutex<VecDeque<(Telemetry, u64)>> = Mutex::new(VecDeque::new());
 static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread handing queued events to Python.
 static DRAINING: Mutex<()> = Mutex::new(());
@@ -109,20 +118,55 @@ pub(crate) fn flush(py: Python<'_>) {
         if batch.is_empty() {
             return;
         }
-        for t in &batch {
-            hand_on(py, t);
+        for (t, at_ns) in &batch {
+            hand_on(py, t, *at_ns);
         }
     }
 }
 
-/// One event to the logger (if it is wanted at its level) and the sink (if one is set).
-fn hand_on(py: Python<'_>, t: &Telemetry) {
+/// One event (raised at `at_ns`, wall clock) to the logger (if it is wanted at its level) and
+/// the sink (if one is set).
+fn hand_on(py: Python<'_>, t: &Telemetry, at_ns: u64) {
     if t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) {
         let _ = log(py, t);
     }
-    if SINK_ON.load(Ordering::Relaxed) {
-        let _ = feed(py, t);
+    if SINK_ON.load(Ordering::Relaxed) && has_samples(t) {
+        let _ = feed(py, t, at_ns);
     }
+}
+
+/// Now, in ns since the Unix epoch (OpenTelemetry's span times).
+fn wall_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// Whether the sink has something to record of `t` itself: a histogram sample or a span.
+fn has_samples(t: &Telemetry) -> bool {
+    t.ended_acquire().is_some() || t.metric_updates().iter().any(|u| u.instrument.kind == InstrumentKind::Histogram)
+}
+
+/// Each counter's and up-down counter's total by attributes since the sink was set: summed on
+/// the driver, read by the sink's observable instruments when its SDK collects (one Python
+/// call per collection instead of one per change).
+type Totals = HashMap<(&'static str, Vec<(&'static str, String)>), f64>;
+static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
+
+fn add_to_totals(t: &Telemetry) {
+    let mut totals = lock_mutex(&TOTALS);
+    let totals = totals.get_or_insert_with(HashMap::new);
+    for u in t.metric_updates() {
+        if u.instrument.kind != InstrumentKind::Histogram {
+            *totals.entry((u.instrument.name, u.attributes)).or_insert(0.0) += u.value;
+        }
+    }
+}
+
+/// Every counter's and up-down counter's total since the sink was set, as `(instrument, total,
+/// attributes)`: what the sink's observable instruments report.
+#[pyfunction]
+pub(crate) fn _metric_totals(py: Python<'_>) -> PyResult<Vec<(&'static str, f64, Bound<'_, PyDict>)>> {
+    let totals = lock_mutex(&TOTALS).clone().unwrap_or_default();
+    totals.into_iter().map(|((name, attrs), total)| Ok((name, total, attributes(py, &attrs)?))).collect()
 }
 
 /// The thread that hands on events no call's return drained within [`GRACE`]; one per
@@ -196,6 +240,11 @@ static SINK_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
     let on = sink.is_some();
     *SINK.write().unwrap_or_else(|e| e.into_inner()) = sink;
+    // A new sink counts from now; a removed one's totals stay as they were (as a synchronous
+    // counter's would, given nothing more).
+    if on {
+        *lock_mutex(&TOTALS) = None;
+    }
     SINK_ON.store(on, Ordering::Relaxed);
 }
 
@@ -212,18 +261,18 @@ pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static
 }
 
 /// Hands `t` to the sink: its metric updates, and an ended acquire's span.
-fn feed(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
+fn feed(py: Python<'_>, t: &Telemetry, end: u64) -> PyResult<()> {
     let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
         return Ok(());
     };
     let updates = t
         .metric_updates()
         .into_iter()
+        .filter(|u| u.instrument.kind == InstrumentKind::Histogram)
         .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
         .collect::<PyResult<Vec<_>>>()?;
     let span = match t.ended_acquire() {
         Some(ended) => {
-            let end = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
             let start = end.saturating_sub(ended.waited.as_nanos() as u64);
             let mut attrs = t.attributes();
             attrs.push(("lockgate.outcome", ended.outcome.to_string()));

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from typing_extensions import Self, disjoint_base, final
 
 __all__ = [
-    "__version__", "_close_all", "_flush_telemetry", "_set_telemetry_sink", "_metric_instruments", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
+    "__version__", "_close_all", "_flush_telemetry", "_set_telemetry_sink", "_metric_instruments", "_metric_totals", "LockError", "InvalidArgumentError", "LockTimeoutError", "NotHeldError",
     "LockConnectionError", "AuthenticationError", "ProtocolError", "LockCancelledError", "ClientClosedError",
     "AlreadyHeldError", "UnsupportedError", "Client", "Lock", "Semaphore", "ReadWriteLock", "Election", "LeaderInfo",
     "Lease", "AsyncClient", "AsyncLock", "AsyncSemaphore", "AsyncReadWriteLock", "AsyncElection", "AsyncLease",
@@ -27,6 +27,9 @@ def _set_telemetry_sink(
     sink: Optional[Callable[[List[Tuple[str, float, Dict[str, str]]], Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]], None]], /
 ) -> None:
     """Sets (``None``: removes) the callable every client's telemetry is handed to (``lockgate.otel``)."""
+
+def _metric_totals() -> List[Tuple[str, float, Dict[str, str]]]:
+    """Every counter's and up-down counter's total since the sink was set, as ``(instrument, total, attributes)``."""
 
 def _metric_instruments() -> List[Tuple[str, str, str, str]]:
     """Every metric instrument as ``(name, kind, unit, description)``, kind ``histogram``, ``counter`` or ``up_down_counter``."""

@@ -36,21 +36,29 @@ def instrument(meter_provider: Any = None, tracer_provider: Any = None) -> None:
     version = getattr(_lockgate, "__version__", None)
     meter = (meter_provider or metrics.get_meter_provider()).get_meter("lockgate", version)
     tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer("lockgate", version)
-    # Each instrument's recording method by the kind the core gives it, and whether it counts
-    # (whole increments) rather than samples.
-    record: Dict[str, Tuple[Callable[..., None], bool]] = {}
+    # Histograms take each sample as it happens; counters and up-down counters are summed by
+    # the core's driver and observed when the SDK collects (one call per collection, not one
+    # per change: most of an acquire's updates are counts).
+    from opentelemetry.metrics import CallbackOptions, Observation
+
+    def observe(instrument: str) -> Callable[[CallbackOptions], List[Observation]]:
+        def callback(_options: CallbackOptions) -> List[Observation]:
+            return [Observation(total, attributes) for name, total, attributes in _lockgate._metric_totals() if name == instrument]
+
+        return callback
+
+    samples: Dict[str, Callable[..., None]] = {}
     for name, kind, unit, description in _lockgate._metric_instruments():
         if kind == "histogram":
-            record[name] = (meter.create_histogram(name, unit=unit, description=description).record, False)
+            samples[name] = meter.create_histogram(name, unit=unit, description=description).record
         elif kind == "counter":
-            record[name] = (meter.create_counter(name, unit=unit, description=description).add, True)
+            meter.create_observable_counter(name, callbacks=[observe(name)], unit=unit, description=description)
         else:
-            record[name] = (meter.create_up_down_counter(name, unit=unit, description=description).add, True)
+            meter.create_observable_up_down_counter(name, callbacks=[observe(name)], unit=unit, description=description)
 
     def sink(updates: List[Tuple[str, float, Dict[str, str]]], span: Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]) -> None:
         for name, value, attributes in updates:
-            fn, counts = record[name]
-            fn(int(value) if counts else value, attributes)
+            samples[name](value, attributes)
         if span is not None:
             name, start_ns, end_ns, attributes, error = span
             s = tracer.start_span(name, context=Context(), start_time=start_ns, attributes=attributes)
