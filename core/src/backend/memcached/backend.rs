@@ -502,6 +502,12 @@ impl Backend for MemcachedBackend {
         Ok(())
     }
 
+    /// The item's value is the owner token: `gets`/`cas` with it, from any client, is its own
+    /// renewal (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// memcached issues no fencing tokens: a break cannot name a holder by one.
     fn check_break(&self, fenced: bool) -> Result<()> {
         if fenced {

@@ -251,6 +251,12 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
+    /// The holder's hold is its owner token's: an EXTEND with it, from any client, is its own
+    /// renewal (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
     fn check_break(&self, _fenced: bool) -> Result<()> {
         Ok(())
     }
