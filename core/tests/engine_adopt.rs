@@ -48,7 +48,7 @@ fn an_adopter_confirms_the_owner_token_and_holds_it_with_the_same_fence() {
     let mut adopter = engine(2);
     let op = adopter.adopt(t0, &identity, &opts).unwrap();
     let (id, extend) = one_request(&mut adopter);
-    let token = identity.split('/').nth(5).unwrap().to_string();
+    let token = identity.split('/').nth(4).unwrap().to_string();
     assert!(acquire[0].contains(&token) && extend[0].contains(&token), "the holder's owner token: {acquire:?} {extend:?}");
     assert!(extend[0].contains(&"3000".to_string()), "extended to the adopter's lease: {extend:?}");
     adopter.handle_reply(t0, id, Ok(vec![Reply::Int(1)]));
