@@ -242,6 +242,18 @@ class Actor {
           if (!leader) return { ok: true, leader: false };
           return { ok: true, leader: true, value: leader.value, token: leader.term.toString() };
         }
+        case 'export': {
+          const lease = this.top(op);
+          if (!lease) return NOT_HELD;
+          return { ok: true, identity: lease.identity() };
+        }
+        case 'adopt': {
+          // The adopted lease joins the stack of the step's handle, as an acquire's would.
+          const lease = await this.client.adopt(op.identity ?? '', lockOptions(op));
+          this.handleFor(op).leases.push(lease);
+          if (lease.fencingToken === null) return { ok: true, acquired: true };
+          return { ok: true, acquired: true, token: lease.fencingToken.toString() };
+        }
         case 'break': {
           const token = op.token !== undefined ? Number(op.token) : undefined;
           const b = await this.client.breakLock(op.lock ?? '', { token, kind: op.kind ?? 'mutex' });

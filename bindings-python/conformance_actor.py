@@ -224,6 +224,16 @@ class Actor:
                 if lost.wait(secs(op, "timeout_ms") or 5.0):
                     return {"ok": True, "lost": True, "error": reasons[0].code}
                 return {"ok": True, "lost": False}
+            if kind == "export":
+                held = self.top(op)
+                if held is None:
+                    return NOT_HELD
+                return {"ok": True, "identity": held.identity()}
+            if kind == "adopt":
+                # The adopted lease joins the stack of the step's handle, as an acquire's would.
+                adopted = self.client.adopt(op.get("identity", ""), secs(op, "lease_ms"), renew=op.get("renew"))
+                self.leases.setdefault(key, []).append(adopted)
+                return granted(adopted)
             if kind == "hammer":
                 handle = self.handle_for(op)
                 hold = secs(op, "hold_ms") or 0.002

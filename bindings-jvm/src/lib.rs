@@ -273,6 +273,14 @@ impl NativeClient {
         Ok(self.inner.list(&prefix, limit, cursor.as_deref()).await?.into())
     }
 
+    /// Adopts the lease `identity` names (another client's `Lease::identity`) with `options`'
+    /// lease and renewal; the lease fills `into` and its fencing token (or [`NO_TOKEN`]) is
+    /// the answer. `NOT_HELD` if it is no longer current, `INVALID_ARGUMENT` if malformed.
+    pub async fn adopt(&self, identity: String, options: NativeLockOptions, into: Arc<NativeLease>) -> NativeResult<i64> {
+        let (opts, _) = self.lock_options(options)?;
+        Ok(into.fill(self.inner.adopt(&identity, opts).await?))
+    }
+
     /// A mutex handle (reentrant if the options say so); name and options are validated by the core.
     pub fn lock(&self, name: String, options: NativeLockOptions) -> NativeResult<Arc<NativeLock>> {
         self.primitive(name, Primitive::Mutex, options)
@@ -556,6 +564,16 @@ impl NativeLease {
     pub async fn extend(&self, duration_secs: f64) -> NativeResult<()> {
         let duration = secs(lease_from_f64, "extend's duration", duration_secs)?;
         Ok(self.acquired()?.extend(duration).await?)
+    }
+
+    /// The name of the lock the lease holds (`None` before it is filled).
+    pub fn name(&self) -> Option<String> {
+        self.get().map(|l| l.name().to_string())
+    }
+
+    /// The lease's identity, for another client to adopt (PROTOCOL.md §17).
+    pub async fn identity(&self) -> NativeResult<String> {
+        Ok(self.acquired()?.identity().await?)
     }
 
     /// Owner-only release: `true` if it was still held, `false` if it had expired or been lost.

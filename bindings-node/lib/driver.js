@@ -190,6 +190,25 @@ class Driver {
     return this.track(this.engine.inspectLock(now(), spec), undefined, undefined);
   }
 
+  /** Adopts the lease `identity` names with the options of `spec` (LockSpec.adopted); resolves with the `acquired` event. */
+  adopt(identity, spec) {
+    this.ensureOpen();
+    this.watchTelemetry();
+    const op = this.engine.adopt(now(), identity, spec);
+    if (!this.exitRegistered) {
+      // An adopted lease is released at exit like an acquired one.
+      this.exitRegistered = true;
+      exit.register(this);
+    }
+    return this.track(op, undefined, undefined);
+  }
+
+  /** The identity of held lease `lease` (NotHeldError if it is not held). */
+  identity(lease) {
+    this.ensureOpen();
+    return this.engine.leaseIdentity(now(), lease);
+  }
+
   release(lease) {
     this.ensureOpen();
     return this.track(this.engine.release(now(), lease), lease, undefined);

@@ -216,6 +216,13 @@ export class Client {
    * safe only with fencing (the broken holder learns of its loss at its next renewal).
    */
   breakLock(name: string, options?: BreakOptions): Promise<Broken | null>;
+  /**
+   * Adopts the lease `identity` names (`lease.identity()` of another process): a Lease of this
+   * client on the same hold, with the same fencing token (no second grant), renewed with
+   * `options`. Rejects with NotHeldError if it is no longer current, InvalidArgumentError for a
+   * malformed identity, UnsupportedError on ZooKeeper and etcd.
+   */
+  adopt(identity: string, options?: LeaseOptions): Promise<Lease>;
 
   /**
    * One page of the locks whose names start with `prefix` (every lock if empty), each a lock
@@ -462,6 +469,11 @@ export class Lease {
   release(): Promise<boolean>;
   /** Sets the remaining lease to `ms` if still held; never re-acquires (rejects with NotHeldError). */
   extend(ms: number): Promise<void>;
+  /**
+   * This lease's identity (an opaque string) for another process to `client.adopt()`. Whoever
+   * has it can release the lock: never log it. Throws NotHeldError if the lease is not held.
+   */
+  identity(): string;
   [Symbol.asyncDispose](): Promise<void>;
 }
 

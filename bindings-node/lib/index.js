@@ -141,6 +141,20 @@ class Client {
     return (await open(this).list(prefix, limit, cursor)).page;
   }
 
+  /**
+   * Adopts the lease `identity` names (`lease.identity()` of another process, PROTOCOL.md §17):
+   * resolves with a Lease of this client on the same hold, with the same fencing token — no second
+   * grant — that renews (`{ leaseMs, autoRenew }` as for lock()), extends, releases and signals its
+   * loss. NotHeldError if it is no longer current; InvalidArgumentError for a malformed identity
+   * (nothing is sent); UnsupportedError on ZooKeeper and etcd. redis-py's `Lock(token=...)`.
+   */
+  async adopt(identity, options) {
+    const driver = open(this);
+    const spec = wasm.LockSpec.adopted(driver.engine, identity, options);
+    const lock = new Lock(INTERNAL, this, spec);
+    return new Lease(INTERNAL, lock, driver, await driver.adopt(identity, spec));
+  }
+
   /** Whether close() was called. */
   get closed() {
     return drivers.get(this).closed;
@@ -571,6 +585,16 @@ class Lease {
     this.#released = true;
     this.#lock[FREE](this.#id);
     return (await done).wasHeld;
+  }
+
+  /**
+   * This lease's identity as one opaque string, for another process to `client.adopt()`: it then
+   * renews, extends and releases the same hold. Whoever has it can release the lock: never log it.
+   * NotHeldError if the lease is no longer held; UnsupportedError for leadership and on ZooKeeper and etcd.
+   */
+  identity() {
+    if (this.#released) throw makeError('NOT_HELD', 'the lease was released');
+    return this.#driver.identity(this.#id);
   }
 
   /** Sets the remaining lease to `ms` if still held; never re-acquires (NotHeldError). */

@@ -51,6 +51,17 @@ impl LockSpec {
     /// A mutex: validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs,
     /// reentrant }` by the client's rules (on Redlock: no `entryTtlMs`, the lease within the
     /// deployment's `maxLeaseMs`, 30 s or `maxLeaseMs` by default).
+    /// The handle of a lease adopted from `identity` (`lease.identity()` of another client):
+    /// the identity's name and primitive, this client's `leaseMs`/`autoRenew`.
+    /// `INVALID_ARGUMENT` for a malformed identity, `UNSUPPORTED` where the backend cannot adopt.
+    pub fn adopted(engine: &Engine, identity: JsValue, options: JsValue) -> JsResult<LockSpec> {
+        js(engine.require(Capability::Adopt))?;
+        let identity = js(identity.as_string().ok_or_else(|| Error::invalid("identity must be a string from lease.identity()")))?;
+        let identity = js(lockgate_core::adopt::Identity::parse(&identity))?;
+        let o = js(engine.handle("adopt option", &options, &[]))?;
+        LockSpec::checked(&JsValue::from_str(&identity.name), identity.primitive, o)
+    }
+
     pub fn mutex(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
         let o = js(engine.handle("lock option", &options, &["reentrant"]))?;
         LockSpec::checked(&name, Primitive::Mutex, o)
@@ -295,6 +306,19 @@ impl Engine {
     pub fn inspect_lock(&mut self, now: f64, lock: &LockSpec) -> JsResult<f64> {
         let op = js(self.core.inspect_as(instant(now), &lock.name, &lock.primitive))?;
         Ok(id_to_js(op.0))
+    }
+
+    /// Adopts the lease `identity` names with `lock`'s options (made by `LockSpec.adopted`):
+    /// completes as `acquired` (the same fencing token) or `failed` (`NOT_HELD`). Returns the op id.
+    pub fn adopt(&mut self, now: f64, identity: String, lock: &LockSpec) -> JsResult<f64> {
+        let op = js(self.core.adopt(instant(now), &identity, &lock.options))?;
+        Ok(id_to_js(op.0))
+    }
+
+    /// The identity of held lease `lease`, for another client to adopt (PROTOCOL.md §17).
+    #[wasm_bindgen(js_name = leaseIdentity)]
+    pub fn lease_identity(&self, now: f64, lease: f64) -> JsResult<String> {
+        js(self.core.export(instant(now), LeaseId(id_from_js(lease))))
     }
 
     /// Releases a lease (owner-only; on every master for Redlock); returns the op id.

@@ -210,6 +210,24 @@ impl ClientBase {
         self.conn.api.run(py, async move { Ok(crate::snapshot::BrokenOut(conn.client().await?.break_lock(&name, kind, token).await?)) })
     }
 
+    /// Adopts the lease ``identity`` names (:meth:`Lease.identity` of another process; awaitable
+    /// in ``lockgate.aio``): returns a lease of this client on the same hold, with the same
+    /// fencing token — no second grant — that renews (``lease``/``renew`` as for :meth:`lock`),
+    /// extends, releases and reports its loss. :class:`lockgate.NotHeldError` if that lease is
+    /// no longer current; :class:`lockgate.InvalidArgumentError` for a malformed identity
+    /// (nothing is sent); :class:`lockgate.UnsupportedError` on ZooKeeper and etcd. redis-py's
+    /// ``Lock(token=...)``, python-redis-lock's ``Lock(id=...)``.
+    #[pyo3(signature = (identity, lease=None, *, renew=None))]
+    fn adopt<'py>(&self, py: Python<'py>, identity: Text, lease: Option<Secs>, renew: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        let options = lock_options(py, &self.conn, lease, renew, None, None)?;
+        let (conn, identity) = (self.conn.clone(), identity.0);
+        self.conn.api.run(py, async move {
+            conn.process.check()?;
+            let lease = conn.client().await?.adopt(&identity, options).await?;
+            Ok(crate::lease::Deliver(crate::lease::LeaseCell::new(lease, &conn), None))
+        })
+    }
+
     /// One page of the locks whose names start with ``prefix`` (awaitable in
     /// ``lockgate.aio``): a ``dict`` with ``entries`` — each a ``dict`` with ``name``,
     /// ``kind`` (``"mutex"``, ``"rw"``, ``"semaphore"``, ``"election"``), ``holders``,

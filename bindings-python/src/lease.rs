@@ -221,6 +221,19 @@ impl LeaseBase {
         })
     }
 
+    /// This lease's identity as one opaque ``str`` (awaitable in ``lockgate.aio``), for another
+    /// process to :meth:`Client.adopt`: it then renews, extends and releases the same hold —
+    /// redis-py's ``Lock(token=...)``. Whoever has it can release the lock: never log it.
+    /// :class:`lockgate.NotHeldError` if the lease is no longer held;
+    /// :class:`lockgate.UnsupportedError` for leadership and on ZooKeeper and etcd.
+    fn identity<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cell = self.cell.clone();
+        cell.conn.api.run(py, async move {
+            cell.conn.process.check()?;
+            cell.lease.identity().await
+        })
+    }
+
     /// Releases this hold (a permit is returned, a leadership resigned; awaitable in
     /// ``lockgate.aio``): ``True`` if it was still held, ``False`` if it had expired, been
     /// taken over or released already.

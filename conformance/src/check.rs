@@ -11,6 +11,8 @@ pub struct Context {
     run: String,
     fencing: bool,
     tokens: HashMap<String, u128>,
+    /// Lease identities an `export` saved (a later `adopt` passes one by `identity_from`).
+    identities: HashMap<String, String>,
     /// Hammer records: (token, if the grant had one; enter ns; exit ns).
     hammers: HashMap<String, Vec<(Option<u128>, u128, u128)>>,
 }
@@ -19,7 +21,7 @@ impl Context {
     /// `fencing`: whether the variant's backend gives fencing tokens; without it every grant
     /// must come without a token, and `token_gt`/`token_eq` expect exactly that.
     pub fn new(run: &str, fencing: bool) -> Self {
-        Context { run: run.into(), fencing, tokens: HashMap::new(), hammers: HashMap::new() }
+        Context { run: run.into(), fencing, tokens: HashMap::new(), identities: HashMap::new(), hammers: HashMap::new() }
     }
 
     /// Scenario lock names are local; each run gets its own real names so runs never interfere.
@@ -47,6 +49,12 @@ impl Context {
                 map.insert("lock".into(), Value::from(name));
             }
             map.remove("repeat_name");
+            // A lease identity another actor exported (an `adopt` of it).
+            if let Some(n) = map.remove("identity_from").and_then(|n| n.as_str().map(str::to_string)) {
+                if let Some(id) = self.identities.get(&n) {
+                    map.insert("identity".into(), Value::from(id.clone()));
+                }
+            }
             // A saved fencing token as an argument (a break naming a holder by it); a
             // backend without tokens saved none: the step goes without.
             if let Some(n) = map.remove("token_from").and_then(|n| n.as_str().map(str::to_string)) {
@@ -79,6 +87,9 @@ impl Context {
         }
         if let Some(t) = r.get("token").and_then(Value::as_str).and_then(|t| t.parse::<u128>().ok()) {
             self.tokens.insert(label.to_string(), t);
+        }
+        if let Some(id) = r.get("identity").and_then(Value::as_str) {
+            self.identities.insert(label.to_string(), id.to_string());
         }
         let tokenless = r.get("token").is_none_or(Value::is_null)
             && r.get("records").and_then(Value::as_array).is_none_or(|rs| rs.iter().all(|rec| rec.get(0).is_some_and(Value::is_null)));

@@ -40,11 +40,14 @@ pub enum Capability {
     /// Listing the locks under a name prefix (PROTOCOL.md §16); memcached cannot enumerate its
     /// keys, so it never will.
     ListLocks,
+    /// Handing a lease to another client (PROTOCOL.md §17): its identity exported, adopted
+    /// there. Not where a holder's entry lives in its own session (ZooKeeper, etcd).
+    Adopt,
 }
 
 impl Capability {
     /// Every capability, in the order of [`Capabilities::pairs`].
-    pub const ALL: [Capability; 12] = [
+    pub const ALL: [Capability; 13] = [
         Capability::Fencing,
         Capability::Fifo,
         Capability::Semaphore,
@@ -57,6 +60,7 @@ impl Capability {
         Capability::AgreedParameters,
         Capability::EntryTtl,
         Capability::ListLocks,
+        Capability::Adopt,
     ];
 
     /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
@@ -74,6 +78,7 @@ impl Capability {
             Capability::AgreedParameters => "agreed_parameters",
             Capability::EntryTtl => "entry_ttl",
             Capability::ListLocks => "list_locks",
+            Capability::Adopt => "adopt",
         }
     }
 
@@ -97,6 +102,7 @@ impl Capability {
             Capability::AgreedParameters => "server-checked lock parameters",
             Capability::EntryTtl => "waiter entry leases",
             Capability::ListLocks => "lock listings",
+            Capability::Adopt => "adopting another client's lease",
         }
     }
 }
@@ -139,6 +145,8 @@ pub struct Capabilities {
     pub entry_ttl: bool,
     /// See [`Capability::ListLocks`].
     pub list_locks: bool,
+    /// See [`Capability::Adopt`].
+    pub adopt: bool,
 }
 
 impl Capabilities {
@@ -157,6 +165,7 @@ impl Capabilities {
             Capability::AgreedParameters => self.agreed_parameters,
             Capability::EntryTtl => self.entry_ttl,
             Capability::ListLocks => self.list_locks,
+            Capability::Adopt => self.adopt,
         }
     }
 
@@ -179,6 +188,7 @@ impl Capabilities {
             agreed_parameters: false,
             entry_ttl: false,
             list_locks: false,
+            adopt: false,
         }
     }
 
@@ -196,7 +206,7 @@ impl Capabilities {
         Err(Error::unsupported(format!(
             "{} not supported by a {} client ({}://): it offers {}",
             match what {
-                Capability::Observe => "observing a leader is".to_string(),
+                Capability::Observe | Capability::Adopt => format!("{} is", what.noun()),
                 other => format!("{} are", other.noun()),
             },
             self.backend,
@@ -225,7 +235,7 @@ mod tests {
 
     /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).
     fn redlock() -> Capabilities {
-        Capabilities { reentrant: true, ..bare() }
+        Capabilities { reentrant: true, adopt: true, ..bare() }
     }
 
     #[test]
@@ -243,6 +253,7 @@ mod tests {
             agreed_parameters: true,
             entry_ttl: true,
             list_locks: true,
+            adopt: true,
             ..bare()
         };
         let pairs = all.pairs();
@@ -268,6 +279,7 @@ mod tests {
                 Capability::AgreedParameters => one.agreed_parameters = true,
                 Capability::EntryTtl => one.entry_ttl = true,
                 Capability::ListLocks => one.list_locks = true,
+                Capability::Adopt => one.adopt = true,
             }
             assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
         }
@@ -282,7 +294,7 @@ mod tests {
         assert!(!e.retryable());
         assert_eq!(
             e.message(),
-            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks"
+            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks, adopting another client's lease"
         );
         let e = redlock().require(Capability::Observe).unwrap_err();
         assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");

@@ -33,6 +33,10 @@ pub trait Drive {
     fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
     /// See `LockEngine::list`.
     fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
+    /// See `LockEngine::adopt`.
+    fn adopt(&mut self, now: Instant, identity: &str, options: &LockOptions) -> Result<OpId>;
+    /// See `LockEngine::export`.
+    fn export(&self, now: Instant, lease: LeaseId) -> Result<String>;
     /// See `LockEngine::release`.
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See `LockEngine::extend`.
@@ -78,6 +82,12 @@ macro_rules! forward_drive {
 
         fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
             <$T>::list(&mut $($deref)+ self, now, prefix, limit, cursor)
+        }
+        fn adopt(&mut self, now: Instant, identity: &str, options: &LockOptions) -> Result<OpId> {
+            <$T>::adopt(&mut $($deref)+ self, now, identity, options)
+        }
+        fn export(&self, now: Instant, lease: LeaseId) -> Result<String> {
+            <$T>::export(&$($deref)+ self, now, lease)
         }
         fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {
             <$T>::release(&mut $($deref)+ self, now, lease)

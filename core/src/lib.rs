@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod address;
+pub mod adopt;
 pub mod break_lock;
 pub mod backend;
 pub mod capabilities;

@@ -200,6 +200,11 @@ async fn an_etcdctl_holder_excludes_lockgate_until_it_releases() {
     assert_eq!((s.holders[0].label.as_deref(), s.holders[0].fencing_token), (None, Some(theirs[0].1 as u64)));
     assert_eq!(s.waiters.len(), 1, "{s:?}");
     assert!(s.waiters[0].label.is_some(), "{s:?}");
+    // Listing under the key prefix shows etcdctl's lock once, as a mutex with its holder and
+    // lockgate's waiter, and no label (PROTOCOL.md §16).
+    let page = c.list(&name, None, None).await.unwrap();
+    let listed: Vec<_> = page.entries.iter().map(|e| (e.name.as_str(), e.kind, e.holders, e.waiters, e.label.as_deref())).collect();
+    assert_eq!(listed, [(name.as_str(), Kind::Mutex, 1, 1, None)], "{page:?}");
     let released = Instant::now();
     holder.signal("TERM");
     assert!(holder.wait().success(), "etcdctl unlocks on SIGTERM");

@@ -122,6 +122,10 @@ async function example(): Promise<void> {
   // Breaking: what was removed, or null; a stale token breaks nothing.
   const broken: Broken | null = await client.breakLock('orders', { token: 42, kind: 'mutex' });
   const brokenToken: number | bigint | null = broken ? broken.fencingToken : null;
+  // Handing a lease to another process: an opaque string, adopted as a Lease on the same hold.
+  const identity: string = reader.identity();
+  const adopted: Lease = await client.adopt(identity, { leaseMs: 10_000, autoRenew: true });
+  await adopted.release();
   void label, waiting, locked, brokenToken;
   void label, waiting, locked;
   // Listing: a page's shape, the cursor passed back.

@@ -210,6 +210,9 @@ class Client(_ClientBase):
     def list_locks(self, prefix: str = "", limit: Optional[int] = None, cursor: Optional[str] = None) -> dict[str, Any]:
         """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
         ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
+    def adopt(self, identity: str, lease: Optional[float] = None, *, renew: Optional[bool] = None) -> Lease:
+        """Adopts the lease ``identity`` names (``Lease.identity()`` of another process): the same hold and
+        fencing token, no second grant. ``NotHeldError`` if it is no longer current."""
     def close(self) -> None:
         """Releases every lease and cancels every wait of this client."""
     def __enter__(self) -> Self: ...
@@ -277,6 +280,8 @@ class Lease(_LeaseBase):
 
     def extend(self, seconds: float) -> None:
         """Sets the remaining lease to ``seconds`` if still held."""
+    def identity(self) -> str:
+        """This lease's identity, for another process to ``Client.adopt`` (a secret: never log it)."""
     def release(self) -> bool:
         """Releases the lock; ``True`` if it was still held."""
     def __enter__(self) -> Self: ...
@@ -314,6 +319,10 @@ class AsyncClient(_ClientBase):
                    cursor: Optional[str] = None) -> Coroutine[Any, Any, dict[str, Any]]:
         """One page of the locks under ``prefix``: ``entries`` (name, kind, holders, waiters, label) and
         ``cursor`` for the next page (``None``: the last). ``limit`` defaults to 100, capped to 1,000."""
+    def adopt(self, identity: str, lease: Optional[float] = None, *,
+              renew: Optional[bool] = None) -> Coroutine[Any, Any, AsyncLease]:
+        """Adopts the lease ``identity`` names (``Lease.identity()`` of another process): the same hold and
+        fencing token, no second grant. ``NotHeldError`` if it is no longer current."""
     def connect(self) -> Coroutine[Any, Any, None]:
         """Connects now (otherwise the first operation does)."""
     def close(self) -> Coroutine[Any, Any, None]:
@@ -396,6 +405,8 @@ class AsyncLease(_LeaseBase):
 
     def extend(self, seconds: float) -> Coroutine[Any, Any, None]:
         """Sets the remaining lease to ``seconds`` if still held."""
+    def identity(self) -> Coroutine[Any, Any, str]:
+        """This lease's identity, for another process to ``Client.adopt`` (a secret: never log it)."""
     def release(self) -> Coroutine[Any, Any, bool]:
         """Releases the lock; ``True`` if it was still held."""
     def lost(self) -> Coroutine[Any, Any, Optional[LockError]]:

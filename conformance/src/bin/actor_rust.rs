@@ -266,6 +266,35 @@ impl Actor {
                 },
                 None => not_held(),
             },
+            "export" => match self.top(&name, op) {
+                // The top lease's identity, for another actor to adopt (`identity_from`).
+                Some(lease) => match lease.identity().await {
+                    Ok(identity) => json!({"ok": true, "identity": identity}),
+                    Err(e) => err(&e),
+                },
+                None => not_held(),
+            },
+            "adopt" => {
+                // Adopts `identity` with the step's lock options; the lease joins the stack of
+                // the step's handle (made, sending nothing, if new), as an acquire's would.
+                let identity = op.get("identity").and_then(Value::as_str).unwrap_or("").to_string();
+                let adopted = match options(self.client(), op) {
+                    Ok(o) => self.client().adopt(&identity, o).await,
+                    Err(e) => Err(e),
+                };
+                let lease = match adopted {
+                    Ok(l) => l,
+                    Err(e) => return err(&e),
+                };
+                match self.handle_for(&name, op) {
+                    Ok(h) => {
+                        let reply = granted(&lease);
+                        h.leases.push(lease);
+                        reply
+                    }
+                    Err(e) => err(&e),
+                }
+            }
             "hammer" => {
                 let lock = match self.handle_for(&name, op) {
                     Ok(h) => h.lock.clone(),

@@ -301,9 +301,11 @@ mod tests {
         assert!(c.readers_first && c.agreed_parameters && c.entry_ttl);
         // Listing: SCAN on one primary, not yet on a Cluster's masters.
         assert!(r.list_locks && !c.list_locks);
+        // Adopting: an owner token's hold renews from any client (not so in a session: ZooKeeper, etcd).
+        assert!(r.adopt && c.adopt);
         let l = Backend::Redlock.capabilities(false, false);
         let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-        assert_eq!(offered, ["reentrant"], "{l:?}");
+        assert_eq!(offered, ["reentrant", "adopt"], "{l:?}");
         // Curator's recipes: every primitive, fenced and first-come-first-served; no
         // readers-first locks, no server-checked parameters, no waiter entry leases.
         let z = Backend::ZooKeeper.capabilities(true, false);
@@ -321,7 +323,7 @@ mod tests {
         for b in [Backend::Postgres, Backend::MySql] {
             let c = b.capabilities(false, true);
             let offered: Vec<_> = c.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl", "list_locks"], "{c:?}");
+            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl", "list_locks", "adopt"], "{c:?}");
         }
     }
 

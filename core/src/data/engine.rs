@@ -72,6 +72,10 @@ pub trait DynEngine {
     fn break_lock(&mut self, now: Instant, name: &str, kind: crate::inspect::Kind, fencing_token: Option<u64>) -> Result<OpId>;
     /// See [`LockEngine::list`].
     fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId>;
+    /// See [`LockEngine::adopt`].
+    fn adopt(&mut self, now: Instant, identity: &str, options: &LockOptions) -> Result<OpId>;
+    /// See [`LockEngine::export`].
+    fn export(&self, now: Instant, lease: LeaseId) -> Result<String>;
     /// See [`LockEngine::release`].
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId;
     /// See [`LockEngine::extend`].
@@ -153,6 +157,14 @@ where
 
     fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
         LockEngine::list(self, now, prefix, limit, cursor)
+    }
+
+    fn adopt(&mut self, now: Instant, identity: &str, options: &LockOptions) -> Result<OpId> {
+        LockEngine::adopt(self, now, identity, options)
+    }
+
+    fn export(&self, now: Instant, lease: LeaseId) -> Result<String> {
+        LockEngine::export(self, now, lease)
     }
 
     fn release(&mut self, now: Instant, lease: LeaseId) -> OpId {

@@ -366,6 +366,20 @@ pub trait Backend {
         Err(Error::unsupported("listing locks is not available on this backend"))
     }
 
+    /// Whether a lease of this backend can be handed to another client (`Err`, `UNSUPPORTED`,
+    /// if not: where the holder's entry lives in its own session, PROTOCOL.md §17). A backend
+    /// that can confirms an adoption with the [`Action::Extend`] of the holder's token.
+    fn check_adopt(&self) -> Result<()> {
+        Err(Error::unsupported("handing a lease to another client is not available on this backend"))
+    }
+
+    /// An adoption of `token`'s hold on `target` (fencing token `fence`) is about to be
+    /// confirmed by an extend: records what that extend needs that the token alone does not
+    /// say (the SQL row, whose id is the fencing token). Nothing is sent.
+    fn adopt(&mut self, _target: &Self::Target, _token: &str, _fence: Option<u64>) -> Result<()> {
+        Ok(())
+    }
+
     /// The owner token stored on the server, made from 32 random hex digits.
     fn owner_token(&self, random_hex: String) -> String {
         random_hex

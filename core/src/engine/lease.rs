@@ -8,6 +8,8 @@ use crate::time::{Duration, Instant};
 /// One held lease. `T` is the backend's target.
 pub(crate) struct Lease<T> {
     pub target: Arc<T>,
+    /// The lock's name and primitive (what the lease's identity names, see `crate::adopt`).
+    pub held: Arc<crate::adopt::Held>,
     pub token: Arc<str>,
     pub lease: Duration,
     pub auto_renew: bool,

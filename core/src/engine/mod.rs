@@ -17,6 +17,7 @@ macro_rules! ctx {
 }
 
 pub mod backend;
+mod adopting;
 mod breaking;
 mod cleanup;
 mod ids;
@@ -147,6 +148,8 @@ pub struct LockEngine<B: Backend> {
     /// Observes waiting for the session, where every request needs it
     /// ([`Backend::attempts_need_session`]); sent once it is open.
     observes: Vec<(OpId, Arc<B::Target>, Read)>,
+    /// Adoptions in progress (see `adopting.rs`): their confirming extends.
+    adopts: HashMap<OpId, adopting::PendingAdopt<B::Target>>,
     /// Breaks in progress (see `breaking.rs`): their inspect reads and removals.
     breaks: HashMap<OpId, breaking::PendingBreak<B::Target>>,
     /// Listings in progress (see `listing.rs`).
@@ -208,6 +211,7 @@ impl<B: Backend> LockEngine<B> {
             answers: Vec::new(),
             settled_now: Vec::new(),
             observes: Vec::new(),
+            adopts: HashMap::new(),
             breaks: HashMap::new(),
             listings: listing::Listings::default(),
             telemetry: telemetry::Recorder::default(),
@@ -267,6 +271,7 @@ impl<B: Backend> LockEngine<B> {
         let token: Arc<str> = self.backend.owner_token(hex(&random_bytes::<16>(self.rng.as_mut()))).into();
         let mut acquire = PendingAcquire {
             target: Arc::new(target),
+            held: Arc::new(crate::adopt::Held { name: name.to_string(), primitive: primitive.clone() }),
             token: Arc::clone(&token),
             lease: options.lease,
             auto_renew: options.auto_renew,
@@ -450,6 +455,7 @@ impl<B: Backend> LockEngine<B> {
             self.complete(op, Done::Failed(Error::new(ErrorKind::Cancelled, "the client is shutting down")));
         }
         self.fail_waiting_lists(&listing::shutting_down());
+        self.cancel_adopts();
         let ops: Vec<OpId> = self.acquires.keys().copied().collect();
         for op in ops {
             self.cancel(now, op);

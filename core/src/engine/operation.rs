@@ -27,6 +27,8 @@ pub(crate) enum AcquireState {
 /// One pending acquire. `T` is the backend's target (keys, path, row).
 pub(crate) struct PendingAcquire<T> {
     pub target: Arc<T>,
+    /// The lock's name and primitive (what the lease's identity names).
+    pub held: Arc<crate::adopt::Held>,
     pub token: Arc<str>,
     pub lease: Duration,
     pub auto_renew: bool,

@@ -24,6 +24,7 @@ impl<B: Backend> LockEngine<B> {
             (Purpose::Acquire(op), Verdict::Revoked(why)) => self.lose(now, LeaseId(op.0), LossReason::Revoked, &why),
             (Purpose::Acquire(op), Verdict::Attempt(a)) => self.on_attempt(now, sent, op, a),
             (Purpose::Renew(id, tag), Verdict::Renewal(p)) => self.on_renewal(now, sent, id, tag, p),
+            (Purpose::Extend(op, _, d, _), Verdict::Renewal(p)) if self.is_adopt(op) => self.on_adopted(now, sent, op, d, p),
             (Purpose::Extend(op, id, d, tag), Verdict::Renewal(p)) => self.on_extend(now, sent, op, id, d, tag, p),
             (Purpose::Release(op, id), Verdict::Release(r)) => self.on_release(now, op, id, r),
             (Purpose::Cleanup(id), Verdict::Release(r)) => self.on_cleanup(now, id, r),
@@ -61,6 +62,7 @@ impl<B: Backend> LockEngine<B> {
                     | Purpose::Break(op)
                     | Purpose::List(op) => {
                         self.breaks.remove(&op);
+                        self.adopts.remove(&op);
                         match self.take_acquire(op) {
                             Some(a) => self.end_acquire(now, op, a, Done::Failed(e)),
                             None => self.complete(op, Done::Failed(e)),
@@ -236,6 +238,7 @@ impl<B: Backend> LockEngine<B> {
             lease,
             Lease {
                 target: a.target,
+                held: a.held,
                 token: a.token,
                 lease: a.lease,
                 auto_renew: a.auto_renew,

@@ -157,6 +157,26 @@ impl Client {
         result.await.map_err(|_| closed())?
     }
 
+    /// Adopts the lease `identity` names ([`Lease::identity`](super::Lease::identity) of
+    /// another client of the same deployment): one owner-only extend to `options.lease`
+    /// confirms it is still current, and the returned lease renews (with `options.auto_renew`),
+    /// extends and releases the same hold, with the same fencing token, and reports its loss —
+    /// without a second grant (PROTOCOL.md §17). `NOT_HELD` if it is no longer current
+    /// (released, expired, broken); `INVALID_ARGUMENT` for a malformed identity, nothing sent;
+    /// `UNSUPPORTED` on ZooKeeper and etcd. Both clients then share the hold: the first release
+    /// frees it and the other learns of it at its next renewal.
+    pub async fn adopt(&self, identity: &str, options: LockOptions) -> Result<super::Lease> {
+        self.capabilities().require(crate::capabilities::Capability::Adopt)?;
+        let name = crate::adopt::Identity::parse(identity)?.name;
+        if let Some(bound) = self.lease_bound() {
+            bound.check_lease(options.lease)?;
+        }
+        let (reply, result) = oneshot::channel();
+        self.send(Msg::Adopt { identity: identity.to_string(), options, reply })?;
+        let acquired = result.await.map_err(|_| closed())??.ok_or_else(|| Error::protocol("adopt ended without a lease"))?;
+        Ok(super::Lease::new(self.clone(), name.into(), acquired, None))
+    }
+
     /// [`inspect`](Self::inspect) through a handle of `primitive` (see
     /// `LockEngine::inspect_as`).
     pub(crate) async fn inspect_as(&self, name: &str, primitive: Primitive) -> Result<Snapshot> {

@@ -181,6 +181,17 @@ impl<T: Transport> Driver<T> {
                     let _ = reply.send(Err(e));
                 }
             },
+            Msg::Adopt { identity, options, reply } => match self.engine.adopt(now, &identity, &options) {
+                Ok(op) => {
+                    self.pending.wait(op, Pending::Acquire { ticket: 0, reply });
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Export { lease, reply } => {
+                let _ = reply.send(self.engine.export(now, lease));
+            }
             Msg::Cancel { ticket } => {
                 // The reply stays pending: an explicit cancel awaits the outcome (told once
                 // what the wait left is removed); a dropped future's closed reply ignores it.

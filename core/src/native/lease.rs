@@ -94,6 +94,21 @@ impl Lease {
         result.await.map_err(|_| closed())?
     }
 
+    /// This lease's identity (its lock's name and kind, owner token and fencing token) as one
+    /// opaque string, for another process to [`adopt`](Client::adopt): it then renews,
+    /// extends and releases the same hold (PROTOCOL.md §17). Whoever has the string can release
+    /// the lock: pass it only to a process you trust, never log it. `NOT_HELD` if the lease is
+    /// no longer held; `UNSUPPORTED` for leadership and on backends whose entries live in the
+    /// holder's session (ZooKeeper, etcd).
+    pub async fn identity(&self) -> Result<String> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::NotHeld, "the lease was released"));
+        }
+        let (reply, result) = oneshot::channel();
+        self.client.send(Msg::Export { lease: self.id, reply })?;
+        result.await.map_err(|_| closed())?
+    }
+
     /// Releases the lock (owner-only). `Ok(true)` if it was still held, `Ok(false)` if it had
     /// already expired or been taken over. A second call returns `Ok(false)`. A `CONNECTION`
     /// error means the release was not confirmed: the lease is no longer renewed and the release

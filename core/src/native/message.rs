@@ -57,6 +57,17 @@ pub(crate) enum Msg {
         cursor: Option<String>,
         reply: oneshot::Sender<Result<crate::listing::Page>>,
     },
+    /// Adopt the lease an identity names (another client exported it).
+    Adopt {
+        identity: String,
+        options: LockOptions,
+        reply: oneshot::Sender<Result<Option<Acquired>>>,
+    },
+    /// A held lease's identity, for another client to adopt.
+    Export {
+        lease: LeaseId,
+        reply: oneshot::Sender<Result<String>>,
+    },
     Cancel {
         ticket: u64,
     },

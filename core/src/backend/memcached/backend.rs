@@ -502,6 +502,19 @@ impl Backend for MemcachedBackend {
         Ok(())
     }
 
+    /// The item's value is the owner token: `gets`/`cas` with it, from any client, is its own
+    /// renewal (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The adopted token's item may exist: its release must look (a release of a token whose
+    /// every add was refused here settles without asking).
+    fn adopt(&mut self, _target: &Self::Target, token: &str, _fence: Option<u64>) -> Result<()> {
+        self.maybe_stored.insert(Arc::from(token));
+        Ok(())
+    }
+
     /// memcached issues no fencing tokens: a break cannot name a holder by one.
     fn check_break(&self, fenced: bool) -> Result<()> {
         if fenced {

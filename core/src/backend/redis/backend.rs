@@ -251,6 +251,21 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
+    /// The holder's hold is its owner token's: an EXTEND with it, from any client, is its own
+    /// renewal (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Every Redis grant carries a fencing token: an identity without one was exported by a
+    /// client of another backend (a Redlock, memcached).
+    fn adopt(&mut self, _target: &Target, _token: &str, fence: Option<u64>) -> Result<()> {
+        match fence {
+            Some(_) => Ok(()),
+            None => Err(Error::invalid("identity has no fencing token: it was not exported by a Redis client")),
+        }
+    }
+
     fn check_break(&self, _fenced: bool) -> Result<()> {
         Ok(())
     }

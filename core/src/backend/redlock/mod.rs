@@ -496,6 +496,12 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
+    /// The hold is its owner value on each master: REDLOCK_EXTEND with it, from any client of
+    /// the same masters, is its own renewal (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// A Redlock issues no fencing tokens: a break cannot name a holder by one (and breaking
     /// can let two holders work, PROTOCOL.md §15).
     fn check_break(&self, fenced: bool) -> Result<()> {

@@ -676,6 +676,20 @@ impl Backend for SqlBackend {
         Ok(())
     }
 
+    /// A row is its owner's from any connection: the renewal's `UPDATE` names it by id and
+    /// owner (PROTOCOL.md §17).
+    fn check_adopt(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The row's id is the fencing token the identity carries; the renewal matches it together
+    /// with the owner, so a wrong id updates nothing and the adoption is refused.
+    fn adopt(&mut self, _target: &Self::Target, token: &str, fence: Option<u64>) -> Result<()> {
+        let id = fence.and_then(|f| i64::try_from(f).ok()).ok_or_else(|| Error::invalid("identity has no SQL row id (its fencing token)"))?;
+        self.rows.insert(Arc::from(token), RowInfo { id: Some(id) });
+        Ok(())
+    }
+
     fn check_break(&self, _fenced: bool) -> Result<()> {
         Ok(())
     }

@@ -148,6 +148,14 @@ where
         self.engine.break_lock(now, name, kind, fencing_token)
     }
 
+    fn adopt(&mut self, now: Instant, identity: &str, options: &LockOptions) -> Result<OpId> {
+        self.engine.adopt(now, identity, options)
+    }
+
+    fn export(&self, now: Instant, lease: LeaseId) -> Result<String> {
+        self.engine.export(now, lease)
+    }
+
     fn list(&mut self, now: Instant, prefix: &str, limit: Option<u64>, cursor: Option<&str>) -> Result<OpId> {
         self.engine.list(now, prefix, limit, cursor)
     }

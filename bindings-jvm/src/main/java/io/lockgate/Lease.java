@@ -115,6 +115,21 @@ public final class Lease implements AutoCloseable {
         Futures.block(Bridge.extend(lease, Futures.secs(duration)));
     }
 
+    /**
+     * This lease's identity as one opaque string, for another process to
+     * {@link LockgateClient#adopt(String) adopt}: it then renews, extends and releases the same
+     * hold (PROTOCOL.md §17; redis-py's {@code Lock(token=...)}). Whoever has it can release the
+     * lock: never log it. {@link LockNotHeldException} if the lease is no longer held;
+     * {@link LockUnsupportedException} for leadership and on ZooKeeper and etcd.
+     */
+    public String identity() {
+        checkOpen();
+        if (released.get()) {
+            throw new LockNotHeldException("the lease was released", false);
+        }
+        return Futures.block(Bridge.identity(lease));
+    }
+
     /** {@link #extend(Duration)} without blocking. */
     public CompletableFuture<Void> extendAsync(Duration duration) {
         Objects.requireNonNull(duration, "duration");

@@ -137,6 +137,29 @@ public final class LockgateClient implements AutoCloseable {
         return Optional.ofNullable(Futures.block(Bridge.breakLock(client, name, kind, token))).map(BrokenHolder::of);
     }
 
+    /**
+     * Adopts the lease {@code identity} names ({@link Lease#identity()} of another process) with
+     * the default options (a renewed lease): see {@link #adopt(String, LockOptions)}.
+     */
+    public Lease adopt(String identity) {
+        return adopt(identity, LockOptions.defaults());
+    }
+
+    /**
+     * Adopts the lease {@code identity} names ({@link Lease#identity()} of another process;
+     * redis-py's {@code Lock(token=...)}): a lease of this client on the same hold, with the same
+     * fencing token — no second grant — renewed as {@code options} say, that extends, releases and
+     * reports its loss. {@link LockNotHeldException} if it is no longer current;
+     * {@link LockInvalidArgumentException} for a malformed identity (nothing is sent);
+     * {@link LockUnsupportedException} on ZooKeeper and etcd.
+     */
+    public Lease adopt(String identity, LockOptions options) {
+        Objects.requireNonNull(identity, "identity");
+        Objects.requireNonNull(options, "options");
+        Bridge.Grant g = Futures.block(Bridge.adopt(client, identity, options.toNative()));
+        return Lease.granted(g, g == null ? "" : g.lease.name(), openLeases);
+    }
+
     /** {@link #listLocks(String, long, String)} of the first page (100 locks) under {@code prefix}. */
     public LockPage listLocks(String prefix) {
         Objects.requireNonNull(prefix, "prefix");

@@ -333,6 +333,24 @@ public final class ConformanceActor {
                     r.put("records", records);
                     return r;
                 }
+                case "export": {
+                    Lease held = top(name, op);
+                    if (held == null) {
+                        return notHeld();
+                    }
+                    Map<String, Object> r = ok();
+                    r.put("identity", held.identity());
+                    return r;
+                }
+                case "adopt": {
+                    // The adopted lease joins the stack of the step's handle, as an acquire's would.
+                    Lease lease = client.adopt((String) op.getOrDefault("identity", ""), optionsOf(op));
+                    handleFor(name, op).leases.addLast(lease);
+                    Map<String, Object> r = ok();
+                    r.put("acquired", true);
+                    lease.fencingToken().ifPresent(t -> r.put("token", Long.toString(t)));
+                    return r;
+                }
                 case "break": {
                     Long token = op.containsKey("token") ? Long.valueOf(Long.parseUnsignedLong((String) op.get("token"))) : null;
                     Optional<BrokenHolder> b = client.breakLock(name, (String) op.getOrDefault("kind", "mutex"), token);

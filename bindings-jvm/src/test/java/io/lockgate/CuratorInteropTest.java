@@ -212,6 +212,15 @@ class CuratorInteropTest {
             assertEquals(1, seen.holders().size(), seen.toString());
             assertTrue(seen.holders().get(0).label().isPresent(), seen.toString());
             assertTrue(seen.holders().get(0).holds().isEmpty(), "not this client's: " + seen);
+            // lockgate's listing under the path shows Curator's lock once, as a mutex held by one
+            // with its node data as the label (PROTOCOL.md §16).
+            LockPage page = lockgate(0).listLocks(path);
+            assertEquals(1, page.entries().size(), page.toString());
+            LockPage.Entry entry = page.entries().get(0);
+            assertEquals(path, entry.name(), page.toString());
+            assertEquals("mutex", entry.kind(), page.toString());
+            assertEquals(1, entry.holders(), page.toString());
+            assertEquals(seen.holders().get(0).label(), entry.label(), page.toString());
             assertFalse(parties.get(2).attempt(Duration.ZERO, occ), "lockgate tryAcquire beside a Curator holder");
             assertFalse(parties.get(2).attempt(Duration.ofMillis(300), occ), "lockgate acquired beside a Curator holder");
             assertFalse(parties.get(3).attempt(Duration.ofMillis(300), occ), "Curator acquired beside a Curator holder");

@@ -6,6 +6,7 @@ import io.lockgate.internal.ffi.NativeElection
 import io.lockgate.internal.ffi.NativeLeader
 import io.lockgate.internal.ffi.NativeLease
 import io.lockgate.internal.ffi.NativeLock
+import io.lockgate.internal.ffi.NativeLockOptions
 import io.lockgate.internal.ffi.NativeOptionValue
 import io.lockgate.internal.ffi.NativePage
 import io.lockgate.internal.ffi.NativeSnapshot
@@ -198,6 +199,15 @@ object Bridge {
 
     @JvmStatic
     fun extend(lease: NativeLease, durationSecs: Double): Op<Void?> = op { lease.extend(durationSecs); null }
+
+    /** Adopts the lease [identity] names (another client's `Lease.identity()`) into a fresh lease. */
+    @JvmStatic
+    fun adopt(client: NativeClient, identity: String, options: NativeLockOptions): Op<Grant?> =
+        leaseOp { client.adopt(identity, options, it) }
+
+    /** The identity of [lease], for another client to adopt. */
+    @JvmStatic
+    fun identity(lease: NativeLease): Op<String> = op { lease.identity() }
 
     @JvmStatic
     fun release(lease: NativeLease): Op<Boolean> = op { lease.release() }
