@@ -151,6 +151,10 @@ impl Server {
 
     /// Serves one request of `client` in `session`.
     pub fn serve(&mut self, client: usize, session: &mut Option<i64>, op: &ZkOp) -> ZkResult {
+        // One session per client here: an extra session is the client's own, never closed.
+        if let ZkOp::CloseSession = op {
+            return Ok(ZkReply::Closed);
+        }
         if let ZkOp::OpenSession = op {
             if let Some(s) = session.filter(|s| self.sessions.contains_key(s)) {
                 return Ok(ZkReply::Session { id: s, timeout: self.timeout });
@@ -165,7 +169,7 @@ impl Server {
             return Err(ZkFailure::SessionExpired);
         };
         match op {
-            ZkOp::OpenSession => unreachable!(),
+            ZkOp::OpenSession | ZkOp::CloseSession => unreachable!(),
             ZkOp::Create { path, data, mode } => {
                 let parent = Server::parent(path);
                 // Missing parents are made as containers (the transport's rule).
@@ -389,6 +393,7 @@ impl World {
             .iter()
             .map(|op| match op {
                 ZkOp::OpenSession => "session".to_string(),
+                ZkOp::CloseSession => "close".to_string(),
                 ZkOp::Create { .. } => "create".to_string(),
                 ZkOp::Delete { .. } => "delete".to_string(),
                 ZkOp::Children { watch, .. } => if *watch { "children+watch" } else { "children" }.to_string(),
