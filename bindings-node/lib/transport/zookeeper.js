@@ -549,9 +549,10 @@ class ZooKeeperTransport {
     if (ms === undefined || ms === null) return this.own.perform(req);
     let s = this.extras.get(ms);
     if (req.op === 'closeSession') {
+      // Answered once the ensemble closed it (its ephemeral nodes are gone then).
       this.extras.delete(ms);
-      if (s) s.close();
-      return queueMicrotask(() => this.driver.answer(req.id, { reply: 'closed' }));
+      const closed = () => this.driver.answer(req.id, { reply: 'closed' });
+      return s ? s.close().then(closed, closed) : queueMicrotask(closed);
     }
     if (s === undefined) {
       // Gone (closed, or never opened): its nodes are gone too; an open makes a new one.
