@@ -140,10 +140,8 @@ impl ZooKeeperBackend {
     pub(super) fn unplace(&mut self, token: &str) {
         self.held.remove(token);
         let Some(k) = self.placed.remove(token) else { return };
-        if !self.placed.values().any(|p| *p == k) {
-            if self.extras.remove(&k).is_some_and(|e| e.session.is_some()) {
-                self.closing.push(k);
-            }
+        if !self.placed.values().any(|p| *p == k) && self.extras.remove(&k).is_some_and(|e| e.session.is_some()) {
+            self.closing.push(k);
         }
     }
 
@@ -223,7 +221,7 @@ impl ZooKeeperBackend {
     }
 }
 
-/// The held tokens' acquires, kept to revoke them if their extra session ends.
+/// The acquire of each token that holds, kept to revoke it if its extra session ends.
 pub(super) type Held = HashMap<Arc<str>, OpId>;
 
 #[cfg(test)]
