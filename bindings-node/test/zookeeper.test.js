@@ -228,7 +228,7 @@ test('the transport: an expired session is told, and the next open starts a new 
     // End the session behind the transport's back: its connection drops and, while the
     // library's reconnect is held back, another connection resumes the session and closes it;
     // reconnecting then finds the session gone.
-    const c = t.client;
+    const c = t.own.client;
     const cm = c.connectionManager;
     const reconnect = cm.connect;
     let held = false;
@@ -253,6 +253,30 @@ test('the transport: an expired session is told, and the next open starts a new 
     assert.equal(second.reply, 'session');
     assert.notEqual(second.sessionId, first.sessionId);
     assert.equal((await perform({ op: 'exists', path: node.path, watch: false })).stat, null);
+  } finally {
+    await t.close();
+  }
+});
+
+test('the transport: an extra session (sessionMs) is a session of its own, asked for that timeout; its nodes go when it closes', async () => {
+  const { t, perform } = await rawTransport();
+  try {
+    const own = await perform({ op: 'openSession' });
+    const extra = await perform({ op: 'openSession', sessionMs: 1000 });
+    assert.equal(extra.reply, 'session');
+    assert.notEqual(extra.sessionId, own.sessionId);
+    // The ensemble grants at least its minimum (the launcher's: 800 ms), at most what was asked.
+    assert.ok(extra.timeoutMs <= 1000, `negotiated ${extra.timeoutMs} ms`);
+    // Asked again while it lives: the same session.
+    assert.equal((await perform({ op: 'openSession', sessionMs: 1000 })).sessionId, extra.sessionId);
+    const node = await perform({ op: 'create', path: '/zk-extra-', mode: 'ephemeralSequential', sessionMs: 1000 });
+    assert.equal(node.stat.ephemeralOwner, extra.sessionId);
+    assert.equal((await perform({ op: 'closeSession', sessionMs: 1000 })).reply, 'closed');
+    // Closed: its node is gone at once (read through the client's own session), and a request
+    // of the closed session is told it expired.
+    const gone = await perform({ op: 'exists', path: node.path, watch: false });
+    assert.equal(gone.stat, null);
+    assert.equal((await perform({ op: 'exists', path: node.path, watch: false, sessionMs: 1000 })).failure, 'sessionExpired');
   } finally {
     await t.close();
   }

@@ -103,7 +103,7 @@ impl Default for ZkServer {
 
 impl GrantAll for ZooKeeperBackend {
     type Server = ZkServer;
-    fn grant(server: &mut ZkServer, ZkRequest { id, op }: ZkRequest) -> (RequestId, Self::Reply) {
+    fn grant(server: &mut ZkServer, ZkRequest { id, op, .. }: ZkRequest) -> (RequestId, Self::Reply) {
         (id, server.0.serve(0, &mut server.1, &op))
     }
 }

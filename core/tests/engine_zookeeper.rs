@@ -1,8 +1,9 @@
 //! The ZooKeeper backend driven through the engine, synchronously, over an in-memory server
 //! (`engine_zk`): Curator's layouts and orders for every primitive, the requests each step
 //! costs, a create whose reply is lost, cancelled and timed-out waiters, releases that delete
-//! only their own node, session expiry losing every lease, and validity capped by the
-//! negotiated session timeout whatever lease was asked for.
+//! only their own node, session expiry losing every lease, validity capped by the
+//! negotiated session timeout whatever lease was asked for, and a lease shorter than the
+//! session living in a session sized from it.
 
 mod engine_zk;
 
@@ -387,8 +388,10 @@ fn a_stale_confirmation_is_refreshed_by_a_check_before_a_grant() {
     let t = w.now;
     w.release(0, la);
     assert_eq!(w.ops_since(1, before), ["children", "check"]);
+    // Counted from the check: half of its node's session, which is the one sized from its 3 s
+    // lease (shorter than the client's 6 s one).
     match w.outcome(1, b) {
-        Some(Done::Acquired { valid_until, .. }) => assert_eq!(*valid_until, t + secs(3)),
+        Some(Done::Acquired { valid_until, .. }) => assert_eq!(*valid_until, t + ms(1500)),
         other => panic!("{other:?}"),
     }
 }
@@ -518,4 +521,57 @@ fn a_call_settled_without_a_request_is_answered_in_the_same_input() {
     let failed = events.iter().any(|e| matches!(e, Event::Completed { op, outcome: Done::Failed(e) } if *op == second && e.kind() == ErrorKind::Connection));
     assert!(failed, "answered in the same input: {events:?}");
     assert_eq!(w.sent[0].len(), sent);
+}
+
+/// A lease shorter than the client's session lives in a session of its own asked for that lease
+/// (PROTOCOL.md §9, "Sessions sized from the lock"): its node is that session's, it counts half
+/// of that session's timeout, expiring that session loses only its lease (the client's own
+/// session and its locks live on) and its next acquire opens a new one, and the session is
+/// closed (its nodes gone) once the last node in it is released.
+#[test]
+fn a_lease_shorter_than_the_session_lives_in_a_session_sized_from_it() {
+    let mut w = World::new(2, SESSION);
+    let short = LockOptions::renewed_lease(secs(2));
+    let a = w.acquire(0, "short", &MUTEX, &short, Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(0, "long", &MUTEX, &renewed(), Wait::Forever);
+    let (lb, _) = w.acquired(0, b);
+    let own = w.sessions[0].expect("the client's own session");
+    let extra = w.extra(0, secs(2)).expect("a session asked for the 2 s lease");
+    assert_ne!(own, extra);
+    let owner = |w: &World, dir: &str| -> Vec<i64> {
+        nodes_of(w, dir).iter().map(|k| w.server.nodes[&format!("{dir}/{k}")].ephemeral_owner).collect()
+    };
+    assert_eq!(owner(&w, "/lockgate/mutex/short"), [extra]);
+    assert_eq!(owner(&w, "/lockgate/mutex/long"), [own]);
+    // Half of its own session's timeout (1 s) counts, not half of the client's (3 s).
+    match w.outcome(0, a) {
+        Some(Done::Acquired { valid_until, .. }) => assert!(*valid_until <= w.now + secs(1), "{valid_until:?}"),
+        other => panic!("{other:?}"),
+    }
+    // A waiter of the short lock on the other client, in its own extra session too.
+    let c = w.acquire(1, "short", &MUTEX, &short, Wait::Forever);
+    assert!(w.outcome(1, c).is_none());
+    // The short lease's session expires (its holder's process froze, say): only that lease is
+    // lost, and the waiter is granted.
+    w.server.expire(extra);
+    w.settle();
+    assert_eq!(w.lost(0), [la]);
+    let (lc, _) = w.acquired(1, c);
+    w.advance(secs(4));
+    assert!(w.lost(0) == [la] && w.lost(1).is_empty(), "{:?} {:?}", w.lost(0), w.lost(1));
+    // The next short acquire of client 0 opens a new session.
+    let d = w.acquire(0, "other-short", &MUTEX, &short, Wait::Forever);
+    let (ld, _) = w.acquired(0, d);
+    let again = w.extra(0, secs(2)).expect("a new session for the 2 s lease");
+    assert_ne!(again, extra);
+    // Released: the session holding nothing more is closed, its nodes gone.
+    let from = w.sent[0].len();
+    w.release(0, ld);
+    assert!(w.ops_since(0, from).contains(&"close".to_string()), "{:?}", w.ops_since(0, from));
+    assert_eq!(w.extra(0, secs(2)), None);
+    assert!(w.server.sessions.contains_key(&own));
+    w.release(0, lb);
+    w.release(1, lc);
+    assert!(w.server.ephemerals().is_empty(), "{:?}", w.server.ephemerals());
 }

@@ -1,6 +1,7 @@
 'use strict';
 // The ZooKeeper transport: performs the engine's ZooKeeper operations with node-zookeeper-client
-// in one session per client, and hands back what came of each — a reply, or a failure of the
+// in the client's session (and the extra sessions the core asks for, sized from short leases),
+// and hands back what came of each — a reply, or a failure of the
 // kinds the core decides on — plus the watch events and session changes (disconnected,
 // reconnected, expired) the ensemble pushes. Requests, replies and notices are plain objects
 // whose forms the core defines (core/src/backend/zookeeper/data.rs); which node to create, whom to
@@ -229,10 +230,17 @@ const PARENT_ROUNDS = 3;
 
 // ---- the transport ----
 
-class ZooKeeperTransport {
-  constructor(driver, plan) {
+/**
+ * One session of the client (a node-zookeeper-client Client at a time): the client's own, or
+ * (`sessionMs` a number) the extra session the core opens for locks whose lease is shorter
+ * than the client's session (PROTOCOL.md §9, "Sessions sized from the lock"), asking for that
+ * timeout; its session notices carry `sessionMs`.
+ */
+class ZooKeeperSession {
+  constructor(driver, plan, sessionMs = null) {
     this.driver = driver;
-    this.plan = plan;
+    this.plan = sessionMs === null ? plan : { ...plan, sessionTimeoutMs: sessionMs };
+    this.sessionMs = sessionMs;
     /** The session's client (one node-zookeeper-client Client), or null. */
     this.client = null;
     /** request id -> { to: the client it went to ('open': a session open), at: when }: answered once. */
@@ -402,7 +410,8 @@ class ZooKeeperTransport {
   onState(c, s) {
     // Nothing of a session follows its end (the library still reports its socket closing).
     if (c !== this.client || c.dead) return;
-    const session = (event) => this.driver.notice({ notice: 'session', event });
+    const session = (event) =>
+      this.driver.notice(this.sessionMs === null ? { notice: 'session', event } : { notice: 'session', event, sessionMs: this.sessionMs });
     if (s === State.SYNC_CONNECTED) {
       if (c.everConnected) session('reconnected');
       c.everConnected = true;
@@ -517,6 +526,60 @@ class ZooKeeperTransport {
       if (c.socket) c.socket.once('close', finish);
       c.close();
     });
+  }
+}
+
+/**
+ * The transport of one client: its own session, and the extra sessions the core opens
+ * (`openSession` with `sessionMs`) and closes (`closeSession`), each a ZooKeeperSession; a
+ * request goes to the session its `sessionMs` names.
+ */
+class ZooKeeperTransport {
+  constructor(driver, plan) {
+    this.driver = driver;
+    this.plan = plan;
+    this.own = new ZooKeeperSession(driver, plan);
+    /** sessionMs -> ZooKeeperSession: the extra sessions. */
+    this.extras = new Map();
+    this.held = false;
+  }
+
+  perform(req) {
+    const ms = req.sessionMs;
+    if (ms === undefined || ms === null) return this.own.perform(req);
+    let s = this.extras.get(ms);
+    if (req.op === 'closeSession') {
+      // Answered once the ensemble closed it (its ephemeral nodes are gone then).
+      this.extras.delete(ms);
+      const closed = () => this.driver.answer(req.id, { reply: 'closed' });
+      return s ? s.close().then(closed, closed) : queueMicrotask(closed);
+    }
+    if (s === undefined) {
+      // Gone (closed, or never opened): its nodes are gone too; an open makes a new one.
+      if (req.op !== 'openSession') return queueMicrotask(() => this.driver.answer(req.id, { failure: 'sessionExpired' }));
+      s = new ZooKeeperSession(this.driver, this.plan, ms);
+      if (this.held) s.holdOpen();
+      this.extras.set(ms, s);
+    }
+    return s.perform(req);
+  }
+
+  /** Connects the client's own session (what open() waits for). */
+  session() {
+    return this.own.session();
+  }
+
+  holdOpen() {
+    this.held = true;
+    this.own.holdOpen();
+    for (const s of this.extras.values()) s.holdOpen();
+  }
+
+  /** Closes every session (the ensemble deletes their ephemeral nodes at once). */
+  async close() {
+    const all = [this.own, ...this.extras.values()];
+    this.extras.clear();
+    await Promise.all(all.map((s) => s.close()));
   }
 }
 

@@ -395,8 +395,10 @@ pub trait Backend {
     /// lease was asked for; `None` where a confirmation holds for the whole lease it set (a
     /// Redis `PEXPIRE`). A ZooKeeper session proves itself only for a part of its timeout:
     /// with a span shorter than the lease, the engine renews every third of the span, and a
-    /// fixed (not renewed) lease is still confirmed that often until its end.
-    fn confirmation_span(&self) -> Option<Duration> {
+    /// fixed (not renewed) lease is still confirmed that often until its end. `token` names
+    /// the lease's owner token: its span may depend on where its entry lives (a ZooKeeper node
+    /// in a session of its own sized from its lock's lease).
+    fn confirmation_span(&self, _token: &str) -> Option<Duration> {
         None
     }
 

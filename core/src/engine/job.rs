@@ -102,8 +102,9 @@ pub(crate) trait JobRunner {
     /// The backend's jobs.
     fn jobs(&mut self) -> &mut Jobs<Self::Target, Self::Step>;
 
-    /// The request performing `op`, numbered `id`.
-    fn request(id: RequestId, op: Self::Op) -> Self::Request;
+    /// The request performing `op` for `job`, numbered `id` (ZooKeeper: in the session the
+    /// job's token lives in).
+    fn request(&self, job: &Job<Self::Target, Self::Step>, id: RequestId, op: Self::Op) -> Self::Request;
 
     /// Takes the first step of `job` (its turn came), in the session as it is now.
     fn start(&mut self, ctx: &mut Ctx<'_, Self::Request>, job: Job<Self::Target, Self::Step>, answers: &mut Vec<Answer>);
@@ -129,8 +130,9 @@ pub(crate) trait JobRunner {
         job.step = step;
         job.sent = ctx.now;
         job.steps += 1;
+        let request = self.request(&job, id, op);
         self.jobs().in_flight.insert(id, job);
-        ctx.out.push_back(Self::request(id, op));
+        ctx.out.push_back(request);
     }
 
     /// Ends `job` with `verdict` (dated `sent`, or the job's last send), then starts the next

@@ -953,7 +953,7 @@ impl<B: Backend> LockEngine<B> {
     fn send_renewal(&mut self, now: Instant, id: LeaseId, d: Duration, renewal: bool, purpose: impl FnOnce(u64) -> Purpose) -> u64 {
         let l = self.leases.get_mut(&id).expect("caller checked");
         let end = if renewal { l.end } else { None };
-        let bound = verdicts::confirmed_until(&self.backend, now, d, end);
+        let bound = verdicts::confirmed_until(&self.backend, &l.token, now, d, end);
         let tag = l.send_renewal(d, bound);
         let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
         let action = Action::Extend { target: &target, token: &token, duration: d };

@@ -220,19 +220,19 @@ impl<B: Backend> LockEngine<B> {
     pub(super) fn grant(&mut self, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
         let lease = LeaseId(op.0);
         let span = granted.min(a.lease);
-        let cap = self.backend.confirmation_span();
+        let cap = self.backend.confirmation_span(&a.token);
         // A fixed lease outlasting one confirmation ends `lease` after the grant, and is
         // confirmed until then.
         let end = match cap {
             Some(_) if !a.auto_renew => Some(since + a.lease.saturating_sub(self.backend.drift(a.lease))),
             _ => None,
         };
-        let valid_until = confirmed_until(&self.backend, since, span, end);
+        let valid_until = confirmed_until(&self.backend, &a.token, since, span, end);
         self.void_undos(&a.token, since);
         let next_renew = if whole_millis(granted) < whole_millis(a.lease) {
             Some(since + cap.map_or(granted, |c| granted.min(c)) / 3)
         } else {
-            next_renewal(&self.backend, a.auto_renew, since, a.lease, end)
+            next_renewal(&self.backend, &a.token, a.auto_renew, since, a.lease, end)
         };
         self.leases.insert(
             lease,
@@ -294,9 +294,9 @@ impl<B: Backend> LockEngine<B> {
             Renewal::Confirmed => {
                 // Not `max` with the old validity: an extend sent before this renewal ran
                 // before it, and this renewal's (possibly shorter) lease is what counts now.
-                let (backend, end) = (&self.backend, l.end);
-                let d = l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, end)).unwrap_or(l.lease);
-                l.next_renew = next_renewal(backend, l.auto_renew, sent, d, end);
+                let (backend, end, token) = (&self.backend, l.end, Arc::clone(&l.token));
+                let d = l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, &token, s, d, end)).unwrap_or(l.lease);
+                l.next_renew = next_renewal(backend, &token, l.auto_renew, sent, d, end);
                 let valid_until = l.valid_until;
                 if valid_until <= now {
                     self.lose(now, id, LossReason::Expired, "the renewal was confirmed only after the lease's validity had run out");
@@ -329,10 +329,10 @@ impl<B: Backend> LockEngine<B> {
         let done = match verdict {
             Renewal::Confirmed => match self.leases.get_mut(&id) {
                 Some(l) => {
-                    let backend = &self.backend;
-                    l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, None));
+                    let (backend, token) = (&self.backend, Arc::clone(&l.token));
+                    l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, &token, s, d, None));
                     l.lease = d;
-                    if backend.confirmation_span().is_none() {
+                    if backend.confirmation_span(&token).is_none() {
                         // A fixed lease now ends `d` after the send: a top-up of a short grant
                         // still due would stretch it past that (see `grant`).
                         l.next_renew = l.auto_renew.then(|| sent + d / 3);
@@ -341,7 +341,7 @@ impl<B: Backend> LockEngine<B> {
                         if !l.auto_renew {
                             l.end = Some(sent + d.saturating_sub(backend.drift(d)));
                         }
-                        l.next_renew = next_renewal(backend, l.auto_renew, sent, d, l.end);
+                        l.next_renew = next_renewal(backend, &token, l.auto_renew, sent, d, l.end);
                     }
                     let valid_until = l.valid_until;
                     if valid_until <= now {
@@ -495,8 +495,8 @@ pub(super) enum Undo {
 /// The validity a confirmation of a lease of `d`, sent at `sent`, gives: `d` (at most the
 /// backend's [confirmation span](Backend::confirmation_span)) less the drift allowance, and
 /// never past `end` (a fixed lease's end).
-pub(super) fn confirmed_until<B: Backend>(backend: &B, sent: Instant, d: Duration, end: Option<Instant>) -> Instant {
-    let span = backend.confirmation_span().map_or(d, |c| d.min(c));
+pub(super) fn confirmed_until<B: Backend>(backend: &B, token: &str, sent: Instant, d: Duration, end: Option<Instant>) -> Instant {
+    let span = backend.confirmation_span(token).map_or(d, |c| d.min(c));
     let until = sent + span.saturating_sub(backend.drift(span));
     end.map_or(until, |e| until.min(e))
 }
@@ -504,8 +504,8 @@ pub(super) fn confirmed_until<B: Backend>(backend: &B, sent: Instant, d: Duratio
 /// When a lease confirmed by a request sent at `sent` for `d` is renewed next: a third of the
 /// way into what that confirmation gives; a fixed lease only while one confirmation does not
 /// reach its `end`.
-pub(super) fn next_renewal<B: Backend>(backend: &B, auto_renew: bool, sent: Instant, d: Duration, end: Option<Instant>) -> Option<Instant> {
-    let cap = backend.confirmation_span();
+pub(super) fn next_renewal<B: Backend>(backend: &B, token: &str, auto_renew: bool, sent: Instant, d: Duration, end: Option<Instant>) -> Option<Instant> {
+    let cap = backend.confirmation_span(token);
     if auto_renew {
         return Some(sent + cap.map_or(d, |c| d.min(c)) / 3);
     }

@@ -43,6 +43,8 @@ pub struct Server {
     pub pushes: VecDeque<(usize, ZkNotice)>,
     /// Every write applied, as `(op name, path)`, for assertions.
     pub writes: Vec<(String, String)>,
+    /// The extra sessions (a client's session for short leases) → the timeout asked.
+    pub extra_of: HashMap<i64, Duration>,
 }
 
 impl Server {
@@ -59,6 +61,21 @@ impl Server {
             child_watches: HashMap::new(),
             pushes: VecDeque::new(),
             writes: Vec::new(),
+            extra_of: HashMap::new(),
+        }
+    }
+
+    /// Closes `session` at its client's request: its ephemeral nodes go, nothing is pushed.
+    pub fn close(&mut self, session: i64) {
+        if self.sessions.remove(&session).is_none() {
+            return;
+        }
+        let mine: Vec<String> = self.nodes.iter().filter(|(_, n)| n.ephemeral_owner == session).map(|(k, _)| k.clone()).collect();
+        for path in mine {
+            self.remove(&path);
+        }
+        for w in self.data_watches.values_mut().chain(self.child_watches.values_mut()) {
+            w.remove(&session);
         }
     }
 
@@ -146,11 +163,20 @@ impl Server {
         for w in self.data_watches.values_mut().chain(self.child_watches.values_mut()) {
             w.remove(&session);
         }
-        self.pushes.push_back((client, ZkNotice::Session(SessionEvent::Expired)));
+        let notice = match self.extra_of.get(&session) {
+            None => ZkNotice::Session(SessionEvent::Expired),
+            Some(&timeout) => ZkNotice::Extra { timeout, event: SessionEvent::Expired },
+        };
+        self.pushes.push_back((client, notice));
     }
 
     /// Serves one request of `client` in `session`.
     pub fn serve(&mut self, client: usize, session: &mut Option<i64>, op: &ZkOp) -> ZkResult {
+        // Extra sessions are closed by the World (`serve_extra`); a close of the client's own
+        // session is answered and changes nothing (no backend sends one).
+        if let ZkOp::CloseSession = op {
+            return Ok(ZkReply::Closed);
+        }
         if let ZkOp::OpenSession = op {
             if let Some(s) = session.filter(|s| self.sessions.contains_key(s)) {
                 return Ok(ZkReply::Session { id: s, timeout: self.timeout });
@@ -165,7 +191,7 @@ impl Server {
             return Err(ZkFailure::SessionExpired);
         };
         match op {
-            ZkOp::OpenSession => unreachable!(),
+            ZkOp::OpenSession | ZkOp::CloseSession => unreachable!(),
             ZkOp::Create { path, data, mode } => {
                 let parent = Server::parent(path);
                 // Missing parents are made as containers (the transport's rule).
@@ -252,6 +278,8 @@ pub struct World {
     pub server: Server,
     pub clients: Vec<LockEngine<ZooKeeperBackend>>,
     pub sessions: Vec<Option<i64>>,
+    /// Each client's extra sessions, by the timeout asked (granted as asked here).
+    pub extras: HashMap<(usize, Duration), Option<i64>>,
     pub events: Vec<Vec<Event<Done>>>,
     /// Every request sent, per client.
     pub sent: Vec<Vec<ZkOp>>,
@@ -277,6 +305,7 @@ impl World {
                 })
                 .collect(),
             sessions: vec![None; clients],
+            extras: HashMap::new(),
             events: vec![Vec::new(); clients],
             sent: vec![Vec::new(); clients],
             drop_reply: vec![Vec::new(); clients],
@@ -296,9 +325,15 @@ impl World {
                         self.held[c].push_back(req);
                         continue;
                     }
-                    let mut session = self.sessions[c];
-                    let reply = self.server.serve(c, &mut session, &req.op);
-                    self.sessions[c] = session;
+                    let reply = match req.session {
+                        None => {
+                            let mut session = self.sessions[c];
+                            let reply = self.server.serve(c, &mut session, &req.op);
+                            self.sessions[c] = session;
+                            reply
+                        }
+                        Some(k) => self.serve_extra(c, k, &req.op),
+                    };
                     let dropped = self.drop_reply[c].iter().position(|f| f(&req.op));
                     self.sent[c].push(req.op);
                     let reply = if let Some(i) = dropped {
@@ -324,6 +359,33 @@ impl World {
                 return;
             }
         }
+    }
+
+    /// Serves a request of client `c`'s extra session asked for `k`: its own session on the
+    /// server, granted the timeout asked, closed (its nodes gone) by `CloseSession`.
+    fn serve_extra(&mut self, c: usize, k: Duration, op: &ZkOp) -> ZkResult {
+        let mut session = self.extras.get(&(c, k)).copied().flatten();
+        if let ZkOp::CloseSession = op {
+            if let Some(s) = session.take() {
+                self.server.close(s);
+            }
+            self.extras.insert((c, k), None);
+            return Ok(ZkReply::Closed);
+        }
+        let reply = self.server.serve(c, &mut session, op);
+        self.extras.insert((c, k), session);
+        match reply {
+            Ok(ZkReply::Session { id, .. }) => {
+                self.server.extra_of.insert(id, k);
+                Ok(ZkReply::Session { id, timeout: k })
+            }
+            other => other,
+        }
+    }
+
+    /// The live extra session of client `c` asked for `k`, if any.
+    pub fn extra(&self, c: usize, k: Duration) -> Option<i64> {
+        self.extras.get(&(c, k)).copied().flatten().filter(|s| self.server.sessions.contains_key(s))
     }
 
     /// Moves virtual time forward by `d`, running every timer due on the way.
@@ -389,6 +451,7 @@ impl World {
             .iter()
             .map(|op| match op {
                 ZkOp::OpenSession => "session".to_string(),
+                ZkOp::CloseSession => "close".to_string(),
                 ZkOp::Create { .. } => "create".to_string(),
                 ZkOp::Delete { .. } => "delete".to_string(),
                 ZkOp::Children { watch, .. } => if *watch { "children+watch" } else { "children" }.to_string(),

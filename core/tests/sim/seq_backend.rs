@@ -81,7 +81,7 @@ impl Backend for SeqBackend {
     /// A session promises only `lease` after each heartbeat, whatever a grant or an extend
     /// asked for: the rest of a longer lease cannot be counted on (the simulator showed two
     /// holders without this cap, see simulation_zk.rs).
-    fn confirmation_span(&self) -> Option<Duration> {
+    fn confirmation_span(&self, _token: &str) -> Option<Duration> {
         Some(self.lease)
     }
 

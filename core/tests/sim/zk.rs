@@ -829,7 +829,7 @@ impl SimZk {
                 self.links[c].last_zxid = self.links[c].last_zxid.max(self.members[m].zxid);
                 return r;
             }
-            ZkOp::OpenSession => unreachable!("handled by open_session"),
+            ZkOp::OpenSession | ZkOp::CloseSession => unreachable!("handled by open_session"),
         };
         // A follower answers a write once it applied it (and all before it): the client reads
         // its own writes there.
@@ -1061,7 +1061,9 @@ impl Model for SimZk {
     type Outcome = Done;
 
     fn engine(&self, rng: SeededRandom) -> LockEngine<ZooKeeperBackend> {
-        let config = ZkConfig { session_timeout: self.cfg.session_timeout, label: "sim".into() };
+        // One session per client in this model: the extra sessions sized from short leases are
+        // tested against real servers (zookeeper_faults.rs, conformance `crash_bound_is_the_lease`).
+        let config = ZkConfig { session_timeout: self.cfg.session_timeout, label: "sim".into(), extra_sessions: false };
         let backend = ZooKeeperBackend::new(config).expect("a valid session timeout");
         LockEngine::with_backend(backend, Box::new(rng))
     }
@@ -1099,6 +1101,10 @@ impl Model for SimZk {
         let sent_on = self.sent_on.remove(&(client, req.id));
         if req.op == ZkOp::OpenSession {
             return Ok(self.open_session(now, client, pushes));
+        }
+        // One session per client here: an extra session is the client's own, never closed.
+        if req.op == ZkOp::CloseSession {
+            return Ok(Ok(ZkReply::Closed));
         }
         let link = &self.links[client];
         let member = match link.state {

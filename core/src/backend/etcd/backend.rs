@@ -160,7 +160,7 @@ impl JobRunner for EtcdBackend {
         &mut self.jobs
     }
 
-    fn request(id: RequestId, op: EtcdOp) -> EtcdRequest {
+    fn request(&self, _job: &Job, id: RequestId, op: EtcdOp) -> EtcdRequest {
         EtcdRequest { id, op }
     }
 
@@ -215,7 +215,7 @@ impl Backend for EtcdBackend {
 
     /// An acknowledged keepalive proves the lease alive at its send time, and the lease (with
     /// every key on it) then lives its TTL more: two thirds count.
-    fn confirmation_span(&self) -> Option<Duration> {
+    fn confirmation_span(&self, _token: &str) -> Option<Duration> {
         Some(safe_validity(self.ttl()))
     }
 
@@ -372,9 +372,9 @@ mod tests {
         let e = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_millis(10), ..EtcdConfig::default() }).err().expect("refused");
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         let mut b = EtcdBackend::new(EtcdConfig { session_ttl: Duration::from_secs(3), ..EtcdConfig::default() }).unwrap();
-        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(2)));
+        assert_eq!(b.confirmation_span(""), Some(Duration::from_secs(2)));
         b.session_reply(Ok(EtcdReply::LeaseGranted { lease: 7, ttl_secs: 6 })).unwrap();
-        assert_eq!(b.confirmation_span(), Some(Duration::from_secs(4)));
+        assert_eq!(b.confirmation_span(""), Some(Duration::from_secs(4)));
         assert_eq!(b.leases(), [(7, Duration::from_secs(6))]);
         assert!(b.session_reply(Ok(EtcdReply::LeaseRevoked)).is_err());
         assert!(b.session_reply(Ok(EtcdReply::LeaseGranted { lease: 8, ttl_secs: 0 })).is_err());

@@ -14,13 +14,29 @@ use super::recipe::{self, Place};
 use super::request::{CreateMode, ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
 use super::step::{Job, Slot, Step};
 use crate::engine::job::{JobRunner, MAX_STEPS};
-use crate::engine::{Answer, Attempt, Ctx, Verdict};
+use crate::engine::{Answer, Attempt, Ctx, Purpose, Verdict};
 use crate::error::{Error, ErrorKind};
 
 impl ZooKeeperBackend {
     /// The next step of an acquire, from what is known of its token's nodes.
     pub(super) fn acquire_next(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, answers: &mut Vec<Answer>) {
-        if self.session.is_none() || job.epoch != self.epoch {
+        if self.session.is_none() {
+            let e = Error::new(ErrorKind::Connection, "the ZooKeeper session ended; waiting for a new one");
+            return self.settle_attempt(ctx, job, attempt_transient(e), answers);
+        }
+        // A lease shorter than the client's session gets its nodes in a session of its own.
+        self.place(&job.token, job.lease);
+        if let Some(k) = self.key_of(&job.token) {
+            if self.extras.get(&k).and_then(|e| e.session).is_none() {
+                return self.send(ctx, job, Step::Open, ZkOp::OpenSession);
+            }
+        }
+        let mut job = job;
+        if self.owned.get(&job.token).is_none_or(|o| o.node == Slot::None && o.lease == Slot::None) {
+            // Nothing of an older session to confuse: run in the session's current epoch.
+            job.epoch = self.epoch_of(&job.token);
+        }
+        if job.epoch != self.epoch_of(&job.token) {
             let e = Error::new(ErrorKind::Connection, "the ZooKeeper session ended; waiting for a new one");
             return self.settle_attempt(ctx, job, attempt_transient(e), answers);
         }
@@ -88,8 +104,8 @@ impl ZooKeeperBackend {
         let Slot::Known { path, .. } = self.holder(&job) else {
             return self.settle_attempt(ctx, job, node_vanished(), answers);
         };
-        let span = job.lease.min(safe_validity(self.session_timeout()));
-        let fresh = self.confirmed.is_some_and(|c| ctx.now.saturating_duration_since(c) <= span / 3);
+        let span = job.lease.min(safe_validity(self.timeout_of(&job.token)));
+        let fresh = self.confirmed_of(&job.token).is_some_and(|c| ctx.now.saturating_duration_since(c) <= span / 3);
         if fresh {
             self.grant(ctx, job, answers);
         } else {
@@ -99,10 +115,13 @@ impl ZooKeeperBackend {
 
     /// Grants the attempt (and gives a semaphore's internal mutex back).
     fn grant(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, answers: &mut Vec<Answer>) {
-        let (Slot::Known { czxid, .. }, Some(confirmed)) = (self.holder(&job), self.confirmed) else {
+        let (Slot::Known { czxid, .. }, Some(confirmed)) = (self.holder(&job), self.confirmed_of(&job.token)) else {
             return self.settle_attempt(ctx, job, node_vanished(), answers);
         };
         self.unwatch(&job.token);
+        if let Some(Purpose::Acquire(op)) = job.purpose {
+            self.held.insert(Arc::clone(&job.token), op);
+        }
         if job.target.holds_by_lease() {
             // InterProcessSemaphoreV2 gives its internal mutex back once the lease holds.
             if let Some(path) = self.owned.get(&job.token).and_then(|o| o.node.path()).map(str::to_string) {
@@ -117,8 +136,23 @@ impl ZooKeeperBackend {
     }
 
     /// Handles the reply to one step of an acquire.
-    pub(super) fn acquire_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
-        if job.epoch != self.epoch {
+    pub(super) fn acquire_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, mut job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
+        if let Step::Open = job.step {
+            return match reply {
+                Ok(ZkReply::Session { id, timeout }) if !timeout.is_zero() => {
+                    if let Some(k) = self.key_of(&job.token) {
+                        job.epoch = self.extra_opened(k, id, timeout, ctx.now, answers);
+                    }
+                    self.acquire_next(ctx, job, answers)
+                }
+                Ok(other) => {
+                    let e = Error::protocol(format!("ZooKeeper answered the session request with {other:?}"));
+                    self.settle_attempt(ctx, job, Attempt::Failed { error: e, undo: true }, answers)
+                }
+                Err(f) => self.settle_attempt(ctx, job, attempt_failure(f), answers),
+            };
+        }
+        if job.epoch != self.epoch_of(&job.token) {
             return self.acquire_next(ctx, job, answers);
         }
         let target = Arc::clone(&job.target);
@@ -144,7 +178,7 @@ impl ZooKeeperBackend {
                 self.acquire_next(ctx, job, answers);
             }
             (Step::Adopt { lease, path }, Ok(ZkReply::Exists(stat))) => {
-                let session = self.session.map(|s| s.id);
+                let session = self.session_of(&token).map(|s| s.id);
                 // A node of an earlier session of ours dies with it: not ours to hold.
                 let slot = match stat {
                     Some(stat) if Some(stat.ephemeral_owner) == session => Slot::Known { path, czxid: stat.czxid },
@@ -154,13 +188,13 @@ impl ZooKeeperBackend {
                 self.acquire_next(ctx, job, answers);
             }
             (step @ (Step::CreateNode | Step::CreateLease), Ok(ZkReply::Created { path, stat })) => {
-                self.confirm(job.sent);
+                self.confirm_of(&token, job.sent);
                 *self.slots(&token).slot_mut(matches!(step, Step::CreateLease)) = Slot::Known { path, czxid: stat.czxid };
                 self.acquire_next(ctx, job, answers);
             }
             // A parent container was reaped between its creation and ours: create again.
             (step @ (Step::CreateNode | Step::CreateLease), Err(ZkFailure::NoNode | ZkFailure::NodeExists)) => {
-                self.confirm(job.sent);
+                self.confirm_of(&token, job.sent);
                 *self.slots(&token).slot_mut(matches!(step, Step::CreateLease)) = Slot::None;
                 self.acquire_next(ctx, job, answers);
             }
@@ -226,7 +260,7 @@ impl ZooKeeperBackend {
             }
             (Step::Count, Err(ZkFailure::NoNode)) => self.vanished(ctx, job, true, answers),
             (Step::Confirm, Ok(ZkReply::Checked)) => {
-                self.confirm(job.sent);
+                self.confirm_of(&token, job.sent);
                 self.grant(ctx, job, answers);
             }
             (Step::Confirm, Err(ZkFailure::NoNode | ZkFailure::BadVersion)) => {
@@ -235,7 +269,7 @@ impl ZooKeeperBackend {
             }
             (_, Err(f)) => {
                 if matches!(f, ZkFailure::SessionExpired) {
-                    self.end_session_by_reply();
+                    self.end_by_reply(&token, ctx.now, answers);
                 }
                 let attempt = attempt_failure(f);
                 self.settle_attempt(ctx, job, attempt, answers);
@@ -257,8 +291,8 @@ impl ZooKeeperBackend {
 
     /// Handles the reply to deleting a semaphore's internal-mutex node once its lease holds
     /// (the only step without a purpose: nobody waits for it).
-    pub(super) fn unlock_reply(&mut self, job: Job, reply: ZkResult) {
-        if job.epoch != self.epoch {
+    pub(super) fn unlock_reply(&mut self, now: crate::time::Instant, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
+        if job.epoch != self.epoch_of(&job.token) {
             return;
         }
         match &reply {
@@ -267,7 +301,7 @@ impl ZooKeeperBackend {
                     owned.node = Slot::None;
                 }
             }
-            Err(ZkFailure::SessionExpired) => self.end_session_by_reply(),
+            Err(ZkFailure::SessionExpired) => self.end_by_reply(&job.token, now, answers),
             // Not confirmed: the release deletes it with the lease.
             _ => {}
         }

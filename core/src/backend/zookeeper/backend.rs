@@ -17,6 +17,7 @@ use super::config::{safe_validity, ZkConfig};
 use super::failure::failure_error;
 use super::layout;
 use super::request::{SessionEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult};
+use super::sessions::{Extra, Held};
 use super::step::{Job, Owned, Slot, Step};
 use super::target::ZkTarget;
 use crate::engine::operation::MAX_BACKOFF;
@@ -69,6 +70,16 @@ pub struct ZooKeeperBackend {
     pub(super) stale_in_flight: HashMap<RequestId, String>,
     /// The listing pages on the wire, with the kind each reads (`list.rs`).
     listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
+    /// The client's extra sessions, by the timeout asked (`sessions.rs`).
+    pub(super) extras: HashMap<Duration, Extra>,
+    /// The tokens whose nodes live in an extra session, and which.
+    pub(super) placed: HashMap<Arc<str>, Duration>,
+    /// The acquire of each token that holds (revoked if its extra session ends).
+    pub(super) held: Held,
+    /// Extra sessions to close (no token lives there any more).
+    pub(super) closing: Vec<Duration>,
+    /// Waiters of an ended extra session not yet told to re-check.
+    pub(super) requeue: Vec<String>,
 }
 
 impl ZooKeeperBackend {
@@ -87,6 +98,11 @@ impl ZooKeeperBackend {
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
             listing: HashMap::new(),
+            extras: HashMap::new(),
+            placed: HashMap::new(),
+            held: Held::new(),
+            closing: Vec::new(),
+            requeue: Vec::new(),
         })
     }
 
@@ -132,6 +148,7 @@ impl ZooKeeperBackend {
             self.stale.extend([owned.node.path(), owned.lease.path()].into_iter().flatten().map(str::to_string));
         }
         self.watchers.clear();
+        self.end_extras();
     }
 
     /// Sends the deletes of the nodes an ended session of ours left, once a session is open.
@@ -141,7 +158,7 @@ impl ZooKeeperBackend {
         }
         for path in std::mem::take(&mut self.stale) {
             let id = ctx.ids.request();
-            ctx.out.push_back(ZkRequest { id, op: ZkOp::Delete { path: path.clone(), version: None } });
+            ctx.out.push_back(ZkRequest::own(id, ZkOp::Delete { path: path.clone(), version: None }));
             self.stale_in_flight.insert(id, path);
         }
     }
@@ -202,12 +219,12 @@ impl JobRunner for ZooKeeperBackend {
         &mut self.jobs
     }
 
-    fn request(id: RequestId, op: ZkOp) -> ZkRequest {
-        ZkRequest { id, op }
+    fn request(&self, job: &Job, id: RequestId, op: ZkOp) -> ZkRequest {
+        self.request_of(&job.token, id, op)
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, mut job: Job, answers: &mut Vec<Answer>) {
-        job.epoch = self.epoch;
+        job.epoch = self.epoch_of(&job.token);
         match job.purpose {
             Some(Purpose::Acquire(_)) => self.acquire_next(ctx, job, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_start(ctx, job, answers),
@@ -253,8 +270,9 @@ impl Backend for ZooKeeperBackend {
 
     /// One confirmation proves the session alive at its send time, and the session (with every
     /// node in it) then lives about the negotiated timeout more: half of it counts.
-    fn confirmation_span(&self) -> Option<Duration> {
-        Some(safe_validity(self.session_timeout()))
+    /// Per token: its nodes' session may be an extra one sized from its lease.
+    fn confirmation_span(&self, token: &str) -> Option<Duration> {
+        Some(safe_validity(self.timeout_of(token)))
     }
 
     fn retry_delay(&self, backoff: &mut Duration, rng: &mut dyn RandomSource) -> Duration {
@@ -275,7 +293,7 @@ impl Backend for ZooKeeperBackend {
 
     fn open_session(&mut self, ctx: &mut Ctx<'_, ZkRequest>) -> Option<RequestId> {
         let id = ctx.ids.request();
-        ctx.out.push_back(ZkRequest { id, op: ZkOp::OpenSession });
+        ctx.out.push_back(ZkRequest::own(id, ZkOp::OpenSession));
         Some(id)
     }
 
@@ -308,7 +326,7 @@ impl Backend for ZooKeeperBackend {
                     Ok((path, kind)) => {
                         let id = ctx.ids.request();
                         self.listing.insert(id, (purpose, ctx.now, query.clone(), kind));
-                        ctx.out.push_back(ZkRequest { id, op: ZkOp::Children { path, watch: false } });
+                        ctx.out.push_back(ZkRequest::own(id, ZkOp::Children { path, watch: false }));
                     }
                     Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: crate::engine::Verdict::Listed(Err(e)) }),
                 }
@@ -333,6 +351,9 @@ impl Backend for ZooKeeperBackend {
         if !self.stale.is_empty() {
             self.drop_stale(ctx);
         }
+        if !self.closing.is_empty() {
+            self.close_idle(ctx);
+        }
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, id: RequestId, reply: ZkResult, answers: &mut Vec<Answer>) {
@@ -354,15 +375,15 @@ impl Backend for ZooKeeperBackend {
         if let Step::Sync { next, op } = &job.step {
             // Answered by the leader (the path exists or not): the session was alive, and this
             // server has caught up. Anything else goes to the call's own handling below.
-            if job.epoch == self.epoch && matches!(reply, Ok(ZkReply::Checked) | Err(ZkFailure::NoNode | ZkFailure::BadVersion)) {
-                self.confirm(job.sent);
+            if job.epoch == self.epoch_of(&job.token) && matches!(reply, Ok(ZkReply::Checked) | Err(ZkFailure::NoNode | ZkFailure::BadVersion)) {
+                self.confirm_of(&job.token, job.sent);
                 let (next, op) = ((**next).clone(), op.clone());
                 return self.send(ctx, job, next, op);
             }
         }
         match job.purpose {
             // The semaphore's internal mutex given back (the only step without a purpose).
-            None => self.unlock_reply(job, reply),
+            None => self.unlock_reply(ctx.now, job, reply, answers),
             Some(Purpose::Acquire(_)) => self.acquire_reply(ctx, job, reply, answers),
             Some(Purpose::Renew(..) | Purpose::Extend(..)) => self.check_reply(ctx, job, reply, answers),
             Some(Purpose::Release(..) | Purpose::Cleanup(_)) => self.release_reply(ctx, job, reply, answers),
@@ -373,8 +394,42 @@ impl Backend for ZooKeeperBackend {
         }
     }
 
-    fn on_notice(&mut self, _ctx: &mut Ctx<'_, ZkRequest>, notice: ZkNotice, _answers: &mut Vec<Answer>) -> Signal {
+    fn on_notice(&mut self, ctx: &mut Ctx<'_, ZkRequest>, notice: ZkNotice, answers: &mut Vec<Answer>) -> Signal {
         match notice {
+            // An extra session's holds are revoked and its waiters queue again in a new one.
+            ZkNotice::Extra { timeout, event: SessionEvent::Expired } => {
+                self.end_extra(timeout, ctx.now, answers);
+                let mut tokens = std::mem::take(&mut self.requeue);
+                tokens.sort();
+                tokens.dedup();
+                if tokens.is_empty() {
+                    Signal::Nothing
+                } else {
+                    Signal::Recheck(tokens)
+                }
+            }
+            ZkNotice::Extra { timeout, event: SessionEvent::Disconnected } => match self.extras.get(&timeout) {
+                Some(e) if e.session.is_some() => Signal::Unreachable,
+                _ => Signal::Nothing,
+            },
+            ZkNotice::Extra { timeout, event: SessionEvent::Reconnected } => {
+                let mut tokens: HashSet<String> = HashSet::new();
+                for (_, ts) in self.watchers.iter_mut() {
+                    for t in ts.iter() {
+                        if self.placed.get(t) == Some(&timeout) {
+                            tokens.insert(t.to_string());
+                        }
+                    }
+                }
+                let placed = &self.placed;
+                self.watchers.retain(|_, ts| {
+                    ts.retain(|t| placed.get(t) != Some(&timeout));
+                    !ts.is_empty()
+                });
+                let mut tokens: Vec<String> = tokens.into_iter().collect();
+                tokens.sort();
+                Signal::Reachable(tokens)
+            }
             ZkNotice::Watch { path, .. } => match self.watchers.remove(&path) {
                 Some(tokens) => Signal::Recheck(tokens.iter().map(|t| t.to_string()).collect()),
                 None => Signal::Nothing,
@@ -409,7 +464,7 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.jobs.is_idle() && self.stale_in_flight.is_empty() && self.listing.is_empty()
+        self.jobs.is_idle() && self.stale_in_flight.is_empty() && self.listing.is_empty() && self.closing.is_empty()
     }
 }
 
@@ -427,10 +482,10 @@ mod tests {
         }
         let b = ZooKeeperBackend::new(ZkConfig { session_timeout: Duration::from_secs(3), ..ZkConfig::default() }).unwrap();
         // Before any session: what was asked for; the negotiated timeout replaces it.
-        assert_eq!(b.confirmation_span(), Some(Duration::from_millis(1500)));
+        assert_eq!(b.confirmation_span(""), Some(Duration::from_millis(1500)));
         let mut b = b;
         b.session_reply(Ok(ZkReply::Session { id: 7, timeout: Duration::from_millis(1500) })).unwrap();
-        assert_eq!(b.confirmation_span(), Some(Duration::from_millis(750)));
+        assert_eq!(b.confirmation_span(""), Some(Duration::from_millis(750)));
         assert_eq!(b.session(), Some((7, Duration::from_millis(1500))));
         assert!(b.session_reply(Ok(ZkReply::Deleted)).is_err());
         assert!(b.session_reply(Ok(ZkReply::Session { id: 8, timeout: Duration::ZERO })).is_err());

@@ -25,11 +25,17 @@ pub struct ZkConfig {
     /// (a leader's node carries its published value instead), as Curator writes the holder's
     /// IP there; empty: none.
     pub label: String,
+    /// Whether the nodes of a lock whose lease is shorter than the session live in an extra
+    /// session sized from that lease, so a crashed holder frees it within its lease (the
+    /// default, PROTOCOL.md §9 "Sessions sized from the lock"). Off, every node lives in the
+    /// client's one session and a crash frees a lock only when that session expires (what the
+    /// deterministic simulator, which models one session per client, runs).
+    pub extra_sessions: bool,
 }
 
 impl Default for ZkConfig {
     fn default() -> Self {
-        ZkConfig { session_timeout: DEFAULT_SESSION_TIMEOUT, label: String::new() }
+        ZkConfig { session_timeout: DEFAULT_SESSION_TIMEOUT, label: String::new(), extra_sessions: true }
     }
 }
 

@@ -15,7 +15,7 @@ impl ZooKeeperBackend {
     /// Starts a renewal or extend: check the holder node, or refuse at once if it is gone.
     pub(super) fn check_start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, answers: &mut Vec<Answer>) {
         match self.holder(&job) {
-            Slot::Known { path, .. } if self.session.is_some() => {
+            Slot::Known { path, .. } if self.session_of(&job.token).is_some() => {
                 self.send(ctx, job, Step::Check, ZkOp::Check { path, version: None });
             }
             _ => {
@@ -28,12 +28,12 @@ impl ZooKeeperBackend {
     /// Handles the reply to a renewal's or extend's check.
     pub(super) fn check_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
         let gone = |subject: &str| Verdict::Renewal(Renewal::Refused { subject: subject.to_string() });
-        if job.epoch != self.epoch {
+        if job.epoch != self.epoch_of(&job.token) {
             return self.settle(ctx, job, None, gone("the ZooKeeper session ended"), answers);
         }
         let verdict = match reply {
             Ok(ZkReply::Checked) => {
-                self.confirm(job.sent);
+                self.confirm_of(&job.token, job.sent);
                 Verdict::Renewal(Renewal::Confirmed)
             }
             Err(ZkFailure::NoNode | ZkFailure::BadVersion) => {
@@ -41,7 +41,7 @@ impl ZooKeeperBackend {
                 gone("the lock node was deleted")
             }
             Err(ZkFailure::SessionExpired) => {
-                self.end_session_by_reply();
+                self.end_by_reply(&job.token, ctx.now, answers);
                 gone("the ZooKeeper session expired")
             }
             Err(f @ (ZkFailure::ConnectionLoss(_) | ZkFailure::Other(_))) => Verdict::Renewal(renewal_failure(f)),

@@ -2,12 +2,14 @@
 //! [`Data`], and what a transport opens, so a transport in another language (the Node binding's
 //! `lib/transport/zookeeper.js`) performs them without a rule of its own. The forms:
 //!
-//! - request: `{ id, op, ... }` with `op` one of `openSession`; `create` (`path`, `data`: bytes,
+//! - request: `{ id, op, ..., sessionMs? }` (`sessionMs`: the request runs in the client's
+//!   extra session asked for that timeout, opened by `openSession` and closed by `closeSession`
+//!   with it; absent: the client's own session) with `op` one of `openSession`, `closeSession`; `create` (`path`, `data`: bytes,
 //!   `mode`: `persistent` | `ephemeral` | `ephemeralSequential` | `container`); `delete` and
 //!   `check` (`path`, `version`: an integer or null for any); `children`, `exists` and `getData`
 //!   (`path`, `watch`: a boolean).
 //! - reply: `{ reply: 'session', sessionId, timeoutMs }`, `{ reply: 'created', path, stat }`,
-//!   `{ reply: 'deleted' }`, `{ reply: 'checked' }`, `{ reply: 'children', children: [name] }`,
+//!   `{ reply: 'deleted' }`, `{ reply: 'closed' }`, `{ reply: 'checked' }`, `{ reply: 'children', children: [name] }`,
 //!   `{ reply: 'exists', stat }` (`stat` null when there is no node), `{ reply: 'data', data,
 //!   stat }`; or a failure `{ failure, message? , code? }` with `failure` one of `noNode`,
 //!   `nodeExists`, `badVersion`, `notEmpty`, `connectionLoss`, `sessionExpired`, `other` (`code`:
@@ -15,7 +17,9 @@
 //!   version, cversion, ephemeralOwner, numChildren }`.
 //! - notice: `{ notice: 'watch', path, event: 'created' | 'deleted' | 'dataChanged' |
 //!   'childrenChanged' }` or `{ notice: 'session', event: 'disconnected' | 'reconnected' |
-//!   'expired' }`.
+//!   'expired', sessionMs? }` (`sessionMs`: of that extra session).
+
+
 
 use crate::data::{Connected, Data, DataBackend};
 use crate::connect::ClientOptions;
@@ -55,13 +59,22 @@ pub fn connect(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Co
     Ok(Connected { engine: Box::new(engine), plan })
 }
 
-/// A request as data.
+/// A request as data; one of an extra session says which by `sessionMs` (the timeout it asks).
 pub fn request_data(r: &ZkRequest) -> Data {
+    let mut d = op_data(r);
+    if let (Some(t), Data::Map(entries)) = (r.session, &mut d) {
+        entries.push(("sessionMs".to_string(), millis(t)));
+    }
+    d
+}
+
+fn op_data(r: &ZkRequest) -> Data {
     let id = ("id", Data::from(r.id.0));
     let path = |p: &str| ("path", Data::from(p));
     let version = |v: &Option<i32>| ("version", Data::from(*v));
     match &r.op {
         ZkOp::OpenSession => Data::map([id, ("op", "openSession".into())]),
+        ZkOp::CloseSession => Data::map([id, ("op", "closeSession".into())]),
         ZkOp::Create { path: p, data, mode } => Data::map([
             id,
             ("op", "create".into()),
@@ -125,6 +138,7 @@ fn parse_reply(d: &Data) -> Result<ZkResult, String> {
         }
         "created" => ZkReply::Created { path: d.str_field(WHAT, "path")?.to_string(), stat: stat(d.get("stat"))? },
         "deleted" => ZkReply::Deleted,
+        "closed" => ZkReply::Closed,
         "checked" => ZkReply::Checked,
         "children" => {
             let list = d.get("children").and_then(Data::as_list).ok_or("a children reply has no list of children")?;
@@ -181,12 +195,18 @@ pub fn notice_from_data(d: &Data) -> Option<ZkNotice> {
             };
             Some(ZkNotice::Watch { path: d.get("path")?.as_str()?.to_string(), event })
         }
-        "session" => Some(ZkNotice::Session(match event {
-            "disconnected" => SessionEvent::Disconnected,
-            "reconnected" => SessionEvent::Reconnected,
-            "expired" => SessionEvent::Expired,
-            _ => return None,
-        })),
+        "session" => {
+            let event = match event {
+                "disconnected" => SessionEvent::Disconnected,
+                "reconnected" => SessionEvent::Reconnected,
+                "expired" => SessionEvent::Expired,
+                _ => return None,
+            };
+            Some(match d.get("sessionMs") {
+                None => ZkNotice::Session(event),
+                Some(ms) => ZkNotice::Extra { timeout: Duration::from_millis(u64::try_from(ms.as_int()?).ok()?), event },
+            })
+        }
         _ => None,
     }
 }
@@ -231,15 +251,17 @@ mod tests {
         let r = ZkRequest {
             id: RequestId(7),
             op: ZkOp::Create { path: "/l/a-".into(), data: b"v".to_vec(), mode: CreateMode::EphemeralSequential },
+            session: Some(Duration::from_millis(2000)),
         };
         let d = request_data(&r);
         assert_eq!(d.get("id"), Some(&Data::Int(7)));
         assert_eq!(d.str_field("", "op"), Ok("create"));
         assert_eq!(d.str_field("", "mode"), Ok("ephemeralSequential"));
         assert_eq!(d.bytes_field("", "data"), Ok(&b"v"[..]));
-        let d = request_data(&ZkRequest { id: RequestId(8), op: ZkOp::Delete { path: "/x".into(), version: None } });
-        assert_eq!(d.get("version"), None);
-        let d = request_data(&ZkRequest { id: RequestId(9), op: ZkOp::Check { path: "/x".into(), version: Some(3) } });
+        assert_eq!(d.int_field("", "sessionMs"), Ok(2000));
+        let d = request_data(&ZkRequest::own(RequestId(8), ZkOp::Delete { path: "/x".into(), version: None }));
+        assert_eq!((d.get("version"), d.get("sessionMs")), (None, None));
+        let d = request_data(&ZkRequest::own(RequestId(9), ZkOp::Check { path: "/x".into(), version: Some(3) }));
         assert_eq!((d.str_field("", "op"), d.int_field("", "version")), (Ok("check"), Ok(3)));
     }
 
@@ -300,6 +322,8 @@ mod tests {
         assert_eq!(notice_from_data(&w), Some(ZkNotice::Watch { path: "/l/a".into(), event: WatchEvent::Deleted }));
         let s = Data::map([("notice", "session".into()), ("event", "expired".into())]);
         assert_eq!(notice_from_data(&s), Some(ZkNotice::Session(SessionEvent::Expired)));
+        let x = Data::map([("notice", "session".into()), ("event", "expired".into()), ("sessionMs", 2000i64.into())]);
+        assert_eq!(notice_from_data(&x), Some(ZkNotice::Extra { timeout: Duration::from_millis(2000), event: SessionEvent::Expired }));
         assert_eq!(notice_from_data(&Data::map([("notice", "session".into()), ("event", "x".into())])), None);
     }
 

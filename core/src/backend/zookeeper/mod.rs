@@ -26,6 +26,7 @@ pub mod list;
 mod observe;
 pub mod recipe;
 mod release;
+mod sessions;
 pub mod spec;
 pub mod request;
 mod step;

@@ -15,7 +15,7 @@ use crate::error::Error;
 impl ZooKeeperBackend {
     /// Starts a release: delete the token's known nodes, after finding any a lost create left.
     pub(super) fn release_start(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, answers: &mut Vec<Answer>) {
-        let owned = match self.session {
+        let owned = match self.session_of(&job.token) {
             Some(_) => self.owned.get(&job.token).cloned().unwrap_or_default(),
             // Without a session every ephemeral node of ours is gone already.
             None => Owned::default(),
@@ -61,16 +61,18 @@ impl ZooKeeperBackend {
             let path = deletes[0].0.clone();
             return self.send(ctx, job, Step::Delete { rest: deletes, was_held }, ZkOp::Delete { path, version: None });
         }
-        // Every node of the token is gone: forget it.
+        // Every node of the token is gone: forget it (and its extra session, if it was the last).
         self.owned.remove(&job.token);
         self.unwatch(&job.token);
+        self.unplace(&job.token);
         self.settle(ctx, job, None, Verdict::Release(Release::Done { was_held }), answers);
     }
 
     /// Handles the reply to one step of a release.
     pub(super) fn release_reply(&mut self, ctx: &mut Ctx<'_, ZkRequest>, job: Job, reply: ZkResult, answers: &mut Vec<Answer>) {
-        if job.epoch != self.epoch {
+        if job.epoch != self.epoch_of(&job.token) {
             // The session ended meanwhile: its nodes went with it.
+            self.unplace(&job.token);
             return self.settle(ctx, job, None, Verdict::Release(Release::Done { was_held: false }), answers);
         }
         match (job.step.clone(), reply) {
@@ -108,7 +110,8 @@ impl ZooKeeperBackend {
                 self.release_next(ctx, job, Vec::new(), rest, was_held, answers);
             }
             (_, Err(ZkFailure::SessionExpired)) => {
-                self.end_session_by_reply();
+                self.end_by_reply(&job.token, ctx.now, answers);
+                self.unplace(&job.token);
                 self.settle(ctx, job, None, Verdict::Release(Release::Done { was_held: false }), answers);
             }
             (_, Err(f @ (ZkFailure::ConnectionLoss(_) | ZkFailure::Other(_)))) => {

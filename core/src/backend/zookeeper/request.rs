@@ -17,6 +17,18 @@ pub struct ZkRequest {
     pub id: RequestId,
     /// What to do.
     pub op: ZkOp,
+    /// The session it runs in: `None`, the client's own session (asked for `session_timeout`);
+    /// `Some(t)`, the client's extra session asked for a timeout of `t`, where the nodes of
+    /// locks whose lease is shorter than the client's session live, so that a crashed holder's
+    /// nodes go within its lease (PROTOCOL.md §9, "Sessions sized from the lock").
+    pub session: Option<Duration>,
+}
+
+impl ZkRequest {
+    /// A request in the client's own session.
+    pub fn own(id: RequestId, op: ZkOp) -> Self {
+        ZkRequest { id, op, session: None }
+    }
 }
 
 /// How a node is created (ZooKeeper's `CreateMode`).
@@ -37,9 +49,14 @@ pub enum CreateMode {
 /// the chroot; replies never include it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ZkOp {
-    /// Open the client's session (connect to some member of the ensemble and handshake),
-    /// replacing a session that expired. Reply [`ZkReply::Session`].
+    /// Open the request's session (connect to some member of the ensemble and handshake),
+    /// replacing a session that expired; a session that lives is answered as it is. Reply
+    /// [`ZkReply::Session`].
     OpenSession,
+    /// Close the request's extra session (the backend sends it once no node of the client
+    /// lives there any more); a later `OpenSession` of it opens a new one. Reply
+    /// [`ZkReply::Closed`].
+    CloseSession,
     /// Create `path` with `data` in `mode`; missing parents are created first as
     /// [containers](CreateMode::Container). Reply [`ZkReply::Created`] (the sequential name
     /// the server chose) or [`ZkFailure::NodeExists`] / [`ZkFailure::NoNode`].
@@ -135,6 +152,8 @@ pub enum ZkReply {
     },
     /// The node was deleted.
     Deleted,
+    /// The session was closed.
+    Closed,
     /// The check held.
     Checked,
     /// The child names.
@@ -217,6 +236,14 @@ pub enum ZkNotice {
         /// What happened.
         event: WatchEvent,
     },
-    /// The session's state changed.
+    /// The client's own session's state changed.
     Session(SessionEvent),
+    /// The state of the client's extra session asked for a timeout of `timeout` changed (see
+    /// [`ZkRequest::session`]).
+    Extra {
+        /// The timeout the session was asked for: which extra session.
+        timeout: Duration,
+        /// What happened.
+        event: SessionEvent,
+    },
 }

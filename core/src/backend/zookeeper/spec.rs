@@ -123,7 +123,7 @@ impl ClientOptions {
         if target.zookeeper().is_none() {
             return Err(Error::invalid(format!("a {}:// URL is not a ZooKeeper ensemble", target.scheme())));
         }
-        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT), label: self.label() };
+        let config = ZkConfig { session_timeout: self.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT), label: self.label(), extra_sessions: true };
         config.validate()?;
         Ok(config)
     }

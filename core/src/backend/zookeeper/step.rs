@@ -59,6 +59,9 @@ pub(crate) enum Step {
     /// client reads from has applied everything the leader ordered before it, so a listing
     /// that follows sees a create whose reply was lost (a follower's own view may lag).
     Sync { next: Box<Step>, op: ZkOp },
+    /// Opening the extra session the token's nodes live in (its lease is shorter than the
+    /// client's own session, `sessions.rs`).
+    Open,
     /// Listing the queue directory for a node a lost create may have made.
     FindNode,
     /// Listing a semaphore's leases for a lease a lost create may have made.

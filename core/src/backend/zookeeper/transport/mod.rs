@@ -15,6 +15,7 @@
 //! trusts and shows, and how a refused certificate is told apart from an unreachable member,
 //! is [`tls`]'s.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -167,6 +168,9 @@ struct Shared {
     config: Config,
     /// The current session (replaced only after it ended, by an `OpenSession`).
     current: Mutex<Session>,
+    /// The client's extra sessions, by the timeout asked (opened and closed by the backend's
+    /// `OpenSession` / `CloseSession` requests, `backend/zookeeper/sessions.rs`).
+    extras: Mutex<HashMap<Duration, Session>>,
     /// One `OpenSession` at a time, so two never open two sessions.
     opening: tokio::sync::Mutex<()>,
     /// Where watch events and state changes go (the driver's push channel).
@@ -183,21 +187,51 @@ impl ZkTransport {
     /// Opens the first session (so a wrong address or login fails `connect`, not the first
     /// lock) and forwards its state changes and fired watches to `notices`.
     pub(crate) async fn connect(config: Config, notices: mpsc::UnboundedSender<ZkNotice>) -> std::result::Result<ZkTransport, ZkFailure> {
-        let session = open(&config, &notices).await?;
-        let shared = Shared { config, current: Mutex::new(session), opening: tokio::sync::Mutex::new(()), notices };
+        let session = open(&config, &notices, None).await?;
+        let shared = Shared {
+            config,
+            current: Mutex::new(session),
+            extras: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
+            notices,
+        };
         Ok(ZkTransport { shared: Arc::new(shared) })
     }
 
     /// Performs `op`. The crate puts a request on its session when the operation is called,
     /// so the operation is called here, before this returns: requests reach the ensemble in
     /// the order the backend emitted them (ZooKeeper answers one session's requests in order).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn perform_op(&self, op: ZkOp) -> BoxFuture<'static, ZkResult> {
+        self.perform_in(op, None)
+    }
+
+    /// Performs `op` in the client's own session (`extra` `None`) or in its extra session
+    /// asked for `extra`'s timeout (opened by `OpenSession`, closed by `CloseSession`).
+    pub(crate) fn perform_in(&self, op: ZkOp, extra: Option<Duration>) -> BoxFuture<'static, ZkResult> {
         let shared = self.shared.clone();
-        let session = self.session();
         let limit = shared.config.response_timeout;
-        match op {
-            ZkOp::OpenSession => open_session(shared).boxed(),
-            op => sent(bounded(limit, describe(&op), perform(session, shared.notices.clone(), op))),
+        match (op, extra) {
+            (ZkOp::OpenSession, None) => open_session(shared).boxed(),
+            (ZkOp::OpenSession, Some(timeout)) => open_extra(shared, timeout).boxed(),
+            (ZkOp::CloseSession, Some(timeout)) => {
+                // Dropping the last clone of its client closes the session (its nodes go).
+                shared.extras.lock().unwrap_or_else(|p| p.into_inner()).remove(&timeout);
+                future::ready(Ok(ZkReply::Closed)).boxed()
+            }
+            (ZkOp::CloseSession, None) => future::ready(Err(ZkFailure::Other(Error::protocol(
+                "the client's own ZooKeeper session is closed with the client",
+            ))))
+            .boxed(),
+            (op, None) => sent(bounded(limit, describe(&op), perform(self.session(), shared.notices.clone(), op))),
+            (op, Some(timeout)) => {
+                let session = shared.extras.lock().unwrap_or_else(|p| p.into_inner()).get(&timeout).cloned();
+                match session {
+                    Some(session) => sent(bounded(limit, describe(&op), perform(session, shared.notices.clone(), op))),
+                    // Gone (it expired and was not opened again): its nodes are gone too.
+                    None => future::ready(Err(ZkFailure::SessionExpired)).boxed(),
+                }
+            }
         }
     }
 
@@ -210,8 +244,8 @@ impl Transport for ZkTransport {
     type Backend = ZooKeeperBackend;
     type Push = ZkNotice;
 
-    fn perform(&self, ZkRequest { id, op }: ZkRequest) -> ReplyFuture<ZooKeeperBackend> {
-        self.perform_op(op).map(move |r| (id, r)).boxed()
+    fn perform(&self, ZkRequest { id, op, session }: ZkRequest) -> ReplyFuture<ZooKeeperBackend> {
+        self.perform_in(op, session).map(move |r| (id, r)).boxed()
     }
 
     fn push(engine: &mut LockEngine<ZooKeeperBackend>, now: Instant, push: ZkNotice) {
@@ -244,9 +278,41 @@ async fn open_session(shared: Arc<Shared>) -> ZkResult {
     }
     let mut forwarded = current.forwarded.clone();
     while forwarded.changed().await.is_ok() {}
-    let session = open(config, &shared.notices).await?;
+    let session = open(config, &shared.notices, None).await?;
     let reply = session_reply(&session.client);
     *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = session;
+    Ok(reply)
+}
+
+/// Answers `OpenSession` of the extra session asked for `timeout`: the one open while it
+/// lives (once connected again, if it is reconnecting), else a new one.
+async fn open_extra(shared: Arc<Shared>, timeout: Duration) -> ZkResult {
+    let _one = shared.opening.lock().await;
+    let config = &shared.config;
+    let current = shared.extras.lock().unwrap_or_else(|p| p.into_inner()).get(&timeout).cloned();
+    if let Some(current) = current {
+        let mut states = current.client.state_watcher();
+        let deadline = tokio::time::Instant::now() + config.connect_timeout;
+        loop {
+            match states.peek_state() {
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(session_reply(&current.client)),
+                zk::SessionState::Disconnected => {
+                    if tokio::time::timeout_at(deadline, states.changed()).await.is_err() {
+                        return Err(ZkFailure::ConnectionLoss(format!(
+                            "the session did not reconnect to any member of {} within the connect timeout ({:?})",
+                            config.shown, config.connect_timeout
+                        )));
+                    }
+                }
+                zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => break,
+            }
+        }
+        let mut forwarded = current.forwarded.clone();
+        while forwarded.changed().await.is_ok() {}
+    }
+    let session = open(config, &shared.notices, Some(timeout)).await?;
+    let reply = session_reply(&session.client);
+    shared.extras.lock().unwrap_or_else(|p| p.into_inner()).insert(timeout, session);
     Ok(reply)
 }
 
@@ -254,12 +320,14 @@ fn session_reply(client: &zk::Client) -> ZkReply {
     ZkReply::Session { id: client.session_id().0, timeout: client.session_timeout() }
 }
 
-/// Connects a new session (within `connect_timeout`) and starts forwarding its state changes.
-async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>) -> std::result::Result<Session, ZkFailure> {
+/// Connects a new session (within `connect_timeout`) and starts forwarding its state changes:
+/// the client's own (`extra` `None`, asking for `session_timeout`) or the extra one asking for
+/// `extra`'s timeout.
+async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>, extra: Option<Duration>) -> std::result::Result<Session, ZkFailure> {
     // The crate's connection timeout is how long a connection may stay silent before the
     // client leaves it for another member: what `response_timeout` means for every backend.
     let mut connector = zk::Client::connector()
-        .with_session_timeout(config.session_timeout)
+        .with_session_timeout(extra.unwrap_or(config.session_timeout))
         .with_connection_timeout(config.response_timeout);
     if let Some((user, password)) = &config.digest {
         connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
@@ -295,13 +363,13 @@ async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>) -> std
             .map_err(|_| ZkFailure::Other(Error::invalid(format!("the chroot {chroot:?} is not a valid ZooKeeper path"))))?,
     };
     let (done, forwarded) = watch::channel(());
-    forward_states(&client, notices.clone(), done);
+    forward_states(&client, notices.clone(), done, extra);
     Ok(Session { client, root, forwarded })
 }
 
 /// Pushes the session's state changes until it ends (then `Expired`, and the task stops,
 /// dropping `done`) or the driver is gone.
-fn forward_states(client: &zk::Client, notices: mpsc::UnboundedSender<ZkNotice>, done: watch::Sender<()>) {
+fn forward_states(client: &zk::Client, notices: mpsc::UnboundedSender<ZkNotice>, done: watch::Sender<()>, extra: Option<Duration>) {
     let mut states = client.state_watcher();
     tokio::spawn(async move {
         let _done = done;
@@ -327,7 +395,11 @@ fn forward_states(client: &zk::Client, notices: mpsc::UnboundedSender<ZkNotice>,
                 zk::SessionState::Closed => return,
             };
             for event in events {
-                if notices.send(ZkNotice::Session(*event)).is_err() {
+                let notice = match extra {
+                    None => ZkNotice::Session(*event),
+                    Some(timeout) => ZkNotice::Extra { timeout, event: *event },
+                };
+                if notices.send(notice).is_err() {
                     return;
                 }
             }
@@ -366,7 +438,7 @@ async fn perform(session: Session, notices: mpsc::UnboundedSender<ZkNotice>, op:
     let client = &session.client;
     let fail = |e: zk::Error| failure(e, &what);
     match op {
-        ZkOp::OpenSession => unreachable!("answered by open_session"),
+        ZkOp::OpenSession | ZkOp::CloseSession => unreachable!("answered by open_session, open_extra and perform_op"),
         ZkOp::Create { path, data, mode } => create(&session, &path, &data, mode).await.map_err(fail),
         ZkOp::Delete { path, version } => client.delete(&path, version).await.map(|()| ZkReply::Deleted).map_err(fail),
         ZkOp::Children { path, watch: false } => client.list_children(&path).await.map(ZkReply::Children).map_err(fail),
@@ -475,6 +547,7 @@ fn sent(op: impl Future<Output = ZkResult> + Send + 'static) -> BoxFuture<'stati
 fn describe(op: &ZkOp) -> String {
     match op {
         ZkOp::OpenSession => "opening the session".into(),
+        ZkOp::CloseSession => "closing the session".into(),
         ZkOp::Create { path, .. } => format!("create {path}"),
         ZkOp::Delete { path, .. } => format!("delete {path}"),
         ZkOp::Children { path, .. } => format!("children of {path}"),
