@@ -80,12 +80,12 @@ impl<B: Backend> LockEngine<B> {
         let done = match verdict {
             Renewal::Confirmed => {
                 let id = LeaseId(op.0);
-                let valid_until = confirmed_until(&self.backend, sent, lease, None);
+                let valid_until = confirmed_until(&self.backend, &a.token, sent, lease, None);
                 if valid_until <= now {
                     // Confirmed too late to count on: the hold stays the exporter's.
                     Done::Failed(not_held("the adoption was confirmed only after its validity had run out"))
                 } else {
-                    let next_renew = next_renewal(&self.backend, a.auto_renew, sent, lease, None);
+                    let next_renew = next_renewal(&self.backend, &a.token, a.auto_renew, sent, lease, None);
                     let l = Lease {
                         target: a.target,
                         held: a.held,
