@@ -40,11 +40,16 @@ pub enum Capability {
     /// Listing the locks under a name prefix (PROTOCOL.md §16); memcached cannot enumerate its
     /// keys, so it never will.
     ListLocks,
+    /// A minimum hold (`min_hold`) kept on the server after an early release, even once the
+    /// holder's process is gone: the backend's entries can outlive their process with an expiry
+    /// of their own. Not ZooKeeper (ephemeral nodes die with the session) nor etcd (keys live on
+    /// leases the client keeps alive while it runs).
+    MinHold,
 }
 
 impl Capability {
     /// Every capability, in the order of [`Capabilities::pairs`].
-    pub const ALL: [Capability; 12] = [
+    pub const ALL: [Capability; 13] = [
         Capability::Fencing,
         Capability::Fifo,
         Capability::Semaphore,
@@ -57,6 +62,7 @@ impl Capability {
         Capability::AgreedParameters,
         Capability::EntryTtl,
         Capability::ListLocks,
+        Capability::MinHold,
     ];
 
     /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
@@ -74,6 +80,7 @@ impl Capability {
             Capability::AgreedParameters => "agreed_parameters",
             Capability::EntryTtl => "entry_ttl",
             Capability::ListLocks => "list_locks",
+            Capability::MinHold => "min_hold",
         }
     }
 
@@ -97,6 +104,7 @@ impl Capability {
             Capability::AgreedParameters => "server-checked lock parameters",
             Capability::EntryTtl => "waiter entry leases",
             Capability::ListLocks => "lock listings",
+            Capability::MinHold => "minimum holds kept after the holder exits",
         }
     }
 }
@@ -139,6 +147,8 @@ pub struct Capabilities {
     pub entry_ttl: bool,
     /// See [`Capability::ListLocks`].
     pub list_locks: bool,
+    /// See [`Capability::MinHold`].
+    pub min_hold: bool,
 }
 
 impl Capabilities {
@@ -157,6 +167,7 @@ impl Capabilities {
             Capability::AgreedParameters => self.agreed_parameters,
             Capability::EntryTtl => self.entry_ttl,
             Capability::ListLocks => self.list_locks,
+            Capability::MinHold => self.min_hold,
         }
     }
 
@@ -179,6 +190,7 @@ impl Capabilities {
             agreed_parameters: false,
             entry_ttl: false,
             list_locks: false,
+            min_hold: false,
         }
     }
 
@@ -225,7 +237,7 @@ mod tests {
 
     /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).
     fn redlock() -> Capabilities {
-        Capabilities { reentrant: true, ..bare() }
+        Capabilities { reentrant: true, min_hold: true, ..bare() }
     }
 
     #[test]
@@ -243,6 +255,7 @@ mod tests {
             agreed_parameters: true,
             entry_ttl: true,
             list_locks: true,
+            min_hold: true,
             ..bare()
         };
         let pairs = all.pairs();
@@ -268,6 +281,7 @@ mod tests {
                 Capability::AgreedParameters => one.agreed_parameters = true,
                 Capability::EntryTtl => one.entry_ttl = true,
                 Capability::ListLocks => one.list_locks = true,
+                Capability::MinHold => one.min_hold = true,
             }
             assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
         }
@@ -282,7 +296,8 @@ mod tests {
         assert!(!e.retryable());
         assert_eq!(
             e.message(),
-            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks"
+            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks, \
+             minimum holds kept after the holder exits"
         );
         let e = redlock().require(Capability::Observe).unwrap_err();
         assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");

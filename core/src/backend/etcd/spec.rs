@@ -71,6 +71,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         agreed_parameters: false,
         entry_ttl: false,
         list_locks: true,
+        min_hold: false,
     }
 }
 

@@ -84,6 +84,7 @@ fn capabilities(kind: &Kind, replica_acks: bool) -> Capabilities {
         agreed_parameters: true,
         entry_ttl: true,
         list_locks: kind.backend == Backend::Redis,
+        min_hold: true,
     }
 }
 

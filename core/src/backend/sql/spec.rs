@@ -77,6 +77,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         agreed_parameters: false,
         entry_ttl: true,
         list_locks: true,
+        min_hold: true,
     }
 }
 
