@@ -129,7 +129,7 @@ async fn a_redis_url_gives_every_capability_and_tokens() {
     let on: Vec<&str> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
     assert_eq!(
         on,
-        ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "readers_first", "agreed_parameters", "entry_ttl", "list_locks"]
+        ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "readers_first", "agreed_parameters", "entry_ttl", "list_locks", "min_hold"]
     );
     let lock = client.lock("plain", client.lock_options(None, None, None, None, &Spelling::RUST).unwrap()).unwrap();
     let lease = lock.try_acquire().await.unwrap().expect("free");

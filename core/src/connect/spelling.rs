@@ -219,6 +219,8 @@ impl Spelling {
         max_hold: "maxHold",
         keys: &JAVA_KEYS,
     };
+    /// The `lockgate` command's options (seconds), as its messages name them.
+    pub const CLI: Spelling = Spelling { lease: "--lease", min_hold: "--min-hold", max_hold: "--max-hold", ..Spelling::RUST };
     /// The Node options objects (milliseconds).
     pub const JS: Spelling = Spelling {
         unit: Unit::Millis,
