@@ -43,6 +43,7 @@ fn server(c: &Command) -> Reply {
 /// An engine holding `name` with `opts`, granted at `t0`.
 fn held(opts: &LockOptions, t0: Instant) -> (Engine, LeaseId) {
     let mut engine = Engine::new(EngineConfig::default(), Box::new(SeededRandom::new(3))).unwrap();
+    engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names: false, held_too_long: None });
     let op = engine.acquire(t0, "h", opts, Wait::Try).unwrap();
     drain(&mut engine, t0, server);
     let mut lease = None;
@@ -96,7 +97,6 @@ fn max_hold_caps_renewals_and_ends_the_lease() {
     let t0 = Instant::from_origin(Duration::from_secs(1));
     let opts = LockOptions { max_hold: Some(ms(900)), ..LockOptions::renewed_lease(ms(600)) };
     let (mut engine, lease) = held(&opts, t0);
-    engine.enable_telemetry(TelemetryConfig { backend: "redis", lock_names: false, held_too_long: None });
     assert!(engine.lease_valid_until(lease).unwrap() <= t0 + ms(600));
     let mut reason = None;
     let mut releases = 0;
@@ -110,7 +110,7 @@ fn max_hold_caps_renewals_and_ends_the_lease() {
         for (sha, arg) in drain(&mut engine, now, server) {
             releases += usize::from(sha == RELEASE.sha1());
             if sha == EXTEND.sha1() {
-                asked.push((now - t0, arg));
+                asked.push((now.saturating_duration_since(t0), arg));
             }
         }
         while let Some(ev) = engine.poll_event() {
@@ -132,7 +132,7 @@ fn max_hold_caps_renewals_and_ends_the_lease() {
     }
     assert_eq!(asked, [(ms(200), "600".to_string()), (ms(400), "500".to_string())], "no renewal past max_hold");
     let at = lost.expect("the lease ended");
-    assert!(at <= t0 + ms(900) && at >= t0 + ms(850), "lost at {:?}", at - t0);
+    assert!(at <= t0 + ms(900) && at >= t0 + ms(850), "lost at {:?}", at.saturating_duration_since(t0));
     assert!(!engine.is_held(at, lease));
     assert_eq!(reason, Some(LossReason::MaxHold));
     // Its entry is released for the next waiter (the loss's cleanup), at once.

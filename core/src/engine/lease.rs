@@ -74,7 +74,8 @@ impl<T> Lease<T> {
     }
 
     /// Keeps the validity and the next renewal within the longest hold: a validity that would
-    /// reach it ends there, and no renewal is due at or after it.
+    /// reach it ends there, and no renewal is due at or after it nor after one that asked for
+    /// all that was left.
     pub fn limit_to_max_hold(&mut self) {
         let Some(max) = self.max_until else { return };
         if self.valid_until >= max {
@@ -84,6 +85,11 @@ impl<T> Lease<T> {
         if self.next_renew.is_some_and(|r| r >= max) {
             self.next_renew = None;
             self.at_max = true;
+        }
+        // A confirmation that reaches the longest hold (or asked for all that was left of it)
+        // is the last: another could only ask for less.
+        if self.at_max {
+            self.next_renew = None;
         }
     }
 
