@@ -32,27 +32,29 @@ public final class CuratorHolder {
             }
             InterProcessMutex mutex = new InterProcessMutex(client, path);
             int before = participants(mutex).size();
-            CompletableFuture<Void> granted = CompletableFuture.runAsync(() -> {
+            // Curator's locks belong to the thread that acquired them: one thread holds and
+            // releases, this one says when its node is queued.
+            CompletableFuture<Void> held = CompletableFuture.runAsync(() -> {
                 try {
                     mutex.acquire();
+                    String node = participants(mutex).iterator().next();
+                    long czxid = client.checkExists().forPath(node.startsWith("/") ? node : path + "/" + node).getCzxid();
+                    append(log, "start " + czxid + " " + who);
+                    while (!Files.exists(go)) {
+                        Thread.sleep(10);
+                    }
+                    Thread.sleep(holdMs);
+                    append(log, "end " + czxid + " " + who);
+                    mutex.release();
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
             });
-            while (!granted.isDone() && participants(mutex).size() <= before) {
+            while (!held.isDone() && participants(mutex).size() <= before) {
                 Thread.sleep(10);
             }
             Files.writeString(ready, who + "\n");
-            granted.get(60, TimeUnit.SECONDS);
-            String node = participants(mutex).iterator().next();
-            long czxid = client.checkExists().forPath(node.startsWith("/") ? node : path + "/" + node).getCzxid();
-            append(log, "start " + czxid + " " + who);
-            while (!Files.exists(go)) {
-                Thread.sleep(10);
-            }
-            Thread.sleep(holdMs);
-            append(log, "end " + czxid + " " + who);
-            mutex.release();
+            held.get(120, TimeUnit.SECONDS);
         }
     }
 

@@ -85,6 +85,9 @@ impl Actor {
         let mut child = Command::new(argv[0])
             .args(&argv[1..])
             .current_dir(root())
+            // cargo test puts target/debug on the library path, where a stale debug build of
+            // the JVM binding's native library would shadow the one in its jar.
+            .env_remove("LD_LIBRARY_PATH")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
