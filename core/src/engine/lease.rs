@@ -74,8 +74,7 @@ impl<T> Lease<T> {
     }
 
     /// Keeps the validity and the next renewal within the longest hold: a validity that would
-    /// reach it ends there, and no renewal is due at or after it nor after one that asked for
-    /// all that was left.
+    /// reach it ends there, and no renewal is due at or after it.
     pub fn limit_to_max_hold(&mut self) {
         let Some(max) = self.max_until else { return };
         if self.valid_until >= max {
@@ -86,11 +85,18 @@ impl<T> Lease<T> {
             self.next_renew = None;
             self.at_max = true;
         }
-        // A confirmation that reaches the longest hold (or asked for all that was left of it)
-        // is the last: another could only ask for less.
-        if self.at_max {
+    }
+
+    /// A confirmation sent at `sent` that holds the lease for `span` (the backend's
+    /// confirmation span taken into account) and reaches the longest hold is the last: another
+    /// could only ask for less (without this a renewal would follow a third of the way into
+    /// each shorter one).
+    pub fn confirmed_for(&mut self, sent: Instant, span: Duration) {
+        if self.max_until.is_some_and(|max| sent + span >= max) {
             self.next_renew = None;
+            self.at_max = true;
         }
+        self.limit_to_max_hold();
     }
 
     /// What a renewal due `now` asks for: the lease, or what is left of the longest hold if
@@ -102,9 +108,6 @@ impl<T> Lease<T> {
             self.next_renew = None;
             self.at_max = true;
             return None;
-        }
-        if left < self.lease {
-            self.at_max = true;
         }
         Some(self.lease.min(left))
     }

@@ -254,7 +254,7 @@ impl<B: Backend> LockEngine<B> {
             at_max: false,
             hold_release: None,
         };
-        held.limit_to_max_hold();
+        held.confirmed_for(since, cap.map_or(span, |c| span.min(c)));
         let valid_until = held.valid_until;
         self.leases.insert(lease, held);
         self.sync_lease(lease);
@@ -300,7 +300,7 @@ impl<B: Backend> LockEngine<B> {
                 let (backend, end) = (&self.backend, l.end);
                 let d = l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, s, d, end)).unwrap_or(l.lease);
                 l.next_renew = next_renewal(backend, l.auto_renew, sent, d, end);
-                l.limit_to_max_hold();
+                l.confirmed_for(sent, backend.confirmation_span().map_or(d, |c| d.min(c)));
                 let valid_until = l.valid_until;
                 if valid_until <= now {
                     self.lose(now, id, LossReason::Expired, "the renewal was confirmed only after the lease's validity had run out");
@@ -350,7 +350,7 @@ impl<B: Backend> LockEngine<B> {
                         }
                         l.next_renew = next_renewal(backend, l.auto_renew, sent, d, l.end);
                     }
-                    l.limit_to_max_hold();
+                    l.confirmed_for(sent, backend.confirmation_span().map_or(d, |c| d.min(c)));
                     let valid_until = l.valid_until;
                     if valid_until <= now {
                         self.lose(now, id, LossReason::Expired, "the extension was confirmed only after the lease's validity had run out");
