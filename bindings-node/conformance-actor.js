@@ -57,6 +57,8 @@ function lockOptions(op) {
   }
   if (present(op.renew)) o.autoRenew = op.renew;
   if (present(op.entry_ttl_ms)) o.entryTtlMs = op.entry_ttl_ms;
+  if (present(op.min_hold_ms)) o.minHoldMs = op.min_hold_ms;
+  if (present(op.max_hold_ms)) o.maxHoldMs = op.max_hold_ms;
   return o;
 }
 

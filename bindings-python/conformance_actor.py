@@ -69,16 +69,17 @@ def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Client], op: d
     lease = secs(op, "lease_ms")
     renew = op.get("renew")
     entry_ttl = secs(op, "entry_ttl_ms")
+    holds = {"min_hold": secs(op, "min_hold_ms"), "max_hold": secs(op, "max_hold_ms")}
     kind = op.get("kind", "mutex")
     reentrant = bool(op.get("reentrant", False))
     if kind == "redlock":
         assert redlock is not None, "the orchestrator sends connect_redlock first"
         return redlock.lock(name, lease, renew=renew)  # protocol 1
     if kind == "mutex":
-        return client.lock(name, lease, renew=renew, entry_ttl=entry_ttl, reentrant=reentrant)
+        return client.lock(name, lease, renew=renew, entry_ttl=entry_ttl, reentrant=reentrant, **holds)
     if kind == "semaphore":
         permits: Any = op.get("permits")  # untouched: the library rejects 0
-        return client.semaphore(name, permits, lease, renew=renew, entry_ttl=entry_ttl)
+        return client.semaphore(name, permits, lease, renew=renew, entry_ttl=entry_ttl, **holds)
     if kind in ("read", "write"):
         rw = client.read_write_lock(
             name,
@@ -87,10 +88,11 @@ def handle_of(client: lockgate.Client, redlock: Optional[lockgate.Client], op: d
             entry_ttl=entry_ttl,
             writers_first=bool(op.get("writers_first", True)),
             reentrant=reentrant,
+            **holds,
         )
         return rw.read_lock if kind == "read" else rw.write_lock
     if kind == "leader":
-        return client.election(name, lease, renew=renew, entry_ttl=entry_ttl)
+        return client.election(name, lease, renew=renew, entry_ttl=entry_ttl, **holds)
     raise UnknownKind(f"kind {kind!r}")
 
 

@@ -139,6 +139,8 @@ pub struct NativeLockOptions {
     pub wait_timeout_secs: Option<f64>,
     pub entry_ttl_secs: Option<f64>,
     pub reentrant: Option<bool>,
+    pub min_hold_secs: Option<f64>,
+    pub max_hold_secs: Option<f64>,
 }
 
 /// A permit count from the JVM (signed there) as the core's `u32`, else the core's range message.
@@ -231,6 +233,12 @@ impl NativeClient {
             o.auto_renew,
             opt_secs(duration_from_f64, "waitTimeout", o.wait_timeout_secs)?,
             opt_secs(entry_ttl_from_f64, "entryTtl", o.entry_ttl_secs)?,
+            &Spelling::JAVA,
+        )?;
+        let opts = self.inner.lock_holds(
+            opts,
+            opt_secs(duration_from_f64, "minHold", o.min_hold_secs)?,
+            opt_secs(duration_from_f64, "maxHold", o.max_hold_secs)?,
             &Spelling::JAVA,
         )?;
         Ok((opts, o.reentrant.unwrap_or(false)))

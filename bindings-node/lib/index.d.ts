@@ -123,6 +123,8 @@ export interface Capabilities {
   readonly entryTtl: boolean;
   /** `listLocks` lists the locks under a prefix (PROTOCOL.md §16); never on memcached, not yet on Redis Cluster or Redlock. */
   readonly listLocks: boolean;
+  /** `minHoldMs` is kept by the server after an early release, even once the process is gone (not ZooKeeper or etcd). */
+  readonly minHold: boolean;
 }
 
 /** Options every kind of lock takes: the lease and the wait. */
@@ -135,10 +137,14 @@ export interface LeaseOptions {
   waitTimeoutMs?: number;
   /** Lease of a waiter's queue entry in ms: a crashed waiter is skipped after at most this (default 10000). */
   entryTtlMs?: number;
+  /** Shortest hold in ms (ShedLock's `lockAtLeastFor`): a release sooner than this after the grant leaves the lock held on the server until then, even once this process is gone. `UNSUPPORTED` where the backend cannot (ZooKeeper, etcd: `capabilities.minHold`). */
+  minHoldMs?: number;
+  /** Longest hold in ms (ShedLock's `lockAtMostFor`): the lease is not renewed past this long after the grant and is lost then (loss reason `max_hold`). */
+  maxHoldMs?: number;
 }
 
 /** A handle's effective options (defaults filled in; `entryTtlMs` only where queue entries have a lease of their own: Redis and SQL). */
-export type EffectiveOptions = Required<Omit<LeaseOptions, 'entryTtlMs'>> & Pick<LeaseOptions, 'entryTtlMs'>;
+export type EffectiveOptions = Required<Omit<LeaseOptions, 'entryTtlMs' | 'minHoldMs' | 'maxHoldMs'>> & Pick<LeaseOptions, 'entryTtlMs' | 'minHoldMs' | 'maxHoldMs'>;
 
 /** Options of `client.lock()`. */
 export interface LockOptions extends LeaseOptions {

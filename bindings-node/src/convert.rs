@@ -134,16 +134,16 @@ fn boolean(what: &str, v: &JsValue) -> Result<bool> {
     v.as_bool().ok_or_else(|| Error::invalid(format!("{what} must be a boolean, got {}", describe(v))))
 }
 
-/// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` plus the keys in `flags` (`reentrant`,
+/// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, minHoldMs, maxHoldMs }` plus the keys in `flags` (`reentrant`,
 /// `writersFirst`) → [`HandleOptions`], with the defaults and rules of `client`'s backend
 /// (`ClientOptions::lock_options`: e.g. a Redlock lease within its `maxLeaseMs`); `what` names
 /// the options in errors.
 pub fn handle_options(what: &str, v: &JsValue, flags: &[&str], client: &ClientOptions) -> Result<HandleOptions> {
-    let (mut lease, mut renew, mut wait, mut ttl) = (None, None, None, None);
+    let (mut lease, mut renew, mut wait, mut ttl, mut min_hold, mut max_hold) = (None, None, None, None, None, None);
     let mut reentrant = false;
     let mut writers_first = true;
     let known: Vec<&str> =
-        ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs"].iter().chain(flags).copied().collect();
+        ["leaseMs", "autoRenew", "waitTimeoutMs", "entryTtlMs", "minHoldMs", "maxHoldMs"].iter().chain(flags).copied().collect();
     for (key, value) in option_entries(what, v, Some(&known))? {
         match key.as_str() {
             "reentrant" => reentrant = boolean("reentrant", &value)?,
@@ -152,10 +152,14 @@ pub fn handle_options(what: &str, v: &JsValue, flags: &[&str], client: &ClientOp
             "autoRenew" => renew = Some(boolean("autoRenew", &value)?),
             "waitTimeoutMs" => wait = wait_millis("waitTimeoutMs", &value)?,
             "entryTtlMs" => ttl = Some(millis_in("entryTtlMs", &value, MIN_ENTRY_TTL, MAX_DURATION)?),
+            // Ranges and rules are the core's (`lock_holds`); here only a number of ms.
+            "minHoldMs" => min_hold = Some(millis_in("minHoldMs", &value, Duration::ZERO, MAX_DURATION)?),
+            "maxHoldMs" => max_hold = Some(millis_in("maxHoldMs", &value, Duration::ZERO, MAX_DURATION)?),
             _ => unreachable!("filtered by option_entries"),
         }
     }
     let lock = client.lock_options(lease, renew, wait, ttl, &Spelling::JS)?;
+    let lock = client.lock_holds(lock, min_hold, max_hold, &Spelling::JS)?;
     let entry_ttl = client.capabilities()?.entry_ttl;
     Ok(HandleOptions { lock, reentrant, writers_first, entry_ttl })
 }

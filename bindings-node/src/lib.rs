@@ -122,6 +122,12 @@ impl LockSpec {
         if self.entry_ttl {
             set(&options, "entryTtlMs", convert::duration_ms(o.entry_ttl).into());
         }
+        if let Some(d) = o.min_hold {
+            set(&options, "minHoldMs", convert::duration_ms(d).into());
+        }
+        if let Some(d) = o.max_hold {
+            set(&options, "maxHoldMs", convert::duration_ms(d).into());
+        }
         let out = js_sys::Object::new();
         let kind = match &self.primitive {
             Primitive::Mutex => "mutex",

@@ -53,7 +53,11 @@ impl ClientBase {
     /// a crashed waiter's queue entry delays others. ``reentrant=True``: acquiring again through
     /// this handle while it holds the lock adds a hold (same fencing token) instead of waiting.
     /// ``timeout=`` is refused (``TypeError``): redis-py's ``timeout`` is the lease (``lease=``).
-    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, reentrant=false, timeout=None))]
+    /// ``min_hold``: a release sooner than this after the grant leaves the lock held on the
+    /// server until then, even once this process is gone (``UnsupportedError`` where the backend
+    /// cannot: ZooKeeper, etcd); ``max_hold``: the lease is not renewed past this long after the
+    /// grant and is lost then (seconds, like ``lease``).
+    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, min_hold=None, max_hold=None, reentrant=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn lock(
         &self,
@@ -63,18 +67,20 @@ impl ClientBase {
         renew: Option<bool>,
         wait: Option<Secs>,
         entry_ttl: Option<Secs>,
+        min_hold: Option<Secs>,
+        max_hold: Option<Secs>,
         reentrant: bool,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         refuse_timeout("lock", timeout)?;
-        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl, (min_hold, max_hold))?;
         self.handle(py, LockSpec::new(py, &self.conn, &name.0, Primitive::Mutex, reentrant, options)?)
     }
 
     /// A counting semaphore named ``name``: at most ``permits`` (1 to 1,000,000; the same for
     /// every client of the name) leases at once. Each ``acquire`` takes one permit as a lease;
     /// a crashed holder's permit returns within one lease. Other arguments as for :meth:`lock`.
-    #[pyo3(signature = (name, permits, lease=None, *, renew=None, wait=None, entry_ttl=None, timeout=None))]
+    #[pyo3(signature = (name, permits, lease=None, *, renew=None, wait=None, entry_ttl=None, min_hold=None, max_hold=None, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn semaphore(
         &self,
@@ -85,10 +91,12 @@ impl ClientBase {
         renew: Option<bool>,
         wait: Option<Secs>,
         entry_ttl: Option<Secs>,
+        min_hold: Option<Secs>,
+        max_hold: Option<Secs>,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         refuse_timeout("semaphore", timeout)?;
-        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl, (min_hold, max_hold))?;
         let spec = LockSpec::new(py, &self.conn, &name.0, Primitive::Semaphore { permits: permits.0 }, false, options)?;
         let (blocking, asyncio) = (Semaphore { permits: permits.0 }, AsyncSemaphore { permits: permits.0 });
         self.conn.api.make(
@@ -103,7 +111,7 @@ impl ClientBase {
     /// (``.write_lock``). ``writers_first=True``: a queued writer blocks readers arriving after
     /// it (writers never starve); ``False`` lets readers pass queued writers. ``reentrant``
     /// applies to both halves; other arguments as for :meth:`lock`.
-    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, writers_first=true, reentrant=false, timeout=None))]
+    #[pyo3(signature = (name, lease=None, *, renew=None, wait=None, entry_ttl=None, min_hold=None, max_hold=None, writers_first=true, reentrant=false, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn read_write_lock(
         &self,
@@ -113,12 +121,14 @@ impl ClientBase {
         renew: Option<bool>,
         wait: Option<Secs>,
         entry_ttl: Option<Secs>,
+        min_hold: Option<Secs>,
+        max_hold: Option<Secs>,
         writers_first: bool,
         reentrant: bool,
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         refuse_timeout("read_write_lock", timeout)?;
-        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl)?;
+        let options = lock_options(py, &self.conn, lease, renew, wait, entry_ttl, (min_hold, max_hold))?;
         let read =
             LockSpec::new(py, &self.conn, &name.0, Primitive::Read { writers_first }, reentrant, options.clone())?;
         let write = LockSpec::new(py, &self.conn, &name.0, Primitive::Write, reentrant, options)?;
@@ -131,7 +141,7 @@ impl ClientBase {
     /// leadership lease (its fencing token is the term); ``observe()`` shows the leader.
     /// ``lease`` bounds how long a crashed leader keeps leading; other arguments as for
     /// :meth:`lock`.
-    #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None))]
+    #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None, min_hold=None, max_hold=None))]
     fn election(
         &self,
         py: Python<'_>,
@@ -139,8 +149,10 @@ impl ClientBase {
         lease: Option<Secs>,
         renew: Option<bool>,
         entry_ttl: Option<Secs>,
+        min_hold: Option<Secs>,
+        max_hold: Option<Secs>,
     ) -> PyResult<Py<PyAny>> {
-        let options = lock_options(py, &self.conn, lease, renew, None, entry_ttl)?;
+        let options = lock_options(py, &self.conn, lease, renew, None, entry_ttl, (min_hold, max_hold))?;
         let spec = ElectionSpec::new(py, &self.conn, &name.0, options)?;
         self.conn.api.make(py, spec, Election::init, AsyncElection::init)
     }

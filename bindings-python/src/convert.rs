@@ -154,8 +154,9 @@ pub(crate) fn client_options(
     Ok((opts, shown))
 }
 
-/// `lock(name, lease=None, *, renew=None, wait=None, entry_ttl=None)` → the lock's options,
-/// with the defaults and rules of `conn`'s backend (`lease=None`: its renewed lease).
+/// `lock(name, lease=None, *, renew=None, wait=None, entry_ttl=None, min_hold=None,
+/// max_hold=None)` → the lock's options, with the defaults and rules of `conn`'s backend
+/// (`lease=None`: its renewed lease; `holds`: the shortest and longest hold).
 pub(crate) fn lock_options(
     py: Python<'_>,
     conn: &Connection,
@@ -163,6 +164,7 @@ pub(crate) fn lock_options(
     renew: Option<bool>,
     wait: Option<Secs>,
     entry_ttl: Option<Secs>,
+    holds: (Option<Secs>, Option<Secs>),
 ) -> PyResult<LockOptions> {
     let lease = lease.map(|s| lease_secs(py, "lease", s)).transpose()?;
     let entry_ttl = entry_ttl.map(|t| entry_ttl_from_f64("entry_ttl", t.0, Unit::Seconds).py(py)).transpose()?;
@@ -170,7 +172,10 @@ pub(crate) fn lock_options(
     // A lease given is fixed unless `renew=True` (as the actor protocol has it too); the core's
     // `lock_options` would renew it by default.
     let renew = renew.or(Some(lease.is_none()));
-    conn.options.lock_options(lease, renew, timeout, entry_ttl, &Spelling::PYTHON).py(py)
+    let min_hold = holds.0.map(|t| secs(py, "min_hold", t)).transpose()?;
+    let max_hold = holds.1.map(|t| secs(py, "max_hold", t)).transpose()?;
+    let lock = conn.options.lock_options(lease, renew, timeout, entry_ttl, &Spelling::PYTHON).py(py)?;
+    conn.options.lock_holds(lock, min_hold, max_hold, &Spelling::PYTHON).py(py)
 }
 
 /// `<module.Class fields>`, the `repr()` of a lockgate object.

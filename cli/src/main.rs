@@ -82,6 +82,15 @@ struct Common {
     /// ZooKeeper and etcd: the session timeout (how long the server keeps a silent client's locks).
     #[arg(long, value_name = "D", value_parser = duration::parse)]
     session_timeout: Option<Duration>,
+    /// Keep the lock held until this long after it was granted even if the command exits
+    /// sooner (kept by the server, also once lockgate is gone), so a job runs at most once per
+    /// interval across servers. Not on ZooKeeper or etcd (a usage error there).
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    min_hold: Option<Duration>,
+    /// Stop renewing this long after the grant: the command is terminated before then (SIGTERM,
+    /// SIGKILL after --grace, as on a loss) and lockgate exits 79.
+    #[arg(long, value_name = "D", value_parser = duration::parse)]
+    max_hold: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when the lock is lost (default: 5s or a quarter of the
     /// lease's validity if shorter; SIGKILL always comes before the validity ends).
     #[arg(long, value_name = "D", value_parser = duration::parse)]
@@ -201,6 +210,8 @@ fn plan(name: String, kind: Kind, c: Common) -> Plan {
         kind,
         lease: c.lease,
         session_timeout: c.session_timeout,
+        min_hold: c.min_hold,
+        max_hold: c.max_hold,
         label: c.label,
         wait: if c.no_wait { Some(Duration::ZERO) } else { c.wait },
         grace: c.grace,

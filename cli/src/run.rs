@@ -63,6 +63,10 @@ pub struct Plan {
     pub lease: Option<Duration>,
     /// ZooKeeper/etcd: the session timeout.
     pub session_timeout: Option<Duration>,
+    /// The shortest hold (`--min-hold`), kept by the server after the command exits.
+    pub min_hold: Option<Duration>,
+    /// The longest hold (`--max-hold`): no renewal past it; the command is ended before it.
+    pub max_hold: Option<Duration>,
     /// The label stored with this process's entries (`None`: `<hostname>:<pid>`).
     pub label: Option<String>,
     /// `None` waits until granted; `Some(ZERO)` is `--no-wait`.
@@ -115,7 +119,10 @@ pub async fn run(plan: Plan) -> i32 {
     // --verbose prints the core's events; the one lock's name in them is no cardinality risk.
     options.telemetry_lock_names = plan.verbose;
     // The lock's options and the label checked before connecting: bad input starts nothing.
-    if let Err(e) = options.lock_options(plan.lease, Some(true), None, None, &Spelling::RUST) {
+    let checked = options
+        .lock_options(plan.lease, Some(true), None, None, &Spelling::CLI)
+        .and_then(|lock| options.lock_holds(lock, plan.min_hold, plan.max_hold, &Spelling::CLI));
+    if let Err(e) = checked {
         return fail(exit_code::USAGE, &e.to_string());
     }
     if let Some(label) = &plan.label {
@@ -222,7 +229,8 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
 /// if none came.
 async fn acquire(plan: &Plan, label: &str, client: &Client, signals: &mut Signals) -> Result<Lease, i32> {
     let options = client
-        .lock_options(plan.lease, Some(true), None, None, &Spelling::RUST)
+        .lock_options(plan.lease, Some(true), None, None, &Spelling::CLI)
+        .and_then(|lock| client.lock_holds(lock, plan.min_hold, plan.max_hold, &Spelling::CLI))
         .map_err(|e| fail(exit_code::USAGE, &e.to_string()))?;
     let no_wait = plan.wait == Some(Duration::ZERO);
     let wait = plan.wait;
@@ -315,6 +323,8 @@ async fn supervise(
     let mut spells = lease.at_risk_spells();
     let (mut lost_open, mut spells_open) = (true, true);
     let mut lost: Option<String> = None;
+    // Whether a spell at risk is on: a validity running out without one is --max-hold's end.
+    let mut risky = false;
     let mut phase = Phase::Running;
     let mut valid = lease.remaining().unwrap_or_default();
     let mut until = Instant::now() + valid;
@@ -326,6 +336,7 @@ async fn supervise(
             Some(r) => {
                 let fresh = now + r;
                 if fresh > until + Duration::from_millis(1) {
+                    risky = false;
                     log(&format!("renewed, valid for {}", secs(r)));
                 }
                 if fresh.max(until) - fresh.min(until) > Duration::from_millis(1) {
@@ -341,7 +352,10 @@ async fn supervise(
         let (grace, margin) = timing(asked_grace, valid);
         let deadline = until.checked_sub(grace + margin).unwrap_or(now);
         if matches!(phase, Phase::Running) && (lost.is_some() || now >= deadline) {
-            let why = lost.clone().unwrap_or_else(|| format!("it could not be confirmed and is valid for only {}", secs(until.saturating_duration_since(now))));
+            let why = lost.clone().unwrap_or_else(|| match plan.max_hold {
+                Some(max) if !risky => format!("it reaches --max-hold ({}) in {}", secs(max), secs(until.saturating_duration_since(now))),
+                _ => format!("it could not be confirmed and is valid for only {}", secs(until.saturating_duration_since(now))),
+            });
             lost.get_or_insert_with(|| why.clone());
             let kill_at = (now + grace).min(until.checked_sub(margin).unwrap_or(now)).max(now);
             eprintln!(
@@ -371,6 +385,7 @@ async fn supervise(
             // here only how long the lease stays valid.
             at_risk = spells.next(), if spells_open => {
                 if at_risk {
+                    risky = true;
                     log(&format!("valid for {} unless confirmed", secs(lease.remaining().unwrap_or_default())));
                 } else {
                     spells_open = false;

@@ -701,3 +701,69 @@ async fn list_shows_the_locks_under_a_prefix() {
     assert_eq!(out.status.code(), Some(USAGE), "{}", String::from_utf8_lossy(&out.stderr));
     client.close().await;
 }
+
+// ------------------------------------------------------------------------- min / max hold
+
+/// `--min-hold`: the lock stays held (by the server, lockgate gone) until that long after the
+/// grant, so a second `run --no-wait` within the interval is busy and one after it runs;
+/// `--max-hold`: the command (and its grandchild) is terminated before it, lockgate exits 79
+/// saying so, and a library waiter gets the lock with a greater token. Bad holds are usage
+/// errors naming the option, `--min-hold` on ZooKeeper too (it cannot keep one), nothing started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_hold_keeps_the_lock_and_max_hold_terminates() {
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("holds");
+    let d = &dir.0;
+    let started = Instant::now();
+    let out = run(d, &["run", "hold", "--url", &url, "--min-hold", "1500ms", "--", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(d, &["run", "hold", "--url", &url, "--no-wait", "--", "touch", "second"]);
+    assert_eq!(out.status.code(), Some(BUSY), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < Duration::from_millis(1500), "the check ran too late to mean anything");
+    assert!(!dir.path("second").exists());
+    // After the interval the lock is free again (bounded poll).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = run(d, &["run", "hold", "--url", &url, "--no-wait", "--", "touch", "second"]);
+        if out.status.code() == Some(0) {
+            break;
+        }
+        assert_eq!(out.status.code(), Some(BUSY), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(Instant::now() < deadline, "the min hold never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(started.elapsed() >= Duration::from_millis(1500), "freed before --min-hold");
+    assert!(dir.path("second").exists());
+
+    let script = job(false);
+    let lg = spawn(d, &["run", "maxh", "--url", &url, "--lease", "600ms", "--max-hold", "1500ms", "--grace", "200ms", "--", "sh", "-c", &script]);
+    let (pid, gpid) = (wait_file(&dir.path("pid")), wait_file(&dir.path("gpid")));
+    let token: u64 = wait_file(&dir.path("token")).parse().unwrap();
+    let client = Client::connect(&url).await.unwrap();
+    let waiter = client.lock("maxh", LockOptions::default()).unwrap();
+    let next = waiter.acquire(Duration::from_secs(10)).await.unwrap();
+    assert!(dead(&pid) && dead(&gpid), "the command outlived --max-hold");
+    assert!(next.fencing_token().unwrap() > token);
+    let (code, err) = finish(lg, Duration::from_secs(10));
+    assert_eq!(code, LOST, "{err}");
+    assert!(err.contains("--max-hold"), "{err}");
+    next.release().await.unwrap();
+    client.close().await;
+
+    for (args, word) in [
+        (vec!["--url", url.as_str(), "--min-hold", "2s", "--max-hold", "1s"], "--min-hold"),
+        (vec!["--url", url.as_str(), "--max-hold", "5ms"], "--max-hold"),
+        (vec!["--url", "zookeeper://127.0.0.1:1", "--min-hold", "1s"], "--min-hold"),
+        (vec!["--url", url.as_str(), "--min-hold", "soon"], "--min-hold"),
+    ] {
+        let mut all = vec!["run", "bad-hold"];
+        all.extend(args);
+        all.extend(["--", "touch", "started"]);
+        let out = run(d, &all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(USAGE), "{all:?}: {err}");
+        assert!(err.contains(word), "{all:?}: {err}");
+    }
+    assert!(!dir.path("started").exists());
+}

@@ -217,8 +217,12 @@ impl Variant {
     }
 
     /// Whether the variant offers everything in `needs`.
+    /// A need `!name` asks for a variant that lacks `name` (a scenario of what is refused there).
     pub fn offers(capabilities: &[&str], needs: &[String]) -> bool {
-        needs.iter().all(|n| capabilities.contains(&n.as_str()))
+        needs.iter().all(|n| match n.strip_prefix('!') {
+            Some(lacked) => !capabilities.contains(&lacked),
+            None => capabilities.contains(&n.as_str()),
+        })
     }
 
     /// Whether scenario `name` needing `needs` runs on a variant with these `capabilities` and

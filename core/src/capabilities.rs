@@ -43,11 +43,16 @@ pub enum Capability {
     /// Handing a lease to another client (PROTOCOL.md §17): its identity exported, adopted
     /// there. Not where a holder's entry lives in its own session (ZooKeeper, etcd).
     Adopt,
+    /// A minimum hold (`min_hold`) kept on the server after an early release, even once the
+    /// holder's process is gone: the backend's entries can outlive their process with an expiry
+    /// of their own. Not ZooKeeper (ephemeral nodes die with the session) nor etcd (keys live on
+    /// leases the client keeps alive while it runs).
+    MinHold,
 }
 
 impl Capability {
     /// Every capability, in the order of [`Capabilities::pairs`].
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 14] = [
         Capability::Fencing,
         Capability::Fifo,
         Capability::Semaphore,
@@ -61,6 +66,7 @@ impl Capability {
         Capability::EntryTtl,
         Capability::ListLocks,
         Capability::Adopt,
+        Capability::MinHold,
     ];
 
     /// The stable snake_case name (a binding re-cases it: `readWrite` in Java and JS).
@@ -79,6 +85,7 @@ impl Capability {
             Capability::EntryTtl => "entry_ttl",
             Capability::ListLocks => "list_locks",
             Capability::Adopt => "adopt",
+            Capability::MinHold => "min_hold",
         }
     }
 
@@ -103,6 +110,7 @@ impl Capability {
             Capability::EntryTtl => "waiter entry leases",
             Capability::ListLocks => "lock listings",
             Capability::Adopt => "adopting another client's lease",
+            Capability::MinHold => "minimum holds kept after the holder exits",
         }
     }
 }
@@ -147,6 +155,8 @@ pub struct Capabilities {
     pub list_locks: bool,
     /// See [`Capability::Adopt`].
     pub adopt: bool,
+    /// See [`Capability::MinHold`].
+    pub min_hold: bool,
 }
 
 impl Capabilities {
@@ -166,6 +176,7 @@ impl Capabilities {
             Capability::EntryTtl => self.entry_ttl,
             Capability::ListLocks => self.list_locks,
             Capability::Adopt => self.adopt,
+            Capability::MinHold => self.min_hold,
         }
     }
 
@@ -189,6 +200,7 @@ impl Capabilities {
             entry_ttl: false,
             list_locks: false,
             adopt: false,
+            min_hold: false,
         }
     }
 
@@ -235,7 +247,7 @@ mod tests {
 
     /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).
     fn redlock() -> Capabilities {
-        Capabilities { reentrant: true, adopt: true, ..bare() }
+        Capabilities { reentrant: true, adopt: true, min_hold: true, ..bare() }
     }
 
     #[test]
@@ -254,6 +266,7 @@ mod tests {
             entry_ttl: true,
             list_locks: true,
             adopt: true,
+            min_hold: true,
             ..bare()
         };
         let pairs = all.pairs();
@@ -280,6 +293,7 @@ mod tests {
                 Capability::EntryTtl => one.entry_ttl = true,
                 Capability::ListLocks => one.list_locks = true,
                 Capability::Adopt => one.adopt = true,
+                Capability::MinHold => one.min_hold = true,
             }
             assert_eq!(one.pairs().iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>(), [c.name()]);
         }
@@ -294,7 +308,8 @@ mod tests {
         assert!(!e.retryable());
         assert_eq!(
             e.message(),
-            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks, adopting another client's lease"
+            "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks, \
+             adopting another client's lease, minimum holds kept after the holder exits"
         );
         let e = redlock().require(Capability::Observe).unwrap_err();
         assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");

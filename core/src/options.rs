@@ -30,6 +30,15 @@ pub struct LockOptions {
     pub wait_timeout: Option<Duration>,
     /// Lease of a waiter's queue entry: a crashed waiter is skipped after at most this long.
     pub entry_ttl: Duration,
+    /// The shortest hold (ShedLock's `lockAtLeastFor`): a release sooner than this after the
+    /// grant leaves the lock held on the server until then (its expiry is set to what is left
+    /// instead of deleting it), even if this process exits. Only where the backend keeps an
+    /// entry after its process is gone ([`Capability::MinHold`](crate::capabilities::Capability::MinHold)).
+    pub min_hold: Option<Duration>,
+    /// The longest hold (ShedLock's `lockAtMostFor`): renewals never carry the lease past this
+    /// long after the grant, and the lease ends then (lost, with a loss reason saying so) and
+    /// is removed from the server for the next waiter.
+    pub max_hold: Option<Duration>,
 }
 
 impl Default for LockOptions {
@@ -39,6 +48,8 @@ impl Default for LockOptions {
             auto_renew: true,
             wait_timeout: None,
             entry_ttl: DEFAULT_ENTRY_TTL,
+            min_hold: None,
+            max_hold: None,
         }
     }
 }
@@ -80,8 +91,27 @@ impl LockOptions {
         if let Some(t) = self.wait_timeout {
             validate_wait(t)?;
         }
-        check_range("entry_ttl", self.entry_ttl, MIN_ENTRY_TTL, MAX_DURATION)
+        check_range("entry_ttl", self.entry_ttl, MIN_ENTRY_TTL, MAX_DURATION)?;
+        validate_holds(self.min_hold, self.max_hold, "min_hold", "max_hold")
     }
+}
+
+/// The rules of a lock's shortest and longest hold (named `min`/`max` in messages, as the
+/// caller spells them): each at least [`MIN_LEASE`] (a shorter hold is below what a server
+/// expiry can keep) and at most [`MAX_DURATION`], and the shortest not longer than the longest.
+pub fn validate_holds(min_hold: Option<Duration>, max_hold: Option<Duration>, min: &str, max: &str) -> Result<()> {
+    if let Some(d) = min_hold {
+        check_range(min, d, MIN_LEASE, MAX_DURATION)?;
+    }
+    if let Some(d) = max_hold {
+        check_range(max, d, MIN_LEASE, MAX_DURATION)?;
+    }
+    if let (Some(lo), Some(hi)) = (min_hold, max_hold) {
+        if lo > hi {
+            return Err(Error::invalid(format!("{min} ({lo:?}) must not be longer than {max} ({hi:?})")));
+        }
+    }
+    Ok(())
 }
 
 /// Most permits a semaphore may have.

@@ -44,6 +44,11 @@ import { subscribe } from 'node:diagnostics_channel';
 async function example(): Promise<void> {
   const client: Client = await connect('redis://127.0.0.1:6379', { keyPrefix: 'app:' });
   const lock = client.lock('orders:42', { leaseMs: 10_000, autoRenew: true });
+  const cron = client.lock('sync-feeds', { minHoldMs: 240_000, maxHoldMs: 300_000 });
+  const minHold: number | undefined = cron.options.minHoldMs;
+  const canHold: boolean = client.capabilities.minHold;
+  void minHold;
+  void canHold;
 
   const lease: Lease = await lock.acquire({ timeoutMs: 5_000, signal: AbortSignal.timeout(10_000) });
   const token: bigint | null = lease.fencingToken; // a bigint wherever capabilities.fencing

@@ -188,18 +188,25 @@ class Client(_ClientBase):
 
     def __new__(cls, url: str, **options: _Option) -> Self: ...
     def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
-             entry_ttl: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> Lock:
+             entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> Lock:
         """A distributed mutex named ``name``. ``timeout=`` is refused (``TypeError``): redis-py's
-        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``."""
+        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``.
+        ``min_hold``: a release sooner than this after the grant leaves the lock held on the server
+        until then (``UnsupportedError`` on ZooKeeper and etcd); ``max_hold``: the lease is not
+        renewed past this long after the grant and is lost then (loss reason ``max_hold``)."""
     def semaphore(self, name: str, permits: int, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                  wait: Optional[float] = None, entry_ttl: Optional[float] = None, timeout: None = None) -> Semaphore:
+                  wait: Optional[float] = None, entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, timeout: None = None) -> Semaphore:
         """A counting semaphore with ``permits`` permits."""
     def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
-                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
+                        entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
                         timeout: None = None) -> ReadWriteLock:
         """A read-write lock: many readers or one writer."""
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                 entry_ttl: Optional[float] = None) -> Election:
+                 entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None) -> Election:
         """A leader election named ``name``."""
     def inspect(self, name: str, kind: str = "mutex") -> dict[str, Any]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters
@@ -296,18 +303,25 @@ class AsyncClient(_ClientBase):
 
     def __new__(cls, url: str, **options: _Option) -> Self: ...
     def lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
-             entry_ttl: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> AsyncLock:
+             entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, reentrant: bool = False, timeout: None = None) -> AsyncLock:
         """A distributed mutex named ``name``. ``timeout=`` is refused (``TypeError``): redis-py's
-        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``."""
+        ``timeout`` is the lease, here ``lease=``; the wait is ``acquire(timeout=)`` or ``wait=``.
+        ``min_hold``: a release sooner than this after the grant leaves the lock held on the server
+        until then (``UnsupportedError`` on ZooKeeper and etcd); ``max_hold``: the lease is not
+        renewed past this long after the grant and is lost then (loss reason ``max_hold``)."""
     def semaphore(self, name: str, permits: int, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                  wait: Optional[float] = None, entry_ttl: Optional[float] = None, timeout: None = None) -> AsyncSemaphore:
+                  wait: Optional[float] = None, entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, timeout: None = None) -> AsyncSemaphore:
         """A counting semaphore with ``permits`` permits."""
     def read_write_lock(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None, wait: Optional[float] = None,
-                        entry_ttl: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
+                        entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None, writers_first: bool = True, reentrant: bool = False,
                         timeout: None = None) -> AsyncReadWriteLock:
         """A read-write lock: many readers or one writer."""
     def election(self, name: str, lease: Optional[float] = None, *, renew: Optional[bool] = None,
-                 entry_ttl: Optional[float] = None) -> AsyncElection:
+                 entry_ttl: Optional[float] = None,
+             min_hold: Optional[float] = None, max_hold: Optional[float] = None) -> AsyncElection:
         """A leader election named ``name``."""
     def inspect(self, name: str, kind: str = "mutex") -> Coroutine[Any, Any, dict[str, Any]]:
         """Reads lock ``name`` as ``kind`` (mutex, rw, semaphore, election): its holders and waiters

@@ -27,12 +27,14 @@ fn ms(v: &Value, key: &str) -> Result<Option<Duration>, Error> {
 }
 
 /// Lock options from the operation: `lease_ms` (absent or null → the client's default lease,
-/// renewed), `renew`, `entry_ttl_ms`, through the library's one rule for every backend
-/// (`Client::lock_options`). Out-of-range values are left for the library to reject.
+/// renewed), `renew`, `entry_ttl_ms`, `min_hold_ms`, `max_hold_ms`, through the library's one
+/// rule for every backend (`Client::lock_options`, `Client::lock_holds`). Out-of-range values
+/// are left for the library to reject.
 fn options(client: &Client, op: &Value) -> Result<LockOptions, Error> {
     let lease = ms(op, "lease_ms")?;
     let renew = op.get("renew").and_then(Value::as_bool).unwrap_or(lease.is_none());
-    client.lock_options(lease, Some(renew), None, ms(op, "entry_ttl_ms")?, &Spelling::RUST)
+    let lock = client.lock_options(lease, Some(renew), None, ms(op, "entry_ttl_ms")?, &Spelling::RUST)?;
+    client.lock_holds(lock, ms(op, "min_hold_ms")?, ms(op, "max_hold_ms")?, &Spelling::RUST)
 }
 
 fn wall_ns() -> u128 {

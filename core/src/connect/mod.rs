@@ -20,6 +20,7 @@ mod target;
 pub use self::backend::{Backend, Kind};
 pub use self::options::{replica_acks, ClientOptions, DEFAULT_REPLICA_ACK_TIMEOUT, DEFAULT_TIMEOUT, MIN_REPLICA_ACK_TIMEOUT};
 pub use self::registry::{connect_data, lock_options_for_backend};
+pub use self::options::holds_for;
 pub use self::setter::OptionValue;
 pub use self::options::LeaseBound;
 pub use self::spec::Spec;

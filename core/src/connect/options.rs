@@ -5,6 +5,7 @@
 use super::backend::Kind;
 use super::spelling::{ClientOption, Spelling};
 use crate::backend::redis::{EngineConfig, ReplicaAcks};
+use crate::capabilities::{Capabilities, Capability};
 use crate::error::{Error, Result};
 use crate::options::{self, LockOptions};
 use crate::time::Duration;
@@ -322,6 +323,53 @@ pub(crate) fn lock_options_for(
     Ok(lock)
 }
 
+/// `lock` with the shortest and longest hold a caller gave (`None`: not given), by the rules
+/// every binding shares (named as `spelling` names them):
+/// - each at least the shortest lease (10 ms) and at most 30 days (`INVALID_ARGUMENT`);
+/// - `min_hold` not longer than `max_hold` (`INVALID_ARGUMENT` naming both);
+/// - `min_hold` only where the backend keeps an entry after its process exits
+///   ([`Capability::MinHold`](crate::capabilities::Capability::MinHold)): `UNSUPPORTED` on
+///   ZooKeeper and etcd, never a weaker hold; within a deployment's lease bound (a Redlock's or
+///   memcached's `max_lease`), since the entry is kept that long by an expiry change.
+pub fn holds_for(
+    capabilities: &Capabilities,
+    bound: Option<&dyn LeaseBound>,
+    mut lock: LockOptions,
+    min_hold: Option<Duration>,
+    max_hold: Option<Duration>,
+    spelling: &Spelling,
+) -> Result<LockOptions> {
+    if let Some(d) = min_hold {
+        in_range(spelling, spelling.min_hold, d, options::MIN_LEASE)?;
+    }
+    if let Some(d) = max_hold {
+        in_range(spelling, spelling.max_hold, d, options::MIN_LEASE)?;
+    }
+    if let (Some(lo), Some(hi)) = (min_hold, max_hold) {
+        if lo > hi {
+            return Err(Error::invalid(format!(
+                "{} ({}) must not be longer than {} ({})",
+                spelling.min_hold,
+                spelling.show(lo),
+                spelling.max_hold,
+                spelling.show(hi)
+            )));
+        }
+    }
+    if let Some(d) = min_hold {
+        capabilities
+            .require(Capability::MinHold)
+            .map_err(|e| Error::unsupported(format!("{}: {}", spelling.min_hold, e.message())))?;
+        if let Some(bound) = bound {
+            bound.check_lease(d).map_err(|e| Error::invalid(format!("{}: {}", spelling.min_hold, e.message())))?;
+        }
+    }
+    lock.min_hold = min_hold;
+    lock.max_hold = max_hold;
+    lock.validate()?;
+    Ok(lock)
+}
+
 /// `d` between `min` and 30 days, else `INVALID_ARGUMENT` naming it `what` in `spelling`'s unit.
 fn in_range(spelling: &Spelling, what: &str, d: Duration, min: Duration) -> Result<()> {
     if d < min {
@@ -491,6 +539,38 @@ mod tests {
         assert_eq!(redlock.lock_options(None, None, None, None, s).unwrap().lease, options::DEFAULT_LEASE);
         // The URL is checked too (no lock options for a URL that cannot connect).
         assert!(message(ClientOptions::new("http://h").lock_options(None, None, None, None, s)).contains("scheme"));
+    }
+
+    /// The shortest and longest hold: ranges and order in the caller's words, `min_hold` refused
+    /// (`UNSUPPORTED`) where a backend cannot keep an entry after its process exits, and within
+    /// a Redlock's `max_lease`.
+    #[test]
+    fn holds_follow_one_rule() {
+        let ms = Duration::from_millis;
+        let redis = ClientOptions::new("redis://h");
+        let base = LockOptions::default();
+        let held = redis.lock_holds(base.clone(), Some(ms(300)), Some(ms(900)), &Spelling::RUST).unwrap();
+        assert_eq!((held.min_hold, held.max_hold), (Some(ms(300)), Some(ms(900))));
+        assert_eq!(redis.lock_holds(base.clone(), None, None, &Spelling::RUST).unwrap(), base);
+        assert_eq!(message(redis.lock_holds(base.clone(), Some(ms(5)), None, &Spelling::JS)), "minHoldMs must be at least 10 ms, got 5 ms");
+        assert_eq!(message(redis.lock_holds(base.clone(), None, Some(ms(5)), &Spelling::JAVA)), "maxHold must be at least 0.01 s, got 0.005 s");
+        assert_eq!(
+            message(redis.lock_holds(base.clone(), Some(ms(900)), Some(ms(300)), &Spelling::PYTHON)),
+            "min_hold (0.9 s) must not be longer than max_hold (0.3 s)"
+        );
+        assert!(message(redis.lock_holds(base.clone(), None, Some(Duration::from_secs(31 * 24 * 3600)), &Spelling::RUST)).contains("max_hold must be at most"));
+        for url in ["zookeeper://h", "etcd://h"] {
+            let o = ClientOptions::new(url);
+            let e = o.lock_holds(base.clone(), Some(ms(300)), None, &Spelling::JS).unwrap_err();
+            assert_eq!(e.code(), "UNSUPPORTED", "{url}");
+            assert!(e.message().starts_with("minHoldMs: minimum holds kept after the holder exits are not supported"), "{e}");
+            // The longest hold is the client's own (it stops renewing): everywhere.
+            assert_eq!(o.lock_holds(base.clone(), None, Some(ms(300)), &Spelling::JS).unwrap().max_hold, Some(ms(300)));
+        }
+        let mut redlock = ClientOptions::new("redlock://a,b,c");
+        redlock.max_lease = Some(Duration::from_secs(10));
+        assert!(message(redlock.lock_holds(base.clone(), Some(Duration::from_secs(11)), None, &Spelling::RUST)).starts_with("min_hold: "));
+        assert!(redlock.lock_holds(base, Some(Duration::from_secs(9)), None, &Spelling::RUST).is_ok());
     }
 
     /// ZooKeeper: the session timeout is its setting (30 s, the default lease, unless given), and what a

@@ -208,6 +208,18 @@ impl ClientOptions {
     }
 }
 
+impl ClientOptions {
+    /// `lock` (from [`lock_options`](Self::lock_options)) with a shortest and longest hold
+    /// (`None`: not given), by this client's backend's rules ([`holds_for`](super::holds_for)).
+    pub fn lock_holds(&self, lock: LockOptions, min_hold: Option<Duration>, max_hold: Option<Duration>, spelling: &Spelling) -> Result<LockOptions> {
+        let target = self.target()?;
+        let backend = self.backend_of(&target, spelling)?;
+        let bound = spec_of(backend).0.lease_bound.map(|bound| bound(self, &target));
+        let capabilities = self.capabilities()?;
+        super::options::holds_for(&capabilities, bound.as_deref(), lock, min_hold, max_hold, spelling)
+    }
+}
+
 /// [`ClientOptions::lock_options`] for a client of `backend` whose deployment bounds every
 /// lease with `bound` (a Redlock's settings; `None` for every other backend): the one place of
 /// the rule.
@@ -305,7 +317,7 @@ mod tests {
         assert!(r.adopt && c.adopt);
         let l = Backend::Redlock.capabilities(false, false);
         let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-        assert_eq!(offered, ["reentrant", "adopt"], "{l:?}");
+        assert_eq!(offered, ["reentrant", "adopt", "min_hold"], "{l:?}");
         // Curator's recipes: every primitive, fenced and first-come-first-served; no
         // readers-first locks, no server-checked parameters, no waiter entry leases.
         let z = Backend::ZooKeeper.capabilities(true, false);
@@ -323,7 +335,7 @@ mod tests {
         for b in [Backend::Postgres, Backend::MySql] {
             let c = b.capabilities(false, true);
             let offered: Vec<_> = c.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl", "list_locks", "adopt"], "{c:?}");
+            assert_eq!(offered, ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "entry_ttl", "list_locks", "adopt", "min_hold"], "{c:?}");
         }
     }
 

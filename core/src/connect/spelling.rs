@@ -102,6 +102,10 @@ pub struct Spelling {
     pub lease: &'static str,
     /// A lock's waiter-entry lease (an argument of the lock call).
     pub entry_ttl: &'static str,
+    /// A lock's shortest hold (an argument of the lock call).
+    pub min_hold: &'static str,
+    /// A lock's longest hold (an argument of the lock call).
+    pub max_hold: &'static str,
     /// Every client option's key in this binding, one entry per [`ClientOption`].
     pub keys: &'static [(ClientOption, &'static str)],
 }
@@ -187,6 +191,8 @@ impl Spelling {
         tls_ca: "tls_ca_pem",
         lease: "lease",
         entry_ttl: "entry_ttl",
+        min_hold: "min_hold",
+        max_hold: "max_hold",
         keys: &SNAKE_KEYS,
     };
     /// Python's keyword arguments (seconds).
@@ -209,8 +215,12 @@ impl Spelling {
         tls_ca: "tlsCaPem",
         lease: "lease",
         entry_ttl: "entryTtl",
+        min_hold: "minHold",
+        max_hold: "maxHold",
         keys: &JAVA_KEYS,
     };
+    /// The `lockgate` command's options (seconds), as its messages name them.
+    pub const CLI: Spelling = Spelling { lease: "--lease", min_hold: "--min-hold", max_hold: "--max-hold", ..Spelling::RUST };
     /// The Node options objects (milliseconds).
     pub const JS: Spelling = Spelling {
         unit: Unit::Millis,
@@ -223,6 +233,8 @@ impl Spelling {
         tls_ca: "tls",
         lease: "leaseMs",
         entry_ttl: "entryTtlMs",
+        min_hold: "minHoldMs",
+        max_hold: "maxHoldMs",
         keys: &JS_KEYS,
     };
 

@@ -102,6 +102,12 @@ impl<B: Backend> LockEngine<B> {
                         holds: 1,
                         end: None,
                         unreachable: None,
+                        // The exporter's holds are not in the identity: an adopted lease has
+                        // neither a shortest nor a longest hold.
+                        hold_until: None,
+                        max_until: None,
+                        at_max: false,
+                        hold_release: None,
                     };
                     self.leases.insert(id, l);
                     self.sync_lease(id);

@@ -34,6 +34,18 @@ pub(crate) struct Lease<T> {
     /// The `CONNECTION` error of the last renewal if it could not reach the server (cleared by
     /// a confirmed one): a lease that runs out meanwhile names the unreachable server.
     pub unreachable: Option<String>,
+    /// The shortest hold's end (`min_hold` after the grant's reply arrived, so after the grant
+    /// on the server): a release before it sets the server expiry to what is left instead.
+    pub hold_until: Option<Instant>,
+    /// The longest hold's end (`max_hold` after the granting request was sent, so no later
+    /// than that after the grant): never confirmed nor renewed past it.
+    pub max_until: Option<Instant>,
+    /// Whether the lease's end is now the longest hold's (renewals stopped or shortened by
+    /// it): its end is then a loss with the reason `max_hold`.
+    pub at_max: bool,
+    /// The release in progress that keeps the lease on the server until the shortest hold
+    /// ends (an expiry change, answered as an extend; see `LockEngine::release`).
+    pub hold_release: Option<super::ids::OpId>,
 }
 
 impl<T> Lease<T> {
@@ -58,8 +70,48 @@ impl<T> Lease<T> {
         if let Some(sent) = succeeded {
             let bound = confirmed(sent, d);
             self.valid_until = self.renewals.iter().map(|p| p.2).fold(bound, Instant::min);
+            self.limit_to_max_hold();
         }
         Some(d)
+    }
+
+    /// Keeps the validity and the next renewal within the longest hold: a validity that would
+    /// reach it ends there, and no renewal is due at or after it.
+    pub fn limit_to_max_hold(&mut self) {
+        let Some(max) = self.max_until else { return };
+        if self.valid_until >= max {
+            self.valid_until = max;
+            self.at_max = true;
+        }
+        if self.next_renew.is_some_and(|r| r >= max) {
+            self.next_renew = None;
+            self.at_max = true;
+        }
+    }
+
+    /// A confirmation sent at `sent` that holds the lease for `span` (the backend's
+    /// confirmation span taken into account) and reaches the longest hold is the last: another
+    /// could only ask for less (without this a renewal would follow a third of the way into
+    /// each shorter one).
+    pub fn confirmed_for(&mut self, sent: Instant, span: Duration) {
+        if self.max_until.is_some_and(|max| sent + span >= max) {
+            self.next_renew = None;
+            self.at_max = true;
+        }
+        self.limit_to_max_hold();
+    }
+
+    /// What a renewal due `now` asks for: the lease, or what is left of the longest hold if
+    /// less (`None` when that is below the shortest lease: the lease then just ends).
+    pub fn renewal_at(&mut self, now: Instant) -> Option<Duration> {
+        let Some(max) = self.max_until else { return Some(self.lease) };
+        let left = max.saturating_duration_since(now);
+        if left < crate::options::MIN_LEASE {
+            self.next_renew = None;
+            self.at_max = true;
+            return None;
+        }
+        Some(self.lease.min(left))
     }
 
     /// How long what is left of this lease on the server may live: its lease, or a longer

@@ -276,6 +276,8 @@ impl<B: Backend> LockEngine<B> {
             lease: options.lease,
             auto_renew: options.auto_renew,
             entry_ttl: options.entry_ttl,
+            min_hold: options.min_hold,
+            max_hold: options.max_hold,
             wait,
             deadline: match wait {
                 Wait::For(d) => Some(now + d),
@@ -407,10 +409,22 @@ impl<B: Backend> LockEngine<B> {
             }
             Some(l) => {
                 l.releasing = true;
-                let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
-                let action = Action::Release { target: &target, token: &token };
-                self.backend.call(ctx!(self, now), Purpose::Release(op, lease), action, &mut self.settled_now);
-                self.sync_lease(lease);
+                // Before the shortest hold's end the entry stays on the server until then (an
+                // expiry change, not a delete), so it outlives this process too (PROTOCOL.md
+                // "Minimum and maximum holds").
+                let left = l.hold_until.map(|h| h.saturating_duration_since(now)).filter(|d| *d >= options::MIN_LEASE);
+                match left {
+                    Some(d) if self.backend.check_extend(d).is_ok() => {
+                        l.hold_release = Some(op);
+                        self.send_renewal(now, lease, d, false, |tag| Purpose::Extend(op, lease, d, tag));
+                    }
+                    _ => {
+                        let (target, token) = (Arc::clone(&l.target), Arc::clone(&l.token));
+                        let action = Action::Release { target: &target, token: &token };
+                        self.backend.call(ctx!(self, now), Purpose::Release(op, lease), action, &mut self.settled_now);
+                        self.sync_lease(lease);
+                    }
+                }
             }
             None => self.complete(op, Done::Released { was_held: false }),
         }
@@ -612,7 +626,7 @@ impl<B: Backend> LockEngine<B> {
                 Some(granted) => {
                     if let Some(lower_bound) = a.grant_lower_bound {
                         let acquire = self.take_acquire(op).expect("token index matches acquires");
-                        self.grant(op, acquire, Some(wake.fence), lower_bound, granted);
+                        self.grant(now, op, acquire, Some(wake.fence), lower_bound, granted);
                     }
                 }
                 None => {}
@@ -725,6 +739,12 @@ impl<B: Backend> LockEngine<B> {
                 continue;
             };
             if l.valid_until <= now {
+                if l.at_max && !l.releasing {
+                    // Its end is the longest hold's: ended on purpose, and removed from the
+                    // server (the loss's cleanup) so the next waiter gets it now.
+                    self.lose(now, id, LossReason::MaxHold, "the lease reached its max_hold and is not renewed past it");
+                    continue;
+                }
                 let why = match &l.unreachable {
                     Some(e) => format!("the lease expired before it could be renewed: the server could not be reached ({e})"),
                     None => "the lease expired before it could be renewed".to_string(),
@@ -735,9 +755,11 @@ impl<B: Backend> LockEngine<B> {
             let window = self.backend.renew_window(l.lease).unwrap_or(Duration::ZERO);
             if let Some(at) = l.next_renew {
                 if !l.renewing && !l.releasing && at <= now + window {
-                    let d = l.lease;
-                    self.leases.get_mut(&id).expect("present").renewing = true;
-                    self.send_renewal(now, id, d, true, |tag| Purpose::Renew(id, tag));
+                    let l = self.leases.get_mut(&id).expect("present");
+                    if let Some(d) = l.renewal_at(now) {
+                        l.renewing = true;
+                        self.send_renewal(now, id, d, true, |tag| Purpose::Renew(id, tag));
+                    }
                 }
             }
             self.sync_lease(id);

@@ -33,6 +33,10 @@ pub(crate) struct PendingAcquire<T> {
     pub lease: Duration,
     pub auto_renew: bool,
     pub entry_ttl: Duration,
+    /// The shortest hold asked for (`LockOptions::min_hold`).
+    pub min_hold: Option<Duration>,
+    /// The longest hold asked for (`LockOptions::max_hold`).
+    pub max_hold: Option<Duration>,
     pub wait: Wait,
     pub deadline: Option<Instant>,
     pub state: AcquireState,

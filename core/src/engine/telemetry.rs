@@ -197,10 +197,13 @@ pub enum LossReason {
     SessionEnded,
     /// A renewal failed for good (an error the engine cannot retry).
     Failed,
+    /// It reached the longest hold asked for (`max_hold`): not renewed past it, and ended.
+    MaxHold,
 }
 
 impl LossReason {
-    /// The stable name (`expired`, `refused`, `revoked`, `session_ended`, `failed`).
+    /// The stable name (`expired`, `refused`, `revoked`, `session_ended`, `failed`,
+    /// `max_hold`).
     pub fn as_str(self) -> &'static str {
         match self {
             LossReason::Expired => "expired",
@@ -208,6 +211,7 @@ impl LossReason {
             LossReason::Revoked => "revoked",
             LossReason::SessionEnded => "session_ended",
             LossReason::Failed => "failed",
+            LossReason::MaxHold => "max_hold",
         }
     }
 }

@@ -100,7 +100,7 @@ impl<B: Backend> LockEngine<B> {
             _ => None,
         };
         match verdict {
-            Attempt::Granted { fence, granted } => self.grant(op, a, fence, sent, granted),
+            Attempt::Granted { fence, granted } => self.grant(now, op, a, fence, sent, granted),
             Attempt::Queued { holder_remaining, fence } => {
                 if once {
                     // A one-shot attempt leaves nothing queued (see `Attempt::Queued`).
@@ -216,8 +216,10 @@ impl<B: Backend> LockEngine<B> {
 
     /// Records a grant. `since` is the earliest instant the server lease can have started and
     /// `granted` its length; a grant shorter than the requested lease (a handoff) is extended
-    /// to the full lease a third of the way into it, like a watchdog renewal.
-    pub(super) fn grant(&mut self, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
+    /// to the full lease a third of the way into it, like a watchdog renewal. `now` (the
+    /// grant's arrival, after the grant on the server) starts the shortest hold; `since` the
+    /// longest.
+    pub(super) fn grant(&mut self, now: Instant, op: OpId, a: PendingAcquire<B::Target>, fence: Option<u64>, since: Instant, granted: Duration) {
         let lease = LeaseId(op.0);
         let span = granted.min(a.lease);
         let cap = self.backend.confirmation_span(&a.token);
@@ -234,26 +236,30 @@ impl<B: Backend> LockEngine<B> {
         } else {
             next_renewal(&self.backend, &a.token, a.auto_renew, since, a.lease, end)
         };
-        self.leases.insert(
-            lease,
-            Lease {
-                target: a.target,
-                held: a.held,
-                token: a.token,
-                lease: a.lease,
-                auto_renew: a.auto_renew,
-                valid_until,
-                next_renew,
-                renewing: false,
-                releasing: false,
-                renewals: Vec::new(),
-                next_tag: 0,
-                fence,
-                holds: 1,
-                end,
-                unreachable: None,
-            },
-        );
+        let mut held = Lease {
+            target: a.target,
+            held: a.held,
+            token: a.token,
+            lease: a.lease,
+            auto_renew: a.auto_renew,
+            valid_until,
+            next_renew,
+            renewing: false,
+            releasing: false,
+            renewals: Vec::new(),
+            next_tag: 0,
+            fence,
+            holds: 1,
+            end,
+            unreachable: None,
+            hold_until: a.min_hold.map(|d| now + d),
+            max_until: a.max_hold.map(|d| since + d),
+            at_max: false,
+            hold_release: None,
+        };
+        held.confirmed_for(since, cap.map_or(span, |c| span.min(c)));
+        let valid_until = held.valid_until;
+        self.leases.insert(lease, held);
         self.sync_lease(lease);
         self.complete(op, Done::Acquired { lease, fencing_token: fence, valid_until });
     }
@@ -297,6 +303,7 @@ impl<B: Backend> LockEngine<B> {
                 let (backend, end, token) = (&self.backend, l.end, Arc::clone(&l.token));
                 let d = l.settle_renewal(tag, Some(sent), |s, d| confirmed_until(backend, &token, s, d, end)).unwrap_or(l.lease);
                 l.next_renew = next_renewal(backend, &token, l.auto_renew, sent, d, end);
+                l.confirmed_for(sent, backend.confirmation_span(&token).map_or(d, |c| d.min(c)));
                 let valid_until = l.valid_until;
                 if valid_until <= now {
                     self.lose(now, id, LossReason::Expired, "the renewal was confirmed only after the lease's validity had run out");
@@ -326,6 +333,9 @@ impl<B: Backend> LockEngine<B> {
 
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_extend(&mut self, now: Instant, sent: Instant, op: OpId, id: LeaseId, d: Duration, tag: u64, verdict: Renewal) {
+        if self.leases.get(&id).is_some_and(|l| l.hold_release == Some(op)) {
+            return self.on_hold_release(op, id, verdict);
+        }
         let done = match verdict {
             Renewal::Confirmed => match self.leases.get_mut(&id) {
                 Some(l) => {
@@ -343,6 +353,7 @@ impl<B: Backend> LockEngine<B> {
                         }
                         l.next_renew = next_renewal(backend, &token, l.auto_renew, sent, d, l.end);
                     }
+                    l.confirmed_for(sent, backend.confirmation_span(&token).map_or(d, |c| d.min(c)));
                     let valid_until = l.valid_until;
                     if valid_until <= now {
                         self.lose(now, id, LossReason::Expired, "the extension was confirmed only after the lease's validity had run out");
@@ -404,6 +415,22 @@ impl<B: Backend> LockEngine<B> {
                 self.complete(op, Done::Failed(e));
             }
         }
+    }
+
+    /// A release before the shortest hold's end, sent as an expiry change to what is left of
+    /// it (`LockEngine::release`), answered: the lease is given up here either way; on the
+    /// server it ends at the hold's end (confirmed), was no longer ours (refused), or ends at
+    /// its previous expiry (the change did not land).
+    fn on_hold_release(&mut self, op: OpId, id: LeaseId, verdict: Renewal) {
+        self.remove_lease(id);
+        let t = self.telemetry.ended(id, None);
+        self.raise(t);
+        let done = match verdict {
+            Renewal::Confirmed => Done::Released { was_held: true },
+            Renewal::Refused { .. } => Done::Released { was_held: false },
+            Renewal::Transient(e) | Renewal::Failed(e) => Done::Failed(e),
+        };
+        self.complete(op, done);
     }
 
     pub(super) fn on_cleanup(&mut self, now: Instant, id: u64, verdict: Release) {

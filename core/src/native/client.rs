@@ -135,6 +135,14 @@ impl Client {
         connect::lock_options_for_backend(backend, bound, lease, auto_renew, wait_timeout, entry_ttl, spelling)
     }
 
+    /// `lock` with a shortest and longest hold (`None`: not given), by this client's backend's
+    /// rules (see [`ClientOptions::lock_holds`]): `min_hold` is `UNSUPPORTED` where the backend
+    /// cannot keep an entry after its process exits (ZooKeeper, etcd).
+    pub fn lock_holds(&self, lock: LockOptions, min_hold: Option<Duration>, max_hold: Option<Duration>, spelling: &Spelling) -> Result<LockOptions> {
+        let caps = self.capabilities();
+        connect::options::holds_for(&caps, self.inner.bound.as_deref(), lock, min_hold, max_hold, spelling)
+    }
+
     /// Reads lock `name` as a `kind` (mutex, read-write lock, semaphore, election): its holders
     /// (label, fencing token, how long held, remaining lease, this client's reentrant holds)
     /// and its waiters in queue order. An unknown name is an empty snapshot; the name is

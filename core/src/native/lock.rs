@@ -70,6 +70,9 @@ impl Client {
         if reentrant {
             caps.require(Capability::Reentrant)?;
         }
+        if options.min_hold.is_some() {
+            caps.require(Capability::MinHold)?;
+        }
         self.check(name, &options)?;
         options::validate_primitive(&primitive)?;
         if reentrant && matches!(primitive, Primitive::Semaphore { .. } | Primitive::Leader { .. }) {

@@ -72,6 +72,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         entry_ttl: false,
         list_locks: true,
         adopt: false,
+        min_hold: false,
     }
 }
 

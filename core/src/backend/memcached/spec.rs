@@ -57,7 +57,7 @@ impl Address for MemcachedAddress {
 /// (waiters poll), no fencing (memcached evicts and restarts empty: nothing it stores is
 /// monotonic), nothing made of several items (PROTOCOL.md §13).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
-    Capabilities { reentrant: true, adopt: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
+    Capabilities { reentrant: true, adopt: true, min_hold: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
 /// No replicas, no session, no Redlock settings but `max_lease`; the key prefix is the common

@@ -85,6 +85,7 @@ fn capabilities(kind: &Kind, replica_acks: bool) -> Capabilities {
         entry_ttl: true,
         list_locks: kind.backend == Backend::Redis,
         adopt: true,
+        min_hold: true,
     }
 }
 

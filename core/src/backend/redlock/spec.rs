@@ -50,7 +50,7 @@ fn parse(_kind: &Kind, scheme: &'static str, tls: bool, _url: &str, rest: &str) 
 /// hold is the engine's count on a lease already granted (PROTOCOL.md §8 says why that is sound
 /// for a Redlock).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
-    Capabilities { reentrant: true, adopt: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
+    Capabilities { reentrant: true, adopt: true, min_hold: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
 /// No replicas, no session; the Redlock settings in their ranges (the URL's grammar already

@@ -78,6 +78,7 @@ fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
         entry_ttl: true,
         list_locks: true,
         adopt: true,
+        min_hold: true,
     }
 }
 

@@ -21,10 +21,21 @@ import java.time.Duration;
  * @param entryTtl the lease of a waiter's queue entry: a crashed waiter is skipped after at most
  *     this long (backends with a queue only)
  * @param reentrant opt-in reentrancy, see {@link Builder#reentrant(Boolean)}
+ * @param minHold the shortest hold (ShedLock's {@code lockAtLeastFor}): a release sooner than
+ *     this after the grant leaves the lock held on the server until then, even once this process
+ *     is gone; a {@link LockUnsupportedException} where the backend cannot (ZooKeeper, etcd:
+ *     capability {@code minHold})
+ * @param maxHold the longest hold (ShedLock's {@code lockAtMostFor}): the lease is not renewed
+ *     past this long after the grant and is lost then (loss reason {@code max_hold})
  */
 public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeout, Duration entryTtl,
-                          Boolean reentrant) {
-    private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null, null);
+                          Boolean reentrant, Duration minHold, Duration maxHold) {
+    private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null, null, null, null);
+
+    /** The options without a shortest or longest hold (the record's components before those). */
+    public LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeout, Duration entryTtl, Boolean reentrant) {
+        this(lease, autoRenew, waitTimeout, entryTtl, reentrant, null, null);
+    }
 
     /** Nothing set: the core's defaults. */
     public static LockOptions defaults() {
@@ -57,7 +68,7 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
 
     NativeLockOptions toNative() {
         return new NativeLockOptions(Futures.secsOrNull(lease), autoRenew, Futures.secsOrNull(waitTimeout),
-            Futures.secsOrNull(entryTtl), reentrant);
+            Futures.secsOrNull(entryTtl), reentrant, Futures.secsOrNull(minHold), Futures.secsOrNull(maxHold));
     }
 
     /** Builds {@link LockOptions}; {@code null} means "the core's default". */
@@ -67,6 +78,8 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
         private Duration waitTimeout;
         private Duration entryTtl;
         private Boolean reentrant;
+        private Duration minHold;
+        private Duration maxHold;
 
         private Builder(LockOptions o) {
             lease = o.lease;
@@ -74,6 +87,20 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
             waitTimeout = o.waitTimeout;
             entryTtl = o.entryTtl;
             reentrant = o.reentrant;
+            minHold = o.minHold;
+            maxHold = o.maxHold;
+        }
+
+        /** See {@link LockOptions#minHold()}. */
+        public Builder minHold(Duration minHold) {
+            this.minHold = minHold;
+            return this;
+        }
+
+        /** See {@link LockOptions#maxHold()}. */
+        public Builder maxHold(Duration maxHold) {
+            this.maxHold = maxHold;
+            return this;
         }
 
         /** See {@link LockOptions#lease()}. */
@@ -113,7 +140,7 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
 
         /** The options set so far, as an immutable {@link LockOptions}. */
         public LockOptions build() {
-            return new LockOptions(lease, autoRenew, waitTimeout, entryTtl, reentrant);
+            return new LockOptions(lease, autoRenew, waitTimeout, entryTtl, reentrant, minHold, maxHold);
         }
     }
 }

@@ -139,6 +139,7 @@ public final class ConformanceActor {
         if (Boolean.TRUE.equals(op.get("reentrant"))) {
             b.reentrant(true);
         }
+        b.minHold(millis(op, "min_hold_ms")).maxHold(millis(op, "max_hold_ms"));
         return b.build();
     }
 

@@ -39,6 +39,29 @@ class LeaseTest extends RedisTestBase {
         assertThrows(LockNotHeldException.class, lease::close);
     }
 
+    // minHold: a release keeps the lock on the server until then; maxHold: the lease ends then
+    // (lost, the next waiter gets it); bad holds name the option in seconds.
+    @Test
+    void minHoldOutlivesTheReleaseAndMaxHoldEndsTheLease() throws Exception {
+        long granted = System.nanoTime();
+        Lease lease = client.getLock("jhold", LockOptions.builder().minHold(Duration.ofMillis(500)).build()).acquire(Duration.ofSeconds(1));
+        assertTrue(lease.release());
+        assertTrue(client.getLock("jhold").tryAcquire().isEmpty(), "held on the server until minHold");
+        try (Lease late = client.getLock("jhold").acquire(Duration.ofSeconds(5))) {
+            assertTrue(System.nanoTime() - granted >= 500_000_000L);
+            assertTrue(late.fencingToken().getAsLong() > lease.fencingToken().getAsLong());
+        }
+        LockOptions capped = LockOptions.builder().lease(Duration.ofMillis(300)).autoRenew(true).maxHold(Duration.ofMillis(500)).build();
+        Lease first = client.getLock("jmax", capped).acquire(Duration.ofSeconds(1));
+        try (Lease next = client.getLock("jmax").acquire(Duration.ofSeconds(5))) {
+            assertFalse(first.isHeld());
+            assertTrue(first.lostReason().orElseThrow().getMessage().contains("max_hold"), String.valueOf(first.lostReason()));
+        }
+        LockInvalidArgumentException e = assertThrows(LockInvalidArgumentException.class,
+            () -> client.getLock("jbad", LockOptions.builder().minHold(Duration.ofSeconds(2)).maxHold(Duration.ofSeconds(1)).build()));
+        assertEquals("minHold (2 s) must not be longer than maxHold (1 s)", e.getMessage());
+    }
+
     // Deleting the key behind the holder's back: the loss future completes, listeners run.
     @Test
     void lossIsSignalledWhenTheKeyIsDeleted() throws Exception {
@@ -151,12 +174,12 @@ class LeaseTest extends RedisTestBase {
         assertEquals("Redis", c.backend());
         assertEquals("redis", c.scheme());
         for (String name : java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
-                "readersFirst", "agreedParameters", "entryTtl", "listLocks")) {
+                "readersFirst", "agreedParameters", "entryTtl", "listLocks", "minHold")) {
             assertTrue(c.has(name), name + " in " + c);
         }
         assertFalse(c.has("replicaAcks"));
         assertFalse(c.has("no-such-capability"));
         assertEquals(java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
-            "replicaAcks", "readersFirst", "agreedParameters", "entryTtl", "listLocks"), java.util.List.copyOf(c.all().keySet()));
+            "replicaAcks", "readersFirst", "agreedParameters", "entryTtl", "listLocks", "minHold"), java.util.List.copyOf(c.all().keySet()));
     }
 }
