@@ -101,6 +101,7 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
     agreedParameters: false,
     entryTtl: false,
     listLocks: false,
+    adopt: true,
     minHold: true,
   });
   const lock = rl.lock('orders', { leaseMs: 1000 });

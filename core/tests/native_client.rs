@@ -51,7 +51,7 @@ async fn a_redlock_url_gives_the_one_client_family() {
     let caps = client.capabilities();
     assert_eq!((caps.backend, caps.scheme), ("Redlock", "redlock"));
     let offered: Vec<_> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-    assert_eq!(offered, ["reentrant", "min_hold"], "{caps:?}");
+    assert_eq!(offered, ["reentrant", "adopt", "min_hold"], "{caps:?}");
 
     // What a Redlock lacks is refused when the handle is made, before any master is touched.
     let lease = LockOptions::fixed_lease(MAX_LEASE);
@@ -129,7 +129,7 @@ async fn a_redis_url_gives_every_capability_and_tokens() {
     let on: Vec<&str> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
     assert_eq!(
         on,
-        ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "readers_first", "agreed_parameters", "entry_ttl", "list_locks", "min_hold"]
+        ["fencing", "fifo", "semaphore", "read_write", "election", "observe", "reentrant", "readers_first", "agreed_parameters", "entry_ttl", "list_locks", "adopt", "min_hold"]
     );
     let lock = client.lock("plain", client.lock_options(None, None, None, None, &Spelling::RUST).unwrap()).unwrap();
     let lease = lock.try_acquire().await.unwrap().expect("free");

@@ -174,12 +174,12 @@ class LeaseTest extends RedisTestBase {
         assertEquals("Redis", c.backend());
         assertEquals("redis", c.scheme());
         for (String name : java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
-                "readersFirst", "agreedParameters", "entryTtl", "listLocks", "minHold")) {
+                "readersFirst", "agreedParameters", "entryTtl", "listLocks", "adopt", "minHold")) {
             assertTrue(c.has(name), name + " in " + c);
         }
         assertFalse(c.has("replicaAcks"));
         assertFalse(c.has("no-such-capability"));
         assertEquals(java.util.List.of("fencing", "fifo", "semaphore", "readWrite", "election", "observe", "reentrant",
-            "replicaAcks", "readersFirst", "agreedParameters", "entryTtl", "listLocks", "minHold"), java.util.List.copyOf(c.all().keySet()));
+            "replicaAcks", "readersFirst", "agreedParameters", "entryTtl", "listLocks", "adopt", "minHold"), java.util.List.copyOf(c.all().keySet()));
     }
 }
