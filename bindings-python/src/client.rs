@@ -231,7 +231,7 @@ impl ClientBase {
     /// ``Lock(token=...)``, python-redis-lock's ``Lock(id=...)``.
     #[pyo3(signature = (identity, lease=None, *, renew=None))]
     fn adopt<'py>(&self, py: Python<'py>, identity: Text, lease: Option<Secs>, renew: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
-        let options = lock_options(py, &self.conn, lease, renew, None, None)?;
+        let options = lock_options(py, &self.conn, lease, renew, None, None, (None, None))?;
         let (conn, identity) = (self.conn.clone(), identity.0);
         self.conn.api.run(py, async move {
             conn.process.check()?;
