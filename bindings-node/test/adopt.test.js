@@ -4,28 +4,11 @@
 // migration row for redis-py's Lock(token=...). The cross-language and per-backend cases are the
 // conformance scenario adopt_lease.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const lockgate = require('..');
-const { startRedis } = require('./helpers/redis-server');
+const { redisForFile } = require('./helpers/redis-server');
 
-let redis;
-const clients = [];
-
-async function newClient() {
-  const c = await lockgate.connect(redis.url);
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  redis = await startRedis();
-});
-
-after(async () => {
-  for (const c of clients) await c.close();
-  await redis.stop();
-});
+const newClient = redisForFile();
 
 test('an adopted lease is the same hold; the exporter sees its release; stale and malformed identities fail', async () => {
   const a = await newClient();

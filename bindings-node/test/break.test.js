@@ -4,28 +4,12 @@
 // loss signal and release, a stale token, bad input; Redisson's forceUnlock() row of the README's
 // migration table. The cross-language and per-backend cases are the conformance scenarios break_*.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const lockgate = require('..');
-const { startRedis } = require('./helpers/redis-server');
+const { redisForFile } = require('./helpers/redis-server');
 
-let redis;
-const clients = [];
-
-async function newClient(label) {
-  const c = await lockgate.connect(redis.url, { label });
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  redis = await startRedis();
-});
-
-after(async () => {
-  for (const c of clients) await c.close();
-  await redis.stop();
-});
+const newClient = redisForFile();
 
 test('breakLock removes the holder, wakes the next waiter, and the broken holder learns of its loss', async () => {
   const a = await newClient('node-brk-a');

@@ -3,28 +3,12 @@
 // real redis-server: the options' shapes and messages. Every backend and binding mix is the
 // conformance scenarios min_hold_outlives_release, max_hold_ends_lease, min_hold_unsupported.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const lockgate = require('..');
-const { startRedis } = require('./helpers/redis-server');
+const { redisForFile } = require('./helpers/redis-server');
 
-let redis;
-const clients = [];
-
-async function newClient() {
-  const c = await lockgate.connect(redis.url);
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  redis = await startRedis();
-});
-
-after(async () => {
-  for (const c of clients) await c.close();
-  await redis.stop();
-});
+const newClient = redisForFile();
 
 test('minHoldMs keeps the lock on the server after release; maxHoldMs ends the lease', async () => {
   const a = await newClient();

@@ -3,28 +3,11 @@
 // and through handles, against a real redis-server. The cross-language and per-backend cases
 // are the conformance scenarios inspect_*.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const lockgate = require('..');
-const { startRedis } = require('./helpers/redis-server');
+const { redisForFile } = require('./helpers/redis-server');
 
-let redis;
-const clients = [];
-
-async function newClient(label) {
-  const c = await lockgate.connect(redis.url, { label });
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  redis = await startRedis();
-});
-
-after(async () => {
-  for (const c of clients) await c.close();
-  await redis.stop();
-});
+const newClient = redisForFile();
 
 test('inspect shows the holder with its label, token and lease, and this client\'s holds', async () => {
   const a = await newClient('node-a');

@@ -3,28 +3,11 @@
 // end, the limit checked and capped, against a real redis-server. The cross-language and
 // per-backend cases are the conformance scenario list_locks.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const lockgate = require('..');
-const { startRedis } = require('./helpers/redis-server');
+const { redisForFile } = require('./helpers/redis-server');
 
-let redis;
-const clients = [];
-
-async function newClient(label) {
-  const c = await lockgate.connect(redis.url, { label });
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  redis = await startRedis();
-});
-
-after(async () => {
-  for (const c of clients) await c.close();
-  await redis.stop();
-});
+const newClient = redisForFile();
 
 test('listLocks pages through every lock under the prefix once', async () => {
   const a = await newClient('node-a');

@@ -162,4 +162,27 @@ async function eventually(check, ms = 3000, what = 'condition') {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { launch, startRedis, startCluster, startPrimaryReplica, eventually, sleep, freePort };
+/**
+ * One redis-server for a test file, started before its tests and stopped after them, and the
+ * function its tests connect clients with (each closed after the tests): `newClient(label?)`.
+ */
+function redisForFile() {
+  const { before, after } = require('node:test');
+  const lockgate = require('../..');
+  let server;
+  const clients = [];
+  before(async () => {
+    server = await startRedis();
+  });
+  after(async () => {
+    for (const c of clients) await c.close();
+    await server.stop();
+  });
+  return async function newClient(label) {
+    const c = await lockgate.connect(server.url, label === undefined ? {} : { label });
+    clients.push(c);
+    return c;
+  };
+}
+
+module.exports = { launch, startRedis, startCluster, startPrimaryReplica, eventually, sleep, freePort, redisForFile };
