@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::backend::{Action, Backend, Ctx, Purpose, Renewal};
 use super::ids::{LeaseId, OpId};
 use super::io::Done;
-use super::lease::Lease;
+use super::lease::{Granted, Lease};
 use super::verdicts::{confirmed_until, next_renewal};
 use super::{not_held, LockEngine};
 use crate::adopt::{Held, Identity};
@@ -86,7 +86,9 @@ impl<B: Backend> LockEngine<B> {
                     Done::Failed(not_held("the adoption was confirmed only after its validity had run out"))
                 } else {
                     let next_renew = next_renewal(&self.backend, &a.token, a.auto_renew, sent, lease, None);
-                    let l = Lease {
+                    // The exporter's holds are not in the identity: an adopted lease has
+                    // neither a shortest nor a longest hold.
+                    let l = Lease::new(Granted {
                         target: a.target,
                         held: a.held,
                         token: a.token,
@@ -94,21 +96,11 @@ impl<B: Backend> LockEngine<B> {
                         auto_renew: a.auto_renew,
                         valid_until,
                         next_renew,
-                        renewing: false,
-                        releasing: false,
-                        renewals: Vec::new(),
-                        next_tag: 0,
                         fence: a.fence,
-                        holds: 1,
                         end: None,
-                        unreachable: None,
-                        // The exporter's holds are not in the identity: an adopted lease has
-                        // neither a shortest nor a longest hold.
                         hold_until: None,
                         max_until: None,
-                        at_max: false,
-                        hold_release: None,
-                    };
+                    });
                     self.leases.insert(id, l);
                     self.sync_lease(id);
                     Done::Acquired { lease: id, fencing_token: a.fence, valid_until }

@@ -48,7 +48,47 @@ pub(crate) struct Lease<T> {
     pub hold_release: Option<super::ids::OpId>,
 }
 
+/// What a lease starts from: its hold and how it was confirmed (the rest starts empty).
+pub(crate) struct Granted<T> {
+    pub target: Arc<T>,
+    pub held: Arc<crate::adopt::Held>,
+    pub token: Arc<str>,
+    pub lease: Duration,
+    pub auto_renew: bool,
+    pub valid_until: Instant,
+    pub next_renew: Option<Instant>,
+    pub fence: Option<u64>,
+    pub end: Option<Instant>,
+    pub hold_until: Option<Instant>,
+    pub max_until: Option<Instant>,
+}
+
 impl<T> Lease<T> {
+    /// A lease just granted (or adopted): one hold, nothing in flight, no spell at risk.
+    pub fn new(g: Granted<T>) -> Self {
+        Lease {
+            target: g.target,
+            held: g.held,
+            token: g.token,
+            lease: g.lease,
+            auto_renew: g.auto_renew,
+            valid_until: g.valid_until,
+            next_renew: g.next_renew,
+            renewing: false,
+            releasing: false,
+            renewals: Vec::new(),
+            next_tag: 0,
+            fence: g.fence,
+            holds: 1,
+            end: g.end,
+            unreachable: None,
+            hold_until: g.hold_until,
+            max_until: g.max_until,
+            at_max: false,
+            hold_release: None,
+        }
+    }
+
     /// Notes an expiry change to `d` sent at `now` (certain until `bound` = `now + d − drift`)
     /// and returns its tag. Until it is answered the lease is certain only until `bound`, since
     /// it may shorten the lease when it runs.

@@ -9,7 +9,7 @@ use super::backend::{Action, Answer, Attempt, Backend, Ctx, Renewal, Purpose, Re
 use super::cleanup::Cleanup;
 use super::ids::{LeaseId, OpId};
 use super::io::{Done, Event, Wait};
-use super::lease::Lease;
+use super::lease::{Granted, Lease};
 use super::operation::{AcquireState, PendingAcquire, FIRST_BACKOFF, MAX_BACKOFF};
 use super::telemetry::{Happened, LossReason};
 use super::{not_held, Due, LockEngine};
@@ -236,7 +236,7 @@ impl<B: Backend> LockEngine<B> {
         } else {
             next_renewal(&self.backend, &a.token, a.auto_renew, since, a.lease, end)
         };
-        let mut held = Lease {
+        let mut held = Lease::new(Granted {
             target: a.target,
             held: a.held,
             token: a.token,
@@ -244,19 +244,11 @@ impl<B: Backend> LockEngine<B> {
             auto_renew: a.auto_renew,
             valid_until,
             next_renew,
-            renewing: false,
-            releasing: false,
-            renewals: Vec::new(),
-            next_tag: 0,
             fence,
-            holds: 1,
             end,
-            unreachable: None,
             hold_until: a.min_hold.map(|d| now + d),
             max_until: a.max_hold.map(|d| since + d),
-            at_max: false,
-            hold_release: None,
-        };
+        });
         held.confirmed_for(since, cap.map_or(span, |c| span.min(c)));
         let valid_until = held.valid_until;
         self.leases.insert(lease, held);
