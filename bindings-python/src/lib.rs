@@ -23,6 +23,7 @@ mod loop_bridge;
 mod read_write_lock;
 mod runtime;
 mod snapshot;
+mod process;
 mod telemetry;
 
 use pyo3::prelude::*;

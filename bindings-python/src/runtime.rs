@@ -6,8 +6,8 @@
 //! refuse to work there (`CLOSED`) instead of hanging.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -34,44 +34,7 @@ const YIELD_BEFORE_PARK: Duration = Duration::from_micros(100);
 
 static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
-/// This process's id, cached (0: not known yet); reset in a forked child by a `pthread_atfork`
-/// handler (glibc does not cache `getpid()`, and every call checks it).
-static PID: AtomicU32 = AtomicU32::new(0);
-
-extern "C" {
-    fn pthread_atfork(
-        prepare: Option<unsafe extern "C" fn()>,
-        parent: Option<unsafe extern "C" fn()>,
-        child: Option<unsafe extern "C" fn()>,
-    ) -> std::ffi::c_int;
-}
-
-unsafe extern "C" fn forget_pid() {
-    PID.store(0, Ordering::Relaxed);
-}
-
-pub(crate) fn pid() -> u32 {
-    let known = PID.load(Ordering::Relaxed);
-    if known != 0 {
-        return known;
-    }
-    static AT_FORK: Once = Once::new();
-    static AT_FORK_SET: AtomicBool = AtomicBool::new(false);
-    // SAFETY: `forget_pid` only stores to an atomic (async-signal-safe, as a forked child needs).
-    AT_FORK.call_once(|| {
-        AT_FORK_SET.store(unsafe { pthread_atfork(None, None, Some(forget_pid)) } == 0, Ordering::Relaxed)
-    });
-    let pid = std::process::id();
-    if AT_FORK_SET.load(Ordering::Relaxed) {
-        PID.store(pid, Ordering::Relaxed);
-    }
-    pid
-}
-
-/// A mutex that survives a panic of another holder.
-pub(crate) fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use crate::process::{lock_mutex, pid};
 
 /// This process's runtime, created on first use (and again in a forked child).
 pub(crate) fn runtime() -> &'static Runtime {

@@ -41,7 +41,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
-use crate::runtime::lock_mutex;
+use crate::process::lock_mutex;
 
 /// `logging.DEBUG` and `logging.WARNING` (fixed by the standard library).
 const DEBUG: u8 = 10;
@@ -201,7 +201,7 @@ impl Flusher {
 
 fn flusher() -> &'static Flusher {
     static FLUSHER: Mutex<Option<(u32, &'static Flusher)>> = Mutex::new(None);
-    let pid = crate::runtime::pid();
+    let pid = crate::process::pid();
     let mut slot = lock_mutex(&FLUSHER);
     match *slot {
         Some((of, f)) if of == pid => f,

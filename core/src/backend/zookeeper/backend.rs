@@ -17,7 +17,7 @@ use super::config::{safe_validity, ZkConfig};
 use super::failure::failure_error;
 use super::layout;
 use super::request::{SessionEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult};
-use super::sessions::{Extra, Held};
+use super::session_state::{Extra, Held, SessionInfo};
 use super::step::{Job, Owned, Slot, Step};
 use super::target::ZkTarget;
 use crate::engine::operation::MAX_BACKOFF;
@@ -33,13 +33,6 @@ use crate::time::{Duration, Instant};
 /// The lock engine over a ZooKeeper ensemble. See [`LockEngine`] for the driving contract;
 /// requests are [`ZkRequest`]s, replies [`ZkResult`]s, pushes [`ZkNotice`]s.
 pub type ZooKeeperEngine = LockEngine<ZooKeeperBackend>;
-
-/// What the backend knows of its session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct SessionInfo {
-    pub(super) id: i64,
-    pub(super) timeout: Duration,
-}
 
 /// The ZooKeeper backend: Curator's recipes over one session per client.
 pub struct ZooKeeperBackend {

@@ -26,6 +26,7 @@ pub mod list;
 mod observe;
 pub mod recipe;
 mod release;
+mod session_state;
 mod sessions;
 pub mod spec;
 pub mod request;

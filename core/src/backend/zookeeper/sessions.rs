@@ -12,10 +12,10 @@
 //! extra session that expires loses the holds in it (each revoked) and re-queues its waiters;
 //! the client's own session ending ends every extra one too (the engine loses every lease).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::backend::{SessionInfo, ZooKeeperBackend};
+use super::backend::ZooKeeperBackend;
+use super::session_state::{Extra, SessionInfo};
 use super::request::{ZkOp, ZkRequest};
 use crate::engine::{Answer, Ctx, OpId, Purpose, Verdict};
 use crate::time::{Duration, Instant};
@@ -23,17 +23,6 @@ use crate::time::{Duration, Instant};
 /// Extra sessions are asked for in steps of this much (leases are rounded down to it), so
 /// locks of nearly the same lease share one session.
 pub(super) const EXTRA_STEP_MS: u64 = 100;
-
-/// One extra session of the client.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Extra {
-    /// Its id and negotiated timeout, once open.
-    pub(super) session: Option<SessionInfo>,
-    /// Its epoch: replies to calls of an older one speak of nodes that died with it.
-    pub(super) epoch: u64,
-    /// The send time of the latest request the leader answered in it.
-    pub(super) confirmed: Option<Instant>,
-}
 
 /// The extra session a lease of `lease` lives in, for a client whose own session's timeout is
 /// `own`: `None` (the client's own session) unless the lease is shorter than it.
@@ -221,8 +210,6 @@ impl ZooKeeperBackend {
     }
 }
 
-/// The acquire of each token that holds, kept to revoke it if its extra session ends.
-pub(super) type Held = HashMap<Arc<str>, OpId>;
 
 #[cfg(test)]
 mod tests {
