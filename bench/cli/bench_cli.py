@@ -51,7 +51,14 @@ def main():
     runs = a.runs
     floor = median_ms([a.lockgate, "--version"], runs)
     rows = []
-    for kind, label in [("single", "Redis"), ("zookeeper", "ZooKeeper"), ("etcd", "etcd"), ("postgres", "PostgreSQL")]:
+    for kind, label in [
+        ("single", "Redis"),
+        ("zookeeper", "ZooKeeper"),
+        ("etcd", "etcd"),
+        ("postgres", "PostgreSQL"),
+        ("mariadb", "MariaDB"),
+        ("memcached", "memcached"),
+    ]:
         s = Servers(a.launcher, kind)
         try:
             ms = median_ms([a.lockgate, "run", "bench-cli", "--url", s.info["url"], "--", "true"], runs)
