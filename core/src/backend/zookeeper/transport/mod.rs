@@ -260,11 +260,24 @@ async fn open_session(shared: Arc<Shared>) -> ZkResult {
     let _one = shared.opening.lock().await;
     let config = &shared.config;
     let current = shared.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut states = current.client.state_watcher();
+    if let Some(reply) = live_or_ended(&current, config).await? {
+        return Ok(reply);
+    }
+    let session = open(config, &shared.notices, None).await?;
+    let reply = session_reply(&session.client);
+    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = session;
+    Ok(reply)
+}
+
+/// `session`'s reply while it lives (once connected again, if it is reconnecting within the
+/// connect timeout), or `None` once it ended and its last state change was pushed (so no
+/// notice of it follows a new session's reply).
+async fn live_or_ended(session: &Session, config: &Config) -> Result<Option<ZkReply>, ZkFailure> {
+    let mut states = session.client.state_watcher();
     let deadline = tokio::time::Instant::now() + config.connect_timeout;
     loop {
         match states.peek_state() {
-            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(session_reply(&current.client)),
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(Some(session_reply(&session.client))),
             zk::SessionState::Disconnected => {
                 if tokio::time::timeout_at(deadline, states.changed()).await.is_err() {
                     return Err(ZkFailure::ConnectionLoss(format!(
@@ -276,12 +289,9 @@ async fn open_session(shared: Arc<Shared>) -> ZkResult {
             zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => break,
         }
     }
-    let mut forwarded = current.forwarded.clone();
+    let mut forwarded = session.forwarded.clone();
     while forwarded.changed().await.is_ok() {}
-    let session = open(config, &shared.notices, None).await?;
-    let reply = session_reply(&session.client);
-    *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = session;
-    Ok(reply)
+    Ok(None)
 }
 
 /// Answers `OpenSession` of the extra session asked for `timeout`: the one open while it
@@ -291,24 +301,9 @@ async fn open_extra(shared: Arc<Shared>, timeout: Duration) -> ZkResult {
     let config = &shared.config;
     let current = shared.extras.lock().unwrap_or_else(|p| p.into_inner()).get(&timeout).cloned();
     if let Some(current) = current {
-        let mut states = current.client.state_watcher();
-        let deadline = tokio::time::Instant::now() + config.connect_timeout;
-        loop {
-            match states.peek_state() {
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(session_reply(&current.client)),
-                zk::SessionState::Disconnected => {
-                    if tokio::time::timeout_at(deadline, states.changed()).await.is_err() {
-                        return Err(ZkFailure::ConnectionLoss(format!(
-                            "the session did not reconnect to any member of {} within the connect timeout ({:?})",
-                            config.shown, config.connect_timeout
-                        )));
-                    }
-                }
-                zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => break,
-            }
+        if let Some(reply) = live_or_ended(&current, config).await? {
+            return Ok(reply);
         }
-        let mut forwarded = current.forwarded.clone();
-        while forwarded.changed().await.is_ok() {}
     }
     let session = open(config, &shared.notices, Some(timeout)).await?;
     let reply = session_reply(&session.client);
