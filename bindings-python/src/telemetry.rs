@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use std::sync::RwLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lockgate_core::engine::metrics::{InstrumentKind, INSTRUMENTS};
+use lockgate_core::engine::metrics::{InstrumentKind, MetricUpdate, INSTRUMENTS};
 use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 use pyo3::prelude::*;
@@ -68,17 +68,17 @@ pub(crate) fn to_logging() -> Listener {
         if !sink && !logs {
             return;
         }
-        if sink {
-            add_to_totals(t);
-        }
-        // Only what Python must see: a log record, or a histogram sample or span for the sink
-        // (counts are summed here and read by the sink's observable instruments).
-        if !logs && !has_samples(t) {
+        // Counts are summed here (read by the sink's observable instruments); the histogram
+        // samples go to Python with the event.
+        let samples = if sink { sum_counts(t) } else { Vec::new() };
+        // Only what Python must see: a log record, or a sample or span for the sink.
+        let for_sink = sink && (!samples.is_empty() || t.ended_acquire().is_some());
+        if !logs && !for_sink {
             return;
         }
         let was_empty = {
             let mut queue = lock_mutex(&QUEUE);
-            queue.push_back((t.clone(), wall_ns()));
+            queue.push_back(Pending { t: t.clone(), at_ns: wall_ns(), samples, for_sink });
             queue.len() == 1
         };
         QUEUED.store(true, Ordering::Release);
@@ -90,7 +90,16 @@ pub(crate) fn to_logging() -> Listener {
 
 /// Events waiting for a thread holding the GIL, oldest first; [`QUEUED`] says it may hold one
 /// (read without a lock by every sync call as it returns).
-static QUEUE: Mutex<VecDeque<(Telemetry, u64)>> = Mutex::new(VecDeque::new());
+static QUEUE: Mutex<VecDeque<Pending>> = Mutex::new(VecDeque::new());
+
+/// One queued event: when it was raised (wall clock, ns: a span's end), its histogram samples,
+/// and whether the sink records anything of it.
+struct Pending {
+    t: Telemetry,
+    at_ns: u64,
+    samples: Vec<MetricUpdate>,
+    for_sink: bool,
+}
 static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread handing queued events to Python.
 static DRAINING: Mutex<()> = Mutex::new(());
@@ -118,20 +127,19 @@ pub(crate) fn flush(py: Python<'_>) {
         if batch.is_empty() {
             return;
         }
-        for (t, at_ns) in &batch {
-            hand_on(py, t, *at_ns);
+        for pending in &batch {
+            hand_on(py, pending);
         }
     }
 }
 
-/// One event (raised at `at_ns`, wall clock) to the logger (if it is wanted at its level) and
-/// the sink (if one is set).
-fn hand_on(py: Python<'_>, t: &Telemetry, at_ns: u64) {
-    if t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) {
-        let _ = log(py, t);
+/// One queued event to the logger (if it is wanted at its level) and the sink (if one is set).
+fn hand_on(py: Python<'_>, p: &Pending) {
+    if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) {
+        let _ = log(py, &p.t);
     }
-    if SINK_ON.load(Ordering::Relaxed) && has_samples(t) {
-        let _ = feed(py, t, at_ns);
+    if p.for_sink && SINK_ON.load(Ordering::Relaxed) {
+        let _ = feed(py, p);
     }
 }
 
@@ -140,25 +148,23 @@ fn wall_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Whether the sink has something to record of `t` itself: a histogram sample or a span.
-fn has_samples(t: &Telemetry) -> bool {
-    t.ended_acquire().is_some() || t.metric_updates().iter().any(|u| u.instrument.kind == InstrumentKind::Histogram)
-}
-
 /// Each counter's and up-down counter's total by attributes since the sink was set: summed on
 /// the driver, read by the sink's observable instruments when its SDK collects (one Python
 /// call per collection instead of one per change).
 type Totals = HashMap<(&'static str, Vec<(&'static str, String)>), f64>;
 static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
 
-fn add_to_totals(t: &Telemetry) {
-    let mut totals = lock_mutex(&TOTALS);
-    let totals = totals.get_or_insert_with(HashMap::new);
-    for u in t.metric_updates() {
-        if u.instrument.kind != InstrumentKind::Histogram {
+/// Adds `t`'s counter and up-down counter updates to [`TOTALS`]; returns its histogram samples.
+fn sum_counts(t: &Telemetry) -> Vec<MetricUpdate> {
+    let (samples, counts): (Vec<_>, Vec<_>) = t.metric_updates().into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
+    if !counts.is_empty() {
+        let mut totals = lock_mutex(&TOTALS);
+        let totals = totals.get_or_insert_with(HashMap::new);
+        for u in counts {
             *totals.entry((u.instrument.name, u.attributes)).or_insert(0.0) += u.value;
         }
     }
+    samples
 }
 
 /// Every counter's and up-down counter's total since the sink was set, as `(instrument, total,
@@ -260,15 +266,15 @@ pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static
     INSTRUMENTS.iter().map(|i| (i.name, kind(i.kind), i.unit, i.description)).collect()
 }
 
-/// Hands `t` to the sink: its metric updates, and an ended acquire's span.
-fn feed(py: Python<'_>, t: &Telemetry, end: u64) -> PyResult<()> {
+/// Hands a queued event to the sink: its histogram samples, and an ended acquire's span.
+fn feed(py: Python<'_>, p: &Pending) -> PyResult<()> {
     let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
         return Ok(());
     };
-    let updates = t
-        .metric_updates()
-        .into_iter()
-        .filter(|u| u.instrument.kind == InstrumentKind::Histogram)
+    let (t, end) = (&p.t, p.at_ns);
+    let updates = p
+        .samples
+        .iter()
         .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
         .collect::<PyResult<Vec<_>>>()?;
     let span = match t.ended_acquire() {
