@@ -575,3 +575,34 @@ fn a_lease_shorter_than_the_session_lives_in_a_session_sized_from_it() {
     w.release(1, lc);
     assert!(w.server.ephemerals().is_empty(), "{:?}", w.server.ephemerals());
 }
+
+/// The node of an expired extra session is deleted through the client's own session; while
+/// that session's connection is down (each request answered at once with a connection loss,
+/// as the Node transport does) the delete waits for the reconnect instead of being sent again
+/// with every input: a loop that starved the Node holder's event loop for 20–60 s.
+#[test]
+fn a_stale_delete_refused_while_disconnected_waits_for_the_reconnect() {
+    let mut w = World::new(2, SESSION);
+    let short = LockOptions::renewed_lease(secs(2));
+    let a = w.acquire(0, "short", &MUTEX, &short, Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "short", &MUTEX, &short, Wait::Forever);
+    let extra = w.extra(0, secs(2)).expect("a session asked for the 2 s lease");
+    // The holder's process froze: its own connection dropped, its extra session expired.
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    w.refused[0] = true;
+    let from = w.sent[0].len();
+    w.server.expire(extra);
+    w.settle();
+    assert_eq!(w.lost(0), [la]);
+    w.acquired(1, b);
+    assert_eq!(w.ops_since(0, from), ["delete"], "one delete, refused, then nothing until the reconnect");
+    w.advance(ms(300));
+    assert_eq!(w.release(0, la).map(|d| matches!(d, Done::Released { was_held: false })), Some(true));
+    assert_eq!(w.ops_since(0, from), ["delete"]);
+    // Reconnected: the delete goes out again, once.
+    w.refused[0] = false;
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Reconnected));
+    w.settle();
+    assert_eq!(w.ops_since(0, from), ["delete", "delete"]);
+}

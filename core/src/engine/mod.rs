@@ -567,6 +567,9 @@ impl<B: Backend> LockEngine<B> {
                 self.raise(self.telemetry.client(Happened::ConnectionRestored));
                 self.session_reachable(now);
                 self.recheck(now, tokens);
+                // The backend may have held work back until the server was reachable again
+                // (ZooKeeper's stale deletes), with no waiter to re-check.
+                self.flush(now);
             }
             Signal::SessionLost(why) => {
                 // A new session is opened next: its failures say whether the server is reachable.

@@ -290,6 +290,10 @@ pub struct World {
     pub cut_off: Vec<bool>,
     /// Requests held for cut-off clients.
     pub held: Vec<VecDeque<lockgate_core::backend::zookeeper::ZkRequest>>,
+    /// Per client: its own session's connection is down and every request on it is answered
+    /// at once with a connection loss (as the Node transport does), while its extra sessions
+    /// and the server's notices still get through.
+    pub refused: Vec<bool>,
 }
 
 impl World {
@@ -311,11 +315,13 @@ impl World {
             drop_reply: vec![Vec::new(); clients],
             cut_off: vec![false; clients],
             held: vec![VecDeque::new(); clients],
+            refused: vec![false; clients],
         }
     }
 
     /// Performs every request and push until nothing is left.
     pub fn settle(&mut self) {
+        let mut refusals = 0;
         loop {
             let mut progressed = false;
             for c in 0..self.clients.len() {
@@ -323,6 +329,15 @@ impl World {
                     progressed = true;
                     if self.cut_off[c] {
                         self.held[c].push_back(req);
+                        continue;
+                    }
+                    if self.refused[c] && req.session.is_none() {
+                        refusals += 1;
+                        // A request sent again at once on a connection loss, with nothing else
+                        // happening in between, spins without end (and starves a JS event loop).
+                        assert!(refusals < 100, "client {c} re-sends {:?} at once on every connection loss", req.op);
+                        self.sent[c].push(req.op);
+                        self.clients[c].handle_reply(self.now, req.id, Err(ZkFailure::ConnectionLoss("not connected".into())));
                         continue;
                     }
                     let reply = match req.session {

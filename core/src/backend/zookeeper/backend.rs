@@ -61,6 +61,10 @@ pub struct ZooKeeperBackend {
     pub(super) stale: Vec<String>,
     /// The deletes of `stale` nodes on the wire.
     pub(super) stale_in_flight: HashMap<RequestId, String>,
+    /// A stale delete failed on a connection loss: the others wait until the session is
+    /// reachable again (reconnected, or a new one open). Sent again with the next input, a
+    /// transport that answers at once while disconnected (Node's) would spin without end.
+    pub(super) stale_parked: bool,
     /// The listing pages on the wire, with the kind each reads (`list.rs`).
     listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
     /// The client's extra sessions, by the timeout asked (`sessions.rs`).
@@ -90,6 +94,7 @@ impl ZooKeeperBackend {
             unsignalled_end: false,
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
+            stale_parked: false,
             listing: HashMap::new(),
             extras: HashMap::new(),
             placed: HashMap::new(),
@@ -146,7 +151,7 @@ impl ZooKeeperBackend {
 
     /// Sends the deletes of the nodes an ended session of ours left, once a session is open.
     fn drop_stale(&mut self, ctx: &mut Ctx<'_, ZkRequest>) {
-        if self.session.is_none() {
+        if self.session.is_none() || self.stale_parked {
             return;
         }
         for path in std::mem::take(&mut self.stale) {
@@ -157,11 +162,14 @@ impl ZooKeeperBackend {
     }
 
     /// The reply to deleting a stale node: done, gone already, or (the connection failed) sent
-    /// again with the next input.
+    /// again once the session is reachable again.
     fn stale_reply(&mut self, path: String, reply: ZkResult) {
         match reply {
             Ok(_) | Err(ZkFailure::NoNode) => {}
-            Err(ZkFailure::ConnectionLoss(_)) => self.stale.push(path),
+            Err(ZkFailure::ConnectionLoss(_)) => {
+                self.stale.push(path);
+                self.stale_parked = true;
+            }
             Err(ZkFailure::SessionExpired) => {
                 self.stale.push(path);
                 self.end_session_by_reply();
@@ -298,6 +306,7 @@ impl Backend for ZooKeeperBackend {
                     self.end_session();
                 }
                 self.unsignalled_end = false;
+                self.stale_parked = false;
                 self.session = Some(SessionInfo { id, timeout });
                 Ok(())
             }
@@ -365,6 +374,10 @@ impl Backend for ZooKeeperBackend {
         let Some(job) = self.jobs.answered(id) else {
             return;
         };
+        if reply.is_ok() && self.key_of(&job.token).is_none() {
+            // The client's own session answered: its connection is back.
+            self.stale_parked = false;
+        }
         if let Step::Sync { next, op } = &job.step {
             // Answered by the leader (the path exists or not): the session was alive, and this
             // server has caught up. Anything else goes to the call's own handling below.
@@ -445,6 +458,7 @@ impl Backend for ZooKeeperBackend {
             // but a watch event may have been missed while disconnected, so every waiter looks
             // at its place again.
             ZkNotice::Session(SessionEvent::Reconnected) => {
+                self.stale_parked = false;
                 let mut tokens: HashSet<String> = HashSet::new();
                 for (_, ts) in self.watchers.drain() {
                     tokens.extend(ts.iter().map(|t| t.to_string()));
