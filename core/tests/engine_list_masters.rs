@@ -1,8 +1,9 @@
-//! Listing on a Redis Cluster (PROTOCOL.md §16) through the sans-IO engine, against a stand-in
-//! cluster: every page asks for the masters, then SCANs one of them; the cursor carries the
+//! Listing over several masters (PROTOCOL.md §16) through the sans-IO engine. On a stand-in
+//! Redis Cluster every page asks for the masters, then SCANs one of them; the cursor carries the
 //! master and its own SCAN position, so pages smaller than a master's locks, empty masters and
 //! a master set that changes between pages all list each lock at most once, and a garbled
-//! cursor changes nothing.
+//! cursor changes nothing. On stand-in Redlock masters each lock held by a majority is listed
+//! once, whichever masters hold it, and a minority's key is not.
 
 use std::collections::BTreeMap;
 
@@ -162,4 +163,85 @@ fn a_garbled_cursor_is_invalid_and_sends_nothing() {
     let single = Engine::new(EngineConfig::default(), Box::new(SeededRandom::new(5))).unwrap();
     let mut single = single;
     assert_eq!(page(&mut single, &mut cluster, 2, Some("0:0:10.0.0.1:7000")).unwrap_err().code(), "INVALID_ARGUMENT");
+}
+
+/// Stand-in Redlock masters: each master's keys and values (a lock key `lockgate:{N}:redlock`
+/// holds its owner value; its label key `…:label` finds nothing).
+struct Masters(Vec<BTreeMap<String, String>>);
+
+impl Masters {
+    fn serve(&self, master: usize, c: &Command) -> Reply {
+        let bulk = |s: &str| Reply::Data(s.as_bytes().to_vec());
+        let arg = |i: usize| std::str::from_utf8(&c.0[i]).unwrap().to_string();
+        let keys = &self.0[master];
+        match c.name() {
+            // One step holds every key, the label keys too (the pattern is the engine's to get right).
+            "SCAN" => Reply::Array(vec![bulk("0"), Reply::Array(keys.keys().flat_map(|k| [bulk(k), bulk(&format!("{k}:label"))]).collect())]),
+            "MGET" => Reply::Array((1..c.0.len()).map(|i| keys.get(&arg(i)).map_or(Reply::Nil, |v| bulk(v))).collect()),
+            // REDLOCK_INSPECT: {owner value or '', pttl, label}.
+            "EVALSHA" => match keys.get(&arg(3)) {
+                Some(v) => Reply::Array(vec![bulk(v), Reply::Int(4000), bulk("")]),
+                None => Reply::Array(vec![bulk(""), Reply::Int(-2), bulk("")]),
+            },
+            other => panic!("unexpected command {other}"),
+        }
+    }
+}
+
+#[test]
+fn a_redlock_lists_each_majority_held_lock_once() {
+    use lockgate_core::backend::redlock::{RedlockConfig, RedlockEngine, RedlockOutcome};
+    let key = |n: &str| format!("lockgate:{{{n}}}:redlock");
+    let mut masters = Masters(vec![BTreeMap::new(), BTreeMap::new(), BTreeMap::new()]);
+    // "a" on masters 0 and 1, "b" on 1 and 2, "c" on 0 and 2, "e" on all three; "d" is a
+    // minority's key (one master), "f" two different owners on two masters: neither is held.
+    for (name, on) in [("a", &[0, 1][..]), ("b", &[1, 2]), ("c", &[0, 2]), ("e", &[0, 1, 2]), ("d", &[2])] {
+        for m in on {
+            masters.0[*m].insert(key(name), format!("tok-{name}:3"));
+        }
+    }
+    masters.0[0].insert(key("f"), "one:3".into());
+    masters.0[1].insert(key("f"), "other:3".into());
+    let config = RedlockConfig { masters: 3, ..RedlockConfig::default() };
+    let mut engine = RedlockEngine::new(config, Box::new(SeededRandom::new(3))).unwrap();
+    let now = Instant::from_origin(Duration::from_secs(1));
+    let mut scanned = Vec::new();
+    let mut page = |cursor: Option<&str>| {
+        let op = engine.list(now, "", Some(1), cursor).unwrap();
+        loop {
+            while let Some(req) = engine.poll_request() {
+                if req.command.name() == "SCAN" {
+                    scanned.push(req.master);
+                }
+                let reply = masters.serve(req.master, &req.command);
+                engine.handle_reply(now, req.id, Ok(reply));
+            }
+            match engine.poll_event() {
+                Some(Event::Completed { op: done, outcome }) if done == op => return outcome,
+                Some(_) => {}
+                None => panic!("the page never completed"),
+            }
+        }
+    };
+    let (mut names, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+    loop {
+        let RedlockOutcome::Listed(p) = page(cursor.as_deref()) else { panic!("not listed") };
+        pages += 1;
+        names.extend(p.entries.into_iter().map(|e| e.name));
+        match p.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+        assert!(pages < 50, "the listing never ends");
+    }
+    names.sort();
+    assert_eq!(names, ["a", "b", "c", "e"]);
+    for bad in ["0:0:2", "0:0", "0:0:x"] {
+        let RedlockOutcome::Failed(e) = page(Some(bad)) else { panic!("{bad} accepted") };
+        assert_eq!(e.code(), "INVALID_ARGUMENT", "{bad}");
+    }
+    // Only the first two masters are scanned (every majority of three includes one of them),
+    // in order; a garbled cursor scanned nothing.
+    scanned.dedup();
+    assert_eq!(scanned, [0, 1]);
 }
