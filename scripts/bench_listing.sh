@@ -13,7 +13,7 @@ mkdir -p "$(dirname "$out")"
 cargo build --release -q -p lockgate-cli -p lockgate-conformance
 launcher=${LOCKGATE_TEST_SERVERS:-target/release/test-servers}
 rows=()
-for kind in ${BENCH_KINDS:-single zookeeper etcd postgres mariadb}; do
+for kind in ${BENCH_KINDS:-single cluster zookeeper etcd postgres mariadb}; do
   fifo=$(mktemp -u) && mkfifo "$fifo"
   # The launcher runs until its stdin closes: hold it open on fd 9, close it to stop exactly it.
   exec 9> >("$launcher" "$kind" > "$fifo")
@@ -26,7 +26,7 @@ d = json.loads(sys.argv[1])
 if d["kind"] == "single": print("redis:127.0.0.1:%d" % d["nodes"][0]["port"])
 elif d["kind"] == "etcd": print("etcd:" + d["endpoints"].split(",")[0])
 ' "$line")
-  name=$(case $kind in single) echo "Redis";; zookeeper) echo "ZooKeeper";; etcd) echo "etcd";; postgres) echo "PostgreSQL";; mariadb) echo "MariaDB";; esac)
+  name=$(case $kind in single) echo "Redis";; cluster) echo "Redis Cluster";; zookeeper) echo "ZooKeeper";; etcd) echo "etcd";; postgres) echo "PostgreSQL";; mariadb) echo "MariaDB";; esac)
   if row=$(./target/release/lockgate-bench bench-listing --url "$url" --backend "$name" ${counter:+--counter "$counter"} "$@"); then
     rows+=("$row")
   else

@@ -121,7 +121,7 @@ export interface Capabilities {
   readonly agreedParameters: boolean;
   /** Waiters' queue entries have a lease of their own (`entryTtlMs`): a crashed waiter is skipped after it. */
   readonly entryTtl: boolean;
-  /** `listLocks` lists the locks under a prefix (PROTOCOL.md §16); never on memcached, not yet on Redis Cluster or Redlock. */
+  /** `listLocks` lists the locks under a prefix (PROTOCOL.md §16); never on memcached. */
   readonly listLocks: boolean;
   /** `minHoldMs` is kept by the server after an early release, even once the process is gone (not ZooKeeper or etcd). */
   readonly minHold: boolean;

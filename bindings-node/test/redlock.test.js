@@ -100,7 +100,7 @@ test('acquire and release on 5 masters: the key on every one, no fencing token',
     readersFirst: false,
     agreedParameters: false,
     entryTtl: false,
-    listLocks: false,
+    listLocks: true,
     adopt: true,
     minHold: true,
   });

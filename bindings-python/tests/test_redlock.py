@@ -59,7 +59,7 @@ def test_acquire_release_on_every_master(masters: RedisMasters) -> None:
         assert repr(redlock) == f"<lockgate.Client url={masters.url!r} key_prefix='lockgate:'>"
         caps = redlock.capabilities
         # Mutexes, reentrant too (PROTOCOL.md §8): no fencing, queue, semaphore, ...
-        assert [name for name, on in caps.items() if on] == ["reentrant", "adopt", "min_hold"], caps
+        assert [name for name, on in caps.items() if on] == ["reentrant", "list_locks", "adopt", "min_hold"], caps
         assert set(caps) >= {"fencing", "fifo", "semaphore", "read_write", "election", "reentrant"}
         lock = redlock.lock("orders", 0.8)
         assert (lock.name, lock.lease, lock.renew, lock.wait) == ("orders", 0.8, False, None)

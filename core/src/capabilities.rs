@@ -247,7 +247,7 @@ mod tests {
 
     /// What a Redlock offers (`connect::Backend::capabilities` is the source; checked there).
     fn redlock() -> Capabilities {
-        Capabilities { reentrant: true, adopt: true, min_hold: true, ..bare() }
+        Capabilities { reentrant: true, list_locks: true, adopt: true, min_hold: true, ..bare() }
     }
 
     #[test]
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(
             e.message(),
             "semaphores are not supported by a Redlock client (redlock://): it offers mutexes, reentrant locks, \
-             adopting another client's lease, minimum holds kept after the holder exits"
+             lock listings, adopting another client's lease, minimum holds kept after the holder exits"
         );
         let e = redlock().require(Capability::Observe).unwrap_err();
         assert!(e.message().starts_with("observing a leader is not supported by a Redlock client"), "{e}");

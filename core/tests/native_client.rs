@@ -51,7 +51,7 @@ async fn a_redlock_url_gives_the_one_client_family() {
     let caps = client.capabilities();
     assert_eq!((caps.backend, caps.scheme), ("Redlock", "redlock"));
     let offered: Vec<_> = caps.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-    assert_eq!(offered, ["reentrant", "adopt", "min_hold"], "{caps:?}");
+    assert_eq!(offered, ["reentrant", "list_locks", "adopt", "min_hold"], "{caps:?}");
 
     // What a Redlock lacks is refused when the handle is made, before any master is touched.
     let lease = LockOptions::fixed_lease(MAX_LEASE);

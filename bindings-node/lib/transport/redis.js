@@ -12,7 +12,8 @@
 //   several locks) and their replies are handed back in order; the subscriber is a plain
 //   connection to one node (PUBLISH is cluster-wide), replaced by another node's when it drops.
 // - Every request is plain data in the core's form (lockgate_core::redis::data: `{ id, commands }`
-//   or `{ id, subscribe }`; Redlock's, lockgate_core::redlock::data: `{ id, master, command }`),
+//   or `{ id, subscribe }`, and on a Cluster a listing's `{ id, masters }` and `{ id, node,
+//   commands }`; Redlock's, lockgate_core::redlock::data: `{ id, master, command }`),
 //   answered with the replies as they came, a server's error reply as `{ error: message }`.
 // - Redlock: one ioredis connection per master; each request names a master and carries one
 //   command, answered exactly once.
@@ -293,9 +294,14 @@ class RedisTransport {
    * Performs one request: a subscription, or a pipeline whose replies are answered in order
    * (server errors in place); a transport error fails the request.
    */
-  perform({ id, commands, subscribe }) {
+  perform({ id, commands, subscribe, masters, node }) {
     const d = this.driver;
-    if (commands === undefined) {
+    if (masters !== undefined) {
+      // A Cluster listing's first step: the masters as ioredis routes to them.
+      this.masters().then((list) => d.answer(id, list), (err) => d.failed(id, err));
+    } else if (node !== undefined) {
+      this.onNode(node, commands).then((replies) => d.answer(id, replies), (err) => d.failed(id, err));
+    } else if (commands === undefined) {
       this.subscribe(subscribe).then(() => d.answer(id, []), (err) => d.failed(id, err));
     } else if (commands.length === 1) {
       // One command: no pipeline object.
@@ -317,6 +323,33 @@ class RedisTransport {
         else d.answer(id, results.map(([e, v]) => (e ? replyData(e) : v)));
       }, (err) => d.failed(id, err));
     }
+  }
+
+  /** Every master of the Cluster as `host:port`, from ioredis's own view of its slots. */
+  async masters() {
+    if (!this.cluster) throw makeError('PROTOCOL', 'a single server has no masters to list');
+    // A Cluster that has not connected yet knows no node; a round trip makes it connect.
+    if (this.redis.nodes('master').length === 0) await this.redis.ping();
+    return this.redis.nodes('master').map(addressOf);
+  }
+
+  /**
+   * Sends `commands` in order to the Cluster node at `address` (one masters() named), answered
+   * as a pipeline is: server errors in place, a transport error fails the request.
+   */
+  async onNode(address, commands) {
+    const node = this.cluster ? this.redis.nodes('all').find((n) => addressOf(n) === address) : undefined;
+    if (node === undefined) throw makeError('CONNECTION', `no connection to the Cluster node ${address}`);
+    const replies = [];
+    for (const c of commands) {
+      try {
+        replies.push(await node.call(...c));
+      } catch (e) {
+        if (!isReply(e)) throw e;
+        replies.push(replyData(e));
+      }
+    }
+    return replies;
   }
 
   /** Subscribes the subscriber connection (made if needed) to `channel`. */
@@ -383,6 +416,9 @@ class RedisTransport {
     if (this.redis && this.owns) await quit(this.redis);
   }
 }
+
+/** The `host:port` of an ioredis node connection (as the Cluster's slots name it). */
+const addressOf = (node) => `${node.options.host}:${node.options.port}`;
 
 /** A random element, or undefined for an empty array. */
 function sample(items) {

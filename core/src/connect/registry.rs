@@ -311,13 +311,13 @@ mod tests {
         assert!(c.fencing && c.election && !c.replica_acks);
         assert_eq!(c.scheme, "rediss+cluster");
         assert!(c.readers_first && c.agreed_parameters && c.entry_ttl);
-        // Listing: SCAN on one primary, not yet on a Cluster's masters.
-        assert!(r.list_locks && !c.list_locks);
+        // Listing: SCAN on one primary, or on each master of a Cluster.
+        assert!(r.list_locks && c.list_locks);
         // Adopting: an owner token's hold renews from any client (not so in a session: ZooKeeper, etcd).
         assert!(r.adopt && c.adopt);
         let l = Backend::Redlock.capabilities(false, false);
         let offered: Vec<_> = l.pairs().into_iter().filter(|(_, on)| *on).map(|(n, _)| n).collect();
-        assert_eq!(offered, ["reentrant", "adopt", "min_hold"], "{l:?}");
+        assert_eq!(offered, ["reentrant", "list_locks", "adopt", "min_hold"], "{l:?}");
         // Curator's recipes: every primitive, fenced and first-come-first-served; no
         // readers-first locks, no server-checked parameters, no waiter entry leases.
         let z = Backend::ZooKeeper.capabilities(true, false);

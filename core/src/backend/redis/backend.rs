@@ -44,7 +44,8 @@ pub struct EngineConfig {
     /// Emit every script call as its own request instead of batching the calls of one input
     /// into a pipeline. For Redis Cluster, where a pipeline cannot span slots and the driver
     /// would send the calls one by one anyway: a transport failure then fails only the call it
-    /// hit, not the unrelated locks batched with it.
+    /// hit, not the unrelated locks batched with it. It also marks the engine as one on a
+    /// Cluster for listing, which visits every master (PROTOCOL.md §16).
     pub split_pipelines: bool,
     /// The holder label stored with every entry (PROTOCOL.md §12); empty: none.
     pub label: String,
@@ -108,8 +109,8 @@ pub struct RedisBackend {
     in_flight: HashMap<RequestId, InFlight>,
     /// The calls of the current input, sent together by `flush`.
     batch: Vec<(Purpose, ScriptCall)>,
-    /// The listing pages on the wire (one SCAN each, `list.rs`).
-    listing: HashMap<RequestId, (Purpose, Instant, Query)>,
+    /// The listing pages on the wire (a SCAN each, after the masters on a Cluster: `list.rs`).
+    listing: HashMap<RequestId, (Purpose, Instant, list::Step)>,
 }
 
 impl RedisBackend {
@@ -218,15 +219,22 @@ impl RedisBackend {
         })
     }
 
-    /// Sends one SCAN step for a listing page (never batched: it names no lock).
+    /// Sends a listing page's first request (never batched: it names no lock).
     fn list(&mut self, ctx: &mut Ctx<'_, Request>, purpose: Purpose, query: &Query, answers: &mut Vec<Answer>) {
-        match list::scan_command(&self.prefix, query) {
-            Ok(scan) => {
+        let started = list::start(&self.prefix, query, self.split_pipelines);
+        self.list_progress(ctx, purpose, ctx.now, started, answers);
+    }
+
+    /// Sends a listing's next request, or answers its page's names.
+    fn list_progress(&mut self, ctx: &mut Ctx<'_, Request>, purpose: Purpose, sent: Instant, progress: Result<list::Progress>, answers: &mut Vec<Answer>) {
+        match progress {
+            Ok(list::Progress::Send(kind, step)) => {
                 let id = ctx.ids.request();
-                self.listing.insert(id, (purpose, ctx.now, query.clone()));
-                ctx.out.push_back(Request { id, kind: RequestKind::Pipeline(vec![Command(scan)]) });
+                self.listing.insert(id, (purpose, sent, step));
+                ctx.out.push_back(Request { id, kind });
             }
-            Err(e) => answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(e)) }),
+            Ok(list::Progress::Found(found)) => answers.push(Answer { purpose, sent, verdict: Verdict::Listed(Ok(found)) }),
+            Err(e) => answers.push(Answer { purpose, sent, verdict: Verdict::Listed(Err(e)) }),
         }
     }
 }
@@ -270,12 +278,8 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
-    /// A single instance or replica mode: SCAN on the one primary. A Cluster's keys are spread
-    /// over its masters, which one SCAN does not reach (PROTOCOL.md §16).
+    /// SCAN on the one primary, or on each master of a Cluster in turn (PROTOCOL.md §16).
     fn check_list(&self) -> Result<()> {
-        if self.split_pipelines {
-            return Err(Error::unsupported("listing locks on a Redis Cluster is not available yet (SCAN would have to visit every master)"));
-        }
         Ok(())
     }
 
@@ -355,15 +359,10 @@ impl Backend for RedisBackend {
         ctx.out.push_back(Request { id, kind: RequestKind::Pipeline(commands) });
     }
 
-    fn on_reply(&mut self, _ctx: &mut Ctx<'_, Request>, id: RequestId, result: Result<Vec<Reply>>, answers: &mut Vec<Answer>) {
-        if let Some((purpose, sent, query)) = self.listing.remove(&id) {
-            let found = result.and_then(|r| match r.as_slice() {
-                [Reply::Error(e)] if reply::is_transient_error(e) => Err(Error::new(ErrorKind::Connection, format!("SCAN was not answered: {e}"))),
-                [scan] => list::parse_scan(&self.prefix, &query, scan),
-                _ => Err(Error::protocol(format!("expected 1 reply to SCAN, got {}", r.len()))),
-            });
-            answers.push(Answer { purpose, sent, verdict: Verdict::Listed(found) });
-            return;
+    fn on_reply(&mut self, ctx: &mut Ctx<'_, Request>, id: RequestId, result: Result<Vec<Reply>>, answers: &mut Vec<Answer>) {
+        if let Some((purpose, sent, step)) = self.listing.remove(&id) {
+            let progress = list::advance(&self.prefix, step, result);
+            return self.list_progress(ctx, purpose, sent, progress, answers);
         }
         let Some(flight) = self.in_flight.remove(&id) else {
             return;

@@ -6,7 +6,11 @@
 //! - request: `{ id, commands: [[name, ...args], ...] }`: a pipeline, sent in order on the
 //!   command connection (a Cluster's one command per request); the arguments are strings
 //!   (bytes where not UTF-8). `{ id, subscribe: channel }`: subscribe the notification
-//!   connection to `channel`.
+//!   connection to `channel`. On a Cluster, for a listing (PROTOCOL.md §16): `{ id, masters:
+//!   true }`, answered with every master's address `host:port` (as the transport routes to it,
+//!   from its own view of the slots: ioredis's `nodes('master')`), any order; `{ id, node,
+//!   commands }`, a pipeline sent to the node at address `node` (one the masters were answered
+//!   with), answered as a pipeline is.
 //! - reply: a pipeline's replies as a list, one per command: a string or bytes (bulk and status
 //!   replies), an integer, null, or a list of replies; a server's error reply as `{ error:
 //!   message }` (it stays in place: `NOSCRIPT` is the engine's to handle), except that refused
@@ -86,6 +90,12 @@ pub fn request_data(r: &Request) -> Data {
             Data::map([("id", r.id.0.into()), ("commands", Data::List(commands.iter().map(command).collect()))])
         }
         RequestKind::Subscribe(channel) => Data::map([("id", r.id.0.into()), ("subscribe", channel.as_str().into())]),
+        RequestKind::Masters => Data::map([("id", r.id.0.into()), ("masters", true.into())]),
+        RequestKind::OnNode { node, commands } => Data::map([
+            ("id", r.id.0.into()),
+            ("node", node.as_str().into()),
+            ("commands", Data::List(commands.iter().map(command).collect())),
+        ]),
     }
 }
 
@@ -194,6 +204,12 @@ mod tests {
         assert_eq!(commands[1], Data::List(vec![Data::from("PING")]));
         let d = request_data(&Request { id: RequestId(4), kind: RequestKind::Subscribe("ch".into()) });
         assert_eq!((d.int_field("", "id"), d.str_field("", "subscribe")), (Ok(4), Ok("ch")));
+        let d = request_data(&Request { id: RequestId(5), kind: RequestKind::Masters });
+        assert_eq!(d.get("masters"), Some(&Data::Bool(true)));
+        let on = RequestKind::OnNode { node: "127.0.0.1:7000".into(), commands: vec![Command(vec![b"SCAN".to_vec()])] };
+        let d = request_data(&Request { id: RequestId(6), kind: on });
+        assert_eq!(d.str_field("", "node"), Ok("127.0.0.1:7000"));
+        assert_eq!(d.get("commands").and_then(Data::as_list).map(<[Data]>::len), Some(1));
     }
 
     #[test]

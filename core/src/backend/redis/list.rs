@@ -8,9 +8,18 @@
 //! so the next page repeats that step and skips the locks already listed. SCAN's guarantee is
 //! the listing's: a key present throughout is returned, one added or removed meanwhile may or
 //! may not be.
-
-use super::reply::Reply;
-use crate::error::{Error, Result};
+//!
+//! A Cluster keeps each lock's keys in one slot, so each lock on exactly one master: the
+//! listing SCANs the masters one after the other, in the order of their addresses. Every page
+//! first asks the driver for the masters ([`RequestKind::Masters`]), then SCANs one of them
+//! ([`RequestKind::OnNode`]); its cursor is `<scan cursor>:<skip>:<master address>`. A master
+//! that is gone when the next page comes (a failover, a removed node) is continued by the first
+//! master whose address sorts after it, from the start of its keyspace. The SCAN step parsing is
+//! shared with the Redlock backend, whose locks have a key of their own
+//! (`crate::backend::redlock::list`).
+use super::reply::{self, Reply};
+use super::request::{Command, RequestKind};
+use crate::error::{Error, ErrorKind, Result};
 use crate::inspect::Kind;
 use crate::listing::{bad_cursor, Found, Query};
 
@@ -23,13 +32,19 @@ pub fn scan_count(limit: u32) -> u32 {
 
 /// The SCAN command for a page of `query` under key prefix `prefix`.
 pub fn scan_command(prefix: &str, query: &Query) -> Result<Vec<Vec<u8>>> {
-    let (cursor, _) = parse_cursor(query.cursor.as_deref())?;
     let pattern = format!("{}{{{}*", glob_escape(prefix), glob_escape(&query.prefix));
+    scan_matching(&pattern, query)
+}
+
+/// The SCAN command for a page of `query` (its cursor `<scan cursor>:<skip>`) over the keys
+/// matching `pattern`.
+pub(crate) fn scan_matching(pattern: &str, query: &Query) -> Result<Vec<Vec<u8>>> {
+    let (cursor, _) = parse_cursor(query.cursor.as_deref())?;
     Ok(vec![
         b"SCAN".to_vec(),
         cursor.to_string().into_bytes(),
         b"MATCH".to_vec(),
-        pattern.into_bytes(),
+        pattern.as_bytes().to_vec(),
         b"COUNT".to_vec(),
         scan_count(query.limit).to_string().into_bytes(),
     ])
@@ -38,8 +53,18 @@ pub fn scan_command(prefix: &str, query: &Query) -> Result<Vec<Vec<u8>>> {
 /// Reads a SCAN reply for `query`: the locks of this step after the ones already listed, at
 /// most `limit`, and the next position.
 pub fn parse_scan(prefix: &str, query: &Query, reply: &Reply) -> Result<Found> {
+    parse_scan_with(query, reply, |key| lock_of(prefix, key))
+}
+
+/// [`parse_scan`] with the lock each key finds given by `lock_of` (`None`: the key finds none).
+pub(crate) fn parse_scan_with(query: &Query, reply: &Reply, lock_of: impl Fn(&str) -> Option<(String, Kind)>) -> Result<Found> {
     let (at, skip) = parse_cursor(query.cursor.as_deref())?;
     let bad = || Error::protocol(format!("SCAN returned {reply:?}"));
+    if let Reply::Error(e) = reply {
+        if reply::is_transient_error(e) {
+            return Err(Error::new(ErrorKind::Connection, format!("SCAN was not answered: {e}")));
+        }
+    }
     let Reply::Array(parts) = reply else { return Err(bad()) };
     let [next, Reply::Array(keys)] = parts.as_slice() else { return Err(bad()) };
     let next: u64 = match next {
@@ -50,7 +75,7 @@ pub fn parse_scan(prefix: &str, query: &Query, reply: &Reply) -> Result<Found> {
     for key in keys {
         let Reply::Data(key) = key else { return Err(bad()) };
         let Ok(key) = std::str::from_utf8(key) else { continue };
-        if let Some(lock) = lock_of(prefix, key) {
+        if let Some(lock) = lock_of(key) {
             // SCAN may return a key twice (a rehash between steps): once per page.
             if lock.0.starts_with(&query.prefix) && !locks.contains(&lock) {
                 locks.push(lock);
@@ -64,6 +89,108 @@ pub fn parse_scan(prefix: &str, query: &Query, reply: &Reply) -> Result<Found> {
         return Ok(Found { locks: page, next: Some(format!("{at}:{}", skip + limit)) });
     }
     Ok(Found { locks: rest, next: (next != 0).then(|| format!("{next}:0")) })
+}
+
+/// Where a listing page is on the wire.
+#[derive(Debug)]
+pub(super) enum Step {
+    /// A Cluster's masters were asked for (the first request of every page there).
+    Masters(Query),
+    /// One SCAN step, for `query` (its cursor the server's own): on the one server (`on`:
+    /// `None`), or on master `on.0` of the Cluster's masters `on.1` (sorted).
+    Scan { query: Query, on: Option<(String, Vec<String>)> },
+}
+
+/// What a listing needs next: another request, or nothing (the page's names are found).
+pub(super) enum Progress {
+    /// Send `kind`; its reply continues `step`.
+    Send(RequestKind, Step),
+    /// The page's names and the next page's cursor.
+    Found(Found),
+}
+
+/// The first request of a page of `query`: its SCAN on a single server, the masters on a
+/// Cluster (`cluster`). A cursor this backend could not have made is `INVALID_ARGUMENT`, before
+/// anything is sent.
+pub(super) fn start(prefix: &str, query: &Query, cluster: bool) -> Result<Progress> {
+    if !cluster {
+        let scan = scan_command(prefix, query)?;
+        return Ok(Progress::Send(RequestKind::Pipeline(vec![Command(scan)]), Step::Scan { query: query.clone(), on: None }));
+    }
+    if let Some(c) = &query.cursor {
+        split_cursor(c)?;
+    }
+    Ok(Progress::Send(RequestKind::Masters, Step::Masters(query.clone())))
+}
+
+/// Continues `step` with the reply to its request.
+pub(super) fn advance(prefix: &str, step: Step, replies: Result<Vec<Reply>>) -> Result<Progress> {
+    let replies = replies?;
+    match step {
+        Step::Masters(query) => {
+            let masters = parse_masters(&replies)?;
+            let Some((master, cursor)) = resume(&masters, query.cursor.as_deref())? else {
+                return Ok(Progress::Found(Found::default()));
+            };
+            let query = Query { cursor, ..query };
+            let scan = scan_command(prefix, &query)?;
+            let kind = RequestKind::OnNode { node: master.clone(), commands: vec![Command(scan)] };
+            Ok(Progress::Send(kind, Step::Scan { query, on: Some((master, masters)) }))
+        }
+        Step::Scan { query, on } => {
+            let [scan] = replies.as_slice() else {
+                return Err(Error::protocol(format!("expected 1 reply to SCAN, got {}", replies.len())));
+            };
+            let found = parse_scan(prefix, &query, scan)?;
+            let Some((master, masters)) = on else { return Ok(Progress::Found(found)) };
+            let next = match found.next {
+                Some(c) => Some(format!("{c}:{master}")),
+                None => masters.iter().find(|m| **m > master).map(|m| format!("0:0:{m}")),
+            };
+            Ok(Progress::Found(Found { locks: found.locks, next }))
+        }
+    }
+}
+
+/// The masters a [`RequestKind::Masters`] reply names, sorted, each once.
+fn parse_masters(replies: &[Reply]) -> Result<Vec<String>> {
+    let mut masters = replies
+        .iter()
+        .map(|r| match r {
+            Reply::Data(a) => std::str::from_utf8(a).ok().filter(|a| !a.is_empty()).map(String::from),
+            _ => None,
+        })
+        .collect::<Option<Vec<String>>>()
+        .ok_or_else(|| Error::protocol(format!("the masters were answered as {replies:?}")))?;
+    masters.sort();
+    masters.dedup();
+    Ok(masters)
+}
+
+/// Where a page of a Cluster listing at `cursor` goes on with `masters` (sorted): the master
+/// and its own cursor (`None`: the start). A master that is gone is continued by the first one
+/// after it; `None` when none is left.
+fn resume(masters: &[String], cursor: Option<&str>) -> Result<Option<(String, Option<String>)>> {
+    let Some(c) = cursor else { return Ok(masters.first().map(|m| (m.clone(), None))) };
+    let (own, master) = split_cursor(c)?;
+    if masters.iter().any(|m| m == master) {
+        return Ok(Some((master.to_string(), Some(own.to_string()))));
+    }
+    Ok(masters.iter().find(|m| m.as_str() > master).map(|m| (m.clone(), None)))
+}
+
+/// A cursor naming a master after its own position: `<scan cursor>:<skip>:<master>` as
+/// `("<scan cursor>:<skip>", "<master>")` (a Cluster's master address, a Redlock's master
+/// index). `INVALID_ARGUMENT` for anything else.
+pub(crate) fn split_cursor(c: &str) -> Result<(&str, &str)> {
+    let mut at = c.match_indices(':').map(|(i, _)| i);
+    let (Some(_), Some(cut)) = (at.next(), at.next()) else { return Err(bad_cursor()) };
+    let (own, master) = (&c[..cut], &c[cut + 1..]);
+    parse_cursor(Some(own))?;
+    if master.is_empty() || master.chars().any(char::is_control) {
+        return Err(bad_cursor());
+    }
+    Ok((own, master))
 }
 
 /// The lock a key finds: `P{N}` (a mutex) or `P{N}:K:holders` (a semaphore, read-write lock
@@ -86,7 +213,7 @@ fn parse_cursor(cursor: Option<&str>) -> Result<(u64, usize)> {
 }
 
 /// `s` as a SCAN MATCH pattern that matches only itself.
-fn glob_escape(s: &str) -> String {
+pub(crate) fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {

@@ -38,4 +38,18 @@ pub enum RequestKind {
     /// Subscribe the notification connection to `channel`; reply with an empty vector once the
     /// server confirmed it. Messages then go to [`Engine::handle_notification`](super::Engine::handle_notification).
     Subscribe(String),
+    /// Only on a Cluster (a listing's first step, PROTOCOL.md §16): reply with one
+    /// [`Reply::Data`](super::reply::Reply::Data) per master of the Cluster, its address
+    /// `host:port` as the driver routes to it (any order), from the driver's own view of the
+    /// Cluster's slots.
+    Masters,
+    /// Only on a Cluster: send the commands as one pipeline to the node at address `node` (one a
+    /// [`Masters`](Self::Masters) reply named) and reply as for a pipeline; an address the driver
+    /// has no connection to fails the request with a `CONNECTION` error.
+    OnNode {
+        /// The node's address, `host:port`.
+        node: String,
+        /// The commands, in order.
+        commands: Vec<Command>,
+    },
 }

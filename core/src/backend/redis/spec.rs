@@ -83,7 +83,7 @@ fn capabilities(kind: &Kind, replica_acks: bool) -> Capabilities {
         readers_first: true,
         agreed_parameters: true,
         entry_ttl: true,
-        list_locks: kind.backend == Backend::Redis,
+        list_locks: true,
         adopt: true,
         min_hold: true,
     }

@@ -232,8 +232,9 @@ impl DynEngine for WiredEngine {
                         self.engine.handle_reply(now, id, replies);
                     }
                 }
-                RequestKind::Subscribe(_) if out.is_empty() => return Some(RedisBackend::request_data(&r)),
-                RequestKind::Subscribe(_) => {
+                // A subscription (or a Cluster's listing step) travels as data, alone.
+                _ if out.is_empty() => return Some(RedisBackend::request_data(&r)),
+                _ => {
                     self.stash = Some(r);
                     break;
                 }

@@ -16,6 +16,7 @@ pub mod address;
 /// The scripts each master runs (PROTOCOL.md §8).
 pub mod scripts;
 mod inspect;
+mod list;
 mod round;
 pub mod data;
 pub mod spec;
@@ -261,6 +262,8 @@ pub struct RedlockBackend {
     missing_scripts: Vec<HashSet<&'static str>>,
     /// Rounds decided since the engine last took them, for its telemetry.
     decided: std::collections::VecDeque<(Purpose, RoundVotes)>,
+    /// The listing pages in progress (`list.rs`).
+    listings: list::Listings,
 }
 
 impl RedlockBackend {
@@ -276,6 +279,7 @@ impl RedlockBackend {
             round_timers: Timers::default(),
             in_flight: HashMap::new(),
             decided: std::collections::VecDeque::new(),
+            listings: list::Listings::default(),
         })
     }
 
@@ -393,7 +397,7 @@ impl RedlockBackend {
             Purpose::Inspect(_) => {
                 Verdict::Inspected(inspect::snapshot(&reads, quorum))
             }
-            // The backend refuses listing before anything starts (check_list): no round lists.
+            // A listing is no round (`list.rs` answers it).
             Purpose::List(_) => Verdict::Listed(Err(Error::protocol("a Redlock round listed locks"))),
         };
         if let Some(votes) = round_votes(purpose, &verdict, tally, quorum, masters, now.saturating_duration_since(sent)) {
@@ -502,6 +506,12 @@ impl Backend for RedlockBackend {
         Ok(())
     }
 
+    /// A SCAN of the first `masters − quorum + 1` masters, each lock listed once (PROTOCOL.md
+    /// §16, `list.rs`).
+    fn check_list(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// A Redlock issues no fencing tokens: a break cannot name a holder by one (and breaking
     /// can let two holders work, PROTOCOL.md §15).
     fn check_break(&self, fenced: bool) -> Result<()> {
@@ -545,8 +555,7 @@ impl Backend for RedlockBackend {
 
     fn call(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, action: Action<'_, RedlockTarget>, answers: &mut Vec<Answer>) {
         match action {
-            // Refused by check_list before it gets here (PROTOCOL.md §16).
-            Action::List { .. } => answers.push(Answer { purpose, sent: ctx.now, verdict: Verdict::Listed(Err(Error::unsupported("listing locks is not available on a Redlock"))) }),
+            Action::List { query } => self.list(ctx, purpose, query, answers),
             Action::Acquire { target, token, lease, .. } => {
                 let args = vec![token.to_string(), whole_millis(lease).to_string(), self.max_lease_ms.clone(), self.config.label.clone()];
                 self.start_round(ctx, purpose, &scripts::ACQUIRE, &target.key, args, lease);
@@ -571,6 +580,10 @@ impl Backend for RedlockBackend {
     }
 
     fn on_reply(&mut self, ctx: &mut Ctx<'_, NodeRequest>, id: RequestId, reply: Result<Reply>, answers: &mut Vec<Answer>) {
+        if self.listings.is_listing(id) {
+            self.on_list_reply(ctx, id, reply, answers);
+            return;
+        }
         let Some((round_id, master)) = self.in_flight.remove(&id) else {
             return;
         };
@@ -649,7 +662,7 @@ impl Backend for RedlockBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.in_flight.is_empty()
+        self.in_flight.is_empty() && self.listings.is_idle()
     }
 }
 

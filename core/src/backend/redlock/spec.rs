@@ -48,9 +48,9 @@ fn parse(_kind: &Kind, scheme: &'static str, tls: bool, _url: &str, rest: &str) 
 
 /// No queue, no counter: a grant is a majority of independent votes, nothing more. A reentrant
 /// hold is the engine's count on a lease already granted (PROTOCOL.md §8 says why that is sound
-/// for a Redlock).
+/// for a Redlock). Listing SCANs the masters (PROTOCOL.md §16).
 fn capabilities(kind: &Kind, _replica_acks: bool) -> Capabilities {
-    Capabilities { reentrant: true, adopt: true, min_hold: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
+    Capabilities { reentrant: true, list_locks: true, adopt: true, min_hold: true, ..Capabilities::mutexes_only(kind.name, kind.scheme(false)) }
 }
 
 /// No replicas, no session; the Redlock settings in their ranges (the URL's grammar already

@@ -125,6 +125,44 @@ impl ClusterLink {
         self.settle(generation, r)
     }
 
+    /// The address of every master, as the connection routes to them: a `PING` to all masters,
+    /// answered per address.
+    pub(crate) async fn masters(&self) -> Result<Vec<String>> {
+        use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+        let (generation, mut conn) = self.current();
+        let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+        let r = conn.route_command(redis::cmd("PING"), routing).await;
+        let answered = self.settle(generation, r)?;
+        let redis::Value::Map(per_master) = answered else {
+            return Err(Error::protocol("the masters' PING was not answered per master"));
+        };
+        per_master
+            .into_iter()
+            .map(|(address, _)| match address {
+                redis::Value::BulkString(a) => String::from_utf8(a).map_err(|_| Error::protocol("a master's address is not UTF-8")),
+                _ => Err(Error::protocol("a master's address is not a string")),
+            })
+            .collect()
+    }
+
+    /// Sends each command of `pipe` to the node at `address` (`host:port`, as [`masters`](Self::masters)
+    /// names it), in order.
+    pub(crate) async fn on_node(&self, address: &str, pipe: &redis::Pipeline) -> Result<Vec<redis::Value>> {
+        use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+        let (host, port) = address
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
+            .ok_or_else(|| Error::protocol(format!("{address:?} is not a node address")))?;
+        let (generation, conn) = self.current();
+        let mut replies = Vec::new();
+        for cmd in pipe.cmd_iter() {
+            let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host: host.clone(), port });
+            let r = conn.clone().route_command(cmd.clone(), routing).await;
+            replies.push(self.settle(generation, r)?);
+        }
+        Ok(replies)
+    }
+
     /// Subscribes the connection to `channel` (its messages arrive as pushes).
     pub(crate) async fn subscribe(&self, channel: &[u8]) -> Result<()> {
         let (generation, mut conn) = self.current();

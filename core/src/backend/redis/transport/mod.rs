@@ -18,6 +18,7 @@ use crate::error::Result;
 use crate::native::driver;
 use crate::native::message::Msg;
 use crate::random::OsRandom;
+use crate::backend::redis::reply::Reply;
 use crate::backend::redis::{Engine, EngineConfig, RedisBackend, Request, RequestKind};
 use crate::time::Instant;
 
@@ -61,18 +62,30 @@ impl Transport for RedisTransport {
         let conn = self.clone();
         match kind {
             RequestKind::Pipeline(commands) => {
-                let mut pipe = redis::pipe();
-                for c in &commands {
-                    let mut cmd = redis::Cmd::new();
-                    for a in &c.0 {
-                        cmd.arg(a.as_slice());
-                    }
-                    pipe.add_command(cmd);
-                }
+                let pipe = pipeline_of(&commands);
                 async move {
                     let r = match &conn {
                         RedisTransport::Single(link) => link.pipeline(&pipe, commands.len()).await,
                         RedisTransport::Cluster(link) => link.pipeline(&pipe).await,
+                    };
+                    (id, r.map(|values| values.into_iter().map(convert::reply).collect()))
+                }
+                .boxed()
+            }
+            RequestKind::Masters => async move {
+                let r = match &conn {
+                    RedisTransport::Cluster(link) => link.masters().await,
+                    RedisTransport::Single(_) => Err(crate::error::Error::protocol("a single server has no masters to list")),
+                };
+                (id, r.map(|masters| masters.into_iter().map(|m| Reply::Data(m.into_bytes())).collect()))
+            }
+            .boxed(),
+            RequestKind::OnNode { node, commands } => {
+                let pipe = pipeline_of(&commands);
+                async move {
+                    let r = match &conn {
+                        RedisTransport::Cluster(link) => link.on_node(&node, &pipe).await,
+                        RedisTransport::Single(_) => Err(crate::error::Error::protocol("a single server has no nodes to address")),
                     };
                     (id, r.map(|values| values.into_iter().map(convert::reply).collect()))
                 }
@@ -103,4 +116,17 @@ impl Transport for RedisTransport {
             _ => {}
         }
     }
+}
+
+/// The engine's commands as one `redis` pipeline.
+fn pipeline_of(commands: &[crate::backend::redis::Command]) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for c in commands {
+        let mut cmd = redis::Cmd::new();
+        for a in &c.0 {
+            cmd.arg(a.as_slice());
+        }
+        pipe.add_command(cmd);
+    }
+    pipe
 }

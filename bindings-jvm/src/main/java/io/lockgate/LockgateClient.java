@@ -172,7 +172,7 @@ public final class LockgateClient implements AutoCloseable {
      * last; a page may be short, even empty, before it). {@code limit} is capped to 1,000; below 1
      * it is a {@link LockInvalidArgumentException}. Never blocks the server; racy, like
      * {@link #inspect(String, String)}. {@link LockUnsupportedException} where the backend
-     * cannot list (Redis Cluster, Redlock, memcached).
+     * cannot list (memcached).
      *
      * @param cursor the previous page's cursor, or {@code null} for the first page
      */
