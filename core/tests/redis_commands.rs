@@ -58,7 +58,12 @@ async fn uncontended_pair_command_count() {
     let lock = client.lock("count", lease()).unwrap();
     let mut raw = server.raw();
     // The first pair loads the scripts (NOSCRIPT, then EVAL); the measured ones are warm.
-    lock.acquire(Duration::from_secs(1)).await.unwrap().release().await.unwrap();
+    lock.acquire(Duration::from_secs(1))
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 
     reset(&mut raw);
     let held = lock.acquire(Duration::from_secs(1)).await.unwrap();
@@ -90,8 +95,14 @@ async fn contended_acquisition_command_count() {
         let held = lock_a.acquire(Duration::from_secs(1)).await.unwrap();
         reset(&mut raw);
         let lock_b = lock_b.clone();
-        let waiter = tokio::spawn(async move { lock_b.acquire(Duration::from_secs(20)).await.unwrap() });
-        while redis::cmd("ZCARD").arg("lockgate:{handoff}:queue").query::<usize>(&mut raw).unwrap() < 1 {
+        let waiter =
+            tokio::spawn(async move { lock_b.acquire(Duration::from_secs(20)).await.unwrap() });
+        while redis::cmd("ZCARD")
+            .arg("lockgate:{handoff}:queue")
+            .query::<usize>(&mut raw)
+            .unwrap()
+            < 1
+        {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let queued = counts(&mut raw);
@@ -107,7 +118,10 @@ async fn contended_acquisition_command_count() {
     }
     let (queued, handoff) = measured.unwrap();
     eprintln!("waiter's queueing acquire: {} {queued:?}", total(&queued));
-    eprintln!("holder's handing-over release: {} {handoff:?}", total(&handoff));
+    eprintln!(
+        "holder's handing-over release: {} {handoff:?}",
+        total(&handoff)
+    );
     // Version 17: 14 + 14. Version 18: EVALSHA, SET NX GET, TIME, HSET (entry and label),
     // ZRANGE (tail), ZADD, PEXPIRE (queue), PTTL (hash), GET (fence), PTTL (holder); EVALSHA, GET,
     // ZPOPMIN, HMGET, TIME, HDEL, PTTL (the head's label), SET, SET ... GET (fence), PUBLISH.

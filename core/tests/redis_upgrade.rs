@@ -90,7 +90,8 @@ struct Inbox(redis::PubSub<'static>);
 impl Inbox {
     fn open(server: &RedisServer, channel: &str) -> Self {
         let conn = Box::leak(Box::new(server.raw()));
-        conn.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        conn.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         let mut pubsub = conn.as_pubsub();
         pubsub.subscribe(channel).unwrap();
         Inbox(pubsub)
@@ -106,7 +107,10 @@ impl Inbox {
         let text: String = msg.get_payload().unwrap();
         let mut words = text.split(' ');
         assert_eq!(words.next(), Some("granted"), "{text}");
-        Some((words.next().unwrap().to_string(), words.next().unwrap().parse().unwrap()))
+        Some((
+            words.next().unwrap().to_string(),
+            words.next().unwrap().parse().unwrap(),
+        ))
     }
 }
 
@@ -151,7 +155,11 @@ async fn old_and_new_clients_share_one_fifo_queue() {
     let f0 = old_holder.acquire("try").expect("a free lock is granted");
     let first = wait_new(&n1);
     queued(&mut raw, 1).await;
-    assert_eq!(old_waiter.acquire("wait"), None, "held by the old client: queued");
+    assert_eq!(
+        old_waiter.acquire("wait"),
+        None,
+        "held by the old client: queued"
+    );
     queued(&mut raw, 2).await;
     let third = wait_new(&n2);
     queued(&mut raw, 3).await;
@@ -166,7 +174,11 @@ async fn old_and_new_clients_share_one_fifo_queue() {
     assert!(f1 > f0, "{f1} > {f0}");
     assert_eq!(inbox.next(), None, "the old waiter is second: not woken");
     assert!(!third.is_finished());
-    assert_eq!(old_waiter.acquire("wait"), None, "a heartbeat while the new client holds");
+    assert_eq!(
+        old_waiter.acquire("wait"),
+        None,
+        "a heartbeat while the new client holds"
+    );
 
     // New release → the old waiter, by its channel, with a larger token.
     assert!(lease1.release().await.unwrap());
@@ -174,9 +186,16 @@ async fn old_and_new_clients_share_one_fifo_queue() {
     assert_eq!(token, old_waiter.token);
     assert!(f2 > f1, "{f2} > {f1}");
     assert_eq!(holder(&mut raw).as_deref(), Some(old_waiter.token.as_str()));
-    assert_eq!(old_waiter.acquire("wait"), Some(f2), "the old client confirms its grant");
+    assert_eq!(
+        old_waiter.acquire("wait"),
+        Some(f2),
+        "the old client confirms its grant"
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!third.is_finished(), "the new waiter waits for the old holder");
+    assert!(
+        !third.is_finished(),
+        "the new waiter waits for the old holder"
+    );
 
     // Old release → the last new waiter.
     assert!(old_waiter.release());
@@ -206,7 +225,12 @@ async fn new_holder_hands_over_to_old_waiter() {
     let mut old = OldClient::new(&server, "c3");
     let mut inbox = Inbox::open(&server, &old.channel);
 
-    let lease = n1.lock("up", LockOptions::default()).unwrap().acquire(Duration::from_secs(1)).await.unwrap();
+    let lease = n1
+        .lock("up", LockOptions::default())
+        .unwrap()
+        .acquire(Duration::from_secs(1))
+        .await
+        .unwrap();
     let f0 = lease.fencing_token().unwrap();
     assert_eq!(old.acquire("try"), None, "mutual exclusion: refused");
     assert_eq!(old.acquire("wait"), None);
@@ -215,7 +239,11 @@ async fn new_holder_hands_over_to_old_waiter() {
     queued(&mut raw, 2).await;
     let fields: Vec<String> = raw.hkeys("lockgate:{up}:waiters").unwrap();
     assert!(fields.contains(&format!("l:{}", old.token)), "{fields:?}");
-    assert_eq!(fields.iter().filter(|f| f.starts_with("l:")).count(), 3, "holder and both waiters labelled: {fields:?}");
+    assert_eq!(
+        fields.iter().filter(|f| f.starts_with("l:")).count(),
+        3,
+        "holder and both waiters labelled: {fields:?}"
+    );
 
     assert!(lease.release().await.unwrap());
     let (token, f1) = inbox.next().expect("the old waiter is granted");
@@ -223,12 +251,18 @@ async fn new_holder_hands_over_to_old_waiter() {
     assert!(f1 > f0, "{f1} > {f0}");
     assert_eq!(old.acquire("wait"), Some(f1));
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!next_new.is_finished(), "mutual exclusion: the new waiter still waits");
+    assert!(
+        !next_new.is_finished(),
+        "mutual exclusion: the new waiter still waits"
+    );
 
     assert!(old.release());
     let last = next_new.await.unwrap();
     assert!(last.fencing_token().unwrap() > f1);
     assert!(last.release().await.unwrap());
     assert_eq!(holder(&mut raw), None);
-    assert!(!raw.exists::<_, bool>("lockgate:{up}:waiters").unwrap(), "no label left behind");
+    assert!(
+        !raw.exists::<_, bool>("lockgate:{up}:waiters").unwrap(),
+        "no label left behind"
+    );
 }
