@@ -9,7 +9,8 @@
 #   packaging/check.sh foreign   the aarch64 wheel and jar under qemu-user (Debian's arm64
 #                                python3 and JRE unpacked into target/packaging/arm64/, not
 #                                installed)
-#   packaging/check.sh all       both (./run package --check)
+#   packaging/check.sh all       both, and the lockgate command's static binaries: `lockgate
+#                                run` on x86-64, and on aarch64 under qemu-user (./run package --check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LG_ROOT=$PWD
@@ -220,12 +221,42 @@ check_jvm_aarch64() {
   expect_token "$out" "jvm: java -cp lockgate-all-$VERSION.jar under qemu-aarch64 (Debian arm64 openjdk-17-jre-headless; linux-aarch64/liblockgate_jvm.so)"
 }
 
+# ---- the lockgate command ----
+
+# `lockgate run` of a job that prints its fencing token, from a clean directory with a bare
+# environment; $@ is how to start the binary (itself, or qemu-aarch64 and it).
+run_cli() {
+  local dir
+  dir=$(mktemp -d "$LG_TMP/cli.XXXXXX")
+  (cd "$dir" && env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" "$@" run packaging-check --wait 10s -- \
+    /bin/sh -c 'echo "token $LOCKGATE_FENCING_TOKEN"')
+}
+
+check_cli_x86_64() {
+  local bin=$DIST/cli/lockgate-$VERSION-x86_64-linux out
+  [ -x "$bin" ] || fail "$bin is missing: ./run package cli"
+  local deps
+  deps=$(ldd "$bin" 2>&1 || true) # ldd exits 1 on a static binary
+  grep -qE 'not a dynamic executable|statically linked' <<<"$deps" || fail "$bin is dynamic: $deps"
+  out=$(run_cli "$bin")
+  expect_token "$out" "cli: $(basename "$bin") (ldd: $(xargs <<<"$deps")) lockgate run"
+}
+
+check_cli_aarch64() {
+  local bin=$DIST/cli/lockgate-$VERSION-aarch64-linux out
+  [ -x "$bin" ] || fail "$bin is missing: ./run package cli"
+  ensure_apt qemu-user
+  file -b "$bin" | grep -q 'ARM aarch64' || fail "$bin is not aarch64"
+  # No QEMU_LD_PREFIX: a static binary needs no arm64 libraries at all.
+  out=$(run_cli qemu-aarch64 "$bin")
+  expect_token "$out" "cli: $(basename "$bin") under qemu-aarch64 (no arm64 libraries) lockgate run"
+}
 
 case ${1:-all} in
   host) start_server; check_python_host; check_node_host; check_jvm_host ;;
-  foreign) start_server; check_python_aarch64; check_jvm_aarch64 ;;
+  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_cli_aarch64 ;;
   all) start_server; check_python_host; check_node_host; check_jvm_host
-    check_python_aarch64; check_jvm_aarch64 ;;
+    check_python_aarch64; check_jvm_aarch64; check_cli_x86_64; check_cli_aarch64 ;;
   # One check by name, e.g. packaging/check.sh python_aarch64.
   *) declare -F "check_$1" >/dev/null || { echo "usage: packaging/check.sh host | foreign | all | NAME (check_NAME)" >&2; exit 2; }
     start_server; "check_$1" ;;

@@ -24,6 +24,13 @@ JVM_TARGETS=(
   "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
 )
+# The `lockgate` command's static binaries: (rust target, file name in dist/cli). musl's libc is
+# linked in (Rust's *-linux-musl targets are static by default), zig's cc builds aws-lc's C for
+# them and links; no Windows build: the command is Unix-only (README's platform table).
+CLI_TARGETS=(
+  "x86_64-unknown-linux-musl lockgate-$VERSION-x86_64-linux"
+  "aarch64-unknown-linux-musl lockgate-$VERSION-aarch64-linux"
+)
 # $1 as an absolute path (relative ones are from the repository's root).
 abspath() { [[ $1 = /* ]] && echo "$1" || echo "$LG_ROOT/$1"; }
 
@@ -202,6 +209,40 @@ jvm_all_jar() {
       { grep -v '^caution: excluded filename not matched' >&2 || true; })
   done
   (cd "$tree" && jar --create --file "$(abspath "$out")" .)
+}
+
+# ---- the lockgate command ----
+
+# dist/cli/lockgate-V-<arch>-linux: static (no dynamic section, no interpreter), stripped.
+package_cli() {
+  ensure_pkg_tools
+  ensure_apt binutils-aarch64-linux-gnu
+  local t triple name out
+  rm -rf dist/cli && mkdir -p dist/cli
+  for t in "${CLI_TARGETS[@]}"; do
+    read -r triple name <<<"$t"
+    ensure_rust_targets "$triple"
+    log "cli: lockgate for $triple (cargo zigbuild)"
+    nice cargo zigbuild --release -p lockgate-cli --bin lockgate --target "$triple" >&2
+    out=dist/cli/$name
+    cp "target/$triple/release/lockgate" "$out"
+    case $triple in
+      x86_64-*) strip "$out" ;;
+      aarch64-*) aarch64-linux-gnu-strip "$out" ;;
+    esac
+    cli_check_static "$out" "$triple"
+  done
+}
+
+# A binary that runs on any Linux of its architecture: no NEEDED libraries, no ELF interpreter.
+cli_check_static() {
+  local bin=$1 triple=$2 arch
+  case $triple in x86_64-*) arch=x86-64 ;; aarch64-*) arch=aarch64 ;; esac
+  file -b "$bin" | grep -q "$arch" || { echo "$bin is not $arch: $(file -b "$bin")" >&2; return 1; }
+  if readelf -d "$bin" 2>/dev/null | grep -q '(NEEDED)' || readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
+    echo "$bin is not static:" >&2; readelf -d "$bin" >&2; return 1
+  fi
+  log "cli: $(basename "$bin"): static ($(file -b "$bin" | cut -d, -f1-2)), $(stat -c %s "$bin") bytes"
 }
 
 # ---- API references ----
