@@ -18,11 +18,13 @@ HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).
 # The .2.17 suffix: link against glibc 2.17's symbols (the manylinux_2_17 baseline). The host's
 # own library is the one the JVM suite builds (cargo build, target/release: the build
-# machine's glibc is its baseline). Not built here yet: win32-x86-64 (a cold cross build of
-# its own), darwin (see README's platform table).
+# machine's glibc is its baseline). win32-x86-64: MinGW's ABI (x86_64-pc-windows-gnu, zig
+# links it; JNA loads lockgate_jvm.dll from that resource directory). Not darwin (see README's
+# platform table).
 JVM_TARGETS=(
   "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
+  "x86_64-pc-windows-gnu win32-x86-64 lockgate_jvm.dll"
 )
 # The `lockgate` command's static binaries: (rust target, file name in dist/cli). musl's libc is
 # linked in (Rust's *-linux-musl targets are static by default), zig's cc builds aws-lc's C for
@@ -143,12 +145,13 @@ package_jvm() {
   rm -rf "$gen" && mkdir -p "$gen"
   cargo run --quiet -p lockgate-jvm-uniffi-bindgen -- generate --library "$host_lib" --language kotlin --out-dir "$gen" --no-format >&2
   # Symbols are not needed at run time (JNA looks up the dynamic ones, which strip keeps);
-  # the aarch64 one with Debian's aarch64 binutils.
+  # the aarch64 one with Debian's aarch64 binutils, the Windows one (exports kept) with the
+  # host's, which reads PE.
   ensure_apt binutils-aarch64-linux-gnu
   for t in "${JVM_TARGETS[@]}"; do
     read -r triple dir file <<<"$t"
     case $triple in
-      "$HOST_TRIPLE") strip --strip-unneeded "$natives/$dir/$file" ;;
+      "$HOST_TRIPLE" | x86_64-pc-windows-gnu) strip --strip-unneeded "$natives/$dir/$file" ;;
       aarch64-*linux-gnu*) aarch64-linux-gnu-strip --strip-unneeded "$natives/$dir/$file" ;;
     esac
   done
