@@ -236,6 +236,9 @@ check_jvm_win64() {
   file -b "$dir/win32-x86-64/lockgate_jvm.dll" | grep -q 'PE32+ executable (DLL).*x86-64' ||
     fail "the jar's win32-x86-64/lockgate_jvm.dll is not an x86-64 DLL"
   "$PKG_TOOLS/bin/python-zig" cc -target x86_64-windows-gnu -O2 -o "$dir/dllcheck.exe" packaging/dllcheck.c
+  # Beside the exe (searched first for a DLL's imports): what wine 8.0 lacks, for this check only.
+  "$PKG_TOOLS/bin/python-zig" cc -target x86_64-windows-gnu -O2 -shared -o "$dir/bcryptprimitives.dll" \
+    packaging/wine-bcryptprimitives.c -ladvapi32
   want=$(python3 -c 'import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.uniffi_lockgate_jvm_checksum_func_connect.restype = ctypes.c_uint16

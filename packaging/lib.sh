@@ -133,6 +133,18 @@ package_jvm() {
     if [ "$triple" = "$HOST_TRIPLE" ]; then
       nice cargo build --release -p lockgate-jvm --lib >&2
       cp "target/release/$file" "$natives/$dir/$file"
+    elif [ "$triple" = x86_64-pc-windows-gnu ]; then
+      # cargo-zigbuild drops rustc's list.def for windows-gnu (zig's linker rejects it), which
+      # leaves the DLL with no exports at all; so the exports (uniffi's, the same on every
+      # target) are listed from the host library, built first, into a .def of our own.
+      local def=$work/lockgate_jvm.def
+      { echo "LIBRARY lockgate_jvm.dll"; echo "EXPORTS"
+        nm -D --defined-only "$natives/linux-$(uname -m | sed 's/_/-/')/liblockgate_jvm.so" |
+          awk '$3 ~ /^(uniffi|ffi)_lockgate_jvm_/ {print "    " $3}'; } > "$def"
+      nice cargo-zigbuild rustc --release -p lockgate-jvm --lib --target "$triple" -- -C link-arg="$def" >&2
+      cp "target/$triple/release/$file" "$natives/$dir/$file"
+      objdump -p "$natives/$dir/$file" | grep -q 'ffi_lockgate_jvm_uniffi_contract_version' ||
+        { echo "$natives/$dir/$file exports no uniffi symbols" >&2; return 1; }
     else
       nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
       cp "target/${triple%.2.17}/release/$file" "$natives/$dir/$file"
