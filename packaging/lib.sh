@@ -7,12 +7,13 @@ VERSION=$(packaging/versions.sh print)
 # Where the checks look for the artifacts: dist/, or the host-only set ./run test builds.
 DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
 
-# The wheels: (rust target, maturin --compatibility). Each gets its own target/<triple>/.
-# Each builds in target/<triple>/. Not built here yet (each a ~20-minute cold cross build on the
-# 2 shared cores this was written on): musllinux_1_2 x86-64/aarch64 and Windows x86-64.
+# The wheels: (rust target, maturin --compatibility). Each builds in target/<triple>/ (the
+# musl one shares the lockgate command's). Not built here: musllinux_1_2 aarch64 and Windows
+# x86-64 (README's platform table says why).
 PY_TARGETS=(
   "x86_64-unknown-linux-gnu manylinux2014"
   "aarch64-unknown-linux-gnu manylinux2014"
+  "x86_64-unknown-linux-musl musllinux_1_2"
 )
 HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).
@@ -86,9 +87,14 @@ package_python() {
   done
   log "python: sdist"
   maturin sdist -m bindings-python/Cargo.toml -o dist/python >&2
-  # What a manylinux/musllinux wheel may link: auditwheel reads each wheel's ELF needs and
-  # says which platform tag they are consistent with; it must be the one the file claims.
-  for wheel in dist/python/*linux*.whl; do
+  # What a wheel may link: a musllinux one musl alone (musl_wheel_check); for a manylinux one
+  # auditwheel reads the ELF needs and says which platform tag they are consistent with, which
+  # must be the one the file claims.
+  for wheel in dist/python/*musllinux*.whl; do
+    [ -f "$wheel" ] || continue
+    musl_wheel_check "$wheel"
+  done
+  for wheel in dist/python/*manylinux*.whl; do
     local tag out
     # The wheel's most specific tag (manylinux2014_x.manylinux_2_17_x: manylinux_2_17_x).
     tag=$(basename "$wheel" .whl | sed -E 's/.*-cp39-abi3-//; s/.*\.//')
@@ -97,6 +103,23 @@ package_python() {
       { echo "auditwheel: $wheel is not consistent with its tag $tag:" >&2; echo "$out" >&2; return 1; }
     log "python: auditwheel: $(basename "$wheel") is $tag"
   done
+}
+
+# What a musllinux wheel's extension may need: musl itself and nothing else. auditwheel cannot
+# say it on a glibc machine (it resolves the extension's `libc.so`, zig's name for musl, to the
+# host's glibc linker script and fails), so this reads the ELF's needs with readelf: musl's loader
+# serves `libc.so` / `libc.musl-<arch>.so.1` itself (no musl-dev needed on the user's machine).
+musl_wheel_check() {
+  local wheel=$1 dir needed
+  dir=$(mktemp -d "$LG_TMP/musl-wheel.XXXXXX")
+  unzip -q "$wheel" 'lockgate/_lockgate*.so' -d "$dir"
+  needed=$(readelf -d "$dir"/lockgate/_lockgate*.so | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u | paste -sd' ' -)
+  if grep -q 'GLIBC_' <(readelf -V "$dir"/lockgate/_lockgate*.so) ||
+    [ -n "$(tr ' ' '\n' <<<"$needed" | grep -vxE 'libc\.so|libc\.musl-(x86_64|aarch64)\.so\.1')" ]; then
+    echo "$wheel: needs more than musl: $needed" >&2
+    return 1
+  fi
+  log "python: $(basename "$wheel"): the extension needs only musl ($needed), no glibc symbol versions"
 }
 
 # ---- Node ----
