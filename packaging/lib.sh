@@ -166,7 +166,8 @@ package_jvm() {
           awk '$3 ~ /^(uniffi|ffi)_lockgate_jvm_/ {print "    " $3}'; } > "$def"
       nice cargo-zigbuild rustc --release -p lockgate-jvm --lib --target "$triple" -- -C link-arg="$def" >&2
       cp "target/$triple/release/$file" "$natives/$dir/$file"
-      objdump -p "$natives/$dir/$file" | grep -q 'ffi_lockgate_jvm_uniffi_contract_version' ||
+      # (the listing read whole: grep -q's early exit would fail objdump under pipefail)
+      [ "$(objdump -p "$natives/$dir/$file" | grep -c 'ffi_lockgate_jvm_uniffi_contract_version')" -gt 0 ] ||
         { echo "$natives/$dir/$file exports no uniffi symbols" >&2; return 1; }
     else
       nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
@@ -277,7 +278,9 @@ cli_check_static() {
   local bin=$1 triple=$2 arch
   case $triple in x86_64-*) arch=x86-64 ;; aarch64-*) arch=aarch64 ;; esac
   file -b "$bin" | grep -q "$arch" || { echo "$bin is not $arch: $(file -b "$bin")" >&2; return 1; }
-  if readelf -d "$bin" 2>/dev/null | grep -q '(NEEDED)' || readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
+  local dynamic program
+  dynamic=$(readelf -d "$bin" 2>&1) program=$(readelf -l "$bin")
+  if grep -q '(NEEDED)' <<<"$dynamic" || grep -q 'Requesting program interpreter' <<<"$program"; then
     echo "$bin is not static:" >&2; readelf -d "$bin" >&2; return 1
   fi
   log "cli: $(basename "$bin"): static ($(file -b "$bin" | cut -d, -f1-2)), $(stat -c %s "$bin") bytes"
