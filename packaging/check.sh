@@ -6,10 +6,12 @@
 #                                tarball (+ ioredis, its one driver) into a new npm project, the
 #                                jar from dist/jvm/m2 into a new Maven project (one <dependency>,
 #                                offline) and lockgate-all.jar with plain `java -cp`
-#   packaging/check.sh foreign   the aarch64 wheel and jar under qemu-user (Debian's arm64
-#                                python3 and JRE unpacked into target/packaging/arm64/, not
-#                                installed)
-#   packaging/check.sh all       both (./run package --check)
+#   packaging/check.sh foreign   the aarch64 wheel, jar and lockgate command under qemu-user
+#                                (Debian's arm64 python3 and JRE unpacked into
+#                                target/packaging/arm64/, not installed), and the jar's Windows
+#                                library loaded under Debian's wine64
+#   packaging/check.sh all       both, and the lockgate command's static binaries: `lockgate
+#                                run` on x86-64, and on aarch64 under qemu-user (./run package --check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LG_ROOT=$PWD
@@ -220,12 +222,83 @@ check_jvm_aarch64() {
   expect_token "$out" "jvm: java -cp lockgate-all-$VERSION.jar under qemu-aarch64 (Debian arm64 openjdk-17-jre-headless; linux-aarch64/liblockgate_jvm.so)"
 }
 
+# The jar's win32-x86-64 library under Debian's wine: packaging/dllcheck.c (built by zig's cc)
+# loads it with LoadLibrary, as JNA does, and calls its uniffi contract-version and `connect`
+# checksum exports, which must equal the linux-x86-64 library's (read through ctypes). No lock:
+# that needs a Windows JVM (or Python), which no Debian package provides.
+check_jvm_win64() {
+  local jar=$DIST/jvm/lockgate-$VERSION.jar dir out want
+  [ -f "$jar" ] || fail "$jar is missing: ./run package jvm"
+  ensure_apt wine64
+  [ -x "$PKG_TOOLS/bin/python-zig" ] || ensure_pkg_tools
+  dir=$(mktemp -d "$LG_TMP/win64.XXXXXX")
+  (cd "$dir" && unzip -q "$jar" 'win32-x86-64/*' 'linux-x86-64/*')
+  file -b "$dir/win32-x86-64/lockgate_jvm.dll" | grep -q 'PE32+ executable (DLL).*x86-64' ||
+    fail "the jar's win32-x86-64/lockgate_jvm.dll is not an x86-64 DLL"
+  "$PKG_TOOLS/bin/python-zig" cc -target x86_64-windows-gnu -O2 -o "$dir/dllcheck.exe" packaging/dllcheck.c
+  # Beside the exe (searched first for a DLL's imports): what wine 8.0 lacks, for this check only.
+  "$PKG_TOOLS/bin/python-zig" cc -target x86_64-windows-gnu -O2 -shared -o "$dir/bcryptprimitives.dll" \
+    packaging/wine-bcryptprimitives.c -ladvapi32
+  want=$(python3 -c 'import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.uniffi_lockgate_jvm_checksum_func_connect.restype = ctypes.c_uint16
+print("loaded contract_version", lib.ffi_lockgate_jvm_uniffi_contract_version(), "connect_checksum", lib.uniffi_lockgate_jvm_checksum_func_connect())' \
+    "$dir/linux-x86-64/liblockgate_jvm.so")
+  # A prefix of its own under target/ (made on first use), not ~/.wine.
+  out=$(cd "$dir" && WINEPREFIX=$PKG_WORK/wine WINEDEBUG=-all /usr/lib/wine/wine64 dllcheck.exe 'win32-x86-64\lockgate_jvm.dll' 2>&1 | tr -d '\r' | grep -v '^wine: ') ||
+    fail "dllcheck.exe under wine: $out"
+  [ "$out" = "$want" ] || fail "the win32-x86-64 library under wine said '$out', the linux-x86-64 one '$want'"
+  CHECKED+=("jvm: win32-x86-64/lockgate_jvm.dll from lockgate-$VERSION.jar loaded under wine64 (LoadLibrary; $out, as linux-x86-64): no lock taken")
+  log "check: jvm: win32-x86-64 library loads under wine ($out)"
+}
+
+# ---- the lockgate command ----
+
+# `lockgate run` of a job that prints its fencing token, from a clean directory with a bare
+# environment; $@ is how to start the binary (itself, or qemu-aarch64 and it).
+run_cli() {
+  local dir
+  dir=$(mktemp -d "$LG_TMP/cli.XXXXXX")
+  (cd "$dir" && env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" "$@" run packaging-check --wait 10s -- \
+    /bin/sh -c 'echo "token $LOCKGATE_FENCING_TOKEN"')
+}
+
+check_cli_x86_64() {
+  local bin=$DIST/cli/lockgate-$VERSION-x86_64-linux out
+  [ -x "$bin" ] || fail "$bin is missing: ./run package cli"
+  local deps
+  deps=$(ldd "$bin" 2>&1 || true) # ldd exits 1 on a static binary
+  grep -qE 'not a dynamic executable|statically linked' <<<"$deps" || fail "$bin is dynamic: $deps"
+  out=$(run_cli "$bin")
+  expect_token "$out" "cli: $(basename "$bin") (ldd: $(xargs <<<"$deps")) lockgate run"
+}
+
+# `lockgate run` starts its watchdog by executing itself, which qemu-user cannot do without
+# binfmt_misc (not mounted in this container): so the x86-64 binary holds the lock, and its job
+# runs the aarch64 binary's `inspect --json` under qemu-aarch64, which must show that holder's
+# fencing token.
+check_cli_aarch64() {
+  local bin=$DIST/cli/lockgate-$VERSION-aarch64-linux host=$DIST/cli/lockgate-$VERSION-x86_64-linux out token
+  [ -x "$bin" ] && [ -x "$host" ] || fail "$bin or $host is missing: ./run package cli"
+  ensure_apt qemu-user
+  file -b "$bin" | grep -q 'ARM aarch64' || fail "$bin is not aarch64"
+  # No QEMU_LD_PREFIX: a static binary needs no arm64 libraries at all.
+  out=$(env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" ARM_BIN="$bin" "$host" run packaging-check-aarch64 --wait 10s -- \
+    /bin/sh -c 'qemu-aarch64 "$ARM_BIN" inspect packaging-check-aarch64 --json && echo "token $LOCKGATE_FENCING_TOKEN"') ||
+    fail "lockgate inspect under qemu-aarch64 failed: $out"
+  token=$(grep -E '^token ' <<<"$out" | awk '{print $2}')
+  grep -v '^token ' <<<"$out" | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+assert snap["locked"] and str(snap["holders"][0]["fencing_token"]) == sys.argv[1], snap' "$token" ||
+    fail "the aarch64 lockgate inspect did not show the holder's token $token: $out"
+  expect_token "token $token" "cli: $(basename "$bin") under qemu-aarch64 (no arm64 libraries): lockgate inspect --json shows the x86-64 lockgate run's holder and token"
+}
 
 case ${1:-all} in
   host) start_server; check_python_host; check_node_host; check_jvm_host ;;
-  foreign) start_server; check_python_aarch64; check_jvm_aarch64 ;;
+  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_aarch64 ;;
   all) start_server; check_python_host; check_node_host; check_jvm_host
-    check_python_aarch64; check_jvm_aarch64 ;;
+    check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_x86_64; check_cli_aarch64 ;;
   # One check by name, e.g. packaging/check.sh python_aarch64.
   *) declare -F "check_$1" >/dev/null || { echo "usage: packaging/check.sh host | foreign | all | NAME (check_NAME)" >&2; exit 2; }
     start_server; "check_$1" ;;

@@ -7,22 +7,32 @@ VERSION=$(packaging/versions.sh print)
 # Where the checks look for the artifacts: dist/, or the host-only set ./run test builds.
 DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
 
-# The wheels: (rust target, maturin --compatibility). Each gets its own target/<triple>/.
-# Each builds in target/<triple>/. Not built here yet (each a ~20-minute cold cross build on the
-# 2 shared cores this was written on): musllinux_1_2 x86-64/aarch64 and Windows x86-64.
+# The wheels: (rust target, maturin --compatibility). Each builds in target/<triple>/ (the
+# musl one shares the lockgate command's). Not built here: musllinux_1_2 aarch64 and Windows
+# x86-64 (README's platform table says why).
 PY_TARGETS=(
   "x86_64-unknown-linux-gnu manylinux2014"
   "aarch64-unknown-linux-gnu manylinux2014"
+  "x86_64-unknown-linux-musl musllinux_1_2"
 )
 HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).
 # The .2.17 suffix: link against glibc 2.17's symbols (the manylinux_2_17 baseline). The host's
 # own library is the one the JVM suite builds (cargo build, target/release: the build
-# machine's glibc is its baseline). Not built here yet: win32-x86-64 (a cold cross build of
-# its own), darwin (see README's platform table).
+# machine's glibc is its baseline). win32-x86-64: MinGW's ABI (x86_64-pc-windows-gnu, zig
+# links it; JNA loads lockgate_jvm.dll from that resource directory). Not darwin (see README's
+# platform table).
 JVM_TARGETS=(
   "x86_64-unknown-linux-gnu linux-x86-64 liblockgate_jvm.so"
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
+  "x86_64-pc-windows-gnu win32-x86-64 lockgate_jvm.dll"
+)
+# The `lockgate` command's static binaries: (rust target, file name in dist/cli). musl's libc is
+# linked in (Rust's *-linux-musl targets are static by default), zig's cc builds aws-lc's C for
+# them and links; no Windows build: the command is Unix-only (README's platform table).
+CLI_TARGETS=(
+  "x86_64-unknown-linux-musl lockgate-$VERSION-x86_64-linux"
+  "aarch64-unknown-linux-musl lockgate-$VERSION-aarch64-linux"
 )
 # $1 as an absolute path (relative ones are from the repository's root).
 abspath() { [[ $1 = /* ]] && echo "$1" || echo "$LG_ROOT/$1"; }
@@ -77,9 +87,14 @@ package_python() {
   done
   log "python: sdist"
   maturin sdist -m bindings-python/Cargo.toml -o dist/python >&2
-  # What a manylinux/musllinux wheel may link: auditwheel reads each wheel's ELF needs and
-  # says which platform tag they are consistent with; it must be the one the file claims.
-  for wheel in dist/python/*linux*.whl; do
+  # What a wheel may link: a musllinux one musl alone (musl_wheel_check); for a manylinux one
+  # auditwheel reads the ELF needs and says which platform tag they are consistent with, which
+  # must be the one the file claims.
+  for wheel in dist/python/*musllinux*.whl; do
+    [ -f "$wheel" ] || continue
+    musl_wheel_check "$wheel"
+  done
+  for wheel in dist/python/*manylinux*.whl; do
     local tag out
     # The wheel's most specific tag (manylinux2014_x.manylinux_2_17_x: manylinux_2_17_x).
     tag=$(basename "$wheel" .whl | sed -E 's/.*-cp39-abi3-//; s/.*\.//')
@@ -88,6 +103,23 @@ package_python() {
       { echo "auditwheel: $wheel is not consistent with its tag $tag:" >&2; echo "$out" >&2; return 1; }
     log "python: auditwheel: $(basename "$wheel") is $tag"
   done
+}
+
+# What a musllinux wheel's extension may need: musl itself and nothing else. auditwheel cannot
+# say it on a glibc machine (it resolves the extension's `libc.so`, zig's name for musl, to the
+# host's glibc linker script and fails), so this reads the ELF's needs with readelf: musl's loader
+# serves `libc.so` / `libc.musl-<arch>.so.1` itself (no musl-dev needed on the user's machine).
+musl_wheel_check() {
+  local wheel=$1 dir needed
+  dir=$(mktemp -d "$LG_TMP/musl-wheel.XXXXXX")
+  unzip -q "$wheel" 'lockgate/_lockgate*.so' -d "$dir"
+  needed=$(readelf -d "$dir"/lockgate/_lockgate*.so | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u | paste -sd' ' -)
+  if grep -q 'GLIBC_' <(readelf -V "$dir"/lockgate/_lockgate*.so) ||
+    [ -n "$(tr ' ' '\n' <<<"$needed" | grep -vxE 'libc\.so|libc\.musl-(x86_64|aarch64)\.so\.1')" ]; then
+    echo "$wheel: needs more than musl: $needed" >&2
+    return 1
+  fi
+  log "python: $(basename "$wheel"): the extension needs only musl ($needed), no glibc symbol versions"
 }
 
 # ---- Node ----
@@ -124,6 +156,19 @@ package_jvm() {
     if [ "$triple" = "$HOST_TRIPLE" ]; then
       nice cargo build --release -p lockgate-jvm --lib >&2
       cp "target/release/$file" "$natives/$dir/$file"
+    elif [ "$triple" = x86_64-pc-windows-gnu ]; then
+      # cargo-zigbuild drops rustc's list.def for windows-gnu (zig's linker rejects it), which
+      # leaves the DLL with no exports at all; so the exports (uniffi's, the same on every
+      # target) are listed from the host library, built first, into a .def of our own.
+      local def=$work/lockgate_jvm.def
+      { echo "LIBRARY lockgate_jvm.dll"; echo "EXPORTS"
+        nm -D --defined-only "$natives/linux-$(uname -m | sed 's/_/-/')/liblockgate_jvm.so" |
+          awk '$3 ~ /^(uniffi|ffi)_lockgate_jvm_/ {print "    " $3}'; } > "$def"
+      nice cargo-zigbuild rustc --release -p lockgate-jvm --lib --target "$triple" -- -C link-arg="$def" >&2
+      cp "target/$triple/release/$file" "$natives/$dir/$file"
+      # (the listing read whole: grep -q's early exit would fail objdump under pipefail)
+      [ "$(objdump -p "$natives/$dir/$file" | grep -c 'ffi_lockgate_jvm_uniffi_contract_version')" -gt 0 ] ||
+        { echo "$natives/$dir/$file exports no uniffi symbols" >&2; return 1; }
     else
       nice cargo zigbuild --release -p lockgate-jvm --lib --target "$triple" >&2
       cp "target/${triple%.2.17}/release/$file" "$natives/$dir/$file"
@@ -136,12 +181,13 @@ package_jvm() {
   rm -rf "$gen" && mkdir -p "$gen"
   cargo run --quiet -p lockgate-jvm-uniffi-bindgen -- generate --library "$host_lib" --language kotlin --out-dir "$gen" --no-format >&2
   # Symbols are not needed at run time (JNA looks up the dynamic ones, which strip keeps);
-  # the aarch64 one with Debian's aarch64 binutils.
+  # the aarch64 one with Debian's aarch64 binutils, the Windows one (exports kept) with the
+  # host's, which reads PE.
   ensure_apt binutils-aarch64-linux-gnu
   for t in "${JVM_TARGETS[@]}"; do
     read -r triple dir file <<<"$t"
     case $triple in
-      "$HOST_TRIPLE") strip --strip-unneeded "$natives/$dir/$file" ;;
+      "$HOST_TRIPLE" | x86_64-pc-windows-gnu) strip --strip-unneeded "$natives/$dir/$file" ;;
       aarch64-*linux-gnu*) aarch64-linux-gnu-strip --strip-unneeded "$natives/$dir/$file" ;;
     esac
   done
@@ -177,23 +223,17 @@ jvm_runtime_classpath() {
   cat "$out"
 }
 
-# Javadoc of the public Java API (io.lockgate). Every doclint warning fails the build (broken
-# references, HTML, syntax, a public item without a doc comment) except the missing @param,
-# @return and @throws tags of documented items, which are counted and reported: the API's
-# comments are sentences, and adding the tags to every method is still to do.
+# Javadoc of the public Java API (io.lockgate). Every doclint warning fails the build: broken
+# references, HTML, syntax, a public item without a doc comment, a missing @param, @return or
+# @throws.
 jvm_javadoc() {
   local work=$1 jar=$2 cp out
   cp=$(jvm_runtime_classpath "$work"):bindings-jvm/target/classes
   rm -rf "$work/javadoc" && mkdir -p "$work/javadoc"
-  out=$(javadoc -quiet -Xmaxwarns 100000 -Xdoclint:all -encoding UTF-8 --release 17 -d "$work/javadoc" -classpath "$cp" \
+  out=$(javadoc -quiet -Xmaxwarns 100000 -Xdoclint:all -Werror -encoding UTF-8 --release 17 -d "$work/javadoc" -classpath "$cp" \
     -sourcepath bindings-jvm/src/main/java -subpackages io.lockgate -windowtitle "lockgate $VERSION" 2>&1) ||
-    { echo "$out" >&2; return 1; }
-  if grep -E 'warning:|error:' <<<"$out" | grep -vqE 'warning: no @(param|return|throws)( |$)'; then
-    grep -E 'warning:|error:' <<<"$out" | grep -vE 'warning: no @(param|return|throws)( |$)' >&2
-    echo "javadoc: warnings (above)" >&2
-    return 1
-  fi
-  log "javadoc: no warnings but $(grep -cE 'warning: no @(param|return|throws)( |$)' <<<"$out") missing @param/@return/@throws tags"
+    { echo "$out" >&2; echo "javadoc: warnings or errors (above)" >&2; return 1; }
+  log "javadoc: no warnings"
   (cd "$work/javadoc" && jar --create --file "$(abspath "$jar")" .)
   rm -rf dist/docs/java && mkdir -p dist/docs && cp -r "$work/javadoc" dist/docs/java
 }
@@ -210,6 +250,42 @@ jvm_all_jar() {
   (cd "$tree" && jar --create --file "$(abspath "$out")" .)
 }
 
+# ---- the lockgate command ----
+
+# dist/cli/lockgate-V-<arch>-linux: static (no dynamic section, no interpreter), stripped.
+package_cli() {
+  ensure_pkg_tools
+  ensure_apt binutils-aarch64-linux-gnu
+  local t triple name out
+  rm -rf dist/cli && mkdir -p dist/cli
+  for t in "${CLI_TARGETS[@]}"; do
+    read -r triple name <<<"$t"
+    ensure_rust_targets "$triple"
+    log "cli: lockgate for $triple (cargo zigbuild)"
+    nice cargo zigbuild --release -p lockgate-cli --bin lockgate --target "$triple" >&2
+    out=dist/cli/$name
+    cp "target/$triple/release/lockgate" "$out"
+    case $triple in
+      x86_64-*) strip "$out" ;;
+      aarch64-*) aarch64-linux-gnu-strip "$out" ;;
+    esac
+    cli_check_static "$out" "$triple"
+  done
+}
+
+# A binary that runs on any Linux of its architecture: no NEEDED libraries, no ELF interpreter.
+cli_check_static() {
+  local bin=$1 triple=$2 arch
+  case $triple in x86_64-*) arch=x86-64 ;; aarch64-*) arch=aarch64 ;; esac
+  file -b "$bin" | grep -q "$arch" || { echo "$bin is not $arch: $(file -b "$bin")" >&2; return 1; }
+  local dynamic program
+  dynamic=$(readelf -d "$bin" 2>&1) program=$(readelf -l "$bin")
+  if grep -q '(NEEDED)' <<<"$dynamic" || grep -q 'Requesting program interpreter' <<<"$program"; then
+    echo "$bin is not static:" >&2; readelf -d "$bin" >&2; return 1
+  fi
+  log "cli: $(basename "$bin"): static ($(file -b "$bin" | cut -d, -f1-2)), $(stat -c %s "$bin") bytes"
+}
+
 # ---- API references ----
 
 package_docs() {
@@ -224,12 +300,14 @@ package_docs() {
   rm -rf "$site" && "$PKG_TOOLS/bin/pip" install -q --disable-pip-version-check --no-deps --target "$site" "$wheel"
   rm -rf dist/docs/python
   PYTHONPATH=$site "$PKG_TOOLS/bin/python" -W error -m pdoc -o dist/docs/python lockgate >&2
-  log "docs: TypeScript (typedoc, from lib/index.d.ts; warnings are errors)"
+  log "docs: TypeScript (typedoc, from lib/index.d.ts; warnings and undocumented exports are errors)"
+  # lib/transport/types.d.ts (every transport's types) is written by the Node build.
+  [ -f bindings-node/lib/transport/types.d.ts ] || bindings-node/ci.sh build >&2
   local npm_tools=$PKG_WORK/npm-tools
   [ -x "$npm_tools/node_modules/.bin/typedoc" ] ||
     npm install --silent --no-audit --no-fund --prefix "$npm_tools" typedoc@0.28 typescript@5.9 >&2
   rm -rf dist/docs/node
-  (cd bindings-node && "$npm_tools/node_modules/.bin/typedoc" --treatWarningsAsErrors --out "$LG_ROOT/dist/docs/node" \
+  (cd bindings-node && "$npm_tools/node_modules/.bin/typedoc" --treatWarningsAsErrors --validation.notDocumented --out "$LG_ROOT/dist/docs/node" \
     --name "lockgate $VERSION" --tsconfig "$LG_ROOT/packaging/typedoc.tsconfig.json" lib/index.d.ts >&2)
   log "docs: javadoc (built with the jar: dist/docs/java)"
   [ -f dist/docs/java/index.html ] || package_jvm

@@ -2,12 +2,14 @@
 # ./run package [--check] [PART...]: the prebuilt artifacts a user installs without a Rust
 # toolchain, into dist/ (issue 28). PARTs (default: all, in this order):
 #   versions  packaging/versions.sh check (one version for every artifact)
-#   python    abi3 wheels (CPython >= 3.9) for manylinux_2_17 x86-64/aarch64, musllinux_1_2
-#             x86-64/aarch64 and Windows x86-64 (maturin --zig), plus the sdist; auditwheel show
+#   python    abi3 wheels (CPython >= 3.9) for manylinux_2_17 x86-64/aarch64 and musllinux_1_2
+#             x86-64 (maturin --zig), plus the sdist; auditwheel show, readelf for musllinux
+#             (PY_TARGETS in packaging/lib.sh)
 #   node      the npm tarball (wasm + ESM + CommonJS + types; drivers are optional peers)
 #   jvm       one jar with the native library for linux-x86-64, linux-aarch64 and win32-x86-64,
 #             its sources and javadoc jars and POM installed into dist/jvm/m2 (a Maven
 #             repository), and the self-contained dist/jvm/lockgate-all-V.jar for `java -cp`
+#   cli       the `lockgate` command, static for Linux x86-64 and aarch64 (musl, cargo zigbuild)
 #   docs      API references: rustdoc (lockgate-core), pdoc (Python), typedoc (TypeScript),
 #             javadoc; warnings fail the build
 #   sizes     dist/SIZES.md: every artifact's size, and a Redis-only native library beside the
@@ -15,8 +17,8 @@
 # --host (./run test's packaging suite): the version check, then only the host's wheel, tarball
 # and jar into $LOCKGATE_DIST, installed and run by packaging/check.sh host.
 # --check then runs packaging/check.sh on what dist/ holds: the host's wheel, tarball and jar
-# installed into clean directories with no cargo on PATH, and the aarch64 ones under qemu-user,
-# each taking a lock on a loopback server.
+# installed into clean directories with no cargo on PATH, the aarch64 ones under qemu-user, and
+# the lockgate command's binaries, each taking a lock on a loopback server.
 # Cross builds use cargo's per-target directories under target/ and run under `nice`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +34,11 @@ for a in "$@"; do
     --check) check=1 ;;
     # ./run test's packaging suite: versions, the host's artifacts into $LOCKGATE_DIST, checked.
     --host) packaging/versions.sh check; package_host; bash packaging/check.sh host; exit ;;
-    versions | python | node | jvm | docs | sizes) parts+=("$a") ;;
-    *) echo "usage: ./run package [--check] [versions|python|node|jvm|docs|sizes]..." >&2; exit 2 ;;
+    versions | python | node | jvm | cli | docs | sizes) parts+=("$a") ;;
+    *) echo "usage: ./run package [--check] [versions|python|node|jvm|cli|docs|sizes]..." >&2; exit 2 ;;
   esac
 done
-[ ${#parts[@]} -gt 0 ] || parts=(versions python node jvm docs sizes)
+[ ${#parts[@]} -gt 0 ] || parts=(versions python node jvm cli docs sizes)
 
 started=$SECONDS
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}

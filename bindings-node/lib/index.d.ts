@@ -23,36 +23,87 @@ export class LockError extends Error {
   readonly code: ErrorCode;
   /** Whether the same call may succeed if tried again later (TIMEOUT, CONNECTION). */
   readonly retryable: boolean;
+  /** The code of this class's errors (each subclass has its own). */
   static readonly code: ErrorCode;
 }
 /** An argument was rejected before any network call. */
-export class InvalidArgumentError extends LockError { readonly code: 'INVALID_ARGUMENT'; static readonly code: 'INVALID_ARGUMENT'; }
+export class InvalidArgumentError extends LockError {
+  /** `'INVALID_ARGUMENT'`. */
+  readonly code: 'INVALID_ARGUMENT';
+  /** `'INVALID_ARGUMENT'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'INVALID_ARGUMENT';
+}
 /** The wait for the lock ran out. Retryable. */
-export class TimeoutError extends LockError { readonly code: 'TIMEOUT'; static readonly code: 'TIMEOUT'; }
+export class TimeoutError extends LockError {
+  /** `'TIMEOUT'`. */
+  readonly code: 'TIMEOUT';
+  /** `'TIMEOUT'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'TIMEOUT';
+}
 /** The lease is not (or no longer) held: expired, deleted, taken over. */
-export class NotHeldError extends LockError { readonly code: 'NOT_HELD'; static readonly code: 'NOT_HELD'; }
+export class NotHeldError extends LockError {
+  /** `'NOT_HELD'`. */
+  readonly code: 'NOT_HELD';
+  /** `'NOT_HELD'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'NOT_HELD';
+}
 /** Redis could not be reached or the connection broke. Retryable. */
-export class ConnectionError extends LockError { readonly code: 'CONNECTION'; static readonly code: 'CONNECTION'; }
+export class ConnectionError extends LockError {
+  /** `'CONNECTION'`. */
+  readonly code: 'CONNECTION';
+  /** `'CONNECTION'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'CONNECTION';
+}
 /** The server refused the credentials. */
-export class AuthenticationError extends LockError { readonly code: 'AUTHENTICATION'; static readonly code: 'AUTHENTICATION'; }
+export class AuthenticationError extends LockError {
+  /** `'AUTHENTICATION'`. */
+  readonly code: 'AUTHENTICATION';
+  /** `'AUTHENTICATION'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'AUTHENTICATION';
+}
 /** The server replied with something the protocol does not allow. */
-export class ProtocolError extends LockError { readonly code: 'PROTOCOL'; static readonly code: 'PROTOCOL'; }
+export class ProtocolError extends LockError {
+  /** `'PROTOCOL'`. */
+  readonly code: 'PROTOCOL';
+  /** `'PROTOCOL'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'PROTOCOL';
+}
 /** The acquire was cancelled (its AbortSignal aborted, or the client closed); `cause` is the signal's reason. */
-export class CancelledError extends LockError { readonly code: 'CANCELLED'; static readonly code: 'CANCELLED'; }
+export class CancelledError extends LockError {
+  /** `'CANCELLED'`. */
+  readonly code: 'CANCELLED';
+  /** `'CANCELLED'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'CANCELLED';
+}
 /** The client was closed. */
-export class ClosedError extends LockError { readonly code: 'CLOSED'; static readonly code: 'CLOSED'; }
+export class ClosedError extends LockError {
+  /** `'CLOSED'`. */
+  readonly code: 'CLOSED';
+  /** `'CLOSED'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'CLOSED';
+}
 
 /**
  * This non-reentrant handle already holds the lock: acquiring again through it would wait for
  * itself, so the acquire fails at once and sends nothing. Not retryable.
  */
-export class AlreadyHeldError extends LockError { readonly code: 'ALREADY_HELD'; static readonly code: 'ALREADY_HELD'; }
+export class AlreadyHeldError extends LockError {
+  /** `'ALREADY_HELD'`. */
+  readonly code: 'ALREADY_HELD';
+  /** `'ALREADY_HELD'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'ALREADY_HELD';
+}
 
 /**
  * The backend cannot do what was asked (a semaphore, read-write lock, election or reentrant
  * handle on a Redlock client; see `client.capabilities`). Not retryable.
  */
-export class UnsupportedError extends LockError { readonly code: 'UNSUPPORTED'; static readonly code: 'UNSUPPORTED'; }
+export class UnsupportedError extends LockError {
+  /** `'UNSUPPORTED'`. */
+  readonly code: 'UNSUPPORTED';
+  /** `'UNSUPPORTED'`, to compare with an error's `code` without an instance. */
+  static readonly code: 'UNSUPPORTED';
+}
 
 /** Options every client takes. */
 export interface BaseClientOptions {
@@ -108,10 +159,15 @@ export interface Capabilities {
   readonly fencing: boolean;
   /** Waiters queue in arrival order and are woken by the release. */
   readonly fifo: boolean;
+  /** `client.semaphore()` is offered. */
   readonly semaphore: boolean;
+  /** `client.readWriteLock()` is offered. */
   readonly readWrite: boolean;
+  /** `client.election()` is offered. */
   readonly election: boolean;
+  /** `election.observe()` is offered (reading the leader without campaigning). */
   readonly observe: boolean;
+  /** Handles may be reentrant (the lock option `reentrant`). */
   readonly reentrant: boolean;
   /** This client confirms grants on replicas (`replicaAcks`). */
   readonly replicaAcks: boolean;
@@ -173,6 +229,7 @@ export interface ElectionOptions extends LeaseOptions {}
 /** What a handle acquires. */
 export type LockKind = 'mutex' | 'semaphore' | 'read' | 'write' | 'leader';
 
+/** Options of one `acquire()` (or `campaign()`): how long to wait, and what may cancel the wait. */
 export interface AcquireOptions {
   /** Give up after this many ms with a TimeoutError (`0`: one attempt; `Infinity`: no limit). */
   timeoutMs?: number;
@@ -241,6 +298,7 @@ export class Client {
   readonly closed: boolean;
   /** Releases every lease, cancels every wait, closes the connections this client opened. */
   close(): Promise<void>;
+  /** `close()`, for `await using client = await connect(...)`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -347,7 +405,9 @@ export interface ListOptions {
 
 /** One listed lock (PROTOCOL.md §16). */
 export interface LockEntry {
+  /** The lock's name (without the key prefix). */
   name: string;
+  /** What it is: a mutex, a read-write lock, a semaphore or an election. */
   kind: InspectKind;
   /** How many hold it (a semaphore's permits taken, the readers; 1 for a mutex or writer). */
   holders: number;
@@ -359,6 +419,7 @@ export interface LockEntry {
 
 /** One page of `Client.listLocks`. */
 export interface LockPage {
+  /** This page's locks (at most `limit`). */
   entries: LockEntry[];
   /** The next page's cursor, or `null` on the last page. */
   cursor: string | null;
@@ -384,17 +445,21 @@ export interface SnapshotHolder {
 
 /** One waiter of an inspected lock, in queue order. */
 export interface SnapshotWaiter {
+  /** The label its client stored (the client option `label`), or null. */
   label: string | null;
   /** How long it has waited, by the server's clock. */
   waitingForMs: number | null;
+  /** What it waits for: alone (a mutex, writer, candidate) or shared (a reader, a permit). */
   mode: 'exclusive' | 'shared';
 }
 
 /** A lock as read from its server in one request. For humans and dashboards; to decide whether to write, use the fencing token. */
 export interface Snapshot {
+  /** What the name was inspected as. */
   kind: InspectKind;
   /** Whether anyone holds it. */
   locked: boolean;
+  /** Everyone holding it when read (a leader, the readers, a semaphore's permit holders). */
   holders: SnapshotHolder[];
   /** In queue order (none where waiters poll: memcached, Redlock). */
   waiters: SnapshotWaiter[];
@@ -438,7 +503,9 @@ export class Election extends Handle {
 /** A candidate of an election: a Lock whose leases are Leadership. */
 export class Candidate extends Lock<Leadership> {
   protected constructor();
+  /** Always `'leader'`. */
   readonly kind: 'leader';
+  /** The election it campaigns in. */
   readonly election: Election;
   /** The value it publishes while it leads. */
   readonly value: string;
@@ -447,6 +514,7 @@ export class Candidate extends Lock<Leadership> {
 /** Proof of holding a lock. */
 export class Lease {
   protected constructor();
+  /** The handle it was acquired through. */
   readonly lock: Lock;
   /**
    * Strictly greater than every token issued before for this lock name; pass it to the resource
@@ -480,6 +548,7 @@ export class Lease {
    * has it can release the lock: never log it. Throws NotHeldError if the lease is not held.
    */
   identity(): string;
+  /** `release()`, for `await using lease = await lock.acquire()`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -495,6 +564,7 @@ export class Leadership extends Lease {
   readonly term: bigint;
   /** The value this leader publishes. */
   readonly value: string;
+  /** The election it leads. */
   readonly election: Election;
   /** Gives up leadership (the same as `release()`). */
   resign(): Promise<boolean>;
@@ -508,11 +578,17 @@ export class Leadership extends Lease {
  * an owner token.
  */
 export interface TelemetryEvent {
+  /** The event's stable name (`acquire.granted`, `lease.lost`, ...: the channel's name without `lockgate.`). */
   event: string;
+  /** The core's one-line text of the event. */
   message: string;
+  /** Whether it is a warning (a loss, a spell at risk, an expired session). */
   warning: boolean;
+  /** The client's URL scheme (`redis`, `zookeeper`, ...). */
   backend: string;
+  /** What the lock is, where the event concerns one. */
   primitive?: 'mutex' | 'semaphore' | 'read' | 'write' | 'leader';
+  /** The lock's name: only with the client option `telemetryLockNames`. */
   lock?: string;
   /** acquire.granted / timed_out / cancelled / failed: from the acquire's start (ms). */
   waitMs?: number;
@@ -532,10 +608,15 @@ export interface TelemetryEvent {
   tookMs?: number;
   /** redlock.round: the masters asked, and how they voted (granted, held elsewhere, restarting, failed, not answered when decided). */
   masters?: number;
+  /** redlock.round: masters that granted. */
   yes?: number;
+  /** redlock.round: masters where another client holds the lock. */
   no?: number;
+  /** redlock.round: masters refusing while they restart (up less than `maxLeaseMs` + 1 s). */
   restarting?: number;
+  /** redlock.round: masters that failed (an error or a broken connection). */
   failed?: number;
+  /** redlock.round: masters that had not answered when the round was decided. */
   unanswered?: number;
 }
 

@@ -19,6 +19,7 @@ export type EtcdUrl = `etcd://${string}` | `etcds://${string}`;
 
 declare module '../index' {
     interface ClientOptionsByBackend {
+      /** `etcd://` / `etcds://` clients. */
       etcd: EtcdClientOptions;
     }
   /**

@@ -20,6 +20,7 @@ export type MemcachedUrl = `memcached://${string}`;
 
 declare module '../index' {
     interface ClientOptionsByBackend {
+      /** `memcached://` clients. */
       memcached: MemcachedClientOptions;
     }
   /** Connects to memcached servers (each lock's item on one of them); waiters poll, grants carry no fencing token. */

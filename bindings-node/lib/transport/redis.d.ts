@@ -62,9 +62,11 @@ export type RedlockUrl = `redlock://${string}` | `rediss+redlock://${string}`;
 
 declare module '../index' {
     interface ClientOptionsByBackend {
+      /** `redis://` / `rediss://` clients: one server, or a Redis Cluster. */
       redis: ServerClientOptions | ClusterClientOptions;
     }
     interface ClientOptionsByBackend {
+      /** `redlock://` / `rediss+redlock://` clients (or ioredis clients, one per master). */
       redlock: RedlockClientOptions;
     }
   /**

@@ -15,6 +15,7 @@ export type SqlUrl = `postgres://${string}` | `postgresql://${string}` | `mysql:
 
 declare module '../index' {
     interface ClientOptionsByBackend {
+      /** `postgres://` / `postgresql://` (PostgreSQL) and `mysql://` / `mariadb://` (MySQL/MariaDB) clients. */
       sql: SqlClientOptions;
     }
   /** Connects to PostgreSQL or MySQL/MariaDB; row ids are fencing tokens, waiters are woken by NOTIFY / GET_LOCK. */

@@ -31,6 +31,7 @@ export type ZooKeeperUrl = `zookeeper://${string}` | `zookeeper+tls://${string}`
 
 declare module '../index' {
     interface ClientOptionsByBackend {
+      /** `zookeeper://` clients (`zookeeper+tls://` is refused in Node). */
       zookeeper: ZooKeeperClientOptions;
     }
   /**

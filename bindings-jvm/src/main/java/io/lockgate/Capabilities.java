@@ -32,7 +32,12 @@ public record Capabilities(String backend, String scheme, Map<String, Boolean> a
         return Pattern.compile("_(.)").matcher(snake).replaceAll(m -> m.group(1).toUpperCase(Locale.ROOT));
     }
 
-    /** Whether the backend offers {@code name} (as in {@link #all()}; an unknown name is not offered). */
+    /**
+     * Whether the backend offers {@code name} (as in {@link #all()}; an unknown name is not offered).
+     *
+     * @param name a capability's name, as in {@link #all()} ({@code semaphore}, {@code fencing}, ...)
+     * @return whether the backend offers it
+     */
     public boolean has(String name) {
         return Boolean.TRUE.equals(all.get(name));
     }

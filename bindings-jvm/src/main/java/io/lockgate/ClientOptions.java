@@ -33,17 +33,29 @@ public final class ClientOptions {
         this.values = Collections.unmodifiableMap(new LinkedHashMap<>(values));
     }
 
-    /** No option set: the core's defaults. */
+    /**
+     * No option set: the core's defaults.
+     *
+     * @return options with nothing set
+     */
     public static ClientOptions defaults() {
         return DEFAULTS;
     }
 
-    /** A builder starting from the core's defaults (every setting unset). */
+    /**
+     * A builder starting from the core's defaults (every setting unset).
+     *
+     * @return a builder with nothing set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** The options as set, by name (byte arrays are copies). */
+    /**
+     * The options as set, by name (byte arrays are copies).
+     *
+     * @return each option set, by its name
+     */
     public Map<String, Object> values() {
         return values;
     }
@@ -90,33 +102,64 @@ public final class ClientOptions {
 
         private Builder() {}
 
-        /** Sets option {@code name} to a Boolean, integer, Duration, number, String or byte[]; {@code null}: default. */
+        /**
+         * Sets option {@code name} to a Boolean, integer, Duration, number, String or byte[]; {@code null}: default.
+         *
+         * @param name the option's name (checked by the core at connect: an unknown one is a {@link LockInvalidArgumentException})
+         * @param value its value, or {@code null} for the default
+         * @return this builder
+         */
         public Builder set(String name, Object value) {
             values.put(java.util.Objects.requireNonNull(name, "name"), value instanceof byte[] b ? b.clone() : value);
             return this;
         }
 
-        /** Prepended to every key and channel; clients that share locks must use the same prefix. */
+        /**
+         * Prepended to every key and channel; clients that share locks must use the same prefix.
+         *
+         * @param keyPrefix the prefix (default {@code lockgate:})
+         * @return this builder
+         */
         public Builder keyPrefix(String keyPrefix) {
             return set("keyPrefix", keyPrefix);
         }
 
-        /** PEM root certificate(s) to trust for {@code rediss://} instead of the system store. */
+        /**
+         * PEM root certificate(s) to trust for {@code rediss://} instead of the system store.
+         *
+         * @param pem the PEM bytes (copied)
+         * @return this builder
+         */
         public Builder tlsCaPem(byte[] pem) {
             return set("tlsCaPem", pem);
         }
 
-        /** PEM root certificate(s) as text. */
+        /**
+         * PEM root certificate(s) as text.
+         *
+         * @param pem the PEM text
+         * @return this builder
+         */
         public Builder tlsCaPem(String pem) {
             return set("tlsCaPem", pem);
         }
 
-        /** Limit on connecting: the whole connect, every attempt included, and each reconnect. */
+        /**
+         * Limit on connecting: the whole connect, every attempt included, and each reconnect.
+         *
+         * @param connectTimeout the limit ({@code null}: the default)
+         * @return this builder
+         */
         public Builder connectTimeout(Duration connectTimeout) {
             return set("connectTimeout", connectTimeout);
         }
 
-        /** Limit on one server round trip; a connection silent this long is replaced. */
+        /**
+         * Limit on one server round trip; a connection silent this long is replaced.
+         *
+         * @param responseTimeout the limit ({@code null}: the default)
+         * @return this builder
+         */
         public Builder responseTimeout(Duration responseTimeout) {
             return set("responseTimeout", responseTimeout);
         }
@@ -125,6 +168,10 @@ public final class ClientOptions {
          * Grants, extends and renewals count once {@code WAIT} confirms them on {@code replicas}
          * replicas within {@code timeout} ({@code null}: the core's default), else a retryable
          * {@link LockConnectionException} (PROTOCOL.md §4).
+         *
+         * @param replicas how many replicas must confirm (at least 1)
+         * @param timeout how long {@code WAIT} may block ({@code null}: the default)
+         * @return this builder
          */
         public Builder replicaAcks(int replicas, Duration timeout) {
             return set("replicaAcks", replicas).set("replicaAckTimeout", timeout);
@@ -134,12 +181,19 @@ public final class ClientOptions {
          * Who this client is, stored with every lock entry it creates for an operator to read
          * (default {@code <hostname>:<pid>}; at most 256 bytes of UTF-8, no control characters,
          * never a credential). PROTOCOL.md says where each backend keeps it.
+         *
+         * @param label the label ({@code null}: {@code <hostname>:<pid>})
+         * @return this builder
          */
         public Builder label(String label) {
             return set("label", label);
         }
 
-        /** The options set so far, as an immutable {@link ClientOptions}. */
+        /**
+         * The options set so far, as an immutable {@link ClientOptions}.
+         *
+         * @return the options
+         */
         public ClientOptions build() {
             return new ClientOptions(values);
         }

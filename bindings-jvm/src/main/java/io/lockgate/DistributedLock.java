@@ -46,17 +46,29 @@ public final class DistributedLock implements Lock {
         this.openLeases = openLeases;
     }
 
-    /** The lock's name. */
+    /**
+     * The lock's name.
+     *
+     * @return the lock's name
+     */
     public String getName() {
         return name;
     }
 
-    /** The options this lock was made with. */
+    /**
+     * The options this lock was made with.
+     *
+     * @return the options this lock was made with
+     */
     public LockOptions options() {
         return options;
     }
 
-    /** Whether it re-enters: the lease API per handle object, the {@link Lock} interface per thread. */
+    /**
+     * Whether it re-enters: the lease API per handle object, the {@link Lock} interface per thread.
+     *
+     * @return whether acquisitions re-enter a hold (the option {@code reentrant})
+     */
     public boolean isReentrant() {
         return options.isReentrant();
     }
@@ -67,6 +79,10 @@ public final class DistributedLock implements Lock {
      * Waits up to {@code timeout} ({@code ZERO}: one attempt) for the lease, else
      * {@link LockTimeoutException}. An interrupt withdraws the wait and throws
      * {@link InterruptedException}; a wait for its own hold is {@link LockAlreadyHeldException}.
+     *
+     * @param timeout the longest wait ({@link Duration#ZERO}: one attempt)
+     * @return the lease, holding the lock until released or lost
+     * @throws InterruptedException if the thread was interrupted while waiting (the wait is withdrawn)
      */
     public Lease acquire(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
@@ -74,7 +90,12 @@ public final class DistributedLock implements Lock {
         return acquireThrough(lock, Futures.secs(timeout));
     }
 
-    /** Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever). */
+    /**
+     * Waits with the lock's default timeout ({@link LockOptions#waitTimeout()}; unset = forever).
+     *
+     * @return the lease, holding the lock until released or lost
+     * @throws InterruptedException if the thread was interrupted while waiting (the wait is withdrawn)
+     */
     public Lease acquire() throws InterruptedException {
         threadHolds.checkNoSelfWait(name, holdKind, true);
         return acquireThrough(lock, null);
@@ -84,38 +105,65 @@ public final class DistributedLock implements Lock {
      * Reads this lock on the server, changing nothing: its holders (with this client's reentrant
      * holds) and waiters. Racy by nature: for humans and dashboards; to decide whether to write,
      * use the fencing token.
+     *
+     * @return the lock as read from the server
      */
     public LockSnapshot inspect() {
         return LockSnapshot.of(Futures.block(Bridge.inspect(lock)));
     }
 
-    /** Whether anyone holds this lock now, asking the server (Redisson's {@code isLocked}; racy). */
+    /**
+     * Whether anyone holds this lock now, asking the server (Redisson's {@code isLocked}; racy).
+     *
+     * @return whether the server had a holder when asked
+     */
     public boolean isLocked() {
         return inspect().isLocked();
     }
 
-    /** {@link #inspect()} without blocking. */
+    /**
+     * {@link #inspect()} without blocking.
+     *
+     * @return completes with the lock as read from the server
+     */
     public CompletableFuture<LockSnapshot> inspectAsync() {
         return Futures.async(Bridge.inspect(lock), LockSnapshot::of);
     }
 
-    /** One attempt: the lease, or empty if held or waiters are queued (a Redlock without a quorum: {@link LockConnectionException}). */
+    /**
+     * One attempt: the lease, or empty if held or waiters are queued (a Redlock without a quorum: {@link LockConnectionException}).
+     *
+     * @return the lease, or empty when the lock is held or has waiters
+     */
     public Optional<Lease> tryAcquire() {
         return tryThrough(lock);
     }
 
-    /** {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait. */
+    /**
+     * {@link #acquire(Duration)} without blocking; cancelling the future withdraws the wait.
+     *
+     * @param timeout the longest wait ({@link Duration#ZERO}: one attempt)
+     * @return completes with the lease, or with the exception {@link #acquire(Duration)} throws
+     */
     public CompletableFuture<Lease> acquireAsync(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
         return Futures.async(Bridge.acquire(lock, Futures.secs(timeout)), this::wrap);
     }
 
-    /** {@link #acquire()} without blocking. */
+    /**
+     * {@link #acquire()} without blocking.
+     *
+     * @return completes with the lease, or with the exception {@link #acquire()} throws
+     */
     public CompletableFuture<Lease> acquireAsync() {
         return Futures.async(Bridge.acquire(lock, null), this::wrap);
     }
 
-    /** {@link #tryAcquire()} without blocking. */
+    /**
+     * {@link #tryAcquire()} without blocking.
+     *
+     * @return completes with the lease, or empty when the lock is held or has waiters
+     */
     public CompletableFuture<Optional<Lease>> tryAcquireAsync() {
         return Futures.async(Bridge.tryAcquire(lock), g -> Lease.ifGranted(g, name, openLeases));
     }
@@ -232,19 +280,31 @@ public final class DistributedLock implements Lock {
         }
     }
 
-    /** Whether the current thread holds this lock through the {@link Lock} interface and its lease is still held. */
+    /**
+     * Whether the current thread holds this lock through the {@link Lock} interface and its lease is still held.
+     *
+     * @return whether this thread holds it through {@link #lock()} or {@link #tryLock()} and the lease is still held
+     */
     public boolean isHeldByCurrentThread() {
         ThreadHolds.Hold h = threadHolds.get(name, holdKind);
         return h != null && h.lease.isHeld();
     }
 
-    /** The current thread's {@link Lock}-interface holds not yet unlocked, like {@code ReentrantLock.getHoldCount()}. */
+    /**
+     * The current thread's {@link Lock}-interface holds not yet unlocked, like {@code ReentrantLock.getHoldCount()}.
+     *
+     * @return the number of this thread's {@link Lock}-interface holds (0 when it holds none)
+     */
     public int getHoldCount() {
         ThreadHolds.Hold h = threadHolds.get(name, holdKind);
         return h == null ? 0 : h.count;
     }
 
-    /** The current thread's lease taken through the {@link Lock} interface, if any (for its fencing token or loss signal). */
+    /**
+     * The current thread's lease taken through the {@link Lock} interface, if any (for its fencing token or loss signal).
+     *
+     * @return this thread's lease, or empty when it holds none through the {@link Lock} interface
+     */
     public Optional<Lease> currentLease() {
         ThreadHolds.Hold h = threadHolds.get(name, holdKind);
         return Optional.ofNullable(h == null ? null : h.lease);

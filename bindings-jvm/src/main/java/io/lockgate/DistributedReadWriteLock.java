@@ -76,22 +76,37 @@ public final class DistributedReadWriteLock implements ReadWriteLock {
     /**
      * This lock with readers that do ({@code true}, the default) or do not wait behind queued
      * writers: a new object with its own handles; this one is unchanged.
+     *
+     * @param writersFirst whether readers wait behind queued writers (every client of the lock must agree)
+     * @return a new read-write lock object on the same name
      */
     public DistributedReadWriteLock withWritersFirst(boolean writersFirst) {
         return new DistributedReadWriteLock(halves, name, options, writersFirst, threadHolds, openLeases);
     }
 
-    /** Whether queued writers block readers that arrive after them. */
+    /**
+     * Whether queued writers block readers that arrive after them.
+     *
+     * @return whether queued writers block later readers
+     */
     public boolean isWritersFirst() {
         return writersFirst;
     }
 
-    /** The lock's name. */
+    /**
+     * The lock's name.
+     *
+     * @return the lock's name
+     */
     public String getName() {
         return name;
     }
 
-    /** The options both halves were made with. */
+    /**
+     * The options both halves were made with.
+     *
+     * @return the options both halves were made with
+     */
     public LockOptions options() {
         return options;
     }

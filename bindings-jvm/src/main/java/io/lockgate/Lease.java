@@ -67,7 +67,11 @@ public final class Lease implements AutoCloseable {
         return Optional.ofNullable(g).map(x -> new Lease(x, name, openLeases));
     }
 
-    /** The name of the lock this lease holds. */
+    /**
+     * The name of the lock this lease holds.
+     *
+     * @return the lock's name
+     */
     public String name() {
         return name;
     }
@@ -78,12 +82,18 @@ public final class Lease implements AutoCloseable {
      * {@code fencing}</b> ({@link LockgateClient#capabilities()}): a Redlock grant has none, as a
      * majority of independent masters is no linearizable counter (PROTOCOL.md §8); only its
      * validity ({@link #remaining()}) guards it.
+     *
+     * @return the grant's fencing token, or empty where the backend issues none (Redlock, memcached)
      */
     public OptionalLong fencingToken() {
         return token == 0 ? OptionalLong.empty() : OptionalLong.of(token);
     }
 
-    /** Whether the lease is certainly still held now (renewed, not expired, lost or released). */
+    /**
+     * Whether the lease is certainly still held now (renewed, not expired, lost or released).
+     *
+     * @return whether the lease is held now, by this client's knowledge
+     */
     public boolean isHeld() {
         return !closed && lease.isHeld();
     }
@@ -92,23 +102,37 @@ public final class Lease implements AutoCloseable {
      * Whether the lease is held but cannot be confirmed now (its server unreachable, its session
      * disconnected, its renewals failing): it stays valid only for {@link #remaining()} unless
      * contact returns first. Finish or pause the protected work; a loss is still a loss.
+     *
+     * @return whether the lease is held but unconfirmed now
      */
     public boolean isAtRisk() {
         return !closed && lease.isAtRisk();
     }
 
-    /** How long the lease is certainly still valid, if held: finish the protected work within it. */
+    /**
+     * How long the lease is certainly still valid, if held: finish the protected work within it.
+     *
+     * @return the time the lease is certainly still valid, or empty when it is not held
+     */
     public Optional<Duration> remaining() {
         Long nanos = closed ? null : lease.remainingNanos();
         return nanos == null ? Optional.empty() : Optional.of(Duration.ofNanos(nanos));
     }
 
-    /** Why the lease was lost, if it was (usually a {@link LockNotHeldException}). */
+    /**
+     * Why the lease was lost, if it was (usually a {@link LockNotHeldException}).
+     *
+     * @return the loss's reason, or empty when the lease was not lost
+     */
     public Optional<LockException> lostReason() {
         return Optional.ofNullable(closed ? closedLossReason : lostReasonFromNative());
     }
 
-    /** Sets the remaining lease to {@code duration} if still held, else {@link LockNotHeldException} (never re-acquires). */
+    /**
+     * Sets the remaining lease to {@code duration} if still held, else {@link LockNotHeldException} (never re-acquires).
+     *
+     * @param duration the lease's new remaining time
+     */
     public void extend(Duration duration) {
         Objects.requireNonNull(duration, "duration");
         checkOpen();
@@ -121,6 +145,8 @@ public final class Lease implements AutoCloseable {
      * hold (PROTOCOL.md §17; redis-py's {@code Lock(token=...)}). Whoever has it can release the
      * lock: never log it. {@link LockNotHeldException} if the lease is no longer held;
      * {@link LockUnsupportedException} for leadership and on ZooKeeper and etcd.
+     *
+     * @return the lease's identity (opaque; whoever has it can release the lock)
      */
     public String identity() {
         checkOpen();
@@ -130,7 +156,12 @@ public final class Lease implements AutoCloseable {
         return Futures.block(Bridge.identity(lease));
     }
 
-    /** {@link #extend(Duration)} without blocking. */
+    /**
+     * {@link #extend(Duration)} without blocking.
+     *
+     * @param duration the lease's new remaining time
+     * @return completes when extended, or with the exception {@link #extend(Duration)} throws
+     */
     public CompletableFuture<Void> extendAsync(Duration duration) {
         Objects.requireNonNull(duration, "duration");
         checkOpen();
@@ -141,6 +172,8 @@ public final class Lease implements AutoCloseable {
      * Releases the lock where this lease still holds it: {@code true} if it was held, {@code false}
      * if it had expired, been lost or released. Blocking. On a failure the lease is given up
      * (renewal stops; the core keeps releasing it in the background).
+     *
+     * @return {@code true} if the lease was still held and is now released
      */
     public boolean release() {
         released.set(true);
@@ -156,7 +189,11 @@ public final class Lease implements AutoCloseable {
         }
     }
 
-    /** {@link #release()} without blocking. */
+    /**
+     * {@link #release()} without blocking.
+     *
+     * @return completes with what {@link #release()} returns
+     */
     public CompletableFuture<Boolean> releaseAsync() {
         released.set(true);
         openLeases.forget(this);
@@ -218,20 +255,32 @@ public final class Lease implements AutoCloseable {
         }
     }
 
-    /** Completes when the lease is lost (never on a normal release); each call gives a new dependent future. */
+    /**
+     * Completes when the lease is lost (never on a normal release); each call gives a new dependent future.
+     *
+     * @return completes when the lease is lost
+     */
     public CompletableFuture<Void> lost() {
         watch();
         return lossReason.thenApply(reason -> null);
     }
 
-    /** Runs {@code listener} with the reason once the lease is lost (at once if it was), on a lockgate thread. */
+    /**
+     * Runs {@code listener} with the reason once the lease is lost (at once if it was), on a lockgate thread.
+     *
+     * @param listener called once with the loss's reason
+     */
     public void onLost(Consumer<? super LockException> listener) {
         Objects.requireNonNull(listener, "listener");
         watch();
         lossReason.thenAccept(listener);
     }
 
-    /** Runs {@code listener} once per spell at risk (at once if at risk now) until the lease ends, on a lockgate thread. */
+    /**
+     * Runs {@code listener} once per spell at risk (at once if at risk now) until the lease ends, on a lockgate thread.
+     *
+     * @param listener called at the start of each spell at risk
+     */
     public void onAtRisk(Runnable listener) {
         Objects.requireNonNull(listener, "listener");
         if (!closed) {

@@ -22,12 +22,20 @@ public class LockException extends RuntimeException {
         this.retryable = retryable;
     }
 
-    /** The stable code of the failure's category, e.g. {@code "TIMEOUT"}. */
+    /**
+     * The stable code of the failure's category, e.g. {@code "TIMEOUT"}.
+     *
+     * @return the code: {@code INVALID_ARGUMENT}, {@code TIMEOUT}, {@code NOT_HELD}, {@code CONNECTION}, ...
+     */
     public String code() {
         return code;
     }
 
-    /** Whether trying the same call again later can succeed without changing anything. */
+    /**
+     * Whether trying the same call again later can succeed without changing anything.
+     *
+     * @return whether a retry may succeed
+     */
     public boolean isRetryable() {
         return retryable;
     }

@@ -32,32 +32,62 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
                           Boolean reentrant, Duration minHold, Duration maxHold) {
     private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null, null, null, null);
 
-    /** The options without a shortest or longest hold (the record's components before those). */
+    /**
+     * The options without a shortest or longest hold (the record's components before those).
+     *
+     * @param lease the lease on the server ({@code null}: the default)
+     * @param autoRenew whether a watchdog keeps the lease alive until release ({@code null}: yes)
+     * @param waitTimeout the default wait ({@code null}: until acquired)
+     * @param entryTtl the lease of a waiter's queue entry ({@code null}: the default)
+     * @param reentrant opt-in reentrancy ({@code null}: off)
+     */
     public LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeout, Duration entryTtl, Boolean reentrant) {
         this(lease, autoRenew, waitTimeout, entryTtl, reentrant, null, null);
     }
 
-    /** Nothing set: the core's defaults. */
+    /**
+     * Nothing set: the core's defaults.
+     *
+     * @return options with nothing set
+     */
     public static LockOptions defaults() {
         return DEFAULTS;
     }
 
-    /** A lease that is not renewed: the lock frees itself {@code lease} after acquisition. */
+    /**
+     * A lease that is not renewed: the lock frees itself {@code lease} after acquisition.
+     *
+     * @param lease how long the lock stays held after acquisition unless released first
+     * @return options with that lease and no renewal
+     */
     public static LockOptions fixedLease(Duration lease) {
         return builder().lease(lease).autoRenew(false).build();
     }
 
-    /** A lease of {@code lease} that the watchdog renews every {@code lease / 3} while held. */
+    /**
+     * A lease of {@code lease} that the watchdog renews every {@code lease / 3} while held.
+     *
+     * @param lease the lease on the server, renewed while held
+     * @return options with that lease, renewed
+     */
     public static LockOptions renewedLease(Duration lease) {
         return builder().lease(lease).autoRenew(true).build();
     }
 
-    /** A builder starting from the defaults (every setting unset: the core's default). */
+    /**
+     * A builder starting from the defaults (every setting unset: the core's default).
+     *
+     * @return a builder with nothing set
+     */
     public static Builder builder() {
         return new Builder(DEFAULTS);
     }
 
-    /** A builder starting from these options. */
+    /**
+     * A builder starting from these options.
+     *
+     * @return a builder with these options set
+     */
     public Builder toBuilder() {
         return new Builder(this);
     }
@@ -91,37 +121,67 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
             maxHold = o.maxHold;
         }
 
-        /** See {@link LockOptions#minHold()}. */
+        /**
+         * See {@link LockOptions#minHold()}.
+         *
+         * @param minHold the shortest hold ({@code null}: none)
+         * @return this builder
+         */
         public Builder minHold(Duration minHold) {
             this.minHold = minHold;
             return this;
         }
 
-        /** See {@link LockOptions#maxHold()}. */
+        /**
+         * See {@link LockOptions#maxHold()}.
+         *
+         * @param maxHold the longest hold ({@code null}: none)
+         * @return this builder
+         */
         public Builder maxHold(Duration maxHold) {
             this.maxHold = maxHold;
             return this;
         }
 
-        /** See {@link LockOptions#lease()}. */
+        /**
+         * See {@link LockOptions#lease()}.
+         *
+         * @param lease the lease on the server ({@code null}: the default)
+         * @return this builder
+         */
         public Builder lease(Duration lease) {
             this.lease = lease;
             return this;
         }
 
-        /** See {@link LockOptions#autoRenew()}. */
+        /**
+         * See {@link LockOptions#autoRenew()}.
+         *
+         * @param autoRenew whether the lease is renewed until release ({@code null}: the default, yes)
+         * @return this builder
+         */
         public Builder autoRenew(Boolean autoRenew) {
             this.autoRenew = autoRenew;
             return this;
         }
 
-        /** See {@link LockOptions#waitTimeout()}. */
+        /**
+         * See {@link LockOptions#waitTimeout()}.
+         *
+         * @param waitTimeout the default wait ({@code null}: until acquired)
+         * @return this builder
+         */
         public Builder waitTimeout(Duration waitTimeout) {
             this.waitTimeout = waitTimeout;
             return this;
         }
 
-        /** See {@link LockOptions#entryTtl()}. */
+        /**
+         * See {@link LockOptions#entryTtl()}.
+         *
+         * @param entryTtl the lease of a waiter's queue entry ({@code null}: the default)
+         * @return this builder
+         */
         public Builder entryTtl(Duration entryTtl) {
             this.entryTtl = entryTtl;
             return this;
@@ -132,13 +192,20 @@ public record LockOptions(Duration lease, Boolean autoRenew, Duration waitTimeou
          * through the <em>same handle object</em> while it holds the lock succeeds at once with
          * the same fencing token and adds a hold; only releasing the last hold frees it. The
          * {@code Lock} interface re-enters per thread instead. Semaphores and elections reject it.
+         *
+         * @param reentrant whether acquisitions through one handle object re-enter ({@code null}: no)
+         * @return this builder
          */
         public Builder reentrant(Boolean reentrant) {
             this.reentrant = reentrant;
             return this;
         }
 
-        /** The options set so far, as an immutable {@link LockOptions}. */
+        /**
+         * The options set so far, as an immutable {@link LockOptions}.
+         *
+         * @return the options
+         */
         public LockOptions build() {
             return new LockOptions(lease, autoRenew, waitTimeout, entryTtl, reentrant, minHold, maxHold);
         }

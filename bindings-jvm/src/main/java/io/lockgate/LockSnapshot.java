@@ -44,12 +44,20 @@ public record LockSnapshot(String kind, List<Holder> holders, List<Waiter> waite
      */
     public record Waiter(Optional<String> label, Optional<Duration> waitingFor, boolean shared) {}
 
-    /** Whether anyone holds it (Redisson's {@code isLocked}). */
+    /**
+     * Whether anyone holds it (Redisson's {@code isLocked}).
+     *
+     * @return whether it had a holder when read
+     */
     public boolean isLocked() {
         return !holders.isEmpty();
     }
 
-    /** The longest remaining lease among the holders, where known (Redisson's {@code remainTimeToLive}). */
+    /**
+     * The longest remaining lease among the holders, where known (Redisson's {@code remainTimeToLive}).
+     *
+     * @return the longest remaining lease, or empty when nobody holds it or the backend does not say
+     */
     public Optional<Duration> remaining() {
         return holders.stream().flatMap(h -> h.remaining().stream()).max(Duration::compareTo);
     }

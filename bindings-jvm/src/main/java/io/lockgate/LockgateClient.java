@@ -55,7 +55,12 @@ public final class LockgateClient implements AutoCloseable {
         OPEN.add(this);
     }
 
-    /** Connects with the default options. */
+    /**
+     * Connects with the default options.
+     *
+     * @param url the backend's URL ({@code redis://host:6379}, {@code zookeeper://...}, {@code postgres://...}; README "URLs")
+     * @return the connected client; close it when done
+     */
     public static LockgateClient connect(String url) {
         return connect(url, ClientOptions.defaults());
     }
@@ -64,6 +69,10 @@ public final class LockgateClient implements AutoCloseable {
      * Connects and authenticates (blocking, bounded by the connect timeout): a wrong password is
      * {@link LockAuthenticationException}, no server {@link LockConnectionException}, a bad URL
      * or option {@link LockInvalidArgumentException}. A Redlock retries down masters in the background.
+     *
+     * @param url the backend's URL ({@code redis://host:6379}, {@code zookeeper://...}, {@code postgres://...}; README "URLs")
+     * @param options the client's options (timeouts, key prefix, label, ...)
+     * @return the connected client; close it when done
      */
     public static LockgateClient connect(String url, ClientOptions options) {
         Objects.requireNonNull(url, "url");
@@ -71,24 +80,44 @@ public final class LockgateClient implements AutoCloseable {
         return new LockgateClient(Futures.block(Bridge.connect(url, options.toNative())));
     }
 
-    /** {@link #connect(String)} without blocking. */
+    /**
+     * {@link #connect(String)} without blocking.
+     *
+     * @param url the backend's URL
+     * @return completes with the connected client, or with the exception {@link #connect(String)} throws
+     */
     public static CompletableFuture<LockgateClient> connectAsync(String url) {
         return connectAsync(url, ClientOptions.defaults());
     }
 
-    /** {@link #connect(String, ClientOptions)} without blocking. */
+    /**
+     * {@link #connect(String, ClientOptions)} without blocking.
+     *
+     * @param url the backend's URL
+     * @param options the client's options
+     * @return completes with the connected client, or with the exception {@link #connect(String, ClientOptions)} throws
+     */
     public static CompletableFuture<LockgateClient> connectAsync(String url, ClientOptions options) {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
         return Futures.async(Bridge.connect(url, options.toNative()), LockgateClient::new);
     }
 
-    /** What this client's backend can do. */
+    /**
+     * What this client's backend can do.
+     *
+     * @return the backend's capabilities (asking for anything else throws {@link LockUnsupportedException})
+     */
     public Capabilities capabilities() {
         return capabilities;
     }
 
-    /** {@link #inspect(String, String)} of the mutex named {@code name}. */
+    /**
+     * {@link #inspect(String, String)} of the mutex named {@code name}.
+     *
+     * @param name the mutex's name
+     * @return the lock as read from the server
+     */
     public LockSnapshot inspect(String name) {
         return inspect(name, "mutex");
     }
@@ -98,6 +127,10 @@ public final class LockgateClient implements AutoCloseable {
      * {@code election}) on the server, changing nothing; an unknown name is empty, the name is
      * checked as for {@link #getLock(String)}. Racy by nature: for humans and dashboards; to
      * decide whether to write, use the fencing token.
+     *
+     * @param name the lock's name
+     * @param kind what to read it as: {@code mutex}, {@code rw}, {@code semaphore} or {@code election}
+     * @return the lock as read from the server (holders, waiters, remaining lease)
      */
     public LockSnapshot inspect(String name, String kind) {
         Objects.requireNonNull(name, "name");
@@ -112,6 +145,7 @@ public final class LockgateClient implements AutoCloseable {
      * late writes (PROTOCOL.md §15).
      *
      * @return what was removed, or empty when nothing was (the lock was free)
+     * @param name the mutex's name
      */
     public Optional<BrokenHolder> breakLock(String name) {
         return breakLock(name, "mutex", null);
@@ -121,6 +155,10 @@ public final class LockgateClient implements AutoCloseable {
      * {@link #breakLock(String)} of only the holder whose grant has fencing token {@code token}
      * (as {@link #inspect(String)} shows it): a stale token breaks nothing. {@code UNSUPPORTED} on
      * Redlock and memcached, which issue no tokens.
+     *
+     * @param name the mutex's name
+     * @param token the fencing token of the holder to break
+     * @return what was removed, or empty when nothing was (the holder had gone already)
      */
     public Optional<BrokenHolder> breakLock(String name, long token) {
         return breakLock(name, "mutex", token);
@@ -130,6 +168,11 @@ public final class LockgateClient implements AutoCloseable {
      * Breaks lock {@code name} read as {@code kind} ({@code mutex}, {@code rw}, {@code semaphore},
      * {@code election}): its longest holder, or only the one with fencing token {@code token}
      * when not null.
+     *
+     * @param name the lock's name
+     * @param kind what to read it as: {@code mutex}, {@code rw}, {@code semaphore} or {@code election}
+     * @param token the fencing token of the holder to break, or {@code null} for the longest holder
+     * @return what was removed, or empty when nothing was
      */
     public Optional<BrokenHolder> breakLock(String name, String kind, Long token) {
         Objects.requireNonNull(name, "name");
@@ -140,6 +183,9 @@ public final class LockgateClient implements AutoCloseable {
     /**
      * Adopts the lease {@code identity} names ({@link Lease#identity()} of another process) with
      * the default options (a renewed lease): see {@link #adopt(String, LockOptions)}.
+     *
+     * @param identity another lease's {@link Lease#identity()}
+     * @return this client's lease on the same hold
      */
     public Lease adopt(String identity) {
         return adopt(identity, LockOptions.defaults());
@@ -152,6 +198,10 @@ public final class LockgateClient implements AutoCloseable {
      * reports its loss. {@link LockNotHeldException} if it is no longer current;
      * {@link LockInvalidArgumentException} for a malformed identity (nothing is sent);
      * {@link LockUnsupportedException} on ZooKeeper and etcd.
+     *
+     * @param identity another lease's {@link Lease#identity()}
+     * @param options how the adopted lease is renewed (its lease and auto-renewal)
+     * @return this client's lease on the same hold, with the same fencing token
      */
     public Lease adopt(String identity, LockOptions options) {
         Objects.requireNonNull(identity, "identity");
@@ -160,7 +210,12 @@ public final class LockgateClient implements AutoCloseable {
         return Lease.granted(g, g == null ? "" : g.lease.name(), openLeases);
     }
 
-    /** {@link #listLocks(String, long, String)} of the first page (100 locks) under {@code prefix}. */
+    /**
+     * {@link #listLocks(String, long, String)} of the first page (100 locks) under {@code prefix}.
+     *
+     * @param prefix only names starting with this ({@code ""}: every lock)
+     * @return the first page
+     */
     public LockPage listLocks(String prefix) {
         Objects.requireNonNull(prefix, "prefix");
         return LockPage.of(Futures.block(Bridge.listLocks(client, prefix, null, null)));
@@ -175,18 +230,32 @@ public final class LockgateClient implements AutoCloseable {
      * cannot list (memcached).
      *
      * @param cursor the previous page's cursor, or {@code null} for the first page
+     * @param prefix only names starting with this ({@code ""}: every lock)
+     * @param limit the most locks on the page (1 or more; capped to 1,000)
+     * @return one page of locks and the next page's cursor
      */
     public LockPage listLocks(String prefix, long limit, String cursor) {
         Objects.requireNonNull(prefix, "prefix");
         return LockPage.of(Futures.block(Bridge.listLocks(client, prefix, limit, cursor)));
     }
 
-    /** The mutex named {@code name} with the default options (see {@link DistributedLock}). */
+    /**
+     * The mutex named {@code name} with the default options (see {@link DistributedLock}).
+     *
+     * @param name the lock's name
+     * @return a handle on the mutex (no network call)
+     */
     public DistributedLock getLock(String name) {
         return getLock(name, LockOptions.defaults());
     }
 
-    /** The mutex named {@code name}; no network call. Bad names or options: {@link LockInvalidArgumentException}. */
+    /**
+     * The mutex named {@code name}; no network call. Bad names or options: {@link LockInvalidArgumentException}.
+     *
+     * @param name the lock's name
+     * @param options the lease, renewal, wait and reentrancy of its acquisitions
+     * @return a handle on the mutex
+     */
     public DistributedLock getLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
@@ -196,12 +265,23 @@ public final class LockgateClient implements AutoCloseable {
             name, options, ThreadHolds.Kind.MUTEX, threadHolds, openLeases);
     }
 
-    /** The read-write lock named {@code name} with the default options (see {@link DistributedReadWriteLock}). */
+    /**
+     * The read-write lock named {@code name} with the default options (see {@link DistributedReadWriteLock}).
+     *
+     * @param name the lock's name
+     * @return a handle on the read-write lock (no network call)
+     */
     public DistributedReadWriteLock getReadWriteLock(String name) {
         return getReadWriteLock(name, LockOptions.defaults());
     }
 
-    /** The read-write lock named {@code name}, {@code options} for both halves; no network call. */
+    /**
+     * The read-write lock named {@code name}, {@code options} for both halves; no network call.
+     *
+     * @param name the lock's name
+     * @param options the options of both halves
+     * @return a handle on the read-write lock
+     */
     public DistributedReadWriteLock getReadWriteLock(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
@@ -213,7 +293,13 @@ public final class LockgateClient implements AutoCloseable {
             name, options, true, threadHolds, openLeases);
     }
 
-    /** The semaphore named {@code name} with {@code permits} permits and the default options. */
+    /**
+     * The semaphore named {@code name} with {@code permits} permits and the default options.
+     *
+     * @param name the semaphore's name
+     * @param permits how many holders at once (1 to 1,000,000; the same for every client of the name)
+     * @return a handle on the semaphore (no network call)
+     */
     public DistributedSemaphore getSemaphore(String name, int permits) {
         return getSemaphore(name, permits, LockOptions.defaults());
     }
@@ -221,6 +307,11 @@ public final class LockgateClient implements AutoCloseable {
     /**
      * The counting semaphore named {@code name} with {@code permits} permits (1 to 1,000,000, the
      * same for every client of the name); {@code options} set each permit's lease. No network call.
+     *
+     * @param name the semaphore's name
+     * @param permits how many holders at once (1 to 1,000,000; the same for every client of the name)
+     * @param options each permit's lease, renewal and wait
+     * @return a handle on the semaphore
      */
     public DistributedSemaphore getSemaphore(String name, int permits, LockOptions options) {
         Objects.requireNonNull(name, "name");
@@ -233,12 +324,23 @@ public final class LockgateClient implements AutoCloseable {
             name, options, ThreadHolds.Kind.SEMAPHORE, threadHolds, openLeases), permits);
     }
 
-    /** The leader election named {@code name} with the default options (a renewed leadership lease). */
+    /**
+     * The leader election named {@code name} with the default options (a renewed leadership lease).
+     *
+     * @param name the election's name
+     * @return a handle on the election (no network call)
+     */
     public LeaderElection getElection(String name) {
         return getElection(name, LockOptions.defaults());
     }
 
-    /** The leader election named {@code name}; {@code options.lease()} bounds a crashed leader's reign. */
+    /**
+     * The leader election named {@code name}; {@code options.lease()} bounds a crashed leader's reign.
+     *
+     * @param name the election's name
+     * @param options the leadership's lease and renewal
+     * @return a handle on the election
+     */
     public LeaderElection getElection(String name, LockOptions options) {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(options, "options");
@@ -255,7 +357,11 @@ public final class LockgateClient implements AutoCloseable {
         Futures.awaitUninterruptibly(beginClose());
     }
 
-    /** {@link #close()} without blocking. Cancelling the returned future does not stop the close. */
+    /**
+     * {@link #close()} without blocking. Cancelling the returned future does not stop the close.
+     *
+     * @return completes when the client is closed
+     */
     public CompletableFuture<Void> closeAsync() {
         return beginClose().copy();
     }
@@ -278,7 +384,11 @@ public final class LockgateClient implements AutoCloseable {
         return mine;
     }
 
-    /** The URL, password redacted. */
+    /**
+     * The URL, password redacted.
+     *
+     * @return the URL with its password replaced by {@code ***}
+     */
     public String url() {
         return url;
     }

@@ -47,7 +47,11 @@ public final class LockgateMetrics implements MeterBinder {
         Bridge.metricsWanted(true);
     }
 
-    /** Stops recording into {@code registry} (and, with no registry left, stops recording). */
+    /**
+     * Stops recording into {@code registry} (and, with no registry left, stops recording).
+     *
+     * @param registry a registry this binder was bound to ({@link #bindTo(MeterRegistry)})
+     */
     public static void unbind(MeterRegistry registry) {
         REGISTRIES.remove(registry);
         if (REGISTRIES.isEmpty()) {
