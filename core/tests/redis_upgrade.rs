@@ -2,7 +2,8 @@
 //! mutex scripts and clients of this version contend for the same locks on one server.
 //!
 //! The old client is the version-17 ACQUIRE and RELEASE exactly as they shipped, kept as
-//! fixtures (`tests/fixtures/redis_v17/`, taken from this repository's history at `b0e5430`;
+//! fixtures (`tests/fixtures/redis_v17/`, taken from this repository's history at `b0e5430`, the
+//! helpers both scripts began with in `prelude.lua`;
 //! their digests are those of PROTOCOL.md version 17, checked below), driven here the way the
 //! version-17 engine drives them: ACQUIRE in `wait` mode to queue, its client channel
 //! subscribed first, `granted <token> <fence>` received there, RELEASE to give the lock up.
@@ -24,8 +25,8 @@ use lockgate_core::LockOptions;
 use redis::Commands;
 use support::RedisServer;
 
-const ACQUIRE_V17: &str = include_str!("fixtures/redis_v17/acquire.lua");
-const RELEASE_V17: &str = include_str!("fixtures/redis_v17/release.lua");
+const ACQUIRE_V17: &str = concat!(include_str!("fixtures/redis_v17/prelude.lua"), include_str!("fixtures/redis_v17/acquire.lua"));
+const RELEASE_V17: &str = concat!(include_str!("fixtures/redis_v17/prelude.lua"), include_str!("fixtures/redis_v17/release.lua"));
 
 const LOCK: &str = "lockgate:{up}";
 const QUEUE: &str = "lockgate:{up}:queue";
