@@ -86,6 +86,13 @@ pub(crate) fn unexpected(script: &str, r: &Reply) -> Error {
             ErrorKind::Connection,
             format!("{script} script not run, the server is briefly unavailable: {}", truncate(e)),
         ),
+        // What a server older than Redis 7.0 answers the mutex scripts' `SET … NX GET` and
+        // `PEXPIRE … GT` (PROTOCOL.md §2, version 19): said, so nobody hunts for a bug.
+        Reply::Error(e) if e.contains("syntax error") || e.contains("wrong number of arguments") => Error::protocol(format!(
+            "{script} script failed on the server: {}; lockgate's Redis scripts need Redis 7.0 or later, \
+             so a server older than that answers this",
+            truncate(e)
+        )),
         Reply::Error(e) => Error::protocol(format!(
             "{script} script failed on the server: {}",
             truncate(e)
@@ -287,6 +294,16 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_older_servers_refusal_of_a_script_command_names_the_redis_version_needed() {
+        let old = Reply::Error("ERR Error running script (call to f_1): @user_script:12: ERR syntax error".into());
+        let e = unexpected("ACQUIRE", &old);
+        assert_eq!(e.code(), "PROTOCOL");
+        assert!(e.message().contains("need Redis 7.0 or later") && e.message().contains("syntax error"), "{e}");
+        let other = unexpected("ACQUIRE", &Reply::Error("WRONGTYPE Operation against a key".into()));
+        assert!(!other.message().contains("Redis 7.0"), "{other}");
     }
 
     #[test]
