@@ -307,7 +307,9 @@ package_docs() {
   [ -x "$npm_tools/node_modules/.bin/typedoc" ] ||
     npm install --silent --no-audit --no-fund --prefix "$npm_tools" typedoc@0.28 typescript@5.9 >&2
   rm -rf dist/docs/node
-  (cd bindings-node && "$npm_tools/node_modules/.bin/typedoc" --treatWarningsAsErrors --validation.notDocumented --out "$LG_ROOT/dist/docs/node" \
+  # --disableSources: typedoc links each item to its source on the clone's git host, and warns
+  # (an error here) when the clone's origin is none it knows (a local path, no remote at all).
+  (cd bindings-node && "$npm_tools/node_modules/.bin/typedoc" --treatWarningsAsErrors --validation.notDocumented --disableSources --out "$LG_ROOT/dist/docs/node" \
     --name "lockgate $VERSION" --tsconfig "$LG_ROOT/packaging/typedoc.tsconfig.json" lib/index.d.ts >&2)
   log "docs: javadoc (built with the jar: dist/docs/java)"
   [ -f dist/docs/java/index.html ] || package_jvm
