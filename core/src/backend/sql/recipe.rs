@@ -3,7 +3,9 @@
 //! a mutex, a write lock or an election; a reader holds while no writer precedes it; a
 //! semaphore entry holds while fewer than `permits` entries precede it. A waiter waits behind
 //! the one row whose deletion can change that: the row just before it (a reader: the last
-//! writer before it); a semaphore waiter behind every row before it.
+//! writer before it); a semaphore waiter behind the `permits` rows just before it (while they
+//! all live, at least `permits` precede it, whatever happens further ahead). So a re-check
+//! needs those rows only, never the whole queue ahead.
 
 use super::request::{EntryKind, EntryRow};
 
@@ -43,11 +45,7 @@ pub fn place<'a>(kind: EntryKind, permits: u32, rows: &'a [EntryRow], owner: &st
     if ahead.len() < below {
         return Place::Holds(own);
     }
-    let behind = match kind {
-        EntryKind::Semaphore => ahead,
-        _ => ahead.into_iter().take(1).collect(),
-    };
-    Place::Waits { own, behind }
+    Place::Waits { own, behind: ahead.into_iter().take(below).collect() }
 }
 
 #[cfg(test)]
@@ -71,5 +69,9 @@ mod tests {
         let s = [row(1, "a", EntryKind::Semaphore), row(2, "b", EntryKind::Semaphore), row(3, "c", EntryKind::Semaphore)];
         assert_eq!(place(EntryKind::Semaphore, 2, &s, "b"), Place::Holds(&s[1]));
         assert_eq!(place(EntryKind::Semaphore, 2, &s, "c"), Place::Waits { own: &s[2], behind: vec![&s[1], &s[0]] });
+        // Only the nearest `permits` rows: a read of those alone places the entry the same.
+        let s4 = [row(1, "a", EntryKind::Semaphore), row(2, "b", EntryKind::Semaphore), row(3, "c", EntryKind::Semaphore), row(4, "d", EntryKind::Semaphore)];
+        assert_eq!(place(EntryKind::Semaphore, 2, &s4, "d"), Place::Waits { own: &s4[3], behind: vec![&s4[2], &s4[1]] });
+        assert_eq!(place(EntryKind::Semaphore, 2, &s4[1..], "d"), place(EntryKind::Semaphore, 2, &s4, "d"));
     }
 }

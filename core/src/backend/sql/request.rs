@@ -871,12 +871,14 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
             // reading its own table would take InnoDB's table-wide AUTO-INC lock (and fail
             // with 1467 under a thousand concurrent inserts). A row that was there already (a
             // retry after a lost reply) keeps its expiry; the read reports what is left of it.
-            let blocking = if a.kind == EntryKind::Read { " AND kind <> 'read'" } else { "" };
+            let blocking = blocking_only(a, "");
+            // Counted up to the recipe's bound only (whether fewer are there is all it tells).
             let count = Stmt::new(schema)
-                .s(&format!("SELECT COUNT(*) INTO @lockgate_ahead FROM {t} WHERE lock_key = "))
+                .s(&format!("SELECT COUNT(*) INTO @lockgate_ahead FROM (SELECT 1 FROM {t} WHERE lock_key = "))
                 .text(&a.lock_key)
                 .s(&format!(" AND owner <> '{ANCHOR_OWNER}'{blocking} AND expires_ms > "))
                 .now()
+                .s(&format!(" LIMIT {}) AS x", a.holds_below()))
                 .done();
             let insert = values(Stmt::new(schema).s(&format!("INSERT IGNORE INTO {t} {columns} VALUES (")), a)
                 .s(" + CASE WHEN @lockgate_ahead < ")
@@ -912,7 +914,10 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
 fn render_check(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     match schema.dialect {
         Dialect::Postgres => vec![check_pg(schema, a)],
-        Dialect::MySql => vec![plain(READ_COMMITTED), reap(schema, &a.lock_key), set_expiry(schema, a, true), read_rows(schema, a)],
+        Dialect::MySql => {
+            let [count, update] = set_expiry_my(schema, a);
+            vec![plain(READ_COMMITTED), reap(schema, &a.lock_key), count, update, read_rows(schema, a)]
+        }
     }
 }
 
@@ -930,67 +935,88 @@ fn check_pg(schema: &Schema, a: &AcquireOp) -> Statement {
         .s(" RETURNING pg_notify(")
         .text(&schema.channel())
         .s(", id::TEXT)::TEXT), u AS (");
-    let update = expiry_update(reap, a, true)
+    let update = expiry_update(reap, a)
         .s(&format!(" RETURNING me.{}, me.expires_ms - ", ROW_COLUMNS.trim_end_matches(", ").replace(", ", ", me.")))
         .now()
-        .s(&format!(") SELECT {ROW_COLUMNS}expires_ms - "))
+        .s(&format!(") SELECT * FROM (SELECT {ROW_COLUMNS}expires_ms - "))
         .now()
         .s(&format!(" FROM {t} WHERE lock_key = "))
         .text(&a.lock_key)
         .s(" AND expires_ms > ")
         .now()
-        .s(" AND id < (SELECT id FROM u) UNION ALL SELECT * FROM u ORDER BY 1");
+        // The limit is written out, not bound: a small number of the options (never text),
+        // and some drivers bind integers in a way `LIMIT` refuses.
+        .s(&format!(" AND id < (SELECT id FROM u){} ORDER BY id DESC LIMIT {}) AS ahead", blocking_only(a, ""), a.holds_below()))
+        .s(" UNION ALL SELECT * FROM u ORDER BY 1");
     update.done()
 }
 
-/// The own row's expiry: the lease if fewer than `holds_below` blocking entries are ahead of it
-/// (the recipe's predicate), else the entry lease; `live_only`: only if the row is live. The
-/// count reads a derived table, which MySQL materializes (it refuses a plain subquery on the
-/// table being updated).
-fn set_expiry(schema: &Schema, a: &AcquireOp, live_only: bool) -> Statement {
-    expiry_update(Stmt::new(schema), a, live_only).done()
+/// The condition that keeps only the rows that block an entry like `a`'s (a reader: the
+/// non-readers), on the table's alias `alias` (`""`: unqualified).
+fn blocking_only(a: &AcquireOp, alias: &str) -> String {
+    if a.kind == EntryKind::Read { format!(" AND {alias}kind <> 'read'") } else { String::new() }
 }
 
-/// [`set_expiry`]'s `UPDATE`, appended to `update`.
-fn expiry_update<'s>(update: Stmt<'s>, a: &AcquireOp, live_only: bool) -> Stmt<'s> {
-    let schema = update.schema;
-    let t = schema.table();
-    let pg = schema.dialect == Dialect::Postgres;
-    let blocking = if a.kind == EntryKind::Read { " AND b.kind <> 'read'" } else { "" };
-    let below = i64::from(a.holds_below());
-    let update = if pg {
-        update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM ")
-    } else {
-        update.s(&format!("UPDATE {t} AS me JOIN (SELECT COUNT(*) AS ahead FROM "))
-    };
-    let update = update
-        .s(&format!("{t} AS b WHERE b.lock_key = "))
+/// The nearest live rows ahead of `a`'s own row that block it, at most `holds_below` of them
+/// (by the (lock_key, id) index, newest first): fewer than that many means it holds, and a
+/// waiter far back need not count the whole queue. `b` is the rows' alias.
+fn nearest_ahead<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+    let t = stmt.schema.table();
+    stmt.s(&format!("SELECT 1 FROM {t} AS b WHERE b.lock_key = "))
         .text(&a.lock_key)
-        .s(&format!(" AND b.owner <> '{ANCHOR_OWNER}'{blocking} AND b.expires_ms > "))
+        .s(&format!(" AND b.owner <> '{ANCHOR_OWNER}'{} AND b.expires_ms > ", blocking_only(a, "b.")))
         .now()
         .s(&format!(" AND b.id < (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
         .text(&a.lock_key)
         .s(" AND o.owner = ")
         .text(&a.owner)
-        .s("))");
-    let update = if pg {
-        update.s(" < ").int(below).s(" THEN ")
-    } else {
-        update.s(" AS q SET me.expires_ms = ").now().s(" + CASE WHEN q.ahead < ").int(below).s(" THEN ")
-    };
-    let update = update
+        .s(&format!(") ORDER BY b.id DESC LIMIT {}", a.holds_below()))
+}
+
+/// PostgreSQL: the own row's expiry, `now + lease` if it holds by the recipe's count, else
+/// `now + entry_ttl`, only while it is live (an expired row is never revived); appended to
+/// `update` (the re-check's one statement).
+fn expiry_update<'s>(update: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+    let t = update.schema.table();
+    let update = nearest_ahead(update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM ("), a)
+        .s(") AS x) < ");
+    own_expiry(update.int(i64::from(a.holds_below())).s(" THEN "), a)
+}
+
+/// The end of an expiry update: the lease, else the entry lease, for `a`'s own row while it
+/// is live.
+fn own_expiry<'s>(update: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+    update
         .int(ms(a.lease_ms))
         .s(" ELSE ")
         .int(ms(a.entry_ttl_ms))
         .s(" END WHERE me.lock_key = ")
         .text(&a.lock_key)
         .s(" AND me.owner = ")
-        .text(&a.owner);
-    if live_only {
-        update.s(" AND me.expires_ms > ").now()
-    } else {
-        update
-    }
+        .text(&a.owner)
+        .s(" AND me.expires_ms > ")
+        .now()
+}
+
+/// MySQL: the own row's expiry as [`expiry_update`] sets it, in two statements: the count into
+/// a session variable (a plain read, which locks nothing), then the update of the own row by
+/// its key. One `UPDATE .. JOIN` over a derived count took shared locks on every row it
+/// scanned, even at READ COMMITTED, and deadlocked with the reaps' deletes of expired rows
+/// (hundreds of InnoDB deadlocks in a burst of 1,500 waiters). Apart is as safe: the rows
+/// ahead of a row all committed before it was inserted and can only leave, so a count below
+/// the bound stays below it; one that drops below between the two statements leaves the row
+/// its entry lease, and the read after reports the row's real remaining time (a grant shorter
+/// than the lease is extended like a renewal).
+fn set_expiry_my(schema: &Schema, a: &AcquireOp) -> [Statement; 2] {
+    let t = schema.table();
+    let count = nearest_ahead(Stmt::new(schema).s("SELECT COUNT(*) INTO @lockgate_ahead FROM ("), a).s(") AS x").done();
+    let update = Stmt::new(schema)
+        .s(&format!("UPDATE {t} AS me SET me.expires_ms = "))
+        .now()
+        .s(" + CASE WHEN @lockgate_ahead < ")
+        .int(i64::from(a.holds_below()))
+        .s(" THEN ");
+    [count, own_expiry(update, a).done()]
 }
 
 /// MySQL: the next statement (the reap, in autocommit) runs at READ COMMITTED. At InnoDB's
@@ -1026,23 +1052,34 @@ fn reap(schema: &Schema, lock_key: &str) -> Statement {
     }
 }
 
-/// The name's live rows up to the own one, in id order, with their remaining milliseconds:
-/// the recipes look only at the rows ahead (none if the own row is gone), and a waiter far back
-/// in a long queue would otherwise read the whole queue on every re-check.
+/// The own row if live, after the live rows just ahead of it that block it — as many as the
+/// recipe needs (`holds_below`: fewer of them means it holds, and a waiter waits behind them
+/// alone, `recipe.rs`) — in id order, with their remaining milliseconds. A waiter far back in
+/// a long queue reads a few rows, not the whole queue ahead, on every re-check: the reads of a
+/// queue of n handed over grow with n, not with n².
 fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
     let t = schema.table();
     Stmt::new(schema)
-        .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
+        .s(&format!("(SELECT {ROW_COLUMNS}expires_ms - "))
         .now()
         .s(&format!(" FROM {t} WHERE lock_key = "))
         .text(&a.lock_key)
-        .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
+        .s(&format!(" AND owner <> '{ANCHOR_OWNER}'{} AND expires_ms > ", blocking_only(a, "")))
         .now()
-        .s(&format!(" AND id <= (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
+        .s(&format!(" AND id < (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
         .text(&a.lock_key)
         .s(" AND o.owner = ")
         .text(&a.owner)
-        .s(") ORDER BY id")
+        // Written out, not bound (see `check_pg`).
+        .s(&format!(") ORDER BY id DESC LIMIT {}) UNION ALL (SELECT {ROW_COLUMNS}expires_ms - ", a.holds_below()))
+        .now()
+        .s(&format!(" FROM {t} WHERE lock_key = "))
+        .text(&a.lock_key)
+        .s(" AND owner = ")
+        .text(&a.owner)
+        .s(" AND expires_ms > ")
+        .now()
+        .s(") ORDER BY 1")
         .done()
 }
 
@@ -1077,6 +1114,25 @@ mod tests {
             value: None,
             lease_ms: 30_000,
             entry_ttl_ms: 10_000,
+        }
+    }
+
+    /// A re-check reads and counts only the rows the recipe needs just ahead of its own (1, a
+    /// semaphore `permits`), never the whole queue ahead; MySQL's update locks only its row.
+    #[test]
+    fn a_recheck_reads_only_the_rows_just_ahead() {
+        let sem = AcquireOp { lock_key: "semaphore/s".into(), kind: EntryKind::Semaphore, permits: 3, ..op() };
+        for (a, limit) in [(op(), "LIMIT 1"), (sem, "LIMIT 3")] {
+            for schema in [Schema::new(Dialect::Postgres, "app_", None).unwrap(), Schema::new(Dialect::MySql, "app_", None).unwrap()] {
+                let check = SqlOp::Check(a.clone()).render(&schema).statements;
+                let reads: Vec<&str> = check.iter().map(|s| s.sql.as_str()).filter(|s| s.contains("ORDER BY")).collect();
+                assert!(!reads.is_empty() && reads.iter().all(|s| s.matches(limit).count() >= 1 && s.contains("DESC")), "{reads:?}");
+                assert!(check.iter().all(|s| !s.sql.contains("id <= ")), "{check:?}");
+                if schema.dialect == Dialect::MySql {
+                    assert!(check.iter().all(|s| !s.sql.contains(" JOIN ")), "{check:?}");
+                    assert!(check[2].sql.starts_with("SELECT COUNT(*) INTO @lockgate_ahead") && check[3].sql.starts_with("UPDATE"), "{check:?}");
+                }
+            }
         }
     }
 
@@ -1146,7 +1202,7 @@ mod tests {
         let my_check = SqlOp::Check(op()).render(&my).statements;
         assert_eq!(my_check[0].sql, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
         assert!(my_check[1].sql.starts_with("DELETE"), "{my_check:?}");
-        assert_eq!(mys.statements[6..].to_vec(), vec![my_check[0].clone(), my_check[1].clone(), my_check[3].clone()]);
+        assert_eq!(mys.statements[6..].to_vec(), vec![my_check[0].clone(), my_check[1].clone(), my_check[4].clone()]);
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
         let my_rel = rel.render(&my).statements;
