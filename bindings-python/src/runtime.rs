@@ -116,6 +116,8 @@ where
     let thread_waker = Arc::new(ThreadWaker { thread: std::thread::current(), woken: AtomicBool::new(false) });
     let waker = Waker::from(thread_waker.clone());
     let mut yielded = false;
+    // This thread drains the telemetry queue while the call lasts (the flusher leaves it).
+    let _in_call = crate::telemetry::InCall::start();
     loop {
         let slice = py.detach(|| {
             let _context = rt.enter();

@@ -19,15 +19,15 @@
 //! (Python with DEBUG records on ran at under half its speed). So the listener only queues the
 //! event ([`QUEUE`]); Python code runs when a thread that holds the GIL anyway drains the queue:
 //! a sync call as it returns ([`flush`] from `runtime::block_on`), the event loop as it
-//! resolves asyncio futures, and, for events raised between calls (a renewal, a loss), the
-//! [`flusher`] thread after [`GRACE`]. One drainer at a time, so records keep their order.
+//! resolves asyncio futures, and, for events raised while no sync call is in progress (a
+//! renewal, a loss), the [`flusher`] thread after [`GRACE`]. One drainer at a time, so records keep their order.
 //! A DEBUG event is only queued if the logger was seen enabled for DEBUG at the last check,
 //! made at most once per [`RECHECK`] (a level changed takes effect within it, and each new
 //! client checks at once); WARNING events always are. It gives up quietly while the
 //! interpreter shuts down, and a failing handler never breaks a lock: its error is dropped.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,26 @@ static DRAINING: Mutex<()> = Mutex::new(());
 /// hand it on: long enough that a call in progress usually returns first, short enough that
 /// a loss's WARNING record is prompt.
 const GRACE: Duration = Duration::from_millis(20);
+
+/// Sync calls in progress (`runtime::block_on`): each drains the queue itself.
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a sync call in progress while it lives (see [`Flusher::run`]).
+pub(crate) struct InCall(());
+
+impl InCall {
+    /// A sync call starts.
+    pub(crate) fn start() -> InCall {
+        CALLS.fetch_add(1, Ordering::AcqRel);
+        InCall(())
+    }
+}
+
+impl Drop for InCall {
+    fn drop(&mut self) {
+        CALLS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Hands every queued event to `logging` and the sink, on this thread (which holds the GIL).
 /// Returns at once if another thread is doing it: it empties the queue, in order.
@@ -197,9 +217,19 @@ impl Flusher {
                 }
                 *poked = false;
             }
-            std::thread::sleep(GRACE);
-            if QUEUED.load(Ordering::Acquire) {
-                Python::try_attach(flush);
+            // While a sync call is in progress its thread drains the queue (as it returns, and
+            // at every signal slice of a long wait), so the records of a call slower than the
+            // grace are still made on the caller's thread, in order; the flusher takes the
+            // events raised when no call is.
+            loop {
+                std::thread::sleep(GRACE);
+                if !QUEUED.load(Ordering::Acquire) {
+                    break;
+                }
+                if CALLS.load(Ordering::Acquire) == 0 {
+                    Python::try_attach(flush);
+                    break;
+                }
             }
         }
     }
