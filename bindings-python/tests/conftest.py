@@ -190,17 +190,11 @@ class RedisMasters(Deployment):
     def urls(self) -> list[str]:
         return [n.url for n in self.nodes]
 
-    def all_hold(self, name: str, timeout: float = 2.0) -> bool:
-        """Whether every running master holds Redlock `name`'s key within `timeout` seconds: an
-        acquire returns once a majority granted (PROTOCOL.md §8), and the other masters' grants
-        land just after it."""
+    def wait_all_hold(self, name: str, timeout: float = 2.0) -> None:
+        """Waits until every running master holds Redlock `name`'s key: an acquire returns once
+        a majority granted (PROTOCOL.md §8), and the other masters' grants land just after it."""
         running = sum(1 for n in self.nodes if n.running)
-        deadline = time.monotonic() + timeout
-        while len(self.holders(name)) < running:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.005)
-        return True
+        wait_until(lambda: len(self.holders(name)) == running, timeout, f"every running master to hold {name!r}")
 
     def holders(self, name: str, prefix: str = "lockgate:") -> list[int]:
         """The ports of the running masters that hold Redlock `name`'s key."""

@@ -938,17 +938,8 @@ fn check_pg(schema: &Schema, a: &AcquireOp) -> Statement {
     let update = expiry_update(reap, a)
         .s(&format!(" RETURNING me.{}, me.expires_ms - ", ROW_COLUMNS.trim_end_matches(", ").replace(", ", ", me.")))
         .now()
-        .s(&format!(") SELECT * FROM (SELECT {ROW_COLUMNS}expires_ms - "))
-        .now()
-        .s(&format!(" FROM {t} WHERE lock_key = "))
-        .text(&a.lock_key)
-        .s(" AND expires_ms > ")
-        .now()
-        // The limit is written out, not bound: a small number of the options (never text),
-        // and some drivers bind integers in a way `LIMIT` refuses.
-        .s(&format!(" AND id < (SELECT id FROM u){} ORDER BY id DESC LIMIT {}) AS ahead", blocking_only(a, ""), a.holds_below()))
-        .s(" UNION ALL SELECT * FROM u ORDER BY 1");
-    update.done()
+        .s(") SELECT * FROM (");
+    rows_ahead(update, a).s(") AS ahead UNION ALL SELECT * FROM u ORDER BY 1").done()
 }
 
 /// The condition that keeps only the rows that block an entry like `a`'s (a reader: the
@@ -957,12 +948,16 @@ fn blocking_only(a: &AcquireOp, alias: &str) -> String {
     if a.kind == EntryKind::Read { format!(" AND {alias}kind <> 'read'") } else { String::new() }
 }
 
-/// The nearest live rows ahead of `a`'s own row that block it, at most `holds_below` of them
-/// (by the (lock_key, id) index, newest first): fewer than that many means it holds, and a
-/// waiter far back need not count the whole queue. `b` is the rows' alias.
-fn nearest_ahead<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
-    let t = stmt.schema.table();
-    stmt.s(&format!("SELECT 1 FROM {t} AS b WHERE b.lock_key = "))
+/// Where the re-check looks: `FROM` the nearest live rows ahead of `a`'s own row that block it,
+/// at most `holds_below` of them (by the (lock_key, id) index, newest first), appended to a
+/// `SELECT` of what the caller needs from them (alias `b`). Fewer than that many means it
+/// holds, and a waiter waits behind those alone (`recipe.rs`), so neither the count nor the
+/// read covers the whole queue ahead. The limit is written out, not bound: a small number of
+/// the options (never text), and some drivers bind integers in a way `LIMIT` refuses.
+fn nearest_ahead<'s>(select: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+    let t = select.schema.table();
+    select
+        .s(&format!(" FROM {t} AS b WHERE b.lock_key = "))
         .text(&a.lock_key)
         .s(&format!(" AND b.owner <> '{ANCHOR_OWNER}'{} AND b.expires_ms > ", blocking_only(a, "b.")))
         .now()
@@ -973,12 +968,18 @@ fn nearest_ahead<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
         .s(&format!(") ORDER BY b.id DESC LIMIT {}", a.holds_below()))
 }
 
+/// The rows [`read_rows`] and PostgreSQL's re-check report, with their remaining milliseconds:
+/// [`nearest_ahead`]'s rows, appended to `stmt`.
+fn rows_ahead<'s>(stmt: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+    nearest_ahead(stmt.s(&format!("SELECT {ROW_COLUMNS}expires_ms - ")).now(), a)
+}
+
 /// PostgreSQL: the own row's expiry, `now + lease` if it holds by the recipe's count, else
 /// `now + entry_ttl`, only while it is live (an expired row is never revived); appended to
 /// `update` (the re-check's one statement).
 fn expiry_update<'s>(update: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
     let t = update.schema.table();
-    let update = nearest_ahead(update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM ("), a)
+    let update = nearest_ahead(update.s(&format!("UPDATE {t} AS me SET expires_ms = ")).now().s(" + CASE WHEN (SELECT COUNT(*) FROM (SELECT 1"), a)
         .s(") AS x) < ");
     own_expiry(update.int(i64::from(a.holds_below())).s(" THEN "), a)
 }
@@ -1009,7 +1010,7 @@ fn own_expiry<'s>(update: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
 /// than the lease is extended like a renewal).
 fn set_expiry_my(schema: &Schema, a: &AcquireOp) -> [Statement; 2] {
     let t = schema.table();
-    let count = nearest_ahead(Stmt::new(schema).s("SELECT COUNT(*) INTO @lockgate_ahead FROM ("), a).s(") AS x").done();
+    let count = nearest_ahead(Stmt::new(schema).s("SELECT COUNT(*) INTO @lockgate_ahead FROM (SELECT 1"), a).s(") AS x").done();
     let update = Stmt::new(schema)
         .s(&format!("UPDATE {t} AS me SET me.expires_ms = "))
         .now()
@@ -1059,19 +1060,8 @@ fn reap(schema: &Schema, lock_key: &str) -> Statement {
 /// queue of n handed over grow with n, not with n².
 fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
     let t = schema.table();
-    Stmt::new(schema)
-        .s(&format!("(SELECT {ROW_COLUMNS}expires_ms - "))
-        .now()
-        .s(&format!(" FROM {t} WHERE lock_key = "))
-        .text(&a.lock_key)
-        .s(&format!(" AND owner <> '{ANCHOR_OWNER}'{} AND expires_ms > ", blocking_only(a, "")))
-        .now()
-        .s(&format!(" AND id < (SELECT o.id FROM {t} AS o WHERE o.lock_key = "))
-        .text(&a.lock_key)
-        .s(" AND o.owner = ")
-        .text(&a.owner)
-        // Written out, not bound (see `check_pg`).
-        .s(&format!(") ORDER BY id DESC LIMIT {}) UNION ALL (SELECT {ROW_COLUMNS}expires_ms - ", a.holds_below()))
+    rows_ahead(Stmt::new(schema).s("("), a)
+        .s(&format!(") UNION ALL (SELECT {ROW_COLUMNS}expires_ms - "))
         .now()
         .s(&format!(" FROM {t} WHERE lock_key = "))
         .text(&a.lock_key)
