@@ -325,6 +325,42 @@ fn silent_masters_count_as_failed_at_the_node_timeout() {
 }
 
 #[test]
+fn a_release_waits_past_the_node_timeout_for_slow_answers() {
+    // A busy client (Node's event loop runs due timers before it reads sockets) can read
+    // answers after the 50 ms node timeout: a release still counts them, up to the response
+    // timeout, instead of calling a release every master confirmed unconfirmed.
+    let mut sim = Sim::new(3, 1);
+    let op = sim.acquire(0, "slow-release", &fixed(5000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    for m in &mut sim.masters {
+        m.delay = 300 * MS;
+    }
+    let rel = sim.clients[0].release(sim.now, lease);
+    sim.run_for(100 * MS);
+    assert_eq!(sim.outcome(0, rel), None, "still waiting after the node timeout");
+    sim.run_for(250 * MS);
+    assert_eq!(sim.outcome(0, rel), Some(RedlockOutcome::Released { was_held: true }));
+    assert_eq!(sim.holders("slow-release"), 0);
+
+    // Past the response timeout, a master that never answers is reported, as before.
+    for m in &mut sim.masters {
+        m.delay = MS;
+    }
+    let op = sim.acquire(0, "silent", &fixed(5000), Wait::Try);
+    sim.run_for(Duration::from_secs(1));
+    let (lease, _) = acquired(sim.outcome(0, op));
+    sim.masters[0].delay = Duration::from_secs(60);
+    sim.masters[1].delay = Duration::from_secs(60);
+    let rel = sim.clients[0].release(sim.now, lease);
+    sim.run_for(Duration::from_secs(4));
+    assert_eq!(sim.outcome(0, rel), None, "waiting up to the response timeout");
+    sim.run_for(Duration::from_secs(2));
+    let e = failed(sim.outcome(0, rel));
+    assert!(e.message().contains("not confirmed on 2 of 3 masters"), "{}", e.message());
+}
+
+#[test]
 fn contenders_exclude_each_other_and_a_waiter_gets_it_after_release() {
     let mut sim = Sim::new(5, 2);
     let a = sim.acquire(0, "x", &fixed(2000), Wait::Try);

@@ -84,7 +84,9 @@ pub struct ClientOptions {
     /// attempt (default 5 s).
     pub connect_timeout: Duration,
     /// Limit on one server round trip before it counts as a connection failure. A connection
-    /// that stays silent this long is dropped and replaced by a new one (default 5 s).
+    /// that stays silent this long is dropped and replaced by a new one (default 5 s). On a
+    /// Redlock it is also how long a release, break or inspect waits for the masters' answers
+    /// (attempts and extends wait `node_timeout`).
     pub response_timeout: Duration,
     /// Replica-acknowledged mode for a primary with replicas (`redis://` only): grants, extends
     /// and renewals count only once `WAIT` confirms them on this many replicas (PROTOCOL.md

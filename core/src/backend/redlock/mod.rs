@@ -63,6 +63,11 @@ pub struct RedlockConfig {
     /// How long one attempt waits for the masters' answers before counting the silent ones as
     /// failed (default 50 ms; keep it small next to the lease).
     pub node_timeout: Duration,
+    /// How long a release, a break or an inspect waits for the masters' answers (default 5 s,
+    /// the client's response timeout). Unlike an attempt, these protect no validity: a reply a
+    /// busy client reads after the node timeout is still the master's answer, and counting it
+    /// as silent would report a release as unconfirmed that every master confirmed.
+    pub response_timeout: Duration,
     /// Pause before another attempt after a failed one (default 200 ms) ...
     pub retry_delay: Duration,
     /// ... plus a random part up to this (default 200 ms), so contenders do not retry in step.
@@ -80,6 +85,7 @@ impl Default for RedlockConfig {
             drift_fixed: Duration::from_millis(2),
             max_lease: options::DEFAULT_LEASE,
             node_timeout: Duration::from_millis(50),
+            response_timeout: crate::connect::options::DEFAULT_TIMEOUT,
             retry_delay: Duration::from_millis(200),
             retry_jitter: Duration::from_millis(200),
             label: String::new(),
@@ -106,6 +112,7 @@ impl RedlockConfig {
             .map_err(|_| Error::invalid("max_lease must be between 10 ms and 30 days"))?;
         for (what, d) in [
             ("node_timeout", self.node_timeout),
+            ("response_timeout", self.response_timeout),
             ("retry_delay", self.retry_delay),
         ] {
             if d < Duration::from_millis(1) || d > options::MAX_DURATION {
@@ -294,7 +301,13 @@ impl RedlockBackend {
     /// Sends one script to every master as one round of votes.
     fn start_round(&mut self, ctx: &mut Ctx<'_, NodeRequest>, purpose: Purpose, script: &'static Script, key: &Arc<str>, args: Vec<String>, lease: Duration) {
         let id = ctx.ids.fresh();
-        let mut round = Round::new(purpose, script, Arc::clone(key), args, ctx.now, ctx.now + self.config.node_timeout, self.config.masters);
+        // Only what counts votes against a validity (and the undo a failed attempt's caller
+        // waits for) is cut short at the node timeout.
+        let wait = match purpose {
+            Purpose::Acquire(_) | Purpose::Renew(..) | Purpose::Extend(..) | Purpose::Cleanup(_) => self.config.node_timeout,
+            Purpose::Release(..) | Purpose::Break(_) | Purpose::Inspect(_) | Purpose::Observe(_) | Purpose::List(_) => self.config.response_timeout,
+        };
+        let mut round = Round::new(purpose, script, Arc::clone(key), args, ctx.now, ctx.now + wait, self.config.masters);
         round.lease = lease;
         let command = eval_command(script, key, &round.args, false);
         for master in 0..self.config.masters {

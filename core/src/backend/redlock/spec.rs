@@ -71,6 +71,7 @@ fn settings(o: &ClientOptions, masters: usize) -> RedlockConfig {
         drift_fixed: o.drift_fixed.unwrap_or(d.drift_fixed),
         max_lease: o.max_lease.unwrap_or(d.max_lease),
         node_timeout: o.node_timeout.unwrap_or(d.node_timeout),
+        response_timeout: o.response_timeout,
         retry_delay: o.retry_delay.unwrap_or(d.retry_delay),
         retry_jitter: o.retry_jitter.unwrap_or(d.retry_jitter),
         label: o.label(),
