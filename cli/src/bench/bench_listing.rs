@@ -22,10 +22,12 @@ pub struct BenchListingArgs {
     /// How many held locks `list` walks.
     #[arg(long, default_value_t = 10_000)]
     locks: usize,
-    /// How many waiters queue behind the inspected lock's holder.
+    /// How many waiters queue behind the inspected lock's holder (0 on a Redlock, which has no
+    /// queue: the holder alone is inspected).
     #[arg(long, default_value_t = 1_000)]
     waiters: usize,
-    /// Where the server's request counter is read: `redis:HOST:PORT`, `etcd:http://HOST:PORT`.
+    /// Where the server's request counter is read: `redis:HOST:PORT[,HOST:PORT...]` (a Redlock's
+    /// masters, summed), `etcd:http://HOST:PORT`.
     #[arg(long)]
     counter: Option<String>,
 }
@@ -55,11 +57,15 @@ async fn measure(args: &BenchListingArgs) -> Result<String, String> {
     let waiter = connect("bench-waiter").await?;
     let reader = connect("bench-reader").await?;
     let run = std::process::id();
-    let long = LockOptions { lease: Duration::from_secs(600), ..LockOptions::default() };
+    // A Redlock takes no lease longer than its max_lease (30 s), and its masters, just started,
+    // grant nothing for one max_lease (the restart rule): its first acquire waits that out.
+    let redlock = args.url.starts_with("redlock");
+    let lease = if redlock { Duration::from_secs(30) } else { Duration::from_secs(600) };
+    let long = LockOptions { lease, ..LockOptions::default() };
 
     // Inspect: one holder, W waiters from one client (each its own queue entry).
     let name = format!("bl{run}:queue");
-    let held = holder.lock(&name, long.clone()).map_err(|e| e.to_string())?.acquire(Duration::from_secs(30)).await.map_err(|e| e.to_string())?;
+    let held = holder.lock(&name, long.clone()).map_err(|e| e.to_string())?.acquire(Duration::from_secs(60)).await.map_err(|e| e.to_string())?;
     let mut waits = Vec::new();
     for _ in 0..args.waiters {
         let l = waiter.lock(&name, long.clone()).map_err(|e| e.to_string())?;
@@ -152,7 +158,8 @@ async fn measure(args: &BenchListingArgs) -> Result<String, String> {
 /// Requests per run between two counter readings, or `—`. Redis counts the first reading's
 /// `INFO` itself (its `QUIT` is not counted); an etcd `/metrics` read is HTTP, no gRPC message.
 fn delta(counter: Option<&str>, before: Option<f64>, after: Option<f64>, runs: u32) -> String {
-    let own = if counter.is_some_and(|c| c.starts_with("redis:")) { 1.0 } else { 0.0 };
+    // One INFO per Redis server read.
+    let own = counter.and_then(|c| c.strip_prefix("redis:")).map_or(0.0, |a| a.split(',').count() as f64);
     match (before, after) {
         (Some(b), Some(a)) => format!("{:.0}", (a - b - own).max(0.0) / f64::from(runs)),
         _ => "—".into(),
@@ -162,12 +169,16 @@ fn delta(counter: Option<&str>, before: Option<f64>, after: Option<f64>, runs: u
 /// The server's request counter now, where it has one.
 async fn requests(counter: Option<&str>) -> Option<f64> {
     let counter = counter?;
-    if let Some(addr) = counter.strip_prefix("redis:") {
-        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-        s.write_all(b"INFO stats\r\nQUIT\r\n").await.ok()?;
-        let mut body = String::new();
-        s.read_to_string(&mut body).await.ok()?;
-        return body.lines().find_map(|l| l.strip_prefix("total_commands_processed:")?.trim().parse().ok());
+    if let Some(addrs) = counter.strip_prefix("redis:") {
+        let mut total = 0.0;
+        for addr in addrs.split(',') {
+            let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+            s.write_all(b"INFO stats\r\nQUIT\r\n").await.ok()?;
+            let mut body = String::new();
+            s.read_to_string(&mut body).await.ok()?;
+            total += body.lines().find_map(|l| l.strip_prefix("total_commands_processed:")?.trim().parse::<f64>().ok())?;
+        }
+        return Some(total);
     }
     let hostport = counter.strip_prefix("etcd:")?.trim_start_matches("http://");
     let mut s = tokio::net::TcpStream::connect(hostport).await.ok()?;
