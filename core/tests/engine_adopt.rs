@@ -83,3 +83,41 @@ fn a_stale_identity_is_not_held_and_a_malformed_one_sends_nothing() {
     }
     assert!(adopter.poll_request().is_none());
 }
+
+#[test]
+fn an_adopted_lease_is_told_like_any_lease_from_its_adoption() {
+    use lockgate_core::engine::{Happened, TelemetryConfig};
+    let t0 = Instant::from_origin(Duration::from_secs(1));
+    let opts = LockOptions::fixed_lease(Duration::from_secs(3));
+    let mut adopter = engine(4);
+    adopter.enable_telemetry(TelemetryConfig { backend: "redis", lock_names: true, held_too_long: None });
+    adopter.adopt(t0, "lockgate-lease/1/mutex/7/0123abcd/jobs/b", &opts).unwrap();
+    let (id, _) = one_request(&mut adopter);
+    adopter.handle_reply(t0, id, Ok(vec![Reply::Int(1)]));
+    let mut told = Vec::new();
+    let mut lease = None;
+    while let Some(ev) = adopter.poll_event() {
+        match ev {
+            Event::Telemetry(t) => told.push(t),
+            Event::Completed { outcome: Outcome::Acquired { lease: l, .. }, .. } => lease = Some(l),
+            other => panic!("{other:?}"),
+        }
+    }
+    let lease = lease.expect("adopted");
+    // No acquire events (nothing was acquired here), and the lease counts as held.
+    assert_eq!(told.iter().map(|t| t.what.name()).collect::<Vec<_>>(), ["lease.adopted"]);
+    assert!(matches!(told[0].what, Happened::Adopted { lease: l } if l == lease));
+    assert_eq!((told[0].primitive, told[0].name.as_deref()), (Some("mutex"), Some("jobs/b")));
+    let held: f64 = told[0].metric_updates().iter().filter(|u| u.instrument.name == "lockgate.lock.held").map(|u| u.value).sum();
+    assert_eq!(held, 1.0);
+
+    let t1 = t0 + Duration::from_secs(2);
+    adopter.release(t1, lease);
+    let (id, _) = one_request(&mut adopter);
+    adopter.handle_reply(t1, id, Ok(vec![Reply::Int(1)]));
+    let released: Vec<_> = std::iter::from_fn(|| adopter.poll_event())
+        .filter_map(|ev| if let Event::Telemetry(t) = ev { Some(t) } else { None })
+        .collect();
+    assert_eq!(released.iter().map(|t| t.what.name()).collect::<Vec<_>>(), ["lease.released"]);
+    assert!(matches!(released[0].what, Happened::Released { held, .. } if held == Duration::from_secs(2)), "held from the adoption: {:?}", released[0].what);
+}

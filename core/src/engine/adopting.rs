@@ -101,6 +101,8 @@ impl<B: Backend> LockEngine<B> {
                         hold_until: None,
                         max_until: None,
                     });
+                    let t = self.telemetry.adopted(now, id, &l.held.primitive, &l.held.name);
+                    self.raise(t);
                     self.leases.insert(id, l);
                     self.sync_lease(id);
                     Done::Acquired { lease: id, fencing_token: a.fence, valid_until }

@@ -138,6 +138,8 @@ impl Telemetry {
                 ups
             }
             Happened::NotAcquired { .. } => acquire_ended("not_acquired", None),
+            // Held here from now on; no acquire ended (none started).
+            Happened::Adopted { .. } => vec![update(&HELD, 1.0, None)],
             Happened::TimedOut { waited, .. } => acquire_ended("timed_out", Some(*waited)),
             Happened::Cancelled { waited, .. } => acquire_ended("cancelled", Some(*waited)),
             Happened::AcquireFailed { waited, .. } => acquire_ended("failed", Some(*waited)),

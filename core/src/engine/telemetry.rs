@@ -94,6 +94,12 @@ pub enum Happened {
         /// The error's stable code (`CONNECTION`, `AUTHENTICATION`, ...).
         code: &'static str,
     },
+    /// A lease another process exported was adopted: held by this client from now on (not
+    /// an acquire: nothing was granted again, and no acquire event comes before it).
+    Adopted {
+        /// The lease.
+        lease: LeaseId,
+    },
     /// A held lease was released by its owner.
     Released {
         /// The lease.
@@ -225,6 +231,7 @@ pub const EVENT_NAMES: &[&str] = &[
     "acquire.timed_out",
     "acquire.cancelled",
     "acquire.failed",
+    "lease.adopted",
     "lease.released",
     "lease.extended",
     "lease.renewal_failed",
@@ -249,6 +256,7 @@ impl Happened {
             Happened::TimedOut { .. } => "acquire.timed_out",
             Happened::Cancelled { .. } => "acquire.cancelled",
             Happened::AcquireFailed { .. } => "acquire.failed",
+            Happened::Adopted { .. } => "lease.adopted",
             Happened::Released { .. } => "lease.released",
             Happened::Extended { .. } => "lease.extended",
             Happened::RenewalFailed { .. } => "lease.renewal_failed",
@@ -317,6 +325,7 @@ impl Happened {
             Happened::TimedOut { .. } => "acquire timed out",
             Happened::Cancelled { .. } => "acquire cancelled",
             Happened::AcquireFailed { .. } => "acquire failed",
+            Happened::Adopted { .. } => "lease adopted from another process",
             Happened::Released { .. } => "lock released",
             Happened::Extended { .. } => "lease extended",
             Happened::RenewalFailed { .. } => "lease renewal failed",
@@ -445,6 +454,21 @@ impl Recorder {
         ev
     }
 
+    /// Lease `lease` (of `primitive` on `name`) was adopted at `now`: tracked from then on as
+    /// if granted then, so its renewals, risk, loss and release are told like any lease's.
+    pub fn adopted(&mut self, now: Instant, lease: LeaseId, primitive: &Primitive, name: &str) -> Option<Telemetry> {
+        let config = self.config.as_ref()?;
+        let name = config.lock_names.then(|| Arc::from(name));
+        let limit = config.held_too_long;
+        let t = Tracked { primitive: primitive_name(primitive), name, started: now, queued: false, granted: Some(now) };
+        let ev = self.event(Happened::Adopted { lease }, Some(&t));
+        self.tracked.insert(lease.0, t);
+        if let Some(limit) = limit {
+            self.too_long.insert((now + limit, lease.0));
+        }
+        ev
+    }
+
     /// Something happened to held lease `lease` that does not end it.
     pub fn lease(&self, what: Happened, lease: LeaseId) -> Option<Telemetry> {
         let t = self.tracked.get(&lease.0)?;
@@ -514,6 +538,7 @@ mod tests {
             Happened::TimedOut { op, waited: d },
             Happened::Cancelled { op, waited: d },
             Happened::AcquireFailed { op, waited: d, code: "CONNECTION" },
+            Happened::Adopted { lease },
             Happened::Released { lease, held: d },
             Happened::Extended { lease },
             Happened::RenewalFailed { lease, code: "CONNECTION" },
@@ -538,6 +563,7 @@ mod tests {
                 | Happened::TimedOut { .. }
                 | Happened::Cancelled { .. }
                 | Happened::AcquireFailed { .. }
+                | Happened::Adopted { .. }
                 | Happened::Released { .. }
                 | Happened::Extended { .. }
                 | Happened::RenewalFailed { .. }

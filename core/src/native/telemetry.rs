@@ -153,7 +153,7 @@ impl Sink {
             Happened::HeldTooLong { held, .. } => emit!(warn, None, t, held_s = held.as_secs_f64()),
             Happened::RenewalFailed { code, .. } => emit!(debug, None, t, code = *code),
             Happened::AtRisk { .. } | Happened::SessionExpired => emit!(warn, None, t),
-            Happened::Extended { .. } | Happened::Safe { .. } => emit!(debug, None, t),
+            Happened::Extended { .. } | Happened::Safe { .. } | Happened::Adopted { .. } => emit!(debug, None, t),
             Happened::ConnectionLost | Happened::ConnectionRestored => emit!(debug, None, t),
             Happened::RedlockRound { op, round } => {
                 // An acquire's round belongs to its span; a lease's rounds stand alone.
