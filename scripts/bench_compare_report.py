@@ -1,8 +1,9 @@
 """The report half of scripts/bench-compare.sh: reads the Markdown each benchmark harness wrote
 (<run-dir>/<side>-r<round>/<part>.md), takes the uncontended and contended rows of lockgate,
-and prints the "Before/after" section of BENCHMARKS.md. Also splices that section into
-BENCHMARKS.md (--splice) and reads it back out (--extract, for ./run bench, which rewrites the
-rest of the file).
+and prints a "Before/after" section of BENCHMARKS.md. Also splices that section into
+BENCHMARKS.md (--splice: it replaces the section of the same base and head, and keeps the other
+comparisons' sections) and reads them all back out (--extract, for ./run bench, which rewrites
+the rest of the file).
 
 The row patterns follow the tables the harnesses print (cli/src/bench.rs, bench.py, bench.js,
 JvmBench.java); a harness whose table changes shape shows up here as a row with no figures.
@@ -197,14 +198,19 @@ def section(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def split(text: str) -> tuple[str, str, str]:
-    """(before, the before/after section, after) of BENCHMARKS.md's text."""
+def sections(text: str) -> tuple[str, list[str], str]:
+    """(before, the before/after sections in order, after) of BENCHMARKS.md's text: each
+    comparison keeps a section of its own (one per base and head). Other sections standing
+    between or after them come back in `after`."""
     lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
-    if start is None:
-        return text, "", ""
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    return "".join(lines[:start]), "".join(lines[start:end]), "".join(lines[end:])
+    first = next((i for i, line in enumerate(lines) if line.startswith(HEADING)), None)
+    if first is None:
+        return text, [], ""
+    bounds = [i for i in range(first, len(lines)) if lines[i].startswith("## ")] + [len(lines)]
+    found, rest = [], []
+    for start, end in zip(bounds, bounds[1:]):
+        (found if lines[start].startswith(HEADING) else rest).append("".join(lines[start:end]))
+    return "".join(lines[:first]), found, "".join(rest)
 
 
 def main() -> None:
@@ -225,13 +231,16 @@ def main() -> None:
     args = ap.parse_args()
     if args.extract:
         path = Path(args.extract)
-        sys.stdout.write(split(path.read_text())[1] if path.exists() else "")
+        sys.stdout.write("\n".join(x.rstrip("\n") + "\n" for x in sections(path.read_text())[1]) if path.exists() else "")
     elif args.splice:
         into = Path(args.into)
-        before, _, after = split(into.read_text() if into.exists() else "# Benchmarks\n")
+        before, found, after = sections(into.read_text() if into.exists() else "# Benchmarks\n")
         new = Path(args.splice).read_text().rstrip("\n") + "\n"
+        heading = new.splitlines()[0]
+        # The same comparison (base vs head) again replaces its section; another is added.
+        kept = [x.rstrip("\n") + "\n" for x in found if x.splitlines()[0] != heading]
         before = before.rstrip("\n") + "\n\n"
-        into.write_text(before + new + ("\n" + after if after else ""))
+        into.write_text(before + "\n".join(kept + [new]) + ("\n" + after if after else ""))
     else:
         sys.stdout.write(section(args))
 
