@@ -185,6 +185,13 @@ impl Sim {
         self.pump();
     }
 
+    /// Masters `which` answer after `d` from now on.
+    fn answer_after(&mut self, which: std::ops::Range<usize>, d: Duration) {
+        for m in &mut self.masters[which] {
+            m.delay = d;
+        }
+    }
+
     fn run_for(&mut self, d: Duration) {
         let until = self.now + d;
         self.run_until(until);
@@ -309,9 +316,7 @@ fn replies_after_the_validity_never_count_as_a_grant() {
 #[test]
 fn silent_masters_count_as_failed_at_the_node_timeout() {
     let mut sim = Sim::new(5, 1);
-    for m in 0..3 {
-        sim.masters[m].delay = Duration::from_secs(2);
-    }
+    sim.answer_after(0..3, Duration::from_secs(2));
     let op = sim.acquire(0, "slow", &fixed(5000), Wait::Try);
     // Decided at the 50 ms node timeout, long before the slow masters answer; the caller is
     // told once the release round that follows is decided too (its own node timeout).
@@ -333,9 +338,7 @@ fn a_release_waits_past_the_node_timeout_for_slow_answers() {
     let op = sim.acquire(0, "slow-release", &fixed(5000), Wait::Try);
     sim.run_for(10 * MS);
     let (lease, _) = acquired(sim.outcome(0, op));
-    for m in &mut sim.masters {
-        m.delay = 300 * MS;
-    }
+    sim.answer_after(0..3, 300 * MS);
     let rel = sim.clients[0].release(sim.now, lease);
     sim.run_for(100 * MS);
     assert_eq!(sim.outcome(0, rel), None, "still waiting after the node timeout");
@@ -344,14 +347,11 @@ fn a_release_waits_past_the_node_timeout_for_slow_answers() {
     assert_eq!(sim.holders("slow-release"), 0);
 
     // Past the response timeout, a master that never answers is reported, as before.
-    for m in &mut sim.masters {
-        m.delay = MS;
-    }
+    sim.answer_after(0..3, MS);
     let op = sim.acquire(0, "silent", &fixed(5000), Wait::Try);
     sim.run_for(Duration::from_secs(1));
     let (lease, _) = acquired(sim.outcome(0, op));
-    sim.masters[0].delay = Duration::from_secs(60);
-    sim.masters[1].delay = Duration::from_secs(60);
+    sim.answer_after(0..2, Duration::from_secs(60));
     let rel = sim.clients[0].release(sim.now, lease);
     sim.run_for(Duration::from_secs(4));
     assert_eq!(sim.outcome(0, rel), None, "waiting up to the response timeout");

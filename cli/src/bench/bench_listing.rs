@@ -57,10 +57,12 @@ async fn measure(args: &BenchListingArgs) -> Result<String, String> {
     let waiter = connect("bench-waiter").await?;
     let reader = connect("bench-reader").await?;
     let run = std::process::id();
-    // A Redlock takes no lease longer than its max_lease (30 s), and its masters, just started,
-    // grant nothing for one max_lease (the restart rule): its first acquire waits that out.
-    let redlock = args.url.starts_with("redlock");
-    let lease = if redlock { Duration::from_secs(30) } else { Duration::from_secs(600) };
+    // A Redlock takes no lease longer than its max_lease, and its masters, just started, grant
+    // nothing for one max_lease (the restart rule): its first acquire waits that out.
+    let lease = match ClientOptions::new(args.url.clone()).redlock_config() {
+        Ok(redlock) => redlock.max_lease,
+        Err(_) => Duration::from_secs(600),
+    };
     let long = LockOptions { lease, ..LockOptions::default() };
 
     // Inspect: one holder, W waiters from one client (each its own queue entry).

@@ -409,9 +409,7 @@ impl Recorder {
 
     /// An acquire started.
     pub fn started(&mut self, now: Instant, op: OpId, primitive: &Primitive, name: &str) -> Option<Telemetry> {
-        let config = self.config.as_ref()?;
-        let name = config.lock_names.then(|| Arc::from(name));
-        let t = Tracked { primitive: primitive_name(primitive), name, started: now, queued: false, granted: None };
+        let t = self.track(now, primitive, name)?;
         let ev = self.event(Happened::AcquireStarted { op }, Some(&t));
         self.tracked.insert(op.0, t);
         ev
@@ -440,13 +438,10 @@ impl Recorder {
         let ev = self.event(what, Some(t));
         if granted {
             let now = self.now;
-            let limit = self.config.as_ref().and_then(|c| c.held_too_long);
             if let Some(t) = self.tracked.get_mut(&op.0) {
                 let at = now.unwrap_or(t.started);
                 t.granted = Some(at);
-                if let Some(limit) = limit {
-                    self.too_long.insert((at + limit, op.0));
-                }
+                self.watch_hold(at, op.0);
             }
         } else {
             self.tracked.remove(&op.0);
@@ -457,16 +452,26 @@ impl Recorder {
     /// Lease `lease` (of `primitive` on `name`) was adopted at `now`: tracked from then on as
     /// if granted then, so its renewals, risk, loss and release are told like any lease's.
     pub fn adopted(&mut self, now: Instant, lease: LeaseId, primitive: &Primitive, name: &str) -> Option<Telemetry> {
-        let config = self.config.as_ref()?;
-        let name = config.lock_names.then(|| Arc::from(name));
-        let limit = config.held_too_long;
-        let t = Tracked { primitive: primitive_name(primitive), name, started: now, queued: false, granted: Some(now) };
+        let t = Tracked { granted: Some(now), ..self.track(now, primitive, name)? };
         let ev = self.event(Happened::Adopted { lease }, Some(&t));
         self.tracked.insert(lease.0, t);
-        if let Some(limit) = limit {
-            self.too_long.insert((now + limit, lease.0));
-        }
+        self.watch_hold(now, lease.0);
         ev
+    }
+
+    /// What is kept of an acquire or lease of `primitive` on `name` from `now` (the name only
+    /// with `lock_names`); `None` with telemetry off.
+    fn track(&self, now: Instant, primitive: &Primitive, name: &str) -> Option<Tracked> {
+        let config = self.config.as_ref()?;
+        let name = config.lock_names.then(|| Arc::from(name));
+        Some(Tracked { primitive: primitive_name(primitive), name, started: now, queued: false, granted: None })
+    }
+
+    /// Lease `id`, held from `at`, is told once held `held_too_long` (if that is set).
+    fn watch_hold(&mut self, at: Instant, id: u64) {
+        if let Some(limit) = self.config.as_ref().and_then(|c| c.held_too_long) {
+            self.too_long.insert((at + limit, id));
+        }
     }
 
     /// Something happened to held lease `lease` that does not end it.
