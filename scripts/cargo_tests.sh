@@ -42,7 +42,7 @@ pick() {
 # other binaries its waiters time out and its neighbours' servers answer late. It runs alone, first.
 alone="sql_burst"
 # The slowest of the others start first, so none of them starts last (seconds on a 2-core machine).
-slow="zookeeper_faults memcached_faults simulation etcd_faults redis_mutex run sql_faults simulation_zk"
+slow="zookeeper_restart zookeeper_faults memcached_faults simulation etcd_faults redis_mutex run sql_faults simulation_zk"
 pick in "$alone" < "$logs/binaries" > "$logs/alone"
 { pick in "$slow" < "$logs/binaries"; pick out "$alone $slow" < "$logs/binaries"; } > "$logs/shared"
 

@@ -18,33 +18,24 @@
 
 #[path = "support/test_servers.rs"]
 mod test_servers;
+#[path = "support/zk_contention.rs"]
+mod zk_contention;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lockgate_core::connect::{OptionValue, Spelling};
-use lockgate_core::native::{Client, ClientOptions, Lease, Lock};
+use lockgate_core::native::{Client, Lock};
 use lockgate_core::backend::zookeeper::layout;
 use lockgate_core::{LockOptions, Primitive};
 use test_servers::TestServers;
+use zk_contention::{check_exclusive, client, hold_then_release, Holding};
 
 /// One fault at a time: they stop and freeze members of the servers they share.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A client of `url` asking for a `session` timeout; `response` bounds each request (and is
-/// how long a silent member is waited for before the client moves on).
-async fn client(url: &str, session: Duration, response: Option<Duration>) -> Client {
-    let mut o = ClientOptions::new(url);
-    o.set("session_timeout", OptionValue::Number(session.as_secs_f64()), &Spelling::RUST).unwrap();
-    if let Some(r) = response {
-        o.set("response_timeout", OptionValue::Number(r.as_secs_f64()), &Spelling::RUST).unwrap();
-    }
-    o.connect().await.unwrap_or_else(|e| panic!("connect {url}: {e}"))
 }
 
 /// The fixture's own view of the tree: a plain session of the ZooKeeper crate.
@@ -78,46 +69,6 @@ async fn expect_no_nodes(zk: &zookeeper_client::Client, name: &str, limit: Durat
         }
         assert!(Instant::now() < deadline, "{name}: {} node(s) left after {limit:?}: {kids:?}", kids.len());
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// One holding as the holder saw it: its token, when it was granted, and the last instant the
-/// holder still knew it held (its release, or the last check before its loss).
-#[derive(Clone, Debug)]
-struct Holding {
-    token: u64,
-    granted: Instant,
-    until: Instant,
-    /// Which worker held (shown when a check fails).
-    #[allow(dead_code)]
-    who: usize,
-}
-
-/// Holds `lease` for `hold`, checking every few ms that it is still held, then releases it;
-/// returns when the holder last knew it held.
-async fn hold_then_release(lease: Lease, hold: Duration) -> Instant {
-    let end = Instant::now() + hold;
-    let mut known = Instant::now();
-    while Instant::now() < end {
-        if !lease.is_held() {
-            break;
-        }
-        known = Instant::now();
-        tokio::time::sleep(Duration::from_millis(3)).await;
-    }
-    if lease.is_held() {
-        known = Instant::now();
-    }
-    let _ = lease.release().await;
-    known
-}
-
-/// Never two holdings at once, and tokens strictly increase in grant order.
-fn check_exclusive(mut holdings: Vec<Holding>) {
-    holdings.sort_by_key(|h| h.granted);
-    for w in holdings.windows(2) {
-        assert!(w[1].granted >= w[0].until, "two holders at once: {:?} and {:?}", w[0], w[1]);
-        assert!(w[1].token > w[0].token, "the token did not increase: {:?} then {:?}", w[0], w[1]);
     }
 }
 

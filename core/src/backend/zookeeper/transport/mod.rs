@@ -8,8 +8,10 @@
 //! connection timeout, here `response_timeout`, is given up), re-registers watches on the new
 //! connection, and gives the session up itself (as expired) when no member takes it back
 //! within 7/5 of the negotiated timeout. What is added here: the chroot node and lock parents
-//! made as containers, `response_timeout` on every request, the state changes as notices, and
-//! a new session (a new crate client) when the backend opens one after an expiry.
+//! made as containers, `response_timeout` on every request, the state changes as notices, a
+//! new session (a new crate client) when the backend opens one after an expiry, and a
+//! disconnected session taken back within a capped pause of the ensemble's return, where the
+//! crate's own pause grows up to the session's deadline ([`reconnect`]).
 //!
 //! `zookeeper+tls://` connects every member over TLS with the crate's rustls client; what it
 //! trusts and shows, and how a refused certificate is told apart from an unreachable member,
@@ -22,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures_util::future::{self, BoxFuture, FutureExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use zookeeper_client as zk;
 
 use crate::native::transport::{ReplyFuture, Transport};
@@ -153,19 +155,12 @@ impl Config {
     }
 }
 
-/// One session of the crate: its client rooted at the URL's chroot, the same session rooted at
-/// `/` (to make the chroot node itself), and when the task forwarding its state changes ended.
-#[derive(Clone)]
-struct Session {
-    client: zk::Client,
-    root: zk::Client,
-    /// Closed (its sender dropped) once the state task has pushed the session's end and stopped.
-    forwarded: watch::Receiver<()>,
-}
+/// One session of the client, shared by the requests on it.
+type Session = Arc<reconnect::Slot>;
 
 /// What every request of the transport shares.
 struct Shared {
-    config: Config,
+    config: Arc<Config>,
     /// The current session (replaced only after it ended, by an `OpenSession`).
     current: Mutex<Session>,
     /// The client's extra sessions, by the timeout asked (opened and closed by the backend's
@@ -187,6 +182,7 @@ impl ZkTransport {
     /// Opens the first session (so a wrong address or login fails `connect`, not the first
     /// lock) and forwards its state changes and fired watches to `notices`.
     pub(crate) async fn connect(config: Config, notices: mpsc::UnboundedSender<ZkNotice>) -> std::result::Result<ZkTransport, ZkFailure> {
+        let config = Arc::new(config);
         let session = open(&config, &notices, None).await?;
         let shared = Shared {
             config,
@@ -264,7 +260,7 @@ async fn open_session(shared: Arc<Shared>) -> ZkResult {
         return Ok(reply);
     }
     let session = open(config, &shared.notices, None).await?;
-    let reply = session_reply(&session.client);
+    let reply = session_reply(&session.clients().client);
     *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = session;
     Ok(reply)
 }
@@ -273,13 +269,16 @@ async fn open_session(shared: Arc<Shared>) -> ZkResult {
 /// connect timeout), or `None` once it ended and its last state change was pushed (so no
 /// notice of it follows a new session's reply).
 async fn live_or_ended(session: &Session, config: &Config) -> Result<Option<ZkReply>, ZkFailure> {
-    let mut states = session.client.state_watcher();
+    let mut states = session.state();
     let deadline = tokio::time::Instant::now() + config.connect_timeout;
     loop {
-        match states.peek_state() {
-            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => return Ok(Some(session_reply(&session.client))),
+        let state = *states.borrow_and_update();
+        match state {
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                return Ok(Some(session_reply(&session.clients().client)))
+            }
             zk::SessionState::Disconnected => {
-                if tokio::time::timeout_at(deadline, states.changed()).await.is_err() {
+                if !matches!(tokio::time::timeout_at(deadline, states.changed()).await, Ok(Ok(()))) {
                     return Err(ZkFailure::ConnectionLoss(format!(
                         "the session did not reconnect to any member of {} within the connect timeout ({:?})",
                         config.shown, config.connect_timeout
@@ -289,7 +288,7 @@ async fn live_or_ended(session: &Session, config: &Config) -> Result<Option<ZkRe
             zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => break,
         }
     }
-    let mut forwarded = session.forwarded.clone();
+    let mut forwarded = session.forwarded();
     while forwarded.changed().await.is_ok() {}
     Ok(None)
 }
@@ -306,7 +305,7 @@ async fn open_extra(shared: Arc<Shared>, timeout: Duration) -> ZkResult {
         }
     }
     let session = open(config, &shared.notices, Some(timeout)).await?;
-    let reply = session_reply(&session.client);
+    let reply = session_reply(&session.clients().client);
     shared.extras.lock().unwrap_or_else(|p| p.into_inner()).insert(timeout, session);
     Ok(reply)
 }
@@ -318,15 +317,29 @@ fn session_reply(client: &zk::Client) -> ZkReply {
 /// Connects a new session (within `connect_timeout`) and starts forwarding its state changes:
 /// the client's own (`extra` `None`, asking for `session_timeout`) or the extra one asking for
 /// `extra`'s timeout.
-async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>, extra: Option<Duration>) -> std::result::Result<Session, ZkFailure> {
+async fn open(config: &Arc<Config>, notices: &mpsc::UnboundedSender<ZkNotice>, extra: Option<Duration>) -> std::result::Result<Session, ZkFailure> {
+    // Detached: a client replaced by lockgate's own reconnect must never close the session
+    // (`reconnect`); the session is closed when its last handle goes.
+    let connector = connector(config, extra.unwrap_or(config.session_timeout)).with_detached();
+    let root = reach(config, connector).await?;
+    reconnect::Slot::start(root, Arc::clone(config), notices.clone(), extra)
+}
+
+/// The crate's connector for the URL's login and the client's timeouts, asking for a session
+/// of `session_timeout`.
+fn connector(config: &Config, session_timeout: Duration) -> zk::Connector {
     // The crate's connection timeout is how long a connection may stay silent before the
     // client leaves it for another member: what `response_timeout` means for every backend.
-    let mut connector = zk::Client::connector()
-        .with_session_timeout(extra.unwrap_or(config.session_timeout))
-        .with_connection_timeout(config.response_timeout);
+    let mut connector = zk::Client::connector().with_session_timeout(session_timeout).with_connection_timeout(config.response_timeout);
     if let Some((user, password)) = &config.digest {
         connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
     }
+    connector
+}
+
+/// Connects `connector` to the members (over TLS for `zookeeper+tls://`) within the connect
+/// timeout: a crate client rooted at `/`.
+async fn reach(config: &Config, connector: zk::Connector) -> std::result::Result<zk::Client, ZkFailure> {
     let what = format!("connecting to {}", config.shown);
     let attempt = async {
         match &config.tls {
@@ -340,70 +353,13 @@ async fn open(config: &Config, notices: &mpsc::UnboundedSender<ZkNotice>, extra:
             }
         }
     };
-    let root = match tokio::time::timeout(config.connect_timeout, attempt).await {
-        Err(_) => {
-            return Err(ZkFailure::ConnectionLoss(format!(
-                "no member of {} answered within the connect timeout ({:?})",
-                config.shown, config.connect_timeout
-            )))
-        }
-        Ok(Err(e)) => return Err(e),
-        Ok(Ok(root)) => root,
-    };
-    let client = match &config.chroot {
-        None => root.clone(),
-        Some(chroot) => root
-            .clone()
-            .chroot(chroot.as_str())
-            .map_err(|_| ZkFailure::Other(Error::invalid(format!("the chroot {chroot:?} is not a valid ZooKeeper path"))))?,
-    };
-    let (done, forwarded) = watch::channel(());
-    forward_states(&client, notices.clone(), done, extra);
-    Ok(Session { client, root, forwarded })
-}
-
-/// Pushes the session's state changes until it ends (then `Expired`, and the task stops,
-/// dropping `done`) or the driver is gone.
-fn forward_states(client: &zk::Client, notices: mpsc::UnboundedSender<ZkNotice>, done: watch::Sender<()>, extra: Option<Duration>) {
-    let mut states = client.state_watcher();
-    tokio::spawn(async move {
-        let _done = done;
-        let mut connected = true;
-        loop {
-            let state = tokio::select! {
-                s = states.changed() => s,
-                _ = notices.closed() => return,
-            };
-            let events: &[SessionEvent] = match state {
-                zk::SessionState::Disconnected => &[SessionEvent::Disconnected],
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly if !connected => {
-                    &[SessionEvent::Reconnected]
-                }
-                // Connected again after connected: a disconnection came and went between two
-                // looks at the state.
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                    &[SessionEvent::Disconnected, SessionEvent::Reconnected]
-                }
-                // An authentication refused on reconnect ends the session for this client too.
-                zk::SessionState::Expired | zk::SessionState::AuthFailed => &[SessionEvent::Expired],
-                // Closed by this client (the transport was dropped): nobody listens.
-                zk::SessionState::Closed => return,
-            };
-            for event in events {
-                let notice = match extra {
-                    None => ZkNotice::Session(*event),
-                    Some(timeout) => ZkNotice::Extra { timeout, event: *event },
-                };
-                if notices.send(notice).is_err() {
-                    return;
-                }
-            }
-            if state.is_terminated() {
-                return;
-            }
-            connected = state != zk::SessionState::Disconnected;
-        }
-    });
+    match tokio::time::timeout(config.connect_timeout, attempt).await {
+        Err(_) => Err(ZkFailure::ConnectionLoss(format!(
+            "no member of {} answered within the connect timeout ({:?})",
+            config.shown, config.connect_timeout
+        ))),
+        Ok(r) => r,
+    }
 }
 
 /// Pushes the event of one watch once it fires (a session event instead means the session
@@ -430,11 +386,18 @@ fn forward_watch(watcher: zk::OneshotWatcher, notices: mpsc::UnboundedSender<ZkN
 /// Performs one node operation on `session`.
 async fn perform(session: Session, notices: mpsc::UnboundedSender<ZkNotice>, op: ZkOp) -> ZkResult {
     let what = describe(&op);
-    let client = &session.client;
+    let clients = session.clients();
+    let client = &clients.client;
+    // Not queued on a disconnected client: a client replaced by lockgate's own reconnect would
+    // send what it queued once it gets through, later than anything since (a create then
+    // leaves a node nobody knows of). The engine retries with backoff, as on Node.
+    if client.state() == zk::SessionState::Disconnected {
+        return Err(ZkFailure::ConnectionLoss(format!("{what}: not connected to any member of {} (reconnecting)", session.shown())));
+    }
     let fail = |e: zk::Error| failure(e, &what);
     match op {
         ZkOp::OpenSession | ZkOp::CloseSession => unreachable!("answered by open_session, open_extra and perform_op"),
-        ZkOp::Create { path, data, mode } => create(&session, &path, &data, mode).await.map_err(fail),
+        ZkOp::Create { path, data, mode } => create(&clients, &path, &data, mode).await.map_err(fail),
         ZkOp::Delete { path, version } => client.delete(&path, version).await.map(|()| ZkReply::Deleted).map_err(fail),
         ZkOp::Children { path, watch: false } => client.list_children(&path).await.map(ZkReply::Children).map_err(fail),
         ZkOp::Children { path, watch: true } => {
@@ -473,7 +436,7 @@ async fn perform(session: Session, notices: mpsc::UnboundedSender<ZkNotice>, op:
 
 /// Creates `path`; if its parent is missing, makes the parents (and the chroot) as containers
 /// and tries again.
-async fn create(session: &Session, path: &str, data: &[u8], mode: CreateMode) -> std::result::Result<ZkReply, zk::Error> {
+async fn create(session: &reconnect::Clients, path: &str, data: &[u8], mode: CreateMode) -> std::result::Result<ZkReply, zk::Error> {
     let acls = zk::Acls::anyone_all();
     let options = match mode {
         CreateMode::Persistent => zk::CreateMode::Persistent,
@@ -499,7 +462,7 @@ async fn create(session: &Session, path: &str, data: &[u8], mode: CreateMode) ->
 }
 
 /// Makes every missing ancestor of `path` a container, the chroot node included.
-async fn make_parents(session: &Session, path: &str) -> std::result::Result<(), zk::Error> {
+async fn make_parents(session: &reconnect::Clients, path: &str) -> std::result::Result<(), zk::Error> {
     let containers = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
     let parent = &path[..path.rfind('/').unwrap_or(0)];
     let chroot = session.client.path();
@@ -602,6 +565,7 @@ pub(crate) fn into_error(failure: ZkFailure) -> Error {
     }
 }
 
+mod reconnect;
 mod tls;
 
 #[cfg(test)]
