@@ -37,11 +37,11 @@ pub struct BenchArgs {
 }
 
 /// The figures of one contended run that the issues' targets are checked against.
-struct Contended {
+pub(crate) struct Contended {
     workers: u64,
-    acq_per_s: f64,
-    handoff_p50_us: f64,
-    handoff_p99_us: f64,
+    pub(crate) acq_per_s: f64,
+    pub(crate) handoff_p50_us: f64,
+    pub(crate) handoff_p99_us: f64,
     wait_p99_us: f64,
     jain: f64,
     client_cmds: f64,
@@ -50,12 +50,14 @@ struct Contended {
 }
 
 /// One contended run: `processes` worker processes with `tasks` loops each, on one lock.
-#[derive(Clone, Copy)]
-struct Spec {
-    plain: bool,
-    processes: u64,
-    tasks: u64,
-    seconds: u64,
+#[derive(Clone)]
+pub(crate) struct Spec {
+    pub(crate) plain: bool,
+    pub(crate) processes: u64,
+    pub(crate) tasks: u64,
+    pub(crate) seconds: u64,
+    /// The fair workers' client label: `None` the default (`<host>:<pid>`), `Some("")` none.
+    pub(crate) label: Option<String>,
 }
 
 const HOLD_US: u64 = 1000;
@@ -86,7 +88,7 @@ pub async fn run(args: &BenchArgs) -> i32 {
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for workers in [4u64, 16] {
-        let spec = Spec { plain: false, processes: workers, tasks: 1, seconds };
+        let spec = Spec { plain: false, processes: workers, tasks: 1, seconds, label: None };
         match contended(&url, spec).await {
             Ok(c) => {
                 md.push_str(&c.row);
@@ -179,7 +181,7 @@ async fn fairness(url: &str, seconds: u64, fair_rows: &[Contended]) -> Result<St
         md.push_str(&format!("| fair {}", c.row));
     }
     for workers in [4u64, 16] {
-        let c = contended(url, Spec { plain: true, processes: workers, tasks: 1, seconds }).await?;
+        let c = contended(url, Spec { plain: true, processes: workers, tasks: 1, seconds, label: None }).await?;
         md.push_str(&format!("| plain {}", c.row));
     }
     md.push_str(&format!(
@@ -191,13 +193,13 @@ async fn fairness(url: &str, seconds: u64, fair_rows: &[Contended]) -> Result<St
     let split = |w: u64| [4u64, 2, 1].into_iter().find(|p| w.is_multiple_of(*p)).unwrap_or(1);
     for w in [1u64, 10, 100, 1000] {
         let processes = split(w);
-        let c = contended(url, Spec { plain: false, processes, tasks: w / processes, seconds: 3 }).await?;
+        let c = contended(url, Spec { plain: false, processes, tasks: w / processes, seconds: 3, label: None }).await?;
         md.push_str(&format!("| fair {}", c.row));
         scaling.push(c);
     }
     for w in [1u64, 10, 100] {
         let processes = split(w);
-        let c = contended(url, Spec { plain: true, processes, tasks: w / processes, seconds: 3 }).await?;
+        let c = contended(url, Spec { plain: true, processes, tasks: w / processes, seconds: 3, label: None }).await?;
         md.push_str(&format!("| plain {}", c.row));
     }
     let yes = |b: bool| if b { "yes" } else { "no" };
@@ -286,20 +288,25 @@ async fn commandstats(url: &str) -> Result<HashMap<String, u64>, String> {
     Ok(out)
 }
 
-async fn contended(url: &str, spec: Spec) -> Result<Contended, String> {
-    let Spec { plain, processes, tasks, seconds } = spec;
+pub(crate) async fn contended(url: &str, spec: Spec) -> Result<Contended, String> {
+    let Spec { plain, processes, tasks, seconds, label } = spec;
     let workers = processes * tasks;
     let name = format!("bench-contended-{workers}-{plain}-{}", std::process::id());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let start_ns = wall_ns() + 1_000_000_000 + processes as u128 * 50_000_000 + workers as u128 * 2_000_000;
     let mut children = Vec::new();
     for _ in 0..processes {
-        let child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        command
             .args(["worker", "--mode", "bench", "--url", url, "--name", &name, "--hold-us", &HOLD_US.to_string()])
             .args(["--lock", if plain { "plain" } else { "fair" }, "--tasks", &tasks.to_string()])
             .args(["--start-ns", &start_ns.to_string(), "--duration-ms", &(seconds * 1000).to_string()])
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        if let Some(label) = &label {
+            command.args(["--label", label]);
+        }
+        let child = command
             .spawn()
             .map_err(|e| e.to_string())?;
         children.push(child);

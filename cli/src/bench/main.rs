@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_etcd;
+mod bench_label;
 mod bench_listing;
 mod bench_redlock;
 mod bench_sql;
@@ -35,6 +36,8 @@ enum Command {
     BenchSql(bench_sql::BenchSqlArgs),
     /// Issue 25: inspect of a lock with 1,000 waiters and list over 10,000 locks (scripts/bench_listing.sh).
     BenchListing(bench_listing::BenchListingArgs),
+    /// Issue 25: the contended rows with the default holder label and with none, interleaved.
+    BenchLabel(bench_label::BenchLabelArgs),
     /// Telemetry off vs fully on, uncontended pairs (also part of `bench` when built with it).
     #[cfg(feature = "bench-telemetry")]
     BenchTelemetry {
@@ -59,6 +62,7 @@ fn main() {
         Command::BenchEtcd(args) => rt.block_on(bench_etcd::run(&args)),
         Command::BenchSql(args) => rt.block_on(bench_sql::run(&args)),
         Command::BenchListing(args) => rt.block_on(bench_listing::run(&args)),
+        Command::BenchLabel(args) => rt.block_on(bench_label::run(&args)),
         #[cfg(feature = "bench-telemetry")]
         Command::BenchTelemetry { url, pairs } => match rt.block_on(bench_telemetry::run(&url, pairs)) {
             Ok(md) => {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::{Client, Lock};
+use lockgate_core::native::{ClientOptions, Lock};
 use lockgate_core::LockOptions;
 
 use crate::stats::wall_ns;
@@ -42,6 +42,9 @@ pub struct WorkerArgs {
     /// How long to contend, in milliseconds.
     #[arg(long, default_value_t = 3000)]
     pub duration_ms: u64,
+    /// The fair lock's client label (empty: none stored); the default label when absent.
+    #[arg(long)]
+    pub label: Option<String>,
 }
 
 /// Compare-and-delete: the plain mutex's owner-only release.
@@ -108,7 +111,9 @@ impl Window {
 }
 
 async fn fair(args: &WorkerArgs, url: &str, name: &str) -> Result<Vec<Record>, String> {
-    let client = Client::connect(url).await.map_err(|e| e.to_string())?;
+    let mut options = ClientOptions::new(url);
+    options.label = args.label.clone();
+    let client = options.connect().await.map_err(|e| e.to_string())?;
     let lock = client.lock(name, LockOptions::default()).map_err(|e| e.to_string())?;
     let window = Arc::new(Window::from(args));
     let mut tasks = Vec::new();
