@@ -6,7 +6,8 @@
 //! a crashed holder's row expiring by the server's clock, a dead waiter's row skipped, releases
 //! that delete only their own row, a closing client deleting its rows, PgBouncer's transaction
 //! mode refused; and, driven by hand, MySQL's doorbell waits, a DBA's statement timeout, a deadlock
-//! sent again, and a PostgreSQL notification that overtakes the reply of the attempt it concerns.
+//! sent again, a PostgreSQL notification that overtakes the reply of the attempt it concerns, and
+//! the heartbeat's watch standing in for the waiters' timed re-checks.
 
 mod sim;
 
@@ -396,9 +397,10 @@ fn mysql_waiters_block_on_their_predecessors_doorbell() {
     h.now = h.now + Duration::from_secs(3) + ms(1);
     h.engine.handle_timeout(h.now);
     // Beside it, the client's batched refresh of its waiter's row (due a third of the entry
-    // lease after the last write too), on the refresh connection.
+    // lease after the last write too) with the watch of the row it waits behind, on the
+    // refresh connection.
     let (refresh, recheck): (Vec<SqlRequest>, Vec<SqlRequest>) = h.requests().into_iter().partition(|r| matches!(r.op, SqlOp::Refresh { .. }));
-    assert!(matches!(refresh.as_slice(), [r] if r.op == SqlOp::Refresh { groups: vec![(9000, vec![4])] }), "{refresh:?}");
+    assert!(matches!(refresh.as_slice(), [r] if r.op == SqlOp::Refresh { groups: vec![(9000, vec![4])], watch: vec![3] }), "{refresh:?}");
     assert_eq!(refresh[0].op.render(&Schema::default_for(Dialect::MySql)).conn, Conn::Refresh);
     assert!(matches!(recheck.as_slice(), [r] if matches!(r.op, SqlOp::Check(_))), "{recheck:?}");
     h.engine.handle_reply(h.now, recheck[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
@@ -534,4 +536,55 @@ fn a_notification_that_overtakes_the_attempts_reply_rechecks_at_once() {
     h.engine.handle_reply(h.now, woken[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
     let ev = h.engine.poll_event();
     assert!(matches!(ev, Some(lockgate_core::Event::Completed { op: o, outcome: Done::Acquired { fencing_token: Some(4), .. } }) if o == op), "{ev:?}");
+}
+
+// The heartbeat's watch (issue 23 item 6): while the client's refreshes read the row a waiter
+// waits behind as live (its own client refreshing it), the waiter's timed re-check gets no
+// round trip, also past the expiry its own re-check last read — a burst's waiters would
+// otherwise each look once per entry lease, hundreds of re-checks a second. A predecessor the
+// heartbeat no longer finds live (released, or dead by the server's clock) wakes it at once.
+#[test]
+fn the_heartbeat_stands_in_for_timed_rechecks_while_the_predecessor_lives() {
+    for mut h in [Hand::postgres(), Hand::mysql()] {
+        let postgres = h.engine.backend().config().dialect() == Dialect::Postgres;
+        let opts = LockOptions { entry_ttl: Duration::from_secs(4), ..LockOptions::renewed_lease(Duration::from_secs(30)) };
+        let op = h.engine.acquire(h.now, "m", &opts, Wait::Forever).unwrap();
+        let attempt = if postgres { h.open_postgres() } else { h.open() };
+        let SqlOp::Acquire(a) = &attempt.op else { panic!("{attempt:?}") };
+        let me = a.owner.clone();
+        h.engine.handle_reply(h.now, attempt.id, Ok(SqlReply::Entries { rows: vec![row(3, "pred", 4000), row(4, &me, 4000)] }));
+        // MySQL: its doorbell wait on the predecessor stays on the wire (it never rings here).
+        let waits = h.requests();
+        assert!(waits.iter().all(|r| matches!(r.op, SqlOp::WaitDoorbell { .. })) && waits.len() == usize::from(!postgres), "{waits:?}");
+        // Ten seconds, two and a half times the predecessor's expiry as first read: every
+        // heartbeat reads it live again with its refreshed lease, and nothing else is sent.
+        let mut heartbeats = 0;
+        for _ in 0..100 {
+            h.now = h.now + ms(100);
+            h.engine.handle_timeout(h.now);
+            for r in h.requests() {
+                let SqlOp::Refresh { groups, watch } = &r.op else { panic!("{}: sent {r:?} while its predecessor lived", if postgres { "PostgreSQL" } else { "MySQL" }) };
+                assert_eq!((groups.as_slice(), watch.as_slice()), (&[(4000, vec![4])][..], &[3][..]));
+                heartbeats += 1;
+                h.engine.handle_reply(h.now, r.id, Ok(SqlReply::Refreshed { count: 1, live: vec![(3, 3900)] }));
+            }
+        }
+        assert!((6..=8).contains(&heartbeats), "{heartbeats} heartbeats in 10 s (one a third of the entry lease)");
+        // The predecessor released: the next heartbeat does not find it, and the waiter looks
+        // at once (granted).
+        let r = loop {
+            h.now = h.now + ms(100);
+            h.engine.handle_timeout(h.now);
+            if let Some(r) = h.requests().pop() {
+                break r;
+            }
+        };
+        assert!(matches!(r.op, SqlOp::Refresh { .. }), "{r:?}");
+        h.engine.handle_reply(h.now, r.id, Ok(SqlReply::Refreshed { count: 1, live: vec![] }));
+        let woken = h.requests();
+        assert!(matches!(woken.as_slice(), [c] if matches!(c.op, SqlOp::Check(_))), "not woken by the heartbeat: {woken:?}");
+        h.engine.handle_reply(h.now, woken[0].id, Ok(SqlReply::Entries { rows: vec![row(4, &me, 30_000)] }));
+        let ev = std::iter::from_fn(|| h.engine.poll_event()).find(|e| matches!(e, lockgate_core::Event::Completed { .. }));
+        assert!(matches!(ev, Some(lockgate_core::Event::Completed { op: o, outcome: Done::Acquired { fencing_token: Some(4), .. } }) if o == op), "{ev:?}");
+    }
 }

@@ -315,7 +315,7 @@ impl SimSql {
                     .collect();
                 Ok(SqlReply::Doorbells { taken })
             }
-            SqlOp::Refresh { groups } => {
+            SqlOp::Refresh { groups, watch } => {
                 // Each live listed row lives at least `ttl` more; never shortened, never revived.
                 let mut count = 0;
                 for (ttl_ms, ids) in groups {
@@ -327,7 +327,12 @@ impl SimSql {
                         }
                     }
                 }
-                Ok(SqlReply::Refreshed { count })
+                // Then the watched rows that live, with their remaining time.
+                let live = watch
+                    .iter()
+                    .filter_map(|id| self.rows.get(id).filter(|r| r.expires > t).map(|r| (*id, r.expires.saturating_duration_since(t).as_millis() as i64)))
+                    .collect();
+                Ok(SqlReply::Refreshed { count, live })
             }
             SqlOp::DeleteOwners { owners } => {
                 let ids: Vec<i64> = self.rows.values().filter(|r| owners.contains(&r.owner)).map(|r| r.id).collect();

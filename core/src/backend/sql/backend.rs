@@ -3,7 +3,9 @@
 //! [`recipe`] over the lock name's live rows; waiters are woken by their
 //! predecessor's release or death — PostgreSQL notifications on the listening connection, MySQL
 //! doorbells (named locks) waited on from wait connections — and re-check by timer at the
-//! predecessor's expiry or a third of their entry lease, whichever comes first.
+//! predecessor's expiry or a third of their entry lease, whichever comes first; a timed
+//! re-check goes to the server only when it can learn something (`nothing_to_check`), and the
+//! client's heartbeat keeps its waiters' predecessors' expiries known ([`super::watch`]).
 //!
 //! What the backend keeps is wire state only: each owner token's row (its lock name and id once
 //! read), what each waiter waits behind, the doorbell waits on the wire, the session open's
@@ -18,6 +20,7 @@ use super::recipe::{self, Place};
 use super::request::{is_missing_table, SqlOp, SqlReply, SqlRequest, SqlResult};
 use super::statement::{Conn, Dialect, SqlNotice, MAX_WAIT_CONNECTIONS};
 use super::target::SqlTarget;
+use super::watch::{Look, Seen};
 use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::{Action, Answer, Attempt, Backend, Ctx, Done, LeaderInfo, LockEngine, Renewal, Purpose, Release, RequestId, Signal, Verdict};
 use crate::error::{Error, ErrorKind, Result};
@@ -92,8 +95,9 @@ enum Background {
     Retake,
     /// The close's delete of every row of this client.
     Closing,
-    /// A refresh of these waiters' rows (on the refresh connection).
-    Refresh { tokens: Vec<Arc<str>>, op: SqlOp, rerun: u32 },
+    /// A refresh of these waiters' rows and the watch of what they wait behind (on the
+    /// refresh connection), sent at `sent` (its first send: a watched expiry counts from it).
+    Refresh { tokens: Vec<Arc<str>>, op: SqlOp, rerun: u32, sent: Instant },
 }
 
 /// A queued waiter's row, kept alive by the client's batched refreshes (not by its own
@@ -143,8 +147,9 @@ struct Waiting {
     doorbell_on_wire: Option<String>,
     /// The doorbell to wait on when a wait connection is free (MySQL).
     bell: Option<Bell>,
-    /// No earlier than this, what it waits behind expires (the soonest remaining time it read,
-    /// counted from that read's send time): its timed re-check must reach the server then.
+    /// No earlier than this, what it waits behind expires (the soonest remaining time read by
+    /// its re-check or the client's heartbeat, counted from that read's send time): its timed
+    /// re-check must reach the server then.
     behind_until: Option<Instant>,
 }
 
@@ -298,8 +303,10 @@ impl SqlBackend {
     }
 
     /// Whether a waiter's timed re-check would learn nothing a wake-up will not tell it: its
-    /// row is kept alive by the refreshes, what it waits behind has not expired yet (a crashed
-    /// predecessor is found by the re-check at its expiry), and its wake-up cannot be missed —
+    /// row is kept alive by the refreshes, what it waits behind has not expired yet as last
+    /// read — by its own re-check or by the heartbeat's watch, which keeps a refreshed
+    /// predecessor's expiry ahead of it (a crashed predecessor is found by the re-check at its
+    /// expiry) — and its wake-up cannot be missed —
     /// PostgreSQL: the predecessor's delete notifies (notifications missed while the listener
     /// was replaced wake every waiter); MySQL: a doorbell wait is on the wire for it, or one of
     /// this client's own waiters on the name is ahead of it (that one's leaving wakes it, see
@@ -435,12 +442,12 @@ impl SqlBackend {
                 }
                 self.start_waits(ctx);
             }
-            Background::Refresh { tokens, op, rerun } => {
+            Background::Refresh { tokens, op, rerun, sent } => {
                 self.refreshing = false;
                 match reply {
                     Err(f) if rolled_back(&f) && rerun < MAX_RERUNS && !self.closed => {
                         self.refreshing = true;
-                        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: rerun + 1 }, op);
+                        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: rerun + 1, sent }, op);
                     }
                     // Not refreshed (the connection was lost): due again at once.
                     Err(_) => {
@@ -448,6 +455,11 @@ impl SqlBackend {
                             if let Some(b) = self.beats.get_mut(&t) {
                                 b.due = ctx.now;
                             }
+                        }
+                    }
+                    Ok(SqlReply::Refreshed { live, .. }) => {
+                        if let SqlOp::Refresh { watch, .. } = &op {
+                            self.watched(ctx, sent, &Seen::new(watch, &live));
                         }
                     }
                     Ok(_) => {}
@@ -472,7 +484,10 @@ impl SqlBackend {
     /// Sends one refresh of every waiter's row due now or within its period (so one
     /// statement serves them all), grouped by what each refresh gives. Each group is one
     /// statement by primary key on the refresh connection: a waiter's row never depends on its
-    /// client's Main being free, however many inserts and re-checks queue there.
+    /// client's Main being free, however many inserts and re-checks queue there. The same
+    /// batch watches the rows the queued waiters wait behind ([`super::watch`]): read as often
+    /// as their own clients refresh them, so a live predecessor's expiry stays ahead of its
+    /// waiter's timed re-check, which then needs no round trip.
     fn send_refresh(&mut self, ctx: &mut Ctx<'_, SqlRequest>) {
         if self.refresh_due().is_none_or(|t| t > ctx.now) {
             return;
@@ -495,10 +510,36 @@ impl SqlBackend {
         for (_, ids) in &mut groups {
             ids.sort_unstable();
         }
+        let beats = &self.beats;
+        let mut watch: Vec<i64> = self.waits.iter().filter(|(t, _)| beats.contains_key(*t)).flat_map(|(_, w)| w.ids.iter().copied()).collect();
+        watch.sort_unstable();
+        watch.dedup();
         self.refreshing = true;
         self.refreshed_at = Some(now);
-        let op = SqlOp::Refresh { groups };
-        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: 0 }, op);
+        let op = SqlOp::Refresh { groups, watch };
+        self.send_background(ctx, Background::Refresh { tokens, op: op.clone(), rerun: 0, sent: now }, op);
+    }
+
+    /// What a heartbeat sent at `sent` read of the watched rows: a waiter whose predecessors
+    /// all live waits on without looking until the soonest of their expiries read; one whose
+    /// predecessor is gone looks again now (a MySQL waiter without a doorbell wait would
+    /// otherwise learn of a release only by its timer, and a dead row is reaped by the look).
+    fn watched(&mut self, ctx: &mut Ctx<'_, SqlRequest>, sent: Instant, seen: &Seen) {
+        let mut woken = Vec::new();
+        for (t, w) in self.waits.iter_mut() {
+            match seen.look(&w.ids) {
+                Look::Unknown => {}
+                Look::Live { remaining_ms } => {
+                    let until = sent + Duration::from_millis(remaining_ms.max(0) as u64);
+                    w.behind_until = Some(w.behind_until.map_or(until, |b| b.max(until)));
+                }
+                Look::Gone => woken.push(Arc::clone(t)),
+            }
+        }
+        for t in &woken {
+            self.waits.remove(t);
+        }
+        self.wake(ctx, woken);
     }
 
     /// An acquire's rows: granted, queued behind someone, or the own row gone.

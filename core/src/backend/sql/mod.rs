@@ -6,7 +6,8 @@
 //!   and what it hands back.
 //! - [`request`]: the backend's structured operations, rendered to a dialect's statements and
 //!   parsed back from their rows; the [`Schema`].
-//! - [`target`]: a lock's `lock_key` and entry; [`recipe`]: who holds among a name's rows.
+//! - [`target`]: a lock's `lock_key` and entry; [`recipe`]: who holds among a name's rows;
+//!   [`watch`]: what the waiters' heartbeat reads of the rows they wait behind.
 //! - [`config`], [`backend`]: the engine backend; `failure`: what a failed batch means.
 //! - [`address`]: the `postgres://` and `mysql://` URLs.
 
@@ -25,6 +26,7 @@ pub mod statement;
 pub mod target;
 #[cfg(feature = "tokio")]
 pub(crate) mod transport;
+pub mod watch;
 
 pub use address::SqlAddress;
 pub use backend::{SqlBackend, SqlEngine};

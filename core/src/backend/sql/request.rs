@@ -362,11 +362,15 @@ pub enum SqlOp {
     /// The heartbeat of a client's waiters (Refresh): sets each listed row's expiry to at least
     /// `now + ttl` of its group, only while it is live (an expired row is never revived) and
     /// never shortening it (a row granted meanwhile keeps its lease). One statement per group
-    /// (per chunk of [`REFRESH_CHUNK`] ids), instead of one re-check per waiter. Reply
+    /// (per chunk of [`REFRESH_CHUNK`] ids), instead of one re-check per waiter. Then reads
+    /// which of the rows in `watch` (what the waiters wait behind) are live and their remaining
+    /// milliseconds, by primary key (one statement per chunk; `watch.rs`). Reply
     /// [`SqlReply::Refreshed`].
     Refresh {
         /// `(ttl_ms, row ids)`: the rows refreshed to `now + ttl_ms`.
         groups: Vec<(u64, Vec<i64>)>,
+        /// The rows whose liveness is read after the refresh, in id order.
+        watch: Vec<i64>,
     },
     /// Deletes every row of these owners (a client closing) and rings for each; MySQL also
     /// releases every named lock of Main. Reply [`SqlReply::Deleted`].
@@ -435,10 +439,12 @@ pub enum SqlReply {
         /// Taken (or already ours) per owner.
         taken: Vec<bool>,
     },
-    /// How many rows a refresh found live and refreshed.
+    /// How many rows a refresh found live and refreshed, and which watched rows it read live.
     Refreshed {
         /// The count.
         count: u64,
+        /// `(id, remaining_ms)` of each watched row that was live when read (positive).
+        live: Vec<(i64, i64)>,
     },
     /// How many rows were deleted.
     Deleted {
@@ -653,11 +659,12 @@ impl SqlOp {
                 }
             }
             SqlOp::TakeDoorbells { owners } => main(owners.iter().map(|o| take_doorbell(schema, o)).collect()),
-            SqlOp::Refresh { groups } => Batch {
+            SqlOp::Refresh { groups, watch } => Batch {
                 conn: Conn::Refresh,
                 statements: groups
                     .iter()
                     .flat_map(|(ttl, ids)| ids.chunks(REFRESH_CHUNK).map(move |chunk| refresh(schema, *ttl, chunk)))
+                    .chain(watch.chunks(REFRESH_CHUNK).map(|chunk| watch_rows(schema, chunk)))
                     .collect(),
             },
             SqlOp::DeleteOwners { owners } => {
@@ -762,7 +769,25 @@ impl SqlOp {
                     .collect();
                 Ok(SqlReply::Doorbells { taken })
             }
-            SqlOp::Refresh { .. } => Ok(SqlReply::Refreshed { count: rows.iter().map(|r| r.affected).sum() }),
+            SqlOp::Refresh { watch, .. } => {
+                // The watch's reads are the batch's last statements.
+                let reads = watch.chunks(REFRESH_CHUNK).count();
+                let Some(updates) = rows.len().checked_sub(reads) else {
+                    return bad(format!("a refresh with {} results", rows.len()));
+                };
+                let count = rows[..updates].iter().map(|r| r.affected).sum();
+                let mut live = Vec::new();
+                for r in rows[updates..].iter().flat_map(|r| &r.rows) {
+                    match r.as_slice() {
+                        [id, remaining] => match (id.as_int(), remaining.as_int()) {
+                            (Some(id), Some(remaining)) => live.push((id, remaining)),
+                            _ => return bad(format!("a watched row {r:?}")),
+                        },
+                        _ => return bad(format!("a watched row {r:?}")),
+                    }
+                }
+                Ok(SqlReply::Refreshed { count, live })
+            }
             SqlOp::DeleteOwners { .. } => match rows.first() {
                 Some(r) => Ok(SqlReply::Deleted { count: r.affected.max(r.rows.len() as u64) }),
                 None => bad("a delete with no result".into()),
@@ -773,8 +798,7 @@ impl SqlOp {
 
 /// One refresh statement: rows `ids` (at most [`REFRESH_CHUNK`]) live until at least
 /// `now + ttl_ms`. By primary key only: it reads no other row, so it waits for no reap or
-/// insert of the names. PostgreSQL takes the ids as one text parameter (one prepared
-/// statement for any count); MySQL as an `IN` list padded to a power of two.
+/// insert of the names.
 fn refresh(schema: &Schema, ttl_ms: u64, ids: &[i64]) -> Statement {
     let t = schema.table();
     let stmt = Stmt::new(schema)
@@ -783,7 +807,23 @@ fn refresh(schema: &Schema, ttl_ms: u64, ids: &[i64]) -> Statement {
         .s(" + ")
         .int(ms(ttl_ms))
         .s(") WHERE ");
-    let stmt = match schema.dialect {
+    by_ids(stmt, ids).s(" AND expires_ms > ").now().done()
+}
+
+/// One read of the heartbeat's watch: which of rows `ids` (at most [`REFRESH_CHUNK`]) are live,
+/// with their remaining milliseconds. By primary key, a plain read: it locks nothing and waits
+/// for nothing, whatever the names' queues are doing.
+fn watch_rows(schema: &Schema, ids: &[i64]) -> Statement {
+    let t = schema.table();
+    let stmt = Stmt::new(schema).s("SELECT id, expires_ms - ").now().s(&format!(" FROM {t} WHERE "));
+    by_ids(stmt, ids).s(" AND expires_ms > ").now().done()
+}
+
+/// `id` is one of `ids`, appended to `stmt`: PostgreSQL takes the ids as one text parameter (one
+/// prepared statement for any count); MySQL as an `IN` list padded to a power of two (a few
+/// statement texts for every size).
+fn by_ids<'s>(stmt: Stmt<'s>, ids: &[i64]) -> Stmt<'s> {
+    match stmt.schema.dialect {
         Dialect::Postgres => {
             let list: Vec<String> = ids.iter().map(i64::to_string).collect();
             stmt.s("id = ANY(string_to_array(").text(&list.join(",")).s(", ',')::BIGINT[])")
@@ -799,8 +839,7 @@ fn refresh(schema: &Schema, ttl_ms: u64, ids: &[i64]) -> Statement {
             }
             stmt.s(")")
         }
-    };
-    stmt.s(" AND expires_ms > ").now().done()
+    }
 }
 
 /// MySQL: takes `owner`'s doorbell unless this connection has it already (`GET_LOCK` nests: a
@@ -1126,6 +1165,32 @@ mod tests {
         }
     }
 
+    /// The heartbeat: its refreshes, then the watch's reads by primary key (a chunk each, after
+    /// them), which lock nothing; the reply counts the refreshed rows and lists the live watched
+    /// ones from the batch's end.
+    #[test]
+    fn a_heartbeat_refreshes_then_reads_the_watched_rows() {
+        let watch: Vec<i64> = (1..=REFRESH_CHUNK as i64 + 1).collect();
+        let op = SqlOp::Refresh { groups: vec![(4000, vec![4, 9])], watch };
+        for schema in [Schema::default_for(Dialect::Postgres), Schema::default_for(Dialect::MySql)] {
+            let batch = op.render(&schema);
+            assert_eq!(batch.conn, Conn::Refresh);
+            let sql: Vec<&str> = batch.statements.iter().map(|s| s.sql.as_str()).collect();
+            assert_eq!(sql.len(), 3, "{sql:?}");
+            assert!(sql[0].starts_with("UPDATE"), "{sql:?}");
+            for read in &sql[1..] {
+                assert!(read.starts_with("SELECT id, expires_ms - ") && !read.contains("FOR UPDATE") && !read.contains("lock_key"), "{read}");
+            }
+        }
+        let live = |ids: &[(i64, i64)]| Rows { affected: 0, rows: ids.iter().map(|(id, r)| vec![Value::Int(*id), Value::Text(r.to_string())]).collect() };
+        let results = vec![Rows { affected: 2, rows: vec![] }, live(&[(3, 3900)]), live(&[(513, 120)])];
+        assert_eq!(op.parse(results).unwrap(), SqlReply::Refreshed { count: 2, live: vec![(3, 3900), (513, 120)] });
+        let no_watch = SqlOp::Refresh { groups: vec![(4000, vec![4])], watch: vec![] };
+        assert_eq!(no_watch.render(&Schema::default_for(Dialect::MySql)).statements.len(), 1);
+        assert_eq!(no_watch.parse(vec![Rows { affected: 1, rows: vec![] }]).unwrap(), SqlReply::Refreshed { count: 1, live: vec![] });
+        assert!(op.parse(vec![Rows::default()]).is_err());
+    }
+
     fn placeholders(dialect: Dialect, s: &Statement) -> usize {
         match dialect {
             Dialect::Postgres => (1..=s.params.len() + 1).filter(|n| s.sql.contains(&format!("${n}"))).count(),
@@ -1148,6 +1213,7 @@ mod tests {
             SqlOp::Observe { lock_key: "election/e".into() },
             SqlOp::DeleteOwners { owners: vec!["a".into(), "b".into()] },
             SqlOp::DeleteOwners { owners: vec![] },
+            SqlOp::Refresh { groups: vec![(4000, vec![4, 9, 12])], watch: vec![3, 8, 11] },
         ];
         for dialect in [Dialect::Postgres, Dialect::MySql] {
             let schema = Schema::default_for(dialect);
