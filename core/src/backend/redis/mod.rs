@@ -6,7 +6,8 @@
 //! - [`backend`]: [`RedisBackend`], its configuration and [`Engine`] (the engine over it);
 //! - [`request`]: what the driver is asked to do (pipelines, a subscription);
 //! - [`keys`], [`target`]: the key layout and what one lock is on the wire;
-//! - [`mutex`], [`holders`], [`redlock`], [`script`]: the Lua scripts;
+//! - [`mutex`], [`holders`], [`script`]: the Lua scripts (each Redlock master's are
+//!   `crate::backend::redlock::scripts`);
 //! - [`reply`]: reply shapes and their parsing;
 //! - [`resp`]: the RESP2 byte codec, for drivers that own their socket;
 //! - [`data`], [`wire`]: requests, replies and notices as plain data, and as the bytes of a
