@@ -8,7 +8,9 @@
 //! Each event loop gets one waker: a socket pair whose read end the loop watches
 //! (`loop.add_reader`) and a queue of finished results. A finished task pushes its result and,
 //! if the loop was not already poked, writes one byte; the loop thread then converts the
-//! results and resolves the futures. For [`SPIN`] after a call, a [`Spin`] callback keeps the
+//! results and resolves the futures. A loop that cannot watch a socket (Windows' proactor loop,
+//! the default there; and every loop on Windows, where Rust's std has no socket pair) is poked
+//! through `loop.call_soon_threadsafe` instead, which takes the GIL on the finishing thread. For [`SPIN`] after a call, a [`Spin`] callback keeps the
 //! loop polling instead of sleeping. Cancelling the asyncio future aborts the task, which drops
 //! the Rust future (and so cancels the operation in the core) — except for a call made with a
 //! [`Cancel`] (an acquire): its cancel is told to the call, which ends through the core's
@@ -22,7 +24,9 @@
 
 use std::future::Future;
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
+#[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -99,31 +103,54 @@ impl Coop {
     }
 }
 
+/// How a finished task pokes its loop's thread.
+enum Poke {
+    /// One byte on a socket pair whose read end the loop watches: no GIL on the finishing thread.
+    #[cfg(unix)]
+    Socket { tx: UnixStream, rx: UnixStream },
+    /// `loop.call_soon_threadsafe(drain)`, for a loop that cannot watch a socket (weakly: a
+    /// closed loop is not kept alive, and a poke of it is dropped).
+    Threadsafe(Py<PyWeakrefReference>),
+}
+
 /// The per-loop end of the bridge.
 struct Waker {
     queue: Mutex<Vec<Finished>>,
     poked: AtomicBool,
-    tx: UnixStream,
-    rx: UnixStream,
+    poke: Poke,
     /// Whether a [`Spin`] callback is scheduled, and until when it keeps the loop polling.
     spinning: AtomicBool,
     spin_until: Mutex<Option<Instant>>,
 }
 
 impl Waker {
-    fn push(&self, done: Finished) {
+    fn push(self: &Arc<Self>, done: Finished) {
         lock_mutex(&self.queue).push(done);
         if !self.poked.swap(true, Ordering::AcqRel) {
-            // A full socket buffer means the loop is already due to wake.
-            let _ = (&self.tx).write(&[1]);
+            match &self.poke {
+                // A full socket buffer means the loop is already due to wake.
+                #[cfg(unix)]
+                Poke::Socket { tx, .. } => {
+                    let _ = (&*tx).write(&[1]);
+                }
+                Poke::Threadsafe(event_loop) => Python::attach(|py| {
+                    let Some(event_loop) = event_loop.bind(py).upgrade() else { return };
+                    // A closed loop refuses (RuntimeError): nothing is left to resolve there.
+                    let _ = Bound::new(py, Drain(self.clone()))
+                        .and_then(|drain| event_loop.call_method1(intern!(py, "call_soon_threadsafe"), (drain,)));
+                }),
+            }
         }
     }
 
     /// Resolves the futures of every finished task (on the loop thread).
     fn drain(&self, py: Python<'_>) {
-        let mut buf = [0u8; 64];
-        // A short read emptied the socket (one byte per poke).
-        while matches!((&self.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
+        #[cfg(unix)]
+        if let Poke::Socket { rx, .. } = &self.poke {
+            let mut buf = [0u8; 64];
+            // A short read emptied the socket (one byte per poke).
+            while matches!((&*rx).read(&mut buf), Ok(n) if n == buf.len()) {}
+        }
         self.poked.store(false, Ordering::Release); // before taking the queue: a later push pokes
         // The telemetry the finished calls raised, before their results (see `telemetry`).
         crate::telemetry::flush(py);
@@ -239,20 +266,7 @@ fn waker_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Wake
     let waker = match found {
         Some(drain) => drain.get().0.clone(),
         None => {
-            let (tx, rx) = UnixStream::pair()?;
-            tx.set_nonblocking(true)?;
-            rx.set_nonblocking(true)?;
-            let fd = rx.as_raw_fd();
-            let waker = Arc::new(Waker {
-                queue: Mutex::new(Vec::new()),
-                poked: AtomicBool::new(false),
-                tx,
-                rx,
-                spinning: AtomicBool::new(false),
-                spin_until: Mutex::new(None),
-            });
-            let drain = Bound::new(py, Drain(waker.clone()))?;
-            event_loop.call_method1("add_reader", (fd, &drain))?;
+            let (waker, drain) = new_waker(py, event_loop)?;
             if weak.set_item(event_loop, &drain).is_err() {
                 strong.set_item(event_loop, &drain)?;
             }
@@ -263,6 +277,37 @@ fn waker_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Wake
         *lock_mutex(&LAST) = Some((weak.unbind(), waker.clone()));
     }
     Ok(waker)
+}
+
+/// A new waker for `event_loop`, and its `Drain`: a watched socket pair where the loop can
+/// watch one, else `call_soon_threadsafe` (see the module docs).
+fn new_waker<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<(Arc<Waker>, Bound<'py, Drain>)> {
+    let waker = |poke| {
+        Arc::new(Waker {
+            queue: Mutex::new(Vec::new()),
+            poked: AtomicBool::new(false),
+            poke,
+            spinning: AtomicBool::new(false),
+            spin_until: Mutex::new(None),
+        })
+    };
+    #[cfg(unix)]
+    {
+        let (tx, rx) = UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        let fd = rx.as_raw_fd();
+        let socket = waker(Poke::Socket { tx, rx });
+        let drain = Bound::new(py, Drain(socket.clone()))?;
+        match event_loop.call_method1("add_reader", (fd, &drain)) {
+            Ok(_) => return Ok((socket, drain)),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyNotImplementedError>(py) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let threadsafe = waker(Poke::Threadsafe(PyWeakrefReference::new(event_loop)?.unbind()));
+    let drain = Bound::new(py, Drain(threadsafe.clone()))?;
+    Ok((threadsafe, drain))
 }
 
 /// Runs `fut` on the runtime as an asyncio future of the running loop (with `coop`, a

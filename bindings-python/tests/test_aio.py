@@ -229,3 +229,36 @@ def test_many_awaits_and_loops_in_several_threads(server: RedisServer) -> None:
     for tag in ("x", "y"):
         for i in range(50):
             assert not raw.exists(lock_key(f"{tag}-{i}")), "every lock was released"
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that cannot watch a socket, like Windows' proactor loop (its default there)."""
+
+    def add_reader(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_that_cannot_watch_a_socket_is_woken_threadsafe(server: RedisServer) -> None:
+    # The bridge falls back to call_soon_threadsafe (Windows' path): results, a waiter woken by
+    # a release on another client, and a timeout all resolve.
+    async def main() -> list[object]:
+        raw = server.raw()
+        async with lockgate.aio.Client(server.url) as a, lockgate.aio.Client(server.url) as b, lockgate.aio.Client(server.url) as c:
+            held = await a.lock("no-reader").acquire(timeout=5)
+            waiting = asyncio.ensure_future(b.lock("no-reader").acquire(timeout=5))
+            await until(lambda: queue_len(raw, "no-reader") == 1, what="the waiter queued")
+            with pytest.raises(lockgate.LockTimeoutError):
+                await c.lock("no-reader").acquire(timeout=0.2)
+            first = held.fencing_token
+            await held.release()
+            second = await waiting
+            token = second.fencing_token
+            await second.release()
+            return [first, token]
+
+    loop = _NoReaderLoop()
+    try:
+        first, second = loop.run_until_complete(asyncio.wait_for(main(), 30))
+    finally:
+        loop.close()
+    assert isinstance(first, int) and isinstance(second, int) and second > first
