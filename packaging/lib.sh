@@ -7,13 +7,14 @@ VERSION=$(packaging/versions.sh print)
 # Where the checks look for the artifacts: dist/, or the host-only set ./run test builds.
 DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
 
-# The wheels: (rust target, maturin --compatibility). Each builds in target/<triple>/ (the
-# musl one shares the lockgate command's). Not built here: musllinux_1_2 aarch64 and Windows
-# x86-64 (README's platform table says why).
+# The wheels: (rust target, maturin --compatibility). Each builds in target/<triple>/ (the musl
+# ones share the lockgate command's). Not built here: Windows and macOS (README's platform table
+# says why).
 PY_TARGETS=(
   "x86_64-unknown-linux-gnu manylinux2014"
   "aarch64-unknown-linux-gnu manylinux2014"
   "x86_64-unknown-linux-musl musllinux_1_2"
+  "aarch64-unknown-linux-musl musllinux_1_2"
 )
 HOST_TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 # The JVM's native libraries: (rust target for cargo zigbuild, JNA resource dir, file name).

@@ -2,8 +2,8 @@
 # ./run package [--check] [PART...]: the prebuilt artifacts a user installs without a Rust
 # toolchain, into dist/ (issue 28). PARTs (default: all, in this order):
 #   versions  packaging/versions.sh check (one version for every artifact)
-#   python    abi3 wheels (CPython >= 3.9) for manylinux_2_17 x86-64/aarch64 and musllinux_1_2
-#             x86-64 (maturin --zig), plus the sdist; auditwheel show, readelf for musllinux
+#   python    abi3 wheels (CPython >= 3.9) for manylinux_2_17 and musllinux_1_2, x86-64 and
+#             aarch64 (maturin --zig), plus the sdist; auditwheel show, readelf for musllinux
 #             (PY_TARGETS in packaging/lib.sh)
 #   node      the npm tarball (wasm + ESM + CommonJS + types; drivers are optional peers)
 #   jvm       one jar with the native library for linux-x86-64, linux-aarch64 and win32-x86-64,

@@ -23,6 +23,7 @@
 //! [`Call::deferred`], when first awaited; `close()` or `throw()` abandons it.
 
 use std::future::Future;
+#[cfg(unix)]
 use std::io::{Read, Write};
 #[cfg(unix)]
 use std::os::fd::AsRawFd;
