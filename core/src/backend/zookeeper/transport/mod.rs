@@ -386,14 +386,13 @@ fn forward_watch(watcher: zk::OneshotWatcher, notices: mpsc::UnboundedSender<ZkN
 /// Performs one node operation on `session`.
 async fn perform(session: Session, notices: mpsc::UnboundedSender<ZkNotice>, op: ZkOp) -> ZkResult {
     let what = describe(&op);
-    let clients = session.clients();
+    // Never queued on a disconnected crate client: one replaced by lockgate's own reconnect
+    // would send what it queued once it gets through, later than anything since (a create
+    // then leaves a node nobody knows of). A request made while disconnected waits here, in
+    // arrival order, for whichever client serves the session next (within the response
+    // timeout of `bounded`); the turn is held until its reply, so those go out in order.
+    let (clients, _turn) = session.serving().await;
     let client = &clients.client;
-    // Not queued on a disconnected client: a client replaced by lockgate's own reconnect would
-    // send what it queued once it gets through, later than anything since (a create then
-    // leaves a node nobody knows of). The engine retries with backoff, as on Node.
-    if client.state() == zk::SessionState::Disconnected {
-        return Err(ZkFailure::ConnectionLoss(format!("{what}: not connected to any member of {} (reconnecting)", session.shown())));
-    }
     let fail = |e: zk::Error| failure(e, &what);
     match op {
         ZkOp::OpenSession | ZkOp::CloseSession => unreachable!("answered by open_session, open_extra and perform_op"),

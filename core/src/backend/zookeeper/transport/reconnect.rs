@@ -20,6 +20,7 @@
 //!   client that is not detached attaches to it and is dropped, which closes it, as dropping
 //!   the crate's own client did before.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures_util::future::{BoxFuture, FutureExt};
@@ -42,6 +43,10 @@ const PAUSE_MAX: Duration = Duration::from_millis(500);
 /// the task telling it ended. Closes the session when dropped ([`close_when_dropped`]).
 pub(super) struct Slot {
     clients: Mutex<Clients>,
+    /// Requests made while the session is disconnected take turns here, in arrival order
+    /// ([`Slot::serving`]); `waiting` counts them, so a later request queues behind them.
+    turns: tokio::sync::Mutex<()>,
+    waiting: AtomicUsize,
     /// The session's state as forwarded: connected, disconnected, or ended (expired, refused,
     /// closed).
     state: watch::Receiver<zk::SessionState>,
@@ -91,6 +96,8 @@ impl Slot {
         let session = Attached::of(&clients.client);
         let slot = Arc::new(Slot {
             clients: Mutex::new(clients),
+            turns: tokio::sync::Mutex::new(()),
+            waiting: AtomicUsize::new(0),
             state,
             forwarded,
             config: Arc::clone(&config),
@@ -116,19 +123,51 @@ impl Slot {
             .clone()
     }
 
+    /// The clients to put a request on: at once while the crate client is not disconnected
+    /// (connected, or ended: the crate then answers at once that the session is gone) and no
+    /// earlier request waits; else, after the earlier ones, once a client serves the session
+    /// again (the caller bounds the wait), with the turn, held until the request is answered.
+    pub(super) async fn serving(&self) -> (Clients, Option<tokio::sync::MutexGuard<'_, ()>>) {
+        let clients = self.clients();
+        if self.waiting.load(Ordering::Acquire) == 0 && clients.client.state() != zk::SessionState::Disconnected {
+            return (clients, None);
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _counted = Uncount(&self.waiting);
+        let turn = self.turns.lock().await;
+        let mut state = self.state();
+        loop {
+            let clients = self.clients();
+            if clients.client.state() != zk::SessionState::Disconnected {
+                return (clients, Some(turn));
+            }
+            // The forwarded state changes when the crate client reconnects or is replaced;
+            // the poll covers a change the forwarding has not caught up with yet.
+            let _ = tokio::time::timeout(RECHECK, state.changed()).await;
+        }
+    }
+
     /// The session's state as forwarded to the engine.
     pub(super) fn state(&self) -> watch::Receiver<zk::SessionState> {
         self.state.clone()
     }
 
-    /// The URL with its password redacted, for messages.
-    pub(super) fn shown(&self) -> &str {
-        &self.config.shown
-    }
-
     /// Closed once the session's end was pushed and nothing more of it follows.
     pub(super) fn forwarded(&self) -> watch::Receiver<()> {
         self.forwarded.clone()
+    }
+}
+
+/// How often a request waiting for the session looks at the serving client again.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// Takes a waiting request off the count however its wait ends (answered, or dropped by the
+/// response timeout).
+struct Uncount<'a>(&'a AtomicUsize);
+
+impl Drop for Uncount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
