@@ -26,8 +26,8 @@ use test_servers::TestServers;
 use zk_contention::{check_exclusive, client, hold_then_release, Holding};
 
 /// How soon after the ensemble serves again the first grant comes: a capped reconnect pause
-/// (at most 0.6 s), a waiting attempt's retry backoff (at most 1 s), the connect and a few round
-/// trips, with room for a loaded machine (PROTOCOL.md §9 states it; 0.1–1.9 s was measured
+/// (at most 0.6 s once the outage passed 2 s; the crate's own rounds before), a waiting
+/// attempt's retry backoff (at most 1 s), the connect and a few round trips, with room for a loaded machine (PROTOCOL.md §9 states it; 0.1–1.9 s was measured
 /// beside a running `./run test`).
 const RESTART_GRANT_BOUND: Duration = Duration::from_millis(4000);
 

@@ -4,7 +4,8 @@
 //! Why: the `zookeeper-client` crate doubles its pause between rounds over the members up to
 //! the session's deadline, with no setting, so after a 30 s outage in a 60 s session a client
 //! came back 21 s after the ensemble did (issue 23, item 5). Curator's and kazoo's retry
-//! policies cap their pause; so does this: while a session is disconnected, every
+//! policies cap their pause; so does this: once a session has been disconnected for
+//! [`TAKE_BACK_AFTER`] (short losses are the crate's, whose first rounds come quickly), every
 //! [`PAUSE_FIRST`] doubling up to [`PAUSE_MAX`], a second crate client tries each member once
 //! to re-attach the same session (its id and password). The first that gets through serves
 //! the session from then on; the engine is told `Reconnected` and re-checks every lease and
@@ -30,8 +31,13 @@ use zookeeper_client as zk;
 use super::{reach, Config, SessionEvent, ZkFailure, ZkNotice};
 use crate::time::Duration;
 
-/// The first pause of a disconnected session before lockgate tries to take it back (the
-/// crate's own first round, without a pause, is usually through by then).
+/// How long a session stays disconnected before lockgate tries to take it back. Until then the
+/// crate's own rounds (after 0, 0.1, 0.3, 0.7 and 1.5 s for one member) are as quick, and a
+/// second client would only make the replaced one take the connection back over later (a
+/// short disconnection that fails the requests on the wire, a release among them).
+const TAKE_BACK_AFTER: Duration = Duration::from_secs(2);
+
+/// The pause before the next try after one that found no member.
 const PAUSE_FIRST: Duration = Duration::from_millis(100);
 
 /// The longest pause between two tries: what bounds how late a client comes back after the
@@ -361,7 +367,7 @@ async fn supervise(
             (next_try, trying) = (None, None);
         } else {
             pause = PAUSE_FIRST;
-            next_try = Some(tokio::time::Instant::now() + jittered(pause));
+            next_try = Some(tokio::time::Instant::now() + jittered(TAKE_BACK_AFTER));
         }
     }
 }
