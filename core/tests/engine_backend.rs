@@ -301,6 +301,62 @@ fn an_abandoned_wait_is_told_only_once_its_node_is_gone() {
     }
 }
 
+// A release whose delete is lost in transport is retried at once in the background, and its
+// caller hears the retry: the release landed (a reconnect, a re-election is no error to the
+// caller, as Curator's and kazoo's releases retry), or, with the server silent, the first
+// failure UNDO_WAIT later while the retries go on.
+#[test]
+fn a_release_lost_in_transport_answers_with_its_retry() {
+    let mut w = World::new(2);
+    // The first delete lost before or after the server applied it; then a server gone silent.
+    for (applied, server_answers) in [(false, true), (true, true), (false, false)] {
+        let op = w.acquire(0, "x", Wait::Try);
+        let (lease, _) = w.acquired(0, op);
+        let release = w.clients[0].release(w.now, lease);
+        let delete = w.clients[0].poll_request().expect("the delete");
+        if applied {
+            // The retry then finds nothing: the lock was held all the same (the lease was valid).
+            w.server.run(0, &delete.op).unwrap();
+        }
+        w.clients[0].handle_reply(w.now, delete.id, Err(Error::new(ErrorKind::Connection, "reset")));
+        while let Some(ev) = w.clients[0].poll_event() {
+            w.events[0].push(ev);
+        }
+        assert!(w.outcome(0, release).is_none(), "told of the lost delete before its retry");
+        let retry = w.clients[0].poll_request().expect("the delete, retried at once");
+        assert!(matches!(retry.op, Op::Delete { .. }), "{:?}", retry.op);
+        if server_answers {
+            let reply = w.server.run(0, &retry.op);
+            w.clients[0].handle_reply(w.now, retry.id, reply);
+            w.settle();
+            assert_eq!(w.outcome(0, release), Some(&Done::Released { was_held: true }));
+            assert!(w.server.holders("/locks/x").is_empty());
+        } else {
+            w.now = w.now + lockgate_core::engine::UNDO_WAIT - Duration::from_millis(1);
+            w.clients[0].handle_timeout(w.now);
+            assert!(w.clients[0].poll_event().is_none(), "told before UNDO_WAIT");
+            w.now = w.now + Duration::from_millis(1);
+            w.clients[0].handle_timeout(w.now);
+            while let Some(ev) = w.clients[0].poll_event() {
+                w.events[0].push(ev);
+            }
+            assert!(
+                matches!(w.outcome(0, release), Some(Done::Failed(e)) if e.kind() == ErrorKind::Connection && e.retryable()),
+                "{:?}",
+                w.outcome(0, release)
+            );
+            // The retry on the wire lands later: the node goes, and nobody is told twice.
+            let reply = w.server.run(0, &retry.op);
+            w.clients[0].handle_reply(w.now, retry.id, reply);
+            w.settle();
+            assert!(w.server.holders("/locks/x").is_empty());
+            let told = w.events[0].iter().filter(|e| matches!(e, Event::Completed { op, .. } if *op == release)).count();
+            assert_eq!(told, 1);
+        }
+        assert!(w.clients[0].is_idle());
+    }
+}
+
 #[test]
 fn reentrant_holds_are_released_on_the_last_release() {
     let mut w = World::new(1);

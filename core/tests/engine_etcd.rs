@@ -469,11 +469,17 @@ fn a_retried_release_never_deletes_a_newer_holding_etcd_22082() {
     let mut w = World::new(1, TTL);
     let a = w.acquire(0, "job", &MUTEX, Wait::Forever);
     let (la, _) = w.acquired(0, a);
-    // The release's delete is applied, its reply lost: the engine retries it in the background.
-    w.drop_reply[0].push(|op| matches!(op, EtcdOp::Txn(t) if t.success.iter().any(|o| matches!(o, TxnOp::Delete { .. }))));
+    // The release's delete is applied, its reply lost, and so are its retries' for UNDO_WAIT:
+    // the caller is told, and the engine goes on retrying in the background.
+    for _ in 0..12 {
+        w.drop_reply[0].push(|op| matches!(op, EtcdOp::Txn(t) if t.success.iter().any(|o| matches!(o, TxnOp::Delete { .. }))));
+    }
     let op = w.clients[0].release(w.now, la);
     w.settle();
+    assert!(w.outcome(0, op).is_none(), "told before a retry landed or UNDO_WAIT ran out");
+    w.advance(lockgate_core::engine::UNDO_WAIT);
     assert!(matches!(w.outcome(0, op), Some(Done::Failed(_))), "{:?}", w.outcome(0, op));
+    w.drop_reply[0].clear();
     // A new holding of the same name by the same client, before the retry.
     let b = w.acquire(0, "job", &MUTEX, Wait::Forever);
     let (lb, _) = w.acquired(0, b);

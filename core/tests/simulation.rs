@@ -1000,8 +1000,9 @@ fn transient_server_errors_are_retried_not_fatal() {
         // A 1.5 s spell, long enough for b's heartbeats, c's renewals and a's release to meet it.
         spell.set(true);
         let spell_start = sim.now;
+        // Its retries meet the spell too: told after UNDO_WAIT, the release going on after.
         let release = sim.release(a, held);
-        let (_, out) = outcome_of(&mut sim, a, release, ms(100));
+        let (_, out) = outcome_of(&mut sim, a, release, lockgate_core::engine::UNDO_WAIT + ms(100));
         assert!(
             matches!(&out, Outcome::Failed(e) if e.kind() == ErrorKind::Connection && e.retryable()),
             "{error}: release during the spell: {out:?}"

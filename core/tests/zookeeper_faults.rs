@@ -180,11 +180,19 @@ async fn a_frozen_member_is_left_within_the_session() {
     } else {
         assert!(held.lost_reason().is_some(), "the lease ended without a loss signal");
     }
-    lease_b.release().await.unwrap();
+    // The resumed member rejoins the ensemble, which on a loaded machine can cost it its
+    // quorum for a moment (CI saw the release's delete lost so): a release whose retries do
+    // not land within UNDO_WAIT either is reported as a retryable CONNECTION error and goes on
+    // in the background (PROTOCOL §4), which the reads below check landed.
+    if let Err(e) = lease_b.release().await {
+        assert!(e.retryable() && e.kind() == lockgate_core::ErrorKind::Connection, "release after the member resumed: {e}");
+        eprintln!("the release after the member resumed was retried in the background: {e}");
+    }
     let _ = held.release().await;
     let zk = raw(&hosts(&url)).await;
-    expect_no_nodes(&zk, "faults-frozen-a", Duration::from_secs(3)).await;
-    expect_no_nodes(&zk, "faults-frozen-b", Duration::from_secs(3)).await;
+    // Within c's live session (closed only below), so gone means released, not expired.
+    expect_no_nodes(&zk, "faults-frozen-a", Duration::from_secs(8)).await;
+    expect_no_nodes(&zk, "faults-frozen-b", Duration::from_secs(8)).await;
     c.close().await;
     other.close().await;
 }

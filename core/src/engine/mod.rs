@@ -183,7 +183,8 @@ enum Due {
 /// queue entry, a lease a minority granted) before its caller is told anyway. Normally the
 /// removal's reply comes first, a round trip later, and the caller learns the outcome only
 /// once nothing of the call is left; only a server that does not answer (unreachable, silent)
-/// makes the outcome go out first, the removal going on in the background.
+/// makes the outcome go out first, the removal going on in the background. A release whose
+/// first try was lost in transport waits as long for a retry to land.
 pub const UNDO_WAIT: Duration = Duration::from_secs(1);
 
 

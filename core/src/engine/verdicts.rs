@@ -70,7 +70,9 @@ impl<B: Backend> LockEngine<B> {
                     }
                     Purpose::Renew(id, _) => self.lose(now, id, LossReason::Failed, e.message()),
                     Purpose::Cleanup(id) => {
-                        self.cleanups.remove(&id);
+                        for op in self.cleanups.remove(&id).into_iter().flat_map(Cleanup::waiting) {
+                            self.answer_held(op);
+                        }
                         self.sync_cleanup(id);
                     }
                 }
@@ -271,7 +273,7 @@ impl<B: Backend> LockEngine<B> {
                 continue;
             }
             let c = self.cleanups.remove(&id).expect("present");
-            for op in c.answers {
+            for op in c.waiting() {
                 self.answer_held(op);
             }
             self.sync_cleanup(id);
@@ -389,16 +391,23 @@ impl<B: Backend> LockEngine<B> {
                 // The owner gave the lock up: stop renewing it and (where it may help) keep
                 // releasing in the background until it lands or the lease runs out, so a
                 // release that failed in transport (or a dropped handle's release) cannot keep
-                // the lock for ever.
+                // the lock for ever. Its caller hears the first retry that lands, within
+                // UNDO_WAIT, as Curator's and kazoo's releases retry a lost connection: a blip
+                // (a reconnect, an ensemble's re-election) is no error to the caller.
                 let t = self.telemetry.ended(id, None);
                 self.raise(t);
-                if let Some(l) = self.remove_lease(id) {
-                    if retry {
-                        let span = l.span();
-                        self.add_cleanup(now, l.target, l.token, span);
+                let Some(l) = self.remove_lease(id).filter(|_| retry) else {
+                    return self.complete(op, Done::Failed(error));
+                };
+                let (span, valid) = (l.span(), now < l.valid_until);
+                let cleanup = self.add_cleanup(now, l.target, l.token, span);
+                match self.cleanups.get_mut(&cleanup) {
+                    Some(c) => {
+                        c.releases.push((op, valid));
+                        self.hold_back(now, op, Done::Failed(error));
                     }
+                    None => self.complete(op, Done::Failed(error)),
                 }
-                self.complete(op, Done::Failed(error));
             }
             Release::Failed(e) => {
                 self.remove_lease(id);
@@ -443,8 +452,18 @@ impl<B: Backend> LockEngine<B> {
                 c.due = now + c.backoff;
                 c.backoff = (c.backoff * 2).min(MAX_BACKOFF);
             }
-            _ => {
-                self.cleanups.remove(&id);
+            verdict => {
+                let c = self.cleanups.remove(&id).expect("present");
+                // A release that failed in transport landed on a retry: its caller is told so;
+                // a retry given up tells it the first failure. A retry that finds nothing to
+                // remove of a lease still valid when the first try failed finds what that try
+                // removed (its reply was lost, not its work): the lock was held.
+                for (op, valid) in c.releases {
+                    if let (Release::Done { was_held }, Some(done)) = (&verdict, self.held_back.get_mut(&op)) {
+                        *done = Done::Released { was_held: *was_held || valid };
+                    }
+                    self.answer_held(op);
+                }
             }
         }
         self.sync_cleanup(id);
@@ -495,7 +514,16 @@ impl<B: Backend> LockEngine<B> {
         let span = if self.backend.leftovers_live_with_session() { crate::options::MAX_DURATION } else { span };
         self.cleanups.insert(
             id,
-            Cleanup { target, token, due: now, give_up_at: now + span, in_flight: true, backoff: FIRST_BACKOFF, answers: Vec::new() },
+            Cleanup {
+                target,
+                token,
+                due: now,
+                give_up_at: now + span,
+                in_flight: true,
+                backoff: FIRST_BACKOFF,
+                answers: Vec::new(),
+                releases: Vec::new(),
+            },
         );
         id
     }
