@@ -321,7 +321,7 @@ async fn open(config: &Arc<Config>, notices: &mpsc::UnboundedSender<ZkNotice>, e
     // Detached: a client replaced by lockgate's own reconnect must never close the session
     // (`reconnect`); the session is closed when its last handle goes.
     let connector = connector(config, extra.unwrap_or(config.session_timeout)).with_detached();
-    let root = reach(config, connector).await?;
+    let root = reconnect::reach_soon(config, connector).await?;
     reconnect::Slot::start(root, Arc::clone(config), notices.clone(), extra)
 }
 
@@ -354,12 +354,14 @@ async fn reach(config: &Config, connector: zk::Connector) -> std::result::Result
         }
     };
     match tokio::time::timeout(config.connect_timeout, attempt).await {
-        Err(_) => Err(ZkFailure::ConnectionLoss(format!(
-            "no member of {} answered within the connect timeout ({:?})",
-            config.shown, config.connect_timeout
-        ))),
+        Err(_) => Err(connect_timed_out(config)),
         Ok(r) => r,
     }
+}
+
+/// What a connect that no member answered within the connect timeout fails with.
+fn connect_timed_out(config: &Config) -> ZkFailure {
+    ZkFailure::ConnectionLoss(format!("no member of {} answered within the connect timeout ({:?})", config.shown, config.connect_timeout))
 }
 
 /// Pushes the event of one watch once it fires (a session event instead means the session

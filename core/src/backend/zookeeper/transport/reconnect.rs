@@ -28,7 +28,7 @@ use futures_util::future::{BoxFuture, FutureExt};
 use tokio::sync::{mpsc, watch};
 use zookeeper_client as zk;
 
-use super::{reach, Config, SessionEvent, ZkFailure, ZkNotice};
+use super::{connect_timed_out, reach, Config, SessionEvent, ZkFailure, ZkNotice};
 use crate::time::Duration;
 
 /// How long a session stays disconnected before lockgate tries to take it back. Until then the
@@ -133,19 +133,21 @@ impl Slot {
     /// (connected, or ended: the crate then answers at once that the session is gone) and no
     /// earlier request waits; else, after the earlier ones, once a client serves the session
     /// again (the caller bounds the wait), with the turn, held until the request is answered.
-    pub(super) async fn serving(&self) -> (Clients, Option<tokio::sync::MutexGuard<'_, ()>>) {
+    /// The turn also keeps the request counted, so a request made after the session is back
+    /// cannot slip ahead of one that waited before the turned one has gone out.
+    pub(super) async fn serving(&self) -> (Clients, Option<Turn<'_>>) {
         let clients = self.clients();
         if self.waiting.load(Ordering::Acquire) == 0 && clients.client.state() != zk::SessionState::Disconnected {
             return (clients, None);
         }
         self.waiting.fetch_add(1, Ordering::AcqRel);
-        let _counted = Uncount(&self.waiting);
+        let counted = Uncount(&self.waiting);
         let turn = self.turns.lock().await;
         let mut state = self.state();
         loop {
             let clients = self.clients();
             if clients.client.state() != zk::SessionState::Disconnected {
-                return (clients, Some(turn));
+                return (clients, Some(Turn { _turn: turn, _counted: counted }));
             }
             // The forwarded state changes when the crate client reconnects or is replaced;
             // the poll covers a change the forwarding has not caught up with yet.
@@ -166,6 +168,13 @@ impl Slot {
 
 /// How often a request waiting for the session looks at the serving client again.
 const RECHECK: Duration = Duration::from_millis(20);
+
+/// A request's place in the line of those made while the session was disconnected: held until
+/// its reply, it keeps later requests behind it.
+pub(super) struct Turn<'a> {
+    _turn: tokio::sync::MutexGuard<'a, ()>,
+    _counted: Uncount<'a>,
+}
 
 /// Takes a waiting request off the count however its wait ends (answered, or dropped by the
 /// response timeout).
@@ -369,6 +378,34 @@ async fn supervise(
             pause = PAUSE_FIRST;
             next_try = Some(tokio::time::Instant::now() + jittered(TAKE_BACK_AFTER));
         }
+    }
+}
+
+/// Connects a new session as soon as a member answers, within the connect timeout: each member
+/// once, then again after a pause doubling from [`PAUSE_FIRST`] to [`PAUSE_MAX`]. The crate's
+/// own connect pauses between rounds without a cap (1.6 s and more after a few rounds), so a
+/// session opened while the ensemble was down (a client's first, or the next after one expired)
+/// came up to that long after the ensemble was back.
+pub(super) async fn reach_soon(config: &Config, connector: zk::Connector) -> Result<zk::Client, ZkFailure> {
+    let connector = connector.with_fail_eagerly();
+    let deadline = tokio::time::Instant::now() + config.connect_timeout;
+    let mut pause = PAUSE_FIRST;
+    let tries = async {
+        loop {
+            match reach(config, connector.clone()).await {
+                // No member took it this round (or the round's own wait ran out): again after
+                // the pause, until the connect timeout ends the tries with its own message.
+                Err(ZkFailure::ConnectionLoss(_)) => {
+                    tokio::time::sleep(jittered(pause)).await;
+                    pause = (pause * 2).min(PAUSE_MAX);
+                }
+                reached => return reached,
+            }
+        }
+    };
+    match tokio::time::timeout_at(deadline, tries).await {
+        Ok(reached) => reached,
+        Err(_) => Err(connect_timed_out(config)),
     }
 }
 
