@@ -119,8 +119,14 @@ impl<T: Transport> Driver<T> {
                     self.engine.handle_timeout(now);
                 }
                 _ = sleep_until(close_at) => {}
+                // Last, and after a yield, so only when nothing above is ready and the tasks
+                // this input woke (the callers it answered, on this thread too) have run: the
+                // events are formatted while the requests are on the wire, not before a caller
+                // learns its outcome.
+                _ = tokio::task::yield_now(), if self.telemetry.has_deferred() => self.telemetry.flush(),
             }
         }
+        self.telemetry.flush();
         // The driver stops: no lease of this client is held any more (shutdown released them,
         // or they expire on the servers). Say so, rather than leave handles showing `Held`.
         for (_, tx) in self.leases.drain() {
@@ -235,7 +241,7 @@ impl<T: Transport> Driver<T> {
                         tx.send_replace(LeaseState::Lost(error));
                     }
                 }
-                Event::Telemetry(t) => self.telemetry.record(&t),
+                Event::Telemetry(t) => self.telemetry.defer(t),
             }
         }
     }

@@ -61,7 +61,14 @@ pub(crate) struct Sink {
     parents: HashMap<OpId, Span>,
     spans: HashMap<OpId, Span>,
     listeners: Vec<Listener>,
+    /// Events not yet handed on: recorded once the driver has nothing else ready (see
+    /// [`Sink::defer`]).
+    deferred: Vec<Telemetry>,
 }
+
+/// Deferred events past which the driver records at once rather than wait to be idle: a
+/// client kept busy for long still logs, with bounded memory.
+const DEFER_AT_MOST: usize = 1024;
 
 /// One `tracing` event at `$level` with the attributes every event carries.
 macro_rules! emit {
@@ -104,8 +111,32 @@ impl Sink {
         self.listeners.push(listener);
     }
 
+    /// Keeps `t` to record when the driver has nothing else ready: a subscriber formatting
+    /// every event (or the JVM's listener, a crossing into Java per event) then costs no
+    /// caller a wait, since the completions and requests the same input caused go out first.
+    /// Order is kept. An acquire's span starts once its request is on the wire, and ends
+    /// when its outcome is recorded.
+    pub fn defer(&mut self, t: Telemetry) {
+        self.deferred.push(t);
+        if self.deferred.len() >= DEFER_AT_MOST {
+            self.flush();
+        }
+    }
+
+    /// Whether deferred events wait to be recorded.
+    pub fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Records every deferred event, in order.
+    pub fn flush(&mut self) {
+        for t in std::mem::take(&mut self.deferred) {
+            self.record(&t);
+        }
+    }
+
     /// Hands one event to `tracing`, the metrics and the listeners.
-    pub fn record(&mut self, t: &Telemetry) {
+    fn record(&mut self, t: &Telemetry) {
         for listener in &self.listeners {
             listener(t);
         }

@@ -13,6 +13,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -65,8 +66,17 @@ class TelemetryTest {
         return out;
     }
 
+    /** Every record so far. The driver records at its idle moments, so records may arrive while
+     *  a test reads: they are copied under the appender's monitor, which
+     *  {@code AppenderBase.doAppend} holds while appending. */
+    private List<ILoggingEvent> logged() {
+        synchronized (appender) {
+            return new ArrayList<>(appender.list);
+        }
+    }
+
     private List<ILoggingEvent> records(String event) {
-        return appender.list.stream().filter(e -> event.equals(kv(e).get("lockgate.event"))).collect(Collectors.toList());
+        return logged().stream().filter(e -> event.equals(kv(e).get("lockgate.event"))).collect(Collectors.toList());
     }
 
     @Test
@@ -88,10 +98,10 @@ class TelemetryTest {
                 assertTrue(eventually(5_000, () -> !records("lease.lost").isEmpty()), "the loss's record");
             }
         }
-        Map<String, Long> count = appender.list.stream()
+        Map<String, Long> count = logged().stream()
             .collect(Collectors.groupingBy(e -> String.valueOf(kv(e).get("lockgate.event")), TreeMap::new, Collectors.counting()));
         assertEquals(Map.of("acquire.started", 3L, "acquire.granted", 2L, "acquire.timed_out", 1L, "lease.released", 1L, "lease.lost", 1L), count);
-        for (ILoggingEvent e : appender.list) {
+        for (ILoggingEvent e : logged()) {
             Map<String, Object> kv = kv(e);
             assertEquals("lease.lost".equals(kv.get("lockgate.event")) ? Level.WARN : Level.DEBUG, e.getLevel(), kv.toString());
             assertEquals("redis", kv.get("lockgate.backend"));
@@ -120,14 +130,14 @@ class TelemetryTest {
             try (LockgateClient quiet = LockgateClient.connect(server.url(), withNames)) {
                 quiet.getLock("quiet").acquire(Duration.ofSeconds(5)).release();
             }
-            assertTrue(appender.list.isEmpty(), "WARN only: no DEBUG record is even made");
+            assertTrue(logged().isEmpty(), "WARN only: no DEBUG record is even made");
             logger.setLevel(Level.DEBUG);
             try (LockgateClient named = LockgateClient.connect(server.url(), withNames)) {
                 named.getLock("orders:42").acquire(Duration.ofSeconds(5)).release();
             }
         }
         assertEquals(List.of("acquire.started orders:42", "acquire.granted orders:42", "lease.released orders:42"),
-            appender.list.stream().map(e -> kv(e).get("lockgate.event") + " " + kv(e).get("lockgate.lock")).collect(Collectors.toList()));
+            logged().stream().map(e -> kv(e).get("lockgate.event") + " " + kv(e).get("lockgate.lock")).collect(Collectors.toList()));
     }
 
     @Test
@@ -143,8 +153,8 @@ class TelemetryTest {
                 assertTrue(lease.release());
             }
         }
-        assertEquals(1, appender.list.size(), appender.list.toString());
-        ILoggingEvent told = appender.list.get(0);
+        assertEquals(1, logged().size(), logged().toString());
+        ILoggingEvent told = logged().get(0);
         assertEquals(Level.WARN, told.getLevel());
         assertEquals("lock held longer than held_too_long", told.getFormattedMessage());
         double held = (Double) kv(told).get("lockgate.held_s");

@@ -42,13 +42,20 @@ object Bridge {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("lockgate"))
 
     init {
-        // Rust wakes a suspended call from its runtime threads through this JNA callback. By
-        // default JNA attaches such a thread to the JVM and detaches it after every call, which
-        // costs more than the lock round trip itself; keep the runtime's threads attached.
-        Native.setCallbackThreadInitializer(
+        // Rust wakes a suspended call from its runtime threads through this JNA callback, and
+        // hands them telemetry events and lease signals through the others. By default JNA
+        // attaches such a thread to the JVM and detaches it after every call, which costs more
+        // than the lock round trip itself; keep the runtime's threads attached.
+        val attached = CallbackThreadInitializer(true, false, "lockgate-io")
+        for (callback in listOf<com.sun.jna.Callback>(
             io.lockgate.internal.ffi.uniffiRustFutureContinuationCallbackImpl,
-            CallbackThreadInitializer(true, false, "lockgate-io"),
-        )
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`record`,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`debugEnabled`,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`atRisk`,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`ended`,
+        )) {
+            Native.setCallbackThreadInitializer(callback, attached)
+        }
         // At JVM exit (normally, System.exit, SIGINT, SIGTERM, SIGHUP) the core closes every
         // client not closed yet (leases released, waits withdrawn) within its one exit grace.
         try {
