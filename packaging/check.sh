@@ -10,8 +10,9 @@
 #                                (Debian's arm64 python3 and JRE unpacked into
 #                                target/packaging/arm64/, not installed), and the jar's Windows
 #                                library loaded under Debian's wine64
-#   packaging/check.sh all       both, and the lockgate command's static binaries: `lockgate
-#                                run` on x86-64, and on aarch64 under qemu-user (./run package --check)
+#   packaging/check.sh all       both, and the lockgate command's binaries: `lockgate run` on
+#                                x86-64, on aarch64 under qemu-user, and lockgate.exe under wine64
+#                                (./run package --check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LG_ROOT=$PWD
@@ -294,11 +295,60 @@ assert snap["locked"] and str(snap["holders"][0]["fencing_token"]) == sys.argv[1
   expect_token "token $token" "cli: $(basename "$bin") under qemu-aarch64 (no arm64 libraries): lockgate inspect --json shows the x86-64 lockgate run's holder and token"
 }
 
+# lockgate.exe under Debian's wine64, against the same loopback redis-server: `run` prints its
+# fencing token from `cmd /c`; while the Linux command holds a lock, lockgate.exe's `inspect --json`
+# shows that holder's token and its `run --no-wait` is busy (exit 75): one queue across the two;
+# and a job that outlives `--max-hold` is ended through its job object (exit 79, lost).
+check_cli_win64() {
+  local exe=$DIST/cli/lockgate-$VERSION-x86_64-windows.exe host=$DIST/cli/lockgate-$VERSION-x86_64-linux dir out token rc
+  [ -f "$exe" ] && [ -x "$host" ] || fail "$exe or $host is missing: ./run package cli"
+  ensure_apt wine64
+  [ -x "$PKG_TOOLS/bin/python-zig" ] || ensure_pkg_tools
+  dir=$(mktemp -d "$LG_TMP/cli-win64.XXXXXX")
+  cp "$exe" "$dir/lockgate.exe"
+  # Beside the exe: what wine 8.0 lacks (ProcessPrng, which Rust's std imports), for this check only.
+  "$PKG_TOOLS/bin/python-zig" cc -target x86_64-windows-gnu -O2 -shared -o "$dir/bcryptprimitives.dll" \
+    packaging/wine-bcryptprimitives.c -ladvapi32
+  local wine="env -i PATH=$CLEAN_PATH HOME=$dir WINEPREFIX=$PKG_WORK/wine WINEDEBUG=-all LOCKGATE_URL=$REDIS_URL /usr/lib/wine/wine64"
+  out=$(cd "$dir" && $wine lockgate.exe run packaging-check-win --wait 10s -- cmd /c 'echo token %LOCKGATE_FENCING_TOKEN%' 2>&1 | tr -d '\r') ||
+    fail "lockgate.exe run under wine failed: $out"
+  expect_token "$(grep -E '^token ' <<<"$out")" "cli: $(basename "$exe") under wine64: lockgate run, the token from cmd /c"
+  out=$(cd "$dir" && env -i PATH=$CLEAN_PATH LOCKGATE_URL="$REDIS_URL" WINE="$wine" "$host" run packaging-check-win --wait 10s -- \
+    /bin/sh -c '$WINE lockgate.exe inspect packaging-check-win --json | tr -d "\r"; $WINE lockgate.exe run packaging-check-win --no-wait -- cmd /c "echo ran" >/dev/null 2>&1; echo "busy $?"; echo "token $LOCKGATE_FENCING_TOKEN"') ||
+    fail "lockgate.exe beside the Linux holder failed: $out"
+  token=$(grep -E '^token ' <<<"$out" | awk '{print $2}')
+  grep -qx 'busy 75' <<<"$out" || fail "lockgate.exe run --no-wait was not busy (75) while the Linux command held the lock: $out"
+  grep -vE '^(token|busy) ' <<<"$out" | python3 -c 'import json, sys
+snap = json.load(sys.stdin)
+assert snap["locked"] and str(snap["holders"][0]["fencing_token"]) == sys.argv[1], snap' "$token" ||
+    fail "lockgate.exe inspect did not show the Linux holder's token $token: $out"
+  expect_token "token $token" "cli: $(basename "$exe") under wine64 beside the Linux lockgate run: inspect --json shows its holder and token, run --no-wait exits 75"
+  rc=0
+  out=$(cd "$dir" && $wine lockgate.exe run packaging-check-win --max-hold 1s --grace 200ms -- cmd /c 'for /l %i in (1,1,1000000000) do @rem' 2>&1 | tr -d '\r') || rc=$?
+  [ "$rc" = 79 ] || fail "lockgate.exe did not end a job past --max-hold with exit 79 (got $rc): $out"
+  CHECKED+=("cli: $(basename "$exe") under wine64: a job past --max-hold ended through its job object, exit 79")
+  log "check: cli: lockgate.exe ended a job past --max-hold (exit 79)"
+  # lockgate.exe SIGKILLed (wine runs it as a Linux process): the kernel's end of its handles
+  # closes the job object, which ends the job's `cmd` at once. The loop's bound marks its process.
+  local marker=1000000007 pid gone=
+  (cd "$dir" && exec $wine lockgate.exe run packaging-check-win -- cmd /c "for /l %i in (1,1,$marker) do @rem" >/dev/null 2>&1) &
+  pid=$!
+  for _ in $(seq 100); do ps -eo args | grep -q "^cmd /c for /l %i in (1,1,$marker)" && break; sleep 0.1; done
+  ps -eo args | grep -q "^cmd /c for /l %i in (1,1,$marker)" || fail "lockgate.exe's job did not start under wine"
+  ps -p "$pid" -o args= | grep -q 'lockgate.exe run' || fail "pid $pid is not lockgate.exe: $(ps -p "$pid" -o args=)"
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do ps -eo args | grep -q "^cmd /c for /l %i in (1,1,$marker)" || { gone=1; break; }; sleep 0.1; done
+  [ -n "$gone" ] || fail "lockgate.exe was killed but its job's cmd still runs"
+  CHECKED+=("cli: $(basename "$exe") under wine64: SIGKILLed while its job ran, the job object ended the job's cmd")
+  log "check: cli: lockgate.exe killed: its job object ended the command"
+}
+
 case ${1:-all} in
   host) start_server; check_python_host; check_node_host; check_jvm_host ;;
-  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_aarch64 ;;
+  foreign) start_server; check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_aarch64; check_cli_win64 ;;
   all) start_server; check_python_host; check_node_host; check_jvm_host
-    check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_x86_64; check_cli_aarch64 ;;
+    check_python_aarch64; check_jvm_aarch64; check_jvm_win64; check_cli_x86_64; check_cli_aarch64; check_cli_win64 ;;
   # One check by name, e.g. packaging/check.sh python_aarch64.
   *) declare -F "check_$1" >/dev/null || { echo "usage: packaging/check.sh host | foreign | all | NAME (check_NAME)" >&2; exit 2; }
     start_server; "check_$1" ;;

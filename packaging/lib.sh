@@ -8,8 +8,8 @@ VERSION=$(packaging/versions.sh print)
 DIST=${LOCKGATE_DIST:-$LG_ROOT/dist}
 
 # The wheels: (rust target, maturin --compatibility). Each builds in target/<triple>/ (the musl
-# ones share the lockgate command's). Not built here: Windows and macOS (README's platform table
-# says why).
+# ones share the lockgate command's). The Windows wheel is assembled apart (python_windows_wheel);
+# not built here: macOS (README's platform table says why).
 PY_TARGETS=(
   "x86_64-unknown-linux-gnu manylinux2014"
   "aarch64-unknown-linux-gnu manylinux2014"
@@ -28,12 +28,13 @@ JVM_TARGETS=(
   "aarch64-unknown-linux-gnu.2.17 linux-aarch64 liblockgate_jvm.so"
   "x86_64-pc-windows-gnu win32-x86-64 lockgate_jvm.dll"
 )
-# The `lockgate` command's static binaries: (rust target, file name in dist/cli). musl's libc is
-# linked in (Rust's *-linux-musl targets are static by default), zig's cc builds aws-lc's C for
-# them and links; no Windows build: the command is Unix-only (README's platform table).
+# The `lockgate` command's binaries: (rust target, file name in dist/cli). musl's libc is linked
+# in (Rust's *-linux-musl targets are static by default), zig's cc builds aws-lc's C for them and
+# links; the Windows one (MinGW's ABI, zig links its runtime in) needs Windows' own DLLs only.
 CLI_TARGETS=(
   "x86_64-unknown-linux-musl lockgate-$VERSION-x86_64-linux"
   "aarch64-unknown-linux-musl lockgate-$VERSION-aarch64-linux"
+  "x86_64-pc-windows-gnu lockgate-$VERSION-x86_64-windows.exe"
 )
 # $1 as an absolute path (relative ones are from the repository's root).
 abspath() { [[ $1 = /* ]] && echo "$1" || echo "$LG_ROOT/$1"; }
@@ -47,14 +48,14 @@ ensure_rust_targets() {
 }
 
 # The packaging tools in target/packaging/tools: maturin with zig (cross linking without a
-# system cross compiler, glibc 2.17 symbols), auditwheel, pdoc; cargo-zigbuild for the
-# non-Python libraries and binaries.
+# system cross compiler, glibc 2.17 symbols), auditwheel, pdoc, wheel (unpack/pack); cargo-zigbuild
+# for the non-Python libraries and binaries and the Windows wheel's library.
 ensure_pkg_tools() {
   ensure_apt python3-venv file unzip zip
   if [ ! -x "$PKG_TOOLS/bin/pip" ]; then
     python3 -m venv "$PKG_TOOLS"
   fi
-  local want="maturin==1.16.0 ziglang==0.15.2 auditwheel==6.8.2 pdoc==16.0.0"
+  local want="maturin==1.16.0 ziglang==0.15.2 auditwheel==6.8.2 pdoc==16.0.0 wheel==0.45.1"
   if [ "$(cat "$PKG_TOOLS/.requirements" 2>/dev/null)" != "$want" ]; then
     # shellcheck disable=SC2086
     "$PKG_TOOLS/bin/pip" install -q --disable-pip-version-check $want
@@ -86,6 +87,7 @@ package_python() {
     # thrash) the warm target/release the tests use.
     nice maturin build --release --zig --compatibility "$compat" --target "$triple" -m bindings-python/Cargo.toml -o dist/python >&2
   done
+  python_windows_wheel
   log "python: sdist"
   maturin sdist -m bindings-python/Cargo.toml -o dist/python >&2
   # What a wheel may link: a musllinux one musl alone (musl_wheel_check); for a manylinux one
@@ -104,6 +106,65 @@ package_python() {
       { echo "auditwheel: $wheel is not consistent with its tag $tag:" >&2; echo "$out" >&2; return 1; }
     log "python: auditwheel: $(basename "$wheel") is $tag"
   done
+}
+
+# The Windows x86-64 wheel. maturin 1.16's `--zig` link for windows-gnu exports the entry point
+# under the dotted module name (`PyInit_lockgate._lockgate`) from an export list of its own that
+# overrides ours, and CPython looks up `PyInit__lockgate`; so the library is linked as the JVM's
+# is (cargo-zigbuild, our own .def), and the wheel is the x86-64 manylinux one's tree (the same
+# Python package and metadata: nothing in them is per platform) with that library in place of
+# the .so and the Windows tag, packed again by `wheel`, which writes RECORD's hashes.
+python_windows_wheel() {
+  local triple=x86_64-pc-windows-gnu work=$PKG_WORK/python-windows linux tree dll
+  ensure_rust_targets "$triple"
+  log "python: wheel for $triple (cargo-zigbuild with our own .def)"
+  rm -rf "$work" && mkdir -p "$work"
+  printf 'LIBRARY _lockgate.pyd\nEXPORTS\n    PyInit__lockgate\n' > "$work/_lockgate.def"
+  nice cargo-zigbuild rustc --release -p lockgate-python --lib --target "$triple" --features pyo3/extension-module \
+    -- -C link-arg="$work/_lockgate.def" >&2
+  dll=target/$triple/release/_lockgate.dll
+  linux=$(ls dist/python/lockgate-"$VERSION"-cp39-abi3-manylinux*_x86_64.whl | head -1)
+  wheel unpack -d "$work" "$linux" >&2
+  tree=$work/lockgate-$VERSION
+  rm "$tree"/lockgate/_lockgate*.so
+  cp "$dll" "$tree/lockgate/_lockgate.pyd"
+  strip --strip-unneeded "$tree/lockgate/_lockgate.pyd"
+  sed -i '/^Tag: /d' "$tree/lockgate-$VERSION.dist-info/WHEEL"
+  echo "Tag: cp39-abi3-win_amd64" >> "$tree/lockgate-$VERSION.dist-info/WHEEL"
+  wheel pack -d dist/python "$tree" >&2
+  windows_wheel_check "dist/python/lockgate-$VERSION-cp39-abi3-win_amd64.whl"
+}
+
+# The DLLs every Windows installation has (an extended regular expression for `grep -ixE`): what a
+# Windows artifact may import beside its own.
+WINDOWS_OWN_DLLS='api-ms-win-[a-z0-9-]+\.dll|(kernel32|ntdll|ws2_32|userenv|secur32|advapi32|crypt32|bcrypt|bcryptprimitives|ole32|oleaut32|shell32|user32|ucrtbase|msvcrt|iphlpapi|ncrypt)\.dll'
+
+# The DLLs the PE file $1 imports, one line, sorted.
+pe_imports() {
+  objdump -p "$1" | sed -n 's/^\tDLL Name: //p' | sort -uf | paste -sd' ' -
+}
+
+# What the Windows wheel's extension must export and may import: `PyInit__lockgate`, and the
+# stable ABI's `python3.dll` (never a `python3X.dll` of one version) beside Windows' own DLLs
+# (no MinGW runtime DLL such as `libgcc_s_seh-1.dll` or `libwinpthread-1.dll`: zig links those in).
+windows_wheel_check() {
+  local wheel=$1 dir pyd dlls
+  [ -f "$wheel" ] || { echo "no $wheel" >&2; return 1; }
+  dir=$(mktemp -d "$LG_TMP/windows-wheel.XXXXXX")
+  unzip -q "$wheel" 'lockgate/*' -d "$dir"
+  pyd=$dir/lockgate/_lockgate.pyd
+  [ -f "$dir/lockgate/__init__.py" ] || { echo "$wheel lacks lockgate/__init__.py" >&2; return 1; }
+  file -b "$pyd" | grep -q 'PE32+ executable (DLL).*x86-64' || { echo "$wheel: _lockgate.pyd is not an x86-64 DLL" >&2; return 1; }
+  # (the listings read whole: grep -q's early exit would fail objdump under pipefail)
+  [ "$(objdump -p "$pyd" | grep -cx $'\t\[ *[0-9]*\] PyInit__lockgate')" = 1 ] ||
+    { echo "$wheel: _lockgate.pyd does not export PyInit__lockgate" >&2; return 1; }
+  dlls=$(pe_imports "$pyd")
+  if [ -n "$(tr ' ' '\n' <<<"$dlls" | grep -vixE "python3\.dll|$WINDOWS_OWN_DLLS")" ]; then
+    echo "$wheel: _lockgate.pyd imports more than python3.dll and Windows' own DLLs: $dlls" >&2
+    return 1
+  fi
+  log "python: $(basename "$wheel"): exports PyInit__lockgate; imports $dlls"
+  rm -rf "$dir"
 }
 
 # What a musllinux wheel's extension may need: musl itself and nothing else. auditwheel cannot
@@ -265,13 +326,31 @@ package_cli() {
     log "cli: lockgate for $triple (cargo zigbuild)"
     nice cargo zigbuild --release -p lockgate-cli --bin lockgate --target "$triple" >&2
     out=dist/cli/$name
-    cp "target/$triple/release/lockgate" "$out"
     case $triple in
-      x86_64-*) strip "$out" ;;
-      aarch64-*) aarch64-linux-gnu-strip "$out" ;;
+      *-windows-*)
+        cp "target/$triple/release/lockgate.exe" "$out"
+        strip "$out" # the host's strip reads PE
+        cli_check_windows "$out"
+        continue
+        ;;
+      x86_64-*) cp "target/$triple/release/lockgate" "$out"; strip "$out" ;;
+      aarch64-*) cp "target/$triple/release/lockgate" "$out"; aarch64-linux-gnu-strip "$out" ;;
     esac
     cli_check_static "$out" "$triple"
   done
+}
+
+# lockgate.exe: an x86-64 console program that imports Windows' own DLLs only (no MinGW runtime
+# DLL such as libgcc_s_seh-1.dll or libwinpthread-1.dll beside it).
+cli_check_windows() {
+  local exe=$1 dlls
+  file -b "$exe" | grep -q 'PE32+ executable (console) x86-64' || { echo "$exe is not an x86-64 console program: $(file -b "$exe")" >&2; return 1; }
+  dlls=$(pe_imports "$exe")
+  if [ -n "$(tr ' ' '\n' <<<"$dlls" | grep -vixE "$WINDOWS_OWN_DLLS")" ]; then
+    echo "$exe imports more than Windows' own DLLs: $dlls" >&2
+    return 1
+  fi
+  log "cli: $(basename "$exe"): $(file -b "$exe" | cut -d, -f1), $(stat -c %s "$exe") bytes; imports $dlls"
 }
 
 # A binary that runs on any Linux of its architecture: no NEEDED libraries, no ELF interpreter.

@@ -3,13 +3,15 @@
 # toolchain, into dist/ (issue 28). PARTs (default: all, in this order):
 #   versions  packaging/versions.sh check (one version for every artifact)
 #   python    abi3 wheels (CPython >= 3.9) for manylinux_2_17 and musllinux_1_2, x86-64 and
-#             aarch64 (maturin --zig), plus the sdist; auditwheel show, readelf for musllinux
-#             (PY_TARGETS in packaging/lib.sh)
+#             aarch64 (maturin --zig), and Windows x86-64 (cargo-zigbuild, repacked), plus the
+#             sdist; auditwheel show, readelf for musllinux, objdump for Windows (PY_TARGETS and
+#             python_windows_wheel in packaging/lib.sh)
 #   node      the npm tarball (wasm + ESM + CommonJS + types; drivers are optional peers)
 #   jvm       one jar with the native library for linux-x86-64, linux-aarch64 and win32-x86-64,
 #             its sources and javadoc jars and POM installed into dist/jvm/m2 (a Maven
 #             repository), and the self-contained dist/jvm/lockgate-all-V.jar for `java -cp`
-#   cli       the `lockgate` command, static for Linux x86-64 and aarch64 (musl, cargo zigbuild)
+#   cli       the `lockgate` command, static for Linux x86-64 and aarch64 (musl, cargo zigbuild),
+#             and lockgate.exe for Windows x86-64
 #   docs      API references: rustdoc (lockgate-core), pdoc (Python), typedoc (TypeScript),
 #             javadoc; warnings fail the build
 #   sizes     dist/SIZES.md: every artifact's size, and a Redis-only native library beside the

@@ -1,19 +1,26 @@
-//! The command `lockgate` runs: started in a process group of its own (so a signal reaches every
-//! process it starts, the grandchildren behind `sh -c` too) and killed by the kernel if
-//! `lockgate` dies first (Linux `PR_SET_PDEATHSIG`), so it cannot outlive the lease silently.
+//! The command `lockgate` runs, with the lock's environment, in a group of its own that
+//! `lockgate` can signal and end as a whole (the grandchildren behind `sh -c` or `cmd /c` too),
+//! and that cannot outlive `lockgate` silently: on Unix a process group with
+//! `PR_SET_PDEATHSIG` (Linux) and the watchdog process (watchdog.rs); on Windows a job object
+//! the kernel ends when `lockgate`'s last handle to it closes, however `lockgate` ends.
 
 use std::io;
 
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use crate::exit_code;
 
-/// A started command: its process and its process group (the same id).
-pub struct Job {
-    /// The command's process (the group leader).
-    pub process: Child,
-    pgid: i32,
-}
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::Job;
+#[cfg(unix)]
+pub use crate::watchdog::Watchdog;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::{Job, Watchdog};
 
 /// What the command sees in its environment (docs/CLI.md "Environment").
 pub struct JobEnv<'a> {
@@ -25,66 +32,22 @@ pub struct JobEnv<'a> {
     pub label: &'a str,
 }
 
-impl Job {
-    /// Starts `argv` in a new process group with the lock's environment; the exit code to
-    /// leave with when it cannot be started (127 not found, 126 otherwise).
-    pub fn start(argv: &[String], env: &JobEnv<'_>) -> Result<Job, (i32, String)> {
-        let (program, args) = argv.split_first().ok_or((exit_code::USAGE, "no command given after --".to_string()))?;
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env("LOCKGATE_NAME", env.name)
-            .env("LOCKGATE_FENCING_TOKEN", env.fencing_token.map(|t| t.to_string()).unwrap_or_default())
-            .env("LOCKGATE_LABEL", env.label)
-            .process_group(0)
-            .kill_on_drop(false);
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (prctl, getppid, _exit).
-        unsafe {
-            cmd.pre_exec(move || {
-                // The kernel sends SIGKILL to the command when the thread that forked it ends:
-                // lockgate runs on one thread (a current-thread runtime), so when lockgate
-                // dies. A lockgate killed before this line leaves the command re-parented:
-                // then it must not run at all.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    libc::_exit(exit_code::LOST);
-                }
-                Ok(())
-            });
-        }
-        match cmd.spawn() {
-            Ok(process) => {
-                let pgid = process.id().map(|p| p as i32).ok_or((exit_code::INTERNAL, "the command exited at once".to_string()))?;
-                Ok(Job { process, pgid })
-            }
-            Err(e) => {
-                let code = if e.kind() == io::ErrorKind::NotFound { exit_code::NOT_FOUND } else { exit_code::CANNOT_EXEC };
-                Err((code, format!("cannot run {program}: {e}")))
-            }
-        }
-    }
+/// The command `argv` with the lock's environment, before the platform's own settings; its
+/// program's name. No command is a usage error.
+fn command<'a>(argv: &'a [String], env: &JobEnv<'_>) -> Result<(Command, &'a str), (i32, String)> {
+    let (program, args) = argv.split_first().ok_or((exit_code::USAGE, "no command given after --".to_string()))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("LOCKGATE_NAME", env.name)
+        .env("LOCKGATE_FENCING_TOKEN", env.fencing_token.map(|t| t.to_string()).unwrap_or_default())
+        .env("LOCKGATE_LABEL", env.label)
+        .kill_on_drop(false);
+    Ok((cmd, program))
+}
 
-    /// The command's process group id (its pid).
-    pub fn pgid(&self) -> i32 {
-        self.pgid
-    }
-
-    /// Sends `signal` to every process of the command's group (those still in it).
-    pub fn signal_group(&self, signal: i32) {
-        // SAFETY: kill(2) with a negative pid addresses our own child's process group; a group
-        // that is gone already gives ESRCH, which is fine.
-        unsafe {
-            libc::kill(-self.pgid, signal);
-        }
-    }
-
-    /// Whether any process of the command's group is still alive (not counting zombies
-    /// waiting to be reaped... which `kill(-pgid, 0)` does count: callers reap first).
-    pub fn group_alive(&self) -> bool {
-        // SAFETY: signal 0 only checks that the group exists.
-        unsafe { libc::kill(-self.pgid, 0) == 0 }
-    }
+/// The exit code and message for a command that could not be started: 127 not found, 126
+/// otherwise, as shells say.
+fn not_started(program: &str, e: io::Error) -> (i32, String) {
+    let code = if e.kind() == io::ErrorKind::NotFound { exit_code::NOT_FOUND } else { exit_code::CANNOT_EXEC };
+    (code, format!("cannot run {program}: {e}"))
 }

@@ -36,8 +36,13 @@ pub fn of(e: &Error, busy: i32) -> i32 {
 
 /// A child's exit status as a shell reports it: its code, or 128+N when killed by signal N.
 pub fn of_status(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    // Windows has no signals: a process always ends with a code (128+9 when lockgate ended its
+    // job object, child/windows.rs).
+    #[cfg(windows)]
+    let signal: Option<i32> = None;
+    match (status.code(), signal) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
         (None, None) => INTERNAL,

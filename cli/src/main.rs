@@ -11,9 +11,11 @@ mod exit_code;
 mod inspect;
 mod list;
 mod run;
+mod signals;
 mod sql_schema;
 mod status;
 mod verbose;
+#[cfg(unix)]
 mod watchdog;
 
 use std::time::Duration;
@@ -49,7 +51,9 @@ enum Command {
     /// List the locks whose names start with PREFIX (every lock if none): kind, holders,
     /// waiters and the holder's label; bounded and paged, never blocking the server.
     List(ListArgs),
-    /// The watchdog lockgate starts beside each command (watchdog.rs); not for users.
+    /// The watchdog lockgate starts beside each command (watchdog.rs; Unix: on Windows the
+    /// command's job object does its work); not for users.
+    #[cfg(unix)]
     #[command(hide = true)]
     Watchdog,
     /// Print the DDL of lockgate's table for a postgres:// or mysql:// URL (connects nowhere).
@@ -235,6 +239,7 @@ fn main() {
     };
     let plan = match cli.command {
         Command::SqlSchema { url } => std::process::exit(sql_schema::run(&url)),
+        #[cfg(unix)]
         Command::Watchdog => std::process::exit(watchdog::serve()),
         Command::Inspect(a) => {
             let kind = match lockgate_core::inspect::Kind::parse(&a.kind) {
@@ -282,7 +287,7 @@ fn main() {
         }
     };
     // One thread: the command is forked from it, and PR_SET_PDEATHSIG fires when the thread
-    // that forked ends (child.rs).
+    // that forked ends (child/unix.rs).
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(run::run(plan));
     std::process::exit(code)

@@ -15,13 +15,12 @@ use std::time::Duration;
 use lockgate_core::connect::Spelling;
 use lockgate_core::native::{Client, ClientOptions, Lease};
 use lockgate_core::Error;
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::Instant;
 
-use crate::child::{Job, JobEnv};
+use crate::child::{Job, JobEnv, Watchdog};
 use crate::exit_code;
+use crate::signals::{self, Signals};
 use crate::status::Status;
-use crate::watchdog::Watchdog;
 
 /// The default `--grace`.
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -79,32 +78,6 @@ pub struct Plan {
     pub verbose: bool,
     /// The command and its arguments.
     pub command: Vec<String>,
-}
-
-/// The three signals forwarded to the command (and that cancel a wait).
-struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
-}
-
-impl Signals {
-    fn install() -> std::io::Result<Signals> {
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    /// The next of them to arrive.
-    async fn next(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => libc::SIGINT,
-            _ = self.term.recv() => libc::SIGTERM,
-            _ = self.hup.recv() => libc::SIGHUP,
-        }
-    }
 }
 
 /// Runs the plan; the process's exit code.
@@ -191,7 +164,7 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
     let status = match outcome.status {
         Ok(s) => s,
         Err(e) => {
-            job.signal_group(libc::SIGKILL);
+            job.signal_group(signals::KILL);
             let _ = lease.release().await;
             return fail(exit_code::INTERNAL, &format!("cannot wait for the command: {e}"));
         }
@@ -200,7 +173,7 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
     // The command is done; anything it left running in its group would run unlocked.
     if job.group_alive() {
         if lost.is_some() {
-            job.signal_group(libc::SIGKILL);
+            job.signal_group(signals::KILL);
         } else {
             log("the command left processes in its group: terminating them before the release");
             end_group(&job, grace).await;
@@ -359,11 +332,13 @@ async fn supervise(
             lost.get_or_insert_with(|| why.clone());
             let kill_at = (now + grace).min(until.checked_sub(margin).unwrap_or(now)).max(now);
             eprintln!(
-                "lockgate: the lock {:?} is lost ({why}): SIGTERM to the command, SIGKILL in {}",
+                "lockgate: the lock {:?} is lost ({why}): {} to the command, {} in {}",
                 plan.name,
+                signals::TERM_NAME,
+                signals::KILL_NAME,
                 secs(kill_at - now)
             );
-            job.signal_group(libc::SIGTERM);
+            job.signal_group(signals::TERM);
             phase = Phase::Terminating(kill_at);
         }
         let wake = match phase {
@@ -398,8 +373,8 @@ async fn supervise(
             _ = tokio::time::sleep_until(wake) => {
                 if let Phase::Terminating(at) = phase {
                     if Instant::now() >= at {
-                        log("SIGKILL to the command");
-                        job.signal_group(libc::SIGKILL);
+                        log(&format!("{} to the command", signals::KILL_NAME));
+                        job.signal_group(signals::KILL);
                         phase = Phase::Killed;
                     }
                 }
@@ -411,12 +386,12 @@ async fn supervise(
 /// Terminates what is left of the command's group after it exited: SIGTERM, then SIGKILL
 /// after `grace` if anything is still there.
 async fn end_group(job: &Job, grace: Duration) {
-    job.signal_group(libc::SIGTERM);
+    job.signal_group(signals::TERM);
     let end = Instant::now() + grace;
     while job.group_alive() && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    job.signal_group(libc::SIGKILL);
+    job.signal_group(signals::KILL);
 }
 
 /// Prints `lockgate: msg` (one line) and returns `code`.

@@ -32,8 +32,7 @@ impl Status {
     /// A status line for the wait on `name` of `kind` by the process labelled `label` (quiet
     /// unless stderr is a terminal).
     pub fn new(name: &str, kind: Kind, label: &str) -> Status {
-        // SAFETY: isatty only inspects the descriptor.
-        let tty = unsafe { libc::isatty(libc::STDERR_FILENO) } == 1;
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let tick = tty.then(|| {
             let start = Instant::now() + Duration::from_secs(1);
             tokio::time::interval_at(start, Duration::from_secs(1))
