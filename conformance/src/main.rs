@@ -278,6 +278,12 @@ async fn run(root: &Path, args: &[String]) -> Result<bool, String> {
     for (name, took) in &timings {
         println!("variant {name}: {:.1} s", took.as_secs_f64());
     }
+    // What did not pass is named last, beside the counts: a CI log shows only its tail, and the
+    // table above is long.
+    for r in results.iter().filter(|r| !r.ok()) {
+        let why = r.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
+        println!("{}: {} on {} [{}] {why}", r.verdict(), r.scenario, r.variant, r.label);
+    }
     println!("conformance: {passed} passed, {failed} failed, {expected} skipped");
     if expected > 0 {
         println!("(skipped = listed in a binding's failure list and still failing, as listed)");

@@ -124,11 +124,34 @@ pub fn start_again(what: &str, port: u16, pause: Duration, mut spawn: impl FnMut
 /// kill(2) of a pid this process started (or one its server forked).
 pub fn send(pid: u32, signal: i32) -> Result<(), String> {
     // SAFETY: kill(2) on a pid of a process this launcher started and has not reaped.
-    if unsafe { libc::kill(pid as libc::pid_t, signal) } == 0 {
-        Ok(())
-    } else {
-        Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()))
+    if unsafe { libc::kill(pid as libc::pid_t, signal) } != 0 {
+        return Err(format!("kill({pid}, {signal}): {}", std::io::Error::last_os_error()));
     }
+    if signal == libc::SIGSTOP {
+        await_stopped(pid, Duration::from_secs(2));
+    }
+    Ok(())
+}
+
+/// Waits, `limit` at most, until every thread of `pid` is stopped. kill(SIGSTOP) only queues
+/// the stop: a thread already running may serve one more request first, and a fault test that
+/// pauses a server means "from now on nothing is answered".
+fn await_stopped(pid: u32, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline && !all_threads_stopped(pid) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Whether every thread of `pid` shows state `T` or `t` (stopped) in /proc, or is dead (`Z`, `X`); a process whose
+/// threads cannot be read (gone, or no /proc) counts as stopped: there is nothing to wait for.
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+    tasks.flatten().all(|task| {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { return true };
+        // The state follows the command name's closing parenthesis (which may itself hold spaces).
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).map_or(true, |state| matches!(state, 'T' | 't' | 'Z' | 'X'))
+    })
 }
 
 /// Free loopback ports, none handed out twice (a deployment's ports must differ even though
