@@ -159,7 +159,8 @@ impl NativeClient {
     pub fn on_telemetry(&self, sink: Arc<dyn TelemetrySink>) -> NativeResult<()> {
         let check = DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0) };
         check.wanted(sink.as_ref());
-        Ok(self.inner.on_telemetry(Arc::new(move |t: &Telemetry| {
+        // Once the driver is idle: each event crosses into Java, which no caller should wait for.
+        Ok(self.inner.on_telemetry_when_idle(Arc::new(move |t: &Telemetry| {
             if t.what.is_warning() || METRICS_WANTED.load(Ordering::Relaxed) || check.wanted(sink.as_ref()) {
                 sink.record(event_of(t));
             }

@@ -22,8 +22,9 @@
 //! resolves asyncio futures, and, for events raised while no sync call is in progress (a
 //! renewal, a loss), the [`flusher`] thread after [`GRACE`]. One drainer at a time, so records keep their order.
 //! A DEBUG event is only queued if the logger was seen enabled for DEBUG at the last check,
-//! made at most once per [`RECHECK`] (a level changed takes effect within it, and each new
-//! client checks at once); WARNING events always are. It gives up quietly while the
+//! made at most once per [`RECHECK`] by a thread holding the GIL anyway, never the driver (a
+//! level changed takes effect within about that, and each new client checks at once); WARNING
+//! events always are. It gives up quietly while the
 //! interpreter shuts down, and a failing handler never breaks a lock: its error is dropped.
 
 use std::collections::{HashMap, VecDeque};
@@ -132,6 +133,7 @@ impl Drop for InCall {
 /// Hands every queued event to `logging` and the sink, on this thread (which holds the GIL).
 /// Returns at once if another thread is doing it: it empties the queue, in order.
 pub(crate) fn flush(py: Python<'_>) {
+    check_level_if_due(py);
     if !QUEUED.load(Ordering::Acquire) {
         return;
     }
@@ -221,9 +223,10 @@ impl Flusher {
             // at every signal slice of a long wait), so the records of a call slower than the
             // grace are still made on the caller's thread, in order; the flusher takes the
             // events raised when no call is.
+            // The same goes for a level check the driver asked for (`debug_wanted`).
             loop {
                 std::thread::sleep(GRACE);
-                if !QUEUED.load(Ordering::Acquire) {
+                if !QUEUED.load(Ordering::Acquire) && !RECHECK_DUE.load(Ordering::Acquire) {
                     break;
                 }
                 if CALLS.load(Ordering::Acquire) == 0 {
@@ -328,15 +331,21 @@ fn attributes<'py>(py: Python<'py>, pairs: &[(&'static str, String)]) -> PyResul
     Ok(d)
 }
 
-/// Whether DEBUG records may be wanted: the last check's answer, or a new check once it is
-/// older than [`RECHECK`].
+/// Set once the last check is older than [`RECHECK`]: the next thread that holds the GIL anyway
+/// (a sync call returning, the event loop, the [`flusher`]) asks the logger again.
+static RECHECK_DUE: AtomicBool = AtomicBool::new(false);
+
+/// Whether DEBUG records may be wanted: the last check's answer. Called on the driver, which
+/// never takes the GIL: a thread holding it (a C extension, a long computation in one) would
+/// stall the driver and its leases' renewals. A stale answer asks for a new check on a thread
+/// that holds the GIL anyway, and is used until then.
 fn debug_wanted() -> bool {
     let now = since().elapsed().as_millis() as u64 + 1;
     let checked = CHECKED_MS.load(Ordering::Relaxed);
-    if checked != 0 && now - checked < RECHECK.as_millis() as u64 {
-        return DEBUG_ON.load(Ordering::Relaxed);
+    if (checked == 0 || now - checked >= RECHECK.as_millis() as u64) && !RECHECK_DUE.swap(true, Ordering::AcqRel) {
+        flusher().poke();
     }
-    Python::try_attach(check_level).unwrap_or(false)
+    DEBUG_ON.load(Ordering::Relaxed)
 }
 
 /// Asks the logger whether it wants DEBUG records now, and notes the answer (a new client
@@ -345,7 +354,15 @@ pub(crate) fn check_level(py: Python<'_>) -> bool {
     let on = logger(py).and_then(|l| l.call_method1("isEnabledFor", (DEBUG,))?.is_truthy()).unwrap_or(false);
     DEBUG_ON.store(on, Ordering::Relaxed);
     CHECKED_MS.store(since().elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+    RECHECK_DUE.store(false, Ordering::Release);
     on
+}
+
+/// The check [`debug_wanted`] asked for, if it is still due; on a thread holding the GIL.
+fn check_level_if_due(py: Python<'_>) {
+    if RECHECK_DUE.load(Ordering::Acquire) {
+        check_level(py);
+    }
 }
 
 fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {

@@ -6,6 +6,7 @@ password of the URL."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 import time
@@ -135,3 +136,32 @@ def test_records_are_made_on_python_threads_in_order(server: RedisServer, caplog
         assert not lease.is_held
     (lost,) = [r for r in caplog.records if r.name == "lockgate" and r.lockgate_event == "lease.lost"]
     assert lost.threadName != threading.current_thread().name
+
+
+def test_a_thread_holding_the_gil_never_stalls_a_lease(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # The driver never waits for the GIL: not even to ask whether DEBUG records are wanted once
+    # its last answer is stale. A thread holding the GIL for 3 s (a C call through
+    # ctypes.PyDLL keeps it) while the driver has an event to tell (a waiter timing out, over a
+    # second after the last level check) must not stop the renewals of a 0.5 s lease.
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    libc = ctypes.PyDLL(None)
+    with lockgate.Client(server.url) as client, lockgate.Client(server.url) as other:
+        lease = client.lock("gil", 0.5, renew=True).acquire(timeout=5)
+        busy = other.lock("gil-busy", 10).acquire(timeout=5)
+        timed_out: list[bool] = []
+
+        def wait() -> None:
+            with pytest.raises(lockgate.LockTimeoutError):
+                client.lock("gil-busy", 10).acquire(timeout=3.0)
+            timed_out.append(True)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(1.2)
+        libc.usleep(3_000_000)  # the GIL held from 1.2 s to 4.2 s; the waiter times out at 3 s
+        waiter.join(5)
+        assert timed_out, "the waiter did not time out"
+        assert lease.is_held, lease.lost_reason
+        assert lease.release()
+        busy.release()
+    assert any(r.lockgate_event == "acquire.timed_out" for r in _events(caplog))

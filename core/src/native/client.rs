@@ -222,10 +222,20 @@ impl Client {
     }
 
     /// Hands every telemetry event of this client (acquires started and ended, leases released,
-    /// lost, at risk, ...) to `listener` too, on the client's driver task: a binding's bridge to
-    /// its ecosystem's logging. It must return quickly and never wait for this client.
+    /// lost, at risk, ...) to `listener` too, on the client's driver task, as it is raised:
+    /// before the call it ends is answered, so a caller that drains what its listener queued
+    /// as its call returns finds the call's events (Python's bridge to `logging`). It must
+    /// return quickly (queue, not format) and never wait for this client.
     pub fn on_telemetry(&self, listener: super::telemetry::Listener) -> Result<()> {
-        self.send(Msg::Listen(listener))
+        self.send(Msg::Listen { listener, when_idle: false })
+    }
+
+    /// Like [`Client::on_telemetry`], but `listener` is called once the driver has nothing else
+    /// ready, after the calls an input answered went on, as `tracing` and the metrics are: for
+    /// a listener that costs more than a queue push (a crossing into another runtime, a
+    /// formatter), which then delays no caller. Events keep their order.
+    pub fn on_telemetry_when_idle(&self, listener: super::telemetry::Listener) -> Result<()> {
+        self.send(Msg::Listen { listener, when_idle: true })
     }
 
     pub(crate) fn send(&self, msg: Msg) -> Result<()> {

@@ -218,7 +218,7 @@ impl<T: Transport> Driver<T> {
                 }
             },
             Msg::Telemetry(config) => self.engine.enable_telemetry(config),
-            Msg::Listen(listener) => self.telemetry.listen(listener),
+            Msg::Listen { listener, when_idle } => self.telemetry.listen(listener, when_idle),
             Msg::Shutdown { .. } => unreachable!("handled by run"),
         }
     }

@@ -82,8 +82,9 @@ pub(crate) enum Msg {
     },
     /// Turn the engine's telemetry on (sent first by `connect`), or change what it carries.
     Telemetry(crate::engine::TelemetryConfig),
-    /// Hand every telemetry event to this listener too.
-    Listen(super::telemetry::Listener),
+    /// Hand every telemetry event to this listener too: as it is raised, or (`when_idle`) once
+    /// the driver has nothing else ready.
+    Listen { listener: super::telemetry::Listener, when_idle: bool },
     Shutdown {
         reply: oneshot::Sender<()>,
     },

@@ -60,7 +60,11 @@ pub type Listener = Arc<dyn Fn(&Telemetry) + Send + Sync>;
 pub(crate) struct Sink {
     parents: HashMap<OpId, Span>,
     spans: HashMap<OpId, Span>,
+    /// Called as each event is raised (`Client::on_telemetry`).
     listeners: Vec<Listener>,
+    /// Called with `tracing` and the metrics, once the driver is idle
+    /// (`Client::on_telemetry_when_idle`).
+    idle_listeners: Vec<Listener>,
     /// Events not yet handed on: recorded once the driver has nothing else ready (see
     /// [`Sink::defer`]).
     deferred: Vec<Telemetry>,
@@ -106,17 +110,29 @@ impl Sink {
         self.parents.insert(op, parent);
     }
 
-    /// Adds a listener (see [`Listener`]).
-    pub fn listen(&mut self, listener: Listener) {
-        self.listeners.push(listener);
+    /// Adds a listener (see [`Listener`]), called as events are raised or, `when_idle`, once
+    /// the driver has nothing else ready.
+    pub fn listen(&mut self, listener: Listener, when_idle: bool) {
+        if when_idle {
+            self.idle_listeners.push(listener);
+        } else {
+            self.listeners.push(listener);
+        }
     }
 
     /// Keeps `t` to record when the driver has nothing else ready: a subscriber formatting
     /// every event (or the JVM's listener, a crossing into Java per event) then costs no
     /// caller a wait, since the completions and requests the same input caused go out first.
-    /// Order is kept. An acquire's span starts once its request is on the wire, and ends
-    /// when its outcome is recorded.
+    /// Order is kept. Listeners that only queue (`Client::on_telemetry`) are called at once,
+    /// so the call's caller is answered after them; an acquire's span opens at once too, so
+    /// it covers the whole wait its grant reports, and ends when its outcome is recorded.
     pub fn defer(&mut self, t: Telemetry) {
+        for listener in &self.listeners {
+            listener(&t);
+        }
+        if let Happened::AcquireStarted { op } = &t.what {
+            self.open_span(*op, &t);
+        }
         self.deferred.push(t);
         if self.deferred.len() >= DEFER_AT_MOST {
             self.flush();
@@ -135,9 +151,26 @@ impl Sink {
         }
     }
 
-    /// Hands one event to `tracing`, the metrics and the listeners.
+    /// Opens acquire `op`'s span, under the caller's span, unless it is open already.
+    fn open_span(&mut self, op: OpId, t: &Telemetry) {
+        if self.spans.contains_key(&op) {
+            return;
+        }
+        let parent = self.parents.remove(&op).unwrap_or_else(Span::current);
+        let span = tracing::debug_span!(
+            target: "lockgate",
+            parent: &parent,
+            "lockgate.acquire",
+            backend = t.backend,
+            primitive = t.primitive,
+            lock = t.name.as_deref(),
+        );
+        self.spans.insert(op, span);
+    }
+
+    /// Hands one event to `tracing`, the metrics and the idle listeners.
     fn record(&mut self, t: &Telemetry) {
-        for listener in &self.listeners {
+        for listener in &self.idle_listeners {
             listener(t);
         }
         for u in t.metric_updates() {
@@ -151,17 +184,8 @@ impl Sink {
         let mut acquire_ended = |op: &OpId| self.spans.remove(op).unwrap_or_else(Span::none);
         match &t.what {
             Happened::AcquireStarted { op } => {
-                let parent = self.parents.remove(op).unwrap_or_else(Span::current);
-                let span = tracing::debug_span!(
-                    target: "lockgate",
-                    parent: &parent,
-                    "lockgate.acquire",
-                    backend = t.backend,
-                    primitive = t.primitive,
-                    lock = t.name.as_deref(),
-                );
-                emit!(debug, span.id(), t);
-                self.spans.insert(*op, span);
+                self.open_span(*op, t);
+                emit!(debug, self.spans.get(op).and_then(Span::id), t);
             }
             Happened::Granted { op, waited, queued, .. } => {
                 let span = acquire_ended(op);
