@@ -340,6 +340,8 @@ impl NativeClient {
         let client = self.inner.clone();
         on_runtime(async move {
             client.close().await;
+            // Its last events (the releases at close) are logged before `close()` returns.
+            telemetry::relayed().await;
             Ok(())
         })
         .await

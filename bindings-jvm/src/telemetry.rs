@@ -6,13 +6,18 @@
 //! event crosses with its metric updates (the core's `Telemetry::metric_updates`: the same
 //! instruments, attributes and values as every binding), which `LockgateMetrics` records.
 //!
-//! Called on the client's driver task, so a crossing into the JVM is made only for what the
-//! logger (or the metrics) wants: WARN events always, DEBUG ones only if the logger was seen enabled for DEBUG
-//! at the last check, made at most once per [`RECHECK`] (a level changed takes effect within
-//! it, and each new client asks at once).
+//! The client's driver never crosses into the JVM itself: a crossing waits for whatever the JVM
+//! is doing (a GC pause, an appender that blocks on a full disk or a slow socket), and a driver
+//! that waits renews no lease. It converts what the logger (or the metrics) wants and queues it
+//! for one relay thread per process ([`relay`]), which makes the crossings in order: WARN events
+//! always, DEBUG ones only if the logger was seen enabled for DEBUG at the last check, made by
+//! the relay at most once per [`RECHECK`] (a level changed takes effect within about that, and
+//! each new client asks at once, on the thread that connects it). A client's `shutdown` waits,
+//! [`CLOSE_WAIT`] at most, until what it queued has been handed to the JVM.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -105,6 +110,8 @@ pub trait TelemetrySink: Send + Sync {
 struct DebugCheck {
     on: AtomicBool,
     checked_ms: AtomicU64,
+    /// A check is queued for the relay.
+    asked: AtomicBool,
 }
 
 fn since() -> Instant {
@@ -113,16 +120,80 @@ fn since() -> Instant {
 }
 
 impl DebugCheck {
-    fn wanted(&self, sink: &dyn TelemetrySink) -> bool {
+    /// The last check's answer; a stale one asks the relay to check again (once at a time).
+    fn wanted(self: &Arc<Self>, sink: &Arc<dyn TelemetrySink>) -> bool {
         let now = since().elapsed().as_millis() as u64 + 1;
         let checked = self.checked_ms.load(Ordering::Relaxed);
-        if checked != 0 && now - checked < RECHECK.as_millis() as u64 {
-            return self.on.load(Ordering::Relaxed);
+        if now.saturating_sub(checked) >= RECHECK.as_millis() as u64 && !self.asked.swap(true, Ordering::AcqRel) {
+            relay_send(Relayed::Check(Arc::clone(sink), Arc::clone(self)));
         }
-        let on = sink.debug_enabled();
-        self.on.store(on, Ordering::Relaxed);
-        self.checked_ms.store(now, Ordering::Relaxed);
-        on
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// Asks the logger (a crossing into the JVM: never on the driver).
+    fn check(&self, sink: &dyn TelemetrySink) {
+        self.on.store(sink.debug_enabled(), Ordering::Relaxed);
+        self.checked_ms.store(since().elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+        self.asked.store(false, Ordering::Release);
+    }
+}
+
+/// What the relay thread does, in the order it was asked.
+enum Relayed {
+    /// Hand an event to the JVM.
+    Record(Arc<dyn TelemetrySink>, TelemetryEvent),
+    /// Ask the logger whether it wants DEBUG events now.
+    Check(Arc<dyn TelemetrySink>, Arc<DebugCheck>),
+    /// Say that everything queued before has been handed on.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Events queued for the JVM past which new ones are dropped: memory stays bounded while the
+/// JVM takes none (an appender blocked for good), and the driver never waits.
+const RELAY_AT_MOST: usize = 65_536;
+
+/// How long a client's `shutdown` waits for its events to be handed to the JVM.
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// The relay thread's queue, started with the first client that has telemetry; `None` if no
+/// thread could be started (then events are dropped: nothing may block the driver).
+fn relay() -> Option<&'static SyncSender<Relayed>> {
+    static RELAY: OnceLock<Option<SyncSender<Relayed>>> = OnceLock::new();
+    RELAY
+        .get_or_init(|| {
+            let (tx, rx) = sync_channel::<Relayed>(RELAY_AT_MOST);
+            let started = std::thread::Builder::new().name("lockgate-telemetry".into()).spawn(move || {
+                for job in rx {
+                    match job {
+                        Relayed::Record(sink, event) => sink.record(event),
+                        Relayed::Check(sink, check) => check.check(sink.as_ref()),
+                        Relayed::Barrier(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            });
+            started.ok().map(|_| tx)
+        })
+        .as_ref()
+}
+
+/// Queues `job` for the relay without waiting: a full queue drops it.
+fn relay_send(job: Relayed) {
+    if let Some(tx) = relay() {
+        if let Err(TrySendError::Full(Relayed::Check(_, check))) = tx.try_send(job) {
+            // Not asked after all: the next event asks again.
+            check.asked.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Waits, [`CLOSE_WAIT`] at most, until every event queued so far has been handed to the JVM.
+pub(crate) async fn relayed() {
+    let Some(tx) = relay() else { return };
+    let (done, handed) = tokio::sync::oneshot::channel();
+    if tx.try_send(Relayed::Barrier(done)).is_ok() {
+        let _ = tokio::time::timeout(CLOSE_WAIT, handed).await;
     }
 }
 
@@ -157,12 +228,13 @@ fn event_of(t: &Telemetry) -> TelemetryEvent {
 impl NativeClient {
     /// Hands every telemetry event of this client that `sink` wants to it.
     pub fn on_telemetry(&self, sink: Arc<dyn TelemetrySink>) -> NativeResult<()> {
-        let check = DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0) };
-        check.wanted(sink.as_ref());
-        // Once the driver is idle: each event crosses into Java, which no caller should wait for.
+        let check = Arc::new(DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0), asked: AtomicBool::new(false) });
+        // On the JVM's thread that connects: a level set before the client holds from its first event.
+        check.check(sink.as_ref());
+        // Once the driver is idle (the conversion is no caller's wait), queued for the relay.
         Ok(self.inner.on_telemetry_when_idle(Arc::new(move |t: &Telemetry| {
-            if t.what.is_warning() || METRICS_WANTED.load(Ordering::Relaxed) || check.wanted(sink.as_ref()) {
-                sink.record(event_of(t));
+            if t.what.is_warning() || METRICS_WANTED.load(Ordering::Relaxed) || check.wanted(&sink) {
+                relay_send(Relayed::Record(Arc::clone(&sink), event_of(t)));
             }
         }))?)
     }

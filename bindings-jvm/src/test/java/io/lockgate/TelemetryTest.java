@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.AppenderBase;
 import ch.qos.logback.core.read.ListAppender;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
@@ -160,4 +162,43 @@ class TelemetryTest {
         double held = (Double) kv(told).get("lockgate.held_s");
         assertTrue(held >= 0.2 && held < 2.0, String.valueOf(held));
     }
+
+    @Test
+    void aLoggingBackendThatBlocksNeverBlocksALock() throws Exception {
+        // An appender that blocks (a full disk, a stuck socket) holds up the thread that logs,
+        // never the client's driver: a renewed 0.5 s lease stays held for 2 s, and other locks
+        // are taken and released meanwhile, each within a bound.
+        logger.setLevel(Level.DEBUG);
+        CountDownLatch unblock = new CountDownLatch(1);
+        AppenderBase<ILoggingEvent> blocking = new AppenderBase<>() {
+            @Override
+            protected void append(ILoggingEvent e) {
+                try {
+                    unblock.await();
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        blocking.start();
+        logger.addAppender(blocking);
+        try (RedisServer server = RedisServer.start(); LockgateClient client = LockgateClient.connect(server.url())) {
+            Lease lease = client.getLock("blocked-log", LockOptions.renewedLease(Duration.ofMillis(500))).acquire(Duration.ofSeconds(5));
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+            int pairs = 0;
+            while (System.nanoTime() < until) {
+                Lease other = client.getLock("other").acquireAsync(Duration.ofSeconds(1)).get(2, TimeUnit.SECONDS);
+                assertTrue(other.release());
+                pairs++;
+            }
+            assertTrue(pairs >= 10, "only " + pairs + " acquire/release pairs in 2 s");
+            assertTrue(lease.isHeld(), "the renewed lease ended while the appender blocked");
+            unblock.countDown();
+            assertTrue(lease.release());
+        } finally {
+            unblock.countDown();
+            logger.detachAppender(blocking);
+        }
+    }
 }
+
