@@ -151,11 +151,8 @@ impl Sink {
         }
     }
 
-    /// Opens acquire `op`'s span, under the caller's span, unless it is open already.
+    /// Opens acquire `op`'s span, under the caller's span.
     fn open_span(&mut self, op: OpId, t: &Telemetry) {
-        if self.spans.contains_key(&op) {
-            return;
-        }
         let parent = self.parents.remove(&op).unwrap_or_else(Span::current);
         let span = tracing::debug_span!(
             target: "lockgate",
@@ -183,10 +180,8 @@ impl Sink {
         }
         let mut acquire_ended = |op: &OpId| self.spans.remove(op).unwrap_or_else(Span::none);
         match &t.what {
-            Happened::AcquireStarted { op } => {
-                self.open_span(*op, t);
-                emit!(debug, self.spans.get(op).and_then(Span::id), t);
-            }
+            // Its span was opened as the event was raised (`defer`).
+            Happened::AcquireStarted { op } => emit!(debug, self.spans.get(op).and_then(Span::id), t),
             Happened::Granted { op, waited, queued, .. } => {
                 let span = acquire_ended(op);
                 emit!(debug, span.id(), t, wait_s = waited.as_secs_f64(), queued = *queued);
