@@ -139,7 +139,7 @@ cmd_test() {
   step "engine cases: native, then wasm32 under Node (wasm-bindgen-test-runner)" engine_cases
   # Four files at a time (Node's default is one per core less one: one file at a time here): the
   # tests mostly wait on their servers, and each file starts its own, so they do not meet.
-  step "node --test (real redis-servers and ZooKeeper)" node --test --test-concurrency=4 --test-reporter=spec test/*.test.js
+  step "node --test (real servers from the launcher)" node --test --test-concurrency=4 --test-reporter=spec test/*.test.js
   echo
   if [ ${#FAILED[@]} -eq 0 ]; then
     log "bindings-node: all test steps passed"

@@ -421,6 +421,26 @@ fn extend_needs_a_majority_and_never_reacquires() {
 }
 
 #[test]
+fn a_refused_extend_answers_once_the_lease_is_removed_from_every_master() {
+    let mut sim = Sim::new(5, 1);
+    let op = sim.acquire(0, "r", &fixed(4000), Wait::Try);
+    sim.run_for(10 * MS);
+    let (lease, _) = acquired(sim.outcome(0, op));
+    // Three masters forget it and answer at once; two still hold it and answer late.
+    for m in 0..3 {
+        sim.masters[m].keys.clear();
+    }
+    sim.answer_after(3..5, 50 * MS);
+    let ext = sim.clients[0].extend(sim.now, lease, Duration::from_secs(4)).unwrap();
+    sim.run_for(20 * MS);
+    assert!(sim.lost(0, lease), "refused by a majority: lost at once");
+    assert_eq!(sim.outcome(0, ext), None, "the caller waits for the removal from the slow masters");
+    sim.run_for(200 * MS);
+    assert_eq!(failed(sim.outcome(0, ext)).kind(), ErrorKind::NotHeld);
+    assert_eq!(sim.holders("r"), 0);
+}
+
+#[test]
 fn watchdog_renews_past_the_lease_and_signals_loss() {
     let mut sim = Sim::new(3, 1);
     let op = sim.acquire(0, "w", &LockOptions::renewed_lease(300 * MS), Wait::Try);

@@ -17,9 +17,10 @@
 //   connection cannot show it until a request waits a whole response timeout on it).
 // - A socket the server closes (a load balancer that accepts and closes at once, a server that
 //   stops) only leaves the package's pool: the requests written on it are never called back.
-//   This file watches each socket the package opens and, when one closes with requests of this
-//   transport still in flight to its server, fails them with CONNECTION and replaces the client
-//   (every request is also bounded by `commandTimeoutMs` regardless).
+//   This file watches each socket the package opens and, when one closes with queries of its own
+//   unanswered, fails this transport's requests in flight to its server with CONNECTION and
+//   replaces the client (every request is also bounded by `commandTimeoutMs` regardless). An
+//   idle socket closing as a request goes out on a new one fails nothing.
 // - It keeps idle sockets open for `idle` ms (ref'd): set to 1 s, so a process that forgot to
 //   close its client ends soon after its last lock call.
 // - No SASL or TLS in its text protocol: the core refuses a login in the URL before this runs.
@@ -70,7 +71,10 @@ class Server {
         if (socket && typeof socket.once === 'function' && !socket.lockgateWatched) {
           socket.lockgateWatched = true;
           socket.once('close', () => {
-            if (this.client !== client || this.pending === 0) return;
+            // A socket closed with none of its own queries unanswered (the package's idle
+            // timeout, say) lost nothing: the requests in flight are on another socket.
+            const unanswered = Array.isArray(socket.metaData) ? socket.metaData.length : 1;
+            if (this.client !== client || this.pending === 0 || unanswered === 0) return;
             this.replace();
             this.transport.failServer(this, `memcached at ${this.location} closed the connection`);
           });

@@ -365,8 +365,17 @@ impl<B: Backend> LockEngine<B> {
                 None => Done::Failed(not_held("the lease is no longer held")),
             },
             Renewal::Refused { subject } => {
-                self.lose(now, id, LossReason::Refused, &format!("{subject} (extend refused)"));
-                Done::Failed(not_held(&format!("{subject}; extend never re-acquires")))
+                let cleanup = self.lose_and_clean(now, id, LossReason::Refused, &format!("{subject} (extend refused)"));
+                let done = Done::Failed(not_held(&format!("{subject}; extend never re-acquires")));
+                // The caller is told once what the refused lease left (a key on the masters
+                // that still had it) is removed, UNDO_WAIT at most, as a release's caller is:
+                // after a failed extend nothing of the lease is left to find.
+                if let Some(cleanup) = cleanup {
+                    self.sync_lease(id);
+                    self.hold_back(now, op, done);
+                    return self.answer_after(cleanup, op);
+                }
+                done
             }
             Renewal::Transient(e) | Renewal::Failed(e) => {
                 if let Some(l) = self.leases.get_mut(&id) {
@@ -478,16 +487,22 @@ impl<B: Backend> LockEngine<B> {
     }
 
     pub(super) fn lose(&mut self, now: Instant, id: LeaseId, reason: LossReason, why: &str) {
-        if let Some(l) = self.remove_lease(id) {
-            let t = self.telemetry.ended(id, Some(reason));
-            self.raise(t);
-            // If the server still has our token (we merely failed to renew in time), free it so
-            // nobody waits on a lease its owner has given up. An unanswered extend may have
-            // set a longer expiry than the lease, so keep trying for the longest of them.
-            let span = l.span();
-            self.add_cleanup(now, l.target, l.token, span);
-            self.events.push_back(Event::Lost { lease: id, error: not_held(why) });
-        }
+        self.lose_and_clean(now, id, reason, why);
+    }
+
+    /// [`lose`](Self::lose), saying which cleanup removes what the lease left (none if the
+    /// lease was gone already).
+    fn lose_and_clean(&mut self, now: Instant, id: LeaseId, reason: LossReason, why: &str) -> Option<u64> {
+        let l = self.remove_lease(id)?;
+        let t = self.telemetry.ended(id, Some(reason));
+        self.raise(t);
+        // If the server still has our token (we merely failed to renew in time), free it so
+        // nobody waits on a lease its owner has given up. An unanswered extend may have set a
+        // longer expiry than the lease, so keep trying for the longest of them.
+        let span = l.span();
+        let cleanup = self.add_cleanup(now, l.target, l.token, span);
+        self.events.push_back(Event::Lost { lease: id, error: not_held(why) });
+        Some(cleanup)
     }
 
     /// Removes from the server whatever an abandoned acquire may have left: its queue entry,
