@@ -10,6 +10,9 @@ use crate::actor::Timed;
 pub struct Context {
     run: String,
     fencing: bool,
+    /// The variant's capabilities: a bound given per capability (`within_ms: {...}`) picks
+    /// by them.
+    capabilities: Vec<&'static str>,
     tokens: HashMap<String, u128>,
     /// Lease identities an `export` saved (a later `adopt` passes one by `identity_from`).
     identities: HashMap<String, String>,
@@ -18,10 +21,30 @@ pub struct Context {
 }
 
 impl Context {
-    /// `fencing`: whether the variant's backend gives fencing tokens; without it every grant
-    /// must come without a token, and `token_gt`/`token_eq` expect exactly that.
-    pub fn new(run: &str, fencing: bool) -> Self {
-        Context { run: run.into(), fencing, tokens: HashMap::new(), identities: HashMap::new(), hammers: HashMap::new() }
+    /// `capabilities`: the variant's. Without `fencing` every grant must come without a
+    /// token, and `token_gt`/`token_eq` expect exactly that.
+    pub fn new(run: &str, capabilities: &[&'static str]) -> Self {
+        Context {
+            run: run.into(),
+            fencing: capabilities.contains(&"fencing"),
+            capabilities: capabilities.to_vec(),
+            tokens: HashMap::new(),
+            identities: HashMap::new(),
+            hammers: HashMap::new(),
+        }
+    }
+
+    /// A bound in ms: a number, or per capability (`{"etcd": 1800, "any": 1500}`: the first
+    /// key the variant has, else `any`), for a bound a backend documents differently (README
+    /// "What a crash costs").
+    pub fn bound_ms(&self, v: &Value) -> Result<u128, String> {
+        if let Some(n) = v.as_u64() {
+            return Ok(n.into());
+        }
+        let map = v.as_object().ok_or(format!("a bound must be a number of ms or an object of them by capability: {v}"))?;
+        let pick = map.iter().find(|(k, _)| self.capabilities.contains(&k.as_str())).or_else(|| map.iter().find(|(k, _)| *k == "any"));
+        let (_, n) = pick.ok_or(format!("no bound in {v} for this variant (add \"any\")"))?;
+        n.as_u64().map(u128::from).ok_or(format!("a bound must be a number of ms: {n}"))
     }
 
     /// Scenario lock names are local; each run gets its own real names so runs never interfere.
@@ -101,9 +124,9 @@ impl Context {
         };
         for (k, v) in want {
             let ok = match k.as_str() {
-                "within_ms" => reply.elapsed.as_millis() <= v.as_u64().unwrap_or(0) as u128,
+                "within_ms" => reply.elapsed.as_millis() <= self.bound_ms(v)?,
                 "token_absent" => r.get("token").is_none_or(Value::is_null) == (v == &Value::Bool(true)),
-                "at_least_ms" => reply.elapsed.as_millis() >= v.as_u64().unwrap_or(0) as u128,
+                "at_least_ms" => reply.elapsed.as_millis() >= self.bound_ms(v)?,
                 // Without fencing the grant carries no token (checked above for every reply).
                 "token_gt" | "token_eq" if !self.fencing => true,
                 "token_gt" | "token_eq" => {
@@ -165,5 +188,23 @@ impl Context {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Context;
+    use serde_json::json;
+
+    #[test]
+    fn a_bound_by_capability_picks_the_variants_or_any() {
+        let etcd = Context::new("r", &["fencing", "etcd"]);
+        let redis = Context::new("r", &["fencing", "redis"]);
+        let bound = json!({"etcd": 1800, "any": 1500});
+        assert_eq!(etcd.bound_ms(&bound), Ok(1800));
+        assert_eq!(redis.bound_ms(&bound), Ok(1500));
+        assert_eq!(redis.bound_ms(&json!(700)), Ok(700));
+        assert!(redis.bound_ms(&json!({"etcd": 1800})).unwrap_err().contains("any"));
+        assert!(redis.bound_ms(&json!("soon")).is_err());
     }
 }

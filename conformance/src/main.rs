@@ -431,7 +431,7 @@ async fn execute(plan: &Plan, v: &mut Variant, s: &Scenario, assignment: &[&Acto
         }
         actors.insert(name.clone(), a);
     }
-    let mut ctx = check::Context::new(&format!("{}.{tag}", s.name), v.has("fencing"));
+    let mut ctx = check::Context::new(&format!("{}.{tag}", s.name), &capabilities);
     let mut pending: HashMap<String, (String, u64)> = HashMap::new();
     // Actors frozen by a `pause` step and not thawed yet (a failed step): thawed before they exit.
     let mut paused: Vec<String> = Vec::new();

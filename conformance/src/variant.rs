@@ -237,8 +237,4 @@ impl Variant {
                 Runs::AllBut(s) => !s.contains(&name),
             }
     }
-
-    pub fn has(&self, capability: &str) -> bool {
-        self.capabilities.contains(&capability)
-    }
 }
