@@ -108,6 +108,13 @@ class Driver {
     this.engine.enableTelemetry(this.lockNames);
   }
 
+  /** Publishes the telemetry the engine raised since the last call, in order. */
+  publishTelemetry() {
+    if (!this.telemetryOn) return;
+    const batch = this.engine.takeTelemetry(telemetry.instrumented());
+    if (batch !== undefined) for (const ev of JSON.parse(batch)) telemetry.publish(ev);
+  }
+
   /** Whether telemetry carries each lock's name (off: unbounded cardinality for metrics). */
   telemetryLockNames(on) {
     this.lockNames = on;
@@ -285,6 +292,7 @@ class Driver {
           if (ev === null) this.again = true; // the engine released a grant nobody waits for
           else this.deliver(ev);
         }
+        this.publishTelemetry();
       } while (this.again);
     } finally {
       this.pumping = false;
@@ -302,7 +310,6 @@ class Driver {
   }
 
   deliver(ev) {
-    if (ev.kind === 'telemetry') return telemetry.publish(ev);
     if (ev.kind === 'lost') {
       const loss = this.leases.get(ev.lease);
       if (loss) {

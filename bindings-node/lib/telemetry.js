@@ -27,12 +27,16 @@ function wanted() {
   return false;
 }
 
-/** Publishes one event (`{ kind: 'telemetry', event, ... }` from the engine) on its channel. */
+/** Whether the engine's events must carry their metric updates and ended acquire. */
+function instrumented() {
+  return otel !== null;
+}
+
+/** Publishes one event (`{ event, message, ... }` from the engine) on its channel. */
 function publish(ev) {
-  if (otel !== null) record(otel, ev);
+  if (otel !== null && ev.metrics !== undefined) record(otel, ev);
   const c = channels.get(ev.event);
   if (c === undefined || !c.hasSubscribers) return;
-  delete ev.kind;
   delete ev.metrics;
   delete ev.acquire;
   c.publish(ev);
@@ -87,4 +91,4 @@ function uninstrument() {
 /** The channel names, for users: `lockgate.<event>`. */
 const CHANNELS = Object.freeze(EVENTS.map((event) => `lockgate.${event}`));
 
-module.exports = { CHANNELS, wanted, publish, instrument, uninstrument };
+module.exports = { CHANNELS, wanted, instrumented, publish, instrument, uninstrument };

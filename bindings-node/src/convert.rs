@@ -7,6 +7,7 @@ use lockgate_core::engine::{Done, LeaderInfo, LeaseId, Measure, OpId, Telemetry,
 use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_ENTRY_TTL, MIN_LEASE};
 use lockgate_core::time::{Duration, Instant};
 use lockgate_core::{Error, Event, LockOptions, Result};
+use serde_json::{json, Map, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -300,8 +301,8 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
             ("atRisk", EventFields { lease: Some(*lease), valid_until: Some(*valid_until), ..none })
         }
         Event::Lost { lease, error } => ("lost", EventFields { lease: Some(*lease), error: Some(error), ..none }),
-        // Converted by `telemetry_to_js` (`poll_event` hands it no waiter).
-        Event::Telemetry(t) => return telemetry_to_js(t, cache),
+        // Kept by `poll_event` for `takeTelemetry`.
+        Event::Telemetry(_) => return JsValue::UNDEFINED,
     };
     fields.to_js(kind, waiter, shapes, cache)
 }
@@ -322,56 +323,54 @@ fn observed_to_js(op: OpId, leader: Option<&LeaderInfo>, waiter: &JsValue, shape
     }
 }
 
-/// A telemetry event as `lib/telemetry.js` publishes it: `{ kind: 'telemetry', event, message,
-/// warning, backend, primitive, lock, ...measurements }` with the core's measurement keys in
-/// JavaScript's case and durations in milliseconds (`wait_s` -> `waitMs`, `held_s` -> `heldMs`).
-pub fn telemetry_to_js(t: &Telemetry, cache: &mut StrCache) -> JsValue {
-    let obj = Object::new();
-    set(&obj, "kind", cache.str("telemetry"));
-    set(&obj, "event", cache.str(t.what.name()));
-    set(&obj, "message", cache.str(t.what.summary()));
-    set(&obj, "warning", JsValue::from_bool(t.what.is_warning()));
-    set(&obj, "backend", cache.str(t.backend));
+/// Telemetry events as `lib/telemetry.js` publishes them, as one JSON array text: `{ event,
+/// message, warning, backend, primitive, lock, ...measurements }` with the core's measurement
+/// keys in JavaScript's case and durations in milliseconds (`wait_s` -> `waitMs`); only
+/// `for_open_telemetry`, the core's metric updates as `metrics: [[instrument, value,
+/// attributes]]` and the acquire an event ended as `acquire: { outcome, waitMs, error,
+/// attributes }`. One crossing and one `JSON.parse` a batch, where each property set on a
+/// JavaScript object would be a crossing of its own.
+pub fn telemetry_json(events: &[Telemetry], for_open_telemetry: bool) -> String {
+    Value::Array(events.iter().map(|t| telemetry_value(t, for_open_telemetry)).collect()).to_string()
+}
+
+/// Metric or span attributes as a JSON object.
+fn attributes(pairs: &[(&'static str, String)]) -> Map<String, Value> {
+    pairs.iter().map(|(k, v)| (k.to_string(), Value::from(v.as_str()))).collect()
+}
+
+fn telemetry_value(t: &Telemetry, for_open_telemetry: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("event".into(), t.what.name().into());
+    o.insert("message".into(), t.what.summary().into());
+    o.insert("warning".into(), t.what.is_warning().into());
+    o.insert("backend".into(), t.backend.into());
     if let Some(p) = t.primitive {
-        set(&obj, "primitive", cache.str(p));
+        o.insert("primitive".into(), p.into());
     }
     if let Some(name) = &t.name {
-        set(&obj, "lock", JsValue::from_str(name));
+        o.insert("lock".into(), Value::from(&**name));
     }
     for (key, m) in t.what.measurements() {
         let (key, value) = match m {
-            Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), JsValue::from_f64(duration_ms(d))),
-            Measure::Flag(b) => (key.to_string(), JsValue::from_bool(b)),
-            Measure::Text(text) => (key.to_string(), cache.str(text)),
-            Measure::Count(n) => (key.to_string(), JsValue::from_f64(f64::from(n))),
+            Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), duration_ms(d).into()),
+            Measure::Flag(b) => (key.to_string(), b.into()),
+            Measure::Text(text) => (key.to_string(), text.into()),
+            Measure::Count(n) => (key.to_string(), n.into()),
         };
-        set(&obj, &key, value);
+        o.insert(key, value);
     }
-    // For OpenTelemetry (lib/telemetry.js): the core's metric updates as [instrument, value,
-    // attributes], and the acquire this event ended as { outcome, waitMs, error }.
-    let metrics = Array::new();
-    for u in t.metric_updates() {
-        let attrs = Object::new();
-        for (k, v) in &u.attributes {
-            set(&attrs, k, cache.str(v));
+    if for_open_telemetry {
+        let metrics = t.metric_updates().into_iter().map(|u| json!([u.instrument.name, u.value, attributes(&u.attributes)]));
+        o.insert("metrics".into(), Value::Array(metrics.collect()));
+        if let Some(ended) = t.ended_acquire() {
+            let mut attrs = attributes(&t.attributes());
+            attrs.insert("lockgate.outcome".into(), ended.outcome.into());
+            let span = json!({ "outcome": ended.outcome, "waitMs": duration_ms(ended.waited), "error": ended.error, "attributes": attrs });
+            o.insert("acquire".into(), span);
         }
-        metrics.push(&Array::of3(&cache.str(u.instrument.name), &JsValue::from_f64(u.value), &attrs));
     }
-    set(&obj, "metrics", metrics.into());
-    if let Some(ended) = t.ended_acquire() {
-        let span = Object::new();
-        set(&span, "outcome", cache.str(ended.outcome));
-        set(&span, "waitMs", JsValue::from_f64(duration_ms(ended.waited)));
-        set(&span, "error", ended.error.map_or(JsValue::NULL, |e| cache.str(e)));
-        let attrs = Object::new();
-        for (k, v) in t.attributes() {
-            set(&attrs, k, cache.str(&v));
-        }
-        set(&attrs, "lockgate.outcome", cache.str(ended.outcome));
-        set(&span, "attributes", attrs.into());
-        set(&obj, "acquire", span.into());
-    }
-    obj.into()
+    Value::Object(o)
 }
 
 /// `{ kind: 'inspected', op, snapshot, waiter }`: the snapshot as the core spells it in

@@ -15,7 +15,7 @@ mod js;
 mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
-use lockgate_core::engine::{LeaseId, OpId, RequestId, TelemetryConfig};
+use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry, TelemetryConfig};
 use lockgate_core::data::{Data, DynEngine};
 use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
@@ -190,6 +190,9 @@ pub struct Engine {
     plan: JsValue,
     /// The driver's pending promises by op id (see [`Engine::wait`]).
     waiting: Awaiting<JsValue>,
+    /// Telemetry raised and not converted yet: the driver takes it after each round of events
+    /// (see [`Engine::take_telemetry`]).
+    telemetry: Vec<Telemetry>,
 }
 
 #[wasm_bindgen]
@@ -212,6 +215,7 @@ impl Engine {
             stash: None,
             plan: data::to_js(&connected.plan, &mut StrCache::default()),
             waiting: Awaiting::default(),
+            telemetry: Vec::new(),
         })
     }
 
@@ -371,9 +375,8 @@ impl Engine {
         self.core.is_idle()
     }
 
-    /// Turns the core's telemetry events on (`pollEvent` then yields `{ kind: 'telemetry', ... }`
-    /// too, see `convert::telemetry_to_js`), with the lock's name if the client option
-    /// `telemetryLockNames` asked for it.
+    /// Turns the core's telemetry events on (`takeTelemetry` then yields them), with the lock's
+    /// name if the client option `telemetryLockNames` asked for it.
     #[wasm_bindgen(js_name = enableTelemetry)]
     pub fn enable_telemetry(&mut self) -> JsResult<()> {
         let backend = js(self.client.options.backend())?.scheme(false);
@@ -401,6 +404,16 @@ impl Engine {
     #[wasm_bindgen(js_name = pollEvent)]
     pub fn poll_event(&mut self, now: f64) -> JsValue {
         while let Some(ev) = self.core.poll_event() {
+            let ev = match ev {
+                // Raised once the driver turned telemetry on (lib/telemetry.js: a
+                // diagnostics_channel subscriber); nobody waits for it: kept for
+                // `takeTelemetry`.
+                Event::Telemetry(t) => {
+                    self.telemetry.push(t);
+                    continue;
+                }
+                ev => ev,
+            };
             let waiter = match &ev {
                 Event::Completed { op, outcome } => {
                     match self.waiting.claim(&mut self.core, instant(now), *op, outcome) {
@@ -409,14 +422,24 @@ impl Engine {
                         Claim::Nobody => continue,
                     }
                 }
-                // Raised once the driver turned telemetry on (lib/telemetry.js: a
-                // diagnostics_channel subscriber); nobody waits for it.
-                Event::Telemetry(_) => JsValue::UNDEFINED,
                 _ => JsValue::UNDEFINED,
             };
             return convert::event_to_js(&ev, &waiter, &self.shapes, &mut self.strings);
         }
         JsValue::UNDEFINED
+    }
+
+    /// The telemetry raised since the last call, in order, as one JSON array text of the events
+    /// `lib/telemetry.js` publishes (`convert::telemetry_json`), or `undefined` if none; each
+    /// event's metric updates and ended acquire only `forOpenTelemetry`.
+    #[wasm_bindgen(js_name = takeTelemetry)]
+    pub fn take_telemetry(&mut self, for_open_telemetry: bool) -> Option<String> {
+        if self.telemetry.is_empty() {
+            return None;
+        }
+        let json = convert::telemetry_json(&self.telemetry, for_open_telemetry);
+        self.telemetry.clear();
+        Some(json)
     }
 
     /// Records `waiter` (the driver's pending promise) as who waits for `op`.
