@@ -148,23 +148,58 @@ def pairs_python_redis_lock(url: str, n: int) -> float:
     return rate
 
 
+class _DebugTo:
+    """Logger ``name`` at DEBUG with a handler formatting every record (to /dev/null) while
+    entered, as an application turning telemetry on would have it."""
+
+    def __init__(self, name: str) -> None:
+        self.logger = logging.getLogger(name)
+
+    def __enter__(self) -> logging.Logger:
+        self.sink = open(os.devnull, "w")
+        self.handler = logging.StreamHandler(self.sink)
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s %(lockgate_event)s"))
+        self.before = (self.logger.level, self.logger.propagate)
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.propagate = False
+        return self.logger
+
+    def __exit__(self, *_: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.before[0])
+        self.logger.propagate = self.before[1]
+        self.sink.close()
+
+
 def pairs_lockgate_telemetry_on(url: str, n: int) -> float:
     """lockgate's sync pairs with its telemetry fully on: logger ``lockgate`` at DEBUG with a
     handler that formats every record (to /dev/null)."""
-    logger = logging.getLogger("lockgate")
-    with open(os.devnull, "w") as sink:
-        handler = logging.StreamHandler(sink)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s %(lockgate_event)s"))
-        before, propagate = logger.level, logger.propagate
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        try:
-            return pairs_lockgate_sync(url, n)
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(before)
-            logger.propagate = propagate
+    with _DebugTo("lockgate"):
+        return pairs_lockgate_sync(url, n)
+
+
+def pairs_lockgate_own_records(url: str, n: int) -> float:
+    """The floor of DEBUG logging: lockgate's sync pairs with telemetry off, and the records
+    lockgate makes per pair with it on (acquire started, granted, lease released: message,
+    the same ``extra`` fields) logged by the application itself through a logger of its own
+    with the same handler. What Python's ``logging`` costs, whoever calls it."""
+    with _DebugTo("bench.records") as log, lockgate.Client(url) as client:
+        lock = client.lock("bench-u-lgr")
+        base = {"lockgate_backend": "redis", "lockgate_primitive": "mutex"}
+        started = {**base, "lockgate_event": "acquire.started"}
+        released = {**base, "lockgate_event": "lease.released"}
+        lock.acquire(timeout=5).release()
+        t = time.perf_counter()
+        for _ in range(n):
+            t0 = time.perf_counter()
+            log.debug("acquire started", extra=started)
+            lease = lock.acquire(timeout=5)
+            waited = time.perf_counter() - t0
+            log.debug("acquire granted", extra={**base, "lockgate_event": "acquire.granted", "lockgate_wait_s": waited, "lockgate_queued": False})
+            lease.release()
+            log.debug("lease released", extra={**released, "lockgate_held_s": time.perf_counter() - t0 - waited})
+        return n / (time.perf_counter() - t)
 
 
 def pairs_lockgate_otel_on(url: str, n: int) -> float:
@@ -190,9 +225,50 @@ def pairs_lockgate_otel_on(url: str, n: int) -> float:
         tracer_provider.shutdown()
 
 
+def pairs_lockgate_own_otel(url: str, n: int) -> float:
+    """The floor of OpenTelemetry: lockgate's sync pairs with telemetry off, and what lockgate
+    records per pair with it on (a wait and a hold histogram sample, one ``lockgate.acquire``
+    span with its attributes; its counters are summed natively and read at collection) recorded
+    by the application itself through the same SDK set-up."""
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    reader = InMemoryMetricReader()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+    meter = MeterProvider(metric_readers=[reader]).get_meter("bench")
+    tracer = tracer_provider.get_tracer("bench")
+    wait, held = meter.create_histogram("bench.wait", unit="s"), meter.create_histogram("bench.held", unit="s")
+    attrs = {"lockgate.backend": "redis", "lockgate.primitive": "mutex"}
+    span_attrs = {**attrs, "lockgate.outcome": "granted"}
+    try:
+        with lockgate.Client(url) as client:
+            lock = client.lock("bench-u-lgo")
+            lock.acquire(timeout=5).release()
+            t = time.perf_counter()
+            for _ in range(n):
+                t0, start_ns = time.perf_counter(), time.time_ns()
+                lease = lock.acquire(timeout=5)
+                waited = time.perf_counter() - t0
+                wait.record(waited, {**attrs, "lockgate.outcome": "granted"})
+                tracer.start_span("lockgate.acquire", context=Context(), start_time=start_ns, attributes=span_attrs).end()
+                lease.release()
+                held.record(time.perf_counter() - t0 - waited, attrs)
+            return n / (time.perf_counter() - t)
+    finally:
+        reader.get_metrics_data()
+        tracer_provider.shutdown()
+
+
 UNCONTENDED: list[tuple[str, str, Callable[[str, int], float]]] = [
     ("lockgate", "sync", pairs_lockgate_sync),
     ("lockgate, telemetry on", "sync", pairs_lockgate_telemetry_on),
+    ("lockgate, its records logged by the application", "sync", pairs_lockgate_own_records),
+    ("lockgate, its metrics and span recorded by the application", "sync", pairs_lockgate_own_otel),
     ("lockgate, OpenTelemetry on", "sync", pairs_lockgate_otel_on),
     ("redis-py `Lock`", "sync", pairs_redis_py),
     ("python-redis-lock", "sync", pairs_python_redis_lock),
@@ -350,7 +426,7 @@ def main() -> None:
         return f"{ours / theirs:.2f}× faster" if ours >= theirs else f"{theirs / ours:.2f}× slower"
 
     for name, api, _ in UNCONTENDED:
-        if name in ("lockgate, telemetry on", "lockgate, OpenTelemetry on"):
+        if name.startswith(("lockgate, telemetry on", "lockgate, OpenTelemetry on", "lockgate, its ")):
             continue  # their own table below
         if name == "lockgate":
             lines.append(f"| {name} | {api} | {best[(name, api)]:,.0f} | — | {med[(name, api)]:,.0f} | — |")
@@ -373,12 +449,32 @@ def main() -> None:
         "|---|---:|---:|---:|---:|",
         f"| off (default) | {best[off]:,.0f} | {med[off]:,.0f} | | |",
     ]
-    for label, row in (("OpenTelemetry metrics and spans", "lockgate, OpenTelemetry on"), ("DEBUG logging", "lockgate, telemetry on")):
+    rows = (
+        ("OpenTelemetry metrics and spans", "lockgate, OpenTelemetry on"),
+        ("floor: the same samples and span recorded by the application (telemetry off)", "lockgate, its metrics and span recorded by the application"),
+        ("DEBUG logging", "lockgate, telemetry on"),
+        ("floor: the same 3 DEBUG records a pair logged by the application (telemetry off)", "lockgate, its records logged by the application"),
+    )
+    for label, row in rows:
         on = (row, "sync")
         lines.append(
             f"| {label} | {best[on]:,.0f} | {med[on]:,.0f} | {(best[off] / best[on] - 1) * 100:+.1f} % | "
             f"{(med[off] / med[on] - 1) * 100:+.1f} % |"
         )
+    def share(on: str, floor: str) -> str:
+        on_, floor_ = (on, "sync"), (floor, "sync")
+        return (
+            f"{(best[off] / best[on_] - best[off] / best[floor_]) * 100:+.1f} % (best) and "
+            f"{(med[off] / med[on_] - med[off] / med[floor_]) * 100:+.1f} % (median) of a pair"
+        )
+
+    lines += [
+        "",
+        "Each floor row is what the SDK or Python's `logging` costs for what lockgate records, "
+        "whoever records it; lockgate's own share is its cost less the floor's: OpenTelemetry "
+        f"{share('lockgate, OpenTelemetry on', 'lockgate, its metrics and span recorded by the application')}; "
+        f"DEBUG logging {share('lockgate, telemetry on', 'lockgate, its records logged by the application')}.",
+    ]
     lines += [
         "",
         f"**Contended handoff**, 4 processes × {args.handoffs_per_process} turns on one lock, "
