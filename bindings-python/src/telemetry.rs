@@ -38,6 +38,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lockgate_core::engine::metrics::{InstrumentKind, MetricUpdate, INSTRUMENTS};
 use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -375,9 +376,8 @@ fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
     let level = if t.what.is_warning() { WARNING } else { DEBUG };
     let logger = logger(py)?;
-    if !logger.call_method1("isEnabledFor", (level,))?.is_truthy()? {
-        return Ok(());
-    }
+    // `log` asks the logger's level itself: the record is built only if DEBUG was on at the
+    // last check (or it is a WARNING), which is the rule rather than the exception.
     let extra = PyDict::new(py);
     extra.set_item("lockgate_event", t.what.name())?;
     extra.set_item("lockgate_backend", t.backend)?;
@@ -396,6 +396,6 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
     }
     let kwargs = PyDict::new(py);
     kwargs.set_item("extra", extra)?;
-    logger.call_method("log", (level, t.what.summary()), Some(&kwargs))?;
+    logger.call_method(intern!(py, "log"), (level, t.what.summary()), Some(&kwargs))?;
     Ok(())
 }
