@@ -21,7 +21,6 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use lockgate_core::engine::metrics::InstrumentKind;
 use lockgate_core::engine::{Measure, Telemetry};
 
 use crate::{NativeClient, NativeOptionValue, NativeResult};
@@ -79,16 +78,11 @@ pub fn set_metrics_wanted(on: bool) {
 }
 
 fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
-    let kind = |k| match k {
-        InstrumentKind::Histogram => "histogram",
-        InstrumentKind::Counter => "counter",
-        InstrumentKind::UpDownCounter => "up_down_counter",
-    };
     t.metric_updates()
         .into_iter()
         .map(|u| MetricUpdate {
             instrument: u.instrument.name.to_string(),
-            kind: kind(u.instrument.kind).to_string(),
+            kind: u.instrument.kind.name().to_string(),
             unit: u.instrument.unit.to_string(),
             description: u.instrument.description.to_string(),
             value: u.value,

@@ -27,10 +27,12 @@ const KEEPALIVE_MS = 60_000;
 /** How long `close()` waits for releases to reach the server(s): the core's. */
 const CLOSE_GRACE_MS = wasm.closeGraceMs();
 
-/** The object factory the engine builds its events with (one call each); `waiter`: the op's pending promise. */
+/**
+ * The object factory the engine builds its events with (one call each; the fields are the core's,
+ * `data` what a read found); `waiter`: the op's pending promise.
+ */
 const SHAPES = {
-  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error, waiter) => ({ kind, op, lease, fencingToken, validUntil, wasHeld, error, waiter }),
-  observed: (op, value, term, remainingMs, waiter) => ({ kind: 'observed', op, value, term, remainingMs, waiter }),
+  event: (kind, op, lease, fencingToken, validUntil, wasHeld, error, data, waiter) => ({ kind, op, lease, fencingToken, validUntil, wasHeld, error, data, waiter }),
 };
 
 /**
@@ -167,7 +169,7 @@ class Driver {
     return this.track(this.engine.reacquire(now(), lease), undefined, undefined);
   }
 
-  /** Reads the leader of election `name`; resolves with the `observed` event. */
+  /** Reads the leader of election `name`; resolves with the `observed` event (`data`: `{ value, remainingMs }` or null; `fencingToken`: the term). */
   observe(name) {
     this.ensureOpen();
     return this.track(this.engine.observe(now(), name), undefined, undefined);

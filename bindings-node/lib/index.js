@@ -113,7 +113,7 @@ class Client {
    * unknown name is empty. For humans and dashboards; to decide whether to write, use the fencing token.
    */
   async inspect(name, kind = 'mutex') {
-    return (await open(this).inspect(name, kind)).snapshot;
+    return (await open(this).inspect(name, kind)).data;
   }
 
   /**
@@ -127,7 +127,7 @@ class Client {
    */
   async breakLock(name, options = {}) {
     const { token, kind = 'mutex' } = options ?? {};
-    return (await open(this).breakLock(name, kind, token)).broken;
+    return (await open(this).breakLock(name, kind, token)).data;
   }
 
   /**
@@ -138,7 +138,7 @@ class Client {
    * like inspect. `UnsupportedError` where the backend cannot list (memcached).
    */
   async listLocks({ prefix = '', limit, cursor } = {}) {
-    return (await open(this).list(prefix, limit, cursor)).page;
+    return (await open(this).list(prefix, limit, cursor)).data;
   }
 
   /**
@@ -307,7 +307,7 @@ class Lock extends Handle {
 
   /** Reads this lock on the server (a semaphore handle reads the semaphore, a half the whole read-write lock); see Client.inspect. */
   async inspect() {
-    return (await open(this.client).inspectLock(this.#spec)).snapshot;
+    return (await open(this.client).inspectLock(this.#spec)).data;
   }
 
   /** Whether anyone holds this lock now, asking the server (Redisson's isLocked; racy: for humans and dashboards). */
@@ -494,8 +494,7 @@ class Election extends Handle {
   /** The current leader as `{ value, term, remainingMs }`, or null if nobody leads. */
   async observe() {
     const ev = await drivers.get(this.client).observe(this.name);
-    if (ev.value === undefined) return null;
-    return { value: ev.value, term: ev.term, remainingMs: ev.remainingMs };
+    return ev.data === null ? null : { value: ev.data.value, term: ev.fencingToken, remainingMs: ev.data.remainingMs };
   }
 }
 

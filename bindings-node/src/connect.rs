@@ -6,13 +6,11 @@
 //! replicas, timeoutMs }` are this binding's.
 
 use js_sys::{Array, Reflect};
-use lockgate_core::connect::{redlock_url, ClientOptions, OptionValue, Spelling};
+use lockgate_core::connect::{redlock_url, ClientOptions, Spelling};
 use lockgate_core::options::MAX_DURATION;
 use lockgate_core::time::Duration;
-use lockgate_core::data::Data;
 use lockgate_core::{Error, Result};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::convert;
 
@@ -25,23 +23,6 @@ pub struct Connected {
 
 fn get(obj: &JsValue, key: &str) -> JsValue {
     Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
-}
-
-/// A JS value as the core's [`OptionValue`] (`undefined` and `null` mean the default).
-fn value(key: &str, v: &JsValue) -> Result<OptionValue> {
-    Ok(if v.is_undefined() || v.is_null() {
-        OptionValue::None
-    } else if let Some(b) = v.as_bool() {
-        OptionValue::Bool(b)
-    } else if let Some(n) = v.as_f64() {
-        OptionValue::Number(n)
-    } else if let Some(s) = v.as_string() {
-        OptionValue::Str(s)
-    } else if let Some(b) = v.dyn_ref::<js_sys::Uint8Array>() {
-        OptionValue::Bytes(b.to_vec())
-    } else {
-        return Err(Error::invalid(format!("{key} must be a number, string or boolean, got {}", crate::js::describe(v))));
-    })
 }
 
 /// Parses `url` (a string) — or, for a caller's own connection(s), `given`: `{ url,
@@ -76,10 +57,10 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
                 }
                 for (k, v) in entries {
                     let k = format!("replicaAcks.{k}");
-                    o.set(&k, value(&k, &v)?, spelling)?;
+                    o.set(&k, convert::value(&v), spelling)?;
                 }
             }
-            _ => o.set(&key, value(&key, &v)?, spelling)?,
+            _ => o.set(&key, convert::value(&v), spelling)?,
         }
     }
     if given.is_object() {
@@ -93,8 +74,7 @@ pub fn connect(url: &JsValue, options: &JsValue, given: &JsValue) -> Result<Conn
         for (ours, theirs) in [("connectTimeoutMs", "connectTimeout"), ("commandTimeoutMs", "commandTimeout")] {
             let v = get(&own, theirs);
             if !given_keys.iter().any(|k| k == ours) && !v.is_undefined() {
-                let key = format!("{}.{theirs}", transport_options.as_deref().unwrap_or_default());
-                o.set(ours, value(&key, &v)?, spelling)?;
+                o.set(ours, convert::value(&v), spelling)?;
             }
         }
     }
@@ -111,21 +91,5 @@ impl Connected {
             }
             _ => Ok(()),
         }
-    }
-}
-
-impl Connected {
-    /// The core's capabilities of this client: `{ backend, scheme, fencing, fifo, semaphore,
-    /// readWrite, election, observe, reentrant, replicaAcks, readersFirst, agreedParameters,
-    /// entryTtl, listLocks }` (names in JavaScript's case).
-    pub fn capabilities(&self) -> Result<Data> {
-        let c = self.options.capabilities()?;
-        let mut out = vec![("backend".to_string(), c.backend.into()), ("scheme".to_string(), c.scheme.into())];
-        for (name, on) in c.pairs() {
-            let mut words = name.split('_');
-            let first = words.next().unwrap_or_default().to_string();
-            out.push((words.fold(first, |camel, w| camel + &w[..1].to_uppercase() + &w[1..]), on.into()));
-        }
-        Ok(Data::Map(out))
     }
 }

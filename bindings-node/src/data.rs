@@ -23,6 +23,7 @@ pub fn to_js(d: &Data, strings: &mut StrCache) -> JsValue {
         Data::Bool(b) => JsValue::from_bool(*b),
         Data::Int(n) if (-MAX_SAFE..=MAX_SAFE).contains(n) => JsValue::from_f64(*n as f64),
         Data::Int(n) => JsValue::from(*n),
+        Data::Float(n) => JsValue::from_f64(*n),
         Data::Str(s) => strings.str(s),
         Data::Bytes(b) => Uint8Array::from(b.as_slice()).into(),
         // One crossing for the whole array, where `Array::push` is one per item.

@@ -15,8 +15,11 @@ mod js;
 mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
+use lockgate_core::engine::metrics::{Instrument, INSTRUMENTS};
 use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry, TelemetryConfig};
-use lockgate_core::data::{Data, DynEngine};
+use lockgate_core::connect::Spelling;
+use lockgate_core::data::{millis, Data, DynEngine};
+use lockgate_core::handle::{self, Flag, HandleOptions};
 use lockgate_core::holding::{Holding, Owner};
 use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
 use wasm_bindgen::prelude::*;
@@ -63,14 +66,14 @@ impl LockSpec {
     }
 
     pub fn mutex(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        let o = js(engine.handle("lock option", &options, &["reentrant"]))?;
+        let o = js(engine.handle("lock option", &options, &[Flag::Reentrant]))?;
         LockSpec::checked(&name, Primitive::Mutex, o)
     }
 
     /// One permit of a semaphore with `permits` permits (a whole number, 1 to 1000000).
     pub fn semaphore(engine: &Engine, name: JsValue, permits: JsValue, options: JsValue) -> JsResult<LockSpec> {
         js(engine.require(Capability::Semaphore))?;
-        let permits = js(convert::permits(&permits))?;
+        let permits = js(handle::permits(&convert::value(&permits)))?;
         let o = js(engine.handle("semaphore option", &options, &[]))?;
         LockSpec::checked(&name, Primitive::Semaphore { permits }, o)
     }
@@ -80,7 +83,7 @@ impl LockSpec {
     #[wasm_bindgen(js_name = readWrite)]
     pub fn read_write(engine: &Engine, name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
         js(engine.require(Capability::ReadWrite))?;
-        let o = js(engine.handle("read-write lock option", &options, &["reentrant", "writersFirst"]))?;
+        let o = js(engine.handle("read-write lock option", &options, &[Flag::Reentrant, Flag::WritersFirst]))?;
         let primitive = if write { Primitive::Write } else { Primitive::Read { writers_first: o.writers_first } };
         LockSpec::checked(&name, primitive, o)
     }
@@ -107,49 +110,12 @@ impl LockSpec {
         })
     }
 
-    /// What the handle is, read once by JavaScript: `{ name, kind, reentrant, options }` plus
-    /// `permits` (a semaphore), `writersFirst` (a read half) or `value` (leadership). `kind` is
-    /// `mutex`, `semaphore`, `read`, `write` or `leader`; `options` the effective lease options
-    /// `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs }` (`entryTtlMs` only where queue entries
-    /// have a lease of their own: Redis).
+    /// What the handle is, read once by JavaScript (`lockgate_core::handle::handle_info`):
+    /// `{ name, kind, reentrant, options }` plus `permits`, `writersFirst` or `value`.
     #[wasm_bindgen(getter)]
-    pub fn info(&self) -> js_sys::Object {
-        let (o, set) = (&self.options, convert::set);
-        let options = js_sys::Object::new();
-        set(&options, "leaseMs", convert::duration_ms(o.lease).into());
-        set(&options, "autoRenew", o.auto_renew.into());
-        set(&options, "waitTimeoutMs", convert::wait_ms(o.wait_timeout).into());
-        if self.entry_ttl {
-            set(&options, "entryTtlMs", convert::duration_ms(o.entry_ttl).into());
-        }
-        if let Some(d) = o.min_hold {
-            set(&options, "minHoldMs", convert::duration_ms(d).into());
-        }
-        if let Some(d) = o.max_hold {
-            set(&options, "maxHoldMs", convert::duration_ms(d).into());
-        }
-        let out = js_sys::Object::new();
-        let kind = match &self.primitive {
-            Primitive::Mutex => "mutex",
-            Primitive::Semaphore { permits } => {
-                set(&out, "permits", (*permits).into());
-                "semaphore"
-            }
-            Primitive::Read { writers_first } => {
-                set(&out, "writersFirst", (*writers_first).into());
-                "read"
-            }
-            Primitive::Write => "write",
-            Primitive::Leader { value } => {
-                set(&out, "value", value.into());
-                "leader"
-            }
-        };
-        set(&out, "name", self.name.as_str().into());
-        set(&out, "kind", kind.into());
-        set(&out, "reentrant", self.reentrant.into());
-        set(&out, "options", options.into());
-        out
+    pub fn info(&self) -> JsValue {
+        let info = handle::handle_info(&self.name, &self.primitive, &self.options, self.reentrant, self.entry_ttl);
+        data::to_js(&info, &mut StrCache::default())
     }
 
     /// Frees the place of `lease` (released through the handle): the handle may acquire again.
@@ -166,7 +132,7 @@ impl LockSpec {
 }
 
 impl LockSpec {
-    fn checked(name: &JsValue, primitive: Primitive, o: convert::HandleOptions) -> JsResult<LockSpec> {
+    fn checked(name: &JsValue, primitive: Primitive, o: HandleOptions) -> JsResult<LockSpec> {
         let name = js(convert::name(name))?;
         js(lockgate_core::options::validate_primitive(&primitive))?;
         Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, entry_ttl: o.entry_ttl, holding: Holding::default() })
@@ -237,13 +203,14 @@ impl Engine {
     /// What this client's backend offers (see `connect::Connected::capabilities`).
     #[wasm_bindgen(getter)]
     pub fn capabilities(&self) -> JsResult<JsValue> {
-        js(self.client.capabilities()).map(|c| data::to_js(&c, &mut StrCache::default()))
+        js(self.client.options.capabilities()).map(|c| data::to_js(&c.to_data(true), &mut StrCache::default()))
     }
 
     /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
     /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
     pub fn acquire(&mut self, now: f64, lock: &LockSpec, options: JsValue, try_once: bool) -> JsResult<f64> {
-        let wait = js(convert::acquire_wait(&options, try_once, lock.options.wait_timeout))?;
+        let given = js(convert::given("acquire option", &options))?;
+        let wait = js(handle::acquire_wait(&given, &["signal"], try_once, lock.options.wait_timeout, &Spelling::JS))?;
         let (now, o) = (instant(now), &lock.options);
         let op = js(self.core.acquire(now, &lock.name, &lock.primitive, o, wait))?;
         Ok(id_to_js(op.0))
@@ -282,7 +249,7 @@ impl Engine {
     pub fn break_lock(&mut self, now: f64, name: JsValue, kind: JsValue, token: JsValue) -> JsResult<f64> {
         let name = js(convert::name(&name))?;
         let kind = js(lockgate_core::inspect::Kind::parse(&kind.as_string().unwrap_or_default()))?;
-        let token = js(convert::fencing_token(&token))?;
+        let token = js(handle::fencing_token(&convert::token(&token)))?;
         let op = js(self.core.break_lock(instant(now), &name, kind, token))?;
         Ok(id_to_js(op.0))
     }
@@ -290,22 +257,7 @@ impl Engine {
     /// Lists one page of the locks under `prefix` (`limit` and `cursor` may be `undefined`;
     /// the core checks and caps them); completes as `listed` with the page. Returns the op id.
     pub fn list(&mut self, now: f64, prefix: JsValue, limit: JsValue, cursor: JsValue) -> JsResult<f64> {
-        let prefix = match prefix.as_string() {
-            Some(p) => p,
-            None if prefix.is_undefined() || prefix.is_null() => String::new(),
-            None => return js(Err(lockgate_core::Error::invalid("prefix must be a string"))),
-        };
-        let limit = match limit.as_f64() {
-            Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => Some(n as u64),
-            Some(_) => return js(Err(lockgate_core::Error::invalid("limit must be a whole number of at least 1"))),
-            None if limit.is_undefined() || limit.is_null() => None,
-            None => return js(Err(lockgate_core::Error::invalid("limit must be a number"))),
-        };
-        let cursor = match cursor.as_string() {
-            Some(c) => Some(c),
-            None if cursor.is_undefined() || cursor.is_null() => None,
-            None => return js(Err(lockgate_core::Error::invalid("cursor must be a string returned by listLocks"))),
-        };
+        let (prefix, limit, cursor) = js(handle::list_args(&convert::value(&prefix), &convert::value(&limit), &convert::value(&cursor)))?;
         let op = js(self.core.list(instant(now), &prefix, limit, cursor.as_deref()))?;
         Ok(id_to_js(op.0))
     }
@@ -504,16 +456,8 @@ pub fn telemetry_events() -> Array {
 /// OpenTelemetry.
 #[wasm_bindgen(js_name = metricInstruments)]
 pub fn metric_instruments() -> Array {
-    use lockgate_core::engine::metrics::{InstrumentKind, INSTRUMENTS};
-    let kind = |k| match k {
-        InstrumentKind::Histogram => "histogram",
-        InstrumentKind::Counter => "counter",
-        InstrumentKind::UpDownCounter => "up_down_counter",
-    };
-    INSTRUMENTS
-        .iter()
-        .map(|i| -> JsValue { [i.name, kind(i.kind), i.unit, i.description].iter().map(|s| JsValue::from_str(s)).collect::<Array>().into() })
-        .collect()
+    let row = |i: &Instrument| [i.name, i.kind.name(), i.unit, i.description].iter().map(|s| JsValue::from_str(s)).collect::<Array>();
+    INSTRUMENTS.iter().map(row).collect()
 }
 
 /// Requests leave as plain objects and what came of them comes back as plain objects, in the
@@ -614,12 +558,8 @@ impl Engine {
     }
 
     /// A handle's options by the client's rules (`flags`: the extra keys this handle takes).
-    fn handle(&self, what: &str, options: &JsValue, flags: &[&str]) -> Result<convert::HandleOptions> {
-        let o = convert::handle_options(what, options, flags, &self.client.options)?;
-        if o.reentrant {
-            self.require(Capability::Reentrant)?;
-        }
-        Ok(o)
+    fn handle(&self, what: &str, options: &JsValue, flags: &[Flag]) -> Result<HandleOptions> {
+        self.client.options.handle_options(what, &convert::given(what, options)?, flags, &Spelling::JS)
     }
 }
 
@@ -634,13 +574,13 @@ pub fn make_error(code: &str, message: &str) -> JsValue {
 /// binding, `lockgate_core::exit::EXIT_GRACE`), in milliseconds.
 #[wasm_bindgen(js_name = exitGraceMs)]
 pub fn exit_grace_ms() -> f64 {
-    convert::duration_ms(lockgate_core::exit::EXIT_GRACE)
+    millis(lockgate_core::exit::EXIT_GRACE)
 }
 
 /// How long `client.close()` waits for its releases (`lockgate_core::driving::CLOSE_GRACE`), in ms.
 #[wasm_bindgen(js_name = closeGraceMs)]
 pub fn close_grace_ms() -> f64 {
-    convert::duration_ms(CLOSE_GRACE)
+    millis(CLOSE_GRACE)
 }
 
 /// Leaving `lock.using(fn)` once its release answered `wasHeld`: `NOT_HELD` if the lease had

@@ -16,6 +16,7 @@ fn to_py<'py>(py: Python<'py>, d: &Data) -> PyResult<Bound<'py, PyAny>> {
         Data::Null => py.None().into_bound(py),
         Data::Bool(b) => b.into_bound_py_any(py)?,
         Data::Int(n) => n.into_bound_py_any(py)?,
+        Data::Float(n) => n.into_bound_py_any(py)?,
         Data::Str(s) => s.into_bound_py_any(py)?,
         Data::Bytes(b) => PyBytes::new(py, b).into_any(),
         Data::List(items) => PyList::new(py, items.iter().map(|x| to_py(py, x)).collect::<PyResult<Vec<_>>>()?)?.into_any(),

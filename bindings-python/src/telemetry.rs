@@ -292,12 +292,7 @@ pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
 /// `counter` or `up_down_counter`: the core's list, for the sink to create them.
 #[pyfunction]
 pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
-    let kind = |k| match k {
-        InstrumentKind::Histogram => "histogram",
-        InstrumentKind::Counter => "counter",
-        InstrumentKind::UpDownCounter => "up_down_counter",
-    };
-    INSTRUMENTS.iter().map(|i| (i.name, kind(i.kind), i.unit, i.description)).collect()
+    INSTRUMENTS.iter().map(|i| (i.name, i.kind.name(), i.unit, i.description)).collect()
 }
 
 /// Hands a queued event to the sink: its histogram samples, and an ended acquire's span.

@@ -90,7 +90,7 @@ fn json(ask: &Ask, b: Option<&Broken>) -> String {
     object.insert("name".into(), ask.name.as_str().into());
     object.insert("kind".into(), ask.kind.as_str().into());
     object.insert("broken".into(), b.is_some().into());
-    if let Some(serde_json::Value::Object(fields)) = b.map(|b| crate::inspect::value(&b.to_data(false))) {
+    if let Some(serde_json::Value::Object(fields)) = b.map(|b| b.to_data(false).to_json()) {
         object.extend(fields);
     }
     serde_json::Value::Object(object).to_string()

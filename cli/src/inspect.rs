@@ -54,23 +54,10 @@ pub async fn run(ask: Ask) -> i32 {
 fn json(d: &Data, name: &str) -> String {
     let mut object = serde_json::Map::new();
     object.insert("name".into(), name.into());
-    if let serde_json::Value::Object(fields) = value(d) {
+    if let serde_json::Value::Object(fields) = d.to_json() {
         object.extend(fields);
     }
     serde_json::Value::Object(object).to_string()
-}
-
-pub(crate) fn value(d: &Data) -> serde_json::Value {
-    use serde_json::Value;
-    match d {
-        Data::Null => Value::Null,
-        Data::Bool(b) => (*b).into(),
-        Data::Int(i) => (*i).into(),
-        Data::Str(s) => s.as_str().into(),
-        Data::Bytes(b) => String::from_utf8_lossy(b).into(),
-        Data::List(items) => Value::Array(items.iter().map(value).collect()),
-        Data::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (k.to_string(), value(v))).collect()),
-    }
 }
 
 fn secs(d: Option<Duration>) -> String {

@@ -24,6 +24,7 @@ pub mod driving;
 pub mod engine;
 pub mod error;
 pub mod exit;
+pub mod handle;
 pub mod holding;
 pub mod inspect;
 pub mod label;

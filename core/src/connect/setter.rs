@@ -30,11 +30,13 @@ pub enum OptionValue {
     Bytes(Vec<u8>),
     /// Not given (Python `None`, Java `null`, JS `undefined`/`null`): the option's default.
     None,
+    /// A value of no kind above, as the binding describes it for messages (`an object`).
+    Other(String),
 }
 
 impl OptionValue {
     /// What the value is, for messages (never the value itself: it may be a secret).
-    fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &str {
         match self {
             OptionValue::Bool(_) => "a boolean",
             OptionValue::Int(_) => "an integer",
@@ -42,6 +44,7 @@ impl OptionValue {
             OptionValue::Str(_) => "a string",
             OptionValue::Bytes(_) => "bytes",
             OptionValue::None => "nothing",
+            OptionValue::Other(what) => what,
         }
     }
 }
@@ -56,6 +59,7 @@ impl fmt::Debug for OptionValue {
             OptionValue::Str(s) => write!(f, "Str({} bytes)", s.len()),
             OptionValue::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             OptionValue::None => f.write_str("None"),
+            OptionValue::Other(what) => write!(f, "Other({what})"),
         }
     }
 }

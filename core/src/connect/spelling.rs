@@ -106,6 +106,16 @@ pub struct Spelling {
     pub min_hold: &'static str,
     /// A lock's longest hold (an argument of the lock call).
     pub max_hold: &'static str,
+    /// Whether a watchdog renews a lock's lease (an argument of the lock call).
+    pub auto_renew: &'static str,
+    /// How long a lock's acquire waits by default (an argument of the lock call).
+    pub wait_timeout: &'static str,
+    /// How long one acquire waits (an argument of the acquire call).
+    pub timeout: &'static str,
+    /// Whether a handle re-enters its own lease (an argument of the lock call).
+    pub reentrant: &'static str,
+    /// Whether a queued writer blocks later readers (an argument of the read-write lock call).
+    pub writers_first: &'static str,
     /// Every client option's key in this binding, one entry per [`ClientOption`].
     pub keys: &'static [(ClientOption, &'static str)],
 }
@@ -193,6 +203,11 @@ impl Spelling {
         entry_ttl: "entry_ttl",
         min_hold: "min_hold",
         max_hold: "max_hold",
+        auto_renew: "auto_renew",
+        wait_timeout: "wait_timeout",
+        timeout: "timeout",
+        reentrant: "reentrant",
+        writers_first: "writers_first",
         keys: &SNAKE_KEYS,
     };
     /// Python's keyword arguments (seconds).
@@ -217,6 +232,11 @@ impl Spelling {
         entry_ttl: "entryTtl",
         min_hold: "minHold",
         max_hold: "maxHold",
+        auto_renew: "autoRenew",
+        wait_timeout: "waitTimeout",
+        timeout: "timeout",
+        reentrant: "reentrant",
+        writers_first: "writersFirst",
         keys: &JAVA_KEYS,
     };
     /// The `lockgate` command's options (seconds), as its messages name them.
@@ -235,6 +255,11 @@ impl Spelling {
         entry_ttl: "entryTtlMs",
         min_hold: "minHoldMs",
         max_hold: "maxHoldMs",
+        auto_renew: "autoRenew",
+        wait_timeout: "waitTimeoutMs",
+        timeout: "timeoutMs",
+        reentrant: "reentrant",
+        writers_first: "writersFirst",
         keys: &JS_KEYS,
     };
 

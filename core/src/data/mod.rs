@@ -12,9 +12,11 @@
 //! `handle_wire`, `wire_closed`).
 
 mod engine;
+mod event;
 mod value;
 
 pub use engine::{neutral, Connected, DataBackend, DynEngine};
+pub use event::{millis, telemetry_data, EventFields};
 pub use value::Data;
 /// The data engine of the backend a client's URL selects, with its transport plan; `None` for
 /// the backends bindings drive through their typed engines (the registry's part: see

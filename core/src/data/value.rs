@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// A plain value: what JSON holds, plus byte strings and 64-bit integers.
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Default)]
 pub enum Data {
     /// Nothing (`null`).
     #[default]
@@ -14,6 +14,9 @@ pub enum Data {
     Bool(bool),
     /// A signed 64-bit integer (ids, versions, zxids, milliseconds).
     Int(i64),
+    /// A number that need not be whole (milliseconds with a fraction; `Infinity` for a wait
+    /// without limit), for values a binding shows its caller.
+    Float(f64),
     /// A UTF-8 string.
     Str(String),
     /// A byte string.
@@ -100,12 +103,28 @@ impl Data {
         self.get(key).and_then(Data::as_bytes).ok_or_else(|| missing(what, key, "bytes", self.get(key)))
     }
 
+    /// As JSON (bytes as their UTF-8, lossily; a non-finite number, which JSON lacks, as `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            Data::Null => Value::Null,
+            Data::Bool(b) => (*b).into(),
+            Data::Int(n) => (*n).into(),
+            Data::Float(n) => (*n).into(),
+            Data::Str(s) => s.as_str().into(),
+            Data::Bytes(b) => String::from_utf8_lossy(b).into(),
+            Data::List(items) => Value::Array(items.iter().map(Data::to_json).collect()),
+            Data::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+        }
+    }
+
     /// What kind of value this is, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
             Data::Null => "null",
             Data::Bool(_) => "a boolean",
             Data::Int(_) => "an integer",
+            Data::Float(_) => "a number",
             Data::Str(_) => "a string",
             Data::Bytes(_) => "bytes",
             Data::List(_) => "a list",
@@ -129,6 +148,7 @@ impl fmt::Debug for Data {
             Data::Null => f.write_str("null"),
             Data::Bool(b) => write!(f, "{b}"),
             Data::Int(n) => write!(f, "{n}"),
+            Data::Float(n) => write!(f, "{n}"),
             Data::Str(s) => write!(f, "{s:?}"),
             Data::Bytes(b) => write!(f, "<{} bytes>", b.len()),
             Data::List(items) => f.debug_list().entries(items).finish(),
@@ -159,6 +179,12 @@ impl From<u64> for Data {
     /// Values above `i64::MAX` saturate (ids and milliseconds never get there).
     fn from(n: u64) -> Data {
         Data::Int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<f64> for Data {
+    fn from(n: f64) -> Data {
+        Data::Float(n)
     }
 }
 

@@ -18,6 +18,17 @@ pub enum InstrumentKind {
     UpDownCounter,
 }
 
+impl InstrumentKind {
+    /// Its stable name for bindings: `histogram`, `counter` or `up_down_counter`.
+    pub fn name(self) -> &'static str {
+        match self {
+            InstrumentKind::Histogram => "histogram",
+            InstrumentKind::Counter => "counter",
+            InstrumentKind::UpDownCounter => "up_down_counter",
+        }
+    }
+}
+
 /// One metric every binding records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Instrument {

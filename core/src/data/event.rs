@@ -1,0 +1,134 @@
+//! What a binding in another language shows of the engine's outputs, as plain fields and
+//! [`Data`] in that language's case (camelCase, milliseconds): an event's fields, which the
+//! Node binding builds one object from in one call, and a telemetry event with its metric
+//! updates and ended acquire. The shapes are the core's, so no binding restates them.
+
+use crate::data::Data;
+use crate::engine::{Done, Event, LeaseId, Measure, OpId, Telemetry};
+use crate::time::{Duration, Instant};
+use crate::Error;
+
+/// One event's fields; a `None` field is absent from the event.
+#[derive(Debug, Default)]
+pub struct EventFields<'a> {
+    /// `acquired`, `notAcquired`, `released`, `extended`, `observed`, `inspected`, `broken`,
+    /// `listed`, `failed` (these carry `op`), `renewed`, `atRisk` or `lost` (these carry `lease`).
+    pub kind: &'static str,
+    /// The operation that completed.
+    pub op: Option<OpId>,
+    /// The lease granted, renewed, at risk or lost.
+    pub lease: Option<LeaseId>,
+    /// The grant's fencing token (none where the backend issues none: Redlock); for
+    /// `observed`, the leader's term.
+    pub fencing_token: Option<u64>,
+    /// Until when the lease is certainly valid.
+    pub valid_until: Option<Instant>,
+    /// Whether a released lease was still held.
+    pub was_held: Option<bool>,
+    /// Why an operation failed or a lease was lost.
+    pub error: Option<&'a Error>,
+    /// What a read found: `observed` `{ value, remainingMs }` (`Null`: nobody leads), the
+    /// `inspected` snapshot, the `broken` holder `{ label, fencingToken }` (`Null`: nothing was
+    /// broken), the `listed` page.
+    pub data: Option<Data>,
+}
+
+impl<'a> EventFields<'a> {
+    /// The fields of `ev`; `None` for telemetry, which travels apart ([`telemetry_data`]).
+    pub fn of(ev: &'a Event<Done>) -> Option<EventFields<'a>> {
+        let none = EventFields::default();
+        Some(match ev {
+            Event::Completed { op, outcome } => {
+                let fields = match outcome {
+                    Done::Acquired { lease, fencing_token, valid_until } => EventFields {
+                        kind: "acquired",
+                        lease: Some(*lease),
+                        fencing_token: *fencing_token,
+                        valid_until: Some(*valid_until),
+                        ..none
+                    },
+                    Done::NotAcquired => EventFields { kind: "notAcquired", ..none },
+                    Done::Released { was_held } => EventFields { kind: "released", was_held: Some(*was_held), ..none },
+                    Done::Extended { valid_until } => EventFields { kind: "extended", valid_until: Some(*valid_until), ..none },
+                    Done::Failed(e) => EventFields { kind: "failed", error: Some(e), ..none },
+                    Done::Observed(leader) => EventFields {
+                        kind: "observed",
+                        fencing_token: leader.as_ref().map(|l| l.term),
+                        data: Some(leader.as_ref().map_or(Data::Null, |l| {
+                            Data::map([("value", l.value.as_str().into()), ("remainingMs", millis(l.remaining).into())])
+                        })),
+                        ..none
+                    },
+                    Done::Inspected(snapshot) => EventFields { kind: "inspected", data: Some(snapshot.to_data(true)), ..none },
+                    Done::Broken(broken) => {
+                        EventFields { kind: "broken", data: Some(broken.as_ref().map_or(Data::Null, |b| b.to_data(true))), ..none }
+                    }
+                    Done::Listed(page) => EventFields { kind: "listed", data: Some(page.to_data()), ..none },
+                };
+                EventFields { op: Some(*op), ..fields }
+            }
+            Event::Renewed { lease, valid_until } => {
+                EventFields { kind: "renewed", lease: Some(*lease), valid_until: Some(*valid_until), ..none }
+            }
+            Event::AtRisk { lease, valid_until } => {
+                EventFields { kind: "atRisk", lease: Some(*lease), valid_until: Some(*valid_until), ..none }
+            }
+            Event::Lost { lease, error } => EventFields { kind: "lost", lease: Some(*lease), error: Some(error), ..none },
+            Event::Telemetry(_) => return None,
+        })
+    }
+}
+
+/// `d` in milliseconds (with its fraction).
+pub fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Metric or span attributes as a map.
+fn attributes(pairs: &[(&'static str, String)]) -> Data {
+    Data::map(pairs.iter().map(|(k, v)| (*k, v.as_str().into())))
+}
+
+/// A telemetry event as `{ event, message, warning, backend, primitive, lock, ...measurements }`,
+/// the measurements' keys in camelCase and durations in milliseconds (`wait_s` -> `waitMs`); with
+/// `metrics`, also the core's metric updates as `metrics: [[instrument, value, attributes]]` and
+/// the acquire the event ended as `acquire: { outcome, waitMs, error, attributes }`.
+pub fn telemetry_data(t: &Telemetry, metrics: bool) -> Data {
+    let mut o: Vec<(String, Data)> = vec![
+        ("event".into(), t.what.name().into()),
+        ("message".into(), t.what.summary().into()),
+        ("warning".into(), t.what.is_warning().into()),
+        ("backend".into(), t.backend.into()),
+    ];
+    if let Some(p) = t.primitive {
+        o.push(("primitive".into(), p.into()));
+    }
+    if let Some(name) = &t.name {
+        o.push(("lock".into(), (**name).into()));
+    }
+    for (key, m) in t.what.measurements() {
+        o.push(match m {
+            Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), millis(d).into()),
+            Measure::Flag(b) => (key.into(), b.into()),
+            Measure::Text(text) => (key.into(), text.into()),
+            Measure::Count(n) => (key.into(), i64::from(n).into()),
+        });
+    }
+    if metrics {
+        let updates = t.metric_updates().into_iter();
+        let updates = updates.map(|u| Data::List(vec![u.instrument.name.into(), u.value.into(), attributes(&u.attributes)]));
+        o.push(("metrics".into(), Data::List(updates.collect())));
+        if let Some(ended) = t.ended_acquire() {
+            let mut attrs = t.attributes();
+            attrs.push(("lockgate.outcome", ended.outcome.to_string()));
+            let span = [
+                ("outcome", ended.outcome.into()),
+                ("waitMs", millis(ended.waited).into()),
+                ("error", ended.error.into()),
+                ("attributes", attributes(&attrs)),
+            ];
+            o.push(("acquire".into(), Data::map(span)));
+        }
+    }
+    Data::Map(o)
+}
