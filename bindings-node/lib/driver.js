@@ -107,7 +107,7 @@ class Driver {
   watchTelemetry() {
     if (this.telemetryOn || !telemetry.wanted()) return;
     this.telemetryOn = true;
-    this.engine.enableTelemetry(this.lockNames);
+    this.engine.enableTelemetry();
   }
 
   /** Publishes the telemetry the engine raised since the last call, in order. */
@@ -115,12 +115,6 @@ class Driver {
     if (!this.telemetryOn) return;
     const batch = this.engine.takeTelemetry(telemetry.instrumented());
     if (batch !== undefined) for (const ev of JSON.parse(batch)) telemetry.publish(ev);
-  }
-
-  /** Whether telemetry carries each lock's name (off: unbounded cardinality for metrics). */
-  telemetryLockNames(on) {
-    this.lockNames = on;
-    if (this.telemetryOn) this.engine.enableTelemetry(on);
   }
 
   // ---- inputs ----
@@ -163,40 +157,13 @@ class Driver {
     return this.track(op, undefined, signal);
   }
 
-  /** Re-enters a held lease (reentrant handles); completes at once, `acquired` or NOT_HELD. */
-  reacquire(lease) {
+  /**
+   * Starts a read, `start(engine, now)` returning the op the engine accepted (observe, inspect,
+   * inspectLock, breakLock, list); resolves with its completion event, whose `data` is what it found.
+   */
+  read(start) {
     this.ensureOpen();
-    return this.track(this.engine.reacquire(now(), lease), undefined, undefined);
-  }
-
-  /** Reads the leader of election `name`; resolves with the `observed` event (`data`: `{ value, remainingMs }` or null; `fencingToken`: the term). */
-  observe(name) {
-    this.ensureOpen();
-    return this.track(this.engine.observe(now(), name), undefined, undefined);
-  }
-
-  /** Reads lock `name` as `kind` (mutex, rw, semaphore, election); resolves with the `inspected` event. */
-  inspect(name, kind) {
-    this.ensureOpen();
-    return this.track(this.engine.inspect(now(), name, kind), undefined, undefined);
-  }
-
-  /** Breaks lock `name` read as `kind` (only the holder with fencing token `token` when given); resolves with the `broken` event. */
-  breakLock(name, kind, token) {
-    this.ensureOpen();
-    return this.track(this.engine.breakLock(now(), name, kind, token), undefined, undefined);
-  }
-
-  /** Lists one page of the locks under `prefix`; resolves with the `listed` event. */
-  list(prefix, limit, cursor) {
-    this.ensureOpen();
-    return this.track(this.engine.list(now(), prefix, limit, cursor), undefined, undefined);
-  }
-
-  /** Reads the lock of a handle's spec; resolves with the `inspected` event. */
-  inspectLock(spec) {
-    this.ensureOpen();
-    return this.track(this.engine.inspectLock(now(), spec), undefined, undefined);
+    return this.track(start(this.engine, now()), undefined, undefined);
   }
 
   /** Adopts the lease `identity` names with the options of `spec` (LockSpec.adopted); resolves with the `acquired` event. */

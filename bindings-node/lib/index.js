@@ -5,7 +5,7 @@
 
 const wasm = require('./wasm');
 const errors = require('./errors');
-const { Driver, SHAPES, now } = require('./driver');
+const { Driver, SHAPES } = require('./driver');
 const fs = require('node:fs');
 const path = require('node:path');
 const os = require('node:os');
@@ -14,7 +14,7 @@ const { invalid, makeError } = errors;
 // The core's default holder label is `<hostname>:<pid>`; only JS can ask for them here.
 wasm.setProcessIdentity(os.hostname(), process.pid);
 const INTERNAL = Symbol('lockgate.internal');
-/** A Lock's method that frees the place of a lease released through it (see HandleLeases). */
+/** A Lock's method that frees the place of a lease released through it (the core's `Handle::free`). */
 const FREE = Symbol('lockgate.free');
 
 /** The transport modules that take a caller's own connection: they export `describe` (what it stands for) and `GIVEN` (what they take). */
@@ -85,26 +85,26 @@ class Client {
   /** A mutex named `name` (`{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, reentrant }`), validated here. */
   lock(name, options) {
     const driver = open(this);
-    return new Lock(INTERNAL, this, wasm.LockSpec.mutex(driver.engine, name, options));
+    return new Lock(INTERNAL, this, wasm.LockSpec.make(driver.engine, 'mutex', name, options));
   }
 
   /** A counting semaphore named `name` with `permits` permits (each Lease is one permit). */
   semaphore(name, permits, options) {
     const driver = open(this);
-    return new Semaphore(INTERNAL, this, wasm.LockSpec.semaphore(driver.engine, name, permits, options));
+    return new Semaphore(INTERNAL, this, wasm.LockSpec.make(driver.engine, 'semaphore', name, options, permits));
   }
 
   /** A read-write lock named `name`: many holders of `.readLock` or one of `.writeLock`. */
   readWriteLock(name, options) {
     const { engine } = open(this);
-    const read = wasm.LockSpec.readWrite(engine, name, options, false);
-    return new ReadWriteLock(INTERNAL, this, read, wasm.LockSpec.readWrite(engine, name, options, true));
+    const read = wasm.LockSpec.make(engine, 'read', name, options);
+    return new ReadWriteLock(INTERNAL, this, read, wasm.LockSpec.make(engine, 'write', name, options));
   }
 
   /** A leader election named `name` (`leaseMs` bounds how long a crashed leader keeps leading). */
   election(name, options) {
     const driver = open(this);
-    return new Election(INTERNAL, this, wasm.LockSpec.election(driver.engine, name, options));
+    return new Election(INTERNAL, this, wasm.LockSpec.make(driver.engine, 'election', name, options));
   }
 
   /**
@@ -113,7 +113,7 @@ class Client {
    * unknown name is empty. For humans and dashboards; to decide whether to write, use the fencing token.
    */
   async inspect(name, kind = 'mutex') {
-    return (await open(this).inspect(name, kind)).data;
+    return (await open(this).read((e, t) => e.inspect(t, name, kind))).data;
   }
 
   /**
@@ -127,7 +127,7 @@ class Client {
    */
   async breakLock(name, options = {}) {
     const { token, kind = 'mutex' } = options ?? {};
-    return (await open(this).breakLock(name, kind, token)).data;
+    return (await open(this).read((e, t) => e.breakLock(t, name, kind, token))).data;
   }
 
   /**
@@ -138,7 +138,7 @@ class Client {
    * like inspect. `UnsupportedError` where the backend cannot list (memcached).
    */
   async listLocks({ prefix = '', limit, cursor } = {}) {
-    return (await open(this).list(prefix, limit, cursor)).data;
+    return (await open(this).read((e, t) => e.list(t, prefix, limit, cursor))).data;
   }
 
   /**
@@ -189,62 +189,6 @@ function acquiredOrTimeout(ev) {
   return ev;
 }
 
-/** The abort reason of a wait ended because another acquire through its handle won. */
-class HandleWon extends Error {}
-
-/**
- * The leases one lock handle holds, kept reachable from the handle (`lock.lease`) when the
- * caller dropped the one acquire() returned, and the waits running through it. Which acquire a
- * non-reentrant handle may make or keep is the core's rule (one live lease per owner, a Node
- * handle being one owner for every async flow: JavaScript cannot tell two flows from one flow
- * acquiring twice), asked through the engine: `checkHold` refuses an acquire at once, sending
- * nothing, while the handle holds a live lease; `hold` refuses a grant that lost the race. Once
- * one wins, the handle's other waits end with AlreadyHeldError (withdrawn), as natively.
- */
-class HandleLeases {
-  /** What acquire() granted through the handle and was not seen ended yet. */
-  #leases = [];
-  /** Aborts of the acquires still waiting through a non-reentrant handle (see `waiting`). */
-  #waits = new Set();
-
-  /**
-   * Runs `start(signal)`, an acquire through a non-reentrant handle, so that it ends with
-   * AlreadyHeldError (its wait withdrawn from the server) as soon as another acquire through the
-   * same handle wins. `signal` is the caller's.
-   */
-  async waiting(spec, signal, start) {
-    const own = new AbortController();
-    const forward = () => own.abort(signal.reason);
-    if (signal) {
-      if (signal.aborted) own.abort(signal.reason);
-      else signal.addEventListener('abort', forward, { once: true });
-    }
-    this.#waits.add(own);
-    try {
-      return await start(own.signal);
-    } catch (err) {
-      if (own.signal.reason instanceof HandleWon && err && err.code === 'CANCELLED') throw spec.alreadyHeld();
-      throw err;
-    } finally {
-      this.#waits.delete(own);
-      if (signal) signal.removeEventListener('abort', forward);
-    }
-  }
-
-  /** Keeps `lease` reachable; `won`: it is the handle's one lease, which ends its other waits. */
-  add(lease, won) {
-    this.#leases.push(lease);
-    if (won) for (const w of this.#waits) w.abort(new HandleWon());
-  }
-
-  /** The most recent lease the handle still holds, or null (ended ones are forgotten). */
-  current() {
-    if (this.#leases.length === 0) return null;
-    this.#leases = this.#leases.filter((l) => l.isHeld);
-    return this.#leases.length ? this.#leases[this.#leases.length - 1] : null;
-  }
-}
-
 /** What a Lock, ReadWriteLock or Election shows of the spec it was made with: its client, name and effective options. */
 class Handle {
   #client;
@@ -277,9 +221,8 @@ class Lock extends Handle {
   /** `spec.info`, read once (the spec lives in WebAssembly). */
   #info;
   #election;
-  /** The lease id this reentrant handle holds (or last held). */
-  #current = undefined;
-  #leases = new HandleLeases();
+  /** The leases acquired through this handle, kept reachable (`lock.lease`) when the caller dropped them. */
+  #leases = [];
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
@@ -302,12 +245,13 @@ class Lock extends Handle {
 
   /** The most recent Lease acquired through this handle that is still held (kept reachable here), or null. */
   get lease() {
-    return this.#leases.current();
+    this.#leases = this.#leases.filter((l) => l.isHeld);
+    return this.#leases.at(-1) ?? null;
   }
 
   /** Reads this lock on the server (a semaphore handle reads the semaphore, a half the whole read-write lock); see Client.inspect. */
   async inspect() {
-    return (await open(this.client).inspectLock(this.#spec)).data;
+    return (await open(this.client).read((e, t) => e.inspectLock(t, this.#spec))).data;
   }
 
   /** Whether anyone holds this lock now, asking the server (Redisson's isLocked; racy: for humans and dashboards). */
@@ -315,29 +259,21 @@ class Lock extends Handle {
     return (await this.inspect()).locked;
   }
 
-  /** Waits for the lock (`{ timeoutMs, signal }`) and resolves with a Lease; a reentrant handle re-enters its own. */
+  /**
+   * Waits for the lock (`{ timeoutMs, signal }`) and resolves with a Lease. Which acquire a handle
+   * may make is the core's rule (`Handle::acquire`): a reentrant handle re-enters its own lease; a
+   * non-reentrant one that holds a live lease is AlreadyHeldError at once, and its other waits end
+   * so once one of them wins.
+   */
   async acquire(options) {
     const driver = drivers.get(this.client);
-    const signal = checkSignal(options);
-    if (this.#info.reentrant) {
-      const entered = await this.#reenter(driver, signal);
-      if (entered) return entered;
-      return this.#granted(driver, acquiredOrTimeout(await driver.acquire(this.#spec, options, false, signal)));
-    }
-    this.#checkHold(driver);
-    const ev = await this.#leases.waiting(this.#spec, signal, (s) => driver.acquire(this.#spec, options, false, s));
+    const ev = await driver.acquire(this.#spec, options, false, checkSignal(options));
     return this.#granted(driver, acquiredOrTimeout(ev));
   }
 
   /** One attempt: a Lease, or null if the lock is held (or others queue for it). */
   async tryAcquire() {
     const driver = drivers.get(this.client);
-    if (this.#info.reentrant) {
-      const entered = await this.#reenter(driver, undefined);
-      if (entered) return entered;
-    } else {
-      this.#checkHold(driver);
-    }
     const ev = await driver.acquire(this.#spec, undefined, true, undefined);
     return ev.kind === 'acquired' ? this.#granted(driver, ev) : null;
   }
@@ -359,48 +295,17 @@ class Lock extends Handle {
     return result;
   }
 
-  /** AlreadyHeldError (the core's) if this non-reentrant handle holds a live lease; ClosedError first. */
-  #checkHold(driver) {
-    driver.ensureOpen();
-    driver.engine.checkHold(now(), this.#spec);
-  }
-
   /** Frees the handle's place of `lease`, released through it (the core's holding). */
   [FREE](lease) {
     this.#spec.free(lease);
   }
 
-  /** For a reentrant handle holding its lease: that lease with one more hold; else null. */
-  async #reenter(driver, signal) {
-    if (this.#current === undefined) return null;
-    if (signal && signal.aborted) throw makeError('CANCELLED', 'the acquire was cancelled before it started');
-    let ev;
-    try {
-      ev = await driver.reacquire(this.#current);
-    } catch (err) {
-      if (!(err instanceof errors.NotHeldError)) throw err;
-      this.#current = undefined; // released or lost: acquire afresh
-      return null;
-    }
-    return this.#granted(driver, ev);
-  }
-
   #granted(driver, ev) {
-    if (this.#info.reentrant) this.#current = ev.lease;
     const lease =
       this.#election !== undefined
         ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#info.value)
         : new Lease(INTERNAL, this, driver, ev);
-    if (!this.#info.reentrant) {
-      try {
-        driver.engine.hold(now(), this.#spec, ev.lease);
-      } catch (refused) {
-        // Another acquire through this handle won first (e.g. two tryAcquire() at once).
-        lease.release().catch(() => {});
-        throw refused;
-      }
-    }
-    this.#leases.add(lease, !this.#info.reentrant);
+    this.#leases.push(lease);
     return lease;
   }
 }
@@ -493,7 +398,7 @@ class Election extends Handle {
 
   /** The current leader as `{ value, term, remainingMs }`, or null if nobody leads. */
   async observe() {
-    const ev = await drivers.get(this.client).observe(this.name);
+    const ev = await open(this.client).read((e, t) => e.observe(t, this.name));
     return ev.data === null ? null : { value: ev.data.value, term: ev.fencingToken, remainingMs: ev.data.remainingMs };
   }
 }

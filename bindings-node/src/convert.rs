@@ -5,8 +5,7 @@ use js_sys::{Array, Object, Reflect};
 use lockgate_core::connect::OptionValue;
 use lockgate_core::data::{telemetry_data, EventFields};
 use lockgate_core::engine::{Done, Telemetry};
-use lockgate_core::options::{duration_in_range, Unit, MAX_DURATION, MIN_LEASE};
-use lockgate_core::time::{Duration, Instant};
+use lockgate_core::time::Instant;
 use lockgate_core::{Error, Event, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -87,14 +86,6 @@ fn well_formed(what: &str, v: &JsValue) -> Result<String> {
         return Err(Error::invalid(format!("{what} must be well-formed Unicode (it has a lone surrogate)")));
     }
     Ok(js.into())
-}
-
-/// A lease in milliseconds (`extend(ms)`): 10 ms to 30 days.
-pub fn lease_millis(what: &str, v: &JsValue) -> Result<Duration> {
-    match v.as_f64() {
-        Some(ms) => duration_in_range(what, ms, Unit::Millis, MIN_LEASE, MAX_DURATION),
-        None => Err(Error::invalid(format!("{what} must be a number of milliseconds, got {}", describe(v)))),
-    }
 }
 
 /// Reads the own enumerable keys of an options object, rejecting unknown ones (a misspelt option

@@ -12,16 +12,17 @@ mod convert;
 mod data;
 mod errors;
 mod js;
-mod random;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::metrics::{Instrument, INSTRUMENTS};
-use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry, TelemetryConfig};
+use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry};
 use lockgate_core::connect::Spelling;
 use lockgate_core::data::{millis, Data, DynEngine};
-use lockgate_core::handle::{self, Flag, HandleOptions};
-use lockgate_core::holding::{Holding, Owner};
-use lockgate_core::{Capability, Error, ErrorKind, Event, LockOptions, Primitive, Result};
+use lockgate_core::handle::{self, Handle};
+use lockgate_core::{Capability, Error, ErrorKind, Event};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use convert::{id_from_js, id_to_js, instant, Shapes};
@@ -31,111 +32,54 @@ use errors::{js, JsResult};
 
 pub use errors::{error_kinds, set_error_factory};
 
-/// A validated lock name, its primitive and its options, made once per handle
-/// (`client.lock(...)`, `client.semaphore(...)`, each half of `client.readWriteLock(...)`, each
-/// `election.campaign(...)`) for one engine: its backend decides which primitives exist and what
-/// the lease defaults to.
+/// One lock handle (`client.lock(...)`, `client.semaphore(...)`, each half of
+/// `client.readWriteLock(...)`, each candidate of an election) for one engine: the core's
+/// [`Handle`] (its backend decides which primitives exist and what the lease defaults to), shared
+/// with the engine while one of its acquires is in flight, which settles it.
 #[wasm_bindgen]
-pub struct LockSpec {
-    name: String,
-    primitive: Primitive,
-    options: LockOptions,
-    reentrant: bool,
-    /// Whether queue entries have a lease of their own (`entryTtlMs`: Redis, not Redlock or
-    /// ZooKeeper).
-    entry_ttl: bool,
-    /// The lease this non-reentrant handle holds (the core's one-lease-per-owner rule; a
-    /// Node handle is one owner for every async flow that uses it).
-    holding: Holding<()>,
-}
+pub struct LockSpec(Rc<RefCell<Handle>>);
 
 #[wasm_bindgen]
 impl LockSpec {
-    /// A mutex: validates `name` and `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs,
-    /// reentrant }` by the client's rules (on Redlock: no `entryTtlMs`, the lease within the
-    /// deployment's `maxLeaseMs`, 30 s or `maxLeaseMs` by default).
-    /// The handle of a lease adopted from `identity` (`lease.identity()` of another client):
-    /// the identity's name and primitive, this client's `leaseMs`/`autoRenew`.
-    /// `INVALID_ARGUMENT` for a malformed identity, `UNSUPPORTED` where the backend cannot adopt.
+    /// A handle of `kind` (`mutex`, `semaphore` of `permits` permits, `read`, `write`,
+    /// `election`) on lock `name` with `options` (see `lockgate_core::handle::Handle::make`).
+    pub fn make(engine: &Engine, kind: &str, name: JsValue, options: JsValue, permits: JsValue) -> JsResult<LockSpec> {
+        let name = js(convert::name(&name))?;
+        let given = js(convert::given(&format!("{kind} option"), &options))?;
+        let handle = Handle::make(&engine.client.options, kind, name, &given, &convert::value(&permits), &Spelling::JS);
+        js(handle).map(LockSpec::from)
+    }
+
+    /// The handle of the lease `identity` names (`lease.identity()` of another client), with
+    /// this client's `{ leaseMs, autoRenew }`.
     pub fn adopted(engine: &Engine, identity: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        js(engine.require(Capability::Adopt))?;
         let identity = js(identity.as_string().ok_or_else(|| Error::invalid("identity must be a string from lease.identity()")))?;
-        let identity = js(lockgate_core::adopt::Identity::parse(&identity))?;
-        let o = js(engine.handle("adopt option", &options, &[]))?;
-        LockSpec::checked(&JsValue::from_str(&identity.name), identity.primitive, o)
+        let given = js(convert::given("adopt option", &options))?;
+        js(Handle::adopted(&engine.client.options, &identity, &given, &Spelling::JS)).map(LockSpec::from)
     }
 
-    pub fn mutex(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        let o = js(engine.handle("lock option", &options, &[Flag::Reentrant]))?;
-        LockSpec::checked(&name, Primitive::Mutex, o)
-    }
-
-    /// One permit of a semaphore with `permits` permits (a whole number, 1 to 1000000).
-    pub fn semaphore(engine: &Engine, name: JsValue, permits: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        js(engine.require(Capability::Semaphore))?;
-        let permits = js(handle::permits(&convert::value(&permits)))?;
-        let o = js(engine.handle("semaphore option", &options, &[]))?;
-        LockSpec::checked(&name, Primitive::Semaphore { permits }, o)
-    }
-
-    /// One half of a read-write lock (`write`: the exclusive one); options as for a mutex plus
-    /// `writersFirst`.
-    #[wasm_bindgen(js_name = readWrite)]
-    pub fn read_write(engine: &Engine, name: JsValue, options: JsValue, write: bool) -> JsResult<LockSpec> {
-        js(engine.require(Capability::ReadWrite))?;
-        let o = js(engine.handle("read-write lock option", &options, &[Flag::Reentrant, Flag::WritersFirst]))?;
-        let primitive = if write { Primitive::Write } else { Primitive::Read { writers_first: o.writers_first } };
-        LockSpec::checked(&name, primitive, o)
-    }
-
-    /// An election (leadership with an empty value until `campaign(value)`).
-    pub fn election(engine: &Engine, name: JsValue, options: JsValue) -> JsResult<LockSpec> {
-        js(engine.require(Capability::Election))?;
-        let o = js(engine.handle("election option", &options, &[]))?;
-        LockSpec::checked(&name, Primitive::Leader { value: String::new() }, o)
-    }
-
-    /// This election's leadership, published as `value` (at most 4096 bytes of UTF-8).
+    /// This election's candidate publishing `value` (at most 4096 bytes of UTF-8).
     pub fn campaign(&self, value: JsValue) -> JsResult<LockSpec> {
         let value = js(convert::leader_value(&value))?;
-        let primitive = Primitive::Leader { value };
-        js(lockgate_core::options::validate_primitive(&primitive))?;
-        Ok(LockSpec {
-            name: self.name.clone(),
-            primitive,
-            options: self.options.clone(),
-            reentrant: false,
-            entry_ttl: self.entry_ttl,
-            holding: Holding::default(),
-        })
+        js(self.0.borrow().candidate(value)).map(LockSpec::from)
     }
 
-    /// What the handle is, read once by JavaScript (`lockgate_core::handle::handle_info`):
-    /// `{ name, kind, reentrant, options }` plus `permits`, `writersFirst` or `value`.
+    /// What the handle is, read once by JavaScript (`Handle::info`): `{ name, kind, reentrant,
+    /// options }` plus `permits`, `writersFirst` or `value`.
     #[wasm_bindgen(getter)]
     pub fn info(&self) -> JsValue {
-        let info = handle::handle_info(&self.name, &self.primitive, &self.options, self.reentrant, self.entry_ttl);
-        data::to_js(&info, &mut StrCache::default())
+        data::to_js(&self.0.borrow().info(), &mut StrCache::default())
     }
 
     /// Frees the place of `lease` (released through the handle): the handle may acquire again.
-    pub fn free(&mut self, lease: f64) {
-        self.holding.free(LeaseId(id_from_js(lease)));
-    }
-
-    /// The AlreadyHeldError of acquiring again through this handle (the core's message), for a
-    /// wait that another acquire through the handle beat.
-    #[wasm_bindgen(js_name = alreadyHeld)]
-    pub fn already_held(&self) -> JsValue {
-        errors::to_js(&lockgate_core::holding::already_held(&self.name, &self.primitive, Owner::HANDLE))
+    pub fn free(&self, lease: f64) {
+        self.0.borrow_mut().free(LeaseId(id_from_js(lease)));
     }
 }
 
-impl LockSpec {
-    fn checked(name: &JsValue, primitive: Primitive, o: HandleOptions) -> JsResult<LockSpec> {
-        let name = js(convert::name(name))?;
-        js(lockgate_core::options::validate_primitive(&primitive))?;
-        Ok(LockSpec { name, primitive, options: o.lock, reentrant: o.reentrant, entry_ttl: o.entry_ttl, holding: Holding::default() })
+impl From<Handle> for LockSpec {
+    fn from(h: Handle) -> LockSpec {
+        LockSpec(Rc::new(RefCell::new(h)))
     }
 }
 
@@ -159,6 +103,8 @@ pub struct Engine {
     /// Telemetry raised and not converted yet: the driver takes it after each round of events
     /// (see [`Engine::take_telemetry`]).
     telemetry: Vec<Telemetry>,
+    /// The handle of each acquire in flight, which its completion settles (`Handle::settle`).
+    handles: HashMap<OpId, Rc<RefCell<Handle>>>,
 }
 
 #[wasm_bindgen]
@@ -168,7 +114,7 @@ impl Engine {
     /// the backend the scheme selects. `shapes` holds the driver's event factories.
     pub fn connect(url: JsValue, options: JsValue, given: JsValue, shapes: Shapes) -> JsResult<Engine> {
         let client = js(connect::connect(&url, &options, &given))?;
-        let rng = Box::new(random::BufferedOsRandom::new());
+        let rng = Box::new(lockgate_core::random::BufferedOsRandom::new());
         let connected = js(lockgate_core::data::connect(&client.options, rng))?;
         let connected = js(connected.ok_or_else(|| Error::unsupported("this backend has no data form for the Node binding")))?;
         js(client.check_transport(connected.plan.get("transport").and_then(Data::as_str).unwrap_or_default()))?;
@@ -182,6 +128,7 @@ impl Engine {
             plan: data::to_js(&connected.plan, &mut StrCache::default()),
             waiting: Awaiting::default(),
             telemetry: Vec::new(),
+            handles: HashMap::new(),
         })
     }
 
@@ -206,27 +153,22 @@ impl Engine {
         js(self.client.options.capabilities()).map(|c| data::to_js(&c.to_data(true), &mut StrCache::default()))
     }
 
-    /// Starts an acquire of `lock`; returns its op id. `options` is `{ timeoutMs, signal }`
-    /// (`timeoutMs` absent: the lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
+    /// Starts an acquire through `lock` (`Handle::acquire`: a reentrant handle holding its
+    /// lease re-enters it; a non-reentrant one holding a live lease is `ALREADY_HELD`, sending
+    /// nothing); returns its op id. `options` is `{ timeoutMs, signal }` (`timeoutMs` absent: the
+    /// lock's `waitTimeoutMs`); `tryOnce` makes a single attempt.
     pub fn acquire(&mut self, now: f64, lock: &LockSpec, options: JsValue, try_once: bool) -> JsResult<f64> {
         let given = js(convert::given("acquire option", &options))?;
-        let wait = js(handle::acquire_wait(&given, &["signal"], try_once, lock.options.wait_timeout, &Spelling::JS))?;
-        let (now, o) = (instant(now), &lock.options);
-        let op = js(self.core.acquire(now, &lock.name, &lock.primitive, o, wait))?;
+        let mut handle = lock.0.borrow_mut();
+        let wait = js(handle::acquire_wait(&given, &["signal"], try_once, handle.options.wait_timeout, &Spelling::JS))?;
+        let op = js(handle.acquire(&mut self.core, instant(now), wait))?;
+        self.handles.insert(op, lock.0.clone());
         Ok(id_to_js(op.0))
-    }
-
-    /// Re-enters a held lease (reentrant handles): completes at once as `acquired` with the same
-    /// lease and fencing token and one more hold, or `failed` (`NOT_HELD`); returns the op id.
-    pub fn reacquire(&mut self, now: f64, lease: f64) -> JsResult<f64> {
-        js(self.require(Capability::Reentrant))?;
-        let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
-        Ok(id_to_js(self.core.reacquire(now, lease).0))
     }
 
     /// Reads the leader of election `name`; completes as `observed`. Returns the op id.
     pub fn observe(&mut self, now: f64, name: JsValue) -> JsResult<f64> {
-        js(self.require(Capability::Observe))?;
+        js(self.client.options.capabilities().and_then(|c| c.require(Capability::Observe)))?;
         let name = js(convert::name(&name))?;
         // Each engine refuses what its backend cannot do (UNSUPPORTED): never a panic in wasm.
         let op = js(self.core.observe_leader(instant(now), &name))?;
@@ -266,14 +208,15 @@ impl Engine {
     /// stores none); completes as `inspected`. Returns the op id.
     #[wasm_bindgen(js_name = inspectLock)]
     pub fn inspect_lock(&mut self, now: f64, lock: &LockSpec) -> JsResult<f64> {
-        let op = js(self.core.inspect_as(instant(now), &lock.name, &lock.primitive))?;
+        let handle = lock.0.borrow();
+        let op = js(self.core.inspect_as(instant(now), &handle.name, &handle.primitive))?;
         Ok(id_to_js(op.0))
     }
 
     /// Adopts the lease `identity` names with `lock`'s options (made by `LockSpec.adopted`):
     /// completes as `acquired` (the same fencing token) or `failed` (`NOT_HELD`). Returns the op id.
     pub fn adopt(&mut self, now: f64, identity: String, lock: &LockSpec) -> JsResult<f64> {
-        let op = js(self.core.adopt(instant(now), &identity, &lock.options))?;
+        let op = js(self.core.adopt(instant(now), &identity, &lock.0.borrow().options))?;
         Ok(id_to_js(op.0))
     }
 
@@ -291,7 +234,7 @@ impl Engine {
 
     /// Sets the lease's remaining time to `ms` where it is still held; returns the op id.
     pub fn extend(&mut self, now: f64, lease: f64, ms: JsValue) -> JsResult<f64> {
-        let d = js(convert::lease_millis("ms", &ms))?;
+        let d = js(handle::extension("ms", &convert::value(&ms), &Spelling::JS))?;
         let (now, lease) = (instant(now), LeaseId(id_from_js(lease)));
         let op = js(self.core.extend(now, lease, d))?;
         Ok(id_to_js(op.0))
@@ -331,9 +274,7 @@ impl Engine {
     /// name if the client option `telemetryLockNames` asked for it.
     #[wasm_bindgen(js_name = enableTelemetry)]
     pub fn enable_telemetry(&mut self) -> JsResult<()> {
-        let backend = js(self.client.options.backend())?.scheme(false);
-        let (lock_names, held_too_long) = (self.client.options.telemetry_lock_names, self.client.options.held_too_long);
-        self.core.enable_telemetry(TelemetryConfig { backend, lock_names, held_too_long });
+        self.core.enable_telemetry(js(self.client.options.telemetry_config())?);
         Ok(())
     }
 
@@ -356,7 +297,7 @@ impl Engine {
     #[wasm_bindgen(js_name = pollEvent)]
     pub fn poll_event(&mut self, now: f64) -> JsValue {
         while let Some(ev) = self.core.poll_event() {
-            let ev = match ev {
+            let mut ev = match ev {
                 // Raised once the driver turned telemetry on (lib/telemetry.js: a
                 // diagnostics_channel subscriber); nobody waits for it: kept for
                 // `takeTelemetry`.
@@ -366,8 +307,11 @@ impl Engine {
                 }
                 ev => ev,
             };
-            let waiter = match &ev {
+            let waiter = match &mut ev {
                 Event::Completed { op, outcome } => {
+                    if let Some(handle) = self.handles.remove(op) {
+                        handle.borrow_mut().settle(&mut self.core, instant(now), *op, outcome);
+                    }
                     match self.waiting.claim(&mut self.core, instant(now), *op, outcome) {
                         Claim::Waiter(w) => w,
                         Claim::GaveBack { .. } => return JsValue::NULL,
@@ -403,22 +347,6 @@ impl Engine {
     #[wasm_bindgen(js_name = takeWaiters)]
     pub fn take_waiters(&mut self) -> Vec<JsValue> {
         self.waiting.take_all().collect()
-    }
-
-    /// `ALREADY_HELD` if the non-reentrant handle of `lock` holds a live lease (the core's
-    /// one-lease-per-owner rule); nothing is sent then.
-    #[wasm_bindgen(js_name = checkHold)]
-    pub fn check_hold(&self, now: f64, lock: &LockSpec) -> JsResult<()> {
-        let live = |id: LeaseId, _: &()| self.core.is_held(instant(now), id);
-        js(lock.holding.check(&lock.name, &lock.primitive, Owner::HANDLE, live))
-    }
-
-    /// Records `lease` as what the handle of `lock` holds; `ALREADY_HELD` (the caller gives
-    /// the lease back) if another acquire through the handle won first.
-    pub fn hold(&self, now: f64, lock: &mut LockSpec, lease: f64) -> JsResult<()> {
-        let live = |id: LeaseId, _: &()| self.core.is_held(instant(now), id);
-        let (id, p) = (LeaseId(id_from_js(lease)), &lock.primitive);
-        js(lock.holding.hold(&lock.name, p, Owner::HANDLE, id, (), live))
     }
 
     /// Request `id` failed in the transport before any answer: `error` as a `LockError` keeps
@@ -549,17 +477,6 @@ impl Engine {
             Some(kind) => Error::new(kind, message),
             None => self.core.transport_error(&message, server_reply),
         }
-    }
-
-    /// `Ok` where the backend offers `what`, else `UNSUPPORTED` naming the backend (the core's
-    /// capabilities).
-    fn require(&self, what: Capability) -> Result<()> {
-        self.client.options.capabilities()?.require(what)
-    }
-
-    /// A handle's options by the client's rules (`flags`: the extra keys this handle takes).
-    fn handle(&self, what: &str, options: &JsValue, flags: &[Flag]) -> Result<HandleOptions> {
-        self.client.options.handle_options(what, &convert::given(what, options)?, flags, &Spelling::JS)
     }
 }
 

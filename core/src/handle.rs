@@ -1,12 +1,19 @@
-//! A lock handle as a binding that takes options by key builds it (Node's options objects): the
-//! handle's options by key, an acquire's wait by key, and what the handle shows of itself, all
-//! by the client's rules and in the binding's spelling, so that binding restates none of them.
+//! A lock handle as a binding whose handles live beside a sans-IO engine keeps it (the Node
+//! binding, whose engine is WebAssembly): its options and an acquire's wait given by key (Node's
+//! options objects), what it shows of itself, and what it holds ([`Handle`]: which lease a
+//! reentrant handle re-enters, the one lease a non-reentrant handle may hold, and its waits that
+//! another acquire through it beat), all by the client's rules and in the binding's spelling, so
+//! that binding restates none of them. The native handles keep the same rules in
+//! `native::lock` and `native::holder`, on the same [`Holding`].
 
 use crate::capabilities::Capability;
 use crate::connect::{ClientOptions, OptionValue, Spelling};
 use crate::data::{millis, Data};
-use crate::engine::Wait;
-use crate::error::{Error, Result};
+use crate::driving::Drive;
+use crate::engine::{Done, LeaseId, OpId, Wait};
+use crate::error::{Error, ErrorKind, Result};
+use crate::holding::{already_held, Holding, Owner};
+use crate::time::Instant;
 use crate::options::{duration_in_range, LockOptions, MAX_DURATION, MAX_PERMITS, MIN_ENTRY_TTL, MIN_LEASE};
 use crate::primitive::Primitive;
 use crate::time::Duration;
@@ -127,7 +134,7 @@ pub fn acquire_wait(given: &[(String, OptionValue)], also: &[&str], try_once: bo
 /// A semaphore's permit count: a whole number (the range is [`validate_primitive`]'s).
 ///
 /// [`validate_primitive`]: crate::options::validate_primitive
-pub fn permits(value: &OptionValue) -> Result<u32> {
+fn permits_of(value: &OptionValue) -> Result<u32> {
     let n = match value {
         OptionValue::Int(n) => *n as f64,
         OptionValue::Number(n) => *n,
@@ -137,6 +144,12 @@ pub fn permits(value: &OptionValue) -> Result<u32> {
         return Ok(n as u32);
     }
     Err(Error::invalid(format!("permits must be a whole number between 1 and {MAX_PERMITS}, got {n}")))
+}
+
+/// The new remaining lease of `lease.extend(ms)`, named `what`: a duration of 10 ms (one
+/// lease's least) to 30 days in the spelling's unit.
+pub fn extension(what: &str, value: &OptionValue, spelling: &Spelling) -> Result<Duration> {
+    duration(what, value, spelling, MIN_LEASE, MAX_DURATION)
 }
 
 /// A break's fencing token: none, or a non-negative integer (a number within 2^53).
@@ -173,33 +186,179 @@ pub fn list_args(prefix: &OptionValue, limit: &OptionValue, cursor: &OptionValue
     Ok((prefix, limit, cursor))
 }
 
-/// What a handle shows of itself, in camelCase with durations in milliseconds: `{ name, kind,
-/// reentrant, options }` plus `permits` (a semaphore), `writersFirst` (a read half) or `value`
-/// (leadership); `kind` is `mutex`, `semaphore`, `read`, `write` or `leader`; `options` the
-/// effective `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, minHoldMs, maxHoldMs }`
-/// (`entryTtlMs` only where queue entries have a lease of their own, `entry_ttl`; a wait without
-/// limit is `Infinity`; a hold only where given).
-pub fn handle_info(name: &str, primitive: &Primitive, o: &LockOptions, reentrant: bool, entry_ttl: bool) -> Data {
-    let mut options = vec![
-        ("leaseMs", millis(o.lease).into()),
-        ("autoRenew", o.auto_renew.into()),
-        ("waitTimeoutMs", o.wait_timeout.map_or(f64::INFINITY, millis).into()),
-    ];
-    if entry_ttl {
-        options.push(("entryTtlMs", millis(o.entry_ttl).into()));
+/// One lock handle of a sans-IO driver: what it acquires, with which options, and what it holds.
+/// A Node handle is one [`Owner`] for every async flow that uses it (JavaScript cannot tell two
+/// flows from one flow acquiring twice).
+#[derive(Debug)]
+pub struct Handle {
+    /// The lock's name.
+    pub name: String,
+    /// What the handle acquires.
+    pub primitive: Primitive,
+    /// Its lease options.
+    pub options: LockOptions,
+    /// Whether acquiring through it while it holds re-enters its lease.
+    pub reentrant: bool,
+    /// Whether queue entries have a lease of their own (shown as `entryTtlMs`).
+    entry_ttl: bool,
+    /// The lease a reentrant handle last acquired (re-entered while held).
+    current: Option<LeaseId>,
+    /// The lease a non-reentrant handle holds.
+    holding: Holding<()>,
+    /// A non-reentrant handle's acquires in flight.
+    waiting: Vec<OpId>,
+    /// Those withdrawn because another acquire through the handle won: they end `ALREADY_HELD`.
+    withdrawn: Vec<OpId>,
+}
+
+impl Handle {
+    /// The handle of `primitive` `name` (a validated name) with `options`; `INVALID_ARGUMENT` for
+    /// a primitive out of range (a semaphore's permits, a leader's value).
+    pub fn new(name: String, primitive: Primitive, options: &HandleOptions) -> Result<Handle> {
+        crate::options::validate_primitive(&primitive)?;
+        Ok(Handle {
+            name,
+            primitive,
+            options: options.lock.clone(),
+            reentrant: options.reentrant,
+            entry_ttl: options.entry_ttl,
+            current: None,
+            holding: Holding::default(),
+            waiting: Vec::new(),
+            withdrawn: Vec::new(),
+        })
     }
-    options.extend(o.min_hold.map(|d| ("minHoldMs", millis(d).into())));
-    options.extend(o.max_hold.map(|d| ("maxHoldMs", millis(d).into())));
-    let (kind, extra) = match primitive {
-        Primitive::Mutex => ("mutex", None),
-        Primitive::Semaphore { permits } => ("semaphore", Some(("permits", i64::from(*permits).into()))),
-        Primitive::Read { writers_first } => ("read", Some(("writersFirst", (*writers_first).into()))),
-        Primitive::Write => ("write", None),
-        Primitive::Leader { value } => ("leader", Some(("value", value.as_str().into()))),
-    };
-    let mut out: Vec<(&str, Data)> = extra.into_iter().collect();
-    out.extend([("name", name.into()), ("kind", kind.into()), ("reentrant", reentrant.into()), ("options", Data::map(options))]);
-    Data::map(out)
+
+    /// The handle a binding makes by the name it calls it — `mutex`, `semaphore` (of `permits`
+    /// permits), `read` or `write` (a half of a read-write lock), `election` (leadership with an
+    /// empty value until a candidate publishes one) — for lock `name` (validated) with `given`
+    /// options by `client`'s rules, in `spelling`; `UNSUPPORTED` where the backend lacks it.
+    pub fn make(client: &ClientOptions, kind: &str, name: String, given: &[(String, OptionValue)], permits: &OptionValue, spelling: &Spelling) -> Result<Handle> {
+        crate::options::validate_name(&name)?;
+        let (what, flags, needs): (&str, &[Flag], _) = match kind {
+            "mutex" => ("lock option", &[Flag::Reentrant], None),
+            "semaphore" => ("semaphore option", &[], Some(Capability::Semaphore)),
+            "read" | "write" => ("read-write lock option", &[Flag::Reentrant, Flag::WritersFirst], Some(Capability::ReadWrite)),
+            "election" => ("election option", &[], Some(Capability::Election)),
+            other => return Err(Error::invalid(format!("no handle of kind {other:?}"))),
+        };
+        if let Some(c) = needs {
+            client.capabilities()?.require(c)?;
+        }
+        let permits = if kind == "semaphore" { permits_of(permits)? } else { 0 };
+        let o = client.handle_options(what, given, flags, spelling)?;
+        let primitive = match kind {
+            "mutex" => Primitive::Mutex,
+            "semaphore" => Primitive::Semaphore { permits },
+            "read" => Primitive::Read { writers_first: o.writers_first },
+            "write" => Primitive::Write,
+            _ => Primitive::Leader { value: String::new() },
+        };
+        Handle::new(name, primitive, &o)
+    }
+
+    /// The handle of the lease `identity` names (`lease.identity()` of another client): its
+    /// name and primitive, `given` lease options. `INVALID_ARGUMENT` for a malformed identity,
+    /// `UNSUPPORTED` where the backend cannot adopt.
+    pub fn adopted(client: &ClientOptions, identity: &str, given: &[(String, OptionValue)], spelling: &Spelling) -> Result<Handle> {
+        client.capabilities()?.require(Capability::Adopt)?;
+        let identity = crate::adopt::Identity::parse(identity)?;
+        let o = client.handle_options("adopt option", given, &[], spelling)?;
+        Handle::new(identity.name, identity.primitive, &o)
+    }
+
+    /// This election handle's candidate publishing `value`: a handle of its own (never reentrant).
+    pub fn candidate(&self, value: String) -> Result<Handle> {
+        let options = HandleOptions { lock: self.options.clone(), reentrant: false, writers_first: true, entry_ttl: self.entry_ttl };
+        Handle::new(self.name.clone(), Primitive::Leader { value }, &options)
+    }
+
+    /// What the handle shows of itself, in camelCase with durations in milliseconds: `{ name,
+    /// kind, reentrant, options }` plus `permits` (a semaphore), `writersFirst` (a read half) or
+    /// `value` (leadership); `kind` is `mutex`, `semaphore`, `read`, `write` or `leader`;
+    /// `options` the effective `{ leaseMs, autoRenew, waitTimeoutMs, entryTtlMs, minHoldMs,
+    /// maxHoldMs }` (`entryTtlMs` only where queue entries have a lease of their own; a wait
+    /// without limit is `Infinity`; a hold only where given).
+    pub fn info(&self) -> Data {
+        let o = &self.options;
+        let mut options = vec![
+            ("leaseMs", millis(o.lease).into()),
+            ("autoRenew", o.auto_renew.into()),
+            ("waitTimeoutMs", o.wait_timeout.map_or(f64::INFINITY, millis).into()),
+        ];
+        if self.entry_ttl {
+            options.push(("entryTtlMs", millis(o.entry_ttl).into()));
+        }
+        options.extend(o.min_hold.map(|d| ("minHoldMs", millis(d).into())));
+        options.extend(o.max_hold.map(|d| ("maxHoldMs", millis(d).into())));
+        let (kind, extra) = match &self.primitive {
+            Primitive::Mutex => ("mutex", None),
+            Primitive::Semaphore { permits } => ("semaphore", Some(("permits", i64::from(*permits).into()))),
+            Primitive::Read { writers_first } => ("read", Some(("writersFirst", (*writers_first).into()))),
+            Primitive::Write => ("write", None),
+            Primitive::Leader { value } => ("leader", Some(("value", value.as_str().into()))),
+        };
+        let mut out: Vec<(&str, Data)> = extra.into_iter().collect();
+        let name = self.name.as_str().into();
+        out.extend([("name", name), ("kind", kind.into()), ("reentrant", self.reentrant.into()), ("options", Data::map(options))]);
+        Data::map(out)
+    }
+
+    /// Starts an acquire through the handle; the driver hands its completion to
+    /// [`settle`](Self::settle). A reentrant handle whose lease is held re-enters it (one more
+    /// hold, at once); a non-reentrant one that holds a live lease refuses with `ALREADY_HELD`
+    /// and sends nothing.
+    pub fn acquire(&mut self, engine: &mut (impl Drive + ?Sized), now: Instant, wait: Wait) -> Result<OpId> {
+        if self.reentrant {
+            match self.current.take() {
+                Some(lease) if engine.is_held(now, lease) => return Ok(engine.reacquire(now, lease)),
+                _ => return engine.acquire(now, &self.name, &self.primitive, &self.options, wait),
+            }
+        }
+        self.holding.check(&self.name, &self.primitive, Owner::HANDLE, |id, _| engine.is_held(now, id))?;
+        let op = engine.acquire(now, &self.name, &self.primitive, &self.options, wait)?;
+        self.waiting.push(op);
+        Ok(op)
+    }
+
+    /// What came of `op`, an acquire started through the handle, before its waiter learns it:
+    /// a reentrant handle re-enters the lease next time; a non-reentrant one holds it and
+    /// withdraws its other waits (each then ends `ALREADY_HELD`), or, if another acquire through
+    /// it won first, gives the lease back and `done` becomes that `ALREADY_HELD`.
+    pub fn settle(&mut self, engine: &mut (impl Drive + ?Sized), now: Instant, op: OpId, done: &mut Done) {
+        self.waiting.retain(|w| *w != op);
+        let withdrawn = self.withdrawn.iter().position(|w| *w == op).map(|i| self.withdrawn.swap_remove(i)).is_some();
+        let lease = match done {
+            Done::Acquired { lease, .. } => *lease,
+            Done::Failed(e) if withdrawn && e.kind() == ErrorKind::Cancelled => {
+                *done = Done::Failed(already_held(&self.name, &self.primitive, Owner::HANDLE));
+                return;
+            }
+            _ => return,
+        };
+        if self.reentrant {
+            self.current = Some(lease);
+            return;
+        }
+        let live = |id, _: &()| engine.is_held(now, id);
+        match self.holding.hold(&self.name, &self.primitive, Owner::HANDLE, lease, (), live) {
+            Ok(()) => {
+                for w in std::mem::take(&mut self.waiting) {
+                    engine.cancel(now, w);
+                    self.withdrawn.push(w);
+                }
+            }
+            Err(e) => {
+                engine.release(now, lease);
+                *done = Done::Failed(e);
+            }
+        }
+    }
+
+    /// Frees the place of `lease`, released through the handle: it may acquire again.
+    pub fn free(&mut self, lease: LeaseId) {
+        self.holding.free(lease);
+    }
 }
 
 #[cfg(test)]
@@ -248,8 +407,8 @@ mod tests {
 
     #[test]
     fn counts_tokens_and_pages_are_whole_numbers() {
-        assert_eq!(permits(&OptionValue::Number(3.0)).unwrap(), 3);
-        assert!(message(permits(&OptionValue::Number(1.5))).starts_with("permits must be a whole number"));
+        assert_eq!(permits_of(&OptionValue::Number(3.0)).unwrap(), 3);
+        assert!(message(permits_of(&OptionValue::Number(1.5))).starts_with("permits must be a whole number"));
         assert_eq!(fencing_token(&OptionValue::None).unwrap(), None);
         assert_eq!(fencing_token(&OptionValue::Int(7)).unwrap(), Some(7));
         assert!(fencing_token(&OptionValue::Number(-1.0)).is_err());
@@ -261,8 +420,8 @@ mod tests {
 
     #[test]
     fn a_handle_shows_its_kind_and_effective_options() {
-        let o = LockOptions::default();
-        let info = handle_info("a", &Primitive::Semaphore { permits: 3 }, &o, false, false);
+        let o = HandleOptions { lock: LockOptions::default(), reentrant: false, writers_first: true, entry_ttl: false };
+        let info = Handle::new("a".into(), Primitive::Semaphore { permits: 3 }, &o).unwrap().info();
         assert_eq!(info.get("kind").and_then(Data::as_str), Some("semaphore"));
         assert_eq!(info.get("permits").and_then(Data::as_int), Some(3));
         let options = info.get("options").unwrap();

@@ -27,6 +27,49 @@ impl RandomSource for OsRandom {
     }
 }
 
+/// [`OsRandom`] drawn in blocks, for targets where each draw is costly: on wasm32 every
+/// `getrandom` call is a call into `crypto.getRandomValues`, which would otherwise cost more than
+/// the rest of an acquire (the Node binding's engine). Bytes are served once each, in order.
+#[cfg(feature = "os-random")]
+pub struct BufferedOsRandom {
+    buf: Box<[u8; BufferedOsRandom::BLOCK]>,
+    pos: usize,
+}
+
+#[cfg(feature = "os-random")]
+impl BufferedOsRandom {
+    const BLOCK: usize = 4096;
+
+    /// An empty buffer: the first draw fills it.
+    pub fn new() -> Self {
+        BufferedOsRandom { buf: Box::new([0; Self::BLOCK]), pos: Self::BLOCK }
+    }
+}
+
+#[cfg(feature = "os-random")]
+impl Default for BufferedOsRandom {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "os-random")]
+impl RandomSource for BufferedOsRandom {
+    fn fill(&mut self, out: &mut [u8]) {
+        if out.len() > Self::BLOCK {
+            return OsRandom.fill(out);
+        }
+        if Self::BLOCK - self.pos < out.len() {
+            OsRandom.fill(&mut self.buf[..]);
+            self.pos = 0;
+        }
+        out.copy_from_slice(&self.buf[self.pos..self.pos + out.len()]);
+        // Served bytes are wiped so a token never stays readable in the buffer.
+        self.buf[self.pos..self.pos + out.len()].fill(0);
+        self.pos += out.len();
+    }
+}
+
 /// A deterministic generator (SplitMix64) for simulation tests. Not for production tokens.
 #[derive(Debug, Clone)]
 pub struct SeededRandom {
@@ -50,5 +93,27 @@ impl RandomSource for SeededRandom {
             z ^= z >> 31;
             chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
         }
+    }
+}
+
+#[cfg(all(test, feature = "os-random"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffered_source_serves_each_byte_once_and_wipes_it() {
+        let mut r = BufferedOsRandom::new();
+        let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
+        r.fill(&mut a);
+        r.fill(&mut b);
+        assert_ne!(a, b, "two draws of 32 bytes never repeat");
+        assert!(r.buf[..64].iter().all(|x| *x == 0), "served bytes are wiped");
+        // Draws past the block refill it; one longer than a block bypasses it.
+        for _ in 0..200 {
+            r.fill(&mut a);
+        }
+        let mut big = vec![0u8; BufferedOsRandom::BLOCK + 1];
+        r.fill(&mut big);
+        assert!(big.iter().any(|x| *x != 0));
     }
 }

@@ -159,6 +159,13 @@ impl ClientOptions {
         self.backend_of(&self.target()?, &Spelling::RUST)
     }
 
+    /// The telemetry these options ask for: events named for the backend's plain URL scheme
+    /// (never the URL), with lock names and a held-too-long threshold as set.
+    pub fn telemetry_config(&self) -> Result<crate::engine::TelemetryConfig> {
+        let backend = self.backend()?.scheme(false);
+        Ok(crate::engine::TelemetryConfig { backend, lock_names: self.telemetry_lock_names, held_too_long: self.held_too_long })
+    }
+
     pub(crate) fn backend_of(&self, target: &Target, spelling: &Spelling) -> Result<Backend> {
         let (spec, _) = spec_of(target.backend());
         match (spec.clustered, self.cluster) {
