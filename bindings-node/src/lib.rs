@@ -17,7 +17,7 @@ use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::metrics::{Instrument, INSTRUMENTS};
 use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry};
 use lockgate_core::connect::Spelling;
-use lockgate_core::data::{millis, Data, DynEngine};
+use lockgate_core::data::{capabilities_data, millis, Data, DynEngine};
 use lockgate_core::handle::{self, Handle};
 use lockgate_core::{Capability, Error, ErrorKind, Event};
 use std::cell::RefCell;
@@ -150,7 +150,7 @@ impl Engine {
     /// What this client's backend offers (see `connect::Connected::capabilities`).
     #[wasm_bindgen(getter)]
     pub fn capabilities(&self) -> JsResult<JsValue> {
-        js(self.client.options.capabilities()).map(|c| data::to_js(&c.to_data(true), &mut StrCache::default()))
+        js(self.client.options.capabilities()).map(|c| data::to_js(&capabilities_data(&c, true), &mut StrCache::default()))
     }
 
     /// Starts an acquire through `lock` (`Handle::acquire`: a reentrant handle holding its

@@ -210,19 +210,6 @@ impl Capabilities {
         Capability::ALL.into_iter().map(|c| (c.name(), self.has(c))).collect()
     }
 
-    /// `{ backend, scheme, ...every capability }` as plain data, the capabilities' names in
-    /// camelCase (`readWrite`) when `camel`.
-    pub fn to_data(&self, camel: bool) -> crate::data::Data {
-        let mut out = vec![("backend".to_string(), self.backend.into()), ("scheme".to_string(), self.scheme.into())];
-        for (name, on) in self.pairs() {
-            let mut words = name.split('_');
-            let first = words.next().unwrap_or_default().to_string();
-            let key = if camel { words.fold(first, |camel, w| camel + &w[..1].to_uppercase() + &w[1..]) } else { name.to_string() };
-            out.push((key, on.into()));
-        }
-        crate::data::Data::Map(out)
-    }
-
     /// `Ok` if `what` is offered, else `UNSUPPORTED` naming the backend and its scheme.
     pub fn require(&self, what: Capability) -> Result<()> {
         if self.has(what) {

@@ -1,12 +1,14 @@
 //! What a binding in another language shows of the engine's outputs, as plain fields and
 //! [`Data`] in that language's case (camelCase, milliseconds): an event's fields, which the
-//! Node binding builds one object from in one call, and a telemetry event with its metric
-//! updates and ended acquire. The shapes are the core's, so no binding restates them.
+//! Node binding builds one object from in one call, a telemetry event with its metric updates
+//! and ended acquire, and a client's capabilities. The shapes are the core's, so no binding
+//! restates them.
 
-use crate::data::Data;
+use crate::capabilities::Capabilities;
+use super::value::Data;
 use crate::engine::{Done, Event, LeaseId, Measure, OpId, Telemetry};
 use crate::time::{Duration, Instant};
-use crate::Error;
+use crate::error::Error;
 
 /// One event's fields; a `None` field is absent from the event.
 #[derive(Debug, Default)]
@@ -131,4 +133,17 @@ pub fn telemetry_data(t: &Telemetry, metrics: bool) -> Data {
         }
     }
     Data::Map(o)
+}
+
+/// `{ backend, scheme, ...every capability }`, the capabilities' names in camelCase (`readWrite`)
+/// when `camel`.
+pub fn capabilities_data(c: &Capabilities, camel: bool) -> Data {
+    let mut out = vec![("backend".to_string(), c.backend.into()), ("scheme".to_string(), c.scheme.into())];
+    for (name, on) in c.pairs() {
+        let mut words = name.split('_');
+        let first = words.next().unwrap_or_default().to_string();
+        let key = if camel { words.fold(first, |camel, w| camel + &w[..1].to_uppercase() + &w[1..]) } else { name.to_string() };
+        out.push((key, on.into()));
+    }
+    Data::Map(out)
 }
