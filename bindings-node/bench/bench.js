@@ -209,6 +209,18 @@ const fmtInt = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US'
             `Telemetry fully on vs off (issue 27; a subscriber on every \`lockgate.*\` diagnostics_channel formatting each message, same rounds): uncontended ${fmtInt(
               median(rates['lockgate-telemetry']),
             )} vs ${fmtInt(lg.rate)} acquire+release/s, ${fmt((lg.rate / median(rates['lockgate-telemetry']) - 1) * 100, 1)} % per pair (target: at most 3 %).`,
+            ...(rates['lockgate-telemetry-floor']
+              ? [
+                  '',
+                  `Its floor, the same messages formatted by the application with telemetry off (same rounds): ${fmtInt(
+                    median(rates['lockgate-telemetry-floor']),
+                  )} acquire+release/s, ${fmt((lg.rate / median(rates['lockgate-telemetry-floor']) - 1) * 100, 1)} % per pair; ` +
+                    `lockgate's own share, its cost less the floor's: ${fmt(
+                      (lg.rate / median(rates['lockgate-telemetry']) - lg.rate / median(rates['lockgate-telemetry-floor'])) * 100,
+                      1,
+                    )} % of a pair.`,
+                ]
+              : []),
           ]
         : []),
       ...(rates['lockgate-ioredis']

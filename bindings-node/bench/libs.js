@@ -53,6 +53,55 @@ const libs = {
       };
     },
   },
+  'lockgate-telemetry-floor': {
+    label: 'lockgate, its telemetry messages formatted by the application',
+    settings:
+      'the floor of the telemetry row: telemetry off, and per pair the application itself formats the messages lockgate ' +
+      'publishes per pair with it on (acquire.started, acquire.granted, lease.released: the objects a subscriber received ' +
+      'in a warm-up pair of another client) through the same function; what formatting them costs, whoever publishes them',
+    async open(url) {
+      const dc = require('node:diagnostics_channel');
+      const lockgate = require('..');
+      const captured = new Map();
+      const grab = (message, name) => captured.set(name, message);
+      for (const name of lockgate.telemetryChannels) dc.subscribe(name, grab);
+      const warm = await libs.lockgate.open(url);
+      const once = warm.lock('bench:telemetry-floor:warm-up');
+      await once.acquire();
+      await once.release();
+      await warm.close();
+      for (const name of lockgate.telemetryChannels) dc.unsubscribe(name, grab);
+      const each = ['lockgate.acquire.started', 'lockgate.acquire.granted', 'lockgate.lease.released'].map((name) => {
+        if (!captured.has(name)) throw new Error(`the warm-up pair published no ${name}`);
+        return [captured.get(name), name];
+      });
+      let chars = 0;
+      const seen = (message, name) => {
+        chars += `${name} ${JSON.stringify(message)}`.length; // the telemetry row's subscriber
+      };
+      const inner = await libs.lockgate.open(url);
+      return {
+        lock(name) {
+          const lock = inner.lock(name);
+          return {
+            async acquire() {
+              seen(...each[0]);
+              await lock.acquire();
+              seen(...each[1]);
+            },
+            async release() {
+              await lock.release();
+              seen(...each[2]);
+            },
+          };
+        },
+        async close() {
+          await inner.close();
+          if (chars === 0) throw new Error('the floor formatted no message');
+        },
+      };
+    },
+  },
   'lockgate-ioredis': {
     label: 'lockgate over ioredis (no lean RESP socket)',
     settings: 'as lockgate, with a redisOptions key the lean socket does not take, so commands go through ioredis',

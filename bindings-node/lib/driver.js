@@ -114,7 +114,8 @@ class Driver {
   publishTelemetry() {
     if (!this.telemetryOn) return;
     const batch = this.engine.takeTelemetry(telemetry.instrumented());
-    if (batch !== undefined) for (const ev of JSON.parse(batch)) telemetry.publish(ev);
+    if (batch === undefined) return;
+    for (const row of typeof batch === 'string' ? JSON.parse(batch) : batch) telemetry.publish(row);
   }
 
   // ---- inputs ----

@@ -11,11 +11,16 @@
 
 const dc = require('node:diagnostics_channel');
 
-/** Every event the core raises, by its stable name (README "Telemetry"): the core's list. */
-const EVENTS = Object.freeze(require('./wasm').telemetryEvents());
-
-const channels = new Map(EVENTS.map((event) => [event, dc.channel(`lockgate.${event}`)]));
-const all = [...channels.values()];
+/**
+ * Every kind of event the core raises (README "Telemetry"), in the order its compact rows refer
+ * to them: its stable name, the core's one-line text, whether it is a warning, its measurement
+ * keys, and its channel.
+ */
+const KINDS = require('./wasm')
+  .telemetryEvents()
+  .map(([event, message, warning, keys]) => ({ event, message, warning, keys, channel: dc.channel(`lockgate.${event}`) }));
+const EVENTS = Object.freeze(KINDS.map((k) => k.event));
+const all = KINDS.map((k) => k.channel);
 
 /** OpenTelemetry's recorders while instrumented: each instrument's record function, the tracer. */
 let otel = null;
@@ -32,21 +37,27 @@ function instrumented() {
   return otel !== null;
 }
 
-/** Publishes one event (`{ event, message, ... }` from the engine) on its channel. */
-function publish(ev) {
-  if (otel !== null && ev.metrics !== undefined) record(otel, ev);
-  const c = channels.get(ev.event);
-  if (c === undefined || !c.hasSubscribers) return;
-  delete ev.metrics;
-  delete ev.acquire;
-  c.publish(ev);
+/**
+ * Publishes one event from its compact row (the core's `telemetry_row`: `[kind, backend,
+ * primitive, lock, measurements, metrics?, acquire?]`) on its channel, as `{ event, message,
+ * warning, backend, primitive?, lock?, ...measurements }`.
+ */
+function publish(row) {
+  if (otel !== null && row.length > 5) record(otel, row[5], row[6]);
+  const kind = KINDS[row[0]];
+  if (kind === undefined || !kind.channel.hasSubscribers) return;
+  const ev = { event: kind.event, message: kind.message, warning: kind.warning, backend: row[1] };
+  if (row[2] !== null) ev.primitive = row[2];
+  if (row[3] !== null) ev.lock = row[3];
+  const values = row[4];
+  for (let i = 0; i < values.length; i++) ev[kind.keys[i]] = values[i];
+  kind.channel.publish(ev);
 }
 
-/** Hands one event's metric updates and ended acquire to OpenTelemetry. */
-function record({ instruments, tracer, SpanStatusCode }, ev) {
-  for (const [name, value, attributes] of ev.metrics) instruments.get(name)(value, attributes);
-  const a = ev.acquire;
-  if (a === undefined) return;
+/** Hands one event's metric updates and the acquire it ended (or null) to OpenTelemetry. */
+function record({ instruments, tracer, SpanStatusCode }, metrics, a) {
+  for (const [name, value, attributes] of metrics) instruments.get(name)(value, attributes);
+  if (a === null) return;
   const end = Date.now();
   const span = tracer.startSpan('lockgate.acquire', { startTime: end - a.waitMs, attributes: a.attributes });
   if (a.error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: a.error });

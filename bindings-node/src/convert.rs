@@ -3,8 +3,8 @@
 
 use js_sys::{Array, Object, Reflect};
 use lockgate_core::connect::OptionValue;
-use lockgate_core::data::{telemetry_data, EventFields};
-use lockgate_core::engine::{Done, Telemetry};
+use lockgate_core::data::EventFields;
+use lockgate_core::engine::Done;
 use lockgate_core::time::Instant;
 use lockgate_core::{Error, Event, Result};
 use wasm_bindgen::prelude::*;
@@ -162,15 +162,6 @@ pub fn event_to_js(ev: &Event<Done>, waiter: &JsValue, shapes: &Shapes, cache: &
         &f.data.map_or(JsValue::UNDEFINED, |d| crate::data::to_js(&d, cache)),
         waiter,
     )
-}
-
-/// Telemetry events as `lib/telemetry.js` publishes them, as one JSON array text of the core's
-/// form (`lockgate_core::data::telemetry_data`; `for_open_telemetry`: with metric updates and
-/// the ended acquire). One crossing and one `JSON.parse` a batch, where each property set on a
-/// JavaScript object would be a crossing of its own.
-pub fn telemetry_json(events: &[Telemetry], for_open_telemetry: bool) -> String {
-    let all = events.iter().map(|t| telemetry_data(t, for_open_telemetry).to_json());
-    serde_json::Value::Array(all.collect()).to_string()
 }
 
 /// The message of what a transport threw (an `Error`, else the value described).

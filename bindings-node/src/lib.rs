@@ -15,9 +15,9 @@ mod js;
 
 use lockgate_core::driving::{Awaiting, Claim, Drive, CLOSE_GRACE};
 use lockgate_core::engine::metrics::{Instrument, INSTRUMENTS};
-use lockgate_core::engine::{LeaseId, OpId, RequestId, Telemetry};
+use lockgate_core::engine::{EventKind, LeaseId, OpId, RequestId, Telemetry, EVENTS};
 use lockgate_core::connect::Spelling;
-use lockgate_core::data::{capabilities_data, millis, Data, DynEngine};
+use lockgate_core::data::{capabilities_data, measure_key, millis, telemetry_row, Data, DynEngine};
 use lockgate_core::handle::{self, Handle};
 use lockgate_core::{Capability, Error, ErrorKind, Event};
 use std::cell::RefCell;
@@ -325,17 +325,21 @@ impl Engine {
         JsValue::UNDEFINED
     }
 
-    /// The telemetry raised since the last call, in order, as one JSON array text of the events
-    /// `lib/telemetry.js` publishes (`convert::telemetry_json`), or `undefined` if none; each
-    /// event's metric updates and ended acquire only `forOpenTelemetry`.
+    /// The telemetry raised since the last call, in order, as the core's compact rows
+    /// (`lockgate_core::data::telemetry_row`) that `lib/telemetry.js` publishes, or `undefined`
+    /// if none. `forOpenTelemetry`: each row also carries its metric updates and ended acquire,
+    /// and the batch comes as one JSON text (their attribute maps would each cost a crossing per
+    /// key as objects); otherwise as arrays of plain values, made in one crossing per array.
     #[wasm_bindgen(js_name = takeTelemetry)]
-    pub fn take_telemetry(&mut self, for_open_telemetry: bool) -> Option<String> {
+    pub fn take_telemetry(&mut self, for_open_telemetry: bool) -> JsValue {
         if self.telemetry.is_empty() {
-            return None;
+            return JsValue::UNDEFINED;
         }
-        let json = convert::telemetry_json(&self.telemetry, for_open_telemetry);
-        self.telemetry.clear();
-        Some(json)
+        let rows = Data::List(self.telemetry.drain(..).map(|t| telemetry_row(&t, for_open_telemetry)).collect());
+        match for_open_telemetry {
+            true => JsValue::from_str(&serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into())),
+            false => data::to_js(&rows, &mut self.strings),
+        }
     }
 
     /// Records `waiter` (the driver's pending promise) as who waits for `op`.
@@ -372,11 +376,17 @@ impl Engine {
     }
 }
 
-/// Every telemetry event's stable name (`acquire.started`, ..., `redlock.round`): the core's
-/// list, for lib/telemetry.js to make one diagnostics_channel per event.
+/// Every kind of telemetry event, in the order compact rows refer to them (the core's
+/// `EVENTS`): `[name, summary, warning, measurementKeys]`, keys as JavaScript shows them
+/// (`waitMs`), for lib/telemetry.js to make one diagnostics_channel per event and build each
+/// event's object from its row.
 #[wasm_bindgen(js_name = telemetryEvents)]
-pub fn telemetry_events() -> Array {
-    lockgate_core::engine::EVENT_NAMES.iter().map(|n| JsValue::from_str(n)).collect()
+pub fn telemetry_events() -> JsValue {
+    let kind = |k: &EventKind| {
+        let keys = k.measures.iter().map(|m| Data::Str(measure_key(m))).collect();
+        Data::List(vec![k.name.into(), k.summary.into(), k.warning.into(), Data::List(keys)])
+    };
+    data::to_js(&Data::List(EVENTS.iter().map(kind).collect()), &mut StrCache::default())
 }
 
 /// Every metric instrument the core's telemetry records, as `[name, kind, unit, description]`

@@ -1,7 +1,7 @@
 //! What a binding in another language shows of the engine's outputs, as plain fields and
 //! [`Data`] in that language's case (camelCase, milliseconds): an event's fields, which the
-//! Node binding builds one object from in one call, a telemetry event with its metric updates
-//! and ended acquire, and a client's capabilities. The shapes are the core's, so no binding
+//! Node binding builds one object from in one call, a telemetry event as a compact row with its
+//! metric updates and ended acquire, and a client's capabilities. The shapes are the core's, so no binding
 //! restates them.
 
 use crate::capabilities::Capabilities;
@@ -91,48 +91,52 @@ fn attributes(pairs: &[(&'static str, String)]) -> Data {
     Data::map(pairs.iter().map(|(k, v)| (*k, v.as_str().into())))
 }
 
-/// A telemetry event as `{ event, message, warning, backend, primitive, lock, ...measurements }`,
-/// the measurements' keys in camelCase and durations in milliseconds (`wait_s` -> `waitMs`); with
-/// `metrics`, also the core's metric updates as `metrics: [[instrument, value, attributes]]` and
-/// the acquire the event ended as `acquire: { outcome, waitMs, error, attributes }`.
-pub fn telemetry_data(t: &Telemetry, metrics: bool) -> Data {
-    let mut o: Vec<(String, Data)> = vec![
-        ("event".into(), t.what.name().into()),
-        ("message".into(), t.what.summary().into()),
-        ("warning".into(), t.what.is_warning().into()),
-        ("backend".into(), t.backend.into()),
+/// A measurement's key as a binding in another language shows it: durations in milliseconds
+/// (`wait_s` -> `waitMs`, `took_s` -> `tookMs`), the others as they are.
+pub fn measure_key(key: &str) -> String {
+    match key.strip_suffix("_s") {
+        Some(stem) => format!("{stem}Ms"),
+        None => key.to_string(),
+    }
+}
+
+/// A telemetry event as one compact row, its fields by place: `[kind, backend, primitive,
+/// lock, [measurements]]`. `kind` is its place in [`EVENTS`](crate::engine::EVENTS), whose
+/// name, summary, warning and measurement keys ([`measure_key`]) the binding reads once;
+/// `primitive` and `lock` are `Null` where absent; the measurements come in their kind's order,
+/// durations in milliseconds. With `metrics`, two more: the core's metric updates
+/// `[[instrument, value, attributes]]`, and the acquire the event ended `{ outcome, waitMs,
+/// error, attributes }` or `Null`.
+pub fn telemetry_row(t: &Telemetry, metrics: bool) -> Data {
+    let values = t.what.measurements().into_iter().map(|(_, m)| match m {
+        Measure::Seconds(d) => millis(d).into(),
+        Measure::Flag(b) => b.into(),
+        Measure::Text(text) => text.into(),
+        Measure::Count(n) => i64::from(n).into(),
+    });
+    let mut row = vec![
+        Data::Int(t.what.kind() as i64),
+        t.backend.into(),
+        t.primitive.into(),
+        t.name.as_deref().into(),
+        Data::List(values.collect()),
     ];
-    if let Some(p) = t.primitive {
-        o.push(("primitive".into(), p.into()));
-    }
-    if let Some(name) = &t.name {
-        o.push(("lock".into(), (**name).into()));
-    }
-    for (key, m) in t.what.measurements() {
-        o.push(match m {
-            Measure::Seconds(d) => (format!("{}Ms", key.trim_end_matches("_s")), millis(d).into()),
-            Measure::Flag(b) => (key.into(), b.into()),
-            Measure::Text(text) => (key.into(), text.into()),
-            Measure::Count(n) => (key.into(), i64::from(n).into()),
-        });
-    }
     if metrics {
         let updates = t.metric_updates().into_iter();
         let updates = updates.map(|u| Data::List(vec![u.instrument.name.into(), u.value.into(), attributes(&u.attributes)]));
-        o.push(("metrics".into(), Data::List(updates.collect())));
-        if let Some(ended) = t.ended_acquire() {
+        row.push(Data::List(updates.collect()));
+        row.push(t.ended_acquire().map_or(Data::Null, |ended| {
             let mut attrs = t.attributes();
             attrs.push(("lockgate.outcome", ended.outcome.to_string()));
-            let span = [
+            Data::map([
                 ("outcome", ended.outcome.into()),
                 ("waitMs", millis(ended.waited).into()),
                 ("error", ended.error.into()),
                 ("attributes", attributes(&attrs)),
-            ];
-            o.push(("acquire".into(), Data::map(span)));
-        }
+            ])
+        }));
     }
-    Data::Map(o)
+    Data::List(row)
 }
 
 /// `{ backend, scheme, ...every capability }`, the capabilities' names in camelCase (`readWrite`)
@@ -146,4 +150,30 @@ pub fn capabilities_data(c: &Capabilities, camel: bool) -> Data {
         out.push((key, on.into()));
     }
     Data::Map(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Happened, EVENTS};
+
+    #[test]
+    fn a_telemetry_row_is_its_kinds_fields_by_place() {
+        let what = Happened::Granted { op: OpId(1), lease: LeaseId(1), waited: Duration::from_millis(3), queued: true };
+        let t = Telemetry { what, backend: "redis", primitive: Some("mutex"), name: None };
+        let row = telemetry_row(&t, false);
+        let expected = Data::List(vec![
+            Data::Int(1),
+            "redis".into(),
+            "mutex".into(),
+            Data::Null,
+            Data::List(vec![Data::Float(3.0), Data::Bool(true)]),
+        ]);
+        assert_eq!(row, expected);
+        let keys: Vec<String> = EVENTS[1].measures.iter().map(|k| measure_key(k)).collect();
+        assert_eq!(keys, ["waitMs", "queued"]);
+        assert_eq!(serde_json::to_string(&row).unwrap(), r#"[1,"redis","mutex",null,[3.0,true]]"#);
+        let Data::List(with_metrics) = telemetry_row(&t, true) else { panic!("a row is a list") };
+        assert_eq!(with_metrics.len(), 7, "metric updates and the ended acquire follow");
+    }
 }

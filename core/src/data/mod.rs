@@ -16,7 +16,7 @@ mod event;
 mod value;
 
 pub use engine::{neutral, Connected, DataBackend, DynEngine};
-pub use event::{capabilities_data, millis, telemetry_data, EventFields};
+pub use event::{capabilities_data, measure_key, millis, telemetry_row, EventFields};
 pub use value::Data;
 /// The data engine of the backend a client's URL selects, with its transport plan; `None` for
 /// the backends bindings drive through their typed engines (the registry's part: see

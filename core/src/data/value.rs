@@ -103,19 +103,9 @@ impl Data {
         self.get(key).and_then(Data::as_bytes).ok_or_else(|| missing(what, key, "bytes", self.get(key)))
     }
 
-    /// As JSON (bytes as their UTF-8, lossily; a non-finite number, which JSON lacks, as `null`).
+    /// As a JSON value (see the `Serialize` impl for the mapping).
     pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::Value;
-        match self {
-            Data::Null => Value::Null,
-            Data::Bool(b) => (*b).into(),
-            Data::Int(n) => (*n).into(),
-            Data::Float(n) => (*n).into(),
-            Data::Str(s) => s.as_str().into(),
-            Data::Bytes(b) => String::from_utf8_lossy(b).into(),
-            Data::List(items) => Value::Array(items.iter().map(Data::to_json).collect()),
-            Data::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
-        }
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// What kind of value this is, for messages.
@@ -153,6 +143,37 @@ impl fmt::Debug for Data {
             Data::Bytes(b) => write!(f, "<{} bytes>", b.len()),
             Data::List(items) => f.debug_list().entries(items).finish(),
             Data::Map(entries) => f.debug_map().entries(entries.iter().map(|(k, v)| (k, v))).finish(),
+        }
+    }
+}
+
+/// JSON's form: a map's entries in their order, bytes as their UTF-8 (lossily), a non-finite
+/// number (which JSON lacks) as `null`.
+impl serde::Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Data::Null => s.serialize_unit(),
+            Data::Bool(b) => s.serialize_bool(*b),
+            Data::Int(n) => s.serialize_i64(*n),
+            Data::Float(n) if n.is_finite() => s.serialize_f64(*n),
+            Data::Float(_) => s.serialize_unit(),
+            Data::Str(text) => s.serialize_str(text),
+            Data::Bytes(b) => s.serialize_str(&String::from_utf8_lossy(b)),
+            Data::List(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Data::Map(entries) => {
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
         }
     }
 }

@@ -51,7 +51,7 @@ use cleanup::Cleanup;
 use lease::Lease;
 use operation::{AcquireState, PendingAcquire, FIRST_BACKOFF};
 use session::Session;
-pub use telemetry::{Happened, LossReason, Measure, RoundVotes, Telemetry, TelemetryConfig, EVENT_NAMES};
+pub use telemetry::{EventKind, Happened, LossReason, Measure, RoundVotes, Telemetry, TelemetryConfig, EVENTS};
 use timers::Timers;
 
 /// A lock engine over backend `B`. It performs no I/O: it never opens a socket, sleeps, reads a

@@ -222,53 +222,82 @@ impl LossReason {
     }
 }
 
-/// Every event's stable name, in the order of [`Happened`]'s variants: what a binding that
-/// names a channel or logger per event (Node's `diagnostics_channel`) creates them from.
-pub const EVENT_NAMES: &[&str] = &[
-    "acquire.started",
-    "acquire.granted",
-    "acquire.not_acquired",
-    "acquire.timed_out",
-    "acquire.cancelled",
-    "acquire.failed",
-    "lease.adopted",
-    "lease.released",
-    "lease.extended",
-    "lease.renewal_failed",
-    "lease.at_risk",
-    "lease.safe",
-    "lease.held_too_long",
-    "lease.lost",
-    "connection.lost",
-    "connection.restored",
-    "session.expired",
-    "redlock.round",
+/// One kind of event, as every binding names and logs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventKind {
+    /// Its stable name (`acquire.granted`): a binding's channel, logger field or span event.
+    pub name: &'static str,
+    /// What a log line says, the same in every binding.
+    pub summary: &'static str,
+    /// Whether it is logged at WARNING (a loss, a spell at risk, an expired session, a lease
+    /// held too long: they matter with nothing set up); everything else is DEBUG.
+    pub warning: bool,
+    /// The keys of its measurements, in [`Happened::measurements`]' order.
+    pub measures: &'static [&'static str],
+}
+
+const fn kind(name: &'static str, summary: &'static str, warning: bool, measures: &'static [&'static str]) -> EventKind {
+    EventKind { name, summary, warning, measures }
+}
+
+/// Every kind of event, in the order of [`Happened`]'s variants ([`Happened::kind`]): what a
+/// binding that names a channel or logger per event (Node's `diagnostics_channel`) creates them
+/// from, and what a compact event refers to by its place.
+pub const EVENTS: [EventKind; 18] = [
+    kind("acquire.started", "acquire started", false, &[]),
+    kind("acquire.granted", "lock granted", false, &["wait_s", "queued"]),
+    kind("acquire.not_acquired", "lock not acquired: held by another owner", false, &[]),
+    kind("acquire.timed_out", "acquire timed out", false, &["wait_s"]),
+    kind("acquire.cancelled", "acquire cancelled", false, &["wait_s"]),
+    kind("acquire.failed", "acquire failed", false, &["wait_s", "code"]),
+    kind("lease.adopted", "lease adopted from another process", false, &[]),
+    kind("lease.released", "lock released", false, &["held_s"]),
+    kind("lease.extended", "lease extended", false, &[]),
+    kind("lease.renewal_failed", "lease renewal failed", false, &["code"]),
+    kind("lease.at_risk", "lease at risk: it cannot be confirmed for now", true, &[]),
+    kind("lease.safe", "lease confirmed again: no longer at risk", false, &[]),
+    kind("lease.held_too_long", "lock held longer than held_too_long", true, &["held_s"]),
+    kind("lease.lost", "lock lost", true, &["reason", "held_s"]),
+    kind("connection.lost", "connection to the session's server lost", false, &[]),
+    kind("connection.restored", "connection to the session's server restored", false, &[]),
+    kind("session.expired", "session expired: its leases are lost", true, &[]),
+    kind(
+        "redlock.round",
+        "Redlock round decided",
+        false,
+        &["call", "outcome", "took_s", "masters", "yes", "no", "restarting", "failed", "unanswered"],
+    ),
 ];
 
 impl Happened {
-    /// The event's stable name (`acquire.started`, `acquire.granted`, `lease.lost`, ...), the
-    /// same in every binding; each is in [`EVENT_NAMES`].
-    pub fn name(&self) -> &'static str {
+    /// Its kind's place in [`EVENTS`].
+    pub fn kind(&self) -> usize {
         match self {
-            Happened::AcquireStarted { .. } => "acquire.started",
-            Happened::Granted { .. } => "acquire.granted",
-            Happened::NotAcquired { .. } => "acquire.not_acquired",
-            Happened::TimedOut { .. } => "acquire.timed_out",
-            Happened::Cancelled { .. } => "acquire.cancelled",
-            Happened::AcquireFailed { .. } => "acquire.failed",
-            Happened::Adopted { .. } => "lease.adopted",
-            Happened::Released { .. } => "lease.released",
-            Happened::Extended { .. } => "lease.extended",
-            Happened::RenewalFailed { .. } => "lease.renewal_failed",
-            Happened::AtRisk { .. } => "lease.at_risk",
-            Happened::Safe { .. } => "lease.safe",
-            Happened::HeldTooLong { .. } => "lease.held_too_long",
-            Happened::Lost { .. } => "lease.lost",
-            Happened::ConnectionLost => "connection.lost",
-            Happened::ConnectionRestored => "connection.restored",
-            Happened::SessionExpired => "session.expired",
-            Happened::RedlockRound { .. } => "redlock.round",
+            Happened::AcquireStarted { .. } => 0,
+            Happened::Granted { .. } => 1,
+            Happened::NotAcquired { .. } => 2,
+            Happened::TimedOut { .. } => 3,
+            Happened::Cancelled { .. } => 4,
+            Happened::AcquireFailed { .. } => 5,
+            Happened::Adopted { .. } => 6,
+            Happened::Released { .. } => 7,
+            Happened::Extended { .. } => 8,
+            Happened::RenewalFailed { .. } => 9,
+            Happened::AtRisk { .. } => 10,
+            Happened::Safe { .. } => 11,
+            Happened::HeldTooLong { .. } => 12,
+            Happened::Lost { .. } => 13,
+            Happened::ConnectionLost => 14,
+            Happened::ConnectionRestored => 15,
+            Happened::SessionExpired => 16,
+            Happened::RedlockRound { .. } => 17,
         }
+    }
+
+    /// The event's stable name (`acquire.started`, `acquire.granted`, `lease.lost`, ...), the
+    /// same in every binding.
+    pub fn name(&self) -> &'static str {
+        EVENTS[self.kind()].name
     }
 }
 
@@ -318,32 +347,13 @@ impl Happened {
 impl Happened {
     /// What a log line says, the same in every binding.
     pub fn summary(&self) -> &'static str {
-        match self {
-            Happened::AcquireStarted { .. } => "acquire started",
-            Happened::Granted { .. } => "lock granted",
-            Happened::NotAcquired { .. } => "lock not acquired: held by another owner",
-            Happened::TimedOut { .. } => "acquire timed out",
-            Happened::Cancelled { .. } => "acquire cancelled",
-            Happened::AcquireFailed { .. } => "acquire failed",
-            Happened::Adopted { .. } => "lease adopted from another process",
-            Happened::Released { .. } => "lock released",
-            Happened::Extended { .. } => "lease extended",
-            Happened::RenewalFailed { .. } => "lease renewal failed",
-            Happened::AtRisk { .. } => "lease at risk: it cannot be confirmed for now",
-            Happened::Safe { .. } => "lease confirmed again: no longer at risk",
-            Happened::HeldTooLong { .. } => "lock held longer than held_too_long",
-            Happened::Lost { .. } => "lock lost",
-            Happened::ConnectionLost => "connection to the session's server lost",
-            Happened::ConnectionRestored => "connection to the session's server restored",
-            Happened::SessionExpired => "session expired: its leases are lost",
-            Happened::RedlockRound { .. } => "Redlock round decided",
-        }
+        EVENTS[self.kind()].summary
     }
 
     /// Whether it is logged at WARNING (a loss, a spell at risk, an expired session: they
     /// matter with nothing set up); everything else is DEBUG.
     pub fn is_warning(&self) -> bool {
-        matches!(self, Happened::Lost { .. } | Happened::AtRisk { .. } | Happened::SessionExpired | Happened::HeldTooLong { .. })
+        EVENTS[self.kind()].warning
     }
 }
 
@@ -533,7 +543,7 @@ mod tests {
     use super::*;
 
     /// One of each variant: a new variant fails to compile here until it is listed, and its
-    /// name must then be in `EVENT_NAMES`.
+    /// kind must then be in `EVENTS`.
     fn one_of_each() -> Vec<Happened> {
         let (op, lease, d) = (OpId(1), LeaseId(1), Duration::ZERO);
         let all = vec![
@@ -586,8 +596,15 @@ mod tests {
     }
 
     #[test]
-    fn every_event_name_is_listed_once() {
-        let names: Vec<&str> = one_of_each().iter().map(Happened::name).collect();
-        assert_eq!(names, EVENT_NAMES);
+    fn every_kind_is_listed_once_with_its_measurements_keys() {
+        let all = one_of_each();
+        let kinds: Vec<usize> = all.iter().map(Happened::kind).collect();
+        assert_eq!(kinds, (0..EVENTS.len()).collect::<Vec<_>>());
+        for h in &all {
+            let keys: Vec<&str> = h.measurements().iter().map(|(k, _)| *k).collect();
+            assert_eq!(keys, EVENTS[h.kind()].measures, "{}", h.name());
+        }
+        assert_eq!((EVENTS[13].name, EVENTS[13].warning), ("lease.lost", true));
+        assert_eq!(all[1].summary(), "lock granted");
     }
 }
