@@ -28,7 +28,7 @@
 //! interpreter shuts down, and a failing handler never breaks a lock: its error is dropped.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -83,9 +83,9 @@ pub(crate) fn to_logging() -> Listener {
             queue.push_back(Pending { t: t.clone(), at_ns: wall_ns(), samples, for_sink });
             queue.len() == 1
         };
-        QUEUED.store(true, Ordering::Release);
+        QUEUED.store(true, Ordering::SeqCst);
         if was_empty {
-            flusher().poke();
+            poke_flusher();
         }
     })
 }
@@ -198,6 +198,22 @@ pub(crate) fn _metric_totals(py: Python<'_>) -> PyResult<Vec<(&'static str, f64,
     totals.into_iter().map(|((name, attrs), total)| Ok((name, total, attributes(py, &attrs)?))).collect()
 }
 
+/// The process whose [`flusher`] is awake (in its grace sleeps, where it sees anything queued
+/// meanwhile by itself), or 0 while it waits to be poked. A poke costs a lock and a wake-up: on
+/// every event a pair raises they were a measurable share of the pair, so only a flusher that
+/// waits is poked (another process's, i.e. a forked child's, is never its own).
+static FLUSHER_AWAKE: AtomicU32 = AtomicU32::new(0);
+
+/// Tells the flusher something may be due (an event queued, a level check asked for) unless it
+/// is awake and will see it. Pairs with the flusher's check before it waits: the caller set
+/// [`QUEUED`] or [`RECHECK_DUE`] first, and the flusher marks itself waiting before it reads
+/// them, so one of the two sees the other (all `SeqCst`).
+fn poke_flusher() {
+    if FLUSHER_AWAKE.load(Ordering::SeqCst) != crate::process::pid() {
+        flusher().poke();
+    }
+}
+
 /// The thread that hands on events no call's return drained within [`GRACE`]; one per
 /// process (a child made by `fork()` starts its own).
 struct Flusher {
@@ -215,10 +231,12 @@ impl Flusher {
         loop {
             {
                 let mut poked = lock_mutex(&self.poked);
-                while !*poked {
+                FLUSHER_AWAKE.store(0, Ordering::SeqCst);
+                while !*poked && !QUEUED.load(Ordering::SeqCst) && !RECHECK_DUE.load(Ordering::SeqCst) {
                     poked = self.wake.wait(poked).unwrap_or_else(|e| e.into_inner());
                 }
                 *poked = false;
+                FLUSHER_AWAKE.store(crate::process::pid(), Ordering::SeqCst);
             }
             // While a sync call is in progress its thread drains the queue (as it returns, and
             // at every signal slice of a long wait), so the records of a call slower than the
@@ -338,8 +356,8 @@ static RECHECK_DUE: AtomicBool = AtomicBool::new(false);
 fn debug_wanted() -> bool {
     let now = since().elapsed().as_millis() as u64 + 1;
     let checked = CHECKED_MS.load(Ordering::Relaxed);
-    if (checked == 0 || now - checked >= RECHECK.as_millis() as u64) && !RECHECK_DUE.swap(true, Ordering::AcqRel) {
-        flusher().poke();
+    if (checked == 0 || now - checked >= RECHECK.as_millis() as u64) && !RECHECK_DUE.swap(true, Ordering::SeqCst) {
+        poke_flusher();
     }
     DEBUG_ON.load(Ordering::Relaxed)
 }
