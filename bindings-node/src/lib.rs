@@ -45,7 +45,7 @@ impl LockSpec {
     /// `election`) on lock `name` with `options` (see `lockgate_core::handle::Handle::make`).
     pub fn make(engine: &Engine, kind: &str, name: JsValue, options: JsValue, permits: JsValue) -> JsResult<LockSpec> {
         let name = js(convert::name(&name))?;
-        let given = js(convert::given(&format!("{kind} option"), &options))?;
+        let given = js(convert::given(handle::options_name(kind), &options))?;
         let handle = Handle::make(&engine.client.options, kind, name, &given, &convert::value(&permits), &Spelling::JS);
         js(handle).map(LockSpec::from)
     }

@@ -13,10 +13,9 @@ use crate::driving::Drive;
 use crate::engine::{Done, LeaseId, OpId, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holding::{already_held, Holding, Owner};
-use crate::time::Instant;
 use crate::options::{duration_in_range, LockOptions, MAX_DURATION, MAX_PERMITS, MIN_ENTRY_TTL, MIN_LEASE};
 use crate::primitive::Primitive;
-use crate::time::Duration;
+use crate::time::{Duration, Instant};
 
 /// An option only some handles take, beyond the lease options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +110,16 @@ impl ClientOptions {
             capabilities.require(Capability::Reentrant)?;
         }
         Ok(HandleOptions { lock, reentrant, writers_first, entry_ttl: capabilities.entry_ttl })
+    }
+}
+
+/// What messages call the options of a handle of `kind` (see [`Handle::make`]).
+pub fn options_name(kind: &str) -> &'static str {
+    match kind {
+        "semaphore" => "semaphore option",
+        "read" | "write" => "read-write lock option",
+        "election" => "election option",
+        _ => "lock option",
     }
 }
 
@@ -235,13 +244,14 @@ impl Handle {
     /// options by `client`'s rules, in `spelling`; `UNSUPPORTED` where the backend lacks it.
     pub fn make(client: &ClientOptions, kind: &str, name: String, given: &[(String, OptionValue)], permits: &OptionValue, spelling: &Spelling) -> Result<Handle> {
         crate::options::validate_name(&name)?;
-        let (what, flags, needs): (&str, &[Flag], _) = match kind {
-            "mutex" => ("lock option", &[Flag::Reentrant], None),
-            "semaphore" => ("semaphore option", &[], Some(Capability::Semaphore)),
-            "read" | "write" => ("read-write lock option", &[Flag::Reentrant, Flag::WritersFirst], Some(Capability::ReadWrite)),
-            "election" => ("election option", &[], Some(Capability::Election)),
+        let (flags, needs): (&[Flag], _) = match kind {
+            "mutex" => (&[Flag::Reentrant], None),
+            "semaphore" => (&[], Some(Capability::Semaphore)),
+            "read" | "write" => (&[Flag::Reentrant, Flag::WritersFirst], Some(Capability::ReadWrite)),
+            "election" => (&[], Some(Capability::Election)),
             other => return Err(Error::invalid(format!("no handle of kind {other:?}"))),
         };
+        let what = options_name(kind);
         if let Some(c) = needs {
             client.capabilities()?.require(c)?;
         }
