@@ -141,6 +141,13 @@ class Driver {
     });
   }
 
+  /** From the first acquire or adoption (only they leave anything on the server), lib/exit.js cleans this client up at exit. */
+  registerExit() {
+    if (this.exitRegistered) return;
+    this.exitRegistered = true;
+    exit.register(this);
+  }
+
   ensureOpen() {
     if (this.closed) throw makeError('CLOSED', 'the client is closed');
   }
@@ -150,11 +157,7 @@ class Driver {
     if (signal && signal.aborted) throw makeError('CANCELLED', 'the acquire was cancelled before it started');
     this.watchTelemetry();
     const op = this.engine.acquire(now(), spec, options, tryOnce);
-    if (!this.exitRegistered) {
-      // Only an acquire leaves anything on the server (a queue entry, then a lease).
-      this.exitRegistered = true;
-      exit.register(this);
-    }
+    this.registerExit();
     return this.track(op, undefined, signal);
   }
 
@@ -172,11 +175,7 @@ class Driver {
     this.ensureOpen();
     this.watchTelemetry();
     const op = this.engine.adopt(now(), identity, spec);
-    if (!this.exitRegistered) {
-      // An adopted lease is released at exit like an acquired one.
-      this.exitRegistered = true;
-      exit.register(this);
-    }
+    this.registerExit();
     return this.track(op, undefined, undefined);
   }
 

@@ -16,6 +16,8 @@ wasm.setProcessIdentity(os.hostname(), process.pid);
 const INTERNAL = Symbol('lockgate.internal');
 /** A Lock's method that frees the place of a lease released through it (the core's `Handle::free`). */
 const FREE = Symbol('lockgate.free');
+/** A handle's getter of `spec.info` (read once: the spec lives in WebAssembly), for its subclasses. */
+const INFO = Symbol('lockgate.info');
 
 /** The transport modules that take a caller's own connection: they export `describe` (what it stands for) and `GIVEN` (what they take). */
 const takers = () =>
@@ -204,6 +206,10 @@ class Handle {
     return this.#client;
   }
 
+  get [INFO]() {
+    return this.#info;
+  }
+
   /** The lock's (or election's) name. */
   get name() {
     return this.#info.name;
@@ -218,29 +224,25 @@ class Handle {
 /** A handle on a named lock (a mutex, a semaphore permit, a read-write half, leadership); holding it is a Lease. */
 class Lock extends Handle {
   #spec;
-  /** `spec.info`, read once (the spec lives in WebAssembly). */
-  #info;
   #election;
   /** The leases acquired through this handle, kept reachable (`lock.lease`) when the caller dropped them. */
   #leases = [];
 
   constructor(token, client, spec, election) {
     if (token !== INTERNAL) throw new TypeError('use client.lock() to create a Lock');
-    const info = spec.info;
-    super(client, info);
+    super(client, spec.info);
     this.#spec = spec;
-    this.#info = info;
     this.#election = election;
   }
 
   /** What this handle acquires: `mutex`, `semaphore`, `read`, `write` or `leader`. */
   get kind() {
-    return this.#info.kind;
+    return this[INFO].kind;
   }
 
   /** Whether acquiring again while this handle holds the lock re-enters its lease. */
   get reentrant() {
-    return this.#info.reentrant;
+    return this[INFO].reentrant;
   }
 
   /** The most recent Lease acquired through this handle that is still held (kept reachable here), or null. */
@@ -303,7 +305,7 @@ class Lock extends Handle {
   #granted(driver, ev) {
     const lease =
       this.#election !== undefined
-        ? new Leadership(INTERNAL, this, driver, ev, this.#election, this.#info.value)
+        ? new Leadership(INTERNAL, this, driver, ev, this.#election, this[INFO].value)
         : new Lease(INTERNAL, this, driver, ev);
     this.#leases.push(lease);
     return lease;
@@ -312,16 +314,9 @@ class Lock extends Handle {
 
 /** A counting semaphore: `acquire()` takes one of `permits` permits as a Lease. */
 class Semaphore extends Lock {
-  #permits;
-
-  constructor(token, client, spec) {
-    super(token, client, spec);
-    this.#permits = spec.info.permits;
-  }
-
   /** How many holders may hold a permit at once. */
   get permits() {
-    return this.#permits;
+    return this[INFO].permits;
   }
 }
 
@@ -329,12 +324,10 @@ class Semaphore extends Lock {
 class ReadWriteLock extends Handle {
   #read;
   #write;
-  #writersFirst;
 
   constructor(token, client, readSpec, writeSpec) {
     if (token !== INTERNAL) throw new TypeError('use client.readWriteLock() to create a ReadWriteLock');
     super(client, readSpec.info);
-    this.#writersFirst = readSpec.info.writersFirst;
     this.#read = new Lock(INTERNAL, client, readSpec);
     this.#write = new Lock(INTERNAL, client, writeSpec);
   }
@@ -351,7 +344,7 @@ class ReadWriteLock extends Handle {
 
   /** Whether a queued writer blocks readers that arrive after it. */
   get writersFirst() {
-    return this.#writersFirst;
+    return this[INFO].writersFirst;
   }
 
   /** Whether both halves are reentrant. */
@@ -406,12 +399,10 @@ class Election extends Handle {
 /** A candidate of an election: a Lock (kind `leader`) whose leases are Leadership. */
 class Candidate extends Lock {
   #election;
-  #value;
 
   constructor(token, client, spec, election) {
     super(token, client, spec, election);
     this.#election = election;
-    this.#value = spec.info.value;
   }
 
   /** The election this candidate campaigns in. */
@@ -421,7 +412,7 @@ class Candidate extends Lock {
 
   /** The value it publishes while it leads. */
   get value() {
-    return this.#value;
+    return this[INFO].value;
   }
 }
 
