@@ -29,6 +29,8 @@ rm -rf "$gen"
 mkdir -p "$gen"
 cargo run --quiet -p lockgate-jvm-uniffi-bindgen -- \
   generate --library "$lib" --language kotlin --out-dir "$gen" --no-format
+# One call status per thread, reused, instead of a JNA allocation per FFI call (the script says why).
+perl "$here/scripts/call-status-pool.pl" "$gen/io/lockgate/internal/ffi/lockgate_jvm.kt"
 mkdir -p "$res/$platform"
 # Symbols are not needed at run time (JNA looks up the dynamic ones, which strip keeps).
 if command -v strip >/dev/null 2>&1; then

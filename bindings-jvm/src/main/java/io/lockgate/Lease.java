@@ -218,10 +218,14 @@ public final class Lease implements AutoCloseable {
             dispose(true);
             return;
         }
+        boolean ended = false;
         try {
             Futures.block(Bridge.endScope(lease)); // the core's scope rule: a lease lost meanwhile is NOT_HELD
+            ended = true;
         } finally {
-            dispose(true); // after a failure too: renewal stops, the core retries the release
+            // After a failure too: renewal stops, the core retries the release. Ended while held,
+            // there is no loss reason to keep (and no native call to ask for one).
+            dispose(!ended);
         }
     }
 
