@@ -85,6 +85,18 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
         .expect("lockgate: cannot start its tokio runtime")
 });
 
+/// Runs `fut` to completion on the calling JVM thread, which blocks meanwhile: one FFI call,
+/// with no continuation crossing back into Java (a `Lock`-interface or scope-ending call, which
+/// obeys no interrupt anyway). From a thread of the runtime itself (a lease listener that
+/// releases) the runtime is told first, so its other tasks keep running.
+fn blocking<T>(fut: impl Future<Output = NativeResult<T>>) -> NativeResult<T> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::block_in_place(|| RUNTIME.block_on(fut))
+    } else {
+        RUNTIME.block_on(fut)
+    }
+}
+
 /// Runs `fut` on the library's runtime; dropping the returned future aborts it.
 async fn on_runtime<T, F>(fut: F) -> NativeResult<T>
 where
@@ -377,6 +389,11 @@ impl NativeLock {
         Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire_default().await?))
     }
 
+    /// [`Self::acquire_default`], blocking the calling thread (`Lock.lock()`).
+    pub fn acquire_default_blocking(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
+        blocking(self.acquire_default(owner, into))
+    }
+
     /// Reads this lock on the server (a semaphore handle the semaphore, a half the whole
     /// read-write lock).
     pub async fn inspect(&self) -> NativeResult<NativeSnapshot> {
@@ -591,10 +608,17 @@ impl NativeLease {
         Ok(self.acquired()?.release().await?)
     }
 
-    /// Releases on leaving a scope (try-with-resources, `unlock()`): `NOT_HELD` if the lease had
-    /// been lost meanwhile (the core's scope rule), nothing if already released.
-    pub async fn end_scope(&self) -> NativeResult<()> {
-        Ok(self.acquired()?.end_scope(false).await?)
+    /// [`Self::release`], blocking the calling thread.
+    pub fn release_blocking(&self) -> NativeResult<bool> {
+        blocking(self.release())
+    }
+
+    /// Releases on leaving a scope (try-with-resources, `unlock()`), blocking the calling
+    /// thread: `NOT_HELD` if the lease had been lost meanwhile (the core's scope rule), nothing
+    /// if already released.
+    pub fn end_scope_blocking(&self) -> NativeResult<()> {
+        let lease = self.acquired()?;
+        blocking(async move { Ok(lease.end_scope(false).await?) })
     }
 
     /// Whether the lease is held but cannot be confirmed now (its session disconnected, its renewals failing).

@@ -207,7 +207,7 @@ public final class DistributedLock implements Lock {
     @Override
     public void lock() {
         if (!reenter()) {
-            hold(throughFreshHandle(h -> wrap(Futures.block(Bridge.acquire(h, null)))));
+            hold(throughFreshHandle(h -> wrap(Futures.call(() -> Bridge.acquireBlocking(h)))));
         }
     }
 

@@ -182,7 +182,7 @@ public final class Lease implements AutoCloseable {
             return false;
         }
         try {
-            return Futures.block(Bridge.release(lease));
+            return Futures.call(lease::releaseBlocking);
         } catch (RuntimeException e) {
             dispose(true);
             throw e;
@@ -220,7 +220,10 @@ public final class Lease implements AutoCloseable {
         }
         boolean ended = false;
         try {
-            Futures.block(Bridge.endScope(lease)); // the core's scope rule: a lease lost meanwhile is NOT_HELD
+            Futures.call(() -> { // the core's scope rule: a lease lost meanwhile is NOT_HELD
+                lease.endScopeBlocking();
+                return null;
+            });
             ended = true;
         } finally {
             // After a failure too: renewal stops, the core retries the release. Ended while held,

@@ -90,6 +90,29 @@ class LeaseTest extends RedisTestBase {
         lease.close(); // idempotent, no second throw
     }
 
+    // A listener runs on a thread of the native runtime; the Lock interface's blocking calls made
+    // there (each one native call that waits in place) still complete.
+    @Test
+    void aLossListenerCanLockAndUnlock() throws Exception {
+        Lease lease = client.getLock("gone-relock", LockOptions.renewedLease(Duration.ofMillis(600))).acquire(Duration.ofSeconds(1));
+        DistributedLock other = client.getLock("from-listener");
+        CompletableFuture<Boolean> done = new CompletableFuture<>();
+        lease.onLost(reason -> {
+            try {
+                other.lock();
+                boolean held = other.isHeldByCurrentThread();
+                other.unlock();
+                done.complete(held);
+            } catch (Throwable t) {
+                done.completeExceptionally(t);
+            }
+        });
+        assertEquals(1L, raw.num("DEL", key("gone-relock", "")));
+        assertTrue(done.get(5, TimeUnit.SECONDS), "held by the listener's thread between lock() and unlock()");
+        assertEquals(0L, raw.num("EXISTS", key("from-listener", "")), "released by unlock()");
+        assertThrows(LockNotHeldException.class, lease::close);
+    }
+
     @Test
     void aClosedLeaseIsDefinitelyNotHeld() throws Exception {
         Lease lease = client.getLock("closed-lease").acquire(Duration.ofSeconds(1));

@@ -142,7 +142,7 @@ object Bridge {
      * Acquires into a fresh lease; the answer is the fencing token, `0` for a grant without one,
      * negative if not granted (`null` here). Whatever does not end up returned is freed.
      */
-    private suspend fun grant(body: suspend (NativeLease) -> Long): Grant? {
+    private inline fun grant(body: (NativeLease) -> Long): Grant? {
         val lease = NativeLease()
         var token = -1L
         try {
@@ -154,7 +154,7 @@ object Bridge {
         return if (token < 0L) null else Grant(lease, token)
     }
 
-    private fun leaseOp(body: suspend (NativeLease) -> Long): Op<Grant?> = Op({ it?.lease?.destroy() }) { grant(body) }
+    private fun leaseOp(body: suspend (NativeLease) -> Long): Op<Grant?> = Op({ it?.lease?.destroy() }) { grant { body(it) } }
 
     private fun <T> op(body: suspend () -> T): Op<T> = Op({}, body)
 
@@ -174,6 +174,13 @@ object Bridge {
     fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> = caller().let { owner ->
         leaseOp { if (timeoutSecs == null) lock.acquireDefault(owner, it) else lock.acquire(timeoutSecs, owner, it) }
     }
+
+    /**
+     * Waits with the lock's default timeout as the calling thread, which blocks in one native
+     * call (no continuation crosses back): `Lock.lock()`, which obeys no interrupt.
+     */
+    @JvmStatic
+    fun acquireBlocking(lock: NativeLock): Grant? = caller().let { owner -> grant { lock.acquireDefaultBlocking(owner, it) } }
 
     /** One attempt as the calling thread. */
     @JvmStatic
@@ -218,10 +225,6 @@ object Bridge {
 
     @JvmStatic
     fun release(lease: NativeLease): Op<Boolean> = op { lease.release() }
-
-    /** Releases on leaving a scope: the core's `NOT_HELD` if the lease was lost meanwhile. */
-    @JvmStatic
-    fun endScope(lease: NativeLease): Op<Void?> = op { lease.endScope(); null }
 
     /** Connects into a slot and takes the client out; the slot is freed either way. */
     @JvmStatic
