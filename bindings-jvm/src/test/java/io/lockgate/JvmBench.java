@@ -40,11 +40,9 @@ public final class JvmBench {
             double leaseRate = 0;
             double lockRate = 0;
             double[] handoff = null;
-            double telemetryRate = 0;
             for (int run = 0; run < 2; run++) {
                 rust = better(rust, runNative(nativeBin, server.url(), pairs, threads, seconds));
                 leaseRate = Math.max(leaseRate, uncontendedLease(server.url(), pairs));
-                telemetryRate = Math.max(telemetryRate, withTelemetryOn(() -> uncontendedLease(server.url(), pairs)));
                 lockRate = Math.max(lockRate, uncontendedLock(server.url(), pairs));
                 double[] h = contended(server.url(), threads, seconds);
                 handoff = handoff == null ? h : new double[] {Math.min(handoff[0], h[0]), Math.min(handoff[1], h[1]),
@@ -52,10 +50,7 @@ public final class JvmBench {
             }
             String version = redisVersion(server);
             String md = markdown(command, version, pairs, threads, seconds, rust, leaseRate, lockRate, handoff)
-                + String.format(Locale.ROOT, "\nTelemetry fully on vs off (issue 27; SLF4J logger `lockgate` at DEBUG into a logback "
-                    + "appender formatting every record with its key-value pairs, to a null stream; same runs): uncontended "
-                    + "`acquire(5 s)` + `close()` %.0f vs %.0f per s, %+.1f %% per pair (target: at most 3 %%).\n",
-                    telemetryRate, leaseRate, (leaseRate / telemetryRate - 1) * 100);
+                + TelemetryCost.measure(server.url(), pairs, 7);
             Files.createDirectories(out.toAbsolutePath().getParent());
             Files.writeString(out, md);
             System.out.print(md);
@@ -89,34 +84,6 @@ public final class JvmBench {
             m.put(parts[0], Double.parseDouble(parts[1]));
         }
         return m;
-    }
-
-    /** Runs {@code body} with lockgate's SLF4J logger at DEBUG into a formatting appender (telemetry fully on). */
-    static double withTelemetryOn(java.util.concurrent.Callable<Double> body) throws Exception {
-        ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("lockgate");
-        ch.qos.logback.classic.LoggerContext context = logger.getLoggerContext();
-        ch.qos.logback.classic.encoder.PatternLayoutEncoder encoder = new ch.qos.logback.classic.encoder.PatternLayoutEncoder();
-        encoder.setContext(context);
-        encoder.setPattern("%d %-5level %logger - %msg %kvp%n");
-        encoder.start();
-        ch.qos.logback.core.OutputStreamAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender =
-            new ch.qos.logback.core.OutputStreamAppender<>();
-        appender.setContext(context);
-        appender.setEncoder(encoder);
-        appender.setOutputStream(java.io.OutputStream.nullOutputStream());
-        appender.start();
-        ch.qos.logback.classic.Level before = logger.getLevel();
-        logger.setAdditive(false);
-        logger.addAppender(appender);
-        logger.setLevel(ch.qos.logback.classic.Level.DEBUG);
-        try {
-            return body.call();
-        } finally {
-            logger.setLevel(before);
-            logger.detachAppender(appender);
-            logger.setAdditive(true);
-            appender.stop();
-        }
     }
 
     /** Blocking {@code acquire(timeout)} + {@code close()} on one thread; warm-up round, best of 3. */
