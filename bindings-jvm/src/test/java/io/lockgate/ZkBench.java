@@ -389,10 +389,9 @@ public final class ZkBench {
         }
         sb.append(String.join("; ", parts)).append(".\n");
         // Where lockgate is behind, the requests column is equal: the gap is not on the wire.
-        sb.append("\nWhere lockgate is slower here, both send the same ZooKeeper requests (the requests columns): ")
-            .append("the difference is the Java binding's cost per call (Java → Kotlin/JNA → the Rust core's driver task ")
-            .append("and back, about 0.1–0.2 ms a pair, the same as on Redis), which Curator, running in the JVM, does not pay. ")
-            .append("The Python binding drives the same core at about 1,300 pairs/s (its section).\n");
+        sb.append("\nWhere lockgate is slower here, both send the same ZooKeeper requests (the requests columns), so the ")
+            .append("gap is not on the wire: it is the Java binding's cost per pair (measured against the native core on Redis, ")
+            .append("the JVM section) plus the core's own ZooKeeper client path, which Curator, a JVM library, does not have.\n");
         return sb.toString();
     }
 
