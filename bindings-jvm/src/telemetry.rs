@@ -9,15 +9,15 @@
 //! The client's driver never crosses into the JVM itself: a crossing waits for whatever the JVM
 //! is doing (a GC pause, an appender that blocks on a full disk or a slow socket), and a driver
 //! that waits renews no lease. It converts what the logger (or the metrics) wants and queues it
-//! for one relay thread per process ([`relay`]), which makes the crossings in order: WARN events
-//! always, DEBUG ones only if the logger was seen enabled for DEBUG at the last check, made by
-//! the relay at most once per [`RECHECK`] (a level changed takes effect within about that, and
+//! for one relay thread per process ([`relay`]), which makes the crossings in order, a batch at
+//! a time ([`relay_loop`]): WARN events always, DEBUG ones only if the logger was seen enabled
+//! for DEBUG at the last check, made by the relay at most once per [`RECHECK`] (a level changed takes effect within about that, and
 //! each new client asks at once, on the thread that connects it). A client's `shutdown` waits,
 //! [`CLOSE_WAIT`] at most, until what it queued has been handed to the JVM.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -96,8 +96,8 @@ fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
 pub trait TelemetrySink: Send + Sync {
     /// Whether DEBUG events are wanted now.
     fn debug_enabled(&self) -> bool;
-    /// Logs one event; must return quickly and never throw.
-    fn record(&self, event: TelemetryEvent);
+    /// Logs these events, in order; must return quickly and never throw.
+    fn record_batch(&self, events: Vec<TelemetryEvent>);
 }
 
 /// Whether DEBUG was wanted at the last check, and when that was (ms after [`since`]; 0: never).
@@ -149,6 +149,67 @@ const RELAY_AT_MOST: usize = 65_536;
 /// How long a client's `shutdown` waits for its events to be handed to the JVM.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long the relay, woken by a job, sleeps before taking what is queued: events queued
+/// meanwhile wake no thread and cross together (one wake-up and one crossing per batch instead
+/// of per event), and a record reaches the JVM at most this much later.
+const LINGER: Duration = Duration::from_millis(5);
+
+/// Jobs the relay takes per wake-up at most (a batch crosses as one list).
+const BATCH_AT_MOST: usize = 1024;
+
+/// Consecutive events of one sink, crossing into the JVM as one list.
+#[derive(Default)]
+struct Batch {
+    sink: Option<Arc<dyn TelemetrySink>>,
+    events: Vec<TelemetryEvent>,
+}
+
+impl Batch {
+    /// Adds `event` for `sink`; another sink's batch is handed on first (order is kept).
+    fn push(&mut self, sink: Arc<dyn TelemetrySink>, event: TelemetryEvent) {
+        if self.sink.as_ref().is_some_and(|s| !Arc::ptr_eq(s, &sink)) {
+            self.hand_on();
+        }
+        self.sink.get_or_insert(sink);
+        self.events.push(event);
+    }
+
+    /// Hands what is batched to its sink (a crossing into the JVM).
+    fn hand_on(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            sink.record_batch(std::mem::take(&mut self.events));
+        }
+    }
+}
+
+/// The relay thread: each wake-up takes what is queued, in order, after [`LINGER`].
+fn relay_loop(rx: Receiver<Relayed>) {
+    while let Ok(first) = rx.recv() {
+        std::thread::sleep(LINGER);
+        let mut batch = Batch::default();
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(job) = next.take() {
+            match job {
+                Relayed::Record(sink, event) => batch.push(sink, event),
+                Relayed::Check(sink, check) => {
+                    batch.hand_on();
+                    check.check(sink.as_ref());
+                }
+                Relayed::Barrier(done) => {
+                    batch.hand_on();
+                    let _ = done.send(());
+                }
+            }
+            taken += 1;
+            if taken < BATCH_AT_MOST {
+                next = rx.try_recv().ok();
+            }
+        }
+        batch.hand_on();
+    }
+}
+
 /// The relay thread's queue, started with the first client that has telemetry; `None` if no
 /// thread could be started (then events are dropped: nothing may block the driver).
 fn relay() -> Option<&'static SyncSender<Relayed>> {
@@ -156,17 +217,7 @@ fn relay() -> Option<&'static SyncSender<Relayed>> {
     RELAY
         .get_or_init(|| {
             let (tx, rx) = sync_channel::<Relayed>(RELAY_AT_MOST);
-            let started = std::thread::Builder::new().name("lockgate-telemetry".into()).spawn(move || {
-                for job in rx {
-                    match job {
-                        Relayed::Record(sink, event) => sink.record(event),
-                        Relayed::Check(sink, check) => check.check(sink.as_ref()),
-                        Relayed::Barrier(done) => {
-                            let _ = done.send(());
-                        }
-                    }
-                }
-            });
+            let started = std::thread::Builder::new().name("lockgate-telemetry".into()).spawn(move || relay_loop(rx));
             started.ok().map(|_| tx)
         })
         .as_ref()

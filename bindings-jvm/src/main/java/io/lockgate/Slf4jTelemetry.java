@@ -3,6 +3,7 @@ package io.lockgate;
 import io.lockgate.internal.ffi.NativeOptionValue;
 import io.lockgate.internal.ffi.TelemetryEvent;
 import io.lockgate.internal.ffi.TelemetrySink;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -39,7 +40,13 @@ final class Slf4jTelemetry implements TelemetrySink {
     }
 
     @Override
-    public void record(TelemetryEvent e) {
+    public void recordBatch(List<TelemetryEvent> events) {
+        for (TelemetryEvent e : events) {
+            record(e);
+        }
+    }
+
+    private static void record(TelemetryEvent e) {
         Consumer<TelemetryEvent> recorder = metrics;
         if (recorder != null) {
             try {

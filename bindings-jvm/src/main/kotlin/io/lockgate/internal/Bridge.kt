@@ -49,7 +49,7 @@ object Bridge {
         val attached = CallbackThreadInitializer(true, false, "lockgate-io")
         for (callback in listOf<com.sun.jna.Callback>(
             io.lockgate.internal.ffi.uniffiRustFutureContinuationCallbackImpl,
-            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`record`,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`recordBatch`,
             io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`debugEnabled`,
             io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`atRisk`,
             io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`ended`,
