@@ -18,6 +18,7 @@ mod telemetry;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
@@ -394,6 +395,19 @@ impl NativeLock {
         blocking(self.acquire_default(owner, into))
     }
 
+    /// [`Self::acquire`] as a [`NativeWait`] for the calling thread to wait for in place.
+    pub fn start_acquire(&self, timeout_secs: f64, owner: u64, into: Arc<NativeLease>) -> NativeResult<Arc<NativeWait>> {
+        let timeout = secs(duration_from_f64, "timeout", timeout_secs)?;
+        let lock = self.inner.as_owner(Owner::thread(owner));
+        Ok(NativeWait::new(async move { Ok(into.fill(lock.acquire(timeout).await?)) }))
+    }
+
+    /// [`Self::acquire_default`] as a [`NativeWait`] for the calling thread to wait for in place.
+    pub fn start_acquire_default(&self, owner: u64, into: Arc<NativeLease>) -> Arc<NativeWait> {
+        let lock = self.inner.as_owner(Owner::thread(owner));
+        NativeWait::new(async move { Ok(into.fill(lock.acquire_default().await?)) })
+    }
+
     /// Reads this lock on the server (a semaphore handle the semaphore, a half the whole
     /// read-write lock).
     pub async fn inspect(&self) -> NativeResult<NativeSnapshot> {
@@ -404,6 +418,57 @@ impl NativeLock {
     pub async fn try_acquire(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
         let lock = self.inner.as_owner(Owner::thread(owner));
         Ok(lock.try_acquire().await?.map_or(NOT_GRANTED, |lease| into.fill(lease)))
+    }
+}
+
+/// [`NativeWait::wait`]'s answer while the acquisition still waits (Bridge.kt's `STILL_WAITING`).
+const STILL_WAITING: i64 = -2;
+
+/// An acquisition not polled yet, or part way.
+type Waiting = Pin<Box<dyn Future<Output = NativeResult<i64>> + Send>>;
+
+/// An acquisition the calling JVM thread waits for in place, in one native call at a time
+/// ([`Self::wait`]), so an uncontended grant ends there with no continuation crossing back into
+/// Java; a wait that goes on is finished asynchronously ([`Self::finish`]). Dropping it, or
+/// [`Self::cancel`], withdraws the wait.
+#[derive(uniffi::Object)]
+pub struct NativeWait(Mutex<Option<Waiting>>);
+
+impl NativeWait {
+    fn new(acquisition: impl Future<Output = NativeResult<i64>> + Send + 'static) -> Arc<Self> {
+        Arc::new(NativeWait(Mutex::new(Some(Box::pin(acquisition)))))
+    }
+
+    fn take(&self) -> NativeResult<Waiting> {
+        let waiting = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        waiting.ok_or_else(|| Error::new(ErrorKind::Cancelled, "the operation was cancelled").into())
+    }
+}
+
+#[uniffi::export]
+impl NativeWait {
+    /// Waits in place up to `slice_secs`: the acquisition's answer, or `STILL_WAITING` (-2).
+    pub fn wait(&self, slice_secs: f64) -> NativeResult<i64> {
+        let slice = std::time::Duration::try_from_secs_f64(slice_secs)
+            .map_err(|_| Error::invalid(format!("a wait's slice must be a number of seconds, got {slice_secs}")))?;
+        let mut waiting = self.take()?;
+        match blocking(async { Ok(tokio::time::timeout(slice, &mut waiting).await) })? {
+            Ok(answer) => answer,
+            Err(_still) => {
+                *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(waiting);
+                Ok(STILL_WAITING)
+            }
+        }
+    }
+
+    /// Waits for the rest of the acquisition without blocking a thread.
+    pub async fn finish(&self) -> NativeResult<i64> {
+        self.take()?.await
+    }
+
+    /// Withdraws the wait.
+    pub fn cancel(&self) {
+        drop(self.0.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 }
 

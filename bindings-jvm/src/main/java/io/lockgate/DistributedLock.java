@@ -174,7 +174,7 @@ public final class DistributedLock implements Lock {
 
     /** Waits through {@code h} for {@code secs} ({@code null}: the default wait); interruptible. */
     private Lease acquireThrough(NativeLock h, Double secs) throws InterruptedException {
-        return wrap(Futures.blockInterruptibly(Bridge.acquire(h, secs)));
+        return wrap(Futures.callInterruptibly(() -> Bridge.acquireInterruptibly(h, secs)));
     }
 
     private Optional<Lease> tryThrough(NativeLock h) {

@@ -29,15 +29,20 @@ final class Futures {
         return call(() -> op.block(false));
     }
 
-    /** Runs {@code op} on the calling thread; an interrupt cancels it and throws {@link InterruptedException}. */
-    static <T> T blockInterruptibly(Bridge.Op<T> op) throws InterruptedException {
+    /** A synchronous native call that an interrupt ends, with {@link InterruptedException}; other errors mapped. */
+    static <T> T callInterruptibly(Call<T> c) throws InterruptedException {
         try {
-            return op.block(true);
+            return c.call();
         } catch (InterruptedException e) {
             throw e;
         } catch (Exception e) {
             throw Errors.map(e);
         }
+    }
+
+    /** Runs {@code op} on the calling thread; an interrupt cancels it and throws {@link InterruptedException}. */
+    static <T> T blockInterruptibly(Bridge.Op<T> op) throws InterruptedException {
+        return callInterruptibly(() -> op.block(true));
     }
 
     /** {@code op} started without blocking, its result through {@code fn}, errors mapped; cancelling cancels the call. */

@@ -182,6 +182,39 @@ object Bridge {
     @JvmStatic
     fun acquireBlocking(lock: NativeLock): Grant? = caller().let { owner -> grant { lock.acquireDefaultBlocking(owner, it) } }
 
+    /**
+     * Waits up to [timeoutSecs] (`null`: the lock's default) as the calling thread, which blocks:
+     * first in place, in one native call ([IN_PLACE_SECS] at most; no continuation crosses back
+     * into Java, and an uncontended grant ends there), then, if still waiting, parked until the
+     * native side wakes it. An interrupt withdraws the wait and throws, a grant that arrived
+     * anyway released, as in [Op.block].
+     */
+    @JvmStatic
+    @Throws(InterruptedException::class)
+    fun acquireInterruptibly(lock: NativeLock, timeoutSecs: Double?): Grant? {
+        if (Thread.interrupted()) throw InterruptedException()
+        val owner = caller()
+        return grant { into ->
+            val wait = if (timeoutSecs == null) lock.startAcquireDefault(owner, into) else lock.startAcquire(timeoutSecs, owner, into)
+            try {
+                val answer = wait.wait(IN_PLACE_SECS)
+                if (Thread.interrupted()) {
+                    wait.cancel()
+                    throw InterruptedException()
+                }
+                if (answer != STILL_WAITING) answer else Op<Long>({}) { wait.finish() }.block(true)
+            } finally {
+                wait.destroy()
+            }
+        }
+    }
+
+    /** How long an interruptible acquisition waits in place before it parks (interrupts are checked after it). */
+    private const val IN_PLACE_SECS = 0.05
+
+    /** `NativeWait.wait`'s answer while the acquisition still waits (lib.rs `STILL_WAITING`). */
+    private const val STILL_WAITING = -2L
+
     /** One attempt as the calling thread. */
     @JvmStatic
     fun tryAcquire(lock: NativeLock): Op<Grant?> = caller().let { owner -> leaseOp { lock.tryAcquire(owner, it) } }
