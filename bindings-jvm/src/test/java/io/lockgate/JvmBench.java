@@ -36,6 +36,9 @@ public final class JvmBench {
             // Two alternating runs of each side against the same server; each figure is the better
             // of its two runs, so a burst of load from other processes on the machine hurts neither
             // side alone.
+            // Before anything else in this JVM: the binding's first calls, JIT-cold (classes loaded,
+            // the native library extracted and loaded, interpreted code).
+            String cold = coldStart(server.url());
             Map<String, Double> rust = null;
             double leaseRate = 0;
             double lockRate = 0;
@@ -50,7 +53,7 @@ public final class JvmBench {
             }
             String version = redisVersion(server);
             String md = markdown(command, version, pairs, threads, seconds, rust, leaseRate, lockRate, handoff)
-                + TelemetryCost.measure(server.url(), pairs, 7);
+                + cold + TelemetryCost.measure(server.url(), pairs, 7);
             Files.createDirectories(out.toAbsolutePath().getParent());
             Files.writeString(out, md);
             System.out.print(md);
@@ -84,6 +87,25 @@ public final class JvmBench {
             m.put(parts[0], Double.parseDouble(parts[1]));
         }
         return m;
+    }
+
+    /** The first connect, acquire + close and lock() + unlock() of this JVM, JIT-cold, against the warm figures above. */
+    static String coldStart(String url) throws Exception {
+        long t0 = System.nanoTime();
+        try (LockgateClient client = LockgateClient.connect(url)) {
+            long t1 = System.nanoTime();
+            DistributedLock lock = client.getLock("jvm-bench-cold");
+            try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
+                blackhole(lease.fencingToken().getAsLong());
+            }
+            long t2 = System.nanoTime();
+            lock.lock();
+            lock.unlock();
+            long t3 = System.nanoTime();
+            return String.format(Locale.ROOT, "\nJIT-cold first calls (issue 30; the first of this JVM, measured before anything else "
+                + "ran: classes loading, the native library loading, code interpreted): `connect` %.1f ms, first `acquire(5 s)` + "
+                + "`close()` %.1f ms, first `lock()` + `unlock()` %.1f ms.\n", (t1 - t0) / 1e6, (t2 - t1) / 1e6, (t3 - t2) / 1e6);
+        }
     }
 
     /** Blocking {@code acquire(timeout)} + {@code close()} on one thread; warm-up round, best of 3. */
