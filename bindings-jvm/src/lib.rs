@@ -87,9 +87,9 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 });
 
 /// Runs `fut` to completion on the calling JVM thread, which blocks meanwhile: one FFI call,
-/// with no continuation crossing back into Java (a `Lock`-interface or scope-ending call, which
-/// obeys no interrupt anyway). From a thread of the runtime itself (a lease listener that
-/// releases) the runtime is told first, so its other tasks keep running.
+/// with no continuation crossing back into Java (a release, which obeys no interrupt and takes
+/// one round trip, or one slice of a [`NativeWait`]). From a thread of the runtime itself (a
+/// lease listener that releases) the runtime is told first, so its other tasks keep running.
 fn blocking<T>(fut: impl Future<Output = NativeResult<T>>) -> NativeResult<T> {
     if tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::block_in_place(|| RUNTIME.block_on(fut))
@@ -388,11 +388,6 @@ impl NativeLock {
     /// Waits with the lock's default timeout (forever unless the options set one), as `owner`.
     pub async fn acquire_default(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
         Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire_default().await?))
-    }
-
-    /// [`Self::acquire_default`], blocking the calling thread (`Lock.lock()`).
-    pub fn acquire_default_blocking(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
-        blocking(self.acquire_default(owner, into))
     }
 
     /// [`Self::acquire`] as a [`NativeWait`] for the calling thread to wait for in place.

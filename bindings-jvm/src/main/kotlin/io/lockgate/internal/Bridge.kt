@@ -176,40 +176,42 @@ object Bridge {
     }
 
     /**
-     * Waits with the lock's default timeout as the calling thread, which blocks in one native
-     * call (no continuation crosses back): `Lock.lock()`, which obeys no interrupt.
+     * Waits with the lock's default timeout as the calling thread, as [acquireInterruptibly]
+     * does, but obeying no interrupt (re-asserted afterwards): `Lock.lock()`.
      */
     @JvmStatic
-    fun acquireBlocking(lock: NativeLock): Grant? = caller().let { owner -> grant { lock.acquireDefaultBlocking(owner, it) } }
+    fun acquireBlocking(lock: NativeLock): Grant? = acquireInPlace(lock, null, false)
 
     /**
      * Waits up to [timeoutSecs] (`null`: the lock's default) as the calling thread, which blocks:
      * first in place, in one native call ([IN_PLACE_SECS] at most; no continuation crosses back
      * into Java, and an uncontended grant ends there), then, if still waiting, parked until the
-     * native side wakes it. An interrupt withdraws the wait and throws, a grant that arrived
-     * anyway released, as in [Op.block].
+     * native side wakes it (so a long wait never holds a virtual thread's carrier). An interrupt
+     * withdraws the wait and throws, a grant that arrived anyway released, as in [Op.block].
      */
     @JvmStatic
     @Throws(InterruptedException::class)
-    fun acquireInterruptibly(lock: NativeLock, timeoutSecs: Double?): Grant? {
-        if (Thread.interrupted()) throw InterruptedException()
+    fun acquireInterruptibly(lock: NativeLock, timeoutSecs: Double?): Grant? = acquireInPlace(lock, timeoutSecs, true)
+
+    private fun acquireInPlace(lock: NativeLock, timeoutSecs: Double?, interruptible: Boolean): Grant? {
+        if (interruptible && Thread.interrupted()) throw InterruptedException()
         val owner = caller()
         return grant { into ->
             val wait = if (timeoutSecs == null) lock.startAcquireDefault(owner, into) else lock.startAcquire(timeoutSecs, owner, into)
             try {
                 val answer = wait.wait(IN_PLACE_SECS)
-                if (Thread.interrupted()) {
+                if (interruptible && Thread.interrupted()) {
                     wait.cancel()
                     throw InterruptedException()
                 }
-                if (answer != STILL_WAITING) answer else Op<Long>({}) { wait.finish() }.block(true)
+                if (answer != STILL_WAITING) answer else Op<Long>({}) { wait.finish() }.block(interruptible)
             } finally {
                 wait.destroy()
             }
         }
     }
 
-    /** How long an interruptible acquisition waits in place before it parks (interrupts are checked after it). */
+    /** How long an acquisition waits in place before it parks (an interrupt is noticed after it). */
     private const val IN_PLACE_SECS = 0.05
 
     /** `NativeWait.wait`'s answer while the acquisition still waits (lib.rs `STILL_WAITING`). */
