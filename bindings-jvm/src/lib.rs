@@ -379,25 +379,15 @@ pub struct NativeLock {
 
 #[uniffi::export]
 impl NativeLock {
-    /// Waits up to `timeout_secs` (else `TIMEOUT`) as the Java thread `owner`; the lease fills `into`.
-    pub async fn acquire(&self, timeout_secs: f64, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
-        let timeout = secs(duration_from_f64, "timeout", timeout_secs)?;
-        Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire(timeout).await?))
-    }
-
-    /// Waits with the lock's default timeout (forever unless the options set one), as `owner`.
-    pub async fn acquire_default(&self, owner: u64, into: Arc<NativeLease>) -> NativeResult<i64> {
-        Ok(into.fill(self.inner.as_owner(Owner::thread(owner)).acquire_default().await?))
-    }
-
-    /// [`Self::acquire`] as a [`NativeWait`] for the calling thread to wait for in place.
+    /// An acquisition as the Java thread `owner`, waiting up to `timeout_secs` (else `TIMEOUT`),
+    /// as a [`NativeWait`] (in place, or asynchronously); the lease fills `into`.
     pub fn start_acquire(&self, timeout_secs: f64, owner: u64, into: Arc<NativeLease>) -> NativeResult<Arc<NativeWait>> {
         let timeout = secs(duration_from_f64, "timeout", timeout_secs)?;
         let lock = self.inner.as_owner(Owner::thread(owner));
         Ok(NativeWait::new(async move { Ok(into.fill(lock.acquire(timeout).await?)) }))
     }
 
-    /// [`Self::acquire_default`] as a [`NativeWait`] for the calling thread to wait for in place.
+    /// [`Self::start_acquire`] with the lock's default timeout (forever unless the options set one).
     pub fn start_acquire_default(&self, owner: u64, into: Arc<NativeLease>) -> Arc<NativeWait> {
         let lock = self.inner.as_owner(Owner::thread(owner));
         NativeWait::new(async move { Ok(into.fill(lock.acquire_default().await?)) })

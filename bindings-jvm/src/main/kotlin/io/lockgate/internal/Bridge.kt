@@ -10,6 +10,7 @@ import io.lockgate.internal.ffi.NativeLockOptions
 import io.lockgate.internal.ffi.NativeOptionValue
 import io.lockgate.internal.ffi.NativePage
 import io.lockgate.internal.ffi.NativeSnapshot
+import io.lockgate.internal.ffi.NativeWait
 import io.lockgate.internal.ffi.NativeBroken
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Native
@@ -172,7 +173,14 @@ object Bridge {
     /** Waits up to [timeoutSecs] (`null`: the lock's default wait) as the calling thread. */
     @JvmStatic
     fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> = caller().let { owner ->
-        leaseOp { if (timeoutSecs == null) lock.acquireDefault(owner, it) else lock.acquire(timeoutSecs, owner, it) }
+        leaseOp { into ->
+            val wait = start(lock, timeoutSecs, owner, into)
+            try {
+                wait.finish()
+            } finally {
+                wait.destroy()
+            }
+        }
     }
 
     /**
@@ -197,7 +205,7 @@ object Bridge {
         if (interruptible && Thread.interrupted()) throw InterruptedException()
         val owner = caller()
         return grant { into ->
-            val wait = if (timeoutSecs == null) lock.startAcquireDefault(owner, into) else lock.startAcquire(timeoutSecs, owner, into)
+            val wait = start(lock, timeoutSecs, owner, into)
             try {
                 val answer = wait.wait(IN_PLACE_SECS)
                 if (interruptible && Thread.interrupted()) {
@@ -210,6 +218,10 @@ object Bridge {
             }
         }
     }
+
+    /** An acquisition into [into], not started yet: up to [timeoutSecs], `null` the lock's default. */
+    private fun start(lock: NativeLock, timeoutSecs: Double?, owner: ULong, into: NativeLease): NativeWait =
+        if (timeoutSecs == null) lock.startAcquireDefault(owner, into) else lock.startAcquire(timeoutSecs, owner, into)
 
     /** How long an acquisition waits in place before it parks (an interrupt is noticed after it). */
     private const val IN_PLACE_SECS = 0.05
