@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use lockgate_core::native::Client;
+use lockgate_core::native::{foreign_runtime, Client, InPlace};
 use lockgate_core::LockOptions;
 
 fn arg(i: usize, default: &str) -> String {
@@ -49,24 +49,30 @@ async fn main() {
         }
     }
     // The same loop driven from a plain OS thread that blocks on each call, as a foreign caller
-    // (the JVM) does: every call crosses threads twice (caller → runtime, runtime → caller).
-    let handle = tokio::runtime::Handle::current();
-    let foreign_lock = lock.clone();
+    // (the JVM, Python) does: the core's one-worker runtime, and the calling thread polling each
+    // call in place (`InPlace`), exactly as the bindings drive it.
+    let foreign_url = url.clone();
     let foreign = std::thread::spawn(move || {
+        let rt = foreign_runtime("native-bench-io").expect("runtime");
+        let client = InPlace::new().wait(rt.handle(), std::pin::pin!(Client::connect(&foreign_url)), None);
+        let client = client.expect("no end").expect("connect");
+        if std::env::var("NB_TELEMETRY").is_ok() { client.on_telemetry_when_idle(std::sync::Arc::new(|t: &lockgate_core::engine::Telemetry| { std::hint::black_box(t); })).unwrap(); }
+        let lock = client.lock("jvm-bench-uncontended-foreign", LockOptions::default()).expect("lock");
         let mut best = 0f64;
         for round in 0..4 {
             let n = if round == 0 { pairs / 5 } else { pairs };
             let t = Instant::now();
             for _ in 0..n {
-                let lease = handle
-                    .block_on(foreign_lock.acquire(Duration::from_secs(5)))
-                    .expect("acquire");
-                handle.block_on(lease.release()).expect("release");
+                let lease = InPlace::new().wait(rt.handle(), std::pin::pin!(lock.acquire(Duration::from_secs(5))), None);
+                let lease = lease.expect("no end").expect("acquire");
+                let released = InPlace::new().wait(rt.handle(), std::pin::pin!(lease.release()), None);
+                released.expect("no end").expect("release");
             }
             if round > 0 {
                 best = best.max(n as f64 / t.elapsed().as_secs_f64());
             }
         }
+        InPlace::new().wait(rt.handle(), std::pin::pin!(client.close()), None);
         best
     })
     .join()

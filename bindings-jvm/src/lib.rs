@@ -20,9 +20,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
 
 use lockgate_core::connect::{ClientOptions, OptionValue, Spelling};
-use lockgate_core::native::{Client, Election, Lease, Lock, OpenClients, Owner};
+use lockgate_core::native::{foreign_runtime, Client, Election, InPlace, Lease, Lock, OpenClients, Owner};
 use lockgate_core::options::{duration_from_f64, entry_ttl_from_f64, lease_from_f64, Unit, MAX_PERMITS};
 use lockgate_core::time::Duration;
 use lockgate_core::inspect::{Mode, Snapshot};
@@ -77,25 +78,28 @@ fn opt_secs(check: Check, what: &str, value: Option<f64>) -> NativeResult<Option
     value.map(|v| secs(check, what, v)).transpose()
 }
 
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("lockgate-io")
-        .enable_all()
-        .build()
-        .expect("lockgate: cannot start its tokio runtime")
-});
+/// The process's runtime (the core's [`foreign_runtime`]: one worker, `lockgate-io`).
+static RUNTIME: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| foreign_runtime("lockgate-io").expect("lockgate: cannot start its tokio runtime"));
 
-/// Runs `fut` to completion on the calling JVM thread, which blocks meanwhile: one FFI call,
-/// with no continuation crossing back into Java (a release, which obeys no interrupt and takes
-/// one round trip, or one slice of a [`NativeWait`]). From a thread of the runtime itself (a
-/// lease listener that releases) the runtime is told first, so its other tasks keep running.
-fn blocking<T>(fut: impl Future<Output = NativeResult<T>>) -> NativeResult<T> {
+/// Runs `fut` on the calling JVM thread, which blocks meanwhile, until it ends or `until`
+/// passes (`None`): one FFI call, with no continuation crossing back into Java (a release, which
+/// obeys no interrupt and takes one round trip, or one slice of a [`NativeWait`]). The thread
+/// polls the future itself ([`InPlace`]); from a thread of the runtime (a lease listener that
+/// releases) the runtime is told first, so its other tasks keep running.
+fn blocking_until<F: Future + ?Sized>(fut: Pin<&mut F>, until: Option<Instant>) -> Option<F::Output> {
+    let wait = move || InPlace::new().wait(RUNTIME.handle(), fut, until);
     if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::task::block_in_place(|| RUNTIME.block_on(fut))
+        tokio::task::block_in_place(wait)
     } else {
-        RUNTIME.block_on(fut)
+        wait()
     }
+}
+
+/// [`blocking_until`] the call ends.
+fn blocking<T>(fut: impl Future<Output = NativeResult<T>>) -> NativeResult<T> {
+    let fut = std::pin::pin!(fut);
+    blocking_until(fut, None).expect("a wait without an end returns only the answer")
 }
 
 /// Runs `fut` on the library's runtime; dropping the returned future aborts it.
@@ -437,9 +441,9 @@ impl NativeWait {
         let slice = std::time::Duration::try_from_secs_f64(slice_secs)
             .map_err(|_| Error::invalid(format!("a wait's slice must be a number of seconds, got {slice_secs}")))?;
         let mut waiting = self.take()?;
-        match blocking(async { Ok(tokio::time::timeout(slice, &mut waiting).await) })? {
-            Ok(answer) => answer,
-            Err(_still) => {
+        match blocking_until(waiting.as_mut(), Some(Instant::now() + slice)) {
+            Some(answer) => answer,
+            None => {
                 *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(waiting);
                 Ok(STILL_WAITING)
             }
