@@ -9,8 +9,9 @@
 #   ci.sh readme-project   only that last step (after ci.sh build or test)
 #   ci.sh build     the same build without tests (for the conformance actor / demo)
 #   ci.sh bench     issue 7's benchmark (Java vs the core on Redis; $LOCKGATE_BENCH_OUT/jvm.md, default
-#                   target/bench), then issue 15's (lockgate vs Curator InterProcessMutex on ZooKeeper;
-#                   $LOCKGATE_BENCH_OUT/jvm-zookeeper.md)
+#                   target/bench), issue 30's (lockgate vs Redisson RLock and RFencedLock;
+#                   jvm-redisson.md), then issue 15's (lockgate vs Curator InterProcessMutex on
+#                   ZooKeeper; $LOCKGATE_BENCH_OUT/jvm-zookeeper.md)
 #   ci.sh bench-zookeeper   only issue 15's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -89,6 +90,12 @@ run_bench() {
     "bindings-jvm/ci.sh bench" \
     "${LOCKGATE_BENCH_PAIRS:-3000}" 4 "${LOCKGATE_BENCH_SECONDS:-3}"
   echo "ci.sh bench: wrote $out_dir/jvm.md"
+  # lockgate vs Redisson RLock and RFencedLock on one redis-server from the launcher.
+  java -cp "$cp" -Dlockgate.test.tmp="$here/target/test-tmp" io.lockgate.RedissonBench \
+    "$out_dir/jvm-redisson.md" \
+    "bindings-jvm/ci.sh bench" \
+    "${LOCKGATE_BENCH_REDISSON_PAIRS:-2000}" "${LOCKGATE_BENCH_REDISSON_ROUNDS:-3}" "${LOCKGATE_BENCH_SECONDS:-3}"
+  echo "ci.sh bench: wrote $out_dir/jvm-redisson.md"
   zookeeper_bench
 }
 
