@@ -115,7 +115,7 @@ zookeeper_bench() {
   java -cp "$cp" -Dlockgate.test.tmp="$here/target/test-tmp" io.lockgate.ZkBench \
     "$out_dir/jvm-zookeeper.md" \
     "bindings-jvm/ci.sh bench" \
-    "${LOCKGATE_BENCH_ZK_PAIRS:-1000}" "${LOCKGATE_BENCH_ZK_ROUNDS:-3}" "${LOCKGATE_BENCH_SECONDS:-3}"
+    "${LOCKGATE_BENCH_ZK_PAIRS:-1000}" "${LOCKGATE_BENCH_ZK_ROUNDS:-7}" "${LOCKGATE_BENCH_SECONDS:-3}"
   echo "ci.sh bench: wrote $out_dir/jvm-zookeeper.md"
 }
 

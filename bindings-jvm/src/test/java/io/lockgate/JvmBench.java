@@ -248,7 +248,13 @@ public final class JvmBench {
                 + "(successive grants in fencing-token order). For throughput, higher is better and a ratio below 1 is binding "
                 + "overhead; for latency, a ratio above 1 is.\n",
             handoff[2], rust.get("acquisitions")));
+        sb.append(String.format(Locale.ROOT, "\nTarget (issue 30): each uncontended row at least 0.85 of the native core: "
+            + "`acquire` + `close()` %s, `lock()` + `unlock()` %s in this run.\n", met(leaseRate / rr), met(lockRate / rr)));
         return sb.toString();
+    }
+
+    private static String met(double ratio) {
+        return String.format(Locale.ROOT, "%.2f (%s)", ratio, ratio >= 0.85 ? "met" : "not met");
     }
 
     private static volatile long sink;
