@@ -5,6 +5,7 @@ import io.lockgate.internal.ffi.MetricUpdate;
 import io.lockgate.internal.ffi.TelemetryEvent;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
@@ -32,8 +33,16 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class LockgateMetrics implements MeterBinder {
     private static final List<MeterRegistry> REGISTRIES = new CopyOnWriteArrayList<>();
-    /** The current value of each up-down count, by name and tags (one for every registry). */
-    private static final Map<String, AtomicLong> GAUGES = new ConcurrentHashMap<>();
+    /** The current value of each up-down count, by instrument and attributes (one for every registry). */
+    private static final Map<Series, AtomicLong> GAUGES = new ConcurrentHashMap<>();
+    /** Each registry's meters, by instrument and attributes, registered on first use. */
+    private static final Map<Registered, Meter> METERS = new ConcurrentHashMap<>();
+
+    /** One instrument's series: its name and attributes. */
+    private record Series(String instrument, Map<String, String> attributes) {}
+
+    /** A series in one registry (registries compare by identity). */
+    private record Registered(MeterRegistry registry, Series series) {}
 
     /** A binder; every instance records the same process-wide metrics. */
     public LockgateMetrics() {}
@@ -48,42 +57,62 @@ public final class LockgateMetrics implements MeterBinder {
     }
 
     /**
-     * Stops recording into {@code registry} (and, with no registry left, stops recording).
+     * Stops recording into {@code registry} (and, with no registry left, stops recording). Its
+     * meters are registered once each and then kept: an application that removes one of them from
+     * the registry unbinds and binds again to have it registered anew.
      *
      * @param registry a registry this binder was bound to ({@link #bindTo(MeterRegistry)})
      */
     public static void unbind(MeterRegistry registry) {
         REGISTRIES.remove(registry);
+        METERS.keySet().removeIf(k -> k.registry() == registry);
         if (REGISTRIES.isEmpty()) {
             Bridge.metricsWanted(false);
             Slf4jTelemetry.metrics = null;
         }
     }
 
-    private static void record(TelemetryEvent e) {
+    /** Records {@code e}'s metric updates into every bound registry (package-private: TelemetryCost's floor records the same). */
+    static void record(TelemetryEvent e) {
         for (MetricUpdate u : e.getMetrics()) {
-            Tags tags = Tags.of(u.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
             switch (u.getKind()) {
                 case "histogram" -> {
                     Duration d = Duration.ofNanos(Math.round(u.getValue() * 1e9));
                     for (MeterRegistry r : REGISTRIES) {
-                        Timer.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r).record(d);
+                        ((Timer) meter(r, u, null)).record(d);
                     }
                 }
                 case "counter" -> {
                     for (MeterRegistry r : REGISTRIES) {
-                        Counter.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r).increment(u.getValue());
+                        ((Counter) meter(r, u, null)).increment(u.getValue());
                     }
                 }
                 default -> {
-                    String key = u.getInstrument() + tags;
-                    AtomicLong now = GAUGES.computeIfAbsent(key, k -> new AtomicLong());
+                    AtomicLong now = GAUGES.computeIfAbsent(new Series(u.getInstrument(), u.getAttributes()), k -> new AtomicLong());
                     for (MeterRegistry r : REGISTRIES) {
-                        Gauge.builder(u.getInstrument(), now, AtomicLong::get).description(u.getDescription()).tags(tags).strongReference(true).register(r);
+                        meter(r, u, now);
                     }
                     now.addAndGet(Math.round(u.getValue()));
                 }
             }
         }
+    }
+
+    /**
+     * The meter of {@code u}'s instrument and attributes in {@code r}, registered on its first
+     * update ({@code gauge}: a gauge's value, read by Micrometer). Kept: a builder and a registry
+     * lookup per update cost more than the update itself, and a gauge registered again makes
+     * Micrometer warn.
+     */
+    private static Meter meter(MeterRegistry r, MetricUpdate u, AtomicLong gauge) {
+        return METERS.computeIfAbsent(new Registered(r, new Series(u.getInstrument(), u.getAttributes())), k -> {
+            Tags tags = Tags.of(u.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
+            return switch (u.getKind()) {
+                case "histogram" -> Timer.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r);
+                case "counter" -> Counter.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r);
+                default -> Gauge.builder(u.getInstrument(), gauge, AtomicLong::get).description(u.getDescription()).tags(tags)
+                    .strongReference(true).register(r);
+            };
+        });
     }
 }

@@ -8,6 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -18,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 /**
  * Metrics through Micrometer ({@link LockgateMetrics} bound to a {@link SimpleMeterRegistry}, as
@@ -33,6 +38,13 @@ class MetricsTest {
     @Test
     void aContendedLockIsMeasured() throws Exception {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        // Micrometer's own complaints (a meter registered again, ...), which an application would see.
+        Logger micrometer = (Logger) LoggerFactory.getLogger("io.micrometer");
+        ListAppender<ILoggingEvent> complaints = new ListAppender<>();
+        complaints.start();
+        Level micrometerLevel = micrometer.getLevel();
+        micrometer.setLevel(Level.DEBUG);
+        micrometer.addAppender(complaints);
         new LockgateMetrics().bindTo(registry);
         String[] base = {"lockgate.backend", "redis", "lockgate.primitive", "mutex"};
         try (RedisServer acl = RedisServer.startAcl(); Resp raw = acl.raw()) {
@@ -54,7 +66,11 @@ class MetricsTest {
             }
         } finally {
             LockgateMetrics.unbind(registry);
+            micrometer.detachAppender(complaints);
+            micrometer.setLevel(micrometerLevel);
         }
+        assertEquals(java.util.List.of(), complaints.list.stream().map(ILoggingEvent::getFormattedMessage).toList(),
+            "every meter registered once, quietly");
         Counter granted = registry.get("lockgate.lock.acquisitions").tags(base).tag("lockgate.outcome", "granted").tag("lockgate.lock.name", "met").counter();
         assertEquals(1.0, granted.count());
         assertEquals(1.0, registry.get("lockgate.lock.acquisitions").tags(base).tag("lockgate.outcome", "timed_out").counter().count());
