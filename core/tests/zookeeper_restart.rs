@@ -45,26 +45,33 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
     let url = servers.url();
     let session = Duration::from_secs(60);
     let holdings = Arc::new(Mutex::new(Vec::new()));
+    // What each worker saw and when (attempts' failures, releases), shown if the bound fails.
+    let timeline: Arc<Mutex<Vec<(Instant, usize, String)>>> = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for who in 0..3 {
-        let (url, holdings, stop, name) = (
+        let (url, holdings, timeline, stop, name) = (
             url.clone(),
             Arc::clone(&holdings),
+            Arc::clone(&timeline),
             Arc::clone(&stop),
             name.to_string(),
         );
         workers.push(tokio::spawn(async move {
             let c = client(&url, session, Some(Duration::from_millis(1500))).await;
             let lock = c.lock(&name, LockOptions::default()).unwrap();
+            let note = |what: String| timeline.lock().unwrap().push((Instant::now(), who, what));
             while !stop.load(Ordering::Relaxed) {
+                let asked = Instant::now();
                 match lock.acquire(Duration::from_secs(60)).await {
                     Ok(lease) => {
                         let token = lease
                             .fencing_token()
                             .expect("a ZooKeeper grant carries a token");
                         let granted = Instant::now();
+                        note(format!("granted token {token} (asked {:?} before)", granted - asked));
                         let until = hold_then_release(lease, Duration::from_millis(20)).await;
+                        note(format!("released token {token}"));
                         holdings.lock().unwrap().push(Holding {
                             token,
                             granted,
@@ -73,6 +80,7 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
                         });
                     }
                     Err(e) => {
+                        note(format!("attempt failed after {:?}: {e}", asked.elapsed()));
                         assert!(
                             e.retryable(),
                             "worker {who}: a fault must be retryable, got {e}"
@@ -85,7 +93,8 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
         }));
     }
     let mut late = Vec::new();
-    let mut since = Instant::now();
+    let origin = Instant::now();
+    let mut since = origin;
     for outage in OUTAGES {
         // Contention flows before each outage.
         let flowing = Instant::now() + Duration::from_secs(20);
@@ -115,6 +124,7 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
             servers.command("leader");
         }
         let back = Instant::now();
+        let down = started - Duration::from_secs(outage);
         let deadline = back + Duration::from_secs(60);
         let first = loop {
             let after = holdings
@@ -135,7 +145,7 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
         };
         let after = first.saturating_duration_since(back);
         eprintln!("{name}: {outage} s outage: first grant {after:?} after the servers were back ({:?} after the start)", first - started);
-        late.push((outage, after));
+        late.push((outage, after, down, back));
         since = first;
     }
     stop.store(true, Ordering::Relaxed);
@@ -146,7 +156,16 @@ async fn restarts_are_followed_by_a_prompt_grant(kind: &[&str], name: &str) {
             .unwrap();
     }
     check_exclusive(holdings.lock().unwrap().clone());
-    for (outage, after) in late {
+    for (outage, after, down, back) in late {
+        if after > RESTART_GRANT_BOUND {
+            // What the workers saw from just before the outage to the late grant.
+            eprintln!("{name}: the {outage} s outage from {:?}, servers back at {:?}:", down - origin, back - origin);
+            for (at, who, what) in timeline.lock().unwrap().iter() {
+                if *at + Duration::from_secs(2) >= down && *at <= back + after + Duration::from_secs(1) {
+                    eprintln!("  {:>12?} worker {who}: {what}", *at - origin);
+                }
+            }
+        }
         assert!(
             after <= RESTART_GRANT_BOUND,
             "{name}: after the {outage} s outage the first grant came {after:?} after the servers' return (bound {RESTART_GRANT_BOUND:?})"
