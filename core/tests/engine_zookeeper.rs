@@ -97,6 +97,46 @@ fn an_absolute_name_is_the_curator_path_itself_and_bad_paths_are_refused() {
 }
 
 #[test]
+fn the_queue_listing_goes_out_behind_the_create_and_either_reply_may_come_first() {
+    for listing_first in [false, true] {
+        let mut w = World::new(1, SESSION);
+        // A first acquire opens the session.
+        let a = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+        let (la, _) = w.acquired(0, a);
+        w.release(0, la);
+        w.cut_off[0] = true;
+        let b = w.acquire(0, "m", &MUTEX, &renewed(), Wait::Forever);
+        // Both requests go out before either reply: one round trip, not two.
+        let held: Vec<_> = w.held[0].drain(..).collect();
+        let kinds: Vec<_> = held.iter().map(|r| matches!(r.op, ZkOp::Create { .. })).collect();
+        assert_eq!(kinds, [true, false], "{held:?}");
+        assert!(matches!(&held[1].op, ZkOp::Children { path, watch: false } if path == "/lockgate/mutex/m"), "{held:?}");
+        // The server applies them in order (as ZooKeeper answers one session's requests); the
+        // driver may hand the replies over in either order.
+        w.cut_off[0] = false;
+        let mut replies: Vec<_> = held
+            .iter()
+            .map(|r| {
+                let mut session = w.sessions[0];
+                (r.id, w.server.serve(0, &mut session, &r.op))
+            })
+            .collect();
+        if listing_first {
+            replies.reverse();
+        }
+        for (id, reply) in replies {
+            assert!(w.outcome(0, b).is_none());
+            w.clients[0].handle_reply(w.now, id, reply);
+        }
+        w.settle();
+        let (lb, _) = w.acquired(0, b);
+        w.release(0, lb);
+        assert!(w.server.ephemerals().is_empty());
+        assert!(w.clients[0].is_idle(), "listing first: {listing_first}");
+    }
+}
+
+#[test]
 fn a_lost_create_reply_is_found_again_by_its_prefix_and_leaves_no_orphan() {
     let mut w = World::new(2, SESSION);
     // The server applies the create, the client never hears: it must find its node again.
@@ -127,7 +167,9 @@ fn a_lost_create_reply_is_found_again_by_its_prefix_and_leaves_no_orphan() {
         other => panic!("{other:?}"),
     }
     w.advance(ms(100));
-    assert_eq!(w.ops_since(0, before), ["create", "check", "children", "delete", "delete"]);
+    // The listing sent behind the create goes out too (its reply is of no use without the
+    // create's).
+    assert_eq!(w.ops_since(0, before), ["create", "children", "check", "children", "delete", "delete"]);
     assert!(w.server.ephemerals().is_empty(), "the unknown node was swept: {:?}", w.server.ephemerals());
     assert!(w.clients[0].is_idle());
 }

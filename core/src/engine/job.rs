@@ -81,6 +81,12 @@ impl<T, S> Jobs<T, S> {
         self.in_flight.remove(&id)
     }
 
+    /// Puts `job` on the wire as waiting for the reply to `id`, a request sent already
+    /// (ZooKeeper's queue listing sent right behind a create).
+    pub(crate) fn awaiting(&mut self, id: RequestId, job: Job<T, S>) {
+        self.in_flight.insert(id, job);
+    }
+
     /// Whether no job is on the wire or waiting.
     pub(crate) fn is_idle(&self) -> bool {
         self.in_flight.is_empty() && self.busy.is_empty()

@@ -10,6 +10,7 @@ use super::backend::ZooKeeperBackend;
 use super::config::safe_validity;
 use super::failure::{attempt_failure, attempt_transient};
 use super::layout::{self, NodeKind};
+use super::list_ahead::Ahead;
 use super::recipe::{self, Place};
 use super::request::{CreateMode, ZkFailure, ZkOp, ZkReply, ZkRequest, ZkResult};
 use super::step::{Job, Slot, Step};
@@ -67,7 +68,7 @@ impl ZooKeeperBackend {
                 let path = layout::create_path(&dir, &job.token, target.kind().lock_name());
                 self.slots(&job.token).node = Slot::Uncertain;
                 let op = ZkOp::Create { path, data: target.data(&self.config.label), mode: CreateMode::EphemeralSequential };
-                self.send(ctx, job, Step::CreateNode, op);
+                self.create_and_list(ctx, job, op, dir);
             }
         }
     }
@@ -152,6 +153,12 @@ impl ZooKeeperBackend {
                 Err(f) => self.settle_attempt(ctx, job, attempt_failure(f), answers),
             };
         }
+        if let Step::CreateNode { listed: Some(listed) } = job.step {
+            // The listing behind the create is of use only once the create made our node.
+            if job.epoch != self.epoch_of(&job.token) || !matches!(reply, Ok(ZkReply::Created { .. })) {
+                self.unwanted(listed);
+            }
+        }
         if job.epoch != self.epoch_of(&job.token) {
             return self.acquire_next(ctx, job, answers);
         }
@@ -187,24 +194,36 @@ impl ZooKeeperBackend {
                 *self.slots(&token).slot_mut(lease) = slot;
                 self.acquire_next(ctx, job, answers);
             }
-            (step @ (Step::CreateNode | Step::CreateLease), Ok(ZkReply::Created { path, stat })) => {
+            (step @ (Step::CreateNode { .. } | Step::CreateLease), Ok(ZkReply::Created { path, stat })) => {
                 self.confirm_of(&token, job.sent);
                 *self.slots(&token).slot_mut(matches!(step, Step::CreateLease)) = Slot::Known { path, czxid: stat.czxid };
+                if let Step::CreateNode { listed: Some(listed) } = step {
+                    // Go on with the listing sent behind the create: its reply now, or once it comes.
+                    job.step = Step::ListedAhead;
+                    job.steps += 1;
+                    match self.ahead.remove(&listed) {
+                        Some(Ahead::Answered(listing)) => return self.acquire_reply(ctx, job, listing, answers),
+                        Some(Ahead::Pending) => return self.jobs.awaiting(listed, job),
+                        Some(Ahead::Unwanted) | None => {}
+                    }
+                }
                 self.acquire_next(ctx, job, answers);
             }
             // A parent container was reaped between its creation and ours: create again.
-            (step @ (Step::CreateNode | Step::CreateLease), Err(ZkFailure::NoNode | ZkFailure::NodeExists)) => {
+            (step @ (Step::CreateNode { .. } | Step::CreateLease), Err(ZkFailure::NoNode | ZkFailure::NodeExists)) => {
                 self.confirm_of(&token, job.sent);
                 *self.slots(&token).slot_mut(matches!(step, Step::CreateLease)) = Slot::None;
                 self.acquire_next(ctx, job, answers);
             }
-            (Step::List, Ok(ZkReply::Children(kids))) => {
+            (step @ (Step::List | Step::ListedAhead), Ok(ZkReply::Children(kids))) => {
                 let ours = self.owned.get(&token).and_then(|o| o.node.path()).map(|p| layout::node_name(p).to_string());
                 let place = match ours {
                     Some(ours) => recipe::place(target.kind(), kids, &ours),
                     None => Place::Missing,
                 };
                 match place {
+                    // Not seen by the listing sent behind the create: list again to be sure.
+                    Place::Missing if matches!(step, Step::ListedAhead) => self.acquire_next(ctx, job, answers),
                     Place::Missing => self.vanished(ctx, job, false, answers),
                     Place::Holds => match target.leases_dir() {
                         // The semaphore's internal mutex is ours: take a lease under it.
@@ -228,6 +247,7 @@ impl ZooKeeperBackend {
                 }
             }
             (Step::List, Err(ZkFailure::NoNode)) => self.vanished(ctx, job, false, answers),
+            (Step::ListedAhead, Err(ZkFailure::NoNode)) => self.acquire_next(ctx, job, answers),
             (Step::Watch { .. }, Ok(ZkReply::Data(..))) => {
                 let verdict = Attempt::Queued { holder_remaining: None, fence: 0 };
                 self.settle_attempt(ctx, job, verdict, answers);

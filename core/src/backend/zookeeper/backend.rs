@@ -65,6 +65,8 @@ pub struct ZooKeeperBackend {
     /// reachable again (reconnected, or a new one open). Sent again with the next input, a
     /// transport that answers at once while disconnected (Node's) would spin without end.
     pub(super) stale_parked: bool,
+    /// The queue listings sent right behind creates (`list_ahead.rs`).
+    pub(super) ahead: super::list_ahead::ListsAhead,
     /// The listing pages on the wire, with the kind each reads (`list.rs`).
     listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
     /// The client's extra sessions, by the timeout asked (`sessions.rs`).
@@ -95,6 +97,7 @@ impl ZooKeeperBackend {
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
             stale_parked: false,
+            ahead: HashMap::new(),
             listing: HashMap::new(),
             extras: HashMap::new(),
             placed: HashMap::new(),
@@ -371,6 +374,9 @@ impl Backend for ZooKeeperBackend {
         if let Some(path) = self.stale_in_flight.remove(&id) {
             return self.stale_reply(path, reply);
         }
+        let Some(reply) = self.listed_ahead(id, reply) else {
+            return;
+        };
         let Some(job) = self.jobs.answered(id) else {
             return;
         };
@@ -471,7 +477,7 @@ impl Backend for ZooKeeperBackend {
     }
 
     fn is_idle(&self) -> bool {
-        self.jobs.is_idle() && self.stale_in_flight.is_empty() && self.listing.is_empty() && self.closing.is_empty()
+        self.jobs.is_idle() && self.ahead.is_empty() && self.stale_in_flight.is_empty() && self.listing.is_empty() && self.closing.is_empty()
     }
 }
 

@@ -23,6 +23,7 @@ mod failure;
 pub mod layout;
 mod inspect;
 pub mod list;
+mod list_ahead;
 mod observe;
 pub mod recipe;
 mod release;

@@ -4,6 +4,7 @@
 //! ([`Owned`], [`Slot`]), which every step reads and updates.
 
 use super::request::ZkOp;
+use crate::engine::RequestId;
 use super::target::ZkTarget;
 use crate::inspect::Mode;
 
@@ -68,12 +69,16 @@ pub(crate) enum Step {
     FindLease,
     /// Reading the stat of a node found by prefix: ours only if it belongs to this session.
     Adopt { lease: bool, path: String },
-    /// Creating the queue node.
-    CreateNode,
+    /// Creating the queue node, with (`listed`) the queue's listing sent right behind it
+    /// (`list_ahead.rs`).
+    CreateNode { listed: Option<RequestId> },
     /// Creating a semaphore's lease node.
     CreateLease,
     /// Listing the queue to learn our place.
     List,
+    /// The same, by the listing sent right behind the create: one that does not show our node
+    /// lists again rather than taking the node for gone.
+    ListedAhead,
     /// Reading the node to wait behind, setting a watch on it.
     Watch { watch: String },
     /// Counting a semaphore's leases (with a child watch while waiting).
