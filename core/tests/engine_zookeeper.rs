@@ -11,7 +11,7 @@ use engine_zk::World;
 use lockgate_core::engine::{Done, Event, Wait};
 use lockgate_core::time::Duration;
 use lockgate_core::backend::zookeeper::layout;
-use lockgate_core::backend::zookeeper::{SessionEvent, ZkNotice, ZkOp};
+use lockgate_core::backend::zookeeper::{SessionEvent, ZkFailure, ZkNotice, ZkOp};
 use lockgate_core::{ErrorKind, LockOptions, Primitive};
 
 const SESSION: Duration = Duration::from_secs(6);
@@ -647,4 +647,38 @@ fn a_stale_delete_refused_while_disconnected_waits_for_the_reconnect() {
     w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Reconnected));
     w.settle();
     assert_eq!(w.ops_since(0, from), ["delete", "delete"]);
+}
+
+/// The same delete failing on a connection loss that is handed over only after the reconnect
+/// (the failure and the session's state come by separate ways, either may be handled first):
+/// it goes out again at once, where it used to wait for a reconnect that an idle own session
+/// never has again, and the node, of a session the ensemble restored, held the queue until the
+/// ensemble expired that session (CI saw the first grant 29.5 s after the ensemble's return).
+#[test]
+fn a_stale_delete_failing_after_the_reconnect_goes_out_again() {
+    let mut w = World::new(2, SESSION);
+    let short = LockOptions::renewed_lease(secs(2));
+    let a = w.acquire(0, "short", &MUTEX, &short, Wait::Forever);
+    let (la, _) = w.acquired(0, a);
+    let b = w.acquire(1, "short", &MUTEX, &short, Wait::Forever);
+    let extra = w.extra(0, secs(2)).expect("a session asked for the 2 s lease");
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
+    // Client 0's requests are held; the expiry is handed over all the same.
+    w.cut_off[0] = true;
+    w.server.expire(extra);
+    while let Some((c, push)) = w.server.pushes.pop_front() {
+        w.clients[c].handle_notice(w.now, push);
+    }
+    w.settle();
+    assert_eq!(w.lost(0), [la]);
+    let held: Vec<_> = w.held[0].drain(..).collect();
+    let stale: Vec<_> = held.iter().filter(|r| r.session.is_none() && matches!(r.op, ZkOp::Delete { .. })).collect();
+    assert_eq!(stale.len(), 1, "{held:?}");
+    w.cut_off[0] = false;
+    w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Reconnected));
+    w.clients[0].handle_reply(w.now, stale[0].id, Err(ZkFailure::ConnectionLoss("the connection dropped".into())));
+    let from = w.sent[0].len();
+    w.settle();
+    assert_eq!(w.ops_since(0, from), ["delete"], "sent again once, at once");
+    w.acquired(1, b);
 }

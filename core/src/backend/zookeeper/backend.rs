@@ -59,12 +59,21 @@ pub struct ZooKeeperBackend {
     /// restart. Left there, they would hold the lock for nobody and queue a new node of the
     /// same acquire behind its own old one.
     pub(super) stale: Vec<String>,
-    /// The deletes of `stale` nodes on the wire.
-    pub(super) stale_in_flight: HashMap<RequestId, String>,
+    /// The deletes of `stale` nodes on the wire, each with the value of `own_back` when it was
+    /// sent.
+    pub(super) stale_in_flight: HashMap<RequestId, (String, u64)>,
     /// A stale delete failed on a connection loss: the others wait until the session is
     /// reachable again (reconnected, or a new one open). Sent again with the next input, a
     /// transport that answers at once while disconnected (Node's) would spin without end.
     pub(super) stale_parked: bool,
+    /// How many times the client's own session was seen reachable (reconnected, a new one
+    /// open, a reply of it). A stale delete that fails on a connection loss parks only if
+    /// this has not moved since it was sent: the failure and the reconnect come by separate
+    /// ways and either may be handled first, and a delete parked after the reconnect that
+    /// should have freed it would wait for the next one, which an idle session never has
+    /// (its node, of a session the ensemble restored, then held the queue until the ensemble
+    /// expired that session).
+    pub(super) own_back: u64,
     /// The queue listings sent right behind creates (`list_ahead.rs`).
     pub(super) ahead: super::list_ahead::ListsAhead,
     /// The listing pages on the wire, with the kind each reads (`list.rs`).
@@ -97,6 +106,7 @@ impl ZooKeeperBackend {
             stale: Vec::new(),
             stale_in_flight: HashMap::new(),
             stale_parked: false,
+            own_back: 0,
             ahead: HashMap::new(),
             listing: HashMap::new(),
             extras: HashMap::new(),
@@ -160,18 +170,27 @@ impl ZooKeeperBackend {
         for path in std::mem::take(&mut self.stale) {
             let id = ctx.ids.request();
             ctx.out.push_back(ZkRequest::own(id, ZkOp::Delete { path: path.clone(), version: None }));
-            self.stale_in_flight.insert(id, path);
+            self.stale_in_flight.insert(id, (path, self.own_back));
         }
     }
 
-    /// The reply to deleting a stale node: done, gone already, or (the connection failed) sent
-    /// again once the session is reachable again.
-    fn stale_reply(&mut self, path: String, reply: ZkResult) {
+    /// The client's own session is reachable again: stale deletes go out again.
+    fn own_session_back(&mut self) {
+        self.stale_parked = false;
+        self.own_back += 1;
+    }
+
+    /// The reply to deleting a stale node (sent when `own_back` was `sent_back`): done, gone
+    /// already, or (the connection failed) sent again once the session is reachable again,
+    /// which it may already be.
+    fn stale_reply(&mut self, path: String, sent_back: u64, reply: ZkResult) {
         match reply {
             Ok(_) | Err(ZkFailure::NoNode) => {}
             Err(ZkFailure::ConnectionLoss(_)) => {
                 self.stale.push(path);
-                self.stale_parked = true;
+                if sent_back == self.own_back {
+                    self.stale_parked = true;
+                }
             }
             Err(ZkFailure::SessionExpired) => {
                 self.stale.push(path);
@@ -309,7 +328,7 @@ impl Backend for ZooKeeperBackend {
                     self.end_session();
                 }
                 self.unsignalled_end = false;
-                self.stale_parked = false;
+                self.own_session_back();
                 self.session = Some(SessionInfo { id, timeout });
                 Ok(())
             }
@@ -371,8 +390,8 @@ impl Backend for ZooKeeperBackend {
             };
             return answers.push(Answer { purpose, sent, verdict: crate::engine::Verdict::Listed(found) });
         }
-        if let Some(path) = self.stale_in_flight.remove(&id) {
-            return self.stale_reply(path, reply);
+        if let Some((path, sent_back)) = self.stale_in_flight.remove(&id) {
+            return self.stale_reply(path, sent_back, reply);
         }
         let Some(reply) = self.listed_ahead(id, reply) else {
             return;
@@ -382,7 +401,7 @@ impl Backend for ZooKeeperBackend {
         };
         if reply.is_ok() && self.key_of(&job.token).is_none() {
             // The client's own session answered: its connection is back.
-            self.stale_parked = false;
+            self.own_session_back();
         }
         if let Step::Sync { next, op } = &job.step {
             // Answered by the leader (the path exists or not): the session was alive, and this
@@ -464,7 +483,7 @@ impl Backend for ZooKeeperBackend {
             // but a watch event may have been missed while disconnected, so every waiter looks
             // at its place again.
             ZkNotice::Session(SessionEvent::Reconnected) => {
-                self.stale_parked = false;
+                self.own_session_back();
                 let mut tokens: HashSet<String> = HashSet::new();
                 for (_, ts) in self.watchers.drain() {
                     tokens.extend(ts.iter().map(|t| t.to_string()));
