@@ -16,6 +16,11 @@ fn arg(i: usize, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
+/// Waits for `fut` on `rt` from this plain thread, as the bindings wait for a call (no deadline).
+fn in_place<F: std::future::Future>(rt: &tokio::runtime::Runtime, fut: F) -> F::Output {
+    InPlace::new().wait(rt.handle(), std::pin::pin!(fut), None).expect("no deadline: the call answers")
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -54,25 +59,21 @@ async fn main() {
     let foreign_url = url.clone();
     let foreign = std::thread::spawn(move || {
         let rt = foreign_runtime("native-bench-io").expect("runtime");
-        let client = InPlace::new().wait(rt.handle(), std::pin::pin!(Client::connect(&foreign_url)), None);
-        let client = client.expect("no end").expect("connect");
-        if std::env::var("NB_TELEMETRY").is_ok() { client.on_telemetry_when_idle(std::sync::Arc::new(|t: &lockgate_core::engine::Telemetry| { std::hint::black_box(t); })).unwrap(); }
+        let client = in_place(&rt, Client::connect(&foreign_url)).expect("connect");
         let lock = client.lock("jvm-bench-uncontended-foreign", LockOptions::default()).expect("lock");
         let mut best = 0f64;
         for round in 0..4 {
             let n = if round == 0 { pairs / 5 } else { pairs };
             let t = Instant::now();
             for _ in 0..n {
-                let lease = InPlace::new().wait(rt.handle(), std::pin::pin!(lock.acquire(Duration::from_secs(5))), None);
-                let lease = lease.expect("no end").expect("acquire");
-                let released = InPlace::new().wait(rt.handle(), std::pin::pin!(lease.release()), None);
-                released.expect("no end").expect("release");
+                let lease = in_place(&rt, lock.acquire(Duration::from_secs(5))).expect("acquire");
+                in_place(&rt, lease.release()).expect("release");
             }
             if round > 0 {
                 best = best.max(n as f64 / t.elapsed().as_secs_f64());
             }
         }
-        InPlace::new().wait(rt.handle(), std::pin::pin!(client.close()), None);
+        in_place(&rt, client.close());
         best
     })
     .join()

@@ -20,7 +20,7 @@ use tokio::runtime::{Handle, Runtime};
 /// How long a caller yields its core (`sched_yield`) before it parks, the first time its
 /// answer is not there at once: a loopback round trip usually ends within it, and a runnable
 /// thread resumes sooner than one woken from a futex on a busy machine.
-pub const YIELD_BEFORE_PARK: Duration = Duration::from_micros(100);
+const YIELD_BEFORE_PARK: Duration = Duration::from_micros(100);
 
 /// Period of a timer that keeps the runtime's next wake-up at most this far away: with only
 /// the watchdog's far timers pending, every request's nearer timer made tokio wake its thread

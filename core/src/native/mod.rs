@@ -27,7 +27,7 @@ pub use cancel::{CancelWaits, Cancelled, WaitGuard};
 pub use client::Client;
 pub use crate::holding::Owner;
 pub use holds::Holds;
-pub use in_place::{foreign_runtime, InPlace, YIELD_BEFORE_PARK};
+pub use in_place::{foreign_runtime, InPlace};
 pub use lease::Lease;
 pub use lease_state::AtRiskSpells;
 pub use lock::{Election, Lock, ReadWriteLock};
