@@ -618,18 +618,25 @@ fn a_lease_shorter_than_the_session_lives_in_a_session_sized_from_it() {
     assert!(w.server.ephemerals().is_empty(), "{:?}", w.server.ephemerals());
 }
 
-/// The node of an expired extra session is deleted through the client's own session; while
-/// that session's connection is down (each request answered at once with a connection loss,
-/// as the Node transport does) the delete waits for the reconnect instead of being sent again
-/// with every input: a loop that starved the Node holder's event loop for 20–60 s.
-#[test]
-fn a_stale_delete_refused_while_disconnected_waits_for_the_reconnect() {
+/// Client 0 holds "short" (lease 2 s: its node lives in an extra session sized from it), client
+/// 1 waits behind it: the world, client 0's lease, client 1's acquire and the extra session.
+fn holder_in_an_extra_session() -> (World, lockgate_core::engine::LeaseId, lockgate_core::engine::OpId, i64) {
     let mut w = World::new(2, SESSION);
     let short = LockOptions::renewed_lease(secs(2));
     let a = w.acquire(0, "short", &MUTEX, &short, Wait::Forever);
     let (la, _) = w.acquired(0, a);
     let b = w.acquire(1, "short", &MUTEX, &short, Wait::Forever);
     let extra = w.extra(0, secs(2)).expect("a session asked for the 2 s lease");
+    (w, la, b, extra)
+}
+
+/// The node of an expired extra session is deleted through the client's own session; while
+/// that session's connection is down (each request answered at once with a connection loss,
+/// as the Node transport does) the delete waits for the reconnect instead of being sent again
+/// with every input: a loop that starved the Node holder's event loop for 20–60 s.
+#[test]
+fn a_stale_delete_refused_while_disconnected_waits_for_the_reconnect() {
+    let (mut w, la, b, extra) = holder_in_an_extra_session();
     // The holder's process froze: its own connection dropped, its extra session expired.
     w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
     w.refused[0] = true;
@@ -656,12 +663,7 @@ fn a_stale_delete_refused_while_disconnected_waits_for_the_reconnect() {
 /// ensemble expired that session (CI saw the first grant 29.5 s after the ensemble's return).
 #[test]
 fn a_stale_delete_failing_after_the_reconnect_goes_out_again() {
-    let mut w = World::new(2, SESSION);
-    let short = LockOptions::renewed_lease(secs(2));
-    let a = w.acquire(0, "short", &MUTEX, &short, Wait::Forever);
-    let (la, _) = w.acquired(0, a);
-    let b = w.acquire(1, "short", &MUTEX, &short, Wait::Forever);
-    let extra = w.extra(0, secs(2)).expect("a session asked for the 2 s lease");
+    let (mut w, la, b, extra) = holder_in_an_extra_session();
     w.clients[0].handle_notice(w.now, ZkNotice::Session(SessionEvent::Disconnected));
     // Client 0's requests are held; the expiry is handed over all the same.
     w.cut_off[0] = true;

@@ -18,7 +18,7 @@ use super::failure::failure_error;
 use super::layout;
 use super::request::{SessionEvent, ZkFailure, ZkNotice, ZkOp, ZkReply, ZkRequest, ZkResult};
 use super::session_state::{Extra, Held, SessionInfo};
-use super::step::{Job, Owned, Slot, Step};
+use super::step::{Ahead, Job, Owned, Slot, Step};
 use super::target::ZkTarget;
 use crate::engine::operation::MAX_BACKOFF;
 use crate::engine::job::{JobRunner, Jobs};
@@ -75,7 +75,7 @@ pub struct ZooKeeperBackend {
     /// expired that session).
     pub(super) own_back: u64,
     /// The queue listings sent right behind creates (`list_ahead.rs`).
-    pub(super) ahead: super::list_ahead::ListsAhead,
+    pub(super) ahead: HashMap<RequestId, Ahead>,
     /// The listing pages on the wire, with the kind each reads (`list.rs`).
     listing: HashMap<RequestId, (Purpose, Instant, Query, usize)>,
     /// The client's extra sessions, by the timeout asked (`sessions.rs`).

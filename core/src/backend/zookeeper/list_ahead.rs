@@ -11,27 +11,11 @@
 //! Replies may come back in either order (the driver hands over whichever future is ready
 //! first), so a listing answered before its create is kept until the create's reply comes.
 
-use std::collections::HashMap;
-
 use super::backend::ZooKeeperBackend;
 use super::request::{ZkOp, ZkResult};
-use super::step::{Job, Step};
+use super::step::{Ahead, Job, Step};
 use crate::engine::job::JobRunner;
 use crate::engine::{Ctx, RequestId};
-
-/// What became of a listing sent behind a create.
-#[derive(Debug)]
-pub(super) enum Ahead {
-    /// On the wire; the create's reply has not decided yet.
-    Pending,
-    /// Answered before the create was.
-    Answered(ZkResult),
-    /// Its create failed (or its session ended): its reply is of no use when it comes.
-    Unwanted,
-}
-
-/// The listings sent behind creates, by request.
-pub(super) type ListsAhead = HashMap<RequestId, Ahead>;
 
 impl ZooKeeperBackend {
     /// Sends `job`'s create `op` of its queue node, with the listing of `dir` right behind it.

@@ -3,7 +3,7 @@
 //! with the [`Step`] its reply answers. Also what the backend knows of each token's nodes
 //! ([`Owned`], [`Slot`]), which every step reads and updates.
 
-use super::request::ZkOp;
+use super::request::{ZkOp, ZkResult};
 use crate::engine::RequestId;
 use super::target::ZkTarget;
 use crate::inspect::Mode;
@@ -51,6 +51,17 @@ impl Owned {
             &mut self.node
         }
     }
+}
+
+/// What became of a queue listing sent right behind a create (`list_ahead.rs`).
+#[derive(Debug)]
+pub(super) enum Ahead {
+    /// On the wire; the create's reply has not decided yet.
+    Pending,
+    /// Answered before the create was.
+    Answered(ZkResult),
+    /// Its create failed (or its session ended): its reply is of no use when it comes.
+    Unwanted,
 }
 
 /// The step a call's request is on.
