@@ -152,7 +152,7 @@ impl ZooKeeperBackend {
                 Err(f) => self.settle_attempt(ctx, job, attempt_failure(f), answers),
             };
         }
-        if let Step::CreateNode { listed: Some(listed) } = job.step {
+        if let Step::CreateNode { listed } = job.step {
             // The listing behind the create is of use only once the create made our node.
             if job.epoch != self.epoch_of(&job.token) || !matches!(reply, Ok(ZkReply::Created { .. })) {
                 self.unwanted(listed);
@@ -196,7 +196,7 @@ impl ZooKeeperBackend {
             (step @ (Step::CreateNode { .. } | Step::CreateLease), Ok(ZkReply::Created { path, stat })) => {
                 self.confirm_of(&token, job.sent);
                 *self.slots(&token).slot_mut(matches!(step, Step::CreateLease)) = Slot::Known { path, czxid: stat.czxid };
-                if let Step::CreateNode { listed: Some(listed) } = step {
+                if let Step::CreateNode { listed } = step {
                     // Go on with the listing sent behind the create: its reply now, or once it comes.
                     job.step = Step::ListedAhead;
                     job.steps += 1;

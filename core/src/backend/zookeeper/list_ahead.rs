@@ -22,7 +22,7 @@ impl ZooKeeperBackend {
     pub(super) fn create_and_list(&mut self, ctx: &mut Ctx<'_, super::request::ZkRequest>, job: Job, op: ZkOp, dir: String) {
         let listed = ctx.ids.request();
         let list = self.request_of(&job.token, listed, ZkOp::Children { path: dir, watch: false });
-        self.send(ctx, job, Step::CreateNode { listed: Some(listed) }, op);
+        self.send(ctx, job, Step::CreateNode { listed }, op);
         ctx.out.push_back(list);
         self.ahead.insert(listed, Ahead::Pending);
     }

@@ -80,9 +80,9 @@ pub(crate) enum Step {
     FindLease,
     /// Reading the stat of a node found by prefix: ours only if it belongs to this session.
     Adopt { lease: bool, path: String },
-    /// Creating the queue node, with (`listed`) the queue's listing sent right behind it
-    /// (`list_ahead.rs`).
-    CreateNode { listed: Option<RequestId> },
+    /// Creating the queue node, with the queue's listing (request `listed`) sent right behind
+    /// it (`list_ahead.rs`).
+    CreateNode { listed: RequestId },
     /// Creating a semaphore's lease node.
     CreateLease,
     /// Listing the queue to learn our place.
