@@ -75,22 +75,23 @@ public final class LockgateMetrics implements MeterBinder {
     /** Records {@code e}'s metric updates into every bound registry (package-private: TelemetryCost's floor records the same). */
     static void record(TelemetryEvent e) {
         for (MetricUpdate u : e.getMetrics()) {
+            Series series = new Series(u.getInstrument(), u.getAttributes());
             switch (u.getKind()) {
                 case "histogram" -> {
                     Duration d = Duration.ofNanos(Math.round(u.getValue() * 1e9));
                     for (MeterRegistry r : REGISTRIES) {
-                        ((Timer) meter(r, u, null)).record(d);
+                        ((Timer) meter(r, series, u, null)).record(d);
                     }
                 }
                 case "counter" -> {
                     for (MeterRegistry r : REGISTRIES) {
-                        ((Counter) meter(r, u, null)).increment(u.getValue());
+                        ((Counter) meter(r, series, u, null)).increment(u.getValue());
                     }
                 }
                 default -> {
-                    AtomicLong now = GAUGES.computeIfAbsent(new Series(u.getInstrument(), u.getAttributes()), k -> new AtomicLong());
+                    AtomicLong now = GAUGES.computeIfAbsent(series, k -> new AtomicLong());
                     for (MeterRegistry r : REGISTRIES) {
-                        meter(r, u, now);
+                        meter(r, series, u, now);
                     }
                     now.addAndGet(Math.round(u.getValue()));
                 }
@@ -99,13 +100,13 @@ public final class LockgateMetrics implements MeterBinder {
     }
 
     /**
-     * The meter of {@code u}'s instrument and attributes in {@code r}, registered on its first
+     * The meter of {@code series} (the instrument and attributes of {@code u}) in {@code r}, registered on its first
      * update ({@code gauge}: a gauge's value, read by Micrometer). Kept: a builder and a registry
      * lookup per update cost more than the update itself, and a gauge registered again makes
      * Micrometer warn.
      */
-    private static Meter meter(MeterRegistry r, MetricUpdate u, AtomicLong gauge) {
-        return METERS.computeIfAbsent(new Registered(r, new Series(u.getInstrument(), u.getAttributes())), k -> {
+    private static Meter meter(MeterRegistry r, Series series, MetricUpdate u, AtomicLong gauge) {
+        return METERS.computeIfAbsent(new Registered(r, series), k -> {
             Tags tags = Tags.of(u.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
             return switch (u.getKind()) {
                 case "histogram" -> Timer.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r);

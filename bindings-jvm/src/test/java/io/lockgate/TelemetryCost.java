@@ -93,6 +93,10 @@ final class TelemetryCost {
             return records.size() / (double) pairs;
         }
 
+        double eventsPerPair() {
+            return events.size() / (double) pairs;
+        }
+
         double updatesPerPair() {
             return events.stream().mapToInt(e -> e.getMetrics().size()).sum() / (double) pairs;
         }
@@ -144,7 +148,7 @@ final class TelemetryCost {
         int nextRecord = 0;
         int nextEvent = 0;
         double recordsPerPair = sample.recordsPerPair();
-        double eventsPerPair = sample.events().size() / (double) sample.pairs();
+        double eventsPerPair = sample.eventsPerPair();
         long t0 = System.nanoTime();
         for (int i = 0; i < pairs; i++) {
             try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
