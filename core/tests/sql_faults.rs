@@ -245,6 +245,9 @@ async fn holder_process() {
 struct HolderProcess {
     child: Child,
     lines: mpsc::Receiver<String>,
+    /// The `held` line `start` read for the token, handed out again by the first `said`: under
+    /// load the holder may be killed before it says another.
+    first: std::cell::Cell<Option<String>>,
 }
 
 impl HolderProcess {
@@ -268,7 +271,7 @@ impl HolderProcess {
         });
         let first = tokio::task::block_in_place(|| lines.recv_timeout(Duration::from_secs(15))).expect("the holder process holds");
         let token = first.split(' ').nth(1).unwrap().parse().unwrap();
-        (HolderProcess { child, lines }, token)
+        (HolderProcess { child, lines, first: std::cell::Cell::new(Some(first)) }, token)
     }
 
     fn signal(&self, sig: &str) {
@@ -278,7 +281,7 @@ impl HolderProcess {
 
     /// Every line said so far (and, with `until_done`, until it says `released`).
     fn said(&self, until_done: bool) -> Vec<String> {
-        let mut said = Vec::new();
+        let mut said: Vec<String> = self.first.take().into_iter().collect();
         loop {
             let next = if until_done {
                 tokio::task::block_in_place(|| self.lines.recv_timeout(Duration::from_secs(5))).ok()
