@@ -6,6 +6,7 @@ exactly the servers it started when its stdin closes. No mocks."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import time
@@ -189,6 +190,17 @@ class RedisMasters(Deployment):
     @property
     def urls(self) -> list[str]:
         return [n.url for n in self.nodes]
+
+    def wait_all_granting(self, max_lease: float, timeout: float = 10.0) -> None:
+        """Waits until every master is past the delayed-restart rule (up for `max_lease` + 1 s,
+        counted in INFO's whole seconds). A majority grants before the last of five staggered
+        masters does, and a key that master refused never lands there (seen on a loaded machine)."""
+        needed = math.ceil(max_lease + 1)
+        wait_until(
+            lambda: all(int(n.raw().info("server")["uptime_in_seconds"]) >= needed for n in self.nodes if n.running),
+            timeout,
+            f"every master up for {needed} s",
+        )
 
     def wait_all_hold(self, name: str, timeout: float = 2.0) -> None:
         """Waits until every running master holds Redlock `name`'s key: an acquire returns once

@@ -43,11 +43,12 @@ def run(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 @pytest.fixture(scope="module")
 def masters() -> Iterator[RedisMasters]:
     """Five masters shared by the tests of this module that stop none of them (distinct lock
-    names); warmed up once, so only the first test waits out the delayed-restart rule."""
+    names); warmed up once, and every master past the delayed-restart rule before the first test."""
     m = RedisMasters(5)
     try:
         with lockgate.Client(m.url, **SETTINGS) as redlock:
             redlock.lock("warm-up", MAX_LEASE).acquire(timeout=FIRST).release()
+        m.wait_all_granting(MAX_LEASE)
         yield m
     finally:
         m.close()
