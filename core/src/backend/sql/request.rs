@@ -697,7 +697,8 @@ impl SqlOp {
         match self {
             SqlOp::Probe | SqlOp::CreateSchema | SqlOp::Listen | SqlOp::NotifySelf { .. } | SqlOp::Ping => Ok(SqlReply::Done),
             SqlOp::Acquire(_) | SqlOp::Check(_) => {
-                // Both end with the re-check, whose last statement reads the rows.
+                // Both end with the re-check, whose last statement reads the rows (MySQL's in
+                // no particular order: sorted here).
                 let Some(select) = rows.last() else {
                     return bad(format!("an acquire with {} results", rows.len()));
                 };
@@ -708,6 +709,7 @@ impl SqlOp {
                         None => return bad(format!("an acquire with the row {r:?}")),
                     }
                 }
+                out.sort_by_key(|e| e.id);
                 Ok(SqlReply::Entries { rows: out })
             }
             SqlOp::Renew { .. } => match rows.first() {
@@ -1092,11 +1094,13 @@ fn reap(schema: &Schema, lock_key: &str) -> Statement {
     }
 }
 
-/// The own row if live, after the live rows just ahead of it that block it — as many as the
+/// The own row if live, and the live rows just ahead of it that block it — as many as the
 /// recipe needs (`holds_below`: fewer of them means it holds, and a waiter waits behind them
-/// alone, `recipe.rs`) — in id order, with their remaining milliseconds. A waiter far back in
-/// a long queue reads a few rows, not the whole queue ahead, on every re-check: the reads of a
-/// queue of n handed over grow with n, not with n².
+/// alone, `recipe.rs`) — with their remaining milliseconds, in no particular order: the reply
+/// is put in id order by [`SqlOp::parse`]. An outer `ORDER BY` sorted the union in a
+/// temporary table (MariaDB's `UNION RESULT .. Using filesort`), a third of the server's time
+/// for an uncontended pair. A waiter far back in a long queue reads a few rows, not the whole
+/// queue ahead, on every re-check: the reads of a queue of n handed over grow with n, not n².
 fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
     let t = schema.table();
     rows_ahead(Stmt::new(schema).s("("), a)
@@ -1108,7 +1112,7 @@ fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
         .text(&a.owner)
         .s(" AND expires_ms > ")
         .now()
-        .s(") ORDER BY 1")
+        .s(")")
         .done()
 }
 
@@ -1310,5 +1314,18 @@ mod tests {
         let wait = SqlOp::WaitDoorbell { owner: "o".into(), timeout_secs: 1 };
         assert_eq!(wait.parse(vec![Rows { affected: 0, rows: vec![vec![Value::Int(0)]] }]).unwrap(), SqlReply::Rang { rang: false });
         assert!(is_missing_table(&SqlFailure::Server { code: "42P01".into(), message: String::new() }));
+    }
+
+    #[test]
+    fn a_recheck_reply_is_put_in_id_order() {
+        // MySQL's read is a union without an outer sort: the own row may come first.
+        let row = |id: i64, owner: &str| {
+            vec![Value::Int(id), Value::Text(owner.into()), Value::Text("semaphore".into()), Value::Int(2), Value::Null, Value::Int(900)]
+        };
+        let read = Rows { affected: 0, rows: vec![row(9, "ab12"), row(7, "cc"), row(4, "dd")] };
+        let SqlReply::Entries { rows } = SqlOp::Check(op()).parse(vec![Rows::default(), read]).unwrap() else { panic!() };
+        assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![4, 7, 9]);
+        let my = Schema::default_for(Dialect::MySql);
+        assert!(!read_rows(&my, &op()).sql.contains("ORDER BY 1"), "no sort of the union on the server");
     }
 }
