@@ -25,10 +25,13 @@ const REDLOCK_MASTERS: usize = 3;
 pub const ZOOKEEPER_SESSION_MS: u64 = 1000;
 /// Members of the `zookeeper-ensemble` variant.
 const ZOOKEEPER_MEMBERS: usize = 3;
-/// The session lease TTL every actor of an etcd variant asks for: a crashed client's keys go
-/// when its lease expires, so this is the etcd counterpart of the ZooKeeper variants' 1 s
-/// session (the test servers' 500 ms election timeout lets etcd grant a 1 s lease).
-pub const ETCD_SESSION_MS: u64 = 1000;
+/// The session lease TTL every actor of an etcd variant asks for. Unlike a ZooKeeper session
+/// it bounds no crash scenario: a key lives on a lease of its lock's own lease (rounded up to
+/// whole seconds, 1 s for the crash scenarios' 600 ms), the session's TTL only capping it. So
+/// it only sets how long a default-lease (30 s) hold stays valid between keepalives: two
+/// thirds of it. At 1 s that was 667 ms, and a loaded run's half-second stalls of an actor
+/// lost such holds honestly (a leader's release then found it was not held); 3 s gives 2 s.
+pub const ETCD_SESSION_MS: u64 = 3000;
 /// Members of the `etcd-cluster` variant.
 const ETCD_MEMBERS: usize = 3;
 /// Servers of the `memcached` variant (locks spread over both).
