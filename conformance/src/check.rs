@@ -7,6 +7,16 @@ use serde_json::Value;
 
 use crate::actor::Timed;
 
+/// Starts the failure of a reply that was right in every expectation but came later than its
+/// `within_ms` bound: the one failure a loaded machine can cause on its own (the orchestrator
+/// runs such a run once more, [`only_late`]).
+pub const LATE: &str = "late reply: ";
+
+/// Whether a run's failure is a [`LATE`] reply and nothing else.
+pub fn only_late(error: &str) -> bool {
+    error.contains(LATE)
+}
+
 pub struct Context {
     run: String,
     fencing: bool,
@@ -122,9 +132,17 @@ impl Context {
         let Some(want) = step.get("expect").and_then(Value::as_object) else {
             return if r["ok"] == true { Ok(()) } else { Err(format!("unexpected failure: {r}")) };
         };
+        let mut late = None;
         for (k, v) in want {
             let ok = match k.as_str() {
-                "within_ms" => reply.elapsed.as_millis() <= self.bound_ms(v)?,
+                "within_ms" => {
+                    // Checked after every other expectation: a reply that is only late says
+                    // so (LATE), one that is also wrong fails as wrong.
+                    if reply.elapsed.as_millis() > self.bound_ms(v)? {
+                        late = Some(v);
+                    }
+                    true
+                }
                 "token_absent" => r.get("token").is_none_or(Value::is_null) == (v == &Value::Bool(true)),
                 "at_least_ms" => reply.elapsed.as_millis() >= self.bound_ms(v)?,
                 // Without fencing the grant carries no token (checked above for every reply).
@@ -140,7 +158,10 @@ impl Context {
                 return Err(format!("expected {k} = {v}, got {r} after {} ms", reply.elapsed.as_millis()));
             }
         }
-        Ok(())
+        match late {
+            Some(v) => Err(format!("{LATE}expected within_ms = {v}, got {r} after {} ms", reply.elapsed.as_millis())),
+            None => Ok(()),
+        }
     }
 
     /// Merges the records of several `hammer` replies. With `permits == 1` (an exclusive lock:
@@ -193,8 +214,22 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::Context;
+    use super::{only_late, Context};
+    use crate::actor::Timed;
     use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn only_a_reply_right_in_everything_but_its_time_is_late() {
+        let mut c = Context::new("r", &["fencing"]);
+        let step = json!({"expect": {"ok": false, "error": "TIMEOUT", "at_least_ms": 200, "within_ms": 600}});
+        let reply = |error: &str, ms: u64| Timed { value: json!({"ok": false, "error": error}), elapsed: Duration::from_millis(ms) };
+        assert_eq!(c.expect(&step, &reply("TIMEOUT", 650), "x").map_err(|e| only_late(&e)), Err(true));
+        // Wrong and late, or early: a failure of its own, never run twice.
+        assert_eq!(c.expect(&step, &reply("CONNECTION", 650), "x").map_err(|e| only_late(&e)), Err(false));
+        assert_eq!(c.expect(&step, &reply("TIMEOUT", 150), "x").map_err(|e| only_late(&e)), Err(false));
+        assert_eq!(c.expect(&step, &reply("TIMEOUT", 400), "x"), Ok(()));
+    }
 
     #[test]
     fn a_bound_by_capability_picks_the_variants_or_any() {
