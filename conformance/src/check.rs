@@ -132,6 +132,7 @@ impl Context {
         let Some(want) = step.get("expect").and_then(Value::as_object) else {
             return if r["ok"] == true { Ok(()) } else { Err(format!("unexpected failure: {r}")) };
         };
+        let failure = |k: &str, v: &Value| format!("expected {k} = {v}, got {r} after {} ms", reply.elapsed.as_millis());
         let mut late = None;
         for (k, v) in want {
             let ok = match k.as_str() {
@@ -155,11 +156,11 @@ impl Context {
                 key => r.get(key) == Some(v),
             };
             if !ok {
-                return Err(format!("expected {k} = {v}, got {r} after {} ms", reply.elapsed.as_millis()));
+                return Err(failure(k, v));
             }
         }
         match late {
-            Some(v) => Err(format!("{LATE}expected within_ms = {v}, got {r} after {} ms", reply.elapsed.as_millis())),
+            Some(v) => Err(format!("{LATE}{}", failure("within_ms", v))),
             None => Ok(()),
         }
     }
