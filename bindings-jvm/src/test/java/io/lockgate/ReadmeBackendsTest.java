@@ -25,6 +25,7 @@ import javax.tools.ToolProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The README's per-backend examples run as written (issue 23, item 10): every {@code java example}
@@ -68,13 +69,12 @@ class ReadmeBackendsTest {
     }
 
     @Test
-    void everyBackendHasAnExampleAndEachRuns() throws Exception {
+    void everyBackendHasAnExampleAndEachRuns(@TempDir Path dir) throws Exception {
         List<String> examples = examples();
         TreeSet<String> schemes = new TreeSet<>();
         for (String code : examples) schemes.add(scheme(code));
         assertEquals(new TreeSet<>(KIND.keySet()), schemes, "one example per backend");
 
-        Path dir = Files.createTempDirectory("lockgate-readme-");
         String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         for (String code : examples) {
