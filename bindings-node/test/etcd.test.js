@@ -15,8 +15,14 @@ const lockgate = require('..');
 const transport = require('../lib/transport/etcd');
 const { launch, freePort, eventually, sleep } = require('./helpers/redis-server');
 
-/** Short session leases keep the tests short (the launcher's etcd grants 1 s and up). */
-const SESSION_MS = 2000;
+/**
+ * Short session leases keep the tests short (the launcher's etcd grants 1 s and up), but not
+ * shorter than a loaded 2-core machine stalls this process: with 2 s, a key right after its grant
+ * was gone once (CI on cc01d4b, the test files running four at a time) before etcdctl read it, a
+ * lost lease and no fault of the recipe. As the ZooKeeper file's sessions and the conformance
+ * suite's etcd sessions (3 s), for the same reason.
+ */
+const SESSION_MS = 4000;
 
 let etcd;
 const clients = [];
@@ -110,8 +116,8 @@ test('a mutex: exclusion, the waiter served on release, increasing fencing token
   assert.equal(await first.release(), true);
   const second = await waiting;
   assert.ok(second.fencingToken > first.fencingToken, `${second.fencingToken} > ${first.fencingToken}`);
-  // Held past several keepalive periods of a 2 s lease.
-  await sleep(2500);
+  // Held past several keepalive periods and past the lease's whole TTL.
+  await sleep(SESSION_MS + 500);
   assert.equal(second.isHeld, true);
   assert.equal(second.signal.aborted, false);
   assert.equal(await second.release(), true);
