@@ -26,8 +26,8 @@ import java.util.function.Supplier;
  */
 public final class DistributedLock implements Lock {
     private final NativeLock lock;
-    /** Makes a fresh, non-reentrant handle: each first {@code Lock}-interface hold of a thread acquires through one. */
-    private final Supplier<NativeLock> freshHandles;
+    /** Non-reentrant handles: each first {@code Lock}-interface hold of a thread acquires through one of its own. */
+    private final IdleHandles handles;
     private final String name;
     private final LockOptions options;
     /** The kind of hold, which also says what a blocking acquisition would wait for. */
@@ -38,7 +38,7 @@ public final class DistributedLock implements Lock {
     DistributedLock(NativeLock lock, Supplier<NativeLock> freshHandles, String name, LockOptions options,
                     ThreadHolds.Kind holdKind, ThreadHolds threadHolds, OpenLeases openLeases) {
         this.lock = lock;
-        this.freshHandles = freshHandles;
+        this.handles = new IdleHandles(freshHandles);
         this.name = name;
         this.options = options;
         this.holdKind = holdKind;
@@ -182,22 +182,36 @@ public final class DistributedLock implements Lock {
     }
 
     // ----------------------------------------------------------------------------- Lock
-    // Each acquisition here goes through a fresh, non-reentrant native handle: a thread's hold
-    // must be its own acquisition, never a re-entry into another thread's (the reason the Lock
-    // interface does not use this object's own, possibly reentrant, handle).
+    // Each hold here is acquired through a non-reentrant handle of its own, kept by the hold
+    // until unlocked: a thread's hold must be its own acquisition, never a re-entry into another
+    // thread's (the reason the Lock interface does not use this object's own, possibly reentrant,
+    // handle). Handles unlocked cleanly are reused (IdleHandles).
 
-    /** One use of a fresh handle, freed afterwards (the lease does not need it). */
-    private interface HandleCall<T, E extends Exception> {
-        T call(NativeLock handle) throws E;
+    /** One attempt through a per-thread handle: the lease, or empty (held elsewhere). */
+    private interface HandleCall<E extends Exception> {
+        Optional<Lease> call(NativeLock handle) throws E;
     }
 
-    private <T, E extends Exception> T throughFreshHandle(HandleCall<T, E> acquire) throws E {
-        NativeLock h = freshHandles.get();
+    /**
+     * Makes the current thread the holder if {@code acquire}, through a per-thread handle, is
+     * granted; whether it was. The handle stays with the hold; it goes back to the idle ones if the
+     * attempt found the lock held, and is freed if the attempt threw.
+     */
+    private <E extends Exception> boolean holdThrough(HandleCall<E> acquire) throws E {
+        NativeLock h = handles.take();
+        Optional<Lease> lease;
         try {
-            return acquire.call(h);
-        } finally {
+            lease = acquire.call(h);
+        } catch (Throwable t) {
             h.destroy();
+            throw t;
         }
+        if (lease.isEmpty()) {
+            handles.giveBack(h);
+            return false;
+        }
+        threadHolds.put(name, holdKind, lease.get(), h, handles);
+        return true;
     }
 
     /**
@@ -207,7 +221,7 @@ public final class DistributedLock implements Lock {
     @Override
     public void lock() {
         if (!reenter()) {
-            hold(throughFreshHandle(h -> wrap(Futures.call(() -> Bridge.acquireBlocking(h)))));
+            holdThrough(h -> Optional.of(wrap(Futures.call(() -> Bridge.acquireBlocking(h)))));
         }
     }
 
@@ -218,7 +232,7 @@ public final class DistributedLock implements Lock {
             throw new InterruptedException();
         }
         if (!reenter()) {
-            hold(throughFreshHandle(h -> acquireThrough(h, null)));
+            holdThrough(h -> Optional.of(acquireThrough(h, null)));
         }
     }
 
@@ -228,9 +242,7 @@ public final class DistributedLock implements Lock {
         if (reenter()) {
             return true;
         }
-        Optional<Lease> l = throughFreshHandle(this::tryThrough);
-        l.ifPresent(this::hold);
-        return l.isPresent();
+        return holdThrough(this::tryThrough);
     }
 
     /** Waits up to {@code time} (zero or less: one attempt); {@code false} if still held then. Interruptible. */
@@ -245,8 +257,7 @@ public final class DistributedLock implements Lock {
         }
         double secs = Futures.secs(Duration.ofNanos(Math.max(0L, unit.toNanos(time))));
         try {
-            hold(throughFreshHandle(h -> acquireThrough(h, secs)));
-            return true;
+            return holdThrough(h -> Optional.of(acquireThrough(h, secs)));
         } catch (LockTimeoutException e) {
             return false;
         }
@@ -269,7 +280,14 @@ public final class DistributedLock implements Lock {
         }
         threadHolds.remove(name, holdKind);
         Lease l = h.lease;
-        boolean wasHeld = l.release(); // a failed release disposes of the lease itself
+        boolean wasHeld;
+        try {
+            wasHeld = l.release(); // a failed release disposes of the lease itself
+        } catch (RuntimeException e) {
+            h.handle.destroy(); // its release goes on in the core: no other hold shares it
+            throw e;
+        }
+        h.idle.giveBack(h.handle);
         l.dispose(!wasHeld);
         if (!wasHeld) {
             IllegalMonitorStateException e = new IllegalMonitorStateException(
@@ -332,10 +350,6 @@ public final class DistributedLock implements Lock {
         }
         h.count++;
         return true;
-    }
-
-    private void hold(Lease lease) {
-        threadHolds.put(name, holdKind, lease);
     }
 
     /** Unsupported: a {@link Condition} waits on a monitor in this JVM, but the holder may be another process. */

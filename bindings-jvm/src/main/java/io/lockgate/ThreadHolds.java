@@ -1,5 +1,6 @@
 package io.lockgate;
 
+import io.lockgate.internal.ffi.NativeLock;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -36,13 +37,20 @@ final class ThreadHolds {
         }
     }
 
-    /** One thread's hold of one lock: its lease and how many times it was entered. */
+    /**
+     * One thread's hold of one lock: its lease, how many times it was entered, and the per-thread
+     * handle it was acquired through with the idle handles that handle goes back to once unlocked.
+     */
     static final class Hold {
         final Lease lease;
+        final NativeLock handle;
+        final IdleHandles idle;
         int count = 1;
 
-        Hold(Lease lease) {
+        Hold(Lease lease, NativeLock handle, IdleHandles idle) {
             this.lease = lease;
+            this.handle = handle;
+            this.idle = idle;
         }
     }
 
@@ -60,9 +68,9 @@ final class ThreadHolds {
         return holds.get(key(name, kind));
     }
 
-    /** Records a first hold of the current thread. */
-    void put(String name, Kind kind, Lease lease) {
-        holds.put(key(name, kind), new Hold(lease));
+    /** Records a first hold of the current thread, acquired through {@code handle} of {@code idle}. */
+    void put(String name, Kind kind, Lease lease, NativeLock handle, IdleHandles idle) {
+        holds.put(key(name, kind), new Hold(lease, handle, idle));
     }
 
     /** Removes the current thread's hold. */

@@ -7,12 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Lock;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -76,6 +80,57 @@ class LockContractTest extends RedisTestBase {
         assertEquals(1L, raw.num("EXISTS", key("fresh-unlock", "")), "one hold left");
         client.getLock("fresh-unlock", re).unlock();
         assertEquals(0L, raw.num("EXISTS", key("fresh-unlock", "")));
+    }
+
+    // Each thread's hold goes through a handle of its own, reused by a later hold once unlocked
+    // (IdleHandles): turns of several threads through one object stay exclusive, every unlock
+    // releases on the server, and every grant's token is larger than the one before, whichever
+    // thread's hold the handle served last.
+    @Test
+    void reusedHandlesKeepEveryHoldItsOwn() throws Exception {
+        DistributedLock lock = client.getLock("turns");
+        ExecutorService threads = Executors.newFixedThreadPool(3);
+        try {
+            long last = 0;
+            for (int i = 0; i < 12; i++) {
+                long token = threads.submit(() -> {
+                    lock.lock();
+                    try {
+                        assertEquals(1, lock.getHoldCount());
+                        return lock.currentLease().orElseThrow().fencingToken().getAsLong();
+                    } finally {
+                        lock.unlock();
+                    }
+                }).get(10, TimeUnit.SECONDS);
+                assertTrue(token > last, "turn " + i + ": " + token + " > " + last);
+                last = token;
+                assertEquals(0L, raw.num("EXISTS", key("turns", "")), "turn " + i + " released on the server");
+            }
+            AtomicInteger inside = new AtomicInteger();
+            List<Future<Integer>> workers = new ArrayList<>();
+            for (int w = 0; w < 3; w++) {
+                workers.add(threads.submit(() -> {
+                    int most = 0;
+                    for (int i = 0; i < 8; i++) {
+                        lock.lock();
+                        try {
+                            most = Math.max(most, inside.incrementAndGet());
+                            Thread.sleep(2);
+                            inside.decrementAndGet();
+                        } finally {
+                            lock.unlock();
+                        }
+                    }
+                    return most;
+                }));
+            }
+            for (Future<Integer> f : workers) {
+                assertEquals(1, f.get(30, TimeUnit.SECONDS), "one holder at a time");
+            }
+            assertEquals(0L, raw.num("EXISTS", key("turns", "")));
+        } finally {
+            threads.shutdown();
+        }
     }
 
     /** Runs {@code call} on another thread (the Lock interface is owned per thread). */
