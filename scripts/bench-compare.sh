@@ -167,11 +167,14 @@ build_side() {
     in_tree "$side" "$logf" bindings-node/ci.sh build
   fi
   if has_part jvm; then
-    # bindings-jvm/ci.sh bench's steps, with test-compile instead of install (no ~/.m2 write).
+    # bindings-jvm/ci.sh bench's steps, with test-compile instead of install (no ~/.m2 write),
+    # and the tree's own test-server launcher (its ensure_launcher), which JvmBench starts its
+    # redis-server with (no other part builds it).
     in_tree "$side" "$logf" bash -c 'cd bindings-jvm &&
       mvn -B -ntp -q test-compile &&
       mvn -B -ntp -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$PWD/target/test-classpath.txt" &&
-      cd .. && cargo build --release -q -p lockgate-jvm --example native_bench'
+      cd .. && cargo build --release -q -p lockgate-jvm --example native_bench &&
+      cargo build --release -q -p lockgate-conformance --bin test-servers'
   fi
 }
 
