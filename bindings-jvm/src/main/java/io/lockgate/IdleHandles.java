@@ -10,9 +10,10 @@ import java.util.function.Supplier;
  * interface, reused by the next first hold of any thread. A handle whose hold was unlocked is as
  * good as a new one (a lease's own handle acquires again after {@code close()}), while making and
  * freeing one are crossings into the core that cost {@code lock()} + {@code unlock()} about a
- * fifth of its pair on Redis. A handle comes back only from a clean end (unlocked, or an attempt
- * that found the lock held); after an error it is freed, so a handle never carries a wait or a
- * release still in flight into another thread's hold.
+ * tenth of its pair on Redis (BENCHMARKS.md, "Before/after: 879ee3b vs 9bcfa25"). A handle comes
+ * back only from a clean end (unlocked, or an attempt that found the lock held); after an error
+ * it is freed, so a handle never carries a wait or a release still in flight into another
+ * thread's hold.
  */
 final class IdleHandles {
     /** The most idle handles kept (about as many threads as take turns on one lock object); more are freed. */
