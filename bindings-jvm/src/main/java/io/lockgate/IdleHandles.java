@@ -1,8 +1,7 @@
 package io.lockgate;
 
 import io.lockgate.internal.ffi.NativeLock;
-import java.util.concurrent.ConcurrentLinkedDeque;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.LinkedBlockingDeque;
 import java.util.function.Supplier;
 
 /**
@@ -20,9 +19,8 @@ final class IdleHandles {
     private static final int MAX_IDLE = 8;
 
     private final Supplier<NativeLock> make;
-    private final ConcurrentLinkedDeque<NativeLock> idle = new ConcurrentLinkedDeque<>();
-    /** How many are idle ({@link ConcurrentLinkedDeque#size()} walks the deque). */
-    private final AtomicInteger count = new AtomicInteger();
+    /** Bounded: a handle it has no room for is freed. */
+    private final LinkedBlockingDeque<NativeLock> idle = new LinkedBlockingDeque<>(MAX_IDLE);
 
     IdleHandles(Supplier<NativeLock> make) {
         this.make = make;
@@ -31,20 +29,13 @@ final class IdleHandles {
     /** An idle handle, else a new one. */
     NativeLock take() {
         NativeLock h = idle.pollFirst();
-        if (h == null) {
-            return make.get();
-        }
-        count.decrementAndGet();
-        return h;
+        return h != null ? h : make.get();
     }
 
     /** Takes back a handle whose hold or attempt ended cleanly (freed if enough are idle). */
     void giveBack(NativeLock h) {
-        if (count.incrementAndGet() > MAX_IDLE) {
-            count.decrementAndGet();
+        if (!idle.offerFirst(h)) {
             h.destroy();
-            return;
         }
-        idle.addFirst(h);
     }
 }
