@@ -20,10 +20,12 @@ use lockgate_core::native::{Client, ClientOptions};
 
 static LIVE: Mutex<Vec<Weak<Connection>>> = Mutex::new(Vec::new());
 
-/// Connects a core client whose telemetry goes to Python's `logging` (see `telemetry.rs`).
+/// Connects a core client whose telemetry goes to Python's `logging` and the OpenTelemetry sink
+/// (see `telemetry.rs`).
 async fn connect(options: ClientOptions) -> Result<Client, Error> {
     let client = options.connect().await?;
     client.on_telemetry(crate::telemetry::to_logging())?;
+    client.on_telemetry_when_idle(crate::telemetry::to_sink())?;
     Ok(client)
 }
 

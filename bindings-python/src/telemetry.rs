@@ -11,12 +11,13 @@
 //! metric updates (the core's `Telemetry::metric_updates`: the same instruments, attributes and
 //! values as every binding) reach OpenTelemetry: histogram samples and, for an acquire that
 //! ended, its span (name, wall-clock start and end in ns, attributes, error code) are handed to
-//! the sink as plain tuples; counters and up-down counters are summed here ([`TOTALS`]) and read
-//! by the sink's observable instruments when the SDK collects ([`_metric_totals`]).
+//! the sink as plain tuples, once the client's driver is idle ([`to_sink`]); counters and
+//! up-down counters are summed here ([`TOTALS`]) and read by the sink's observable instruments
+//! when the SDK collects ([`_metric_totals`]).
 //!
 //! Events arrive on the client's driver task, which must not wait for the GIL: taking it there
 //! made every call wait for the driver's logging, and the caller's thread for the driver
-//! (Python with DEBUG records on ran at under half its speed). So the listener only queues the
+//! (Python with DEBUG records on ran at under half its speed). So the listeners only queue the
 //! event ([`QUEUE`]); Python code runs when a thread that holds the GIL anyway drains the queue:
 //! a sync call as it returns ([`flush`] from `runtime::block_on`), the event loop as it
 //! resolves asyncio futures, and, for events raised while no sync call is in progress (a
@@ -62,44 +63,61 @@ fn since() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
-/// The listener a connected client hands its telemetry to: queues what Python wants.
+/// The listener a connected client hands its telemetry to as each event is raised: queues the
+/// log records Python wants, so a sync call's records are made on its own thread, in order,
+/// before it returns.
 pub(crate) fn to_logging() -> Listener {
     Arc::new(|t: &Telemetry| {
-        let sink = SINK_ON.load(Ordering::Relaxed);
-        let logs = t.what.is_warning() || debug_wanted();
-        if !sink && !logs {
-            return;
-        }
-        // Counts are summed here (read by the sink's observable instruments); the histogram
-        // samples go to Python with the event.
-        let samples = if sink { sum_counts(t) } else { Vec::new() };
-        // Only what Python must see: a log record, or a sample or span for the sink.
-        let for_sink = sink && (!samples.is_empty() || t.ended_acquire().is_some());
-        if !logs && !for_sink {
-            return;
-        }
-        let was_empty = {
-            let mut queue = lock_mutex(&QUEUE);
-            queue.push_back(Pending { t: t.clone(), at_ns: wall_ns(), samples, for_sink });
-            queue.len() == 1
-        };
-        QUEUED.store(true, Ordering::SeqCst);
-        if was_empty {
-            poke_flusher();
+        if t.what.is_warning() || debug_wanted() {
+            queue(Pending { t: t.clone(), at_ns: wall_ns(), samples: Vec::new(), counts: Vec::new(), log: true, for_sink: false });
         }
     })
+}
+
+/// The listener a connected client hands its telemetry to once its driver is idle
+/// (`Client::on_telemetry_when_idle`): with a sink set, works out the event's metric updates and
+/// queues them with its span. Done on the driver as each event was raised, that made every call
+/// wait for it (3 µs of an uncontended pair, measured); once idle, the driver does it while the
+/// caller goes on. The samples and span reach the sink as a call returns or from the
+/// [`flusher`], as a record does, and the counts are added to [`TOTALS`] then too, so a
+/// collection sees an event's counts and samples both or neither.
+pub(crate) fn to_sink() -> Listener {
+    Arc::new(|t: &Telemetry| {
+        if !SINK_ON.load(Ordering::Relaxed) {
+            return;
+        }
+        let (samples, counts): (Vec<_>, Vec<_>) = t.metric_updates().into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
+        if !samples.is_empty() || !counts.is_empty() || t.ended_acquire().is_some() {
+            queue(Pending { t: t.clone(), at_ns: wall_ns(), samples, counts, log: false, for_sink: true });
+        }
+    })
+}
+
+/// Queues `p` for a thread holding the GIL, waking the [`flusher`] if the queue was empty.
+fn queue(p: Pending) {
+    let was_empty = {
+        let mut queue = lock_mutex(&QUEUE);
+        queue.push_back(p);
+        queue.len() == 1
+    };
+    QUEUED.store(true, Ordering::SeqCst);
+    if was_empty {
+        poke_flusher();
+    }
 }
 
 /// Events waiting for a thread holding the GIL, oldest first; [`QUEUED`] says it may hold one
 /// (read without a lock by every sync call as it returns).
 static QUEUE: Mutex<VecDeque<Pending>> = Mutex::new(VecDeque::new());
 
-/// One queued event: when it was raised (wall clock, ns: a span's end), its histogram samples,
-/// and whether the sink records anything of it.
+/// One queued event: when it was queued (wall clock, ns: a span's end), whether it is a log
+/// record, and if it is the sink's, its histogram samples and its counts.
 struct Pending {
     t: Telemetry,
     at_ns: u64,
     samples: Vec<MetricUpdate>,
+    counts: Vec<MetricUpdate>,
+    log: bool,
     for_sink: bool,
 }
 static QUEUED: AtomicBool = AtomicBool::new(false);
@@ -150,19 +168,20 @@ pub(crate) fn flush(py: Python<'_>) {
         if batch.is_empty() {
             return;
         }
-        for pending in &batch {
+        for pending in batch {
             hand_on(py, pending);
         }
     }
 }
 
-/// One queued event to the logger (if it is wanted at its level) and the sink (if one is set).
-fn hand_on(py: Python<'_>, p: &Pending) {
-    if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) {
+/// One queued event to the logger (if it is wanted at its level) or the sink (if one is set).
+fn hand_on(py: Python<'_>, mut p: Pending) {
+    if p.log && (p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed)) {
         let _ = log(py, &p.t);
     }
     if p.for_sink && SINK_ON.load(Ordering::Relaxed) {
-        let _ = feed(py, p);
+        add_counts(std::mem::take(&mut p.counts));
+        let _ = feed(py, &p);
     }
 }
 
@@ -171,23 +190,22 @@ fn wall_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Each counter's and up-down counter's total by attributes since the sink was set: summed on
-/// the driver, read by the sink's observable instruments when its SDK collects (one Python
+/// Each counter's and up-down counter's total by attributes since the sink was set: summed as
+/// the events are handed on, read by the sink's observable instruments when its SDK collects (one Python
 /// call per collection instead of one per change).
 type Totals = HashMap<(&'static str, Vec<(&'static str, String)>), f64>;
 static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
 
-/// Adds `t`'s counter and up-down counter updates to [`TOTALS`]; returns its histogram samples.
-fn sum_counts(t: &Telemetry) -> Vec<MetricUpdate> {
-    let (samples, counts): (Vec<_>, Vec<_>) = t.metric_updates().into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
-    if !counts.is_empty() {
-        let mut totals = lock_mutex(&TOTALS);
-        let totals = totals.get_or_insert_with(HashMap::new);
-        for u in counts {
-            *totals.entry((u.instrument.name, u.attributes)).or_insert(0.0) += u.value;
-        }
+/// Adds counter and up-down counter updates to [`TOTALS`].
+fn add_counts(counts: Vec<MetricUpdate>) {
+    if counts.is_empty() {
+        return;
     }
-    samples
+    let mut totals = lock_mutex(&TOTALS);
+    let totals = totals.get_or_insert_with(HashMap::new);
+    for u in counts {
+        *totals.entry((u.instrument.name, u.attributes)).or_insert(0.0) += u.value;
+    }
 }
 
 /// Every counter's and up-down counter's total since the sink was set, as `(instrument, total,
