@@ -116,17 +116,31 @@ final class TelemetryCost {
         };
         lockgate.addAppender(list);
         try {
+            // The relay thread hands records on after the calls return: what the settling pairs
+            // (and this JVM's earlier clients) raised is let through before the sample starts.
+            quiet(list);
+            list.list.clear();
+            events.clear();
             for (int i = 0; i < n; i++) {
                 try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
                     JvmBench.blackhole(lease.fencingToken().getAsLong());
                 }
             }
-            Thread.sleep(1500); // the relay thread delivers records after the calls return
+            quiet(list);
             return new Sample(new ArrayList<>(list.list), new ArrayList<>(events), n);
         } finally {
             lockgate.detachAppender(list);
             list.stop();
             mode(lockgate, true);
+        }
+    }
+
+    /** Returns once {@code list} has taken no record for 300 ms (the relay is done). */
+    private static void quiet(ListAppender<ILoggingEvent> list) throws InterruptedException {
+        int seen = -1;
+        while (seen != list.list.size()) {
+            seen = list.list.size();
+            Thread.sleep(300);
         }
     }
 
