@@ -191,8 +191,8 @@ fn wall_ns() -> u64 {
 }
 
 /// Each counter's and up-down counter's total by attributes since the sink was set: summed as
-/// the events are handed on, read by the sink's observable instruments when its SDK collects (one Python
-/// call per collection instead of one per change).
+/// the events are handed on, read by the sink's observable instruments when its SDK collects
+/// (one Python call per collection instead of one per change).
 type Totals = HashMap<(&'static str, Vec<(&'static str, String)>), f64>;
 static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
 
