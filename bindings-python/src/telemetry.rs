@@ -69,7 +69,7 @@ fn since() -> Instant {
 pub(crate) fn to_logging() -> Listener {
     Arc::new(|t: &Telemetry| {
         if t.what.is_warning() || debug_wanted() {
-            queue(Pending { t: t.clone(), at_ns: wall_ns(), samples: Vec::new(), counts: Vec::new(), log: true, for_sink: false });
+            queue(Pending { t: t.clone(), to: To::Log });
         }
     })
 }
@@ -86,10 +86,13 @@ pub(crate) fn to_sink() -> Listener {
         if !SINK_ON.load(Ordering::Relaxed) {
             return;
         }
-        let (samples, counts): (Vec<_>, Vec<_>) = t.metric_updates().into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
-        if !samples.is_empty() || !counts.is_empty() || t.ended_acquire().is_some() {
-            queue(Pending { t: t.clone(), at_ns: wall_ns(), samples, counts, log: false, for_sink: true });
+        // Every event the sink records has updates (an ended acquire counts its outcome).
+        let updates = t.metric_updates();
+        if updates.is_empty() {
+            return;
         }
+        let (samples, counts) = updates.into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
+        queue(Pending { t: t.clone(), to: To::Sink { at_ns: wall_ns(), samples, counts } });
     })
 }
 
@@ -110,15 +113,17 @@ fn queue(p: Pending) {
 /// (read without a lock by every sync call as it returns).
 static QUEUE: Mutex<VecDeque<Pending>> = Mutex::new(VecDeque::new());
 
-/// One queued event: when it was queued (wall clock, ns: a span's end), whether it is a log
-/// record, and if it is the sink's, its histogram samples and its counts.
+/// One queued event and what it is queued for.
 struct Pending {
     t: Telemetry,
-    at_ns: u64,
-    samples: Vec<MetricUpdate>,
-    counts: Vec<MetricUpdate>,
-    log: bool,
-    for_sink: bool,
+    to: To,
+}
+
+/// A log record, or the sink's share of an event: when it was queued (wall clock, ns: an ended
+/// acquire's span end), its histogram samples and its counts.
+enum To {
+    Log,
+    Sink { at_ns: u64, samples: Vec<MetricUpdate>, counts: Vec<MetricUpdate> },
 }
 static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread handing queued events to Python.
@@ -175,13 +180,16 @@ pub(crate) fn flush(py: Python<'_>) {
 }
 
 /// One queued event to the logger (if it is wanted at its level) or the sink (if one is set).
-fn hand_on(py: Python<'_>, mut p: Pending) {
-    if p.log && (p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed)) {
-        let _ = log(py, &p.t);
-    }
-    if p.for_sink && SINK_ON.load(Ordering::Relaxed) {
-        add_counts(std::mem::take(&mut p.counts));
-        let _ = feed(py, &p);
+fn hand_on(py: Python<'_>, p: Pending) {
+    match p.to {
+        To::Log if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) => {
+            let _ = log(py, &p.t);
+        }
+        To::Sink { at_ns, samples, counts } if SINK_ON.load(Ordering::Relaxed) => {
+            add_counts(counts);
+            let _ = feed(py, &p.t, at_ns, &samples);
+        }
+        _ => {}
     }
 }
 
@@ -332,13 +340,11 @@ pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static
 }
 
 /// Hands a queued event to the sink: its histogram samples, and an ended acquire's span.
-fn feed(py: Python<'_>, p: &Pending) -> PyResult<()> {
+fn feed(py: Python<'_>, t: &Telemetry, end: u64, samples: &[MetricUpdate]) -> PyResult<()> {
     let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
         return Ok(());
     };
-    let (t, end) = (&p.t, p.at_ns);
-    let updates = p
-        .samples
+    let updates = samples
         .iter()
         .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
         .collect::<PyResult<Vec<_>>>()?;
