@@ -33,6 +33,13 @@ import org.slf4j.spi.LoggingEventBuilder;
  */
 final class TelemetryCost {
     private static final String PATTERN = "%d %-5level %logger - %msg %kvp%n";
+    private static final com.sun.management.OperatingSystemMXBean CPU =
+        (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+    /** Pairs each row runs before it is measured. */
+    private static final int WARM_UP = 300;
+    /** Longer than the relay's linger (5 ms) and one batch's crossing. */
+    private static final long RELAY_DRAINED_MS = 30;
 
     private TelemetryCost() {}
 
@@ -51,22 +58,25 @@ final class TelemetryCost {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new LockgateMetrics().bindTo(registry);
         Map<String, List<Double>> rates = new HashMap<>();
+        Map<String, List<Double>> cpu = new HashMap<>();
+        Map<String, List<Double>> work = new HashMap<>();
         String[] modes = {"off", "on", "floor"};
+        String name = "jvm-bench-telemetry-" + ProcessHandle.current().pid();
         Sample sample;
-        try (LockgateClient client = LockgateClient.connect(url)) {
-            DistributedLock lock = client.getLock("jvm-bench-telemetry-" + ProcessHandle.current().pid());
-            sample = capture(lockgate, lock, 200);
-            mode(lockgate, false);
+        try {
+            sample = capture(lockgate, url, name, 200);
             for (int w = 0; w < 3; w++) {
-                settle(lock); // warm-up: the JIT compiles the off path too before the first round
+                for (String mode : modes) { // warm-up: the JIT compiles every row's path before the first round
+                    row(url, name, lockgate, mode, WARM_UP, null, sample);
+                }
             }
             for (int r = 0; r < rounds; r++) {
                 for (int i = 0; i < modes.length; i++) {
                     String mode = modes[(r + i) % modes.length];
-                    mode(lockgate, mode.equals("on"));
-                    settle(lock);
-                    rates.computeIfAbsent(mode, k -> new ArrayList<>())
-                        .add(round(lock, pairs, mode.equals("floor") ? app : null, sample));
+                    double[] measured = row(url, name, lockgate, mode, pairs, mode.equals("floor") ? app : null, sample);
+                    rates.computeIfAbsent(mode, k -> new ArrayList<>()).add(measured[0]);
+                    cpu.computeIfAbsent(mode, k -> new ArrayList<>()).add(measured[1]);
+                    work.computeIfAbsent(mode, k -> new ArrayList<>()).add(measured[2]);
                 }
             }
         } finally {
@@ -77,7 +87,7 @@ final class TelemetryCost {
             app.detachAppender(sink);
             sink.stop();
         }
-        return markdown(rates, pairs, rounds, sample);
+        return markdown(rates, cpu, work, pairs, rounds, sample);
     }
 
     /** Telemetry fully on (DEBUG records, metrics recorded) or off (WARN only, no metrics). */
@@ -102,30 +112,42 @@ final class TelemetryCost {
         }
     }
 
+    /**
+     * One row of a round: {@code mode} set, then a client connected (a new client asks the logger's
+     * level at once, where a connected one asks at most once a second), {@link #WARM_UP} pairs,
+     * then the round's.
+     */
+    private static double[] row(String url, String name, Logger lockgate, String mode, int pairs, Logger app, Sample sample)
+            throws Exception {
+        mode(lockgate, mode.equals("on"));
+        try (LockgateClient client = LockgateClient.connect(url)) {
+            DistributedLock lock = client.getLock(name);
+            pairs(lock, WARM_UP);
+            return round(lock, pairs, app, sample);
+        }
+    }
+
     /** What {@code n} pairs log and record with telemetry on, once the relay has delivered it. */
-    private static Sample capture(Logger lockgate, DistributedLock lock, int n) throws Exception {
+    private static Sample capture(Logger lockgate, String url, String name, int n) throws Exception {
         ListAppender<ILoggingEvent> list = new ListAppender<>();
         list.setContext(lockgate.getLoggerContext());
         list.start();
         mode(lockgate, true);
-        settle(lock);
         List<TelemetryEvent> events = new CopyOnWriteArrayList<>();
         Slf4jTelemetry.metrics = e -> {
             events.add(e);
             LockgateMetrics.record(e);
         };
         lockgate.addAppender(list);
-        try {
-            // The relay thread hands records on after the calls return: what the settling pairs
+        try (LockgateClient client = LockgateClient.connect(url)) {
+            DistributedLock lock = client.getLock(name);
+            pairs(lock, WARM_UP);
+            // The relay thread hands records on after the calls return: what the warm-up pairs
             // (and this JVM's earlier clients) raised is let through before the sample starts.
             quiet(list);
             list.list.clear();
             events.clear();
-            for (int i = 0; i < n; i++) {
-                try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
-                    JvmBench.blackhole(lease.fencingToken().getAsLong());
-                }
-            }
+            pairs(lock, n);
             quiet(list);
             return new Sample(new ArrayList<>(list.list), new ArrayList<>(events), n);
         } finally {
@@ -144,10 +166,9 @@ final class TelemetryCost {
         }
     }
 
-    /** Pairs for 1.2 s: the core asks the logger's level at most once a second. */
-    private static void settle(DistributedLock lock) throws Exception {
-        long until = System.nanoTime() + 1_200_000_000L;
-        while (System.nanoTime() < until) {
+    /** {@code n} pairs, unmeasured. */
+    private static void pairs(DistributedLock lock, int n) throws Exception {
+        for (int i = 0; i < n; i++) {
             try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
                 JvmBench.blackhole(lease.fencingToken().getAsLong());
             }
@@ -155,20 +176,28 @@ final class TelemetryCost {
     }
 
     /**
-     * One round's pairs per second; with {@code app}, each pair also logs its share of the
-     * sample's records and records its share of its metric updates (the floor).
+     * One round: its pairs per second; this process's CPU time per pair (µs, every thread: the
+     * caller's, the driver's, the relay's, the collector's); and the CPU time per pair (µs) of the
+     * telemetry's own work: the relay thread's (lockgate's share and the logging and recording it
+     * does) or, for the floor, the application's logging and recording on the caller's thread. With
+     * {@code app}, each pair also logs its share of the sample's records and records its share of
+     * its metric updates (the floor).
      */
-    private static double round(DistributedLock lock, int pairs, Logger app, Sample sample) throws Exception {
+    private static double[] round(DistributedLock lock, int pairs, Logger app, Sample sample) throws Exception {
         int nextRecord = 0;
         int nextEvent = 0;
         double recordsPerPair = sample.recordsPerPair();
         double eventsPerPair = sample.eventsPerPair();
+        long floorCpu = 0;
+        long relay0 = relayCpu();
+        long cpu0 = CPU.getProcessCpuTime();
         long t0 = System.nanoTime();
         for (int i = 0; i < pairs; i++) {
             try (Lease lease = lock.acquire(Duration.ofSeconds(5))) {
                 JvmBench.blackhole(lease.fencingToken().getAsLong());
             }
             if (app != null) {
+                long c0 = THREADS.getCurrentThreadCpuTime();
                 for (long k = due(i, recordsPerPair); k > 0; k--) {
                     log(app, sample.records().get(nextRecord));
                     nextRecord = (nextRecord + 1) % sample.records().size();
@@ -177,9 +206,26 @@ final class TelemetryCost {
                     LockgateMetrics.record(sample.events().get(nextEvent));
                     nextEvent = (nextEvent + 1) % sample.events().size();
                 }
+                floorCpu += THREADS.getCurrentThreadCpuTime() - c0;
             }
         }
-        return pairs / ((System.nanoTime() - t0) / 1e9);
+        double rate = pairs / ((System.nanoTime() - t0) / 1e9);
+        // The relay hands the last events on up to 5 ms after they were raised: its CPU time is
+        // this round's. An idle wait costs the process next to none.
+        Thread.sleep(RELAY_DRAINED_MS);
+        long work = app != null ? floorCpu : relayCpu() - relay0;
+        return new double[] {rate, (CPU.getProcessCpuTime() - cpu0) / 1e3 / pairs, work / 1e3 / pairs};
+    }
+
+    /** CPU time (ns) the telemetry relay's thread has used (Bridge names it `lockgate-telemetry`). */
+    private static long relayCpu() {
+        long sum = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("lockgate-telemetry")) {
+                sum += Math.max(0, THREADS.getThreadCpuTime(t.getId()));
+            }
+        }
+        return sum;
     }
 
     /** How many of something produced {@code perPair} times a pair fall to pair {@code i}. */
@@ -222,18 +268,19 @@ final class TelemetryCost {
         return xs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
     }
 
-    private static String markdown(Map<String, List<Double>> rates, int pairs, int rounds, Sample sample) {
+    private static String markdown(Map<String, List<Double>> rates, Map<String, List<Double>> cpu, Map<String, List<Double>> work, int pairs, int rounds, Sample sample) {
         double offBest = 1e6 / best(rates.get("off"));
         double offMedian = 1e6 / median(rates.get("off"));
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "\nTelemetry off vs fully on (issue 27): uncontended `acquire(5 s)` + `close()`, "
-            + "%d interleaved rounds of %d pairs per row (rotating which goes first; each after 1.2 s of pairs in its mode, "
-            + "as the core asks the logger's level at most once a second). Fully on: SLF4J logger `lockgate` at DEBUG into a "
+            + "%d interleaved rounds of %d pairs per row (rotating which goes first; each row on a client connected after "
+            + "its mode was set, as a client asks the logger's level when it connects and at most once a second after, "
+            + "and after %d pairs of warm-up). Fully on: SLF4J logger `lockgate` at DEBUG into a "
             + "logback appender formatting every record (`%s`) to a null stream, %.1f records per pair, and every metric "
             + "recorded into a Micrometer `SimpleMeterRegistry` through `LockgateMetrics`, %.1f updates per pair. Floor: "
             + "telemetry off while the application logs those same records (level, message, key-value pairs) through the same "
             + "appender and records those same updates into the same registry.\n\n",
-            rounds, pairs, PATTERN.replace("%n", ""), sample.recordsPerPair(), sample.updatesPerPair()));
+            rounds, pairs, WARM_UP, PATTERN.replace("%n", ""), sample.recordsPerPair(), sample.updatesPerPair()));
         sb.append("| row | pairs/s, best | pairs/s, median | per pair vs off (best / median) |\n|---|---:|---:|---:|\n");
         String[][] rows = {{"off", "telemetry off (WARN only, the default)"}, {"on", "telemetry fully on"},
             {"floor", "floor: the same records logged and updates recorded by the application, telemetry off"}};
@@ -256,6 +303,27 @@ final class TelemetryCost {
         sb.append(String.format(Locale.ROOT, "\nlockgate's own share (fully on minus floor, per pair off): %+.1f %% of a pair, "
             + "the median of the rounds' own shares (range %+.1f to %+.1f); best against best %+.1f %%, median against median "
             + "%+.1f %%. Target: at most 3 %%.\n", median(perRound), perRound.get(0), perRound.get(rounds - 1), ownBest, ownMedian));
+        // CPU time per pair counts the work wherever it runs (the relay thread beside the caller,
+        // the floor's logging on the caller's thread), so it is free of how the two cores were shared.
+        List<Double> cpuOwn = new ArrayList<>();
+        for (int r = 0; r < rounds; r++) {
+            cpuOwn.add((cpu.get("on").get(r) - cpu.get("floor").get(r)) / cpu.get("off").get(r) * 100);
+        }
+        cpuOwn.sort(Double::compare);
+        sb.append(String.format(Locale.ROOT, "\nThis process's CPU time per pair (every thread, the medians of the rounds): off %.1f µs, "
+            + "fully on %.1f µs, floor %.1f µs; lockgate's own share of it (on minus floor, per pair off, per round) %+.1f %% "
+            + "(range %+.1f to %+.1f).\n", median(cpu.get("off")), median(cpu.get("on")), median(cpu.get("floor")), median(cpuOwn),
+            cpuOwn.get(0), cpuOwn.get(rounds - 1)));
+        // The telemetry's own work, each on the one thread that does it (no spinning or waiting
+        // in it): what the relay thread spends against what the application's logging and
+        // recording spend on the caller's thread.
+        double relay = median(work.get("on"));
+        double floor = median(work.get("floor"));
+        sb.append(String.format(Locale.ROOT, "\nThe telemetry's own work, CPU time per pair on the thread that does it (the medians of the "
+            + "rounds): the relay thread (`lockgate-telemetry`: converting, crossing into Java, then the same logging and "
+            + "recording) %.1f µs; the floor's logging and recording on the caller's thread %.1f µs; lockgate's share %+.1f µs, "
+            + "%+.1f %% of an off pair (%.1f µs at the off row's median rate).\n", relay, floor, relay - floor,
+            (relay - floor) / offMedian * 100, offMedian));
         return sb.toString();
     }
 }

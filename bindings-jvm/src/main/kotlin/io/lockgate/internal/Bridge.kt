@@ -47,15 +47,18 @@ object Bridge {
         // hands them telemetry events and lease signals through the others. By default JNA
         // attaches such a thread to the JVM and detaches it after every call, which costs more
         // than the lock round trip itself; keep the runtime's threads attached.
+        // The telemetry relay's thread is named apart, so a thread dump (or a profiler) tells
+        // logging and metrics work from lock work.
         val attached = CallbackThreadInitializer(true, false, "lockgate-io")
-        for (callback in listOf<com.sun.jna.Callback>(
-            io.lockgate.internal.ffi.uniffiRustFutureContinuationCallbackImpl,
-            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`recordBatch`,
-            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`debugEnabled`,
-            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`atRisk`,
-            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`ended`,
+        val relay = CallbackThreadInitializer(true, false, "lockgate-telemetry")
+        for ((callback, thread) in listOf<Pair<com.sun.jna.Callback, CallbackThreadInitializer>>(
+            io.lockgate.internal.ffi.uniffiRustFutureContinuationCallbackImpl to attached,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`recordBatch` to relay,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceTelemetrySink.`debugEnabled` to relay,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`atRisk` to attached,
+            io.lockgate.internal.ffi.uniffiCallbackInterfaceLeaseListener.`ended` to attached,
         )) {
-            Native.setCallbackThreadInitializer(callback, attached)
+            Native.setCallbackThreadInitializer(callback, thread)
         }
         // At JVM exit (normally, System.exit, SIGINT, SIGTERM, SIGHUP) the core closes every
         // client not closed yet (leases released, waits withdrawn) within its one exit grace.
