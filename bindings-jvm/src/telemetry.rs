@@ -6,31 +6,54 @@
 //! event crosses with its metric updates (the core's `Telemetry::metric_updates`: the same
 //! instruments, attributes and values as every binding), which `LockgateMetrics` records.
 //!
+//! What is fixed crosses once: an event crosses as its shape's number (its kind, backend and
+//! primitive) with its values, an update as its series' number (its instrument and attributes)
+//! with its value; the JVM asks what a number means the first time it sees it
+//! ([`telemetry_shape`], [`metric_series`]).
+//!
 //! The client's driver never crosses into the JVM itself: a crossing waits for whatever the JVM
 //! is doing (a GC pause, an appender that blocks on a full disk or a slow socket), and a driver
-//! that waits renews no lease. It converts what the logger (or the metrics) wants and queues it
-//! for one relay thread per process ([`relay`]), which makes the crossings in order, a batch at
-//! a time ([`relay_loop`]): WARN events always, DEBUG ones only if the logger was seen enabled
-//! for DEBUG at the last check, made by the relay at most once per [`RECHECK`] (a level changed takes effect within about that, and
-//! each new client asks at once, on the thread that connects it). A client's `shutdown` waits,
+//! that waits renews no lease. It queues the core's events that the logger (or the metrics)
+//! wants for one relay thread per process ([`relay`]), which converts them and makes the
+//! crossings in order, a batch at a time ([`relay_loop`]): WARN events always, DEBUG ones only
+//! if the logger was seen enabled for DEBUG at the last check, made by the relay at most once
+//! per [`RECHECK`] (a level changed takes effect within about that, and each new client asks at
+//! once, on the thread that connects it). A client's `shutdown` waits,
 //! [`CLOSE_WAIT`] at most, until what it queued has been handed to the JVM.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use lockgate_core::engine::{Measure, Telemetry};
+use lockgate_core::engine::metrics::{Instrument, Measured};
+use lockgate_core::engine::{Measure, Telemetry, EVENTS};
 
 use crate::{NativeClient, NativeOptionValue, NativeResult};
 
 /// How long whether the logger wants DEBUG records is trusted without asking it again.
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// One telemetry event as the JVM logs it (README "Telemetry").
+/// One telemetry event as the JVM logs it (README "Telemetry"): its shape by number (what
+/// happened, on which backend and primitive: [`telemetry_shape`] describes it), and what varies.
+/// The JVM asks what a number means once, so an event crosses without its fixed strings.
 #[derive(Clone, Debug, uniffi::Record)]
 pub struct TelemetryEvent {
+    /// Its shape's number (see [`telemetry_shape`]).
+    pub shape: i32,
+    /// The lock's name, only with the client option `telemetryLockNames`.
+    pub lock: Option<String>,
+    /// The core's measurements, in the order of the shape's keys (`wait_s`, `held_s` in seconds
+    /// as `Real`, `queued` as `Flag`, `reason`, `code` as `Text`).
+    pub values: Vec<NativeOptionValue>,
+    /// What the event adds to the metrics (empty unless metrics are wanted).
+    pub metrics: Vec<MetricUpdate>,
+}
+
+/// What every event of one shape has in common.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct TelemetryShape {
     /// The stable name (`acquire.granted`, `lease.lost`, ...).
     pub event: String,
     /// The core's one-line text.
@@ -41,18 +64,78 @@ pub struct TelemetryEvent {
     pub backend: String,
     /// The primitive (`mutex`, ...), if the event concerns a lock.
     pub primitive: Option<String>,
-    /// The lock's name, only with the client option `telemetryLockNames`.
-    pub lock: Option<String>,
-    /// The core's measurements by key (`wait_s`, `held_s` in seconds as `Real`, `queued` as
-    /// `Flag`, `reason`, `code` as `Text`).
-    pub measurements: HashMap<String, NativeOptionValue>,
-    /// What the event adds to the metrics (empty unless metrics are wanted).
-    pub metrics: Vec<MetricUpdate>,
+    /// The keys of its measurements, in the order of [`TelemetryEvent::values`].
+    pub keys: Vec<String>,
 }
 
-/// One value for one of the core's metric instruments (README "Telemetry").
+/// Values numbered in the order first seen, once per process: an event's shape, a metric
+/// series. As many as the logger's and the metrics backend's own tables (with lock names, a
+/// series per name), and no more.
+struct Numbered<K, V> {
+    ids: HashMap<K, i32>,
+    values: Vec<V>,
+}
+
+impl<K: std::hash::Hash + Eq, V> Numbered<K, V> {
+    fn new() -> Self {
+        Numbered { ids: HashMap::new(), values: Vec::new() }
+    }
+
+    /// The number of `key`, numbering it (with its value, `make()`) if it is new.
+    fn number(&mut self, key: K, make: impl FnOnce() -> V) -> i32 {
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = i32::try_from(self.values.len()).unwrap_or(i32::MAX);
+        self.values.push(make());
+        self.ids.insert(key, id);
+        id
+    }
+
+    fn get(&self, id: i32) -> Option<&V> {
+        self.values.get(usize::try_from(id).ok()?)
+    }
+}
+
+/// An event's shape: its kind (the core's [`EVENTS`] place), backend and primitive.
+type ShapeKey = (usize, &'static str, Option<&'static str>);
+
+fn shapes() -> &'static Mutex<Numbered<ShapeKey, ShapeKey>> {
+    static TABLE: OnceLock<Mutex<Numbered<ShapeKey, ShapeKey>>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(Numbered::new()))
+}
+
+/// What events of shape `id` have in common (`None`: no shape has that number). The JVM asks
+/// once per shape.
+#[uniffi::export]
+pub fn telemetry_shape(id: i32) -> Option<TelemetryShape> {
+    let table = shapes().lock().unwrap_or_else(|e| e.into_inner());
+    let &(kind, backend, primitive) = table.get(id)?;
+    let kind = EVENTS.get(kind)?;
+    Some(TelemetryShape {
+        event: kind.name.to_string(),
+        message: kind.summary.to_string(),
+        warning: kind.warning,
+        backend: backend.to_string(),
+        primitive: primitive.map(str::to_string),
+        keys: kind.measures.iter().map(|k| k.to_string()).collect(),
+    })
+}
+
+/// One value for one metric series (README "Telemetry"): the series by its number
+/// ([`metric_series`] describes it), so an update crosses into the JVM as two numbers instead of
+/// its instrument's four strings and its attributes' map.
 #[derive(Clone, Debug, uniffi::Record)]
 pub struct MetricUpdate {
+    /// The series' number (see [`metric_series`]).
+    pub series: i32,
+    /// A histogram's sample, a counter's increment, an up-down counter's change.
+    pub value: f64,
+}
+
+/// One metric series: one of the core's instruments with one set of attributes.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct MetricSeries {
     /// The instrument's name (`lockgate.lock.wait.duration`).
     pub instrument: String,
     /// `histogram`, `counter` or `up_down_counter`.
@@ -61,10 +144,52 @@ pub struct MetricUpdate {
     pub unit: String,
     /// What it measures.
     pub description: String,
-    /// A histogram's sample, a counter's increment, an up-down counter's change.
-    pub value: f64,
     /// Its attributes (`lockgate.backend`, `lockgate.outcome`, ...).
     pub attributes: HashMap<String, String>,
+}
+
+/// A series as the core's event gives it, all static or shared: its instrument, the event's
+/// backend, primitive and lock name (opted in), and the instrument's own attributes. Looking a
+/// series up copies no attribute.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    instrument: &'static str,
+    backend: &'static str,
+    primitive: Option<&'static str>,
+    name: Option<Arc<str>>,
+    extra: [Option<(&'static str, &'static str)>; 2],
+}
+
+/// A series' instrument and attributes.
+type Series = (&'static Instrument, Vec<(&'static str, String)>);
+
+fn series_table() -> &'static Mutex<Numbered<SeriesKey, Series>> {
+    static TABLE: OnceLock<Mutex<Numbered<SeriesKey, Series>>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(Numbered::new()))
+}
+
+/// The number of the series `m` of `t` updates, numbering it if it is new.
+fn series_of(table: &mut Numbered<SeriesKey, Series>, t: &Telemetry, m: &Measured) -> i32 {
+    let key = SeriesKey { instrument: m.instrument.name, backend: t.backend, primitive: t.primitive, name: t.name.clone(), extra: m.extra };
+    table.number(key, || {
+        let mut attributes = t.attributes();
+        attributes.extend(m.extra.into_iter().flatten().map(|(k, v)| (k, v.to_string())));
+        (m.instrument, attributes)
+    })
+}
+
+/// What series `id` is (`None`: no series has that number). The JVM asks once per series.
+#[uniffi::export]
+pub fn metric_series(id: i32) -> Option<MetricSeries> {
+    let table = series_table().lock().unwrap_or_else(|e| e.into_inner());
+    let (instrument, attributes) = table.get(id)?;
+    Some(MetricSeries {
+        instrument: instrument.name.to_string(),
+        kind: instrument.kind.name().to_string(),
+        unit: instrument.unit.to_string(),
+        description: instrument.description.to_string(),
+        attributes: attributes.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+    })
 }
 
 /// Whether events cross with their metric updates (any client's; set once metrics are bound).
@@ -78,17 +203,12 @@ pub fn set_metrics_wanted(on: bool) {
 }
 
 fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
-    t.metric_updates()
-        .into_iter()
-        .map(|u| MetricUpdate {
-            instrument: u.instrument.name.to_string(),
-            kind: u.instrument.kind.name().to_string(),
-            unit: u.instrument.unit.to_string(),
-            description: u.instrument.description.to_string(),
-            value: u.value,
-            attributes: u.attributes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        })
-        .collect()
+    let measured = t.measured();
+    if measured.is_empty() {
+        return Vec::new();
+    }
+    let mut table = series_table().lock().unwrap_or_else(|e| e.into_inner());
+    measured.iter().map(|m| MetricUpdate { series: series_of(&mut table, t, m), value: m.value }).collect()
 }
 
 /// What takes a client's events on the JVM (implemented there).
@@ -134,8 +254,8 @@ impl DebugCheck {
 
 /// What the relay thread does, in the order it was asked.
 enum Relayed {
-    /// Hand an event to the JVM.
-    Record(Arc<dyn TelemetrySink>, TelemetryEvent),
+    /// Hand an event to the JVM (converted on the relay's thread: no work of the driver's).
+    Record(Arc<dyn TelemetrySink>, Telemetry),
     /// Ask the logger whether it wants DEBUG events now.
     Check(Arc<dyn TelemetrySink>, Arc<DebugCheck>),
     /// Say that everything queued before has been handed on.
@@ -191,7 +311,7 @@ fn relay_loop(rx: Receiver<Relayed>) {
         let mut taken = 0;
         while let Some(job) = next.take() {
             match job {
-                Relayed::Record(sink, event) => batch.push(sink, event),
+                Relayed::Record(sink, t) => batch.push(sink, event_of(&t)),
                 Relayed::Check(sink, check) => {
                     batch.hand_on();
                     check.check(sink.as_ref());
@@ -243,28 +363,22 @@ pub(crate) async fn relayed() {
 }
 
 fn event_of(t: &Telemetry) -> TelemetryEvent {
-    let measurements = t
+    let values = t
         .what
         .measurements()
         .into_iter()
-        .map(|(key, m)| {
-            let value = match m {
-                Measure::Seconds(d) => NativeOptionValue::Real { v: d.as_secs_f64() },
-                Measure::Flag(b) => NativeOptionValue::Flag { v: b },
-                Measure::Text(text) => NativeOptionValue::Text { v: text.to_string() },
-                Measure::Count(n) => NativeOptionValue::Whole { v: i64::from(n) },
-            };
-            (key.to_string(), value)
+        .map(|(_, m)| match m {
+            Measure::Seconds(d) => NativeOptionValue::Real { v: d.as_secs_f64() },
+            Measure::Flag(b) => NativeOptionValue::Flag { v: b },
+            Measure::Text(text) => NativeOptionValue::Text { v: text.to_string() },
+            Measure::Count(n) => NativeOptionValue::Whole { v: i64::from(n) },
         })
         .collect();
+    let key = (t.what.kind(), t.backend, t.primitive);
     TelemetryEvent {
-        event: t.what.name().to_string(),
-        message: t.what.summary().to_string(),
-        warning: t.what.is_warning(),
-        backend: t.backend.to_string(),
-        primitive: t.primitive.map(str::to_string),
+        shape: shapes().lock().unwrap_or_else(|e| e.into_inner()).number(key, || key),
         lock: t.name.as_deref().map(str::to_string),
-        measurements,
+        values,
         metrics: if METRICS_WANTED.load(Ordering::Relaxed) { metric_updates(t) } else { Vec::new() },
     }
 }
@@ -276,10 +390,10 @@ impl NativeClient {
         let check = Arc::new(DebugCheck { on: AtomicBool::new(false), checked_ms: AtomicU64::new(0), asked: AtomicBool::new(false) });
         // On the JVM's thread that connects: a level set before the client holds from its first event.
         check.check(sink.as_ref());
-        // Once the driver is idle (the conversion is no caller's wait), queued for the relay.
+        // Once the driver is idle (no caller's wait), queued as it is for the relay, which converts it.
         Ok(self.inner.on_telemetry_when_idle(Arc::new(move |t: &Telemetry| {
             if t.what.is_warning() || METRICS_WANTED.load(Ordering::Relaxed) || check.wanted(&sink) {
-                relay_send(Relayed::Record(Arc::clone(&sink), event_of(t)));
+                relay_send(Relayed::Record(Arc::clone(&sink), t.clone()));
             }
         }))?)
     }

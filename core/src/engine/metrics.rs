@@ -131,12 +131,26 @@ impl Telemetry {
     /// What this event adds to the metrics, the same in every binding.
     pub fn metric_updates(&self) -> Vec<MetricUpdate> {
         let base = self.attributes();
-        let update = |instrument: &'static Instrument, value: f64, extra: Option<(&'static str, &str)>| {
-            let mut attributes = base.clone();
-            attributes.extend(extra.map(|(k, v)| (k, v.to_string())));
-            MetricUpdate { instrument, value, attributes }
+        self.measured()
+            .into_iter()
+            .map(|m| {
+                let mut attributes = base.clone();
+                attributes.extend(m.extra.into_iter().flatten().map(|(k, v)| (k, v.to_string())));
+                MetricUpdate { instrument: m.instrument, value: m.value, attributes }
+            })
+            .collect()
+    }
+
+    /// What this event adds to the metrics, each update with only its instrument's own
+    /// attributes ([`Measured::extra`]): with [`Telemetry::attributes`], the same as
+    /// [`Telemetry::metric_updates`], for a binding that keys its series without copying them.
+    pub fn measured(&self) -> Vec<Measured> {
+        let update = |instrument: &'static Instrument, value: f64, extra: Option<(&'static str, &'static str)>| Measured {
+            instrument,
+            value,
+            extra: [extra, None],
         };
-        let acquire_ended = |outcome: &str, waited: Option<Duration>| {
+        let acquire_ended = |outcome: &'static str, waited: Option<Duration>| {
             let mut ups = vec![update(&WAITING, -1.0, None), update(&ACQUISITIONS, 1.0, Some(("lockgate.outcome", outcome)))];
             ups.extend(waited.map(|w| update(&WAIT_DURATION, w.as_secs_f64(), Some(("lockgate.outcome", outcome)))));
             ups
@@ -165,15 +179,28 @@ impl Telemetry {
             Happened::RenewalFailed { code, .. } => vec![update(&RENEWAL_FAILURES, 1.0, Some(("error.type", code)))],
             Happened::AtRisk { .. } => vec![update(&AT_RISK, 1.0, None)],
             Happened::ConnectionRestored => vec![update(&RECONNECTS, 1.0, None)],
-            Happened::RedlockRound { round, .. } => {
-                let mut u = update(&REDLOCK_ROUNDS, 1.0, Some(("lockgate.redlock.call", round.call)));
-                u.attributes.push(("lockgate.outcome", round.outcome.to_string()));
-                vec![u]
-            }
+            Happened::RedlockRound { round, .. } => vec![Measured {
+                instrument: &REDLOCK_ROUNDS,
+                value: 1.0,
+                extra: [Some(("lockgate.redlock.call", round.call)), Some(("lockgate.outcome", round.outcome))],
+            }],
             Happened::HeldTooLong { .. } | Happened::Extended { .. } | Happened::Safe { .. } => Vec::new(),
             Happened::ConnectionLost | Happened::SessionExpired => Vec::new(),
         }
     }
+}
+
+/// One value for one instrument with the instrument's own attributes only (see
+/// [`Telemetry::measured`]); all of it static, so it can key a series as it is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// The instrument.
+    pub instrument: &'static Instrument,
+    /// A histogram's sample, a counter's increment, an up-down counter's change.
+    pub value: f64,
+    /// The instrument's own attributes, in order (`lockgate.outcome`, `lockgate.loss.reason`,
+    /// `error.type`; a Redlock round's call and outcome), after the event's.
+    pub extra: [Option<(&'static str, &'static str)>; 2],
 }
 
 #[cfg(test)]

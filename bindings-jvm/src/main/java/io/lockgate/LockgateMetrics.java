@@ -1,6 +1,7 @@
 package io.lockgate;
 
 import io.lockgate.internal.Bridge;
+import io.lockgate.internal.ffi.MetricSeries;
 import io.lockgate.internal.ffi.MetricUpdate;
 import io.lockgate.internal.ffi.TelemetryEvent;
 import io.micrometer.core.instrument.Counter;
@@ -32,25 +33,27 @@ import java.util.concurrent.atomic.AtomicLong;
  * unless this class is used.
  */
 public final class LockgateMetrics implements MeterBinder {
-    private static final List<MeterRegistry> REGISTRIES = new CopyOnWriteArrayList<>();
-    /** The current value of each up-down count, by instrument and attributes (one for every registry). */
-    private static final Map<Series, AtomicLong> GAUGES = new ConcurrentHashMap<>();
-    /** Each registry's meters, by instrument and attributes, registered on first use. */
-    private static final Map<Registered, Meter> METERS = new ConcurrentHashMap<>();
+    /** The registries bound, each with its meters. */
+    private static final List<Bound> REGISTRIES = new CopyOnWriteArrayList<>();
+    /** Each series by the number the core gave it, asked for once. */
+    private static final Map<Integer, Series> SERIES = new ConcurrentHashMap<>();
 
-    /** One instrument's series: its name and attributes. */
-    private record Series(String instrument, Map<String, String> attributes) {}
+    /**
+     * One instrument with one set of attributes; {@code now} is an up-down count's current value
+     * (one for every registry), read by its gauges.
+     */
+    private record Series(MetricSeries def, Tags tags, AtomicLong now) {}
 
-    /** A series in one registry (registries compare by identity). */
-    private record Registered(MeterRegistry registry, Series series) {}
+    /** A bound registry and its meters by series number, registered on first use. */
+    private record Bound(MeterRegistry registry, Map<Integer, Meter> meters) {}
 
     /** A binder; every instance records the same process-wide metrics. */
     public LockgateMetrics() {}
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        if (!REGISTRIES.contains(registry)) {
-            REGISTRIES.add(registry);
+        if (REGISTRIES.stream().noneMatch(b -> b.registry() == registry)) {
+            REGISTRIES.add(new Bound(registry, new ConcurrentHashMap<>()));
         }
         Slf4jTelemetry.metrics = LockgateMetrics::record;
         Bridge.metricsWanted(true);
@@ -64,8 +67,7 @@ public final class LockgateMetrics implements MeterBinder {
      * @param registry a registry this binder was bound to ({@link #bindTo(MeterRegistry)})
      */
     public static void unbind(MeterRegistry registry) {
-        REGISTRIES.remove(registry);
-        METERS.keySet().removeIf(k -> k.registry() == registry);
+        REGISTRIES.removeIf(b -> b.registry() == registry);
         if (REGISTRIES.isEmpty()) {
             Bridge.metricsWanted(false);
             Slf4jTelemetry.metrics = null;
@@ -75,44 +77,63 @@ public final class LockgateMetrics implements MeterBinder {
     /** Records {@code e}'s metric updates into every bound registry (package-private: TelemetryCost's floor records the same). */
     static void record(TelemetryEvent e) {
         for (MetricUpdate u : e.getMetrics()) {
-            Series series = new Series(u.getInstrument(), u.getAttributes());
-            switch (u.getKind()) {
+            Series series = series(u.getSeries());
+            if (series == null) {
+                continue; // not a number the core gave: nothing to record it as
+            }
+            switch (series.def().getKind()) {
                 case "histogram" -> {
                     Duration d = Duration.ofNanos(Math.round(u.getValue() * 1e9));
-                    for (MeterRegistry r : REGISTRIES) {
-                        ((Timer) meter(r, series, u, null)).record(d);
+                    for (Bound b : REGISTRIES) {
+                        ((Timer) meter(b, u.getSeries(), series)).record(d);
                     }
                 }
                 case "counter" -> {
-                    for (MeterRegistry r : REGISTRIES) {
-                        ((Counter) meter(r, series, u, null)).increment(u.getValue());
+                    for (Bound b : REGISTRIES) {
+                        ((Counter) meter(b, u.getSeries(), series)).increment(u.getValue());
                     }
                 }
                 default -> {
-                    AtomicLong now = GAUGES.computeIfAbsent(series, k -> new AtomicLong());
-                    for (MeterRegistry r : REGISTRIES) {
-                        meter(r, series, u, now);
+                    for (Bound b : REGISTRIES) {
+                        meter(b, u.getSeries(), series);
                     }
-                    now.addAndGet(Math.round(u.getValue()));
+                    series.now().addAndGet(Math.round(u.getValue()));
                 }
             }
         }
     }
 
+    /** Series {@code id}, asked of the core the first time it is seen. */
+    private static Series series(int id) {
+        Series known = SERIES.get(id);
+        if (known != null) {
+            return known;
+        }
+        MetricSeries def = Bridge.metricSeries(id);
+        if (def == null) {
+            return null;
+        }
+        Tags tags = Tags.of(def.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
+        return SERIES.computeIfAbsent(id, k -> new Series(def, tags, new AtomicLong()));
+    }
+
     /**
-     * The meter of {@code series} (the instrument and attributes of {@code u}) in {@code r}, registered on its first
-     * update ({@code gauge}: a gauge's value, read by Micrometer). Kept: a builder and a registry
-     * lookup per update cost more than the update itself, and a gauge registered again makes
-     * Micrometer warn.
+     * Series {@code id}'s meter in {@code b}, registered on its first update. Kept: a builder and a
+     * registry lookup per update cost more than the update itself, and a gauge registered again
+     * makes Micrometer warn.
      */
-    private static Meter meter(MeterRegistry r, Series series, MetricUpdate u, AtomicLong gauge) {
-        return METERS.computeIfAbsent(new Registered(r, series), k -> {
-            Tags tags = Tags.of(u.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
-            return switch (u.getKind()) {
-                case "histogram" -> Timer.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r);
-                case "counter" -> Counter.builder(u.getInstrument()).description(u.getDescription()).tags(tags).register(r);
-                default -> Gauge.builder(u.getInstrument(), gauge, AtomicLong::get).description(u.getDescription()).tags(tags)
-                    .strongReference(true).register(r);
+    private static Meter meter(Bound b, int id, Series s) {
+        Meter known = b.meters().get(id);
+        if (known != null) {
+            return known;
+        }
+        return b.meters().computeIfAbsent(id, k -> {
+            MetricSeries d = s.def();
+            return switch (d.getKind()) {
+                case "histogram" -> Timer.builder(d.getInstrument()).description(d.getDescription()).tags(s.tags()).register(b.registry());
+                case "counter" -> Counter.builder(d.getInstrument()).description(d.getDescription()).tags(s.tags()).register(b.registry());
+                default -> Gauge.builder(d.getInstrument(), s.now(), AtomicLong::get).description(d.getDescription()).tags(s.tags())
+                    .strongReference(true).register(b.registry());
             };
         });
     }

@@ -1,10 +1,13 @@
 package io.lockgate;
 
+import io.lockgate.internal.Bridge;
 import io.lockgate.internal.ffi.NativeOptionValue;
 import io.lockgate.internal.ffi.TelemetryEvent;
+import io.lockgate.internal.ffi.TelemetryShape;
 import io.lockgate.internal.ffi.TelemetrySink;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,6 +30,12 @@ final class Slf4jTelemetry implements TelemetrySink {
      * plain {@code Consumer}, so this class never loads Micrometer's (optional) classes.
      */
     static volatile Consumer<TelemetryEvent> metrics;
+
+    /** Each event shape by the number the core gave it, asked for once. */
+    private static final Map<Integer, Shape> SHAPES = new ConcurrentHashMap<>();
+
+    /** What every event of one shape has in common, with its measurements' keys as logged. */
+    private record Shape(TelemetryShape def, String[] keys) {}
 
     private Slf4jTelemetry() {}
 
@@ -56,22 +65,42 @@ final class Slf4jTelemetry implements TelemetrySink {
             }
         }
         try {
-            LoggingEventBuilder b = (e.getWarning() ? LOG.atWarn() : LOG.atDebug()).setMessage(e.getMessage())
-                .addKeyValue("lockgate.event", e.getEvent())
-                .addKeyValue("lockgate.backend", e.getBackend());
-            if (e.getPrimitive() != null) {
-                b = b.addKeyValue("lockgate.primitive", e.getPrimitive());
+            Shape shape = shape(e.getShape());
+            if (shape == null) {
+                return; // not a number the core gave: nothing to log it as
+            }
+            TelemetryShape d = shape.def();
+            LoggingEventBuilder b = (d.getWarning() ? LOG.atWarn() : LOG.atDebug()).setMessage(d.getMessage())
+                .addKeyValue("lockgate.event", d.getEvent())
+                .addKeyValue("lockgate.backend", d.getBackend());
+            if (d.getPrimitive() != null) {
+                b = b.addKeyValue("lockgate.primitive", d.getPrimitive());
             }
             if (e.getLock() != null) {
                 b = b.addKeyValue("lockgate.lock", e.getLock());
             }
-            for (Map.Entry<String, NativeOptionValue> m : e.getMeasurements().entrySet()) {
-                b = b.addKeyValue("lockgate." + m.getKey(), value(m.getValue()));
+            List<NativeOptionValue> values = e.getValues();
+            for (int i = 0; i < values.size() && i < shape.keys().length; i++) {
+                b = b.addKeyValue(shape.keys()[i], value(values.get(i)));
             }
             b.log();
         } catch (Throwable t) {
             // A failing appender never breaks a lock (and never unwinds into the native driver).
         }
+    }
+
+    /** Shape {@code id}, asked of the core the first time it is seen. */
+    private static Shape shape(int id) {
+        Shape known = SHAPES.get(id);
+        if (known != null) {
+            return known;
+        }
+        TelemetryShape def = Bridge.telemetryShape(id);
+        if (def == null) {
+            return null;
+        }
+        String[] keys = def.getKeys().stream().map(k -> "lockgate." + k).toArray(String[]::new);
+        return SHAPES.computeIfAbsent(id, k -> new Shape(def, keys));
     }
 
     private static Object value(NativeOptionValue v) {

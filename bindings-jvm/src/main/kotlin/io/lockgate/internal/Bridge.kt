@@ -173,6 +173,14 @@ object Bridge {
     @JvmStatic
     fun metricsWanted(on: Boolean) = io.lockgate.internal.ffi.setMetricsWanted(on)
 
+    /** What metric series [id] is (an update names its series by number), or `null`. */
+    @JvmStatic
+    fun metricSeries(id: Int): io.lockgate.internal.ffi.MetricSeries? = io.lockgate.internal.ffi.metricSeries(id)
+
+    /** What every telemetry event of shape [id] has in common (an event names it by number), or `null`. */
+    @JvmStatic
+    fun telemetryShape(id: Int): io.lockgate.internal.ffi.TelemetryShape? = io.lockgate.internal.ffi.telemetryShape(id)
+
     /** Waits up to [timeoutSecs] (`null`: the lock's default wait) as the calling thread. */
     @JvmStatic
     fun acquire(lock: NativeLock, timeoutSecs: Double?): Op<Grant?> = caller().let { owner ->
