@@ -105,16 +105,12 @@ public final class LockgateMetrics implements MeterBinder {
 
     /** Series {@code id}, asked of the core the first time it is seen. */
     private static Series series(int id) {
-        Series known = SERIES.get(id);
-        if (known != null) {
-            return known;
-        }
-        MetricSeries def = Bridge.metricSeries(id);
-        if (def == null) {
-            return null;
-        }
-        Tags tags = Tags.of(def.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList());
-        return SERIES.computeIfAbsent(id, k -> new Series(def, tags, new AtomicLong()));
+        return Slf4jTelemetry.numbered(SERIES, id, k -> {
+            MetricSeries def = Bridge.metricSeries(k);
+            return def == null ? null
+                : new Series(def, Tags.of(def.getAttributes().entrySet().stream().map(a -> Tag.of(a.getKey(), a.getValue())).toList()),
+                    new AtomicLong());
+        });
     }
 
     /**

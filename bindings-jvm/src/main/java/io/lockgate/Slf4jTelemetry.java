@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import java.util.function.IntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.spi.LoggingEventBuilder;
@@ -91,16 +92,28 @@ final class Slf4jTelemetry implements TelemetrySink {
 
     /** Shape {@code id}, asked of the core the first time it is seen. */
     private static Shape shape(int id) {
-        Shape known = SHAPES.get(id);
-        if (known != null) {
-            return known;
+        return numbered(SHAPES, id, k -> {
+            TelemetryShape def = Bridge.telemetryShape(k);
+            return def == null ? null : new Shape(def, def.getKeys().stream().map(key -> "lockgate." + key).toArray(String[]::new));
+        });
+    }
+
+    /**
+     * What the core's number {@code id} stands for, from {@code known} or else made by {@code ask}
+     * (a crossing into the core) and kept: events and metric updates name what is fixed about them
+     * by number. Null when the core knows no such number.
+     */
+    static <T> T numbered(Map<Integer, T> known, int id, IntFunction<T> ask) {
+        T kept = known.get(id);
+        if (kept != null) {
+            return kept;
         }
-        TelemetryShape def = Bridge.telemetryShape(id);
-        if (def == null) {
+        T made = ask.apply(id);
+        if (made == null) {
             return null;
         }
-        String[] keys = def.getKeys().stream().map(k -> "lockgate." + k).toArray(String[]::new);
-        return SHAPES.computeIfAbsent(id, k -> new Shape(def, keys));
+        T raced = known.putIfAbsent(id, made);
+        return raced != null ? raced : made;
     }
 
     private static Object value(NativeOptionValue v) {
