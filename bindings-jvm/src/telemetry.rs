@@ -171,11 +171,7 @@ fn series_table() -> &'static Mutex<Numbered<SeriesKey, Series>> {
 /// The number of the series `m` of `t` updates, numbering it if it is new.
 fn series_of(table: &mut Numbered<SeriesKey, Series>, t: &Telemetry, m: &Measured) -> i32 {
     let key = SeriesKey { instrument: m.instrument.name, backend: t.backend, primitive: t.primitive, name: t.name.clone(), extra: m.extra };
-    table.number(key, || {
-        let mut attributes = t.attributes();
-        attributes.extend(m.extra.into_iter().flatten().map(|(k, v)| (k, v.to_string())));
-        (m.instrument, attributes)
-    })
+    table.number(key, || (m.instrument, t.attributes_with(&m.extra).map(|a| (a.key(), a.value().to_string())).collect()))
 }
 
 /// What series `id` is (`None`: no series has that number). The JVM asks once per series.

@@ -118,25 +118,27 @@ impl Telemetry {
     /// The attributes every metric update and span of this event carries: `lockgate.backend`,
     /// `lockgate.primitive` (events of one lock), `lockgate.lock.name` (opted in).
     pub fn attributes(&self) -> Vec<(&'static str, String)> {
-        let mut base = vec![("lockgate.backend", self.backend.to_string())];
-        if let Some(p) = self.primitive {
-            base.push(("lockgate.primitive", p.to_string()));
-        }
-        if let Some(name) = &self.name {
-            base.push(("lockgate.lock.name", name.to_string()));
-        }
-        base
+        self.attributes_with(&[]).map(|a| (a.key(), a.value().to_string())).collect()
+    }
+
+    /// This event's attributes ([`Telemetry::attributes`]) and then `extra` (an update's own,
+    /// [`Measured::extra`]), in that order, without copying a value: what a binding that
+    /// records many updates builds its labels from.
+    pub fn attributes_with<'a>(&'a self, extra: &'a [Option<(&'static str, &'static str)>]) -> impl Iterator<Item = Attribute<'a>> {
+        let fixed = [Some(("lockgate.backend", self.backend)), self.primitive.map(|p| ("lockgate.primitive", p))];
+        let name = self.name.as_deref().map(|n| Attribute::Name("lockgate.lock.name", n));
+        let statics = |pairs: &'a [Option<(&'static str, &'static str)>]| pairs.iter().flatten().map(|&(k, v)| Attribute::Static(k, v));
+        fixed.into_iter().flatten().map(|(k, v)| Attribute::Static(k, v)).chain(name).chain(statics(extra))
     }
 
     /// What this event adds to the metrics, the same in every binding.
     pub fn metric_updates(&self) -> Vec<MetricUpdate> {
-        let base = self.attributes();
         self.measured()
             .into_iter()
-            .map(|m| {
-                let mut attributes = base.clone();
-                attributes.extend(m.extra.into_iter().flatten().map(|(k, v)| (k, v.to_string())));
-                MetricUpdate { instrument: m.instrument, value: m.value, attributes }
+            .map(|m| MetricUpdate {
+                instrument: m.instrument,
+                value: m.value,
+                attributes: self.attributes_with(&m.extra).map(|a| (a.key(), a.value().to_string())).collect(),
             })
             .collect()
     }
@@ -190,6 +192,33 @@ impl Telemetry {
     }
 }
 
+/// One attribute of a metric update: a static key with a static value (the backend, the
+/// primitive, an outcome, a reason, an error code) or with the lock's name (opted in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attribute<'a> {
+    /// A key with a value the core names.
+    Static(&'static str, &'static str),
+    /// A key with the lock's name.
+    Name(&'static str, &'a str),
+}
+
+impl<'a> Attribute<'a> {
+    /// Its key (`lockgate.backend`, `lockgate.outcome`, ...).
+    pub fn key(self) -> &'static str {
+        match self {
+            Attribute::Static(k, _) | Attribute::Name(k, _) => k,
+        }
+    }
+
+    /// Its value.
+    pub fn value(self) -> &'a str {
+        match self {
+            Attribute::Static(_, v) => v,
+            Attribute::Name(_, v) => v,
+        }
+    }
+}
+
 /// One value for one instrument with the instrument's own attributes only (see
 /// [`Telemetry::measured`]); all of it static, so it can key a series as it is.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -222,6 +251,25 @@ mod tests {
             ups[1].attributes,
             [("lockgate.backend", "redis".into()), ("lockgate.primitive", "mutex".into()), ("lockgate.lock.name", "orders:42".into()), ("lockgate.outcome", "granted".into())]
         );
+    }
+
+    #[test]
+    fn an_update_s_attributes_are_borrowed_only_for_the_lock_name() {
+        let t = event(Happened::Released { lease: LeaseId(2), held: Duration::from_secs(1) }, Some("orders:42"));
+        let hold = t.measured().into_iter().find(|m| m.instrument.name == HOLD_DURATION.name).unwrap();
+        let got: Vec<_> = t.attributes_with(&hold.extra).collect();
+        assert_eq!(
+            got,
+            [
+                Attribute::Static("lockgate.backend", "redis"),
+                Attribute::Static("lockgate.primitive", "mutex"),
+                Attribute::Name("lockgate.lock.name", "orders:42"),
+                Attribute::Static("lockgate.outcome", "released"),
+            ]
+        );
+        // The same attributes, in the same order, as every binding's updates carry them.
+        let update = t.metric_updates().into_iter().find(|u| u.instrument.name == HOLD_DURATION.name).unwrap();
+        assert_eq!(update.attributes, got.iter().map(|a| (a.key(), a.value().to_string())).collect::<Vec<_>>());
     }
 
     #[test]

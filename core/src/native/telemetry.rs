@@ -22,7 +22,7 @@ use std::sync::Arc;
 use metrics::Label;
 use tracing::Span;
 
-use crate::engine::metrics::{InstrumentKind, INSTRUMENTS};
+use crate::engine::metrics::{Attribute, InstrumentKind, INSTRUMENTS};
 use crate::engine::{Happened, OpId, Telemetry};
 
 // The instruments are defined once in the engine for every binding (`engine::metrics`, names in
@@ -170,8 +170,16 @@ impl Sink {
         for listener in &self.idle_listeners {
             listener(t);
         }
-        for u in t.metric_updates() {
-            let labels: Vec<Label> = u.attributes.into_iter().map(|(k, v)| Label::new(k, v)).collect();
+        // Labels from static strings where the core names the value: no copy per update (every
+        // client records them, with or without a recorder installed).
+        for u in t.measured() {
+            let labels: Vec<Label> = t
+                .attributes_with(&u.extra)
+                .map(|a| match a {
+                    Attribute::Static(k, v) => Label::from_static_parts(k, v),
+                    Attribute::Name(k, v) => Label::new(k, v.to_string()),
+                })
+                .collect();
             match u.instrument.kind {
                 InstrumentKind::Histogram => metrics::histogram!(u.instrument.name, labels).record(u.value),
                 InstrumentKind::Counter => metrics::counter!(u.instrument.name, labels).increment(u.value as u64),
