@@ -81,12 +81,13 @@ impl<K: std::hash::Hash + Eq, V> Numbered<K, V> {
         Numbered { ids: HashMap::new(), values: Vec::new() }
     }
 
-    /// The number of `key`, numbering it (with its value, `make()`) if it is new.
+    /// The number of `key`, numbering it (with its value, `make()`) if it is new; -1, which
+    /// names nothing (the JVM then skips it), once every number is taken.
     fn number(&mut self, key: K, make: impl FnOnce() -> V) -> i32 {
         if let Some(&id) = self.ids.get(&key) {
             return id;
         }
-        let id = i32::try_from(self.values.len()).unwrap_or(i32::MAX);
+        let Ok(id) = i32::try_from(self.values.len()) else { return -1 };
         self.values.push(make());
         self.ids.insert(key, id);
         id
