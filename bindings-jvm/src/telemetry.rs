@@ -27,8 +27,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use lockgate_core::engine::metrics::{Instrument, Measured};
-use lockgate_core::engine::{Measure, Telemetry, EVENTS};
+use lockgate_core::engine::numbering::{Series, SeriesTable, Shapes};
+use lockgate_core::engine::{Measure, Telemetry};
 
 use crate::{NativeClient, NativeOptionValue, NativeResult};
 
@@ -68,42 +68,14 @@ pub struct TelemetryShape {
     pub keys: Vec<String>,
 }
 
-/// Values numbered in the order first seen, once per process: an event's shape, a metric
-/// series. As many as the logger's and the metrics backend's own tables (with lock names, a
-/// series per name), and no more.
-struct Numbered<K, V> {
-    ids: HashMap<K, i32>,
-    values: Vec<V>,
+fn shapes() -> &'static Mutex<Shapes> {
+    static TABLE: OnceLock<Mutex<Shapes>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(Shapes::new()))
 }
 
-impl<K: std::hash::Hash + Eq, V> Numbered<K, V> {
-    fn new() -> Self {
-        Numbered { ids: HashMap::new(), values: Vec::new() }
-    }
-
-    /// The number of `key`, numbering it (with its value, `make()`) if it is new; -1, which
-    /// names nothing (the JVM then skips it), once every number is taken.
-    fn number(&mut self, key: K, make: impl FnOnce() -> V) -> i32 {
-        if let Some(&id) = self.ids.get(&key) {
-            return id;
-        }
-        let Ok(id) = i32::try_from(self.values.len()) else { return -1 };
-        self.values.push(make());
-        self.ids.insert(key, id);
-        id
-    }
-
-    fn get(&self, id: i32) -> Option<&V> {
-        self.values.get(usize::try_from(id).ok()?)
-    }
-}
-
-/// An event's shape: its kind (the core's [`EVENTS`] place), backend and primitive.
-type ShapeKey = (usize, &'static str, Option<&'static str>);
-
-fn shapes() -> &'static Mutex<Numbered<ShapeKey, ShapeKey>> {
-    static TABLE: OnceLock<Mutex<Numbered<ShapeKey, ShapeKey>>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(Numbered::new()))
+/// A number as the JVM holds it: -1 names nothing (the JVM then skips it).
+fn jvm_number(id: Option<u32>) -> i32 {
+    id.and_then(|id| i32::try_from(id).ok()).unwrap_or(-1)
 }
 
 /// What events of shape `id` have in common (`None`: no shape has that number). The JVM asks
@@ -111,14 +83,14 @@ fn shapes() -> &'static Mutex<Numbered<ShapeKey, ShapeKey>> {
 #[uniffi::export]
 pub fn telemetry_shape(id: i32) -> Option<TelemetryShape> {
     let table = shapes().lock().unwrap_or_else(|e| e.into_inner());
-    let &(kind, backend, primitive) = table.get(id)?;
-    let kind = EVENTS.get(kind)?;
+    let shape = table.get(u32::try_from(id).ok()?)?;
+    let kind = shape.kind();
     Some(TelemetryShape {
         event: kind.name.to_string(),
         message: kind.summary.to_string(),
         warning: kind.warning,
-        backend: backend.to_string(),
-        primitive: primitive.map(str::to_string),
+        backend: shape.backend.to_string(),
+        primitive: shape.primitive.map(str::to_string),
         keys: kind.measures.iter().map(|k| k.to_string()).collect(),
     })
 }
@@ -149,37 +121,16 @@ pub struct MetricSeries {
     pub attributes: HashMap<String, String>,
 }
 
-/// A series as the core's event gives it, all static or shared: its instrument, the event's
-/// backend, primitive and lock name (opted in), and the instrument's own attributes. Looking a
-/// series up copies no attribute.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct SeriesKey {
-    instrument: &'static str,
-    backend: &'static str,
-    primitive: Option<&'static str>,
-    name: Option<Arc<str>>,
-    extra: [Option<(&'static str, &'static str)>; 2],
-}
-
-/// A series' instrument and attributes.
-type Series = (&'static Instrument, Vec<(&'static str, String)>);
-
-fn series_table() -> &'static Mutex<Numbered<SeriesKey, Series>> {
-    static TABLE: OnceLock<Mutex<Numbered<SeriesKey, Series>>> = OnceLock::new();
-    TABLE.get_or_init(|| Mutex::new(Numbered::new()))
-}
-
-/// The number of the series `m` of `t` updates, numbering it if it is new.
-fn series_of(table: &mut Numbered<SeriesKey, Series>, t: &Telemetry, m: &Measured) -> i32 {
-    let key = SeriesKey { instrument: m.instrument.name, backend: t.backend, primitive: t.primitive, name: t.name.clone(), extra: m.extra };
-    table.number(key, || (m.instrument, t.attributes_with(&m.extra).map(|a| (a.key(), a.value().to_string())).collect()))
+fn series_table() -> &'static Mutex<SeriesTable> {
+    static TABLE: OnceLock<Mutex<SeriesTable>> = OnceLock::new();
+    TABLE.get_or_init(|| Mutex::new(SeriesTable::new()))
 }
 
 /// What series `id` is (`None`: no series has that number). The JVM asks once per series.
 #[uniffi::export]
 pub fn metric_series(id: i32) -> Option<MetricSeries> {
     let table = series_table().lock().unwrap_or_else(|e| e.into_inner());
-    let (instrument, attributes) = table.get(id)?;
+    let Series { instrument, attributes } = table.get(u32::try_from(id).ok()?)?;
     Some(MetricSeries {
         instrument: instrument.name.to_string(),
         kind: instrument.kind.name().to_string(),
@@ -205,7 +156,7 @@ fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
         return Vec::new();
     }
     let mut table = series_table().lock().unwrap_or_else(|e| e.into_inner());
-    measured.iter().map(|m| MetricUpdate { series: series_of(&mut table, t, m), value: m.value }).collect()
+    measured.iter().map(|m| MetricUpdate { series: jvm_number(table.number(t, m)), value: m.value }).collect()
 }
 
 /// What takes a client's events on the JVM (implemented there).
@@ -371,9 +322,9 @@ fn event_of(t: &Telemetry) -> TelemetryEvent {
             Measure::Count(n) => NativeOptionValue::Whole { v: i64::from(n) },
         })
         .collect();
-    let key = (t.what.kind(), t.backend, t.primitive);
+    let shape = t.shape();
     TelemetryEvent {
-        shape: shapes().lock().unwrap_or_else(|e| e.into_inner()).number(key, || key),
+        shape: jvm_number(shapes().lock().unwrap_or_else(|e| e.into_inner()).number(shape, || shape)),
         lock: t.name.as_deref().map(str::to_string),
         values,
         metrics: if METRICS_WANTED.load(Ordering::Relaxed) { metric_updates(t) } else { Vec::new() },

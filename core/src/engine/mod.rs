@@ -23,6 +23,7 @@ mod cleanup;
 mod ids;
 pub mod io;
 pub mod metrics;
+pub mod numbering;
 // The runner of multi-step calls: a build without a backend that has them leaves it unused.
 #[allow(dead_code)]
 pub(crate) mod job;
