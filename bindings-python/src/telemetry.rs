@@ -9,11 +9,13 @@
 //!
 //! With a sink set ([`_set_telemetry_sink`], by `lockgate.otel.instrument()`), every event's
 //! metric updates (the core's `Telemetry::metric_updates`: the same instruments, attributes and
-//! values as every binding) reach OpenTelemetry: histogram samples and, for an acquire that
+//! values as every binding) reach OpenTelemetry: histogram samples and, for each acquire that
 //! ended, its span (name, wall-clock start and end in ns, attributes, error code) are handed to
-//! the sink as plain tuples, once the client's driver is idle ([`to_sink`]); counters and
-//! up-down counters are summed here ([`TOTALS`]) and read by the sink's observable instruments
-//! when the SDK collects ([`_metric_totals`]).
+//! the sink as plain tuples, queued once the client's driver is idle ([`to_sink`]) and handed on
+//! in one call per drain ([`Fed`]); counters and up-down counters are summed here ([`TOTALS`])
+//! and read by the sink's observable instruments when the SDK collects ([`_metric_totals`]).
+//! A record's or update's fixed strings and attribute maps are made once per event shape and
+//! metric series (the core's numbering) and reused ([`Made`]).
 //!
 //! Events arrive on the client's driver task, which must not wait for the GIL: taking it there
 //! made every call wait for the driver's logging, and the caller's thread for the driver
@@ -30,19 +32,20 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use std::sync::RwLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lockgate_core::engine::metrics::{InstrumentKind, MetricUpdate, INSTRUMENTS};
+use lockgate_core::engine::metrics::{InstrumentKind, Measured, INSTRUMENTS};
+use lockgate_core::engine::numbering::{SeriesTable, Shape, Shapes};
 use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
 use crate::process::lock_mutex;
 
@@ -87,12 +90,11 @@ pub(crate) fn to_sink() -> Listener {
             return;
         }
         // Every event the sink records has updates (an ended acquire counts its outcome).
-        let updates = t.metric_updates();
-        if updates.is_empty() {
+        let measured = t.measured();
+        if measured.is_empty() {
             return;
         }
-        let (samples, counts) = updates.into_iter().partition(|u| u.instrument.kind == InstrumentKind::Histogram);
-        queue(Pending { t: t.clone(), to: To::Sink { at_ns: wall_ns(), samples, counts } });
+        queue(Pending { t: t.clone(), to: To::Sink { at_ns: wall_ns(), measured } });
     })
 }
 
@@ -120,10 +122,10 @@ struct Pending {
 }
 
 /// A log record, or the sink's share of an event: when it was queued (wall clock, ns: an ended
-/// acquire's span end), its histogram samples and its counts.
+/// acquire's span end) and its metric updates (all static: the strings are the [`Made`] ones).
 enum To {
     Log,
-    Sink { at_ns: u64, samples: Vec<MetricUpdate>, counts: Vec<MetricUpdate> },
+    Sink { at_ns: u64, measured: Vec<Measured> },
 }
 static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread handing queued events to Python.
@@ -173,21 +175,23 @@ pub(crate) fn flush(py: Python<'_>) {
         if batch.is_empty() {
             return;
         }
+        let mut fed = Fed::default();
         for pending in batch {
-            hand_on(py, pending);
+            hand_on(py, pending, &mut fed);
         }
+        let _ = fed.hand_to_sink(py);
     }
 }
 
-/// One queued event to the logger (if it is wanted at its level) or the sink (if one is set).
-fn hand_on(py: Python<'_>, p: Pending) {
+/// One queued event to the logger (if it is wanted at its level) or, gathered in `fed`, the
+/// sink (if one is set).
+fn hand_on(py: Python<'_>, p: Pending, fed: &mut Fed) {
     match p.to {
         To::Log if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) => {
             let _ = log(py, &p.t);
         }
-        To::Sink { at_ns, samples, counts } if SINK_ON.load(Ordering::Relaxed) => {
-            add_counts(counts);
-            let _ = feed(py, &p.t, at_ns, &samples);
+        To::Sink { at_ns, measured } if SINK_ON.load(Ordering::Relaxed) => {
+            let _ = fed.gather(py, &p.t, at_ns, &measured);
         }
         _ => {}
     }
@@ -198,30 +202,19 @@ fn wall_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Each counter's and up-down counter's total by attributes since the sink was set: summed as
-/// the events are handed on, read by the sink's observable instruments when its SDK collects
-/// (one Python call per collection instead of one per change).
-type Totals = HashMap<(&'static str, Vec<(&'static str, String)>), f64>;
-static TOTALS: Mutex<Option<Totals>> = Mutex::new(None);
-
-/// Adds counter and up-down counter updates to [`TOTALS`].
-fn add_counts(counts: Vec<MetricUpdate>) {
-    if counts.is_empty() {
-        return;
-    }
-    let mut totals = lock_mutex(&TOTALS);
-    let totals = totals.get_or_insert_with(HashMap::new);
-    for u in counts {
-        *totals.entry((u.instrument.name, u.attributes)).or_insert(0.0) += u.value;
-    }
-}
+/// Each counter's and up-down counter's total since the sink was set, by series number (`None`:
+/// not updated since), with its instrument's name and attributes: summed as the events are
+/// handed on, read by the sink's observable instruments when its SDK collects (one Python call
+/// per collection instead of one per change). Held only briefly, never while Python code runs.
+type Total = (&'static str, f64, Py<PyDict>);
+static TOTALS: Mutex<Vec<Option<Total>>> = Mutex::new(Vec::new());
 
 /// Every counter's and up-down counter's total since the sink was set, as `(instrument, total,
 /// attributes)`: what the sink's observable instruments report.
 #[pyfunction]
-pub(crate) fn _metric_totals(py: Python<'_>) -> PyResult<Vec<(&'static str, f64, Bound<'_, PyDict>)>> {
-    let totals = lock_mutex(&TOTALS).clone().unwrap_or_default();
-    totals.into_iter().map(|((name, attrs), total)| Ok((name, total, attributes(py, &attrs)?))).collect()
+pub(crate) fn _metric_totals(py: Python<'_>) -> Vec<(&'static str, f64, Bound<'_, PyDict>)> {
+    let totals: Vec<Total> = lock_mutex(&TOTALS).iter().flatten().map(|(name, total, d)| (*name, *total, d.clone_ref(py))).collect();
+    totals.into_iter().map(|(name, total, d)| (name, total, d.into_bound(py))).collect()
 }
 
 /// The process whose [`flusher`] is awake (in its grace sleeps, where it sees anything queued
@@ -317,8 +310,9 @@ static SINK: RwLock<Option<Py<PyAny>>> = RwLock::new(None);
 static SINK_ON: AtomicBool = AtomicBool::new(false);
 
 /// Sets (or, with `None`, removes) the callable every client's telemetry events are handed to
-/// as `sink(updates, span)`: `updates` a list of `(instrument, value, attributes)`, `span`
-/// `None` or `(name, start_ns, end_ns, attributes, error_code)` for an acquire that ended.
+/// as `sink(samples, spans)`: `samples` a list of histogram samples `(instrument, value,
+/// attributes)`, `spans` a list of `(name, start_ns, end_ns, attributes, error_code)`, one per
+/// acquire that ended. The attribute dicts are shared from call to call: read, never change them.
 #[pyfunction]
 #[pyo3(signature = (sink, /))]
 pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
@@ -327,7 +321,7 @@ pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
     // A new sink counts from now; a removed one's totals stay as they were (as a synchronous
     // counter's would, given nothing more).
     if on {
-        *lock_mutex(&TOTALS) = None;
+        lock_mutex(&TOTALS).clear();
     }
     SINK_ON.store(on, Ordering::Relaxed);
 }
@@ -339,26 +333,144 @@ pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static
     INSTRUMENTS.iter().map(|i| (i.name, i.kind.name(), i.unit, i.description)).collect()
 }
 
-/// Hands a queued event to the sink: its histogram samples, and an ended acquire's span.
-fn feed(py: Python<'_>, t: &Telemetry, end: u64, samples: &[MetricUpdate]) -> PyResult<()> {
-    let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
-        return Ok(());
-    };
-    let updates = samples
-        .iter()
-        .map(|u| Ok((u.instrument.name, u.value, attributes(py, &u.attributes)?)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let span = match t.ended_acquire() {
-        Some(ended) => {
-            let start = end.saturating_sub(ended.waited.as_nanos() as u64);
-            let mut attrs = t.attributes();
-            attrs.push(("lockgate.outcome", ended.outcome.to_string()));
-            Some(("lockgate.acquire", start, end, attributes(py, &attrs)?, ended.error))
+/// What one drain hands the sink, in one call: histogram samples as `(instrument, value,
+/// attributes)`, ended acquires' spans as `(name, start_ns, end_ns, attributes, error_code)`.
+#[derive(Default)]
+struct Fed {
+    samples: Vec<(Py<PyString>, f64, Py<PyDict>)>,
+    spans: Vec<(Py<PyString>, u64, u64, Py<PyDict>, Option<&'static str>)>,
+}
+
+impl Fed {
+    /// Adds `t`'s counts to [`TOTALS`], and its samples and span (if it ended an acquire) to
+    /// what the sink gets.
+    fn gather(&mut self, py: Python<'_>, t: &Telemetry, end: u64, measured: &[Measured]) -> PyResult<()> {
+        let mut made = lock_mutex(&MADE);
+        for m in measured {
+            let Some(id) = made.series_table.number(t, m) else { continue };
+            let Some((name, attributes)) = made.series(py, id)? else { continue };
+            let attributes = attributes.clone_ref(py);
+            if m.instrument.kind == InstrumentKind::Histogram {
+                let name = made.text(py, name);
+                self.samples.push((name, m.value, attributes));
+            } else {
+                let mut totals = lock_mutex(&TOTALS);
+                let at = id as usize;
+                if totals.len() <= at {
+                    totals.resize_with(at + 1, || None);
+                }
+                match &mut totals[at] {
+                    Some((_, total, _)) => *total += m.value,
+                    unset => *unset = Some((name, m.value, attributes)),
+                }
+            }
         }
-        None => None,
-    };
-    sink.bind(py).call1((updates, span))?;
-    Ok(())
+        if let Some(ended) = t.ended_acquire() {
+            let start = end.saturating_sub(ended.waited.as_nanos() as u64);
+            let attributes = made.span_attributes(py, t, ended.outcome)?;
+            let name = made.text(py, "lockgate.acquire");
+            self.spans.push((name, start, end, attributes, ended.error));
+        }
+        Ok(())
+    }
+
+    /// Calls the sink once with everything gathered (nothing: no call).
+    fn hand_to_sink(self, py: Python<'_>) -> PyResult<()> {
+        if self.samples.is_empty() && self.spans.is_empty() {
+            return Ok(());
+        }
+        let Some(sink) = SINK.read().unwrap_or_else(|e| e.into_inner()).as_ref().map(|s| s.clone_ref(py)) else {
+            return Ok(());
+        };
+        sink.bind(py).call1((self.samples, self.spans))?;
+        Ok(())
+    }
+}
+
+/// The Python objects made for telemetry's fixed parts, kept so that handing an event on makes
+/// no string or map it made before: static strings, each event shape's record parts and each
+/// metric series' attributes (numbered by the core), each span's attributes. Only used while
+/// the GIL is held, by the one thread handing events on ([`DRAINING`]), and never while Python
+/// code runs (a sink or handler may call lockgate).
+struct Made {
+    texts: HashMap<&'static str, Py<PyString>>,
+    shapes: Shapes,
+    shape_parts: Vec<Option<ShapeParts>>,
+    series_table: SeriesTable,
+    series_attributes: Vec<Option<Py<PyDict>>>,
+    span_attributes: HashMap<(Shape, Option<Arc<str>>, &'static str), Py<PyDict>>,
+}
+
+/// What every record of one event shape shares: its message, the `extra` fields the shape
+/// fixes, and the `extra` keys of its measurements (`lockgate_wait_s`, ...).
+struct ShapeParts {
+    message: Py<PyString>,
+    extra: Py<PyDict>,
+    keys: Vec<Py<PyString>>,
+}
+
+static MADE: LazyLock<Mutex<Made>> = LazyLock::new(|| {
+    Mutex::new(Made {
+        texts: HashMap::new(),
+        shapes: Shapes::new(),
+        shape_parts: Vec::new(),
+        series_table: SeriesTable::new(),
+        series_attributes: Vec::new(),
+        span_attributes: HashMap::new(),
+    })
+});
+
+impl Made {
+    /// `s` as a Python string, made once.
+    fn text(&mut self, py: Python<'_>, s: &'static str) -> Py<PyString> {
+        self.texts.entry(s).or_insert_with(|| PyString::new(py, s).unbind()).clone_ref(py)
+    }
+
+    /// Series `id`'s instrument name and attributes (made the first time).
+    fn series(&mut self, py: Python<'_>, id: u32) -> PyResult<Option<(&'static str, &Py<PyDict>)>> {
+        let Some(series) = self.series_table.get(id) else { return Ok(None) };
+        let at = id as usize;
+        if self.series_attributes.len() <= at {
+            self.series_attributes.resize_with(at + 1, || None);
+        }
+        if self.series_attributes[at].is_none() {
+            self.series_attributes[at] = Some(attributes(py, &series.attributes)?.unbind());
+        }
+        Ok(self.series_attributes[at].as_ref().map(|d| (series.instrument.name, d)))
+    }
+
+    /// An ended acquire's span attributes: the event's and its outcome (made the first time).
+    fn span_attributes(&mut self, py: Python<'_>, t: &Telemetry, outcome: &'static str) -> PyResult<Py<PyDict>> {
+        let key = (t.shape(), t.name.clone(), outcome);
+        if let Some(d) = self.span_attributes.get(&key) {
+            return Ok(d.clone_ref(py));
+        }
+        let mut attrs = t.attributes();
+        attrs.push(("lockgate.outcome", outcome.to_string()));
+        let d = attributes(py, &attrs)?.unbind();
+        self.span_attributes.insert(key, d.clone_ref(py));
+        Ok(d)
+    }
+
+    /// The record parts of `t`'s shape (made the first time).
+    fn shape_parts(&mut self, py: Python<'_>, t: &Telemetry) -> PyResult<Option<&ShapeParts>> {
+        let shape = t.shape();
+        let Some(id) = self.shapes.number(shape, || shape) else { return Ok(None) };
+        let at = id as usize;
+        if self.shape_parts.len() <= at {
+            self.shape_parts.resize_with(at + 1, || None);
+        }
+        if self.shape_parts[at].is_none() {
+            let kind = shape.kind();
+            let extra = PyDict::new(py);
+            extra.set_item("lockgate_event", kind.name)?;
+            extra.set_item("lockgate_backend", shape.backend)?;
+            extra.set_item("lockgate_primitive", shape.primitive)?;
+            let keys = kind.measures.iter().map(|k| PyString::new(py, &format!("lockgate_{k}")).unbind()).collect();
+            self.shape_parts[at] = Some(ShapeParts { message: PyString::new(py, kind.summary).unbind(), extra: extra.unbind(), keys });
+        }
+        Ok(self.shape_parts[at].as_ref())
+    }
 }
 
 fn attributes<'py>(py: Python<'py>, pairs: &[(&'static str, String)]) -> PyResult<Bound<'py, PyDict>> {
@@ -415,15 +527,16 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
     let logger = logger(py)?;
     // `log` asks the logger's level itself: the record is built only if DEBUG was on at the
     // last check (or it is a WARNING), which is the rule rather than the exception.
-    let extra = PyDict::new(py);
-    extra.set_item("lockgate_event", t.what.name())?;
-    extra.set_item("lockgate_backend", t.backend)?;
-    extra.set_item("lockgate_primitive", t.primitive)?;
+    let (message, extra, keys) = {
+        let mut made = lock_mutex(&MADE);
+        let Some(parts) = made.shape_parts(py, t)? else { return Ok(()) };
+        let keys: Vec<_> = parts.keys.iter().map(|k| k.clone_ref(py)).collect();
+        (parts.message.clone_ref(py), parts.extra.bind(py).copy()?, keys)
+    };
     if let Some(name) = &t.name {
-        extra.set_item("lockgate_lock", name.as_ref())?;
+        extra.set_item(intern!(py, "lockgate_lock"), name.as_ref())?;
     }
-    for (key, m) in t.what.measurements() {
-        let key = format!("lockgate_{key}");
+    for (key, (_, m)) in keys.iter().zip(t.what.measurements()) {
         match m {
             Measure::Seconds(d) => extra.set_item(key, d.as_secs_f64())?,
             Measure::Flag(b) => extra.set_item(key, b)?,
@@ -432,7 +545,7 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
         }
     }
     let kwargs = PyDict::new(py);
-    kwargs.set_item("extra", extra)?;
-    logger.call_method(intern!(py, "log"), (level, t.what.summary()), Some(&kwargs))?;
+    kwargs.set_item(intern!(py, "extra"), extra)?;
+    logger.call_method(intern!(py, "log"), (level, message), Some(&kwargs))?;
     Ok(())
 }

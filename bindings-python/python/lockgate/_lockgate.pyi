@@ -24,7 +24,7 @@ def _flush_telemetry() -> None:
     """Hands every queued telemetry event to ``logging`` and the sink now (registered with ``atexit``)."""
 
 def _set_telemetry_sink(
-    sink: Optional[Callable[[List[Tuple[str, float, Dict[str, str]]], Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]], None]], /
+    sink: Optional[Callable[[List[Tuple[str, float, Dict[str, str]]], List[Tuple[str, int, int, Dict[str, str], Optional[str]]]], None]], /
 ) -> None:
     """Sets (``None``: removes) the callable every client's telemetry is handed to (``lockgate.otel``)."""
 

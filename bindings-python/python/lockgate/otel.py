@@ -56,11 +56,10 @@ def instrument(meter_provider: Any = None, tracer_provider: Any = None) -> None:
         else:
             meter.create_observable_up_down_counter(name, callbacks=[observe(name)], unit=unit, description=description)
 
-    def sink(updates: List[Tuple[str, float, Dict[str, str]]], span: Optional[Tuple[str, int, int, Dict[str, str], Optional[str]]]) -> None:
+    def sink(updates: List[Tuple[str, float, Dict[str, str]]], spans: List[Tuple[str, int, int, Dict[str, str], Optional[str]]]) -> None:
         for name, value, attributes in updates:
             samples[name](value, attributes)
-        if span is not None:
-            name, start_ns, end_ns, attributes, error = span
+        for name, start_ns, end_ns, attributes, error in spans:
             s = tracer.start_span(name, context=Context(), start_time=start_ns, attributes=attributes)
             if error is not None:
                 s.set_status(Status(StatusCode.ERROR, error))
