@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import redis
 import redis.asyncio
@@ -80,71 +80,89 @@ class Server:
 # ---------------------------------------------------------------------- 1. uncontended pairs
 
 
-def pairs_lockgate_sync(url: str, n: int) -> float:
+class Pairs(NamedTuple):
+    """A row's round: pairs per second, and this process's CPU time per pair (every thread's:
+    the client's driver and telemetry threads and the SDK's too, not the server's)."""
+
+    per_s: float
+    cpu_s: float
+
+
+class Stopwatch:
+    """Wall-clock and process CPU time from its making to [`pairs`]."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def pairs(self, n: int) -> Pairs:
+        return Pairs(n / (time.perf_counter() - self.wall), (time.process_time() - self.cpu) / n)
+
+
+def pairs_lockgate_sync(url: str, n: int) -> Pairs:
     with lockgate.Client(url) as client:
         lock = client.lock("bench-u-lg")
         lock.acquire(timeout=5).release()  # warm: connection, subscription, scripts
-        t = time.perf_counter()
+        watch = Stopwatch()
         for _ in range(n):
             lock.acquire(timeout=5).release()
-        return n / (time.perf_counter() - t)
+        return watch.pairs(n)
 
 
-def pairs_lockgate_aio(url: str, n: int) -> float:
-    async def main() -> float:
+def pairs_lockgate_aio(url: str, n: int) -> Pairs:
+    async def main() -> Pairs:
         async with lockgate.aio.Client(url) as client:
             lock = client.lock("bench-u-lga")
             await (await lock.acquire(timeout=5)).release()
-            t = time.perf_counter()
+            watch = Stopwatch()
             for _ in range(n):
                 lease = await lock.acquire(timeout=5)
                 await lease.release()
-            return n / (time.perf_counter() - t)
+            return watch.pairs(n)
 
     return asyncio.run(main())
 
 
-def pairs_redis_py(url: str, n: int) -> float:
+def pairs_redis_py(url: str, n: int) -> Pairs:
     r = redis.Redis.from_url(url)
     lock = r.lock("bench-u-rp", timeout=LEASE)
     lock.acquire(blocking_timeout=5)
     lock.release()
-    t = time.perf_counter()
+    watch = Stopwatch()
     for _ in range(n):
         lock.acquire(blocking_timeout=5)
         lock.release()
-    rate = n / (time.perf_counter() - t)
+    rate = watch.pairs(n)
     r.close()
     return rate
 
 
-def pairs_redis_py_aio(url: str, n: int) -> float:
-    async def main() -> float:
+def pairs_redis_py_aio(url: str, n: int) -> Pairs:
+    async def main() -> Pairs:
         r = redis.asyncio.Redis.from_url(url)
         lock = r.lock("bench-u-rpa", timeout=LEASE)
         await lock.acquire(blocking_timeout=5)
         await lock.release()
-        t = time.perf_counter()
+        watch = Stopwatch()
         for _ in range(n):
             await lock.acquire(blocking_timeout=5)
             await lock.release()
-        rate = n / (time.perf_counter() - t)
+        rate = watch.pairs(n)
         await r.aclose()
         return rate
 
     return asyncio.run(main())
 
 
-def pairs_python_redis_lock(url: str, n: int) -> float:
+def pairs_python_redis_lock(url: str, n: int) -> Pairs:
     r = redis.Redis.from_url(url)
     lock = redis_lock.Lock(r, "bench-u-prl", expire=LEASE)
     lock.acquire()
     lock.release()
-    t = time.perf_counter()
+    watch = Stopwatch()
     for _ in range(n):
         lock.acquire()
         lock.release()
-    rate = n / (time.perf_counter() - t)
+    rate = watch.pairs(n)
     r.close()
     return rate
 
@@ -173,14 +191,14 @@ class _DebugTo:
         self.sink.close()
 
 
-def pairs_lockgate_telemetry_on(url: str, n: int) -> float:
+def pairs_lockgate_telemetry_on(url: str, n: int) -> Pairs:
     """lockgate's sync pairs with its telemetry fully on: logger ``lockgate`` at DEBUG with a
     handler that formats every record (to /dev/null)."""
     with _DebugTo("lockgate"):
         return pairs_lockgate_sync(url, n)
 
 
-def pairs_lockgate_own_records(url: str, n: int) -> float:
+def pairs_lockgate_own_records(url: str, n: int) -> Pairs:
     """The floor of DEBUG logging: lockgate's sync pairs with telemetry off, and the records
     lockgate makes per pair with it on (acquire started, granted, lease released: message,
     the same ``extra`` fields) logged by the application itself through a logger of its own
@@ -191,7 +209,7 @@ def pairs_lockgate_own_records(url: str, n: int) -> float:
         started = {**base, "lockgate_event": "acquire.started"}
         released = {**base, "lockgate_event": "lease.released"}
         lock.acquire(timeout=5).release()
-        t = time.perf_counter()
+        watch = Stopwatch()
         for _ in range(n):
             t0 = time.perf_counter()
             log.debug("acquire started", extra=started)
@@ -200,10 +218,10 @@ def pairs_lockgate_own_records(url: str, n: int) -> float:
             log.debug("acquire granted", extra={**base, "lockgate_event": "acquire.granted", "lockgate_wait_s": waited, "lockgate_queued": False})
             lease.release()
             log.debug("lease released", extra={**released, "lockgate_held_s": time.perf_counter() - t0 - waited})
-        return n / (time.perf_counter() - t)
+        return watch.pairs(n)
 
 
-def pairs_lockgate_otel_on(url: str, n: int) -> float:
+def pairs_lockgate_otel_on(url: str, n: int) -> Pairs:
     """lockgate's sync pairs with every metric and span recorded through the OpenTelemetry SDK
     (``lockgate.otel.instrument()``: an in-memory metric reader, a batch span processor into an
     in-memory exporter, as an application exporting them would have)."""
@@ -226,7 +244,7 @@ def pairs_lockgate_otel_on(url: str, n: int) -> float:
         tracer_provider.shutdown()
 
 
-def pairs_lockgate_own_otel(url: str, n: int) -> float:
+def pairs_lockgate_own_otel(url: str, n: int) -> Pairs:
     """The floor of OpenTelemetry: lockgate's sync pairs with telemetry off, and what lockgate
     records per pair with it on (a wait and a hold histogram sample, one ``lockgate.acquire``
     span with its attributes; its counters are summed natively and read at collection) recorded
@@ -250,7 +268,7 @@ def pairs_lockgate_own_otel(url: str, n: int) -> float:
         with lockgate.Client(url) as client:
             lock = client.lock("bench-u-lgo")
             lock.acquire(timeout=5).release()
-            t = time.perf_counter()
+            watch = Stopwatch()
             for _ in range(n):
                 t0, start_ns = time.perf_counter(), time.time_ns()
                 lease = lock.acquire(timeout=5)
@@ -259,13 +277,13 @@ def pairs_lockgate_own_otel(url: str, n: int) -> float:
                 tracer.start_span("lockgate.acquire", context=Context(), start_time=start_ns, attributes=span_attrs).end()
                 lease.release()
                 held.record(time.perf_counter() - t0 - waited, attrs)
-            return n / (time.perf_counter() - t)
+            return watch.pairs(n)
     finally:
         reader.get_metrics_data()
         tracer_provider.shutdown()
 
 
-UNCONTENDED: list[tuple[str, str, Callable[[str, int], float]]] = [
+UNCONTENDED: list[tuple[str, str, Callable[[str, int], Pairs]]] = [
     ("lockgate", "sync", pairs_lockgate_sync),
     ("lockgate, telemetry on", "sync", pairs_lockgate_telemetry_on),
     ("lockgate, its records logged by the application", "sync", pairs_lockgate_own_records),
@@ -380,6 +398,7 @@ def main() -> None:
     server = Server()
     try:
         rates: dict[tuple[str, str], list[float]] = {(n, a): [] for n, a, _ in UNCONTENDED}
+        cpus: dict[tuple[str, str], list[float]] = {(n, a): [] for n, a, _ in UNCONTENDED}
         for rnd in range(args.rounds):
             # Each round starts one row later, so no row always follows the same one (a row run
             # right after another that left threads or garbage behind pays for it).
@@ -388,9 +407,11 @@ def main() -> None:
                 # What the row before left for the collector (the OpenTelemetry rows' spans and
                 # providers) is collected now, not during this row's pairs.
                 gc.collect()
-                rate = fn(server.url, args.pairs)
-                rates[(name, api)].append(rate)
-                print(f"round {rnd + 1}: {name} ({api}): {rate:,.0f} pairs/s", file=sys.stderr)
+                got = fn(server.url, args.pairs)
+                rates[(name, api)].append(got.per_s)
+                cpus[(name, api)].append(got.cpu_s)
+                print(f"round {rnd + 1}: {name} ({api}): {got.per_s:,.0f} pairs/s, "
+                      f"{got.cpu_s * 1e6:.1f} µs CPU a pair", file=sys.stderr)
 
         ctx = multiprocessing.get_context("spawn")
         contended = {}
@@ -408,6 +429,7 @@ def main() -> None:
         server.stop()
 
     best = {k: max(v) for k, v in rates.items()}
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
     med = {k: statistics.median(v) for k, v in rates.items()}
     lines = [
         "## Python binding: lockgate vs redis-py `Lock` and python-redis-lock",
@@ -450,11 +472,14 @@ def main() -> None:
         "the OpenTelemetry SDK (`lockgate.otel.instrument()`; an in-memory metric reader and a "
         "batch span processor), and logger `lockgate` at DEBUG with a handler formatting every "
         "record (to /dev/null), each against the default (WARNING: no DEBUG record is made, "
-        "nothing recorded). Target: at most 3 % slower.",
+        "nothing recorded). Target: at most 3 % slower. CPU µs a pair: this process's CPU time "
+        "(every thread's: the caller's, the client's driver and telemetry threads, the SDK's span "
+        "processor; not the server's) over the round's pairs, the median round; it counts the "
+        "caller's short spin before it parks for a reply, so an off pair's is above its wall time.",
         "",
-        "| telemetry | pairs/s, best | pairs/s, median | cost (best) | cost (median) |",
-        "|---|---:|---:|---:|---:|",
-        f"| off (default) | {best[off]:,.0f} | {med[off]:,.0f} | | |",
+        "| telemetry | pairs/s, best | pairs/s, median | cost (best) | cost (median) | CPU µs a pair, median | CPU cost (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| off (default) | {best[off]:,.0f} | {med[off]:,.0f} | | | {cpu[off] * 1e6:.1f} | |",
     ]
     rows = (
         ("OpenTelemetry metrics and spans", "lockgate, OpenTelemetry on"),
@@ -466,7 +491,7 @@ def main() -> None:
         on = (row, "sync")
         lines.append(
             f"| {label} | {best[on]:,.0f} | {med[on]:,.0f} | {(best[off] / best[on] - 1) * 100:+.1f} % | "
-            f"{(med[off] / med[on] - 1) * 100:+.1f} % |"
+            f"{(med[off] / med[on] - 1) * 100:+.1f} % | {cpu[on] * 1e6:.1f} | {(cpu[on] / cpu[off] - 1) * 100:+.1f} % |"
         )
     def share(on: str, floor: str) -> str:
         on_, floor_ = (on, "sync"), (floor, "sync")
@@ -477,7 +502,18 @@ def main() -> None:
             f"{statistics.median(rounds) * 100:+.1f} % of a pair, the median of the rounds' own "
             f"shares (range {rounds[0] * 100:+.1f} to {rounds[-1] * 100:+.1f}); best against best "
             f"{(best[off] / best[on_] - best[off] / best[floor_]) * 100:+.1f} %, median against median "
-            f"{(med[off] / med[on_] - med[off] / med[floor_]) * 100:+.1f} %"
+            f"{(med[off] / med[on_] - med[off] / med[floor_]) * 100:+.1f} %; by CPU time, "
+            f"{cpu_share(on_, floor_)}"
+        )
+
+    def cpu_share(on: tuple[str, str], floor: tuple[str, str]) -> str:
+        # This process's CPU time a pair is not slowed by other processes (the server, the
+        # rest of the machine) as a pair's wall-clock time is: the steadier measure of the
+        # work lockgate adds.
+        rounds = sorted((o - f) / c for c, o, f in zip(cpus[off], cpus[on], cpus[floor]))
+        return (
+            f"{statistics.median(rounds) * 100:+.1f} % of an off pair's CPU time, the median of the rounds "
+            f"(range {rounds[0] * 100:+.1f} to {rounds[-1] * 100:+.1f}; {(cpu[on] - cpu[floor]) * 1e6:.1f} µs a pair)"
         )
 
     lines += [
