@@ -372,7 +372,7 @@ package_docs() {
   ensure_pkg_tools
   mkdir -p dist/docs
   log "docs: rustdoc for lockgate-core (missing docs and every rustdoc warning are errors)"
-  RUSTDOCFLAGS="-D warnings -D missing_docs" cargo doc -q -p lockgate-core --no-deps >&2
+  rustdoc_core >&2
   rm -rf dist/docs/rust && cp -r target/doc dist/docs/rust
   log "docs: Python (pdoc, from the docstrings and .pyi stubs of the host wheel)"
   local site=$PKG_WORK/pdoc-site wheel

@@ -152,6 +152,13 @@ redis_start() {
   REDIS_PORT=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["nodes"][0]["port"])' "$SERVERS_JSON")
 }
 
+# The core's API reference (into target/doc), as users read it: a public item without a doc
+# comment, a broken intra-doc link or any other rustdoc warning fails it. `./run test` builds it
+# so that `./run package docs` does not find such a break at release time.
+rustdoc_core() {
+  RUSTDOCFLAGS="-D warnings -D missing_docs" cargo doc -q -p lockgate-core --no-deps
+}
+
 # Stops every server this run started, by pid, and removes the temp dir.
 cleanup() {
   for pid in "${LG_PIDS[@]}"; do

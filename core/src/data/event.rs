@@ -36,7 +36,7 @@ pub struct EventFields<'a> {
 }
 
 impl<'a> EventFields<'a> {
-    /// The fields of `ev`; `None` for telemetry, which travels apart ([`telemetry_data`]).
+    /// The fields of `ev`; `None` for telemetry, which travels apart ([`telemetry_row`]).
     pub fn of(ev: &'a Event<Done>) -> Option<EventFields<'a>> {
         let none = EventFields::default();
         Some(match ev {
