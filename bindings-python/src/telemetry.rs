@@ -94,7 +94,8 @@ pub(crate) fn to_sink() -> Listener {
         if measured.is_empty() {
             return;
         }
-        queue(Pending { t: t.clone(), to: To::Sink { at_ns: wall_ns(), measured } });
+        let sink = SINK_SET.load(Ordering::Acquire);
+        queue(Pending { t: t.clone(), to: To::Sink { sink, at_ns: wall_ns(), measured } });
     })
 }
 
@@ -121,11 +122,12 @@ struct Pending {
     to: To,
 }
 
-/// A log record, or the sink's share of an event: when it was queued (wall clock, ns: an ended
-/// acquire's span end) and its metric updates (all static: the strings are the [`Made`] ones).
+/// A log record, or the sink's share of an event: the sink it was raised for ([`SINK_SET`]),
+/// when it was queued (wall clock, ns: an ended acquire's span end) and its metric updates (all
+/// static: the strings are the [`Made`] ones).
 enum To {
     Log,
-    Sink { at_ns: u64, measured: Vec<Measured> },
+    Sink { sink: u64, at_ns: u64, measured: Vec<Measured> },
 }
 static QUEUED: AtomicBool = AtomicBool::new(false);
 /// Held by the one thread handing queued events to Python.
@@ -190,7 +192,8 @@ fn hand_on(py: Python<'_>, p: Pending, fed: &mut Fed) {
         To::Log if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) => {
             let _ = log(py, &p.t);
         }
-        To::Sink { at_ns, measured } if SINK_ON.load(Ordering::Relaxed) => {
+        // An event raised for an earlier sink is not this one's (its counts start at zero).
+        To::Sink { sink, at_ns, measured } if SINK_ON.load(Ordering::Relaxed) && sink == SINK_SET.load(Ordering::Acquire) => {
             let _ = fed.gather(py, &p.t, at_ns, &measured);
         }
         _ => {}
@@ -308,6 +311,8 @@ pub(crate) fn _flush_telemetry(py: Python<'_>) {
 /// on every event).
 static SINK: RwLock<Option<Py<PyAny>>> = RwLock::new(None);
 static SINK_ON: AtomicBool = AtomicBool::new(false);
+/// How many times a sink was set or removed: what an event queued for the sink was raised under.
+static SINK_SET: AtomicU64 = AtomicU64::new(0);
 
 /// Sets (or, with `None`, removes) the callable every client's telemetry events are handed to
 /// as `sink(samples, spans)`: `samples` a list of histogram samples `(instrument, value,
@@ -318,6 +323,7 @@ static SINK_ON: AtomicBool = AtomicBool::new(false);
 pub(crate) fn _set_telemetry_sink(sink: Option<Py<PyAny>>) {
     let on = sink.is_some();
     *SINK.write().unwrap_or_else(|e| e.into_inner()) = sink;
+    SINK_SET.fetch_add(1, Ordering::AcqRel);
     // A new sink counts from now; a removed one's totals stay as they were (as a synchronous
     // counter's would, given nothing more).
     if on {

@@ -119,3 +119,26 @@ def test_acquire_spans_are_roots_whatever_span_is_current(server: RedisServer) -
         lockgate.otel.uninstrument()
     (acquire,) = [s for s in spans.get_finished_spans() if s.name == "lockgate.acquire"]
     assert acquire.parent is None
+
+
+def test_a_new_sink_gets_nothing_raised_under_the_one_before(server: RedisServer) -> None:
+    # A release's events are handed on once the client's driver is idle, after the call
+    # returned: setting another sink at once finds them queued. They were the old sink's; the
+    # new one's counts start at zero and it gets no sample or span of theirs.
+    from lockgate import _lockgate
+
+    first: list = []
+    second: list = []
+    _lockgate._set_telemetry_sink(lambda samples, spans: first.append((samples, spans)))
+    try:
+        with lockgate.Client(server.url) as client:
+            lock = client.lock("sink-replaced")
+            for _ in range(5):
+                lock.acquire(timeout=5).release()
+            _lockgate._set_telemetry_sink(lambda samples, spans: second.append((samples, spans)))
+            threading.Event().wait(0.1)  # the telemetry thread's grace (20 ms) passed
+            _lockgate._flush_telemetry()
+            assert second == [] and _lockgate._metric_totals() == []
+        assert first, "the first sink got the pairs' samples and spans"
+    finally:
+        _lockgate._set_telemetry_sink(None)
