@@ -14,6 +14,7 @@ mod run;
 mod signals;
 mod sql_schema;
 mod status;
+mod stderr;
 mod verbose;
 #[cfg(unix)]
 mod watchdog;
@@ -290,5 +291,6 @@ fn main() {
     // that forked ends (child/unix.rs).
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(run::run(plan));
+    stderr::flush();
     std::process::exit(code)
 }

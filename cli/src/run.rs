@@ -21,6 +21,7 @@ use crate::child::{Job, JobEnv, Watchdog};
 use crate::exit_code;
 use crate::signals::{self, Signals};
 use crate::status::Status;
+use crate::stderr::{self, Line};
 
 /// The default `--grace`.
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -127,7 +128,7 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
     };
     let log = |msg: &str| {
         if plan.verbose {
-            eprintln!("lockgate: {msg}");
+            stderr::say(Line::Text(msg.to_string()));
         }
     };
     let Some(valid) = lease.remaining() else {
@@ -189,7 +190,7 @@ async fn hold_and_run(plan: &Plan, label: &str, client: &Client, signals: &mut S
         match lease.release().await {
             Ok(true) => {} // the core's `lease.released` event
             Ok(false) => lost = Some("it was no longer held when released".to_string()),
-            Err(e) => eprintln!("lockgate: the release of {:?} was not confirmed ({e}); the lease runs out by itself", plan.name),
+            Err(e) => stderr::say(Line::Text(format!("the release of {:?} was not confirmed ({e}); the lease runs out by itself", plan.name))),
         }
     }
     match lost {
@@ -288,7 +289,7 @@ async fn supervise(
 ) -> Outcome {
     let log = |msg: &str| {
         if plan.verbose {
-            eprintln!("lockgate: {msg}");
+            stderr::say(Line::Text(msg.to_string()));
         }
     };
     let lost_signal = lease.lost_signal();
@@ -331,13 +332,13 @@ async fn supervise(
             });
             lost.get_or_insert_with(|| why.clone());
             let kill_at = (now + grace).min(until.checked_sub(margin).unwrap_or(now)).max(now);
-            eprintln!(
-                "lockgate: the lock {:?} is lost ({why}): {} to the command, {} in {}",
+            stderr::say(Line::Text(format!(
+                "the lock {:?} is lost ({why}): {} to the command, {} in {}",
                 plan.name,
                 signals::TERM_NAME,
                 signals::KILL_NAME,
                 secs(kill_at - now)
-            );
+            )));
             job.signal_group(signals::TERM);
             phase = Phase::Terminating(kill_at);
         }
@@ -394,8 +395,9 @@ async fn end_group(job: &Job, grace: Duration) {
     job.signal_group(signals::KILL);
 }
 
-/// Prints `lockgate: msg` (one line) and returns `code`.
+/// Prints `lockgate: msg` (one line, after the lines queued for stderr) and returns `code`.
 pub fn fail(code: i32, msg: &str) -> i32 {
+    stderr::flush();
     eprintln!("lockgate: {msg}");
     code
 }

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use lockgate_core::engine::{Measure, Telemetry};
 use lockgate_core::native::telemetry::Listener;
 
-/// The listener that prints every event of the client.
+/// The listener that prints every event of the client: queued as it is raised, formatted and
+/// written by stderr's own thread (`stderr.rs`), in order with lockgate's own lines.
 pub fn to_stderr() -> Listener {
-    Arc::new(|t: &Telemetry| eprintln!("lockgate: {}", line(t)))
+    Arc::new(|t: &Telemetry| crate::stderr::say(crate::stderr::Line::Event(t.clone())))
 }
 
 /// `[lease.lost] lock lost: reason=refused held=1.234s` (the lock's name is in the event: the
 /// command's client turns lock names on, it holds one lock).
-fn line(t: &Telemetry) -> String {
+pub fn line(t: &Telemetry) -> String {
     let mut out = format!("[{}] {}", t.what.name(), t.what.summary());
     if let Some(name) = &t.name {
         out.push_str(&format!(" ({name:?})"));
