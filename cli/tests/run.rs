@@ -544,6 +544,44 @@ fn verbose_prints_the_core_events() {
     assert_eq!((out.status.code(), out.stderr.as_slice()), (Some(0), &b""[..]));
 }
 
+/// A stderr that takes nothing (a full pipe nobody reads, as behind a paused pager) holds up
+/// neither the lock nor the command: lockgate's lines wait for it, while the lease is granted
+/// and renewed on the thread that would otherwise block on the first of them.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stderr_that_takes_nothing_holds_up_no_lock() {
+    use std::io::{Read, Write};
+    let servers = TestServers::start(&["single"]);
+    let url = servers.url();
+    let dir = Scratch::new("full-stderr");
+    let (mut reader, mut writer) = std::io::pipe().unwrap();
+    // Linux's default pipe capacity: full, so lockgate's first write to stderr blocks.
+    writer.write_all(&vec![b'.'; 65536]).unwrap();
+    let child = Command::new(LOCKGATE)
+        .args(["run", "--verbose", "--lease", "1s", "full", "--url", &url, "--", "sh", "-c", "sleep 2.5; echo ran > done"])
+        .current_dir(&dir.0)
+        .env_remove("LOCKGATE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(writer.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    drop(writer);
+    // Granted, and renewed past its 1 s lease, with nothing written: the command ran to its end.
+    assert_eq!(wait_file(&dir.path("done")), "ran");
+    let drained = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = reader.read_to_end(&mut all);
+        String::from_utf8_lossy(&all[65536..]).into_owned()
+    });
+    let (code, _) = finish(child, Duration::from_secs(20));
+    let err = drained.join().unwrap();
+    assert_eq!(code, 0, "the lease was kept while stderr took nothing: {err}");
+    // Nothing lost, in order: the events and lockgate's own lines waited for stderr.
+    let at = |needle: &str| err.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {err}"));
+    assert!(at("lockgate: [acquire.granted]") < at("lockgate: holding \"full\"") && at("renewed, valid for") < at("lockgate: [lease.released]"), "{err}");
+}
+
 /// `lockgate inspect`: the holder (label, fencing token) and the waiters in queue order that
 /// library clients left on the server, as a table and as `--json`; an unknown name is free; a
 /// bad `--kind` is a usage error.
