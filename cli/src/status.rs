@@ -3,12 +3,13 @@
 //! and how many wait ahead of us (from the core's inspect, read every other second); nothing
 //! at all when stderr is not a terminal, so cron mail and CI logs stay clean.
 
-use std::io::Write;
 use std::time::Duration;
 
 use lockgate_core::inspect::{Kind, Snapshot};
 use lockgate_core::native::Client;
 use tokio::time::{Instant, Interval};
+
+use crate::stderr::{self, Line};
 
 /// How long one read of who holds the lock may take before the line goes on without it.
 const READ_LIMIT: Duration = Duration::from_millis(500);
@@ -54,9 +55,9 @@ impl Status {
                     }
                 }
                 let waited = self.since.elapsed().as_secs();
-                let mut err = std::io::stderr();
-                let _ = write!(err, "\r\x1b[Klockgate: waiting for {:?} ({waited}s){}", self.name, self.seen);
-                let _ = err.flush();
+                // Through stderr's own thread, as every line of `run`: a terminal that takes
+                // nothing (Ctrl-S) must not stop the waiter's heartbeats on this thread.
+                stderr::say(Line::Status(Some(format!("waiting for {:?} ({waited}s){}", self.name, self.seen))));
                 self.shown = true;
             }
             None => std::future::pending().await,
@@ -66,9 +67,7 @@ impl Status {
     /// Erases the line if it was shown.
     pub fn clear(&mut self) {
         if self.shown {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "\r\x1b[K");
-            let _ = err.flush();
+            stderr::say(Line::Status(None));
             self.shown = false;
         }
     }

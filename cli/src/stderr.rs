@@ -1,5 +1,5 @@
 //! `lockgate run`'s and `lockgate elect`'s own lines to stderr (a loss, `--verbose`'s events
-//! and actions), written in order by a thread of their own. The command is supervised and the
+//! and actions, the waiting status line), written in order by a thread of their own. The command is supervised and the
 //! lease renewed on one thread (a current-thread runtime, `main.rs`), which only queues them: a
 //! stderr that takes nothing for a while (a paused pager, a full pipe, a stopped terminal) then
 //! delays the lines, never the renewals nor the signals that end the command on a loss. At most
@@ -19,12 +19,31 @@ const AT_MOST: usize = 4096;
 /// How long [`flush`] waits for the lines queued before it (the process exits after it).
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
-/// One line to write (`lockgate: ` goes before it).
+/// One line to write.
 pub enum Line {
-    /// lockgate's own words.
+    /// lockgate's own words (`lockgate: ` goes before them).
     Text(String),
-    /// One of the core's events (`--verbose`), formatted by the writer.
+    /// One of the core's events (`--verbose`), formatted by the writer (after `lockgate: `).
     Event(Telemetry),
+    /// The waiting status line (`status.rs`, on a terminal), drawn in place; `None` erases it.
+    Status(Option<String>),
+}
+
+impl Line {
+    /// What is written for it, after a status line drawn before it (`drawn`) was erased if it
+    /// is a line of its own; sets `drawn` to whether a status line stands there after it.
+    fn text(self, drawn: &mut bool) -> String {
+        let erase = if std::mem::take(drawn) { "\r\x1b[K" } else { "" };
+        match self {
+            Line::Text(text) => format!("{erase}lockgate: {text}\n"),
+            Line::Event(t) => format!("{erase}lockgate: {}\n", crate::verbose::line(&t)),
+            Line::Status(Some(status)) => {
+                *drawn = true;
+                format!("\r\x1b[Klockgate: {status}")
+            }
+            Line::Status(None) => erase.to_string(),
+        }
+    }
 }
 
 struct State {
@@ -61,6 +80,7 @@ impl Printer {
 
     /// Writes every line queued, in order, for good (the writer thread).
     fn run(&self, out: &mut dyn Write) {
+        let mut drawn = false;
         let mut state = self.lock();
         loop {
             while state.lines.is_empty() {
@@ -75,12 +95,8 @@ impl Printer {
             let Some(line) = state.lines.pop_front() else { continue };
             state.writing = true;
             drop(state);
-            let text = match line {
-                Line::Text(text) => text,
-                Line::Event(t) => crate::verbose::line(&t),
-            };
             // Nobody to tell if stderr is closed: the exit code still says what happened.
-            let _ = writeln!(out, "lockgate: {text}");
+            let _ = out.write_all(line.text(&mut drawn).as_bytes());
             let _ = out.flush();
             state = self.lock();
             state.writing = false;
@@ -119,11 +135,11 @@ pub fn say(line: Line) {
     match printer() {
         Some(p) => p.queue(line),
         None => {
-            let text = match line {
-                Line::Text(text) => text,
-                Line::Event(t) => crate::verbose::line(&t),
-            };
-            eprintln!("lockgate: {text}");
+            // No thread: no status line is drawn either (`status.rs` needs a terminal, and the
+            // thread starts with the first line).
+            let mut err = std::io::stderr();
+            let _ = err.write_all(line.text(&mut false).as_bytes());
+            let _ = err.flush();
         }
     }
 }
@@ -161,6 +177,20 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn a_line_of_its_own_erases_the_status_line_drawn_before_it() {
+        let mut drawn = false;
+        assert_eq!(Line::Text("x".into()).text(&mut drawn), "lockgate: x\n");
+        assert_eq!(Line::Status(None).text(&mut drawn), "", "nothing drawn, nothing to erase");
+        assert_eq!(Line::Status(Some("waiting (1s)".into())).text(&mut drawn), "\r\x1b[Klockgate: waiting (1s)");
+        assert!(drawn);
+        assert_eq!(Line::Text("x".into()).text(&mut drawn), "\r\x1b[Klockgate: x\n");
+        assert!(!drawn);
+        Line::Status(Some("waiting (2s)".into())).text(&mut drawn);
+        assert_eq!(Line::Status(None).text(&mut drawn), "\r\x1b[K");
+        assert!(!drawn);
     }
 
     #[test]
