@@ -48,16 +48,6 @@ impl<K: Hash + Eq, V> Numbered<K, V> {
     pub fn get(&self, id: u32) -> Option<&V> {
         self.values.get(usize::try_from(id).ok()?)
     }
-
-    /// How many are numbered.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 /// What every event of one kind, backend and primitive has in common.
