@@ -107,7 +107,7 @@ pub async fn run(plan: Plan) -> i32 {
     let label = options.label();
     let client = tokio::select! {
         c = options.connect() => match c {
-            Ok(c) if plan.verbose => match c.on_telemetry(crate::verbose::to_stderr()) {
+            Ok(c) if plan.verbose => match c.on_telemetry(stderr::events()) {
                 Ok(()) => c,
                 Err(e) => return fail(exit_code::INTERNAL, &e.to_string()),
             },

@@ -8,10 +8,11 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use lockgate_core::engine::Telemetry;
+use lockgate_core::native::telemetry::Listener;
 
 /// Lines waiting to be written, past which new ones are counted and dropped.
 const AT_MOST: usize = 4096;
@@ -142,6 +143,12 @@ pub fn say(line: Line) {
             let _ = err.flush();
         }
     }
+}
+
+/// The listener that prints every event of the client (`--verbose`): queued as it is raised,
+/// formatted (`verbose.rs`) and written by stderr's thread, in order with lockgate's own lines.
+pub fn events() -> Listener {
+    Arc::new(|t: &Telemetry| say(Line::Event(t.clone())))
 }
 
 /// Waits ([`FLUSH_WAIT`] at most) until what was queued is written: before the process exits,

@@ -1,18 +1,10 @@
 //! `--verbose`: the core's telemetry events (the one vocabulary every binding reports, README
-//! "Telemetry") printed to stderr as they happen, one line each, with their measurements —
-//! what the library's users see in their logs, seen by the command's user. `lockgate`'s own
-//! actions (signals to the command, renewals seen) are logged beside them by `run.rs`.
-
-use std::sync::Arc;
+//! "Telemetry") as lines for stderr (written by `stderr.rs`), one each, with their
+//! measurements: what the library's users see in their logs, seen by the command's user.
+//! `lockgate`'s own actions (signals to the command, renewals seen) are logged beside them by
+//! `run.rs`.
 
 use lockgate_core::engine::{Measure, Telemetry};
-use lockgate_core::native::telemetry::Listener;
-
-/// The listener that prints every event of the client: queued as it is raised, formatted and
-/// written by stderr's own thread (`stderr.rs`), in order with lockgate's own lines.
-pub fn to_stderr() -> Listener {
-    Arc::new(|t: &Telemetry| crate::stderr::say(crate::stderr::Line::Event(t.clone())))
-}
 
 /// `[lease.lost] lock lost: reason=refused held=1.234s` (the lock's name is in the event: the
 /// command's client turns lock names on, it holds one lock).
