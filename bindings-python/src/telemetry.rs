@@ -344,8 +344,11 @@ pub(crate) fn _metric_instruments() -> Vec<(&'static str, &'static str, &'static
 #[derive(Default)]
 struct Fed {
     samples: Vec<(Py<PyString>, f64, Py<PyDict>)>,
-    spans: Vec<(Py<PyString>, u64, u64, Py<PyDict>, Option<&'static str>)>,
+    spans: Vec<Span>,
 }
+
+/// An ended acquire's span: name, start and end (ns since the epoch), attributes, error code.
+type Span = (Py<PyString>, u64, u64, Py<PyDict>, Option<&'static str>);
 
 impl Fed {
     /// Adds `t`'s counts to [`TOTALS`], and its samples and span (if it ended an acquire) to
@@ -357,8 +360,7 @@ impl Fed {
             let Some((name, attributes)) = made.series(py, id)? else { continue };
             let attributes = attributes.clone_ref(py);
             if m.instrument.kind == InstrumentKind::Histogram {
-                let name = made.text(py, name);
-                self.samples.push((name, m.value, attributes));
+                self.samples.push((name.clone_ref(py), m.value, attributes));
             } else {
                 let mut totals = lock_mutex(&TOTALS);
                 let at = id as usize;
@@ -367,15 +369,14 @@ impl Fed {
                 }
                 match &mut totals[at] {
                     Some((_, total, _)) => *total += m.value,
-                    unset => *unset = Some((name, m.value, attributes)),
+                    unset => *unset = Some((m.instrument.name, m.value, attributes)),
                 }
             }
         }
         if let Some(ended) = t.ended_acquire() {
             let start = end.saturating_sub(ended.waited.as_nanos() as u64);
             let attributes = made.span_attributes(py, t, ended.outcome)?;
-            let name = made.text(py, "lockgate.acquire");
-            self.spans.push((name, start, end, attributes, ended.error));
+            self.spans.push((intern!(py, "lockgate.acquire").clone().unbind(), start, end, attributes, ended.error));
         }
         Ok(())
     }
@@ -394,18 +395,20 @@ impl Fed {
 }
 
 /// The Python objects made for telemetry's fixed parts, kept so that handing an event on makes
-/// no string or map it made before: static strings, each event shape's record parts and each
-/// metric series' attributes (numbered by the core), each span's attributes. Only used while
+/// no string or map it made before: each event shape's record parts and each metric series'
+/// instrument name and attributes (numbered by the core), each span's attributes. Only used while
 /// the GIL is held, by the one thread handing events on ([`DRAINING`]), and never while Python
 /// code runs (a sink or handler may call lockgate).
 struct Made {
-    texts: HashMap<&'static str, Py<PyString>>,
     shapes: Shapes,
     shape_parts: Vec<Option<ShapeParts>>,
     series_table: SeriesTable,
-    series_attributes: Vec<Option<Py<PyDict>>>,
-    span_attributes: HashMap<(Shape, Option<Arc<str>>, &'static str), Py<PyDict>>,
+    series_objects: Vec<Option<(Py<PyString>, Py<PyDict>)>>,
+    span_attributes: HashMap<SpanKey, Py<PyDict>>,
 }
+
+/// What a span's attributes depend on: the event's shape, lock name (opted in) and outcome.
+type SpanKey = (Shape, Option<Arc<str>>, &'static str);
 
 /// What every record of one event shape shares: its message, the `extra` fields the shape
 /// fixes, and the `extra` keys of its measurements (`lockgate_wait_s`, ...).
@@ -417,32 +420,27 @@ struct ShapeParts {
 
 static MADE: LazyLock<Mutex<Made>> = LazyLock::new(|| {
     Mutex::new(Made {
-        texts: HashMap::new(),
         shapes: Shapes::new(),
         shape_parts: Vec::new(),
         series_table: SeriesTable::new(),
-        series_attributes: Vec::new(),
+        series_objects: Vec::new(),
         span_attributes: HashMap::new(),
     })
 });
 
 impl Made {
-    /// `s` as a Python string, made once.
-    fn text(&mut self, py: Python<'_>, s: &'static str) -> Py<PyString> {
-        self.texts.entry(s).or_insert_with(|| PyString::new(py, s).unbind()).clone_ref(py)
-    }
-
     /// Series `id`'s instrument name and attributes (made the first time).
-    fn series(&mut self, py: Python<'_>, id: u32) -> PyResult<Option<(&'static str, &Py<PyDict>)>> {
+    fn series(&mut self, py: Python<'_>, id: u32) -> PyResult<Option<&(Py<PyString>, Py<PyDict>)>> {
         let Some(series) = self.series_table.get(id) else { return Ok(None) };
         let at = id as usize;
-        if self.series_attributes.len() <= at {
-            self.series_attributes.resize_with(at + 1, || None);
+        if self.series_objects.len() <= at {
+            self.series_objects.resize_with(at + 1, || None);
         }
-        if self.series_attributes[at].is_none() {
-            self.series_attributes[at] = Some(attributes(py, &series.attributes)?.unbind());
+        if self.series_objects[at].is_none() {
+            let name = PyString::new(py, series.instrument.name).unbind();
+            self.series_objects[at] = Some((name, attributes(py, &series.attributes)?.unbind()));
         }
-        Ok(self.series_attributes[at].as_ref().map(|d| (series.instrument.name, d)))
+        Ok(self.series_objects[at].as_ref())
     }
 
     /// An ended acquire's span attributes: the event's and its outcome (made the first time).

@@ -213,8 +213,7 @@ impl<'a> Attribute<'a> {
     /// Its value.
     pub fn value(self) -> &'a str {
         match self {
-            Attribute::Static(_, v) => v,
-            Attribute::Name(_, v) => v,
+            Attribute::Static(_, v) | Attribute::Name(_, v) => v,
         }
     }
 }
