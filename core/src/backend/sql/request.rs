@@ -955,7 +955,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
                 plain("COMMIT"),
                 plain(READ_COMMITTED),
                 reap(schema, &a.lock_key),
-                read_rows(schema, a, OwnId::Inserted),
+                read_rows(schema, a),
             ];
         }
     };
@@ -972,8 +972,11 @@ fn render_check(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
     match schema.dialect {
         Dialect::Postgres => vec![check_pg(schema, a)],
         Dialect::MySql => {
+            // The own row's id, looked up once for the count and the read after it, which then
+            // find their rows by the id alone (a subquery in each cost MariaDB twice as much).
+            let own = own_id(Stmt::new(schema).s(&format!("SET {OWN} = ")), a).done();
             let [count, update] = set_expiry_my(schema, a);
-            vec![plain(READ_COMMITTED), reap(schema, &a.lock_key), count, update, read_rows(schema, a, OwnId::Lookup)]
+            vec![plain(READ_COMMITTED), reap(schema, &a.lock_key), own, count, update, read_rows(schema, a)]
         }
     }
 }
@@ -1012,12 +1015,12 @@ fn blocking_only(a: &AcquireOp, alias: &str) -> String {
 /// read covers the whole queue ahead. The limit is written out, not bound: a small number of
 /// the options (never text), and some drivers bind integers in a way `LIMIT` refuses.
 fn nearest_ahead<'s>(select: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
-    ahead(select, a).s(&format!(" ORDER BY b.id DESC LIMIT {}", a.holds_below()))
+    ahead(select, a, OwnId::Lookup).s(&format!(" ORDER BY b.id DESC LIMIT {}", a.holds_below()))
 }
 
 /// [`nearest_ahead`]'s rows without their order and bound, which the caller adds: `FROM` the
-/// live rows ahead of `a`'s own row that block it (alias `b`).
-fn ahead<'s>(select: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
+/// live rows ahead of `a`'s own row (its id from `own`) that block it (alias `b`).
+fn ahead<'s>(select: Stmt<'s>, a: &AcquireOp, own: OwnId) -> Stmt<'s> {
     let t = select.schema.table();
     let select = select
         .s(&format!(" FROM {t} AS b WHERE b.lock_key = "))
@@ -1025,7 +1028,10 @@ fn ahead<'s>(select: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
         .s(&format!(" AND b.owner <> '{ANCHOR_OWNER}'{} AND b.expires_ms > ", blocking_only(a, "b.")))
         .now()
         .s(" AND b.id < ");
-    own_id(select, a)
+    match own {
+        OwnId::Lookup => own_id(select, a),
+        OwnId::Kept => select.s(OWN),
+    }
 }
 
 /// `a`'s own row's id as a scalar subquery (alias `o`): NULL once the row is gone, which no
@@ -1077,7 +1083,7 @@ fn own_expiry<'s>(update: Stmt<'s>, a: &AcquireOp) -> Stmt<'s> {
 /// than the lease is extended like a renewal).
 fn set_expiry_my(schema: &Schema, a: &AcquireOp) -> [Statement; 2] {
     let t = schema.table();
-    let count = ahead(Stmt::new(schema).s("SELECT (SELECT 1"), a)
+    let count = ahead(Stmt::new(schema).s("SELECT (SELECT 1"), a, OwnId::Kept)
         .s(&format!(" ORDER BY b.id DESC LIMIT {}, 1) INTO {FULL}", a.holds_below() - 1))
         .done();
     let update = Stmt::new(schema).s(&format!("UPDATE {t} AS me SET me.expires_ms = ")).now().s(&format!(" + CASE WHEN {FULL} IS NULL THEN "));
@@ -1099,16 +1105,17 @@ const READ_COMMITTED: &str = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
 /// `LIMIT`ed derived table, as before, cost MariaDB a temporary table each time.
 const FULL: &str = "@lockgate_full";
 
-/// MySQL: the session variable an acquire's insert leaves the own row's id in, for its read.
+/// MySQL: the session variable a batch keeps the own row's id in for its reads (an acquire's
+/// from its insert, a re-check's looked up), so each finds its rows by the id alone.
 const OWN: &str = "@lockgate_own";
 
-/// Where MySQL's read ([`read_rows`]) takes the own row's id from.
+/// Where a read of the rows ahead of the own row takes the own row's id from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum OwnId {
-    /// A subquery by the row's key (a waiter's re-check).
+    /// A subquery by the row's key (PostgreSQL, whose re-check is one statement).
     Lookup,
-    /// [`OWN`], set by the acquire's insert just before.
-    Inserted,
+    /// [`OWN`], set earlier in the batch (MySQL).
+    Kept,
 }
 
 /// Deletes the name's expired entries (never the anchor); PostgreSQL wakes whoever waits
@@ -1138,13 +1145,14 @@ fn reap(schema: &Schema, lock_key: &str) -> Statement {
 /// The own row if live, and the live rows just ahead of it that block it — as many as the
 /// recipe needs (`holds_below`: fewer of them means it holds, and a waiter waits behind them
 /// alone, `recipe.rs`) — with their remaining milliseconds, newest first: one read of the
-/// (lock_key, id) index from the own row back, at most one row more than the bound. With the
+/// (lock_key, id) index from the own row's id back ([`OWN`], kept earlier in the batch), at
+/// most one row more than the bound. With the
 /// own row gone or dead that is one row ahead too many, which [`SqlOp::parse`] drops. A waiter
 /// far back in a long queue reads a few rows, not the whole queue ahead, on every re-check:
 /// the reads of a queue of n handed over grow with n, not n². (A union of the rows ahead and
 /// the own row, as before, cost MariaDB twice the time; sorting that union on the server, a
 /// temporary table, a third of an uncontended pair's.)
-fn read_rows(schema: &Schema, a: &AcquireOp, own: OwnId) -> Statement {
+fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
     let t = schema.table();
     let read = Stmt::new(schema)
         .s(&format!("SELECT {ROW_COLUMNS}expires_ms - "))
@@ -1153,11 +1161,7 @@ fn read_rows(schema: &Schema, a: &AcquireOp, own: OwnId) -> Statement {
         .text(&a.lock_key)
         .s(&format!(" AND owner <> '{ANCHOR_OWNER}' AND expires_ms > "))
         .now()
-        .s(" AND id <= ");
-    let read = match own {
-        OwnId::Lookup => own_id(read, a),
-        OwnId::Inserted => read.s(OWN),
-    };
+        .s(&format!(" AND id <= {OWN}"));
     // A reader's own row is a read; the rows ahead of it that block it are not.
     let read = if a.kind == EntryKind::Read { read.s(" AND (kind <> 'read' OR owner = ").text(&a.owner).s(")") } else { read };
     read.s(&format!(" ORDER BY id DESC LIMIT {}", a.holds_below() + 1)).done()
@@ -1216,8 +1220,10 @@ mod tests {
                 assert!(check.iter().all(|s| !s.sql.contains(" id >") && !s.sql.contains(" id >=")), "{check:?}");
                 if schema.dialect == Dialect::MySql {
                     assert!(check.iter().all(|s| !s.sql.contains(" JOIN ")), "{check:?}");
-                    assert!(check[2].sql.starts_with("SELECT (SELECT 1 FROM") && check[2].sql.ends_with("INTO @lockgate_full"), "{check:?}");
-                    assert!(check[3].sql.starts_with("UPDATE") && check[3].sql.contains("@lockgate_full IS NULL"), "{check:?}");
+                    assert!(check[2].sql.starts_with("SET @lockgate_own = (SELECT o.id FROM"), "{check:?}");
+                    assert!(check[3].sql.starts_with("SELECT (SELECT 1 FROM") && check[3].sql.ends_with("INTO @lockgate_full"), "{check:?}");
+                    assert!(check[4].sql.starts_with("UPDATE") && check[4].sql.contains("@lockgate_full IS NULL"), "{check:?}");
+                    assert!(check[3].sql.contains("b.id < @lockgate_own") && check[5].sql.contains("id <= @lockgate_own"), "{check:?}");
                 }
             }
         }
@@ -1342,9 +1348,7 @@ mod tests {
         // there already) inside the transaction; the read is the re-check's, by that id.
         assert!(my_sql[5].starts_with("SET @lockgate_own = IF(ROW_COUNT() > 0, LAST_INSERT_ID(), (SELECT id FROM"), "{my_sql:?}");
         assert_eq!(mys.statements[7..9].to_vec(), vec![my_check[0].clone(), my_check[1].clone()]);
-        assert_eq!(mys.statements[9], read_rows(&my, &op(), OwnId::Inserted));
-        assert_eq!(my_check[4], read_rows(&my, &op(), OwnId::Lookup));
-        assert_eq!(mys.statements[9].sql.replace("@lockgate_own", "?"), my_check[4].sql.replace(&own_id(Stmt::new(&my), &op()).done().sql, "?"));
+        assert_eq!(mys.statements[9], my_check[5]);
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
         assert!(rel.render(&pg).statements[0].sql.contains("pg_notify"));
         let my_rel = rel.render(&my).statements;
@@ -1408,6 +1412,6 @@ mod tests {
         let SqlReply::Entries { rows } = SqlOp::Check(op()).parse(vec![Rows::default(), read]).unwrap() else { panic!() };
         assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![4, 7, 9]);
         let my = Schema::default_for(Dialect::MySql);
-        assert!(!read_rows(&my, &op(), OwnId::Lookup).sql.contains("ORDER BY 1"), "no sort on the server");
+        assert!(!read_rows(&my, &op()).sql.contains("ORDER BY 1"), "no sort on the server");
     }
 }
