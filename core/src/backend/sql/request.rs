@@ -1164,6 +1164,12 @@ fn read_rows(schema: &Schema, a: &AcquireOp) -> Statement {
         .s(&format!(" AND id <= {OWN}"));
     // A reader's own row is a read; the rows ahead of it that block it are not.
     let read = if a.kind == EntryKind::Read { read.s(" AND (kind <> 'read' OR owner = ").text(&a.owner).s(")") } else { read };
+    // With a bound of 1, a count that found no live row that blocks (FULL is NULL) leaves
+    // only the own row to read: rows ahead of it all committed before it and can only leave.
+    // Said in the statement, the server reads that row by its id alone instead of walking
+    // the index back past every row of the name it has not purged yet (InnoDB purges deleted
+    // rows in bursts, so a name taken and released a thousand times a second has hundreds).
+    let read = if a.holds_below() == 1 { read.s(&format!(" AND ({FULL} IS NOT NULL OR id = {OWN})")) } else { read };
     read.s(&format!(" ORDER BY id DESC LIMIT {}", a.holds_below() + 1)).done()
 }
 
@@ -1225,6 +1231,25 @@ mod tests {
                     assert!(check[4].sql.starts_with("UPDATE") && check[4].sql.contains("@lockgate_full IS NULL"), "{check:?}");
                     assert!(check[3].sql.contains("b.id < @lockgate_own") && check[5].sql.contains("id <= @lockgate_own"), "{check:?}");
                 }
+            }
+        }
+    }
+
+    /// MySQL: with a bound of 1, the read takes the own row alone by its id when the count
+    /// before it in the batch found nothing that blocks; a semaphore's read always walks back.
+    #[test]
+    fn a_free_name_is_read_by_the_own_id_alone() {
+        let my = Schema::default_for(Dialect::MySql);
+        let sem = AcquireOp { kind: EntryKind::Semaphore, permits: 3, ..op() };
+        let reader = AcquireOp { kind: EntryKind::Read, ..op() };
+        for (a, by_id) in [(op(), true), (reader, true), (sem, false)] {
+            for batch in [SqlOp::Acquire(a.clone()).render(&my), SqlOp::Check(a.clone()).render(&my)] {
+                let sql: Vec<&str> = batch.statements.iter().map(|s| s.sql.as_str()).collect();
+                let read = sql.last().unwrap();
+                assert_eq!(read.contains("(@lockgate_full IS NOT NULL OR id = @lockgate_own)"), by_id, "{read}");
+                let count = sql.iter().position(|s| s.ends_with("INTO @lockgate_full")).unwrap();
+                let own = sql.iter().position(|s| s.starts_with("SET @lockgate_own")).unwrap();
+                assert!(count < sql.len() - 1 && own < sql.len() - 1, "{sql:?}");
             }
         }
     }
