@@ -53,7 +53,7 @@ public final class JvmBench {
             }
             String version = redisVersion(server);
             String md = markdown(command, version, pairs, threads, seconds, rust, leaseRate, lockRate, handoff)
-                + cold + TelemetryCost.measure(server.url(), pairs, 21);
+                + cold + TelemetryCost.measurePinned(server.url(), ((Number) server.info.get("pid")).longValue(), pairs, 61);
             Files.createDirectories(out.toAbsolutePath().getParent());
             Files.writeString(out, md);
             System.out.print(md);

@@ -43,8 +43,57 @@ final class TelemetryCost {
 
     private TelemetryCost() {}
 
-    /** A markdown paragraph and table of the three, {@code rounds} rounds of {@code pairs} pairs each. */
-    static String measure(String url, int pairs, int rounds) throws Exception {
+    /**
+     * Runs {@link #measure} in a JVM of its own on CPU 0 with the server's process on the last CPU
+     * ({@code taskset}, Linux), or here, unpinned, where that cannot be done (one CPU, no
+     * {@code taskset}, the child failing). Unpinned on a shared 2-core machine, the threads of the
+     * caller, the driver, the relay and the server move between the cores from round to round, and
+     * the rate of the same row swings by half between rounds (rounds' own shares from −100 % to
+     * +70 %): that measures the placement, not a few percent of telemetry. Pinned, the caller's
+     * whole process shares one core, so whatever the relay thread costs is taken from the caller's
+     * pairs, and the server keeps the other.
+     */
+    static String measurePinned(String url, long serverPid, int pairs, int rounds) throws Exception {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        String java = ProcessHandle.current().info().command().orElse(null);
+        if (cpus >= 2 && java != null && run(List.of("taskset", "-pc", String.valueOf(cpus - 1), String.valueOf(serverPid))) != null) {
+            String placement = "this JVM alone on CPU 0 and the redis-server on CPU " + (cpus - 1) + " (`taskset`)";
+            String md = run(List.of("taskset", "-c", "0", java, "-cp", System.getProperty("java.class.path"), TelemetryCost.class.getName(), url,
+                String.valueOf(pairs), String.valueOf(rounds), placement));
+            run(List.of("taskset", "-pc", "0-" + (cpus - 1), String.valueOf(serverPid)));
+            if (md != null) {
+                return md;
+            }
+        }
+        return measure(url, pairs, rounds, "unpinned: `taskset` or a second CPU was not available");
+    }
+
+    /** What {@code cmd} printed, or null if it could not run or failed. */
+    private static String run(List<String> cmd) {
+        try {
+            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            return p.waitFor() == 0 ? out : null;
+        } catch (java.io.IOException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    }
+
+    /** {@link #measurePinned}'s child: url, pairs, rounds, placement; prints the markdown. */
+    public static void main(String[] args) throws Exception {
+        System.out.print(measure(args[0], Integer.parseInt(args[1]), Integer.parseInt(args[2]), args[3]));
+        System.out.flush();
+        System.exit(0);
+    }
+
+    /**
+     * A markdown paragraph and table of the three, {@code rounds} rounds of {@code pairs} pairs each;
+     * {@code placement} says where the process and the server ran.
+     */
+    static String measure(String url, int pairs, int rounds, String placement) throws Exception {
         Logger lockgate = (Logger) LoggerFactory.getLogger("lockgate");
         Logger app = (Logger) LoggerFactory.getLogger("bench.floor");
         LoggerContext context = lockgate.getLoggerContext();
@@ -87,7 +136,7 @@ final class TelemetryCost {
             app.detachAppender(sink);
             sink.stop();
         }
-        return markdown(rates, cpu, work, pairs, rounds, sample);
+        return markdown(rates, cpu, work, pairs, rounds, sample, placement);
     }
 
     /** Telemetry fully on (DEBUG records, metrics recorded) or off (WARN only, no metrics). */
@@ -268,19 +317,20 @@ final class TelemetryCost {
         return xs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
     }
 
-    private static String markdown(Map<String, List<Double>> rates, Map<String, List<Double>> cpu, Map<String, List<Double>> work, int pairs, int rounds, Sample sample) {
+    private static String markdown(Map<String, List<Double>> rates, Map<String, List<Double>> cpu, Map<String, List<Double>> work, int pairs, int rounds, Sample sample,
+            String placement) {
         double offBest = 1e6 / best(rates.get("off"));
         double offMedian = 1e6 / median(rates.get("off"));
         StringBuilder sb = new StringBuilder();
         sb.append(String.format(Locale.ROOT, "\nTelemetry off vs fully on (issue 27): uncontended `acquire(5 s)` + `close()`, "
             + "%d interleaved rounds of %d pairs per row (rotating which goes first; each row on a client connected after "
             + "its mode was set, as a client asks the logger's level when it connects and at most once a second after, "
-            + "and after %d pairs of warm-up). Fully on: SLF4J logger `lockgate` at DEBUG into a "
+            + "and after %d pairs of warm-up; %s). Fully on: SLF4J logger `lockgate` at DEBUG into a "
             + "logback appender formatting every record (`%s`) to a null stream, %.1f records per pair, and every metric "
             + "recorded into a Micrometer `SimpleMeterRegistry` through `LockgateMetrics`, %.1f updates per pair. Floor: "
             + "telemetry off while the application logs those same records (level, message, key-value pairs) through the same "
             + "appender and records those same updates into the same registry.\n\n",
-            rounds, pairs, WARM_UP, PATTERN.replace("%n", ""), sample.recordsPerPair(), sample.updatesPerPair()));
+            rounds, pairs, WARM_UP, placement, PATTERN.replace("%n", ""), sample.recordsPerPair(), sample.updatesPerPair()));
         sb.append("| row | pairs/s, best | pairs/s, median | per pair vs off (best / median) |\n|---|---:|---:|---:|\n");
         String[][] rows = {{"off", "telemetry off (WARN only, the default)"}, {"on", "telemetry fully on"},
             {"floor", "floor: the same records logged and updates recorded by the application, telemetry off"}};
