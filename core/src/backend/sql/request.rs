@@ -938,13 +938,7 @@ fn render_acquire(schema: &Schema, a: &AcquireOp) -> Vec<Statement> {
             // The own row's id for the read after the commit: the insert's, or (a retry whose
             // row was there already) looked up. The read then finds its rows by the id alone,
             // which halves its cost on MariaDB.
-            let own = Stmt::new(schema)
-                .s(&format!("SET {OWN} = IF(ROW_COUNT() > 0, LAST_INSERT_ID(), (SELECT id FROM {t} WHERE lock_key = "))
-                .text(&a.lock_key)
-                .s(" AND owner = ")
-                .text(&a.owner)
-                .s("))")
-                .done();
+            let own = own_id(Stmt::new(schema).s(&format!("SET {OWN} = IF(ROW_COUNT() > 0, LAST_INSERT_ID(), ")), a).s(")").done();
             return vec![
                 plain("BEGIN"),
                 anchor,
@@ -1371,7 +1365,7 @@ mod tests {
         assert!(my_check[1].sql.starts_with("DELETE"), "{my_check:?}");
         // The own row's id for the read is kept from the insert (or looked up, if the row was
         // there already) inside the transaction; the read is the re-check's, by that id.
-        assert!(my_sql[5].starts_with("SET @lockgate_own = IF(ROW_COUNT() > 0, LAST_INSERT_ID(), (SELECT id FROM"), "{my_sql:?}");
+        assert!(my_sql[5].starts_with("SET @lockgate_own = IF(ROW_COUNT() > 0, LAST_INSERT_ID(), (SELECT o.id FROM"), "{my_sql:?}");
         assert_eq!(mys.statements[7..9].to_vec(), vec![my_check[0].clone(), my_check[1].clone()]);
         assert_eq!(mys.statements[9], my_check[5]);
         let rel = SqlOp::Release { lock_key: "k".into(), owner: "o".into() };
