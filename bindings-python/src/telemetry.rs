@@ -3,7 +3,8 @@
 //! DEBUG), the attributes as `extra` fields prefixed `lockgate_` (`lockgate_event`,
 //! `lockgate_backend`, `lockgate_primitive`, `lockgate_lock` when lock names are on, and the
 //! event's measurements: `lockgate_wait_s`, `lockgate_queued`, `lockgate_held_s`,
-//! `lockgate_reason`, `lockgate_code`). Quiet with no configuration apart from WARNING records,
+//! `lockgate_reason`, `lockgate_code`), made by the logger's `makeRecord` with no caller location
+//! (see [`log`]). Quiet with no configuration apart from WARNING records,
 //! which Python's last-resort handler prints; one line turns the rest on
 //! (`logging.getLogger("lockgate").setLevel(logging.DEBUG)` with a handler).
 //!
@@ -45,7 +46,7 @@ use lockgate_core::native::telemetry::Listener;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::process::lock_mutex;
 
@@ -178,8 +179,9 @@ pub(crate) fn flush(py: Python<'_>) {
             return;
         }
         let mut fed = Fed::default();
+        let mut levels = Levels::default();
         for pending in batch {
-            hand_on(py, pending, &mut fed);
+            hand_on(py, pending, &mut fed, &mut levels);
         }
         let _ = fed.hand_to_sink(py);
     }
@@ -187,10 +189,10 @@ pub(crate) fn flush(py: Python<'_>) {
 
 /// One queued event to the logger (if it is wanted at its level) or, gathered in `fed`, the
 /// sink (if one is set).
-fn hand_on(py: Python<'_>, p: Pending, fed: &mut Fed) {
+fn hand_on(py: Python<'_>, p: Pending, fed: &mut Fed, levels: &mut Levels) {
     match p.to {
         To::Log if p.t.what.is_warning() || DEBUG_ON.load(Ordering::Relaxed) => {
-            let _ = log(py, &p.t);
+            let _ = log(py, &p.t, levels);
         }
         // An event raised for an earlier sink is not this one's (its counts start at zero).
         To::Sink { sink, at_ns, measured } if SINK_ON.load(Ordering::Relaxed) && sink == SINK_SET.load(Ordering::Acquire) => {
@@ -526,11 +528,46 @@ fn logger(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .bind(py))
 }
 
-fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
+/// Whether the logger is enabled for DEBUG and for WARNING, each asked at most once per drain
+/// (one moment, as far as the application can tell) and only when a record at that level is due.
+#[derive(Default)]
+struct Levels {
+    debug: Option<bool>,
+    warning: Option<bool>,
+}
+
+impl Levels {
+    fn enabled(&mut self, py: Python<'_>, logger: &Bound<'_, PyAny>, level: u8) -> PyResult<bool> {
+        let known = if level == DEBUG { &mut self.debug } else { &mut self.warning };
+        if let Some(on) = *known {
+            return Ok(on);
+        }
+        let on = logger.call_method1(intern!(py, "isEnabledFor"), (level,))?.is_truthy()?;
+        if level == DEBUG {
+            // Fresher than the last check: the driver stops queueing DEBUG events at once.
+            DEBUG_ON.store(on, Ordering::Relaxed);
+        }
+        *known = Some(on);
+        Ok(on)
+    }
+}
+
+/// Logs `t` as the logger's own `log` would, less the search for the calling frame: the record
+/// is made by the logger's `makeRecord` (a custom logger class or record factory still applies)
+/// and passed to its `handle` (`disabled`, filters, handlers, propagation). `findCaller`'s
+/// walk up the Python stack was a quarter of each record's cost, and its answer meant little:
+/// the events come from the core, and one may be handed on during a later call than the one
+/// that raised it, or by the flusher thread with no Python frame at all. So every record has
+/// the location Python gives when there is no caller: `(unknown file)`, line 0,
+/// `(unknown function)`.
+fn log(py: Python<'_>, t: &Telemetry, levels: &mut Levels) -> PyResult<()> {
     let level = if t.what.is_warning() { WARNING } else { DEBUG };
     let logger = logger(py)?;
-    // `log` asks the logger's level itself: the record is built only if DEBUG was on at the
-    // last check (or it is a WARNING), which is the rule rather than the exception.
+    // The record is built only if DEBUG was on at the last check (or it is a WARNING), which is
+    // the rule rather than the exception; the level is asked again here, once per drain.
+    if !levels.enabled(py, logger, level)? {
+        return Ok(());
+    }
     let (message, extra, keys) = {
         let mut made = lock_mutex(&MADE);
         let Some(parts) = made.shape_parts(py, t)? else { return Ok(()) };
@@ -548,8 +585,20 @@ fn log(py: Python<'_>, t: &Telemetry) -> PyResult<()> {
             Measure::Count(n) => extra.set_item(key, n)?,
         }
     }
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "extra"), extra)?;
-    logger.call_method(intern!(py, "log"), (level, message), Some(&kwargs))?;
+    let record = logger.call_method1(
+        intern!(py, "makeRecord"),
+        (
+            intern!(py, "lockgate"),
+            level,
+            intern!(py, "(unknown file)"),
+            0,
+            message,
+            PyTuple::empty(py),
+            py.None(),
+            intern!(py, "(unknown function)"),
+            extra,
+        ),
+    )?;
+    logger.call_method1(intern!(py, "handle"), (record,))?;
     Ok(())
 }

@@ -117,6 +117,37 @@ def test_a_lease_held_too_long_is_logged_once_while_held(server: RedisServer, ca
     assert 0.2 <= record.lockgate_held_s < 2.0
 
 
+def test_records_go_through_the_record_factory_and_the_level_of_the_moment(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    # A record is made by the logger's makeRecord (the application's record factory applies),
+    # with the location Python gives a record that has no caller (the events come from the
+    # core); and a level raised takes effect at the next call, not at the next periodic check.
+    caplog.set_level(logging.DEBUG, logger="lockgate")
+    made: list[str] = []
+    factory = logging.getLogRecordFactory()
+
+    def counting(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        made.append(record.getMessage())
+        return record
+
+    logging.setLogRecordFactory(counting)
+    try:
+        with lockgate.Client(server.url) as client:
+            lock = client.lock("factory", 3)
+            lock.acquire(timeout=5).release()
+            assert [r.lockgate_event for r in _events(caplog)] == ["acquire.started", "acquire.granted", "lease.released"]
+            assert made == [r.getMessage() for r in _events(caplog)]
+            for r in _events(caplog):
+                assert (r.pathname, r.lineno, r.funcName) == ("(unknown file)", 0, "(unknown function)")
+            caplog.clear()
+            made.clear()
+            logging.getLogger("lockgate").setLevel(logging.INFO)
+            lock.acquire(timeout=5).release()
+            assert _events(caplog) == [] and made == []
+    finally:
+        logging.setLogRecordFactory(factory)
+
+
 def test_records_are_made_on_python_threads_in_order(server: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     # A call's records are made on its own thread before it returns (the driver never waits for
     # the GIL), in the order the core raised them; a loss between calls is logged on the
