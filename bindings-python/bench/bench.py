@@ -13,7 +13,11 @@ lease renewed by a watchdog, FIFO grants pushed to the next waiter), redis-py
 ``Lock(timeout=30)`` (a blocked acquire polls every 0.1 s, its default ``sleep``),
 python-redis-lock ``Lock(expire=30)`` (a blocked acquire waits in BLPOP on a signal list).
 
+3. Telemetry off vs on (OpenTelemetry, DEBUG logging) against floors that record the same, in
+   a child process alone on CPU 0 with the server on the last CPU (`taskset`) where it can be.
+
 Usage: python bench.py --out python.md [--pairs N] [--rounds R] [--handoffs-per-process K]
+                       [--telemetry-rounds T]
 It starts (and stops, by pid) its own redis-server on a free loopback port.
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import multiprocessing
 import os
@@ -201,23 +206,33 @@ def pairs_lockgate_telemetry_on(url: str, n: int) -> Pairs:
 def pairs_lockgate_own_records(url: str, n: int) -> Pairs:
     """The floor of DEBUG logging: lockgate's sync pairs with telemetry off, and the records
     lockgate makes per pair with it on (acquire started, granted, lease released: message,
-    the same ``extra`` fields) logged by the application itself through a logger of its own
-    with the same handler. What Python's ``logging`` costs, whoever calls it."""
+    the same ``extra`` fields, no caller location) made by the application itself the way
+    lockgate makes them (the logger asked whether DEBUG is on, ``makeRecord``, ``handle``)
+    through a logger of its own with the same handler. What Python's ``logging`` costs for
+    those records, whoever makes them. (``log.debug`` would also search the stack for the
+    caller, which lockgate's records skip: a floor that did would be about 4 µs a record
+    dearer and flatter lockgate.)"""
     with _DebugTo("bench.records") as log, lockgate.Client(url) as client:
         lock = client.lock("bench-u-lgr")
         base = {"lockgate_backend": "redis", "lockgate_primitive": "mutex"}
         started = {**base, "lockgate_event": "acquire.started"}
         released = {**base, "lockgate_event": "lease.released"}
+        name, debug, nowhere, nofunc = log.name, logging.DEBUG, "(unknown file)", "(unknown function)"
+
+        def record(msg: str, extra: dict[str, Any]) -> None:
+            if log.isEnabledFor(debug):
+                log.handle(log.makeRecord(name, debug, nowhere, 0, msg, (), None, nofunc, extra))
+
         lock.acquire(timeout=5).release()
         watch = Stopwatch()
         for _ in range(n):
             t0 = time.perf_counter()
-            log.debug("acquire started", extra=started)
+            record("acquire started", started)
             lease = lock.acquire(timeout=5)
             waited = time.perf_counter() - t0
-            log.debug("acquire granted", extra={**base, "lockgate_event": "acquire.granted", "lockgate_wait_s": waited, "lockgate_queued": False})
+            record("acquire granted", {**base, "lockgate_event": "acquire.granted", "lockgate_wait_s": waited, "lockgate_queued": False})
             lease.release()
-            log.debug("lease released", extra={**released, "lockgate_held_s": time.perf_counter() - t0 - waited})
+            record("lease released", {**released, "lockgate_held_s": time.perf_counter() - t0 - waited})
         return watch.pairs(n)
 
 
@@ -286,15 +301,58 @@ def pairs_lockgate_own_otel(url: str, n: int) -> Pairs:
 
 UNCONTENDED: list[tuple[str, str, Callable[[str, int], Pairs]]] = [
     ("lockgate", "sync", pairs_lockgate_sync),
-    ("lockgate, telemetry on", "sync", pairs_lockgate_telemetry_on),
-    ("lockgate, its records logged by the application", "sync", pairs_lockgate_own_records),
-    ("lockgate, its metrics and span recorded by the application", "sync", pairs_lockgate_own_otel),
-    ("lockgate, OpenTelemetry on", "sync", pairs_lockgate_otel_on),
     ("redis-py `Lock`", "sync", pairs_redis_py),
     ("python-redis-lock", "sync", pairs_python_redis_lock),
     ("lockgate", "asyncio", pairs_lockgate_aio),
     ("redis-py `redis.asyncio` `Lock`", "asyncio", pairs_redis_py_aio),
 ]
+
+
+# The telemetry rows (issue 27): off, each way of turning it on, and each one's floor. They run
+# in a process of their own (`--telemetry-child`), alone on CPU 0 with the redis-server on the
+# last CPU where `taskset` and a second CPU allow: unpinned on a shared 2-core machine, where
+# the caller, the client's driver, the telemetry thread and the server land from round to round
+# moved a round's rate by a third either way, several times what is being measured.
+TELEMETRY: list[tuple[str, Callable[[str, int], Pairs]]] = [
+    ("off", pairs_lockgate_sync),
+    ("OpenTelemetry on", pairs_lockgate_otel_on),
+    ("OpenTelemetry floor", pairs_lockgate_own_otel),
+    ("DEBUG logging", pairs_lockgate_telemetry_on),
+    ("DEBUG logging floor", pairs_lockgate_own_records),
+]
+
+
+def telemetry_rounds(url: str, pairs: int, rounds: int) -> dict[str, list[Pairs]]:
+    """Every telemetry row, `rounds` interleaved rounds, each round starting one row later."""
+    out: dict[str, list[Pairs]] = {name: [] for name, _ in TELEMETRY}
+    for rnd in range(rounds):
+        k = rnd % len(TELEMETRY)
+        for name, fn in TELEMETRY[k:] + TELEMETRY[:k]:
+            gc.collect()  # what the row before left (spans, providers), collected now
+            out[name].append(fn(url, pairs))
+    return out
+
+
+def telemetry_pinned(server: Server, pairs: int, rounds: int) -> tuple[dict[str, list[Pairs]], str]:
+    """The telemetry rows in a child process on CPU 0 with the server on the last CPU, or here,
+    unpinned, where that cannot be done; and where they ran."""
+    cpus = os.cpu_count() or 1
+    if cpus >= 2 and shutil.which("taskset"):
+        everywhere = os.sched_getaffinity(server.proc.pid)
+        try:
+            os.sched_setaffinity(server.proc.pid, {cpus - 1})
+            child = subprocess.run(
+                ["taskset", "-c", "0", sys.executable, os.path.abspath(__file__), "--telemetry-child",
+                 server.url, str(pairs), str(rounds)],
+                stdout=subprocess.PIPE, text=True, check=False,
+            )
+        finally:
+            os.sched_setaffinity(server.proc.pid, everywhere)
+        if child.returncode == 0:
+            got = json.loads(child.stdout)
+            return ({k: [Pairs(*p) for p in v] for k, v in got.items()},
+                    f"this benchmark's child process alone on CPU 0 and the redis-server on CPU {cpus - 1} (`taskset`)")
+    return telemetry_rounds(server.url, pairs, rounds), "unpinned: `taskset` or a second CPU was not available"
 
 
 # -------------------------------------------------------------------- 2. contended handoff
@@ -380,6 +438,65 @@ def percentile(xs: list[float], q: float) -> float:
 # ------------------------------------------------------------------------------------ main
 
 
+def telemetry_section(tel: dict[str, list[Pairs]], placement: str, pairs: int, rounds: int) -> list[str]:
+    """The telemetry rows' table and lockgate's own share of each way of turning it on."""
+    rates = {k: [p.per_s for p in v] for k, v in tel.items()}
+    cpus = {k: [p.cpu_s for p in v] for k, v in tel.items()}
+    best = {k: max(v) for k, v in rates.items()}
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
+    lines = [
+        "",
+        f"**Telemetry off vs on** (issue 27): uncontended sync pairs, {rounds} interleaved rounds of "
+        f"{pairs} pairs per row, each row on a client of its own; {placement}. On: every metric "
+        "and acquire span through the OpenTelemetry SDK (`lockgate.otel.instrument()`; an "
+        "in-memory metric reader and a batch span processor), or logger `lockgate` at DEBUG with "
+        "a handler formatting every record (to /dev/null); off: the default (WARNING: no DEBUG "
+        "record is made, nothing recorded). Target: at most 3 % slower. CPU µs a pair: the "
+        "process's CPU time (every thread's: the caller's, the client's driver and telemetry "
+        "threads, the SDK's span processor; not the server's) over the round's pairs, the median "
+        "round; it counts the caller's short spin before it parks for a reply.",
+        "",
+        "| telemetry | pairs/s, best | pairs/s, median | cost (best) | cost (median) | CPU µs a pair, median | CPU cost (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| off (default) | {best['off']:,.0f} | {med['off']:,.0f} | | | {cpu['off'] * 1e6:.1f} | |",
+    ]
+    labels = {
+        "OpenTelemetry on": "OpenTelemetry metrics and spans",
+        "OpenTelemetry floor": "floor: the same samples and span recorded by the application (telemetry off)",
+        "DEBUG logging": "DEBUG logging",
+        "DEBUG logging floor": "floor: the same 3 DEBUG records a pair made by the application as lockgate makes them (telemetry off)",
+    }
+    for row, label in labels.items():
+        lines.append(
+            f"| {label} | {best[row]:,.0f} | {med[row]:,.0f} | {(best['off'] / best[row] - 1) * 100:+.1f} % | "
+            f"{(med['off'] / med[row] - 1) * 100:+.1f} % | {cpu[row] * 1e6:.1f} | {(cpu[row] / cpu['off'] - 1) * 100:+.1f} % |"
+        )
+
+    def share(on: str, floor: str) -> str:
+        # Per round: the rows ran seconds apart, so a round's own share is free of the drift
+        # between rounds that best-against-best and median-against-median carry.
+        rounds_ = sorted(o / a - o / f for o, a, f in zip(rates["off"], rates[on], rates[floor]))
+        # CPU time a pair is not slowed by other processes as a pair's wall-clock time is.
+        by_cpu = sorted((a - f) / c for c, a, f in zip(cpus["off"], cpus[on], cpus[floor]))
+        return (
+            f"{statistics.median(rounds_) * 100:+.1f} % of a pair, the median of the rounds' own "
+            f"shares (range {rounds_[0] * 100:+.1f} to {rounds_[-1] * 100:+.1f}); best against best "
+            f"{(best['off'] / best[on] - best['off'] / best[floor]) * 100:+.1f} %, median against median "
+            f"{(med['off'] / med[on] - med['off'] / med[floor]) * 100:+.1f} %; by CPU time, "
+            f"{statistics.median(by_cpu) * 100:+.1f} % of an off pair's CPU time, the median of the rounds "
+            f"(range {by_cpu[0] * 100:+.1f} to {by_cpu[-1] * 100:+.1f}; {(cpu[on] - cpu[floor]) * 1e6:.1f} µs a pair)"
+        )
+
+    return lines + [
+        "",
+        "Each floor row is what the SDK or Python's `logging` costs for what lockgate records, "
+        "whoever records it; lockgate's own share is its cost less the floor's (target: at most "
+        f"3 %). OpenTelemetry: {share('OpenTelemetry on', 'OpenTelemetry floor')}. "
+        f"DEBUG logging: {share('DEBUG logging', 'DEBUG logging floor')}.",
+    ]
+
+
 def version(pkg: str) -> str:
     try:
         return metadata.version(pkg)
@@ -393,13 +510,17 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=1000, help="pairs per round (default 1000)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--handoffs-per-process", type=int, default=100)
+    ap.add_argument("--telemetry-rounds", type=int, default=41, help="rounds of the telemetry rows (default 41)")
     ap.add_argument("--command", default="bindings-python/ci.sh bench")
+    if sys.argv[1:2] == ["--telemetry-child"]:
+        url, pairs, rounds = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        json.dump({k: [tuple(p) for p in v] for k, v in telemetry_rounds(url, pairs, rounds).items()}, sys.stdout)
+        return
     args = ap.parse_args()
 
     server = Server()
     try:
         rates: dict[tuple[str, str], list[float]] = {(n, a): [] for n, a, _ in UNCONTENDED}
-        cpus: dict[tuple[str, str], list[float]] = {(n, a): [] for n, a, _ in UNCONTENDED}
         for rnd in range(args.rounds):
             # Each round starts one row later, so no row always follows the same one (a row run
             # right after another that left threads or garbage behind pays for it).
@@ -410,33 +531,33 @@ def main() -> None:
                 gc.collect()
                 got = fn(server.url, args.pairs)
                 rates[(name, api)].append(got.per_s)
-                cpus[(name, api)].append(got.cpu_s)
                 print(f"round {rnd + 1}: {name} ({api}): {got.per_s:,.0f} pairs/s, "
                       f"{got.cpu_s * 1e6:.1f} µs CPU a pair", file=sys.stderr)
 
         ctx = multiprocessing.get_context("spawn")
         contended = {}
         with ctx.Pool(4) as pool:
-            for name, fn in CONTENDED:
+            for name, contend in CONTENDED:
                 start_at = time.monotonic() + 1.0  # every process is up and connected by then
-                recs = pool.starmap(fn, [(server.url, args.handoffs_per_process, start_at)] * 4)
+                recs = pool.starmap(contend, [(server.url, args.handoffs_per_process, start_at)] * 4)
                 lat, turns = handoffs(recs)
                 contended[name] = (lat, turns)
                 print(f"contended {name}: {len(lat)} handoffs of {turns} turns, "
                       f"p50 {percentile(lat, 0.5):.2f} ms, p99 {percentile(lat, 0.99):.2f} ms",
                       file=sys.stderr)
+        tel, placement = telemetry_pinned(server, args.pairs, args.telemetry_rounds)
         redis_version = redis.Redis(port=server.port).info()["redis_version"]
     finally:
         server.stop()
 
     best = {k: max(v) for k, v in rates.items()}
-    cpu = {k: statistics.median(v) for k, v in cpus.items()}
     med = {k: statistics.median(v) for k, v in rates.items()}
     lines = [
         "## Python binding: lockgate vs redis-py `Lock` and python-redis-lock",
         "",
         f"Command: `{args.command}` (runs `python bindings-python/bench/bench.py --pairs {args.pairs} "
-        f"--rounds {args.rounds} --handoffs-per-process {args.handoffs_per_process}`), "
+        f"--rounds {args.rounds} --handoffs-per-process {args.handoffs_per_process} "
+        f"--telemetry-rounds {args.telemetry_rounds}`), "
         f"on {time.strftime('%Y-%m-%d', time.gmtime())}: CPython {platform.python_version()}, "
         f"{os.cpu_count()} cores, redis-server {redis_version} on loopback (started by the "
         f"benchmark), lockgate {lockgate.__version__}, redis-py {version('redis')}, "
@@ -456,8 +577,6 @@ def main() -> None:
         return f"{ours / theirs:.2f}× faster" if ours >= theirs else f"{theirs / ours:.2f}× slower"
 
     for name, api, _ in UNCONTENDED:
-        if name.startswith(("lockgate, telemetry on", "lockgate, OpenTelemetry on", "lockgate, its ")):
-            continue  # their own table below
         if name == "lockgate":
             lines.append(f"| {name} | {api} | {best[(name, api)]:,.0f} | — | {med[(name, api)]:,.0f} | — |")
         else:
@@ -466,64 +585,7 @@ def main() -> None:
                 f"{rel(best[('lockgate', api)], best[(name, api)])} | {med[(name, api)]:,.0f} | "
                 f"{rel(med[('lockgate', api)], med[(name, api)])} |"
             )
-    off = ("lockgate", "sync")
-    lines += [
-        "",
-        "**Telemetry off vs on** (issue 27), the same rounds: every metric and acquire span through "
-        "the OpenTelemetry SDK (`lockgate.otel.instrument()`; an in-memory metric reader and a "
-        "batch span processor), and logger `lockgate` at DEBUG with a handler formatting every "
-        "record (to /dev/null), each against the default (WARNING: no DEBUG record is made, "
-        "nothing recorded). Target: at most 3 % slower. CPU µs a pair: this process's CPU time "
-        "(every thread's: the caller's, the client's driver and telemetry threads, the SDK's span "
-        "processor; not the server's) over the round's pairs, the median round; it counts the "
-        "caller's short spin before it parks for a reply, so an off pair's is above its wall time.",
-        "",
-        "| telemetry | pairs/s, best | pairs/s, median | cost (best) | cost (median) | CPU µs a pair, median | CPU cost (median) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        f"| off (default) | {best[off]:,.0f} | {med[off]:,.0f} | | | {cpu[off] * 1e6:.1f} | |",
-    ]
-    rows = (
-        ("OpenTelemetry metrics and spans", "lockgate, OpenTelemetry on"),
-        ("floor: the same samples and span recorded by the application (telemetry off)", "lockgate, its metrics and span recorded by the application"),
-        ("DEBUG logging", "lockgate, telemetry on"),
-        ("floor: the same 3 DEBUG records a pair logged by the application (telemetry off)", "lockgate, its records logged by the application"),
-    )
-    for label, row in rows:
-        on = (row, "sync")
-        lines.append(
-            f"| {label} | {best[on]:,.0f} | {med[on]:,.0f} | {(best[off] / best[on] - 1) * 100:+.1f} % | "
-            f"{(med[off] / med[on] - 1) * 100:+.1f} % | {cpu[on] * 1e6:.1f} | {(cpu[on] / cpu[off] - 1) * 100:+.1f} % |"
-        )
-    def share(on: str, floor: str) -> str:
-        on_, floor_ = (on, "sync"), (floor, "sync")
-        # Per round: the three rows ran seconds apart, so a round's own share is free of
-        # the drift between rounds that best-against-best and median-against-median carry.
-        rounds = sorted(o / a - o / f for o, a, f in zip(rates[off], rates[on_], rates[floor_]))
-        return (
-            f"{statistics.median(rounds) * 100:+.1f} % of a pair, the median of the rounds' own "
-            f"shares (range {rounds[0] * 100:+.1f} to {rounds[-1] * 100:+.1f}); best against best "
-            f"{(best[off] / best[on_] - best[off] / best[floor_]) * 100:+.1f} %, median against median "
-            f"{(med[off] / med[on_] - med[off] / med[floor_]) * 100:+.1f} %; by CPU time, "
-            f"{cpu_share(on_, floor_)}"
-        )
-
-    def cpu_share(on: tuple[str, str], floor: tuple[str, str]) -> str:
-        # This process's CPU time a pair is not slowed by other processes (the server, the
-        # rest of the machine) as a pair's wall-clock time is: the steadier measure of the
-        # work lockgate adds.
-        rounds = sorted((o - f) / c for c, o, f in zip(cpus[off], cpus[on], cpus[floor]))
-        return (
-            f"{statistics.median(rounds) * 100:+.1f} % of an off pair's CPU time, the median of the rounds "
-            f"(range {rounds[0] * 100:+.1f} to {rounds[-1] * 100:+.1f}; {(cpu[on] - cpu[floor]) * 1e6:.1f} µs a pair)"
-        )
-
-    lines += [
-        "",
-        "Each floor row is what the SDK or Python's `logging` costs for what lockgate records, "
-        "whoever records it; lockgate's own share is its cost less the floor's (target: at most "
-        f"3 %). OpenTelemetry: {share('lockgate, OpenTelemetry on', 'lockgate, its metrics and span recorded by the application')}. "
-        f"DEBUG logging: {share('lockgate, telemetry on', 'lockgate, its records logged by the application')}.",
-    ]
+    lines += telemetry_section(tel, placement, args.pairs, args.telemetry_rounds)
     lines += [
         "",
         f"**Contended handoff**, 4 processes × {args.handoffs_per_process} turns on one lock, "
