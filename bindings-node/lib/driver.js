@@ -279,6 +279,10 @@ class Driver {
   }
 
   deliver(ev) {
+    // A lease's signals run their listeners at once, inside deliver: the telemetry raised before
+    // the event (its lease.lost, lease.at_risk) is published first, so a listener sees it.
+    // Settled promises run theirs later, after the pump's own publish.
+    if (ev.kind === 'lost' || ev.kind === 'renewed' || ev.kind === 'atRisk') this.publishTelemetry();
     if (ev.kind === 'lost') {
       const loss = this.leases.get(ev.lease);
       if (loss) {

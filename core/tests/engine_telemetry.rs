@@ -211,6 +211,11 @@ fn a_zookeeper_session_tells_its_connection_its_spells_at_risk_and_its_expiry() 
     assert_eq!(telemetry[3].what, Happened::AtRisk { lease });
     assert_eq!(telemetry[5].what, Happened::Safe { lease });
     assert!(matches!(telemetry[9].what, Happened::Lost { lease: l, reason: LossReason::SessionEnded, .. } if l == lease));
+    // Its lease.lost comes before the loss itself, as every loss's does: a binding publishes it
+    // before the loss signal's listeners run.
+    let at = |want: fn(&Event<_>) -> bool| w.events[0].iter().position(want).unwrap();
+    let told_lost = at(|e| matches!(e, Event::Telemetry(t) if matches!(t.what, Happened::Lost { .. })));
+    assert!(told_lost < at(|e| matches!(e, Event::Lost { .. })), "{:?}", w.events[0]);
 }
 
 #[test]

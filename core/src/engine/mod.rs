@@ -582,9 +582,11 @@ impl<B: Backend> LockEngine<B> {
                 let leases: Vec<LeaseId> = self.leases.keys().copied().collect();
                 for id in leases {
                     if self.remove_lease(id).is_some() {
-                        self.events.push_back(Event::Lost { lease: id, error: not_held(&format!("the session ended: {why}")) });
+                        // Its telemetry first, as every loss's (`lose_and_clean`): a binding
+                        // publishes it before the loss signal's listeners run.
                         let t = self.telemetry.ended(id, Some(LossReason::SessionEnded));
                         self.raise(t);
+                        self.events.push_back(Event::Lost { lease: id, error: not_held(&format!("the session ended: {why}")) });
                     }
                 }
                 self.handle_disconnect(now);
