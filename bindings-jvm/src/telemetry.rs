@@ -164,8 +164,10 @@ fn metric_updates(t: &Telemetry) -> Vec<MetricUpdate> {
 pub trait TelemetrySink: Send + Sync {
     /// Whether DEBUG events are wanted now.
     fn debug_enabled(&self) -> bool;
-    /// Logs these events, in order; must return quickly and never throw.
-    fn record_batch(&self, events: Vec<TelemetryEvent>);
+    /// Logs these events, in order; must return quickly and never throw. `dropped`: how many
+    /// events were dropped since the last batch because the relay's queue was full (the JVM took
+    /// none for a while), which the JVM tells at WARN before this batch's events.
+    fn record_batch(&self, events: Vec<TelemetryEvent>, dropped: i64);
 }
 
 /// Whether DEBUG was wanted at the last check, and when that was (ms after [`since`]; 0: never).
@@ -211,8 +213,12 @@ enum Relayed {
 }
 
 /// Events queued for the JVM past which new ones are dropped: memory stays bounded while the
-/// JVM takes none (an appender blocked for good), and the driver never waits.
+/// JVM takes none (an appender blocked for good), and the driver never waits. How many were
+/// dropped is counted ([`DROPPED`]) and told with the next batch.
 const RELAY_AT_MOST: usize = 65_536;
+
+/// Events dropped (the relay's queue full) since a batch last told how many.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// How long a client's `shutdown` waits for its events to be handed to the JVM.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -242,10 +248,12 @@ impl Batch {
         self.events.push(event);
     }
 
-    /// Hands what is batched to its sink (a crossing into the JVM).
+    /// Hands what is batched to its sink (a crossing into the JVM), with how many events were
+    /// dropped before it.
     fn hand_on(&mut self) {
         if let Some(sink) = self.sink.take() {
-            sink.record_batch(std::mem::take(&mut self.events));
+            let dropped = DROPPED.swap(0, Ordering::AcqRel);
+            sink.record_batch(std::mem::take(&mut self.events), i64::try_from(dropped).unwrap_or(i64::MAX));
         }
     }
 }
@@ -291,12 +299,18 @@ fn relay() -> Option<&'static SyncSender<Relayed>> {
         .as_ref()
 }
 
-/// Queues `job` for the relay without waiting: a full queue drops it.
+/// Queues `job` for the relay without waiting: a full queue drops it (an event is counted).
 fn relay_send(job: Relayed) {
     if let Some(tx) = relay() {
-        if let Err(TrySendError::Full(Relayed::Check(_, check))) = tx.try_send(job) {
-            // Not asked after all: the next event asks again.
-            check.asked.store(false, Ordering::Release);
+        match tx.try_send(job) {
+            Err(TrySendError::Full(Relayed::Check(_, check))) => {
+                // Not asked after all: the next event asks again.
+                check.asked.store(false, Ordering::Release);
+            }
+            Err(TrySendError::Full(Relayed::Record(..))) => {
+                DROPPED.fetch_add(1, Ordering::AcqRel);
+            }
+            _ => {}
         }
     }
 }
@@ -344,5 +358,69 @@ impl NativeClient {
                 relay_send(Relayed::Record(Arc::clone(&sink), t.clone()));
             }
         }))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Condvar;
+
+    use lockgate_core::engine::Happened;
+
+    use super::*;
+
+    /// A sink whose first batch waits until it is let go: a JVM taking nothing for a while.
+    #[derive(Default)]
+    struct Stalled {
+        /// (a batch is waiting, let go, events taken, dropped told)
+        state: Mutex<(bool, bool, usize, i64)>,
+        changed: Condvar,
+    }
+
+    impl TelemetrySink for Stalled {
+        fn debug_enabled(&self) -> bool {
+            true
+        }
+
+        fn record_batch(&self, events: Vec<TelemetryEvent>, dropped: i64) {
+            let mut s = self.state.lock().unwrap();
+            s.0 = true;
+            s.2 += events.len();
+            s.3 += dropped;
+            self.changed.notify_all();
+            while !s.1 {
+                s = self.changed.wait(s).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn events_past_a_full_queue_are_dropped_counted_and_told_with_the_next_batch() {
+        let stalled = Arc::new(Stalled::default());
+        let sink: Arc<dyn TelemetrySink> = stalled.clone();
+        let event = Telemetry { what: Happened::ConnectionLost, backend: "redis", primitive: None, name: None };
+        let send = || relay_send(Relayed::Record(Arc::clone(&sink), event.clone()));
+        send();
+        let wait_for = |done: &dyn Fn(&(bool, bool, usize, i64)) -> bool| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut s = stalled.state.lock().unwrap();
+            while !done(&s) {
+                assert!(Instant::now() < deadline, "the relay never got there: {:?}", *s);
+                s = stalled.changed.wait_timeout(s, Duration::from_millis(50)).unwrap().0;
+            }
+        };
+        // The relay holds the first batch in the JVM, and its queue is empty.
+        wait_for(&|s| s.0);
+        for _ in 0..RELAY_AT_MOST + 7 {
+            send();
+        }
+        stalled.state.lock().unwrap().1 = true;
+        stalled.changed.notify_all();
+        // Everything queued reaches the sink, and the 7 events past the queue are told as dropped.
+        wait_for(&|s| s.2 == 1 + RELAY_AT_MOST);
+        wait_for(&|s| s.3 == 7);
+        std::thread::sleep(LINGER * 4);
+        assert_eq!(*stalled.state.lock().unwrap(), (true, true, 1 + RELAY_AT_MOST, 7));
+        assert_eq!(DROPPED.load(Ordering::Acquire), 0);
     }
 }

@@ -50,7 +50,17 @@ final class Slf4jTelemetry implements TelemetrySink {
     }
 
     @Override
-    public void recordBatch(List<TelemetryEvent> events) {
+    public void recordBatch(List<TelemetryEvent> events, long dropped) {
+        if (dropped > 0) {
+            try {
+                LOG.atWarn()
+                    .setMessage("telemetry events dropped: the JVM took none while the queue for it was full")
+                    .addKeyValue("lockgate.dropped", dropped)
+                    .log();
+            } catch (Throwable t) {
+                // A failing appender never breaks a lock (and never unwinds into the native driver).
+            }
+        }
         for (TelemetryEvent e : events) {
             record(e);
         }

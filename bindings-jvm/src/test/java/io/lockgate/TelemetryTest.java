@@ -142,6 +142,22 @@ class TelemetryTest {
             logged().stream().map(e -> kv(e).get("lockgate.event") + " " + kv(e).get("lockgate.lock")).collect(Collectors.toList()));
     }
 
+    /** The count of events the native relay dropped while its queue was full (counted and
+     *  handed over by the core's side, tested there) is told at WARN, even with DEBUG off, before
+     *  the batch it came with; a batch with none dropped tells nothing of the kind. */
+    @Test
+    void eventsDroppedForAFullQueueAreToldAtWarn() {
+        logger.setLevel(Level.WARN);
+        Slf4jTelemetry.INSTANCE.recordBatch(List.of(), 0);
+        assertEquals(List.of(), logged());
+        Slf4jTelemetry.INSTANCE.recordBatch(List.of(), 7);
+        assertEquals(1, logged().size(), logged().toString());
+        ILoggingEvent told = logged().get(0);
+        assertEquals(Level.WARN, told.getLevel());
+        assertEquals("telemetry events dropped: the JVM took none while the queue for it was full", told.getFormattedMessage());
+        assertEquals(Map.of("lockgate.dropped", 7L), kv(told));
+    }
+
     @Test
     void aLeaseHeldTooLongIsLoggedOnceWhileHeld() throws Exception {
         logger.setLevel(Level.WARN);
