@@ -82,15 +82,20 @@ fn listener(py: Python<'_>, api: Api, callback: Bound<'_, PyAny>, needs: &str) -
     }
     let event_loop = if api == Api::Asyncio { Some(running_loop(py)?.unbind()) } else { None };
     let callback = callback.unbind();
-    Ok(move |py: Python<'_>, args: Args| match &event_loop {
-        Some(l) => {
-            let call =
-                |a: Vec<_>| PyTuple::new(py, std::iter::once(callback.clone_ref(py)).chain(a).collect::<Vec<_>>());
-            let _ = args.and_then(|a| l.call_method1(py, "call_soon_threadsafe", call(a)?));
-        }
-        None => {
-            if let Err(e) = args.and_then(|a| callback.call1(py, PyTuple::new(py, a)?)) {
-                e.write_unraisable(py, Some(callback.bind(py)));
+    Ok(move |py: Python<'_>, args: Args| {
+        // The records the core raised before this (the loss's or the spell's WARNING) are made
+        // first, so a callback finds them logged (unless another thread is making records now).
+        crate::telemetry::flush(py);
+        match &event_loop {
+            Some(l) => {
+                let call =
+                    |a: Vec<_>| PyTuple::new(py, std::iter::once(callback.clone_ref(py)).chain(a).collect::<Vec<_>>());
+                let _ = args.and_then(|a| l.call_method1(py, "call_soon_threadsafe", call(a)?));
+            }
+            None => {
+                if let Err(e) = args.and_then(|a| callback.call1(py, PyTuple::new(py, a)?)) {
+                    e.write_unraisable(py, Some(callback.bind(py)));
+                }
             }
         }
     })
@@ -246,8 +251,9 @@ impl LeaseBase {
     }
 
     /// Calls ``callback(reason)`` once, with a :class:`lockgate.LockError`, if the lease is
-    /// lost; never after a release. ``lockgate``: on a background thread (keep it short and
-    /// thread-safe); ``lockgate.aio``: scheduled on the running event loop.
+    /// lost (after the loss's WARNING record is made); never after a release. ``lockgate``: on a
+    /// background thread (keep it short and thread-safe); ``lockgate.aio``: scheduled on the
+    /// running event loop.
     fn on_lost(&self, py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<()> {
         let call = listener(py, self.cell.conn.api, callback, "on_lost needs a callable taking the reason")?;
         self.cell.on_loss(move |py, reason| call(py, reason.map(|r| vec![r.unbind()])));

@@ -162,7 +162,7 @@ class _LeaseBase:
     def lost_reason(self) -> Optional[LockError]:
         """Why the lease was lost, or ``None``."""
     def on_lost(self, callback: Callable[[LockError], object]) -> None:
-        """Calls ``callback(reason)`` once if the lease is lost."""
+        """Calls ``callback(reason)`` once if the lease is lost, after the loss's WARNING record."""
     def on_at_risk(self, callback: Callable[[], object]) -> None:
         """Calls ``callback()`` once per spell at risk (at once if at risk now)."""
 
