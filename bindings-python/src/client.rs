@@ -142,6 +142,7 @@ impl ClientBase {
     /// ``lease`` bounds how long a crashed leader keeps leading; other arguments as for
     /// :meth:`lock`.
     #[pyo3(signature = (name, lease=None, *, renew=None, entry_ttl=None, min_hold=None, max_hold=None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature's keywords, as `lock` has them
     fn election(
         &self,
         py: Python<'_>,

@@ -86,7 +86,7 @@ fn table(entries: &[Entry]) -> String {
     if entries.is_empty() {
         return out;
     }
-    let _ = writeln!(out, "{:<40} {:<9} {:>7} {:>7}  {}", "NAME", "KIND", "HOLDERS", "WAITERS", "LABEL");
+    let _ = writeln!(out, "{:<40} {:<9} {:>7} {:>7}  LABEL", "NAME", "KIND", "HOLDERS", "WAITERS");
     for e in entries {
         let _ = writeln!(out, "{:<40} {:<9} {:>7} {:>7}  {}", e.name, e.kind.as_str(), e.holders, e.waiters, e.label.as_deref().unwrap_or("-"));
     }

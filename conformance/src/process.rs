@@ -150,7 +150,7 @@ fn all_threads_stopped(pid: u32) -> bool {
     tasks.flatten().all(|task| {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { return true };
         // The state follows the command name's closing parenthesis (which may itself hold spaces).
-        stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).map_or(true, |state| matches!(state, 'T' | 't' | 'Z' | 'X'))
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).is_none_or(|state| matches!(state, 'T' | 't' | 'Z' | 'X'))
     })
 }
 

@@ -23,13 +23,22 @@ pub(crate) type ConnectNative = for<'a> fn(
     &'a Target,
 ) -> futures_util::future::BoxFuture<'a, Result<tokio::sync::mpsc::UnboundedSender<crate::native::message::Msg>>>;
 
+/// Parses the address of a URL of `kind` ([`Spec::parse`]).
+pub type ParseAddress = fn(kind: &Kind, scheme: &'static str, tls: bool, url: &str, rest: &str) -> Result<Box<dyn Address>>;
+
+/// A deployment's bound on every lease ([`Spec::lease_bound`]).
+pub type BoundLeases = fn(options: &ClientOptions, target: &Target) -> Box<dyn LeaseBound>;
+
+/// The data engine and transport plan of a client ([`Spec::connect_data`]).
+pub type ConnectData = fn(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Connected>;
+
 /// One backend as the registry knows it.
 pub struct Spec {
     /// The kinds of service it serves, with their schemes.
     pub kinds: &'static [Kind],
     /// Parses the address of a URL of `kind` (`rest`: what follows `scheme://`; `url`: all of it;
     /// `scheme`: the lower-case scheme; `tls`: whether it means TLS).
-    pub parse: fn(kind: &Kind, scheme: &'static str, tls: bool, url: &str, rest: &str) -> Result<Box<dyn Address>>,
+    pub parse: ParseAddress,
     /// What a client of `kind` can do (`backend` and `scheme` are filled in by the registry);
     /// `replica_acks`: whether the client waits for replica acknowledgements.
     pub capabilities: fn(kind: &Kind, replica_acks: bool) -> Capabilities,
@@ -42,7 +51,7 @@ pub struct Spec {
     /// A deployment that bounds every lease (Redlock's `max_lease` and drift allowance): its
     /// settings from the client options, defaults where none was given and the masters counted
     /// from the URL; not validated (the client's validation does that).
-    pub lease_bound: Option<fn(options: &ClientOptions, target: &Target) -> Box<dyn LeaseBound>>,
+    pub lease_bound: Option<BoundLeases>,
     /// The range of the session timeout, for a backend whose client has a session (`None`: the
     /// setting is refused).
     pub session_timeout: Option<(Duration, Duration)>,
@@ -53,7 +62,7 @@ pub struct Spec {
     pub no_entry_ttl: Option<fn(spelling: &Spelling) -> String>,
     /// The data engine and transport plan of a client (`None`: bindings drive this backend's
     /// typed engine instead).
-    pub connect_data: Option<fn(options: &ClientOptions, rng: Box<dyn RandomSource>) -> Result<Connected>>,
+    pub connect_data: Option<ConnectData>,
     /// The native client's start.
     #[cfg(feature = "tokio")]
     pub(crate) connect_native: ConnectNative,

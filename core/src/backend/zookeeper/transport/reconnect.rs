@@ -283,6 +283,8 @@ fn retake(config: Arc<Config>, session: &Attached) -> BoxFuture<'static, Retaken
 /// Forwards the session's state changes to `notices` until it ends (then `Expired`, and the
 /// task stops, dropping `done`) or the driver is gone; while it is disconnected, takes it back
 /// itself every pause (capped) and, once through, serves the session with the new client.
+// Its arguments are the one task's state, each moved in by the one caller.
+#[allow(clippy::too_many_arguments)]
 async fn supervise(
     slot: Weak<Slot>,
     mut states: zk::StateWatcher,
